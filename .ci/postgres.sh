@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Makes sure a PostgreSQL server is reachable and prints an admin URL for it
+# (a role allowed to CREATE DATABASE) on stdout. Everything else goes to stderr.
+#
+#   .ci/postgres.sh          ensure a server is up, print its admin URL
+#   .ci/postgres.sh stop     stop the local server this script started
+#
+# Order of preference:
+#   1. PG_ADMIN_URL, when it answers;
+#   2. the project's local cluster (port EMI_PG_PORT, default 54329), started
+#      from the installed PostgreSQL binaries, initialised on first use;
+#   3. when no PostgreSQL binaries exist: apt-get install postgresql (as root),
+#      or stop with the exact command to run.
+#
+# The local cluster trusts connections from 127.0.0.1 only: it is a development
+# and test server, never a production one. PostgreSQL refuses to run as root,
+# so as root the cluster belongs to the `postgres` user.
+set -euo pipefail
+
+port=${EMI_PG_PORT:-54329}
+local_url="postgres://postgres@127.0.0.1:${port}/postgres?sslmode=disable"
+log() { printf 'postgres.sh: %s\n' "$*" >&2; }
+
+if [ "$(id -u)" = 0 ]; then
+  datadir=${EMI_PG_DATA:-/var/tmp/emi-postgres-${port}}
+else
+  datadir=${EMI_PG_DATA:-${XDG_STATE_HOME:-$HOME/.local/state}/emi/postgres-${port}}
+fi
+
+# answers URL: true when something accepts TCP connections at the URL's host:port.
+answers() {
+  local rest hostport host p
+  rest=${1#*://}; rest=${rest#*@}; hostport=${rest%%/*}; hostport=${hostport%%\?*}
+  host=${hostport%:*}; p=${hostport##*:}
+  [ "$host" = "$hostport" ] && p=5432
+  [ -z "$host" ] && host=127.0.0.1
+  (exec 3<>"/dev/tcp/${host}/${p}") 2>/dev/null
+}
+
+find_bindir() {
+  local d
+  if command -v pg_ctl >/dev/null 2>&1; then dirname "$(readlink -f "$(command -v pg_ctl)")"; return 0; fi
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    [ -x "$d/pg_ctl" ] && { echo "$d"; return 0; }
+  done
+  return 1
+}
+
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+if [ "${1:-}" = stop ]; then
+  if bindir=$(find_bindir) && [ -f "$datadir/PG_VERSION" ]; then
+    as_owner "$bindir/pg_ctl" -D "$datadir" -m fast stop >&2 || true
+  fi
+  exit 0
+fi
+
+if [ -n "${PG_ADMIN_URL:-}" ] && answers "$PG_ADMIN_URL"; then
+  echo "$PG_ADMIN_URL"; exit 0
+fi
+if answers "$local_url"; then echo "$local_url"; exit 0; fi
+
+if ! bindir=$(find_bindir); then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    log "PostgreSQL is not installed: installing Debian's postgresql package"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    # policy-rc.d keeps the package from starting its own cluster on 5432.
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
+    apt-get install -y -qq postgresql >&2 || { rm -f /usr/sbin/policy-rc.d; exit 1; }
+    rm -f /usr/sbin/policy-rc.d
+    bindir=$(find_bindir) || { log "postgresql installed but pg_ctl not found"; exit 1; }
+  else
+    log "PostgreSQL server binaries are missing. Install them, e.g.: sudo apt-get install postgresql"
+    log "or set PG_ADMIN_URL to a server where this role may CREATE DATABASE."
+    exit 1
+  fi
+fi
+
+if [ ! -f "$datadir/PG_VERSION" ]; then
+  log "initialising a local cluster in $datadir"
+  mkdir -p "$datadir"
+  if [ "$(id -u)" = 0 ]; then chown postgres: "$datadir"; chmod 700 "$datadir"; fi
+  as_owner "$bindir/initdb" -D "$datadir" -U postgres -A trust -E UTF8 --locale=C.UTF-8 -N >"$datadir.initdb.log" 2>&1 \
+    || { cat "$datadir.initdb.log" >&2; exit 1; }
+  cat >>"$datadir/postgresql.conf" <<CONF
+# emi development and test cluster
+listen_addresses = '127.0.0.1'
+port = ${port}
+unix_socket_directories = ''
+max_connections = 300
+shared_buffers = 256MB
+CONF
+fi
+
+log "starting PostgreSQL on 127.0.0.1:${port} ($datadir)"
+as_owner "$bindir/pg_ctl" -D "$datadir" -l "$datadir/server.log" -w -t 60 start >&2 \
+  || { tail -20 "$datadir/server.log" >&2 || true; exit 1; }
+echo "$local_url"

@@ -1,0 +1,206 @@
+package emi
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies an error for every surface: each surface maps a Kind to its
+// own status (HTTP status for the API and the portal) in exactly one place.
+type Kind uint8
+
+// Error kinds. KindInternal is the zero value on purpose: an error nobody
+// classified is an internal one.
+const (
+	KindInternal        Kind = iota // a bug or an outage; never the client's fault
+	KindInvalid                     // the request is malformed or breaks a field rule
+	KindUnauthenticated             // credentials missing, wrong, expired or replayed
+	KindForbidden                   // authenticated, but not allowed
+	KindNotFound                    // unknown resource, or one that belongs to someone else
+	KindConflict                    // state conflict, duplicate, idempotency conflict
+	KindTooLarge                    // request body over the limit
+	KindRateLimited                 // too many requests
+	KindUnavailable                 // a dependency the operation needs is not ready
+)
+
+// String returns the kind's name, for logs.
+func (k Kind) String() string {
+	switch k {
+	case KindInvalid:
+		return "invalid"
+	case KindUnauthenticated:
+		return "unauthenticated"
+	case KindForbidden:
+		return "forbidden"
+	case KindNotFound:
+		return "not_found"
+	case KindConflict:
+		return "conflict"
+	case KindTooLarge:
+		return "too_large"
+	case KindRateLimited:
+		return "rate_limited"
+	case KindUnavailable:
+		return "unavailable"
+	default:
+		return "internal"
+	}
+}
+
+// FieldError names one field of a request and what is wrong with it. Field is
+// the JSON path of the field as the client sent it, e.g. payout_details[0].iban.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error is the one error type that crosses layers. Code and Key are public
+// (they reach clients); Kind decides the status; Fields lists validation
+// problems; the wrapped cause and Detail are for logs only and never reach a
+// client.
+type Error struct {
+	Code   int
+	Key    string
+	Kind   Kind
+	Fields []FieldError
+	Detail string
+	cause  error
+}
+
+// Error returns the code and key, plus the detail for logs.
+func (e *Error) Error() string {
+	s := fmt.Sprintf("%d %s", e.Code, e.Key)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.cause != nil {
+		s += ": " + e.cause.Error()
+	}
+	return s
+}
+
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Is reports whether target is the same catalogue entry (same code and key),
+// so errors.Is(err, emi.ErrCardNotFound) works on copies made by With*.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code && t.Key == e.Key
+}
+
+// WithFields returns a copy of the catalogue error carrying field errors.
+func (e *Error) WithFields(fields ...FieldError) *Error {
+	c := *e
+	c.Fields = append(append([]FieldError(nil), e.Fields...), fields...)
+	return &c
+}
+
+// Field is shorthand for WithFields with a single field error.
+func (e *Error) Field(field, message string) *Error {
+	return e.WithFields(FieldError{Field: field, Message: message})
+}
+
+// WithDetail returns a copy with a detail for logs (never shown to clients).
+func (e *Error) WithDetail(format string, args ...any) *Error {
+	c := *e
+	c.Detail = fmt.Sprintf(format, args...)
+	return &c
+}
+
+// Wrap returns a copy of the catalogue error that wraps cause (for logs).
+func (e *Error) Wrap(cause error) *Error {
+	c := *e
+	c.cause = cause
+	return &c
+}
+
+// Internal wraps an unexpected error as 10000 services.general.error. The
+// cause is kept for logs and never shown.
+func Internal(cause error) *Error { return ErrInternal.Wrap(cause) }
+
+// AsError returns err as an *Error: the catalogue error it is or wraps, or an
+// internal error wrapping it. It returns nil for nil.
+func AsError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Internal(err)
+}
+
+func def(code int, key string, kind Kind) *Error {
+	return &Error{Code: code, Key: key, Kind: kind}
+}
+
+// The error catalogue: every code a client can see lives here once, with its
+// message key and kind. Seed codes first, then the codes contract §4 adds.
+var (
+	// Seed-api.md codes.
+	ErrValidation             = def(11001, "services.general.validation", KindInvalid)
+	ErrApplicationNotFound    = def(11002, "service.applications.not_found", KindNotFound)
+	ErrMemberNotFound         = def(11002, "service.members.not_found", KindNotFound)
+	ErrUserNotFound           = def(11002, "service.users.not_found", KindNotFound)
+	ErrValidatorConfigMissing = def(11008, "service.applications.validator_not_found", KindConflict)
+	ErrDuplicateUser          = def(-2, "service.users.duplicate", KindConflict)
+	ErrUserValidation         = def(-3, "service.users.validation", KindInvalid)
+	ErrInvalidProcessor       = def(18000, "services.general.invalid_processor", KindUnavailable)
+	ErrAMLMatchFound          = def(18001, "service.aml.match.found", KindConflict)
+
+	// Contract §4 codes.
+	ErrInternal            = def(10000, "services.general.error", KindInternal)
+	ErrAuthInvalid         = def(10001, "services.auth.invalid", KindUnauthenticated)
+	ErrAuthExpired         = def(10002, "services.auth.expired", KindUnauthenticated)
+	ErrAuthReplayed        = def(10003, "services.auth.replayed", KindUnauthenticated)
+	ErrBadRequest          = def(10005, "services.general.bad_request", KindInvalid)
+	ErrTooLarge            = def(10013, "services.general.too_large", KindTooLarge)
+	ErrRateLimited         = def(10029, "services.general.rate_limited", KindRateLimited)
+	ErrIdempotencyConflict = def(10409, "services.general.idempotency_conflict", KindConflict)
+	ErrApplicationClosed   = def(11003, "service.applications.closed", KindConflict)
+	ErrNonUniqueValue      = def(11004, "services.general.non_unique_value", KindConflict)
+
+	ErrCardValidation        = def(12001, "service.cards.validation", KindInvalid)
+	ErrCardNotFound          = def(12002, "service.cards.not_found", KindNotFound)
+	ErrCardAccountUnusable   = def(12003, "service.cards.account_unusable", KindConflict)
+	ErrActiveCardExists      = def(12004, "service.cards.active_card_exists", KindConflict)
+	ErrCardInvalidTransition = def(12005, "service.cards.invalid_transition", KindConflict)
+	ErrGroupNotInProgram     = def(12006, "service.cards.group_not_in_program", KindConflict)
+	ErrDeliveryRequired      = def(12007, "service.cards.delivery_required", KindInvalid)
+	ErrCardProgramMismatch   = def(12008, "service.cards.program_mismatch", KindConflict)
+	ErrCardAMLRequired       = def(12009, "service.cards.aml_required", KindConflict)
+	ErrCardNoMobile          = def(12010, "service.cards.no_mobile", KindConflict)
+
+	ErrAccountValidation        = def(13001, "service.accounts.validation", KindInvalid)
+	ErrAccountNotFound          = def(13002, "service.accounts.not_found", KindNotFound)
+	ErrProgramNotFound          = def(13003, "service.accounts.program_not_found", KindNotFound)
+	ErrOwnerNotFound            = def(13004, "service.accounts.owner_not_found", KindNotFound)
+	ErrMainAccountInvalid       = def(13005, "service.accounts.main_invalid", KindConflict)
+	ErrAccountInvalidTransition = def(13006, "service.accounts.invalid_transition", KindConflict)
+	ErrBalanceNotZero           = def(13007, "service.accounts.balance_not_zero", KindConflict)
+
+	ErrUserHasProducts     = def(-4, "service.users.has_products", KindConflict)
+	ErrKYCAlreadyApproved  = def(19001, "service.kyc.already_approved", KindConflict)
+	ErrPartnerNotFound     = def(10404, "service.partners.not_found", KindNotFound)
+	ErrPartnerKeyNotFound  = def(10405, "service.partners.key_not_found", KindNotFound)
+	ErrPartnerNameRequired = def(10406, "service.partners.validation", KindInvalid)
+)
+
+// Catalogue lists every catalogue error, for documentation and for the test
+// that keeps openapi.yaml and the portal's message texts in step with it.
+func Catalogue() []*Error {
+	return []*Error{
+		ErrValidation, ErrApplicationNotFound, ErrMemberNotFound, ErrUserNotFound,
+		ErrValidatorConfigMissing, ErrDuplicateUser, ErrUserValidation, ErrInvalidProcessor,
+		ErrAMLMatchFound, ErrInternal, ErrAuthInvalid, ErrAuthExpired, ErrAuthReplayed,
+		ErrBadRequest, ErrTooLarge, ErrRateLimited, ErrIdempotencyConflict, ErrApplicationClosed,
+		ErrNonUniqueValue, ErrCardValidation, ErrCardNotFound, ErrCardAccountUnusable,
+		ErrActiveCardExists, ErrCardInvalidTransition, ErrGroupNotInProgram, ErrDeliveryRequired,
+		ErrCardProgramMismatch, ErrCardAMLRequired, ErrCardNoMobile, ErrAccountValidation,
+		ErrAccountNotFound, ErrProgramNotFound, ErrOwnerNotFound, ErrMainAccountInvalid,
+		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrUserHasProducts, ErrKYCAlreadyApproved,
+		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerNameRequired,
+	}
+}

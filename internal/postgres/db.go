@@ -1,0 +1,209 @@
+// Package postgres implements the service layer's stores on PostgreSQL with
+// sqlx and lib/pq. It owns transactions and turns database errors into
+// catalogue errors, so nothing above it sees sql.ErrNoRows or *pq.Error.
+//
+// Transactions are ambient: InTx puts the transaction in the context, and
+// every store method runs its statements on the transaction found in its
+// context (or on the pool when there is none). This lets one request's work,
+// e.g. a business change plus its stored Idempotency-Key response, commit
+// atomically although several stores take part. A transaction in a context is
+// used by one goroutine at a time; never share such a context across
+// goroutines.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"emi/internal/emi"
+)
+
+// DB is the connection pool plus transaction handling.
+type DB struct {
+	*sqlx.DB
+}
+
+// Open connects to url, checks the connection and sizes the pool.
+// Returns an error naming the problem when the database does not answer.
+func Open(ctx context.Context, url string) (*DB, error) {
+	db, err := sqlx.Open("postgres", url)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	db.SetMaxOpenConns(40)
+	db.SetMaxIdleConns(40)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return &DB{DB: db}, nil
+}
+
+type txKey struct{}
+
+type ambientTx struct {
+	tx         *sqlx.Tx
+	savepoints atomic.Int64
+}
+
+// Ext returns what a store method should run its statements on: the ambient
+// transaction of ctx, or the pool.
+func (db *DB) Ext(ctx context.Context) sqlx.ExtContext {
+	if a := ambient(ctx); a != nil {
+		return a.tx
+	}
+	return db.DB
+}
+
+// InTx runs fn in a transaction and commits when fn returns nil. When ctx
+// already carries a transaction, fn runs inside a savepoint of it instead, so
+// an error from fn undoes only fn's own changes. A top-level transaction that
+// fails with a serialization failure or a deadlock is retried (up to 5 times,
+// with a short random pause), so these never reach clients; fn must therefore
+// be safe to run again.
+func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if a := ambient(ctx); a != nil {
+		return a.savepoint(ctx, fn)
+	}
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = db.runTx(ctx, fn)
+		if !retryable(err) {
+			return err
+		}
+		time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
+	}
+	return err
+}
+
+func (db *DB) runTx(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return emi.Internal(fmt.Errorf("begin: %w", err))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err = fn(context.WithValue(ctx, txKey{}, &ambientTx{tx: tx})); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return Translate(fmt.Errorf("commit: %w", err))
+	}
+	return nil
+}
+
+func (a *ambientTx) savepoint(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	name := "sp" + strconv.FormatInt(a.savepoints.Add(1), 10)
+	if _, err := a.tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
+		return Translate(err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_, _ = a.tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+name)
+			panic(p)
+		}
+	}()
+	if err = fn(ctx); err != nil {
+		if _, rerr := a.tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
+			return errors.Join(err, Translate(rerr))
+		}
+		return err
+	}
+	if _, err := a.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name); err != nil {
+		return Translate(err)
+	}
+	return nil
+}
+
+// InTransaction reports whether ctx carries a transaction.
+func InTransaction(ctx context.Context) bool { return ambient(ctx) != nil }
+
+func ambient(ctx context.Context) *ambientTx {
+	a, _ := ctx.Value(txKey{}).(*ambientTx)
+	return a
+}
+
+// WithoutTx returns ctx without its ambient transaction, for statements that
+// must commit on their own whatever happens to the surrounding transaction
+// (the replay guard, for one).
+func WithoutTx(ctx context.Context) context.Context {
+	if !InTransaction(ctx) {
+		return ctx
+	}
+	return context.WithValue(ctx, txKey{}, (*ambientTx)(nil))
+}
+
+// PostgreSQL error codes we translate.
+const (
+	pgUniqueViolation      = "23505"
+	pgForeignKeyViolation  = "23503"
+	pgCheckViolation       = "23514"
+	pgSerializationFailure = "40001"
+	pgDeadlockDetected     = "40P01"
+)
+
+func retryable(err error) bool {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		return pe.Code == pgSerializationFailure || pe.Code == pgDeadlockDetected
+	}
+	return false
+}
+
+// Translate turns a database error into a catalogue error: no rows becomes
+// nil-safe not-found handling at the call site (it is returned unchanged so
+// callers can map it to their own not-found error with NotFound), a unique
+// violation becomes ErrNonUniqueValue, anything else an internal error that
+// wraps the original for the logs. Serialization failures and deadlocks are
+// kept as they are so InTx can retry them.
+func Translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *emi.Error
+	if errors.As(err, &ee) || errors.Is(err, sql.ErrNoRows) || retryable(err) {
+		return err
+	}
+	var pe *pq.Error
+	if errors.As(err, &pe) && pe.Code == pgUniqueViolation {
+		return emi.ErrNonUniqueValue.Wrap(err)
+	}
+	return emi.Internal(err)
+}
+
+// NotFound maps sql.ErrNoRows to notFound and translates anything else.
+func NotFound(err error, notFound *emi.Error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound
+	}
+	return Translate(err)
+}
+
+// UniqueViolation reports whether err is a unique violation of the named
+// constraint (or of any constraint when constraint is "").
+func UniqueViolation(err error, constraint string) bool {
+	var pe *pq.Error
+	if !errors.As(err, &pe) || pe.Code != pgUniqueViolation {
+		return false
+	}
+	return constraint == "" || pe.Constraint == constraint
+}
