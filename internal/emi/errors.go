@@ -156,6 +156,8 @@ var (
 	ErrAuthExpired         = def(10002, "services.auth.expired", KindUnauthenticated)
 	ErrAuthReplayed        = def(10003, "services.auth.replayed", KindUnauthenticated)
 	ErrBadRequest          = def(10005, "services.general.bad_request", KindInvalid)
+	ErrRouteNotFound       = def(10004, "services.general.route_not_found", KindNotFound)
+	ErrMethodNotAllowed    = def(10006, "services.general.method_not_allowed", KindInvalid)
 	ErrTooLarge            = def(10013, "services.general.too_large", KindTooLarge)
 	ErrRateLimited         = def(10029, "services.general.rate_limited", KindRateLimited)
 	ErrIdempotencyConflict = def(10409, "services.general.idempotency_conflict", KindConflict)
@@ -185,7 +187,7 @@ var (
 	ErrKYCAlreadyApproved  = def(19001, "service.kyc.already_approved", KindConflict)
 	ErrPartnerNotFound     = def(10404, "service.partners.not_found", KindNotFound)
 	ErrPartnerKeyNotFound  = def(10405, "service.partners.key_not_found", KindNotFound)
-	ErrPartnerNameRequired = def(10406, "service.partners.validation", KindInvalid)
+	ErrPartnerValidation = def(10406, "service.partners.validation", KindInvalid)
 )
 
 // Catalogue lists every catalogue error, for documentation and for the test
@@ -195,12 +197,12 @@ func Catalogue() []*Error {
 		ErrValidation, ErrApplicationNotFound, ErrMemberNotFound, ErrUserNotFound,
 		ErrValidatorConfigMissing, ErrDuplicateUser, ErrUserValidation, ErrInvalidProcessor,
 		ErrAMLMatchFound, ErrInternal, ErrAuthInvalid, ErrAuthExpired, ErrAuthReplayed,
-		ErrBadRequest, ErrTooLarge, ErrRateLimited, ErrIdempotencyConflict, ErrApplicationClosed,
+		ErrBadRequest, ErrRouteNotFound, ErrMethodNotAllowed, ErrTooLarge, ErrRateLimited, ErrIdempotencyConflict, ErrApplicationClosed,
 		ErrNonUniqueValue, ErrCardValidation, ErrCardNotFound, ErrCardAccountUnusable,
 		ErrActiveCardExists, ErrCardInvalidTransition, ErrGroupNotInProgram, ErrDeliveryRequired,
 		ErrCardProgramMismatch, ErrCardAMLRequired, ErrCardNoMobile, ErrAccountValidation,
 		ErrAccountNotFound, ErrProgramNotFound, ErrOwnerNotFound, ErrMainAccountInvalid,
 		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrUserHasProducts, ErrKYCAlreadyApproved,
-		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerNameRequired,
+		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation,
 	}
 }

@@ -111,7 +111,23 @@ func (db *DB) runTx(ctx context.Context, fn func(ctx context.Context) error) (er
 	return nil
 }
 
-func (a *ambientTx) savepoint(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+// savepoint runs fn inside a savepoint of the ambient transaction. A
+// deadlock aborts only the statement that lost, so after rolling back to the
+// savepoint fn can run again; it is retried like a top-level transaction.
+// (emi runs at READ COMMITTED, where serialization failures do not occur.)
+func (a *ambientTx) savepoint(ctx context.Context, fn func(ctx context.Context) error) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = a.savepointOnce(ctx, fn)
+		if !retryable(err) {
+			return err
+		}
+		time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
+	}
+	return err
+}
+
+func (a *ambientTx) savepointOnce(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	name := "sp" + strconv.FormatInt(a.savepoints.Add(1), 10)
 	if _, err := a.tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
 		return Translate(err)

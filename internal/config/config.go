@@ -1,0 +1,212 @@
+// Package config reads emi's configuration from an injected getenv, so tests
+// and the binary share one parser and nothing reads os.Getenv elsewhere.
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Mode is sandbox or production (contract §10).
+type Mode string
+
+// Modes. Sandbox allows plain-http loopback webhook endpoints and the
+// sandbox-only operations.
+const (
+	ModeSandbox    Mode = "sandbox"
+	ModeProduction Mode = "production"
+)
+
+// Config is everything emi reads from its environment.
+type Config struct {
+	DatabaseURL string
+	// MasterKey is the current 32-byte master key (EMI_MASTER_KEY);
+	// PreviousKeys are older keys still needed to open data sealed under
+	// them during a rotation (EMI_PREVIOUS_MASTER_KEYS, comma separated).
+	MasterKey    []byte
+	PreviousKeys [][]byte
+	Mode         Mode
+	Addr         string
+	PublicURL    string
+	SanctionsDir string
+	LogLevel     slog.Level
+	LogFormat    string // json or text
+
+	// RateLimit is the number of API requests one API key may make per
+	// RateWindow; 0 disables the limit.
+	RateLimit  int
+	RateWindow time.Duration
+
+	// AuthWindow is how far x-timestamp may be from the server clock.
+	AuthWindow time.Duration
+	// SecretOverlap is how long a rotated API secret stays valid.
+	SecretOverlap time.Duration
+
+	ShutdownTimeout time.Duration
+	Workers         int
+}
+
+// Vars documents every variable, for --help and the README.
+var Vars = []struct{ Name, Default, Meaning string }{
+	{"DATABASE_URL", "(required)", "PostgreSQL URL, e.g. postgres://emi@localhost/emi?sslmode=disable"},
+	{"EMI_MASTER_KEY", "(required)", "base64 of 32 random bytes; encrypts secrets, card data and documents"},
+	{"EMI_PREVIOUS_MASTER_KEYS", "", "comma-separated older master keys, kept during a key rotation"},
+	{"EMI_MODE", "production", "sandbox or production"},
+	{"EMI_ADDR", ":8080", "listen address of emi serve"},
+	{"EMI_PUBLIC_URL", "http://localhost:8080", "address people and partners reach (KYC links)"},
+	{"EMI_SANCTIONS_DIR", "../shared/data/sanctions", "directory of the sanctions lists"},
+	{"EMI_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"EMI_LOG_FORMAT", "json", "json or text"},
+	{"EMI_RATE_LIMIT", "600", "API requests per API key per EMI_RATE_WINDOW (0 = no limit)"},
+	{"EMI_RATE_WINDOW", "1m", "rate-limit window (Go duration)"},
+	{"EMI_AUTH_WINDOW", "15s", "allowed distance of x-timestamp from the server clock"},
+	{"EMI_SECRET_OVERLAP", "24h", "how long a rotated API secret stays valid"},
+	{"EMI_SHUTDOWN_TIMEOUT", "20s", "how long emi serve drains requests and jobs on SIGTERM"},
+	{"EMI_WORKERS", "4", "concurrent background jobs per emi serve process"},
+}
+
+// Load parses the environment. need lists what the calling subcommand
+// requires ("db", "key"); everything else is optional with defaults. The error
+// names every missing or malformed variable, never its value.
+func Load(getenv func(string) string, need ...string) (Config, error) {
+	c := Config{
+		Mode:            ModeProduction,
+		Addr:            ":8080",
+		PublicURL:       "http://localhost:8080",
+		SanctionsDir:    "../shared/data/sanctions",
+		LogLevel:        slog.LevelInfo,
+		LogFormat:       "json",
+		RateLimit:       600,
+		RateWindow:      time.Minute,
+		AuthWindow:      15 * time.Second,
+		SecretOverlap:   24 * time.Hour,
+		ShutdownTimeout: 20 * time.Second,
+		Workers:         4,
+	}
+	var errs []error
+	bad := func(name, why string) { errs = append(errs, fmt.Errorf("%s %s", name, why)) }
+	needs := func(what string) bool {
+		for _, n := range need {
+			if n == what {
+				return true
+			}
+		}
+		return false
+	}
+
+	c.DatabaseURL = strings.TrimSpace(getenv("DATABASE_URL"))
+	if c.DatabaseURL == "" && needs("db") {
+		bad("DATABASE_URL", "is required (a PostgreSQL URL)")
+	} else if c.DatabaseURL != "" {
+		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			bad("DATABASE_URL", "must be a postgres:// URL")
+		}
+	}
+
+	if v := strings.TrimSpace(getenv("EMI_MASTER_KEY")); v != "" {
+		k, err := ParseKey(v)
+		if err != nil {
+			bad("EMI_MASTER_KEY", err.Error())
+		}
+		c.MasterKey = k
+	} else if needs("key") {
+		bad("EMI_MASTER_KEY", "is required (base64 of 32 random bytes, e.g. `head -c 32 /dev/urandom | base64`)")
+	}
+	if v := strings.TrimSpace(getenv("EMI_PREVIOUS_MASTER_KEYS")); v != "" {
+		for i, part := range strings.Split(v, ",") {
+			k, err := ParseKey(strings.TrimSpace(part))
+			if err != nil {
+				bad("EMI_PREVIOUS_MASTER_KEYS", fmt.Sprintf("entry %d: %v", i+1, err))
+				continue
+			}
+			c.PreviousKeys = append(c.PreviousKeys, k)
+		}
+	}
+
+	switch v := strings.TrimSpace(getenv("EMI_MODE")); v {
+	case "":
+	case string(ModeSandbox), string(ModeProduction):
+		c.Mode = Mode(v)
+	default:
+		bad("EMI_MODE", "must be sandbox or production")
+	}
+	if v := strings.TrimSpace(getenv("EMI_ADDR")); v != "" {
+		c.Addr = v
+	}
+	if v := strings.TrimSpace(getenv("EMI_PUBLIC_URL")); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("EMI_PUBLIC_URL", "must be an absolute http(s) URL")
+		} else {
+			c.PublicURL = strings.TrimRight(v, "/")
+		}
+	}
+	if v := strings.TrimSpace(getenv("EMI_SANCTIONS_DIR")); v != "" {
+		c.SanctionsDir = v
+	}
+	if v := strings.TrimSpace(getenv("EMI_LOG_LEVEL")); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			bad("EMI_LOG_LEVEL", "must be debug, info, warn or error")
+		}
+	}
+	switch v := strings.TrimSpace(getenv("EMI_LOG_FORMAT")); v {
+	case "":
+	case "json", "text":
+		c.LogFormat = v
+	default:
+		bad("EMI_LOG_FORMAT", "must be json or text")
+	}
+	intVar := func(name string, dst *int, min int) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < min {
+				bad(name, fmt.Sprintf("must be a whole number >= %d", min))
+				return
+			}
+			*dst = n
+		}
+	}
+	durVar := func(name string, dst *time.Duration, min time.Duration) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < min {
+				bad(name, fmt.Sprintf("must be a Go duration of at least %s (e.g. 30s)", min))
+				return
+			}
+			*dst = d
+		}
+	}
+	intVar("EMI_RATE_LIMIT", &c.RateLimit, 0)
+	durVar("EMI_RATE_WINDOW", &c.RateWindow, time.Second)
+	durVar("EMI_AUTH_WINDOW", &c.AuthWindow, time.Second)
+	durVar("EMI_SECRET_OVERLAP", &c.SecretOverlap, 0)
+	durVar("EMI_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout, time.Second)
+	intVar("EMI_WORKERS", &c.Workers, 1)
+
+	return c, errors.Join(errs...)
+}
+
+// ParseKey decodes a base64 master key of exactly 32 bytes. The error says
+// what is wrong without repeating the value.
+func ParseKey(v string) ([]byte, error) {
+	var k []byte
+	var err error
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if k, err = enc.DecodeString(v); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, errors.New("is not valid base64")
+	}
+	if len(k) != 32 {
+		return nil, fmt.Errorf("must decode to 32 bytes, not %d", len(k))
+	}
+	return k, nil
+}

@@ -1,0 +1,32 @@
+package emi
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Outcome of an audited action.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeSuccess Outcome = "success"
+	OutcomeDenied  Outcome = "denied"
+	OutcomeFailure Outcome = "failure"
+)
+
+// AuditEntry is one row of the append-only audit log.
+type AuditEntry struct {
+	ID            int64          `db:"id"`
+	At            time.Time      `db:"at"`
+	ActorType     ActorType      `db:"actor_type"`
+	ActorID       string         `db:"actor_id"`
+	PartnerID     string         `db:"partner_id"`
+	Action        string         `db:"action"`
+	ResourceType  string         `db:"resource_type"`
+	ResourceToken string         `db:"resource_token"`
+	Outcome       Outcome        `db:"outcome"`
+	RequestID     string         `db:"request_id"`
+	IP            netip.Addr     `db:"-"`
+	Changes       map[string]any `db:"-"`
+}

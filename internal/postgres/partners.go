@@ -1,0 +1,325 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"encoding/json"
+	"net/netip"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"emi/internal/emi"
+	"emi/internal/service"
+)
+
+// Store implements the service layer's store interfaces for the foundation
+// tables: partners and keys, replay guard, idempotency and audit.
+type Store struct {
+	db *DB
+}
+
+// NewStore returns the foundation store.
+func NewStore(db *DB) *Store { return &Store{db: db} }
+
+// InsertPartner inserts p.
+func (s *Store) InsertPartner(ctx context.Context, p emi.Partner) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx,
+		`INSERT INTO partners (id, name, master_merchant, processing, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		p.ID, p.Name, p.MasterMerchant, p.Processing, p.CreatedAt)
+	return Translate(err)
+}
+
+// Partner returns the partner with id. Returns emi.ErrPartnerNotFound.
+func (s *Store) Partner(ctx context.Context, id string) (emi.Partner, error) {
+	var p emi.Partner
+	if !validUUID(id) {
+		return p, emi.ErrPartnerNotFound
+	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &p,
+		`SELECT id, name, master_merchant, processing, created_at FROM partners WHERE id = $1`, id)
+	return p, NotFound(err, emi.ErrPartnerNotFound)
+}
+
+// UpdatePartnerProcessing sets the partner's processing mode.
+func (s *Store) UpdatePartnerProcessing(ctx context.Context, id string, mode emi.Processing) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE partners SET processing = $2 WHERE id = $1`, id, mode)
+	return Translate(err)
+}
+
+// InsertPartnerKey inserts an API key with its sealed secret.
+func (s *Store) InsertPartnerKey(ctx context.Context, k emi.PartnerKey, secretEnc []byte) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx,
+		`INSERT INTO partner_keys (id, partner_id, api_key, secret_enc, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		k.ID, k.PartnerID, k.APIKey, secretEnc, k.CreatedAt)
+	return Translate(err)
+}
+
+// InsertWebhookEndpoint registers a webhook endpoint with its sealed secret.
+func (s *Store) InsertWebhookEndpoint(ctx context.Context, id, partnerID, url string, secretEnc []byte) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx,
+		`INSERT INTO webhook_endpoints (id, partner_id, url, secret_enc) VALUES ($1, $2, $3, $4)`,
+		id, partnerID, url, secretEnc)
+	return Translate(err)
+}
+
+type keyRow struct {
+	emi.PartnerKey
+	SecretEnc         []byte         `db:"secret_enc"`
+	PreviousSecretEnc []byte         `db:"previous_secret_enc"`
+	PName             string         `db:"p_name"`
+	PMerchant         string         `db:"p_master_merchant"`
+	PProcessing       emi.Processing `db:"p_processing"`
+	PCreatedAt        time.Time      `db:"p_created_at"`
+}
+
+func (r keyRow) stored() service.StoredKey {
+	return service.StoredKey{
+		PartnerKey:        r.PartnerKey,
+		Partner:           emi.Partner{ID: r.PartnerID, Name: r.PName, MasterMerchant: r.PMerchant, Processing: r.PProcessing, CreatedAt: r.PCreatedAt},
+		SecretEnc:         r.SecretEnc,
+		PreviousSecretEnc: r.PreviousSecretEnc,
+	}
+}
+
+const keySelect = `SELECT k.id, k.partner_id, k.api_key, k.created_at, k.rotated_at, k.revoked_at,
+       k.previous_valid_until, k.secret_enc, k.previous_secret_enc,
+       p.name AS p_name, p.master_merchant AS p_master_merchant, p.processing AS p_processing,
+       p.created_at AS p_created_at
+  FROM partner_keys k JOIN partners p ON p.id = k.partner_id`
+
+// PartnerKeyByAPIKey returns the key with that x-api-key value. Returns
+// emi.ErrPartnerKeyNotFound.
+func (s *Store) PartnerKeyByAPIKey(ctx context.Context, apiKey string) (service.StoredKey, error) {
+	var r keyRow
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, keySelect+` WHERE k.api_key = $1`, apiKey)
+	if err != nil {
+		return service.StoredKey{}, NotFound(err, emi.ErrPartnerKeyNotFound)
+	}
+	return r.stored(), nil
+}
+
+// PartnerKeyForUpdate returns the key with id, locked for the transaction.
+// Returns emi.ErrPartnerKeyNotFound.
+func (s *Store) PartnerKeyForUpdate(ctx context.Context, keyID string) (service.StoredKey, error) {
+	if !validUUID(keyID) {
+		return service.StoredKey{}, emi.ErrPartnerKeyNotFound
+	}
+	var r keyRow
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, keySelect+` WHERE k.id = $1 FOR UPDATE OF k`, keyID)
+	if err != nil {
+		return service.StoredKey{}, NotFound(err, emi.ErrPartnerKeyNotFound)
+	}
+	return r.stored(), nil
+}
+
+// PartnerKeys lists the keys of a partner, newest first, without secrets.
+func (s *Store) PartnerKeys(ctx context.Context, partnerID string) ([]emi.PartnerKey, error) {
+	var ks []emi.PartnerKey
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &ks,
+		`SELECT id, partner_id, api_key, created_at, rotated_at, revoked_at, previous_valid_until
+		   FROM partner_keys WHERE partner_id = $1 ORDER BY created_at DESC, id DESC`, partnerID)
+	return ks, Translate(err)
+}
+
+// UpdatePartnerKeySecret installs a new secret and keeps the previous one
+// valid until the given time.
+func (s *Store) UpdatePartnerKeySecret(ctx context.Context, keyID string, secretEnc, previousEnc []byte, previousValidUntil time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx,
+		`UPDATE partner_keys SET secret_enc = $2, previous_secret_enc = $3, previous_valid_until = $4, rotated_at = now()
+		  WHERE id = $1`, keyID, secretEnc, previousEnc, previousValidUntil)
+	return Translate(err)
+}
+
+// RevokePartnerKey marks the key revoked.
+func (s *Store) RevokePartnerKey(ctx context.Context, keyID string) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE partner_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, keyID)
+	return Translate(err)
+}
+
+// RememberSignature implements the replay guard: true when digest was new.
+func (s *Store) RememberSignature(ctx context.Context, digest []byte, expires time.Time) (bool, error) {
+	res, err := s.db.Ext(ctx).ExecContext(ctx,
+		`INSERT INTO api_signatures (hash, expires_at) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING`, digest, expires)
+	if err != nil {
+		return false, Translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, Translate(err)
+}
+
+// PruneSignatures deletes replay-guard rows that expired before now.
+func (s *Store) PruneSignatures(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM api_signatures WHERE expires_at < $1`, now)
+	if err != nil {
+		return 0, Translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n, Translate(err)
+}
+
+// TryLockIdempotencyKey takes a transaction-scoped advisory lock on
+// (partner, key) without waiting. It must run inside a transaction.
+func (s *Store) TryLockIdempotencyKey(ctx context.Context, partnerID, key string) (bool, error) {
+	var ok bool
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &ok,
+		`SELECT pg_try_advisory_xact_lock(hashtextextended($1 || ':' || $2, 4242))`, partnerID, key)
+	return ok, Translate(err)
+}
+
+// StoredResponse returns the response stored for (partner, key) created at
+// or after since.
+func (s *Store) StoredResponse(ctx context.Context, partnerID, key string, since time.Time) (service.StoredResponse, bool, error) {
+	var row struct {
+		Fingerprint []byte    `db:"fingerprint"`
+		Status      int       `db:"status"`
+		Headers     []byte    `db:"headers"`
+		Body        []byte    `db:"body"`
+		CreatedAt   time.Time `db:"created_at"`
+	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row,
+		`SELECT fingerprint, status, headers, body, created_at FROM idempotency_keys
+		  WHERE partner_id = $1 AND key = $2 AND created_at >= $3`, partnerID, key, since)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return service.StoredResponse{}, false, nil
+		}
+		return service.StoredResponse{}, false, Translate(err)
+	}
+	resp := service.StoredResponse{Fingerprint: row.Fingerprint, Status: row.Status, Body: row.Body, CreatedAt: row.CreatedAt}
+	if err := json.Unmarshal(row.Headers, &resp.Headers); err != nil {
+		return service.StoredResponse{}, false, emi.Internal(err)
+	}
+	return resp, true, nil
+}
+
+// SaveResponse stores resp for (partner, key), replacing an expired row.
+func (s *Store) SaveResponse(ctx context.Context, partnerID, key string, resp service.StoredResponse) error {
+	h, err := json.Marshal(resp.Headers)
+	if err != nil {
+		return emi.Internal(err)
+	}
+	_, err = s.db.Ext(ctx).ExecContext(ctx,
+		`INSERT INTO idempotency_keys (partner_id, key, fingerprint, status, headers, body, created_at)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7)
+		 ON CONFLICT (partner_id, key) DO UPDATE
+		   SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, headers = EXCLUDED.headers,
+		       body = EXCLUDED.body, created_at = EXCLUDED.created_at`,
+		partnerID, key, resp.Fingerprint, resp.Status, h, resp.Body, resp.CreatedAt)
+	return Translate(err)
+}
+
+// PruneIdempotencyKeys deletes stored responses created before the cutoff.
+func (s *Store) PruneIdempotencyKeys(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, before)
+	if err != nil {
+		return 0, Translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n, Translate(err)
+}
+
+// InsertAudit appends one row to the audit log.
+func (s *Store) InsertAudit(ctx context.Context, e emi.AuditEntry) error {
+	changes, err := json.Marshal(e.Changes)
+	if err != nil {
+		return emi.Internal(err)
+	}
+	if e.Changes == nil {
+		changes = []byte(`{}`)
+	}
+	var ip *string
+	if e.IP.IsValid() {
+		v := e.IP.String()
+		ip = &v
+	}
+	var partner *string
+	if e.PartnerID != "" {
+		partner = &e.PartnerID
+	}
+	_, err = s.db.Ext(ctx).ExecContext(ctx,
+		`INSERT INTO audit_log (actor_type, actor_id, partner_id, action, resource_type, resource_token,
+		                        outcome, request_id, ip, changes)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		e.ActorType, e.ActorID, partner, e.Action, e.ResourceType, e.ResourceToken, e.Outcome, e.RequestID, ip, changes)
+	return Translate(err)
+}
+
+// AuditFilter selects audit rows; zero fields match everything.
+type AuditFilter struct {
+	ActorID       string
+	Action        string
+	ResourceType  string
+	ResourceToken string
+	From, To      time.Time
+	Limit         int
+	BeforeID      int64 // keyset pagination: rows with a smaller id
+}
+
+// AuditEntries returns audit rows matching f, newest first.
+func (s *Store) AuditEntries(ctx context.Context, f AuditFilter) ([]emi.AuditEntry, error) {
+	if f.Limit <= 0 || f.Limit > 500 {
+		f.Limit = 100
+	}
+	var rows []struct {
+		emi.AuditEntry
+		PartnerIDN *string `db:"partner_id_n"`
+		IPN        *string `db:"ip_n"`
+		ChangesRaw []byte  `db:"changes_raw"`
+	}
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows,
+		`SELECT id, at, actor_type, actor_id, partner_id::text AS partner_id_n, action, resource_type, resource_token,
+		        outcome, request_id, host(ip) AS ip_n, changes AS changes_raw
+		   FROM audit_log
+		  WHERE ($1 = '' OR actor_id = $1) AND ($2 = '' OR action = $2) AND ($3 = '' OR resource_type = $3)
+		    AND ($4 = '' OR resource_token = $4)
+		    AND ($5::timestamptz IS NULL OR at >= $5) AND ($6::timestamptz IS NULL OR at < $6)
+		    AND ($7 = 0 OR id < $7)
+		  ORDER BY id DESC LIMIT $8`,
+		f.ActorID, f.Action, f.ResourceType, f.ResourceToken, nullTime(f.From), nullTime(f.To), f.BeforeID, f.Limit)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]emi.AuditEntry, len(rows))
+	for i, r := range rows {
+		e := r.AuditEntry
+		if r.PartnerIDN != nil {
+			e.PartnerID = *r.PartnerIDN
+		}
+		if r.IPN != nil {
+			e.IP, _ = netip.ParseAddr(*r.IPN)
+		}
+		_ = json.Unmarshal(r.ChangesRaw, &e.Changes)
+		out[i] = e
+	}
+	return out, nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// validUUID reports whether s is a syntactically valid UUID, so that a
+// malformed token in a path is "not found" instead of a database error.
+func validUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

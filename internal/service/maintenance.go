@@ -1,0 +1,52 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"emi/internal/emi"
+)
+
+// Enqueuer adds background jobs; it joins the transaction in ctx, so a job
+// exists if and only if the change that asked for it committed.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, spec emi.JobSpec) (id int64, created bool, err error)
+}
+
+// SignaturePruner deletes expired replay-guard rows.
+type SignaturePruner interface {
+	PruneSignatures(ctx context.Context, now time.Time) (int64, error)
+}
+
+// JobMaintenance is the kind of the periodic clean-up job.
+const JobMaintenance = "maintenance.prune"
+
+// Maintenance keeps the foundation tables bounded: expired replay-guard rows
+// and Idempotency-Key responses older than 24 h.
+type Maintenance struct {
+	jobs Enqueuer
+	sigs SignaturePruner
+	idem *Idempotency
+	now  Clock
+}
+
+// NewMaintenance returns the maintenance service.
+func NewMaintenance(jobs Enqueuer, sigs SignaturePruner, idem *Idempotency, now Clock) *Maintenance {
+	return &Maintenance{jobs: jobs, sigs: sigs, idem: idem, now: now}
+}
+
+// Schedule enqueues the clean-up job unless one is already pending (the
+// unique key makes several emi processes share one).
+func (m *Maintenance) Schedule(ctx context.Context) error {
+	_, _, err := m.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobMaintenance, UniqueKey: JobMaintenance, MaxAttempts: 3})
+	return err
+}
+
+// Run deletes what has expired. It is the handler of JobMaintenance.
+func (m *Maintenance) Run(ctx context.Context, _ emi.Job) error {
+	if _, err := m.sigs.PruneSignatures(ctx, m.now()); err != nil {
+		return err
+	}
+	_, err := m.idem.Prune(ctx)
+	return err
+}

@@ -1,0 +1,261 @@
+package service
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"time"
+
+	"emi/internal/emi"
+	"emi/internal/validate"
+)
+
+// PartnerStore keeps partners, their API keys and their webhook endpoints.
+type PartnerStore interface {
+	InsertPartner(ctx context.Context, p emi.Partner) error
+	InsertPartnerKey(ctx context.Context, k emi.PartnerKey, secretEnc []byte) error
+	InsertWebhookEndpoint(ctx context.Context, id, partnerID, url string, secretEnc []byte) error
+	// PartnerKeyByAPIKey returns the key, its partner and the sealed secrets.
+	// Returns emi.ErrPartnerKeyNotFound when there is no such key.
+	PartnerKeyByAPIKey(ctx context.Context, apiKey string) (StoredKey, error)
+	// PartnerKeyForUpdate locks the key row. Returns emi.ErrPartnerKeyNotFound.
+	PartnerKeyForUpdate(ctx context.Context, keyID string) (StoredKey, error)
+	UpdatePartnerKeySecret(ctx context.Context, keyID string, secretEnc, previousEnc []byte, previousValidUntil time.Time) error
+	RevokePartnerKey(ctx context.Context, keyID string) error
+	Partner(ctx context.Context, id string) (emi.Partner, error)
+	UpdatePartnerProcessing(ctx context.Context, id string, p emi.Processing) error
+}
+
+// StoredKey is a partner key as stored: metadata plus sealed secrets.
+type StoredKey struct {
+	emi.PartnerKey
+	Partner           emi.Partner
+	SecretEnc         []byte
+	PreviousSecretEnc []byte
+}
+
+// PartnersConfig holds the partner rules that come from configuration.
+type PartnersConfig struct {
+	// SecretOverlap is how long a rotated secret keeps working.
+	SecretOverlap time.Duration
+	// Sandbox allows plain-http webhook URLs (loopback and development).
+	Sandbox bool
+}
+
+// Partners manages partners, API keys and their secrets.
+type Partners struct {
+	tx       TxRunner
+	store    PartnerStore
+	sealer   Sealer
+	audit    *Auditor
+	validate *validate.Validator
+	cfg      PartnersConfig
+	now      Clock
+}
+
+// NewPartners returns the partners service.
+func NewPartners(tx TxRunner, store PartnerStore, sealer Sealer, audit *Auditor, v *validate.Validator, cfg PartnersConfig, now Clock) *Partners {
+	return &Partners{tx: tx, store: store, sealer: sealer, audit: audit, validate: v, cfg: cfg, now: now}
+}
+
+func keySecretContext(keyID string) string    { return "partner_keys.secret:" + keyID }
+func webhookSecretContext(epID string) string { return "webhook_endpoints.secret:" + epID }
+func newAPIKey() string                       { return "ak_" + randomString(18) }
+func newAPISecret() string                    { return "as_" + randomString(32) }
+func newWebhookSecret() (string, []byte)      { raw := randomBytes(32); return "whsec_" + b64(raw), raw }
+func validProcessing(p emi.Processing) bool {
+	return p == emi.ProcessingAutomatic || p == emi.ProcessingSemiAutomatic
+}
+func defaultProcessing(p emi.Processing) emi.Processing {
+	if p == "" {
+		return emi.ProcessingAutomatic
+	}
+	return p
+}
+
+// Create creates a partner with its master merchant, a first API key and,
+// when in.WebhookURL is given, a webhook endpoint. The returned credentials
+// hold the only clear copy of the API secret and webhook secret that will
+// ever exist. Returns emi.ErrPartnerValidation (with fields) for invalid
+// input.
+func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.PartnerCredentials, error) {
+	in.Name = strings.TrimSpace(in.Name)
+	if err := s.validate.Struct(in, emi.ErrPartnerValidation); err != nil {
+		return emi.PartnerCredentials{}, err
+	}
+	if in.WebhookURL != "" {
+		if msg := s.checkWebhookURL(in.WebhookURL); msg != "" {
+			return emi.PartnerCredentials{}, emi.ErrPartnerValidation.Field("webhook_url", msg)
+		}
+	}
+	p := emi.Partner{
+		ID:             NewToken(),
+		Name:           in.Name,
+		MasterMerchant: NewToken(),
+		Processing:     defaultProcessing(in.Processing),
+		CreatedAt:      s.now().UTC(),
+	}
+	creds := emi.PartnerCredentials{Partner: p, Merchant: p.MasterMerchant}
+	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+		if err := s.store.InsertPartner(ctx, p); err != nil {
+			return err
+		}
+		keyID, apiKey, secret, err := s.insertKey(ctx, p.ID)
+		if err != nil {
+			return err
+		}
+		creds.KeyID, creds.APIKey, creds.APISecret = keyID, apiKey, secret
+		if in.WebhookURL != "" {
+			epID := NewToken()
+			whsec, raw := newWebhookSecret()
+			enc, err := s.sealer.Seal(raw, webhookSecretContext(epID))
+			if err != nil {
+				return emi.Internal(err)
+			}
+			if err := s.store.InsertWebhookEndpoint(ctx, epID, p.ID, in.WebhookURL, enc); err != nil {
+				return err
+			}
+			creds.WebhookSecret = whsec
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{
+			Action: "partner.create", ResourceType: "partner", ResourceToken: p.ID, PartnerID: p.ID,
+			Changes: map[string]any{"name": p.Name, "processing": p.Processing, "master_merchant": p.MasterMerchant,
+				"api_key": apiKey, "webhook_url": in.WebhookURL},
+		})
+	})
+	if err != nil {
+		return emi.PartnerCredentials{}, err
+	}
+	return creds, nil
+}
+
+func (s *Partners) insertKey(ctx context.Context, partnerID string) (keyID, apiKey, secret string, err error) {
+	keyID, apiKey, secret = NewToken(), newAPIKey(), newAPISecret()
+	enc, err := s.sealer.Seal([]byte(secret), keySecretContext(keyID))
+	if err != nil {
+		return "", "", "", emi.Internal(err)
+	}
+	k := emi.PartnerKey{ID: keyID, PartnerID: partnerID, APIKey: apiKey, CreatedAt: s.now().UTC()}
+	if err := s.store.InsertPartnerKey(ctx, k, enc); err != nil {
+		return "", "", "", err
+	}
+	return keyID, apiKey, secret, nil
+}
+
+// checkWebhookURL returns why u is not acceptable, or "". Production needs
+// https; the sandbox also accepts plain http (for loopback receivers).
+func (s *Partners) checkWebhookURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" || p.User != nil {
+		return "must be an absolute URL without credentials"
+	}
+	switch p.Scheme {
+	case "https":
+		return ""
+	case "http":
+		if s.cfg.Sandbox {
+			return ""
+		}
+		return "must use https"
+	}
+	return "must use https"
+}
+
+// CreateKey adds an API key to a partner and returns its credentials (the
+// secret shown once). Returns emi.ErrPartnerNotFound for an unknown partner.
+func (s *Partners) CreateKey(ctx context.Context, partnerID string) (emi.PartnerCredentials, error) {
+	var creds emi.PartnerCredentials
+	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+		p, err := s.store.Partner(ctx, partnerID)
+		if err != nil {
+			return err
+		}
+		keyID, apiKey, secret, err := s.insertKey(ctx, p.ID)
+		if err != nil {
+			return err
+		}
+		creds = emi.PartnerCredentials{Partner: p, KeyID: keyID, APIKey: apiKey, APISecret: secret, Merchant: p.MasterMerchant}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "partner_key.create", ResourceType: "partner_key",
+			ResourceToken: keyID, PartnerID: p.ID, Changes: map[string]any{"api_key": apiKey}})
+	})
+	return creds, err
+}
+
+// RotateSecret gives the key a new secret and keeps the current one valid for
+// the configured overlap, so the partner can deploy the new secret without
+// downtime. It returns the new secret (shown once). Returns
+// emi.ErrPartnerKeyNotFound for an unknown or revoked key.
+func (s *Partners) RotateSecret(ctx context.Context, keyID string) (string, error) {
+	var secret string
+	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+		k, err := s.store.PartnerKeyForUpdate(ctx, keyID)
+		if err != nil {
+			return err
+		}
+		if k.RevokedAt != nil {
+			return emi.ErrPartnerKeyNotFound
+		}
+		// The current secret becomes the previous one; it was sealed under
+		// this key's context, so it can be moved as it is.
+		secret = newAPISecret()
+		enc, err := s.sealer.Seal([]byte(secret), keySecretContext(keyID))
+		if err != nil {
+			return emi.Internal(err)
+		}
+		until := s.now().UTC().Add(s.cfg.SecretOverlap)
+		if err := s.store.UpdatePartnerKeySecret(ctx, keyID, enc, k.SecretEnc, until); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "partner_key.rotate_secret", ResourceType: "partner_key",
+			ResourceToken: keyID, PartnerID: k.PartnerID, Changes: map[string]any{"previous_valid_until": until}})
+	})
+	return secret, err
+}
+
+// RevokeKey makes the key unusable at once. Returns emi.ErrPartnerKeyNotFound.
+func (s *Partners) RevokeKey(ctx context.Context, keyID string) error {
+	return s.tx.InTx(ctx, func(ctx context.Context) error {
+		k, err := s.store.PartnerKeyForUpdate(ctx, keyID)
+		if err != nil {
+			return err
+		}
+		if k.RevokedAt != nil {
+			return nil
+		}
+		if err := s.store.RevokePartnerKey(ctx, keyID); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "partner_key.revoke", ResourceType: "partner_key",
+			ResourceToken: keyID, PartnerID: k.PartnerID})
+	})
+}
+
+// SetProcessing changes how the partner's applications are decided.
+// Returns emi.ErrPartnerNotFound, or a validation error for an unknown mode.
+func (s *Partners) SetProcessing(ctx context.Context, partnerID string, mode emi.Processing) error {
+	if !validProcessing(mode) {
+		return emi.ErrPartnerValidation.Field("processing", "must be one of: automatic, semi-automatic")
+	}
+	return s.tx.InTx(ctx, func(ctx context.Context) error {
+		p, err := s.store.Partner(ctx, partnerID)
+		if err != nil {
+			return err
+		}
+		if err := s.store.UpdatePartnerProcessing(ctx, partnerID, mode); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "partner.set_processing", ResourceType: "partner",
+			ResourceToken: partnerID, PartnerID: partnerID,
+			Changes: map[string]any{"processing": map[string]any{"from": p.Processing, "to": mode}}})
+	})
+}
+
+// Details returns the partner of the calling principal. Returns
+// emi.ErrPartnerNotFound when the principal is not a partner.
+func (s *Partners) Details(ctx context.Context) (emi.Partner, error) {
+	p, ok := emi.PrincipalFrom(ctx)
+	if !ok || !p.IsPartner() {
+		return emi.Partner{}, emi.ErrPartnerNotFound
+	}
+	return s.store.Partner(ctx, p.PartnerID)
+}

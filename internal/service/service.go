@@ -1,0 +1,49 @@
+// Package service holds emi's use cases. Both surfaces (the partner API and
+// the back office) call these methods; all validation, business rules,
+// partner scoping and audit happen here, once. The package declares the
+// store and provider interfaces it needs; internal/postgres implements them.
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// TxRunner runs fn in one database transaction (or a savepoint of the one in
+// ctx). Stores called with the ctx given to fn take part in it.
+type TxRunner interface {
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
+}
+
+// Sealer encrypts and decrypts small values bound to a context string (the
+// table, column and row they belong to). internal/seal implements it.
+type Sealer interface {
+	Seal(plaintext []byte, context string) ([]byte, error)
+	Open(ciphertext []byte, context string) ([]byte, error)
+}
+
+// Clock tells the time; tests inject a fake one.
+type Clock func() time.Time
+
+// NewToken returns a new resource token: a UUID version 7 (time-ordered) in
+// canonical lowercase form (contract §1).
+func NewToken() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// randomBytes returns n bytes from crypto/rand.
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return b
+}
+
+// randomString returns n random bytes as unpadded base64url.
+func randomString(n int) string { return base64.RawURLEncoding.EncodeToString(randomBytes(n)) }
+
+// b64 is standard padded base64.
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

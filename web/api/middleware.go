@@ -1,0 +1,222 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/internal/service"
+	"emi/web/httpx"
+)
+
+// Operation describes a route of the partner API.
+type Operation struct {
+	// Name is the seed's operation name; it is part of what the partner signs.
+	Name string
+	// Invalid is the endpoint's validation error (11001, -3, 12001, 13001),
+	// used for unknown fields and wrong types as well as for rule failures.
+	Invalid *emi.Error
+	// BodyLimit is the largest body accepted (contract §1).
+	BodyLimit int64
+}
+
+// Body limits of contract §1.
+const (
+	SmallBody    int64 = 1 << 20  // 1 MiB
+	DocumentBody int64 = 20 << 20 // 20 MiB, for requests carrying base64 documents
+)
+
+type requestKey struct{}
+
+// request is what the middleware learned about the request, for handlers.
+type request struct {
+	op   Operation
+	body []byte
+}
+
+func fromContext(ctx context.Context) *request {
+	if rq, ok := ctx.Value(requestKey{}).(*request); ok {
+		return rq
+	}
+	return &request{}
+}
+
+// body returns the request body as read (and size-checked) by the middleware.
+func body(r *http.Request) []byte { return fromContext(r.Context()).body }
+
+// decode strictly decodes the request body into dst with the endpoint's
+// validation error.
+func decode(r *http.Request, dst any) error {
+	rq := fromContext(r.Context())
+	return httpx.DecodeJSON(rq.body, dst, rq.op.Invalid)
+}
+
+// partner returns the authenticated principal.
+func partner(r *http.Request) emi.Principal {
+	p, _ := emi.PrincipalFrom(r.Context())
+	return p
+}
+
+// signedMethod reports whether the body is part of the signature: POST and
+// PUT only (contract §2).
+func signedMethod(m string) bool { return m == http.MethodPost || m == http.MethodPut }
+
+// chain wraps h in the per-operation middleware, outermost first: read the
+// body within the limit, authenticate, rate-limit, then consume the
+// signature (replay guard) with Idempotency-Key handling.
+func (a *API) chain(op Operation, h http.HandlerFunc) http.Handler {
+	var next http.Handler = h
+	next = a.idempotent(next)
+	if a.limiter != nil {
+		next = a.rateLimit(next)
+	}
+	next = a.authenticate(next)
+	return a.readRequest(op, next)
+}
+
+// readRequest reads the body within the operation's limit (413 / 10013) and
+// checks its content type (10005), before anything else looks at it.
+func (a *API) readRequest(op Operation, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.Fields(r.Context()).SetOperation(op.Name)
+		b, err := httpx.ReadBody(w, r, op.BodyLimit)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if err := httpx.CheckJSONContentType(r, b); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		r.Body = http.NoBody
+		ctx := context.WithValue(r.Context(), requestKey{}, &request{op: op, body: b})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func signedRequest(r *http.Request) emi.SignedRequest {
+	rq := fromContext(r.Context())
+	sr := emi.SignedRequest{
+		APIKey:    r.Header.Get("x-api-key"),
+		Timestamp: r.Header.Get("x-timestamp"),
+		Hash:      r.Header.Get("x-hash"),
+		Operation: rq.op.Name,
+	}
+	if signedMethod(r.Method) {
+		sr.Body = rq.body
+	}
+	return sr
+}
+
+// authenticate verifies the HMAC signature and puts the partner principal in
+// the context (401 / 10001 or 10002 otherwise).
+func (a *API) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.auth.Authenticate(r.Context(), signedRequest(r))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		httpx.Fields(r.Context()).SetPartner(p.PartnerID)
+		next.ServeHTTP(w, r.WithContext(emi.WithPrincipal(r.Context(), p)))
+	})
+}
+
+// rateLimit limits requests per API key (429 / 10029 with Retry-After). The
+// counters live in this process: with N instances behind a balancer the
+// effective limit is up to N times the configured one.
+func (a *API) rateLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.limiter.RespondOnLimit(w, r, partner(r).ActorID) {
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// idempotent consumes the signature (replay guard, 401 / 10003) and, for a
+// POST with an Idempotency-Key, runs the request through the idempotency
+// service: a retry gets the stored response byte for byte, a concurrent or
+// mismatching use of the key 409 / 10409.
+func (a *API) idempotent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := partner(r)
+		sr := signedRequest(r)
+		guard := func(ctx context.Context) error { return a.auth.Consume(ctx, p, sr) }
+		key, has := r.Header["Idempotency-Key"]
+		if !has || r.Method != http.MethodPost {
+			if err := guard(r.Context()); err != nil {
+				writeError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		k := strings.TrimSpace(strings.Join(key, ","))
+		if k == "" || len(k) > service.MaxIdempotencyKeyLen {
+			writeError(w, r, emi.ErrBadRequest.WithDetail("Idempotency-Key must be 1 to 255 characters"))
+			return
+		}
+		fp := service.Fingerprint(r.Method, r.URL.Path, body(r))
+		resp, replayed, err := a.idem.Do(r.Context(), p.PartnerID, k, fp, guard, func(ctx context.Context) service.StoredResponse {
+			rec := &bufferedWriter{header: http.Header{}}
+			next.ServeHTTP(rec, r.WithContext(ctx))
+			return rec.response()
+		})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		h := w.Header()
+		for k, v := range resp.Headers {
+			h.Set(k, v)
+		}
+		if replayed {
+			h.Set("Idempotent-Replayed", "true")
+			// The stored body carries the original code; log it as well.
+			httpx.Fields(r.Context()).SetCode(storedCode(resp.Body))
+		}
+		w.WriteHeader(resp.Status)
+		_, _ = w.Write(resp.Body)
+	})
+}
+
+// storedHeaders are the response headers kept with a stored response.
+var storedHeaders = []string{"Content-Type", "Cache-Control", "Location", "X-Content-Type-Options"}
+
+// bufferedWriter captures a response so that it can be stored before it is
+// sent.
+type bufferedWriter struct {
+	header http.Header
+	status int
+	buf    bytes.Buffer
+}
+
+func (b *bufferedWriter) Header() http.Header { return b.header }
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.buf.Write(p)
+}
+func (b *bufferedWriter) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+
+func (b *bufferedWriter) response() service.StoredResponse {
+	status := b.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	hs := map[string]string{}
+	for _, k := range storedHeaders {
+		if v := b.header.Get(k); v != "" {
+			hs[k] = v
+		}
+	}
+	return service.StoredResponse{Status: status, Headers: hs, Body: b.buf.Bytes()}
+}

@@ -1,0 +1,127 @@
+// Package api is the partner JSON API: routes, the HMAC / replay /
+// idempotency / rate-limit middleware and the envelope. Handlers translate
+// HTTP to one service call and back; rules live in internal/service.
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/httprate"
+
+	"emi/internal/emi"
+	"emi/internal/service"
+)
+
+// Deps are what the API needs.
+type Deps struct {
+	Auth        *service.Auth
+	Idempotency *service.Idempotency
+	Partners    *service.Partners
+	// RateLimit requests per RateWindow per API key; 0 disables limiting.
+	RateLimit  int
+	RateWindow time.Duration
+}
+
+// API holds the handlers and middleware of the partner API.
+type API struct {
+	auth     *service.Auth
+	idem     *service.Idempotency
+	partners *service.Partners
+	limiter  *httprate.RateLimiter
+}
+
+// New returns the API.
+func New(d Deps) *API {
+	a := &API{auth: d.Auth, idem: d.Idempotency, partners: d.Partners}
+	if d.RateLimit > 0 {
+		a.limiter = httprate.NewRateLimiter(d.RateLimit, d.RateWindow,
+			httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
+				writeError(w, r, emi.ErrRateLimited)
+			}))
+	}
+	return a
+}
+
+// Routes mounts the whole partner API on r: one line per operation, grouped
+// by version prefix (the prefixes are areas of the seed, see
+// architecture.md). The operation name on each line is what partners sign.
+func (a *API) Routes(r chi.Router) {
+	r.Route("/v2", func(r chi.Router) {
+		a.handle(r, http.MethodGet, "/partner", op("partner_details", emi.ErrValidation, SmallBody), a.partnerDetails)
+	})
+}
+
+func op(name string, invalid *emi.Error, limit int64) Operation {
+	return Operation{Name: name, Invalid: invalid, BodyLimit: limit}
+}
+
+// handle mounts one operation with the full middleware chain.
+func (a *API) handle(r chi.Router, method, pattern string, o Operation, h http.HandlerFunc) {
+	r.Method(method, pattern, a.chain(o, h))
+}
+
+// Handle mounts an extra operation with the full middleware chain. Tests use
+// it to exercise the middleware with an operation of their own; production
+// routes are all listed in Routes.
+func (a *API) Handle(r chi.Router, method, pattern string, o Operation, h http.HandlerFunc) {
+	a.handle(r, method, pattern, o, h)
+}
+
+// Recover is the API's panic answer (500 / 10000 envelope).
+func Recover(w http.ResponseWriter, r *http.Request) { writePanic(w, r) }
+
+// NotFound answers an unknown path with the envelope (404 / 10004).
+func NotFound(w http.ResponseWriter, r *http.Request) { writeError(w, r, emi.ErrRouteNotFound) }
+
+// MethodNotAllowed answers a known path with the wrong method (405 / 10006).
+func MethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", r.Header.Get("Allow"))
+	writeJSON(w, r, http.StatusMethodNotAllowed, envelope{Code: emi.ErrMethodNotAllowed.Code, Message: emi.ErrMethodNotAllowed.Key})
+}
+
+// WriteData and WriteError expose the envelope to extra operations (tests).
+func WriteData(w http.ResponseWriter, r *http.Request, status int, data any) {
+	writeData(w, r, status, data)
+}
+
+// WriteError renders err as the error envelope.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) { writeError(w, r, err) }
+
+// Decode strictly decodes the request body (for extra operations).
+func Decode(r *http.Request, dst any) error { return decode(r, dst) }
+
+// partnerResponse is the data of partner_details.
+type partnerResponse struct {
+	Partner    string         `json:"partner"`
+	Name       string         `json:"name"`
+	Merchant   string         `json:"merchant"`
+	Processing emi.Processing `json:"processing"`
+	APIKeyID   string         `json:"api_key_id"`
+}
+
+// partnerDetails (GET /v2/partner) tells the caller who it is
+// authenticated as: a cheap way for a partner to check its credentials and
+// signing code.
+func (a *API) partnerDetails(w http.ResponseWriter, r *http.Request) {
+	p, err := a.partners.Details(r.Context())
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusOK, partnerResponse{
+		Partner: p.ID, Name: p.Name, Merchant: p.MasterMerchant, Processing: p.Processing,
+		APIKeyID: partner(r).ActorID,
+	})
+}
+
+// storedCode reads the envelope code of a stored response body.
+func storedCode(b []byte) int {
+	var env struct {
+		Code int `json:"code"`
+	}
+	_ = json.Unmarshal(b, &env)
+	return env.Code
+}

@@ -1,0 +1,78 @@
+// Package web builds the one chi router that serves the partner API, the back
+// office, static files and the operations endpoints.
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"emi/web/api"
+	"emi/web/httpx"
+)
+
+// Deps are what the router needs.
+type Deps struct {
+	Logger *slog.Logger
+	API    *api.API
+	// Health reports whether the service can serve: database reachable and
+	// schema current. nil error means healthy.
+	Health func(ctx context.Context) error
+	// Registry gathers the Prometheus metrics served at /metrics.
+	Registry *prometheus.Registry
+	// Metrics records the HTTP metrics (registered on Registry).
+	Metrics *httpx.Metrics
+	// OpenAPI is the API description served at /openapi.yaml.
+	OpenAPI []byte
+}
+
+// NewHandler returns the router with its global middleware: request id,
+// access log and metrics, panic recovery. The API lives under /v1, /v2 and
+// /v3.
+func NewHandler(d Deps) http.Handler {
+	r := chi.NewRouter()
+	r.Use(httpx.RequestID)
+	r.Use(httpx.AccessLog(d.Logger, d.Metrics))
+	r.Use(httpx.Recoverer(d.Logger, api.Recover))
+
+	r.Get("/healthz", healthz(d.Health))
+	if d.Registry != nil {
+		r.Handle("/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}))
+	}
+	if d.OpenAPI != nil {
+		r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/yaml; charset=utf-8")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			_, _ = w.Write(d.OpenAPI)
+		})
+	}
+	d.API.Routes(r)
+	r.NotFound(api.NotFound)
+	r.MethodNotAllowed(api.MethodNotAllowed)
+	return r
+}
+
+// healthz answers 200 when the service is ready and 503 with the reason
+// otherwise. The reason names the failing dependency, never credentials.
+func healthz(check func(ctx context.Context) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		status, body := http.StatusOK, map[string]string{"status": "ok"}
+		if check != nil {
+			if err := check(ctx); err != nil {
+				status, body = http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": err.Error()}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(body)
+	}
+}
