@@ -183,11 +183,11 @@ var (
 	ErrAccountInvalidTransition = def(13006, "service.accounts.invalid_transition", KindConflict)
 	ErrBalanceNotZero           = def(13007, "service.accounts.balance_not_zero", KindConflict)
 
-	ErrUserHasProducts     = def(-4, "service.users.has_products", KindConflict)
-	ErrKYCAlreadyApproved  = def(19001, "service.kyc.already_approved", KindConflict)
-	ErrPartnerNotFound     = def(10404, "service.partners.not_found", KindNotFound)
-	ErrPartnerKeyNotFound  = def(10405, "service.partners.key_not_found", KindNotFound)
-	ErrPartnerValidation = def(10406, "service.partners.validation", KindInvalid)
+	ErrUserHasProducts    = def(-4, "service.users.has_products", KindConflict)
+	ErrKYCAlreadyApproved = def(19001, "service.kyc.already_approved", KindConflict)
+	ErrPartnerNotFound    = def(10404, "service.partners.not_found", KindNotFound)
+	ErrPartnerKeyNotFound = def(10405, "service.partners.key_not_found", KindNotFound)
+	ErrPartnerValidation  = def(10406, "service.partners.validation", KindInvalid)
 )
 
 // Catalogue lists every catalogue error, for documentation and for the test

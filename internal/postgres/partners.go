@@ -3,8 +3,8 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"time"
 
