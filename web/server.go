@@ -30,6 +30,9 @@ type Deps struct {
 	Metrics *httpx.Metrics
 	// OpenAPI is the API description served at /openapi.yaml.
 	OpenAPI []byte
+	// Extra mounts additional routes behind the same global middleware;
+	// tests use it for operations of their own. Production passes nil.
+	Extra func(r chi.Router)
 }
 
 // NewHandler returns the router with its global middleware: request id,
@@ -53,6 +56,9 @@ func NewHandler(d Deps) http.Handler {
 		})
 	}
 	d.API.Routes(r)
+	if d.Extra != nil {
+		d.Extra(r)
+	}
 	r.NotFound(api.NotFound)
 	r.MethodNotAllowed(api.MethodNotAllowed)
 	return r

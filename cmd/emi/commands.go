@@ -13,16 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
+	"emi/internal/app"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
-	"emi/internal/worker"
-	"emi/web"
-	"emi/web/api"
-	"emi/web/httpx"
 )
 
 var helps = map[string]string{
@@ -82,7 +75,7 @@ func cmdMigrate(ctx context.Context, getenv func(string) string, stdout io.Write
 	if err != nil {
 		return err
 	}
-	db, err := openDB(ctx, cfg)
+	db, err := app.OpenDB(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -107,12 +100,12 @@ func cmdSeed(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 	if cfg.Mode != config.ModeSandbox {
 		return errors.New("seed inserts sandbox data and runs only with EMI_MODE=sandbox")
 	}
-	a, err := openApp(ctx, cfg, newLogger(cfg, io.Discard))
+	a, err := app.Open(ctx, cfg, app.NewLogger(cfg, io.Discard), nil)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	if err := a.db.CheckSchema(ctx); err != nil {
+	if err := a.DB.CheckSchema(ctx); err != nil {
 		return err
 	}
 	for _, s := range seeders(a) {
@@ -134,7 +127,7 @@ type seeder struct {
 
 // seeders lists the sandbox data, in dependency order. Each feature adds its
 // own (programs with the accounts, staff with the back office).
-func seeders(a *app) []seeder { return nil }
+func seeders(a *app.App) []seeder { return nil }
 
 func cmdPartner(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
@@ -161,16 +154,16 @@ func cmdPartner(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	a, err := openApp(ctx, cfg, newLogger(cfg, stderr))
+	a, err := app.Open(ctx, cfg, app.NewLogger(cfg, stderr), nil)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	if err := a.db.CheckSchema(ctx); err != nil {
+	if err := a.DB.CheckSchema(ctx); err != nil {
 		return err
 	}
 	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("cli"))
-	creds, err := a.partners.Create(ctx, emi.PartnerCreate{Name: *name, Processing: emi.Processing(*processing), WebhookURL: *webhook})
+	creds, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: *name, Processing: emi.Processing(*processing), WebhookURL: *webhook})
 	if err != nil {
 		return describe(err)
 	}
@@ -202,78 +195,39 @@ func describe(err error) error {
 	return usageError{strings.Join(parts, "; ")}
 }
 
-// jobDepth exports the number of jobs per state as a gauge, read from the
-// database at scrape time so every instance reports the shared queue.
-type jobDepth struct {
-	count func(ctx context.Context) (map[string]int64, error)
-	desc  *prometheus.Desc
-}
-
-func (j jobDepth) Describe(ch chan<- *prometheus.Desc) { ch <- j.desc }
-func (j jobDepth) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	counts, err := j.count(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(j.desc, err)
-		return
-	}
-	for _, st := range emi.JobStates() {
-		ch <- prometheus.MustNewConstMetric(j.desc, prometheus.GaugeValue, float64(counts[string(st)]), string(st))
-	}
-}
-
 func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := loadConfig(getenv, "db", "key")
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, stderr)
-	a, err := openApp(ctx, cfg, logger)
+	logger := app.NewLogger(cfg, stderr)
+	a, err := app.Open(ctx, cfg, logger, nil)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	if err := a.db.CheckSchema(ctx); err != nil {
+	if err := a.DB.CheckSchema(ctx); err != nil {
 		return err
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(jobDepth{count: a.jobs.CountByState, desc: prometheus.NewDesc(
-		"emi_jobs", "Background jobs by state (shared queue).", []string{"state"}, nil)})
-	metrics := httpx.NewMetrics(reg)
-
-	handler := web.NewHandler(web.Deps{
-		Logger: logger,
-		API: api.New(api.Deps{
-			Auth: a.auth, Idempotency: a.idempotency, Partners: a.partners,
-			RateLimit: cfg.RateLimit, RateWindow: cfg.RateWindow,
-		}),
-		Health:   func(ctx context.Context) error { return a.health(ctx) },
-		Registry: reg,
-		Metrics:  metrics,
-		OpenAPI:  api.OpenAPI,
-	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second, // 20 MiB document uploads on slow links
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          nil,
 	}
 
-	pool := worker.New(a.jobs, worker.Config{Concurrency: cfg.Workers, ShutdownTimeout: cfg.ShutdownTimeout}, logger)
-	pool.Handle(service.JobMaintenance, a.maintenance.Run)
-
+	// Workers get their own context: on SIGTERM the HTTP server drains first,
+	// then the workers finish their running jobs.
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	pool := a.Pool()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -284,12 +238,12 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	}()
 	go func() {
 		defer wg.Done()
-		a.scheduleMaintenance(workCtx)
+		a.ScheduleMaintenance(workCtx, time.Minute)
 	}()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	logger.Info("serving", "addr", ln.Addr().String(), "mode", cfg.Mode, "key_id", a.keys.CurrentKeyID())
+	logger.Info("serving", "addr", ln.Addr().String(), "mode", cfg.Mode, "key_id", a.Keys.CurrentKeyID())
 	fmt.Fprintf(stdout, "emi: serving on http://%s\n", ln.Addr())
 
 	select {
@@ -312,29 +266,11 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	return nil
 }
 
-// health is ready when the database answers and its schema is current.
-func (a *app) health(ctx context.Context) error {
-	if err := a.db.PingContext(ctx); err != nil {
-		return errors.New("database unreachable")
+// loadConfig reads the environment; need lists what the command requires.
+func loadConfig(getenv func(string) string, need ...string) (config.Config, error) {
+	cfg, err := config.Load(getenv, need...)
+	if err != nil {
+		return cfg, fmt.Errorf("configuration:\n%w\n(see `emi help env`)", err)
 	}
-	if err := a.db.CheckSchema(ctx); err != nil {
-		return errors.New("database schema not current")
-	}
-	return nil
-}
-
-// scheduleMaintenance enqueues the clean-up job every minute until ctx ends.
-func (a *app) scheduleMaintenance(ctx context.Context) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		if err := a.maintenance.Schedule(ctx); err != nil && ctx.Err() == nil {
-			a.logger.Warn("schedule maintenance", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	return cfg, nil
 }

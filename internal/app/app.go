@@ -1,0 +1,183 @@
+// Package app is emi's composition root: from one configuration it builds
+// the database, stores, services, the HTTP handler and the worker pool. The
+// binary and the end-to-end tests both wire through it, so the wiring exists
+// once. Nothing but cmd/emi and tests imports it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"emi/internal/config"
+	"emi/internal/emi"
+	"emi/internal/postgres"
+	"emi/internal/seal"
+	"emi/internal/service"
+	"emi/internal/validate"
+	"emi/internal/worker"
+	"emi/web"
+	"emi/web/api"
+	"emi/web/httpx"
+)
+
+// App is everything wired from one configuration.
+type App struct {
+	Config config.Config
+	Logger *slog.Logger
+	DB     *postgres.DB
+	Keys   *seal.Keyring
+	Store  *postgres.Store
+	Jobs   *postgres.Jobs
+	Now    service.Clock
+
+	Audit       *service.Auditor
+	Partners    *service.Partners
+	Auth        *service.Auth
+	Idempotency *service.Idempotency
+	Maintenance *service.Maintenance
+}
+
+// NewLogger returns the structured logger the configuration asks for.
+func NewLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// Open connects to the database and builds the services. now is the clock
+// (time.Now in production). The caller closes the App.
+func Open(ctx context.Context, cfg config.Config, logger *slog.Logger, now service.Clock) (*App, error) {
+	keys, err := seal.NewKeyring(cfg.MasterKey, cfg.PreviousKeys...)
+	if err != nil {
+		return nil, fmt.Errorf("EMI_MASTER_KEY: %w", err)
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return build(cfg, logger, db, keys, now), nil
+}
+
+// OpenDB connects to the database without building the services.
+func OpenDB(ctx context.Context, cfg config.Config) (*postgres.DB, error) {
+	return postgres.Open(ctx, cfg.DatabaseURL)
+}
+
+func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.Keyring, now service.Clock) *App {
+	a := &App{Config: cfg, Logger: logger, DB: db, Keys: keys, Now: now}
+	a.Store = postgres.NewStore(db)
+	a.Jobs = postgres.NewJobs(db)
+	v := validate.New()
+	a.Audit = service.NewAuditor(a.Store)
+	a.Partners = service.NewPartners(db, a.Store, keys, a.Audit, v,
+		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Sandbox: cfg.Mode == config.ModeSandbox}, now)
+	a.Auth = service.NewAuth(a.Store, a.Store, keys, service.AuthConfig{Window: cfg.AuthWindow}, now)
+	a.Idempotency = service.NewIdempotency(db, a.Store, now)
+	a.Maintenance = service.NewMaintenance(a.Jobs, a.Store, a.Idempotency, now)
+	return a
+}
+
+// Close closes the database.
+func (a *App) Close() error { return a.DB.Close() }
+
+// Handler builds the HTTP handler with its metrics registered on a new
+// registry (served at /metrics). extra mounts test-only routes (nil in
+// production).
+func (a *App) Handler(extra ...func(r chi.Router, api *api.API)) http.Handler {
+	apiHandler := a.API()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(jobDepth{count: a.Jobs.CountByState, desc: prometheus.NewDesc(
+		"emi_jobs", "Background jobs by state (shared queue).", []string{"state"}, nil)})
+	return web.NewHandler(web.Deps{
+		Logger:   a.Logger,
+		API:      apiHandler,
+		Health:   a.Health,
+		Registry: reg,
+		Metrics:  httpx.NewMetrics(reg),
+		OpenAPI:  api.OpenAPI,
+		Extra: func(r chi.Router) {
+			for _, f := range extra {
+				f(r, apiHandler)
+			}
+		},
+	})
+}
+
+// API builds the partner API.
+func (a *App) API() *api.API {
+	return api.New(api.Deps{
+		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners,
+		RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
+	})
+}
+
+// Pool builds the worker pool with every job handler registered.
+func (a *App) Pool() *worker.Pool {
+	pool := worker.New(a.Jobs, worker.Config{Concurrency: a.Config.Workers, ShutdownTimeout: a.Config.ShutdownTimeout}, a.Logger)
+	pool.Handle(service.JobMaintenance, a.Maintenance.Run)
+	return pool
+}
+
+// Health is nil when the database answers and its schema is current.
+func (a *App) Health(ctx context.Context) error {
+	if err := a.DB.PingContext(ctx); err != nil {
+		return errors.New("database unreachable")
+	}
+	if err := a.DB.CheckSchema(ctx); err != nil {
+		return errors.New("database schema not current")
+	}
+	return nil
+}
+
+// ScheduleMaintenance enqueues the clean-up job every interval until ctx
+// ends.
+func (a *App) ScheduleMaintenance(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := a.Maintenance.Schedule(ctx); err != nil && ctx.Err() == nil {
+			a.Logger.Warn("schedule maintenance", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// jobDepth exports the number of jobs per state as a gauge, read from the
+// database at scrape time so every instance reports the shared queue.
+type jobDepth struct {
+	count func(ctx context.Context) (map[string]int64, error)
+	desc  *prometheus.Desc
+}
+
+func (j jobDepth) Describe(ch chan<- *prometheus.Desc) { ch <- j.desc }
+func (j jobDepth) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	counts, err := j.count(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(j.desc, err)
+		return
+	}
+	for _, st := range emi.JobStates() {
+		ch <- prometheus.MustNewConstMetric(j.desc, prometheus.GaugeValue, float64(counts[string(st)]), string(st))
+	}
+}

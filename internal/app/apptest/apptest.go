@@ -1,0 +1,377 @@
+// Package apptest runs the whole emi application for a test: a fresh
+// database, the real wiring of internal/app, the real router behind an
+// httptest server, a settable clock, captured logs, and a partner client that
+// signs requests as contract §2 says and checks every response against
+// openapi.yaml.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+
+	"emi/internal/app"
+	"emi/internal/config"
+	"emi/internal/emi"
+	"emi/internal/postgres/pgtest"
+	"emi/internal/service"
+	"emi/web/api"
+)
+
+// Clock is a settable clock, safe for concurrent use. Its zero value
+// follows the real time; Set and Advance move it.
+type Clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.offset += d; c.mu.Unlock() }
+
+// LogBuffer collects log output, safe for concurrent use.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String returns everything logged so far.
+func (l *LogBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
+
+// Env is one running application.
+type Env struct {
+	App     *app.App
+	Server  *httptest.Server
+	Handler http.Handler
+	Clock   *Clock
+	Logs    *LogBuffer
+	DBURL   string
+	Config  config.Config
+
+	validateMu *sync.Mutex
+	validate   validator.Validator
+}
+
+// Options change the environment.
+type Options struct {
+	// Configure edits the configuration before the app is built.
+	Configure func(*config.Config)
+	// Routes mounts test-only operations behind the real middleware.
+	Routes func(r chi.Router, a *api.API)
+}
+
+// New starts an application on a fresh database. Everything is stopped and
+// dropped when the test ends.
+func New(t testing.TB, opts Options) *Env {
+	t.Helper()
+	url := pgtest.URL(t)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	getenv := func(k string) string {
+		switch k {
+		case "DATABASE_URL":
+			return url
+		case "EMI_MASTER_KEY":
+			return base64.StdEncoding.EncodeToString(key)
+		case "EMI_MODE":
+			return "sandbox"
+		case "EMI_RATE_LIMIT":
+			return "0"
+		case "EMI_LOG_LEVEL":
+			return "debug"
+		}
+		return ""
+	}
+	cfg, err := config.Load(getenv, "db", "key")
+	if err != nil {
+		t.Fatalf("apptest: config: %v", err)
+	}
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	logs := &LogBuffer{}
+	clock := &Clock{}
+	a, err := app.Open(context.Background(), cfg, app.NewLogger(cfg, logs), clock.Now)
+	if err != nil {
+		t.Fatalf("apptest: open: %v", err)
+	}
+	t.Cleanup(func() { a.Close() })
+	var extra []func(chi.Router, *api.API)
+	if opts.Routes != nil {
+		extra = append(extra, opts.Routes)
+	}
+	h := a.Handler(extra...)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", tail(logs.String(), 40))
+		}
+	})
+	return &Env{App: a, Server: srv, Handler: h, Clock: clock, Logs: logs, DBURL: url, Config: cfg,
+		validateMu: &sync.Mutex{}, validate: openAPIValidator(t)}
+}
+
+// Attach starts a second, independent application (its own pool, services
+// and server) on the database of env, as a second `emi serve` process would
+// be. It shares env's clock and configuration.
+func Attach(t testing.TB, env *Env, routes ...func(r chi.Router, a *api.API)) *Env {
+	t.Helper()
+	logs := &LogBuffer{}
+	a, err := app.Open(context.Background(), env.Config, app.NewLogger(env.Config, logs), env.Clock.Now)
+	if err != nil {
+		t.Fatalf("apptest: attach: %v", err)
+	}
+	t.Cleanup(func() { a.Close() })
+	h := a.Handler(routes...)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &Env{App: a, Server: srv, Handler: h, Clock: env.Clock, Logs: logs, DBURL: env.DBURL, Config: env.Config,
+		validateMu: env.validateMu, validate: env.validate}
+}
+
+// As returns p's credentials bound to env's server.
+func (e *Env) As(p *Partner) *Partner {
+	c := *p
+	c.env = e
+	return &c
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// openAPIValidator parses openapi.yaml for one environment: libopenapi's
+// documents are not safe to share between goroutines.
+func openAPIValidator(t testing.TB) validator.Validator {
+	t.Helper()
+	doc, err := libopenapi.NewDocument(api.OpenAPI)
+	if err != nil {
+		t.Fatalf("apptest: openapi.yaml does not parse: %v", err)
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatalf("apptest: openapi validator: %v", errs)
+	}
+	return v
+}
+
+// Partner is a partner's credentials.
+type Partner struct {
+	env       *Env
+	ID        string
+	KeyID     string
+	APIKey    string
+	APISecret string
+	Merchant  string
+	Webhook   string
+}
+
+// NewPartner creates a partner through the service, as `emi partner create`
+// does.
+func (e *Env) NewPartner(t testing.TB, in emi.PartnerCreate) *Partner {
+	t.Helper()
+	if in.Name == "" {
+		in.Name = "partner-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	ctx := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
+	c, err := e.App.Partners.Create(ctx, in)
+	if err != nil {
+		t.Fatalf("apptest: create partner: %v", err)
+	}
+	return &Partner{env: e, ID: c.Partner.ID, KeyID: c.KeyID, APIKey: c.APIKey, APISecret: c.APISecret, Merchant: c.Merchant, Webhook: c.WebhookSecret}
+}
+
+// Request describes one call. Zero fields take defaults: the timestamp is
+// the env clock's now, the hash is computed, the body is signed for POST and
+// PUT.
+type Request struct {
+	Method    string
+	Path      string
+	Operation string
+	Body      []byte
+	JSON      any // marshalled into Body when Body is nil
+	Timestamp string
+	Hash      string
+	NoAuth    bool
+	Header    map[string]string
+	// SkipOpenAPI leaves the response unchecked (test-only operations).
+	SkipOpenAPI bool
+}
+
+// Response is a decoded answer.
+type Response struct {
+	Status  int
+	Header  http.Header
+	Raw     []byte
+	Code    int
+	Message string
+	Data    map[string]any
+	Errors  []emi.FieldError
+}
+
+// String describes the response for failure messages.
+func (r Response) String() string {
+	return fmt.Sprintf("HTTP %d code %d %s", r.Status, r.Code, r.Raw)
+}
+
+// Sign fills in the timestamp and hash of rq as a correct client would.
+func (p *Partner) Sign(rq *Request) {
+	if rq.JSON != nil && rq.Body == nil {
+		rq.Body, _ = json.Marshal(rq.JSON)
+	}
+	if rq.Timestamp == "" {
+		rq.Timestamp = strconv.FormatInt(p.env.Clock.Now().Unix(), 10)
+	}
+	if rq.Hash == "" {
+		var signed []byte
+		if rq.Method == http.MethodPost || rq.Method == http.MethodPut {
+			signed = rq.Body
+		}
+		rq.Hash = service.Signature([]byte(p.APISecret), p.APIKey, rq.Timestamp, rq.Operation, signed)
+	}
+}
+
+// HTTPRequest builds the signed *http.Request for rq.
+func (p *Partner) HTTPRequest(t testing.TB, rq Request) *http.Request {
+	t.Helper()
+	if !rq.NoAuth {
+		p.Sign(&rq)
+	} else if rq.JSON != nil && rq.Body == nil {
+		rq.Body, _ = json.Marshal(rq.JSON)
+	}
+	var body io.Reader
+	if rq.Body != nil {
+		body = bytes.NewReader(rq.Body)
+	}
+	req, err := http.NewRequest(rq.Method, p.env.Server.URL+rq.Path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rq.Body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if !rq.NoAuth {
+		req.Header.Set("x-api-key", p.APIKey)
+		req.Header.Set("x-timestamp", rq.Timestamp)
+		req.Header.Set("x-hash", rq.Hash)
+	}
+	for k, v := range rq.Header {
+		req.Header.Set(k, v)
+	}
+	return req
+}
+
+// Do sends rq and decodes the envelope. It fails the test when the answer
+// is not a JSON envelope or does not match openapi.yaml.
+func (p *Partner) Do(t testing.TB, rq Request) Response {
+	t.Helper()
+	req := p.HTTPRequest(t, rq)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", rq.Method, rq.Path, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := Decode(t, res.StatusCode, res.Header, raw)
+	if !rq.SkipOpenAPI {
+		p.env.CheckOpenAPI(t, req, res, raw)
+	}
+	return out
+}
+
+// Decode parses an envelope; it fails the test when raw is not one.
+func Decode(t testing.TB, status int, h http.Header, raw []byte) Response {
+	t.Helper()
+	r := Response{Status: status, Header: h, Raw: raw}
+	var env struct {
+		Code    *int             `json:"code"`
+		Message string           `json:"message"`
+		Data    map[string]any   `json:"data"`
+		Errors  []emi.FieldError `json:"errors"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil || env.Code == nil {
+		t.Fatalf("HTTP %d: body is not a JSON envelope with a code: %s", status, raw)
+	}
+	if ct := h.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+		t.Fatalf("HTTP %d: content type %q, want application/json; charset=utf-8", status, ct)
+	}
+	r.Code, r.Message, r.Data, r.Errors = *env.Code, env.Message, env.Data, env.Errors
+	return r
+}
+
+// CheckOpenAPI fails the test when the response does not match openapi.yaml.
+func (e *Env) CheckOpenAPI(t testing.TB, req *http.Request, res *http.Response, raw []byte) {
+	t.Helper()
+	res.Body = io.NopCloser(bytes.NewReader(raw))
+	e.validateMu.Lock()
+	ok, errs := e.validate.ValidateHttpResponse(req, res)
+	e.validateMu.Unlock()
+	if !ok {
+		var msgs []string
+		for _, e := range errs {
+			msgs = append(msgs, e.Error()+": "+e.Reason)
+			for _, se := range e.SchemaValidationErrors {
+				msgs = append(msgs, "  "+se.Reason+" at "+se.FieldPath)
+			}
+		}
+		t.Fatalf("%s %s: HTTP %d response does not match openapi.yaml:\n%s\nbody: %s",
+			req.Method, req.URL.Path, res.StatusCode, strings.Join(msgs, "\n"), raw)
+	}
+}
+
+// Expect fails the test unless r has the code and HTTP status.
+func Expect(t testing.TB, what string, r Response, code, status int) {
+	t.Helper()
+	if r.Code != code || r.Status != status {
+		t.Fatalf("%s: want HTTP %d code %d, got %s", what, status, code, r)
+	}
+}
+
+// ExpectField fails the test unless r is an error naming field.
+func ExpectField(t testing.TB, what string, r Response, field string) {
+	t.Helper()
+	for _, f := range r.Errors {
+		if f.Field == field {
+			return
+		}
+	}
+	t.Fatalf("%s: no error names field %q: %s", what, field, r)
+}
+
+// Silence keeps slog's default logger quiet in tests that build handlers by
+// hand.
+var Silence = slog.New(slog.NewTextHandler(io.Discard, nil))
