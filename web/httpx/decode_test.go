@@ -1,0 +1,157 @@
+package httpx
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"emi/internal/emi"
+)
+
+type amount string
+
+// UnmarshalJSON accepts a JSON number or a decimal string, as
+// payout_details.amount will.
+func (a *amount) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	if s == "" || strings.Trim(s, "0123456789.") != "" {
+		return fieldErr("must be a decimal amount")
+	}
+	*a = amount(s)
+	return nil
+}
+
+type fieldErr string
+
+func (f fieldErr) Error() string        { return string(f) }
+func (f fieldErr) FieldMessage() string { return string(f) }
+
+type inner struct {
+	IBAN   string `json:"iban"`
+	Amount amount `json:"amount"`
+}
+
+type embedded struct {
+	Alias string `json:"alias"`
+}
+
+type sample struct {
+	embedded
+	Name    string            `json:"name"`
+	Count   int8              `json:"count"`
+	Size    uint              `json:"size"`
+	Ratio   float64           `json:"ratio"`
+	Active  *bool             `json:"active"`
+	Tags    []string          `json:"tags"`
+	Payout  []inner           `json:"payout_details"`
+	Meta    map[string]string `json:"meta"`
+	Any     any               `json:"any"`
+	Skipped string            `json:"-"`
+}
+
+func TestDecodeJSON(t *testing.T) {
+	ok := []string{
+		``, `{}`, ` {"name":"x"} `, `{"alias":"embedded field"}`, `{"count":-128,"size":0,"ratio":1.5e3}`,
+		`{"payout_details":[{"iban":"X","amount":12.5},{"amount":"0.10"}]}`, `{"meta":{"k":"v"},"any":[1,{"x":null}]}`,
+		`{"active":null,"tags":null,"name":null}`, `{"active":false}`,
+	}
+	for _, body := range ok {
+		var s sample
+		if err := DecodeJSON([]byte(body), &s, emi.ErrValidation); err != nil {
+			t.Errorf("%s: unexpected %v", body, err)
+		}
+	}
+	var s sample
+	_ = DecodeJSON([]byte(`{"name":"n","payout_details":[{"amount":"7.25"}],"alias":"a"}`), &s, emi.ErrValidation)
+	if s.Name != "n" || s.Payout[0].Amount != "7.25" || s.Alias != "a" {
+		t.Fatalf("decoded %+v", s)
+	}
+
+	bad := map[string][]string{ // body -> field paths expected
+		`{"Name":"x"}`:                          {"Name"},
+		`{"-":"x","Skipped":"y"}`:               {"-", "Skipped"},
+		`{"count":128}`:                         {"count"},
+		`{"count":1.5}`:                         {"count"},
+		`{"size":-1}`:                           {"size"},
+		`{"ratio":"1"}`:                         {"ratio"},
+		`{"ratio":1e999}`:                       {"ratio"},
+		`{"active":"yes"}`:                      {"active"},
+		`{"tags":"a"}`:                          {"tags"},
+		`{"tags":["a",1]}`:                      {"tags[1]"},
+		`{"payout_details":[{},{"x":1}]}`:       {"payout_details[1].x"},
+		`{"payout_details":[{"amount":"abc"}]}`: {"payout_details[0].amount"},
+		`{"payout_details":[1]}`:                {"payout_details[0]"},
+		`{"meta":{"k":1}}`:                      {"meta.k"},
+		`{"meta":[]}`:                           {"meta"},
+		`{"a":1,"b":2,"name":3}`:                {"a", "b", "name"},
+	}
+	for body, fields := range bad {
+		var s sample
+		err := DecodeJSON([]byte(body), &s, emi.ErrCardValidation)
+		var e *emi.Error
+		if !errors.As(err, &e) || e.Code != emi.ErrCardValidation.Code {
+			t.Errorf("%s: want the endpoint's validation error, got %v", body, err)
+			continue
+		}
+		got := map[string]bool{}
+		for _, f := range e.Fields {
+			got[f.Field] = true
+			if f.Message == "" {
+				t.Errorf("%s: empty message for %s", body, f.Field)
+			}
+		}
+		for _, f := range fields {
+			if !got[f] {
+				t.Errorf("%s: no error for %q in %+v", body, f, e.Fields)
+			}
+		}
+		if len(e.Fields) != len(fields) {
+			t.Errorf("%s: %d errors, want %d: %+v", body, len(e.Fields), len(fields), e.Fields)
+		}
+	}
+
+	malformed := []string{`{`, `{"a":1}}`, `{"a":1} x`, `[]`, `"s"`, `null`, `1`, "{\"a\":\"\xff\"}", `{"a":1,}`,
+		`{"any":` + strings.Repeat(`[`, 40) + strings.Repeat(`]`, 40) + `}`}
+	for _, body := range malformed {
+		var s sample
+		if err := DecodeJSON([]byte(body), &s, emi.ErrValidation); !errors.Is(err, emi.ErrBadRequest) {
+			t.Errorf("%q: want 10005, got %v", body, err)
+		}
+	}
+	if err := DecodeJSON([]byte(`{}`), sample{}, emi.ErrValidation); err == nil || emi.AsError(err).Kind != emi.KindInternal {
+		t.Errorf("non-pointer destination: want an internal error, got %v", err)
+	}
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `{"name":"x","payout_details":[{"amount":1}]}`, `{"meta":{"a":"b"}}`, `[`, "{\"\xff\":1}", `{"count":1e2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var s sample
+		err := DecodeJSON(body, &s, emi.ErrValidation)
+		if err == nil {
+			if len(strings.TrimSpace(string(body))) > 0 && !json.Valid(body) {
+				t.Fatalf("accepted invalid JSON %q", body)
+			}
+			return
+		}
+		var e *emi.Error
+		if !errors.As(err, &e) {
+			t.Fatalf("error %v is not a catalogue error", err)
+		}
+		switch e.Code {
+		case emi.ErrBadRequest.Code:
+		case emi.ErrValidation.Code:
+			if len(e.Fields) == 0 {
+				t.Fatalf("validation error without fields for %q", body)
+			}
+			if !json.Valid(body) {
+				t.Fatalf("invalid JSON %q reported as a field error", body)
+			}
+		default:
+			t.Fatalf("unexpected code %d for %q", e.Code, body)
+		}
+	})
+}
