@@ -1,0 +1,206 @@
+// Command emi-load is emi's load harness: it signs requests as a partner
+// does (contract §2) and drives a running `emi serve` with a set number of
+// concurrent clients for a set time, then reports throughput, latency
+// percentiles and answers by HTTP status and envelope code.
+//
+// A signature is accepted once, and an identical request signed in the same
+// second has the same signature, so one API key can send at most one
+// identical read per second. The harness therefore mints -keys API keys for
+// one load partner (directly through the service layer, which is why it needs
+// DATABASE_URL and EMI_MASTER_KEY of the server) and gives each request a
+// (key, second) pair nobody used before; the offered load is capped at -keys
+// requests per second.
+//
+//	emi-load -url http://127.0.0.1:8080 -keys 5000 -c 32 -d 20s
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"emi/internal/app"
+	"emi/internal/config"
+	"emi/internal/emi"
+	"emi/internal/service"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "emi-load:", err)
+		os.Exit(1)
+	}
+}
+
+type key struct{ apiKey, secret string }
+
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	fs := flag.NewFlagSet("emi-load", flag.ContinueOnError)
+	url := fs.String("url", "http://127.0.0.1:8080", "base URL of the running server")
+	nkeys := fs.Int("keys", 2000, "API keys to mint (caps the request rate per second)")
+	clients := fs.Int("c", 32, "concurrent clients")
+	dur := fs.Duration("d", 20*time.Second, "duration of the run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	keys, err := mintKeys(ctx, getenv, *nkeys)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "minted %d keys; running %d clients for %s against %s (operation partner_details)\n", len(keys), *clients, *dur, *url)
+
+	d := &dispenser{n: len(keys)}
+	tr := &http.Transport{MaxIdleConnsPerHost: *clients, MaxConnsPerHost: *clients}
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	runCtx, cancel := context.WithTimeout(ctx, *dur)
+	defer cancel()
+	results := make([]*result, *clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range results {
+		results[i] = &result{codes: map[string]int{}}
+		wg.Add(1)
+		go func(r *result) {
+			defer wg.Done()
+			for runCtx.Err() == nil {
+				k, ts, ok := d.next(runCtx)
+				if !ok {
+					return
+				}
+				r.do(runCtx, client, *url, keys[k], ts)
+			}
+		}(results[i])
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	return report(out, results, elapsed)
+}
+
+// mintKeys creates one load-test partner with n API keys.
+func mintKeys(ctx context.Context, getenv func(string) string, n int) ([]key, error) {
+	cfg, err := config.Load(getenv, "db", "key")
+	if err != nil {
+		return nil, fmt.Errorf("configuration (the server's DATABASE_URL and EMI_MASTER_KEY): %w", err)
+	}
+	a, err := app.Open(ctx, cfg, app.NewLogger(cfg, io.Discard), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("emi-load"))
+	c, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: "load test " + time.Now().UTC().Format(time.RFC3339)})
+	if err != nil {
+		return nil, err
+	}
+	keys := []key{{c.APIKey, c.APISecret}}
+	for len(keys) < n {
+		k, err := a.Partners.CreateKey(ctx, c.Partner.ID)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, key{k.APIKey, k.APISecret})
+	}
+	return keys, nil
+}
+
+// dispenser hands out (key index, timestamp) pairs, each at most once: every
+// key once per second.
+type dispenser struct {
+	mu  sync.Mutex
+	n   int
+	sec int64
+	idx int
+}
+
+func (d *dispenser) next(ctx context.Context) (int, string, bool) {
+	for {
+		d.mu.Lock()
+		now := time.Now().Unix()
+		if now != d.sec {
+			d.sec, d.idx = now, 0
+		}
+		if d.idx < d.n {
+			i := d.idx
+			d.idx++
+			d.mu.Unlock()
+			return i, strconv.FormatInt(now, 10), true
+		}
+		d.mu.Unlock()
+		wait := time.Until(time.Unix(now+1, 0))
+		select {
+		case <-ctx.Done():
+			return 0, "", false
+		case <-time.After(wait):
+		}
+	}
+}
+
+type result struct {
+	lat   []time.Duration
+	codes map[string]int
+	errs  int
+}
+
+func (r *result) do(ctx context.Context, c *http.Client, base string, k key, ts string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v2/partner", nil)
+	req.Header.Set("x-api-key", k.apiKey)
+	req.Header.Set("x-timestamp", ts)
+	req.Header.Set("x-hash", service.Signature([]byte(k.secret), k.apiKey, ts, "partner_details", nil))
+	t0 := time.Now()
+	res, err := c.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.errs++
+		}
+		return
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	r.lat = append(r.lat, time.Since(t0))
+	var env struct {
+		Code int `json:"code"`
+	}
+	_ = json.Unmarshal(body, &env)
+	r.codes[fmt.Sprintf("HTTP %d code %d", res.StatusCode, env.Code)]++
+}
+
+func report(out io.Writer, results []*result, elapsed time.Duration) error {
+	var lat []time.Duration
+	codes := map[string]int{}
+	errs := 0
+	for _, r := range results {
+		lat = append(lat, r.lat...)
+		errs += r.errs
+		for k, v := range r.codes {
+			codes[k] += v
+		}
+	}
+	if len(lat) == 0 {
+		return fmt.Errorf("no request completed (%d transport errors)", errs)
+	}
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(float64(len(lat))*p))] }
+	fmt.Fprintf(out, "requests:   %d in %s (%.0f req/s)\n", len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds())
+	fmt.Fprintf(out, "latency:    p50 %s  p95 %s  p99 %s  max %s\n", pct(.50), pct(.95), pct(.99), lat[len(lat)-1])
+	fmt.Fprintf(out, "transport errors: %d\n", errs)
+	names := make([]string, 0, len(codes))
+	for k := range codes {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		fmt.Fprintf(out, "  %-24s %d\n", k, codes[k])
+	}
+	return nil
+}

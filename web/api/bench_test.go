@@ -1,0 +1,88 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"emi/internal/app/apptest"
+	"emi/internal/emi"
+	"emi/internal/service"
+	"emi/web/api"
+)
+
+// BenchmarkAuthMiddleware measures what the partner-API middleware costs per
+// request: body limit, HMAC verification (key lookup, secret decryption,
+// HMAC), replay guard insert and the envelope, around a handler that does
+// nothing. Every iteration is a new signature (a new timestamp), as it must
+// be: an identical request would be a replay.
+func BenchmarkAuthMiddleware(b *testing.B) {
+	env := apptest.New(b, apptest.Options{Routes: func(r chi.Router, a *api.API) {
+		a.Handle(r, http.MethodGet, "/v9/noop", api.Operation{Name: "noop", Invalid: emi.ErrValidation, BodyLimit: api.SmallBody},
+			func(w http.ResponseWriter, r *http.Request) { api.WriteData(w, r, http.StatusOK, nil) })
+	}})
+	p := env.NewPartner(b, emi.PartnerCreate{})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		env.Clock.Advance(time.Second)
+		req := p.HTTPRequest(b, apptest.Request{Method: http.MethodGet, Path: "/v9/noop", Operation: "noop"})
+		rec := httptest.NewRecorder()
+		env.Handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("HTTP %d %s", rec.Code, rec.Body)
+		}
+	}
+}
+
+// BenchmarkPartnerDetails is a whole authenticated read: the middleware plus
+// partner_details' own query.
+func BenchmarkPartnerDetails(b *testing.B) {
+	env := apptest.New(b, apptest.Options{})
+	p := env.NewPartner(b, emi.PartnerCreate{})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		env.Clock.Advance(time.Second)
+		req := p.HTTPRequest(b, partnerDetails())
+		rec := httptest.NewRecorder()
+		env.Handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("HTTP %d %s", rec.Code, rec.Body)
+		}
+	}
+}
+
+// BenchmarkAuthenticate is the verification alone (no replay insert).
+func BenchmarkAuthenticate(b *testing.B) {
+	env := apptest.New(b, apptest.Options{})
+	p := env.NewPartner(b, emi.PartnerCreate{})
+	ts := strconv.FormatInt(env.Clock.Now().Unix(), 10)
+	sr := emi.SignedRequest{APIKey: p.APIKey, Timestamp: ts, Operation: "partner_details",
+		Hash: service.Signature([]byte(p.APISecret), p.APIKey, ts, "partner_details", nil)}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := env.App.Auth.Authenticate(ctx, sr); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerifySignature is the HMAC over a 1 KiB body alone.
+func BenchmarkVerifySignature(b *testing.B) {
+	body := make([]byte, 1024)
+	for i := range body {
+		body[i] = "{ \"ab\":1}"[i%9]
+	}
+	h := service.Signature([]byte("as_secret"), "ak_1", "1700000000", "user_create", body)
+	b.SetBytes(int64(len(body)))
+	for i := 0; i < b.N; i++ {
+		if !service.VerifySignature([]byte("as_secret"), "ak_1", "1700000000", "user_create", body, h) {
+			b.Fatal("verify failed")
+		}
+	}
+}
