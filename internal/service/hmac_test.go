@@ -37,11 +37,11 @@ func TestVerifySignature(t *testing.T) {
 	body := []byte("{\n \"name\": \"Elin\"\n}")
 	good := Signature(secret, "ak_1", "1700000000", "user_create", body)
 	cases := []struct {
-		name             string
-		secret           []byte
+		name              string
+		secret            []byte
 		key, ts, op, hash string
-		body             []byte
-		want             bool
+		body              []byte
+		want              bool
 	}{
 		{"the signature verifies", secret, "ak_1", "1700000000", "user_create", good, body, true},
 		{"upper-case hex verifies", secret, "ak_1", "1700000000", "user_create", strings.ToUpper(good), body, true},
