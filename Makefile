@@ -1,0 +1,152 @@
+# emi: developer and CI entry points. `make` alone lists the targets.
+#
+# Every target works on a fresh Debian machine that has only Go: PostgreSQL
+# comes from .ci/postgres.sh (which installs Debian's package when run as
+# root), Go tools are installed with `go install` at pinned versions into
+# bin/tools (git-ignored), never added to go.mod.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+MAKEFLAGS += --no-builtin-rules --no-print-directory
+
+GO        ?= go
+BIN       := bin/emi
+TOOLS     := $(CURDIR)/bin/tools
+PG        := bash .ci/postgres.sh
+SHARED    ?= ../shared
+IMAGE     ?= emi
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+FUZZTIME  ?= 60s
+PKG       ?= ./...
+TESTFLAGS ?=
+
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK         := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
+
+# -X main.version only when cmd/emi declares it (it does not yet).
+HAS_VERSION_VAR := $(shell grep -Eqs '^[[:space:]]*(var[[:space:]]+)?version[[:space:]]+(string|=)' cmd/emi/*.go && echo yes)
+LDFLAGS := $(if $(HAS_VERSION_VAR),-X main.version=$(VERSION))
+
+# templ sources, wherever they are (views/ by convention); generated code is
+# committed, so lint checks it is not stale.
+TEMPL_FILES = $(shell find . -name '*.templ' -not -path './.git/*' -not -path './bin/*' -not -path './.dev/*' 2>/dev/null)
+# The generator at the version go.mod requires.
+TEMPL := $(GO) run github.com/a-h/templ/cmd/templ
+
+.PHONY: help build run migrate seed db-up db-down test lint generate conformance fuzz bench docker clean \
+	race-deps templ-check
+
+help: ## Show this help (the default target)
+	@echo 'Usage: make TARGET [VAR=value ...]'
+	@echo
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo
+	@echo 'Variables: EMI_ADDR (127.0.0.1:8080), EMI_PUBLIC_URL, EMI_DB_NAME (emi) for run;'
+	@echo '  PKG (./...) and TESTFLAGS for test; FUZZTIME (60s) for fuzz; PG_ADMIN_URL or'
+	@echo '  EMI_PG_PORT (54329) to choose the PostgreSQL server; VERSION ($(VERSION)).'
+
+build: ## Build bin/emi from ./cmd/emi
+	$(GO) build $(if $(LDFLAGS),-ldflags "$(LDFLAGS)" )-o $(BIN) ./cmd/emi
+
+run: build ## Start PostgreSQL, migrate, seed, create the demo partner once, print URL and credentials, serve
+	@EMI_BIN=$(BIN) bash .ci/dev-run.sh run
+
+migrate: build ## Run `emi migrate` against the development database of `make run`
+	@EMI_BIN=$(BIN) bash .ci/dev-run.sh migrate
+
+seed: build ## Run `emi seed` against the development database of `make run`
+	@EMI_BIN=$(BIN) bash .ci/dev-run.sh seed
+
+db-up: ## Start the local PostgreSQL (installing it when root) and print its admin URL
+	@$(PG)
+
+db-down: ## Stop the local PostgreSQL that db-up started
+	@$(PG) stop
+
+test: race-deps ## Run all tests with -race against the local PostgreSQL (PKG=, TESTFLAGS=-v)
+	@admin=$${EMI_TEST_ADMIN_URL:-}; \
+	if [ -z "$$admin" ]; then admin=$$($(PG)); fi; \
+	echo "$(GO) test -race -count=1 $(TESTFLAGS) $(PKG)"; \
+	EMI_TEST_ADMIN_URL="$$admin" $(GO) test -race -count=1 $(TESTFLAGS) $(PKG)
+
+# -race needs cgo, so a C compiler: install it when root on Debian.
+race-deps:
+	@if ! command -v "$$($(GO) env CC)" >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: go test -race needs a C compiler: installing gcc" >&2; \
+	    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev >&2; \
+	  else \
+	    echo "make: go test -race needs a C compiler (cgo). Install one, e.g.: sudo apt-get install gcc" >&2; exit 1; \
+	  fi; \
+	fi
+
+lint: $(STATICCHECK) ## gofmt, go vet, staticcheck; templ fmt and generated templ code up to date
+	@status=0; \
+	files=$$(git ls-files -co --exclude-standard -- '*.go' 2>/dev/null || find . -name '*.go' -not -path './.*' -not -path './bin/*'); \
+	files=$$(printf '%s\n' $$files | grep -v '/testdata/' || true); \
+	echo '--- gofmt -l'; \
+	bad=$$([ -z "$$files" ] || gofmt -l $$files); \
+	if [ -n "$$bad" ]; then printf 'gofmt would reformat (run gofmt -w):\n%s\n' "$$bad"; status=1; fi; \
+	echo '--- go vet ./...'; \
+	$(GO) vet ./... || status=1; \
+	echo '--- staticcheck ./... ($(STATICCHECK_VERSION))'; \
+	$(STATICCHECK) ./... || status=1; \
+	echo '--- generated templ code'; \
+	$(MAKE) templ-check || status=1; \
+	if [ $$status -ne 0 ]; then echo 'lint: FAILED'; exit 1; fi; \
+	echo 'lint: ok'
+
+# Installed outside go.mod so the tool's dependencies never mix with the
+# program's; the version in the file name makes a bump reinstall it.
+$(STATICCHECK):
+	@mkdir -p $(TOOLS)/.install
+	GOBIN=$(TOOLS)/.install $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@mv $(TOOLS)/.install/staticcheck $@ && rmdir $(TOOLS)/.install
+
+generate: ## Generate Go code from the templ files (templ generate at go.mod's version)
+	@if [ -z "$(strip $(TEMPL_FILES))" ]; then echo 'templ: no .templ files yet: nothing to generate'; exit 0; fi; \
+	$(TEMPL) generate
+
+templ-check:
+	@if [ -z "$(strip $(TEMPL_FILES))" ]; then echo 'templ: no .templ files yet: skipped'; exit 0; fi; \
+	status=0; unformatted=""; \
+	for f in $(TEMPL_FILES); do $(TEMPL) fmt -log-level warn -stdout "$$f" | cmp -s - "$$f" || unformatted="$$unformatted $$f"; done; \
+	if [ -n "$$unformatted" ]; then echo "templ fmt would reformat (run templ fmt .):$$unformatted"; status=1; fi; \
+	$(TEMPL) generate -log-level warn; \
+	stale=$$(git status --porcelain -- '*_templ.go'); \
+	if [ -n "$$stale" ]; then \
+	  printf 'templ generate changed generated files (commit them with their .templ sources):\n%s\n' "$$stale"; status=1; \
+	fi; \
+	if [ $$status -ne 0 ]; then exit 1; fi; \
+	echo 'templ: formatted, and generated code is up to date'
+
+conformance: ## Run the black-box conformance suite (../shared/conformance) on a fresh database
+	@for t in curl psql; do command -v $$t >/dev/null 2>&1 || { echo "make: the conformance suite needs $$t (apt-get install curl postgresql-client)" >&2; exit 1; }; done; \
+	admin=$$($(PG)); \
+	PG_ADMIN_URL="$$admin" $(SHARED)/conformance/run.sh . $(CONFORMANCE_FLAGS)
+
+fuzz: ## Run each Go fuzz target for FUZZTIME (default 60s), one after the other
+	@targets=$$($(GO) test -list '^Fuzz' ./... | awk '/^Fuzz/ {names[n++] = $$1; next} /^ok/ {for (i = 0; i < n; i++) print $$2 "," names[i]} {n = 0}'); \
+	if [ -z "$$targets" ]; then echo 'fuzz: no fuzz targets'; exit 0; fi; \
+	failed=""; \
+	for t in $$targets; do \
+	  pkg=$${t%%,*}; name=$${t#*,}; \
+	  echo "--- $$pkg $$name ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" || failed="$$failed $$pkg.$$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed (new failing inputs are in the package's testdata/fuzz)"; exit 1; fi; \
+	echo "fuzz: ok"
+
+bench: ## Run the benchmarks (-benchmem) against the local PostgreSQL (PKG=)
+	@admin=$${EMI_TEST_ADMIN_URL:-}; \
+	if [ -z "$$admin" ]; then admin=$$($(PG)); fi; \
+	EMI_TEST_ADMIN_URL="$$admin" $(GO) test -run '^$$' -bench . -benchmem $(PKG)
+
+docker: ## Build the container image (IMAGE=emi) with the Dockerfile
+	docker build -t $(IMAGE) .
+
+clean: ## Remove bin/ (binary and tools) and test artifacts; keeps .dev/ and the database
+	rm -rf bin test-artifacts
+	rm -f ./*.test ./*.out ./*.prof
