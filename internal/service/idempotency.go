@@ -72,24 +72,34 @@ func Fingerprint(method, path string, body []byte) []byte {
 // errDiscard makes InTx roll back a run whose response must not be stored.
 var errDiscard = errors.New("idempotency: discard")
 
-// Do runs the request once per (partner, key). guard runs first for a request
-// that is not a replay (the signature replay guard), outside the transaction
-// so that what it records stays recorded; run executes the request with the
-// transaction in its context and returns the response to send.
+// Do runs the request once per (partner, key). guard (the signature replay
+// guard) runs first for a request that is not a replay of a stored response;
+// run executes the request. Both get the transaction in their context, so the
+// request needs one database connection however many stores take part (two
+// connections per request could exhaust the pool under load and deadlock).
 //
 // Do returns the response to send and whether it is a replay of a stored one.
-// A 5xx from run is not stored and its changes are rolled back, so the client
-// may retry. Returns emi.ErrIdempotencyConflict when the key is in use by a
-// running request or was used with another fingerprint, and the error of
-// guard when it refuses.
+// A 5xx from run (or a panic) is not stored and its changes are rolled back,
+// so the client may retry; the guard is then recorded again on its own, once
+// the transaction is gone, so that the signature stays single-use. Returns
+// emi.ErrIdempotencyConflict when the key is in use by a running request or
+// was used with another fingerprint, and the error of guard when it refuses.
 func (s *Idempotency) Do(ctx context.Context, partnerID, key string, fingerprint []byte,
 	guard func(ctx context.Context) error,
 	run func(ctx context.Context) StoredResponse,
-) (StoredResponse, bool, error) {
-	outer := ctx
-	var resp StoredResponse
-	replayed, guarded := false, false
-	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+) (resp StoredResponse, replayed bool, err error) {
+	committed := false
+	guarded := false
+	defer func() {
+		// The transaction rolled back after the guard passed (a 5xx or a
+		// panic): record the signature outside it. Its result does not
+		// matter: the request was already answered or is panicking.
+		if guarded && !committed {
+			_ = guard(ctx)
+		}
+	}()
+	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		committed, guarded, replayed = false, false, false
 		ok, err := s.store.TryLockIdempotencyKey(ctx, partnerID, key)
 		if err != nil {
 			return err
@@ -109,14 +119,10 @@ func (s *Idempotency) Do(ctx context.Context, partnerID, key string, fingerprint
 			resp, replayed = stored, true
 			return nil
 		}
-		// InTx may run this function again after a deadlock; the guard has
-		// recorded the signature by then and must not see it as a replay.
-		if !guarded {
-			if err := guard(outer); err != nil {
-				return err
-			}
-			guarded = true
+		if err := guard(ctx); err != nil {
+			return err
 		}
+		guarded = true
 		resp = run(ctx)
 		if resp.Status >= 500 {
 			return errDiscard
@@ -130,6 +136,7 @@ func (s *Idempotency) Do(ctx context.Context, partnerID, key string, fingerprint
 	if err != nil {
 		return StoredResponse{}, false, err
 	}
+	committed = true
 	return resp, replayed, nil
 }
 

@@ -277,3 +277,48 @@ func TestIdempotencyKeySurvivesACrashAroundCommit(t *testing.T) { // I6
 		}
 	})
 }
+
+// Each keyed request holds its transaction's connection for its whole run;
+// it must never need a second one, or requests beyond the pool size wait for
+// each other forever.
+func TestIdempotencyKeysBeyondThePoolSizeDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	env, _ := newWidgetEnv(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{})
+	const n = 120 // three times the pool's 40 connections
+	reqs := make([]*http.Request, n)
+	for i := range reqs {
+		reqs[i] = p.HTTPRequest(t, widgetRequest(map[string]any{"name": fmt.Sprintf("p%d", i)}, fmt.Sprintf("pool-%d", i)))
+	}
+	start := make(chan struct{})
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for _, req := range reqs {
+		wg.Add(1)
+		go func(req *http.Request) {
+			defer wg.Done()
+			<-start
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			res, err := http.DefaultClient.Do(req.WithContext(ctx))
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			statuses <- res.StatusCode
+		}(req)
+	}
+	close(start)
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != 201 {
+			t.Fatalf("a keyed request answered %d (0 = timed out): the pool deadlocked or failed", s)
+		}
+	}
+	if countWidgets(t, env) != n {
+		t.Fatalf("%d widgets, want %d", countWidgets(t, env), n)
+	}
+}

@@ -32,12 +32,11 @@ type widgetCreate struct {
 }
 
 type widgets struct {
-	db       *postgres.DB
-	audit    *service.Auditor
-	v        *validate.Validator
-	panics   atomic.Int32 // panic on the next N calls, before anything commits
-	calls    atomic.Int32
-	sentinel string
+	db     *postgres.DB
+	audit  *service.Auditor
+	v      *validate.Validator
+	panics atomic.Int32 // panic on the next N calls, before anything commits
+	calls  atomic.Int32
 }
 
 const widgetsDDL = `CREATE TABLE widgets (
