@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"emi/internal/emi"
 	"emi/internal/service"
@@ -76,11 +77,19 @@ func (a *API) chain(op Operation, h http.HandlerFunc) http.Handler {
 	return a.readRequest(op, next)
 }
 
+// RequestTimeout bounds the work of one API request: a query that hangs is
+// cancelled and its connection returned instead of being held forever.
+const RequestTimeout = 30 * time.Second
+
 // readRequest reads the body within the operation's limit (413 / 10013) and
-// checks its content type (10005), before anything else looks at it.
+// checks its content type (10005), before anything else looks at it. It also
+// puts the request deadline on the context.
 func (a *API) readRequest(op Operation, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.Fields(r.Context()).SetOperation(op.Name)
+		tctx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
+		defer cancel()
+		r = r.WithContext(tctx)
 		b, err := httpx.ReadBody(w, r, op.BodyLimit)
 		if err != nil {
 			writeError(w, r, err)
