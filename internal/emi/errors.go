@@ -206,3 +206,24 @@ func Catalogue() []*Error {
 		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation,
 	}
 }
+
+// Back-office errors. They never reach the partner API, so they are listed in
+// PortalCatalogue instead of Catalogue (which openapi.yaml documents).
+var (
+	ErrForbidden       = def(20003, "portal.forbidden", KindForbidden)
+	ErrStaffValidation = def(20001, "portal.staff.validation", KindInvalid)
+	ErrStaffNotFound   = def(20004, "portal.staff.not_found", KindNotFound)
+	ErrDuplicateStaff  = def(20009, "portal.staff.duplicate", KindConflict)
+	ErrSignInFailed    = def(20010, "portal.signin.failed", KindUnauthenticated)
+	ErrSignInThrottled = def(20011, "portal.signin.throttled", KindRateLimited)
+	ErrTOTPInvalid     = def(20012, "portal.totp.invalid", KindUnauthenticated)
+	ErrPasswordPolicy  = def(20013, "portal.password.policy", KindInvalid)
+	ErrOwnRoles        = def(20014, "portal.staff.own_roles", KindForbidden)
+	ErrSessionExpired  = def(20015, "portal.session.expired", KindUnauthenticated)
+)
+
+// PortalCatalogue lists the back-office errors, for the portal's messages.
+func PortalCatalogue() []*Error {
+	return []*Error{ErrForbidden, ErrStaffValidation, ErrStaffNotFound, ErrDuplicateStaff, ErrSignInFailed,
+		ErrSignInThrottled, ErrTOTPInvalid, ErrPasswordPolicy, ErrOwnRoles, ErrSessionExpired}
+}
