@@ -30,3 +30,15 @@ type AuditEntry struct {
 	IP            netip.Addr     `db:"-"`
 	Changes       map[string]any `db:"-"`
 }
+
+// AuditFilter selects audit rows; zero fields match everything. Rows come
+// newest first; BeforeID pages backwards (keyset pagination).
+type AuditFilter struct {
+	ActorID       string
+	Action        string
+	ResourceType  string
+	ResourceToken string
+	From, To      time.Time
+	Limit         int
+	BeforeID      int64
+}

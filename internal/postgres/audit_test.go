@@ -24,7 +24,7 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rows, err := store.AuditEntries(context.Background(), postgres.AuditFilter{ResourceType: "card"})
+	rows, err := store.AuditEntries(context.Background(), emi.AuditFilter{ResourceType: "card"})
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("AuditEntries: %v, %d rows", err, len(rows))
 	}
@@ -75,7 +75,7 @@ func TestAuditRowCommitsWithItsChangeOnly(t *testing.T) {
 	if n != 0 {
 		t.Fatal("an audit row survived the rollback of its change")
 	}
-	rows, _ := store.AuditEntries(ctx, postgres.AuditFilter{})
+	rows, _ := store.AuditEntries(ctx, emi.AuditFilter{})
 	if len(rows) != 0 {
 		t.Fatal("AuditEntries sees a rolled-back row")
 	}

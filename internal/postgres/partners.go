@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
 	"net/netip"
 	"time"
 
@@ -54,6 +55,39 @@ func (s *Store) InsertPartnerKey(ctx context.Context, k emi.PartnerKey, secretEn
 		`INSERT INTO partner_keys (id, partner_id, api_key, secret_enc, created_at) VALUES ($1, $2, $3, $4, $5)`,
 		k.ID, k.PartnerID, k.APIKey, secretEnc, k.CreatedAt)
 	return Translate(err)
+}
+
+// Partners lists partners, newest first.
+func (s *Store) Partners(ctx context.Context) ([]emi.Partner, error) {
+	var ps []emi.Partner
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &ps,
+		`SELECT id, name, master_merchant, processing, created_at FROM partners ORDER BY created_at DESC, id DESC`)
+	return ps, Translate(err)
+}
+
+// SearchPartners finds partners by name (substring, case-insensitive),
+// partner or merchant token, or API key.
+func (s *Store) SearchPartners(ctx context.Context, q string, limit int) ([]emi.Partner, error) {
+	var ps []emi.Partner
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &ps,
+		`SELECT p.id, p.name, p.master_merchant, p.processing, p.created_at FROM partners p
+		  WHERE p.name ILIKE '%' || $1 || '%' OR p.id::text = lower($1) OR p.master_merchant::text = lower($1)
+		     OR EXISTS (SELECT 1 FROM partner_keys k WHERE k.partner_id = p.id AND k.api_key = $1)
+		  ORDER BY p.created_at DESC LIMIT $2`, escapeLike(q), limit)
+	return ps, Translate(err)
+}
+
+// escapeLike escapes LIKE wildcards so a search for "50%" means 50%.
+func escapeLike(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
+
+// Counts returns the number of rows of a few tables for the dashboard.
+func (s *Store) CountPartners(ctx context.Context) (int64, error) {
+	var n int64
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM partners`)
+	return n, Translate(err)
 }
 
 // InsertWebhookEndpoint registers a webhook endpoint with its sealed secret.
@@ -246,19 +280,8 @@ func (s *Store) InsertAudit(ctx context.Context, e emi.AuditEntry) error {
 	return Translate(err)
 }
 
-// AuditFilter selects audit rows; zero fields match everything.
-type AuditFilter struct {
-	ActorID       string
-	Action        string
-	ResourceType  string
-	ResourceToken string
-	From, To      time.Time
-	Limit         int
-	BeforeID      int64 // keyset pagination: rows with a smaller id
-}
-
 // AuditEntries returns audit rows matching f, newest first.
-func (s *Store) AuditEntries(ctx context.Context, f AuditFilter) ([]emi.AuditEntry, error) {
+func (s *Store) AuditEntries(ctx context.Context, f emi.AuditFilter) ([]emi.AuditEntry, error) {
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 100
 	}

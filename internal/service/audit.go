@@ -11,6 +11,7 @@ import (
 // ctx when there is one, so an audit row commits with the change it records.
 type AuditStore interface {
 	InsertAudit(ctx context.Context, e emi.AuditEntry) error
+	AuditEntries(ctx context.Context, f emi.AuditFilter) ([]emi.AuditEntry, error)
 }
 
 // Auditor writes the audit log. Every change in emi goes through Record.
@@ -89,4 +90,13 @@ func isSensitiveKey(k string) bool {
 		}
 	}
 	return false
+}
+
+// List returns audit rows matching f, newest first. The principal needs
+// emi.PermViewAudit (emi.ErrForbidden otherwise).
+func (a *Auditor) List(ctx context.Context, f emi.AuditFilter) ([]emi.AuditEntry, error) {
+	if err := require(ctx, emi.PermViewAudit); err != nil {
+		return nil, err
+	}
+	return a.store.AuditEntries(ctx, f)
 }

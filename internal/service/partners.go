@@ -24,6 +24,10 @@ type PartnerStore interface {
 	RevokePartnerKey(ctx context.Context, keyID string) error
 	Partner(ctx context.Context, id string) (emi.Partner, error)
 	UpdatePartnerProcessing(ctx context.Context, id string, p emi.Processing) error
+	Partners(ctx context.Context) ([]emi.Partner, error)
+	PartnerKeys(ctx context.Context, partnerID string) ([]emi.PartnerKey, error)
+	SearchPartners(ctx context.Context, q string, limit int) ([]emi.Partner, error)
+	CountPartners(ctx context.Context) (int64, error)
 }
 
 // StoredKey is a partner key as stored: metadata plus sealed secrets.
@@ -73,12 +77,15 @@ func defaultProcessing(p emi.Processing) emi.Processing {
 	return p
 }
 
-// Create creates a partner with its master merchant, a first API key and,
+// Create creates a partner (emi.PermManagePartners) with its master merchant, a first API key and,
 // when in.WebhookURL is given, a webhook endpoint. The returned credentials
 // hold the only clear copy of the API secret and webhook secret that will
 // ever exist. Returns emi.ErrPartnerValidation (with fields) for invalid
 // input.
 func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.PartnerCredentials, error) {
+	if err := require(ctx, emi.PermManagePartners); err != nil {
+		return emi.PartnerCredentials{}, err
+	}
 	in.Name = strings.TrimSpace(in.Name)
 	if err := s.validate.Struct(in, emi.ErrPartnerValidation); err != nil {
 		return emi.PartnerCredentials{}, err
@@ -164,6 +171,9 @@ func (s *Partners) checkWebhookURL(u string) string {
 // CreateKey adds an API key to a partner and returns its credentials (the
 // secret shown once). Returns emi.ErrPartnerNotFound for an unknown partner.
 func (s *Partners) CreateKey(ctx context.Context, partnerID string) (emi.PartnerCredentials, error) {
+	if err := require(ctx, emi.PermManagePartners); err != nil {
+		return emi.PartnerCredentials{}, err
+	}
 	var creds emi.PartnerCredentials
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
 		p, err := s.store.Partner(ctx, partnerID)
@@ -186,6 +196,9 @@ func (s *Partners) CreateKey(ctx context.Context, partnerID string) (emi.Partner
 // downtime. It returns the new secret (shown once). Returns
 // emi.ErrPartnerKeyNotFound for an unknown or revoked key.
 func (s *Partners) RotateSecret(ctx context.Context, keyID string) (string, error) {
+	if err := require(ctx, emi.PermManagePartners); err != nil {
+		return "", err
+	}
 	var secret string
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
 		k, err := s.store.PartnerKeyForUpdate(ctx, keyID)
@@ -214,6 +227,9 @@ func (s *Partners) RotateSecret(ctx context.Context, keyID string) (string, erro
 
 // RevokeKey makes the key unusable at once. Returns emi.ErrPartnerKeyNotFound.
 func (s *Partners) RevokeKey(ctx context.Context, keyID string) error {
+	if err := require(ctx, emi.PermManagePartners); err != nil {
+		return err
+	}
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		k, err := s.store.PartnerKeyForUpdate(ctx, keyID)
 		if err != nil {
@@ -233,6 +249,9 @@ func (s *Partners) RevokeKey(ctx context.Context, keyID string) error {
 // SetProcessing changes how the partner's applications are decided.
 // Returns emi.ErrPartnerNotFound, or a validation error for an unknown mode.
 func (s *Partners) SetProcessing(ctx context.Context, partnerID string, mode emi.Processing) error {
+	if err := require(ctx, emi.PermManagePartners); err != nil {
+		return err
+	}
 	if !validProcessing(mode) {
 		return emi.ErrPartnerValidation.Field("processing", "must be one of: automatic, semi-automatic")
 	}
@@ -258,4 +277,51 @@ func (s *Partners) Details(ctx context.Context) (emi.Partner, error) {
 		return emi.Partner{}, emi.ErrPartnerNotFound
 	}
 	return s.store.Partner(ctx, p.PartnerID)
+}
+
+// List returns every partner, newest first (emi.PermViewPartners).
+func (s *Partners) List(ctx context.Context) ([]emi.Partner, error) {
+	if err := require(ctx, emi.PermViewPartners); err != nil {
+		return nil, err
+	}
+	return s.store.Partners(ctx)
+}
+
+// Get returns a partner and its API keys, without secrets
+// (emi.PermViewPartners). Returns emi.ErrPartnerNotFound.
+func (s *Partners) Get(ctx context.Context, id string) (emi.Partner, []emi.PartnerKey, error) {
+	if err := require(ctx, emi.PermViewPartners); err != nil {
+		return emi.Partner{}, nil, err
+	}
+	p, err := s.store.Partner(ctx, id)
+	if err != nil {
+		return emi.Partner{}, nil, err
+	}
+	keys, err := s.store.PartnerKeys(ctx, id)
+	return p, keys, err
+}
+
+// Count returns the number of partners (emi.PermViewPartners).
+func (s *Partners) Count(ctx context.Context) (int64, error) {
+	if err := require(ctx, emi.PermViewPartners); err != nil {
+		return 0, err
+	}
+	return s.store.CountPartners(ctx)
+}
+
+// Search finds partners by name, token or API key for the global search
+// (emi.PermViewPartners; without it, no hits and no error).
+func (s *Partners) Search(ctx context.Context, q string, limit int) ([]emi.SearchHit, error) {
+	if require(ctx, emi.PermViewPartners) != nil {
+		return nil, nil
+	}
+	ps, err := s.store.SearchPartners(ctx, q, limit)
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]emi.SearchHit, len(ps))
+	for i, p := range ps {
+		hits[i] = emi.SearchHit{Kind: "partner", Token: p.ID, Title: p.Name, Detail: "merchant " + p.MasterMerchant}
+	}
+	return hits, nil
 }
