@@ -39,6 +39,27 @@ database schema is older than this binary (run emi migrate). SIGTERM or
 SIGINT drains requests and running jobs for up to EMI_SHUTDOWN_TIMEOUT.
 Needs DATABASE_URL and EMI_MASTER_KEY.
 `,
+	"staff": `emi staff create --email E --name N --role R[,R] --password-stdin
+emi staff totp --email E
+
+create makes a back-office staff user, for example the first admin. Roles
+are admin, underwriter, compliance, customer_service and auditor (several
+with commas). The password is read from the first line of standard input,
+never from the command line, and must pass the password policy: 12 to 128
+characters with a letter and a digit, not a common password, not containing
+the e-mail's name part. Two-factor authentication (TOTP) is set up at the
+first sign-in.
+
+  printf '%s\n' "$PASSWORD" | emi staff create --email ada@example.com \
+      --name "Ada Admin" --role admin --password-stdin
+
+totp prints the current TOTP code of a staff user who has set up two-factor
+authentication, so that sandbox users can sign in without an authenticator
+app (emi seed creates one user per role, password Sandbox-Staff-2026).
+Each code works once; when the current one was used, the next step's code is
+printed. Refused unless EMI_MODE=sandbox. Both need DATABASE_URL and
+EMI_MASTER_KEY.
+`,
 	"partner": `emi partner create --name NAME [--processing automatic|semi-automatic] [--webhook-url URL] [--json]
 
 Creates a partner with its master merchant and a first API key, and prints
@@ -127,7 +148,16 @@ type seeder struct {
 
 // seeders lists the sandbox data, in dependency order. Each feature adds its
 // own (programs with the accounts, staff with the back office).
-func seeders(a *app.App) []seeder { return nil }
+func seeders(a *app.App) []seeder {
+	return []seeder{
+		// One staff user per role (service.SandboxStaff), password
+		// service.SandboxStaffPassword, TOTP enrolled: emi staff totp
+		// --email E prints a code.
+		{name: "staff", run: func(ctx context.Context) (int, error) {
+			return a.Staff.SeedSandbox(emi.WithPrincipal(ctx, emi.SystemPrincipal("seed")))
+		}},
+	}
+}
 
 func cmdPartner(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {

@@ -40,6 +40,8 @@ Usage:
   emi seed                    insert the sandbox data (idempotent; sandbox mode only)
   emi serve                   serve the API and back office, run background workers
   emi partner create ...      create a partner and print its credentials
+  emi staff create ...        create a back-office staff user (password on stdin)
+  emi staff totp --email E    print a sandbox staff user's current TOTP code
   emi help [command]          show help
 
 Every command reads its configuration from the environment; run
@@ -66,6 +68,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return cmdServe(ctx, getenv, stdout, stderr)
 	case "partner":
 		return cmdPartner(ctx, rest, getenv, stdout, stderr)
+	case "staff":
+		return cmdStaff(ctx, rest, getenv, stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		return help(stdout, rest)
 	}

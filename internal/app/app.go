@@ -38,12 +38,16 @@ type App struct {
 	Store  *postgres.Store
 	Jobs   *postgres.Jobs
 	Now    service.Clock
+	// StaffStore keeps staff users; Sessions is the back office's scs store.
+	StaffStore *postgres.StaffStore
+	Sessions   *postgres.SessionStore
 
 	Audit       *service.Auditor
 	Partners    *service.Partners
 	Auth        *service.Auth
 	Idempotency *service.Idempotency
 	Maintenance *service.Maintenance
+	Staff       *service.Staff
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -87,7 +91,11 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Sandbox: cfg.Mode == config.ModeSandbox}, now)
 	a.Auth = service.NewAuth(a.Store, a.Store, keys, service.AuthConfig{Window: cfg.AuthWindow}, now)
 	a.Idempotency = service.NewIdempotency(db, a.Store, now)
-	a.Maintenance = service.NewMaintenance(a.Jobs, a.Store, a.Idempotency, now)
+	a.StaffStore = postgres.NewStaffStore(db)
+	a.Sessions = postgres.NewSessionStore(db, now)
+	a.Staff = service.NewStaff(db, a.StaffStore, keys, a.Audit, v,
+		service.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox}, now)
+	a.Maintenance = service.NewMaintenance(a.Jobs, a.Store, a.Idempotency, a.Staff, now)
 	return a
 }
 

@@ -86,6 +86,12 @@ type StaffUser struct {
 	CreatedAt     time.Time  `db:"created_at"`
 	LastSignInAt  *time.Time `db:"last_sign_in_at"`
 	PasswordSetAt time.Time  `db:"password_set_at"`
+	// PasswordTemporary is set by a credential reset: the password was
+	// generated and shown to an administrator, so the user should choose a
+	// new one after signing in.
+	PasswordTemporary bool `db:"password_temporary"`
+	// RecoveryCodesLeft is how many unused recovery codes the user has.
+	RecoveryCodesLeft int `db:"recovery_codes_left"`
 }
 
 // Has reports whether the user holds role r.

@@ -21,18 +21,20 @@ type SignaturePruner interface {
 // JobMaintenance is the kind of the periodic clean-up job.
 const JobMaintenance = "maintenance.prune"
 
-// Maintenance keeps the foundation tables bounded: expired replay-guard rows
-// and Idempotency-Key responses older than 24 h.
+// Maintenance keeps the foundation tables bounded: expired replay-guard rows,
+// Idempotency-Key responses older than 24 h, expired back-office sessions and
+// old sign-in attempts.
 type Maintenance struct {
-	jobs Enqueuer
-	sigs SignaturePruner
-	idem *Idempotency
-	now  Clock
+	jobs  Enqueuer
+	sigs  SignaturePruner
+	idem  *Idempotency
+	staff *Staff
+	now   Clock
 }
 
 // NewMaintenance returns the maintenance service.
-func NewMaintenance(jobs Enqueuer, sigs SignaturePruner, idem *Idempotency, now Clock) *Maintenance {
-	return &Maintenance{jobs: jobs, sigs: sigs, idem: idem, now: now}
+func NewMaintenance(jobs Enqueuer, sigs SignaturePruner, idem *Idempotency, staff *Staff, now Clock) *Maintenance {
+	return &Maintenance{jobs: jobs, sigs: sigs, idem: idem, staff: staff, now: now}
 }
 
 // Schedule enqueues the clean-up job unless one is already pending (the
@@ -47,6 +49,8 @@ func (m *Maintenance) Run(ctx context.Context, _ emi.Job) error {
 	if _, err := m.sigs.PruneSignatures(ctx, m.now()); err != nil {
 		return err
 	}
-	_, err := m.idem.Prune(ctx)
-	return err
+	if _, err := m.idem.Prune(ctx); err != nil {
+		return err
+	}
+	return m.staff.Prune(ctx)
 }

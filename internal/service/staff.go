@@ -1,0 +1,547 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"emi/internal/emi"
+	"emi/internal/validate"
+)
+
+// SessionStaffKey is the key under which the back office keeps the signed-in
+// staff user's id (a string) in its scs session. The session store reads it
+// whenever a session is saved and tags the session row with it, so that
+// revoking a user's sessions can delete every one of them.
+const SessionStaffKey = "staff_id"
+
+// StaffStore keeps staff users, their second factors, sign-in attempts and
+// the back-office sessions tagged with them. Every method runs on the
+// transaction in ctx when there is one.
+type StaffStore interface {
+	// InsertStaff inserts u. Returns emi.ErrDuplicateStaff when another user
+	// has the same e-mail address, whatever its case.
+	InsertStaff(ctx context.Context, u StoredStaff) error
+	// StaffByID returns the user. Returns emi.ErrStaffNotFound.
+	StaffByID(ctx context.Context, id string) (StoredStaff, error)
+	// StaffForUpdate returns the user and locks its row for the
+	// transaction. Returns emi.ErrStaffNotFound.
+	StaffForUpdate(ctx context.Context, id string) (StoredStaff, error)
+	// StaffByEmail finds a user by e-mail address, case-insensitively.
+	// Returns emi.ErrStaffNotFound.
+	StaffByEmail(ctx context.Context, email string) (StoredStaff, error)
+	// ListStaff returns every user ordered by e-mail address.
+	ListStaff(ctx context.Context) ([]emi.StaffUser, error)
+
+	UpdateStaffRoles(ctx context.Context, id string, roles []emi.Role) error
+	// UpdateStaffPassword stores a new hash. setAt is nil when only the
+	// hash's parameters change (the password stays the same).
+	UpdateStaffPassword(ctx context.Context, id, hash string, temporary bool, setAt *time.Time) error
+	// SetStaffDisabled disables the user at the given time, or enables it
+	// (and clears a lockout) when at is nil.
+	SetStaffDisabled(ctx context.Context, id string, at *time.Time) error
+	// RevokeStaffSessions sets sessions_revoked_at and deletes every session
+	// row tagged with the user.
+	RevokeStaffSessions(ctx context.Context, id string, at time.Time) error
+
+	// SetPendingTOTP stores a new, not yet confirmed TOTP secret. Returns
+	// false when the user has a confirmed one.
+	SetPendingTOTP(ctx context.Context, id string, secretEnc []byte) (bool, error)
+	// ConfirmTOTP marks the pending secret as enrolled and step as used.
+	// Returns false when there is no pending secret.
+	ConfirmTOTP(ctx context.Context, id string, step int64, at time.Time) (bool, error)
+	// EnrollTOTP stores a secret as enrolled at once (sandbox users).
+	EnrollTOTP(ctx context.Context, id string, secretEnc []byte, at time.Time) error
+	// ConsumeTOTPStep records step as used, only if it is newer than the
+	// last used step; it returns false otherwise. This one statement is what
+	// makes each code usable once, also under concurrent requests.
+	ConsumeTOTPStep(ctx context.Context, id string, step int64) (bool, error)
+	// ClearTOTP removes the secret and every recovery code.
+	ClearTOTP(ctx context.Context, id string) error
+	// ReplaceRecoveryCodes deletes the user's recovery codes and stores
+	// these hashes instead.
+	ReplaceRecoveryCodes(ctx context.Context, id string, hashes [][]byte, at time.Time) error
+	// UseRecoveryCode marks the unused code with that hash as used; it
+	// returns false when there is no such unused code.
+	UseRecoveryCode(ctx context.Context, id string, hash []byte, at time.Time) (bool, error)
+
+	// InsertSignInAttempt records one attempt.
+	InsertSignInAttempt(ctx context.Context, a SignInAttempt) error
+	// CountSignInFailures counts the failed, not throttled attempts since
+	// the given time for the e-mail lookup and for the IP (0 when ip is not
+	// valid).
+	CountSignInFailures(ctx context.Context, emailLookup string, ip netip.Addr, since time.Time) (byEmail, byIP int, err error)
+	// RecordSignInFailure adds one consecutive failure; when the count
+	// reaches threshold it locks the user until lockUntil and starts the
+	// count again. It returns whether this failure locked the user.
+	RecordSignInFailure(ctx context.Context, id string, threshold int, lockUntil time.Time) (locked bool, err error)
+	// RecordSignInSuccess clears the failure count and the lockout and sets
+	// last_sign_in_at.
+	RecordSignInSuccess(ctx context.Context, id string, at time.Time) error
+	// ClearLockout clears the failure count and the lockout.
+	ClearLockout(ctx context.Context, id string) error
+
+	// PruneSignInAttempts deletes attempts made before the cutoff.
+	PruneSignInAttempts(ctx context.Context, before time.Time) (int64, error)
+	// DeleteExpiredSessions deletes sessions that expired at or before now.
+	DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error)
+}
+
+// StoredStaff is a staff user as stored: the public view plus the secrets
+// and counters that never leave the service.
+type StoredStaff struct {
+	emi.StaffUser
+	PasswordHash      string
+	TOTPSecretEnc     []byte
+	TOTPLastStep      int64
+	FailedAttempts    int
+	DisabledAt        *time.Time
+	SessionsRevokedAt *time.Time
+}
+
+// SignInAttempt is one row of the sign-in attempt log.
+type SignInAttempt struct {
+	EmailLookup string
+	StaffID     string // empty when no such user
+	IP          netip.Addr
+	At          time.Time
+	Success     bool
+	Reason      string
+}
+
+// Reasons recorded with sign-in attempts.
+const (
+	reasonPassword      = "password"       // first factor passed
+	reasonTOTP          = "totp"           // second factor passed
+	reasonRecoveryCode  = "recovery_code"  // second factor passed with a recovery code
+	reasonEnrolled      = "totp_enrolled"  // first TOTP code confirmed the enrolment
+	reasonBadPassword   = "bad_password"   // known e-mail address, wrong password
+	reasonUnknownEmail  = "unknown_email"  // told apart here and in the audit log, never to the client
+	reasonDisabled      = "disabled"       // right or wrong password, account disabled
+	reasonLocked        = "locked"         // right or wrong password, account locked
+	reasonBadTOTP       = "bad_totp"       // wrong or reused TOTP code
+	reasonBadRecovery   = "bad_recovery"   // wrong or used recovery code
+	reasonBadCurrentPwd = "bad_current_pw" // wrong current password when changing it
+	reasonThrottled     = "throttled"      // refused before any check; does not count
+)
+
+// StaffConfig holds the staff rules that come from configuration.
+type StaffConfig struct {
+	// Sandbox allows the sandbox-only operations: seeding the demo users
+	// and reading a user's current TOTP code.
+	Sandbox bool
+	// Issuer names the service in authenticator apps ("emi" when empty).
+	Issuer string
+}
+
+// Sign-in throttling and lockout (issue 3; PCI DSS 8.3.4; ASVS 6.3.1).
+const (
+	// ThrottleWindow is the period over which failures are counted.
+	ThrottleWindow = 15 * time.Minute
+	// MaxAccountFailures failed attempts for one e-mail address within
+	// ThrottleWindow make further attempts for it wait.
+	MaxAccountFailures = 5
+	// MaxIPFailures failed attempts from one IP address within
+	// ThrottleWindow make further attempts from it wait.
+	MaxIPFailures = 20
+	// LockoutThreshold consecutive failures lock the account.
+	LockoutThreshold = 10
+	// LockoutDuration is how long a locked account stays locked.
+	LockoutDuration = 30 * time.Minute
+	// signInAttemptRetention is how long attempt rows are kept (the audit
+	// log keeps the permanent record).
+	signInAttemptRetention = 7 * 24 * time.Hour
+)
+
+// Staff manages back-office users: accounts and roles, passwords, TOTP
+// second factor and recovery codes, sign-in throttling and lockout, and the
+// revocation of their sessions.
+type Staff struct {
+	tx       TxRunner
+	store    StaffStore
+	sealer   Sealer
+	audit    *Auditor
+	validate *validate.Validator
+	cfg      StaffConfig
+	now      Clock
+	policy   *passwordPolicy
+
+	// dummyHash is verified when an e-mail address is unknown, so that the
+	// answer takes as long as for a wrong password. It is made at the first
+	// use, with the current parameters, from a password nobody knows.
+	dummyOnce sync.Once
+	dummyHash string
+	dummyErr  error
+}
+
+// NewStaff returns the staff service. It loads the common-password list.
+func NewStaff(tx TxRunner, store StaffStore, sealer Sealer, audit *Auditor, v *validate.Validator, cfg StaffConfig, now Clock) *Staff {
+	if cfg.Issuer == "" {
+		cfg.Issuer = "emi"
+	}
+	return &Staff{tx: tx, store: store, sealer: sealer, audit: audit, validate: v, cfg: cfg, now: now, policy: newPasswordPolicy()}
+}
+
+func totpSecretContext(staffID string) string { return "staff_users.totp:" + staffID }
+
+// emailLookup is the form of an e-mail address used for lookups and
+// throttling.
+func emailLookup(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+
+// staffPrincipal returns the principal of u, for audit rows written on its
+// behalf before it has a session.
+func staffPrincipal(u emi.StaffUser) emi.Principal {
+	roles := make([]string, len(u.Roles))
+	for i, r := range u.Roles {
+		roles[i] = string(r)
+	}
+	return emi.Principal{Type: emi.ActorStaff, ActorID: u.ID, StaffRoles: roles}
+}
+
+// isSelf reports whether the principal in ctx is the staff user id.
+func isSelf(ctx context.Context, id string) bool {
+	p, ok := emi.PrincipalFrom(ctx)
+	return ok && p.Type == emi.ActorStaff && p.ActorID == id && id != ""
+}
+
+// authorize returns nil when the principal in ctx may do perm (or is the
+// staff user self, when self is not empty). Otherwise it records a denied
+// audit row (ASVS 16.3.2) and returns emi.ErrForbidden.
+func (s *Staff) authorize(ctx context.Context, perm emi.Permission, self, action, resource string) error {
+	p, ok := emi.PrincipalFrom(ctx)
+	if ok && p.Can(perm) {
+		return nil
+	}
+	if self != "" && isSelf(ctx, self) {
+		return nil
+	}
+	s.deny(ctx, action, resource, "missing permission "+string(perm))
+	return emi.ErrForbidden.WithDetail("%s needs %s", action, perm)
+}
+
+// deny records a refused action. A failure to write it is not reported: the
+// caller is refusing anyway.
+func (s *Staff) deny(ctx context.Context, action, resource, why string) {
+	_ = s.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "staff_user", ResourceToken: resource,
+		Outcome: emi.OutcomeDenied, Changes: map[string]any{"reason": why}})
+}
+
+// normalizeRoles drops duplicates and orders roles as emi.Roles does.
+func normalizeRoles(in []emi.Role) []emi.Role {
+	out := make([]emi.Role, 0, len(in))
+	for _, r := range emi.Roles() {
+		if slices.Contains(in, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Create creates a staff user with a password chosen by an administrator (or
+// the command line); TOTP is enrolled at the first sign-in. The principal
+// must be the system or hold emi.PermManageStaff (else emi.ErrForbidden).
+// Returns emi.ErrStaffValidation (with fields) for invalid input,
+// emi.ErrPasswordPolicy (fields on "password") for a password the policy
+// refuses and emi.ErrDuplicateStaff when the e-mail address is taken, in any
+// case.
+func (s *Staff) Create(ctx context.Context, in emi.StaffCreate) (emi.StaffUser, error) {
+	if err := s.authorize(ctx, emi.PermManageStaff, "", "staff.create", ""); err != nil {
+		return emi.StaffUser{}, err
+	}
+	u, hash, err := s.prepare(in)
+	if err != nil {
+		return emi.StaffUser{}, err
+	}
+	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		if err := s.store.InsertStaff(ctx, StoredStaff{StaffUser: u, PasswordHash: hash}); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.create", ResourceType: "staff_user", ResourceToken: u.ID,
+			Changes: map[string]any{"email": u.Email, "name": u.Name, "roles": u.Roles}})
+	})
+	if err != nil {
+		return emi.StaffUser{}, err
+	}
+	return u, nil
+}
+
+// prepare validates in and returns the new user and its password hash.
+func (s *Staff) prepare(in emi.StaffCreate) (emi.StaffUser, string, error) {
+	in.Email = strings.TrimSpace(in.Email)
+	in.Name = strings.TrimSpace(in.Name)
+	if err := s.validate.Struct(in, emi.ErrStaffValidation); err != nil {
+		return emi.StaffUser{}, "", err
+	}
+	if err := s.policy.check(in.Password, in.Email); err != nil {
+		return emi.StaffUser{}, "", err
+	}
+	hash, err := hashPassword(in.Password)
+	if err != nil {
+		return emi.StaffUser{}, "", err
+	}
+	now := s.now().UTC()
+	return emi.StaffUser{
+		ID: NewToken(), Email: in.Email, Name: in.Name, Roles: normalizeRoles(in.Roles),
+		CreatedAt: now, PasswordSetAt: now,
+	}, hash, nil
+}
+
+// List returns every staff user. Needs emi.PermViewStaff (else
+// emi.ErrForbidden).
+func (s *Staff) List(ctx context.Context) ([]emi.StaffUser, error) {
+	if err := s.authorize(ctx, emi.PermViewStaff, "", "staff.list", ""); err != nil {
+		return nil, err
+	}
+	return s.store.ListStaff(ctx)
+}
+
+// Get returns one staff user. Needs emi.PermViewStaff, or to be that user
+// (else emi.ErrForbidden, checked before the lookup). Returns
+// emi.ErrStaffNotFound.
+func (s *Staff) Get(ctx context.Context, id string) (emi.StaffUser, error) {
+	if err := s.authorize(ctx, emi.PermViewStaff, id, "staff.view", id); err != nil {
+		return emi.StaffUser{}, err
+	}
+	u, err := s.store.StaffByID(ctx, id)
+	return u.StaffUser, err
+}
+
+// Current returns the signed-in user for the back office, on every request:
+// staffID and signedInAt are what the session holds (signedInAt is the time,
+// by this service's clock, at which the sign-in completed). Returns
+// emi.ErrSessionExpired when the user no longer exists, is disabled, or had
+// its sessions revoked at or after signedInAt (role change, credential
+// reset, disable, "sign out everywhere"). The portal then destroys the
+// session. Current needs no principal and writes no audit row.
+func (s *Staff) Current(ctx context.Context, staffID string, signedInAt time.Time) (emi.StaffUser, error) {
+	u, err := s.store.StaffByID(ctx, staffID)
+	if errors.Is(err, emi.ErrStaffNotFound) {
+		return emi.StaffUser{}, emi.ErrSessionExpired.WithDetail("unknown staff user")
+	}
+	if err != nil {
+		return emi.StaffUser{}, err
+	}
+	if u.DisabledAt != nil {
+		return emi.StaffUser{}, emi.ErrSessionExpired.WithDetail("staff user disabled")
+	}
+	if u.SessionsRevokedAt != nil && !signedInAt.After(*u.SessionsRevokedAt) {
+		return emi.StaffUser{}, emi.ErrSessionExpired.WithDetail("sessions revoked")
+	}
+	return u.StaffUser, nil
+}
+
+// SetRoles replaces the roles of a staff user and ends its sessions, so the
+// new roles apply from its next sign-in. Needs emi.PermManageStaff (else
+// emi.ErrForbidden); nobody changes their own roles (emi.ErrOwnRoles).
+// Returns emi.ErrStaffValidation for an empty or unknown role and
+// emi.ErrStaffNotFound.
+func (s *Staff) SetRoles(ctx context.Context, staffID string, roles []emi.Role) error {
+	if err := s.authorize(ctx, emi.PermManageStaff, "", "staff.set_roles", staffID); err != nil {
+		return err
+	}
+	if isSelf(ctx, staffID) {
+		s.deny(ctx, "staff.set_roles", staffID, "own roles")
+		return emi.ErrOwnRoles
+	}
+	in := struct {
+		Roles []emi.Role `json:"roles" validate:"required,min=1,max=5,dive,oneof=admin underwriter compliance customer_service auditor"`
+	}{roles}
+	if err := s.validate.Struct(in, emi.ErrStaffValidation); err != nil {
+		return err
+	}
+	roles = normalizeRoles(roles)
+	return s.tx.InTx(ctx, func(ctx context.Context) error {
+		u, err := s.store.StaffForUpdate(ctx, staffID)
+		if err != nil {
+			return err
+		}
+		if err := s.store.UpdateStaffRoles(ctx, staffID, roles); err != nil {
+			return err
+		}
+		if err := s.store.RevokeStaffSessions(ctx, staffID, s.now().UTC()); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.set_roles", ResourceType: "staff_user", ResourceToken: staffID,
+			Changes: map[string]any{"roles": map[string]any{"from": u.Roles, "to": roles}, "sessions_revoked": true}})
+	})
+}
+
+// Disable makes a staff user unable to sign in and ends its sessions
+// (ASVS 7.4.2). Needs emi.PermManageStaff (else emi.ErrForbidden); nobody
+// disables themselves (emi.ErrForbidden). Disabling a disabled user changes
+// nothing. Returns emi.ErrStaffNotFound.
+func (s *Staff) Disable(ctx context.Context, staffID string) error {
+	return s.setDisabled(ctx, staffID, true)
+}
+
+// Enable lets a disabled staff user sign in again, and clears a lockout.
+// Needs emi.PermManageStaff (else emi.ErrForbidden); not for oneself.
+// Returns emi.ErrStaffNotFound.
+func (s *Staff) Enable(ctx context.Context, staffID string) error {
+	return s.setDisabled(ctx, staffID, false)
+}
+
+func (s *Staff) setDisabled(ctx context.Context, staffID string, disable bool) error {
+	action := "staff.enable"
+	if disable {
+		action = "staff.disable"
+	}
+	if err := s.authorize(ctx, emi.PermManageStaff, "", action, staffID); err != nil {
+		return err
+	}
+	if isSelf(ctx, staffID) {
+		s.deny(ctx, action, staffID, "own account")
+		return emi.ErrForbidden.WithDetail("%s of oneself", action)
+	}
+	return s.tx.InTx(ctx, func(ctx context.Context) error {
+		u, err := s.store.StaffForUpdate(ctx, staffID)
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		if disable {
+			if u.DisabledAt != nil {
+				return nil
+			}
+			if err := s.store.SetStaffDisabled(ctx, staffID, &now); err != nil {
+				return err
+			}
+			if err := s.store.RevokeStaffSessions(ctx, staffID, now); err != nil {
+				return err
+			}
+		} else if err := s.store.SetStaffDisabled(ctx, staffID, nil); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "staff_user", ResourceToken: staffID,
+			Changes: map[string]any{"email": u.Email}})
+	})
+}
+
+// ResetCredentials gives a staff user a new random temporary password
+// (returned once, to be handed over out of band), removes its TOTP secret
+// and recovery codes so it enrols again at the next sign-in, clears a
+// lockout and ends its sessions. Needs emi.PermManageStaff (else
+// emi.ErrForbidden); not for oneself. Returns emi.ErrStaffNotFound.
+func (s *Staff) ResetCredentials(ctx context.Context, staffID string) (string, error) {
+	if err := s.authorize(ctx, emi.PermManageStaff, "", "staff.reset_credentials", staffID); err != nil {
+		return "", err
+	}
+	if isSelf(ctx, staffID) {
+		s.deny(ctx, "staff.reset_credentials", staffID, "own account")
+		return "", emi.ErrForbidden.WithDetail("reset of one's own credentials")
+	}
+	u, err := s.store.StaffByID(ctx, staffID)
+	if err != nil {
+		return "", err
+	}
+	temp, err := s.policy.temporaryPassword(u.Email)
+	if err != nil {
+		return "", err
+	}
+	hash, err := hashPassword(temp)
+	if err != nil {
+		return "", err
+	}
+	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		if _, err := s.store.StaffForUpdate(ctx, staffID); err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		if err := s.store.UpdateStaffPassword(ctx, staffID, hash, true, &now); err != nil {
+			return err
+		}
+		if err := s.store.ClearTOTP(ctx, staffID); err != nil {
+			return err
+		}
+		if err := s.store.ClearLockout(ctx, staffID); err != nil {
+			return err
+		}
+		if err := s.store.RevokeStaffSessions(ctx, staffID, now); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.reset_credentials", ResourceType: "staff_user", ResourceToken: staffID,
+			Changes: map[string]any{"email": u.Email, "second_factor_cleared": true, "sessions_revoked": true}})
+	})
+	if err != nil {
+		return "", err
+	}
+	return temp, nil
+}
+
+// RevokeSessions ends every session of a staff user ("sign out
+// everywhere", ASVS 7.4.5). Needs emi.PermManageStaff, or to be that user
+// (else emi.ErrForbidden). Returns emi.ErrStaffNotFound.
+func (s *Staff) RevokeSessions(ctx context.Context, staffID string) error {
+	if err := s.authorize(ctx, emi.PermManageStaff, staffID, "staff.revoke_sessions", staffID); err != nil {
+		return err
+	}
+	return s.tx.InTx(ctx, func(ctx context.Context) error {
+		if _, err := s.store.StaffForUpdate(ctx, staffID); err != nil {
+			return err
+		}
+		if err := s.store.RevokeStaffSessions(ctx, staffID, s.now().UTC()); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.revoke_sessions", ResourceType: "staff_user", ResourceToken: staffID})
+	})
+}
+
+// ChangePassword sets a new password for the signed-in user itself (the
+// principal must be that staff user, else emi.ErrForbidden). current must be
+// the present password: a wrong one returns emi.ErrStaffValidation with a
+// field error on "current_password" and counts as a failed sign-in
+// (throttling and lockout). Returns emi.ErrSignInThrottled while throttled
+// and emi.ErrPasswordPolicy (fields on "password") for a refused new
+// password.
+func (s *Staff) ChangePassword(ctx context.Context, staffID, current, next string) error {
+	if !isSelf(ctx, staffID) {
+		s.deny(ctx, "staff.change_password", staffID, "not own account")
+		return emi.ErrForbidden.WithDetail("change of another user's password")
+	}
+	u, err := s.store.StaffByID(ctx, staffID)
+	if err != nil {
+		return err
+	}
+	if err := s.throttle(ctx, &u, emailLookup(u.Email), "staff.change_password"); err != nil {
+		return err
+	}
+	ok, _, err := verifyPassword(current, u.PasswordHash)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if err := s.recordFailure(ctx, u, "staff.change_password", reasonBadCurrentPwd); err != nil {
+			return err
+		}
+		return emi.ErrStaffValidation.Field("current_password", "is not correct")
+	}
+	if err := s.policy.check(next, u.Email); err != nil {
+		return err
+	}
+	hash, err := hashPassword(next)
+	if err != nil {
+		return err
+	}
+	return s.tx.InTx(ctx, func(ctx context.Context) error {
+		now := s.now().UTC()
+		if err := s.store.UpdateStaffPassword(ctx, staffID, hash, false, &now); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.change_password", ResourceType: "staff_user", ResourceToken: staffID})
+	})
+}
+
+// Prune deletes expired sessions and sign-in attempts older than seven days.
+// It is part of the maintenance job.
+func (s *Staff) Prune(ctx context.Context) error {
+	now := s.now()
+	if _, err := s.store.DeleteExpiredSessions(ctx, now); err != nil {
+		return err
+	}
+	_, err := s.store.PruneSignInAttempts(ctx, now.Add(-signInAttemptRetention))
+	return err
+}

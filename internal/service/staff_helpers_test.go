@@ -1,0 +1,131 @@
+package service_test
+
+import (
+	"context"
+	"crypto/rand"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pquerna/otp/totp"
+
+	"emi/internal/emi"
+	"emi/internal/postgres"
+	"emi/internal/postgres/pgtest"
+	"emi/internal/seal"
+	"emi/internal/service"
+	"emi/internal/validate"
+)
+
+// fakeClock is a settable clock, safe for concurrent use.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// staffEnv is the staff service on a fresh database with a fake clock.
+type staffEnv struct {
+	db       *postgres.DB
+	store    *postgres.StaffStore
+	sessions *postgres.SessionStore
+	svc      *service.Staff
+	clock    *fakeClock
+}
+
+func newStaffEnv(t *testing.T, sandbox bool) *staffEnv {
+	t.Helper()
+	db := pgtest.DB(t)
+	key := make([]byte, seal.MasterKeySize)
+	_, _ = rand.Read(key)
+	keys, err := seal.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The clock starts in the middle of a TOTP step, so a test that advances
+	// it by whole steps never lands on a step boundary.
+	start := time.Now().UTC().Truncate(30 * time.Second).Add(15 * time.Second)
+	clock := &fakeClock{t: start}
+	store := postgres.NewStaffStore(db)
+	return &staffEnv{
+		db:       db,
+		store:    store,
+		sessions: postgres.NewSessionStore(db, clock.Now),
+		svc: service.NewStaff(db, store, keys, service.NewAuditor(postgres.NewStore(db)), validate.New(),
+			service.StaffConfig{Sandbox: sandbox}, clock.Now),
+		clock: clock,
+	}
+}
+
+// sys is a context with the system principal.
+func sys() context.Context {
+	return emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
+}
+
+// as is a context with the staff principal of u.
+func as(u emi.StaffUser) context.Context {
+	roles := make([]string, len(u.Roles))
+	for i, r := range u.Roles {
+		roles[i] = string(r)
+	}
+	return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: u.ID, StaffRoles: roles})
+}
+
+// fromIP is an anonymous request context from ip.
+func fromIP(ip string) context.Context {
+	return emi.WithRequestMeta(context.Background(), emi.RequestMeta{RequestID: "req-test", IP: netip.MustParseAddr(ip)})
+}
+
+const testPassword = "correct-horse-7-battery"
+
+// createStaff creates a staff user with testPassword and the given roles.
+func (e *staffEnv) createStaff(t *testing.T, email string, roles ...emi.Role) emi.StaffUser {
+	t.Helper()
+	u, err := e.svc.Create(sys(), emi.StaffCreate{Email: email, Name: "Test " + email, Roles: roles, Password: testPassword})
+	if err != nil {
+		t.Fatalf("create %s: %v", email, err)
+	}
+	return u
+}
+
+// enroll enrols TOTP for u through the service and returns the secret and
+// the recovery codes. The enrolment code's step is used afterwards.
+func (e *staffEnv) enroll(t *testing.T, u emi.StaffUser) (string, []string) {
+	t.Helper()
+	en, err := e.svc.BeginEnrollment(context.Background(), u.ID)
+	if err != nil {
+		t.Fatalf("begin enrollment: %v", err)
+	}
+	codes, err := e.svc.ConfirmEnrollment(context.Background(), u.ID, e.code(t, en.Secret))
+	if err != nil {
+		t.Fatalf("confirm enrollment: %v", err)
+	}
+	return en.Secret, codes
+}
+
+// code returns the TOTP code of secret at the clock's time.
+func (e *staffEnv) code(t *testing.T, secret string) string {
+	t.Helper()
+	c, err := totp.GenerateCode(secret, e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// count runs a count query.
+func (e *staffEnv) count(t *testing.T, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.db.GetContext(context.Background(), &n, q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
