@@ -5,8 +5,10 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -30,6 +32,13 @@ type Deps struct {
 	Metrics *httpx.Metrics
 	// OpenAPI is the API description served at /openapi.yaml.
 	OpenAPI []byte
+	// Portal is the back office, mounted at /backoffice (nil: not served).
+	Portal http.Handler
+	// PortalRecover answers a panic inside the back office (an HTML page
+	// instead of the API's envelope).
+	PortalRecover func(w http.ResponseWriter, r *http.Request)
+	// Static serves /static (the back office's CSS and scripts).
+	Static fs.FS
 	// Extra mounts additional routes behind the same global middleware;
 	// tests use it for operations of their own. Production passes nil.
 	Extra func(r chi.Router)
@@ -42,7 +51,13 @@ func NewHandler(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID)
 	r.Use(httpx.AccessLog(d.Logger, d.Metrics))
-	r.Use(httpx.Recoverer(d.Logger, api.Recover))
+	r.Use(httpx.Recoverer(d.Logger, func(w http.ResponseWriter, r *http.Request) {
+		if d.PortalRecover != nil && strings.HasPrefix(r.URL.Path, "/backoffice") {
+			d.PortalRecover(w, r)
+			return
+		}
+		api.Recover(w, r)
+	}))
 
 	r.Get("/healthz", healthz(d.Health))
 	if d.Registry != nil {
@@ -53,6 +68,20 @@ func NewHandler(d Deps) http.Handler {
 			w.Header().Set("Content-Type", "application/yaml; charset=utf-8")
 			w.Header().Set("X-Content-Type-Options", "nosniff")
 			_, _ = w.Write(d.OpenAPI)
+		})
+	}
+	if d.Portal != nil {
+		r.Mount("/backoffice", d.Portal)
+		r.Get("/", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/backoffice/", http.StatusFound)
+		})
+	}
+	if d.Static != nil {
+		files := http.StripPrefix("/static/", http.FileServerFS(d.Static))
+		r.Get("/static/*", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.Header().Set("Cache-Control", "public, max-age=3600")
+			files.ServeHTTP(w, r)
 		})
 	}
 	d.API.Routes(r)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -24,9 +25,11 @@ import (
 	"emi/internal/service"
 	"emi/internal/validate"
 	"emi/internal/worker"
+	"emi/static"
 	"emi/web"
 	"emi/web/api"
 	"emi/web/httpx"
+	"emi/web/portal"
 )
 
 // App is everything wired from one configuration.
@@ -111,18 +114,39 @@ func (a *App) Handler(extra ...func(r chi.Router, api *api.API)) http.Handler {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(jobDepth{count: a.Jobs.CountByState, desc: prometheus.NewDesc(
 		"emi_jobs", "Background jobs by state (shared queue).", []string{"state"}, nil)})
+	back := a.Portal()
 	return web.NewHandler(web.Deps{
-		Logger:   a.Logger,
-		API:      apiHandler,
-		Health:   a.Health,
-		Registry: reg,
-		Metrics:  httpx.NewMetrics(reg),
-		OpenAPI:  api.OpenAPI,
+		Logger:        a.Logger,
+		Portal:        back.Handler(),
+		PortalRecover: back.Recover,
+		Static:        static.FS,
+		API:           apiHandler,
+		Health:        a.Health,
+		Registry:      reg,
+		Metrics:       httpx.NewMetrics(reg),
+		OpenAPI:       api.OpenAPI,
 		Extra: func(r chi.Router) {
 			for _, f := range extra {
 				f(r, apiHandler)
 			}
 		},
+	})
+}
+
+// Portal builds the back office. It is served over HTTPS (Secure cookies
+// with the __Host- prefix, HSTS) when EMI_PUBLIC_URL is https.
+func (a *App) Portal() *portal.Portal {
+	return portal.New(portal.Deps{
+		Logger:     a.Logger,
+		Staff:      a.Staff,
+		Partners:   a.Partners,
+		Audit:      a.Audit,
+		Search:     service.NewSearch(a.Partners.Search, a.Staff.Search),
+		JobCounts:  a.Jobs.CountByState,
+		Sessions:   a.Sessions,
+		TagSession: a.Sessions.TagSession,
+		Secure:     strings.HasPrefix(a.Config.PublicURL, "https://"),
+		Now:        a.Now,
 	})
 }
 

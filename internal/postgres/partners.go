@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"strings"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"

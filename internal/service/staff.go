@@ -545,3 +545,27 @@ func (s *Staff) Prune(ctx context.Context) error {
 	_, err := s.store.PruneSignInAttempts(ctx, now.Add(-signInAttemptRetention))
 	return err
 }
+
+// Search finds staff users by name or e-mail (substring, case-insensitive)
+// or id, for the global search (emi.PermViewStaff; without it, no hits and
+// no error). Staff lists are small, so this filters the full list.
+func (s *Staff) Search(ctx context.Context, q string, limit int) ([]emi.SearchHit, error) {
+	if require(ctx, emi.PermViewStaff) != nil {
+		return nil, nil
+	}
+	all, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q = strings.ToLower(q)
+	var hits []emi.SearchHit
+	for _, u := range all {
+		if len(hits) >= limit {
+			break
+		}
+		if strings.Contains(strings.ToLower(u.Name), q) || strings.Contains(strings.ToLower(u.Email), q) || u.ID == q {
+			hits = append(hits, emi.SearchHit{Kind: "staff", Token: u.ID, Title: u.Name, Detail: u.Email})
+		}
+	}
+	return hits, nil
+}

@@ -1,0 +1,302 @@
+package portal
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// --- partners ---
+
+func partnerRow(p emi.Partner) pages.PartnerRow {
+	return pages.PartnerRow{ID: p.ID, Name: p.Name, Merchant: p.MasterMerchant, Processing: string(p.Processing), Created: fmtTime(p.CreatedAt)}
+}
+
+func canDo(r *http.Request, perm emi.Permission) bool {
+	pr, _ := emi.PrincipalFrom(r.Context())
+	return pr.Can(perm)
+}
+
+// partnerList (GET /partners).
+func (p *Portal) partnerList(w http.ResponseWriter, r *http.Request) {
+	list, err := p.d.Partners.List(r.Context())
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	rows := make([]pages.PartnerRow, len(list))
+	for i, pt := range list {
+		rows[i] = partnerRow(pt)
+	}
+	p.render(w, r, http.StatusOK, "Partners", pages.Partners(rows, canDo(r, emi.PermManagePartners)))
+}
+
+// partnerNew (GET /partners/new).
+func (p *Portal) partnerNew(w http.ResponseWriter, r *http.Request) {
+	p.render(w, r, http.StatusOK, "New partner", pages.PartnerNew("", "automatic", "", nil))
+}
+
+// partnerCreate (POST /partners) creates the partner and shows its
+// credentials once (through a session slot that is read exactly once).
+func (p *Portal) partnerCreate(w http.ResponseWriter, r *http.Request) {
+	in := emi.PartnerCreate{
+		Name:       strings.TrimSpace(r.PostFormValue("name")),
+		Processing: emi.Processing(r.PostFormValue("processing")),
+		WebhookURL: strings.TrimSpace(r.PostFormValue("webhook_url")),
+	}
+	creds, err := p.d.Partners.Create(r.Context(), in)
+	if err != nil {
+		if k := emi.AsError(err).Kind; k != emi.KindInvalid {
+			p.renderError(w, r, err)
+			return
+		}
+		errs, _ := fieldErrors(err)
+		p.render(w, r, http.StatusUnprocessableEntity, "New partner", pages.PartnerNew(in.Name, string(in.Processing), in.WebhookURL, errs))
+		return
+	}
+	p.showCredentialsOnce(w, r, pages.Credentials{APIKey: creds.APIKey, APISecret: creds.APISecret,
+		WebhookSecret: creds.WebhookSecret, Merchant: creds.Merchant}, "/backoffice/partners/"+creds.Partner.ID)
+}
+
+// showCredentialsOnce renders the secrets in the answer to the POST itself:
+// they are never stored anywhere in clear, so a reload or the back button
+// cannot show them again (the response is no-store).
+func (p *Portal) showCredentialsOnce(w http.ResponseWriter, r *http.Request, c pages.Credentials, back string) {
+	p.render(w, r, http.StatusOK, "Credentials", pages.CredentialsOnce(c, back))
+}
+
+// partnerDetail (GET /partners/{id}).
+func (p *Portal) partnerDetail(w http.ResponseWriter, r *http.Request) {
+	pt, keys, err := p.d.Partners.Get(r.Context(), param(r, "id"))
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	rows := make([]pages.KeyRow, len(keys))
+	for i, k := range keys {
+		row := pages.KeyRow{ID: k.ID, APIKey: k.APIKey, Created: fmtTime(k.CreatedAt), Status: "active", StatusTone: "ok"}
+		if k.RevokedAt != nil {
+			row.Status, row.StatusTone, row.Revoked = "revoked", "bad", true
+		}
+		if k.PreviousValidUntil != nil && p.d.Now().Before(*k.PreviousValidUntil) && !row.Revoked {
+			row.Overlap = fmtTime(*k.PreviousValidUntil)
+			row.Status, row.StatusTone = "rotating", "warn"
+		}
+		rows[i] = row
+	}
+	p.render(w, r, http.StatusOK, pt.Name, pages.PartnerDetail(partnerRow(pt), rows, canDo(r, emi.PermManagePartners)))
+}
+
+// partnerProcessing (POST /partners/{id}/processing).
+func (p *Portal) partnerProcessing(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	if err := p.d.Partners.SetProcessing(r.Context(), id, emi.Processing(r.PostFormValue("processing"))); err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	p.flash(r.Context(), "ok", "Processing mode saved.")
+	redirect(w, r, "/backoffice/partners/"+id)
+}
+
+// partnerKeyCreate (POST /partners/{id}/keys).
+func (p *Portal) partnerKeyCreate(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	creds, err := p.d.Partners.CreateKey(r.Context(), id)
+	if err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	p.showCredentialsOnce(w, r, pages.Credentials{APIKey: creds.APIKey, APISecret: creds.APISecret}, "/backoffice/partners/"+id)
+}
+
+// partnerKeyRotate (POST /partners/{id}/keys/{key}/rotate).
+func (p *Portal) partnerKeyRotate(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	secret, err := p.d.Partners.RotateSecret(r.Context(), param(r, "key"))
+	if err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	p.showCredentialsOnce(w, r, pages.Credentials{APISecret: secret}, "/backoffice/partners/"+id)
+}
+
+// partnerKeyRevoke (POST /partners/{id}/keys/{key}/revoke).
+func (p *Portal) partnerKeyRevoke(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	if err := p.d.Partners.RevokeKey(r.Context(), param(r, "key")); err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	p.flash(r.Context(), "ok", "The API key was revoked.")
+	redirect(w, r, "/backoffice/partners/"+id)
+}
+
+// flashError answers a failed action: 403/404/500 pages for those kinds, a
+// flash on the page the action came from for rule errors.
+func (p *Portal) flashError(w http.ResponseWriter, r *http.Request, err error, back string) {
+	e := emi.AsError(err)
+	switch e.Kind {
+	case emi.KindForbidden, emi.KindNotFound, emi.KindInternal:
+		p.renderError(w, r, err)
+		return
+	}
+	msg := Message(e)
+	if _, banner := fieldErrors(err); len(e.Fields) > 0 {
+		parts := []string{banner}
+		for _, f := range e.Fields {
+			parts = append(parts, f.Field+": "+f.Message)
+		}
+		msg = strings.Join(parts, " ")
+	}
+	p.flash(r.Context(), "bad", msg)
+	redirect(w, r, back)
+}
+
+// --- staff ---
+
+func staffRow(u emi.StaffUser) pages.StaffRow {
+	roles := make([]string, len(u.Roles))
+	for i, role := range u.Roles {
+		roles[i] = string(role)
+	}
+	row := pages.StaffRow{ID: u.ID, Name: u.Name, Email: u.Email, Roles: strings.Join(roles, ", "),
+		Status: "active", StatusTone: "ok", LastSignIn: fmtTimePtr(u.LastSignInAt)}
+	switch {
+	case u.Disabled:
+		row.Status, row.StatusTone = "disabled", "bad"
+	case !u.TOTPEnrolled:
+		row.Status, row.StatusTone = "2FA not enrolled", "warn"
+	}
+	return row
+}
+
+func roleOptions(checked []emi.Role) []pages.RoleOption {
+	var out []pages.RoleOption
+	for _, r := range emi.Roles() {
+		c := false
+		for _, x := range checked {
+			c = c || x == r
+		}
+		out = append(out, pages.RoleOption{Value: string(r), Checked: c})
+	}
+	return out
+}
+
+// staffList (GET /staff).
+func (p *Portal) staffList(w http.ResponseWriter, r *http.Request) {
+	list, err := p.d.Staff.List(r.Context())
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	rows := make([]pages.StaffRow, len(list))
+	for i, u := range list {
+		rows[i] = staffRow(u)
+	}
+	p.render(w, r, http.StatusOK, "Staff", pages.StaffList(rows, canDo(r, emi.PermManageStaff)))
+}
+
+// staffNew (GET /staff/new).
+func (p *Portal) staffNew(w http.ResponseWriter, r *http.Request) {
+	p.render(w, r, http.StatusOK, "New staff user", pages.StaffNew("", "", roleOptions(nil), nil))
+}
+
+// staffCreate (POST /staff).
+func (p *Portal) staffCreate(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		p.renderError(w, r, emi.ErrStaffValidation)
+		return
+	}
+	in := emi.StaffCreate{
+		Email: strings.TrimSpace(r.PostFormValue("email")), Name: strings.TrimSpace(r.PostFormValue("name")),
+		Roles: rolesFrom(r.PostForm["roles"]), Password: r.PostFormValue("password"),
+	}
+	u, err := p.d.Staff.Create(r.Context(), in)
+	if err != nil {
+		if k := emi.AsError(err).Kind; k == emi.KindForbidden || k == emi.KindInternal {
+			p.renderError(w, r, err)
+			return
+		}
+		errs, banner := fieldErrors(err)
+		if len(errs) == 0 {
+			errs = map[string]string{"email": banner}
+		}
+		p.render(w, r, http.StatusUnprocessableEntity, "New staff user", pages.StaffNew(in.Email, in.Name, roleOptions(in.Roles), errs))
+		return
+	}
+	p.flash(r.Context(), "ok", "Staff user created. They enrol two-factor authentication at their first sign-in.")
+	redirect(w, r, "/backoffice/staff/"+u.ID)
+}
+
+// staffDetail (GET /staff/{id}).
+func (p *Portal) staffDetail(w http.ResponseWriter, r *http.Request) {
+	p.renderStaff(w, r, http.StatusOK, param(r, "id"), "", nil)
+}
+
+func (p *Portal) renderStaff(w http.ResponseWriter, r *http.Request, status int, id, temp string, errs map[string]string) {
+	u, err := p.d.Staff.Get(r.Context(), id)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	v := pages.StaffDetailView{Row: staffRow(u), Roles: roleOptions(u.Roles), CanManage: canDo(r, emi.PermManageStaff),
+		IsSelf: u.ID == current(r).ID, Disabled: u.Disabled, TempSecret: temp}
+	p.render(w, r, status, u.Name, pages.StaffDetail(v, errs))
+}
+
+// staffRoles (POST /staff/{id}/roles).
+func (p *Portal) staffRoles(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	if err := r.ParseForm(); err != nil {
+		p.renderError(w, r, emi.ErrStaffValidation)
+		return
+	}
+	if err := p.d.Staff.SetRoles(r.Context(), id, rolesFrom(r.PostForm["roles"])); err != nil {
+		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		return
+	}
+	p.flash(r.Context(), "ok", "Roles saved. They apply at the user's next sign-in; their sessions were ended.")
+	redirect(w, r, "/backoffice/staff/"+id)
+}
+
+// staffDisable (POST /staff/{id}/disable).
+func (p *Portal) staffDisable(w http.ResponseWriter, r *http.Request) {
+	p.staffAction(w, r, p.d.Staff.Disable, "The user was disabled and signed out everywhere.")
+}
+
+// staffEnable (POST /staff/{id}/enable).
+func (p *Portal) staffEnable(w http.ResponseWriter, r *http.Request) {
+	p.staffAction(w, r, p.d.Staff.Enable, "The user was enabled.")
+}
+
+// staffRevoke (POST /staff/{id}/revoke-sessions).
+func (p *Portal) staffRevoke(w http.ResponseWriter, r *http.Request) {
+	p.staffAction(w, r, p.d.Staff.RevokeSessions, "All sessions of the user were ended.")
+}
+
+// staffAction runs one action on the staff user of the path and returns to
+// their page with a flash.
+func (p *Portal) staffAction(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, id string) error, done string) {
+	id := param(r, "id")
+	if err := act(r.Context(), id); err != nil {
+		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		return
+	}
+	p.flash(r.Context(), "ok", done)
+	redirect(w, r, "/backoffice/staff/"+id)
+}
+
+// staffReset (POST /staff/{id}/reset) issues a temporary password, shown
+// once in this answer.
+func (p *Portal) staffReset(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	temp, err := p.d.Staff.ResetCredentials(r.Context(), id)
+	if err != nil {
+		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		return
+	}
+	p.renderStaff(w, r, http.StatusOK, id, temp, nil)
+}

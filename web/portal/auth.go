@@ -1,0 +1,261 @@
+package portal
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"emi/internal/emi"
+	"emi/views/auth"
+)
+
+type userKey struct{}
+
+// requireStaff lets a request through only with a fully signed-in session
+// whose user is still enabled and whose sessions were not revoked; it puts
+// the staff principal (and the user) in the context. Anyone else goes to the
+// sign-in page (HX-Redirect for htmx).
+func (p *Portal) requireStaff(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		id := p.sessions.GetString(ctx, keyStaff)
+		if id == "" || p.sessions.GetString(ctx, keyStage) != stageFull {
+			p.toSignIn(w, r, "")
+			return
+		}
+		at := time.Unix(0, p.sessions.GetInt64(ctx, keySignedInAt))
+		u, err := p.d.Staff.Current(ctx, id, at)
+		if err != nil {
+			if errors.Is(err, emi.ErrSessionExpired) || errors.Is(err, emi.ErrStaffNotFound) {
+				_ = p.sessions.Destroy(ctx)
+				p.toSignIn(w, r, Message(emi.ErrSessionExpired))
+				return
+			}
+			p.serverError(w, r, err)
+			return
+		}
+		roles := make([]string, len(u.Roles))
+		for i, role := range u.Roles {
+			roles[i] = string(role)
+		}
+		ctx = emi.WithPrincipal(ctx, emi.Principal{Type: emi.ActorStaff, ActorID: u.ID, StaffRoles: roles})
+		ctx = context.WithValue(ctx, userKey{}, u)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// requirePerm answers 403 unless the principal has perm. The services check
+// again: this only keeps pages a role cannot use from rendering at all.
+func (p *Portal) requirePerm(perm emi.Permission) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			pr, _ := emi.PrincipalFrom(r.Context())
+			if !pr.Can(perm) {
+				p.errorPage(w, r, http.StatusForbidden, Message(emi.ErrForbidden))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func (p *Portal) toSignIn(w http.ResponseWriter, r *http.Request, msg string) {
+	if msg != "" {
+		p.flash(r.Context(), "info", msg)
+	}
+	redirect(w, r, "/backoffice/signin")
+}
+
+// signInPage (GET /signin).
+func (p *Portal) signInPage(w http.ResponseWriter, r *http.Request) {
+	if p.sessions.GetString(r.Context(), keyStage) == stageFull {
+		redirect(w, r, "/backoffice/")
+		return
+	}
+	p.renderBare(w, r, http.StatusOK, "Sign in", auth.SignIn("", nil))
+}
+
+// signIn (POST /signin) checks the first factor.
+func (p *Portal) signIn(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	res, err := p.d.Staff.SignIn(ctx, email, r.PostFormValue("password"))
+	if err != nil {
+		e := emi.AsError(err)
+		if e.Kind == emi.KindInternal {
+			p.serverError(w, r, err)
+			return
+		}
+		status := http.StatusUnauthorized
+		if errors.Is(err, emi.ErrSignInThrottled) {
+			status = http.StatusTooManyRequests
+			w.Header().Set("Retry-After", "900")
+		}
+		p.renderBareWithFlash(w, r, status, "Sign in", Message(e), auth.SignIn(email, nil))
+		return
+	}
+	// A new token at every privilege change (ASVS 7.2.4): the pre-login
+	// session id is never the signed-in one.
+	if err := p.sessions.RenewToken(ctx); err != nil {
+		p.serverError(w, r, err)
+		return
+	}
+	p.sessions.Put(ctx, keyStaff, res.Staff.ID)
+	p.sessions.Put(ctx, keySignedInAt, p.d.Now().UnixNano())
+	p.sessions.Put(ctx, keyStage, stagePassword)
+	if res.NeedsEnrollment {
+		redirect(w, r, "/backoffice/signin/enroll")
+		return
+	}
+	redirect(w, r, "/backoffice/signin/totp")
+}
+
+func (p *Portal) renderBareWithFlash(w http.ResponseWriter, r *http.Request, status int, title, msg string, content templ.Component) {
+	p.flash(r.Context(), "bad", msg)
+	p.renderBare(w, r, status, title, content)
+}
+
+// pendingStaff returns the staff id of a session that passed the password
+// and waits for the second factor, or "".
+func (p *Portal) pendingStaff(r *http.Request) string {
+	if p.sessions.GetString(r.Context(), keyStage) != stagePassword {
+		return ""
+	}
+	return p.sessions.GetString(r.Context(), keyStaff)
+}
+
+// totpPage (GET /signin/totp).
+func (p *Portal) totpPage(w http.ResponseWriter, r *http.Request) {
+	if p.pendingStaff(r) == "" {
+		redirect(w, r, "/backoffice/signin")
+		return
+	}
+	p.renderBare(w, r, http.StatusOK, "Two-factor authentication", auth.Challenge(nil))
+}
+
+// totp (POST /signin/totp) checks the second factor.
+func (p *Portal) totp(w http.ResponseWriter, r *http.Request) {
+	id := p.pendingStaff(r)
+	if id == "" {
+		redirect(w, r, "/backoffice/signin")
+		return
+	}
+	if err := p.d.Staff.VerifyTOTP(r.Context(), id, strings.TrimSpace(r.PostFormValue("code"))); err != nil {
+		p.secondFactorFailed(w, r, err)
+		return
+	}
+	p.completeSignIn(w, r, id, "/backoffice/")
+}
+
+// recovery (POST /signin/recovery) accepts a recovery code as second factor.
+func (p *Portal) recovery(w http.ResponseWriter, r *http.Request) {
+	id := p.pendingStaff(r)
+	if id == "" {
+		redirect(w, r, "/backoffice/signin")
+		return
+	}
+	if err := p.d.Staff.UseRecoveryCode(r.Context(), id, strings.TrimSpace(r.PostFormValue("recovery_code"))); err != nil {
+		p.secondFactorFailed(w, r, err)
+		return
+	}
+	p.flash(r.Context(), "info", "You signed in with a recovery code. Generate new codes on your account page if few are left.")
+	p.completeSignIn(w, r, id, "/backoffice/account")
+}
+
+func (p *Portal) secondFactorFailed(w http.ResponseWriter, r *http.Request, err error) {
+	e := emi.AsError(err)
+	switch {
+	case e.Kind == emi.KindInternal:
+		p.serverError(w, r, err)
+	case errors.Is(err, emi.ErrSignInThrottled), errors.Is(err, emi.ErrSignInFailed):
+		// Locked or throttled: start over.
+		_ = p.sessions.Destroy(r.Context())
+		p.flash(r.Context(), "bad", Message(e))
+		p.renderBare(w, r, http.StatusTooManyRequests, "Sign in", auth.SignIn("", nil))
+	default:
+		p.flash(r.Context(), "bad", Message(e))
+		p.renderBare(w, r, http.StatusUnauthorized, "Two-factor authentication", auth.Challenge(nil))
+	}
+}
+
+// completeSignIn marks the session fully signed in, with a new token.
+func (p *Portal) completeSignIn(w http.ResponseWriter, r *http.Request, staffID, next string) {
+	ctx := r.Context()
+	if err := p.sessions.RenewToken(ctx); err != nil {
+		p.serverError(w, r, err)
+		return
+	}
+	p.sessions.Put(ctx, keyStage, stageFull)
+	p.sessions.Put(ctx, keySignedInAt, p.d.Now().UnixNano())
+	if p.d.TagSession != nil {
+		if token, _, err := p.sessions.Commit(ctx); err == nil {
+			_ = p.d.TagSession(ctx, token, staffID)
+		}
+	}
+	redirect(w, r, next)
+}
+
+// enrollPage (GET /signin/enroll) starts TOTP enrolment.
+func (p *Portal) enrollPage(w http.ResponseWriter, r *http.Request) {
+	id := p.pendingStaff(r)
+	if id == "" {
+		redirect(w, r, "/backoffice/signin")
+		return
+	}
+	en, err := p.d.Staff.BeginEnrollment(r.Context(), id)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	// The QR code is rendered on the server and inlined, so no other
+	// service ever sees the secret and no second request is needed.
+	qr := "data:image/png;base64," + base64.StdEncoding.EncodeToString(en.QRPNG)
+	p.renderBare(w, r, http.StatusOK, "Set up two-factor authentication", auth.Enroll(en.Secret, qr, nil))
+}
+
+// enroll (POST /signin/enroll) confirms enrolment and shows recovery codes.
+func (p *Portal) enroll(w http.ResponseWriter, r *http.Request) {
+	id := p.pendingStaff(r)
+	if id == "" {
+		redirect(w, r, "/backoffice/signin")
+		return
+	}
+	codes, err := p.d.Staff.ConfirmEnrollment(r.Context(), id, strings.TrimSpace(r.PostFormValue("code")))
+	if err != nil {
+		if emi.AsError(err).Kind == emi.KindInternal {
+			p.serverError(w, r, err)
+			return
+		}
+		errs := map[string]string{"code": Message(emi.AsError(err))}
+		p.flash(r.Context(), "bad", errs["code"]+" Start again with the new code below.")
+		redirect(w, r, "/backoffice/signin/enroll")
+		return
+	}
+	ctx := r.Context()
+	if err := p.sessions.RenewToken(ctx); err != nil {
+		p.serverError(w, r, err)
+		return
+	}
+	p.sessions.Put(ctx, keyStage, stageFull)
+	p.sessions.Put(ctx, keySignedInAt, p.d.Now().UnixNano())
+	if p.d.TagSession != nil {
+		if token, _, err := p.sessions.Commit(ctx); err == nil {
+			_ = p.d.TagSession(ctx, token, id)
+		}
+	}
+	p.renderBare(w, r, http.StatusOK, "Recovery codes", auth.RecoveryCodes(codes, "/backoffice/"))
+}
+
+// signOut (POST /signout) ends the session on the server.
+func (p *Portal) signOut(w http.ResponseWriter, r *http.Request) {
+	if err := p.sessions.Destroy(r.Context()); err != nil {
+		p.serverError(w, r, err)
+		return
+	}
+	redirect(w, r, "/backoffice/signin")
+}

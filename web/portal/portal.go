@@ -1,0 +1,128 @@
+// Package portal is the back office: staff sign-in with two factors, scs
+// sessions, cross-origin protection, security headers, and the screens. It
+// renders templ components from views/ and calls the same services as the
+// partner API; rules live there, never here.
+package portal
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/alexedwards/scs/v2"
+	"github.com/go-chi/chi/v5"
+
+	"emi/internal/emi"
+	"emi/internal/service"
+)
+
+// Session keys.
+const (
+	keyStaff      = "staff_id"
+	keySignedInAt = "signed_in_at" // unix nanoseconds of the last factor
+	keyStage      = "stage"        // stagePassword or stageFull
+	keyFlash      = "flash"
+	keyFlashKind  = "flash_kind"
+	keyCreds      = "credentials_once"
+)
+
+// Sign-in stages.
+const (
+	stagePassword = "password" // first factor passed; TOTP (or enrolment) next
+	stageFull     = "full"     // both factors passed
+)
+
+// Session lifetimes (issue 3): idle 30 min, absolute 12 h.
+const (
+	IdleTimeout = 30 * time.Minute
+	Lifetime    = 12 * time.Hour
+)
+
+// StaffService is what the portal needs of service.Staff.
+type StaffService interface {
+	SignIn(ctx context.Context, email, password string) (service.SignInResult, error)
+	BeginEnrollment(ctx context.Context, staffID string) (service.Enrollment, error)
+	ConfirmEnrollment(ctx context.Context, staffID, code string) ([]string, error)
+	VerifyTOTP(ctx context.Context, staffID, code string) error
+	UseRecoveryCode(ctx context.Context, staffID, code string) error
+	Current(ctx context.Context, staffID string, signedInAt time.Time) (emi.StaffUser, error)
+	ChangePassword(ctx context.Context, staffID, current, next string) error
+	RegenerateRecoveryCodes(ctx context.Context, staffID, totpCode string) ([]string, error)
+	Create(ctx context.Context, in emi.StaffCreate) (emi.StaffUser, error)
+	List(ctx context.Context) ([]emi.StaffUser, error)
+	Get(ctx context.Context, id string) (emi.StaffUser, error)
+	SetRoles(ctx context.Context, staffID string, roles []emi.Role) error
+	Disable(ctx context.Context, staffID string) error
+	Enable(ctx context.Context, staffID string) error
+	ResetCredentials(ctx context.Context, staffID string) (string, error)
+	RevokeSessions(ctx context.Context, staffID string) error
+}
+
+// Deps are what the portal needs.
+type Deps struct {
+	Logger   *slog.Logger
+	Staff    StaffService
+	Partners *service.Partners
+	Audit    *service.Auditor
+	Search   *service.Search
+	// JobCounts returns background jobs by state for the dashboard.
+	JobCounts func(ctx context.Context) (map[string]int64, error)
+	// Sessions is the scs store (our PostgreSQL store).
+	Sessions scs.Store
+	// TagSession ties the session token to a staff user so that all their
+	// sessions can be revoked at once.
+	TagSession func(ctx context.Context, token, staffID string) error
+	// Secure is true when the back office is served over HTTPS: Secure
+	// cookies with the __Host- prefix, and HSTS.
+	Secure bool
+	// Now is the clock.
+	Now func() time.Time
+}
+
+// Portal is the back office.
+type Portal struct {
+	d        Deps
+	sessions *scs.SessionManager
+}
+
+// New returns the portal.
+func New(d Deps) *Portal {
+	sm := scs.New()
+	sm.Store = d.Sessions
+	sm.IdleTimeout = IdleTimeout
+	sm.Lifetime = Lifetime
+	sm.Cookie.Name = "emi_session"
+	if d.Secure {
+		sm.Cookie.Name = "__Host-emi_session"
+	}
+	sm.Cookie.HttpOnly = true
+	sm.Cookie.Secure = d.Secure
+	sm.Cookie.SameSite = http.SameSiteLaxMode
+	sm.Cookie.Path = "/"
+	sm.Cookie.Persist = false
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	p := &Portal{d: d, sessions: sm}
+	sm.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) { p.serverError(w, r, err) }
+	return p
+}
+
+// Handler returns the back office mounted at /backoffice: security headers,
+// cross-origin protection on every state change, sessions, then the routes.
+func (p *Portal) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(p.securityHeaders)
+	r.Use(p.sessions.LoadAndSave)
+	p.Routes(r)
+	r.NotFound(p.notFound)
+	r.MethodNotAllowed(p.notFound)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.d.Logger.Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path,
+			"request_id", emi.RequestMetaFrom(r.Context()).RequestID)
+		p.errorPage(w, r, http.StatusForbidden, "This request came from another site and was refused.")
+	}))
+	return cop.Handler(r)
+}

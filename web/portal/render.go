@@ -1,0 +1,217 @@
+package portal
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/a-h/templ"
+
+	"emi/internal/emi"
+	"emi/views/layout"
+	"emi/views/pages"
+	"emi/web/httpx"
+)
+
+// csp allows our own scripts, styles and images only: no inline script or
+// style, no eval, no plugins, no framing, forms only to ourselves.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+
+// securityHeaders sets the headers every back-office response carries.
+func (p *Portal) securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+		// Pages carry personal and partner data: never cached.
+		h.Set("Cache-Control", "no-store")
+		if p.d.Secure {
+			h.Set("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// navEntry is a navigation link and the permission that shows it.
+type navEntry struct {
+	href, label string
+	perm        emi.Permission
+}
+
+var nav = []navEntry{
+	{"/backoffice/", "Dashboard", emi.PermViewDashboard},
+	{"/backoffice/partners", "Partners", emi.PermViewPartners},
+	{"/backoffice/staff", "Staff", emi.PermViewStaff},
+	{"/backoffice/audit", "Audit log", emi.PermViewAudit},
+}
+
+// page builds the frame's view model for the signed-in principal.
+func (p *Portal) page(r *http.Request, title string) layout.Page {
+	pr, _ := emi.PrincipalFrom(r.Context())
+	u, _ := r.Context().Value(userKey{}).(emi.StaffUser)
+	pg := layout.Page{Title: title, UserName: u.Name, UserMail: u.Email, Search: r.URL.Query().Get("q")}
+	for _, role := range u.Roles {
+		pg.Roles = append(pg.Roles, string(role))
+	}
+	for _, n := range nav {
+		if pr.Can(n.perm) {
+			active := r.URL.Path == n.href || (n.href != "/backoffice/" && strings.HasPrefix(r.URL.Path, n.href))
+			pg.Nav = append(pg.Nav, layout.NavItem{Href: n.href, Label: n.label, Active: active})
+		}
+	}
+	pg.Flashes = p.popFlashes(r.Context())
+	return pg
+}
+
+// render answers with content: only the content for an htmx request that is
+// not boosted (the partial replaces part of the page), the full page in the
+// frame otherwise. Vary tells caches the two differ.
+func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
+	w.Header().Add("Vary", "HX-Request")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	var c templ.Component
+	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Boosted") != "true" {
+		c = content
+	} else {
+		c = layout.Base(p.page(r, title), content)
+	}
+	w.WriteHeader(status)
+	if err := c.Render(r.Context(), w); err != nil {
+		httpx.Fields(r.Context()).SetError(err)
+	}
+}
+
+// renderBare renders a page without navigation (sign-in, errors before
+// sign-in).
+func (p *Portal) renderBare(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := layout.Bare(title, p.popFlashes(r.Context()), content).Render(r.Context(), w); err != nil {
+		httpx.Fields(r.Context()).SetError(err)
+	}
+}
+
+// redirect sends the browser to url after a successful POST: HX-Redirect
+// for htmx, 303 See Other otherwise.
+func redirect(w http.ResponseWriter, r *http.Request, url string) {
+	if r.Header.Get("HX-Request") == "true" {
+		w.Header().Set("HX-Redirect", url)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	http.Redirect(w, r, url, http.StatusSeeOther)
+}
+
+// flash stores a message for the next page.
+func (p *Portal) flash(ctx context.Context, kind, text string) {
+	p.sessions.Put(ctx, keyFlash, text)
+	p.sessions.Put(ctx, keyFlashKind, kind)
+}
+
+func (p *Portal) popFlashes(ctx context.Context) []layout.Flash {
+	if !p.sessionLoaded(ctx) {
+		return nil
+	}
+	text := p.sessions.PopString(ctx, keyFlash)
+	if text == "" {
+		return nil
+	}
+	return []layout.Flash{{Kind: p.sessions.PopString(ctx, keyFlashKind), Text: text}}
+}
+
+// sessionLoaded reports whether the scs session is in ctx (it is not for
+// errors raised before LoadAndSave ran).
+func (p *Portal) sessionLoaded(ctx context.Context) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	_ = p.sessions.Exists(ctx, keyStaff)
+	return true
+}
+
+// fieldErrors turns a validation error into input name -> message, and a
+// banner text for everything else the form can show.
+func fieldErrors(err error) (map[string]string, string) {
+	e := emi.AsError(err)
+	errs := map[string]string{}
+	for _, f := range e.Fields {
+		name := f.Field
+		if i := strings.IndexAny(name, "[."); i > 0 {
+			name = name[:i] // roles[1] -> roles
+		}
+		if _, dup := errs[name]; !dup {
+			errs[name] = f.Message
+		}
+	}
+	return errs, Message(e)
+}
+
+// renderError answers an error from a service for a page (not a form):
+// 403, 404 or 500 pages; rule errors go back as a flash on the referring
+// page's redirect target.
+func (p *Portal) renderError(w http.ResponseWriter, r *http.Request, err error) {
+	e := emi.AsError(err)
+	switch e.Kind {
+	case emi.KindForbidden:
+		p.errorPage(w, r, http.StatusForbidden, Message(e))
+	case emi.KindNotFound:
+		p.errorPage(w, r, http.StatusNotFound, Message(e))
+	case emi.KindInternal:
+		p.serverError(w, r, err)
+	default:
+		p.errorPage(w, r, httpx.Status(e.Kind), Message(e))
+	}
+}
+
+func (p *Portal) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	httpx.Fields(r.Context()).SetError(err)
+	p.errorPage(w, r, http.StatusInternalServerError, "Something went wrong on our side. The error was logged.")
+}
+
+func (p *Portal) notFound(w http.ResponseWriter, r *http.Request) {
+	p.errorPage(w, r, http.StatusNotFound, "There is no such page.")
+}
+
+// errorPage renders the 403/404/500 page, in the frame when someone is
+// signed in.
+func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, text string) {
+	rid := ""
+	if status >= 500 {
+		rid = emi.RequestMetaFrom(r.Context()).RequestID
+	}
+	content := pages.ErrorPage(status, text, rid)
+	title := map[int]string{403: "Not allowed", 404: "Not found", 500: "Error"}[status]
+	if title == "" {
+		title = http.StatusText(status)
+	}
+	if _, ok := r.Context().Value(userKey{}).(emi.StaffUser); ok {
+		p.render(w, r, status, title, content)
+		return
+	}
+	p.renderBare(w, r, status, title, content)
+}
+
+// Recover is the portal's panic answer.
+func (p *Portal) Recover(w http.ResponseWriter, r *http.Request) {
+	p.serverError(w, r, errors.New("panic"))
+}
+
+// rolesFrom keeps the known roles among the submitted values.
+func rolesFrom(values []string) []emi.Role {
+	var out []emi.Role
+	for _, v := range values {
+		if r := emi.Role(v); !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

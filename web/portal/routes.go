@@ -1,0 +1,53 @@
+package portal
+
+import (
+	"github.com/go-chi/chi/v5"
+
+	"emi/internal/emi"
+)
+
+// Routes maps the whole back office, one line per screen or action. Every
+// state change is a POST (cross-origin protected in Handler); GETs never
+// change anything.
+func (p *Portal) Routes(r chi.Router) {
+	r.Get("/signin", p.signInPage)
+	r.Post("/signin", p.signIn)
+	r.Get("/signin/totp", p.totpPage)
+	r.Post("/signin/totp", p.totp)
+	r.Post("/signin/recovery", p.recovery)
+	r.Get("/signin/enroll", p.enrollPage)
+	r.Post("/signin/enroll", p.enroll)
+	r.Post("/signout", p.signOut)
+
+	r.Group(func(r chi.Router) {
+		r.Use(p.requireStaff)
+		r.Get("/", p.dashboard)
+		r.Get("/search", p.search)
+
+		r.Get("/account", p.account)
+		r.Post("/account/password", p.changePassword)
+		r.Post("/account/recovery-codes", p.regenerateCodes)
+		r.Post("/account/signout-everywhere", p.signOutEverywhere)
+
+		r.With(p.requirePerm(emi.PermViewStaff)).Get("/staff", p.staffList)
+		r.With(p.requirePerm(emi.PermManageStaff)).Get("/staff/new", p.staffNew)
+		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff", p.staffCreate)
+		r.With(p.requirePerm(emi.PermViewStaff)).Get("/staff/{id}", p.staffDetail)
+		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/roles", p.staffRoles)
+		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/disable", p.staffDisable)
+		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/enable", p.staffEnable)
+		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/reset", p.staffReset)
+		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/revoke-sessions", p.staffRevoke)
+
+		r.With(p.requirePerm(emi.PermViewPartners)).Get("/partners", p.partnerList)
+		r.With(p.requirePerm(emi.PermManagePartners)).Get("/partners/new", p.partnerNew)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners", p.partnerCreate)
+		r.With(p.requirePerm(emi.PermViewPartners)).Get("/partners/{id}", p.partnerDetail)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/processing", p.partnerProcessing)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys", p.partnerKeyCreate)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys/{key}/rotate", p.partnerKeyRotate)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys/{key}/revoke", p.partnerKeyRevoke)
+
+		r.With(p.requirePerm(emi.PermViewAudit)).Get("/audit", p.audit)
+	})
+}

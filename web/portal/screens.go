@@ -1,0 +1,244 @@
+package portal
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"emi/internal/emi"
+	"emi/views/auth"
+	"emi/views/pages"
+)
+
+const stamp = "2006-01-02 15:04:05"
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(stamp)
+}
+
+func fmtTimePtr(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return fmtTime(*t)
+}
+
+func current(r *http.Request) emi.StaffUser {
+	u, _ := r.Context().Value(userKey{}).(emi.StaffUser)
+	return u
+}
+
+// dashboard (GET /) shows the figures the role may see.
+func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	pr, _ := emi.PrincipalFrom(ctx)
+	var tiles []pages.Tile
+	if pr.Can(emi.PermViewPartners) {
+		n, err := p.d.Partners.Count(ctx)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		tiles = append(tiles, pages.Tile{Label: "Partners", Value: strconv.FormatInt(n, 10), Href: "/backoffice/partners"})
+	}
+	if pr.Can(emi.PermViewStaff) {
+		list, err := p.d.Staff.List(ctx)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		tiles = append(tiles, pages.Tile{Label: "Staff users", Value: strconv.Itoa(len(list)), Href: "/backoffice/staff"})
+	}
+	if pr.Can(emi.PermViewJobs) && p.d.JobCounts != nil {
+		counts, err := p.d.JobCounts(ctx)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		for _, st := range emi.JobStates() {
+			tiles = append(tiles, pages.Tile{Label: "Jobs " + string(st), Value: strconv.FormatInt(counts[string(st)], 10)})
+		}
+	}
+	p.render(w, r, http.StatusOK, "Dashboard", pages.Dashboard(tiles))
+}
+
+// search (GET /search?q=) is the global search box.
+func (p *Portal) search(w http.ResponseWriter, r *http.Request) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	found, err := p.d.Search.Find(r.Context(), q, 20)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	hits := make([]pages.Hit, len(found))
+	for i, h := range found {
+		hits[i] = pages.Hit{Kind: h.Kind, Title: h.Title, Detail: h.Detail, Href: hitHref(h)}
+	}
+	p.render(w, r, http.StatusOK, "Search", pages.Search(q, hits))
+}
+
+// hitHref is where a search hit leads; each area adds its kind here.
+func hitHref(h emi.SearchHit) string {
+	switch h.Kind {
+	case "partner":
+		return "/backoffice/partners/" + h.Token
+	case "staff":
+		return "/backoffice/staff/" + h.Token
+	}
+	return "/backoffice/search?q=" + url.QueryEscape(h.Token)
+}
+
+// audit (GET /audit) lists the audit log, newest first, 50 a page.
+func (p *Portal) audit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := emi.AuditFilter{
+		ActorID: strings.TrimSpace(q.Get("actor")), Action: strings.TrimSpace(q.Get("action")),
+		ResourceType: strings.TrimSpace(q.Get("resource_type")), ResourceToken: strings.TrimSpace(q.Get("resource_token")),
+		Limit: 50,
+	}
+	view := pages.AuditFilter{Actor: f.ActorID, Action: f.Action, ResourceType: f.ResourceType, ResourceToken: f.ResourceToken,
+		From: q.Get("from"), To: q.Get("to")}
+	if t, err := time.Parse("2006-01-02", q.Get("from")); err == nil {
+		f.From = t
+	}
+	if t, err := time.Parse("2006-01-02", q.Get("to")); err == nil {
+		f.To = t.AddDate(0, 0, 1) // the whole "to" day
+	}
+	if b, err := strconv.ParseInt(q.Get("before"), 10, 64); err == nil && b > 0 {
+		f.BeforeID = b
+	}
+	entries, err := p.d.Audit.List(r.Context(), f)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	rows := make([]pages.AuditRow, len(entries))
+	for i, e := range entries {
+		rows[i] = auditRow(e)
+	}
+	var prev, next string
+	if len(entries) == f.Limit {
+		nq := cloneQuery(q)
+		nq.Set("before", strconv.FormatInt(entries[len(entries)-1].ID, 10))
+		next = "/backoffice/audit?" + nq.Encode()
+	}
+	if f.BeforeID != 0 {
+		pq := cloneQuery(q)
+		pq.Del("before")
+		prev = "/backoffice/audit?" + pq.Encode()
+	}
+	p.render(w, r, http.StatusOK, "Audit log", pages.Audit(view, rows, prev, next))
+}
+
+func cloneQuery(q url.Values) url.Values {
+	c := url.Values{}
+	for k, v := range q {
+		c[k] = append([]string(nil), v...)
+	}
+	return c
+}
+
+func auditRow(e emi.AuditEntry) pages.AuditRow {
+	row := pages.AuditRow{
+		ID: strconv.FormatInt(e.ID, 10), At: fmtTime(e.At), Actor: string(e.ActorType) + " " + e.ActorID,
+		Action: e.Action, Resource: e.ResourceType + " " + e.ResourceToken, Outcome: string(e.Outcome),
+		RequestID: e.RequestID,
+	}
+	if e.IP.IsValid() {
+		row.IP = e.IP.String()
+	}
+	switch e.Outcome {
+	case emi.OutcomeSuccess:
+		row.OutcomeTone = "ok"
+	case emi.OutcomeDenied, emi.OutcomeFailure:
+		row.OutcomeTone = "bad"
+	}
+	if e.ActorType == emi.ActorStaff {
+		row.ActorHref = "/backoffice/staff/" + e.ActorID
+	}
+	switch e.ResourceType {
+	case "partner":
+		row.ResourceHref = "/backoffice/partners/" + e.ResourceToken
+	case "staff":
+		row.ResourceHref = "/backoffice/staff/" + e.ResourceToken
+	case "partner_key":
+		if e.PartnerID != "" {
+			row.ResourceHref = "/backoffice/partners/" + e.PartnerID
+		}
+	}
+	if len(e.Changes) > 0 {
+		b, _ := json.Marshal(e.Changes)
+		row.Changes = string(b)
+	}
+	return row
+}
+
+// account (GET /account) is the signed-in user's own page.
+func (p *Portal) account(w http.ResponseWriter, r *http.Request) {
+	p.renderAccount(w, r, http.StatusOK, nil)
+}
+
+func (p *Portal) renderAccount(w http.ResponseWriter, r *http.Request, status int, errs map[string]string) {
+	u := current(r)
+	roles := make([]string, len(u.Roles))
+	for i, role := range u.Roles {
+		roles[i] = string(role)
+	}
+	p.render(w, r, status, "Your account", pages.Account(u.Name, u.Email, strings.Join(roles, ", "), errs))
+}
+
+// changePassword (POST /account/password).
+func (p *Portal) changePassword(w http.ResponseWriter, r *http.Request) {
+	u := current(r)
+	err := p.d.Staff.ChangePassword(r.Context(), u.ID, r.PostFormValue("current_password"), r.PostFormValue("password"))
+	if err != nil {
+		if emi.AsError(err).Kind == emi.KindInternal {
+			p.serverError(w, r, err)
+			return
+		}
+		errs, banner := fieldErrors(err)
+		if len(errs) == 0 {
+			errs = map[string]string{"current_password": banner}
+		}
+		p.renderAccount(w, r, http.StatusUnprocessableEntity, errs)
+		return
+	}
+	p.flash(r.Context(), "ok", "Your password was changed.")
+	redirect(w, r, "/backoffice/account")
+}
+
+// regenerateCodes (POST /account/recovery-codes) needs a fresh TOTP code.
+func (p *Portal) regenerateCodes(w http.ResponseWriter, r *http.Request) {
+	u := current(r)
+	codes, err := p.d.Staff.RegenerateRecoveryCodes(r.Context(), u.ID, strings.TrimSpace(r.PostFormValue("code")))
+	if err != nil {
+		if emi.AsError(err).Kind == emi.KindInternal {
+			p.serverError(w, r, err)
+			return
+		}
+		p.renderAccount(w, r, http.StatusUnprocessableEntity, map[string]string{"code": Message(emi.AsError(err))})
+		return
+	}
+	p.render(w, r, http.StatusOK, "Recovery codes", auth.RecoveryCodes(codes, "/backoffice/account"))
+}
+
+// signOutEverywhere (POST /account/signout-everywhere) ends every session
+// of the user, this one included.
+func (p *Portal) signOutEverywhere(w http.ResponseWriter, r *http.Request) {
+	if err := p.d.Staff.RevokeSessions(r.Context(), current(r).ID); err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	_ = p.sessions.Destroy(r.Context())
+	redirect(w, r, "/backoffice/signin")
+}
+
+func param(r *http.Request, name string) string { return chi.URLParam(r, name) }
