@@ -126,3 +126,14 @@ func (p *Portal) Handler() http.Handler {
 	}))
 	return cop.Handler(r)
 }
+
+// Walk calls fn for every back-office route (method and pattern relative to
+// /backoffice), for the tests that check every route: cross-origin
+// protection, the role matrix, headers.
+func (p *Portal) Walk(fn func(method, route string) error) error {
+	r := chi.NewRouter()
+	p.Routes(r)
+	return chi.Walk(r, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		return fn(method, route)
+	})
+}

@@ -1,0 +1,404 @@
+package portal_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"emi/internal/app/apptest"
+	"emi/internal/emi"
+)
+
+// fixture is an environment with sandbox staff, one partner with a key, and
+// the ids that fill the routes' {id} and {key}.
+type fixture struct {
+	env      *apptest.Env
+	partner  *apptest.Partner
+	targetID string // a staff user that actions may be applied to (auditor)
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	env := apptest.New(t, apptest.Options{})
+	env.SeedStaff(t)
+	f := &fixture{env: env, partner: env.NewPartner(t, emi.PartnerCreate{Name: "Fixture Partner"})}
+	if err := env.App.DB.Get(&f.targetID, `SELECT id FROM staff_users WHERE email = $1`, apptest.AuditorEmail); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// path fills a route pattern with the fixture's ids.
+func (f *fixture) path(route string) string {
+	r := strings.NewReplacer("{id}", f.idFor(route), "{key}", f.partner.KeyID)
+	return "/backoffice" + r.Replace(route)
+}
+
+func (f *fixture) idFor(route string) string {
+	if strings.HasPrefix(route, "/partners/") {
+		return f.partner.ID
+	}
+	return f.targetID
+}
+
+// routes lists every back-office route as "METHOD /pattern".
+func routes(t *testing.T, env *apptest.Env) []string {
+	t.Helper()
+	var out []string
+	if err := env.App.Portal().Walk(func(method, route string) error {
+		out = append(out, method+" "+route)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rowCounts returns the row count of every table.
+func rowCounts(t *testing.T, env *apptest.Env) map[string]int {
+	t.Helper()
+	var tables []string
+	if err := env.App.DB.Select(&tables, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, tb := range tables {
+		var n int
+		if err := env.App.DB.Get(&n, `SELECT count(*) FROM "`+tb+`"`); err != nil {
+			t.Fatal(err)
+		}
+		counts[tb] = n
+	}
+	return counts
+}
+
+func sameCounts(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// S2: every state-changing route refuses cross-site requests, by Fetch
+// Metadata and by Origin, and changes nothing.
+func TestEveryStateChangeRefusesCrossOriginRequests(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	posts := 0
+	for _, rt := range routes(t, f.env) {
+		method, route, _ := strings.Cut(rt, " ")
+		if method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions {
+			continue
+		}
+		posts++
+		for _, hdr := range [][]string{
+			{"Sec-Fetch-Site", "cross-site"},
+			{"Origin", "http://evil.invalid"},
+			{"Sec-Fetch-Site", "same-site", "Origin", "http://sub.evil.invalid"},
+		} {
+			before := rowCounts(t, f.env)
+			p := admin.Post(t, f.path(route), url.Values{"name": {"evil"}, "email": {"evil@example.com"}, "processing": {"semi-automatic"}}, hdr...)
+			if p.Status != http.StatusForbidden || !strings.Contains(p.Body, "another site") {
+				t.Errorf("%s with %v: HTTP %d, want the 403 cross-origin page", rt, hdr, p.Status)
+			}
+			if after := rowCounts(t, f.env); !sameCounts(before, after) {
+				t.Errorf("%s with %v changed row counts: %v -> %v", rt, hdr, before, after)
+			}
+		}
+	}
+	if posts < 15 {
+		t.Fatalf("only %d state-changing routes found: the walk is broken", posts)
+	}
+	// The same-origin request is not refused as cross-origin.
+	p := admin.Post(t, "/backoffice/partners", url.Values{"name": {"Same Origin Ltd"}}, "Sec-Fetch-Site", "same-origin", "Origin", f.env.Server.URL)
+	if p.Status != http.StatusOK || !strings.Contains(p.Body, "data-testid=\"api-secret\"") {
+		t.Fatalf("same-origin partner creation: HTTP %d", p.Status)
+	}
+}
+
+// S2: no GET route changes anything, called by an admin.
+func TestGetRoutesChangeNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	for _, rt := range routes(t, f.env) {
+		method, route, _ := strings.Cut(rt, " ")
+		if method != http.MethodGet {
+			continue
+		}
+		before := rowCounts(t, f.env)
+		admin.Get(t, f.path(route))
+		after := rowCounts(t, f.env)
+		// Sign-in pages may not be reached by a signed-in user; every count
+		// must stay the same in any case.
+		if !sameCounts(before, after) {
+			t.Errorf("GET %s changed row counts: %v -> %v", route, before, after)
+		}
+	}
+}
+
+// access says what a role gets on a route.
+type access int
+
+const (
+	allow    access = iota
+	deny            // 403 page
+	toSignIn        // redirect to the sign-in page
+	public          // served to anyone
+)
+
+// S4: every route × every role. A route missing here fails the test, so a
+// new screen must say who may use it.
+func TestRoleRouteMatrix(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	roles := []string{"anonymous", apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.CSEmail, apptest.AuditorEmail}
+	// allowed lists the roles (by e-mail) that may use a protected route;
+	// "*" means every signed-in user.
+	allowed := map[string][]string{
+		"GET /":                                 {"*"},
+		"GET /search":                           {"*"},
+		"GET /account":                          {"*"},
+		"POST /account/password":                {"*"},
+		"POST /account/recovery-codes":          {"*"},
+		"POST /account/signout-everywhere":      {"*"},
+		"GET /staff":                            {apptest.AdminEmail, apptest.AuditorEmail},
+		"GET /staff/{id}":                       {apptest.AdminEmail, apptest.AuditorEmail},
+		"GET /staff/new":                        {apptest.AdminEmail},
+		"POST /staff":                           {apptest.AdminEmail},
+		"POST /staff/{id}/roles":                {apptest.AdminEmail},
+		"POST /staff/{id}/disable":              {apptest.AdminEmail},
+		"POST /staff/{id}/enable":               {apptest.AdminEmail},
+		"POST /staff/{id}/reset":                {apptest.AdminEmail},
+		"POST /staff/{id}/revoke-sessions":      {apptest.AdminEmail},
+		"GET /partners":                         {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.AuditorEmail},
+		"GET /partners/{id}":                    {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.AuditorEmail},
+		"GET /partners/new":                     {apptest.AdminEmail},
+		"POST /partners":                        {apptest.AdminEmail},
+		"POST /partners/{id}/processing":        {apptest.AdminEmail},
+		"POST /partners/{id}/keys":              {apptest.AdminEmail},
+		"POST /partners/{id}/keys/{key}/rotate": {apptest.AdminEmail},
+		"POST /partners/{id}/keys/{key}/revoke": {apptest.AdminEmail},
+		"GET /audit":                            {apptest.AdminEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+	}
+	publicRoutes := map[string]bool{
+		"GET /signin": true, "POST /signin": true, "GET /signin/totp": true, "POST /signin/totp": true,
+		"POST /signin/recovery": true, "GET /signin/enroll": true, "POST /signin/enroll": true, "POST /signout": true,
+	}
+	browsers := map[string]*apptest.Browser{}
+	for _, r := range roles {
+		b := f.env.NewBrowser()
+		if r != "anonymous" {
+			b.SignIn(t, r)
+		}
+		browsers[r] = b
+	}
+	for _, rt := range routes(t, f.env) {
+		method, route, _ := strings.Cut(rt, " ")
+		if publicRoutes[rt] {
+			continue
+		}
+		who, ok := allowed[rt]
+		if !ok {
+			t.Errorf("route %s is not in the role matrix: say who may use it", rt)
+			continue
+		}
+		for _, role := range roles {
+			want := deny
+			switch {
+			case role == "anonymous":
+				want = toSignIn
+			case who[0] == "*":
+				want = allow
+			default:
+				for _, w := range who {
+					if w == role {
+						want = allow
+					}
+				}
+			}
+			if want == allow && method != http.MethodGet {
+				continue // allowed actions are exercised by their own tests
+			}
+			b := browsers[role]
+			var p apptest.Page
+			if method == http.MethodGet {
+				p = b.Get(t, f.path(route))
+			} else {
+				p = b.Post(t, f.path(route), url.Values{"roles": {"admin"}, "processing": {"automatic"}, "name": {"x"}})
+			}
+			switch want {
+			case toSignIn:
+				if p.Status != http.StatusSeeOther || p.Location != "/backoffice/signin" {
+					t.Errorf("%s as anonymous: HTTP %d to %q, want the sign-in page", rt, p.Status, p.Location)
+				}
+			case deny:
+				if p.Status != http.StatusForbidden || !strings.Contains(p.Body, `data-testid="error-403"`) {
+					t.Errorf("%s as %s: HTTP %d, want 403", rt, role, p.Status)
+				}
+			case allow:
+				if p.Status != http.StatusOK {
+					t.Errorf("%s as %s: HTTP %d, want 200", rt, role, p.Status)
+				}
+			}
+		}
+	}
+	// Nothing a denied role sent changed anything: the fixture's partner key
+	// still works and the auditor still has exactly their role.
+	var roles2 []string
+	if err := f.env.App.DB.Select(&roles2, `SELECT unnest(roles) FROM staff_users WHERE id = $1`, f.targetID); err != nil || strings.Join(roles2, ",") != "auditor" {
+		t.Fatalf("auditor roles after forged requests: %v %v", roles2, err)
+	}
+}
+
+// S5: every page carries the security headers; the CSP has the required
+// directives and no unsafe sources for scripts.
+func TestSecurityHeadersOnEveryPage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	anon := f.env.NewBrowser()
+	check := func(what string, p apptest.Page) {
+		t.Helper()
+		csp := p.Header.Get("Content-Security-Policy")
+		for _, d := range []string{"default-src 'self'", "script-src 'self'", "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'", "form-action 'self'"} {
+			if !strings.Contains(csp, d) {
+				t.Errorf("%s: CSP %q lacks %q", what, csp, d)
+			}
+		}
+		if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
+			t.Errorf("%s: CSP allows unsafe sources: %q", what, csp)
+		}
+		for h, want := range map[string]string{"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+			"X-Frame-Options": "DENY", "Cache-Control": "no-store"} {
+			if got := p.Header.Get(h); got != want {
+				t.Errorf("%s: %s = %q, want %q", what, h, got, want)
+			}
+		}
+		if inlineScript.MatchString(p.Body) {
+			t.Errorf("%s: inline script or event handler in the page: %q", what, inlineScript.FindString(p.Body))
+		}
+	}
+	check("sign-in", anon.Get(t, "/backoffice/signin"))
+	for _, rt := range routes(t, f.env) {
+		method, route, _ := strings.Cut(rt, " ")
+		if method == http.MethodGet {
+			check(route, admin.Get(t, f.path(route)))
+		}
+	}
+	check("404", admin.Get(t, "/backoffice/no-such-page"))
+}
+
+// inlineScript finds a <script> without src or an on* event attribute.
+var inlineScript = regexp.MustCompile(`<script(\s[^>]*)?>[^<]|<script>|\son[a-z]+="`)
+
+// S1: session hygiene.
+func TestSessionHygiene(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	b := f.env.NewBrowser()
+	// A failed attempt leaves a pre-sign-in session (with its flash).
+	b.Post(t, "/backoffice/signin", url.Values{"email": {apptest.AdminEmail}, "password": {"wrong password 1"}})
+	before := b.SessionCookie()
+	b.SignIn(t, apptest.AdminEmail)
+	after := b.SessionCookie()
+	if after == nil {
+		t.Fatal("no session cookie after sign-in")
+	}
+	if before == nil || before.Value == after.Value {
+		t.Fatalf("the session token did not change at sign-in (before %v)", before)
+	}
+
+	t.Run("the cookie is HttpOnly, SameSite=Lax, Path=/, without Domain and not persistent", func(t *testing.T) {
+		// Inspect the Set-Cookie of a fresh sign-in.
+		c := f.env.NewBrowser()
+		pg := c.Post(t, "/backoffice/signin", url.Values{"email": {apptest.CSEmail}, "password": {"Sandbox-Staff-2026"}})
+		raw := strings.Join(pg.Header.Values("Set-Cookie"), "\n")
+		for _, want := range []string{"HttpOnly", "SameSite=Lax", "Path=/"} {
+			if !strings.Contains(raw, want) {
+				t.Errorf("Set-Cookie %q lacks %s", raw, want)
+			}
+		}
+		for _, bad := range []string{"Domain=", "Max-Age=", "Expires="} {
+			if strings.Contains(raw, bad) {
+				t.Errorf("Set-Cookie %q has %s", raw, bad)
+			}
+		}
+	})
+	t.Run("the token has 256 bits and is not stored in the sessions table", func(t *testing.T) {
+		if len(after.Value) < 43 {
+			t.Fatalf("token %d characters, want >= 43 (256 bits base64url)", len(after.Value))
+		}
+		var n int
+		h := sha256.Sum256([]byte(after.Value))
+		_ = f.env.App.DB.Get(&n, `SELECT count(*) FROM sessions WHERE token_hash = $1`, h[:])
+		if n != 1 {
+			t.Fatalf("no row under the token's hash (%d)", n)
+		}
+		_ = f.env.App.DB.Get(&n, `SELECT count(*) FROM sessions WHERE encode(token_hash, 'escape') LIKE '%' || $1 || '%'
+		                             OR encode(data, 'escape') LIKE '%' || $1 || '%'`, after.Value)
+		if n != 0 {
+			t.Fatal("the raw token is stored in the sessions table")
+		}
+	})
+	t.Run("after sign-out the old cookie is worthless", func(t *testing.T) {
+		c := f.env.NewBrowser()
+		c.SignIn(t, apptest.ComplianceEmail)
+		old := *c.SessionCookie()
+		if p := c.Post(t, "/backoffice/signout", nil); p.Status != http.StatusSeeOther {
+			t.Fatalf("sign-out: HTTP %d", p.Status)
+		}
+		replay := f.env.NewBrowser()
+		u, _ := url.Parse(f.env.Server.URL)
+		replay.Client.Jar.SetCookies(u, []*http.Cookie{&old})
+		if p := replay.Get(t, "/backoffice/"); p.Status != http.StatusSeeOther || p.Location != "/backoffice/signin" {
+			t.Fatalf("old cookie after sign-out: HTTP %d to %q", p.Status, p.Location)
+		}
+	})
+	t.Run("disabling a user ends their open session on the next request", func(t *testing.T) {
+		victim := f.env.NewBrowser()
+		victim.SignIn(t, apptest.AuditorEmail)
+		if p := victim.Get(t, "/backoffice/audit"); p.Status != http.StatusOK {
+			t.Fatalf("auditor before: HTTP %d", p.Status)
+		}
+		admin := f.env.NewBrowser()
+		admin.SignIn(t, apptest.AdminEmail)
+		if p := admin.Post(t, "/backoffice/staff/"+f.targetID+"/disable", url.Values{}); p.Status != http.StatusSeeOther {
+			t.Fatalf("disable: HTTP %d", p.Status)
+		}
+		if p := victim.Get(t, "/backoffice/audit"); p.Status != http.StatusSeeOther || p.Location != "/backoffice/signin" {
+			t.Fatalf("disabled auditor: HTTP %d to %q", p.Status, p.Location)
+		}
+		ctx := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
+		_ = f.env.App.Staff.Enable(ctx, f.targetID)
+	})
+	// Last: it moves the clock, and scs stamps new sessions with the real one.
+	t.Run("30 minutes idle end the session", func(t *testing.T) {
+		c := f.env.NewBrowser()
+		c.SignIn(t, apptest.UnderwriterEmail)
+		f.env.Clock.Advance(29 * time.Minute)
+		if p := c.Get(t, "/backoffice/"); p.Status != http.StatusOK {
+			t.Fatalf("after 29 min: HTTP %d", p.Status)
+		}
+		f.env.Clock.Advance(31 * time.Minute)
+		if p := c.Get(t, "/backoffice/"); p.Status != http.StatusSeeOther || p.Location != "/backoffice/signin" {
+			t.Fatalf("after 31 idle minutes: HTTP %d to %q", p.Status, p.Location)
+		}
+	})
+}
