@@ -59,6 +59,10 @@ migrate: build ## Run `emi migrate` against the development database of `make ru
 seed: build ## Run `emi seed` against the development database of `make run`
 	@EMI_BIN=$(BIN) bash .ci/dev-run.sh seed
 
+.PHONY: totp
+totp: build ## Print the current TOTP code of a sandbox staff user (EMAIL=admin@sandbox.emi)
+	@EMI_BIN=$(BIN) bash .ci/dev-run.sh totp $(or $(EMAIL),admin@sandbox.emi)
+
 db-up: ## Start the local PostgreSQL (installing it when root) and print its admin URL
 	@$(PG)
 

@@ -23,7 +23,7 @@ log() { printf 'dev-run: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
 cmd=${1:-run}
-case $cmd in run | migrate | seed) ;; *) die "usage: $0 run|migrate|seed" ;; esac
+case $cmd in run | migrate | seed | totp) ;; *) die "usage: $0 run|migrate|seed|totp EMAIL" ;; esac
 
 bin=${EMI_BIN:-bin/emi}
 [ -x "$bin" ] || die "$bin is missing: run make build"
@@ -76,6 +76,7 @@ export EMI_LOG_FORMAT=${EMI_LOG_FORMAT:-text}
 case $cmd in
   migrate) exec "$bin" migrate ;;
   seed) exec "$bin" seed ;;
+  totp) exec "$bin" staff totp --email "${2:-admin@sandbox.emi}" ;;
 esac
 
 "$bin" migrate
@@ -95,8 +96,18 @@ api_secret=$(field api_secret)
 cat <<EOF
 
 emi (sandbox) will serve on $url   (public URL $EMI_PUBLIC_URL)
-  health:   curl -fsS $url/healthz
-  database: $DATABASE_URL
+  back office: $url/backoffice/
+  health:      curl -fsS $url/healthz
+  database:    $DATABASE_URL
+
+Back-office sign-in (sandbox staff, one per role), password: Sandbox-Staff-2026
+  admin@sandbox.emi        admin: staff, partners, audit
+  underwriter@sandbox.emi  underwriter: applications
+  compliance@sandbox.emi   compliance: AML and KYC reviews, audit
+  cs@sandbox.emi           customer service: accounts and cards
+  auditor@sandbox.emi      auditor: read-only
+Each has two-factor authentication enrolled; print the current code with
+  make totp EMAIL=admin@sandbox.emi
 
 Demo partner (.dev/partner.json):
   api_key:        $api_key
