@@ -71,9 +71,9 @@ func (s *Store) SearchPartners(ctx context.Context, q string, limit int) ([]emi.
 	var ps []emi.Partner
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &ps,
 		`SELECT p.id, p.name, p.master_merchant, p.processing, p.created_at FROM partners p
-		  WHERE p.name ILIKE '%' || $1 || '%' OR p.id::text = lower($1) OR p.master_merchant::text = lower($1)
+		  WHERE p.name ILIKE '%' || $2 || '%' OR p.id::text = lower($1) OR p.master_merchant::text = lower($1)
 		     OR EXISTS (SELECT 1 FROM partner_keys k WHERE k.partner_id = p.id AND k.api_key = $1)
-		  ORDER BY p.created_at DESC LIMIT $2`, escapeLike(q), limit)
+		  ORDER BY p.created_at DESC LIMIT $3`, q, escapeLike(q), limit)
 	return ps, Translate(err)
 }
 

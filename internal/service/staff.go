@@ -569,3 +569,10 @@ func (s *Staff) Search(ctx context.Context, q string, limit int) ([]emi.SearchHi
 	}
 	return hits, nil
 }
+
+// SignOut records that the staff user ended their session (the portal
+// destroys the session itself). The actor is the staff user.
+func (s *Staff) SignOut(ctx context.Context, staffID string) error {
+	ctx = emi.WithPrincipal(ctx, emi.Principal{Type: emi.ActorStaff, ActorID: staffID})
+	return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.sign_out", ResourceType: "staff_user", ResourceToken: staffID})
+}

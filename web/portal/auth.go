@@ -253,6 +253,12 @@ func (p *Portal) enroll(w http.ResponseWriter, r *http.Request) {
 
 // signOut (POST /signout) ends the session on the server.
 func (p *Portal) signOut(w http.ResponseWriter, r *http.Request) {
+	if id := p.sessions.GetString(r.Context(), keyStaff); id != "" {
+		if err := p.d.Staff.SignOut(r.Context(), id); err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+	}
 	if err := p.sessions.Destroy(r.Context()); err != nil {
 		p.serverError(w, r, err)
 		return

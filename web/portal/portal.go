@@ -57,6 +57,7 @@ type StaffService interface {
 	Enable(ctx context.Context, staffID string) error
 	ResetCredentials(ctx context.Context, staffID string) (string, error)
 	RevokeSessions(ctx context.Context, staffID string) error
+	SignOut(ctx context.Context, staffID string) error
 }
 
 // Deps are what the portal needs.

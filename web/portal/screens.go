@@ -167,7 +167,7 @@ func auditRow(e emi.AuditEntry) pages.AuditRow {
 	switch e.ResourceType {
 	case "partner":
 		row.ResourceHref = "/backoffice/partners/" + e.ResourceToken
-	case "staff":
+	case "staff_user":
 		row.ResourceHref = "/backoffice/staff/" + e.ResourceToken
 	case "partner_key":
 		if e.PartnerID != "" {

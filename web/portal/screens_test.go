@@ -1,0 +1,284 @@
+package portal_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"emi/internal/app/apptest"
+	"emi/internal/emi"
+)
+
+func sysCtx() context.Context {
+	return emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
+}
+
+func TestPartnersScreens(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	for _, n := range []string{"Beta Pay", "alpha Money", "Gamma Cards"} {
+		if _, err := f.env.App.Partners.Create(sysCtx(), emi.PartnerCreate{Name: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("the list sorts by name both ways and by creation", func(t *testing.T) {
+		names := regexp.MustCompile(`/backoffice/partners/[0-9a-f-]{36}">([^<]+)<`)
+		order := func(q string) string {
+			var out []string
+			for _, m := range names.FindAllStringSubmatch(admin.Get(t, "/backoffice/partners"+q).Body, -1) {
+				out = append(out, m[1])
+			}
+			return strings.Join(out, ",")
+		}
+		if got := order("?sort=name&dir=asc"); got != "alpha Money,Beta Pay,Fixture Partner,Gamma Cards" {
+			t.Errorf("by name: %s", got)
+		}
+		if got := order("?sort=name&dir=desc"); got != "Gamma Cards,Fixture Partner,Beta Pay,alpha Money" {
+			t.Errorf("by name desc: %s", got)
+		}
+		if got := order(""); got != "Gamma Cards,alpha Money,Beta Pay,Fixture Partner" {
+			t.Errorf("default (newest first): %s", got)
+		}
+		if got := order("?sort=drop+table&dir=sideways"); got != order("") {
+			t.Errorf("unknown sort keys must fall back to the default: %s", got)
+		}
+	})
+	t.Run("a new partner's secret is in the answer to the POST and nowhere after", func(t *testing.T) {
+		p := admin.Post(t, "/backoffice/partners", url.Values{"name": {"Once Ltd"}, "processing": {"semi-automatic"}, "webhook_url": {"https://hooks.example.com/emi"}})
+		m := regexp.MustCompile(`data-testid="api-secret">(as_[A-Za-z0-9_-]+)<`).FindStringSubmatch(p.Body)
+		if p.Status != http.StatusOK || m == nil || !strings.Contains(p.Body, "whsec_") {
+			t.Fatalf("create: HTTP %d, no secret shown", p.Status)
+		}
+		secret := m[1]
+		var id string
+		if err := f.env.App.DB.Get(&id, `SELECT id FROM partners WHERE name = 'Once Ltd' AND processing = 'semi-automatic'`); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{"/backoffice/partners", "/backoffice/partners/" + id, "/backoffice/audit", "/backoffice/"} {
+			if strings.Contains(admin.Get(t, path).Body, secret) {
+				t.Errorf("%s shows the secret again", path)
+			}
+		}
+		var n int
+		_ = f.env.App.DB.Get(&n, `SELECT count(*) FROM audit_log WHERE changes::text LIKE '%' || $1 || '%'`, secret)
+		var m2 int
+		_ = f.env.App.DB.Get(&m2, `SELECT count(*) FROM sessions WHERE encode(data, 'escape') LIKE '%' || $1 || '%'`, secret)
+		if n+m2 != 0 {
+			t.Fatalf("the secret is stored in clear: audit %d, sessions %d", n, m2)
+		}
+	})
+	t.Run("invalid input re-renders the form with field errors and creates nothing", func(t *testing.T) {
+		before := rowCounts(t, f.env)["partners"]
+		p := admin.Post(t, "/backoffice/partners", url.Values{"name": {""}, "webhook_url": {"http://plain.example.com"}})
+		if p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, `id="name-error"`) {
+			t.Fatalf("empty name: HTTP %d", p.Status)
+		}
+		if rowCounts(t, f.env)["partners"] != before {
+			t.Fatal("an invalid form created a partner")
+		}
+	})
+	t.Run("rotating a secret shows the new one once and marks the key rotating", func(t *testing.T) {
+		p := admin.Post(t, "/backoffice/partners/"+f.partner.ID+"/keys/"+f.partner.KeyID+"/rotate", url.Values{})
+		if p.Status != http.StatusOK || !strings.Contains(p.Body, `data-testid="api-secret">as_`) {
+			t.Fatalf("rotate: HTTP %d", p.Status)
+		}
+		if d := admin.Get(t, "/backoffice/partners/"+f.partner.ID); !strings.Contains(d.Body, ">rotating<") {
+			t.Fatal("the key is not shown as rotating during the overlap")
+		}
+	})
+	t.Run("revoking a key stops it at once", func(t *testing.T) {
+		p := admin.Post(t, "/backoffice/partners/"+f.partner.ID+"/keys/"+f.partner.KeyID+"/revoke", url.Values{})
+		if p.Status != http.StatusSeeOther {
+			t.Fatalf("revoke: HTTP %d", p.Status)
+		}
+		r := f.partner.Do(t, apptest.Request{Method: http.MethodGet, Path: "/v2/partner", Operation: "partner_details"})
+		apptest.Expect(t, "revoked key", r, 10001, 401)
+		if d := admin.Get(t, "/backoffice/partners/"+f.partner.ID); !strings.Contains(d.Body, ">revoked<") {
+			t.Fatal("the key is not shown as revoked")
+		}
+	})
+	t.Run("an unknown partner is a 404 page", func(t *testing.T) {
+		if p := admin.Get(t, "/backoffice/partners/not-a-token"); p.Status != http.StatusNotFound || !strings.Contains(p.Body, `data-testid="error-404"`) {
+			t.Fatalf("HTTP %d", p.Status)
+		}
+	})
+}
+
+func TestAuditScreen(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i := 0; i < 60; i++ {
+		if _, err := f.env.App.Partners.Create(sysCtx(), emi.PartnerCreate{Name: fmt.Sprintf("P%02d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	rows := regexp.MustCompile(`<tr><td class="mono">`)
+
+	full := admin.Get(t, "/backoffice/audit")
+	if !strings.Contains(full.Body, "<!doctype html>") && !strings.Contains(full.Body, "<!DOCTYPE html>") {
+		t.Fatal("a plain GET must get the full page")
+	}
+	if n := len(rows.FindAllString(full.Body, -1)); n != 50 {
+		t.Fatalf("first page has %d rows, want 50", n)
+	}
+	if !strings.Contains(strings.Join(full.Header.Values("Vary"), ","), "HX-Request") {
+		t.Fatal("no Vary: HX-Request")
+	}
+	next := regexp.MustCompile(`href="(/backoffice/audit\?before=\d+)"`).FindStringSubmatch(full.Body)
+	if next == nil {
+		t.Fatal("no link to older rows")
+	}
+	partial := admin.Get(t, strings.ReplaceAll(next[1], "&amp;", "&"), "HX-Request", "true")
+	if strings.Contains(partial.Body, "<html") || !strings.Contains(partial.Body, `id="audit-table"`) {
+		t.Fatal("an htmx request must get only the partial")
+	}
+	if n := len(rows.FindAllString(partial.Body, -1)); n == 0 || n > 50 {
+		t.Fatalf("second page has %d rows", n)
+	}
+	filtered := admin.Get(t, "/backoffice/audit?action=partner.create&resource_type=partner")
+	if n := len(rows.FindAllString(filtered.Body, -1)); n != 50 || strings.Contains(filtered.Body, "staff.sign_in") {
+		t.Fatalf("filtered page: %d rows", n)
+	}
+	if p := admin.Get(t, "/backoffice/audit?action=no.such.action"); !strings.Contains(p.Body, "No audit entries match") {
+		t.Fatal("no empty state for an empty filter")
+	}
+	if p := admin.Get(t, "/backoffice/audit?from=2000-01-01&to=2000-01-02"); !strings.Contains(p.Body, "No audit entries match") {
+		t.Fatal("the date filter is ignored")
+	}
+}
+
+func TestStaffAndAccountScreens(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+
+	t.Run("an admin creates a staff user who must enrol two-factor authentication", func(t *testing.T) {
+		p := admin.Post(t, "/backoffice/staff", url.Values{"email": {"new.person@emi.example"}, "name": {"New Person"},
+			"roles": {"compliance", "auditor"}, "password": {"correct horse 42 battery"}})
+		if p.Status != http.StatusSeeOther {
+			t.Fatalf("create: HTTP %d %s", p.Status, p.Body)
+		}
+		nb := f.env.NewBrowser()
+		s := nb.Post(t, "/backoffice/signin", url.Values{"email": {"new.person@emi.example"}, "password": {"correct horse 42 battery"}})
+		if s.Location != "/backoffice/signin/enroll" {
+			t.Fatalf("first sign-in goes to %q, want enrolment", s.Location)
+		}
+		e := nb.Get(t, "/backoffice/signin/enroll")
+		if !strings.Contains(e.Body, `data-testid="totp-qr"`) || !strings.Contains(e.Body, "data:image/png;base64,") {
+			t.Fatal("enrolment page without a QR code")
+		}
+		if nb.Get(t, "/backoffice/").Location != "/backoffice/signin" {
+			t.Fatal("a half-signed-in user reached the dashboard")
+		}
+	})
+	t.Run("a weak password is refused with the field named", func(t *testing.T) {
+		p := admin.Post(t, "/backoffice/staff", url.Values{"email": {"weak@emi.example"}, "name": {"Weak"}, "roles": {"auditor"}, "password": {"password123"}})
+		if p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, `id="password-error"`) {
+			t.Fatalf("weak password: HTTP %d", p.Status)
+		}
+	})
+	t.Run("nobody can change their own roles", func(t *testing.T) {
+		var adminID string
+		_ = f.env.App.DB.Get(&adminID, `SELECT id FROM staff_users WHERE email = $1`, apptest.AdminEmail)
+		p := admin.Post(t, "/backoffice/staff/"+adminID+"/roles", url.Values{"roles": {"auditor"}})
+		if p.Status != http.StatusForbidden {
+			t.Fatalf("own roles: HTTP %d", p.Status)
+		}
+		var roles []string
+		_ = f.env.App.DB.Select(&roles, `SELECT unnest(roles) FROM staff_users WHERE id = $1`, adminID)
+		if strings.Join(roles, ",") != "admin" {
+			t.Fatalf("admin's roles changed to %v", roles)
+		}
+		if d := admin.Get(t, "/backoffice/staff/"+adminID); strings.Contains(d.Body, "Save roles") {
+			t.Fatal("the own staff page offers the roles form")
+		}
+	})
+	t.Run("changing roles applies at the next sign-in", func(t *testing.T) {
+		u := f.env.NewBrowser()
+		u.SignIn(t, apptest.UnderwriterEmail)
+		var id string
+		_ = f.env.App.DB.Get(&id, `SELECT id FROM staff_users WHERE email = $1`, apptest.UnderwriterEmail)
+		if p := admin.Post(t, "/backoffice/staff/"+id+"/roles", url.Values{"roles": {"underwriter", "compliance"}}); p.Status != http.StatusSeeOther {
+			t.Fatalf("set roles: HTTP %d", p.Status)
+		}
+		if p := u.Get(t, "/backoffice/"); p.Location != "/backoffice/signin" {
+			t.Fatal("the user's old session survived a role change")
+		}
+		u.SignIn(t, apptest.UnderwriterEmail)
+		if p := u.Get(t, "/backoffice/audit"); p.Status != http.StatusOK {
+			t.Fatalf("with the new compliance role the audit log answers %d", p.Status)
+		}
+	})
+	t.Run("a reset issues a temporary password shown once", func(t *testing.T) {
+		p := admin.Post(t, "/backoffice/staff/"+f.targetID+"/reset", url.Values{})
+		m := regexp.MustCompile(`Temporary password, shown once:</strong> <span class="mono">([^<]+)<`).FindStringSubmatch(p.Body)
+		if m == nil {
+			t.Fatalf("reset: HTTP %d, no temporary password", p.Status)
+		}
+		if strings.Contains(admin.Get(t, "/backoffice/staff/"+f.targetID).Body, m[1]) {
+			t.Fatal("the temporary password is shown again")
+		}
+		nb := f.env.NewBrowser()
+		if s := nb.Post(t, "/backoffice/signin", url.Values{"email": {apptest.AuditorEmail}, "password": {m[1]}}); s.Location != "/backoffice/signin/enroll" {
+			t.Fatalf("sign-in with the temporary password goes to %q, want enrolment", s.Location)
+		}
+	})
+	t.Run("the account page changes the password with the current one", func(t *testing.T) {
+		cs := f.env.NewBrowser()
+		cs.SignIn(t, apptest.CSEmail)
+		if p := cs.Post(t, "/backoffice/account/password", url.Values{"current_password": {"wrong one 123"}, "password": {"a brand new 2026 secret"}}); p.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("wrong current password: HTTP %d", p.Status)
+		}
+		if p := cs.Post(t, "/backoffice/account/password", url.Values{"current_password": {"Sandbox-Staff-2026"}, "password": {"a brand new 2026 secret"}}); p.Status != http.StatusSeeOther {
+			t.Fatalf("change: HTTP %d", p.Status)
+		}
+		nb := f.env.NewBrowser()
+		if s := nb.Post(t, "/backoffice/signin", url.Values{"email": {apptest.CSEmail}, "password": {"a brand new 2026 secret"}}); s.Location != "/backoffice/signin/totp" {
+			t.Fatalf("sign-in with the new password goes to %q", s.Location)
+		}
+	})
+	t.Run("sign-out is audited", func(t *testing.T) {
+		c := f.env.NewBrowser()
+		c.SignIn(t, apptest.ComplianceEmail)
+		c.Post(t, "/backoffice/signout", url.Values{})
+		var n int
+		_ = f.env.App.DB.Get(&n, `SELECT count(*) FROM audit_log WHERE action = 'staff.sign_out' AND actor_type = 'staff'`)
+		if n == 0 {
+			t.Fatal("no audit row for the sign-out")
+		}
+	})
+}
+
+func TestSearch(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	if p := admin.Get(t, "/backoffice/search?q=fixture"); !strings.Contains(p.Body, "/backoffice/partners/"+f.partner.ID) {
+		t.Fatal("search by partner name finds nothing")
+	}
+	if p := admin.Get(t, "/backoffice/search?q="+f.partner.APIKey); !strings.Contains(p.Body, "/backoffice/partners/"+f.partner.ID) {
+		t.Fatal("search by API key finds nothing")
+	}
+	if p := admin.Get(t, "/backoffice/search?q=cs%40sandbox"); !strings.Contains(p.Body, "Customer") && !strings.Contains(p.Body, "cs@sandbox.emi") {
+		t.Fatal("search by staff e-mail finds nothing")
+	}
+	if p := admin.Get(t, "/backoffice/search?q=%25"); strings.Contains(p.Body, f.partner.ID) {
+		t.Fatal("a % in the query is a wildcard")
+	}
+	cs := f.env.NewBrowser()
+	cs.SignIn(t, apptest.CSEmail)
+	if p := cs.Get(t, "/backoffice/search?q=fixture"); strings.Contains(p.Body, f.partner.ID) {
+		t.Fatal("customer service sees partners in the search")
+	}
+}
