@@ -28,6 +28,7 @@ import (
 // newEnv starts the app with the sandbox staff users.
 func newEnv(t *testing.T) *apptest.Env {
 	t.Helper()
+	sharedBrowser(t) // skip (or fail in CI) before starting anything
 	env := apptest.New(t, apptest.Options{})
 	env.SeedStaff(t)
 	return env
@@ -217,7 +218,8 @@ func TestCrossOriginFormPostIsRefused(t *testing.T) {
 	}
 }
 
-// secretColumns returns, for the tables, every column that can hold text.
+// secretHits returns the text, JSON and bytea columns of the tables that
+// hold secret anywhere (bytea read with encode(…, 'escape')).
 func secretHits(t *testing.T, env *apptest.Env, secret string, tables ...string) []string {
 	t.Helper()
 	ctx := context.Background()

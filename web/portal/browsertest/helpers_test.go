@@ -497,7 +497,8 @@ func artifactDir() (string, error) {
 	return out, os.MkdirAll(out, 0o755)
 }
 
-// responses records the status of every document the tab loads.
+// documentStatuses records the HTTP status of every document the tab loads
+// from now on, by URL.
 func (b *tab) documentStatuses() func() map[string]int64 {
 	var mu sync.Mutex
 	seen := map[string]int64{}
