@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"emi/internal/app/apptest"
+	"emi/internal/config"
 	"emi/internal/emi"
+	"emi/web/portal"
 )
 
 // fixture is an environment with sandbox staff, one partner with a key, and
@@ -402,4 +404,29 @@ func TestSessionHygiene(t *testing.T) {
 			t.Fatalf("after 31 idle minutes: HTTP %d to %q", p.Status, p.Location)
 		}
 	})
+}
+
+// S1/S5 behind HTTPS: with an https public URL the session cookie is
+// __Host- prefixed and Secure, and every page sends HSTS.
+func TestHTTPSDeploymentHardensCookieAndTransport(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{Configure: func(c *config.Config) { c.PublicURL = "https://backoffice.emi.example" }})
+	env.SeedStaff(t)
+	b := env.NewBrowser()
+	p := b.Post(t, "/backoffice/signin", url.Values{"email": {apptest.AdminEmail}, "password": {"Sandbox-Staff-2026"}})
+	raw := strings.Join(p.Header.Values("Set-Cookie"), "\n")
+	for _, want := range []string{"__Host-emi_session=", "Secure", "HttpOnly", "SameSite=Lax", "Path=/"} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("Set-Cookie %q lacks %s", raw, want)
+		}
+	}
+	if strings.Contains(raw, "Domain=") {
+		t.Errorf("a __Host- cookie must not carry Domain: %q", raw)
+	}
+	if got := p.Header.Get("Strict-Transport-Security"); got != "max-age=31536000; includeSubDomains" {
+		t.Errorf("HSTS %q", got)
+	}
+	if portal.IdleTimeout > 30*time.Minute || portal.Lifetime > 12*time.Hour {
+		t.Errorf("session timeouts %s idle / %s absolute exceed the policy (30 min / 12 h)", portal.IdleTimeout, portal.Lifetime)
+	}
 }
