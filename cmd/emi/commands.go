@@ -114,21 +114,16 @@ func cmdMigrate(ctx context.Context, getenv func(string) string, stdout io.Write
 }
 
 func cmdSeed(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := loadConfig(getenv, "db", "key")
-	if err != nil {
-		return err
-	}
-	if cfg.Mode != config.ModeSandbox {
-		return errors.New("seed inserts sandbox data and runs only with EMI_MODE=sandbox")
-	}
-	a, err := app.Open(ctx, cfg, app.NewLogger(cfg, io.Discard), nil)
+	a, err := openForCommand(ctx, getenv, io.Discard, func(cfg config.Config) error {
+		if cfg.Mode != config.ModeSandbox {
+			return errors.New("seed inserts sandbox data and runs only with EMI_MODE=sandbox")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	if err := a.DB.CheckSchema(ctx); err != nil {
-		return err
-	}
 	for _, s := range seeders(a) {
 		n, err := s.run(ctx)
 		if err != nil {
@@ -180,18 +175,11 @@ func cmdPartner(ctx context.Context, args []string, getenv func(string) string, 
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	cfg, err := loadConfig(getenv, "db", "key")
-	if err != nil {
-		return err
-	}
-	a, err := app.Open(ctx, cfg, app.NewLogger(cfg, stderr), nil)
+	a, err := openForCommand(ctx, getenv, stderr, nil)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	if err := a.DB.CheckSchema(ctx); err != nil {
-		return err
-	}
 	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("cli"))
 	creds, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: *name, Processing: emi.Processing(*processing), WebhookURL: *webhook})
 	if err != nil {
@@ -303,4 +291,29 @@ func loadConfig(getenv func(string) string, need ...string) (config.Config, erro
 		return cfg, fmt.Errorf("configuration:\n%w\n(see `emi help env`)", err)
 	}
 	return cfg, nil
+}
+
+// openForCommand loads the configuration, opens the app and checks that the
+// schema is current: the start of every command that works on data. check,
+// when not nil, vets the configuration first (e.g. sandbox-only commands).
+// The caller closes the app.
+func openForCommand(ctx context.Context, getenv func(string) string, stderr io.Writer, check func(config.Config) error) (*app.App, error) {
+	cfg, err := loadConfig(getenv, "db", "key")
+	if err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(cfg); err != nil {
+			return nil, err
+		}
+	}
+	a, err := app.Open(ctx, cfg, app.NewLogger(cfg, stderr), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.DB.CheckSchema(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"strings"
 
-	"emi/internal/app"
 	"emi/internal/config"
 	"emi/internal/emi"
 )
@@ -64,21 +63,16 @@ func cmdStaff(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 
-	cfg, err := loadConfig(getenv, "db", "key")
-	if err != nil {
-		return err
-	}
-	if args[0] == "totp" && cfg.Mode != config.ModeSandbox {
-		return errors.New("staff totp prints second-factor codes and runs only with EMI_MODE=sandbox")
-	}
-	a, err := app.Open(ctx, cfg, app.NewLogger(cfg, stderr), nil)
+	a, err := openForCommand(ctx, getenv, stderr, func(cfg config.Config) error {
+		if args[0] == "totp" && cfg.Mode != config.ModeSandbox {
+			return errors.New("staff totp prints second-factor codes and runs only with EMI_MODE=sandbox")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	if err := a.DB.CheckSchema(ctx); err != nil {
-		return err
-	}
 	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("cli"))
 	if args[0] == "totp" {
 		code, err := a.Staff.SandboxTOTPCode(ctx, *email)

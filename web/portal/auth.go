@@ -183,21 +183,32 @@ func (p *Portal) secondFactorFailed(w http.ResponseWriter, r *http.Request, err 
 	}
 }
 
-// completeSignIn marks the session fully signed in, with a new token.
+// completeSignIn marks the session fully signed in and goes to next.
 func (p *Portal) completeSignIn(w http.ResponseWriter, r *http.Request, staffID, next string) {
-	ctx := r.Context()
-	if err := p.sessions.RenewToken(ctx); err != nil {
+	if err := p.markSignedIn(r.Context(), staffID); err != nil {
 		p.serverError(w, r, err)
 		return
 	}
+	redirect(w, r, next)
+}
+
+// markSignedIn gives the session a new token (ASVS 7.2.4) and marks it
+// fully signed in as of now, tied to the staff user so that revoking their
+// sessions reaches it.
+func (p *Portal) markSignedIn(ctx context.Context, staffID string) error {
+	if err := p.sessions.RenewToken(ctx); err != nil {
+		return err
+	}
 	p.sessions.Put(ctx, keyStage, stageFull)
 	p.sessions.Put(ctx, keySignedInAt, p.d.Now().UnixNano())
-	if p.d.TagSession != nil {
-		if token, _, err := p.sessions.Commit(ctx); err == nil {
-			_ = p.d.TagSession(ctx, token, staffID)
-		}
+	if p.d.TagSession == nil {
+		return nil
 	}
-	redirect(w, r, next)
+	token, _, err := p.sessions.Commit(ctx)
+	if err != nil {
+		return err
+	}
+	return p.d.TagSession(ctx, token, staffID)
 }
 
 // enrollPage (GET /signin/enroll) starts TOTP enrolment.
@@ -236,17 +247,9 @@ func (p *Portal) enroll(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, "/backoffice/signin/enroll")
 		return
 	}
-	ctx := r.Context()
-	if err := p.sessions.RenewToken(ctx); err != nil {
+	if err := p.markSignedIn(r.Context(), id); err != nil {
 		p.serverError(w, r, err)
 		return
-	}
-	p.sessions.Put(ctx, keyStage, stageFull)
-	p.sessions.Put(ctx, keySignedInAt, p.d.Now().UnixNano())
-	if p.d.TagSession != nil {
-		if token, _, err := p.sessions.Commit(ctx); err == nil {
-			_ = p.d.TagSession(ctx, token, id)
-		}
 	}
 	p.renderBare(w, r, http.StatusOK, "Recovery codes", auth.RecoveryCodes(codes, "/backoffice/"))
 }
