@@ -143,6 +143,7 @@ func (a *App) Portal() *portal.Portal {
 		Audit:      a.Audit,
 		Search:     service.NewSearch(a.Partners.Search, a.Staff.Search),
 		JobCounts:  a.Jobs.CountByState,
+		Jobs:       service.NewJobs(a.Jobs),
 		Sessions:   a.Sessions,
 		TagSession: a.Sessions.TagSession,
 		Secure:     strings.HasPrefix(a.Config.PublicURL, "https://"),

@@ -329,3 +329,25 @@ func (s *Jobs) Prune(ctx context.Context, olderThan time.Time) (int64, error) {
 		}
 	}
 }
+
+// Recent lists jobs in the given state (every state when "") that are dead,
+// running past their lease, or simply the newest, for the back office:
+// dead and stuck jobs first, then by most recent update. At most limit rows.
+func (s *Jobs) Recent(ctx context.Context, state string, limit int) ([]emi.Job, error) {
+	if limit <= 0 || limit > 500 {
+		limit = 100
+	}
+	var rows []jobRow
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+jobColumns+` FROM jobs
+		 WHERE ($1 = '' OR state = $1)
+		 ORDER BY (state = 'dead') DESC, (state = 'running' AND locked_until < now()) DESC, updated_at DESC, id DESC
+		 LIMIT $2`, state, limit)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]emi.Job, len(rows))
+	for i, r := range rows {
+		out[i] = r.job()
+	}
+	return out, nil
+}

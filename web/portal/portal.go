@@ -67,6 +67,7 @@ type Deps struct {
 	Partners *service.Partners
 	Audit    *service.Auditor
 	Search   *service.Search
+	Jobs     *service.Jobs
 	// JobCounts returns background jobs by state for the dashboard.
 	JobCounts func(ctx context.Context) (map[string]int64, error)
 	// Sessions is the scs store (our PostgreSQL store).

@@ -50,6 +50,7 @@ var nav = []navEntry{
 	{"/backoffice/partners", "Partners", emi.PermViewPartners},
 	{"/backoffice/staff", "Staff", emi.PermViewStaff},
 	{"/backoffice/audit", "Audit log", emi.PermViewAudit},
+	{"/backoffice/jobs", "Jobs", emi.PermViewJobs},
 }
 
 // page builds the frame's view model for the signed-in principal.

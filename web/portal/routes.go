@@ -49,5 +49,6 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys/{key}/revoke", p.partnerKeyRevoke)
 
 		r.With(p.requirePerm(emi.PermViewAudit)).Get("/audit", p.audit)
+		r.With(p.requirePerm(emi.PermViewJobs)).Get("/jobs", p.jobs)
 	})
 }

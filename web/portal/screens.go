@@ -64,7 +64,8 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, st := range emi.JobStates() {
-			tiles = append(tiles, pages.Tile{Label: "Jobs " + string(st), Value: strconv.FormatInt(counts[string(st)], 10)})
+			tiles = append(tiles, pages.Tile{Label: "Jobs " + string(st), Value: strconv.FormatInt(counts[string(st)], 10),
+				Href: "/backoffice/jobs?state=" + string(st)})
 		}
 	}
 	p.render(w, r, http.StatusOK, "Dashboard", pages.Dashboard(tiles))

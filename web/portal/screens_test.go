@@ -282,3 +282,33 @@ func TestSearch(t *testing.T) {
 		t.Fatal("customer service sees partners in the search")
 	}
 }
+
+func TestJobsScreenShowsDeadAndStuckJobsFirst(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if _, err := f.env.App.DB.Exec(`INSERT INTO jobs (kind, payload, state, attempt, max_attempts, run_at, last_error, finished_at)
+		VALUES ('webhook.deliver', '{}', 'dead', 25, 25, now(), 'receiver answered 500' || chr(10) || 'stack…', now())`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.env.App.DB.Exec(`INSERT INTO jobs (kind, payload, state, attempt, max_attempts, run_at, locked_until, locked_by)
+		VALUES ('maintenance.prune', '{}', 'running', 1, 3, now(), now() - interval '5 minutes', 'gone-worker')`); err != nil {
+		t.Fatal(err)
+	}
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	p := admin.Get(t, "/backoffice/jobs")
+	if p.Status != http.StatusOK {
+		t.Fatalf("HTTP %d", p.Status)
+	}
+	dead := strings.Index(p.Body, ">dead<")
+	stuck := strings.Index(p.Body, ">stuck<")
+	if dead < 0 || stuck < 0 || dead > stuck {
+		t.Fatalf("dead (%d) and stuck (%d) jobs are not listed first", dead, stuck)
+	}
+	if !strings.Contains(p.Body, "receiver answered 500") || strings.Contains(p.Body, "stack…") {
+		t.Fatal("the last error's first line is missing, or the rest of it leaked into the page")
+	}
+	if q := admin.Get(t, "/backoffice/jobs?state=bogus"); q.Status == http.StatusOK {
+		t.Fatal("an unknown state is accepted")
+	}
+}

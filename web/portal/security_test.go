@@ -197,6 +197,7 @@ func TestRoleRouteMatrix(t *testing.T) {
 		"POST /partners/{id}/keys/{key}/rotate": {apptest.AdminEmail},
 		"POST /partners/{id}/keys/{key}/revoke": {apptest.AdminEmail},
 		"GET /audit":                            {apptest.AdminEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"GET /jobs":                             {apptest.AdminEmail, apptest.AuditorEmail},
 	}
 	publicRoutes := map[string]bool{
 		"GET /signin": true, "POST /signin": true, "GET /signin/totp": true, "POST /signin/totp": true,

@@ -1,0 +1,42 @@
+package service
+
+import (
+	"context"
+
+	"emi/internal/emi"
+)
+
+// JobStore reads the background job queue.
+type JobStore interface {
+	CountByState(ctx context.Context) (map[string]int64, error)
+	Recent(ctx context.Context, state string, limit int) ([]emi.Job, error)
+}
+
+// Jobs shows the background job queue to the back office.
+type Jobs struct {
+	store JobStore
+}
+
+// NewJobs returns the jobs service.
+func NewJobs(store JobStore) *Jobs { return &Jobs{store: store} }
+
+// Overview returns the counts by state and up to limit jobs of the given
+// state ("" for all), dead and stuck ones first (emi.PermViewJobs).
+func (j *Jobs) Overview(ctx context.Context, state string, limit int) (map[string]int64, []emi.Job, error) {
+	if err := require(ctx, emi.PermViewJobs); err != nil {
+		return nil, nil, err
+	}
+	valid := state == ""
+	for _, s := range emi.JobStates() {
+		valid = valid || string(s) == state
+	}
+	if !valid {
+		return nil, nil, emi.ErrStaffValidation.Field("state", "is not a job state")
+	}
+	counts, err := j.store.CountByState(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	jobs, err := j.store.Recent(ctx, state, limit)
+	return counts, jobs, err
+}

@@ -1,0 +1,52 @@
+package portal
+
+import (
+	"net/http"
+	"strconv"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// jobs (GET /jobs) shows the job queue: counts by state, then dead and
+// stuck jobs first (a running job past its lease is stuck: its worker died).
+func (p *Portal) jobs(w http.ResponseWriter, r *http.Request) {
+	state := r.URL.Query().Get("state")
+	counts, list, err := p.d.Jobs.Overview(r.Context(), state, 100)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	var tiles []pages.Tile
+	for _, st := range emi.JobStates() {
+		tiles = append(tiles, pages.Tile{Label: "Jobs " + string(st), Value: strconv.FormatInt(counts[string(st)], 10),
+			Href: "/backoffice/jobs?state=" + string(st)})
+	}
+	now := p.d.Now()
+	rows := make([]pages.JobRow, len(list))
+	for i, j := range list {
+		row := pages.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: string(j.State),
+			Attempt: strconv.Itoa(j.Attempt) + " of " + strconv.Itoa(j.MaxAttempts), RunAt: fmtTime(j.RunAt),
+			Updated: fmtTime(j.UpdatedAt), LastError: firstLine(j.LastError)}
+		switch {
+		case j.State == emi.JobDead:
+			row.StateTone = "bad"
+		case j.State == emi.JobRunning && !j.LockedUntil.IsZero() && j.LockedUntil.Before(now):
+			row.State, row.StateTone = "stuck", "warn"
+		case j.State == emi.JobSucceeded:
+			row.StateTone = "ok"
+		}
+		rows[i] = row
+	}
+	p.render(w, r, http.StatusOK, "Background jobs", pages.Jobs(tiles, state, rows))
+}
+
+// firstLine keeps the first line of an error (stacks stay in the database).
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
