@@ -24,6 +24,7 @@ import (
 	"emi/internal/seal"
 	"emi/internal/service"
 	"emi/internal/validate"
+	"emi/internal/webhook"
 	"emi/internal/worker"
 	"emi/static"
 	"emi/web"
@@ -51,6 +52,13 @@ type App struct {
 	Idempotency *service.Idempotency
 	Maintenance *service.Maintenance
 	Staff       *service.Staff
+
+	// WebhookStore keeps events, endpoints, deliveries and attempts;
+	// WebhookClient makes the HTTP attempts (behind the SSRF guard).
+	WebhookStore  *postgres.WebhookStore
+	WebhookClient *webhook.Client
+	Events        *service.Events
+	Webhooks      *service.Webhooks
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -99,11 +107,25 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Staff = service.NewStaff(db, a.StaffStore, keys, a.Audit, v,
 		service.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox}, now)
 	a.Maintenance = service.NewMaintenance(a.Jobs, a.Store, a.Idempotency, a.Staff, now)
+	a.WebhookStore = postgres.NewWebhookStore(db)
+	a.Events = service.NewEvents(db, a.WebhookStore, a.Jobs, now)
+	// Sandbox mode lets webhooks reach loopback over plain http (make run,
+	// tests); production only public https addresses, checked at
+	// registration and again at every dial (DNS rebinding).
+	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
+	a.WebhookClient = webhook.NewClient(guard, "emi-webhooks/1", webhook.WithClock(now))
+	a.Webhooks = service.NewWebhooks(db, a.WebhookStore, a.Events, a.Jobs, keys, a.Audit, a.WebhookClient, guard,
+		func(res emi.WebhookResult, failed int, elapsed time.Duration) (time.Duration, bool) {
+			return webhook.DelayAfter(res, failed, elapsed, nil)
+		}, service.WebhooksConfig{}, now)
 	return a
 }
 
-// Close closes the database.
-func (a *App) Close() error { return a.DB.Close() }
+// Close closes the database and the webhook client's idle connections.
+func (a *App) Close() error {
+	a.WebhookClient.CloseIdleConnections()
+	return a.DB.Close()
+}
 
 // Handler builds the HTTP handler with its metrics registered on a new
 // registry (served at /metrics). extra mounts test-only routes (nil in
@@ -144,6 +166,7 @@ func (a *App) Portal() *portal.Portal {
 		Search:     service.NewSearch(a.Partners.Search, a.Staff.Search),
 		JobCounts:  a.Jobs.CountByState,
 		Jobs:       service.NewJobs(a.Jobs),
+		Webhooks:   a.Webhooks,
 		Sessions:   a.Sessions,
 		TagSession: a.Sessions.TagSession,
 		Secure:     strings.HasPrefix(a.Config.PublicURL, "https://"),
@@ -154,7 +177,7 @@ func (a *App) Portal() *portal.Portal {
 // API builds the partner API.
 func (a *App) API() *api.API {
 	return api.New(api.Deps{
-		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners,
+		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 	})
 }
@@ -163,6 +186,7 @@ func (a *App) API() *api.API {
 func (a *App) Pool() *worker.Pool {
 	pool := worker.New(a.Jobs, worker.Config{Concurrency: a.Config.Workers, ShutdownTimeout: a.Config.ShutdownTimeout}, a.Logger)
 	pool.Handle(service.JobMaintenance, a.Maintenance.Run)
+	pool.Handle(service.JobWebhookDeliver, a.Webhooks.Deliver)
 	return pool
 }
 

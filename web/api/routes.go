@@ -20,6 +20,7 @@ type Deps struct {
 	Auth        *service.Auth
 	Idempotency *service.Idempotency
 	Partners    *service.Partners
+	Events      *service.Events
 	// RateLimit requests per RateWindow per API key; 0 disables limiting.
 	RateLimit  int
 	RateWindow time.Duration
@@ -30,12 +31,13 @@ type API struct {
 	auth     *service.Auth
 	idem     *service.Idempotency
 	partners *service.Partners
+	events   *service.Events
 	limiter  *httprate.RateLimiter
 }
 
 // New returns the API.
 func New(d Deps) *API {
-	a := &API{auth: d.Auth, idem: d.Idempotency, partners: d.Partners}
+	a := &API{auth: d.Auth, idem: d.Idempotency, partners: d.Partners, events: d.Events}
 	if d.RateLimit > 0 {
 		a.limiter = httprate.NewRateLimiter(d.RateLimit, d.RateWindow,
 			httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
@@ -51,6 +53,7 @@ func New(d Deps) *API {
 func (a *API) Routes(r chi.Router) {
 	r.Route("/v2", func(r chi.Router) {
 		a.handle(r, http.MethodGet, "/partner", op("partner_details", emi.ErrValidation, SmallBody), a.partnerDetails)
+		a.handle(r, http.MethodGet, "/events/{page}/{limit}", op("events_list", emi.ErrValidation, SmallBody), a.eventsList)
 	})
 }
 
