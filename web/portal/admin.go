@@ -2,6 +2,8 @@ package portal
 
 import (
 	"context"
+
+	"github.com/a-h/templ"
 	"net/http"
 	"slices"
 	"strings"
@@ -85,7 +87,13 @@ func (p *Portal) showCredentialsOnce(w http.ResponseWriter, r *http.Request, c p
 
 // partnerDetail (GET /partners/{id}).
 func (p *Portal) partnerDetail(w http.ResponseWriter, r *http.Request) {
-	pt, keys, err := p.d.Partners.Get(r.Context(), param(r, "id"))
+	p.renderPartner(w, r, http.StatusOK, param(r, "id"), "", nil)
+}
+
+// renderPartner renders a partner's page: details, keys and, for roles that
+// may see them, its webhook endpoints (with the endpoint form's state).
+func (p *Portal) renderPartner(w http.ResponseWriter, r *http.Request, status int, id, newURL string, errs map[string]string) {
+	pt, keys, err := p.d.Partners.Get(r.Context(), id)
 	if err != nil {
 		p.renderError(w, r, err)
 		return
@@ -102,7 +110,16 @@ func (p *Portal) partnerDetail(w http.ResponseWriter, r *http.Request) {
 		}
 		rows[i] = row
 	}
-	p.render(w, r, http.StatusOK, pt.Name, pages.PartnerDetail(partnerRow(pt), rows, canDo(r, emi.PermManagePartners)))
+	content := []templ.Component{pages.PartnerDetail(partnerRow(pt), rows, canDo(r, emi.PermManagePartners))}
+	hooks, err := p.webhooksSection(r, id, newURL, errs)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	if hooks != nil {
+		content = append(content, hooks)
+	}
+	p.render(w, r, status, pt.Name, templ.Join(content...))
 }
 
 // partnerProcessing (POST /partners/{id}/processing).

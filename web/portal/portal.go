@@ -68,6 +68,7 @@ type Deps struct {
 	Audit    *service.Auditor
 	Search   *service.Search
 	Jobs     *service.Jobs
+	Webhooks WebhookService
 	// JobCounts returns background jobs by state for the dashboard.
 	JobCounts func(ctx context.Context) (map[string]int64, error)
 	// Sessions is the scs store (our PostgreSQL store).

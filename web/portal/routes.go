@@ -48,6 +48,14 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys/{key}/rotate", p.partnerKeyRotate)
 		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys/{key}/revoke", p.partnerKeyRevoke)
 
+		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks", p.webhookAdd)
+		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks/{ep}/test", p.webhookTest)
+		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks/{ep}/rotate", p.webhookRotate)
+		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks/{ep}/enable", p.webhookEnable)
+		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks/{ep}/disable", p.webhookDisable)
+		r.With(p.requirePerm(emi.PermViewWebhooks)).Get("/partners/{id}/events", p.eventsLog)
+		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/deliveries/{delivery}/replay", p.replayDelivery)
+
 		r.With(p.requirePerm(emi.PermViewAudit)).Get("/audit", p.audit)
 		r.With(p.requirePerm(emi.PermViewJobs)).Get("/jobs", p.jobs)
 	})

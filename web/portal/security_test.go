@@ -23,14 +23,27 @@ type fixture struct {
 	env      *apptest.Env
 	partner  *apptest.Partner
 	targetID string // a staff user that actions may be applied to (auditor)
+	// endpointID and deliveryID fill {ep} and {delivery}: the fixture
+	// partner's webhook endpoint and a delivery of a test event to it.
+	endpointID, deliveryID string
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	env := apptest.New(t, apptest.Options{})
 	env.SeedStaff(t)
-	f := &fixture{env: env, partner: env.NewPartner(t, emi.PartnerCreate{Name: "Fixture Partner"})}
+	f := &fixture{env: env, partner: env.NewPartner(t, emi.PartnerCreate{Name: "Fixture Partner", WebhookURL: "http://127.0.0.1:9/hooks"})}
 	if err := env.App.DB.Get(&f.targetID, `SELECT id FROM staff_users WHERE email = $1`, apptest.AuditorEmail); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.App.DB.Get(&f.endpointID, `SELECT id FROM webhook_endpoints WHERE partner_id = $1`, f.partner.ID); err != nil {
+		t.Fatal(err)
+	}
+	ctx := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
+	if _, err := env.App.Webhooks.SendTest(ctx, f.endpointID); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.App.DB.Get(&f.deliveryID, `SELECT id FROM webhook_deliveries WHERE endpoint_id = $1`, f.endpointID); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -38,7 +51,7 @@ func newFixture(t *testing.T) *fixture {
 
 // path fills a route pattern with the fixture's ids.
 func (f *fixture) path(route string) string {
-	r := strings.NewReplacer("{id}", f.idFor(route), "{key}", f.partner.KeyID)
+	r := strings.NewReplacer("{id}", f.idFor(route), "{key}", f.partner.KeyID, "{ep}", f.endpointID, "{delivery}", f.deliveryID)
 	return "/backoffice" + r.Replace(route)
 }
 
@@ -173,31 +186,38 @@ func TestRoleRouteMatrix(t *testing.T) {
 	// allowed lists the roles (by e-mail) that may use a protected route;
 	// "*" means every signed-in user.
 	allowed := map[string][]string{
-		"GET /":                                 {"*"},
-		"GET /search":                           {"*"},
-		"GET /account":                          {"*"},
-		"POST /account/password":                {"*"},
-		"POST /account/recovery-codes":          {"*"},
-		"POST /account/signout-everywhere":      {"*"},
-		"GET /staff":                            {apptest.AdminEmail, apptest.AuditorEmail},
-		"GET /staff/{id}":                       {apptest.AdminEmail, apptest.AuditorEmail},
-		"GET /staff/new":                        {apptest.AdminEmail},
-		"POST /staff":                           {apptest.AdminEmail},
-		"POST /staff/{id}/roles":                {apptest.AdminEmail},
-		"POST /staff/{id}/disable":              {apptest.AdminEmail},
-		"POST /staff/{id}/enable":               {apptest.AdminEmail},
-		"POST /staff/{id}/reset":                {apptest.AdminEmail},
-		"POST /staff/{id}/revoke-sessions":      {apptest.AdminEmail},
-		"GET /partners":                         {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.AuditorEmail},
-		"GET /partners/{id}":                    {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.AuditorEmail},
-		"GET /partners/new":                     {apptest.AdminEmail},
-		"POST /partners":                        {apptest.AdminEmail},
-		"POST /partners/{id}/processing":        {apptest.AdminEmail},
-		"POST /partners/{id}/keys":              {apptest.AdminEmail},
-		"POST /partners/{id}/keys/{key}/rotate": {apptest.AdminEmail},
-		"POST /partners/{id}/keys/{key}/revoke": {apptest.AdminEmail},
-		"GET /audit":                            {apptest.AdminEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
-		"GET /jobs":                             {apptest.AdminEmail, apptest.AuditorEmail},
+		"GET /":                                            {"*"},
+		"GET /search":                                      {"*"},
+		"GET /account":                                     {"*"},
+		"POST /account/password":                           {"*"},
+		"POST /account/recovery-codes":                     {"*"},
+		"POST /account/signout-everywhere":                 {"*"},
+		"GET /staff":                                       {apptest.AdminEmail, apptest.AuditorEmail},
+		"GET /staff/{id}":                                  {apptest.AdminEmail, apptest.AuditorEmail},
+		"GET /staff/new":                                   {apptest.AdminEmail},
+		"POST /staff":                                      {apptest.AdminEmail},
+		"POST /staff/{id}/roles":                           {apptest.AdminEmail},
+		"POST /staff/{id}/disable":                         {apptest.AdminEmail},
+		"POST /staff/{id}/enable":                          {apptest.AdminEmail},
+		"POST /staff/{id}/reset":                           {apptest.AdminEmail},
+		"POST /staff/{id}/revoke-sessions":                 {apptest.AdminEmail},
+		"GET /partners":                                    {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.AuditorEmail},
+		"GET /partners/{id}":                               {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.AuditorEmail},
+		"GET /partners/new":                                {apptest.AdminEmail},
+		"POST /partners":                                   {apptest.AdminEmail},
+		"POST /partners/{id}/processing":                   {apptest.AdminEmail},
+		"POST /partners/{id}/keys":                         {apptest.AdminEmail},
+		"POST /partners/{id}/keys/{key}/rotate":            {apptest.AdminEmail},
+		"POST /partners/{id}/keys/{key}/revoke":            {apptest.AdminEmail},
+		"GET /audit":                                       {apptest.AdminEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"GET /jobs":                                        {apptest.AdminEmail, apptest.AuditorEmail},
+		"POST /partners/{id}/webhooks":                     {apptest.AdminEmail},
+		"POST /partners/{id}/webhooks/{ep}/test":           {apptest.AdminEmail},
+		"POST /partners/{id}/webhooks/{ep}/rotate":         {apptest.AdminEmail},
+		"POST /partners/{id}/webhooks/{ep}/enable":         {apptest.AdminEmail},
+		"POST /partners/{id}/webhooks/{ep}/disable":        {apptest.AdminEmail},
+		"GET /partners/{id}/events":                        {apptest.AdminEmail, apptest.AuditorEmail},
+		"POST /partners/{id}/deliveries/{delivery}/replay": {apptest.AdminEmail},
 	}
 	publicRoutes := map[string]bool{
 		"GET /signin": true, "POST /signin": true, "GET /signin/totp": true, "POST /signin/totp": true,
@@ -429,5 +449,14 @@ func TestHTTPSDeploymentHardensCookieAndTransport(t *testing.T) {
 	}
 	if portal.IdleTimeout > 30*time.Minute || portal.Lifetime > 12*time.Hour {
 		t.Errorf("session timeouts %s idle / %s absolute exceed the policy (30 min / 12 h)", portal.IdleTimeout, portal.Lifetime)
+	}
+}
+
+// Every back-office error has a text for people (not the generic fallback).
+func TestEveryPortalErrorHasAMessage(t *testing.T) {
+	for _, e := range append(emi.PortalCatalogue(), emi.WebhookCatalogue()...) {
+		if m := portal.Message(e); strings.Contains(m, "could not be completed") {
+			t.Errorf("%d %s has no message", e.Code, e.Key)
+		}
 	}
 }

@@ -1,0 +1,231 @@
+package portal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// WebhookService is what the portal needs of service.Webhooks.
+type WebhookService interface {
+	AddEndpoint(ctx context.Context, partnerID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, string, error)
+	SetEndpointEnabled(ctx context.Context, endpointID string, enabled bool) error
+	RotateEndpointSecret(ctx context.Context, endpointID string) (string, time.Time, error)
+	Endpoints(ctx context.Context, partnerID string) ([]emi.WebhookEndpoint, error)
+	SendTest(ctx context.Context, endpointID string) (emi.Event, error)
+	Replay(ctx context.Context, deliveryID string) error
+	EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error)
+}
+
+// webhooksSection renders the partner's endpoints for its page (nil when
+// the role may not see webhooks).
+func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs map[string]string) (templ.Component, error) {
+	if !canDo(r, emi.PermViewWebhooks) {
+		return nil, nil
+	}
+	eps, err := p.d.Webhooks.Endpoints(r.Context(), partnerID)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]pages.EndpointRow, len(eps))
+	now := p.d.Now()
+	for i, e := range eps {
+		row := pages.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Enabled: e.Enabled,
+			Types: "all", Status: "enabled", StatusTone: "ok", SuccessRate: "no attempts"}
+		if len(e.EventTypes) > 0 {
+			names := make([]string, len(e.EventTypes))
+			for j, t := range e.EventTypes {
+				names[j] = string(t)
+			}
+			row.Types = strings.Join(names, ", ")
+		}
+		if !e.Enabled {
+			row.Status, row.StatusTone = "disabled", "bad"
+			if e.DisabledReason != "" {
+				row.Status = "disabled: " + e.DisabledReason
+			}
+		} else if e.FailingSince != nil {
+			row.Status, row.StatusTone = "failing", "warn"
+		}
+		if e.FailingSince != nil {
+			row.FailingSince = fmtTime(*e.FailingSince)
+		}
+		if rate, ok := e.Health.SuccessRate(); ok {
+			row.SuccessRate = fmt.Sprintf("%.0f %% of %d", rate*100, e.Health.Attempts)
+		}
+		if e.Health.LastAttemptAt != nil {
+			row.LastAttempt = fmtTime(*e.Health.LastAttemptAt)
+		}
+		if e.PreviousValidUntil != nil && now.Before(*e.PreviousValidUntil) {
+			row.Rotating = fmtTime(*e.PreviousValidUntil)
+		}
+		rows[i] = row
+	}
+	return pages.Webhooks(pages.WebhooksView{PartnerID: partnerID, Endpoints: rows,
+		CanManage: canDo(r, emi.PermManageWebhooks), NewURL: newURL, Errors: errs}), nil
+}
+
+// webhookAdd (POST /partners/{id}/webhooks) registers an endpoint and shows
+// its signing secret once.
+func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	var types []emi.EventType
+	for _, t := range strings.Split(r.PostFormValue("event_types"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			types = append(types, emi.EventType(t))
+		}
+	}
+	url := strings.TrimSpace(r.PostFormValue("url"))
+	_, secret, err := p.d.Webhooks.AddEndpoint(r.Context(), id, url, "", types)
+	if err != nil {
+		if k := emi.AsError(err).Kind; k != emi.KindInvalid {
+			p.renderError(w, r, err)
+			return
+		}
+		errs, banner := fieldErrors(err)
+		if len(errs) == 0 {
+			errs = map[string]string{"url": banner}
+		}
+		if _, ok := errs["event_types"]; !ok {
+			for k, v := range errs {
+				if strings.HasPrefix(k, "types") {
+					errs["event_types"] = v
+				}
+			}
+		}
+		p.renderPartner(w, r, http.StatusUnprocessableEntity, id, url, errs)
+		return
+	}
+	p.showCredentialsOnce(w, r, pages.Credentials{WebhookSecret: secret, APISecret: ""}, "/backoffice/partners/"+id)
+}
+
+// webhookTest (POST /partners/{id}/webhooks/{ep}/test) sends a test event.
+func (p *Portal) webhookTest(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	if _, err := p.d.Webhooks.SendTest(r.Context(), param(r, "ep")); err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	p.flash(r.Context(), "ok", "A test event was queued; its delivery shows below within seconds.")
+	redirect(w, r, "/backoffice/partners/"+id+"/events?type="+string(emi.EventWebhookTest))
+}
+
+// webhookRotate (POST /partners/{id}/webhooks/{ep}/rotate) shows the new
+// secret once; the old one keeps signing until the overlap ends.
+func (p *Portal) webhookRotate(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	secret, until, err := p.d.Webhooks.RotateEndpointSecret(r.Context(), param(r, "ep"))
+	if err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	p.flash(r.Context(), "info", "Deliveries carry both signatures until "+fmtTime(until)+" UTC.")
+	p.showCredentialsOnce(w, r, pages.Credentials{WebhookSecret: secret}, "/backoffice/partners/"+id)
+}
+
+// webhookEnable and webhookDisable (POST /partners/{id}/webhooks/{ep}/…).
+func (p *Portal) webhookEnable(w http.ResponseWriter, r *http.Request)  { p.webhookSet(w, r, true) }
+func (p *Portal) webhookDisable(w http.ResponseWriter, r *http.Request) { p.webhookSet(w, r, false) }
+
+func (p *Portal) webhookSet(w http.ResponseWriter, r *http.Request, enabled bool) {
+	id := param(r, "id")
+	if err := p.d.Webhooks.SetEndpointEnabled(r.Context(), param(r, "ep"), enabled); err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	p.flash(r.Context(), "ok", map[bool]string{true: "The endpoint was enabled.", false: "The endpoint was disabled."}[enabled])
+	redirect(w, r, "/backoffice/partners/"+id)
+}
+
+// replayDelivery (POST /partners/{id}/deliveries/{delivery}/replay) makes a
+// new attempt now (audited by the service).
+func (p *Portal) replayDelivery(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	if err := p.d.Webhooks.Replay(r.Context(), param(r, "delivery")); err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id+"/events")
+		return
+	}
+	p.flash(r.Context(), "ok", "A new delivery attempt was queued.")
+	redirect(w, r, "/backoffice/partners/"+id+"/events")
+}
+
+// eventsLog (GET /partners/{id}/events) is the delivery log.
+func (p *Portal) eventsLog(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	q := r.URL.Query()
+	f := emi.EventLogFilter{PartnerID: id, Type: emi.EventType(q.Get("type")), ResourceToken: q.Get("resource"), Limit: 20}
+	view := pages.EventsFilter{Type: q.Get("type"), Resource: q.Get("resource"), From: q.Get("from"), To: q.Get("to")}
+	if t, err := time.Parse("2006-01-02", q.Get("from")); err == nil {
+		f.From = t
+	}
+	if t, err := time.Parse("2006-01-02", q.Get("to")); err == nil {
+		f.To = t.AddDate(0, 0, 1)
+	}
+	f.Page, _ = strconv.Atoi(q.Get("page"))
+	if f.Page < 1 {
+		f.Page = 1
+	}
+	pt, _, err := p.d.Partners.Get(r.Context(), id)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	log, err := p.d.Webhooks.EventsLog(r.Context(), f)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	rows := make([]pages.EventRow, len(log.Items))
+	for i, e := range log.Items {
+		data, _ := json.Marshal(e.Data)
+		row := pages.EventRow{ID: e.ID, Type: string(e.Type), Resource: e.ResourceToken, CreatedAt: fmtTime(e.CreatedAt), Data: string(data)}
+		for _, d := range e.Deliveries {
+			dr := pages.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL, State: string(d.State), StateTone: deliveryTone(d.State)}
+			for _, a := range d.AttemptLog {
+				ar := pages.AttemptRow{At: fmtTime(a.StartedAt), Latency: a.Latency.Round(time.Millisecond).String(),
+					Response: a.ResponseExcerpt, Error: a.Error, Replay: a.Replay, Status: "no answer", StatusTone: "bad"}
+				if a.Status != 0 {
+					ar.Status = strconv.Itoa(a.Status)
+					if a.Status >= 200 && a.Status < 300 {
+						ar.StatusTone = "ok"
+					}
+				}
+				dr.Attempts = append(dr.Attempts, ar)
+			}
+			row.Deliveries = append(row.Deliveries, dr)
+		}
+		rows[i] = row
+	}
+	var prev, next string
+	if int64(f.Page*f.Limit) < log.Total {
+		nq := cloneQuery(q)
+		nq.Set("page", strconv.Itoa(f.Page+1))
+		next = "/backoffice/partners/" + id + "/events?" + nq.Encode()
+	}
+	if f.Page > 1 {
+		pq := cloneQuery(q)
+		pq.Set("page", strconv.Itoa(f.Page-1))
+		prev = "/backoffice/partners/" + id + "/events?" + pq.Encode()
+	}
+	p.render(w, r, http.StatusOK, "Delivery log · "+pt.Name,
+		pages.Events(id, view, emi.EventTypeNames(), rows, canDo(r, emi.PermManageWebhooks), prev, next))
+}
+
+func deliveryTone(s emi.DeliveryState) string {
+	switch s {
+	case emi.DeliverySucceeded:
+		return "ok"
+	case emi.DeliveryFailed, emi.DeliveryCanceled:
+		return "bad"
+	}
+	return "warn"
+}

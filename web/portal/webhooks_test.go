@@ -1,0 +1,161 @@
+package portal_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"emi/internal/app/apptest"
+	"emi/internal/emi"
+)
+
+// receiver is a loopback webhook endpoint that counts what it gets.
+type receiver struct {
+	*httptest.Server
+	hits   atomic.Int32
+	status atomic.Int32
+}
+
+func newReceiver(t *testing.T) *receiver {
+	t.Helper()
+	rc := &receiver{}
+	rc.status.Store(http.StatusOK)
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Header.Get("webhook-signature") == "" || r.Header.Get("webhook-id") == "" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		rc.hits.Add(1)
+		w.WriteHeader(int(rc.status.Load()))
+		_, _ = w.Write([]byte("received"))
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// runWorkers runs the app's job pool until the test ends.
+func runWorkers(t *testing.T, env *apptest.Env) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = env.App.Pool().Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if ok() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func TestWebhookScreens(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rc := newReceiver(t)
+	runWorkers(t, f.env)
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	partnerPage := "/backoffice/partners/" + f.partner.ID
+
+	var epID string
+	t.Run("adding an endpoint shows its signing secret once", func(t *testing.T) {
+		p := admin.Post(t, partnerPage+"/webhooks", url.Values{"url": {rc.URL + "/hooks"}, "event_types": {"card.activated, account.status_changed"}})
+		m := regexp.MustCompile(`data-testid="webhook-secret">(whsec_[A-Za-z0-9+/=]+)<`).FindStringSubmatch(p.Body)
+		if p.Status != http.StatusOK || m == nil {
+			errs := regexp.MustCompile(`class="field-error"[^>]*>([^<]+)<|class="flash bad"[^>]*>([^<]+)<`).FindAllString(p.Body, -1)
+			t.Fatalf("add endpoint: HTTP %d, no secret; errors %v", p.Status, errs)
+		}
+		if strings.Contains(p.Body, `data-testid="api-secret"`) {
+			t.Fatal("the page shows an empty API secret row")
+		}
+		if strings.Contains(admin.Get(t, partnerPage).Body, m[1]) {
+			t.Fatal("the webhook secret is shown again on the partner page")
+		}
+		if err := f.env.App.DB.Get(&epID, `SELECT id FROM webhook_endpoints WHERE url = $1`, rc.URL+"/hooks"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a bad URL or event type re-renders the page with the error", func(t *testing.T) {
+		p := admin.Post(t, partnerPage+"/webhooks", url.Values{"url": {"ftp://example.com"}})
+		if p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, `id="url-error"`) {
+			t.Fatalf("bad URL: HTTP %d", p.Status)
+		}
+		p = admin.Post(t, partnerPage+"/webhooks", url.Values{"url": {rc.URL + "/x"}, "event_types": {"card.exploded"}})
+		if p.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("bad event type: HTTP %d", p.Status)
+		}
+	})
+	t.Run("send test event is delivered and shown in the delivery log with its attempt", func(t *testing.T) {
+		before := rc.hits.Load()
+		p := admin.Post(t, partnerPage+"/webhooks/"+epID+"/test", url.Values{})
+		if p.Status != http.StatusSeeOther || !strings.Contains(p.Location, "/events") {
+			t.Fatalf("send test: HTTP %d to %q", p.Status, p.Location)
+		}
+		waitUntil(t, "the test event to arrive", func() bool { return rc.hits.Load() > before })
+		waitUntil(t, "the attempt to be logged", func() bool {
+			return strings.Contains(admin.Get(t, partnerPage+"/events?type=webhook.test").Body, ">received<")
+		})
+		log := admin.Get(t, partnerPage+"/events?type=webhook.test")
+		if !strings.Contains(log.Body, ">succeeded<") || !strings.Contains(log.Body, ">200<") {
+			t.Fatal("the delivery log does not show the succeeded attempt with its status")
+		}
+	})
+	t.Run("replay makes a new attempt marked replay and is audited", func(t *testing.T) {
+		var deliveryID string
+		if err := f.env.App.DB.Get(&deliveryID, `SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY created_at LIMIT 1`, epID); err != nil {
+			t.Fatal(err)
+		}
+		before := rc.hits.Load()
+		p := admin.Post(t, partnerPage+"/deliveries/"+deliveryID+"/replay", url.Values{})
+		if p.Status != http.StatusSeeOther {
+			t.Fatalf("replay: HTTP %d", p.Status)
+		}
+		waitUntil(t, "the replayed delivery", func() bool { return rc.hits.Load() > before })
+		waitUntil(t, "the replay attempt to be logged", func() bool {
+			return strings.Contains(admin.Get(t, partnerPage+"/events?type=webhook.test").Body, ">replay<")
+		})
+		var n int
+		_ = f.env.App.DB.Get(&n, `SELECT count(*) FROM audit_log WHERE action LIKE '%replay%' AND actor_type = 'staff'`)
+		if n == 0 {
+			t.Fatal("no audit row for the replay")
+		}
+	})
+	t.Run("disabling and enabling the endpoint shows on the partner page", func(t *testing.T) {
+		admin.Post(t, partnerPage+"/webhooks/"+epID+"/disable", url.Values{})
+		if !strings.Contains(admin.Get(t, partnerPage).Body, ">disabled") {
+			t.Fatal("the endpoint is not shown disabled")
+		}
+		admin.Post(t, partnerPage+"/webhooks/"+epID+"/enable", url.Values{})
+		var enabled bool
+		_ = f.env.App.DB.Get(&enabled, `SELECT enabled FROM webhook_endpoints WHERE id = $1`, epID)
+		if !enabled {
+			t.Fatal("enable did not enable")
+		}
+	})
+	t.Run("the auditor sees the log but no replay or management buttons", func(t *testing.T) {
+		au := f.env.NewBrowser()
+		au.SignIn(t, apptest.AuditorEmail)
+		log := au.Get(t, partnerPage+"/events")
+		if log.Status != http.StatusOK || strings.Contains(log.Body, `data-testid="replay"`) {
+			t.Fatalf("auditor log: HTTP %d, replay button shown: %v", log.Status, strings.Contains(log.Body, `data-testid="replay"`))
+		}
+		if pg := au.Get(t, partnerPage); strings.Contains(pg.Body, `data-testid="send-test"`) || strings.Contains(pg.Body, `data-testid="endpoint-form"`) {
+			t.Fatal("the auditor gets endpoint management controls")
+		}
+	})
+	_ = emi.EventWebhookTest
+}
