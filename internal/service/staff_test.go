@@ -414,7 +414,10 @@ func TestTOTP(t *testing.T) {
 			switch {
 			case err == nil:
 				ok++
-			case !errors.Is(err, emi.ErrTOTPInvalid):
+			// The losers are refused as a reused code, or, once five of
+			// them have failed, by the sign-in throttle: second-factor
+			// failures count against it too.
+			case !errors.Is(err, emi.ErrTOTPInvalid) && !errors.Is(err, emi.ErrSignInThrottled):
 				t.Errorf("unexpected error %v", err)
 			}
 		}
@@ -734,12 +737,19 @@ func TestSignInTakesAboutAsLongForAnUnknownEmailAsForAWrongPassword(t *testing.T
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 		return (ds[len(ds)/2-1] + ds[len(ds)/2]) / 2
 	}
-	mu, mw := median(unknown), median(wrong)
-	diff := mu - mw
+	// The pairs ran back to back, so the median of their differences
+	// cancels load that drifts while the test runs (other test binaries
+	// share the CPU).
+	pairs := make([]time.Duration, tries)
+	for i := range pairs {
+		pairs[i] = unknown[i] - wrong[i]
+	}
+	diff := median(pairs)
 	if diff < 0 {
 		diff = -diff
 	}
-	t.Logf("median sign-in: unknown e-mail %v, wrong password %v, difference %v", mu, mw, diff)
+	mu, mw := median(unknown), median(wrong)
+	t.Logf("median sign-in: unknown e-mail %v, wrong password %v, median paired difference %v", mu, mw, diff)
 	if diff >= 10*time.Millisecond {
 		t.Fatalf("median difference %v, want < 10 ms", diff)
 	}
