@@ -138,6 +138,13 @@ func TestMigrateSeedAndPartnerCreate(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "https") {
 		t.Fatalf("plain-http webhook in production: want refusal, got %v", err)
 	}
+	// The SSRF guard: internal targets are refused in production, also
+	// over https.
+	for _, u := range []string{"https://127.0.0.1/h", "https://10.0.0.8/h", "https://169.254.169.254/latest"} {
+		if _, _, err = runCmd(t, prod, "partner", "create", "--name", "Prod", "--webhook-url", u); err == nil {
+			t.Fatalf("webhook %s in production: want refusal", u)
+		}
+	}
 }
 
 func TestHelp(t *testing.T) {

@@ -98,8 +98,12 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Jobs = postgres.NewJobs(db)
 	v := validate.New()
 	a.Audit = service.NewAuditor(a.Store)
+	// Sandbox mode lets webhooks reach loopback over plain http (make run,
+	// tests); production only public https addresses, checked at
+	// registration and again at every dial (DNS rebinding).
+	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
 	a.Partners = service.NewPartners(db, a.Store, keys, a.Audit, v,
-		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Sandbox: cfg.Mode == config.ModeSandbox}, now)
+		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, URLs: guard}, now)
 	a.Auth = service.NewAuth(a.Store, a.Store, keys, service.AuthConfig{Window: cfg.AuthWindow}, now)
 	a.Idempotency = service.NewIdempotency(db, a.Store, now)
 	a.StaffStore = postgres.NewStaffStore(db)
@@ -109,10 +113,6 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Maintenance = service.NewMaintenance(a.Jobs, a.Store, a.Idempotency, a.Staff, now)
 	a.WebhookStore = postgres.NewWebhookStore(db)
 	a.Events = service.NewEvents(db, a.WebhookStore, a.Jobs, now)
-	// Sandbox mode lets webhooks reach loopback over plain http (make run,
-	// tests); production only public https addresses, checked at
-	// registration and again at every dial (DNS rebinding).
-	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
 	a.WebhookClient = webhook.NewClient(guard, "emi-webhooks/1", webhook.WithClock(now))
 	a.Webhooks = service.NewWebhooks(db, a.WebhookStore, a.Events, a.Jobs, keys, a.Audit, a.WebhookClient, guard,
 		func(res emi.WebhookResult, failed int, elapsed time.Duration) (time.Duration, bool) {

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"net/url"
 	"strings"
 	"time"
 
@@ -42,8 +41,10 @@ type StoredKey struct {
 type PartnersConfig struct {
 	// SecretOverlap is how long a rotated secret keeps working.
 	SecretOverlap time.Duration
-	// Sandbox allows plain-http webhook URLs (loopback and development).
-	Sandbox bool
+	// URLs checks webhook URLs given at creation: the same SSRF guard as
+	// endpoints added later (https to public addresses; plain http to
+	// loopback only in the sandbox).
+	URLs URLChecker
 }
 
 // Partners manages partners, API keys and their secrets.
@@ -91,7 +92,7 @@ func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.Partne
 		return emi.PartnerCredentials{}, err
 	}
 	if in.WebhookURL != "" {
-		if msg := s.checkWebhookURL(in.WebhookURL); msg != "" {
+		if msg := s.checkWebhookURL(ctx, in.WebhookURL); msg != "" {
 			return emi.PartnerCredentials{}, emi.ErrPartnerValidation.Field("webhook_url", msg)
 		}
 	}
@@ -149,23 +150,17 @@ func (s *Partners) insertKey(ctx context.Context, partnerID string) (keyID, apiK
 	return keyID, apiKey, secret, nil
 }
 
-// checkWebhookURL returns why u is not acceptable, or "". Production needs
-// https; the sandbox also accepts plain http (for loopback receivers).
-func (s *Partners) checkWebhookURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil || p.Host == "" || p.User != nil {
-		return "must be an absolute URL without credentials"
+// checkWebhookURL returns why u is not acceptable, or "". Without a
+// checker every URL is refused: a partner must never get an unchecked
+// webhook target.
+func (s *Partners) checkWebhookURL(ctx context.Context, u string) string {
+	if s.cfg.URLs == nil {
+		return "cannot be checked: no URL checker configured"
 	}
-	switch p.Scheme {
-	case "https":
-		return ""
-	case "http":
-		if s.cfg.Sandbox {
-			return ""
-		}
-		return "must use https"
+	if err := s.cfg.URLs.CheckURL(ctx, u); err != nil {
+		return err.Error()
 	}
-	return "must use https"
+	return ""
 }
 
 // CreateKey adds an API key to a partner and returns its credentials (the
