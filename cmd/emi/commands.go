@@ -245,12 +245,11 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	// then the workers finish their running jobs.
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
-	pool := a.Pool()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if err := pool.Run(workCtx); err != nil {
+		if err := a.RunWorkers(workCtx); err != nil {
 			logger.Error("worker pool stopped", "error", err)
 		}
 	}()

@@ -190,6 +190,17 @@ func (a *App) Pool() *worker.Pool {
 	return pool
 }
 
+// RunWorkers runs the background job pool until ctx ends, woken at once
+// by the commit of every enqueued job (LISTEN/NOTIFY, across processes)
+// and otherwise polling. It returns when the pool has stopped.
+func (a *App) RunWorkers(ctx context.Context) error {
+	pool := a.Pool()
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go postgres.ListenJobs(lctx, a.Config.DatabaseURL, pool.Notify, a.Logger)
+	return pool.Run(ctx)
+}
+
 // Health is nil when the database answers and its schema is current.
 func (a *App) Health(ctx context.Context) error {
 	if err := a.DB.PingContext(ctx); err != nil {

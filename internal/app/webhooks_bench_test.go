@@ -60,7 +60,7 @@ func emit(tb testing.TB, env *apptest.Env, partnerID string) (string, time.Time)
 func startPool(tb testing.TB, env *apptest.Env) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = env.App.Pool().Run(ctx) }()
+	go func() { defer close(done); _ = env.App.RunWorkers(ctx) }()
 	tb.Cleanup(func() { cancel(); <-done })
 }
 

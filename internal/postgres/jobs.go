@@ -111,6 +111,15 @@ func (s *Jobs) Enqueue(ctx context.Context, spec emi.JobSpec) (id int64, created
 			RETURNING id`,
 			spec.Kind, string(payload), maxAttempts, runAt, spec.UniqueKey)
 		if err == nil {
+			// Wake the workers of every process. PostgreSQL delivers a
+			// NOTIFY only when the transaction commits, so nobody is woken
+			// for a job that was rolled back. A job that runs later is found
+			// by the poll.
+			if spec.RunAt.IsZero() || !spec.RunAt.After(time.Now()) {
+				if _, err := ext.ExecContext(ctx, `SELECT pg_notify($1, $2)`, JobsChannel, spec.Kind); err != nil {
+					return 0, false, Translate(fmt.Errorf("enqueue job %s: notify: %w", spec.Kind, err))
+				}
+			}
 			return id, true, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
