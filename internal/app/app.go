@@ -184,7 +184,7 @@ func (a *App) API() *api.API {
 
 // Pool builds the worker pool with every job handler registered.
 func (a *App) Pool() *worker.Pool {
-	pool := worker.New(a.Jobs, worker.Config{Concurrency: a.Config.Workers, ShutdownTimeout: a.Config.ShutdownTimeout}, a.Logger)
+	pool := worker.New(a.Jobs, worker.Config{Concurrency: a.Config.Workers, ShutdownTimeout: a.Config.ShutdownTimeout, Lease: a.Config.JobLease}, a.Logger)
 	pool.Handle(service.JobMaintenance, a.Maintenance.Run)
 	pool.Handle(service.JobWebhookDeliver, a.Webhooks.Deliver)
 	return pool

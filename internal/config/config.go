@@ -50,6 +50,9 @@ type Config struct {
 
 	ShutdownTimeout time.Duration
 	Workers         int
+	// JobLease is how long a claimed job stays held without news from its
+	// worker: it bounds how late the jobs of a crashed process are retried.
+	JobLease time.Duration
 }
 
 // Vars documents every variable, for --help and the README.
@@ -69,6 +72,7 @@ var Vars = []struct{ Name, Default, Meaning string }{
 	{"EMI_SECRET_OVERLAP", "24h", "how long a rotated API secret stays valid"},
 	{"EMI_SHUTDOWN_TIMEOUT", "20s", "how long emi serve drains requests and jobs on SIGTERM"},
 	{"EMI_WORKERS", "4", "concurrent background jobs per emi serve process"},
+	{"EMI_JOB_LEASE", "30s", "how long a job stays claimed without a heartbeat (a crashed process's jobs wait this long)"},
 }
 
 // Load parses the environment. need lists what the calling subcommand
@@ -88,6 +92,7 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 		SecretOverlap:   24 * time.Hour,
 		ShutdownTimeout: 20 * time.Second,
 		Workers:         4,
+		JobLease:        30 * time.Second,
 	}
 	var errs []error
 	bad := func(name, why string) { errs = append(errs, fmt.Errorf("%s %s", name, why)) }
@@ -188,6 +193,7 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 	durVar("EMI_SECRET_OVERLAP", &c.SecretOverlap, 0)
 	durVar("EMI_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout, time.Second)
 	intVar("EMI_WORKERS", &c.Workers, 1)
+	durVar("EMI_JOB_LEASE", &c.JobLease, time.Second)
 
 	return c, errors.Join(errs...)
 }
