@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -25,44 +26,56 @@ import (
 	"emi/internal/service"
 )
 
-// W4: 1,000 events; the serving process is killed with SIGKILL while it
-// delivers them and started again. The receiver must see every event id at
-// least once, and a duplicate must carry the same body as the first copy.
-func TestWebhookDeliverySurvivesKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs two processes")
-	}
-	t.Parallel()
-	const events = 1000
+// hookSink counts webhook deliveries by id and checks duplicates carry the
+// first copy's body.
+type hookSink struct {
+	*httptest.Server
+	mu         sync.Mutex
+	bodies     map[string][32]byte
+	dups       int
+	mismatched int
+}
 
-	var mu sync.Mutex
-	bodies := map[string][32]byte{}
-	dups, mismatched := 0, 0
-	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func newHookSink(t *testing.T) *hookSink {
+	h := &hookSink{bodies: map[string][32]byte{}}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		time.Sleep(2 * time.Millisecond) // a receiver that takes a moment: deliveries are in flight at the kill
+		time.Sleep(2 * time.Millisecond) // a receiver that takes a moment: deliveries are in flight
 		id, sum := r.Header.Get("webhook-id"), sha256.Sum256(b)
-		mu.Lock()
-		if prev, seen := bodies[id]; seen {
-			dups++
+		h.mu.Lock()
+		if prev, seen := h.bodies[id]; seen {
+			h.dups++
 			if prev != sum {
-				mismatched++
+				h.mismatched++
 			}
 		} else {
-			bodies[id] = sum
+			h.bodies[id] = sum
 		}
-		mu.Unlock()
+		h.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	defer rc.Close()
-	received := func() int { mu.Lock(); defer mu.Unlock(); return len(bodies) }
+	t.Cleanup(h.Close)
+	return h
+}
 
-	vars := map[string]string{"DATABASE_URL": pgtest.URL(t), "EMI_MASTER_KEY": newKey(), "EMI_MODE": "sandbox",
-		"EMI_ADDR": "127.0.0.1:0", "EMI_WORKERS": "4", "EMI_JOB_LEASE": "2s", "EMI_LOG_LEVEL": "warn"}
-	if _, _, err := runCmd(t, vars, "migrate"); err != nil {
+func (h *hookSink) received() int { h.mu.Lock(); defer h.mu.Unlock(); return len(h.bodies) }
+
+// deliveryRig is a migrated database with one partner whose endpoint is the
+// sink, events committed before any server runs, and the built binary.
+type deliveryRig struct {
+	vars map[string]string
+	bin  string
+	sink *hookSink
+}
+
+func newDeliveryRig(t *testing.T, events int) *deliveryRig {
+	t.Helper()
+	r := &deliveryRig{sink: newHookSink(t), vars: map[string]string{"DATABASE_URL": pgtest.URL(t), "EMI_MASTER_KEY": newKey(),
+		"EMI_MODE": "sandbox", "EMI_ADDR": "127.0.0.1:0", "EMI_WORKERS": "4", "EMI_JOB_LEASE": "2s", "EMI_LOG_LEVEL": "warn"}}
+	if _, _, err := runCmd(t, r.vars, "migrate"); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := runCmd(t, vars, "partner", "create", "--name", "Crash Test", "--webhook-url", rc.URL+"/hooks", "--json")
+	out, _, err := runCmd(t, r.vars, "partner", "create", "--name", "Delivery Rig", "--webhook-url", r.sink.URL+"/hooks", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +83,7 @@ func TestWebhookDeliverySurvivesKill9(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &creds); err != nil {
 		t.Fatal(err)
 	}
-
-	// Commit the events before any server runs.
-	cfg, err := config.Load(env(vars), "db", "key")
+	cfg, err := config.Load(env(r.vars), "db", "key")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +91,7 @@ func TestWebhookDeliverySurvivesKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer a.Close()
 	var partnerID string
 	if err := a.DB.Get(&partnerID, `SELECT id FROM partners WHERE master_merchant = $1`, creds.Merchant); err != nil {
 		t.Fatal(err)
@@ -93,42 +105,59 @@ func TestWebhookDeliverySurvivesKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a.Close()
-
-	bin := filepath.Join(t.TempDir(), "emi")
-	if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	r.bin = filepath.Join(t.TempDir(), "emi")
+	if b, err := exec.Command("go", "build", "-o", r.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve")
-		for k, v := range vars {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"))
-		stdout, _ := cmd.StdoutPipe()
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// Wait until it serves.
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "serving on") {
-				go func() { _, _ = io.Copy(io.Discard, stdout) }()
-				return cmd
-			}
-		}
-		t.Fatalf("emi serve did not start: %s", stderr.String())
-		return nil
-	}
+	return r
+}
 
-	first := start()
-	deadline := time.Now().Add(30 * time.Second)
-	for received() < events/3 && time.Now().Before(deadline) {
+// serve starts `emi serve` and returns once it serves.
+func (r *deliveryRig) serve(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(r.bin, "serve")
+	for k, v := range r.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"))
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "serving on") {
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return cmd
+		}
+	}
+	t.Fatalf("emi serve did not start: %s", stderr.String())
+	return nil
+}
+
+func (r *deliveryRig) waitAll(events int, within time.Duration) {
+	for deadline := time.Now().Add(within); r.sink.received() < events && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// W4: 1,000 events; the serving process is killed with SIGKILL while it
+// delivers them and started again. The receiver must see every event id at
+// least once, and a duplicate must carry the same body as the first copy.
+func TestWebhookDeliverySurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs two processes")
+	}
+	t.Parallel()
+	const events = 1000
+	r := newDeliveryRig(t, events)
+	first := r.serve(t)
+	for deadline := time.Now().Add(30 * time.Second); r.sink.received() < events/3 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	atKill := received()
+	atKill := r.sink.received()
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -136,20 +165,62 @@ func TestWebhookDeliverySurvivesKill9(t *testing.T) {
 	if atKill >= events {
 		t.Fatalf("all %d events were delivered before the kill: the test proves nothing", events)
 	}
-
-	second := start()
+	second := r.serve(t)
 	defer func() { _ = second.Process.Signal(syscall.SIGTERM); _ = second.Wait() }()
-	deadline = time.Now().Add(60 * time.Second)
-	for received() < events && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	r.waitAll(events, 60*time.Second)
+	r.sink.mu.Lock()
+	defer r.sink.mu.Unlock()
+	t.Logf("killed after %d of %d events; %d duplicate deliveries after the restart", atKill, events, r.sink.dups)
+	if len(r.sink.bodies) != events {
+		t.Fatalf("the receiver saw %d distinct events, want %d: events were lost", len(r.sink.bodies), events)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	t.Logf("killed after %d of %d events; %d duplicate deliveries after the restart", atKill, events, dups)
-	if len(bodies) != events {
-		t.Fatalf("the receiver saw %d distinct events, want %d: events were lost", len(bodies), events)
+	if r.sink.mismatched != 0 {
+		t.Fatalf("%d duplicates carried another body than the first copy", r.sink.mismatched)
 	}
-	if mismatched != 0 {
-		t.Fatalf("%d duplicates carried another body than the first copy", mismatched)
+}
+
+// W5: two `emi serve` processes on one database drain 2,000 events: every
+// event arrives, duplicates stay under 0.1 %, and no delivery has two
+// attempts whose times overlap.
+func TestTwoServeProcessesDeliverEachEventOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs two processes")
+	}
+	t.Parallel()
+	const events = 2000
+	r := newDeliveryRig(t, events)
+	start := time.Now()
+	a, b := r.serve(t), r.serve(t)
+	defer func() {
+		for _, p := range []*exec.Cmd{a, b} {
+			_ = p.Process.Signal(syscall.SIGTERM)
+			_ = p.Wait()
+		}
+	}()
+	r.waitAll(events, 60*time.Second)
+	elapsed := time.Since(start)
+	r.sink.mu.Lock()
+	got, dups := len(r.sink.bodies), r.sink.dups
+	r.sink.mu.Unlock()
+	t.Logf("2 processes delivered %d events in %s (%.0f events/s incl. start-up), %d duplicates", got, elapsed.Round(time.Millisecond), float64(got)/elapsed.Seconds(), dups)
+	if got != events {
+		t.Fatalf("%d of %d events delivered", got, events)
+	}
+	if dups*1000 >= events {
+		t.Fatalf("%d duplicates, want under 0.1 %%", dups)
+	}
+	db, err := sql.Open("postgres", r.vars["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var overlaps int
+	if err := db.QueryRow(`SELECT count(*) FROM webhook_attempts x JOIN webhook_attempts y
+		ON x.delivery_id = y.delivery_id AND x.id < y.id
+		AND y.started_at < x.started_at + make_interval(secs => x.latency_ms / 1000.0)`).Scan(&overlaps); err != nil {
+		t.Fatal(err)
+	}
+	if overlaps != 0 {
+		t.Fatalf("%d pairs of attempts of one delivery overlap in time", overlaps)
 	}
 }
