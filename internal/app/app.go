@@ -102,8 +102,6 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	// tests); production only public https addresses, checked at
 	// registration and again at every dial (DNS rebinding).
 	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
-	a.Partners = service.NewPartners(db, a.Store, keys, a.Audit, v,
-		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, URLs: guard}, now)
 	a.Auth = service.NewAuth(a.Store, a.Store, keys, service.AuthConfig{Window: cfg.AuthWindow}, now)
 	a.Idempotency = service.NewIdempotency(db, a.Store, now)
 	a.StaffStore = postgres.NewStaffStore(db)
@@ -118,6 +116,8 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		func(res emi.WebhookResult, failed int, elapsed time.Duration) (time.Duration, bool) {
 			return webhook.DelayAfter(res, failed, elapsed, nil)
 		}, service.WebhooksConfig{}, now)
+	a.Partners = service.NewPartners(db, a.Store, keys, a.Audit, v,
+		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, now)
 	return a
 }
 

@@ -90,14 +90,6 @@ func (s *Store) CountPartners(ctx context.Context) (int64, error) {
 	return n, Translate(err)
 }
 
-// InsertWebhookEndpoint registers a webhook endpoint with its sealed secret.
-func (s *Store) InsertWebhookEndpoint(ctx context.Context, id, partnerID, url string, secretEnc []byte) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx,
-		`INSERT INTO webhook_endpoints (id, partner_id, url, secret_enc) VALUES ($1, $2, $3, $4)`,
-		id, partnerID, url, secretEnc)
-	return Translate(err)
-}
-
 type keyRow struct {
 	emi.PartnerKey
 	SecretEnc         []byte         `db:"secret_enc"`

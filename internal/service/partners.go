@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 type PartnerStore interface {
 	InsertPartner(ctx context.Context, p emi.Partner) error
 	InsertPartnerKey(ctx context.Context, k emi.PartnerKey, secretEnc []byte) error
-	InsertWebhookEndpoint(ctx context.Context, id, partnerID, url string, secretEnc []byte) error
 	// PartnerKeyByAPIKey returns the key, its partner and the sealed secrets.
 	// Returns emi.ErrPartnerKeyNotFound when there is no such key.
 	PartnerKeyByAPIKey(ctx context.Context, apiKey string) (StoredKey, error)
@@ -41,10 +41,15 @@ type StoredKey struct {
 type PartnersConfig struct {
 	// SecretOverlap is how long a rotated secret keeps working.
 	SecretOverlap time.Duration
-	// URLs checks webhook URLs given at creation: the same SSRF guard as
-	// endpoints added later (https to public addresses; plain http to
-	// loopback only in the sandbox).
-	URLs URLChecker
+	// Endpoints registers the webhook URL given at creation, exactly as an
+	// endpoint added later (same URL guard, secret, audit): service.Webhooks.
+	Endpoints EndpointAdder
+}
+
+// EndpointAdder registers a webhook endpoint and returns its signing secret;
+// service.Webhooks implements it.
+type EndpointAdder interface {
+	AddEndpoint(ctx context.Context, partnerID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, string, error)
 }
 
 // Partners manages partners, API keys and their secrets.
@@ -91,10 +96,8 @@ func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.Partne
 	if err := s.validate.Struct(in, emi.ErrPartnerValidation); err != nil {
 		return emi.PartnerCredentials{}, err
 	}
-	if in.WebhookURL != "" {
-		if msg := s.checkWebhookURL(ctx, in.WebhookURL); msg != "" {
-			return emi.PartnerCredentials{}, emi.ErrPartnerValidation.Field("webhook_url", msg)
-		}
+	if in.WebhookURL != "" && s.cfg.Endpoints == nil {
+		return emi.PartnerCredentials{}, emi.Internal(errors.New("partners: no endpoint registrar configured"))
 	}
 	p := emi.Partner{
 		ID:             NewToken(),
@@ -114,14 +117,9 @@ func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.Partne
 		}
 		creds.KeyID, creds.APIKey, creds.APISecret = keyID, apiKey, secret
 		if in.WebhookURL != "" {
-			epID := NewToken()
-			whsec, raw := newWebhookSecret()
-			enc, err := s.sealer.Seal(raw, webhookSecretContext(epID))
+			_, whsec, err := s.cfg.Endpoints.AddEndpoint(ctx, p.ID, in.WebhookURL, "", nil)
 			if err != nil {
-				return emi.Internal(err)
-			}
-			if err := s.store.InsertWebhookEndpoint(ctx, epID, p.ID, in.WebhookURL, enc); err != nil {
-				return err
+				return asPartnerField(err, "webhook_url")
 			}
 			creds.WebhookSecret = whsec
 		}
@@ -150,17 +148,18 @@ func (s *Partners) insertKey(ctx context.Context, partnerID string) (keyID, apiK
 	return keyID, apiKey, secret, nil
 }
 
-// checkWebhookURL returns why u is not acceptable, or "". Without a
-// checker every URL is refused: a partner must never get an unchecked
-// webhook target.
-func (s *Partners) checkWebhookURL(ctx context.Context, u string) string {
-	if s.cfg.URLs == nil {
-		return "cannot be checked: no URL checker configured"
+// asPartnerField reports a webhook validation error on the partner form's
+// field (the endpoint's "url" is the partner's "webhook_url").
+func asPartnerField(err error, field string) error {
+	var e *emi.Error
+	if !errors.As(err, &e) || !errors.Is(err, emi.ErrWebhookValidation) {
+		return err
 	}
-	if err := s.cfg.URLs.CheckURL(ctx, u); err != nil {
-		return err.Error()
+	out := emi.ErrPartnerValidation
+	for _, f := range e.Fields {
+		out = out.Field(field, f.Message)
 	}
-	return ""
+	return out
 }
 
 // CreateKey adds an API key to a partner and returns its credentials (the

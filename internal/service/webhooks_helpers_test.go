@@ -136,7 +136,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 	e.events = service.NewEvents(db, e.store, e.jobs, e.clock.Now)
 	e.hooks = e.newWebhooks(e.recv, e.clock.Now)
 	e.partners = service.NewPartners(db, postgres.NewStore(db), keys, e.audit, validate.New(),
-		service.PartnersConfig{SecretOverlap: time.Hour, URLs: allowAll{}}, e.clock.Now)
+		service.PartnersConfig{SecretOverlap: time.Hour, Endpoints: e.hooks}, e.clock.Now)
 	return e
 }
 
@@ -352,8 +352,3 @@ func rawSecret(t *testing.T, whsec string) []byte {
 	}
 	return b
 }
-
-// allowAll accepts every URL (these tests deliver to a fake receiver).
-type allowAll struct{}
-
-func (allowAll) CheckURL(context.Context, string) error { return nil }

@@ -83,6 +83,16 @@ func TestPartnersScreens(t *testing.T) {
 		if rowCounts(t, f.env)["partners"] != before {
 			t.Fatal("an invalid form created a partner")
 		}
+		// A valid name with a refused webhook URL: the guard's reason on
+		// the webhook_url field, and the whole creation rolled back.
+		keysBefore := rowCounts(t, f.env)["partner_keys"]
+		p = admin.Post(t, "/backoffice/partners", url.Values{"name": {"Guarded Ltd"}, "webhook_url": {"http://10.0.0.8/hooks"}})
+		if p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, `id="webhook_url-error"`) {
+			t.Fatalf("internal webhook URL: HTTP %d", p.Status)
+		}
+		if counts := rowCounts(t, f.env); counts["partners"] != before || counts["partner_keys"] != keysBefore {
+			t.Fatal("a refused webhook URL left a partner or key behind")
+		}
 	})
 	t.Run("rotating a secret shows the new one once and marks the key rotating", func(t *testing.T) {
 		p := admin.Post(t, "/backoffice/partners/"+f.partner.ID+"/keys/"+f.partner.KeyID+"/rotate", url.Values{})

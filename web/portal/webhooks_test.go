@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"emi/internal/app/apptest"
-	"emi/internal/emi"
 )
 
 // receiver is a loopback webhook endpoint that counts what it gets.
@@ -157,5 +156,4 @@ func TestWebhookScreens(t *testing.T) {
 			t.Fatal("the auditor gets endpoint management controls")
 		}
 	})
-	_ = emi.EventWebhookTest
 }
