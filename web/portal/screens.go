@@ -107,12 +107,7 @@ func (p *Portal) audit(w http.ResponseWriter, r *http.Request) {
 	}
 	view := pages.AuditFilter{Actor: f.ActorID, Action: f.Action, ResourceType: f.ResourceType, ResourceToken: f.ResourceToken,
 		From: q.Get("from"), To: q.Get("to")}
-	if t, err := time.Parse("2006-01-02", q.Get("from")); err == nil {
-		f.From = t
-	}
-	if t, err := time.Parse("2006-01-02", q.Get("to")); err == nil {
-		f.To = t.AddDate(0, 0, 1) // the whole "to" day
-	}
+	f.From, f.To = dateRange(q)
 	if b, err := strconv.ParseInt(q.Get("before"), 10, 64); err == nil && b > 0 {
 		f.BeforeID = b
 	}
@@ -243,3 +238,16 @@ func (p *Portal) signOutEverywhere(w http.ResponseWriter, r *http.Request) {
 }
 
 func param(r *http.Request, name string) string { return chi.URLParam(r, name) }
+
+// dateRange reads the from and to filters (YYYY-MM-DD, UTC) as a half-open
+// range [from, to+1 day), so "to" includes the whole day. A missing or
+// malformed date leaves that end open.
+func dateRange(q url.Values) (from, to time.Time) {
+	if t, err := time.Parse("2006-01-02", q.Get("from")); err == nil {
+		from = t
+	}
+	if t, err := time.Parse("2006-01-02", q.Get("to")); err == nil {
+		to = t.AddDate(0, 0, 1)
+	}
+	return from, to
+}

@@ -460,3 +460,31 @@ func TestEveryPortalErrorHasAMessage(t *testing.T) {
 		}
 	}
 }
+
+// A failure on our side (here: the database is gone) answers the 500 page
+// with a reference for support, and never the error's details.
+func TestServerErrorPageHidesDetails(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	if _, err := f.env.App.DB.Exec(`ALTER TABLE staff_users RENAME TO staff_users_gone`); err != nil {
+		t.Fatal(err)
+	}
+	p := admin.Get(t, "/backoffice/staff")
+	if p.Status != http.StatusInternalServerError || !strings.Contains(p.Body, `data-testid="error-500"`) {
+		t.Fatalf("HTTP %d, want the 500 page", p.Status)
+	}
+	id := p.Header.Get("x-request-id")
+	if id == "" || !strings.Contains(p.Body, id) {
+		t.Fatal("the 500 page does not show the request id as a reference")
+	}
+	for _, leak := range []string{"staff_users", "pq:", "relation", "SELECT"} {
+		if strings.Contains(p.Body, leak) {
+			t.Errorf("the 500 page leaks %q", leak)
+		}
+	}
+	if !strings.Contains(f.env.Logs.String(), id) || !strings.Contains(f.env.Logs.String(), "staff_users") {
+		t.Fatal("the cause is not in the server log with the request id")
+	}
+}

@@ -164,12 +164,7 @@ func (p *Portal) eventsLog(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := emi.EventLogFilter{PartnerID: id, Type: emi.EventType(q.Get("type")), ResourceToken: q.Get("resource"), Limit: 20}
 	view := pages.EventsFilter{Type: q.Get("type"), Resource: q.Get("resource"), From: q.Get("from"), To: q.Get("to")}
-	if t, err := time.Parse("2006-01-02", q.Get("from")); err == nil {
-		f.From = t
-	}
-	if t, err := time.Parse("2006-01-02", q.Get("to")); err == nil {
-		f.To = t.AddDate(0, 0, 1)
-	}
+	f.From, f.To = dateRange(q)
 	f.Page, _ = strconv.Atoi(q.Get("page"))
 	if f.Page < 1 {
 		f.Page = 1
