@@ -227,6 +227,9 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	if err := a.DB.CheckSchema(ctx); err != nil {
 		return err
 	}
+	// Without lists emi still serves; aml_check answers 18000 until an
+	// update succeeds (the error is logged).
+	_ = a.LoadSanctions(ctx)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -246,7 +249,11 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		a.ScheduleSanctionsUpdates(workCtx)
+	}()
 	go func() {
 		defer wg.Done()
 		if err := a.RunWorkers(workCtx); err != nil {

@@ -21,6 +21,7 @@ import (
 	"emi/internal/config"
 	"emi/internal/emi"
 	"emi/internal/postgres"
+	"emi/internal/screening"
 	"emi/internal/seal"
 	"emi/internal/service"
 	"emi/internal/validate"
@@ -59,6 +60,14 @@ type App struct {
 	WebhookClient *webhook.Client
 	Events        *service.Events
 	Webhooks      *service.Webhooks
+
+	// People keeps merchants, users, documents, AML checks and KYC
+	// sessions; Screener holds the loaded sanctions index.
+	People   *postgres.PeopleStore
+	Screener *screening.Screener
+	Users    *service.Users
+	AML      *service.AML
+	KYC      *service.KYC
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -118,6 +127,17 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		}, service.WebhooksConfig{}, now)
 	a.Partners = service.NewPartners(db, a.Store, keys, a.Audit, v,
 		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, now)
+	a.People = postgres.NewPeopleStore(db)
+	a.Screener = screening.NewScreener()
+	var sources []string
+	if cfg.SanctionsRefresh > 0 {
+		sources = cfg.SanctionsURLs[:]
+	}
+	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: sources}}
+	a.AML = service.NewAML(db, a.People, a.People, screener, a.Events, a.Jobs, a.Audit, v, now)
+	a.Users = service.NewUsers(db, a.People, a.People, a.AML, keys, a.Audit, v, screener.Normalize, now)
+	a.KYC = service.NewKYC(db, a.People, a.People, a.People, keys, service.HostedKYC{PublicURL: cfg.PublicURL},
+		a.Events, a.Audit, now)
 	return a
 }
 
@@ -163,7 +183,7 @@ func (a *App) Portal() *portal.Portal {
 		Staff:      a.Staff,
 		Partners:   a.Partners,
 		Audit:      a.Audit,
-		Search:     service.NewSearch(a.Partners.Search, a.Staff.Search),
+		Search:     service.NewSearch(a.Partners.Search, a.Staff.Search, a.Users.Search),
 		JobCounts:  a.Jobs.CountByState,
 		Jobs:       service.NewJobs(a.Jobs),
 		Webhooks:   a.Webhooks,
@@ -178,6 +198,7 @@ func (a *App) Portal() *portal.Portal {
 func (a *App) API() *api.API {
 	return api.New(api.Deps{
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
+		Users: a.Users, AML: a.AML, KYC: a.KYC,
 		RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 	})
 }
@@ -187,6 +208,7 @@ func (a *App) Pool() *worker.Pool {
 	pool := worker.New(a.Jobs, worker.Config{Concurrency: a.Config.Workers, ShutdownTimeout: a.Config.ShutdownTimeout, Lease: a.Config.JobLease}, a.Logger)
 	pool.Handle(service.JobMaintenance, a.Maintenance.Run)
 	pool.Handle(service.JobWebhookDeliver, a.Webhooks.Deliver)
+	pool.Handle(service.JobAMLRescreen, a.AML.Rescreen)
 	return pool
 }
 

@@ -35,8 +35,13 @@ type Config struct {
 	Addr         string
 	PublicURL    string
 	SanctionsDir string
-	LogLevel     slog.Level
-	LogFormat    string // json or text
+	// SanctionsRefresh is how often emi serve downloads the official lists
+	// from SanctionsURLs (0: never; the lists of SanctionsDir are used).
+	SanctionsRefresh time.Duration
+	// SanctionsURLs are the SDN, ALT and UN list addresses.
+	SanctionsURLs [3]string
+	LogLevel      slog.Level
+	LogFormat     string // json or text
 
 	// RateLimit is the number of API requests one API key may make per
 	// RateWindow; 0 disables the limit.
@@ -64,6 +69,10 @@ var Vars = []struct{ Name, Default, Meaning string }{
 	{"EMI_ADDR", ":8080", "listen address of emi serve"},
 	{"EMI_PUBLIC_URL", "http://localhost:8080", "address people and partners reach (KYC links)"},
 	{"EMI_SANCTIONS_DIR", "../shared/data/sanctions", "directory of the sanctions lists"},
+	{"EMI_SANCTIONS_REFRESH", "0 (sandbox), 6h (production)", "how often the official lists are downloaded (0 = never)"},
+	{"EMI_SANCTIONS_SDN_URL", "https://www.treasury.gov/ofac/downloads/sdn.csv", "OFAC SDN list address"},
+	{"EMI_SANCTIONS_ALT_URL", "https://www.treasury.gov/ofac/downloads/alt.csv", "OFAC alias list address"},
+	{"EMI_SANCTIONS_UN_URL", "https://scsanctions.un.org/resources/xml/en/consolidated.xml", "UN consolidated list address"},
 	{"EMI_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"EMI_LOG_FORMAT", "json", "json or text"},
 	{"EMI_RATE_LIMIT", "600", "API requests per API key per EMI_RATE_WINDOW (0 = no limit)"},
@@ -155,6 +164,18 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 	if v := strings.TrimSpace(getenv("EMI_SANCTIONS_DIR")); v != "" {
 		c.SanctionsDir = v
 	}
+	c.SanctionsURLs = [3]string{"https://www.treasury.gov/ofac/downloads/sdn.csv",
+		"https://www.treasury.gov/ofac/downloads/alt.csv",
+		"https://scsanctions.un.org/resources/xml/en/consolidated.xml"}
+	for i, name := range []string{"EMI_SANCTIONS_SDN_URL", "EMI_SANCTIONS_ALT_URL", "EMI_SANCTIONS_UN_URL"} {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad(name, "must be an absolute http(s) URL")
+			} else {
+				c.SanctionsURLs[i] = v
+			}
+		}
+	}
 	if v := strings.TrimSpace(getenv("EMI_LOG_LEVEL")); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad("EMI_LOG_LEVEL", "must be debug, info, warn or error")
@@ -194,6 +215,13 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 	durVar("EMI_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout, time.Second)
 	intVar("EMI_WORKERS", &c.Workers, 1)
 	durVar("EMI_JOB_LEASE", &c.JobLease, time.Second)
+	if c.Mode == ModeProduction {
+		c.SanctionsRefresh = 6 * time.Hour
+	}
+	durVar("EMI_SANCTIONS_REFRESH", &c.SanctionsRefresh, 0)
+	if c.SanctionsRefresh > 0 && c.SanctionsRefresh < time.Minute {
+		bad("EMI_SANCTIONS_REFRESH", "must be 0 or at least 1m")
+	}
 
 	return c, errors.Join(errs...)
 }

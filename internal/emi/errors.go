@@ -220,10 +220,22 @@ var (
 	ErrPasswordPolicy  = def(20013, "portal.password.policy", KindInvalid)
 	ErrOwnRoles        = def(20014, "portal.staff.own_roles", KindForbidden)
 	ErrSessionExpired  = def(20015, "portal.session.expired", KindUnauthenticated)
+
+	ErrDocumentNotFound   = def(20020, "portal.documents.not_found", KindNotFound)
+	ErrAMLCheckNotFound   = def(20021, "portal.aml.not_found", KindNotFound)
+	ErrKYCSessionNotFound = def(20022, "portal.kyc.not_found", KindNotFound)
+	ErrReviewValidation   = def(20023, "portal.review.validation", KindInvalid)
+	ErrReviewClosed       = def(20024, "portal.review.closed", KindConflict)
+	ErrKYCLinkInvalid     = def(20025, "kyc.link.invalid", KindNotFound)
+	ErrKYCUploadInvalid   = def(20026, "kyc.upload.invalid", KindInvalid)
+	ErrKYCLinkUsed        = def(20027, "kyc.link.used", KindConflict)
+	ErrScreeningUpdate    = def(20028, "portal.sanctions.update_failed", KindUnavailable)
 )
 
 // PortalCatalogue lists the back-office errors, for the portal's messages.
 func PortalCatalogue() []*Error {
 	return []*Error{ErrForbidden, ErrStaffValidation, ErrStaffNotFound, ErrDuplicateStaff, ErrSignInFailed,
-		ErrSignInThrottled, ErrTOTPInvalid, ErrPasswordPolicy, ErrOwnRoles, ErrSessionExpired}
+		ErrSignInThrottled, ErrTOTPInvalid, ErrPasswordPolicy, ErrOwnRoles, ErrSessionExpired,
+		ErrDocumentNotFound, ErrAMLCheckNotFound, ErrKYCSessionNotFound, ErrReviewValidation, ErrReviewClosed,
+		ErrKYCLinkInvalid, ErrKYCUploadInvalid, ErrKYCLinkUsed, ErrScreeningUpdate}
 }

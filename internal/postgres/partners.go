@@ -24,12 +24,20 @@ type Store struct {
 // NewStore returns the foundation store.
 func NewStore(db *DB) *Store { return &Store{db: db} }
 
-// InsertPartner inserts p.
+// InsertPartner inserts p with its master merchant.
 func (s *Store) InsertPartner(ctx context.Context, p emi.Partner) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx,
-		`INSERT INTO partners (id, name, master_merchant, processing, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		p.ID, p.Name, p.MasterMerchant, p.Processing, p.CreatedAt)
-	return Translate(err)
+	return s.db.InTx(ctx, func(ctx context.Context) error {
+		_, err := s.db.Ext(ctx).ExecContext(ctx,
+			`INSERT INTO partners (id, name, master_merchant, processing, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			p.ID, p.Name, p.MasterMerchant, p.Processing, p.CreatedAt)
+		if err != nil {
+			return Translate(err)
+		}
+		_, err = s.db.Ext(ctx).ExecContext(ctx,
+			`INSERT INTO merchants (token, partner_id, kind, name, created_at) VALUES ($1, $2, 'master', $3, $4)`,
+			p.MasterMerchant, p.ID, p.Name, p.CreatedAt)
+		return Translate(err)
+	})
 }
 
 // Partner returns the partner with id. Returns emi.ErrPartnerNotFound.

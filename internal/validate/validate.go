@@ -18,6 +18,8 @@ import (
 // Validator checks input structs against their `validate` tags.
 type Validator struct {
 	v *validator.Validate
+	// enums are the allowed values of the enum_* rules, for messages.
+	enums map[string][]string
 }
 
 // New returns a Validator whose field paths use the `json` tag names.
@@ -33,7 +35,9 @@ func New() *Validator {
 		}
 		return name
 	})
-	return &Validator{v: v}
+	val := &Validator{v: v, enums: map[string][]string{}}
+	val.registerRules()
+	return val
 }
 
 // Engine exposes the underlying validator so feature packages can register
@@ -54,18 +58,34 @@ func (v *Validator) Struct(s any, code *emi.Error) error {
 	}
 	fields := make([]emi.FieldError, 0, len(verrs))
 	for _, fe := range verrs {
-		fields = append(fields, emi.FieldError{Field: path(fe.Namespace()), Message: Message(fe)})
+		fields = append(fields, emi.FieldError{Field: path(fe.Namespace()), Message: v.message(fe)})
 	}
 	return code.WithFields(fields...)
 }
 
 // path drops the struct's own name from a validator namespace:
 // "ApplicationCreate.payout_details[0].iban" -> "payout_details[0].iban".
+// Embedded structs appear in the namespace under their Go name
+// ("UserCreate.UserFields.first_name"); every segment that starts with an
+// upper-case letter is such a name (JSON names are snake_case) and is dropped.
 func path(ns string) string {
-	if _, rest, ok := strings.Cut(ns, "."); ok {
-		return rest
+	parts := strings.Split(ns, ".")
+	out := parts[:0]
+	for i, p := range parts {
+		if i == 0 || (p != "" && p[0] >= 'A' && p[0] <= 'Z') {
+			continue
+		}
+		out = append(out, p)
 	}
-	return ns
+	return strings.Join(out, ".")
+}
+
+// message is Message with the allowed values of the enum_* rules.
+func (v *Validator) message(fe validator.FieldError) string {
+	if vals, ok := v.enums[fe.Tag()]; ok {
+		return "must be one of: " + strings.Join(vals, "; ")
+	}
+	return Message(fe)
 }
 
 // Message returns the text shown to clients for one failed rule.
@@ -122,6 +142,24 @@ func Message(fe validator.FieldError) string {
 		return "must not repeat values"
 	case "dive":
 		return "is invalid"
+	case "country":
+		return "must be an ISO 3166-1 alpha-2 country code in capitals (e.g. BG)"
+	case "currency":
+		return "must be an ISO 4217 currency code in capitals (e.g. EUR)"
+	case "date":
+		return "must be a date that exists, written YYYY-MM-DD"
+	case "pastdate":
+		return "must be a date that exists, written YYYY-MM-DD, and not in the future"
+	case "phone":
+		return "must be a phone number: digits with an optional leading +, spaces, dashes or brackets (6 to 15 digits)"
+	case "name":
+		return "must be a name: letters, with spaces, apostrophes, dots or hyphens"
+	case "latitude":
+		return "must be a latitude in degrees (-90 to 90)"
+	case "longitude":
+		return "must be a longitude in degrees (-180 to 180)"
+	case "base64":
+		return "must be base64"
 	}
 	return "is invalid (" + fe.Tag() + ")"
 }

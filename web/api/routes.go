@@ -21,6 +21,9 @@ type Deps struct {
 	Idempotency *service.Idempotency
 	Partners    *service.Partners
 	Events      *service.Events
+	Users       *service.Users
+	AML         *service.AML
+	KYC         *service.KYC
 	// RateLimit requests per RateWindow per API key; 0 disables limiting.
 	RateLimit  int
 	RateWindow time.Duration
@@ -33,11 +36,12 @@ type API struct {
 	partners *service.Partners
 	events   *service.Events
 	limiter  *httprate.RateLimiter
+	d        Deps
 }
 
 // New returns the API.
 func New(d Deps) *API {
-	a := &API{auth: d.Auth, idem: d.Idempotency, partners: d.Partners, events: d.Events}
+	a := &API{auth: d.Auth, idem: d.Idempotency, partners: d.Partners, events: d.Events, d: d}
 	if d.RateLimit > 0 {
 		a.limiter = httprate.NewRateLimiter(d.RateLimit, d.RateWindow,
 			httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
@@ -51,7 +55,15 @@ func New(d Deps) *API {
 // by version prefix (the prefixes are areas of the seed, see
 // architecture.md). The operation name on each line is what partners sign.
 func (a *API) Routes(r chi.Router) {
+	r.Route("/v1", func(r chi.Router) {
+		a.handle(r, http.MethodPost, "/aml", op("aml_check", emi.ErrValidation, SmallBody), a.amlCheck)
+		a.handle(r, http.MethodPost, "/kyc", op("kyc_init", emi.ErrValidation, SmallBody), a.kycInit)
+	})
 	r.Route("/v2", func(r chi.Router) {
+		a.handle(r, http.MethodPost, "/users", op("user_create", emi.ErrUserValidation, DocumentBody), a.userCreate)
+		a.handle(r, http.MethodGet, "/users/{user}", op("user_details", emi.ErrUserValidation, SmallBody), a.userDetails)
+		a.handle(r, http.MethodPut, "/users/{user}", op("user_update", emi.ErrUserValidation, SmallBody), a.userUpdate)
+		a.handle(r, http.MethodDelete, "/users/{user}", op("user_remove", emi.ErrUserValidation, SmallBody), a.userRemove)
 		a.handle(r, http.MethodGet, "/partner", op("partner_details", emi.ErrValidation, SmallBody), a.partnerDetails)
 		a.handle(r, http.MethodGet, "/events/{page}/{limit}", op("events_list", emi.ErrValidation, SmallBody), a.eventsList)
 	})

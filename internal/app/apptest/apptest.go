@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +32,7 @@ import (
 	"emi/internal/config"
 	"emi/internal/emi"
 	"emi/internal/postgres/pgtest"
+	"emi/internal/screening"
 	"emi/internal/service"
 	"emi/web/api"
 )
@@ -87,6 +90,42 @@ type Options struct {
 	Configure func(*config.Config)
 	// Routes mounts test-only operations behind the real middleware.
 	Routes func(r chi.Router, a *api.API)
+	// NoSanctions starts without sanctions lists (aml_check answers
+	// 18000); otherwise the shared lists are loaded once per test binary.
+	NoSanctions bool
+}
+
+var (
+	sanctionsOnce  sync.Once
+	sanctionsIndex *screening.Index
+	sanctionsErr   error
+)
+
+// SanctionsDir is the directory of the shared sanctions lists:
+// EMI_SANCTIONS_DIR, or ../shared/data/sanctions beside the module root.
+func SanctionsDir() string {
+	if d := os.Getenv("EMI_SANCTIONS_DIR"); d != "" {
+		return d
+	}
+	dir, _ := os.Getwd()
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "..", "shared", "data", "sanctions")
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Join(dir, "..", "shared", "data", "sanctions")
+		}
+	}
+}
+
+// Sanctions returns the lists index shared by every test of the binary.
+func Sanctions(t testing.TB) *screening.Index {
+	t.Helper()
+	sanctionsOnce.Do(func() { sanctionsIndex, sanctionsErr = screening.LoadDir(SanctionsDir()) })
+	if sanctionsErr != nil {
+		t.Fatalf("apptest: sanctions lists: %v", sanctionsErr)
+	}
+	return sanctionsIndex
 }
 
 // New starts an application on a fresh database. Everything is stopped and
@@ -115,6 +154,11 @@ func New(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("apptest: config: %v", err)
 	}
+	// The server's address is known before the app is built, so links the
+	// app makes (KYC pages) point at it.
+	srv := httptest.NewUnstartedServer(nil)
+	cfg.PublicURL = "http://" + srv.Listener.Addr().String()
+	cfg.SanctionsDir = SanctionsDir()
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
@@ -125,12 +169,16 @@ func New(t testing.TB, opts Options) *Env {
 		t.Fatalf("apptest: open: %v", err)
 	}
 	t.Cleanup(func() { a.Close() })
+	if !opts.NoSanctions {
+		a.UseSanctions(Sanctions(t))
+	}
 	var extra []func(chi.Router, *api.API)
 	if opts.Routes != nil {
 		extra = append(extra, opts.Routes)
 	}
 	h := a.Handler(extra...)
-	srv := httptest.NewServer(h)
+	srv.Config.Handler = h
+	srv.Start()
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -152,6 +200,9 @@ func Attach(t testing.TB, env *Env, routes ...func(r chi.Router, a *api.API)) *E
 		t.Fatalf("apptest: attach: %v", err)
 	}
 	t.Cleanup(func() { a.Close() })
+	if env.App.Screener.Current() != nil {
+		a.UseSanctions(env.App.Screener.Current())
+	}
 	h := a.Handler(routes...)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

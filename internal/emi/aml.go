@@ -1,0 +1,207 @@
+package emi
+
+import "time"
+
+// AMLStatus is where an AML check stands (contract §6): clear (no hit),
+// match (hits waiting for compliance), cleared (every hit a false positive)
+// or confirmed (a true match).
+type AMLStatus string
+
+// AML check statuses.
+const (
+	AMLClear     AMLStatus = "clear"
+	AMLMatch     AMLStatus = "match"
+	AMLCleared   AMLStatus = "cleared"
+	AMLConfirmed AMLStatus = "confirmed"
+)
+
+// Usable reports whether a check with this status may back a user or a card
+// (seed: the token of a clear check).
+func (s AMLStatus) Usable() bool { return s == AMLClear || s == AMLCleared }
+
+// AMLQuery is the request of aml_check (seed "AML check"). last_name is
+// required (a screening without a name means nothing); first_name may be
+// empty for people with one name.
+type AMLQuery struct {
+	FirstName   string `json:"first_name" validate:"omitempty,max=1000,name"`
+	LastName    string `json:"last_name" validate:"required,max=1000,name"`
+	Nationality string `json:"nationality" validate:"omitempty,country"`
+	Birthday    string `json:"birthday" validate:"omitempty,pastdate"`
+}
+
+// AMLTokenMatch is one aligned token pair of a name comparison.
+type AMLTokenMatch struct {
+	Query      string  `json:"query"`
+	Entry      string  `json:"entry"`
+	Similarity float64 `json:"similarity"`
+}
+
+// AMLBreakdown explains a hit's score.
+type AMLBreakdown struct {
+	NameScore         float64         `json:"name_score"`
+	Tokens            []AMLTokenMatch `json:"tokens"`
+	Birthday          string          `json:"birthday"`
+	BirthdayAdjust    float64         `json:"birthday_adjust"`
+	Nationality       string          `json:"nationality"`
+	NationalityAdjust float64         `json:"nationality_adjust"`
+	// TypeAdjust lowers entities, vessels and aircraft for a person with a
+	// birthday; Notes explain penalties and caps in words.
+	TypeAdjust float64  `json:"type_adjust"`
+	Notes      []string `json:"notes"`
+}
+
+// AMLHit is one list entry a check matched, with the reviewer's decision.
+type AMLHit struct {
+	N           int          `db:"n"`
+	List        string       `db:"list"`
+	EntryID     string       `db:"entry_id"`
+	EntryType   string       `db:"entry_type"`
+	Name        string       `db:"name"`
+	MatchedName string       `db:"matched_name"`
+	Alias       bool         `db:"alias"`
+	Score       float64      `db:"score"`
+	Fields      []string     `db:"-"`
+	Breakdown   AMLBreakdown `db:"-"`
+	Fingerprint string       `db:"fingerprint"`
+	// Suppressed: a remembered false positive for this person and entry
+	// (same fingerprint) answered the hit; not queued, not reported.
+	Suppressed bool       `db:"suppressed"`
+	Decision   string     `db:"decision"`
+	Reason     string     `db:"reason"`
+	DecidedBy  string     `db:"decided_by"`
+	DecidedAt  *time.Time `db:"decided_at"`
+}
+
+// Hit decisions.
+const (
+	HitFalsePositive = "false_positive"
+	HitTrueMatch     = "true_match"
+)
+
+// AMLCheck is one screening of a person.
+type AMLCheck struct {
+	Token       string     `db:"token"`
+	PartnerID   string     `db:"partner_id"`
+	Source      string     `db:"source"`
+	UserToken   string     `db:"user_token"`
+	FirstName   string     `db:"first_name"`
+	LastName    string     `db:"last_name"`
+	Nationality string     `db:"nationality"`
+	Birthday    string     `db:"birthday"`
+	PersonKey   []byte     `db:"person_key"`
+	Status      AMLStatus  `db:"status"`
+	ListVersion string     `db:"list_version"`
+	CreatedAt   time.Time  `db:"created_at"`
+	ReviewedAt  *time.Time `db:"reviewed_at"`
+	ReviewedBy  string     `db:"reviewed_by"`
+	Hits        []AMLHit   `db:"-"`
+	// PartnerName is filled for the back office.
+	PartnerName string `db:"partner_name"`
+}
+
+// OpenHits returns the hits still waiting for a decision.
+func (c AMLCheck) OpenHits() int {
+	n := 0
+	for _, h := range c.Hits {
+		if !h.Suppressed && h.Decision == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// HitDecision is a reviewer's decision on one hit; Reason is mandatory.
+type HitDecision struct {
+	N        int    `json:"n" validate:"min=1"`
+	Decision string `json:"decision" validate:"required,oneof=false_positive true_match"`
+	Reason   string `json:"reason" validate:"required,min=3,max=2000"`
+}
+
+// SanctionsList describes one loaded list.
+type SanctionsList struct {
+	Name      string    `json:"name"`
+	Source    string    `json:"source"`
+	Published string    `json:"published"`
+	Entries   int       `json:"entries"`
+	Aliases   int       `json:"aliases"`
+	SHA256    string    `json:"sha256"`
+	LoadedAt  time.Time `json:"loaded_at"`
+}
+
+// SanctionsUpdate is one list update attempt.
+type SanctionsUpdate struct {
+	At       time.Time `db:"at"`
+	Instance string    `db:"instance"`
+	OK       bool      `db:"ok"`
+	Error    string    `db:"error"`
+	Version  string    `db:"version"`
+	Changed  int       `db:"changed"`
+}
+
+// SanctionsStatus is what the back office shows about screening.
+type SanctionsStatus struct {
+	Loaded  bool
+	Version string
+	Lists   []SanctionsList
+	// Threshold is the score from which a hit is raised.
+	Threshold float64
+	// Updates are the latest update attempts, newest first.
+	Updates []SanctionsUpdate
+	// AutoUpdate says whether this instance downloads the lists on a
+	// schedule, and from where.
+	AutoUpdate bool
+	Sources    []string
+}
+
+// AMLFilter selects checks for the back office.
+type AMLFilter struct {
+	Status    AMLStatus
+	PartnerID string
+	UserToken string
+	Limit     int
+}
+
+// KYCSession is one identification of a user (kyc_init).
+type KYCSession struct {
+	Token        string     `db:"token"`
+	PartnerID    string     `db:"partner_id"`
+	UserToken    string     `db:"user_token"`
+	Provider     string     `db:"provider"`
+	Status       KYCStatus  `db:"status"`
+	DocumentKind string     `db:"document_kind"`
+	ConsentAt    *time.Time `db:"consent_at"`
+	SubmittedAt  *time.Time `db:"submitted_at"`
+	ReviewedAt   *time.Time `db:"reviewed_at"`
+	ReviewedBy   string     `db:"reviewed_by"`
+	Reason       string     `db:"reason"`
+	ExpiresAt    time.Time  `db:"expires_at"`
+	CreatedAt    time.Time  `db:"created_at"`
+	UpdatedAt    time.Time  `db:"updated_at"`
+	// URL is the person's page, filled when the session is returned to the
+	// partner.
+	URL string `db:"-"`
+	// PartnerName, UserName are filled for the back office.
+	PartnerName string `db:"partner_name"`
+	UserName    string `db:"user_name"`
+}
+
+// Open reports whether the session still waits for the person or a reviewer.
+func (s KYCSession) Open() bool { return s.Status == KYCPending || s.Status == KYCSubmitted }
+
+// KYCUpload is what the person sends from the hosted page. Kind is
+// "passport" (Front only) or "idcard" (Front and Back); Selfie is always
+// required, and Consent must be given.
+type KYCUpload struct {
+	Kind    string
+	Consent bool
+	Front   []byte
+	Back    []byte
+	Selfie  []byte
+}
+
+// KYCFilter selects sessions for the back office.
+type KYCFilter struct {
+	Status    KYCStatus
+	UserToken string
+	Limit     int
+}

@@ -1,0 +1,381 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"emi/internal/emi"
+	"emi/internal/validate"
+	"emi/internal/worker"
+)
+
+// Screener screens people against the loaded sanctions lists.
+// internal/screening implements it (adapted in internal/app, so that this
+// layer knows nothing of how the lists are fetched).
+type Screener interface {
+	// Screen returns the hits at or above the threshold, best first, and the
+	// version of the lists used. Returns emi.ErrInvalidProcessor when no
+	// list is loaded.
+	Screen(q emi.AMLQuery) (version string, hits []emi.AMLHit, err error)
+	// Status describes the loaded lists.
+	Status() emi.SanctionsStatus
+	// Normalize normalises a name for comparison.
+	Normalize(s string) string
+}
+
+// AMLStore keeps AML checks, their hits and the remembered false positives.
+type AMLStore interface {
+	InsertAMLCheck(ctx context.Context, c emi.AMLCheck) error
+	// AMLCheck returns a check with its hits; partnerID "" for any partner.
+	// Returns emi.ErrAMLCheckNotFound.
+	AMLCheck(ctx context.Context, partnerID, token string) (emi.AMLCheck, error)
+	// AMLCheckForUpdate locks the check row.
+	AMLCheckForUpdate(ctx context.Context, token string) (emi.AMLCheck, error)
+	DecideAMLHit(ctx context.Context, token string, h emi.AMLHit) error
+	SetAMLCheckStatus(ctx context.Context, token string, st emi.AMLStatus, by string, at time.Time) error
+	// FalsePositives returns the remembered false positives of a person as
+	// "list\x00entry\x00fingerprint" keys.
+	FalsePositives(ctx context.Context, partnerID string, personKey []byte) (map[string]bool, error)
+	InsertFalsePositive(ctx context.Context, partnerID string, personKey []byte, h emi.AMLHit, checkToken, reason, by string, at time.Time) error
+	AMLChecks(ctx context.Context, f emi.AMLFilter) ([]emi.AMLCheck, error)
+	CountAMLChecks(ctx context.Context, st emi.AMLStatus) (int64, error)
+	// RaisedForUser returns the "list\x00entry\x00fingerprint" keys already
+	// raised (in any check) for a user.
+	RaisedForUser(ctx context.Context, userToken string) (map[string]bool, error)
+	InsertSanctionsUpdate(ctx context.Context, u emi.SanctionsUpdate) error
+	SanctionsUpdates(ctx context.Context, limit int) ([]emi.SanctionsUpdate, error)
+}
+
+// AML runs and reviews AML checks (seed aml_check, contract §6).
+type AML struct {
+	tx       TxRunner
+	store    AMLStore
+	users    UserStore
+	screener Screener
+	events   *Events
+	jobs     Enqueuer
+	audit    *Auditor
+	validate *validate.Validator
+	now      Clock
+}
+
+// NewAML returns the AML service.
+func NewAML(tx TxRunner, store AMLStore, users UserStore, screener Screener, events *Events, jobs Enqueuer, audit *Auditor, v *validate.Validator, now Clock) *AML {
+	return &AML{tx: tx, store: store, users: users, screener: screener, events: events, jobs: jobs, audit: audit, validate: v, now: now}
+}
+
+func hitKey(list, entry, fingerprint string) string {
+	return list + "\x00" + entry + "\x00" + fingerprint
+}
+
+// personKey identifies a person for the false-positive memory: the
+// normalised name (token order ignored) and the birthday.
+func (a *AML) personKey(first, last, birthday string) []byte {
+	sum := sha256.Sum256([]byte(normalizedName(a.screener.Normalize, first+" "+last) + "|" + birthday))
+	return sum[:]
+}
+
+// Check screens a person for the calling partner (aml_check) and stores the
+// check with the list version used. A hit that a reviewer already marked a
+// false positive for this person and list entry (entry unchanged) is kept
+// as suppressed and not raised again. The check's status is clear or match.
+func (a *AML) Check(ctx context.Context, q emi.AMLQuery) (emi.AMLCheck, error) {
+	p, ok := emi.PrincipalFrom(ctx)
+	if !ok || p.PartnerID == "" {
+		return emi.AMLCheck{}, emi.ErrForbidden
+	}
+	if err := a.validate.Struct(q, emi.ErrValidation); err != nil {
+		return emi.AMLCheck{}, err
+	}
+	version, hits, err := a.screener.Screen(q)
+	if err != nil {
+		return emi.AMLCheck{}, err
+	}
+	c := emi.AMLCheck{
+		Token: NewToken(), PartnerID: p.PartnerID, Source: "api", FirstName: q.FirstName, LastName: q.LastName,
+		Nationality: q.Nationality, Birthday: q.Birthday, PersonKey: a.personKey(q.FirstName, q.LastName, q.Birthday),
+		ListVersion: version, CreatedAt: a.now().UTC(),
+	}
+	err = a.tx.InTx(ctx, func(ctx context.Context) error {
+		fps, err := a.store.FalsePositives(ctx, p.PartnerID, c.PersonKey)
+		if err != nil {
+			return err
+		}
+		c.Hits, c.Status = markSuppressed(hits, fps)
+		if err := a.store.InsertAMLCheck(ctx, c); err != nil {
+			return err
+		}
+		return a.audit.Record(ctx, emi.AuditEntry{Action: "aml_check.create", ResourceType: "aml_check", ResourceToken: c.Token,
+			Changes: map[string]any{"status": c.Status, "hits": len(hits), "open_hits": c.OpenHits(), "list_version": version}})
+	})
+	if err != nil {
+		return emi.AMLCheck{}, err
+	}
+	return c, nil
+}
+
+// markSuppressed numbers the hits, marks those remembered as false
+// positives and returns the status the check starts in.
+func markSuppressed(hits []emi.AMLHit, fps map[string]bool) ([]emi.AMLHit, emi.AMLStatus) {
+	st := emi.AMLClear
+	for i := range hits {
+		hits[i].N = i + 1
+		if fps[hitKey(hits[i].List, hits[i].EntryID, hits[i].Fingerprint)] {
+			hits[i].Suppressed = true
+			continue
+		}
+		st = emi.AMLMatch
+	}
+	return hits, st
+}
+
+// AMLCheck returns a check of the partner, for user creation.
+func (a *AML) AMLCheck(ctx context.Context, partnerID, token string) (emi.AMLCheck, error) {
+	return a.store.AMLCheck(ctx, partnerID, token)
+}
+
+// Get returns any check with its hits, for compliance (emi.PermViewPeople).
+func (a *AML) Get(ctx context.Context, token string) (emi.AMLCheck, error) {
+	if err := require(ctx, emi.PermViewPeople); err != nil {
+		return emi.AMLCheck{}, err
+	}
+	return a.store.AMLCheck(ctx, "", token)
+}
+
+// List lists checks for the back office: the review queue is status match,
+// oldest first (emi.PermViewPeople).
+func (a *AML) List(ctx context.Context, f emi.AMLFilter) ([]emi.AMLCheck, error) {
+	if err := require(ctx, emi.PermViewPeople); err != nil {
+		return nil, err
+	}
+	if f.Limit <= 0 || f.Limit > 200 {
+		f.Limit = 100
+	}
+	return a.store.AMLChecks(ctx, f)
+}
+
+// QueueSize counts the checks waiting for review.
+func (a *AML) QueueSize(ctx context.Context) (int64, error) {
+	if err := require(ctx, emi.PermViewPeople); err != nil {
+		return 0, err
+	}
+	return a.store.CountAMLChecks(ctx, emi.AMLMatch)
+}
+
+// Decide records a compliance officer's decision on one hit
+// (emi.PermReviewAML): false positive or true match, with a mandatory
+// reason. A false positive is remembered for the person and the entry as it
+// is now. When no hit is left open the check becomes cleared (all false
+// positives) or confirmed (any true match) and aml_check.reviewed is sent.
+func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.AMLCheck, error) {
+	if err := require(ctx, emi.PermReviewAML); err != nil {
+		return emi.AMLCheck{}, err
+	}
+	if err := a.validate.Struct(d, emi.ErrReviewValidation); err != nil {
+		return emi.AMLCheck{}, err
+	}
+	staff, _ := emi.PrincipalFrom(ctx)
+	var out emi.AMLCheck
+	err := a.tx.InTx(ctx, func(ctx context.Context) error {
+		c, err := a.store.AMLCheckForUpdate(ctx, token)
+		if err != nil {
+			return err
+		}
+		if c.Status != emi.AMLMatch {
+			return emi.ErrReviewClosed.WithDetail("check is %s", c.Status)
+		}
+		idx := -1
+		for i, h := range c.Hits {
+			if h.N == d.N {
+				idx = i
+			}
+		}
+		if idx < 0 || c.Hits[idx].Suppressed {
+			return emi.ErrReviewValidation.Field("n", "is not an open hit of this check")
+		}
+		if c.Hits[idx].Decision != "" {
+			return emi.ErrReviewClosed.WithDetail("hit %d already decided", d.N)
+		}
+		now := a.now().UTC()
+		h := &c.Hits[idx]
+		h.Decision, h.Reason, h.DecidedBy, h.DecidedAt = d.Decision, d.Reason, staff.ActorID, &now
+		if err := a.store.DecideAMLHit(ctx, c.Token, *h); err != nil {
+			return err
+		}
+		if d.Decision == emi.HitFalsePositive {
+			if err := a.store.InsertFalsePositive(ctx, c.PartnerID, c.PersonKey, *h, c.Token, d.Reason, staff.ActorID, now); err != nil {
+				return err
+			}
+		}
+		if err := a.audit.Record(ctx, emi.AuditEntry{Action: "aml_check.hit_decided", ResourceType: "aml_check", ResourceToken: c.Token,
+			PartnerID: c.PartnerID, Changes: map[string]any{"hit": d.N, "list": h.List, "entry_id": h.EntryID,
+				"decision": d.Decision, "reason": d.Reason}}); err != nil {
+			return err
+		}
+		if c.OpenHits() == 0 {
+			c.Status = emi.AMLCleared
+			var summary []map[string]any
+			for _, h := range c.Hits {
+				if h.Suppressed {
+					continue
+				}
+				if h.Decision == emi.HitTrueMatch {
+					c.Status = emi.AMLConfirmed
+				}
+				summary = append(summary, map[string]any{"list": h.List, "entry_id": h.EntryID, "decision": h.Decision})
+			}
+			c.ReviewedAt, c.ReviewedBy = &now, staff.ActorID
+			if err := a.store.SetAMLCheckStatus(ctx, c.Token, c.Status, staff.ActorID, now); err != nil {
+				return err
+			}
+			fields := map[string]any{"status": c.Status, "hits": summary}
+			if c.UserToken != "" {
+				fields["user"] = c.UserToken
+			}
+			if _, err := a.events.Emit(ctx, c.PartnerID, emi.EventAMLCheckReviewed, "aml_check", c.Token, fields); err != nil {
+				return err
+			}
+			if err := a.audit.Record(ctx, emi.AuditEntry{Action: "aml_check.reviewed", ResourceType: "aml_check", ResourceToken: c.Token,
+				PartnerID: c.PartnerID, Changes: map[string]any{"status": c.Status}}); err != nil {
+				return err
+			}
+		}
+		out = c
+		return nil
+	})
+	return out, err
+}
+
+// Status describes the loaded lists and the latest update attempts.
+func (a *AML) Status(ctx context.Context) (emi.SanctionsStatus, error) {
+	if err := require(ctx, emi.PermViewPeople); err != nil {
+		return emi.SanctionsStatus{}, err
+	}
+	st := a.screener.Status()
+	ups, err := a.store.SanctionsUpdates(ctx, 10)
+	if err != nil {
+		return st, err
+	}
+	st.Updates = ups
+	return st, nil
+}
+
+// JobAMLRescreen is the job kind that re-screens users after a list update.
+const JobAMLRescreen = "aml.rescreen"
+
+// RescreenPayload names the list version a re-screening is for and the
+// entries that are new or changed in it ("list\x00entry" keys).
+type RescreenPayload struct {
+	Version string   `json:"version"`
+	Entries []string `json:"entries"`
+}
+
+// ListsUpdated records a list update attempt of this instance and, when it
+// succeeded with new or changed entries, enqueues the re-screening of every
+// user (once per version, whichever instance gets there first).
+func (a *AML) ListsUpdated(ctx context.Context, u emi.SanctionsUpdate, changed []string) error {
+	return a.tx.InTx(ctx, func(ctx context.Context) error {
+		if err := a.store.InsertSanctionsUpdate(ctx, u); err != nil {
+			return err
+		}
+		if !u.OK || len(changed) == 0 {
+			return nil
+		}
+		_, _, err := a.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobAMLRescreen, UniqueKey: "aml.rescreen:" + u.Version,
+			Payload: RescreenPayload{Version: u.Version, Entries: changed}})
+		return err
+	})
+}
+
+// rescreenBatch is how many users one transaction re-screens.
+const rescreenBatch = 200
+
+// Rescreen re-screens every active user against the current lists and
+// raises, as a new check in the review queue, each hit on an entry that the
+// update added or changed, unless it was already raised for that user or
+// is a remembered false positive. It runs as a background job; a job for a
+// version this instance has not loaded yet fails and is retried.
+func (a *AML) Rescreen(ctx context.Context, job emi.Job) error {
+	var pl RescreenPayload
+	if err := json.Unmarshal(job.Payload, &pl); err != nil {
+		return worker.Permanent(fmt.Errorf("aml.rescreen job %d: bad payload: %w", job.ID, err))
+	}
+	if v := a.screener.Status().Version; v != pl.Version {
+		return worker.RetryAfter(time.Minute, fmt.Errorf("rescreen for lists %s, this instance has %q", pl.Version, v))
+	}
+	changed := make(map[string]bool, len(pl.Entries))
+	for _, e := range pl.Entries {
+		changed[e] = true
+	}
+	after := ""
+	for {
+		users, err := a.users.ActiveUsersAfter(ctx, after, rescreenBatch)
+		if err != nil {
+			return err
+		}
+		if len(users) == 0 {
+			return nil
+		}
+		for _, u := range users {
+			if err := a.rescreenUser(ctx, u, pl.Version, changed); err != nil {
+				return err
+			}
+		}
+		after = users[len(users)-1].Token
+	}
+}
+
+func (a *AML) rescreenUser(ctx context.Context, u emi.User, version string, changed map[string]bool) error {
+	q := emi.AMLQuery{FirstName: u.FirstName, LastName: u.LastName, Nationality: u.Nationality, Birthday: u.Birthday}
+	v, hits, err := a.screener.Screen(q)
+	if err != nil {
+		return err
+	}
+	if v != version {
+		return errors.New("lists changed during the re-screening")
+	}
+	var fresh []emi.AMLHit
+	for _, h := range hits {
+		if changed[h.List+"\x00"+h.EntryID] {
+			fresh = append(fresh, h)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("aml.rescreen"))
+	return a.tx.InTx(ctx, func(ctx context.Context) error {
+		key := a.personKey(u.FirstName, u.LastName, u.Birthday)
+		fps, err := a.store.FalsePositives(ctx, u.PartnerID, key)
+		if err != nil {
+			return err
+		}
+		raised, err := a.store.RaisedForUser(ctx, u.Token)
+		if err != nil {
+			return err
+		}
+		var open []emi.AMLHit
+		for _, h := range fresh {
+			k := hitKey(h.List, h.EntryID, h.Fingerprint)
+			if !fps[k] && !raised[k] {
+				open = append(open, h)
+			}
+		}
+		if len(open) == 0 {
+			return nil
+		}
+		c := emi.AMLCheck{Token: NewToken(), PartnerID: u.PartnerID, Source: "rescreen", UserToken: u.Token,
+			FirstName: u.FirstName, LastName: u.LastName, Nationality: u.Nationality, Birthday: u.Birthday,
+			PersonKey: key, ListVersion: version, CreatedAt: a.now().UTC()}
+		c.Hits, c.Status = markSuppressed(open, nil)
+		if err := a.store.InsertAMLCheck(ctx, c); err != nil {
+			return err
+		}
+		return a.audit.Record(ctx, emi.AuditEntry{Action: "aml_check.rescreen", ResourceType: "aml_check", ResourceToken: c.Token,
+			PartnerID: u.PartnerID, Changes: map[string]any{"user": u.Token, "hits": len(open), "list_version": version}})
+	})
+}

@@ -1,0 +1,133 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"github.com/gabriel-vasile/mimetype"
+
+	"emi/internal/emi"
+)
+
+// DocumentStore keeps documents: metadata readable, content sealed.
+type DocumentStore interface {
+	InsertDocument(ctx context.Context, d emi.StoredDocument, contentEnc []byte) error
+	Documents(ctx context.Context, ownerType, ownerToken string) ([]emi.StoredDocument, error)
+	// Document returns the document and its sealed content.
+	// Returns emi.ErrDocumentNotFound.
+	Document(ctx context.Context, token string) (emi.StoredDocument, []byte, error)
+}
+
+// fileTypeMIME is the content type the content of each seed file_type must
+// sniff as (gabriel-vasile/mimetype, which reads the magic bytes). xlxs is
+// the seed's spelling of xlsx.
+var fileTypeMIME = map[string]string{
+	"pdf":  "application/pdf",
+	"docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+	"xlxs": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+	"jpg":  "image/jpeg",
+	"jpeg": "image/jpeg",
+	"png":  "image/png",
+	"mov":  "video/quicktime",
+	"mp4":  "video/mp4",
+}
+
+// decodedDocument is a document checked and ready to seal.
+type decodedDocument struct {
+	emi.Document
+	content     []byte
+	contentType string
+}
+
+// maxEncodedDocument is the longest base64 text that can decode within
+// emi.MaxDocumentBytes, plus room for line breaks; longer text is refused
+// before any decoding.
+const maxEncodedDocument = (emi.MaxDocumentBytes+2)/3*4 + emi.MaxDocumentBytes/38
+
+// decodeDocuments decodes and checks every document of a request (field
+// path prefix, e.g. "documents"): base64, size 1 byte to 10 MiB decoded, and
+// content that sniffs as the declared file_type. It returns every problem.
+func decodeDocuments(prefix string, docs []emi.Document) ([]decodedDocument, []emi.FieldError) {
+	var out []decodedDocument
+	var bad []emi.FieldError
+	for i, d := range docs {
+		path := prefix + "[" + strconv.Itoa(i) + "]"
+		dd, fe := decodeDocument(path, d)
+		if fe != nil {
+			bad = append(bad, *fe)
+			continue
+		}
+		out = append(out, dd)
+	}
+	return out, bad
+}
+
+func decodeDocument(path string, d emi.Document) (decodedDocument, *emi.FieldError) {
+	fail := func(field, msg string) (decodedDocument, *emi.FieldError) {
+		return decodedDocument{}, &emi.FieldError{Field: path + "." + field, Message: msg}
+	}
+	want, ok := fileTypeMIME[d.FileType]
+	if !ok {
+		return fail("file_type", "must be one of: "+strings.Join(emi.FileTypes, ", "))
+	}
+	if len(d.File) > maxEncodedDocument {
+		return fail("file", "must be at most 10 MiB once decoded")
+	}
+	content, err := base64.StdEncoding.DecodeString(d.File)
+	if err != nil {
+		return fail("file", "must be standard base64")
+	}
+	if len(content) == 0 {
+		return fail("file", "must not be empty")
+	}
+	if len(content) > emi.MaxDocumentBytes {
+		return fail("file", "must be at most 10 MiB once decoded")
+	}
+	got := SniffContent(content)
+	if !sniffedAs(content, want) {
+		return fail("file", "content is "+got+", which does not match file_type "+d.FileType)
+	}
+	return decodedDocument{Document: d, content: content, contentType: want}, nil
+}
+
+// SniffContent returns the content type the magic bytes of b show.
+func SniffContent(b []byte) string { return mimetype.Detect(b).String() }
+
+// sniffedAs reports whether b's magic bytes show content type want, or a
+// type derived from it (mimetype's tree: e.g. an MP4 brand under video/mp4).
+func sniffedAs(b []byte, want string) bool {
+	for m := mimetype.Detect(b); m != nil; m = m.Parent() {
+		if m.Is(want) {
+			return true
+		}
+	}
+	return false
+}
+
+// documentContext binds a document's sealed content to its row.
+func documentContext(token string) string { return "documents.content:" + token }
+
+// storeDocuments seals and inserts checked documents for an owner.
+func storeDocuments(ctx context.Context, store DocumentStore, sealer Sealer, partnerID, ownerType, ownerToken string, docs []decodedDocument, now Clock) ([]emi.StoredDocument, error) {
+	out := make([]emi.StoredDocument, 0, len(docs))
+	for _, d := range docs {
+		sum := sha256.Sum256(d.content)
+		sd := emi.StoredDocument{
+			Token: NewToken(), PartnerID: partnerID, OwnerType: ownerType, OwnerToken: ownerToken,
+			DocumentType: d.DocumentType, FileType: d.FileType, ContentType: d.contentType,
+			Size: len(d.content), SHA256: sum[:], CreatedAt: now().UTC(),
+		}
+		enc, err := sealer.Seal(d.content, documentContext(sd.Token))
+		if err != nil {
+			return nil, emi.Internal(err)
+		}
+		if err := store.InsertDocument(ctx, sd, enc); err != nil {
+			return nil, err
+		}
+		out = append(out, sd)
+	}
+	return out, nil
+}
