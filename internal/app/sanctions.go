@@ -101,7 +101,7 @@ func (a *App) UpdateSanctions(ctx context.Context) error {
 		Screener: a.Screener,
 		OnSwap: func(old, new *screening.Index) {
 			for _, r := range screening.Changed(old, new) {
-				changed = append(changed, r.List+"\x00"+r.ID)
+				changed = append(changed, r.List+"|"+r.ID)
 			}
 		},
 	}

@@ -268,7 +268,7 @@ func (a *AML) Status(ctx context.Context) (emi.SanctionsStatus, error) {
 const JobAMLRescreen = "aml.rescreen"
 
 // RescreenPayload names the list version a re-screening is for and the
-// entries that are new or changed in it ("list\x00entry" keys).
+// entries that are new or changed in it ("list|entry" keys).
 type RescreenPayload struct {
 	Version string   `json:"version"`
 	Entries []string `json:"entries"`
@@ -340,7 +340,7 @@ func (a *AML) rescreenUser(ctx context.Context, u emi.User, version string, chan
 	}
 	var fresh []emi.AMLHit
 	for _, h := range hits {
-		if changed[h.List+"\x00"+h.EntryID] {
+		if changed[h.List+"|"+h.EntryID] {
 			fresh = append(fresh, h)
 		}
 	}
