@@ -177,6 +177,7 @@ CREATE INDEX kyc_sessions_queue ON kyc_sessions (submitted_at) WHERE status = 's
 CREATE INDEX kyc_sessions_user ON kyc_sessions (user_token, created_at DESC);
 
 -- +goose Down
+ALTER TABLE users DROP CONSTRAINT users_aml_check_fk;
 DROP TABLE kyc_sessions;
 DROP TABLE sanctions_updates;
 DROP TABLE aml_false_positives;

@@ -70,9 +70,12 @@ func (v *Validator) Struct(s any, code *emi.Error) error {
 // upper-case letter is such a name (JSON names are snake_case) and is dropped.
 func path(ns string) string {
 	parts := strings.Split(ns, ".")
+	if len(parts) > 1 {
+		parts = parts[1:] // the struct's own name ("" for an anonymous struct)
+	}
 	out := parts[:0]
-	for i, p := range parts {
-		if i == 0 || (p != "" && p[0] >= 'A' && p[0] <= 'Z') {
+	for _, p := range parts {
+		if p != "" && p[0] >= 'A' && p[0] <= 'Z' {
 			continue
 		}
 		out = append(out, p)
