@@ -123,6 +123,14 @@ signs with the current time, and x-timestamp must be within 15 s of the server's
   hash=\$(printf '%s' "\$key\$ts" partner_details | openssl dgst -sha256 -hmac "\$secret" | sed 's/^.*= //')
   curl -sS -H "x-api-key: \$key" -H "x-timestamp: \$ts" -H "x-hash: \$hash" $url/v2/partner
 
+An AML check of a listed person (answers 18001; the check waits in the back office's
+AML review queue for compliance@sandbox.emi). The signed body has no whitespace:
+
+  body='{"first_name":"Kim","last_name":"Jong Un","nationality":"KP","birthday":"1984-01-08"}'
+  ts=\$(date +%s)
+  hash=\$(printf '%s' "\$key\$ts" aml_check "\$body" | openssl dgst -sha256 -hmac "\$secret" | sed 's/^.*= //')
+  curl -sS -H "x-api-key: \$key" -H "x-timestamp: \$ts" -H "x-hash: \$hash" -H 'content-type: application/json' -d "\$body" $url/v1/aml
+
 EOF
 command -v openssl >/dev/null 2>&1 || log "the example needs openssl: apt-get install openssl"
 
