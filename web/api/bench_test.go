@@ -86,3 +86,42 @@ func BenchmarkVerifySignature(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAMLCheckAPI is a whole aml_check through the router: middleware,
+// validation, screening on the full lists, and the check with its hits
+// stored. Half the people are listed, half are not.
+func BenchmarkAMLCheckAPI(b *testing.B) {
+	env := apptest.New(b, apptest.Options{})
+	p := env.NewPartner(b, emi.PartnerCreate{})
+	bodies := []map[string]any{
+		{"first_name": "Elin", "last_name": "Sandqvist", "nationality": "SE", "birthday": "1987-03-02"},
+		{"first_name": "Kim", "last_name": "Jong Un", "nationality": "KP", "birthday": "1984-01-08"},
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		env.Clock.Advance(time.Second)
+		req := p.HTTPRequest(b, apptest.Request{Method: http.MethodPost, Path: "/v1/aml", Operation: "aml_check", JSON: bodies[i%2]})
+		rec := httptest.NewRecorder()
+		env.Handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated && rec.Code != http.StatusConflict {
+			b.Fatalf("HTTP %d %s", rec.Code, rec.Body)
+		}
+	}
+}
+
+// BenchmarkUserCreate is a whole user_create with a full profile and no
+// documents.
+func BenchmarkUserCreate(b *testing.B) {
+	env := apptest.New(b, apptest.Options{})
+	p := env.NewPartner(b, emi.PartnerCreate{})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		body := validUser(p)
+		req := p.HTTPRequest(b, apptest.Request{Method: http.MethodPost, Path: "/v2/users", Operation: "user_create", JSON: body})
+		rec := httptest.NewRecorder()
+		env.Handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			b.Fatalf("HTTP %d %s", rec.Code, rec.Body)
+		}
+	}
+}
