@@ -34,9 +34,13 @@ type Deps struct {
 	OpenAPI []byte
 	// Portal is the back office, mounted at /backoffice (nil: not served).
 	Portal http.Handler
-	// PortalRecover answers a panic inside the back office (an HTML page
-	// instead of the API's envelope).
+	// PortalRecover answers a panic inside the back office and the hosted
+	// pages (an HTML page instead of the API's envelope).
 	PortalRecover func(w http.ResponseWriter, r *http.Request)
+	// KYC is the public identification page people open from kyc_init's
+	// link, mounted at /kyc: no back-office session, no sign-in (nil: not
+	// served).
+	KYC http.Handler
 	// Static serves /static (the back office's CSS and scripts).
 	Static fs.FS
 	// Extra mounts additional routes behind the same global middleware;
@@ -52,7 +56,7 @@ func NewHandler(d Deps) http.Handler {
 	r.Use(httpx.RequestID)
 	r.Use(httpx.AccessLog(d.Logger, d.Metrics))
 	r.Use(httpx.Recoverer(d.Logger, func(w http.ResponseWriter, r *http.Request) {
-		if d.PortalRecover != nil && strings.HasPrefix(r.URL.Path, "/backoffice") {
+		if d.PortalRecover != nil && (strings.HasPrefix(r.URL.Path, "/backoffice") || strings.HasPrefix(r.URL.Path, "/kyc/")) {
 			d.PortalRecover(w, r)
 			return
 		}
@@ -75,6 +79,9 @@ func NewHandler(d Deps) http.Handler {
 		r.Get("/", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/backoffice/", http.StatusFound)
 		})
+	}
+	if d.KYC != nil {
+		r.Mount("/kyc", d.KYC)
 	}
 	if d.Static != nil {
 		files := http.StripPrefix("/static/", http.FileServerFS(d.Static))

@@ -161,6 +161,7 @@ func (a *App) Handler(extra ...func(r chi.Router, api *api.API)) http.Handler {
 		Logger:        a.Logger,
 		Portal:        back.Handler(),
 		PortalRecover: back.Recover,
+		KYC:           back.HostedKYC(),
 		Static:        static.FS,
 		API:           apiHandler,
 		Health:        a.Health,
@@ -191,6 +192,12 @@ func (a *App) Portal() *portal.Portal {
 		TagSession: a.Sessions.TagSession,
 		Secure:     strings.HasPrefix(a.Config.PublicURL, "https://"),
 		Now:        a.Now,
+
+		Users: a.Users,
+		AML:   a.AML,
+		KYC:   a.KYC,
+		// The back office's "Update now": admin only, audited.
+		UpdateSanctions: a.UpdateSanctionsForStaff,
 	})
 }
 

@@ -30,3 +30,27 @@
   document.addEventListener("DOMContentLoaded", function () { arm(document); });
   document.addEventListener("htmx:afterSwap", function (e) { arm(e.target); });
 })();
+// Document images zoom on click (back office); the hosted KYC form shows the
+// fields of the chosen document kind. Both work without JavaScript too: the
+// image stays small, the form shows every field.
+(function () {
+  "use strict";
+  document.addEventListener("click", function (e) {
+    var img = e.target.closest("img[data-zoom]");
+    if (img) { img.classList.toggle("zoomed"); }
+  });
+  function kind(form) {
+    var checked = form.querySelector("input[name=kind]:checked");
+    var k = checked ? checked.value : "passport";
+    form.classList.toggle("kind-passport", k === "passport");
+    form.classList.toggle("kind-idcard", k === "idcard");
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("form.hosted-form").forEach(function (form) {
+      kind(form);
+      form.addEventListener("change", function (e) {
+        if (e.target.name === "kind") { kind(form); }
+      });
+    });
+  });
+})();

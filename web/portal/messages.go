@@ -26,6 +26,16 @@ var messages = map[string]string{
 	emi.ErrWebhookDeliveryNotFound.Key: "There is no such delivery.",
 	emi.ErrWebhookEndpointDisabled.Key: "The endpoint is disabled: enable it before replaying a delivery.",
 	emi.ErrRateLimited.Key:             "Too many requests. Try again shortly.",
+	emi.ErrUserNotFound.Key:            "There is no such person.",
+	emi.ErrDocumentNotFound.Key:        "There is no such document.",
+	emi.ErrAMLCheckNotFound.Key:        "There is no such AML check.",
+	emi.ErrKYCSessionNotFound.Key:      "There is no such KYC session.",
+	emi.ErrReviewValidation.Key:        "Please correct the marked fields: every decision needs a reason.",
+	emi.ErrReviewClosed.Key:            "This was already decided, so nothing was changed. The page shows the decision on record.",
+	emi.ErrKYCLinkInvalid.Key:          "This link is not valid or has expired. Ask the service you are signing up with for a new one.",
+	emi.ErrKYCUploadInvalid.Key:        "Some of what you sent cannot be used. Please look at the marked fields and send again.",
+	emi.ErrKYCLinkUsed.Key:             "Your documents were already sent with this link.",
+	emi.ErrScreeningUpdate.Key:         "The sanctions lists could not be updated; the loaded lists stay in use. The attempt and its error are listed below.",
 }
 
 // Message returns the text for an error's key (a generic text for keys

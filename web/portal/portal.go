@@ -69,6 +69,15 @@ type Deps struct {
 	Search   *service.Search
 	Jobs     *service.Jobs
 	Webhooks WebhookService
+	// Users, AML and KYC are the people screens' services: profiles and
+	// documents, the AML and KYC review queues, and the hosted KYC page.
+	Users *service.Users
+	AML   *service.AML
+	KYC   *service.KYC
+	// UpdateSanctions downloads the official sanctions lists now (the
+	// admin's "Update now"); nil hides the button. It returns a catalogue
+	// error (emi.ErrScreeningUpdate) when the update failed.
+	UpdateSanctions func(ctx context.Context) error
 	// JobCounts returns background jobs by state for the dashboard.
 	JobCounts func(ctx context.Context) (map[string]int64, error)
 	// Sessions is the scs store (our PostgreSQL store).

@@ -47,6 +47,10 @@ type navEntry struct {
 
 var nav = []navEntry{
 	{"/backoffice/", "Dashboard", emi.PermViewDashboard},
+	{"/backoffice/users", "People", emi.PermViewPeople},
+	{"/backoffice/aml", "AML reviews", emi.PermViewPeople},
+	{"/backoffice/kyc", "KYC reviews", emi.PermViewPeople},
+	{"/backoffice/sanctions", "Sanctions lists", emi.PermViewPeople},
 	{"/backoffice/partners", "Partners", emi.PermViewPartners},
 	{"/backoffice/staff", "Staff", emi.PermViewStaff},
 	{"/backoffice/audit", "Audit log", emi.PermViewAudit},
@@ -57,14 +61,16 @@ var nav = []navEntry{
 func (p *Portal) page(r *http.Request, title string) layout.Page {
 	pr, _ := emi.PrincipalFrom(r.Context())
 	u, _ := r.Context().Value(userKey{}).(emi.StaffUser)
-	pg := layout.Page{Title: title, UserName: u.Name, UserMail: u.Email, Search: r.URL.Query().Get("q")}
+	pg := layout.Page{Title: title, UserName: u.Name, UserMail: u.Email, Search: r.URL.Query().Get("q"),
+		NoHistory: r.Context().Value(noHistoryKey{}) != nil}
+	counts := p.queueCounts(r)
 	for _, role := range u.Roles {
 		pg.Roles = append(pg.Roles, string(role))
 	}
 	for _, n := range nav {
 		if pr.Can(n.perm) {
 			active := r.URL.Path == n.href || (n.href != "/backoffice/" && strings.HasPrefix(r.URL.Path, n.href))
-			pg.Nav = append(pg.Nav, layout.NavItem{Href: n.href, Label: n.label, Active: active})
+			pg.Nav = append(pg.Nav, layout.NavItem{Href: n.href, Label: n.label, Active: active, Count: counts[n.href]})
 		}
 	}
 	pg.Flashes = p.popFlashes(r.Context())
@@ -203,6 +209,11 @@ func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, t
 
 // Recover is the portal's panic answer.
 func (p *Portal) Recover(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/kyc/") {
+		httpx.Fields(r.Context()).SetError(errors.New("panic"))
+		p.hostedServerError(w, r)
+		return
+	}
 	p.serverError(w, r, errors.New("panic"))
 }
 

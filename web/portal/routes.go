@@ -56,6 +56,20 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermViewWebhooks)).Get("/partners/{id}/events", p.eventsLog)
 		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/deliveries/{delivery}/replay", p.replayDelivery)
 
+		r.With(p.requirePerm(emi.PermViewPeople)).Get("/users", p.userList)
+		r.With(p.requirePerm(emi.PermViewPeople)).Get("/users/{user}", p.userDetail)
+		r.With(p.requirePerm(emi.PermViewPeople)).Get("/documents/{doc}", p.document)
+		r.With(p.requirePerm(emi.PermViewPeople)).Get("/aml", p.amlQueue)
+		r.With(p.requirePerm(emi.PermViewPeople)).Get("/aml/{check}", p.amlCheck)
+		r.With(p.requirePerm(emi.PermReviewAML)).Post("/aml/{check}/decide", p.amlDecide)
+		r.With(p.requirePerm(emi.PermViewPeople)).Get("/kyc", p.kycQueue)
+		r.With(p.requirePerm(emi.PermViewPeople)).Get("/kyc/{session}", p.kycSession)
+		r.With(p.requirePerm(emi.PermReviewKYC)).Post("/kyc/{session}/decide", p.kycDecide)
+		r.With(p.requirePerm(emi.PermViewPeople)).Get("/sanctions", p.sanctions)
+		// Admin only: PermManagePartners is the admin's operational permission
+		// (there is no dedicated one for the screening lists).
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/sanctions/update", p.sanctionsUpdate)
+
 		r.With(p.requirePerm(emi.PermViewAudit)).Get("/audit", p.audit)
 		r.With(p.requirePerm(emi.PermViewJobs)).Get("/jobs", p.jobs)
 	})

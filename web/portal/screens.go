@@ -57,6 +57,21 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 		}
 		tiles = append(tiles, pages.Tile{Label: "Staff users", Value: strconv.Itoa(len(list)), Href: "/backoffice/staff"})
 	}
+	if pr.Can(emi.PermViewPeople) && p.d.AML != nil && p.d.KYC != nil {
+		aml, err := p.d.AML.QueueSize(ctx)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		kyc, err := p.d.KYC.QueueSize(ctx)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		tiles = append(tiles,
+			pages.Tile{Label: "AML checks to review", Value: strconv.FormatInt(aml, 10), Href: "/backoffice/aml"},
+			pages.Tile{Label: "KYC sessions to review", Value: strconv.FormatInt(kyc, 10), Href: "/backoffice/kyc"})
+	}
 	if pr.Can(emi.PermViewJobs) && p.d.JobCounts != nil {
 		counts, err := p.d.JobCounts(ctx)
 		if err != nil {
@@ -93,6 +108,8 @@ func hitHref(h emi.SearchHit) string {
 		return "/backoffice/partners/" + h.Token
 	case "staff":
 		return "/backoffice/staff/" + h.Token
+	case "user":
+		return "/backoffice/users/" + h.Token
 	}
 	return "/backoffice/search?q=" + url.QueryEscape(h.Token)
 }
@@ -165,6 +182,12 @@ func auditRow(e emi.AuditEntry) pages.AuditRow {
 		row.ResourceHref = "/backoffice/partners/" + e.ResourceToken
 	case "staff_user":
 		row.ResourceHref = "/backoffice/staff/" + e.ResourceToken
+	case "user":
+		row.ResourceHref = "/backoffice/users/" + e.ResourceToken
+	case "aml_check":
+		row.ResourceHref = "/backoffice/aml/" + e.ResourceToken
+	case "kyc_session":
+		row.ResourceHref = "/backoffice/kyc/" + e.ResourceToken
 	case "partner_key":
 		if e.PartnerID != "" {
 			row.ResourceHref = "/backoffice/partners/" + e.PartnerID

@@ -1,0 +1,212 @@
+package portal
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// queueCounts returns the sizes of the review queues by navigation href,
+// for roles that see them. A failed count leaves its badge out: the
+// navigation must not fail a page.
+func (p *Portal) queueCounts(r *http.Request) map[string]string {
+	if p.d.AML == nil || p.d.KYC == nil || !canDo(r, emi.PermViewPeople) {
+		return nil
+	}
+	ctx := r.Context()
+	out := map[string]string{}
+	if n, err := p.d.AML.QueueSize(ctx); err != nil {
+		p.d.Logger.Warn("count the AML queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
+	} else if n > 0 {
+		out["/backoffice/aml"] = strconv.FormatInt(n, 10)
+	}
+	if n, err := p.d.KYC.QueueSize(ctx); err != nil {
+		p.d.Logger.Warn("count the KYC queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
+	} else if n > 0 {
+		out["/backoffice/kyc"] = strconv.FormatInt(n, 10)
+	}
+	return out
+}
+
+// amlStatuses are the tabs of the AML screen; the first is the queue.
+var amlStatuses = []struct {
+	status emi.AMLStatus
+	label  string
+}{
+	{emi.AMLMatch, "Waiting for review"},
+	{emi.AMLCleared, "Cleared"},
+	{emi.AMLConfirmed, "Confirmed"},
+	{emi.AMLClear, "Clear"},
+	{"", "All"},
+}
+
+// amlQueue (GET /aml) lists checks: by default those with hits waiting for
+// a decision, oldest first; ?status= shows the others, newest first.
+func (p *Portal) amlQueue(w http.ResponseWriter, r *http.Request) {
+	want := r.URL.Query().Get("status")
+	if want == "" {
+		want = string(emi.AMLMatch)
+	}
+	f := emi.AMLFilter{Limit: 100}
+	var tabs []pages.Tab
+	label := ""
+	for _, s := range amlStatuses {
+		key := string(s.status)
+		if key == "" {
+			key = "all"
+		}
+		active := key == want
+		if active {
+			f.Status, label = s.status, s.label
+		}
+		tabs = append(tabs, pages.Tab{Label: s.label, Href: "/backoffice/aml?status=" + key, Active: active})
+	}
+	if label == "" { // unknown status: the queue
+		f.Status, tabs[0].Active = emi.AMLMatch, true
+	}
+	checks, err := p.d.AML.List(r.Context(), f)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	rows := make([]pages.AMLRow, len(checks))
+	for i, c := range checks {
+		rows[i] = amlRow(c, p.d.Now())
+	}
+	empty := "No checks with this status."
+	if f.Status == emi.AMLMatch {
+		empty = "No check waits for review."
+	}
+	p.renderPrivate(w, r, http.StatusOK, "AML reviews", pages.AMLQueue(tabs, rows, empty))
+}
+
+func amlRow(c emi.AMLCheck, now time.Time) pages.AMLRow {
+	return pages.AMLRow{Token: c.Token, Created: fmtTime(c.CreatedAt), Age: age(now, c.CreatedAt), Partner: c.PartnerName,
+		Person: strings.TrimSpace(c.FirstName + " " + c.LastName), Birthday: c.Birthday, Nationality: c.Nationality,
+		Source: c.Source, Status: string(c.Status), StatusTone: amlTone(c.Status), Hits: len(c.Hits), Open: c.OpenHits()}
+}
+
+func amlTone(s emi.AMLStatus) string {
+	switch s {
+	case emi.AMLClear, emi.AMLCleared:
+		return "ok"
+	case emi.AMLMatch:
+		return "warn"
+	case emi.AMLConfirmed:
+		return "bad"
+	}
+	return ""
+}
+
+// amlCheck (GET /aml/{check}) is the review page of one check.
+func (p *Portal) amlCheck(w http.ResponseWriter, r *http.Request) {
+	p.renderAMLCheck(w, r, http.StatusOK, 0, "", nil)
+}
+
+// renderAMLCheck shows the check; for a refused decision, hit n keeps the
+// typed reason and shows the field errors.
+func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, n int, reason string, errs map[string]string) {
+	c, err := p.d.AML.Get(r.Context(), param(r, "check"))
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	v := pages.AMLCheckView{Token: c.Token, Status: string(c.Status), StatusTone: amlTone(c.Status),
+		FirstName: c.FirstName, LastName: c.LastName, Birthday: c.Birthday, Nationality: c.Nationality,
+		Partner: c.PartnerName, Source: c.Source, User: c.UserToken, ListVersion: c.ListVersion, Created: fmtTime(c.CreatedAt),
+		ReviewedBy: c.ReviewedBy, CanDecide: c.Status == emi.AMLMatch && canDo(r, emi.PermReviewAML)}
+	if canDo(r, emi.PermViewPartners) {
+		v.PartnerHref = "/backoffice/partners/" + c.PartnerID
+	}
+	if c.UserToken != "" {
+		v.UserHref = "/backoffice/users/" + c.UserToken
+	}
+	if c.ReviewedAt != nil {
+		v.Reviewed = fmtTime(*c.ReviewedAt)
+	}
+	for _, h := range c.Hits {
+		hv := hitView(h)
+		if h.N == n {
+			hv.FormReason, hv.Errors = reason, errs
+		}
+		v.Hits = append(v.Hits, hv)
+	}
+	p.renderPrivate(w, r, status, "AML check · "+strings.TrimSpace(c.FirstName+" "+c.LastName), pages.AMLCheck(v))
+}
+
+func hitView(h emi.AMLHit) pages.AMLHitView {
+	b := h.Breakdown
+	hv := pages.AMLHitView{N: h.N, List: h.List, EntryID: h.EntryID, EntryType: h.EntryType, Name: h.Name,
+		MatchedName: h.MatchedName, Alias: h.Alias, Score: score(h.Score), Fields: strings.Join(h.Fields, ", "),
+		NameScore: score(b.NameScore), Birthday: orUnknown(b.Birthday), BirthdayAdjust: adjust(b.BirthdayAdjust),
+		Nationality: orUnknown(b.Nationality), NationalityAdjust: adjust(b.NationalityAdjust), TypeAdjust: adjust(b.TypeAdjust),
+		Notes: b.Notes, Suppressed: h.Suppressed, Open: !h.Suppressed && h.Decision == "",
+		Decision: h.Decision, Reason: h.Reason, DecidedBy: h.DecidedBy}
+	for _, t := range b.Tokens {
+		hv.Tokens = append(hv.Tokens, pages.TokenRow{Query: t.Query, Entry: t.Entry, Similarity: score(t.Similarity)})
+	}
+	switch h.Decision {
+	case emi.HitFalsePositive:
+		hv.Decision, hv.DecisionTone = "false positive", "ok"
+	case emi.HitTrueMatch:
+		hv.Decision, hv.DecisionTone = "true match", "bad"
+	}
+	if h.DecidedAt != nil {
+		hv.DecidedAt = fmtTime(*h.DecidedAt)
+	}
+	return hv
+}
+
+func score(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
+
+// adjust writes a score adjustment with its sign ("" for none).
+func adjust(f float64) string {
+	if f == 0 {
+		return "±0"
+	}
+	s := strconv.FormatFloat(f, 'f', 3, 64)
+	if f > 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "not compared"
+	}
+	return strings.ReplaceAll(s, "_", " ")
+}
+
+// amlDecide (POST /aml/{check}/decide) records a decision on one hit. The
+// form uses HitDecision's JSON names: n, decision, reason.
+func (p *Portal) amlDecide(w http.ResponseWriter, r *http.Request) {
+	token := param(r, "check")
+	n, _ := strconv.Atoi(r.PostFormValue("n"))
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	d := emi.HitDecision{N: n, Decision: r.PostFormValue("decision"), Reason: reason}
+	c, err := p.d.AML.Decide(r.Context(), token, d)
+	if err != nil {
+		if emi.AsError(err).Kind != emi.KindInvalid {
+			p.flashError(w, r, err, "/backoffice/aml/"+token)
+			return
+		}
+		errs, banner := fieldErrors(err)
+		if len(errs) == 0 {
+			errs = map[string]string{"reason": banner}
+		}
+		p.flash(r.Context(), "bad", banner)
+		p.renderAMLCheck(w, r, http.StatusUnprocessableEntity, n, reason, errs)
+		return
+	}
+	msg := "Hit " + strconv.Itoa(n) + " recorded."
+	if c.Status != emi.AMLMatch {
+		msg = "Hit " + strconv.Itoa(n) + " recorded; the check is now " + string(c.Status) + " and the partner was notified."
+	}
+	p.flash(r.Context(), "ok", msg)
+	redirect(w, r, "/backoffice/aml/"+token+"#hit-"+strconv.Itoa(n))
+}

@@ -1,0 +1,179 @@
+package portal
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// kycTabs are the tabs of the KYC screen; the first is the queue.
+var kycTabs = []struct {
+	status emi.KYCStatus
+	label  string
+}{
+	{emi.KYCSubmitted, "Waiting for review"},
+	{emi.KYCPending, "Waiting for the person"},
+	{emi.KYCApproved, "Approved"},
+	{emi.KYCRejected, "Rejected"},
+	{emi.KYCExpired, "Expired"},
+	{"", "All"},
+}
+
+// kycQueue (GET /kyc) lists sessions: by default those submitted and
+// waiting for review, oldest first; ?status= shows the others.
+func (p *Portal) kycQueue(w http.ResponseWriter, r *http.Request) {
+	want := r.URL.Query().Get("status")
+	if want == "" {
+		want = string(emi.KYCSubmitted)
+	}
+	f := emi.KYCFilter{Limit: 100}
+	var tabs []pages.Tab
+	found := false
+	for _, s := range kycTabs {
+		key := string(s.status)
+		if key == "" {
+			key = "all"
+		}
+		active := key == want
+		if active {
+			f.Status, found = s.status, true
+		}
+		tabs = append(tabs, pages.Tab{Label: s.label, Href: "/backoffice/kyc?status=" + key, Active: active})
+	}
+	if !found {
+		f.Status, tabs[0].Active = emi.KYCSubmitted, true
+	}
+	sessions, err := p.d.KYC.List(r.Context(), f)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	rows := make([]pages.KYCRow, len(sessions))
+	for i, s := range sessions {
+		rows[i] = kycRow(s, p.d.Now())
+	}
+	empty := "No sessions with this status."
+	if f.Status == emi.KYCSubmitted {
+		empty = "No identification waits for review."
+	}
+	p.renderPrivate(w, r, http.StatusOK, "KYC reviews", pages.KYCQueue(tabs, rows, empty))
+}
+
+func kycRow(s emi.KYCSession, now time.Time) pages.KYCRow {
+	row := pages.KYCRow{Token: s.Token, Partner: s.PartnerName, User: strings.TrimSpace(s.UserName), UserHref: "/backoffice/users/" + s.UserToken,
+		Created: fmtTime(s.CreatedAt), Kind: kindLabel(s.DocumentKind), Status: string(s.Status), StatusTone: kycTone(s.Status)}
+	if row.User == "" {
+		row.User = s.UserToken
+	}
+	if s.SubmittedAt != nil {
+		row.Submitted = fmtTime(*s.SubmittedAt)
+		if s.Status == emi.KYCSubmitted {
+			row.Age = age(now, *s.SubmittedAt)
+		}
+	}
+	return row
+}
+
+func kindLabel(k string) string {
+	switch k {
+	case "passport":
+		return "passport"
+	case "idcard":
+		return "ID card"
+	}
+	return k
+}
+
+// kycSession (GET /kyc/{session}) is the review page of one session.
+func (p *Portal) kycSession(w http.ResponseWriter, r *http.Request) {
+	p.renderKYCSession(w, r, http.StatusOK, "", nil)
+}
+
+func (p *Portal) renderKYCSession(w http.ResponseWriter, r *http.Request, status int, reason string, errs map[string]string) {
+	ctx := r.Context()
+	s, docs, err := p.d.KYC.Get(ctx, param(r, "session"))
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	u, _, err := p.d.Users.Get(ctx, s.UserToken)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	v := pages.KYCSessionView{Token: s.Token, Status: string(s.Status), StatusTone: kycTone(s.Status), Name: u.FullName(),
+		Docs: docViews(docs), ReviewedBy: s.ReviewedBy, Reason: s.Reason,
+		CanDecide: s.Status == emi.KYCSubmitted && canDo(r, emi.PermReviewKYC), FormReason: reason, Errors: errs}
+	if s.ReviewedAt != nil {
+		v.Reviewed = fmtTime(*s.ReviewedAt)
+	}
+	v.Person = []pages.KV{
+		{Label: "Name", Value: u.FullName(), Href: "/backoffice/users/" + u.Token},
+		{Label: "Birthday", Value: u.Birthday, Mono: true},
+		{Label: "Place of birth", Value: u.PlaceOfBirth},
+		{Label: "Nationality", Value: u.Nationality},
+		{Label: "Country", Value: u.Country},
+		{Label: "Address", Value: strings.Trim(strings.Join([]string{u.Address1, u.Zip + " " + u.City}, ", "), ", ")},
+		{Label: "Proof of identity", Value: u.ProofOfIdentityType},
+		{Label: "Document number", Value: u.IDPassportNumber, Mono: true},
+		{Label: "Issuing country", Value: u.CountryIssuingIDCard},
+		{Label: "Issued", Value: u.IDIssueDate, Mono: true},
+		{Label: "Valid until", Value: u.IDPassportValidity, Mono: true},
+		{Label: "Unique identifier", Value: u.UniqueIdentifier, Mono: true},
+	}
+	v.Session = []pages.KV{
+		{Label: "Session", Value: s.Token, Mono: true},
+		{Label: "Partner", Value: s.PartnerName},
+		{Label: "Document", Value: kindLabel(s.DocumentKind)},
+		{Label: "Started (UTC)", Value: fmtTime(s.CreatedAt), Mono: true},
+		{Label: "Consent (UTC)", Value: fmtTimeOrEmpty(s.ConsentAt), Mono: true},
+		{Label: "Submitted (UTC)", Value: fmtTimeOrEmpty(s.SubmittedAt), Mono: true},
+		{Label: "Link valid until (UTC)", Value: fmtTime(s.ExpiresAt), Mono: true},
+	}
+	if canDo(r, emi.PermViewPartners) {
+		v.Session[1].Href = "/backoffice/partners/" + s.PartnerID
+	}
+	p.renderPrivate(w, r, status, "KYC · "+u.FullName(), pages.KYCSession(v))
+}
+
+func fmtTimeOrEmpty(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return fmtTime(*t)
+}
+
+// kycDecide (POST /kyc/{session}/decide) approves or rejects a submitted
+// session with a reason (decision approve or reject).
+func (p *Portal) kycDecide(w http.ResponseWriter, r *http.Request) {
+	token := param(r, "session")
+	reason := r.PostFormValue("reason")
+	var approve bool
+	switch r.PostFormValue("decision") {
+	case "approve":
+		approve = true
+	case "reject":
+	default:
+		err := emi.ErrReviewValidation.Field("decision", "choose approve or reject")
+		errs, banner := fieldErrors(err)
+		p.flash(r.Context(), "bad", banner)
+		p.renderKYCSession(w, r, http.StatusUnprocessableEntity, reason, errs)
+		return
+	}
+	s, err := p.d.KYC.Decide(r.Context(), token, approve, reason)
+	if err != nil {
+		if emi.AsError(err).Kind != emi.KindInvalid {
+			p.flashError(w, r, err, "/backoffice/kyc/"+token)
+			return
+		}
+		errs, banner := fieldErrors(err)
+		p.flash(r.Context(), "bad", banner)
+		p.renderKYCSession(w, r, http.StatusUnprocessableEntity, reason, errs)
+		return
+	}
+	p.flash(r.Context(), "ok", "The identification is "+string(s.Status)+"; the partner was notified.")
+	redirect(w, r, "/backoffice/kyc/"+token)
+}

@@ -1,0 +1,373 @@
+package portal
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// kycStatuses are the KYC statuses the people filter offers.
+var kycStatuses = []emi.KYCStatus{emi.KYCNone, emi.KYCPending, emi.KYCSubmitted, emi.KYCApproved, emi.KYCRejected, emi.KYCExpired}
+
+// userList (GET /users) lists people, newest first, 50 a page, with a
+// search box (name, e-mail, phone, token) and a KYC status filter. Paging is
+// by keyset: before_at and before_token name the last row seen.
+func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := emi.UserFilter{Q: strings.TrimSpace(q.Get("q")), Limit: 50}
+	for _, st := range kycStatuses {
+		if q.Get("kyc_status") == string(st) {
+			f.KYCStatus = st
+		}
+	}
+	if at, err := time.Parse(time.RFC3339Nano, q.Get("before_at")); err == nil && looksLikeToken(q.Get("before_token")) {
+		f.BeforeAt, f.BeforeToken = at, q.Get("before_token")
+	}
+	view := pages.UsersFilter{Q: f.Q, KYCStatus: string(f.KYCStatus)}
+	statuses := make([]string, len(kycStatuses))
+	for i, st := range kycStatuses {
+		statuses[i] = string(st)
+	}
+	users, err := p.d.Users.List(r.Context(), f)
+	if err != nil {
+		if emi.AsError(err).Kind != emi.KindInvalid {
+			p.renderError(w, r, err)
+			return
+		}
+		errs, _ := fieldErrors(err)
+		p.render(w, r, http.StatusUnprocessableEntity, "People", pages.Users(view, statuses, nil, "", "", errs))
+		return
+	}
+	names := p.partnerNames(r)
+	rows := make([]pages.UserRow, len(users))
+	for i, u := range users {
+		rows[i] = pages.UserRow{Token: u.Token, Name: u.FullName(), Email: u.Email, Phone: firstNonEmpty(u.MobilePhone, u.Phone),
+			Partner: names.name(u.PartnerID), KYCStatus: string(u.KYCStatus), KYCTone: kycTone(u.KYCStatus),
+			Created: fmtTime(u.CreatedAt), Removed: u.Status == emi.UserRemoved}
+	}
+	var prev, next string
+	if len(users) == f.Limit {
+		last := users[len(users)-1]
+		nq := cloneQuery(q)
+		nq.Set("before_at", last.CreatedAt.UTC().Format(time.RFC3339Nano))
+		nq.Set("before_token", last.Token)
+		next = "/backoffice/users?" + nq.Encode()
+	}
+	if !f.BeforeAt.IsZero() {
+		pq := cloneQuery(q)
+		pq.Del("before_at")
+		pq.Del("before_token")
+		prev = "/backoffice/users?" + pq.Encode()
+	}
+	p.render(w, r, http.StatusOK, "People", pages.Users(view, statuses, rows, prev, next, nil))
+}
+
+// userDetail (GET /users/{user}) is a person's page: the profile, documents,
+// AML checks, KYC sessions and, for roles that read the audit log, the
+// person's history.
+func (p *Portal) userDetail(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	u, docs, err := p.d.Users.Get(ctx, param(r, "user"))
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	checks, err := p.d.AML.List(ctx, emi.AMLFilter{UserToken: u.Token, Limit: 50})
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	sessions, err := p.d.KYC.List(ctx, emi.KYCFilter{UserToken: u.Token, Limit: 50})
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	v := pages.UserView{Token: u.Token, Name: u.FullName(), Removed: u.Status == emi.UserRemoved,
+		KYCStatus: string(u.KYCStatus), KYCTone: kycTone(u.KYCStatus), Docs: docViews(docs)}
+	partner := p.partnerNames(r).name(u.PartnerID)
+	for _, s := range sessions {
+		if s.PartnerName != "" {
+			partner = s.PartnerName
+		}
+	}
+	v.Groups = userGroups(r, u, partner)
+	for _, c := range checks {
+		v.Checks = append(v.Checks, amlRow(c, p.d.Now()))
+	}
+	for _, s := range sessions {
+		v.Sessions = append(v.Sessions, kycRow(s, p.d.Now()))
+	}
+	if canDo(r, emi.PermViewAudit) {
+		entries, err := p.d.Audit.List(ctx, emi.AuditFilter{ResourceType: "user", ResourceToken: u.Token, Limit: 50})
+		if err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+		v.ShowAudit = true
+		v.AuditHref = "/backoffice/audit?resource_type=user&resource_token=" + u.Token
+		for _, e := range entries {
+			v.Audit = append(v.Audit, auditRow(e))
+		}
+	}
+	title := u.FullName()
+	if title == "" {
+		title = "Person"
+	}
+	p.renderPrivate(w, r, http.StatusOK, title, pages.UserDetail(v))
+}
+
+// documentCSP lets a document render and nothing else: no script, no
+// requests besides its own images, and a sandbox (a unique origin) so a
+// crafted file cannot act as the back office. Inline styles are allowed
+// because browsers' built-in image and PDF viewers use them.
+const documentCSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; sandbox"
+
+// document (GET /documents/{doc}) sends a document's content, decrypted,
+// for display in the browser. The service audits every view.
+func (p *Portal) document(w http.ResponseWriter, r *http.Request) {
+	d, content, err := p.d.Users.Document(r.Context(), param(r, "doc"))
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", d.ContentType)
+	h.Set("Content-Disposition", fmt.Sprintf(`inline; filename="%s.%s"`, safeFileName(d.DocumentType), safeFileName(d.FileType)))
+	h.Set("Content-Security-Policy", documentCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Content-Length", strconv.Itoa(len(content)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(content)
+	}
+}
+
+// safeFileName keeps letters, digits, '-' and '_' (the catalogue's document
+// and file types are made of them), so the header cannot be broken.
+func safeFileName(s string) string {
+	return strings.Map(func(c rune) rune {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+			return c
+		}
+		return -1
+	}, s)
+}
+
+// renderPrivate renders a page with personal data: htmx keeps no snapshot
+// of it in the browser's history storage.
+func (p *Portal) renderPrivate(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
+	r = r.WithContext(withNoHistory(r.Context()))
+	p.render(w, r, status, title, content)
+}
+
+type noHistoryKey struct{}
+
+func withNoHistory(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noHistoryKey{}, true)
+}
+
+func docViews(docs []emi.StoredDocument) []pages.DocView {
+	out := make([]pages.DocView, len(docs))
+	for i, d := range docs {
+		sum := hex.EncodeToString(d.SHA256)
+		if len(sum) > 12 {
+			sum = sum[:12]
+		}
+		out[i] = pages.DocView{Token: d.Token, Type: d.DocumentType, FileType: d.FileType, ContentType: d.ContentType,
+			Size: fmtBytes(d.Size), SHA: sum, Created: fmtTime(d.CreatedAt), Href: "/backoffice/documents/" + d.Token,
+			Image: strings.HasPrefix(d.ContentType, "image/")}
+	}
+	return out
+}
+
+// userGroups arranges a profile in the sections a reviewer reads.
+func userGroups(r *http.Request, u emi.User, partner string) []pages.FieldGroup {
+	yesNo := func(b *bool) string {
+		if b == nil {
+			return ""
+		}
+		return map[bool]string{true: "yes", false: "no"}[*b]
+	}
+	status := pages.KV{Label: "Status", Value: string(u.Status), Tone: "ok"}
+	if u.Status == emi.UserRemoved {
+		status.Tone = "bad"
+	}
+	partnerKV := pages.KV{Label: "Partner", Value: partner}
+	if canDo(r, emi.PermViewPartners) {
+		partnerKV.Href = "/backoffice/partners/" + u.PartnerID
+	}
+	amlKV := pages.KV{Label: "AML check", Value: u.AML, Mono: true}
+	if u.AML != "" {
+		amlKV.Href = "/backoffice/aml/" + u.AML
+	}
+	removed := ""
+	if u.RemovedAt != nil {
+		removed = fmtTime(*u.RemovedAt)
+	}
+	return []pages.FieldGroup{
+		{Title: "Person", Items: []pages.KV{
+			{Label: "First name", Value: u.FirstName}, {Label: "Middle name", Value: u.MiddleName}, {Label: "Last name", Value: u.LastName},
+			{Label: "Birthday", Value: u.Birthday, Mono: true}, {Label: "Place of birth", Value: u.PlaceOfBirth},
+			{Label: "Nationality", Value: u.Nationality}, {Label: "Other nationalities", Value: strings.Join(u.AdditionalNationality, ", ")},
+			{Label: "Language", Value: u.Language}, {Label: "Education", Value: u.Education},
+		}},
+		{Title: "Contact and address", Items: []pages.KV{
+			{Label: "E-mail", Value: u.Email, Mono: true}, {Label: "Phone", Value: u.Phone, Mono: true},
+			{Label: "Mobile phone", Value: u.MobilePhone, Mono: true}, {Label: "Address", Value: u.Address1},
+			{Label: "Address line 2", Value: u.Address2}, {Label: "Postcode", Value: u.Zip}, {Label: "City", Value: u.City},
+			{Label: "Country", Value: u.Country},
+		}},
+		{Title: "Identity document", Items: []pages.KV{
+			{Label: "Proof of identity", Value: u.ProofOfIdentityType}, {Label: "Number", Value: u.IDPassportNumber, Mono: true},
+			{Label: "Issuing country", Value: u.CountryIssuingIDCard}, {Label: "Issued", Value: u.IDIssueDate, Mono: true},
+			{Label: "Valid until", Value: u.IDPassportValidity, Mono: true}, {Label: "Unique identifier", Value: u.UniqueIdentifier, Mono: true},
+		}},
+		{Title: "Occupation and funds", Items: []pages.KV{
+			{Label: "Occupation", Value: u.Occupation}, {Label: "Other occupation", Value: u.OtherOccupation},
+			{Label: "Position", Value: u.OccupationPosition}, {Label: "Employment", Value: u.EmploymentStatus},
+			{Label: "Other employment", Value: u.OtherEmploymentStatus}, {Label: "Monthly net income", Value: u.ClientMonthlyNetIncome},
+			{Label: "Source of funds", Value: u.SourceOfFunds}, {Label: "Other source of funds", Value: u.OtherSourceOfFunds},
+			{Label: "Money declaration", Value: u.MoneyDeclaration},
+			{Label: "Incoming funds", Value: strings.Join(u.TypeOfIncomingFunds, ", ")},
+			{Label: "Expected in / month (EUR)", Value: u.ExpectedIncomingMonthlyEUR},
+			{Label: "Expected out / month (EUR)", Value: u.ExpectedOutgoingMonthlyEUR},
+			{Label: "Incoming transfers / month", Value: u.ExpectedMonthlyFrequency},
+			{Label: "Purpose of the wallet", Value: strings.Join(u.PurposeOfWalletUsage, ", ")},
+			{Label: "Other purpose", Value: u.OtherPurposeOfWalletUsage},
+		}},
+		{Title: "Compliance", Items: []pages.KV{
+			{Label: "KYC", Value: string(u.KYCStatus), Tone: toneOrNeutral(kycTone(u.KYCStatus))}, amlKV,
+			{Label: "Risk score", Value: u.RiskScore}, {Label: "PEP", Value: u.PEP}, {Label: "PEP relative", Value: u.PEPRelative},
+			{Label: "PEP declaration", Value: u.PEPsDeclaration}, {Label: "Sanctioned (is_san)", Value: u.IsSAN},
+			{Label: "is_sip", Value: u.IsSIP}, {Label: "Sanction and media screening", Value: yesNo(u.SanctionMediaScreening)},
+			{Label: "Specified US person", Value: yesNo(u.SpecifiedUSPerson)}, {Label: "Vulnerability", Value: u.VulnerabilityType},
+			{Label: "Accessibility needs", Value: u.AccessibilityRequired},
+		}},
+		{Title: "Registration", Items: []pages.KV{
+			{Label: "Token", Value: u.Token, Mono: true}, status, partnerKV,
+			{Label: "Master merchant", Value: u.MasterMerchant, Mono: true}, {Label: "Merchant", Value: u.Merchant, Mono: true},
+			{Label: "Type", Value: u.Type}, {Label: "Company", Value: u.Company},
+			{Label: "External reference", Value: u.ExternalReference, Mono: true}, {Label: "Info", Value: u.Info},
+			{Label: "Registration IP", Value: u.RegistrationIP, Mono: true},
+			{Label: "Registration place", Value: strings.Trim(u.RegistrationCity+", "+u.RegistrationCountry, ", ")},
+			{Label: "Registration coordinates", Value: strings.Trim(u.RegistrationLat+", "+u.RegistrationLng, ", "), Mono: true},
+			{Label: "Created (UTC)", Value: fmtTime(u.CreatedAt), Mono: true}, {Label: "Updated (UTC)", Value: fmtTime(u.UpdatedAt), Mono: true},
+			{Label: "Removed (UTC)", Value: removed, Mono: true},
+		}},
+	}
+}
+
+func kycTone(s emi.KYCStatus) string {
+	switch s {
+	case emi.KYCApproved:
+		return "ok"
+	case emi.KYCRejected, emi.KYCExpired:
+		return "bad"
+	case emi.KYCSubmitted, emi.KYCPending:
+		return "warn"
+	}
+	return ""
+}
+
+func toneOrNeutral(t string) string {
+	if t == "" {
+		return "neutral"
+	}
+	return t
+}
+
+// partnerNameMap names partners for roles that may see them; others see a
+// shortened id.
+type partnerNameMap map[string]string
+
+func (m partnerNameMap) name(id string) string {
+	if n, ok := m[id]; ok {
+		return n
+	}
+	if len(id) > 8 {
+		return id[:8] + "…"
+	}
+	return id
+}
+
+func (p *Portal) partnerNames(r *http.Request) partnerNameMap {
+	out := partnerNameMap{}
+	if !canDo(r, emi.PermViewPartners) {
+		return out
+	}
+	list, err := p.d.Partners.List(r.Context())
+	if err != nil {
+		return out // names are a convenience; the page works without them
+	}
+	for _, pt := range list {
+		out[pt.ID] = pt.Name
+	}
+	return out
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// fmtBytes writes a size for people: 812 B, 14.2 KiB, 3.1 MiB.
+func fmtBytes(n int) string {
+	switch {
+	case n < 1024:
+		return strconv.Itoa(n) + " B"
+	case n < 1<<20:
+		return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + " KiB"
+	}
+	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+}
+
+// age writes how long ago t was, coarsely: 40 s, 12 min, 5 h, 3 d.
+func age(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(max(d, 0)/time.Second)) + " s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + " min"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + " h"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + " d"
+}
+
+// looksLikeToken reports whether s has the shape of a token (a UUID), so
+// a hand-edited paging link cannot reach the database as a bad value.
+func looksLikeToken(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+				return false
+			}
+		}
+	}
+	return true
+}
