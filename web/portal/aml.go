@@ -118,7 +118,7 @@ func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, 
 	v := pages.AMLCheckView{Token: c.Token, Status: string(c.Status), StatusTone: amlTone(c.Status),
 		FirstName: c.FirstName, LastName: c.LastName, Birthday: c.Birthday, Nationality: c.Nationality,
 		Partner: c.PartnerName, Source: c.Source, User: c.UserToken, ListVersion: c.ListVersion, Created: fmtTime(c.CreatedAt),
-		ReviewedBy: c.ReviewedBy, CanDecide: c.Status == emi.AMLMatch && canDo(r, emi.PermReviewAML)}
+		ReviewedBy: who(r, c.ReviewedBy), CanDecide: c.Status == emi.AMLMatch && canDo(r, emi.PermReviewAML)}
 	if canDo(r, emi.PermViewPartners) {
 		v.PartnerHref = "/backoffice/partners/" + c.PartnerID
 	}
@@ -130,6 +130,7 @@ func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, 
 	}
 	for _, h := range c.Hits {
 		hv := hitView(h)
+		hv.DecidedBy = who(r, h.DecidedBy)
 		if h.N == n {
 			hv.FormReason, hv.Errors = reason, errs
 		}
@@ -159,6 +160,15 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 		hv.DecidedAt = fmtTime(*h.DecidedAt)
 	}
 	return hv
+}
+
+// who names the staff user behind an id: the signed-in user by name (the
+// staff directory is not every reviewer's to read), anyone else by id.
+func who(r *http.Request, staffID string) string {
+	if u := current(r); staffID != "" && u.ID == staffID {
+		return u.Name + " (you)"
+	}
+	return staffID
 }
 
 func score(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
