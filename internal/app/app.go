@@ -129,11 +129,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, now)
 	a.People = postgres.NewPeopleStore(db)
 	a.Screener = screening.NewScreener()
-	var sources []string
-	if cfg.SanctionsRefresh > 0 {
-		sources = cfg.SanctionsURLs[:]
-	}
-	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: sources}}
+	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: cfg.SanctionsURLs[:]}}
 	a.AML = service.NewAML(db, a.People, a.People, screener, a.Events, a.Jobs, a.Audit, v, now)
 	a.Users = service.NewUsers(db, a.People, a.People, a.AML, keys, a.Audit, v, screener.Normalize, now)
 	a.KYC = service.NewKYC(db, a.People, a.People, a.People, keys, service.HostedKYC{PublicURL: cfg.PublicURL},

@@ -7,14 +7,14 @@ import (
 )
 
 // UpdateSanctionsForStaff is the back office's "Update now": it runs
-// UpdateSanctions for a staff user with emi.PermManagePartners (the admin's
-// operational permission; emi.ErrForbidden otherwise) and writes the
+// UpdateSanctions for a staff user with emi.PermManageSanctions (admins;
+// emi.ErrForbidden otherwise) and writes the
 // request and its outcome to the audit log. A failed download returns
 // emi.ErrScreeningUpdate (the cause is logged and kept in the list-update
 // log); the loaded lists stay in use.
 func (a *App) UpdateSanctionsForStaff(ctx context.Context) error {
 	p, _ := emi.PrincipalFrom(ctx)
-	if !p.Can(emi.PermManagePartners) {
+	if !p.Can(emi.PermManageSanctions) {
 		return emi.ErrForbidden
 	}
 	err := a.UpdateSanctions(ctx)

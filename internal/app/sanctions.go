@@ -63,6 +63,20 @@ func (a sanctions) Status() emi.SanctionsStatus {
 	return st
 }
 
+// Entry implements service.Screener.
+func (a sanctions) Entry(list, id string) (emi.SanctionsEntry, bool) {
+	ix := a.s.Current()
+	if ix == nil {
+		return emi.SanctionsEntry{}, false
+	}
+	e, ok := ix.Entry(list, id)
+	if !ok {
+		return emi.SanctionsEntry{}, false
+	}
+	return emi.SanctionsEntry{List: e.List, ID: e.ID, Type: e.Type, Name: e.Name, Aliases: e.Aliases,
+		Birthdates: e.Birthdates, Nationalities: e.Nationalities, Programs: e.Programs, Fingerprint: e.Fingerprint}, true
+}
+
 // Normalize implements service.Screener.
 func (a sanctions) Normalize(s string) string { return screening.Normalize(s) }
 

@@ -70,6 +70,23 @@ type AMLHit struct {
 	Reason     string     `db:"reason"`
 	DecidedBy  string     `db:"decided_by"`
 	DecidedAt  *time.Time `db:"decided_at"`
+	// DecidedByName is the reviewer's name, for the back office.
+	DecidedByName string `db:"decided_by_name"`
+	// Entry is the list entry as the loaded lists hold it now (filled for
+	// the back office; nil when the lists no longer have it).
+	Entry *SanctionsEntry `db:"-"`
+}
+
+// SanctionsEntry is one entry of a sanctions list, as published.
+type SanctionsEntry struct {
+	List, ID, Type, Name string
+	Aliases              []string
+	// Birthdates as the list states them: 1984-01-08, 1960-12, 1962,
+	// 1960..1962 (a range) or ~1962 (circa).
+	Birthdates    []string
+	Nationalities []string
+	Programs      []string
+	Fingerprint   string
 }
 
 // Hit decisions.
@@ -94,7 +111,9 @@ type AMLCheck struct {
 	CreatedAt   time.Time  `db:"created_at"`
 	ReviewedAt  *time.Time `db:"reviewed_at"`
 	ReviewedBy  string     `db:"reviewed_by"`
-	Hits        []AMLHit   `db:"-"`
+	// ReviewedByName is the reviewer's name, for the back office.
+	ReviewedByName string   `db:"reviewed_by_name"`
+	Hits           []AMLHit `db:"-"`
 	// PartnerName is filled for the back office.
 	PartnerName string `db:"partner_name"`
 }
@@ -173,10 +192,12 @@ type KYCSession struct {
 	SubmittedAt  *time.Time `db:"submitted_at"`
 	ReviewedAt   *time.Time `db:"reviewed_at"`
 	ReviewedBy   string     `db:"reviewed_by"`
-	Reason       string     `db:"reason"`
-	ExpiresAt    time.Time  `db:"expires_at"`
-	CreatedAt    time.Time  `db:"created_at"`
-	UpdatedAt    time.Time  `db:"updated_at"`
+	// ReviewedByName is the reviewer's name, for the back office.
+	ReviewedByName string    `db:"reviewed_by_name"`
+	Reason         string    `db:"reason"`
+	ExpiresAt      time.Time `db:"expires_at"`
+	CreatedAt      time.Time `db:"created_at"`
+	UpdatedAt      time.Time `db:"updated_at"`
 	// URL is the person's page, filled when the session is returned to the
 	// partner.
 	URL string `db:"-"`

@@ -50,12 +50,15 @@ const (
 	PermViewJobs       Permission = "jobs.view"
 	PermManageWebhooks Permission = "webhooks.manage"
 	PermViewWebhooks   Permission = "webhooks.view"
+	// PermManageSanctions: download the sanctions lists now.
+	PermManageSanctions Permission = "sanctions.manage"
 )
 
 // rolePermissions is the authorization table.
 var rolePermissions = map[Role][]Permission{
 	RoleAdmin: {PermViewDashboard, PermManageStaff, PermViewStaff, PermManagePartners, PermViewPartners,
-		PermViewAudit, PermViewJobs, PermManageWebhooks, PermViewWebhooks, PermViewApps, PermViewPeople, PermViewAccounts},
+		PermViewAudit, PermViewJobs, PermManageWebhooks, PermViewWebhooks, PermViewApps, PermViewPeople, PermViewAccounts,
+		PermManageSanctions},
 	RoleUnderwriter: {PermViewDashboard, PermViewApps, PermDecideApps, PermViewPeople, PermViewPartners},
 	RoleCompliance:  {PermViewDashboard, PermViewApps, PermReviewAML, PermReviewKYC, PermViewPeople, PermViewAudit},
 	RoleCustomerService: {PermViewDashboard, PermViewPeople, PermViewAccounts, PermManageAccounts,

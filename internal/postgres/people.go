@@ -197,7 +197,7 @@ func (s *PeopleStore) Users(ctx context.Context, f emi.UserFilter) ([]emi.User, 
 	if f.KYCStatus != "" {
 		where = append(where, "kyc_status = "+arg(f.KYCStatus))
 	}
-	if !f.BeforeAt.IsZero() {
+	if !f.BeforeAt.IsZero() && validUUID(f.BeforeToken) {
 		where = append(where, "(created_at, token) < ("+arg(f.BeforeAt)+", "+arg(f.BeforeToken)+")")
 	}
 	q := `SELECT ` + userColumns + ` FROM users`
@@ -281,6 +281,7 @@ type amlCheckRow struct {
 const amlCheckColumns = `c.token, c.partner_id, c.source, c.user_token AS user_tok, c.first_name, c.last_name, c.nationality,
 	to_char(c.birthday, 'YYYY-MM-DD') AS bday, c.person_key, c.status, c.list_version, c.created_at, c.reviewed_at,
 	c.reviewed_by::text AS reviewer, p.name AS pname,
+	coalesce((SELECT name FROM staff_users s WHERE s.id = c.reviewed_by), '') AS reviewed_by_name,
 	(SELECT count(*) FROM aml_hits h WHERE h.check_token = c.token AND NOT h.suppressed AND h.decision IS NULL) AS open_hits`
 
 func (r amlCheckRow) check() emi.AMLCheck {
@@ -351,8 +352,9 @@ type amlHitRow struct {
 func (s *PeopleStore) amlHits(ctx context.Context, token string) ([]emi.AMLHit, error) {
 	var rows []amlHitRow
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT n, list, entry_id, entry_type, name, matched_name,
-		alias, score, fields, breakdown, fingerprint, suppressed, decision, reason, decided_by::text AS decided_by, decided_at
-		FROM aml_hits WHERE check_token = $1 ORDER BY n`, token)
+		alias, score, fields, breakdown, fingerprint, suppressed, decision, reason, decided_by::text AS decided_by, decided_at,
+		coalesce((SELECT name FROM staff_users s WHERE s.id = h.decided_by), '') AS decided_by_name
+		FROM aml_hits h WHERE check_token = $1 ORDER BY n`, token)
 	if err != nil {
 		return nil, Translate(err)
 	}
@@ -530,6 +532,7 @@ type kycRow struct {
 
 const kycColumns = `k.token, k.partner_id, k.user_token, k.provider, k.status, k.document_kind, k.consent_at,
 	k.submitted_at, k.reviewed_at, k.reviewed_by::text AS reviewer, k.reason, k.expires_at, k.created_at, k.updated_at,
+	coalesce((SELECT name FROM staff_users s WHERE s.id = k.reviewed_by), '') AS reviewed_by_name,
 	p.name AS pname, (u.first_name || ' ' || u.last_name) AS uname`
 
 const kycFrom = ` FROM kyc_sessions k JOIN partners p ON p.id = k.partner_id JOIN users u ON u.token = k.user_token`

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"emi/internal/emi"
@@ -25,6 +26,8 @@ type Screener interface {
 	Status() emi.SanctionsStatus
 	// Normalize normalises a name for comparison.
 	Normalize(s string) string
+	// Entry returns a list entry as the loaded lists hold it.
+	Entry(list, id string) (emi.SanctionsEntry, bool)
 }
 
 // AMLStore keeps AML checks, their hits and the remembered false positives.
@@ -143,7 +146,16 @@ func (a *AML) Get(ctx context.Context, token string) (emi.AMLCheck, error) {
 	if err := require(ctx, emi.PermViewPeople); err != nil {
 		return emi.AMLCheck{}, err
 	}
-	return a.store.AMLCheck(ctx, "", token)
+	c, err := a.store.AMLCheck(ctx, "", token)
+	if err != nil {
+		return c, err
+	}
+	for i, h := range c.Hits {
+		if e, ok := a.screener.Entry(h.List, h.EntryID); ok {
+			c.Hits[i].Entry = &e
+		}
+	}
+	return c, nil
 }
 
 // List lists checks for the back office: the review queue is status match,
@@ -175,6 +187,7 @@ func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.
 	if err := require(ctx, emi.PermReviewAML); err != nil {
 		return emi.AMLCheck{}, err
 	}
+	d.Reason = strings.TrimSpace(d.Reason)
 	if err := a.validate.Struct(d, emi.ErrReviewValidation); err != nil {
 		return emi.AMLCheck{}, err
 	}

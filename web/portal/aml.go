@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -118,7 +119,7 @@ func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, 
 	v := pages.AMLCheckView{Token: c.Token, Status: string(c.Status), StatusTone: amlTone(c.Status),
 		FirstName: c.FirstName, LastName: c.LastName, Birthday: c.Birthday, Nationality: c.Nationality,
 		Partner: c.PartnerName, Source: c.Source, User: c.UserToken, ListVersion: c.ListVersion, Created: fmtTime(c.CreatedAt),
-		ReviewedBy: who(r, c.ReviewedBy), CanDecide: c.Status == emi.AMLMatch && canDo(r, emi.PermReviewAML)}
+		ReviewedBy: who(r, c.ReviewedBy, c.ReviewedByName), CanDecide: c.Status == emi.AMLMatch && canDo(r, emi.PermReviewAML)}
 	if canDo(r, emi.PermViewPartners) {
 		v.PartnerHref = "/backoffice/partners/" + c.PartnerID
 	}
@@ -130,7 +131,7 @@ func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, 
 	}
 	for _, h := range c.Hits {
 		hv := hitView(h)
-		hv.DecidedBy = who(r, h.DecidedBy)
+		hv.DecidedBy = who(r, h.DecidedBy, h.DecidedByName)
 		if h.N == n {
 			hv.FormReason, hv.Errors = reason, errs
 		}
@@ -150,6 +151,22 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 	for _, t := range b.Tokens {
 		hv.Tokens = append(hv.Tokens, pages.TokenRow{Query: t.Query, Entry: t.Entry, Similarity: score(t.Similarity)})
 	}
+	switch e := h.Entry; {
+	case e == nil:
+		hv.EntryNote = "This entry is no longer on the loaded lists."
+	default:
+		hv.EntryBirthdates = orNone(strings.Join(e.Birthdates, ", "))
+		hv.EntryNationalities = orNone(strings.Join(e.Nationalities, ", "))
+		hv.EntryPrograms = orNone(strings.Join(e.Programs, ", "))
+		aliases := e.Aliases
+		if len(aliases) > 12 {
+			aliases = append(aliases[:12:12], fmt.Sprintf("and %d more", len(e.Aliases)-12))
+		}
+		hv.EntryAliases = orNone(strings.Join(aliases, "; "))
+		if e.Fingerprint != h.Fingerprint {
+			hv.EntryNote = "The list entry has changed since this check was made; what is shown is the entry as it is now."
+		}
+	}
 	switch h.Decision {
 	case emi.HitFalsePositive:
 		hv.Decision, hv.DecisionTone = "false positive", "ok"
@@ -162,13 +179,23 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 	return hv
 }
 
-// who names the staff user behind an id: the signed-in user by name (the
-// staff directory is not every reviewer's to read), anyone else by id.
-func who(r *http.Request, staffID string) string {
+// who names the staff user behind an id: by name (the store joins it),
+// "(you)" for the signed-in user, the id when the name is unknown.
+func who(r *http.Request, staffID, name string) string {
 	if u := current(r); staffID != "" && u.ID == staffID {
 		return u.Name + " (you)"
 	}
+	if name != "" {
+		return name
+	}
 	return staffID
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none stated"
+	}
+	return s
 }
 
 func score(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }

@@ -105,7 +105,7 @@ func (p *Portal) renderKYCSession(w http.ResponseWriter, r *http.Request, status
 		return
 	}
 	v := pages.KYCSessionView{Token: s.Token, Status: string(s.Status), StatusTone: kycTone(s.Status), Name: u.FullName(),
-		Docs: docViews(docs), ReviewedBy: who(r, s.ReviewedBy), Reason: s.Reason,
+		Docs: docViews(docs), ReviewedBy: who(r, s.ReviewedBy, s.ReviewedByName), Reason: s.Reason,
 		CanDecide: s.Status == emi.KYCSubmitted && canDo(r, emi.PermReviewKYC), FormReason: reason, Errors: errs}
 	if s.ReviewedAt != nil {
 		v.Reviewed = fmtTime(*s.ReviewedAt)

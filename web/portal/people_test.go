@@ -407,7 +407,7 @@ func TestAMLReview(t *testing.T) {
 		if p.Status != http.StatusOK {
 			t.Fatalf("HTTP %d", p.Status)
 		}
-		for _, want := range []string{"Kim", "Jong Un", "1984-01-08", "KP", "Token alignment", "name score", ">match<"} {
+		for _, want := range []string{"Kim", "Jong Un", "1984-01-08", "KP", "Token alignment", "name score", "(match)", "Programmes", "DPRK"} {
 			if !strings.Contains(p.Body, want) {
 				t.Errorf("the page lacks %q", want)
 			}
@@ -456,6 +456,15 @@ func TestAMLReview(t *testing.T) {
 		}
 		if strings.Contains(p.Body, `data-testid="decide-`) {
 			t.Fatal("decision forms remain on a cleared check")
+		}
+		var name string
+		if err := f.env.App.DB.Get(&name, `SELECT name FROM staff_users WHERE email = $1`, apptest.ComplianceEmail); err != nil {
+			t.Fatal(err)
+		}
+		auditor := f.env.NewBrowser()
+		auditor.SignIn(t, apptest.AuditorEmail)
+		if a := auditor.Get(t, page); strings.Count(a.Body, "by <span class=\"mono\">"+name+"</span>") != len(hits)+1 {
+			t.Fatalf("another reader does not see the reviewer's name %q on the check and each hit", name)
 		}
 	})
 	t.Run("a second decision on a decided hit is refused as closed", func(t *testing.T) {

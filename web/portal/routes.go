@@ -40,13 +40,13 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/revoke-sessions", p.staffRevoke)
 
 		r.With(p.requirePerm(emi.PermViewPartners)).Get("/partners", p.partnerList)
-		r.With(p.requirePerm(emi.PermManagePartners)).Get("/partners/new", p.partnerNew)
-		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners", p.partnerCreate)
+		r.With(p.requirePerm(emi.PermManageSanctions)).Get("/partners/new", p.partnerNew)
+		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners", p.partnerCreate)
 		r.With(p.requirePerm(emi.PermViewPartners)).Get("/partners/{id}", p.partnerDetail)
-		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/processing", p.partnerProcessing)
-		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys", p.partnerKeyCreate)
-		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys/{key}/rotate", p.partnerKeyRotate)
-		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys/{key}/revoke", p.partnerKeyRevoke)
+		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/processing", p.partnerProcessing)
+		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/keys", p.partnerKeyCreate)
+		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/keys/{key}/rotate", p.partnerKeyRotate)
+		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/keys/{key}/revoke", p.partnerKeyRevoke)
 
 		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks", p.webhookAdd)
 		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks/{ep}/test", p.webhookTest)
@@ -68,7 +68,7 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/sanctions", p.sanctions)
 		// Admin only: PermManagePartners is the admin's operational permission
 		// (there is no dedicated one for the screening lists).
-		r.With(p.requirePerm(emi.PermManagePartners)).Post("/sanctions/update", p.sanctionsUpdate)
+		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/sanctions/update", p.sanctionsUpdate)
 
 		r.With(p.requirePerm(emi.PermViewAudit)).Get("/audit", p.audit)
 		r.With(p.requirePerm(emi.PermViewJobs)).Get("/jobs", p.jobs)

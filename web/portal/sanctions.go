@@ -25,7 +25,7 @@ func (p *Portal) sanctions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := pages.SanctionsView{Loaded: st.Loaded, Version: st.Version, AutoUpdate: st.AutoUpdate, Sources: st.Sources,
-		CanUpdate: p.d.UpdateSanctions != nil && canDo(r, emi.PermManagePartners)}
+		CanUpdate: p.d.UpdateSanctions != nil && canDo(r, emi.PermManageSanctions)}
 	if st.Loaded {
 		v.Threshold = strconv.FormatFloat(st.Threshold, 'f', 2, 64)
 	}
