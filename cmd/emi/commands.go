@@ -60,10 +60,12 @@ Each code works once; when the current one was used, the next step's code is
 printed. Refused unless EMI_MODE=sandbox. Both need DATABASE_URL and
 EMI_MASTER_KEY.
 `,
-	"partner": `emi partner create --name NAME [--processing automatic|semi-automatic] [--webhook-url URL] [--json]
+	"partner": `emi partner create --name NAME [--processing automatic|semi-automatic] [--webhook-url URL] [--no-validator-config] [--json]
 
-Creates a partner with its master merchant and a first API key, and prints
-the credentials. The API secret and webhook secret are shown only this once.
+Creates a partner with its master merchant, a first API key and the default
+validator configuration (which application fields are mandatory; without it,
+--no-validator-config, application_create answers 11008), and prints the
+credentials. The API secret and webhook secret are shown only this once.
 With --json it prints exactly
   {"api_key", "api_secret", "merchant", "webhook_secret"}
 (webhook_secret is empty without --webhook-url). Needs DATABASE_URL and
@@ -165,6 +167,7 @@ func cmdPartner(ctx context.Context, args []string, getenv func(string) string, 
 	processing := fs.String("processing", "automatic", "automatic or semi-automatic")
 	webhook := fs.String("webhook-url", "", "webhook endpoint URL")
 	asJSON := fs.Bool("json", false, "print the credentials as one JSON object")
+	noValidator := fs.Bool("no-validator-config", false, "create the partner without the default validator configuration (application_create then answers 11008)")
 	fs.Usage = func() { fmt.Fprint(stderr, helps["partner"]) }
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -181,7 +184,7 @@ func cmdPartner(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	defer a.Close()
 	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("cli"))
-	creds, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: *name, Processing: emi.Processing(*processing), WebhookURL: *webhook})
+	creds, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: *name, Processing: emi.Processing(*processing), WebhookURL: *webhook, NoValidatorConfig: *noValidator})
 	if err != nil {
 		return describe(err)
 	}

@@ -20,7 +20,9 @@ import (
 
 	"emi/internal/config"
 	"emi/internal/emi"
+	"emi/internal/iban"
 	"emi/internal/postgres"
+	"emi/internal/registry"
 	"emi/internal/screening"
 	"emi/internal/seal"
 	"emi/internal/service"
@@ -68,6 +70,17 @@ type App struct {
 	Users    *service.Users
 	AML      *service.AML
 	KYC      *service.KYC
+
+	// Onboarding runs applications; Checks their automatic checks;
+	// Watchlist is the adverse-media watch list; Registry the trade
+	// register (sandbox, or Companies House for GB when configured).
+	OnboardingStore *postgres.OnboardingStore
+	Onboarding      *service.Onboarding
+	Checks          *service.Checks
+	Watchlist       *service.Watchlist
+	Registry        service.Registry
+	// Sanctions is the screening engine as the services see it.
+	Sanctions service.Screener
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -130,10 +143,20 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.People = postgres.NewPeopleStore(db)
 	a.Screener = screening.NewScreener()
 	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: cfg.SanctionsURLs[:]}}
+	a.Sanctions = screener
 	a.AML = service.NewAML(db, a.People, a.People, screener, a.Events, a.Jobs, a.Audit, v, now)
 	a.Users = service.NewUsers(db, a.People, a.People, a.AML, keys, a.Audit, v, screener.Normalize, now)
 	a.KYC = service.NewKYC(db, a.People, a.People, a.People, keys, service.HostedKYC{PublicURL: cfg.PublicURL},
 		a.Events, a.Audit, now)
+	a.OnboardingStore = postgres.NewOnboardingStore(db)
+	a.Registry = newRegistry(cfg, logger)
+	service.SetCompanyNameMatcher(registry.NamesMatch)
+	a.Watchlist = service.NewWatchlist(db, a.OnboardingStore, a.Audit, screening.NameSimilarity, v, now)
+	a.Checks = service.NewChecks(db, a.OnboardingStore, screener, a.Registry, a.Watchlist, a.Events, a.Audit,
+		service.DefaultRiskModel(now), now)
+	a.Onboarding = service.NewOnboarding(db, a.OnboardingStore, a.Store, a.People, a.People, keys, a.Jobs, a.Audit, v, now)
+	a.Onboarding.SetIBANValidator(func(s string) error { return iban.Validate(iban.Normalize(s)) })
+	a.Onboarding.SetChecks(a.Checks)
 	return a
 }
 
@@ -201,7 +224,7 @@ func (a *App) Portal() *portal.Portal {
 func (a *App) API() *api.API {
 	return api.New(api.Deps{
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
-		Users: a.Users, AML: a.AML, KYC: a.KYC,
+		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding,
 		RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 	})
 }
@@ -212,6 +235,7 @@ func (a *App) Pool() *worker.Pool {
 	pool.Handle(service.JobMaintenance, a.Maintenance.Run)
 	pool.Handle(service.JobWebhookDeliver, a.Webhooks.Deliver)
 	pool.Handle(service.JobAMLRescreen, a.AML.Rescreen)
+	pool.Handle(service.JobApplicationChecks, a.Checks.Run)
 	return pool
 }
 

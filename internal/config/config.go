@@ -40,8 +40,13 @@ type Config struct {
 	SanctionsRefresh time.Duration
 	// SanctionsURLs are the SDN, ALT and UN list addresses.
 	SanctionsURLs [3]string
-	LogLevel      slog.Level
-	LogFormat     string // json or text
+	// CompaniesHouseKey enables trade-register lookups of GB companies in
+	// Companies House (CompaniesHouseURL); without it the sandbox register
+	// answers.
+	CompaniesHouseKey string
+	CompaniesHouseURL string
+	LogLevel          slog.Level
+	LogFormat         string // json or text
 
 	// RateLimit is the number of API requests one API key may make per
 	// RateWindow; 0 disables the limit.
@@ -73,6 +78,8 @@ var Vars = []struct{ Name, Default, Meaning string }{
 	{"EMI_SANCTIONS_SDN_URL", "https://www.treasury.gov/ofac/downloads/sdn.csv", "OFAC SDN list address"},
 	{"EMI_SANCTIONS_ALT_URL", "https://www.treasury.gov/ofac/downloads/alt.csv", "OFAC alias list address"},
 	{"EMI_SANCTIONS_UN_URL", "https://scsanctions.un.org/resources/xml/en/consolidated.xml", "UN consolidated list address"},
+	{"EMI_COMPANIES_HOUSE_KEY", "", "Companies House REST API key: GB companies are verified there (otherwise the sandbox register answers)"},
+	{"EMI_COMPANIES_HOUSE_URL", "https://api.company-information.service.gov.uk", "Companies House API address"},
 	{"EMI_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"EMI_LOG_FORMAT", "json", "json or text"},
 	{"EMI_RATE_LIMIT", "600", "API requests per API key per EMI_RATE_WINDOW (0 = no limit)"},
@@ -174,6 +181,15 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 			} else {
 				c.SanctionsURLs[i] = v
 			}
+		}
+	}
+	c.CompaniesHouseKey = strings.TrimSpace(getenv("EMI_COMPANIES_HOUSE_KEY"))
+	c.CompaniesHouseURL = "https://api.company-information.service.gov.uk"
+	if v := strings.TrimSpace(getenv("EMI_COMPANIES_HOUSE_URL")); v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("EMI_COMPANIES_HOUSE_URL", "must be an absolute http(s) URL")
+		} else {
+			c.CompaniesHouseURL = v
 		}
 	}
 	if v := strings.TrimSpace(getenv("EMI_LOG_LEVEL")); v != "" {

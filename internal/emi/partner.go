@@ -37,6 +37,9 @@ type PartnerCreate struct {
 	Name       string     `json:"name" validate:"required,max=200"`
 	Processing Processing `json:"processing" validate:"omitempty,oneof=automatic semi-automatic"`
 	WebhookURL string     `json:"webhook_url" validate:"omitempty,max=2000"`
+	// NoValidatorConfig creates the partner without the default validator
+	// configuration (its application_create then answers 11008).
+	NoValidatorConfig bool `json:"no_validator_config"`
 }
 
 // PartnerCredentials is what creating a partner (or a key) returns. The

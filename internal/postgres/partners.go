@@ -57,6 +57,36 @@ func (s *Store) UpdatePartnerProcessing(ctx context.Context, id string, mode emi
 	return Translate(err)
 }
 
+// ValidatorConfig implements service.PartnerStore.
+func (s *Store) ValidatorConfig(ctx context.Context, partnerID string) (*emi.ValidatorConfig, error) {
+	var raw []byte
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &raw, `SELECT validator_config FROM partners WHERE id = $1`, partnerID)
+	if err != nil {
+		return nil, NotFound(err, emi.ErrPartnerNotFound)
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	var c emi.ValidatorConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, emi.Internal(err)
+	}
+	return &c, nil
+}
+
+// SetValidatorConfig implements service.PartnerStore (nil removes it).
+func (s *Store) SetValidatorConfig(ctx context.Context, partnerID string, c *emi.ValidatorConfig) error {
+	var raw []byte
+	if c != nil {
+		var err error
+		if raw, err = json.Marshal(c); err != nil {
+			return emi.Internal(err)
+		}
+	}
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE partners SET validator_config = $2 WHERE id = $1`, partnerID, raw)
+	return Translate(err)
+}
+
 // InsertPartnerKey inserts an API key with its sealed secret.
 func (s *Store) InsertPartnerKey(ctx context.Context, k emi.PartnerKey, secretEnc []byte) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx,

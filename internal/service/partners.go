@@ -23,6 +23,9 @@ type PartnerStore interface {
 	RevokePartnerKey(ctx context.Context, keyID string) error
 	Partner(ctx context.Context, id string) (emi.Partner, error)
 	UpdatePartnerProcessing(ctx context.Context, id string, p emi.Processing) error
+	// ValidatorConfig returns the partner's configuration (nil: none).
+	ValidatorConfig(ctx context.Context, partnerID string) (*emi.ValidatorConfig, error)
+	SetValidatorConfig(ctx context.Context, partnerID string, c *emi.ValidatorConfig) error
 	Partners(ctx context.Context) ([]emi.Partner, error)
 	PartnerKeys(ctx context.Context, partnerID string) ([]emi.PartnerKey, error)
 	SearchPartners(ctx context.Context, q string, limit int) ([]emi.Partner, error)
@@ -116,6 +119,12 @@ func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.Partne
 			return err
 		}
 		creds.KeyID, creds.APIKey, creds.APISecret = keyID, apiKey, secret
+		if !in.NoValidatorConfig {
+			def := emi.DefaultValidatorConfig()
+			if err := s.store.SetValidatorConfig(ctx, p.ID, &def); err != nil {
+				return err
+			}
+		}
 		if in.WebhookURL != "" {
 			_, whsec, err := s.cfg.Endpoints.AddEndpoint(ctx, p.ID, in.WebhookURL, "", nil)
 			if err != nil {
@@ -126,7 +135,7 @@ func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.Partne
 		return s.audit.Record(ctx, emi.AuditEntry{
 			Action: "partner.create", ResourceType: "partner", ResourceToken: p.ID, PartnerID: p.ID,
 			Changes: map[string]any{"name": p.Name, "processing": p.Processing, "master_merchant": p.MasterMerchant,
-				"api_key": apiKey, "webhook_url": in.WebhookURL},
+				"api_key": apiKey, "webhook_url": in.WebhookURL, "validator_config": !in.NoValidatorConfig},
 		})
 	})
 	if err != nil {

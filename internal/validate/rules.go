@@ -56,6 +56,10 @@ func (v *Validator) registerRules() {
 	v.Enum("enum_user_type", emi.UserTypes)
 	v.Enum("enum_file_type", emi.FileTypes)
 	v.Enum("enum_document_type", emi.DocumentTypes)
+	v.Enum("enum_product", emi.Products)
+	v.Enum("enum_due_diligence", emi.DueDiligences)
+	v.Enum("enum_member_type", emi.MemberTypes)
+	v.Enum("enum_legal_form", emi.LegalForms)
 }
 
 // Enum registers rule tag: a string field must be one of values (exactly,

@@ -24,6 +24,7 @@ type Deps struct {
 	Users       *service.Users
 	AML         *service.AML
 	KYC         *service.KYC
+	Onboarding  *service.Onboarding
 	// RateLimit requests per RateWindow per API key; 0 disables limiting.
 	RateLimit  int
 	RateWindow time.Duration
@@ -60,12 +61,23 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, http.MethodPost, "/kyc", op("kyc_init", emi.ErrValidation, SmallBody), a.kycInit)
 	})
 	r.Route("/v2", func(r chi.Router) {
+		a.handle(r, http.MethodGet, "/partner", op("partner_details", emi.ErrValidation, SmallBody), a.partnerDetails)
+		a.handle(r, http.MethodGet, "/events/{page}/{limit}", op("events_list", emi.ErrValidation, SmallBody), a.eventsList)
 		a.handle(r, http.MethodPost, "/users", op("user_create", emi.ErrUserValidation, DocumentBody), a.userCreate)
 		a.handle(r, http.MethodGet, "/users/{user}", op("user_details", emi.ErrUserValidation, SmallBody), a.userDetails)
 		a.handle(r, http.MethodPut, "/users/{user}", op("user_update", emi.ErrUserValidation, SmallBody), a.userUpdate)
 		a.handle(r, http.MethodDelete, "/users/{user}", op("user_remove", emi.ErrUserValidation, SmallBody), a.userRemove)
-		a.handle(r, http.MethodGet, "/partner", op("partner_details", emi.ErrValidation, SmallBody), a.partnerDetails)
-		a.handle(r, http.MethodGet, "/events/{page}/{limit}", op("events_list", emi.ErrValidation, SmallBody), a.eventsList)
+	})
+	r.Route("/v3", func(r chi.Router) {
+		// application_create may carry the company's members with their
+		// documents (contract §8), so it gets the document body limit.
+		a.handle(r, http.MethodPost, "/applications", op("application_create", emi.ErrValidation, DocumentBody), a.applicationCreate)
+		a.handle(r, http.MethodGet, "/applications/{application}", op("application_details", emi.ErrValidation, SmallBody), a.applicationDetails)
+		a.handle(r, http.MethodPut, "/applications/{application}/companies", op("company_update", emi.ErrValidation, SmallBody), a.companyUpdate)
+		a.handle(r, http.MethodPost, "/applications/{application}/companies/documents", op("company_add_document", emi.ErrValidation, DocumentBody), a.companyAddDocument)
+		a.handle(r, http.MethodPost, "/applications/{application}/companies/members", op("company_add_member", emi.ErrValidation, DocumentBody), a.companyAddMember)
+		a.handle(r, http.MethodPut, "/applications/{application}/companies/members/{token}", op("company_member_update", emi.ErrValidation, SmallBody), a.companyMemberUpdate)
+		a.handle(r, http.MethodPost, "/applications/{application}/companies/members/{token}/documents", op("company_member_add_document", emi.ErrValidation, DocumentBody), a.companyMemberAddDocument)
 	})
 }
 

@@ -1,0 +1,103 @@
+package service
+
+import (
+	"context"
+	"strings"
+
+	"emi/internal/emi"
+)
+
+// WatchlistStore keeps the adverse-media watch list.
+type WatchlistStore interface {
+	Watchlist(ctx context.Context) ([]emi.WatchlistEntry, error)
+	InsertWatchlistEntry(ctx context.Context, e emi.WatchlistEntry) error
+	// RemoveWatchlistEntry marks an entry removed. Returns
+	// emi.ErrReviewValidation (field id) when there is no such entry.
+	RemoveWatchlistEntry(ctx context.Context, id string) error
+}
+
+// Watchlist is the embedded adverse-media provider: names compliance has
+// recorded from adverse media, matched with the screening engine's name
+// similarity. It also lets compliance maintain the list.
+type Watchlist struct {
+	tx       TxRunner
+	store    WatchlistStore
+	audit    *Auditor
+	similar  func(a, b string) float64
+	validate interface {
+		Struct(any, *emi.Error) error
+	}
+	now Clock
+}
+
+// WatchlistThreshold is the name similarity from which a watch-list name
+// is reported.
+const WatchlistThreshold = 0.88
+
+// NewWatchlist returns the watch-list provider; similar compares two names
+// (0..1).
+func NewWatchlist(tx TxRunner, store WatchlistStore, audit *Auditor, similar func(a, b string) float64, v interface {
+	Struct(any, *emi.Error) error
+}, now Clock) *Watchlist {
+	return &Watchlist{tx: tx, store: store, audit: audit, similar: similar, validate: v, now: now}
+}
+
+// Search implements AdverseMedia.
+func (w *Watchlist) Search(ctx context.Context, names []string) ([]MediaHit, error) {
+	list, err := w.store.Watchlist(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []MediaHit
+	for _, n := range names {
+		for _, e := range list {
+			if s := w.similar(n, e.Name); s >= WatchlistThreshold {
+				out = append(out, MediaHit{Name: n, Matched: e.Name, Category: e.Category, Note: e.Note, Source: e.Source,
+					Score: float64(int(s*1000+0.5)) / 1000})
+			}
+		}
+	}
+	return out, nil
+}
+
+// List returns the watch list (emi.PermViewPeople).
+func (w *Watchlist) List(ctx context.Context) ([]emi.WatchlistEntry, error) {
+	if err := require(ctx, emi.PermViewPeople); err != nil {
+		return nil, err
+	}
+	return w.store.Watchlist(ctx)
+}
+
+// Add records a name (emi.PermReviewAML: compliance maintains the list).
+func (w *Watchlist) Add(ctx context.Context, e emi.WatchlistEntry) (emi.WatchlistEntry, error) {
+	if err := require(ctx, emi.PermReviewAML); err != nil {
+		return e, err
+	}
+	e.Name, e.Note, e.Source = strings.TrimSpace(e.Name), strings.TrimSpace(e.Note), strings.TrimSpace(e.Source)
+	if err := w.validate.Struct(e, emi.ErrReviewValidation); err != nil {
+		return e, err
+	}
+	p, _ := emi.PrincipalFrom(ctx)
+	e.ID, e.CreatedBy, e.CreatedAt = NewToken(), p.ActorID, w.now().UTC()
+	err := w.tx.InTx(ctx, func(ctx context.Context) error {
+		if err := w.store.InsertWatchlistEntry(ctx, e); err != nil {
+			return err
+		}
+		return w.audit.Record(ctx, emi.AuditEntry{Action: "watchlist.add", ResourceType: "watchlist_entry", ResourceToken: e.ID,
+			Changes: map[string]any{"name": e.Name, "category": e.Category, "source": e.Source}})
+	})
+	return e, err
+}
+
+// Remove takes a name off the list (emi.PermReviewAML).
+func (w *Watchlist) Remove(ctx context.Context, id string) error {
+	if err := require(ctx, emi.PermReviewAML); err != nil {
+		return err
+	}
+	return w.tx.InTx(ctx, func(ctx context.Context) error {
+		if err := w.store.RemoveWatchlistEntry(ctx, id); err != nil {
+			return err
+		}
+		return w.audit.Record(ctx, emi.AuditEntry{Action: "watchlist.remove", ResourceType: "watchlist_entry", ResourceToken: id})
+	})
+}

@@ -1,0 +1,492 @@
+package service
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+
+	"emi/internal/emi"
+)
+
+// partnerCtx returns the calling partner, or not-found for anyone else.
+func partnerCtx(ctx context.Context, notFound *emi.Error) (emi.Principal, error) {
+	p, ok := emi.PrincipalFrom(ctx)
+	if !ok || p.PartnerID == "" {
+		return p, notFound
+	}
+	return p, nil
+}
+
+// Create creates an application (application_create), with its company
+// and members when sent, and starts the automatic checks. Every problem is
+// reported at once (11001); a partner without a validator configuration
+// gets 11008.
+func (o *Onboarding) Create(ctx context.Context, in emi.ApplicationCreate) (emi.Application, error) {
+	p, err := partnerCtx(ctx, emi.ErrForbidden)
+	if err != nil {
+		return emi.Application{}, err
+	}
+	cfg, err := o.partners.ValidatorConfig(ctx, p.PartnerID)
+	if err != nil {
+		return emi.Application{}, err
+	}
+	if cfg == nil {
+		return emi.Application{}, emi.ErrValidatorConfigMissing
+	}
+	partner, err := o.partners.Partner(ctx, p.PartnerID)
+	if err != nil {
+		return emi.Application{}, err
+	}
+	var bad problems
+	if err := bad.addErr("", o.validate.Struct(in, emi.ErrValidation)); err != nil {
+		return emi.Application{}, err
+	}
+	if in.Merchant == "" {
+		in.Merchant = p.MasterMerchant
+	} else if in.Merchant != p.MasterMerchant && !bad.has("merchant") {
+		bad.add("merchant", "must be your master merchant")
+	}
+	for _, f := range cfg.Application.Mandatory(in.Products) {
+		if !jsonFieldSet(in, f) && !bad.has(f) {
+			bad.add(f, "is required by your validator configuration")
+		}
+	}
+	checkPayouts(&bad, in.PayoutDetails, o.iban)
+	var docsByMember [][]decodedDocument
+	if in.Company != nil {
+		if err := o.checkCompany(&bad, "company", *in.Company, in.Products, cfg); err != nil {
+			return emi.Application{}, err
+		}
+	}
+	for i, m := range in.Members {
+		path := "members[" + strconv.Itoa(i) + "]"
+		if err := o.checkMember(ctx, &bad, path, p.PartnerID, m, cfg); err != nil {
+			return emi.Application{}, err
+		}
+		docs, derr := decodeDocuments(path+".documents", m.Documents)
+		bad = append(bad, derr...)
+		docsByMember = append(docsByMember, docs)
+	}
+	if len(bad) > 0 {
+		return emi.Application{}, emi.ErrValidation.WithFields(bad...)
+	}
+	now := o.now().UTC()
+	a := emi.Application{Token: NewToken(), PartnerID: p.PartnerID, Merchant: in.Merchant, Products: in.Products,
+		DueDiligence: in.DueDiligence, PayoutDetails: in.PayoutDetails, IPAddress: in.IPAddress, Fingerprint: in.Fingerprint,
+		Processing: partner.Processing, Status: emi.AppChecking, Revision: 1, CreatedAt: now, UpdatedAt: now}
+	err = o.tx.InTx(ctx, func(ctx context.Context) error {
+		if err := o.store.InsertApplication(ctx, a); err != nil {
+			return err
+		}
+		if in.Company != nil {
+			if err := o.store.UpsertCompany(ctx, p.PartnerID, a.Token, *in.Company); err != nil {
+				return err
+			}
+		}
+		for i, m := range in.Members {
+			if _, err := o.insertMember(ctx, a, m, docsByMember[i]); err != nil {
+				return err
+			}
+		}
+		if err := o.enqueueChecks(ctx, a.Token); err != nil {
+			return err
+		}
+		return o.audit.Record(ctx, emi.AuditEntry{Action: "application.create", ResourceType: "application", ResourceToken: a.Token,
+			Changes: map[string]any{"products": a.Products, "due_diligence": a.DueDiligence, "company": in.Company != nil,
+				"members": len(in.Members), "processing": a.Processing}})
+	})
+	if err != nil {
+		return emi.Application{}, err
+	}
+	return o.store.Application(ctx, p.PartnerID, a.Token, false)
+}
+
+func (o *Onboarding) insertMember(ctx context.Context, a emi.Application, in emi.MemberAdd, docs []decodedDocument) (emi.Member, error) {
+	now := o.now().UTC()
+	m := emi.Member{MemberFields: in.MemberFields, Token: NewToken(), Application: a.Token, PartnerID: a.PartnerID,
+		Status: "active", Type: in.Type, UIC: in.UIC, UniqueIdentifier: in.UniqueIdentifier, User: in.User,
+		PlaceOfBirth: in.PlaceOfBirth, Birthday: in.Birthday, Nationality: in.Nationality, CreatedAt: now, UpdatedAt: now}
+	if err := o.store.InsertMember(ctx, m); err != nil {
+		return m, err
+	}
+	if _, err := storeDocuments(ctx, o.docs, o.sealer, a.PartnerID, "member", m.Token, docs, o.now); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// open locks the caller's application for a change: 11002 when unknown or
+// foreign, 11003 once decided.
+func (o *Onboarding) open(ctx context.Context, partnerID, token string) (emi.Application, error) {
+	a, err := o.store.Application(ctx, partnerID, token, true)
+	if err != nil {
+		return a, err
+	}
+	if a.Status.Decided() {
+		return a, emi.ErrApplicationClosed
+	}
+	return a, nil
+}
+
+// changed records a change: a new revision, status back to checking, a
+// checks run queued, an audit row.
+func (o *Onboarding) changed(ctx context.Context, a emi.Application, action string, changes map[string]any) error {
+	if _, err := o.store.TouchApplication(ctx, a.Token); err != nil {
+		return err
+	}
+	if err := o.enqueueChecks(ctx, a.Token); err != nil {
+		return err
+	}
+	return o.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "application", ResourceToken: a.Token, Changes: changes})
+}
+
+// UpdateCompany sets the company's fields (company_update): the fields sent
+// change, the others stay; the result is checked as a whole.
+func (o *Onboarding) UpdateCompany(ctx context.Context, token string, in emi.CompanyFields, present map[string]bool) (emi.Application, error) {
+	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	if err != nil {
+		return emi.Application{}, err
+	}
+	cfg, err := o.partners.ValidatorConfig(ctx, p.PartnerID)
+	if err != nil {
+		return emi.Application{}, err
+	}
+	err = o.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := o.open(ctx, p.PartnerID, token)
+		if err != nil {
+			return err
+		}
+		c := emi.CompanyFields{}
+		if a.Company != nil {
+			c = *a.Company
+		}
+		applyPatch(&c, in, present)
+		var bad problems
+		if err := o.checkCompany(&bad, "", c, a.Products, cfg); err != nil {
+			return err
+		}
+		if len(bad) > 0 {
+			return emi.ErrValidation.WithFields(bad...)
+		}
+		if err := o.store.UpsertCompany(ctx, p.PartnerID, a.Token, c); err != nil {
+			return err
+		}
+		return o.changed(ctx, a, "company.update", map[string]any{"fields": sortedKeys(present)})
+	})
+	if err != nil {
+		return emi.Application{}, err
+	}
+	return o.store.Application(ctx, p.PartnerID, token, false)
+}
+
+// AddCompanyDocument adds a document to the company (company_add_document).
+func (o *Onboarding) AddCompanyDocument(ctx context.Context, token string, d emi.Document) (emi.StoredDocument, error) {
+	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	if err != nil {
+		return emi.StoredDocument{}, err
+	}
+	var out emi.StoredDocument
+	err = o.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := o.open(ctx, p.PartnerID, token)
+		if err != nil {
+			return err
+		}
+		doc, err := o.checkDocument(d)
+		if err != nil {
+			return err
+		}
+		stored, err := storeDocuments(ctx, o.docs, o.sealer, p.PartnerID, "company", a.Token, []decodedDocument{doc}, o.now)
+		if err != nil {
+			return err
+		}
+		out = stored[0]
+		return o.changed(ctx, a, "company.add_document", map[string]any{"document": out.Token, "document_type": d.DocumentType})
+	})
+	return out, err
+}
+
+// checkDocument validates one document request (11001 with fields).
+func (o *Onboarding) checkDocument(d emi.Document) (decodedDocument, error) {
+	var bad problems
+	if err := bad.addErr("", o.validate.Struct(d, emi.ErrValidation)); err != nil {
+		return decodedDocument{}, err
+	}
+	if len(bad) == 0 {
+		doc, fe := decodeDocument("", d)
+		if fe == nil {
+			return doc, nil
+		}
+		fe.Field = strings.TrimPrefix(fe.Field, ".")
+		bad = append(bad, *fe)
+	}
+	return decodedDocument{}, emi.ErrValidation.WithFields(bad...)
+}
+
+// AddMember adds a member to the company (company_add_member).
+func (o *Onboarding) AddMember(ctx context.Context, token string, in emi.MemberAdd) (emi.Member, error) {
+	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	if err != nil {
+		return emi.Member{}, err
+	}
+	cfg, err := o.partners.ValidatorConfig(ctx, p.PartnerID)
+	if err != nil {
+		return emi.Member{}, err
+	}
+	var out emi.Member
+	err = o.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := o.open(ctx, p.PartnerID, token)
+		if err != nil {
+			return err
+		}
+		var bad problems
+		if err := o.checkMember(ctx, &bad, "", p.PartnerID, in, cfg); err != nil {
+			return err
+		}
+		docs, derr := decodeDocuments("documents", in.Documents)
+		bad = append(bad, derr...)
+		if len(bad) > 0 {
+			return emi.ErrValidation.WithFields(bad...)
+		}
+		if out, err = o.insertMember(ctx, a, in, docs); err != nil {
+			return err
+		}
+		return o.changed(ctx, a, "member.add", map[string]any{"member": out.Token, "type": in.Type, "documents": len(docs)})
+	})
+	return out, err
+}
+
+// UpdateMember changes a member (company_member_update): the fields sent
+// change, status active/inactive included; add-only fields are refused.
+func (o *Onboarding) UpdateMember(ctx context.Context, token, member string, patch emi.MemberPatch) (emi.Member, error) {
+	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	if err != nil {
+		return emi.Member{}, err
+	}
+	var out emi.Member
+	err = o.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := o.open(ctx, p.PartnerID, token)
+		if err != nil {
+			return err
+		}
+		m, err := o.store.Member(ctx, a.Token, member)
+		if err != nil {
+			return err
+		}
+		bad := problems(append([]emi.FieldError(nil), patch.Refused...))
+		applyPatch(&m.MemberFields, patch.Fields, patch.Present)
+		if patch.Present["status"] {
+			if patch.Status != "active" && patch.Status != "inactive" {
+				bad.add("status", "must be one of: active, inactive")
+			}
+			m.Status = patch.Status
+		}
+		if err := bad.addErr("", o.validate.Struct(m.MemberFields, emi.ErrValidation)); err != nil {
+			return err
+		}
+		checkOwnership(&bad, "", m.Type, m.MemberFields)
+		if len(bad) > 0 {
+			slices.SortStableFunc(bad, func(x, y emi.FieldError) int { return strings.Compare(x.Field, y.Field) })
+			return emi.ErrValidation.WithFields(dedupe(bad)...)
+		}
+		m.UpdatedAt = o.now().UTC()
+		if err := o.store.UpdateMember(ctx, m); err != nil {
+			return err
+		}
+		out = m
+		return o.changed(ctx, a, "member.update", map[string]any{"member": m.Token, "fields": sortedKeys(patch.Present)})
+	})
+	return out, err
+}
+
+// AddMemberDocument adds a document to a member (company_member_add_document).
+func (o *Onboarding) AddMemberDocument(ctx context.Context, token, member string, d emi.Document) (emi.StoredDocument, error) {
+	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	if err != nil {
+		return emi.StoredDocument{}, err
+	}
+	var out emi.StoredDocument
+	err = o.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := o.open(ctx, p.PartnerID, token)
+		if err != nil {
+			return err
+		}
+		m, err := o.store.Member(ctx, a.Token, member)
+		if err != nil {
+			return err
+		}
+		doc, err := o.checkDocument(d)
+		if err != nil {
+			return err
+		}
+		stored, err := storeDocuments(ctx, o.docs, o.sealer, p.PartnerID, "member", m.Token, []decodedDocument{doc}, o.now)
+		if err != nil {
+			return err
+		}
+		out = stored[0]
+		return o.changed(ctx, a, "member.add_document", map[string]any{"member": m.Token, "document": out.Token, "document_type": d.DocumentType})
+	})
+	return out, err
+}
+
+// Details returns an application of the caller (application_details).
+func (o *Onboarding) Details(ctx context.Context, token string) (emi.Application, error) {
+	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	if err != nil {
+		return emi.Application{}, err
+	}
+	return o.store.Application(ctx, p.PartnerID, token, false)
+}
+
+// Get returns any application, for staff (emi.PermViewApps), with the
+// documents of the company and of each member.
+func (o *Onboarding) Get(ctx context.Context, token string) (emi.Application, map[string][]emi.StoredDocument, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return emi.Application{}, nil, err
+	}
+	a, err := o.store.Application(ctx, "", token, false)
+	if err != nil {
+		return a, nil, err
+	}
+	docs := map[string][]emi.StoredDocument{}
+	if docs["company"], err = o.docs.Documents(ctx, "company", a.Token); err != nil {
+		return a, nil, err
+	}
+	for _, m := range a.Members {
+		if docs[m.Token], err = o.docs.Documents(ctx, "member", m.Token); err != nil {
+			return a, nil, err
+		}
+	}
+	return a, docs, nil
+}
+
+// CheckHistory returns every stored check result of an application, for
+// staff (emi.PermViewApps).
+func (o *Onboarding) CheckHistory(ctx context.Context, token string) ([]emi.CheckResult, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return nil, err
+	}
+	return o.store.CheckHistory(ctx, token)
+}
+
+// List lists applications for staff (emi.PermViewApps), newest first.
+func (o *Onboarding) List(ctx context.Context, f emi.ApplicationFilter) ([]emi.Application, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return nil, err
+	}
+	if f.Limit <= 0 || f.Limit > 200 {
+		f.Limit = 100
+	}
+	return o.store.Applications(ctx, f)
+}
+
+// Companies lists companies for staff (emi.PermViewApps): q matches the
+// legal or trade name, uic, merchant token or partner name.
+func (o *Onboarding) Companies(ctx context.Context, q string, limit int) ([]emi.CompanyRow, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 200 {
+		limit = 100
+	}
+	return o.store.Companies(ctx, strings.TrimSpace(q), limit)
+}
+
+// MemberRoles returns the member and every member of any application that
+// looks like the same person (same unique identifier, or names and
+// birthday), for staff (emi.PermViewApps).
+func (o *Onboarding) MemberRoles(ctx context.Context, application, member string) (emi.Member, []emi.Member, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return emi.Member{}, nil, err
+	}
+	m, err := o.store.Member(ctx, application, member)
+	if err != nil {
+		return m, nil, err
+	}
+	like, err := o.store.MembersLike(ctx, m)
+	return m, like, err
+}
+
+// CountByStatus counts applications with a status, for the dashboard.
+func (o *Onboarding) CountByStatus(ctx context.Context, st emi.ApplicationStatus) (int64, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return 0, err
+	}
+	return o.store.CountApplications(ctx, st)
+}
+
+// ValidatorConfig returns a partner's configuration (emi.PermViewPartners).
+func (o *Onboarding) ValidatorConfig(ctx context.Context, partnerID string) (*emi.ValidatorConfig, error) {
+	if err := require(ctx, emi.PermViewPartners); err != nil {
+		return nil, err
+	}
+	return o.partners.ValidatorConfig(ctx, partnerID)
+}
+
+// SetValidatorConfig replaces a partner's configuration
+// (emi.PermManagePartners); nil removes it. Every field it names must be a
+// field of the application, company or member.
+func (o *Onboarding) SetValidatorConfig(ctx context.Context, partnerID string, c *emi.ValidatorConfig) error {
+	if err := require(ctx, emi.PermManagePartners); err != nil {
+		return err
+	}
+	if c != nil {
+		var bad problems
+		known := func(path string, v any, fields []string) {
+			for _, f := range fields {
+				if !hasJSONField(v, f) {
+					bad.add(path, "names an unknown field "+strconv.Quote(f))
+				}
+			}
+		}
+		known("application.always", emi.ApplicationCreate{}, c.Application.Always)
+		for prod, fs := range c.Application.ByProduct {
+			if !slices.Contains(emi.Products, prod) {
+				bad.add("application.by_product", "names an unknown product "+strconv.Quote(prod))
+			}
+			known("application.by_product."+prod, emi.ApplicationCreate{}, fs)
+		}
+		known("company.always", emi.CompanyFields{}, c.Company.Always)
+		for prod, fs := range c.Company.ByProduct {
+			if !slices.Contains(emi.Products, prod) {
+				bad.add("company.by_product", "names an unknown product "+strconv.Quote(prod))
+			}
+			known("company.by_product."+prod, emi.CompanyFields{}, fs)
+		}
+		for client, fs := range c.Members {
+			if client != emi.ClientIndividual && client != emi.ClientLegalEntity {
+				bad.add("members", "names an unknown client type "+strconv.Quote(client)+" (individual or legal_entity)")
+			}
+			known("members."+client, emi.MemberAdd{}, fs)
+		}
+		if len(bad) > 0 {
+			return emi.ErrPartnerValidation.WithFields(dedupe(bad)...)
+		}
+	}
+	return o.tx.InTx(ctx, func(ctx context.Context) error {
+		if err := o.partners.SetValidatorConfig(ctx, partnerID, c); err != nil {
+			return err
+		}
+		return o.audit.Record(ctx, emi.AuditEntry{Action: "partner.validator_config", ResourceType: "partner", ResourceToken: partnerID,
+			PartnerID: partnerID, Changes: map[string]any{"config": c}})
+	})
+}
+
+func dedupe(fs []emi.FieldError) []emi.FieldError {
+	var out []emi.FieldError
+	for _, f := range fs {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
