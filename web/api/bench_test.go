@@ -2,9 +2,13 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,4 +128,81 @@ func BenchmarkUserCreate(b *testing.B) {
 			b.Fatalf("HTTP %d %s", rec.Code, rec.Body)
 		}
 	}
+}
+
+// BenchmarkApplicationToApproval measures, in the sandbox flow of contract
+// §11 with the worker pool running, the time from application_create's
+// answer to the commit of application.approved (polled every millisecond),
+// and reports its median and 95th percentile.
+func BenchmarkApplicationToApproval(b *testing.B) {
+	env := apptest.New(b, apptest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = env.App.RunWorkers(ctx) }()
+	p := env.NewPartner(b, emi.PartnerCreate{})
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		body := sandboxApplication(p)
+		body["fingerprint"] = fmt.Sprintf("fp-%d", i)
+		req := p.HTTPRequest(b, apptest.Request{Method: http.MethodPost, Path: "/v3/applications", Operation: "application_create", JSON: body})
+		rec := httptest.NewRecorder()
+		env.Handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			b.Fatalf("HTTP %d %s", rec.Code, rec.Body)
+		}
+		start := time.Now()
+		var out struct {
+			Data struct {
+				Token string `json:"token"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(rec.Body.Bytes(), &out)
+		for {
+			var n int
+			if err := env.App.DB.Get(&n, `SELECT count(*) FROM events WHERE type = 'application.approved' AND resource_token = $1`, out.Data.Token); err != nil {
+				b.Fatal(err)
+			}
+			if n > 0 {
+				break
+			}
+			if time.Since(start) > 30*time.Second {
+				b.Fatal("not approved within 30 s")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		durs = append(durs, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(durs)
+	b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(durs[len(durs)*95/100].Microseconds())/1000, "p95-ms")
+}
+
+// BenchmarkApplicationCreate1MiB is application_create carrying the whole
+// sandbox application with a 1 MiB PDF for its member (1.4 MB of JSON):
+// decoding, sniffing, sealing and storing it, from 4 clients at once.
+func BenchmarkApplicationCreate1MiB(b *testing.B) {
+	env := apptest.New(b, apptest.Options{})
+	p := env.NewPartner(b, emi.PartnerCreate{})
+	pdf := append(append([]byte{}, pdfBytes...), make([]byte, 1<<20-len(pdfBytes))...)
+	doc := []map[string]any{{"file": b64(pdf), "file_type": "pdf", "document_type": "passport"}}
+	var n atomic.Int64
+	b.SetBytes(1 << 20)
+	b.SetParallelism(2) // 2 x GOMAXPROCS clients
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			body := sandboxApplication(p)
+			body["fingerprint"] = fmt.Sprintf("fp-%d", n.Add(1))
+			body["members"].([]map[string]any)[0]["documents"] = doc
+			req := p.HTTPRequest(b, apptest.Request{Method: http.MethodPost, Path: "/v3/applications", Operation: "application_create", JSON: body})
+			rec := httptest.NewRecorder()
+			env.Handler.ServeHTTP(rec, req)
+			if rec.Code != http.StatusCreated {
+				b.Errorf("HTTP %d %s", rec.Code, rec.Body)
+				return
+			}
+		}
+	})
 }
