@@ -230,6 +230,10 @@ var (
 	ErrKYCUploadInvalid   = def(20026, "kyc.upload.invalid", KindInvalid)
 	ErrKYCLinkUsed        = def(20027, "kyc.link.used", KindConflict)
 	ErrScreeningUpdate    = def(20028, "portal.sanctions.update_failed", KindUnavailable)
+
+	ErrNotAssignee = def(20030, "portal.review.not_assignee", KindConflict)
+	ErrReviewStale = def(20031, "portal.review.stale", KindConflict)
+	ErrFourEyes    = def(20032, "portal.review.four_eyes", KindConflict)
 )
 
 // PortalCatalogue lists the back-office errors, for the portal's messages.
@@ -237,5 +241,6 @@ func PortalCatalogue() []*Error {
 	return []*Error{ErrForbidden, ErrStaffValidation, ErrStaffNotFound, ErrDuplicateStaff, ErrSignInFailed,
 		ErrSignInThrottled, ErrTOTPInvalid, ErrPasswordPolicy, ErrOwnRoles, ErrSessionExpired,
 		ErrDocumentNotFound, ErrAMLCheckNotFound, ErrKYCSessionNotFound, ErrReviewValidation, ErrReviewClosed,
-		ErrKYCLinkInvalid, ErrKYCUploadInvalid, ErrKYCLinkUsed, ErrScreeningUpdate}
+		ErrKYCLinkInvalid, ErrKYCUploadInvalid, ErrKYCLinkUsed, ErrScreeningUpdate,
+		ErrNotAssignee, ErrReviewStale, ErrFourEyes}
 }

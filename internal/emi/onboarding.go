@@ -311,6 +311,8 @@ type Application struct {
 	DecidedAt         *time.Time
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+	// Review is the underwriters' state (queue, SLA, claim, four-eyes).
+	Review ReviewState
 }
 
 // HasProduct reports whether the application asks for product p.

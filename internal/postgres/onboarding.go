@@ -46,12 +46,31 @@ type applicationRow struct {
 	CreatedAt       time.Time      `db:"created_at"`
 	UpdatedAt       time.Time      `db:"updated_at"`
 	CompanyFields   []byte         `db:"company_fields"`
+
+	QueuedAt            *time.Time `db:"queued_at"`
+	SLADueAt            *time.Time `db:"sla_due_at"`
+	SLALeftSeconds      *float64   `db:"sla_left_seconds"`
+	Assignee            *string    `db:"assignee"`
+	AssigneeName        *string    `db:"assignee_name"`
+	ClaimedAt           *time.Time `db:"claimed_at"`
+	LastActivityAt      *time.Time `db:"last_activity_at"`
+	FirstApprovalBy     *string    `db:"first_approval_by"`
+	FirstApprovalByName *string    `db:"first_approval_by_name"`
+	FirstApprovalAt     *time.Time `db:"first_approval_at"`
+	FirstApprovalReason string     `db:"first_approval_reason"`
+	ManualReview        bool       `db:"manual_review"`
+	HasSanctionsHit     bool       `db:"has_sanctions_hit"`
 }
 
 const applicationSelect = `SELECT a.token, a.partner_id, p.name AS partner_name, a.merchant, a.products, a.due_diligence,
 	a.payout_details, a.ip_address, a.fingerprint, a.processing, a.status, a.risk_score, a.risk_points, a.risk_factors,
 	a.revision, a.checked_revision, a.onboarded_merchant, m.mid, m.tid, a.decision_reason, a.decided_at, a.created_at,
-	a.updated_at, c.fields AS company_fields
+	a.updated_at, c.fields AS company_fields,
+	a.queued_at, a.sla_due_at, extract(epoch FROM a.sla_left)::float8 AS sla_left_seconds, a.assignee::text AS assignee,
+	(SELECT name FROM staff_users s WHERE s.id = a.assignee) AS assignee_name, a.claimed_at, a.last_activity_at,
+	a.first_approval_by::text AS first_approval_by,
+	(SELECT name FROM staff_users s WHERE s.id = a.first_approval_by) AS first_approval_by_name,
+	a.first_approval_at, a.first_approval_reason, a.manual_review, a.has_sanctions_hit
 	FROM applications a JOIN partners p ON p.id = a.partner_id
 	LEFT JOIN companies c ON c.application = a.token
 	LEFT JOIN merchants m ON m.token = a.onboarded_merchant`
@@ -64,6 +83,20 @@ func (r applicationRow) application() (emi.Application, error) {
 		DecisionReason: r.DecisionReason, DecidedAt: r.DecidedAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if r.Onboarded != nil {
 		a.OnboardedMerchant = *r.Onboarded
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	a.Review = emi.ReviewState{QueuedAt: r.QueuedAt, SLADueAt: r.SLADueAt, Assignee: str(r.Assignee),
+		AssigneeName: str(r.AssigneeName), ClaimedAt: r.ClaimedAt, LastActivityAt: r.LastActivityAt,
+		FirstApprovalBy: str(r.FirstApprovalBy), FirstApprovalByName: str(r.FirstApprovalByName),
+		FirstApprovalAt: r.FirstApprovalAt, FirstApprovalReason: r.FirstApprovalReason,
+		ManualReview: r.ManualReview, HasSanctionsHit: r.HasSanctionsHit}
+	if r.SLALeftSeconds != nil {
+		a.Review.SLALeft = time.Duration(*r.SLALeftSeconds * float64(time.Second))
 	}
 	if r.MID != nil {
 		a.MID = *r.MID

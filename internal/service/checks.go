@@ -54,13 +54,21 @@ type Checks struct {
 	audit    *Auditor
 	risk     RiskModel
 	now      Clock
+	cal      BusinessCalendar
+	// slaTarget is the business time an application may wait for an
+	// underwriter.
+	slaTarget time.Duration
 }
+
+// SetSLA sets the review calendar and target (default: DefaultCalendar,
+// 24 business hours).
+func (c *Checks) SetSLA(cal BusinessCalendar, target time.Duration) { c.cal, c.slaTarget = cal, target }
 
 // NewChecks returns the checks runner.
 func NewChecks(tx TxRunner, store ApplicationStore, screener Screener, registry Registry, media AdverseMedia,
 	events *Events, audit *Auditor, risk RiskModel, now Clock) *Checks {
 	return &Checks{tx: tx, store: store, screener: screener, registry: registry, media: media, events: events,
-		audit: audit, risk: risk, now: now}
+		audit: audit, risk: risk, now: now, cal: DefaultCalendar(), slaTarget: 24 * time.Hour}
 }
 
 // maxRuns bounds how often one job re-runs the checks because the
@@ -111,6 +119,9 @@ func (c *Checks) Run(ctx context.Context, job emi.Job) error {
 			if err := c.store.SetRisk(ctx, a.Token, score, points, factors); err != nil {
 				return err
 			}
+			if err := c.store.SetReviewFlags(ctx, a.Token, cur.Review.ManualReview, sanctionsHit(results)); err != nil {
+				return err
+			}
 			ended := true
 			for _, r := range results {
 				errored = errored || r.Status == emi.CheckError
@@ -148,7 +159,9 @@ func (c *Checks) decide(ctx context.Context, a emi.Application, results []emi.Ch
 		allPassed = allPassed && r.Status == emi.CheckPassed
 	}
 	st := emi.AppInReview
-	if a.Processing == emi.ProcessingAutomatic {
+	// An application an underwriter asked information about returns to
+	// the queue, whatever the checks say.
+	if a.Processing == emi.ProcessingAutomatic && !a.Review.ManualReview {
 		switch {
 		case len(failed) > 0:
 			st = emi.AppRejected
@@ -162,7 +175,7 @@ func (c *Checks) decide(ctx context.Context, a emi.Application, results []emi.Ch
 	}
 	switch st {
 	case emi.AppApproved:
-		return c.approve(ctx, a)
+		return c.approve(ctx, a, "")
 	case emi.AppRejected:
 		reason := "automatic checks failed: " + strings.Join(failed, ", ")
 		if err := c.store.SetApplicationStatus(ctx, a.Token, st, a.Revision, reason, ""); err != nil {
@@ -178,6 +191,16 @@ func (c *Checks) decide(ctx context.Context, a emi.Application, results []emi.Ch
 	if err := c.store.SetApplicationStatus(ctx, a.Token, st, a.Revision, "", ""); err != nil {
 		return err
 	}
+	if a.Review.QueuedAt == nil || a.Review.SLADueAt == nil {
+		left := c.slaTarget
+		if a.Review.SLADueAt == nil && a.Review.SLALeft > 0 {
+			left = a.Review.SLALeft // back from an information request: the clock resumes
+		}
+		now := c.now().UTC()
+		if err := c.store.EnterQueue(ctx, a.Token, now, c.cal.Add(now, left)); err != nil {
+			return err
+		}
+	}
 	if a.Status == emi.AppInReview {
 		return nil // already waiting for an underwriter: no second event
 	}
@@ -185,9 +208,22 @@ func (c *Checks) decide(ctx context.Context, a emi.Application, results []emi.Ch
 	return err
 }
 
+// sanctionsHit reports whether the sanctions check raised hits.
+func sanctionsHit(results []emi.CheckResult) bool {
+	for _, r := range results {
+		if r.Name == emi.CheckSanctions {
+			if hs, ok := r.Details["hits"].([]map[string]any); ok && len(hs) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // approve creates the merchant (with a MID and TID for acquiring
-// products) and sends application.approved.
-func (c *Checks) approve(ctx context.Context, a emi.Application) error {
+// products) and sends application.approved. by is the second approver's
+// staff id, "" for an automatic approval.
+func (c *Checks) approve(ctx context.Context, a emi.Application, by string) error {
 	merchant := NewToken()
 	var mid, tid string
 	acquiring := slices.ContainsFunc(a.Products, emi.AcquiringProduct)
@@ -221,7 +257,8 @@ func (c *Checks) approve(ctx context.Context, a emi.Application) error {
 		return err
 	}
 	return c.audit.Record(ctx, emi.AuditEntry{Action: "application.approved", ResourceType: "application", ResourceToken: a.Token,
-		PartnerID: a.PartnerID, Changes: map[string]any{"merchant": merchant, "mid": mid, "tid": tid, "automatic": true}})
+		PartnerID: a.PartnerID, Changes: map[string]any{"merchant": merchant, "mid": mid, "tid": tid, "automatic": by == "",
+			"first_approval_by": a.Review.FirstApprovalBy}})
 }
 
 // randomDigits returns n random decimal digits (the first not zero).

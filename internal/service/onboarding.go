@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"emi/internal/emi"
 	"emi/internal/validate"
@@ -46,6 +47,10 @@ type ApplicationStore interface {
 	// CheckHistory returns every stored result of an application's checks,
 	// oldest first.
 	CheckHistory(ctx context.Context, application string) ([]emi.CheckResult, error)
+	// EnterQueue puts the application in the underwriters' queue from at
+	// (kept when already set), due at due.
+	EnterQueue(ctx context.Context, token string, at, due time.Time) error
+	SetReviewFlags(ctx context.Context, token string, manualReview, sanctionsHit bool) error
 }
 
 // Onboarding runs legal-entity applications (seed v3, contract §6 and §8).

@@ -36,6 +36,9 @@ var messages = map[string]string{
 	emi.ErrKYCUploadInvalid.Key:        "Some of what you sent cannot be used. Please look at the marked fields and send again.",
 	emi.ErrKYCLinkUsed.Key:             "Your documents were already sent with this link.",
 	emi.ErrScreeningUpdate.Key:         "The sanctions lists could not be updated; the loaded lists stay in use. The attempt and its error are listed below.",
+	emi.ErrNotAssignee.Key:             "Only the underwriter who holds this application can decide it. Claim it first (a claim lapses after 30 minutes without activity).",
+	emi.ErrReviewStale.Key:             "The application changed since you opened it (a new document or check result). Reload the page and decide on what is there now.",
+	emi.ErrFourEyes.Key:                "This application needs a second approver: someone other than the first approver must approve it.",
 }
 
 // Message returns the text for an error's key (a generic text for keys

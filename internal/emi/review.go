@@ -1,0 +1,126 @@
+package emi
+
+import "time"
+
+// ReviewState is the underwriters' side of an application: queue, SLA,
+// claim and the first of two approvals.
+type ReviewState struct {
+	QueuedAt            *time.Time
+	SLADueAt            *time.Time
+	SLALeft             time.Duration // while paused (information requested)
+	Assignee            string
+	AssigneeName        string
+	ClaimedAt           *time.Time
+	LastActivityAt      *time.Time
+	FirstApprovalBy     string
+	FirstApprovalByName string
+	FirstApprovalAt     *time.Time
+	FirstApprovalReason string
+	// ManualReview: an underwriter has asked for information; the next
+	// check completion returns it to the queue instead of deciding.
+	ManualReview    bool
+	HasSanctionsHit bool
+}
+
+// ClaimTTL is how long a claim lasts without activity.
+const ClaimTTL = 30 * time.Minute
+
+// ClaimedBy reports whether staffID holds a live claim at now.
+func (r ReviewState) ClaimedBy(staffID string, now time.Time) bool {
+	return r.Assignee != "" && r.Assignee == staffID && r.LastActivityAt != nil && now.Sub(*r.LastActivityAt) < ClaimTTL
+}
+
+// Claimed reports whether anyone holds a live claim at now.
+func (r ReviewState) Claimed(now time.Time) bool {
+	return r.Assignee != "" && r.LastActivityAt != nil && now.Sub(*r.LastActivityAt) < ClaimTTL
+}
+
+// RejectReasons are the reason codes of a rejection.
+var RejectReasons = []string{"sanctions_match", "adverse_media", "registry_mismatch", "high_risk_jurisdiction",
+	"prohibited_activity", "incomplete_information", "fraud_suspicion", "ownership_unclear", "other"}
+
+// ReviewDecision is an underwriter's decision on an application. Stamp is
+// the evidence stamp of the page the decision was made on.
+type ReviewDecision struct {
+	Action     string `json:"action" validate:"required,oneof=approve reject request_information"`
+	ReasonCode string `json:"reason_code"`
+	Text       string `json:"text" validate:"max=5000"`
+	Stamp      string `json:"stamp" validate:"required"`
+}
+
+// DecisionRecord is a stored decision.
+type DecisionRecord struct {
+	ID          int64     `db:"id"`
+	Application string    `db:"application"`
+	Action      string    `db:"action"`
+	ReasonCode  string    `db:"reason_code"`
+	Text        string    `db:"text"`
+	StaffID     string    `db:"staff_id"`
+	StaffName   string    `db:"staff_name"`
+	At          time.Time `db:"at"`
+	Snapshot    []byte    `db:"snapshot"`
+}
+
+// Note is an internal note on an application.
+type Note struct {
+	ID          int64     `db:"id"`
+	Application string    `db:"application"`
+	ParentID    *int64    `db:"parent_id"`
+	Author      string    `db:"author"`
+	AuthorName  string    `db:"author_name"`
+	Body        string    `db:"body"`
+	Mentions    []string  `db:"-"`
+	CreatedAt   time.Time `db:"created_at"`
+}
+
+// QueueFilter selects applications of the review queue. Tab is in_review,
+// information_requested or checking. Assignee is "me", "none" or a staff
+// id. AgeOver keeps those queued longer than it. Sort is "age" (oldest
+// first, the default) or "risk" (highest first). After pages (keyset).
+type QueueFilter struct {
+	Tab             ApplicationStatus
+	PartnerID       string
+	Risk            string
+	Product         string
+	AgeOver         time.Duration
+	Assignee        string
+	HasSanctionsHit bool
+	NearSLA         bool
+	Sort            string
+	Limit           int
+	After           string
+}
+
+// QueueRow is one line of the queue.
+type QueueRow struct {
+	Token           string
+	PartnerName     string
+	LegalName       string
+	Products        []string
+	RiskScore       string
+	RiskPoints      int
+	Status          ApplicationStatus
+	QueuedAt        *time.Time
+	SLADueAt        *time.Time
+	Assignee        string
+	AssigneeName    string
+	Claimed         bool
+	AwaitingSecond  bool
+	HasSanctionsHit bool
+	CreatedAt       time.Time
+}
+
+// QueuePage is a page of the queue with the count of every tab.
+type QueuePage struct {
+	Rows   []QueueRow
+	Counts map[ApplicationStatus]int64
+	// Next is the keyset cursor of the following page ("" at the end).
+	Next string
+}
+
+// SavedView is a named queue filter of a staff user (its URL query).
+type SavedView struct {
+	ID    string `db:"id"`
+	Name  string `db:"name"`
+	Query string `db:"query"`
+}

@@ -1,0 +1,292 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"emi/internal/emi"
+)
+
+// EnterQueue implements service.ReviewStore: the application waits for an
+// underwriter from at, due at due.
+func (s *OnboardingStore) EnterQueue(ctx context.Context, token string, at, due time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET queued_at = coalesce(queued_at, $2),
+		sla_due_at = $3, sla_left = NULL WHERE token = $1`, token, at, due)
+	return Translate(err)
+}
+
+// PauseSLA implements service.ReviewStore.
+func (s *OnboardingStore) PauseSLA(ctx context.Context, token string, left time.Duration) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET sla_left = make_interval(secs => $2), sla_due_at = NULL
+		WHERE token = $1`, token, left.Seconds())
+	return Translate(err)
+}
+
+// SetReviewFlags implements service.ReviewStore.
+func (s *OnboardingStore) SetReviewFlags(ctx context.Context, token string, manual, sanctionsHit bool) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET manual_review = $2, has_sanctions_hit = $3 WHERE token = $1`,
+		token, manual, sanctionsHit)
+	return Translate(err)
+}
+
+// Claim implements service.ReviewStore: staff takes the application unless
+// someone else holds a live claim (expired after emi.ClaimTTL of
+// inactivity). One UPDATE decides, so two underwriters racing get one
+// winner.
+func (s *OnboardingStore) Claim(ctx context.Context, token, staff string, now time.Time) (bool, error) {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET
+		claimed_at = CASE WHEN assignee = $2 AND last_activity_at >= $3 THEN claimed_at ELSE $4 END,
+		assignee = $2, last_activity_at = $4
+		WHERE token = $1 AND status IN ('in_review', 'information_requested', 'checking')
+		AND (assignee IS NULL OR assignee = $2 OR last_activity_at < $3)`,
+		token, staff, now.Add(-emi.ClaimTTL), now)
+	if err != nil {
+		return false, Translate(err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// Assign implements service.ReviewStore (nil staff releases).
+func (s *OnboardingStore) Assign(ctx context.Context, token, staff string, now time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET assignee = $2,
+		claimed_at = CASE WHEN $2::uuid IS NULL THEN NULL ELSE $3::timestamptz END,
+		last_activity_at = CASE WHEN $2::uuid IS NULL THEN NULL ELSE $3::timestamptz END WHERE token = $1`,
+		token, nullUUID(staff), now)
+	return Translate(err)
+}
+
+// TouchClaim implements service.ReviewStore: the assignee's activity keeps
+// the claim alive.
+func (s *OnboardingStore) TouchClaim(ctx context.Context, token, staff string, now time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET last_activity_at = $3
+		WHERE token = $1 AND assignee = $2 AND last_activity_at >= $4`, token, staff, now, now.Add(-emi.ClaimTTL))
+	return Translate(err)
+}
+
+// NextUnclaimed implements service.ReviewStore: the oldest matching
+// application nobody holds, locked (SKIP LOCKED: two underwriters pressing
+// "next" at once get different applications).
+func (s *OnboardingStore) NextUnclaimed(ctx context.Context, f emi.QueueFilter, staff string, now time.Time) (string, error) {
+	f.Tab = emi.AppInReview
+	f.Assignee = "none"
+	where, args := queueWhere(f, staff, now)
+	var token string
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &token, `SELECT a.token FROM applications a
+		LEFT JOIN companies c ON c.application = a.token WHERE `+where+`
+		ORDER BY a.queued_at, a.token LIMIT 1 FOR UPDATE OF a SKIP LOCKED`, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return token, Translate(err)
+}
+
+// queueWhere builds the queue's filter.
+func queueWhere(f emi.QueueFilter, staff string, now time.Time) (string, []any) {
+	var where []string
+	var args []any
+	arg := func(v any) string { args = append(args, v); return "$" + itoa(len(args)) }
+	tab := f.Tab
+	if tab == "" {
+		tab = emi.AppInReview
+	}
+	where = append(where, "a.status = "+arg(tab))
+	if f.PartnerID != "" {
+		where = append(where, "a.partner_id = "+arg(f.PartnerID))
+	}
+	if f.Risk != "" {
+		where = append(where, "a.risk_score = "+arg(f.Risk))
+	}
+	if f.Product != "" {
+		where = append(where, arg(f.Product)+" = ANY(a.products)")
+	}
+	if f.AgeOver > 0 {
+		where = append(where, "coalesce(a.queued_at, a.created_at) < "+arg(now.Add(-f.AgeOver)))
+	}
+	if f.HasSanctionsHit {
+		where = append(where, "a.has_sanctions_hit")
+	}
+	if f.NearSLA {
+		where = append(where, "a.sla_due_at < "+arg(now.Add(4*time.Hour)))
+	}
+	switch f.Assignee {
+	case "":
+	case "none":
+		where = append(where, "(a.assignee IS NULL OR a.last_activity_at < "+arg(now.Add(-emi.ClaimTTL))+")")
+	case "me":
+		where = append(where, "a.assignee = "+arg(staff)+" AND a.last_activity_at >= "+arg(now.Add(-emi.ClaimTTL)))
+	default:
+		where = append(where, "a.assignee = "+arg(f.Assignee)+" AND a.last_activity_at >= "+arg(now.Add(-emi.ClaimTTL)))
+	}
+	return strings.Join(where, " AND "), args
+}
+
+// Queue implements service.ReviewStore: a page of the queue (keyset on the
+// sort key and token) and the count of every tab.
+func (s *OnboardingStore) Queue(ctx context.Context, f emi.QueueFilter, staff string, now time.Time) (emi.QueuePage, error) {
+	where, args := queueWhere(f, staff, now)
+	arg := func(v any) string { args = append(args, v); return "$" + itoa(len(args)) }
+	order := "coalesce(a.queued_at, a.created_at), a.token"
+	if f.Sort == "risk" {
+		order = "a.risk_points DESC, coalesce(a.queued_at, a.created_at), a.token"
+	}
+	if f.After != "" {
+		// The cursor is "points|unix-nanos|token".
+		var pts int
+		var nanos int64
+		var tok string
+		if _, err := fmt.Sscanf(strings.ReplaceAll(f.After, "|", " "), "%d %d %s", &pts, &nanos, &tok); err == nil && validUUID(tok) {
+			at := time.Unix(0, nanos).UTC()
+			if f.Sort == "risk" {
+				where += " AND (-a.risk_points, coalesce(a.queued_at, a.created_at), a.token) > (" + arg(-pts) + ", " + arg(at) + ", " + arg(tok) + ")"
+			} else {
+				where += " AND (coalesce(a.queued_at, a.created_at), a.token) > (" + arg(at) + ", " + arg(tok) + ")"
+			}
+		}
+	}
+	limit := f.Limit
+	if limit <= 0 || limit > 200 {
+		limit = 50
+	}
+	var rows []struct {
+		Token        string         `db:"token"`
+		PartnerName  string         `db:"partner_name"`
+		LegalName    *string        `db:"legal_name"`
+		Products     pq.StringArray `db:"products"`
+		RiskScore    string         `db:"risk_score"`
+		RiskPoints   int            `db:"risk_points"`
+		Status       string         `db:"status"`
+		QueuedAt     *time.Time     `db:"queued_at"`
+		SLADueAt     *time.Time     `db:"sla_due_at"`
+		Assignee     *string        `db:"assignee"`
+		AssigneeName *string        `db:"assignee_name"`
+		LastActivity *time.Time     `db:"last_activity_at"`
+		FirstBy      *string        `db:"first_approval_by"`
+		HasHit       bool           `db:"has_sanctions_hit"`
+		CreatedAt    time.Time      `db:"created_at"`
+	}
+	q := `SELECT a.token, p.name AS partner_name, c.legal_name, a.products, a.risk_score, a.risk_points, a.status,
+		a.queued_at, a.sla_due_at, a.assignee::text AS assignee, st.name AS assignee_name, a.last_activity_at,
+		a.first_approval_by::text AS first_approval_by, a.has_sanctions_hit, a.created_at
+		FROM applications a JOIN partners p ON p.id = a.partner_id
+		LEFT JOIN companies c ON c.application = a.token
+		LEFT JOIN staff_users st ON st.id = a.assignee
+		WHERE ` + where + ` ORDER BY ` + order + ` LIMIT ` + arg(limit+1)
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, q, args...); err != nil {
+		return emi.QueuePage{}, Translate(err)
+	}
+	page := emi.QueuePage{Counts: map[emi.ApplicationStatus]int64{}}
+	for i, r := range rows {
+		if i == limit {
+			last := rows[limit-1]
+			at := last.CreatedAt
+			if last.QueuedAt != nil {
+				at = *last.QueuedAt
+			}
+			page.Next = fmt.Sprintf("%d|%d|%s", last.RiskPoints, at.UnixNano(), last.Token)
+			break
+		}
+		row := emi.QueueRow{Token: r.Token, PartnerName: r.PartnerName, Products: r.Products, RiskScore: r.RiskScore,
+			RiskPoints: r.RiskPoints, Status: emi.ApplicationStatus(r.Status), QueuedAt: r.QueuedAt, SLADueAt: r.SLADueAt,
+			AwaitingSecond: r.FirstBy != nil, HasSanctionsHit: r.HasHit, CreatedAt: r.CreatedAt}
+		if r.LegalName != nil {
+			row.LegalName = *r.LegalName
+		}
+		if r.Assignee != nil && r.LastActivity != nil && now.Sub(*r.LastActivity) < emi.ClaimTTL {
+			row.Assignee, row.Claimed = *r.Assignee, true
+			if r.AssigneeName != nil {
+				row.AssigneeName = *r.AssigneeName
+			}
+		}
+		page.Rows = append(page.Rows, row)
+	}
+	var counts []struct {
+		Status string `db:"status"`
+		N      int64  `db:"n"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &counts, `SELECT status, count(*) AS n FROM applications
+		WHERE status IN ('checking', 'in_review', 'information_requested') GROUP BY status`); err != nil {
+		return page, Translate(err)
+	}
+	for _, c := range counts {
+		page.Counts[emi.ApplicationStatus(c.Status)] = c.N
+	}
+	return page, nil
+}
+
+// EvidenceStamp implements service.ReviewStore: it changes whenever what
+// an underwriter sees of the application changes (a partner's change raises
+// the revision; a new check result adds a history row; a first approval).
+func (s *OnboardingStore) EvidenceStamp(ctx context.Context, token string) (string, error) {
+	var stamp string
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &stamp, `SELECT a.revision || '.' ||
+		coalesce((SELECT max(id) FROM application_check_history h WHERE h.application = a.token), 0) || '.' ||
+		coalesce(extract(epoch FROM a.first_approval_at)::bigint, 0)
+		FROM applications a WHERE a.token = $1`, token)
+	return stamp, NotFound(err, emi.ErrApplicationNotFound)
+}
+
+// SetFirstApproval implements service.ReviewStore.
+func (s *OnboardingStore) SetFirstApproval(ctx context.Context, token, staff, reason string, at time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET first_approval_by = $2, first_approval_reason = $3,
+		first_approval_at = $4 WHERE token = $1`, token, staff, reason, at)
+	return Translate(err)
+}
+
+// InsertDecision implements service.ReviewStore.
+func (s *OnboardingStore) InsertDecision(ctx context.Context, d emi.DecisionRecord) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO application_decisions (application, action, reason_code, text,
+		staff_id, at, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		d.Application, d.Action, d.ReasonCode, d.Text, d.StaffID, d.At, d.Snapshot)
+	return Translate(err)
+}
+
+// Decisions implements service.ReviewStore.
+func (s *OnboardingStore) Decisions(ctx context.Context, token string) ([]emi.DecisionRecord, error) {
+	var out []emi.DecisionRecord
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT d.id, d.application, d.action, d.reason_code, d.text,
+		d.staff_id, coalesce(st.name, '') AS staff_name, d.at, d.snapshot FROM application_decisions d
+		LEFT JOIN staff_users st ON st.id = d.staff_id WHERE d.application = $1 ORDER BY d.at, d.id`, token)
+	return out, Translate(err)
+}
+
+// InsertNote implements service.ReviewStore.
+func (s *OnboardingStore) InsertNote(ctx context.Context, n emi.Note) (int64, error) {
+	var id int64
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &id, `INSERT INTO application_notes (application, parent_id, author, body,
+		mentions, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+		n.Application, n.ParentID, n.Author, n.Body, pq.StringArray(n.Mentions), n.CreatedAt)
+	return id, Translate(err)
+}
+
+// Notes implements service.ReviewStore.
+func (s *OnboardingStore) Notes(ctx context.Context, token string) ([]emi.Note, error) {
+	var rows []struct {
+		emi.Note
+		M pq.StringArray `db:"mentions"`
+	}
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT n.id, n.application, n.parent_id, n.author,
+		coalesce(st.name, '') AS author_name, n.body, n.mentions::text[] AS mentions, n.created_at FROM application_notes n
+		LEFT JOIN staff_users st ON st.id = n.author WHERE n.application = $1 ORDER BY n.id`, token)
+	out := make([]emi.Note, 0, len(rows))
+	for _, r := range rows {
+		n := r.Note
+		n.Mentions = r.M
+		out = append(out, n)
+	}
+	return out, Translate(err)
+}
+
+// NoteExists implements service.ReviewStore.
+func (s *OnboardingStore) NoteExists(ctx context.Context, token string, id int64) (bool, error) {
+	var ok bool
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &ok, `SELECT EXISTS (SELECT 1 FROM application_notes WHERE application = $1 AND id = $2)`, token, id)
+	return ok, Translate(err)
+}

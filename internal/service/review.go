@@ -1,0 +1,402 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"emi/internal/emi"
+)
+
+// ReviewStore is what the underwriters' queue needs beyond applications.
+type ReviewStore interface {
+	ApplicationStore
+	Claim(ctx context.Context, token, staff string, now time.Time) (bool, error)
+	Assign(ctx context.Context, token, staff string, now time.Time) error
+	TouchClaim(ctx context.Context, token, staff string, now time.Time) error
+	NextUnclaimed(ctx context.Context, f emi.QueueFilter, staff string, now time.Time) (string, error)
+	Queue(ctx context.Context, f emi.QueueFilter, staff string, now time.Time) (emi.QueuePage, error)
+	EvidenceStamp(ctx context.Context, token string) (string, error)
+	SetFirstApproval(ctx context.Context, token, staff, reason string, at time.Time) error
+	InsertDecision(ctx context.Context, d emi.DecisionRecord) error
+	Decisions(ctx context.Context, token string) ([]emi.DecisionRecord, error)
+	InsertNote(ctx context.Context, n emi.Note) (int64, error)
+	Notes(ctx context.Context, token string) ([]emi.Note, error)
+	NoteExists(ctx context.Context, token string, id int64) (bool, error)
+	PauseSLA(ctx context.Context, token string, left time.Duration) error
+}
+
+// StaffDirectory finds staff users (assignment targets, mentions).
+type StaffDirectory interface {
+	StaffByID(ctx context.Context, id string) (StoredStaff, error)
+	StaffByEmail(ctx context.Context, email string) (StoredStaff, error)
+}
+
+// Review is the underwriters' queue: claims, assignment, decisions with
+// four-eyes, information requests and notes.
+type Review struct {
+	tx     TxRunner
+	store  ReviewStore
+	staff  StaffDirectory
+	checks *Checks
+	events *Events
+	audit  *Auditor
+	now    Clock
+}
+
+// NewReview returns the review service.
+func NewReview(tx TxRunner, store ReviewStore, staff StaffDirectory, checks *Checks, events *Events, audit *Auditor, now Clock) *Review {
+	return &Review{tx: tx, store: store, staff: staff, checks: checks, events: events, audit: audit, now: now}
+}
+
+func staffOf(ctx context.Context) emi.Principal {
+	p, _ := emi.PrincipalFrom(ctx)
+	return p
+}
+
+// Queue returns a page of the queue (emi.PermViewApps).
+func (r *Review) Queue(ctx context.Context, f emi.QueueFilter) (emi.QueuePage, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return emi.QueuePage{}, err
+	}
+	switch f.Tab {
+	case "", emi.AppInReview, emi.AppInfoRequested, emi.AppChecking:
+	default:
+		return emi.QueuePage{}, emi.ErrReviewValidation.Field("tab", "must be in_review, information_requested or checking")
+	}
+	if f.Risk != "" && !slices.Contains(emi.RiskScores, f.Risk) {
+		return emi.QueuePage{}, emi.ErrReviewValidation.Field("risk", "must be Low, Medium or High")
+	}
+	if f.Product != "" && !slices.Contains(emi.Products, f.Product) {
+		return emi.QueuePage{}, emi.ErrReviewValidation.Field("product", "is not a product")
+	}
+	if f.Assignee != "" && f.Assignee != "me" && f.Assignee != "none" && !validToken(f.Assignee) {
+		return emi.QueuePage{}, emi.ErrReviewValidation.Field("assignee", "must be me, none or a staff id")
+	}
+	if f.Sort != "" && f.Sort != "age" && f.Sort != "risk" {
+		return emi.QueuePage{}, emi.ErrReviewValidation.Field("sort", "must be age or risk")
+	}
+	return r.store.Queue(ctx, f, staffOf(ctx).ActorID, r.now().UTC())
+}
+
+var tokenRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+func validToken(s string) bool { return tokenRe.MatchString(s) }
+
+// Claim takes an application for the caller (emi.PermDecideApps): refused
+// (emi.ErrReviewClosed) while a colleague holds a live claim.
+func (r *Review) Claim(ctx context.Context, token string) error {
+	if err := require(ctx, emi.PermDecideApps); err != nil {
+		return err
+	}
+	me := staffOf(ctx).ActorID
+	return r.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := r.store.Application(ctx, "", token, false)
+		if err != nil {
+			return err
+		}
+		ok, err := r.store.Claim(ctx, a.Token, me, r.now().UTC())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if a.Status.Decided() {
+				return emi.ErrReviewClosed.WithDetail("application is %s", a.Status)
+			}
+			return emi.ErrReviewClosed.WithDetail("claimed by %s", a.Review.Assignee)
+		}
+		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.claim", ResourceType: "application", ResourceToken: a.Token, PartnerID: a.PartnerID})
+	})
+}
+
+// Release gives a claim back (the assignee, or an admin with
+// emi.PermManageStaff).
+func (r *Review) Release(ctx context.Context, token string) error {
+	if err := require(ctx, emi.PermDecideApps); err != nil && require(ctx, emi.PermManageStaff) != nil {
+		return err
+	}
+	me := staffOf(ctx)
+	return r.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := r.store.Application(ctx, "", token, true)
+		if err != nil {
+			return err
+		}
+		if a.Review.Assignee != me.ActorID && !me.Can(emi.PermManageStaff) {
+			return emi.ErrForbidden.WithDetail("only the assignee or an admin releases")
+		}
+		if err := r.store.Assign(ctx, a.Token, "", r.now().UTC()); err != nil {
+			return err
+		}
+		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.release", ResourceType: "application", ResourceToken: a.Token,
+			PartnerID: a.PartnerID, Changes: map[string]any{"from": a.Review.Assignee}})
+	})
+}
+
+// Assign gives an application to a colleague who may decide, with a
+// mandatory reason (an underwriter or an admin).
+func (r *Review) Assign(ctx context.Context, token, to, reason string) error {
+	if err := require(ctx, emi.PermDecideApps); err != nil && require(ctx, emi.PermManageStaff) != nil {
+		return err
+	}
+	reason = strings.TrimSpace(reason)
+	var bad problems
+	if len(reason) < 3 {
+		bad.add("reason", "say why you assign it (3 characters or more)")
+	}
+	target, err := r.staff.StaffByID(ctx, to)
+	if err != nil || target.Disabled || !emi.Can(target.Roles, emi.PermDecideApps) {
+		bad.add("to", "must be an active colleague who may decide applications")
+	}
+	if len(bad) > 0 {
+		return emi.ErrReviewValidation.WithFields(bad...)
+	}
+	return r.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := r.store.Application(ctx, "", token, true)
+		if err != nil {
+			return err
+		}
+		if a.Status.Decided() {
+			return emi.ErrReviewClosed
+		}
+		if err := r.store.Assign(ctx, a.Token, target.ID, r.now().UTC()); err != nil {
+			return err
+		}
+		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.assign", ResourceType: "application", ResourceToken: a.Token,
+			PartnerID: a.PartnerID, Changes: map[string]any{"from": a.Review.Assignee, "to": target.ID, "reason": reason}})
+	})
+}
+
+// Next claims the oldest matching application nobody holds and returns
+// its token ("" when there is none). Two underwriters asking at once get
+// different applications.
+func (r *Review) Next(ctx context.Context, f emi.QueueFilter) (string, error) {
+	if err := require(ctx, emi.PermDecideApps); err != nil {
+		return "", err
+	}
+	me := staffOf(ctx).ActorID
+	var token string
+	err := r.tx.InTx(ctx, func(ctx context.Context) error {
+		now := r.now().UTC()
+		t, err := r.store.NextUnclaimed(ctx, f, me, now)
+		if err != nil || t == "" {
+			return err
+		}
+		if _, err := r.store.Claim(ctx, t, me, now); err != nil {
+			return err
+		}
+		token = t
+		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.claim", ResourceType: "application", ResourceToken: t,
+			Changes: map[string]any{"next": true}})
+	})
+	return token, err
+}
+
+// Evidence returns the application as an underwriter sees it, its
+// evidence stamp, decisions and notes; the assignee's view keeps the claim
+// alive (emi.PermViewApps).
+func (r *Review) Evidence(ctx context.Context, token string) (emi.Application, string, []emi.DecisionRecord, []emi.Note, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return emi.Application{}, "", nil, nil, err
+	}
+	a, err := r.store.Application(ctx, "", token, false)
+	if err != nil {
+		return a, "", nil, nil, err
+	}
+	stamp, err := r.store.EvidenceStamp(ctx, token)
+	if err != nil {
+		return a, "", nil, nil, err
+	}
+	ds, err := r.store.Decisions(ctx, token)
+	if err != nil {
+		return a, "", nil, nil, err
+	}
+	ns, err := r.store.Notes(ctx, token)
+	if err != nil {
+		return a, "", nil, nil, err
+	}
+	_ = r.store.TouchClaim(ctx, token, staffOf(ctx).ActorID, r.now().UTC())
+	return a, stamp, ds, ns, nil
+}
+
+// NeedsFourEyes reports whether an approval needs two underwriters: a
+// High-risk application, or one whose sanctions hits a reviewer cleared.
+func NeedsFourEyes(a emi.Application) bool {
+	return a.RiskScore == "High" || a.Review.HasSanctionsHit
+}
+
+// Decide records an underwriter's decision (emi.PermDecideApps). Only the
+// assignee with a live claim decides, on an application in review, and only
+// on the evidence it saw (stamp; otherwise emi.ErrReviewStale). Approval of
+// a four-eyes application takes two different underwriters; reject needs a
+// reason code and text; request_information needs the message for the
+// partner. Each decision stores a snapshot of the evidence.
+func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision) (emi.Application, error) {
+	if err := require(ctx, emi.PermDecideApps); err != nil {
+		return emi.Application{}, err
+	}
+	d.Text, d.ReasonCode = strings.TrimSpace(d.Text), strings.TrimSpace(d.ReasonCode)
+	var bad problems
+	switch d.Action {
+	case "approve":
+	case "reject":
+		if !slices.Contains(emi.RejectReasons, d.ReasonCode) {
+			bad.add("reason_code", "choose a reason from the list")
+		}
+		if len(d.Text) < 3 {
+			bad.add("text", "explain the rejection")
+		}
+	case "request_information":
+		if len(d.Text) < 3 {
+			bad.add("text", "write the message to the partner")
+		}
+	default:
+		bad.add("action", "must be approve, reject or request_information")
+	}
+	if len(d.Text) > 5000 {
+		bad.add("text", "must be at most 5,000 characters")
+	}
+	if len(bad) > 0 {
+		return emi.Application{}, emi.ErrReviewValidation.WithFields(bad...)
+	}
+	me := staffOf(ctx).ActorID
+	var out emi.Application
+	err := r.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := r.store.Application(ctx, "", token, true)
+		if err != nil {
+			return err
+		}
+		now := r.now().UTC()
+		if a.Status != emi.AppInReview {
+			return emi.ErrReviewClosed.WithDetail("application is %s", a.Status)
+		}
+		if !a.Review.ClaimedBy(me, now) {
+			return emi.ErrNotAssignee
+		}
+		stamp, err := r.store.EvidenceStamp(ctx, a.Token)
+		if err != nil {
+			return err
+		}
+		if stamp != d.Stamp {
+			return emi.ErrReviewStale
+		}
+		snapshot, err := json.Marshal(map[string]any{"status": a.Status, "risk_score": a.RiskScore, "risk_points": a.RiskPoints,
+			"risk_factors": a.RiskFactors, "company": a.Company, "members": a.Members, "checks": a.Checks, "stamp": stamp,
+			"first_approval_by": a.Review.FirstApprovalBy})
+		if err != nil {
+			return emi.Internal(err)
+		}
+		rec := emi.DecisionRecord{Application: a.Token, ReasonCode: d.ReasonCode, Text: d.Text, StaffID: me, At: now, Snapshot: snapshot}
+		switch d.Action {
+		case "approve":
+			if NeedsFourEyes(a) && a.Review.FirstApprovalBy == "" {
+				rec.Action = "first_approval"
+				if err := r.store.SetFirstApproval(ctx, a.Token, me, d.Text, now); err != nil {
+					return err
+				}
+				// The second approval is someone else's: the claim is freed.
+				if err := r.store.Assign(ctx, a.Token, "", now); err != nil {
+					return err
+				}
+				break
+			}
+			if a.Review.FirstApprovalBy == me {
+				return emi.ErrFourEyes
+			}
+			rec.Action = "approved"
+			if err := r.checks.approve(ctx, a, me); err != nil {
+				return err
+			}
+		case "reject":
+			rec.Action = "rejected"
+			reason := d.ReasonCode + ": " + d.Text
+			if err := r.store.SetApplicationStatus(ctx, a.Token, emi.AppRejected, a.Revision, reason, ""); err != nil {
+				return err
+			}
+			if _, err := r.events.Emit(ctx, a.PartnerID, emi.EventApplicationRejected, "application", a.Token,
+				map[string]any{"status": emi.AppRejected, "reason": reason}); err != nil {
+				return err
+			}
+		case "request_information":
+			rec.Action = "information_requested"
+			if err := r.store.SetApplicationStatus(ctx, a.Token, emi.AppInfoRequested, a.Revision, "", ""); err != nil {
+				return err
+			}
+			if err := r.store.SetReviewFlags(ctx, a.Token, true, a.Review.HasSanctionsHit); err != nil {
+				return err
+			}
+			left := time.Duration(0)
+			if a.Review.SLADueAt != nil {
+				left = r.checks.cal.Between(now, *a.Review.SLADueAt)
+			}
+			if err := r.store.PauseSLA(ctx, a.Token, left); err != nil {
+				return err
+			}
+			if _, err := r.events.Emit(ctx, a.PartnerID, emi.EventApplicationInfoRequested, "application", a.Token,
+				map[string]any{"status": emi.AppInfoRequested, "message": d.Text}); err != nil {
+				return err
+			}
+		}
+		if err := r.store.InsertDecision(ctx, rec); err != nil {
+			return err
+		}
+		if err := r.audit.Record(ctx, emi.AuditEntry{Action: "application." + rec.Action, ResourceType: "application", ResourceToken: a.Token,
+			PartnerID: a.PartnerID, Changes: map[string]any{"reason_code": d.ReasonCode, "text": d.Text, "stamp": stamp}}); err != nil {
+			return err
+		}
+		out, err = r.store.Application(ctx, "", a.Token, false)
+		return err
+	})
+	return out, err
+}
+
+var mentionRe = regexp.MustCompile(`@([A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,})`)
+
+// AddNote adds an internal note (a reply when parent is not 0); @e-mail
+// addresses of colleagues are recorded as mentions (emi.PermViewApps, staff
+// who may decide or review).
+func (r *Review) AddNote(ctx context.Context, token string, parent int64, body string) (emi.Note, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return emi.Note{}, err
+	}
+	p := staffOf(ctx)
+	if !p.Can(emi.PermDecideApps) && !p.Can(emi.PermReviewAML) {
+		return emi.Note{}, emi.ErrForbidden.WithDetail("notes are for underwriters and compliance")
+	}
+	body = strings.TrimSpace(body)
+	if body == "" || len(body) > 5000 {
+		return emi.Note{}, emi.ErrReviewValidation.Field("body", "write 1 to 5,000 characters")
+	}
+	n := emi.Note{Application: token, Author: p.ActorID, Body: body, CreatedAt: r.now().UTC()}
+	for _, m := range mentionRe.FindAllStringSubmatch(body, -1) {
+		if u, err := r.staff.StaffByEmail(ctx, strings.ToLower(m[1])); err == nil && !slices.Contains(n.Mentions, u.ID) {
+			n.Mentions = append(n.Mentions, u.ID)
+		}
+	}
+	err := r.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := r.store.Application(ctx, "", token, false)
+		if err != nil {
+			return err
+		}
+		n.Application = a.Token
+		if parent != 0 {
+			ok, err := r.store.NoteExists(ctx, a.Token, parent)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return emi.ErrReviewValidation.Field("parent", "is not a note of this application")
+			}
+			n.ParentID = &parent
+		}
+		if n.ID, err = r.store.InsertNote(ctx, n); err != nil {
+			return err
+		}
+		_ = r.store.TouchClaim(ctx, a.Token, p.ActorID, n.CreatedAt)
+		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.note", ResourceType: "application", ResourceToken: a.Token,
+			PartnerID: a.PartnerID, Changes: map[string]any{"note": n.ID, "mentions": n.Mentions}})
+	})
+	return n, err
+}

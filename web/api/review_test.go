@@ -1,0 +1,276 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"emi/internal/app/apptest"
+	"emi/internal/emi"
+)
+
+// staffCtx is the context of a new staff user with roles.
+func staffCtx(t *testing.T, env *apptest.Env, email string, roles ...emi.Role) context.Context {
+	t.Helper()
+	sys := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
+	u, err := env.App.Staff.Create(sys, emi.StaffCreate{Email: email, Name: email, Roles: roles, Password: "Correct-Horse-Battery-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := make([]string, len(roles))
+	for i, r := range roles {
+		rs[i] = string(r)
+	}
+	return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: u.ID, StaffRoles: rs})
+}
+
+func staffOf(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	p, _ := emi.PrincipalFrom(ctx)
+	return p.ActorID
+}
+
+// queued creates a sandbox application (changed by mutate) of a
+// semi-automatic partner and waits until it is in the queue.
+func queued(t *testing.T, env *apptest.Env, p *apptest.Partner, mutate func(map[string]any)) string {
+	t.Helper()
+	body := sandboxApplication(p)
+	if mutate != nil {
+		mutate(body)
+	}
+	app := createApplication(t, env, p, body)
+	waitEvent(t, env, emi.EventApplicationInReview, app)
+	return app
+}
+
+func stampOf(t *testing.T, env *apptest.Env, ctx context.Context, app string) string {
+	t.Helper()
+	_, stamp, _, _, err := env.App.Review.Evidence(ctx, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stamp
+}
+
+func is(err error, target *emi.Error) bool { return errors.Is(err, target) }
+
+func TestReviewClaimsAndAssignment(t *testing.T) {
+	t.Parallel()
+	env := onboardingEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P", Processing: emi.ProcessingSemiAutomatic})
+	u1 := staffCtx(t, env, "u1@x.test", emi.RoleUnderwriter)
+	u2 := staffCtx(t, env, "u2@x.test", emi.RoleUnderwriter)
+	cs := staffCtx(t, env, "cs1@x.test", emi.RoleCustomerService)
+	apps := []string{queued(t, env, p, nil), queued(t, env, p, nil)}
+
+	t.Run("next gives two racing underwriters different applications", func(t *testing.T) {
+		var got [2]string
+		var wg sync.WaitGroup
+		for i, ctx := range []context.Context{u1, u2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tok, err := env.App.Review.Next(ctx, emi.QueueFilter{})
+				if err != nil {
+					t.Error(err)
+				}
+				got[i] = tok
+			}()
+		}
+		wg.Wait()
+		if got[0] == "" || got[1] == "" || got[0] == got[1] {
+			t.Fatalf("next: %v", got)
+		}
+		if tok, err := env.App.Review.Next(u1, emi.QueueFilter{}); err != nil || tok != "" {
+			t.Fatalf("a third next found %q (%v)", tok, err)
+		}
+	})
+	a, _, _, _, _ := env.App.Review.Evidence(u1, apps[0])
+	mine, theirs := apps[0], apps[1]
+	if a.Review.Assignee != staffOf(t, u1) {
+		mine, theirs = apps[1], apps[0]
+	}
+	t.Run("a claimed application cannot be taken, decided or released by a colleague", func(t *testing.T) {
+		if err := env.App.Review.Claim(u1, theirs); !is(err, emi.ErrReviewClosed) {
+			t.Fatalf("claim of a colleague's application: %v", err)
+		}
+		if _, err := env.App.Review.Decide(u1, theirs, emi.ReviewDecision{Action: "approve", Stamp: stampOf(t, env, u1, theirs)}); !is(err, emi.ErrNotAssignee) {
+			t.Fatalf("decision on a colleague's application: %v", err)
+		}
+		if err := env.App.Review.Release(u1, theirs); !is(err, emi.ErrForbidden) {
+			t.Fatalf("release of a colleague's claim: %v", err)
+		}
+	})
+	t.Run("a claim expires after 30 minutes without activity", func(t *testing.T) {
+		env.Clock.Advance(31 * time.Minute)
+		if err := env.App.Review.Claim(u1, theirs); err != nil {
+			t.Fatalf("claim after expiry: %v", err)
+		}
+		if err := env.App.Review.Claim(u2, theirs); !is(err, emi.ErrReviewClosed) {
+			t.Fatalf("the old holder took it back: %v", err)
+		}
+	})
+	t.Run("assignment needs a reason and a colleague who may decide", func(t *testing.T) {
+		if err := env.App.Review.Assign(u1, mine, staffOf(t, u2), ""); !is(err, emi.ErrReviewValidation) {
+			t.Fatalf("assign without reason: %v", err)
+		}
+		if err := env.App.Review.Assign(u1, mine, staffOf(t, cs), "holiday"); !is(err, emi.ErrReviewValidation) {
+			t.Fatalf("assign to customer service: %v", err)
+		}
+		if err := env.App.Review.Assign(u1, mine, staffOf(t, u2), "she knows the partner"); err != nil {
+			t.Fatal(err)
+		}
+		page, err := env.App.Review.Queue(u2, emi.QueueFilter{Assignee: "me"})
+		if err != nil || len(page.Rows) != 1 || page.Rows[0].Token != mine || page.Counts[emi.AppInReview] != 2 {
+			t.Fatalf("assigned to me: %+v %v", page, err)
+		}
+	})
+	t.Run("customer service cannot decide or claim", func(t *testing.T) {
+		if err := env.App.Review.Claim(cs, mine); !is(err, emi.ErrForbidden) {
+			t.Fatalf("cs claim: %v", err)
+		}
+		if _, err := env.App.Review.Decide(cs, mine, emi.ReviewDecision{Action: "approve", Stamp: "x"}); !is(err, emi.ErrForbidden) {
+			t.Fatalf("cs decision: %v", err)
+		}
+	})
+}
+
+func TestReviewDecisions(t *testing.T) {
+	t.Parallel()
+	env := onboardingEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P", Processing: emi.ProcessingSemiAutomatic})
+	u1 := staffCtx(t, env, "u1@x.test", emi.RoleUnderwriter)
+	u2 := staffCtx(t, env, "u2@x.test", emi.RoleUnderwriter)
+	admin := staffCtx(t, env, "boss@x.test", emi.RoleAdmin, emi.RoleUnderwriter)
+
+	t.Run("approval of a Low-risk application by one underwriter", func(t *testing.T) {
+		app := queued(t, env, p, nil)
+		if err := env.App.Review.Claim(u1, app); err != nil {
+			t.Fatal(err)
+		}
+		got, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "approve", Text: "all checks passed", Stamp: stampOf(t, env, u1, app)})
+		if err != nil || got.Status != emi.AppApproved || got.OnboardedMerchant == "" {
+			t.Fatalf("approve: %v %+v", err, got.Status)
+		}
+		ev := waitEvent(t, env, emi.EventApplicationApproved, app)
+		if ev["merchant"] != got.OnboardedMerchant {
+			t.Fatalf("event %v", ev)
+		}
+		var snap int
+		_ = env.App.DB.Get(&snap, `SELECT count(*) FROM application_decisions WHERE application = $1 AND action = 'approved' AND snapshot ? 'checks'`, app)
+		if snap != 1 {
+			t.Fatal("the decision has no evidence snapshot")
+		}
+		if _, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "reject", ReasonCode: "other", Text: "x y z", Stamp: stampOf(t, env, u1, app)}); !is(err, emi.ErrReviewClosed) {
+			t.Fatalf("a decided application was decided again: %v", err)
+		}
+	})
+	t.Run("four eyes for High risk: two different underwriters, admins included", func(t *testing.T) {
+		app := queued(t, env, p, func(b map[string]any) {
+			b["company"].(map[string]any)["description_of_activity"] = "Online casino and betting"
+			b["due_diligence"] = "SDD"
+		})
+		if err := env.App.Review.Claim(admin, app); err != nil {
+			t.Fatal(err)
+		}
+		first, err := env.App.Review.Decide(admin, app, emi.ReviewDecision{Action: "approve", Text: "licensed operator", Stamp: stampOf(t, env, admin, app)})
+		if err != nil || first.Status != emi.AppInReview || first.Review.FirstApprovalBy != staffOf(t, admin) {
+			t.Fatalf("first approval: %v %s risk %s %+v", err, first.Status, first.RiskScore, first.Review)
+		}
+		if err := env.App.Review.Claim(admin, app); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.App.Review.Decide(admin, app, emi.ReviewDecision{Action: "approve", Stamp: stampOf(t, env, admin, app)}); !is(err, emi.ErrFourEyes) {
+			t.Fatalf("the same admin approved twice: %v", err)
+		}
+		if err := env.App.Review.Release(admin, app); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.App.Review.Claim(u2, app); err != nil {
+			t.Fatal(err)
+		}
+		a, _, ds, _, _ := env.App.Review.Evidence(u2, app)
+		if a.Review.FirstApprovalReason != "licensed operator" || len(ds) != 1 || ds[0].Action != "first_approval" {
+			t.Fatalf("the second reviewer does not see the first decision: %+v %+v", a.Review, ds)
+		}
+		second, err := env.App.Review.Decide(u2, app, emi.ReviewDecision{Action: "approve", Stamp: stampOf(t, env, u2, app)})
+		if err != nil || second.Status != emi.AppApproved {
+			t.Fatalf("second approval: %v %s", err, second.Status)
+		}
+	})
+	t.Run("a decision on stale evidence is refused", func(t *testing.T) {
+		app := queued(t, env, p, nil)
+		if err := env.App.Review.Claim(u1, app); err != nil {
+			t.Fatal(err)
+		}
+		stamp := stampOf(t, env, u1, app)
+		apptest.Expect(t, "new document", call(t, env, p, http.MethodPost, "/v3/applications/"+app+"/companies/documents", "company_add_document",
+			map[string]any{"file": b64(pdfBytes), "file_type": "pdf", "document_type": "bill"}), 0, http.StatusCreated)
+		deadline := time.Now().Add(10 * time.Second)
+		for st := ""; st != "in_review" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			_ = env.App.DB.Get(&st, `SELECT status FROM applications WHERE token = $1`, app)
+		}
+		if err := env.App.Review.Claim(u1, app); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "approve", Stamp: stamp}); !is(err, emi.ErrReviewStale) {
+			t.Fatalf("decision on stale evidence: %v", err)
+		}
+	})
+	t.Run("reject needs a reason code and text", func(t *testing.T) {
+		app := queued(t, env, p, nil)
+		if err := env.App.Review.Claim(u1, app); err != nil {
+			t.Fatal(err)
+		}
+		stamp := stampOf(t, env, u1, app)
+		if _, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "reject", ReasonCode: "because", Stamp: stamp}); !is(err, emi.ErrReviewValidation) {
+			t.Fatalf("reject without reason: %v", err)
+		}
+		got, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "reject", ReasonCode: "prohibited_activity", Text: "sells replica weapons", Stamp: stamp})
+		if err != nil || got.Status != emi.AppRejected {
+			t.Fatalf("reject: %v", err)
+		}
+		ev := waitEvent(t, env, emi.EventApplicationRejected, app)
+		if ev["reason"] != "prohibited_activity: sells replica weapons" {
+			t.Fatalf("event %v", ev)
+		}
+	})
+	t.Run("information request, partner update, back in the queue with the SLA resumed", func(t *testing.T) {
+		app := queued(t, env, p, nil)
+		if err := env.App.Review.Claim(u1, app); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.App.Review.AddNote(u1, app, 0, "@u2@x.test can you check the register extract?"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "request_information", Text: "Please send a recent register extract", Stamp: stampOf(t, env, u1, app)})
+		if err != nil || got.Status != emi.AppInfoRequested || got.Review.SLADueAt != nil || got.Review.SLALeft <= 0 {
+			t.Fatalf("request information: %v %s %+v", err, got.Status, got.Review)
+		}
+		ev := waitEvent(t, env, emi.EventApplicationInfoRequested, app)
+		if ev["message"] != "Please send a recent register extract" {
+			t.Fatalf("event %v", ev)
+		}
+		apptest.Expect(t, "partner update", call(t, env, p, http.MethodPost, "/v3/applications/"+app+"/companies/documents", "company_add_document",
+			map[string]any{"file": b64(pdfBytes), "file_type": "pdf", "document_type": "recent-excerpt"}), 0, http.StatusCreated)
+		deadline := time.Now().Add(10 * time.Second)
+		var a emi.Application
+		for time.Now().Before(deadline) {
+			a, _, _, _, _ = env.App.Review.Evidence(u1, app)
+			if a.Status == emi.AppInReview && a.Review.SLADueAt != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if a.Status != emi.AppInReview || a.Review.SLADueAt == nil {
+			t.Fatalf("not back in the queue: %s %+v", a.Status, a.Review)
+		}
+		_, _, _, notes, _ := env.App.Review.Evidence(u1, app)
+		if len(notes) != 1 || len(notes[0].Mentions) != 1 || notes[0].Mentions[0] != staffOf(t, u2) {
+			t.Fatalf("notes kept with mentions: %+v", notes)
+		}
+	})
+}
