@@ -60,6 +60,11 @@ CREATE TABLE application_hit_decisions (
     PRIMARY KEY (application, hit_key)
 );
 
+-- A false positive decided on an application's sanctions hit is
+-- remembered like one decided on an AML check.
+ALTER TABLE aml_false_positives ALTER COLUMN check_token DROP NOT NULL;
+ALTER TABLE aml_false_positives ADD COLUMN application uuid REFERENCES applications (token);
+
 -- Saved queue views per staff user ("high risk nearing SLA").
 CREATE TABLE saved_views (
     id       uuid PRIMARY KEY,
@@ -72,6 +77,9 @@ CREATE TABLE saved_views (
 
 -- +goose Down
 DROP TABLE saved_views;
+DELETE FROM aml_false_positives WHERE check_token IS NULL;
+ALTER TABLE aml_false_positives DROP COLUMN application;
+ALTER TABLE aml_false_positives ALTER COLUMN check_token SET NOT NULL;
 DROP TABLE application_hit_decisions;
 DROP TABLE application_notes;
 DROP TABLE application_decisions;

@@ -159,6 +159,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Onboarding = service.NewOnboarding(db, a.OnboardingStore, a.Store, a.People, a.People, keys, a.Jobs, a.Audit, v, now)
 	a.Onboarding.SetIBANValidator(func(s string) error { return iban.Validate(iban.Normalize(s)) })
 	a.Onboarding.SetChecks(a.Checks)
+	a.Checks.SetFalsePositives(a.People)
 	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Checks, a.Events, a.Audit, now)
 	return a
 }

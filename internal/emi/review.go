@@ -124,3 +124,15 @@ type SavedView struct {
 	Name  string `db:"name"`
 	Query string `db:"query"`
 }
+
+// HitDecisionRecord is an underwriter's decision on one sanctions hit of
+// an application. Key is "list|entry|subject|fingerprint" (subject: the
+// member's token or "company").
+type HitDecisionRecord struct {
+	Key       string    `db:"hit_key"`
+	Decision  string    `db:"decision"`
+	Reason    string    `db:"reason"`
+	StaffID   string    `db:"staff_id"`
+	StaffName string    `db:"staff_name"`
+	At        time.Time `db:"at"`
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service"
 )
 
 // EnterQueue implements service.ReviewStore: the application waits for an
@@ -289,4 +290,143 @@ func (s *OnboardingStore) NoteExists(ctx context.Context, token string, id int64
 	var ok bool
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &ok, `SELECT EXISTS (SELECT 1 FROM application_notes WHERE application = $1 AND id = $2)`, token, id)
 	return ok, Translate(err)
+}
+
+// InsertApplicationFalsePositive implements service.ReviewStore.
+func (s *OnboardingStore) InsertApplicationFalsePositive(ctx context.Context, partnerID string, key []byte, list, entry, fingerprint, application, reason, by string, at time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO aml_false_positives (partner_id, person_key, list, entry_id,
+		fingerprint, application, reason, decided_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT DO NOTHING`, partnerID, key, list, entry, fingerprint, application, reason, by, at)
+	return Translate(err)
+}
+
+// FalsePositives implements service.FalsePositiveReader.
+func (s *OnboardingStore) FalsePositives(ctx context.Context, partnerID string, key []byte) (map[string]bool, error) {
+	return NewPeopleStore(s.db).FalsePositives(ctx, partnerID, key)
+}
+
+// InsertHitDecision implements service.ReviewStore. Returns
+// emi.ErrReviewClosed when the hit is already decided.
+func (s *OnboardingStore) InsertHitDecision(ctx context.Context, application, key, decision, reason, by string, at time.Time) error {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO application_hit_decisions (application, hit_key, decision, reason, staff_id, at)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, application, key, decision, reason, by, at)
+	if err != nil {
+		return Translate(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return emi.ErrReviewClosed.WithDetail("hit already decided")
+	}
+	return nil
+}
+
+// HitDecisions implements service.ReviewStore.
+func (s *OnboardingStore) HitDecisions(ctx context.Context, application string) (map[string]emi.HitDecisionRecord, error) {
+	var rows []emi.HitDecisionRecord
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT d.hit_key, d.decision, d.reason, d.staff_id::text AS staff_id,
+		coalesce(st.name, '') AS staff_name, d.at FROM application_hit_decisions d LEFT JOIN staff_users st ON st.id = d.staff_id
+		WHERE d.application = $1`, application)
+	out := make(map[string]emi.HitDecisionRecord, len(rows))
+	for _, r := range rows {
+		out[r.Key] = r
+	}
+	return out, Translate(err)
+}
+
+// SavedViews implements service.SavedViewStore.
+func (s *OnboardingStore) SavedViews(ctx context.Context, staff string) ([]emi.SavedView, error) {
+	var out []emi.SavedView
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT id, name, query FROM saved_views WHERE staff_id = $1 ORDER BY name`, staff)
+	return out, Translate(err)
+}
+
+// InsertSavedView implements service.SavedViewStore (a name already used
+// by the same user is replaced).
+func (s *OnboardingStore) InsertSavedView(ctx context.Context, staff string, v emi.SavedView) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO saved_views (id, staff_id, name, query) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (staff_id, name) DO UPDATE SET query = EXCLUDED.query`, v.ID, staff, v.Name, v.Query)
+	return Translate(err)
+}
+
+// DeleteSavedView implements service.SavedViewStore.
+func (s *OnboardingStore) DeleteSavedView(ctx context.Context, staff, id string) error {
+	if !validUUID(id) {
+		return nil
+	}
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM saved_views WHERE staff_id = $1 AND id = $2`, staff, id)
+	return Translate(err)
+}
+
+// ReviewMetrics implements service.MetricsStore.
+func (s *OnboardingStore) ReviewMetrics(ctx context.Context, now time.Time) (service.Metrics, error) {
+	m := service.Metrics{Counts: map[emi.ApplicationStatus]int64{}}
+	var counts []struct {
+		Status string `db:"status"`
+		N      int64  `db:"n"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &counts, `SELECT status, count(*) AS n FROM applications GROUP BY status`); err != nil {
+		return m, Translate(err)
+	}
+	for _, c := range counts {
+		m.Counts[emi.ApplicationStatus(c.Status)] = c.N
+	}
+	var age struct {
+		A int64 `db:"a"`
+		B int64 `db:"b"`
+		C int64 `db:"c"`
+		D int64 `db:"d"`
+		E int64 `db:"e"`
+	}
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &age, `SELECT
+		count(*) FILTER (WHERE w < interval '4 hours') AS a,
+		count(*) FILTER (WHERE w >= interval '4 hours' AND w < interval '1 day') AS b,
+		count(*) FILTER (WHERE w >= interval '1 day' AND w < interval '3 days') AS c,
+		count(*) FILTER (WHERE w >= interval '3 days' AND w < interval '7 days') AS d,
+		count(*) FILTER (WHERE w >= interval '7 days') AS e
+		FROM (SELECT $1 - coalesce(queued_at, created_at) AS w FROM applications WHERE status = 'in_review') q`, now); err != nil {
+		return m, Translate(err)
+	}
+	m.Ageing = []service.Bucket{{Label: "< 4 h", Count: age.A}, {Label: "4 h – 1 d", Count: age.B}, {Label: "1 – 3 d", Count: age.C},
+		{Label: "3 – 7 d", Count: age.D}, {Label: "> 7 d", Count: age.E}}
+	var days []struct {
+		Day      time.Time `db:"day"`
+		Approved int64     `db:"approved"`
+		Rejected int64     `db:"rejected"`
+		Info     int64     `db:"info"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &days, `SELECT d::date::timestamptz AS day,
+		count(x.id) FILTER (WHERE x.action = 'approved') AS approved,
+		count(x.id) FILTER (WHERE x.action = 'rejected') AS rejected,
+		count(x.id) FILTER (WHERE x.action = 'information_requested') AS info
+		FROM generate_series(($1::timestamptz - interval '29 days')::date, $1::date, interval '1 day') d
+		LEFT JOIN application_decisions x ON x.at >= d AND x.at < d + interval '1 day'
+		GROUP BY d ORDER BY d`, now); err != nil {
+		return m, Translate(err)
+	}
+	for _, d := range days {
+		m.DecisionsPerDay = append(m.DecisionsPerDay, service.DayCount{Day: d.Day, Approved: d.Approved, Rejected: d.Rejected, InfoRequested: d.Info})
+	}
+	var median *float64
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &median, `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM decided_at - coalesce(queued_at, created_at)))
+		FROM applications WHERE decided_at >= $1::timestamptz - interval '30 days'`, now); err != nil {
+		return m, Translate(err)
+	}
+	if median != nil {
+		m.MedianToDecision = time.Duration(*median * float64(time.Second))
+	}
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &m.SLABreaches, `SELECT count(*) FROM applications WHERE status = 'in_review' AND sla_due_at < $1`, now); err != nil {
+		return m, Translate(err)
+	}
+	var per []struct {
+		Name  string `db:"name"`
+		Count int64  `db:"n"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &per, `SELECT coalesce(st.name, x.staff_id::text) AS name, count(*) AS n
+		FROM application_decisions x LEFT JOIN staff_users st ON st.id = x.staff_id
+		WHERE x.at >= $1::timestamptz - interval '30 days' GROUP BY 1 ORDER BY n DESC, name LIMIT 20`, now); err != nil {
+		return m, Translate(err)
+	}
+	for _, p := range per {
+		m.PerUnderwriter = append(m.PerUnderwriter, service.NamedCount{Name: p.Name, Count: p.Count})
+	}
+	return m, nil
 }

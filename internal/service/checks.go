@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,11 +56,20 @@ type Checks struct {
 	audit    *Auditor
 	risk     RiskModel
 	now      Clock
+	fps      FalsePositiveReader
 	cal      BusinessCalendar
 	// slaTarget is the business time an application may wait for an
 	// underwriter.
 	slaTarget time.Duration
 }
+
+// FalsePositiveReader reads remembered false positives of a person.
+type FalsePositiveReader interface {
+	FalsePositives(ctx context.Context, partnerID string, personKey []byte) (map[string]bool, error)
+}
+
+// SetFalsePositives installs the false-positive memory (composition root).
+func (c *Checks) SetFalsePositives(f FalsePositiveReader) { c.fps = f }
 
 // SetSLA sets the review calendar and target (default: DefaultCalendar,
 // 24 business hours).
@@ -324,7 +335,7 @@ func (c *Checks) evaluate(ctx context.Context, a emi.Application) ([]emi.CheckRe
 	}
 	out = append(out, c.tradeRegister(ctx, a, res))
 	if ready(a) {
-		out = append(out, c.sanctions(a, res), c.adverseMedia(ctx, a, res))
+		out = append(out, c.sanctions(ctx, a, res), c.adverseMedia(ctx, a, res))
 	} else {
 		out = append(out, res(emi.CheckSanctions, emi.CheckPending, waiting), res(emi.CheckAdverseMedia, emi.CheckPending, waiting))
 	}
@@ -372,19 +383,31 @@ var companyNamesMatch = func(a, b string) bool { return strings.EqualFold(string
 // SetCompanyNameMatcher installs the company-name comparison.
 func SetCompanyNameMatcher(f func(submitted, registered string) bool) { companyNamesMatch = f }
 
-func (c *Checks) sanctions(a emi.Application, res resultFunc) emi.CheckResult {
+func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFunc) emi.CheckResult {
 	var hits []map[string]any
 	var declared []string
-	version := ""
+	version, suppressed := "", 0
 	add := func(subject, token string, q emi.AMLQuery) error {
 		v, hs, err := c.screener.Screen(q)
 		if err != nil {
 			return err
 		}
 		version = v
+		key := sha256.Sum256([]byte(normalizedName(c.screener.Normalize, q.FirstName+" "+q.LastName) + "|" + q.Birthday))
+		var fps map[string]bool
+		if c.fps != nil && len(hs) > 0 {
+			if fps, err = c.fps.FalsePositives(ctx, a.PartnerID, key[:]); err != nil {
+				return err
+			}
+		}
 		for _, h := range hs {
+			if fps[hitKey(h.List, h.EntryID, h.Fingerprint)] {
+				suppressed++
+				continue
+			}
 			hits = append(hits, map[string]any{"subject": subject, "member": token, "list": h.List, "entry_id": h.EntryID,
-				"name": h.Name, "matched_name": h.MatchedName, "score": h.Score, "fields": h.Fields})
+				"name": h.Name, "matched_name": h.MatchedName, "score": h.Score, "fields": h.Fields,
+				"fingerprint": h.Fingerprint, "person_key": hex.EncodeToString(key[:])})
 		}
 		return nil
 	}
@@ -412,7 +435,8 @@ func (c *Checks) sanctions(a emi.Application, res resultFunc) emi.CheckResult {
 			return screeningError(res, err)
 		}
 	}
-	d := map[string]any{"list_version": version, "hits": hits, "screened": 1 + len(activeMembers(a))}
+	d := map[string]any{"list_version": version, "hits": hits, "screened": 1 + len(activeMembers(a)),
+		"suppressed_false_positives": suppressed}
 	switch {
 	case len(declared) > 0:
 		d["reason"] = strings.Join(declared, "; ")
@@ -494,4 +518,18 @@ func hasJSONField(v any, name string) bool {
 		}
 	}
 	return false
+}
+
+// toMap turns a struct into its JSON object.
+func toMap(v any) map[string]any {
+	b, _ := json.Marshal(v)
+	m := map[string]any{}
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
 }

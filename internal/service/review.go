@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -27,6 +29,9 @@ type ReviewStore interface {
 	Notes(ctx context.Context, token string) ([]emi.Note, error)
 	NoteExists(ctx context.Context, token string, id int64) (bool, error)
 	PauseSLA(ctx context.Context, token string, left time.Duration) error
+	InsertApplicationFalsePositive(ctx context.Context, partnerID string, key []byte, list, entry, fingerprint, application, reason, by string, at time.Time) error
+	InsertHitDecision(ctx context.Context, application, key, decision, reason, by string, at time.Time) error
+	HitDecisions(ctx context.Context, application string) (map[string]emi.HitDecisionRecord, error)
 }
 
 // StaffDirectory finds staff users (assignment targets, mentions).
@@ -400,3 +405,88 @@ func (r *Review) AddNote(ctx context.Context, token string, parent int64, body s
 	})
 	return n, err
 }
+
+// HitKey identifies a sanctions hit of an application's check.
+func HitKey(h map[string]any) string {
+	subject, _ := h["member"].(string)
+	if subject == "" {
+		subject = "company"
+	}
+	return fmt.Sprint(h["list"]) + "|" + fmt.Sprint(h["entry_id"]) + "|" + subject + "|" + fmt.Sprint(h["fingerprint"])
+}
+
+// HitDecisions returns the decisions on an application's sanctions hits by
+// hit key (emi.PermViewApps).
+func (r *Review) HitDecisions(ctx context.Context, token string) (map[string]emi.HitDecisionRecord, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return nil, err
+	}
+	return r.store.HitDecisions(ctx, token)
+}
+
+// DecideHit records a decision on one sanctions hit of an application's
+// check, with a mandatory reason (underwriters and compliance). A false
+// positive is remembered for that person and list entry, as on AML checks:
+// the next screening of the application does not raise it again until the
+// entry changes. Marking a hit makes the approval a four-eyes one.
+func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason string) error {
+	p := staffOf(ctx)
+	if !p.Can(emi.PermDecideApps) && !p.Can(emi.PermReviewAML) {
+		return emi.ErrForbidden.WithDetail("needs %s or %s", emi.PermDecideApps, emi.PermReviewAML)
+	}
+	reason = strings.TrimSpace(reason)
+	var bad problems
+	if decision != emi.HitFalsePositive && decision != emi.HitTrueMatch {
+		bad.add("decision", "must be false_positive or true_match")
+	}
+	if len(reason) < 3 || len(reason) > 2000 {
+		bad.add("reason", "every decision needs a reason (3 to 2,000 characters)")
+	}
+	if len(bad) > 0 {
+		return emi.ErrReviewValidation.WithFields(bad...)
+	}
+	return r.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := r.store.Application(ctx, "", token, true)
+		if err != nil {
+			return err
+		}
+		if a.Status.Decided() {
+			return emi.ErrReviewClosed
+		}
+		var hit map[string]any
+		for _, c := range a.Checks {
+			if c.Name != emi.CheckSanctions {
+				continue
+			}
+			hs, _ := c.Details["hits"].([]any)
+			for _, x := range hs {
+				if h, ok := x.(map[string]any); ok && HitKey(h) == key {
+					hit = h
+				}
+			}
+		}
+		if hit == nil {
+			return emi.ErrReviewValidation.Field("hit", "is not a hit of this application's sanctions check")
+		}
+		now := r.now().UTC()
+		if err := r.store.InsertHitDecision(ctx, a.Token, key, decision, reason, p.ActorID, now); err != nil {
+			return err
+		}
+		if decision == emi.HitFalsePositive {
+			pk, _ := hit["person_key"].(string)
+			raw, _ := hexDecode(pk)
+			if err := r.store.InsertApplicationFalsePositive(ctx, a.PartnerID, raw, fmt.Sprint(hit["list"]), fmt.Sprint(hit["entry_id"]),
+				fmt.Sprint(hit["fingerprint"]), a.Token, reason, p.ActorID, now); err != nil {
+				return err
+			}
+		}
+		if err := r.store.SetReviewFlags(ctx, a.Token, a.Review.ManualReview, true); err != nil {
+			return err
+		}
+		_ = r.store.TouchClaim(ctx, a.Token, p.ActorID, now)
+		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.hit_decided", ResourceType: "application", ResourceToken: a.Token,
+			PartnerID: a.PartnerID, Changes: map[string]any{"hit": key, "decision": decision, "reason": reason}})
+	})
+}
+
+func hexDecode(s string) ([]byte, error) { return hex.DecodeString(s) }

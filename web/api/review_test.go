@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/service"
 )
 
 // staffCtx is the context of a new staff user with roles.
@@ -271,6 +273,120 @@ func TestReviewDecisions(t *testing.T) {
 		_, _, _, notes, _ := env.App.Review.Evidence(u1, app)
 		if len(notes) != 1 || len(notes[0].Mentions) != 1 || notes[0].Mentions[0] != staffOf(t, u2) {
 			t.Fatalf("notes kept with mentions: %+v", notes)
+		}
+	})
+}
+
+func TestReviewHitsEditsBulkAndMetrics(t *testing.T) {
+	t.Parallel()
+	env := onboardingEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P", Processing: emi.ProcessingSemiAutomatic})
+	u1 := staffCtx(t, env, "u1@x.test", emi.RoleUnderwriter)
+	comp := staffCtx(t, env, "c1@x.test", emi.RoleCompliance)
+	admin := staffCtx(t, env, "boss@x.test", emi.RoleAdmin)
+	kim := func(b map[string]any) {
+		m := b["members"].([]map[string]any)[0]
+		m["first_name"], m["last_name"], m["birthday"], m["nationality"], m["unique_identifier"] = "Kim", "Jong Un", "1984-01-08", "KP", "KP1"
+	}
+
+	t.Run("a false positive on a member's hit is remembered for the next screening", func(t *testing.T) {
+		app := queued(t, env, p, kim)
+		a, _, _, _, _ := env.App.Review.Evidence(u1, app)
+		var keys []string
+		for _, c := range a.Checks {
+			if c.Name == emi.CheckSanctions {
+				for _, h := range c.Details["hits"].([]any) {
+					keys = append(keys, service.HitKey(h.(map[string]any)))
+				}
+			}
+		}
+		if len(keys) == 0 || !a.Review.HasSanctionsHit {
+			t.Fatalf("no hits: %+v", a.Checks)
+		}
+		if err := env.App.Review.DecideHit(u1, app, keys[0], emi.HitFalsePositive, ""); !is(err, emi.ErrReviewValidation) {
+			t.Fatalf("hit decision without reason: %v", err)
+		}
+		for _, k := range keys {
+			if err := env.App.Review.DecideHit(comp, app, k, emi.HitFalsePositive, "different person, passport checked"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := env.App.Review.DecideHit(u1, app, keys[0], emi.HitTrueMatch, "second thoughts"); !is(err, emi.ErrReviewClosed) {
+			t.Fatalf("second decision on a hit: %v", err)
+		}
+		ds, _ := env.App.Review.HitDecisions(u1, app)
+		if len(ds) != len(keys) {
+			t.Fatalf("hit decisions %v", ds)
+		}
+		// A change re-runs the checks: the remembered hits are not raised again.
+		apptest.Expect(t, "change", call(t, env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
+			map[string]any{"city": "Leeds"}), 0, http.StatusOK)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			a, _, _, _, _ = env.App.Review.Evidence(u1, app)
+			if a.Status == emi.AppInReview {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		for _, c := range a.Checks {
+			if c.Name == emi.CheckSanctions && (c.Status != emi.CheckPassed || c.Details["suppressed_false_positives"] != float64(len(keys))) {
+				t.Fatalf("sanctions after the false positives: %+v", c)
+			}
+		}
+		if !service.NeedsFourEyes(a) {
+			t.Fatal("an application whose hits were cleared needs four eyes")
+		}
+	})
+	t.Run("compliance corrects data and suspends a member, audited with before and after", func(t *testing.T) {
+		app := queued(t, env, p, nil)
+		if _, err := env.App.Onboarding.EditCompany(u1, app, emi.CompanyFields{City: "York"}, map[string]bool{"city": true}); !is(err, emi.ErrForbidden) {
+			t.Fatalf("an underwriter edited: %v", err)
+		}
+		if _, err := env.App.Onboarding.EditCompany(comp, app, emi.CompanyFields{Country: "XX"}, map[string]bool{"country": true}); !is(err, emi.ErrReviewValidation) {
+			t.Fatalf("invalid edit: %v", err)
+		}
+		got, err := env.App.Onboarding.EditCompany(comp, app, emi.CompanyFields{City: "York"}, map[string]bool{"city": true})
+		if err != nil || got.Company.City != "York" || got.Status != emi.AppChecking {
+			t.Fatalf("edit: %v %+v", err, got.Status)
+		}
+		m := got.Members[0]
+		if _, err := env.App.Onboarding.EditMember(comp, app, m.Token, emi.MemberPatch{Status: "inactive", Present: map[string]bool{"status": true}}); err != nil {
+			t.Fatal(err)
+		}
+		var changes []string
+		_ = env.App.DB.Select(&changes, `SELECT changes::text FROM audit_log WHERE resource_token = $1 AND action IN ('company.staff_edit', 'member.staff_edit') ORDER BY id`, app)
+		if len(changes) != 2 || !strings.Contains(changes[0], `"before": {"city": "London"}`) || !strings.Contains(changes[0], `"after": {"city": "York"}`) ||
+			!strings.Contains(changes[1], `"status": "inactive"`) {
+			t.Fatalf("audit: %v", changes)
+		}
+	})
+	t.Run("bulk reassign is for admins", func(t *testing.T) {
+		app := queued(t, env, p, nil)
+		if _, err := env.App.Review.BulkReassign(u1, []string{app}, staffOf(t, u1), "team change"); !is(err, emi.ErrForbidden) {
+			t.Fatalf("underwriter bulk: %v", err)
+		}
+		n, err := env.App.Review.BulkReassign(admin, []string{app}, staffOf(t, u1), "team change")
+		if err != nil || n != 1 {
+			t.Fatalf("bulk: %d %v", n, err)
+		}
+		a, _, _, _, _ := env.App.Review.Evidence(admin, app)
+		if a.Review.Assignee != staffOf(t, u1) {
+			t.Fatalf("assignee %q", a.Review.Assignee)
+		}
+	})
+	t.Run("saved views and metrics", func(t *testing.T) {
+		v, err := env.App.Review.SaveView(u1, env.App.OnboardingStore, "high risk nearing SLA", "risk=High&near_sla=1")
+		if err != nil || v.Query == "" {
+			t.Fatalf("save view: %v", err)
+		}
+		views, _ := env.App.OnboardingStore.SavedViews(context.Background(), staffOf(t, u1))
+		if len(views) != 1 || views[0].Name != "high risk nearing SLA" {
+			t.Fatalf("views %v", views)
+		}
+		m, err := env.App.Review.Metrics(u1, env.App.OnboardingStore)
+		if err != nil || m.Counts[emi.AppInReview] == 0 || len(m.DecisionsPerDay) != 30 || len(m.Ageing) != 5 {
+			t.Fatalf("metrics %+v %v", m, err)
 		}
 	})
 }

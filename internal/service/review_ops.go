@@ -1,0 +1,237 @@
+package service
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"time"
+
+	"emi/internal/emi"
+)
+
+// EditCompany lets compliance correct an application's company data
+// (emi.PermReviewAML). The fields sent change; the audit row holds the
+// values before and after; the checks run again.
+func (o *Onboarding) EditCompany(ctx context.Context, token string, in emi.CompanyFields, present map[string]bool) (emi.Application, error) {
+	if err := require(ctx, emi.PermReviewAML); err != nil {
+		return emi.Application{}, err
+	}
+	err := o.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := o.store.Application(ctx, "", token, true)
+		if err != nil {
+			return err
+		}
+		if a.Status.Decided() {
+			return emi.ErrApplicationClosed
+		}
+		before := emi.CompanyFields{}
+		if a.Company != nil {
+			before = *a.Company
+		}
+		after := before
+		applyPatch(&after, in, present)
+		var bad problems
+		if err := o.checkCompany(&bad, "", after, a.Products, nil); err != nil {
+			return err
+		}
+		if len(bad) > 0 {
+			return emi.ErrReviewValidation.WithFields(bad...)
+		}
+		if err := o.store.UpsertCompany(ctx, a.PartnerID, a.Token, after); err != nil {
+			return err
+		}
+		return o.changed(ctx, a, "company.staff_edit", map[string]any{"before": changedValues(before, after, present, true),
+			"after": changedValues(before, after, present, false)})
+	})
+	if err != nil {
+		return emi.Application{}, err
+	}
+	return o.store.Application(ctx, "", token, false)
+}
+
+// EditMember lets compliance correct a member's data or suspend it
+// (status inactive) (emi.PermReviewAML), audited with before and after.
+func (o *Onboarding) EditMember(ctx context.Context, token, member string, patch emi.MemberPatch) (emi.Member, error) {
+	if err := require(ctx, emi.PermReviewAML); err != nil {
+		return emi.Member{}, err
+	}
+	var out emi.Member
+	err := o.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := o.store.Application(ctx, "", token, true)
+		if err != nil {
+			return err
+		}
+		if a.Status.Decided() {
+			return emi.ErrApplicationClosed
+		}
+		m, err := o.store.Member(ctx, a.Token, member)
+		if err != nil {
+			return err
+		}
+		before := m
+		applyPatch(&m.MemberFields, patch.Fields, patch.Present)
+		var bad problems
+		if patch.Present["status"] {
+			if patch.Status != "active" && patch.Status != "inactive" {
+				bad.add("status", "must be one of: active, inactive")
+			}
+			m.Status = patch.Status
+		}
+		if err := bad.addErr("", o.validate.Struct(m.MemberFields, emi.ErrValidation)); err != nil {
+			return err
+		}
+		checkOwnership(&bad, "", m.Type, m.MemberFields)
+		if len(bad) > 0 {
+			return emi.ErrReviewValidation.WithFields(dedupe(bad)...)
+		}
+		m.UpdatedAt = o.now().UTC()
+		if err := o.store.UpdateMember(ctx, m); err != nil {
+			return err
+		}
+		out = m
+		b := changedValues(before.MemberFields, m.MemberFields, patch.Present, true)
+		af := changedValues(before.MemberFields, m.MemberFields, patch.Present, false)
+		if patch.Present["status"] {
+			b["status"], af["status"] = before.Status, m.Status
+		}
+		return o.changed(ctx, a, "member.staff_edit", map[string]any{"member": m.Token, "before": b, "after": af})
+	})
+	return out, err
+}
+
+// changedValues returns the values (before or after) of the present fields
+// that changed, by JSON name.
+func changedValues[T any](before, after T, present map[string]bool, old bool) map[string]any {
+	out := map[string]any{}
+	bm, am := toMap(before), toMap(after)
+	for k := range present {
+		if bv, av := bm[k], am[k]; !equalJSON(bv, av) {
+			if old {
+				out[k] = bv
+			} else {
+				out[k] = av
+			}
+		}
+	}
+	return out
+}
+
+// BulkReassign gives applications to a colleague (admins,
+// emi.PermManageStaff), with a reason; to "" releases them.
+func (r *Review) BulkReassign(ctx context.Context, tokens []string, to, reason string) (int, error) {
+	if err := require(ctx, emi.PermManageStaff); err != nil {
+		return 0, err
+	}
+	reason = strings.TrimSpace(reason)
+	if len(reason) < 3 {
+		return 0, emi.ErrReviewValidation.Field("reason", "say why (3 characters or more)")
+	}
+	if len(tokens) == 0 || len(tokens) > 200 {
+		return 0, emi.ErrReviewValidation.Field("applications", "choose 1 to 200 applications")
+	}
+	if to != "" {
+		target, err := r.staff.StaffByID(ctx, to)
+		if err != nil || target.Disabled || !emi.Can(target.Roles, emi.PermDecideApps) {
+			return 0, emi.ErrReviewValidation.Field("to", "must be an active colleague who may decide applications")
+		}
+	}
+	n := 0
+	err := r.tx.InTx(ctx, func(ctx context.Context) error {
+		now := r.now().UTC()
+		for _, t := range tokens {
+			a, err := r.store.Application(ctx, "", t, true)
+			if err != nil {
+				return err
+			}
+			if a.Status.Decided() {
+				continue
+			}
+			if err := r.store.Assign(ctx, a.Token, to, now); err != nil {
+				return err
+			}
+			action := "application.assign"
+			if to == "" {
+				action = "application.release"
+			}
+			if err := r.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "application", ResourceToken: a.Token,
+				PartnerID: a.PartnerID, Changes: map[string]any{"from": a.Review.Assignee, "to": to, "reason": reason, "bulk": true}}); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// SavedViewStore keeps staff users' saved queue views.
+type SavedViewStore interface {
+	SavedViews(ctx context.Context, staff string) ([]emi.SavedView, error)
+	InsertSavedView(ctx context.Context, staff string, v emi.SavedView) error
+	DeleteSavedView(ctx context.Context, staff, id string) error
+}
+
+// SaveView saves the caller's queue filter under a name (its URL query).
+func (r *Review) SaveView(ctx context.Context, store SavedViewStore, name, query string) (emi.SavedView, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return emi.SavedView{}, err
+	}
+	name = strings.TrimSpace(name)
+	var bad problems
+	if name == "" || len(name) > 100 {
+		bad.add("name", "give the view a name of 1 to 100 characters")
+	}
+	q, err := url.ParseQuery(strings.TrimPrefix(query, "?"))
+	if err != nil || len(query) > 2000 {
+		bad.add("query", "is not a queue filter")
+	}
+	if len(bad) > 0 {
+		return emi.SavedView{}, emi.ErrReviewValidation.WithFields(bad...)
+	}
+	v := emi.SavedView{ID: NewToken(), Name: name, Query: q.Encode()}
+	if err := store.InsertSavedView(ctx, staffOf(ctx).ActorID, v); err != nil {
+		return v, err
+	}
+	return v, nil
+}
+
+// Metrics is what the review dashboard shows.
+type Metrics struct {
+	Counts           map[emi.ApplicationStatus]int64
+	Ageing           []Bucket
+	DecisionsPerDay  []DayCount
+	MedianToDecision time.Duration
+	SLABreaches      int64
+	PerUnderwriter   []NamedCount
+}
+
+// Bucket is one bar of the ageing histogram.
+type Bucket struct {
+	Label string
+	Count int64
+}
+
+// DayCount is the decisions of one day by outcome.
+type DayCount struct {
+	Day                               time.Time
+	Approved, Rejected, InfoRequested int64
+}
+
+// NamedCount is a count per staff user.
+type NamedCount struct {
+	Name  string
+	Count int64
+}
+
+// MetricsStore computes the dashboard's figures.
+type MetricsStore interface {
+	ReviewMetrics(ctx context.Context, now time.Time) (Metrics, error)
+}
+
+// Metrics returns the review dashboard's figures (emi.PermViewApps).
+func (r *Review) Metrics(ctx context.Context, store MetricsStore) (Metrics, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return Metrics{}, err
+	}
+	return store.ReviewMetrics(ctx, r.now().UTC())
+}
