@@ -17,8 +17,8 @@ ALTER TABLE applications
     ADD COLUMN first_approval_reason text NOT NULL DEFAULT '',
     ADD COLUMN manual_review         boolean NOT NULL DEFAULT false,
     ADD COLUMN has_sanctions_hit     boolean NOT NULL DEFAULT false;
-CREATE INDEX applications_queue ON applications (status, queued_at, token);
-CREATE INDEX applications_queue_risk ON applications (status, risk_points DESC, queued_at, token);
+CREATE INDEX applications_queue ON applications (status, (coalesce(queued_at, created_at)), token);
+CREATE INDEX applications_queue_risk ON applications (status, risk_points DESC, (coalesce(queued_at, created_at)), token);
 CREATE INDEX applications_assignee ON applications (assignee, status) WHERE assignee IS NOT NULL;
 CREATE INDEX applications_partner_status ON applications (partner_id, status, queued_at);
 

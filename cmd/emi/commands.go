@@ -60,6 +60,14 @@ Each code works once; when the current one was used, the next step's code is
 printed. Refused unless EMI_MODE=sandbox. Both need DATABASE_URL and
 EMI_MASTER_KEY.
 `,
+	"generate": `emi generate applications [--count N]
+
+Inserts N synthetic applications (default 100,000) of a new semi-automatic
+"Bench Partner", each with a company, a UBO and ten check results (four
+latest, six in the history), spread over 60 days and over every status, for
+the review-queue benchmarks. Runs only with EMI_MODE=sandbox. Needs
+DATABASE_URL and EMI_MASTER_KEY.
+`,
 	"partner": `emi partner create --name NAME [--processing automatic|semi-automatic] [--webhook-url URL] [--no-validator-config] [--json]
 
 Creates a partner with its master merchant, a first API key and the default

@@ -42,6 +42,7 @@ Usage:
   emi partner create ...      create a partner and print its credentials
   emi staff create ...        create a back-office staff user (password on stdin)
   emi staff totp --email E    print a sandbox staff user's current TOTP code
+  emi generate applications   insert synthetic applications for benchmarks (sandbox only)
   emi help [command]          show help
 
 Every command reads its configuration from the environment; run
@@ -56,7 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return usageError{"no command given"}
 	}
 	cmd, rest := args[0], args[1:]
-	if wantsHelp(rest) && cmd != "help" && cmd != "partner" {
+	if wantsHelp(rest) && cmd != "help" && cmd != "partner" && cmd != "generate" {
 		return help(stdout, []string{cmd})
 	}
 	switch cmd {
@@ -70,6 +71,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return cmdPartner(ctx, rest, getenv, stdout, stderr)
 	case "staff":
 		return cmdStaff(ctx, rest, getenv, stdin, stdout, stderr)
+	case "generate":
+		return cmdGenerate(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		return help(stdout, rest)
 	}

@@ -430,3 +430,69 @@ func (s *OnboardingStore) ReviewMetrics(ctx context.Context, now time.Time) (ser
 	}
 	return m, nil
 }
+
+// GenerateApplications inserts n synthetic applications of a partner for
+// benchmarks, set-based: each with a company, a UBO, the four check results
+// and six check-history rows (n * 10 check results), spread over 60 days,
+// about 12 % in review, 3 % information requested, 3 % checking, the rest
+// decided. Only for sandbox databases (the command refuses otherwise).
+func (s *OnboardingStore) GenerateApplications(ctx context.Context, partnerID, merchant string, n int) error {
+	err := s.db.InTx(ctx, func(ctx context.Context) error {
+		x := s.db.Ext(ctx)
+		type step struct {
+			q    string
+			args []any
+		}
+		steps := []step{
+			{`CREATE TEMP TABLE gen ON COMMIT DROP AS
+			 SELECT gen_random_uuid() AS token, i,
+			   $2::timestamptz - (random() * interval '60 days') AS created,
+			   (ARRAY['in_review','in_review','in_review','in_review','information_requested','checking','approved','approved',
+			          'approved','approved','approved','approved','approved','approved','approved','approved','approved',
+			          'approved','rejected','rejected','rejected','rejected','rejected','approved','approved','approved',
+			          'approved','approved','approved','approved','approved','approved','approved'])[1 + (i % 33)] AS status,
+			   (ARRAY['Low','Low','Medium','High'])[1 + (i % 4)] AS risk,
+			   (i * 7) % 100 AS points
+			 FROM generate_series(1, $1) i`, []any{n, time.Now().UTC()}},
+			{`INSERT INTO applications (token, partner_id, merchant, products, due_diligence, processing, status, risk_score,
+			   risk_points, revision, checked_revision, created_at, updated_at, queued_at, sla_due_at, decided_at, has_sanctions_hit)
+			 SELECT token, $1, $2, ARRAY['account-opening','card-issuing'], 'CDD', 'semi-automatic', status, risk, points, 1, 1,
+			   created, created, CASE WHEN status <> 'checking' THEN created + interval '1 minute' END,
+			   CASE WHEN status = 'in_review' THEN created + interval '3 days' END,
+			   CASE WHEN status IN ('approved','rejected') THEN created + interval '20 hours' END, i % 10 = 0
+			 FROM gen`, []any{partnerID, merchant}},
+			{`INSERT INTO companies (application, partner_id, legal_name, trade_name, uic, country, fields)
+			 SELECT token, $1, 'Bench Company ' || i || ' Ltd', 'Bench ' || i, (200000000 + i)::text, 'GB',
+			   jsonb_build_object('legal_name', 'Bench Company ' || i || ' Ltd', 'trade_name', 'Bench ' || i,
+			     'uic', (200000000 + i)::text, 'country', 'GB', 'city', 'London')
+			 FROM gen`, []any{partnerID}},
+			{`INSERT INTO company_members (token, application, partner_id, types, first_name, last_name, unique_identifier, birthday, fields)
+			 SELECT gen_random_uuid(), token, $1, ARRAY['ubo'], 'Person', 'Number' || i, 'B' || i, date '1980-01-01' + (i % 9000),
+			   jsonb_build_object('first_name', 'Person', 'last_name', 'Number' || i, 'ownership_percentage', 100)
+			 FROM gen`, []any{partnerID}},
+			{`INSERT INTO application_checks (application, name, status, details, revision, updated_at)
+			 SELECT token, c, CASE WHEN status = 'in_review' AND c = 'sanctions' AND i % 10 = 0 THEN 'review' ELSE 'passed' END,
+			   '{}'::jsonb, 1, created
+			 FROM gen, unnest(ARRAY['risk','trade_register','sanctions','adverse_media']) c`, nil},
+			{`INSERT INTO application_check_history (application, name, status, details, revision, at)
+			 SELECT token, c, 'passed', '{}'::jsonb, 1, created
+			 FROM gen, unnest(ARRAY['risk','trade_register','sanctions','adverse_media','risk','trade_register']) c`, nil},
+		}
+		for _, st := range steps {
+			if _, err := x.ExecContext(ctx, st.q, st.args...); err != nil {
+				return Translate(fmt.Errorf("generate: %w", err))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Fresh statistics and visibility map, as autovacuum would give them.
+	for _, t := range []string{"applications", "companies", "company_members", "application_checks", "application_check_history"} {
+		if _, err := s.db.ExecContext(ctx, "VACUUM ANALYZE "+t); err != nil {
+			return Translate(err)
+		}
+	}
+	return nil
+}

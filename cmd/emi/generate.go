@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"emi/internal/config"
+	"emi/internal/emi"
+)
+
+// cmdGenerate inserts synthetic data for benchmarks (sandbox only):
+// `emi generate applications --count N` creates a partner and N
+// applications with a company, a member and ten check results each.
+func cmdGenerate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "applications" {
+		fmt.Fprint(stderr, helps["generate"])
+		return usageError{"usage: emi generate applications --count N"}
+	}
+	fs := flag.NewFlagSet("generate applications", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	count := fs.Int("count", 100000, "number of applications (1 to 1,000,000)")
+	fs.Usage = func() { fmt.Fprint(stderr, helps["generate"]) }
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if *count < 1 || *count > 1000000 {
+		return usageError{"--count must be 1 to 1,000,000"}
+	}
+	a, err := openForCommand(ctx, getenv, stderr, func(cfg config.Config) error {
+		if cfg.Mode != config.ModeSandbox {
+			return errors.New("generate inserts synthetic data and runs only with EMI_MODE=sandbox")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("generate"))
+	start := time.Now()
+	creds, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: fmt.Sprintf("Bench Partner %d", start.Unix()), Processing: emi.ProcessingSemiAutomatic})
+	if err != nil {
+		return describe(err)
+	}
+	if err := a.OnboardingStore.GenerateApplications(ctx, creds.Partner.ID, creds.Merchant, *count); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "generate: %d applications and %d check results for partner %s in %s\n",
+		*count, *count*10, creds.Partner.ID, time.Since(start).Round(time.Millisecond))
+	return nil
+}
