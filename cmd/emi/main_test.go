@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -236,4 +237,46 @@ func waitFor(t *testing.T, f func() string) string {
 	}
 	t.Fatal("timed out")
 	return ""
+}
+
+func TestGenerateApplicationsAndNoValidatorConfig(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	vars := map[string]string{"DATABASE_URL": url, "EMI_MASTER_KEY": newKey(), "EMI_MODE": "sandbox"}
+	if _, _, err := runCmd(t, vars, "migrate"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCmd(t, vars, "generate", "applications", "--count", "330")
+	if err != nil || !strings.Contains(out, "330 applications and 3300 check results") {
+		t.Fatalf("generate: %v %q", err, out)
+	}
+	db, err := sql.Open("postgres", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var apps, checks, review int
+	_ = db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE status = 'in_review') FROM applications`).Scan(&apps, &review)
+	_ = db.QueryRow(`SELECT (SELECT count(*) FROM application_checks) + (SELECT count(*) FROM application_check_history)`).Scan(&checks)
+	if apps != 330 || checks != 3300 || review != 40 {
+		t.Fatalf("%d applications (%d in review), %d check results", apps, review, checks)
+	}
+	prod := map[string]string{"DATABASE_URL": url, "EMI_MASTER_KEY": vars["EMI_MASTER_KEY"]}
+	if _, _, err := runCmd(t, prod, "generate", "applications", "--count", "1"); err == nil || !strings.Contains(err.Error(), "sandbox") {
+		t.Fatalf("generate in production: %v", err)
+	}
+	if _, _, err := runCmd(t, vars, "generate", "applications", "--count", "0"); err == nil {
+		t.Fatal("generate --count 0 accepted")
+	}
+	out, _, err = runCmd(t, vars, "partner", "create", "--name", "Bare", "--no-validator-config", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]string
+	_ = json.Unmarshal([]byte(out), &got)
+	var cfg sql.NullString
+	_ = db.QueryRow(`SELECT validator_config::text FROM partners p WHERE p.master_merchant = $1`, got["merchant"]).Scan(&cfg)
+	if cfg.Valid {
+		t.Fatalf("--no-validator-config left a configuration: %s", cfg.String)
+	}
 }
