@@ -219,6 +219,9 @@ func (a *App) Portal() *portal.Portal {
 		Users: a.Users,
 		AML:   a.AML,
 		KYC:   a.KYC,
+
+		Onboarding: a.Onboarding,
+		Watchlist:  a.Watchlist,
 		// The back office's "Update now": admin only, audited.
 		UpdateSanctions: a.UpdateSanctionsForStaff,
 	})

@@ -91,8 +91,15 @@ func (p *Portal) partnerDetail(w http.ResponseWriter, r *http.Request) {
 }
 
 // renderPartner renders a partner's page: details, keys and, for roles that
-// may see them, its webhook endpoints (with the endpoint form's state).
+// may see them, its validator configuration and webhook endpoints (with the
+// endpoint form's state).
 func (p *Portal) renderPartner(w http.ResponseWriter, r *http.Request, status int, id, newURL string, errs map[string]string) {
+	p.renderPartnerPage(w, r, status, id, newURL, errs, nil)
+}
+
+// renderPartnerPage is renderPartner with the validator form's state of a
+// refused save (nil: the stored configuration).
+func (p *Portal) renderPartnerPage(w http.ResponseWriter, r *http.Request, status int, id, newURL string, errs map[string]string, vc *validatorState) {
 	pt, keys, err := p.d.Partners.Get(r.Context(), id)
 	if err != nil {
 		p.renderError(w, r, err)
@@ -111,6 +118,14 @@ func (p *Portal) renderPartner(w http.ResponseWriter, r *http.Request, status in
 		rows[i] = row
 	}
 	content := []templ.Component{pages.PartnerDetail(partnerRow(pt), rows, canDo(r, emi.PermManagePartners))}
+	onboarding, err := p.validatorSection(r, id, vc)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	if onboarding != nil {
+		content = append(content, onboarding)
+	}
 	hooks, err := p.webhooksSection(r, id, newURL, errs)
 	if err != nil {
 		p.renderError(w, r, err)

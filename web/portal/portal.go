@@ -74,6 +74,11 @@ type Deps struct {
 	Users *service.Users
 	AML   *service.AML
 	KYC   *service.KYC
+	// Onboarding and Watchlist are the company onboarding screens'
+	// services: applications, companies, members, partners' validator
+	// configurations, and the adverse-media watch list.
+	Onboarding *service.Onboarding
+	Watchlist  *service.Watchlist
 	// UpdateSanctions downloads the official sanctions lists now (the
 	// admin's "Update now"); nil hides the button. It returns a catalogue
 	// error (emi.ErrScreeningUpdate) when the update failed.

@@ -47,10 +47,13 @@ type navEntry struct {
 
 var nav = []navEntry{
 	{"/backoffice/", "Dashboard", emi.PermViewDashboard},
+	{"/backoffice/applications", "Applications", emi.PermViewApps},
+	{"/backoffice/companies", "Companies", emi.PermViewApps},
 	{"/backoffice/users", "People", emi.PermViewPeople},
 	{"/backoffice/aml", "AML reviews", emi.PermViewPeople},
 	{"/backoffice/kyc", "KYC reviews", emi.PermViewPeople},
 	{"/backoffice/sanctions", "Sanctions lists", emi.PermViewPeople},
+	{"/backoffice/watchlist", "Watch list", emi.PermViewPeople},
 	{"/backoffice/partners", "Partners", emi.PermViewPartners},
 	{"/backoffice/staff", "Staff", emi.PermViewStaff},
 	{"/backoffice/audit", "Audit log", emi.PermViewAudit},

@@ -70,6 +70,17 @@ func (p *Portal) Routes(r chi.Router) {
 		// (there is no dedicated one for the screening lists).
 		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/sanctions/update", p.sanctionsUpdate)
 
+		r.With(p.requirePerm(emi.PermViewApps)).Get("/applications", p.applicationList)
+		r.With(p.requirePerm(emi.PermViewApps)).Get("/applications/{application}", p.applicationDetail)
+		r.With(p.requirePerm(emi.PermViewApps)).Get("/applications/{application}/members/{member}", p.memberDetail)
+		r.With(p.requirePerm(emi.PermViewApps)).Get("/companies", p.companyList)
+		r.With(p.requirePerm(emi.PermViewApps)).Get("/companies/{application}", p.companyDetail)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/validator-config", p.validatorSave)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/validator-config/remove", p.validatorRemove)
+		r.With(p.requirePerm(emi.PermViewPeople)).Get("/watchlist", p.watchlist)
+		r.With(p.requirePerm(emi.PermReviewAML)).Post("/watchlist", p.watchlistAdd)
+		r.With(p.requirePerm(emi.PermReviewAML)).Post("/watchlist/{entry}/remove", p.watchlistRemove)
+
 		r.With(p.requirePerm(emi.PermViewAudit)).Get("/audit", p.audit)
 		r.With(p.requirePerm(emi.PermViewJobs)).Get("/jobs", p.jobs)
 	})

@@ -72,6 +72,20 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 			pages.Tile{Label: "AML checks to review", Value: strconv.FormatInt(aml, 10), Href: "/backoffice/aml"},
 			pages.Tile{Label: "KYC sessions to review", Value: strconv.FormatInt(kyc, 10), Href: "/backoffice/kyc"})
 	}
+	if pr.Can(emi.PermViewApps) && p.d.Onboarding != nil {
+		for _, st := range []struct {
+			status emi.ApplicationStatus
+			label  string
+		}{{emi.AppChecking, "Applications checking"}, {emi.AppInReview, "Applications in review"}} {
+			n, err := p.d.Onboarding.CountByStatus(ctx, st.status)
+			if err != nil {
+				p.serverError(w, r, err)
+				return
+			}
+			tiles = append(tiles, pages.Tile{Label: st.label, Value: strconv.FormatInt(n, 10),
+				Href: "/backoffice/applications?status=" + string(st.status)})
+		}
+	}
 	if pr.Can(emi.PermViewJobs) && p.d.JobCounts != nil {
 		counts, err := p.d.JobCounts(ctx)
 		if err != nil {
@@ -98,6 +112,12 @@ func (p *Portal) search(w http.ResponseWriter, r *http.Request) {
 	for i, h := range found {
 		hits[i] = pages.Hit{Kind: h.Kind, Title: h.Title, Detail: h.Detail, Href: hitHref(h)}
 	}
+	companies, err := p.searchCompanies(r, q)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	hits = append(hits, companies...)
 	p.render(w, r, http.StatusOK, "Search", pages.Search(q, hits))
 }
 
@@ -188,6 +208,10 @@ func auditRow(e emi.AuditEntry) pages.AuditRow {
 		row.ResourceHref = "/backoffice/aml/" + e.ResourceToken
 	case "kyc_session":
 		row.ResourceHref = "/backoffice/kyc/" + e.ResourceToken
+	case "application":
+		row.ResourceHref = "/backoffice/applications/" + e.ResourceToken
+	case "watchlist_entry":
+		row.ResourceHref = "/backoffice/watchlist"
 	case "partner_key":
 		if e.PartnerID != "" {
 			row.ResourceHref = "/backoffice/partners/" + e.PartnerID

@@ -29,6 +29,9 @@ type fixture struct {
 	// people fills {user}, {doc}, {check} and {session}: a person with a
 	// document, an AML check with hits and a submitted KYC session.
 	people peopleFixture
+	// onboarding fills {application}, {member} and {entry}: an application
+	// with its UBO, and a name on the adverse-media watch list.
+	onboarding onboardingFixture
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -50,13 +53,15 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.people = newPeopleFixture(t, env, f.partner)
+	f.onboarding = newOnboardingFixture(t, env, f.partner)
 	return f
 }
 
 // path fills a route pattern with the fixture's ids.
 func (f *fixture) path(route string) string {
 	r := strings.NewReplacer("{id}", f.idFor(route), "{key}", f.partner.KeyID, "{ep}", f.endpointID, "{delivery}", f.deliveryID,
-		"{user}", f.people.user, "{doc}", f.people.doc, "{check}", f.people.check, "{session}", f.people.session)
+		"{user}", f.people.user, "{doc}", f.people.doc, "{check}", f.people.check, "{session}", f.people.session,
+		"{application}", f.onboarding.application, "{member}", f.onboarding.member, "{entry}", f.onboarding.entry)
 	return "/backoffice" + r.Replace(route)
 }
 
@@ -239,6 +244,16 @@ func TestRoleRouteMatrix(t *testing.T) {
 		"POST /kyc/{session}/decide":                       {apptest.ComplianceEmail},
 		"GET /sanctions":                                   {"*"},
 		"POST /sanctions/update":                           {apptest.AdminEmail},
+		"GET /applications":                                {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"GET /applications/{application}":                  {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"GET /applications/{application}/members/{member}": {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"GET /companies":                                   {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"GET /companies/{application}":                     {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"POST /partners/{id}/validator-config":             {apptest.AdminEmail},
+		"POST /partners/{id}/validator-config/remove":      {apptest.AdminEmail},
+		"GET /watchlist":                                   {"*"},
+		"POST /watchlist":                                  {apptest.ComplianceEmail},
+		"POST /watchlist/{entry}/remove":                   {apptest.ComplianceEmail},
 	}
 	publicRoutes := map[string]bool{
 		"GET /signin": true, "POST /signin": true, "GET /signin/totp": true, "POST /signin/totp": true,

@@ -1,0 +1,833 @@
+package portal
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// The company onboarding screens are read-only: applications with their
+// company, members, documents, checks, risk, events and decision; the
+// companies; and a member's roles across companies. Decisions are not made
+// here.
+
+// appTabs are the status tabs of the applications list, in the order of
+// the application's life; "all" is the default.
+var appTabs = []struct {
+	status emi.ApplicationStatus
+	label  string
+}{
+	{emi.AppChecking, "Checking"},
+	{emi.AppInReview, "In review"},
+	{emi.AppInfoRequested, "Information requested"},
+	{emi.AppApproved, "Approved"},
+	{emi.AppRejected, "Rejected"},
+	{"", "All"},
+}
+
+// listLimit is how many applications or companies a list shows: the
+// service has no paging, so the lists say when there may be more.
+const listLimit = 100
+
+// maxQuery bounds the search fields (as the global search does).
+const maxQuery = 200
+
+// applicationList (GET /applications) lists applications, newest first,
+// by status tab, partner and a search (legal or trade name, company number,
+// application or merchant token).
+func (p *Portal) applicationList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := emi.ApplicationFilter{Q: strings.TrimSpace(q.Get("q")), Limit: listLimit}
+	if pid := q.Get("partner"); looksLikeToken(pid) {
+		f.PartnerID = pid
+	}
+	want := q.Get("status")
+	if want == "" {
+		want = "all"
+	}
+	v := pages.ApplicationsView{Filter: pages.ApplicationsFilter{Q: f.Q, Partner: f.PartnerID}}
+	found := false
+	for _, t := range appTabs {
+		key := string(t.status)
+		if key == "" {
+			key = "all"
+		}
+		tq := url.Values{"status": {key}}
+		if f.Q != "" {
+			tq.Set("q", f.Q)
+		}
+		if f.PartnerID != "" {
+			tq.Set("partner", f.PartnerID)
+		}
+		active := key == want
+		if active {
+			f.Status, found = t.status, true
+			v.Filter.Status = key
+		}
+		v.Tabs = append(v.Tabs, pages.Tab{Label: t.label, Href: "/backoffice/applications?" + tq.Encode(), Active: active})
+	}
+	if !found { // an unknown status: all
+		v.Tabs[len(v.Tabs)-1].Active, v.Filter.Status = true, "all"
+	}
+	if canDo(r, emi.PermViewPartners) {
+		list, err := p.d.Partners.List(r.Context())
+		if err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+		v.Filter.Partners = []pages.Option{}
+		for _, pt := range list {
+			v.Filter.Partners = append(v.Filter.Partners, pages.Option{Value: pt.ID, Label: pt.Name, Selected: pt.ID == f.PartnerID})
+		}
+	}
+	if len(f.Q) > maxQuery {
+		v.Errors = map[string]string{"q": fmt.Sprintf("must be at most %d characters", maxQuery)}
+		v.Empty = "Shorten the search."
+		p.render(w, r, http.StatusUnprocessableEntity, "Applications", pages.Applications(v))
+		return
+	}
+	apps, err := p.d.Onboarding.List(r.Context(), f)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	now := p.d.Now()
+	for _, a := range apps {
+		name, trade := companyNames(a.Company)
+		v.Rows = append(v.Rows, pages.ApplicationRow{Token: a.Token, Company: name, TradeName: trade, Partner: a.PartnerName,
+			Products: strings.Join(a.Products, ", "), Risk: a.RiskScore, RiskTone: riskTone(a.RiskScore),
+			Status: string(a.Status), StatusTone: appTone(a.Status), Created: fmtTime(a.CreatedAt), Age: age(now, a.CreatedAt)})
+	}
+	v.More = len(apps) == f.Limit
+	v.Empty = "No applications match."
+	if f.Status != "" && f.Q == "" && f.PartnerID == "" {
+		v.Empty = "No applications are " + strings.ReplaceAll(string(f.Status), "_", " ") + "."
+	}
+	p.render(w, r, http.StatusOK, "Applications", pages.Applications(v))
+}
+
+// companyNames returns the name to show for an application's company and
+// its trade name.
+func companyNames(c *emi.CompanyFields) (string, string) {
+	if c == nil {
+		return "(no company yet)", ""
+	}
+	return firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), c.TradeName
+}
+
+func appTone(s emi.ApplicationStatus) string {
+	switch s {
+	case emi.AppApproved:
+		return "ok"
+	case emi.AppRejected:
+		return "bad"
+	case emi.AppInReview, emi.AppInfoRequested:
+		return "warn"
+	}
+	return ""
+}
+
+func riskTone(score string) string {
+	switch score {
+	case "Low":
+		return "ok"
+	case "Medium":
+		return "warn"
+	case "High":
+		return "bad"
+	}
+	return ""
+}
+
+func checkTone(status string) string {
+	switch status {
+	case emi.CheckPassed:
+		return "ok"
+	case emi.CheckFailed, emi.CheckError:
+		return "bad"
+	case emi.CheckReview:
+		return "warn"
+	}
+	return ""
+}
+
+func applicationHref(token string) string { return "/backoffice/applications/" + token }
+
+func memberHref(application, member string) string {
+	return "/backoffice/applications/" + application + "/members/" + member
+}
+
+// applicationDetail (GET /applications/{application}) is an application's
+// page: status and risk, the decision, the application and company as
+// submitted, members, checks with their details and history, the risk
+// breakdown, the documents and the events sent to the partner.
+func (p *Portal) applicationDetail(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	a, docs, err := p.d.Onboarding.Get(ctx, param(r, "application"))
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	history, err := p.d.Onboarding.CheckHistory(ctx, a.Token)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	name, _ := companyNames(a.Company)
+	v := pages.ApplicationView{Token: a.Token, CompanyName: name, Status: string(a.Status), StatusTone: appTone(a.Status),
+		Processing: string(a.Processing), Risk: a.RiskScore, RiskTone: riskTone(a.RiskScore), RiskPoints: strconv.Itoa(a.RiskPoints),
+		Application: applicationKVs(r, a), HasCompany: a.Company != nil, Members: memberRows(a, docs),
+		CompanyDocs: docViews(docs["company"]), MemberDocs: memberDocs(a, docs), RiskFactors: riskRows(a.RiskFactors)}
+	if a.Company != nil {
+		v.Company = companyKVs(*a.Company)
+		v.CompanyHref = "/backoffice/companies/" + a.Token
+	}
+	for _, pd := range a.PayoutDetails {
+		row := pages.PayoutRow{Currency: pd.Currency, IBAN: pd.IBAN, SortCode: pd.SortCode, AccountNumber: pd.AccountNumber,
+			Period: pd.Period, Delay: pd.Delay}
+		if pd.Amount != nil {
+			row.Amount = string(*pd.Amount)
+		}
+		v.Payouts = append(v.Payouts, row)
+	}
+	for _, c := range a.Checks {
+		v.Checks = append(v.Checks, checkView(c, a))
+	}
+	for i := len(history) - 1; i >= 0; i-- { // newest first
+		c := history[i]
+		v.History = append(v.History, pages.CheckHistoryRow{At: fmtTime(c.UpdatedAt), Title: checkTitle(c.Name),
+			Status: c.Status, StatusTone: checkTone(c.Status), Summary: checkSummary(c)})
+	}
+	v.Decided, v.Decision = decisionKVs(a)
+	if canDo(r, emi.PermViewWebhooks) {
+		v.ShowEvents = true
+		v.EventsHref = "/backoffice/partners/" + a.PartnerID + "/events?resource=" + url.QueryEscape(a.Token)
+		log, err := p.d.Webhooks.EventsLog(ctx, emi.EventLogFilter{PartnerID: a.PartnerID, ResourceToken: a.Token, Limit: 50})
+		if err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+		for _, e := range log.Items {
+			data, _ := json.Marshal(e.Data)
+			row := pages.AppEventRow{ID: e.ID, Type: string(e.Type), CreatedAt: fmtTime(e.CreatedAt), Data: string(data)}
+			for _, d := range e.Deliveries {
+				row.Deliveries = append(row.Deliveries, pages.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL,
+					State: string(d.State), StateTone: deliveryTone(d.State)})
+			}
+			v.Events = append(v.Events, row)
+		}
+	}
+	p.renderPrivate(w, r, http.StatusOK, "Application · "+name, pages.ApplicationDetail(v))
+}
+
+func yesNo(b *bool) string {
+	if b == nil {
+		return ""
+	}
+	return map[bool]string{true: "yes", false: "no"}[*b]
+}
+
+// applicationKVs are the application's own fields.
+func applicationKVs(r *http.Request, a emi.Application) []pages.KV {
+	partner := pages.KV{Label: "Partner", Value: a.PartnerName}
+	if canDo(r, emi.PermViewPartners) {
+		partner.Href = "/backoffice/partners/" + a.PartnerID
+	}
+	rev := strconv.Itoa(a.Revision)
+	if a.CheckedRevision != 0 && a.CheckedRevision != a.Revision {
+		rev += " (decided on revision " + strconv.Itoa(a.CheckedRevision) + ")"
+	}
+	return []pages.KV{
+		{Label: "Application", Value: a.Token, Mono: true}, partner,
+		{Label: "Master merchant", Value: a.Merchant, Mono: true},
+		{Label: "Products", Value: strings.Join(a.Products, ", ")},
+		{Label: "Due diligence", Value: a.DueDiligence},
+		{Label: "Processing", Value: string(a.Processing)},
+		{Label: "IP address", Value: a.IPAddress, Mono: true},
+		{Label: "Fingerprint", Value: a.Fingerprint, Mono: true},
+		{Label: "Revision", Value: rev},
+		{Label: "Created (UTC)", Value: fmtTime(a.CreatedAt), Mono: true},
+		{Label: "Updated (UTC)", Value: fmtTime(a.UpdatedAt), Mono: true},
+	}
+}
+
+// companyKVs are every company field as submitted.
+func companyKVs(c emi.CompanyFields) []pages.KV {
+	return []pages.KV{
+		{Label: "Legal name", Value: c.LegalName}, {Label: "Trade name", Value: c.TradeName},
+		{Label: "Company number (uic)", Value: c.UIC, Mono: true},
+		{Label: "Incorporated", Value: c.IncorporationDate, Mono: true},
+		{Label: "Country", Value: c.Country}, {Label: "County", Value: c.County}, {Label: "City", Value: c.City},
+		{Label: "Postcode", Value: c.Zip}, {Label: "Address", Value: c.Address1}, {Label: "Address line 2", Value: c.Address2},
+		{Label: "Correspondence address", Value: c.CorrespondenceAddress},
+		{Label: "Address of the shop", Value: c.AddressOfShop},
+		{Label: "Website", Value: c.Website, Mono: true},
+		{Label: "Contact e-mail", Value: c.ContactEmail, Mono: true},
+		{Label: "Phone", Value: c.Phone, Mono: true}, {Label: "Mobile phone", Value: c.MobilePhone, Mono: true},
+		{Label: "Business activity", Value: c.BusinessActivity},
+		{Label: "Description of the activity", Value: c.DescriptionOfActivity},
+		{Label: "Declared on a sanctions list (is_sie)", Value: yesNo(c.IsSIE), Tone: declaredTone(c.IsSIE)},
+	}
+}
+
+// declaredTone marks a "yes" to a sanctions or PEP declaration.
+func declaredTone(b *bool) string {
+	switch {
+	case b == nil:
+		return ""
+	case *b:
+		return "bad"
+	}
+	return "ok"
+}
+
+// decisionKVs describe the decision once there is one.
+func decisionKVs(a emi.Application) (bool, []pages.KV) {
+	if !a.Status.Decided() {
+		return false, nil
+	}
+	kvs := []pages.KV{{Label: "Status", Value: string(a.Status), Tone: toneOrNeutral(appTone(a.Status))}}
+	if a.DecidedAt != nil {
+		kvs = append(kvs, pages.KV{Label: "Decided (UTC)", Value: fmtTime(*a.DecidedAt), Mono: true})
+	}
+	reason := a.DecisionReason
+	if reason == "" && a.Status == emi.AppApproved {
+		reason = "every check passed"
+	}
+	kvs = append(kvs, pages.KV{Label: "Reason", Value: reason})
+	if a.Status == emi.AppApproved {
+		kvs = append(kvs, pages.KV{Label: "Onboarded merchant", Value: a.OnboardedMerchant, Mono: true})
+		if a.MID != "" || a.TID != "" || slices.ContainsFunc(a.Products, emi.AcquiringProduct) {
+			kvs = append(kvs, pages.KV{Label: "MID", Value: a.MID, Mono: true}, pages.KV{Label: "TID", Value: a.TID, Mono: true})
+		} else {
+			kvs = append(kvs, pages.KV{Label: "MID and TID", Value: "none: no acquiring product"})
+		}
+	}
+	return true, kvs
+}
+
+// memberRows lists an application's members with their declarations and
+// the sanctions hits about them.
+func memberRows(a emi.Application, docs map[string][]emi.StoredDocument) []pages.MemberRow {
+	hits := map[string]int{}
+	for _, c := range a.Checks {
+		if c.Name != emi.CheckSanctions {
+			continue
+		}
+		for _, h := range decodeDetails(c.Details).sanctionHits() {
+			if h.Member != "" {
+				hits[h.Member]++
+			}
+		}
+	}
+	rows := make([]pages.MemberRow, 0, len(a.Members))
+	for _, m := range a.Members {
+		row := pages.MemberRow{Token: m.Token, Href: memberHref(a.Token, m.Token), Name: firstNonEmpty(m.DisplayName(), "(no name)"),
+			Types: strings.Join(m.Type, ", "), Status: m.Status, StatusTone: memberTone(m.Status), Ownership: ownership(m),
+			Nationality: m.Nationality, Birthday: m.Birthday, Docs: strconv.Itoa(len(docs[m.Token]))}
+		row.PEP, row.PEPTone = pepOf(m)
+		row.Sanctions, row.SanctionsTone = "not declared", ""
+		if m.IsSIP != nil {
+			row.Sanctions, row.SanctionsTone = "not listed", "ok"
+			if *m.IsSIP {
+				row.Sanctions, row.SanctionsTone = "declared listed", "bad"
+			}
+		}
+		if n := hits[m.Token]; n > 0 && row.SanctionsTone != "bad" {
+			row.Sanctions, row.SanctionsTone = strconv.Itoa(n)+" possible hit(s)", "warn"
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func memberTone(status string) string {
+	if status == "active" {
+		return "ok"
+	}
+	return ""
+}
+
+func ownership(m emi.Member) string {
+	switch {
+	case m.OwnershipPercentage != nil:
+		return strconv.Itoa(*m.OwnershipPercentage) + " %"
+	case m.Ownership != nil && *m.Ownership:
+		return "yes"
+	case m.Ownership != nil:
+		return "no"
+	}
+	return "—"
+}
+
+func pepOf(m emi.Member) (string, string) {
+	switch {
+	case m.PEPDeclaration != nil && *m.PEPDeclaration:
+		return "PEP", "bad"
+	case m.PEPRelatedDeclaration != nil && *m.PEPRelatedDeclaration:
+		return "related to a PEP", "warn"
+	case m.PEPDeclaration == nil && m.PEPRelatedDeclaration == nil:
+		return "not declared", ""
+	}
+	return "no", "ok"
+}
+
+func memberDocs(a emi.Application, docs map[string][]emi.StoredDocument) []pages.MemberDocs {
+	out := make([]pages.MemberDocs, 0, len(a.Members))
+	for _, m := range a.Members {
+		out = append(out, pages.MemberDocs{Name: firstNonEmpty(m.DisplayName(), "(no name)"), Href: memberHref(a.Token, m.Token),
+			Docs: docViews(docs[m.Token])})
+	}
+	return out
+}
+
+func riskRows(fs []emi.RiskFactor) []pages.RiskFactorRow {
+	out := make([]pages.RiskFactorRow, len(fs))
+	for i, f := range fs {
+		out[i] = pages.RiskFactorRow{Factor: f.Factor, Detail: f.Detail, Points: strconv.Itoa(f.Points)}
+	}
+	return out
+}
+
+// checkDetails are the details the checks write (internal/service's
+// Checks), read back from JSON.
+type checkDetails struct {
+	WaitingFor string `json:"waiting_for"`
+	Reason     string `json:"reason"`
+	Error      string `json:"error"`
+	// risk
+	Score   string           `json:"score"`
+	Points  *int             `json:"points"`
+	Factors []emi.RiskFactor `json:"factors"`
+	// trade_register
+	Register       string `json:"register"`
+	UIC            string `json:"uic"`
+	Country        string `json:"country"`
+	RegisteredName string `json:"registered_name"`
+	SubmittedName  string `json:"submitted_name"`
+	RegisterStatus string `json:"register_status"`
+	Address        string `json:"address"`
+	IncorporatedOn string `json:"incorporated_on"`
+	// sanctions and adverse_media
+	ListVersion string          `json:"list_version"`
+	Screened    *int            `json:"screened"`
+	Hits        json.RawMessage `json:"hits"`
+	Searched    []string        `json:"searched"`
+
+	raw map[string]any
+}
+
+// knownDetails are the keys checkDetails reads; others are shown as they
+// are.
+var knownDetails = []string{"waiting_for", "reason", "error", "score", "points", "factors", "register", "uic", "country",
+	"registered_name", "submitted_name", "register_status", "address", "incorporated_on", "list_version", "screened",
+	"hits", "searched"}
+
+type sanctionHit struct {
+	Subject     string   `json:"subject"`
+	Member      string   `json:"member"`
+	List        string   `json:"list"`
+	EntryID     string   `json:"entry_id"`
+	Name        string   `json:"name"`
+	MatchedName string   `json:"matched_name"`
+	Score       float64  `json:"score"`
+	Fields      []string `json:"fields"`
+}
+
+type mediaHit struct {
+	Name     string  `json:"name"`
+	Matched  string  `json:"matched"`
+	Category string  `json:"category"`
+	Note     string  `json:"note"`
+	Source   string  `json:"source"`
+	Score    float64 `json:"score"`
+}
+
+func decodeDetails(m map[string]any) checkDetails {
+	var d checkDetails
+	if b, err := json.Marshal(m); err == nil {
+		_ = json.Unmarshal(b, &d)
+	}
+	d.raw = m
+	return d
+}
+
+func (d checkDetails) sanctionHits() []sanctionHit {
+	var hs []sanctionHit
+	if len(d.Hits) > 0 {
+		_ = json.Unmarshal(d.Hits, &hs)
+	}
+	return hs
+}
+
+func (d checkDetails) mediaHits() []mediaHit {
+	var hs []mediaHit
+	if len(d.Hits) > 0 {
+		_ = json.Unmarshal(d.Hits, &hs)
+	}
+	return hs
+}
+
+// other returns the details this screen does not lay out, sorted by key.
+func (d checkDetails) other() []pages.KV {
+	var keys []string
+	for k := range d.raw {
+		if !slices.Contains(knownDetails, k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var out []pages.KV
+	for _, k := range keys {
+		val := ""
+		switch x := d.raw[k].(type) {
+		case string:
+			val = x
+		default:
+			b, _ := json.Marshal(x)
+			val = string(b)
+		}
+		out = append(out, pages.KV{Label: strings.ReplaceAll(k, "_", " "), Value: val, Mono: true})
+	}
+	return out
+}
+
+func checkTitle(name string) string {
+	switch name {
+	case emi.CheckRisk:
+		return "Risk assessment"
+	case emi.CheckTradeRegister:
+		return "Trade register"
+	case emi.CheckSanctions:
+		return "Sanctions screening"
+	case emi.CheckAdverseMedia:
+		return "Adverse media"
+	}
+	return strings.ReplaceAll(name, "_", " ")
+}
+
+// checkView lays out one check's latest result.
+func checkView(c emi.CheckResult, a emi.Application) pages.CheckView {
+	d := decodeDetails(c.Details)
+	v := pages.CheckView{Name: c.Name, Title: checkTitle(c.Name), Status: c.Status, StatusTone: checkTone(c.Status),
+		Updated: fmtTime(c.UpdatedAt), Reason: d.Reason, WaitingFor: d.WaitingFor, Error: d.Error, Kind: c.Name, Other: d.other()}
+	members := map[string]emi.Member{}
+	for _, m := range a.Members {
+		members[m.Token] = m
+	}
+	switch c.Name {
+	case emi.CheckRisk:
+		if d.Score != "" {
+			v.Facts = append(v.Facts, pages.KV{Label: "Score", Value: d.Score, Tone: toneOrNeutral(riskTone(d.Score))})
+		}
+		v.RiskFactors = riskRows(d.Factors)
+		if d.Points != nil {
+			v.RiskTotal = strconv.Itoa(*d.Points)
+		}
+	case emi.CheckTradeRegister:
+		if d.Register != "" || d.RegisteredName != "" {
+			status := pages.KV{Label: "Register status", Value: d.RegisterStatus, Tone: "warn"}
+			if strings.EqualFold(d.RegisterStatus, "active") {
+				status.Tone = "ok"
+			}
+			v.Facts = append(v.Facts,
+				pages.KV{Label: "Register", Value: d.Register},
+				pages.KV{Label: "Registered name", Value: d.RegisteredName},
+				pages.KV{Label: "Submitted name", Value: d.SubmittedName},
+				status,
+				pages.KV{Label: "Company number", Value: d.UIC, Mono: true},
+				pages.KV{Label: "Registered address", Value: d.Address},
+				pages.KV{Label: "Incorporated on", Value: d.IncorporatedOn, Mono: true})
+		} else if d.UIC != "" || d.Country != "" {
+			v.Facts = append(v.Facts, pages.KV{Label: "Company number", Value: d.UIC, Mono: true}, pages.KV{Label: "Country", Value: d.Country})
+		}
+	case emi.CheckSanctions:
+		hits := d.sanctionHits()
+		if d.ListVersion != "" || d.Screened != nil {
+			v.Facts = append(v.Facts, pages.KV{Label: "Lists version", Value: d.ListVersion, Mono: true})
+			if d.Screened != nil {
+				v.Facts = append(v.Facts, pages.KV{Label: "Names screened", Value: strconv.Itoa(*d.Screened)})
+			}
+			v.Facts = append(v.Facts, pages.KV{Label: "Possible matches", Value: strconv.Itoa(len(hits)), Tone: countTone(len(hits))})
+		}
+		for _, h := range hits {
+			row := pages.SanctionHitRow{Subject: "the company", List: h.List, EntryID: h.EntryID, Name: h.Name,
+				MatchedName: h.MatchedName, Score: score(h.Score), Fields: strings.Join(h.Fields, ", ")}
+			if h.Subject == "member" {
+				row.Subject = "member " + h.Member
+				if m, ok := members[h.Member]; ok {
+					row.Subject = firstNonEmpty(m.DisplayName(), "(no name)")
+				}
+				row.SubjectHref = memberHref(a.Token, h.Member)
+			}
+			v.SanctionHits = append(v.SanctionHits, row)
+		}
+	case emi.CheckAdverseMedia:
+		hits := d.mediaHits()
+		if d.Searched != nil {
+			v.Facts = append(v.Facts, pages.KV{Label: "Names searched", Value: strings.Join(d.Searched, "; ")},
+				pages.KV{Label: "Findings", Value: strconv.Itoa(len(hits)), Tone: countTone(len(hits))})
+		}
+		for _, h := range hits {
+			v.MediaHits = append(v.MediaHits, pages.MediaHitRow{Name: h.Name, Matched: h.Matched, Category: h.Category,
+				Note: h.Note, Source: h.Source, SourceHref: webURL(h.Source), Score: score(h.Score)})
+		}
+	}
+	return v
+}
+
+func countTone(n int) string {
+	if n == 0 {
+		return "ok"
+	}
+	return "warn"
+}
+
+// webURL returns s when it is an http or https address (a link), "" for
+// anything else (shown as text).
+func webURL(s string) string {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return ""
+	}
+	return u.String()
+}
+
+// checkSummary is one line about a stored check result.
+func checkSummary(c emi.CheckResult) string {
+	d := decodeDetails(c.Details)
+	switch {
+	case d.Reason != "":
+		return d.Reason
+	case d.WaitingFor != "":
+		return "waiting for " + d.WaitingFor
+	}
+	switch c.Name {
+	case emi.CheckRisk:
+		pts := 0
+		if d.Points != nil {
+			pts = *d.Points
+		}
+		return fmt.Sprintf("%s, %d points", firstNonEmpty(d.Score, "no score"), pts)
+	case emi.CheckTradeRegister:
+		return "registered as " + d.RegisteredName + " (" + firstNonEmpty(d.RegisterStatus, "status not given") + ")"
+	case emi.CheckSanctions:
+		n := 0
+		if d.Screened != nil {
+			n = *d.Screened
+		}
+		return fmt.Sprintf("%d name(s) screened, %d possible match(es)", n, len(d.sanctionHits()))
+	case emi.CheckAdverseMedia:
+		return fmt.Sprintf("%d name(s) searched, %d finding(s)", len(d.Searched), len(d.mediaHits()))
+	}
+	return ""
+}
+
+// companyList (GET /companies) lists companies, most recently updated
+// first, with a search (legal or trade name, company number, merchant
+// token, partner name).
+func (p *Portal) companyList(w http.ResponseWriter, r *http.Request) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if len(q) > maxQuery {
+		errs := map[string]string{"q": fmt.Sprintf("must be at most %d characters", maxQuery)}
+		p.render(w, r, http.StatusUnprocessableEntity, "Companies", pages.Companies(q, nil, false, errs))
+		return
+	}
+	list, err := p.d.Onboarding.Companies(r.Context(), q, listLimit)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	rows := make([]pages.CompanyListRow, len(list))
+	for i, c := range list {
+		rows[i] = pages.CompanyListRow{Href: "/backoffice/companies/" + c.Application,
+			LegalName: firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), TradeName: c.TradeName, UIC: c.UIC,
+			Country: c.Country, Partner: c.PartnerName, Status: string(c.Status), StatusTone: appTone(c.Status),
+			Merchant: c.OnboardedMerchant, Updated: fmtTime(c.UpdatedAt)}
+	}
+	p.render(w, r, http.StatusOK, "Companies", pages.Companies(q, rows, len(list) == listLimit, nil))
+}
+
+// companyDetail (GET /companies/{application}) is a company's page: its
+// details, members, documents, application and decision.
+func (p *Portal) companyDetail(w http.ResponseWriter, r *http.Request) {
+	a, docs, err := p.d.Onboarding.Get(r.Context(), param(r, "application"))
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	if a.Company == nil {
+		p.errorPage(w, r, http.StatusNotFound, "This application has no company yet.")
+		return
+	}
+	name, trade := companyNames(a.Company)
+	v := pages.CompanyView{Name: name, TradeName: trade, Status: string(a.Status), StatusTone: appTone(a.Status),
+		Details: companyKVs(*a.Company), Members: memberRows(a, docs), CompanyDocs: docViews(docs["company"]),
+		MemberDocs: memberDocs(a, docs)}
+	partner := pages.KV{Label: "Partner", Value: a.PartnerName}
+	if canDo(r, emi.PermViewPartners) {
+		partner.Href = "/backoffice/partners/" + a.PartnerID
+	}
+	risk := pages.KV{Label: "Risk", Value: a.RiskScore, Tone: toneOrNeutral(riskTone(a.RiskScore))}
+	if a.RiskScore != "" {
+		risk.Value += " (" + strconv.Itoa(a.RiskPoints) + " points)"
+	}
+	v.Application = []pages.KV{
+		{Label: "Application", Value: a.Token, Href: applicationHref(a.Token), Mono: true}, partner,
+		{Label: "Status", Value: string(a.Status), Tone: toneOrNeutral(appTone(a.Status))},
+		{Label: "Products", Value: strings.Join(a.Products, ", ")}, risk,
+		{Label: "Created (UTC)", Value: fmtTime(a.CreatedAt), Mono: true},
+	}
+	v.Decided, v.Decision = decisionKVs(a)
+	p.renderPrivate(w, r, http.StatusOK, name, pages.CompanyDetail(v))
+}
+
+// maxRoleCompanies bounds the companies looked up for a member's roles.
+const maxRoleCompanies = 50
+
+// memberDetail (GET /applications/{application}/members/{member}) is a
+// member's page: the details, documents and the same person's roles in
+// every company (by unique identifier, or names and birthday).
+func (p *Portal) memberDetail(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	app := param(r, "application")
+	if !looksLikeToken(app) {
+		p.renderError(w, r, emi.ErrApplicationNotFound)
+		return
+	}
+	a, docs, err := p.d.Onboarding.Get(ctx, app)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	m, like, err := p.d.Onboarding.MemberRoles(ctx, a.Token, param(r, "member"))
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	company, _ := companyNames(a.Company)
+	name := firstNonEmpty(m.DisplayName(), "(no name)")
+	v := pages.MemberView{Token: m.Token, Name: name, Types: strings.Join(m.Type, ", "), Status: m.Status,
+		StatusTone: memberTone(m.Status), Company: company, AppHref: applicationHref(a.Token),
+		Groups: memberGroups(r, m), Docs: docViews(docs[m.Token])}
+	if a.Company != nil {
+		v.CompanyHref = "/backoffice/companies/" + a.Token
+	}
+	companies := map[string]*emi.CompanyRow{}
+	for _, l := range like {
+		if _, seen := companies[l.Application]; seen || len(companies) >= maxRoleCompanies {
+			continue
+		}
+		companies[l.Application] = nil
+		rows, err := p.d.Onboarding.Companies(ctx, l.Application, 5)
+		if err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+		for i := range rows {
+			if rows[i].Application == l.Application {
+				companies[l.Application] = &rows[i]
+			}
+		}
+	}
+	for _, l := range like {
+		row := pages.RoleRow{Company: "(no company yet)", Types: strings.Join(l.Type, ", "), Status: l.Status,
+			StatusTone: memberTone(l.Status), Ownership: ownership(l), MemberHref: memberHref(l.Application, l.Token),
+			Match: "same names and birthday", This: l.Token == m.Token}
+		if m.UniqueIdentifier != "" && l.UniqueIdentifier == m.UniqueIdentifier {
+			row.Match = "same unique identifier"
+		} else if l.LastName == "" && l.LegalName != "" {
+			row.Match = "same legal name"
+		}
+		if row.This {
+			row.Match = "—"
+		}
+		if c := companies[l.Application]; c != nil {
+			row.Company = firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)")
+			row.CompanyHref = "/backoffice/companies/" + c.Application
+			row.Partner = c.PartnerName
+			row.AppStatus, row.AppStatusTone = string(c.Status), appTone(c.Status)
+		} else {
+			row.CompanyHref = applicationHref(l.Application)
+			row.AppStatus = "see the application"
+		}
+		v.Roles = append(v.Roles, row)
+	}
+	p.renderPrivate(w, r, http.StatusOK, name+" · "+company, pages.MemberDetail(v))
+}
+
+// memberGroups arranges a member's fields in the sections a reviewer reads.
+func memberGroups(r *http.Request, m emi.Member) []pages.FieldGroup {
+	pct := ""
+	if m.OwnershipPercentage != nil {
+		pct = strconv.Itoa(*m.OwnershipPercentage) + " %"
+	}
+	user := pages.KV{Label: "Person (user)", Value: m.User, Mono: true}
+	if m.User != "" && canDo(r, emi.PermViewPeople) {
+		user.Href = "/backoffice/users/" + m.User
+	}
+	return []pages.FieldGroup{
+		{Title: "Member", Items: []pages.KV{
+			{Label: "First name", Value: m.FirstName}, {Label: "Last name", Value: m.LastName},
+			{Label: "Legal name", Value: m.LegalName}, {Label: "Legal form", Value: m.LegalForm},
+			{Label: "Birthday", Value: m.Birthday, Mono: true}, {Label: "Place of birth", Value: m.PlaceOfBirth},
+			{Label: "Nationality", Value: m.Nationality},
+			{Label: "Unique identifier", Value: m.UniqueIdentifier, Mono: true},
+			{Label: "Company number (uic)", Value: m.UIC, Mono: true},
+		}},
+		{Title: "Role and ownership", Items: []pages.KV{
+			{Label: "Roles", Value: strings.Join(m.Type, ", ")},
+			{Label: "Status", Value: m.Status, Tone: toneOrNeutral(memberTone(m.Status))},
+			{Label: "Owner", Value: yesNo(m.Ownership)}, {Label: "Ownership", Value: pct},
+		}},
+		{Title: "Declarations", Items: []pages.KV{
+			{Label: "PEP", Value: yesNo(m.PEPDeclaration), Tone: declaredTone(m.PEPDeclaration)},
+			{Label: "Related to a PEP", Value: yesNo(m.PEPRelatedDeclaration), Tone: declaredTone(m.PEPRelatedDeclaration)},
+			{Label: "On a sanctions list (is_sip)", Value: yesNo(m.IsSIP), Tone: declaredTone(m.IsSIP)},
+		}},
+		{Title: "Contact and address", Items: []pages.KV{
+			{Label: "E-mail", Value: m.ContactEmail, Mono: true}, {Label: "Phone", Value: m.Phone, Mono: true},
+			{Label: "Mobile phone", Value: m.MobilePhone, Mono: true}, {Label: "Address", Value: m.Address1},
+			{Label: "Address line 2", Value: m.Address2}, {Label: "Postcode", Value: m.Zip}, {Label: "City", Value: m.City},
+			{Label: "County", Value: m.County}, {Label: "Country", Value: m.Country},
+			{Label: "Country of residence", Value: m.CountryOfResidence},
+		}},
+		{Title: "Record", Items: []pages.KV{
+			{Label: "Member", Value: m.Token, Mono: true}, user,
+			{Label: "Created (UTC)", Value: fmtTime(m.CreatedAt), Mono: true},
+			{Label: "Updated (UTC)", Value: fmtTime(m.UpdatedAt), Mono: true},
+		}},
+	}
+}
+
+// searchCompanies adds companies to the global search for roles that see
+// applications (Onboarding.Companies: legal or trade name, company number,
+// merchant or application token, partner name).
+func (p *Portal) searchCompanies(r *http.Request, q string) ([]pages.Hit, error) {
+	if q == "" || p.d.Onboarding == nil || !canDo(r, emi.PermViewApps) {
+		return nil, nil
+	}
+	if len(q) > maxQuery {
+		q = q[:maxQuery]
+	}
+	list, err := p.d.Onboarding.Companies(r.Context(), q, 20)
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]pages.Hit, len(list))
+	for i, c := range list {
+		detail := strings.Join(slices.DeleteFunc([]string{c.UIC, c.Country, c.PartnerName, string(c.Status)},
+			func(s string) bool { return s == "" }), " · ")
+		hits[i] = pages.Hit{Kind: "company", Title: firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), Detail: detail,
+			Href: "/backoffice/companies/" + c.Application}
+	}
+	return hits, nil
+}
