@@ -152,7 +152,6 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		a.Events, a.Audit, now)
 	a.OnboardingStore = postgres.NewOnboardingStore(db)
 	a.Registry = newRegistry(cfg, logger)
-	service.SetCompanyNameMatcher(registry.NamesMatch)
 	a.Watchlist = service.NewWatchlist(db, a.OnboardingStore, a.Audit, screening.NameSimilarity, v, now)
 	a.Checks = service.NewChecks(db, a.OnboardingStore, screener, a.Registry, a.Watchlist, a.Events, a.Audit,
 		service.DefaultRiskModel(now), now)
@@ -160,6 +159,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Onboarding.SetIBANValidator(func(s string) error { return iban.Validate(iban.Normalize(s)) })
 	a.Onboarding.SetChecks(a.Checks)
 	a.Checks.SetFalsePositives(a.People)
+	a.Checks.SetCompanyNameMatcher(registry.NamesMatch)
 	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Checks, a.Events, a.Audit, now)
 	return a
 }

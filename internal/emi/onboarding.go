@@ -408,11 +408,11 @@ type CompanyRow struct {
 
 // WatchlistEntry is one name on the adverse-media watch list.
 type WatchlistEntry struct {
-	ID        string    `db:"id"`
-	Name      string    `db:"name" validate:"required,max=300"`
-	Category  string    `db:"category" validate:"required,oneof=fraud corruption money-laundering terrorism organised-crime sanctions-evasion tax-crime other"`
-	Note      string    `db:"note" validate:"max=2000"`
-	Source    string    `db:"source" validate:"max=1000"`
-	CreatedBy string    `db:"created_by"`
-	CreatedAt time.Time `db:"created_at"`
+	ID        string    `db:"id" json:"id"`
+	Name      string    `db:"name" json:"name" validate:"required,max=300"`
+	Category  string    `db:"category" json:"category" validate:"required,oneof=fraud corruption money-laundering terrorism organised-crime sanctions-evasion tax-crime other"`
+	Note      string    `db:"note" json:"note" validate:"max=2000"`
+	Source    string    `db:"source" json:"source" validate:"max=1000"`
+	CreatedBy string    `db:"created_by" json:"created_by"`
+	CreatedAt time.Time `db:"created_at" json:"created_at"`
 }

@@ -309,7 +309,7 @@ func (s *OnboardingStore) InsertMember(ctx context.Context, m emi.Member) error 
 
 // Member implements service.ApplicationStore.
 func (s *OnboardingStore) Member(ctx context.Context, application, token string) (emi.Member, error) {
-	if !validUUID(token) {
+	if !validUUID(token) || !validUUID(application) {
 		return emi.Member{}, emi.ErrMemberNotFound
 	}
 	ms, err := s.members(ctx, `WHERE application = $1 AND token = $2`, application, token)
@@ -409,6 +409,9 @@ func (s *OnboardingStore) Applications(ctx context.Context, f emi.ApplicationFil
 		where = append(where, "a.status = "+arg(f.Status))
 	}
 	if f.PartnerID != "" {
+		if !validUUID(f.PartnerID) {
+			return nil, nil
+		}
 		where = append(where, "a.partner_id = "+arg(f.PartnerID))
 	}
 	if q := strings.TrimSpace(f.Q); q != "" {

@@ -57,6 +57,8 @@ type Checks struct {
 	risk     RiskModel
 	now      Clock
 	fps      FalsePositiveReader
+	// namesMatch compares a submitted legal name with a registered one.
+	namesMatch func(submitted, registered string) bool
 	cal      BusinessCalendar
 	// slaTarget is the business time an application may wait for an
 	// underwriter.
@@ -365,7 +367,7 @@ func (c *Checks) tradeRegister(ctx context.Context, a emi.Application, res resul
 	if !rec.IncorporatedOn.IsZero() {
 		d["incorporated_on"] = rec.IncorporatedOn.Format(time.DateOnly)
 	}
-	if !companyNamesMatch(co.LegalName, rec.LegalName) {
+	if !c.companyNamesMatch(co.LegalName, rec.LegalName) {
 		d["reason"] = "the legal name differs from the registered name"
 		return res(emi.CheckTradeRegister, emi.CheckFailed, d)
 	}
@@ -376,12 +378,16 @@ func (c *Checks) tradeRegister(ctx context.Context, a emi.Application, res resul
 	return res(emi.CheckTradeRegister, emi.CheckPassed, d)
 }
 
-// CompanyNamesMatch compares a submitted legal name with a registered one
-// (internal/registry's rule, installed by the composition root).
-var companyNamesMatch = func(a, b string) bool { return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b)) }
+// SetCompanyNameMatcher installs the company-name comparison
+// (internal/registry's rule; by default names must be equal ignoring case).
+func (c *Checks) SetCompanyNameMatcher(f func(submitted, registered string) bool) { c.namesMatch = f }
 
-// SetCompanyNameMatcher installs the company-name comparison.
-func SetCompanyNameMatcher(f func(submitted, registered string) bool) { companyNamesMatch = f }
+func (c *Checks) companyNamesMatch(a, b string) bool {
+	if c.namesMatch != nil {
+		return c.namesMatch(a, b)
+	}
+	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
+}
 
 func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFunc) emi.CheckResult {
 	var hits []map[string]any

@@ -78,7 +78,10 @@ func (w *Watchlist) Add(ctx context.Context, e emi.WatchlistEntry) (emi.Watchlis
 		return e, err
 	}
 	p, _ := emi.PrincipalFrom(ctx)
-	e.ID, e.CreatedBy, e.CreatedAt = NewToken(), p.ActorID, w.now().UTC()
+	e.ID, e.CreatedAt = NewToken(), w.now().UTC()
+	if p.Type == emi.ActorStaff {
+		e.CreatedBy = p.ActorID // a staff id; commands and workers leave it empty
+	}
 	err := w.tx.InTx(ctx, func(ctx context.Context) error {
 		if err := w.store.InsertWatchlistEntry(ctx, e); err != nil {
 			return err

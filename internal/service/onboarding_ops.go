@@ -430,6 +430,9 @@ func (o *Onboarding) SetValidatorConfig(ctx context.Context, partnerID string, c
 	if err := require(ctx, emi.PermManagePartners); err != nil {
 		return err
 	}
+	if _, err := o.partners.Partner(ctx, partnerID); err != nil {
+		return err
+	}
 	if c != nil {
 		var bad problems
 		known := func(path string, v any, fields []string) {

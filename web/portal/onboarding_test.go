@@ -455,10 +455,9 @@ func TestOnboardingScreens(t *testing.T) {
 		if r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("an invalid entry: HTTP %d", r.Status)
 		}
-		// The service's messages name no field (emi.WatchlistEntry has no
-		// json tags): they are listed above the form, with the input kept.
-		contains(t, "the refused entry", apptest.Page{Status: http.StatusOK, Body: r.Body}, `data-testid="watchlist-errors"`,
-			"is required", "must be one of", "not added", `<option value="fraud">`)
+		// The service's messages are shown beside their fields, with the input kept.
+		contains(t, "the refused entry", apptest.Page{Status: http.StatusOK, Body: r.Body}, `id="name-error"`, `id="category-error"`,
+			"is required", "must be one of", `<option value="fraud">`)
 		r = compliance.Post(t, "/backoffice/watchlist", url.Values{"name": {"Someone"}, "category": {"fraud"}, "note": {strings.Repeat("n", 2001)}})
 		if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `value="Someone"`) || !strings.Contains(r.Body, "at most 2000") {
 			t.Errorf("a too long note: HTTP %d", r.Status)
