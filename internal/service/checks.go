@@ -59,7 +59,7 @@ type Checks struct {
 	fps      FalsePositiveReader
 	// namesMatch compares a submitted legal name with a registered one.
 	namesMatch func(submitted, registered string) bool
-	cal      BusinessCalendar
+	cal        BusinessCalendar
 	// slaTarget is the business time an application may wait for an
 	// underwriter.
 	slaTarget time.Duration
