@@ -161,6 +161,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Checks.SetFalsePositives(a.People)
 	a.Checks.SetCompanyNameMatcher(registry.NamesMatch)
 	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Checks, a.Events, a.Audit, now)
+	a.Review.SetStores(a.OnboardingStore, a.OnboardingStore)
 	return a
 }
 

@@ -50,6 +50,9 @@ type Review struct {
 	events *Events
 	audit  *Auditor
 	now    Clock
+
+	views   SavedViewStore
+	metrics MetricsStore
 }
 
 // NewReview returns the review service.

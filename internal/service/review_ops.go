@@ -171,8 +171,28 @@ type SavedViewStore interface {
 	DeleteSavedView(ctx context.Context, staff, id string) error
 }
 
-// SaveView saves the caller's queue filter under a name (its URL query).
-func (r *Review) SaveView(ctx context.Context, store SavedViewStore, name, query string) (emi.SavedView, error) {
+// SetStores installs the saved-view and metrics stores (composition root).
+func (r *Review) SetStores(views SavedViewStore, metrics MetricsStore) { r.views, r.metrics = views, metrics }
+
+// Views returns the caller's saved views (emi.PermViewApps).
+func (r *Review) Views(ctx context.Context) ([]emi.SavedView, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return nil, err
+	}
+	return r.views.SavedViews(ctx, staffOf(ctx).ActorID)
+}
+
+// DeleteView deletes one of the caller's saved views.
+func (r *Review) DeleteView(ctx context.Context, id string) error {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return err
+	}
+	return r.views.DeleteSavedView(ctx, staffOf(ctx).ActorID, id)
+}
+
+// SaveView saves the caller's queue filter under a name (its URL query);
+// saving a name again replaces it.
+func (r *Review) SaveView(ctx context.Context, name, query string) (emi.SavedView, error) {
 	if err := require(ctx, emi.PermViewApps); err != nil {
 		return emi.SavedView{}, err
 	}
@@ -189,7 +209,7 @@ func (r *Review) SaveView(ctx context.Context, store SavedViewStore, name, query
 		return emi.SavedView{}, emi.ErrReviewValidation.WithFields(bad...)
 	}
 	v := emi.SavedView{ID: NewToken(), Name: name, Query: q.Encode()}
-	if err := store.InsertSavedView(ctx, staffOf(ctx).ActorID, v); err != nil {
+	if err := r.views.InsertSavedView(ctx, staffOf(ctx).ActorID, v); err != nil {
 		return v, err
 	}
 	return v, nil
@@ -229,9 +249,9 @@ type MetricsStore interface {
 }
 
 // Metrics returns the review dashboard's figures (emi.PermViewApps).
-func (r *Review) Metrics(ctx context.Context, store MetricsStore) (Metrics, error) {
+func (r *Review) Metrics(ctx context.Context) (Metrics, error) {
 	if err := require(ctx, emi.PermViewApps); err != nil {
 		return Metrics{}, err
 	}
-	return store.ReviewMetrics(ctx, r.now().UTC())
+	return r.metrics.ReviewMetrics(ctx, r.now().UTC())
 }

@@ -376,15 +376,15 @@ func TestReviewHitsEditsBulkAndMetrics(t *testing.T) {
 		}
 	})
 	t.Run("saved views and metrics", func(t *testing.T) {
-		v, err := env.App.Review.SaveView(u1, env.App.OnboardingStore, "high risk nearing SLA", "risk=High&near_sla=1")
+		v, err := env.App.Review.SaveView(u1, "high risk nearing SLA", "risk=High&near_sla=1")
 		if err != nil || v.Query == "" {
 			t.Fatalf("save view: %v", err)
 		}
-		views, _ := env.App.OnboardingStore.SavedViews(context.Background(), staffOf(t, u1))
+		views, _ := env.App.Review.Views(u1)
 		if len(views) != 1 || views[0].Name != "high risk nearing SLA" {
 			t.Fatalf("views %v", views)
 		}
-		m, err := env.App.Review.Metrics(u1, env.App.OnboardingStore)
+		m, err := env.App.Review.Metrics(u1)
 		if err != nil || m.Counts[emi.AppInReview] == 0 || len(m.DecisionsPerDay) != 30 || len(m.Ageing) != 5 {
 			t.Fatalf("metrics %+v %v", m, err)
 		}
