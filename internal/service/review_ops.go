@@ -172,7 +172,9 @@ type SavedViewStore interface {
 }
 
 // SetStores installs the saved-view and metrics stores (composition root).
-func (r *Review) SetStores(views SavedViewStore, metrics MetricsStore) { r.views, r.metrics = views, metrics }
+func (r *Review) SetStores(views SavedViewStore, metrics MetricsStore) {
+	r.views, r.metrics = views, metrics
+}
 
 // Views returns the caller's saved views (emi.PermViewApps).
 func (r *Review) Views(ctx context.Context) ([]emi.SavedView, error) {
