@@ -770,3 +770,14 @@ func cleanText(s string, n int) string {
 	}
 	return s
 }
+
+// ApplicationEvents returns the events sent about an application, newest
+// first, with their deliveries, for the staff who review applications
+// (emi.PermViewApps: underwriters and compliance see what the partner was
+// told without the webhook administration permission).
+func (s *Webhooks) ApplicationEvents(ctx context.Context, token string) (emi.EventLog, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return emi.EventLog{}, err
+	}
+	return s.store.EventLog(ctx, emi.EventLogFilter{ResourceToken: strings.TrimSpace(token), Page: 1, Limit: MaxEventsPerPage})
+}

@@ -161,6 +161,10 @@ func TestReviewDecisions(t *testing.T) {
 		if ev["merchant"] != got.OnboardedMerchant {
 			t.Fatalf("event %v", ev)
 		}
+		log, err := env.App.Webhooks.ApplicationEvents(u1, app)
+		if err != nil || len(log.Items) < 3 {
+			t.Fatalf("an underwriter sees the application's events: %d %v", len(log.Items), err)
+		}
 		var snap int
 		_ = env.App.DB.Get(&snap, `SELECT count(*) FROM application_decisions WHERE application = $1 AND action = 'approved' AND snapshot ? 'checks'`, app)
 		if snap != 1 {
