@@ -161,6 +161,10 @@ func seeders(a *app.App) []seeder {
 		{name: "staff", run: func(ctx context.Context) (int, error) {
 			return a.Staff.SeedSandbox(emi.WithPrincipal(ctx, emi.SystemPrincipal("seed")))
 		}},
+		// The programs of contract §11 with their card group codes.
+		{name: "programs", run: func(ctx context.Context) (int, error) {
+			return a.Accounts.SeedSandbox(emi.WithPrincipal(ctx, emi.SystemPrincipal("seed")))
+		}},
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"emi/internal/screening"
 	"emi/internal/seal"
 	"emi/internal/service"
+	"emi/internal/ukbank"
 	"emi/internal/validate"
 	"emi/internal/webhook"
 	"emi/internal/worker"
@@ -83,6 +84,9 @@ type App struct {
 	Sanctions service.Screener
 	// Review is the underwriters' queue.
 	Review *service.Review
+	// AccountStore keeps programs, accounts and balances.
+	AccountStore *postgres.AccountStore
+	Accounts     *service.Accounts
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -162,6 +166,8 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Checks.SetCompanyNameMatcher(registry.NamesMatch)
 	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Checks, a.Events, a.Audit, now)
 	a.Review.SetStores(a.OnboardingStore, a.OnboardingStore)
+	a.AccountStore = postgres.NewAccountStore(db)
+	a.Accounts = service.NewAccounts(db, a.AccountStore, identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, a.Events, a.Audit, v, now)
 	return a
 }
 
@@ -232,7 +238,7 @@ func (a *App) Portal() *portal.Portal {
 func (a *App) API() *api.API {
 	return api.New(api.Deps{
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
-		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding,
+		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
 		RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 	})
 }

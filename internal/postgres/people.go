@@ -157,10 +157,12 @@ func (s *PeopleStore) RemoveUser(ctx context.Context, u emi.User) error {
 	return Translate(err)
 }
 
-// UserHasProducts implements service.UserStore. Accounts and cards do not
-// exist yet; the accounts and cards work extends this query.
+// UserHasProducts implements service.UserStore: a non-terminated account
+// (the cards work adds cards).
 func (s *PeopleStore) UserHasProducts(ctx context.Context, token string) (bool, error) {
-	return false, nil
+	var has bool
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &has, `SELECT EXISTS (SELECT 1 FROM accounts WHERE user_token = $1 AND status <> 'terminated')`, token)
+	return has, Translate(err)
 }
 
 // SetUserKYCStatus implements service.UserStore.

@@ -25,6 +25,7 @@ type Deps struct {
 	AML         *service.AML
 	KYC         *service.KYC
 	Onboarding  *service.Onboarding
+	Accounts    *service.Accounts
 	// RateLimit requests per RateWindow per API key; 0 disables limiting.
 	RateLimit  int
 	RateWindow time.Duration
@@ -67,6 +68,11 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, http.MethodGet, "/users/{user}", op("user_details", emi.ErrUserValidation, SmallBody), a.userDetails)
 		a.handle(r, http.MethodPut, "/users/{user}", op("user_update", emi.ErrUserValidation, SmallBody), a.userUpdate)
 		a.handle(r, http.MethodDelete, "/users/{user}", op("user_remove", emi.ErrUserValidation, SmallBody), a.userRemove)
+		a.handle(r, http.MethodPost, "/accounts", op("account_create", emi.ErrAccountValidation, SmallBody), a.accountCreate)
+		a.handle(r, http.MethodGet, "/accounts/{account}", op("account_details", emi.ErrAccountValidation, SmallBody), a.accountDetails)
+		a.handle(r, http.MethodPut, "/accounts/{account}/status", op("account_status", emi.ErrAccountValidation, SmallBody), a.accountStatus)
+		a.handle(r, http.MethodDelete, "/accounts/{account}", op("account_terminate", emi.ErrAccountValidation, SmallBody), a.accountTerminate)
+		a.handle(r, http.MethodGet, "/accounts/{page}/{limit}", op("accounts_list", emi.ErrAccountValidation, SmallBody), a.accountsList)
 	})
 	r.Route("/v3", func(r chi.Router) {
 		// application_create may carry the company's members with their

@@ -172,6 +172,10 @@ func New(t testing.TB, opts Options) *Env {
 	if !opts.NoSanctions {
 		a.UseSanctions(Sanctions(t))
 	}
+	// The sandbox programs of contract §11, as emi seed creates them.
+	if _, err := a.Accounts.SeedSandbox(emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))); err != nil {
+		t.Fatalf("apptest: programs: %v", err)
+	}
 	var extra []func(chi.Router, *api.API)
 	if opts.Routes != nil {
 		extra = append(extra, opts.Routes)

@@ -1,0 +1,139 @@
+package emi
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Identifier schemes of a program's balances.
+const (
+	SchemeIBANBG = "iban_bg" // Bulgarian IBAN (EUR, BGN)
+	SchemeUK     = "uk"      // UK account number + sort code, and the GB IBAN
+)
+
+// GroupKinds are the eight card group kinds (card_groups).
+var GroupKinds = []string{"usage", "fees", "schedule_fees", "web_service_fees", "limits", "linkage", "mcc", "whitelist"}
+
+// Program is operator configuration for accounts and cards.
+type Program struct {
+	Code               string
+	Name               string
+	Currencies         []string
+	Schemes            []string
+	CardsAllowed       bool
+	CardTypes          []string
+	BINPrefix          string
+	CardValidityMonths int
+	AMLRequired        bool
+	Overdraft          bool
+	// AllowedPartners nil: every partner.
+	AllowedPartners []string
+	// Groups by kind: the codes associated, and the default one.
+	Groups   map[string][]string
+	Defaults map[string]string
+}
+
+// UsableBy reports whether a partner may use the program.
+func (p Program) UsableBy(partnerID string) bool {
+	if p.AllowedPartners == nil {
+		return true
+	}
+	for _, id := range p.AllowedPartners {
+		if id == partnerID {
+			return true
+		}
+	}
+	return false
+}
+
+// Account statuses.
+const (
+	AccountActive     = "active"
+	AccountBlocked    = "blocked"
+	AccountTerminated = "terminated"
+)
+
+// AccountCreate is the request of account_create.
+type AccountCreate struct {
+	Program            string `json:"program" validate:"required,max=40"`
+	Merchant           string `json:"merchant" validate:"max=36"`
+	User               string `json:"user" validate:"max=36"`
+	Main               string `json:"main" validate:"max=36"`
+	SkipIBANGeneration bool   `json:"skip_iban_generation"`
+	Alias              string `json:"alias" validate:"max=200"`
+}
+
+// Balance is one balance of an account (minor units).
+type Balance struct {
+	Token         string  `db:"token"`
+	Account       string  `db:"account"`
+	Position      int     `db:"position"`
+	Currency      string  `db:"currency"`
+	Available     int64   `db:"available"`
+	IBAN          *string `db:"iban"`
+	BIC           string  `db:"bic"`
+	AccountNumber *string `db:"account_number"`
+	SortCode      *string `db:"sort_code"`
+}
+
+// Account is an account with its balances (a virtual account shows its
+// main account's balances, and its own IBANs).
+type Account struct {
+	Token        string
+	PartnerID    string
+	Program      string
+	Merchant     string
+	User         string
+	Main         string
+	Virtual      bool
+	Alias        string
+	Status       string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	TerminatedAt *time.Time
+	Balances     []Balance
+	// VirtualIBANs are a virtual account's own IBANs by currency.
+	VirtualIBANs map[string]string
+	// OwnerName is filled for the back office.
+	OwnerName string
+}
+
+// AccountFilter selects accounts (accounts_list, back office).
+type AccountFilter struct {
+	PartnerID string
+	Merchant  string
+	User      string
+	Program   string
+	Q         string
+	Page      int
+	Limit     int
+}
+
+// AccountStatusChange is one entry of an account's status history.
+type AccountStatusChange struct {
+	From   string    `db:"from_status"`
+	To     string    `db:"to_status"`
+	Reason string    `db:"reason"`
+	Actor  string    `db:"actor"`
+	At     time.Time `db:"at"`
+}
+
+// FormatMinor writes an amount in minor units as a decimal string with
+// the currency's two decimals ("1250.50"); EUR, BGN and GBP all have two.
+func FormatMinor(v int64) string {
+	neg := v < 0
+	if neg {
+		v = -v
+	}
+	s := strconv.FormatInt(v/100, 10) + "." + pad2(v%100)
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+func pad2(v int64) string {
+	s := strconv.FormatInt(v, 10)
+	return strings.Repeat("0", 2-len(s)) + s
+}

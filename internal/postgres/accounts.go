@@ -1,0 +1,384 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"emi/internal/emi"
+)
+
+// AccountStore keeps programs, accounts, balances and issued identifiers.
+type AccountStore struct {
+	db *DB
+}
+
+// NewAccountStore returns the account store.
+func NewAccountStore(db *DB) *AccountStore { return &AccountStore{db: db} }
+
+type programRow struct {
+	Code               string         `db:"code"`
+	Name               string         `db:"name"`
+	Currencies         pq.StringArray `db:"currencies"`
+	Schemes            pq.StringArray `db:"schemes"`
+	CardsAllowed       bool           `db:"cards_allowed"`
+	CardTypes          pq.StringArray `db:"card_types"`
+	BINPrefix          string         `db:"bin_prefix"`
+	CardValidityMonths int            `db:"card_validity_months"`
+	AMLRequired        bool           `db:"aml_required"`
+	Overdraft          bool           `db:"overdraft"`
+	AllowedPartners    pq.StringArray `db:"allowed_partners"`
+}
+
+func (s *AccountStore) programs(ctx context.Context, where string, args ...any) ([]emi.Program, error) {
+	var rows []programRow
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT code, name, currencies, schemes, cards_allowed, card_types,
+		bin_prefix, card_validity_months, aml_required, overdraft, allowed_partners::text[] AS allowed_partners
+		FROM programs `+where+` ORDER BY code`, args...); err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]emi.Program, 0, len(rows))
+	for _, r := range rows {
+		p := emi.Program{Code: r.Code, Name: r.Name, Currencies: r.Currencies, Schemes: r.Schemes, CardsAllowed: r.CardsAllowed,
+			CardTypes: r.CardTypes, BINPrefix: r.BINPrefix, CardValidityMonths: r.CardValidityMonths, AMLRequired: r.AMLRequired,
+			Overdraft: r.Overdraft, Groups: map[string][]string{}, Defaults: map[string]string{}}
+		if r.AllowedPartners != nil {
+			p.AllowedPartners = r.AllowedPartners
+		}
+		var gs []struct {
+			Kind    string `db:"kind"`
+			Code    string `db:"code"`
+			Default bool   `db:"is_default"`
+		}
+		if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &gs, `SELECT kind, code, is_default FROM program_groups WHERE program = $1 ORDER BY kind, code`, p.Code); err != nil {
+			return nil, Translate(err)
+		}
+		for _, g := range gs {
+			p.Groups[g.Kind] = append(p.Groups[g.Kind], g.Code)
+			if g.Default {
+				p.Defaults[g.Kind] = g.Code
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Program implements service.AccountStore.
+func (s *AccountStore) Program(ctx context.Context, code string) (emi.Program, error) {
+	ps, err := s.programs(ctx, `WHERE code = $1`, code)
+	if err != nil {
+		return emi.Program{}, err
+	}
+	if len(ps) == 0 {
+		return emi.Program{}, emi.ErrProgramNotFound
+	}
+	return ps[0], nil
+}
+
+// Programs implements service.AccountStore.
+func (s *AccountStore) Programs(ctx context.Context) ([]emi.Program, error) {
+	return s.programs(ctx, "")
+}
+
+// UpsertProgram implements service.AccountStore: the program and its
+// groups as given.
+func (s *AccountStore) UpsertProgram(ctx context.Context, p emi.Program) error {
+	return s.db.InTx(ctx, func(ctx context.Context) error {
+		var allowed any
+		if p.AllowedPartners != nil {
+			allowed = pq.StringArray(p.AllowedPartners)
+		}
+		if p.CardTypes == nil {
+			p.CardTypes = []string{}
+		}
+		_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO programs (code, name, currencies, schemes, cards_allowed, card_types,
+			bin_prefix, card_validity_months, aml_required, overdraft, allowed_partners)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[])
+			ON CONFLICT (code) DO UPDATE SET name = EXCLUDED.name, currencies = EXCLUDED.currencies, schemes = EXCLUDED.schemes,
+			cards_allowed = EXCLUDED.cards_allowed, card_types = EXCLUDED.card_types, bin_prefix = EXCLUDED.bin_prefix,
+			card_validity_months = EXCLUDED.card_validity_months, aml_required = EXCLUDED.aml_required,
+			overdraft = EXCLUDED.overdraft, allowed_partners = EXCLUDED.allowed_partners, updated_at = now()`,
+			p.Code, p.Name, pq.StringArray(p.Currencies), pq.StringArray(p.Schemes), p.CardsAllowed, pq.StringArray(p.CardTypes),
+			p.BINPrefix, max(p.CardValidityMonths, 1), p.AMLRequired, p.Overdraft, allowed)
+		if err != nil {
+			return Translate(err)
+		}
+		if _, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM program_groups WHERE program = $1`, p.Code); err != nil {
+			return Translate(err)
+		}
+		for kind, codes := range p.Groups {
+			for _, c := range codes {
+				if _, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO program_groups (program, kind, code, is_default) VALUES ($1, $2, $3, $4)`,
+					p.Code, kind, c, p.Defaults[kind] == c); err != nil {
+					return Translate(err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// MerchantForAccounts implements service.AccountStore.
+func (s *AccountStore) MerchantForAccounts(ctx context.Context, partnerID, merchant string) (bool, bool, error) {
+	if !validUUID(merchant) {
+		return false, false, nil
+	}
+	var row struct {
+		Kind     string         `db:"kind"`
+		Products pq.StringArray `db:"products"`
+	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT m.kind, coalesce(a.products, '{}') AS products FROM merchants m
+		LEFT JOIN applications a ON a.token = m.application WHERE m.token = $1 AND m.partner_id = $2`, merchant, partnerID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, Translate(err)
+	}
+	if row.Kind == "master" {
+		return true, true, nil
+	}
+	for _, p := range row.Products {
+		if p == "account-opening" || p == "card-issuing" {
+			return true, true, nil
+		}
+	}
+	return true, false, nil
+}
+
+// ActiveUser implements service.AccountStore.
+func (s *AccountStore) ActiveUser(ctx context.Context, partnerID, user string) (bool, error) {
+	if !validUUID(user) {
+		return false, nil
+	}
+	var ok bool
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &ok, `SELECT EXISTS (SELECT 1 FROM users WHERE token = $1 AND partner_id = $2 AND status = 'active')`, user, partnerID)
+	return ok, Translate(err)
+}
+
+// InsertAccount implements service.AccountStore.
+func (s *AccountStore) InsertAccount(ctx context.Context, a emi.Account) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO accounts (token, partner_id, program, merchant, user_token, main, virtual,
+		alias, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
+		a.Token, a.PartnerID, a.Program, nullUUID(a.Merchant), nullUUID(a.User), nullUUID(a.Main), a.Virtual, a.Alias, a.Status, a.CreatedAt)
+	return Translate(err)
+}
+
+// InsertBalance implements service.AccountStore.
+func (s *AccountStore) InsertBalance(ctx context.Context, b emi.Balance) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO balances (token, account, position, currency, available, iban, bic,
+		account_number, sort_code) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		b.Token, b.Account, b.Position, b.Currency, b.Available, b.IBAN, b.BIC, b.AccountNumber, b.SortCode)
+	if UniqueViolation(err, "balances_iban_key") || UniqueViolation(err, "balances_sort_code_account_number_key") {
+		return emi.ErrNonUniqueValue
+	}
+	return Translate(err)
+}
+
+// RegisterIBAN implements service.AccountStore.
+func (s *AccountStore) RegisterIBAN(ctx context.Context, iban, account, balance string, virtual bool) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO ibans (iban, account, balance, virtual) VALUES ($1, $2, $3, $4)`,
+		iban, account, balance, virtual)
+	if UniqueViolation(err, "ibans_pkey") {
+		return emi.ErrNonUniqueValue
+	}
+	return Translate(err)
+}
+
+// NextSerial implements service.AccountStore.
+func (s *AccountStore) NextSerial(ctx context.Context, kind string) (int64, error) {
+	seq := map[string]string{"bg": "bg_account_serial", "uk": "uk_account_serial"}[kind]
+	if seq == "" {
+		return 0, emi.Internal(errUnknownSerial)
+	}
+	var n int64
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT nextval('`+seq+`')`)
+	return n, Translate(err)
+}
+
+var errUnknownSerial = errors.New("unknown identifier serial")
+
+type accountRow struct {
+	Token        string     `db:"token"`
+	PartnerID    string     `db:"partner_id"`
+	Program      string     `db:"program"`
+	Merchant     *string    `db:"merchant"`
+	User         *string    `db:"user_token"`
+	Main         *string    `db:"main"`
+	Virtual      bool       `db:"virtual"`
+	Alias        string     `db:"alias"`
+	Status       string     `db:"status"`
+	CreatedAt    time.Time  `db:"created_at"`
+	UpdatedAt    time.Time  `db:"updated_at"`
+	TerminatedAt *time.Time `db:"terminated_at"`
+	OwnerName    string     `db:"owner_name"`
+}
+
+const accountColumns = `a.token, a.partner_id, a.program, a.merchant::text AS merchant, a.user_token::text AS user_token,
+	a.main::text AS main, a.virtual, a.alias, a.status, a.created_at, a.updated_at, a.terminated_at,
+	coalesce((SELECT u.first_name || ' ' || u.last_name FROM users u WHERE u.token = a.user_token),
+	         (SELECT m.name FROM merchants m WHERE m.token = a.merchant), '') AS owner_name`
+
+func (r accountRow) account() emi.Account {
+	a := emi.Account{Token: r.Token, PartnerID: r.PartnerID, Program: r.Program, Virtual: r.Virtual, Alias: r.Alias,
+		Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, TerminatedAt: r.TerminatedAt, OwnerName: r.OwnerName}
+	if r.Merchant != nil {
+		a.Merchant = *r.Merchant
+	}
+	if r.User != nil {
+		a.User = *r.User
+	}
+	if r.Main != nil {
+		a.Main = *r.Main
+	}
+	return a
+}
+
+// Account implements service.AccountStore.
+func (s *AccountStore) Account(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Account, error) {
+	if !validUUID(token) {
+		return emi.Account{}, emi.ErrAccountNotFound
+	}
+	q := `SELECT ` + accountColumns + ` FROM accounts a WHERE a.token = $1`
+	args := []any{token}
+	if partnerID != "" {
+		q += ` AND a.partner_id = $2`
+		args = append(args, partnerID)
+	}
+	if forUpdate {
+		q += ` FOR UPDATE OF a`
+	}
+	var r accountRow
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, args...); err != nil {
+		return emi.Account{}, NotFound(err, emi.ErrAccountNotFound)
+	}
+	a := r.account()
+	return a, s.fillBalances(ctx, &a)
+}
+
+// fillBalances loads the balances (a virtual account's: its main
+// account's) and a virtual account's own IBANs.
+func (s *AccountStore) fillBalances(ctx context.Context, a *emi.Account) error {
+	owner := a.Token
+	if a.Virtual {
+		owner = a.Main
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &a.Balances, `SELECT token, account, position, currency, available, iban, bic,
+		account_number, sort_code FROM balances WHERE account = $1 ORDER BY position`, owner); err != nil {
+		return Translate(err)
+	}
+	if a.Virtual {
+		var rows []struct {
+			IBAN     string `db:"iban"`
+			Currency string `db:"currency"`
+		}
+		if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT i.iban, b.currency FROM ibans i JOIN balances b ON b.token = i.balance
+			WHERE i.account = $1 AND i.virtual`, a.Token); err != nil {
+			return Translate(err)
+		}
+		a.VirtualIBANs = map[string]string{}
+		for _, r := range rows {
+			a.VirtualIBANs[r.Currency] = r.IBAN
+		}
+	}
+	return nil
+}
+
+// SetAccountStatus implements service.AccountStore.
+func (s *AccountStore) SetAccountStatus(ctx context.Context, token, status string) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE accounts SET status = $2, updated_at = now(),
+		terminated_at = CASE WHEN $2 = 'terminated' THEN now() ELSE NULL END WHERE token = $1`, token, status)
+	return Translate(err)
+}
+
+// InsertStatusChange implements service.AccountStore.
+func (s *AccountStore) InsertStatusChange(ctx context.Context, account string, c emi.AccountStatusChange) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO account_status_history (account, from_status, to_status, reason, actor, at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, account, c.From, c.To, c.Reason, c.Actor, c.At)
+	return Translate(err)
+}
+
+// StatusHistory implements service.AccountStore.
+func (s *AccountStore) StatusHistory(ctx context.Context, account string) ([]emi.AccountStatusChange, error) {
+	var out []emi.AccountStatusChange
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT from_status, to_status, reason, actor, at FROM account_status_history
+		WHERE account = $1 ORDER BY id`, account)
+	return out, Translate(err)
+}
+
+// VirtualAccounts implements service.AccountStore.
+func (s *AccountStore) VirtualAccounts(ctx context.Context, main string) ([]emi.Account, error) {
+	var rows []accountRow
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+accountColumns+` FROM accounts a
+		WHERE a.main = $1 AND a.status <> 'terminated' ORDER BY a.created_at FOR UPDATE OF a`, main); err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]emi.Account, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.account())
+	}
+	return out, nil
+}
+
+// Accounts implements service.AccountStore: a page, newest first, and the
+// total. q (back office) matches a token, an IBAN, an account number with
+// or without its sort code, or the owner's name or e-mail.
+func (s *AccountStore) Accounts(ctx context.Context, f emi.AccountFilter) ([]emi.Account, int64, error) {
+	var where []string
+	var args []any
+	arg := func(v any) string { args = append(args, v); return "$" + itoa(len(args)) }
+	if f.PartnerID != "" {
+		where = append(where, "a.partner_id = "+arg(f.PartnerID))
+	}
+	if f.Merchant != "" {
+		if !validUUID(f.Merchant) {
+			return []emi.Account{}, 0, nil
+		}
+		where = append(where, "a.merchant = "+arg(f.Merchant))
+	}
+	if f.User != "" {
+		if !validUUID(f.User) {
+			return []emi.Account{}, 0, nil
+		}
+		where = append(where, "a.user_token = "+arg(f.User))
+	}
+	if f.Program != "" {
+		where = append(where, "a.program = "+arg(f.Program))
+	}
+	if q := strings.TrimSpace(f.Q); q != "" {
+		compact := strings.ToUpper(strings.ReplaceAll(strings.ReplaceAll(q, " ", ""), "-", ""))
+		like := "%" + escapeLike(strings.ToLower(q)) + "%"
+		cond := "(a.token::text = " + arg(strings.ToLower(q)) +
+			" OR a.token IN (SELECT account FROM ibans WHERE iban = " + arg(compact) + ")" +
+			" OR a.token IN (SELECT account FROM balances WHERE account_number = " + arg(compact) + " OR sort_code || account_number = " + arg(compact) + ")" +
+			" OR a.user_token IN (SELECT token FROM users WHERE lower(email) = " + arg(strings.ToLower(q)) + " OR lower(first_name || ' ' || last_name) LIKE " + arg(like) + ")" +
+			" OR a.merchant IN (SELECT token FROM merchants WHERE lower(name) LIKE " + arg(like) + "))"
+		where = append(where, cond)
+	}
+	w := ""
+	if len(where) > 0 {
+		w = " WHERE " + strings.Join(where, " AND ")
+	}
+	var total int64
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &total, `SELECT count(*) FROM accounts a`+w, args...); err != nil {
+		return nil, 0, Translate(err)
+	}
+	limit := max(f.Limit, 1)
+	page := max(f.Page, 1)
+	q := `SELECT ` + accountColumns + ` FROM accounts a` + w + ` ORDER BY a.created_at DESC, a.token DESC LIMIT ` + arg(limit) + ` OFFSET ` + arg((page-1)*limit)
+	var rows []accountRow
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, q, args...); err != nil {
+		return nil, 0, Translate(err)
+	}
+	out := make([]emi.Account, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.account())
+	}
+	return out, total, nil
+}
