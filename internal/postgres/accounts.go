@@ -382,3 +382,47 @@ func (s *AccountStore) Accounts(ctx context.Context, f emi.AccountFilter) ([]emi
 	}
 	return out, total, nil
 }
+
+// VirtualsOf implements service.AccountStore.
+func (s *AccountStore) VirtualsOf(ctx context.Context, main string) ([]emi.Account, error) {
+	var rows []accountRow
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+accountColumns+` FROM accounts a
+		WHERE a.main = $1 ORDER BY a.created_at`, main); err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]emi.Account, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.account())
+	}
+	return out, nil
+}
+
+// TerminationRequest implements service.TerminationStore.
+func (s *AccountStore) TerminationRequest(ctx context.Context, account string) (string, string, bool, error) {
+	var row struct {
+		By     string `db:"requested_by"`
+		Reason string `db:"reason"`
+	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT requested_by::text AS requested_by, reason
+		FROM account_termination_requests WHERE account = $1`, account)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, Translate(err)
+	}
+	return row.By, row.Reason, true, nil
+}
+
+// InsertTerminationRequest implements service.TerminationStore.
+func (s *AccountStore) InsertTerminationRequest(ctx context.Context, account, by, reason string) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO account_termination_requests (account, requested_by, reason)
+		VALUES ($1, $2, $3)`, account, by, reason)
+	return Translate(err)
+}
+
+// DeleteTerminationRequest implements service.TerminationStore.
+func (s *AccountStore) DeleteTerminationRequest(ctx context.Context, account string) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM account_termination_requests WHERE account = $1`, account)
+	return Translate(err)
+}

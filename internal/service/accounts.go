@@ -38,6 +38,8 @@ type AccountStore interface {
 	// VirtualAccounts returns the non-terminated virtual accounts of a main
 	// account, locked.
 	VirtualAccounts(ctx context.Context, main string) ([]emi.Account, error)
+	// VirtualsOf returns every virtual account of a main account.
+	VirtualsOf(ctx context.Context, main string) ([]emi.Account, error)
 	Accounts(ctx context.Context, f emi.AccountFilter) ([]emi.Account, int64, error)
 }
 
@@ -60,7 +62,8 @@ type Accounts struct {
 	validate interface {
 		Struct(any, *emi.Error) error
 	}
-	now Clock
+	now   Clock
+	terms TerminationStore
 }
 
 // NewAccounts returns the accounts service.

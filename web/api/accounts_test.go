@@ -279,3 +279,51 @@ func TestAccountsListPaging(t *testing.T) {
 		t.Fatalf("another partner sees accounts: %s", r)
 	}
 }
+
+func TestAccountStaffActions(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	cs1 := staffCtx(t, env, "cs1@x.test", emi.RoleCustomerService)
+	cs2 := staffCtx(t, env, "cs2@x.test", emi.RoleCustomerService)
+	auditor := staffCtx(t, env, "aud@x.test", emi.RoleAuditor)
+	user := createUser(t, env, p, validUser(p))
+	acc := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user})
+	tok := acc.Data["token"].(string)
+	ib := balancesOf(acc)[0]["iban"].(string)
+	createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user, "main": tok})
+
+	for _, q := range []string{tok, ib, "Velikova", "mara velikova"} {
+		items, _, err := env.App.Accounts.Search(cs1, q, 1)
+		if err != nil || len(items) == 0 {
+			t.Fatalf("search %q: %d %v", q, len(items), err)
+		}
+	}
+	if _, err := env.App.Accounts.StaffSetStatus(cs1, tok, emi.AccountBlocked, ""); !is(err, emi.ErrReviewValidation) {
+		t.Fatalf("block without reason: %v", err)
+	}
+	if _, err := env.App.Accounts.StaffSetStatus(auditor, tok, emi.AccountBlocked, "card stolen"); !is(err, emi.ErrForbidden) {
+		t.Fatalf("auditor blocked: %v", err)
+	}
+	if a, err := env.App.Accounts.StaffSetStatus(cs1, tok, emi.AccountBlocked, "customer reports a stolen phone"); err != nil || a.Status != emi.AccountBlocked {
+		t.Fatalf("block: %v", err)
+	}
+	if err := env.App.Accounts.RequestTermination(cs1, tok, "customer asked to close the account"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.App.Accounts.ApproveTermination(cs1, tok, false); !is(err, emi.ErrFourEyes) {
+		t.Fatalf("the requester approved: %v", err)
+	}
+	v, err := env.App.Accounts.Get(cs2, tok)
+	if err != nil || v.PendingTermination == nil || len(v.Virtuals) != 1 || len(v.History) != 2 {
+		t.Fatalf("account view: %+v %v", v, err)
+	}
+	a, err := env.App.Accounts.ApproveTermination(cs2, tok, false)
+	if err != nil || a.Status != emi.AccountTerminated {
+		t.Fatalf("second approval: %v", err)
+	}
+	v, _ = env.App.Accounts.Get(cs2, tok)
+	if v.PendingTermination != nil || v.Virtuals[0].Status != emi.AccountTerminated || v.History[len(v.History)-1].Reason == "" {
+		t.Fatalf("after termination: %+v", v)
+	}
+}

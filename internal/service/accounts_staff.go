@@ -1,0 +1,187 @@
+package service
+
+import (
+	"context"
+	"strings"
+
+	"emi/internal/emi"
+)
+
+// TerminationStore keeps staff termination requests awaiting a second
+// staff member.
+type TerminationStore interface {
+	TerminationRequest(ctx context.Context, account string) (requestedBy, reason string, found bool, err error)
+	InsertTerminationRequest(ctx context.Context, account, by, reason string) error
+	DeleteTerminationRequest(ctx context.Context, account string) error
+}
+
+// SetTerminations installs the termination-request store (composition
+// root).
+func (s *Accounts) SetTerminations(t TerminationStore) { s.terms = t }
+
+// Search finds accounts for customer service (emi.PermViewAccounts): q is
+// a token, an IBAN, an account number (with or without sort code), or the
+// owner's name or e-mail.
+func (s *Accounts) Search(ctx context.Context, q string, page int) ([]emi.Account, int64, error) {
+	if err := require(ctx, emi.PermViewAccounts); err != nil {
+		return nil, 0, err
+	}
+	q = strings.TrimSpace(q)
+	if len(q) > 200 {
+		return nil, 0, emi.ErrReviewValidation.Field("q", "must be at most 200 characters")
+	}
+	return s.store.Accounts(ctx, emi.AccountFilter{Q: q, Page: max(page, 1), Limit: 50})
+}
+
+// ForOwner lists the accounts of a user or a merchant (emi.PermViewAccounts).
+func (s *Accounts) ForOwner(ctx context.Context, user, merchant string) ([]emi.Account, error) {
+	if err := require(ctx, emi.PermViewAccounts); err != nil {
+		return nil, err
+	}
+	items, _, err := s.store.Accounts(ctx, emi.AccountFilter{User: user, Merchant: merchant, Page: 1, Limit: 200})
+	return items, err
+}
+
+// AccountView is an account as customer service sees it.
+type AccountView struct {
+	emi.Account
+	History  []emi.AccountStatusChange
+	Virtuals []emi.Account
+	// PendingTermination is set while a termination waits for a second
+	// staff member.
+	PendingTermination *TerminationRequest
+}
+
+// TerminationRequest is a staff termination awaiting approval.
+type TerminationRequest struct {
+	RequestedBy string
+	Reason      string
+}
+
+// Get returns an account with its history and virtual accounts
+// (emi.PermViewAccounts).
+func (s *Accounts) Get(ctx context.Context, token string) (AccountView, error) {
+	if err := require(ctx, emi.PermViewAccounts); err != nil {
+		return AccountView{}, err
+	}
+	a, err := s.store.Account(ctx, "", token, false)
+	if err != nil {
+		return AccountView{}, err
+	}
+	v := AccountView{Account: a}
+	if v.History, err = s.store.StatusHistory(ctx, a.Token); err != nil {
+		return v, err
+	}
+	if !a.Virtual {
+		if v.Virtuals, err = s.store.VirtualsOf(ctx, a.Token); err != nil {
+			return v, err
+		}
+	}
+	if s.terms != nil {
+		by, reason, found, err := s.terms.TerminationRequest(ctx, a.Token)
+		if err != nil {
+			return v, err
+		}
+		if found {
+			v.PendingTermination = &TerminationRequest{RequestedBy: by, Reason: reason}
+		}
+	}
+	return v, nil
+}
+
+func staffReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	if len(reason) < 3 || len(reason) > 2000 {
+		return "", emi.ErrReviewValidation.Field("reason", "give a reason (3 to 2,000 characters)")
+	}
+	return reason, nil
+}
+
+// StaffSetStatus blocks or unblocks an account for customer service
+// (emi.PermManageAccounts), with a mandatory reason.
+func (s *Accounts) StaffSetStatus(ctx context.Context, token, status, reason string) (emi.Account, error) {
+	if err := require(ctx, emi.PermManageAccounts); err != nil {
+		return emi.Account{}, err
+	}
+	reason, err := staffReason(reason)
+	if err != nil {
+		return emi.Account{}, err
+	}
+	if status != emi.AccountActive && status != emi.AccountBlocked {
+		return emi.Account{}, emi.ErrReviewValidation.Field("status", "must be active or blocked")
+	}
+	return s.changeStatus(ctx, "", token, status, reason, staffOf(ctx).ActorID)
+}
+
+// RequestTermination asks for an account's termination
+// (emi.PermManageAccounts); a second staff member approves it.
+func (s *Accounts) RequestTermination(ctx context.Context, token, reason string) error {
+	if err := require(ctx, emi.PermManageAccounts); err != nil {
+		return err
+	}
+	reason, err := staffReason(reason)
+	if err != nil {
+		return err
+	}
+	me := staffOf(ctx).ActorID
+	return s.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := s.store.Account(ctx, "", token, true)
+		if err != nil {
+			return err
+		}
+		if a.Status == emi.AccountTerminated {
+			return emi.ErrAccountInvalidTransition
+		}
+		if _, _, found, err := s.terms.TerminationRequest(ctx, a.Token); err != nil {
+			return err
+		} else if found {
+			return emi.ErrReviewClosed.WithDetail("a termination is already requested")
+		}
+		if err := s.terms.InsertTerminationRequest(ctx, a.Token, me, reason); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "account.termination_requested", ResourceType: "account",
+			ResourceToken: a.Token, PartnerID: a.PartnerID, Changes: map[string]any{"reason": reason}})
+	})
+}
+
+// ApproveTermination terminates an account whose termination a colleague
+// requested (emi.PermManageAccounts): never the requester (four-eyes).
+// reject=true withdraws the request instead.
+func (s *Accounts) ApproveTermination(ctx context.Context, token string, reject bool) (emi.Account, error) {
+	if err := require(ctx, emi.PermManageAccounts); err != nil {
+		return emi.Account{}, err
+	}
+	me := staffOf(ctx).ActorID
+	var out emi.Account
+	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+		a, err := s.store.Account(ctx, "", token, true)
+		if err != nil {
+			return err
+		}
+		by, reason, found, err := s.terms.TerminationRequest(ctx, a.Token)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return emi.ErrReviewClosed.WithDetail("no termination requested")
+		}
+		if reject {
+			if err := s.terms.DeleteTerminationRequest(ctx, a.Token); err != nil {
+				return err
+			}
+			out = a
+			return s.audit.Record(ctx, emi.AuditEntry{Action: "account.termination_withdrawn", ResourceType: "account",
+				ResourceToken: a.Token, PartnerID: a.PartnerID})
+		}
+		if by == me {
+			return emi.ErrFourEyes
+		}
+		if err := s.terms.DeleteTerminationRequest(ctx, a.Token); err != nil {
+			return err
+		}
+		out, err = s.changeStatus(ctx, "", a.Token, emi.AccountTerminated, reason+" (approved by a second staff member)", me)
+		return err
+	})
+	return out, err
+}
