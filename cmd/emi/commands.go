@@ -60,7 +60,10 @@ Each code works once; when the current one was used, the next step's code is
 printed. Refused unless EMI_MODE=sandbox. Both need DATABASE_URL and
 EMI_MASTER_KEY.
 `,
-	"generate": `emi generate applications [--count N]
+	"generate": `emi generate applications|accounts [--count N]
+
+accounts: inserts N synthetic EUR accounts (one user per ten accounts) with
+their balances and valid Bulgarian IBANs, for the accounts benchmarks.
 
 Inserts N synthetic applications (default 100,000) of a new semi-automatic
 "Bench Partner", each with a company, a UBO and ten check results (four

@@ -16,13 +16,14 @@ import (
 // `emi generate applications --count N` creates a partner and N
 // applications with a company, a member and ten check results each.
 func cmdGenerate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "applications" {
+	if len(args) == 0 || (args[0] != "applications" && args[0] != "accounts") {
 		fmt.Fprint(stderr, helps["generate"])
-		return usageError{"usage: emi generate applications --count N"}
+		return usageError{"usage: emi generate applications|accounts --count N"}
 	}
-	fs := flag.NewFlagSet("generate applications", flag.ContinueOnError)
+	what := args[0]
+	fs := flag.NewFlagSet("generate "+what, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	count := fs.Int("count", 100000, "number of applications (1 to 1,000,000)")
+	count := fs.Int("count", 100000, "number of applications or accounts (1 to 1,000,000)")
 	fs.Usage = func() { fmt.Fprint(stderr, helps["generate"]) }
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -48,6 +49,17 @@ func cmdGenerate(ctx context.Context, args []string, getenv func(string) string,
 	creds, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: fmt.Sprintf("Bench Partner %d", start.Unix()), Processing: emi.ProcessingSemiAutomatic})
 	if err != nil {
 		return describe(err)
+	}
+	if what == "accounts" {
+		if _, err := a.Accounts.SeedSandbox(ctx); err != nil {
+			return err
+		}
+		if err := a.AccountStore.GenerateAccounts(ctx, creds.Partner.ID, creds.Merchant, *count); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "generate: %d accounts of %d users for partner %s in %s\n",
+			*count, (*count+9)/10, creds.Partner.ID, time.Since(start).Round(time.Millisecond))
+		return nil
 	}
 	if err := a.OnboardingStore.GenerateApplications(ctx, creds.Partner.ID, creds.Merchant, *count); err != nil {
 		return err

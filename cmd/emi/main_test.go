@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"emi/internal/iban"
 	"emi/internal/postgres/pgtest"
 )
 
@@ -278,5 +279,42 @@ func TestGenerateApplicationsAndNoValidatorConfig(t *testing.T) {
 	_ = db.QueryRow(`SELECT validator_config::text FROM partners p WHERE p.master_merchant = $1`, got["merchant"]).Scan(&cfg)
 	if cfg.Valid {
 		t.Fatalf("--no-validator-config left a configuration: %s", cfg.String)
+	}
+}
+
+func TestGenerateAccounts(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	vars := map[string]string{"DATABASE_URL": url, "EMI_MASTER_KEY": newKey(), "EMI_MODE": "sandbox"}
+	if _, _, err := runCmd(t, vars, "migrate"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCmd(t, vars, "generate", "accounts", "--count", "250")
+	if err != nil || !strings.Contains(out, "250 accounts of 25 users") {
+		t.Fatalf("generate accounts: %v %q", err, out)
+	}
+	db, err := sql.Open("postgres", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT b.iban FROM balances b JOIN ibans i ON i.iban = b.iban`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var s string
+		_ = rows.Scan(&s)
+		if err := iban.Validate(s); err != nil {
+			t.Fatalf("generated IBAN %s: %v", s, err)
+		}
+		n++
+	}
+	var next int64
+	_ = db.QueryRow(`SELECT last_value FROM bg_account_serial`).Scan(&next)
+	if n != 250 || next < 250 {
+		t.Fatalf("%d IBANs, serial at %d", n, next)
 	}
 }

@@ -426,3 +426,60 @@ func (s *AccountStore) DeleteTerminationRequest(ctx context.Context, account str
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM account_termination_requests WHERE account = $1`, account)
 	return Translate(err)
 }
+
+// GenerateAccounts inserts n synthetic EUR accounts of a partner for
+// benchmarks, set-based: one user per ten accounts, each account with its
+// balance and a valid Bulgarian IBAN (check digits computed in SQL with
+// ISO 7064 mod 97 over the same layout internal/ukbank builds:
+// BG + check digits + EMIB + 9661 + 10 + an 8-digit serial). The serial
+// sequence is moved past the generated ones.
+func (s *AccountStore) GenerateAccounts(ctx context.Context, partnerID, merchant string, n int) error {
+	err := s.db.InTx(ctx, func(ctx context.Context) error {
+		x := s.db.Ext(ctx)
+		var start int64
+		if err := sqlx.GetContext(ctx, x, &start, `SELECT nextval('bg_account_serial')`); err != nil {
+			return Translate(err)
+		}
+		steps := []struct {
+			q    string
+			args []any
+		}{
+			{`CREATE TEMP TABLE gen_users ON COMMIT DROP AS
+			  SELECT gen_random_uuid() AS token, i FROM generate_series(1, ($1::int + 9) / 10) i`, []any{n}},
+			{`INSERT INTO users (token, partner_id, master_merchant, merchant, email, first_name, last_name, profile)
+			  SELECT token, $1, $2, $2, 'bench-' || i || '-' || token || '@example.com', 'Bench', 'User' || i,
+			    jsonb_build_object('first_name', 'Bench', 'last_name', 'User' || i)
+			  FROM gen_users`, []any{partnerID, merchant}},
+			{`CREATE TEMP TABLE gen_accounts ON COMMIT DROP AS
+			  SELECT gen_random_uuid() AS token, gen_random_uuid() AS balance, i, $2::bigint + i AS serial,
+			    $3::timestamptz - (i * interval '1 second') AS created
+			  FROM generate_series(1, $1) i`, []any{n, start, time.Now().UTC()}},
+			{`INSERT INTO accounts (token, partner_id, program, user_token, alias, created_at, updated_at)
+			  SELECT a.token, $1, 'account_eur', u.token, 'bench', a.created, a.created
+			  FROM gen_accounts a JOIN gen_users u ON u.i = (a.i - 1) / 10 + 1`, []any{partnerID}},
+			{`CREATE TEMP TABLE gen_ibans ON COMMIT DROP AS
+			  SELECT token, balance, 'BG' || lpad((98 - (('14221811' || '9661' || '10' || lpad(serial::text, 8, '0') || '111600')::numeric % 97))::text, 2, '0')
+			    || 'EMIB966110' || lpad(serial::text, 8, '0') AS iban
+			  FROM gen_accounts`, nil},
+			{`INSERT INTO balances (token, account, position, currency, iban, bic)
+			  SELECT balance, token, 0, 'EUR', iban, 'EMIBBGSF' FROM gen_ibans`, nil},
+			{`INSERT INTO ibans (iban, account, balance) SELECT iban, token, balance FROM gen_ibans`, nil},
+			{`SELECT setval('bg_account_serial', $1::bigint + $2)`, []any{start, n}},
+		}
+		for _, st := range steps {
+			if _, err := x.ExecContext(ctx, st.q, st.args...); err != nil {
+				return Translate(err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, t := range []string{"users", "accounts", "balances", "ibans"} {
+		if _, err := s.db.ExecContext(ctx, "VACUUM ANALYZE "+t); err != nil {
+			return Translate(err)
+		}
+	}
+	return nil
+}
