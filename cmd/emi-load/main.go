@@ -15,6 +15,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -51,14 +52,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	nkeys := fs.Int("keys", 2000, "API keys to mint (caps the request rate per second)")
 	clients := fs.Int("c", 32, "concurrent clients")
 	dur := fs.Duration("d", 20*time.Second, "duration of the run")
+	opName := fs.String("op", "partner_details", "operation: partner_details, account_details, accounts_list or account_create")
+	partnerID := fs.String("partner", "", "existing partner whose accounts and users the account operations use (e.g. the Bench Partner of `emi generate accounts`); default a new partner")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	keys, err := mintKeys(ctx, getenv, *nkeys)
+	keys, fx, err := mintKeys(ctx, getenv, *nkeys, *partnerID)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "minted %d keys; running %d clients for %s against %s (operation partner_details)\n", len(keys), *clients, *dur, *url)
+	op, err := newOperation(*opName, fx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "minted %d keys; running %d clients for %s against %s (operation %s)\n", len(keys), *clients, *dur, *url, *opName)
 
 	d := &dispenser{n: len(keys)}
 	tr := &http.Transport{MaxIdleConnsPerHost: *clients, MaxConnsPerHost: *clients}
@@ -78,7 +85,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 				if !ok {
 					return
 				}
-				r.do(runCtx, client, *url, keys[k], ts)
+				r.do(runCtx, client, *url, keys[k], ts, op)
 			}
 		}(results[i])
 	}
@@ -87,31 +94,81 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	return report(out, results, elapsed)
 }
 
-// mintKeys creates one load-test partner with n API keys.
-func mintKeys(ctx context.Context, getenv func(string) string, n int) ([]key, error) {
+// fixtures are the tokens the account operations pick from.
+type fixtures struct {
+	accounts, users []string
+}
+
+// mintKeys creates n API keys for a load-test partner (a new one, or
+// partnerID) and loads up to 20,000 of its accounts and users.
+func mintKeys(ctx context.Context, getenv func(string) string, n int, partnerID string) ([]key, fixtures, error) {
+	var fx fixtures
 	cfg, err := config.Load(getenv, "db", "key")
 	if err != nil {
-		return nil, fmt.Errorf("configuration (the server's DATABASE_URL and EMI_MASTER_KEY): %w", err)
+		return nil, fx, fmt.Errorf("configuration (the server's DATABASE_URL and EMI_MASTER_KEY): %w", err)
 	}
 	a, err := app.Open(ctx, cfg, app.NewLogger(cfg, io.Discard), nil)
 	if err != nil {
-		return nil, err
+		return nil, fx, err
 	}
 	defer a.Close()
 	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("emi-load"))
-	c, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: "load test " + time.Now().UTC().Format(time.RFC3339)})
-	if err != nil {
-		return nil, err
-	}
-	keys := []key{{c.APIKey, c.APISecret}}
-	for len(keys) < n {
-		k, err := a.Partners.CreateKey(ctx, c.Partner.ID)
+	var keys []key
+	if partnerID == "" {
+		c, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: "load test " + time.Now().UTC().Format(time.RFC3339)})
 		if err != nil {
-			return nil, err
+			return nil, fx, err
+		}
+		keys, partnerID = append(keys, key{c.APIKey, c.APISecret}), c.Partner.ID
+	}
+	for len(keys) < n {
+		k, err := a.Partners.CreateKey(ctx, partnerID)
+		if err != nil {
+			return nil, fx, err
 		}
 		keys = append(keys, key{k.APIKey, k.APISecret})
 	}
-	return keys, nil
+	if err := a.DB.SelectContext(ctx, &fx.accounts, `SELECT token FROM accounts WHERE partner_id = $1 ORDER BY random() LIMIT 20000`, partnerID); err != nil {
+		return nil, fx, err
+	}
+	if err := a.DB.SelectContext(ctx, &fx.users, `SELECT token FROM users WHERE partner_id = $1 AND status = 'active' ORDER BY random() LIMIT 20000`, partnerID); err != nil {
+		return nil, fx, err
+	}
+	return keys, fx, nil
+}
+
+// operation builds one request: method, path, operation name and body.
+type operation func(i int) (method, path, name string, body []byte)
+
+func newOperation(name string, fx fixtures) (operation, error) {
+	pick := func(xs []string, i int) string { return xs[(i*7919)%len(xs)] }
+	switch name {
+	case "partner_details":
+		return func(int) (string, string, string, []byte) { return http.MethodGet, "/v2/partner", name, nil }, nil
+	case "account_details":
+		if len(fx.accounts) == 0 {
+			return nil, fmt.Errorf("account_details needs -partner with accounts (emi generate accounts)")
+		}
+		return func(i int) (string, string, string, []byte) {
+			return http.MethodGet, "/v2/accounts/" + pick(fx.accounts, i), name, nil
+		}, nil
+	case "accounts_list":
+		if len(fx.users) == 0 {
+			return nil, fmt.Errorf("accounts_list needs -partner with users (emi generate accounts)")
+		}
+		return func(i int) (string, string, string, []byte) {
+			return http.MethodGet, "/v2/accounts/1/10?user=" + pick(fx.users, i), name, nil
+		}, nil
+	case "account_create":
+		if len(fx.users) == 0 {
+			return nil, fmt.Errorf("account_create needs -partner with users (emi generate accounts)")
+		}
+		return func(i int) (string, string, string, []byte) {
+			body := fmt.Sprintf(`{"program":"account_eur","user":"%s","alias":"load %d"}`, pick(fx.users, i), i)
+			return http.MethodPost, "/v2/accounts", name, []byte(body)
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown -op %q", name)
 }
 
 // dispenser hands out (key index, timestamp) pairs, each at most once: every
@@ -147,16 +204,26 @@ func (d *dispenser) next(ctx context.Context) (int, string, bool) {
 }
 
 type result struct {
+	n     int
 	lat   []time.Duration
 	codes map[string]int
 	errs  int
 }
 
-func (r *result) do(ctx context.Context, c *http.Client, base string, k key, ts string) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v2/partner", nil)
+func (r *result) do(ctx context.Context, c *http.Client, base string, k key, ts string, op operation) {
+	r.n++
+	method, path, name, body := op(r.n*1000003 + len(r.lat))
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, base+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("x-api-key", k.apiKey)
 	req.Header.Set("x-timestamp", ts)
-	req.Header.Set("x-hash", service.Signature([]byte(k.secret), k.apiKey, ts, "partner_details", nil))
+	req.Header.Set("x-hash", service.Signature([]byte(k.secret), k.apiKey, ts, name, body))
 	t0 := time.Now()
 	res, err := c.Do(req)
 	if err != nil {
@@ -165,13 +232,13 @@ func (r *result) do(ctx context.Context, c *http.Client, base string, k key, ts 
 		}
 		return
 	}
-	body, _ := io.ReadAll(res.Body)
+	rb, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	r.lat = append(r.lat, time.Since(t0))
 	var env struct {
 		Code int `json:"code"`
 	}
-	_ = json.Unmarshal(body, &env)
+	_ = json.Unmarshal(rb, &env)
 	r.codes[fmt.Sprintf("HTTP %d code %d", res.StatusCode, env.Code)]++
 }
 
