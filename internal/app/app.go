@@ -230,6 +230,7 @@ func (a *App) Portal() *portal.Portal {
 
 		Onboarding: a.Onboarding,
 		Watchlist:  a.Watchlist,
+		Review:     a.Review,
 		// The back office's "Update now": admin only, audited.
 		UpdateSanctions: a.UpdateSanctionsForStaff,
 	})

@@ -15,11 +15,14 @@ import (
 // for roles that see them. A failed count leaves its badge out: the
 // navigation must not fail a page.
 func (p *Portal) queueCounts(r *http.Request) map[string]string {
+	out := map[string]string{}
+	if n, ok := p.reviewCount(r); ok && n > 0 {
+		out["/backoffice/review"] = strconv.FormatInt(n, 10)
+	}
 	if p.d.AML == nil || p.d.KYC == nil || !canDo(r, emi.PermViewPeople) {
-		return nil
+		return out
 	}
 	ctx := r.Context()
-	out := map[string]string{}
 	if n, err := p.d.AML.QueueSize(ctx); err != nil {
 		p.d.Logger.Warn("count the AML queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
 	} else if n > 0 {

@@ -42,6 +42,7 @@ var messages = map[string]string{
 	emi.ErrNotAssignee.Key:             "Only the underwriter who holds this application can decide it. Claim it first (a claim lapses after 30 minutes without activity).",
 	emi.ErrReviewStale.Key:             "The application changed since you opened it (a new document or check result). Reload the page and decide on what is there now.",
 	emi.ErrFourEyes.Key:                "This application needs a second approver: someone other than the first approver must approve it.",
+	emi.ErrApplicationClosed.Key:       "This application is decided, so its data can no longer be changed.",
 }
 
 // Message returns the text for an error's key (a generic text for keys

@@ -11,13 +11,14 @@ import (
 	"strings"
 
 	"emi/internal/emi"
+	"emi/internal/service"
 	"emi/views/pages"
 )
 
-// The company onboarding screens are read-only: applications with their
-// company, members, documents, checks, risk, events and decision; the
-// companies; and a member's roles across companies. Decisions are not made
-// here.
+// The company onboarding screens: applications with their company,
+// members, documents, checks, risk, events and decision; the companies; and
+// a member's roles across companies. The underwriters' review of an
+// application (claims, decisions, notes, corrections) is review_app.go.
 
 // appTabs are the status tabs of the applications list, in the order of
 // the application's life; "all" is the default.
@@ -166,21 +167,18 @@ func memberHref(application, member string) string {
 }
 
 // applicationDetail (GET /applications/{application}) is an application's
-// page: status and risk, the decision, the application and company as
-// submitted, members, checks with their details and history, the risk
-// breakdown, the documents and the events sent to the partner.
+// page: status and risk, the review (claim, decisions, four-eyes, notes;
+// review_app.go), the decision, the application and company as submitted
+// beside the trade register, members, checks with their details and
+// history, the risk breakdown, the documents, the events sent to the
+// partner and the audit trail.
 func (p *Portal) applicationDetail(w http.ResponseWriter, r *http.Request) {
+	p.renderApplication(w, r, http.StatusOK, nil)
+}
+
+// applicationView lays out what onboarding knows of an application.
+func (p *Portal) applicationView(r *http.Request, a emi.Application, docs map[string][]emi.StoredDocument, history []emi.CheckResult) (pages.ApplicationView, error) {
 	ctx := r.Context()
-	a, docs, err := p.d.Onboarding.Get(ctx, param(r, "application"))
-	if err != nil {
-		p.renderError(w, r, err)
-		return
-	}
-	history, err := p.d.Onboarding.CheckHistory(ctx, a.Token)
-	if err != nil {
-		p.renderError(w, r, err)
-		return
-	}
 	name, _ := companyNames(a.Company)
 	v := pages.ApplicationView{Token: a.Token, CompanyName: name, Status: string(a.Status), StatusTone: appTone(a.Status),
 		Processing: string(a.Processing), Risk: a.RiskScore, RiskTone: riskTone(a.RiskScore), RiskPoints: strconv.Itoa(a.RiskPoints),
@@ -207,25 +205,26 @@ func (p *Portal) applicationDetail(w http.ResponseWriter, r *http.Request) {
 			Status: c.Status, StatusTone: checkTone(c.Status), Summary: checkSummary(c)})
 	}
 	v.Decided, v.Decision = decisionKVs(a)
+	// Everyone who reviews applications sees what the partner was told;
+	// the delivery log (and replays) stay with the webhook permission.
+	v.ShowEvents = true
 	if canDo(r, emi.PermViewWebhooks) {
-		v.ShowEvents = true
 		v.EventsHref = "/backoffice/partners/" + a.PartnerID + "/events?resource=" + url.QueryEscape(a.Token)
-		log, err := p.d.Webhooks.EventsLog(ctx, emi.EventLogFilter{PartnerID: a.PartnerID, ResourceToken: a.Token, Limit: 50})
-		if err != nil {
-			p.renderError(w, r, err)
-			return
-		}
-		for _, e := range log.Items {
-			data, _ := json.Marshal(e.Data)
-			row := pages.AppEventRow{ID: e.ID, Type: string(e.Type), CreatedAt: fmtTime(e.CreatedAt), Data: string(data)}
-			for _, d := range e.Deliveries {
-				row.Deliveries = append(row.Deliveries, pages.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL,
-					State: string(d.State), StateTone: deliveryTone(d.State)})
-			}
-			v.Events = append(v.Events, row)
-		}
 	}
-	p.renderPrivate(w, r, http.StatusOK, "Application · "+name, pages.ApplicationDetail(v))
+	log, err := p.d.Webhooks.ApplicationEvents(ctx, a.Token)
+	if err != nil {
+		return v, err
+	}
+	for _, e := range log.Items {
+		data, _ := json.Marshal(e.Data)
+		row := pages.AppEventRow{ID: e.ID, Type: string(e.Type), CreatedAt: fmtTime(e.CreatedAt), Data: string(data)}
+		for _, d := range e.Deliveries {
+			row.Deliveries = append(row.Deliveries, pages.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL,
+				State: string(d.State), StateTone: deliveryTone(d.State)})
+		}
+		v.Events = append(v.Events, row)
+	}
+	return v, nil
 }
 
 func yesNo(b *bool) string {
@@ -468,6 +467,28 @@ func (d checkDetails) sanctionHits() []sanctionHit {
 	return hs
 }
 
+// hitKeys are the service's keys of a sanctions check's hits, in order
+// (service.HitKey of each element of details["hits"]).
+func hitKeys(details map[string]any) []string {
+	var out []string
+	switch hs := details["hits"].(type) {
+	case []any:
+		for _, x := range hs {
+			h, _ := x.(map[string]any)
+			if h == nil {
+				out = append(out, "")
+				continue
+			}
+			out = append(out, service.HitKey(h))
+		}
+	case []map[string]any:
+		for _, h := range hs {
+			out = append(out, service.HitKey(h))
+		}
+	}
+	return out
+}
+
 func (d checkDetails) mediaHits() []mediaHit {
 	var hs []mediaHit
 	if len(d.Hits) > 0 {
@@ -558,9 +579,13 @@ func checkView(c emi.CheckResult, a emi.Application) pages.CheckView {
 			}
 			v.Facts = append(v.Facts, pages.KV{Label: "Possible matches", Value: strconv.Itoa(len(hits)), Tone: countTone(len(hits))})
 		}
-		for _, h := range hits {
+		keys := hitKeys(c.Details)
+		for i, h := range hits {
 			row := pages.SanctionHitRow{Subject: "the company", List: h.List, EntryID: h.EntryID, Name: h.Name,
 				MatchedName: h.MatchedName, Score: score(h.Score), Fields: strings.Join(h.Fields, ", ")}
+			if i < len(keys) {
+				row.Key = keys[i]
+			}
 			if h.Subject == "member" {
 				row.Subject = "member " + h.Member
 				if m, ok := members[h.Member]; ok {

@@ -290,9 +290,11 @@ func TestOnboardingScreens(t *testing.T) {
 			`data-testid="check-history"`,
 			// documents: the PDF as a link, the picture inline
 			`href="/backoffice/documents/`+memberDoc+`"`, `<img src="/backoffice/documents/`+picture+`"`,
-			// the underwriter does not see the partner's events
-			`data-testid="events-hidden"`)
-		lacks(t, "the application", pg, `<img src="/backoffice/documents/`+memberDoc+`"`)
+			// the underwriter sees what the partner was told
+			`data-testid="application-events"`, "application.approved")
+		lacks(t, "the application", pg, `<img src="/backoffice/documents/`+memberDoc+`"`,
+			// but not the delivery log, which needs the webhook permission
+			`/events?resource=`)
 		if pg.Header.Get("Cache-Control") != "no-store" || !strings.Contains(pg.Body, `hx-history="false"`) {
 			t.Error("the application's page may be kept in htmx history")
 		}

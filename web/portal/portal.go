@@ -79,6 +79,9 @@ type Deps struct {
 	// configurations, and the adverse-media watch list.
 	Onboarding *service.Onboarding
 	Watchlist  *service.Watchlist
+	// Review is the underwriters' queue: claims, decisions with four-eyes,
+	// notes, hit decisions, saved views and the dashboard's metrics.
+	Review *service.Review
 	// UpdateSanctions downloads the official sanctions lists now (the
 	// admin's "Update now"); nil hides the button. It returns a catalogue
 	// error (emi.ErrScreeningUpdate) when the update failed.

@@ -47,6 +47,7 @@ type navEntry struct {
 
 var nav = []navEntry{
 	{"/backoffice/", "Dashboard", emi.PermViewDashboard},
+	{"/backoffice/review", "Review queue", emi.PermViewApps},
 	{"/backoffice/applications", "Applications", emi.PermViewApps},
 	{"/backoffice/companies", "Companies", emi.PermViewApps},
 	{"/backoffice/users", "People", emi.PermViewPeople},

@@ -85,6 +85,15 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 			tiles = append(tiles, pages.Tile{Label: st.label, Value: strconv.FormatInt(n, 10),
 				Href: "/backoffice/applications?status=" + string(st.status)})
 		}
+		if p.d.Review != nil {
+			m, err := p.d.Review.Metrics(ctx)
+			if err != nil {
+				p.serverError(w, r, err)
+				return
+			}
+			tiles = append(tiles, pages.Tile{Label: "Review SLA breaches", Value: strconv.FormatInt(m.SLABreaches, 10),
+				Href: "/backoffice/review/metrics"})
+		}
 	}
 	if pr.Can(emi.PermViewJobs) && p.d.JobCounts != nil {
 		counts, err := p.d.JobCounts(ctx)

@@ -32,6 +32,8 @@ type fixture struct {
 	// onboarding fills {application}, {member} and {entry}: an application
 	// with its UBO, and a name on the adverse-media watch list.
 	onboarding onboardingFixture
+	// view fills {view}: a saved queue view of the underwriter.
+	view string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -54,6 +56,11 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.people = newPeopleFixture(t, env, f.partner)
 	f.onboarding = newOnboardingFixture(t, env, f.partner)
+	v, err := env.App.Review.SaveView(staffCtx(t, env, apptest.UnderwriterEmail), "fixture view", "risk=High")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.view = v.ID
 	return f
 }
 
@@ -61,7 +68,8 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) path(route string) string {
 	r := strings.NewReplacer("{id}", f.idFor(route), "{key}", f.partner.KeyID, "{ep}", f.endpointID, "{delivery}", f.deliveryID,
 		"{user}", f.people.user, "{doc}", f.people.doc, "{check}", f.people.check, "{session}", f.people.session,
-		"{application}", f.onboarding.application, "{member}", f.onboarding.member, "{entry}", f.onboarding.entry)
+		"{application}", f.onboarding.application, "{member}", f.onboarding.member, "{entry}", f.onboarding.entry,
+		"{view}", f.view)
 	return "/backoffice" + r.Replace(route)
 }
 
@@ -251,6 +259,22 @@ func TestRoleRouteMatrix(t *testing.T) {
 		"GET /companies/{application}":                     {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
 		"POST /partners/{id}/validator-config":             {apptest.AdminEmail},
 		"POST /partners/{id}/validator-config/remove":      {apptest.AdminEmail},
+		"GET /review":                                      {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"GET /review.csv":                                  {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"GET /review/metrics":                              {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"GET /review/decisions.csv":                        {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"POST /review/next":                                {apptest.UnderwriterEmail},
+		"POST /review/views":                               {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"POST /review/views/{view}/delete":                 {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
+		"POST /review/bulk":                                {apptest.AdminEmail},
+		"POST /review/{application}/claim":                 {apptest.UnderwriterEmail},
+		"POST /review/{application}/release":               {apptest.AdminEmail, apptest.UnderwriterEmail},
+		"POST /review/{application}/assign":                {apptest.AdminEmail, apptest.UnderwriterEmail},
+		"POST /review/{application}/decide":                {apptest.UnderwriterEmail},
+		"POST /review/{application}/notes":                 {apptest.UnderwriterEmail, apptest.ComplianceEmail},
+		"POST /review/{application}/hits":                  {apptest.UnderwriterEmail, apptest.ComplianceEmail},
+		"POST /review/{application}/company":               {apptest.ComplianceEmail},
+		"POST /review/{application}/members/{member}":      {apptest.ComplianceEmail},
 		"GET /watchlist":                                   {"*"},
 		"POST /watchlist":                                  {apptest.ComplianceEmail},
 		"POST /watchlist/{entry}/remove":                   {apptest.ComplianceEmail},

@@ -24,6 +24,9 @@ type WebhookService interface {
 	SendTest(ctx context.Context, endpointID string) (emi.Event, error)
 	Replay(ctx context.Context, deliveryID string) error
 	EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error)
+	// ApplicationEvents are the events sent about an application, for the
+	// staff who review applications (emi.PermViewApps).
+	ApplicationEvents(ctx context.Context, token string) (emi.EventLog, error)
 }
 
 // webhooksSection renders the partner's endpoints for its page (nil when

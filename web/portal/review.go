@@ -1,0 +1,505 @@
+package portal
+
+import (
+	"context"
+	"encoding/csv"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// The underwriters' review queue: tabs, filters kept in the URL, keyset
+// pages, "next application", saved views, CSV export and the admins' bulk
+// reassignment. The rules (who may claim, decide, reassign) are the
+// service's; these handlers only read forms and lay out answers.
+
+// requireAny answers 403 unless the principal has one of perms (actions
+// open to two roles, such as a release by the assignee or an admin).
+func (p *Portal) requireAny(perms ...emi.Permission) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			pr, _ := emi.PrincipalFrom(r.Context())
+			if !slices.ContainsFunc(perms, pr.Can) {
+				p.errorPage(w, r, http.StatusForbidden, Message(emi.ErrForbidden))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// queueTabs are the queue's tabs, the default first.
+var queueTabs = []struct {
+	status emi.ApplicationStatus
+	label  string
+}{
+	{emi.AppInReview, "In review"},
+	{emi.AppInfoRequested, "Information requested"},
+	{emi.AppChecking, "Checking"},
+}
+
+// ageOptions are the "waiting longer than" choices.
+var ageOptions = []struct {
+	value, label string
+	d            time.Duration
+}{
+	{"4h", "over 4 hours", 4 * time.Hour},
+	{"24h", "over 1 day", 24 * time.Hour},
+	{"72h", "over 3 days", 72 * time.Hour},
+	{"168h", "over 7 days", 168 * time.Hour},
+}
+
+// nearSLA is how close to its due time an application is "near breach"
+// (the store's near-SLA filter uses the same 4 hours).
+const nearSLA = 4 * time.Hour
+
+// queuePageSize is the rows of one queue page.
+const queuePageSize = 50
+
+// queueParams is the queue's filter as the URL carries it.
+type queueParams struct {
+	Tab                                         emi.ApplicationStatus
+	Partner, Risk, Product, Age, Assignee, Sort string
+	Hit, NearSLA                                bool
+	After                                       string
+}
+
+// readQueue reads the filter from a URL query or a form. Values the queue
+// does not know are dropped, so a hand-edited URL shows the queue without
+// that filter rather than an error.
+func readQueue(q url.Values) queueParams {
+	var qp queueParams
+	qp.Tab = emi.AppInReview
+	for _, t := range queueTabs {
+		if string(t.status) == q.Get("tab") {
+			qp.Tab = t.status
+		}
+	}
+	if v := q.Get("partner"); looksLikeToken(v) {
+		qp.Partner = v
+	}
+	if v := q.Get("risk"); slices.Contains(emi.RiskScores, v) {
+		qp.Risk = v
+	}
+	if v := q.Get("product"); slices.Contains(emi.Products, v) {
+		qp.Product = v
+	}
+	for _, a := range ageOptions {
+		if a.value == q.Get("age") {
+			qp.Age = a.value
+		}
+	}
+	if v := q.Get("assignee"); v == "me" || v == "none" || looksLikeToken(v) {
+		qp.Assignee = v
+	}
+	if q.Get("sort") == "risk" {
+		qp.Sort = "risk"
+	}
+	qp.Hit = q.Get("hit") == "1"
+	qp.NearSLA = q.Get("near_sla") == "1"
+	if v := q.Get("after"); len(v) <= 100 {
+		qp.After = v
+	}
+	return qp
+}
+
+// filter is the service's filter of the parameters.
+func (qp queueParams) filter() emi.QueueFilter {
+	f := emi.QueueFilter{Tab: qp.Tab, PartnerID: qp.Partner, Risk: qp.Risk, Product: qp.Product, Assignee: qp.Assignee,
+		HasSanctionsHit: qp.Hit, NearSLA: qp.NearSLA, Sort: qp.Sort, Limit: queuePageSize, After: qp.After}
+	for _, a := range ageOptions {
+		if a.value == qp.Age {
+			f.AgeOver = a.d
+		}
+	}
+	return f
+}
+
+// values is the filter as a query, without the page cursor and without
+// defaults, so equal filters have equal URLs (and saved views compare).
+func (qp queueParams) values() url.Values {
+	v := url.Values{}
+	set := func(k, s string) {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if qp.Tab != emi.AppInReview {
+		v.Set("tab", string(qp.Tab))
+	}
+	set("partner", qp.Partner)
+	set("risk", qp.Risk)
+	set("product", qp.Product)
+	set("age", qp.Age)
+	set("assignee", qp.Assignee)
+	set("sort", qp.Sort)
+	if qp.Hit {
+		v.Set("hit", "1")
+	}
+	if qp.NearSLA {
+		v.Set("near_sla", "1")
+	}
+	return v
+}
+
+func queueHref(v url.Values) string {
+	if len(v) == 0 {
+		return "/backoffice/review"
+	}
+	return "/backoffice/review?" + v.Encode()
+}
+
+// slaState is a queue row's SLA badge: paused while information is
+// requested, breached after the due time, near breach in its last 4 hours.
+func slaState(status emi.ApplicationStatus, due *time.Time, now time.Time) (string, string) {
+	switch {
+	case status == emi.AppInfoRequested:
+		return "paused", ""
+	case due == nil:
+		return "", ""
+	case !now.Before(*due):
+		return "breached", "bad"
+	case due.Sub(now) < nearSLA:
+		return "near breach", "warn"
+	}
+	return "on time", "ok"
+}
+
+type reviewCountKey struct{}
+
+// withReviewCount hands the in-review count the queue page already has to
+// the navigation badge, which then needs no query of its own.
+func withReviewCount(r *http.Request, n int64) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), reviewCountKey{}, n))
+}
+
+// reviewCount is the navigation badge of the review queue.
+func (p *Portal) reviewCount(r *http.Request) (int64, bool) {
+	if n, ok := r.Context().Value(reviewCountKey{}).(int64); ok {
+		return n, true
+	}
+	if p.d.Onboarding == nil || !canDo(r, emi.PermViewApps) {
+		return 0, false
+	}
+	n, err := p.d.Onboarding.CountByStatus(r.Context(), emi.AppInReview)
+	if err != nil {
+		p.d.Logger.Warn("count the review queue", "error", err, "request_id", emi.RequestMetaFrom(r.Context()).RequestID)
+		return 0, false
+	}
+	return n, true
+}
+
+// colleagues are the active staff users who may decide applications, for
+// the assign and bulk-reassign selects. Only roles that may list staff
+// (admins) get them: the service offers underwriters no staff list.
+func (p *Portal) colleagues(r *http.Request, selected string) ([]pages.Option, error) {
+	if !canDo(r, emi.PermViewStaff) {
+		return nil, nil
+	}
+	list, err := p.d.Staff.List(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	var out []pages.Option
+	for _, u := range list {
+		if u.Disabled || !emi.Can(u.Roles, emi.PermDecideApps) {
+			continue
+		}
+		out = append(out, pages.Option{Value: u.ID, Label: u.Name + " <" + u.Email + ">", Selected: u.ID == selected})
+	}
+	slices.SortFunc(out, func(a, b pages.Option) int {
+		return strings.Compare(strings.ToLower(a.Label), strings.ToLower(b.Label))
+	})
+	return out, nil
+}
+
+// reviewQueue (GET /review) is the underwriters' queue.
+func (p *Portal) reviewQueue(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	qp := readQueue(r.URL.Query())
+	page, err := p.d.Review.Queue(ctx, qp.filter())
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	now := p.d.Now()
+	me := current(r).ID
+	base := qp.values()
+	v := pages.QueueView{Query: base.Encode(), CSVHref: "/backoffice/review.csv", CanNext: canDo(r, emi.PermDecideApps),
+		MetricsHref: "/backoffice/review/metrics", Paged: qp.After != ""}
+	if len(base) > 0 {
+		v.CSVHref += "?" + base.Encode()
+	}
+	for _, t := range queueTabs {
+		tq := cloneQuery(base)
+		tq.Del("tab")
+		if t.status != emi.AppInReview {
+			tq.Set("tab", string(t.status))
+		}
+		v.Tabs = append(v.Tabs, pages.Tab{Label: t.label + " (" + strconv.FormatInt(page.Counts[t.status], 10) + ")",
+			Href: queueHref(tq), Active: t.status == qp.Tab})
+	}
+	v.Filter = pages.QueueFilterView{Tab: string(qp.Tab), Partner: qp.Partner, Hit: qp.Hit, NearSLA: qp.NearSLA}
+	if canDo(r, emi.PermViewPartners) {
+		list, err := p.d.Partners.List(ctx)
+		if err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+		v.Filter.Partners = []pages.Option{}
+		for _, pt := range list {
+			v.Filter.Partners = append(v.Filter.Partners, pages.Option{Value: pt.ID, Label: pt.Name, Selected: pt.ID == qp.Partner})
+		}
+	}
+	for _, s := range emi.RiskScores {
+		v.Filter.Risks = append(v.Filter.Risks, pages.Option{Value: s, Label: s, Selected: s == qp.Risk})
+	}
+	for _, s := range emi.Products {
+		v.Filter.Products = append(v.Filter.Products, pages.Option{Value: s, Label: s, Selected: s == qp.Product})
+	}
+	for _, a := range ageOptions {
+		v.Filter.Ages = append(v.Filter.Ages, pages.Option{Value: a.value, Label: a.label, Selected: a.value == qp.Age})
+	}
+	v.Filter.Assignees = []pages.Option{{Value: "me", Label: "assigned to me", Selected: qp.Assignee == "me"},
+		{Value: "none", Label: "unassigned", Selected: qp.Assignee == "none"}}
+	v.Filter.Sorts = []pages.Option{{Value: "age", Label: "oldest first", Selected: qp.Sort == ""},
+		{Value: "risk", Label: "highest risk first", Selected: qp.Sort == "risk"}}
+	if canDo(r, emi.PermManageStaff) {
+		cs, err := p.colleagues(r, "")
+		if err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+		for _, c := range cs {
+			v.Filter.Assignees = append(v.Filter.Assignees, pages.Option{Value: c.Value, Label: "held by " + c.Label, Selected: c.Value == qp.Assignee})
+		}
+		v.Bulk = &pages.BulkView{Colleagues: cs, Back: base.Encode()}
+	}
+	for _, row := range page.Rows {
+		v.Rows = append(v.Rows, queueRow(row, me, now))
+	}
+	if page.Next != "" {
+		nq := cloneQuery(base)
+		nq.Set("after", page.Next)
+		v.NextHref = queueHref(nq)
+	}
+	if qp.After != "" {
+		v.FirstHref = queueHref(base)
+	}
+	v.Empty = "No application matches these filters."
+	if len(base) == 0 || (len(base) == 1 && base.Get("tab") != "") {
+		v.Empty = "Nothing waits here."
+	}
+	// "Next application" takes the filters that narrow what comes next.
+	nf := qp.values()
+	nf.Del("tab")
+	nf.Del("assignee")
+	nf.Del("sort")
+	for _, k := range []string{"partner", "risk", "product", "age", "hit", "near_sla"} {
+		if val := nf.Get(k); val != "" {
+			v.NextFields = append(v.NextFields, pages.Hidden{Name: k, Value: val})
+		}
+	}
+	views, err := p.d.Review.Views(ctx)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	for _, sv := range views {
+		q, _ := url.ParseQuery(sv.Query)
+		v.Views = append(v.Views, pages.SavedViewRow{ID: sv.ID, Name: sv.Name, Href: queueHref(readQueue(q).values()),
+			Active: readQueue(q).values().Encode() == base.Encode()})
+	}
+	r = withReviewCount(r, page.Counts[emi.AppInReview])
+	p.renderPrivate(w, r, http.StatusOK, "Review queue", pages.Queue(v))
+}
+
+func queueRow(row emi.QueueRow, me string, now time.Time) pages.QueueRow {
+	queued := row.CreatedAt
+	if row.QueuedAt != nil {
+		queued = *row.QueuedAt
+	}
+	out := pages.QueueRow{Token: row.Token, Href: applicationHref(row.Token), Company: firstNonEmpty(row.LegalName, "(no company yet)"),
+		Partner: row.PartnerName, Products: strings.Join(row.Products, ", "), Risk: row.RiskScore, RiskTone: riskTone(row.RiskScore),
+		Points: strconv.Itoa(row.RiskPoints), Queued: fmtTime(queued), Age: age(now, queued), AwaitingSecond: row.AwaitingSecond,
+		Hit: row.HasSanctionsHit, Status: string(row.Status)}
+	out.SLA, out.SLATone = slaState(row.Status, row.SLADueAt, now)
+	if row.SLADueAt != nil {
+		out.SLADue = fmtTime(*row.SLADueAt)
+	}
+	if row.Claimed {
+		out.Assignee = firstNonEmpty(row.AssigneeName, row.Assignee)
+		out.Mine = row.Assignee == me
+	}
+	return out
+}
+
+// csvMaxRows bounds a queue export (the tabs hold far fewer).
+const csvMaxRows = 100_000
+
+// reviewQueueCSV (GET /review.csv) exports the filtered queue, every page.
+func (p *Portal) reviewQueueCSV(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	qp := readQueue(r.URL.Query())
+	qp.After = ""
+	f := qp.filter()
+	f.Limit = 200
+	now := p.d.Now()
+	var rows []emi.QueueRow
+	for len(rows) < csvMaxRows {
+		page, err := p.d.Review.Queue(ctx, f)
+		if err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+		rows = append(rows, page.Rows...)
+		if page.Next == "" {
+			break
+		}
+		f.After = page.Next
+	}
+	name := "review-queue-" + string(qp.Tab) + "-" + now.UTC().Format("20060102-1504") + ".csv"
+	out := [][]string{{"application", "company", "partner", "products", "risk", "risk_points", "status", "queued_at_utc",
+		"sla_due_at_utc", "sla", "assignee", "awaiting_second_approval", "sanctions_hit"}}
+	for _, row := range rows {
+		queued := row.CreatedAt
+		if row.QueuedAt != nil {
+			queued = *row.QueuedAt
+		}
+		sla, _ := slaState(row.Status, row.SLADueAt, now)
+		due := ""
+		if row.SLADueAt != nil {
+			due = fmtTime(*row.SLADueAt)
+		}
+		assignee := ""
+		if row.Claimed {
+			assignee = firstNonEmpty(row.AssigneeName, row.Assignee)
+		}
+		out = append(out, []string{row.Token, row.LegalName, row.PartnerName, strings.Join(row.Products, " "), row.RiskScore,
+			strconv.Itoa(row.RiskPoints), string(row.Status), fmtTime(queued), due, sla, assignee,
+			strconv.FormatBool(row.AwaitingSecond), strconv.FormatBool(row.HasSanctionsHit)})
+	}
+	writeCSV(w, name, out)
+}
+
+// csvCell defuses a cell a spreadsheet would run as a formula (CSV
+// injection): one starting with =, +, -, @, a tab or a carriage return is
+// prefixed with an apostrophe.
+func csvCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// writeCSV sends rows as a CSV attachment, every cell defused.
+func writeCSV(w http.ResponseWriter, name string, rows [][]string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/csv; charset=utf-8")
+	h.Set("Content-Disposition", `attachment; filename="`+safeFileName(strings.TrimSuffix(name, ".csv"))+`.csv"`)
+	w.WriteHeader(http.StatusOK)
+	cw := csv.NewWriter(w)
+	for _, row := range rows {
+		cells := make([]string, len(row))
+		for i, c := range row {
+			cells[i] = csvCell(c)
+		}
+		if err := cw.Write(cells); err != nil {
+			return
+		}
+	}
+	cw.Flush()
+}
+
+// reviewNext (POST /review/next) claims the oldest unclaimed application in
+// review that matches the form's filter and opens it.
+func (p *Portal) reviewNext(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		p.errorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	qp := readQueue(r.PostForm)
+	qp.Tab, qp.After, qp.Assignee, qp.Sort = emi.AppInReview, "", "", ""
+	token, err := p.d.Review.Next(r.Context(), qp.filter())
+	if err != nil {
+		p.flashError(w, r, err, queueHref(qp.values()))
+		return
+	}
+	if token == "" {
+		p.flash(r.Context(), "info", "No unclaimed application in review matches these filters.")
+		redirect(w, r, queueHref(qp.values()))
+		return
+	}
+	p.flash(r.Context(), "ok", "This application is yours now: nobody else can decide it while you work on it.")
+	redirect(w, r, applicationHref(token))
+}
+
+// reviewSaveView (POST /review/views) saves the current filter under a
+// name.
+func (p *Portal) reviewSaveView(w http.ResponseWriter, r *http.Request) {
+	q, _ := url.ParseQuery(r.PostFormValue("query"))
+	back := queueHref(readQueue(q).values())
+	v, err := p.d.Review.SaveView(r.Context(), r.PostFormValue("name"), readQueue(q).values().Encode())
+	if err != nil {
+		p.flashError(w, r, err, back)
+		return
+	}
+	p.flash(r.Context(), "ok", "View “"+v.Name+"” saved.")
+	redirect(w, r, back)
+}
+
+// reviewDeleteView (POST /review/views/{view}/delete).
+func (p *Portal) reviewDeleteView(w http.ResponseWriter, r *http.Request) {
+	if err := p.d.Review.DeleteView(r.Context(), param(r, "view")); err != nil {
+		p.flashError(w, r, err, "/backoffice/review")
+		return
+	}
+	p.flash(r.Context(), "ok", "The saved view was deleted.")
+	redirect(w, r, "/backoffice/review")
+}
+
+// reviewBulk (POST /review/bulk) reassigns or releases the chosen
+// applications (admins).
+func (p *Portal) reviewBulk(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		p.errorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	q, _ := url.ParseQuery(r.PostForm.Get("back"))
+	back := queueHref(readQueue(q).values())
+	var tokens []string
+	for _, t := range r.PostForm["application"] {
+		if looksLikeToken(t) && !slices.Contains(tokens, t) {
+			tokens = append(tokens, t)
+		}
+	}
+	to := ""
+	if r.PostForm.Get("op") != "release" {
+		to = r.PostForm.Get("to")
+		if to == "" {
+			p.flash(r.Context(), "bad", "Choose the colleague to give the applications to, or release them.")
+			redirect(w, r, back)
+			return
+		}
+	}
+	n, err := p.d.Review.BulkReassign(r.Context(), tokens, to, r.PostForm.Get("reason"))
+	if err != nil {
+		p.flashError(w, r, err, back)
+		return
+	}
+	msg := strconv.Itoa(n) + " application(s) released."
+	if to != "" {
+		msg = strconv.Itoa(n) + " application(s) reassigned."
+	}
+	if skipped := len(tokens) - n; skipped > 0 {
+		msg += " " + strconv.Itoa(skipped) + " already decided were left as they are."
+	}
+	p.flash(r.Context(), "ok", msg)
+	redirect(w, r, back)
+}
