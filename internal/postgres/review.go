@@ -496,3 +496,12 @@ func (s *OnboardingStore) GenerateApplications(ctx context.Context, partnerID, m
 	}
 	return nil
 }
+
+// AllDecisions implements service.ReviewStore.
+func (s *OnboardingStore) AllDecisions(ctx context.Context, from, to time.Time, limit int) ([]emi.DecisionRecord, error) {
+	var out []emi.DecisionRecord
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT d.id, d.application, d.action, d.reason_code, d.text,
+		d.staff_id, coalesce(st.name, '') AS staff_name, d.at, '{}'::jsonb AS snapshot FROM application_decisions d
+		LEFT JOIN staff_users st ON st.id = d.staff_id WHERE d.at >= $1 AND d.at < $2 ORDER BY d.at, d.id LIMIT $3`, from, to, limit)
+	return out, Translate(err)
+}

@@ -413,7 +413,7 @@ func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFun
 			}
 			hits = append(hits, map[string]any{"subject": subject, "member": token, "list": h.List, "entry_id": h.EntryID,
 				"name": h.Name, "matched_name": h.MatchedName, "score": h.Score, "fields": h.Fields,
-				"fingerprint": h.Fingerprint, "person_key": hex.EncodeToString(key[:])})
+				"fingerprint": h.Fingerprint, "person_key": hex.EncodeToString(key[:]), "breakdown": h.Breakdown})
 		}
 		return nil
 	}

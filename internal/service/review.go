@@ -31,6 +31,8 @@ type ReviewStore interface {
 	PauseSLA(ctx context.Context, token string, left time.Duration) error
 	InsertApplicationFalsePositive(ctx context.Context, partnerID string, key []byte, list, entry, fingerprint, application, reason, by string, at time.Time) error
 	InsertHitDecision(ctx context.Context, application, key, decision, reason, by string, at time.Time) error
+	// AllDecisions returns decisions made in [from, to), oldest first.
+	AllDecisions(ctx context.Context, from, to time.Time, limit int) ([]emi.DecisionRecord, error)
 	HitDecisions(ctx context.Context, application string) (map[string]emi.HitDecisionRecord, error)
 }
 
@@ -38,6 +40,7 @@ type ReviewStore interface {
 type StaffDirectory interface {
 	StaffByID(ctx context.Context, id string) (StoredStaff, error)
 	StaffByEmail(ctx context.Context, email string) (StoredStaff, error)
+	ListStaff(ctx context.Context) ([]emi.StaffUser, error)
 }
 
 // Review is the underwriters' queue: claims, assignment, decisions with
@@ -377,7 +380,7 @@ func (r *Review) AddNote(ctx context.Context, token string, parent int64, body s
 	if body == "" || len(body) > 5000 {
 		return emi.Note{}, emi.ErrReviewValidation.Field("body", "write 1 to 5,000 characters")
 	}
-	n := emi.Note{Application: token, Author: p.ActorID, Body: body, CreatedAt: r.now().UTC()}
+	n := emi.Note{Application: token, Author: p.ActorID, Body: body, CreatedAt: r.now().UTC(), Mentions: []string{}}
 	for _, m := range mentionRe.FindAllStringSubmatch(body, -1) {
 		if u, err := r.staff.StaffByEmail(ctx, strings.ToLower(m[1])); err == nil && !slices.Contains(n.Mentions, u.ID) {
 			n.Mentions = append(n.Mentions, u.ID)
@@ -493,3 +496,43 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 }
 
 func hexDecode(s string) ([]byte, error) { return hex.DecodeString(s) }
+
+// Assignees returns the active colleagues who may decide applications, for
+// the assign form (underwriters and admins).
+func (r *Review) Assignees(ctx context.Context) ([]emi.StaffUser, error) {
+	if err := require(ctx, emi.PermDecideApps); err != nil && require(ctx, emi.PermManageStaff) != nil {
+		return nil, err
+	}
+	all, err := r.staff.ListStaff(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []emi.StaffUser
+	for _, u := range all {
+		if !u.Disabled && emi.Can(u.Roles, emi.PermDecideApps) {
+			out = append(out, emi.StaffUser{ID: u.ID, Name: u.Name, Email: u.Email, Roles: u.Roles})
+		}
+	}
+	return out, nil
+}
+
+// Decisions returns the decisions made between from and to, oldest first,
+// at most limit (1..100,000), for the decisions export (emi.PermViewApps).
+func (r *Review) Decisions(ctx context.Context, from, to time.Time, limit int) ([]emi.DecisionRecord, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 100000 {
+		limit = 100000
+	}
+	return r.store.AllDecisions(ctx, from, to, limit)
+}
+
+// AuditTrail returns the audit rows of an application, newest first, for
+// the staff who review applications (emi.PermViewApps).
+func (r *Review) AuditTrail(ctx context.Context, token string) ([]emi.AuditEntry, error) {
+	if err := require(ctx, emi.PermViewApps); err != nil {
+		return nil, err
+	}
+	return r.audit.store.AuditEntries(ctx, emi.AuditFilter{ResourceType: "application", ResourceToken: token, Limit: 200})
+}

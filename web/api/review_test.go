@@ -394,3 +394,38 @@ func TestReviewHitsEditsBulkAndMetrics(t *testing.T) {
 		}
 	})
 }
+
+func TestReviewDirectoryDecisionsAndAudit(t *testing.T) {
+	t.Parallel()
+	env := onboardingEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P", Processing: emi.ProcessingSemiAutomatic})
+	u1 := staffCtx(t, env, "u1@x.test", emi.RoleUnderwriter)
+	staffCtx(t, env, "u2@x.test", emi.RoleUnderwriter)
+	cs := staffCtx(t, env, "cs9@x.test", emi.RoleCustomerService)
+	people, err := env.App.Review.Assignees(u1)
+	if err != nil || len(people) != 2 {
+		t.Fatalf("assignees: %+v %v", people, err)
+	}
+	if _, err := env.App.Review.Assignees(cs); !is(err, emi.ErrForbidden) {
+		t.Fatalf("customer service lists assignees: %v", err)
+	}
+	app := queued(t, env, p, nil)
+	if err := env.App.Review.Claim(u1, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.App.Review.AddNote(u1, app, 0, "a plain note"); err != nil {
+		t.Fatalf("a note without mentions: %v", err)
+	}
+	if _, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "reject", ReasonCode: "other", Text: "not our market", Stamp: stampOf(t, env, u1, app)}); err != nil {
+		t.Fatal(err)
+	}
+	now := env.Clock.Now()
+	ds, err := env.App.Review.Decisions(u1, now.Add(-time.Hour), now.Add(time.Hour), 0)
+	if err != nil || len(ds) != 1 || ds[0].Action != "rejected" || ds[0].StaffName != "u1@x.test" {
+		t.Fatalf("decisions: %+v %v", ds, err)
+	}
+	trail, err := env.App.Review.AuditTrail(u1, app)
+	if err != nil || len(trail) < 3 {
+		t.Fatalf("audit trail: %d %v", len(trail), err)
+	}
+}
