@@ -196,21 +196,17 @@ func (p *Portal) reviewCount(r *http.Request) (int64, bool) {
 }
 
 // colleagues are the active staff users who may decide applications, for
-// the assign and bulk-reassign selects. Only roles that may list staff
-// (admins) get them: the service offers underwriters no staff list.
+// the assign and bulk-reassign selects (underwriters and admins).
 func (p *Portal) colleagues(r *http.Request, selected string) ([]pages.Option, error) {
-	if !canDo(r, emi.PermViewStaff) {
+	if !canDo(r, emi.PermDecideApps) && !canDo(r, emi.PermManageStaff) {
 		return nil, nil
 	}
-	list, err := p.d.Staff.List(r.Context())
+	list, err := p.d.Review.Assignees(r.Context())
 	if err != nil {
 		return nil, err
 	}
 	var out []pages.Option
 	for _, u := range list {
-		if u.Disabled || !emi.Can(u.Roles, emi.PermDecideApps) {
-			continue
-		}
 		out = append(out, pages.Option{Value: u.ID, Label: u.Name + " <" + u.Email + ">", Selected: u.ID == selected})
 	}
 	slices.SortFunc(out, func(a, b pages.Option) int {

@@ -130,14 +130,16 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 	if open && canDo(r, emi.PermReviewAML) {
 		v.Edit = editView(a, st)
 	}
-	if canDo(r, emi.PermViewAudit) {
-		entries, err := p.d.Audit.List(ctx, emi.AuditFilter{ResourceType: "application", ResourceToken: a.Token, Limit: 50})
+	if canDo(r, emi.PermViewApps) {
+		entries, err := p.d.Review.AuditTrail(ctx, a.Token)
 		if err != nil {
 			p.renderError(w, r, err)
 			return
 		}
 		v.ShowAudit = true
-		v.AuditHref = "/backoffice/audit?resource_type=application&resource_token=" + url.QueryEscape(a.Token)
+		if canDo(r, emi.PermViewAudit) {
+			v.AuditHref = "/backoffice/audit?resource_type=application&resource_token=" + url.QueryEscape(a.Token)
+		}
 		for _, e := range entries {
 			v.Audit = append(v.Audit, auditRow(e))
 		}

@@ -187,56 +187,24 @@ func underwriterChart(per []service.NamedCount) *pages.Chart {
 	return c
 }
 
-// decisionsPerStatus bounds the applications of each status whose
-// decisions the export reads (the service has no list of decisions across
-// applications yet; see reviewDecisionsCSV).
-const decisionsPerStatus = 200
-
-// reviewDecisionsCSV (GET /review/decisions.csv) exports underwriters'
-// decisions, newest first. The service offers decisions only per
-// application (Review.Evidence), so the export reads those of the
-// newest applications of each status (decisionsPerStatus each).
+// reviewDecisionsCSV (GET /review/decisions.csv) exports the underwriters'
+// decisions of the last 365 days (or ?days=N, 1..3650), newest first.
 func (p *Portal) reviewDecisionsCSV(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	type row struct {
-		d       emi.DecisionRecord
-		company string
-		partner string
+	days := 365
+	if n, err := strconv.Atoi(r.URL.Query().Get("days")); err == nil && n >= 1 && n <= 3650 {
+		days = n
 	}
-	var all []row
-	seen := map[string]bool{}
-	for _, st := range []emi.ApplicationStatus{emi.AppApproved, emi.AppRejected, emi.AppInReview, emi.AppInfoRequested, emi.AppChecking} {
-		apps, err := p.d.Onboarding.List(ctx, emi.ApplicationFilter{Status: st, Limit: decisionsPerStatus})
-		if err != nil {
-			p.renderError(w, r, err)
-			return
-		}
-		for _, a := range apps {
-			if seen[a.Token] || a.Review.QueuedAt == nil {
-				continue // never queued (decided by the rules): no underwriter's decision
-			}
-			seen[a.Token] = true
-			_, _, ds, _, err := p.d.Review.Evidence(ctx, a.Token)
-			if err != nil {
-				p.renderError(w, r, err)
-				return
-			}
-			name, _ := companyNames(a.Company)
-			for _, d := range ds {
-				all = append(all, row{d: d, company: name, partner: a.PartnerName})
-			}
-		}
+	now := p.d.Now().UTC()
+	ds, err := p.d.Review.Decisions(ctx, now.AddDate(0, 0, -days), now.Add(time.Minute), 0)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
 	}
-	slices.SortFunc(all, func(a, b row) int {
-		if c := b.d.At.Compare(a.d.At); c != 0 {
-			return c
-		}
-		return int(b.d.ID - a.d.ID)
-	})
-	out := [][]string{{"decided_at_utc", "application", "company", "partner", "action", "reason_code", "text", "staff_id", "staff"}}
-	for _, x := range all {
-		out = append(out, []string{fmtTime(x.d.At), x.d.Application, x.company, x.partner, x.d.Action, x.d.ReasonCode, x.d.Text,
-			x.d.StaffID, x.d.StaffName})
+	slices.Reverse(ds)
+	out := [][]string{{"decided_at_utc", "application", "action", "reason_code", "text", "staff_id", "staff"}}
+	for _, d := range ds {
+		out = append(out, []string{fmtTime(d.At), d.Application, d.Action, d.ReasonCode, d.Text, d.StaffID, d.StaffName})
 	}
 	writeCSV(w, "review-decisions-"+p.d.Now().UTC().Format("20060102-1504")+".csv", out)
 }
