@@ -231,6 +231,7 @@ func (a *App) Portal() *portal.Portal {
 		Onboarding: a.Onboarding,
 		Watchlist:  a.Watchlist,
 		Review:     a.Review,
+		Accounts:   a.Accounts,
 		// The back office's "Update now": admin only, audited.
 		UpdateSanctions: a.UpdateSanctionsForStaff,
 	})

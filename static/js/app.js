@@ -54,3 +54,26 @@
     });
   });
 })();
+// Copy buttons of identifiers (IBAN, BIC, account number, sort code):
+// elements with data-copy-text put that text on the clipboard. They stay
+// hidden without JavaScript.
+(function () {
+  "use strict";
+  function show(root) {
+    root.querySelectorAll("[data-copy-text]").forEach(function (b) { b.hidden = false; });
+  }
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest("[data-copy-text]");
+    if (!b) { return; }
+    var done = function (text) {
+      b.textContent = text;
+      setTimeout(function () { b.textContent = "Copy"; }, 1500);
+    };
+    if (!navigator.clipboard) { done("Copy failed"); return; }
+    navigator.clipboard.writeText(b.getAttribute("data-copy-text")).then(
+      function () { done("Copied"); },
+      function () { done("Copy failed"); });
+  });
+  document.addEventListener("DOMContentLoaded", function () { show(document); });
+  document.addEventListener("htmx:afterSwap", function (e) { show(e.target); });
+})();

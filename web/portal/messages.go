@@ -43,6 +43,13 @@ var messages = map[string]string{
 	emi.ErrReviewStale.Key:             "The application changed since you opened it (a new document or check result). Reload the page and decide on what is there now.",
 	emi.ErrFourEyes.Key:                "This application needs a second approver: someone other than the first approver must approve it.",
 	emi.ErrApplicationClosed.Key:       "This application is decided, so its data can no longer be changed.",
+
+	// Accounts (the API's codes the account screens show).
+	emi.ErrAccountNotFound.Key:          "There is no such account.",
+	emi.ErrAccountValidation.Key:        "Please correct the marked fields.",
+	emi.ErrProgramNotFound.Key:          "There is no such program.",
+	emi.ErrAccountInvalidTransition.Key: "The account is terminated, and termination is final: nothing was changed.",
+	emi.ErrBalanceNotZero.Key:           "The account cannot be terminated while a balance is not zero: the money must be paid out first. Nothing was changed.",
 }
 
 // Message returns the text for an error's key (a generic text for keys

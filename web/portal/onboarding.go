@@ -712,7 +712,17 @@ func (p *Portal) companyDetail(w http.ResponseWriter, r *http.Request) {
 		{Label: "Created (UTC)", Value: fmtTime(a.CreatedAt), Mono: true},
 	}
 	v.Decided, v.Decision = decisionKVs(a)
-	p.renderPrivate(w, r, http.StatusOK, name, pages.CompanyDetail(v))
+	// The onboarded merchant's accounts (none before the approval).
+	show, accounts := false, []pages.AccountRow(nil)
+	if a.OnboardedMerchant != "" {
+		if show, accounts, err = p.ownerAccounts(r, "", a.OnboardedMerchant); err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+	} else {
+		show = p.d.Accounts != nil && canDo(r, emi.PermViewAccounts)
+	}
+	p.renderPrivate(w, r, http.StatusOK, name, pages.CompanyWithAccounts(v, show, accounts))
 }
 
 // maxRoleCompanies bounds the companies looked up for a member's roles.

@@ -118,6 +118,10 @@ func (p *Portal) userDetail(w http.ResponseWriter, r *http.Request) {
 			v.Audit = append(v.Audit, auditRow(e))
 		}
 	}
+	if v.ShowAccounts, v.Accounts, err = p.ownerAccounts(r, u.Token, ""); err != nil {
+		p.renderError(w, r, err)
+		return
+	}
 	title := u.FullName()
 	if title == "" {
 		title = "Person"

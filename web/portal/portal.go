@@ -82,6 +82,9 @@ type Deps struct {
 	// Review is the underwriters' queue: claims, decisions with four-eyes,
 	// notes, hit decisions, saved views and the dashboard's metrics.
 	Review *service.Review
+	// Accounts is customer service's accounts: search, an account with its
+	// history, block and unblock, four-eyes termination, and programs.
+	Accounts *service.Accounts
 	// UpdateSanctions downloads the official sanctions lists now (the
 	// admin's "Update now"); nil hides the button. It returns a catalogue
 	// error (emi.ErrScreeningUpdate) when the update failed.

@@ -51,6 +51,8 @@ var nav = []navEntry{
 	{"/backoffice/applications", "Applications", emi.PermViewApps},
 	{"/backoffice/companies", "Companies", emi.PermViewApps},
 	{"/backoffice/users", "People", emi.PermViewPeople},
+	{"/backoffice/accounts", "Accounts", emi.PermViewAccounts},
+	{"/backoffice/programs", "Programs", emi.PermViewAccounts},
 	{"/backoffice/aml", "AML reviews", emi.PermViewPeople},
 	{"/backoffice/kyc", "KYC reviews", emi.PermViewPeople},
 	{"/backoffice/sanctions", "Sanctions lists", emi.PermViewPeople},

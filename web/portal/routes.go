@@ -97,6 +97,15 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermReviewAML)).Post("/watchlist", p.watchlistAdd)
 		r.With(p.requirePerm(emi.PermReviewAML)).Post("/watchlist/{entry}/remove", p.watchlistRemove)
 
+		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/accounts", p.accountList)
+		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/accounts/{account}", p.accountDetail)
+		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/block", p.accountBlock)
+		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/unblock", p.accountUnblock)
+		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate", p.accountTerminate)
+		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate/approve", p.accountTerminateApprove)
+		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate/withdraw", p.accountTerminateWithdraw)
+		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/programs", p.programs)
+
 		r.With(p.requirePerm(emi.PermViewAudit)).Get("/audit", p.audit)
 		r.With(p.requirePerm(emi.PermViewJobs)).Get("/jobs", p.jobs)
 	})

@@ -127,6 +127,12 @@ func (p *Portal) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hits = append(hits, companies...)
+	accounts, err := p.searchAccounts(r, q)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	hits = append(hits, accounts...)
 	p.render(w, r, http.StatusOK, "Search", pages.Search(q, hits))
 }
 
@@ -219,6 +225,8 @@ func auditRow(e emi.AuditEntry) pages.AuditRow {
 		row.ResourceHref = "/backoffice/kyc/" + e.ResourceToken
 	case "application":
 		row.ResourceHref = "/backoffice/applications/" + e.ResourceToken
+	case "account":
+		row.ResourceHref = "/backoffice/accounts/" + e.ResourceToken
 	case "watchlist_entry":
 		row.ResourceHref = "/backoffice/watchlist"
 	case "partner_key":

@@ -34,6 +34,8 @@ type fixture struct {
 	onboarding onboardingFixture
 	// view fills {view}: a saved queue view of the underwriter.
 	view string
+	// account fills {account}: an EUR account of the fixture's person.
+	account string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -61,6 +63,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.view = v.ID
+	f.account = openAccount(t, env, f.partner, map[string]any{"program": "account_eur", "user": f.people.user})["token"].(string)
 	return f
 }
 
@@ -69,7 +72,7 @@ func (f *fixture) path(route string) string {
 	r := strings.NewReplacer("{id}", f.idFor(route), "{key}", f.partner.KeyID, "{ep}", f.endpointID, "{delivery}", f.deliveryID,
 		"{user}", f.people.user, "{doc}", f.people.doc, "{check}", f.people.check, "{session}", f.people.session,
 		"{application}", f.onboarding.application, "{member}", f.onboarding.member, "{entry}", f.onboarding.entry,
-		"{view}", f.view)
+		"{view}", f.view, "{account}", f.account)
 	return "/backoffice" + r.Replace(route)
 }
 
@@ -278,6 +281,14 @@ func TestRoleRouteMatrix(t *testing.T) {
 		"GET /watchlist":                                   {"*"},
 		"POST /watchlist":                                  {apptest.ComplianceEmail},
 		"POST /watchlist/{entry}/remove":                   {apptest.ComplianceEmail},
+		"GET /accounts":                                    {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
+		"GET /accounts/{account}":                          {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
+		"POST /accounts/{account}/block":                   {apptest.CSEmail},
+		"POST /accounts/{account}/unblock":                 {apptest.CSEmail},
+		"POST /accounts/{account}/terminate":               {apptest.CSEmail},
+		"POST /accounts/{account}/terminate/approve":       {apptest.CSEmail},
+		"POST /accounts/{account}/terminate/withdraw":      {apptest.CSEmail},
+		"GET /programs":                                    {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
 	}
 	publicRoutes := map[string]bool{
 		"GET /signin": true, "POST /signin": true, "GET /signin/totp": true, "POST /signin/totp": true,
@@ -346,6 +357,15 @@ func TestRoleRouteMatrix(t *testing.T) {
 	var roles2 []string
 	if err := f.env.App.DB.Select(&roles2, `SELECT unnest(roles) FROM staff_users WHERE id = $1`, f.targetID); err != nil || strings.Join(roles2, ",") != "auditor" {
 		t.Fatalf("auditor roles after forged requests: %v %v", roles2, err)
+	}
+	// Nor did it change the account: active, with its opening only.
+	var changes int
+	if err := f.env.App.DB.Get(&changes, `SELECT count(*) FROM account_status_history WHERE account = $1`, f.account); err != nil || changes != 1 {
+		t.Fatalf("account history after forged requests: %d rows %v", changes, err)
+	}
+	var pending int
+	if err := f.env.App.DB.Get(&pending, `SELECT count(*) FROM account_termination_requests WHERE account = $1`, f.account); err != nil || pending != 0 {
+		t.Fatalf("termination requests after forged requests: %d %v", pending, err)
 	}
 }
 

@@ -1,0 +1,627 @@
+package portal
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/internal/service"
+	"emi/views/pages"
+)
+
+// Customer service's account screens: the accounts search, an account's
+// page (owner, program, balances and identifiers, virtual accounts, status
+// history, audit trail) with block, unblock and four-eyes termination, and
+// the read-only programs screen. Rules (reasons, four-eyes, balances) live
+// in service.Accounts; this file lays them out.
+
+// accountsPerPage is service.Accounts.Search's page size.
+const accountsPerPage = 50
+
+// maxAccountPage bounds the page number a hand-edited link may ask for.
+const maxAccountPage = 100000
+
+// maxIdentifierLookups bounds the accounts of one list whose identifiers
+// are looked up (the list query does not carry balances).
+const maxIdentifierLookups = 50
+
+func accountHref(token string) string { return "/backoffice/accounts/" + token }
+
+func programHref(code string) string { return "/backoffice/programs#program-" + url.PathEscape(code) }
+
+func accountTone(status string) string {
+	switch status {
+	case emi.AccountActive:
+		return "ok"
+	case emi.AccountBlocked:
+		return "warn"
+	case emi.AccountTerminated:
+		return "bad"
+	}
+	return ""
+}
+
+// accountList (GET /accounts) searches accounts: token, IBAN, account
+// number with or without sort code, owner name or e-mail; newest first,
+// 50 a page.
+func (p *Portal) accountList(w http.ResponseWriter, r *http.Request) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	page = min(max(page, 1), maxAccountPage)
+	v := pages.AccountsView{Q: q}
+	list, total, err := p.d.Accounts.Search(r.Context(), q, page)
+	if err != nil {
+		if emi.AsError(err).Kind != emi.KindInvalid {
+			p.renderError(w, r, err)
+			return
+		}
+		v.Errs, _ = fieldErrors(err)
+		p.render(w, r, http.StatusUnprocessableEntity, "Accounts", pages.Accounts(v))
+		return
+	}
+	if v.Rows, err = p.accountRows(r, list); err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	pagesN := max((total+accountsPerPage-1)/accountsPerPage, 1)
+	v.Total, v.Page, v.Pages = strconv.FormatInt(total, 10), strconv.Itoa(page), strconv.FormatInt(pagesN, 10)
+	link := func(n int) string {
+		lq := url.Values{}
+		if q != "" {
+			lq.Set("q", q)
+		}
+		if n > 1 {
+			lq.Set("page", strconv.Itoa(n))
+		}
+		if len(lq) == 0 {
+			return "/backoffice/accounts"
+		}
+		return "/backoffice/accounts?" + lq.Encode()
+	}
+	if page > 1 {
+		v.Prev = link(min(page-1, int(pagesN)))
+	}
+	if int64(page) < pagesN {
+		v.Next = link(page + 1)
+	}
+	p.renderPrivate(w, r, http.StatusOK, "Accounts", pages.Accounts(v))
+}
+
+// ownerLinks finds where an account's owner is shown: a person's page, the
+// company page of an onboarded merchant (for roles that see
+// applications), or the partner of its master merchant. Lookups are cached
+// per merchant.
+type ownerLinks struct {
+	p         *Portal
+	r         *http.Request
+	companies map[string]string // merchant -> company page ("" none)
+	masters   map[string]string // master merchant -> partner id
+}
+
+func (p *Portal) ownerLinks(r *http.Request) *ownerLinks {
+	return &ownerLinks{p: p, r: r, companies: map[string]string{}}
+}
+
+// of returns the owner's kind and page.
+func (o *ownerLinks) of(a emi.Account) (kind, href string, err error) {
+	if a.User != "" {
+		if canDo(o.r, emi.PermViewPeople) {
+			href = "/backoffice/users/" + a.User
+		}
+		return "person", href, nil
+	}
+	if a.Merchant == "" {
+		return "", "", nil
+	}
+	if canDo(o.r, emi.PermViewApps) && o.p.d.Onboarding != nil {
+		h, seen := o.companies[a.Merchant]
+		if !seen {
+			rows, err := o.p.d.Onboarding.Companies(o.r.Context(), a.Merchant, 5)
+			if err != nil {
+				return "", "", err
+			}
+			for _, c := range rows {
+				if c.OnboardedMerchant == a.Merchant {
+					h = "/backoffice/companies/" + c.Application
+				}
+			}
+			o.companies[a.Merchant] = h
+		}
+		if h != "" {
+			return "company", h, nil
+		}
+	}
+	if canDo(o.r, emi.PermViewPartners) {
+		if o.masters == nil {
+			o.masters = map[string]string{}
+			list, err := o.p.d.Partners.List(o.r.Context())
+			if err != nil {
+				return "", "", err
+			}
+			for _, pt := range list {
+				o.masters[pt.MasterMerchant] = pt.ID
+			}
+		}
+		if id, ok := o.masters[a.Merchant]; ok {
+			return "partner's own merchant", "/backoffice/partners/" + id, nil
+		}
+	}
+	return "company", "", nil
+}
+
+// accountRows makes list rows; the identifiers of the first
+// maxIdentifierLookups accounts are looked up one by one.
+func (p *Portal) accountRows(r *http.Request, list []emi.Account) ([]pages.AccountRow, error) {
+	owners := p.ownerLinks(r)
+	rows := make([]pages.AccountRow, len(list))
+	for i, a := range list {
+		row := pages.AccountRow{Token: a.Token, Href: accountHref(a.Token), Owner: firstNonEmpty(a.OwnerName, "(no name)"),
+			Program: a.Program, ProgramHref: programHref(a.Program), Status: a.Status, StatusTone: accountTone(a.Status),
+			Alias: a.Alias, Created: fmtTime(a.CreatedAt), Virtual: a.Virtual}
+		var err error
+		if row.OwnerKind, row.OwnerHref, err = owners.of(a); err != nil {
+			return nil, err
+		}
+		if i < maxIdentifierLookups {
+			full, err := p.d.Accounts.Get(r.Context(), a.Token)
+			if err != nil {
+				return nil, err
+			}
+			row.Identifiers = identifiersOf(full.Account)
+		}
+		rows[i] = row
+	}
+	return rows, nil
+}
+
+// identifiersOf is what a list shows of an account's identifiers: its
+// first IBAN (a virtual account's own), and a UK balance's sort code and
+// account number.
+func identifiersOf(a emi.Account) []string {
+	if a.Virtual {
+		for _, b := range a.Balances {
+			if iban := a.VirtualIBANs[b.Currency]; iban != "" {
+				return []string{iban}
+			}
+		}
+		return nil
+	}
+	for _, b := range a.Balances {
+		var out []string
+		if s := deref(b.IBAN); s != "" {
+			out = append(out, s)
+		}
+		if deref(b.AccountNumber) != "" {
+			out = append(out, fmtSortCode(deref(b.SortCode))+" "+deref(b.AccountNumber))
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// fmtSortCode writes a sort code as people read it: 04-00-75.
+func fmtSortCode(s string) string {
+	if len(s) != 6 {
+		return s
+	}
+	return s[:2] + "-" + s[2:4] + "-" + s[4:]
+}
+
+// accountForm keeps a refused action's input for the re-rendered page.
+type accountForm struct {
+	which, reason string
+	errs          map[string]string
+}
+
+// accountDetail (GET /accounts/{account}).
+func (p *Portal) accountDetail(w http.ResponseWriter, r *http.Request) {
+	p.renderAccountPage(w, r, http.StatusOK, nil)
+}
+
+// staffNames names staff users for roles that may list them (others see
+// ids); the signed-in user is always named.
+func (p *Portal) staffNames(r *http.Request) map[string]string {
+	out := map[string]string{}
+	if canDo(r, emi.PermViewStaff) {
+		if list, err := p.d.Staff.List(r.Context()); err == nil {
+			for _, u := range list {
+				out[u.ID] = u.Name
+			}
+		}
+	}
+	return out
+}
+
+// actorOf names who made a status change: a staff user (linked for roles
+// that see staff), the partner's API (for roles that see partners' keys),
+// or the actor's id.
+func actorOf(r *http.Request, id string, staff, keys map[string]string) (string, string) {
+	if u := current(r); id != "" && u.ID == id {
+		return u.Name + " (you)", ""
+	}
+	if n, ok := staff[id]; ok {
+		return n, "/backoffice/staff/" + id
+	}
+	if k, ok := keys[id]; ok {
+		return "partner API (key " + k + ")", ""
+	}
+	if id == "" {
+		return "—", ""
+	}
+	return "staff or API key " + shortID(id), ""
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8] + "…"
+	}
+	return id
+}
+
+// renderAccountPage renders an account's page; f is a refused action's
+// form, shown open with its errors.
+func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, status int, f *accountForm) {
+	ctx := r.Context()
+	token := param(r, "account")
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrAccountNotFound)
+		return
+	}
+	a, err := p.d.Accounts.Get(ctx, token)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	owners := p.ownerLinks(r)
+	kind, ownerHref, err := owners.of(a.Account)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	staff := p.staffNames(r)
+	keys := map[string]string{}
+	if canDo(r, emi.PermViewPartners) {
+		if _, ks, err := p.d.Partners.Get(ctx, a.PartnerID); err == nil {
+			for _, k := range ks {
+				keys[k.ID] = shortID(k.APIKey)
+			}
+		}
+	}
+	v := pages.AccountView{Token: a.Token, Status: a.Status, StatusTone: accountTone(a.Status), Alias: a.Alias, Virtual: a.Virtual}
+	partner := pages.KV{Label: "Partner", Value: p.partnerNames(r).name(a.PartnerID)}
+	if canDo(r, emi.PermViewPartners) {
+		partner.Href = "/backoffice/partners/" + a.PartnerID
+	}
+	owner := pages.KV{Label: "Owner", Value: firstNonEmpty(a.OwnerName, "(no name)"), Href: ownerHref}
+	ownerToken := pages.KV{Label: "Owner token", Value: firstNonEmpty(a.User, a.Merchant), Mono: true}
+	v.Details = []pages.KV{owner, {Label: "Owner type", Value: kind}, ownerToken, partner,
+		{Label: "Program", Value: a.Program, Href: programHref(a.Program), Mono: true},
+		{Label: "Status", Value: a.Status, Tone: toneOrNeutral(accountTone(a.Status))},
+		{Label: "Alias", Value: a.Alias}}
+	if a.Virtual {
+		v.Details = append(v.Details, pages.KV{Label: "Main account", Value: a.Main, Href: accountHref(a.Main), Mono: true})
+	}
+	terminated := ""
+	if a.TerminatedAt != nil {
+		terminated = fmtTime(*a.TerminatedAt)
+	}
+	v.Details = append(v.Details, pages.KV{Label: "Account token", Value: a.Token, Mono: true},
+		pages.KV{Label: "Opened (UTC)", Value: fmtTime(a.CreatedAt), Mono: true},
+		pages.KV{Label: "Updated (UTC)", Value: fmtTime(a.UpdatedAt), Mono: true},
+		pages.KV{Label: "Terminated (UTC)", Value: terminated, Mono: true})
+
+	v.Balances = balanceViews(a.Account)
+	if a.Virtual {
+		v.BalancesNote = "A virtual account has no balance of its own: these are its main account's balances. The IBANs are the virtual account's own, routed to them."
+	}
+	for i := len(a.History) - 1; i >= 0; i-- {
+		h := a.History[i]
+		row := pages.StatusChangeRow{From: h.From, To: h.To, ToTone: accountTone(h.To), Reason: h.Reason, At: fmtTime(h.At)}
+		row.Actor, row.ActorHref = actorOf(r, h.Actor, staff, keys)
+		v.History = append(v.History, row)
+	}
+	if v.Virtuals, err = p.accountRows(r, a.Virtuals); err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	me := current(r).ID
+	if t := a.PendingTermination; t != nil {
+		by, _ := actorOf(r, t.RequestedBy, staff, nil)
+		if _, known := staff[t.RequestedBy]; !known && t.RequestedBy != me {
+			by = "a colleague (staff " + shortID(t.RequestedBy) + ")"
+		}
+		v.Pending = &pages.PendingTermination{By: by, Reason: t.Reason, Mine: t.RequestedBy == me}
+	}
+	if canDo(r, emi.PermManageAccounts) {
+		v.Actions = accountActions(a, me, f)
+	}
+	if canDo(r, emi.PermViewAudit) {
+		entries, err := p.d.Audit.List(ctx, emi.AuditFilter{ResourceType: "account", ResourceToken: a.Token, Limit: 50})
+		if err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+		v.ShowAudit = true
+		v.AuditHref = "/backoffice/audit?resource_type=account&resource_token=" + url.QueryEscape(a.Token)
+		for _, e := range entries {
+			v.Audit = append(v.Audit, auditRow(e))
+		}
+	}
+	title := "Account · " + firstNonEmpty(a.OwnerName, shortID(a.Token))
+	p.renderPrivate(w, r, status, title, pages.AccountDetail(v))
+}
+
+// balanceViews lays out the balances with their identifiers; a virtual
+// account shows its own IBAN beside its main account's balance.
+func balanceViews(a emi.Account) []pages.BalanceView {
+	out := make([]pages.BalanceView, 0, len(a.Balances))
+	for _, b := range a.Balances {
+		bv := pages.BalanceView{Currency: b.Currency, Available: emi.FormatMinor(b.Available)}
+		add := func(label, value string) {
+			if value != "" {
+				bv.Idents = append(bv.Idents, pages.Ident{Label: label, Value: value})
+			}
+		}
+		if a.Virtual {
+			add("IBAN", a.VirtualIBANs[b.Currency])
+			if len(bv.Idents) > 0 {
+				add("BIC", b.BIC)
+			}
+		} else {
+			add("IBAN", deref(b.IBAN))
+			add("BIC", b.BIC)
+			add("Account number", deref(b.AccountNumber))
+			add("Sort code", deref(b.SortCode))
+		}
+		out = append(out, bv)
+	}
+	return out
+}
+
+// accountActions are the actions the signed-in customer-service user may
+// take on the account.
+func accountActions(a service.AccountView, me string, f *accountForm) *pages.AccountActions {
+	act := &pages.AccountActions{Base: accountHref(a.Token), Virtuals: len(a.Virtuals)}
+	open := a.Status != emi.AccountTerminated
+	act.CanBlock = open && a.Status == emi.AccountActive
+	act.CanUnblock = open && a.Status == emi.AccountBlocked
+	if t := a.PendingTermination; t != nil {
+		act.CanApprove = open && t.RequestedBy != me
+		act.CanWithdraw = true
+	} else {
+		act.CanRequest = open
+	}
+	if !a.Virtual {
+		act.BalanceNotZero = slices.ContainsFunc(a.Balances, func(b emi.Balance) bool { return b.Available != 0 })
+	}
+	if f != nil {
+		act.Open, act.Reason, act.Errs = f.which, f.reason, f.errs
+	}
+	return act
+}
+
+// accountToken is the account of an action, or "" after answering 404.
+func (p *Portal) accountToken(w http.ResponseWriter, r *http.Request) string {
+	token := param(r, "account")
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrAccountNotFound)
+		return ""
+	}
+	return token
+}
+
+// accountRefused answers a refused action: a missing reason goes back to
+// the page with the form open (422); rule errors are a flash on the page.
+func (p *Portal) accountRefused(w http.ResponseWriter, r *http.Request, err error, f *accountForm, token string) {
+	back := accountHref(token)
+	switch {
+	case errorIs(err, emi.ErrFourEyes):
+		p.flash(r.Context(), "bad", "You asked for this termination, so you cannot approve it: another staff member must (four-eyes).")
+		redirect(w, r, back)
+	case errorIs(err, emi.ErrReviewClosed) && f != nil && f.which == "terminate":
+		p.flash(r.Context(), "bad", "A termination of this account is already requested: it waits for a second staff member. Nothing was changed.")
+		redirect(w, r, back)
+	case errorIs(err, emi.ErrReviewClosed):
+		p.flash(r.Context(), "bad", "No termination of this account is pending any more (it was approved or withdrawn meanwhile): nothing was changed.")
+		redirect(w, r, back)
+	case emi.AsError(err).Kind == emi.KindInvalid && f != nil:
+		errs, banner := fieldErrors(err)
+		if len(errs) == 0 {
+			errs = map[string]string{"reason": banner}
+		}
+		f.errs = errs
+		p.flash(r.Context(), "bad", banner)
+		p.renderAccountPage(w, r, http.StatusUnprocessableEntity, f)
+	default:
+		p.flashError(w, r, err, back)
+	}
+}
+
+// accountBlock (POST /accounts/{account}/block).
+func (p *Portal) accountBlock(w http.ResponseWriter, r *http.Request) {
+	p.accountSetStatus(w, r, emi.AccountBlocked, "block",
+		"Account blocked: payments stop and its cards are frozen until it is unblocked. The partner is told.")
+}
+
+// accountUnblock (POST /accounts/{account}/unblock).
+func (p *Portal) accountUnblock(w http.ResponseWriter, r *http.Request) {
+	p.accountSetStatus(w, r, emi.AccountActive, "unblock", "Account unblocked: it is active again. The partner is told.")
+}
+
+func (p *Portal) accountSetStatus(w http.ResponseWriter, r *http.Request, status, which, done string) {
+	token := p.accountToken(w, r)
+	if token == "" {
+		return
+	}
+	reason := r.PostFormValue("reason")
+	if _, err := p.d.Accounts.StaffSetStatus(r.Context(), token, status, reason); err != nil {
+		p.accountRefused(w, r, err, &accountForm{which: which, reason: reason}, token)
+		return
+	}
+	p.flash(r.Context(), "ok", done)
+	redirect(w, r, accountHref(token))
+}
+
+// accountTerminate (POST /accounts/{account}/terminate) asks for the
+// account's termination; another staff member approves it.
+func (p *Portal) accountTerminate(w http.ResponseWriter, r *http.Request) {
+	token := p.accountToken(w, r)
+	if token == "" {
+		return
+	}
+	reason := r.PostFormValue("reason")
+	if err := p.d.Accounts.RequestTermination(r.Context(), token, reason); err != nil {
+		p.accountRefused(w, r, err, &accountForm{which: "terminate", reason: reason}, token)
+		return
+	}
+	p.flash(r.Context(), "ok", "Termination requested. Awaiting a second staff member: someone other than you must approve it.")
+	redirect(w, r, accountHref(token))
+}
+
+// accountTerminateApprove (POST /accounts/{account}/terminate/approve)
+// terminates the account a colleague asked to terminate.
+func (p *Portal) accountTerminateApprove(w http.ResponseWriter, r *http.Request) {
+	token := p.accountToken(w, r)
+	if token == "" {
+		return
+	}
+	if _, err := p.d.Accounts.ApproveTermination(r.Context(), token, false); err != nil {
+		p.accountRefused(w, r, err, &accountForm{which: "approve"}, token)
+		return
+	}
+	p.flash(r.Context(), "ok", "Account terminated, with its virtual accounts: this is final. The partner is told.")
+	redirect(w, r, accountHref(token))
+}
+
+// accountTerminateWithdraw (POST /accounts/{account}/terminate/withdraw)
+// withdraws a pending termination request.
+func (p *Portal) accountTerminateWithdraw(w http.ResponseWriter, r *http.Request) {
+	token := p.accountToken(w, r)
+	if token == "" {
+		return
+	}
+	if _, err := p.d.Accounts.ApproveTermination(r.Context(), token, true); err != nil {
+		p.accountRefused(w, r, err, &accountForm{which: "withdraw"}, token)
+		return
+	}
+	p.flash(r.Context(), "ok", "Termination request withdrawn: the account stays as it is.")
+	redirect(w, r, accountHref(token))
+}
+
+// ownerAccounts lists the accounts of a person or a merchant for the
+// user and company pages; show is false for roles that may not see
+// accounts.
+func (p *Portal) ownerAccounts(r *http.Request, user, merchant string) (bool, []pages.AccountRow, error) {
+	if p.d.Accounts == nil || !canDo(r, emi.PermViewAccounts) {
+		return false, nil, nil
+	}
+	if user == "" && merchant == "" {
+		return true, nil, nil
+	}
+	list, err := p.d.Accounts.ForOwner(r.Context(), user, merchant)
+	if err != nil {
+		return false, nil, err
+	}
+	rows, err := p.accountRows(r, list)
+	return true, rows, err
+}
+
+// schemeLabels name the identifier schemes of a program's balances.
+var schemeLabels = map[string]string{
+	emi.SchemeIBANBG: "Bulgarian IBAN and BIC",
+	emi.SchemeUK:     "UK sort code and account number, GB IBAN and BIC",
+}
+
+// programs (GET /programs) lists the programs, read-only.
+func (p *Portal) programs(w http.ResponseWriter, r *http.Request) {
+	list, err := p.d.Accounts.Programs(r.Context())
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	names := p.partnerNames(r)
+	yes := map[bool]string{true: "yes", false: "no"}
+	rows := make([]pages.ProgramView, len(list))
+	for i, pr := range list {
+		v := pages.ProgramView{Code: pr.Code, Name: pr.Name}
+		for j, c := range pr.Currencies {
+			scheme := ""
+			if j < len(pr.Schemes) {
+				scheme = firstNonEmpty(schemeLabels[pr.Schemes[j]], pr.Schemes[j])
+			}
+			v.Currencies = append(v.Currencies, pages.Ident{Label: c, Value: scheme})
+		}
+		cards := yes[pr.CardsAllowed]
+		if pr.CardsAllowed && len(pr.CardTypes) > 0 {
+			cards += ": " + strings.Join(pr.CardTypes, ", ")
+		}
+		partners := "every partner"
+		if pr.AllowedPartners != nil {
+			var ns []string
+			for _, id := range pr.AllowedPartners {
+				ns = append(ns, names.name(id))
+			}
+			partners = firstNonEmpty(strings.Join(ns, ", "), "none")
+		}
+		validity := ""
+		if pr.CardsAllowed && pr.CardValidityMonths > 0 {
+			validity = strconv.Itoa(pr.CardValidityMonths) + " months"
+		}
+		v.Details = []pages.KV{
+			{Label: "Cards", Value: cards},
+			{Label: "BIN prefix", Value: pr.BINPrefix, Mono: true},
+			{Label: "Card validity", Value: validity},
+			{Label: "AML check required for cards", Value: yes[pr.AMLRequired]},
+			{Label: "Overdraft", Value: yes[pr.Overdraft]},
+			{Label: "Partners", Value: partners},
+		}
+		for _, kind := range emi.GroupKinds {
+			g := pages.GroupKind{Kind: strings.ReplaceAll(kind, "_", " ")}
+			for _, c := range pr.Groups[kind] {
+				g.Codes = append(g.Codes, pages.GroupCode{Code: c, Default: pr.Defaults[kind] == c})
+			}
+			v.Groups = append(v.Groups, g)
+		}
+		rows[i] = v
+	}
+	p.render(w, r, http.StatusOK, "Programs", pages.Programs(rows))
+}
+
+// searchAccounts adds accounts to the global search for roles that see
+// them (Accounts.Search: token, IBAN, account number, owner name or
+// e-mail).
+func (p *Portal) searchAccounts(r *http.Request, q string) ([]pages.Hit, error) {
+	if q == "" || p.d.Accounts == nil || !canDo(r, emi.PermViewAccounts) {
+		return nil, nil
+	}
+	if len(q) > maxQuery {
+		q = q[:maxQuery]
+	}
+	list, _, err := p.d.Accounts.Search(r.Context(), q, 1)
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]pages.Hit, 0, min(len(list), 20))
+	for _, a := range list[:min(len(list), 20)] {
+		detail := strings.Join(slices.DeleteFunc([]string{a.Program, a.Status, a.Alias, shortID(a.Token)},
+			func(s string) bool { return s == "" }), " · ")
+		kind := "account"
+		if a.Virtual {
+			kind = "virtual account"
+		}
+		hits = append(hits, pages.Hit{Kind: kind, Title: firstNonEmpty(a.OwnerName, "(no name)"), Detail: detail, Href: accountHref(a.Token)})
+	}
+	return hits, nil
+}
