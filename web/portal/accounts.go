@@ -67,7 +67,10 @@ func (p *Portal) accountList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pagesN := max((total+accountsPerPage-1)/accountsPerPage, 1)
-	v.Total, v.Page, v.Pages = strconv.FormatInt(total, 10), strconv.Itoa(page), strconv.FormatInt(pagesN, 10)
+	v.Total, v.Page, v.Pages = strconv.FormatInt(total, 10)+" accounts", strconv.Itoa(page), strconv.FormatInt(pagesN, 10)
+	if total == 1 {
+		v.Total = "1 account"
+	}
 	link := func(n int) string {
 		lq := url.Values{}
 		if q != "" {

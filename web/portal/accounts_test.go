@@ -135,7 +135,7 @@ func TestAccountsSearch(t *testing.T) {
 		pg := a.cs.Get(t, "/backoffice/accounts?q="+a.gbpTok)
 		contains(t, "GBP row", pg, `href="/backoffice/users/`+a.user+`"`, ">Mara Velikova<", ">person<", ">account_gbp<",
 			`href="/backoffice/programs#program-account_gbp"`, `class="badge ok">active<`, balance(a.gbp, "iban"),
-			gbpSort[:2]+"-"+gbpSort[2:4]+"-"+gbpSort[4:]+" "+gbpNumber, "1 accounts · page 1 of 1")
+			gbpSort[:2]+"-"+gbpSort[2:4]+"-"+gbpSort[4:]+" "+gbpNumber, "1 account · page 1 of 1")
 		pg = a.cs.Get(t, "/backoffice/accounts?q="+a.virtualTok)
 		contains(t, "virtual row", pg, virtualIBAN, ">virtual<")
 	})
