@@ -344,6 +344,12 @@ func (s *Accounts) apply(ctx context.Context, a emi.Account, status, reason, act
 	if err := s.store.SetAccountStatus(ctx, a.Token, status); err != nil {
 		return err
 	}
+	if status == emi.AccountTerminated && s.terms != nil {
+		// A staff request to terminate is answered by the termination.
+		if err := s.terms.DeleteTerminationRequest(ctx, a.Token); err != nil {
+			return err
+		}
+	}
 	if err := s.store.InsertStatusChange(ctx, a.Token, emi.AccountStatusChange{From: a.Status, To: status, Reason: reason,
 		Actor: actor, At: s.now().UTC()}); err != nil {
 		return err

@@ -132,6 +132,13 @@ func (s *Accounts) RequestTermination(ctx context.Context, token, reason string)
 		if a.Status == emi.AccountTerminated {
 			return emi.ErrAccountInvalidTransition
 		}
+		if !a.Virtual {
+			for _, b := range a.Balances {
+				if b.Available != 0 {
+					return emi.ErrBalanceNotZero
+				}
+			}
+		}
 		if _, _, found, err := s.terms.TerminationRequest(ctx, a.Token); err != nil {
 			return err
 		} else if found {
@@ -184,4 +191,13 @@ func (s *Accounts) ApproveTermination(ctx context.Context, token string, reject 
 		return err
 	})
 	return out, err
+}
+
+// AuditTrail returns the audit rows of an account, newest first, for
+// customer service (emi.PermViewAccounts).
+func (s *Accounts) AuditTrail(ctx context.Context, token string) ([]emi.AuditEntry, error) {
+	if err := require(ctx, emi.PermViewAccounts); err != nil {
+		return nil, err
+	}
+	return s.audit.store.AuditEntries(ctx, emi.AuditFilter{ResourceType: "account", ResourceToken: token, Limit: 200})
 }

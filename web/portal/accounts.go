@@ -350,14 +350,16 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 	if canDo(r, emi.PermManageAccounts) {
 		v.Actions = accountActions(a, me, f)
 	}
-	if canDo(r, emi.PermViewAudit) {
-		entries, err := p.d.Audit.List(ctx, emi.AuditFilter{ResourceType: "account", ResourceToken: a.Token, Limit: 50})
+	if canDo(r, emi.PermViewAccounts) {
+		entries, err := p.d.Accounts.AuditTrail(ctx, a.Token)
 		if err != nil {
 			p.renderError(w, r, err)
 			return
 		}
 		v.ShowAudit = true
-		v.AuditHref = "/backoffice/audit?resource_type=account&resource_token=" + url.QueryEscape(a.Token)
+		if canDo(r, emi.PermViewAudit) {
+			v.AuditHref = "/backoffice/audit?resource_type=account&resource_token=" + url.QueryEscape(a.Token)
+		}
 		for _, e := range entries {
 			v.Audit = append(v.Audit, auditRow(e))
 		}

@@ -188,7 +188,8 @@ func TestAccountPage(t *testing.T) {
 		`data-copy-text="`+eurIBAN+`"`, `data-copy-text="EMIBBGSF"`, // copy buttons
 		`data-testid="virtual-accounts"`, `href="/backoffice/accounts/`+a.virtualTok+`"`, balance(a.virtual, "iban"),
 		`data-testid="history-row"`, ">opened<", `data-testid="block-form"`, `data-testid="request-termination-form"`)
-	lacks(t, "EUR account for customer service", pg, `data-testid="account-audit"`, `data-testid="approve-termination"`,
+	contains(t, "EUR account for customer service", pg, `data-testid="account-audit"`)
+	lacks(t, "EUR account for customer service", pg, `data-testid="approve-termination"`,
 		`data-testid="unblock-form"`, `data-testid="pending-termination"`)
 
 	gbp := a.cs.Get(t, "/backoffice/accounts/"+a.gbpTok)
@@ -384,23 +385,30 @@ func TestAccountTerminationRefusedWhileABalanceIsNotZero(t *testing.T) {
 	}
 	pg := a.cs.Get(t, page)
 	contains(t, "page with money", pg, ">1250.50<", `data-testid="balance-warning"`)
+	// A termination is refused at the request while money is on a balance.
+	pg = follow(t, a.cs, a.cs.Post(t, page+"/terminate", url.Values{"reason": {"Customer closes the relationship"}}))
+	contains(t, "request with money", pg, portalMessage(emi.ErrBalanceNotZero))
+	lacks(t, "request with money", pg, `data-testid="pending-termination"`)
+	for _, tok := range []string{a.eurTok, a.virtualTok} {
+		if st := accountStatus(t, a.env, tok); st != emi.AccountActive {
+			t.Fatalf("account %s is %s after the refused request", tok, st)
+		}
+	}
+	// Paid out, the request and a second agent's approval go through.
+	if _, err := a.env.App.DB.Exec(`UPDATE balances SET available = 0 WHERE account = $1`, a.eurTok); err != nil {
+		t.Fatal(err)
+	}
 	follow(t, a.cs, a.cs.Post(t, page+"/terminate", url.Values{"reason": {"Customer closes the relationship"}}))
 	newStaff(t, a.env, "second.agent@accounts.test", "Second Agent", emi.RoleCustomerService)
 	second := a.env.NewBrowser()
 	second.SignIn(t, "second.agent@accounts.test")
 	pg = follow(t, second, second.Post(t, page+"/terminate/approve", nil))
-	contains(t, "approval with money", pg, portalMessage(emi.ErrBalanceNotZero), `data-testid="pending-termination"`)
-	for _, tok := range []string{a.eurTok, a.virtualTok} {
-		if st := accountStatus(t, a.env, tok); st != emi.AccountActive {
-			t.Fatalf("account %s is %s after the refused approval", tok, st)
-		}
-	}
-	// Paid out, the same request goes through.
-	if _, err := a.env.App.DB.Exec(`UPDATE balances SET available = 0 WHERE account = $1`, a.eurTok); err != nil {
-		t.Fatal(err)
-	}
-	pg = follow(t, second, second.Post(t, page+"/terminate/approve", nil))
 	contains(t, "approval when paid out", pg, "Account terminated")
+	var pending int
+	_ = a.env.App.DB.Get(&pending, `SELECT count(*) FROM account_termination_requests WHERE account = $1`, a.eurTok)
+	if pending != 0 {
+		t.Fatal("the termination request outlived the termination")
+	}
 }
 
 func TestProgramsScreen(t *testing.T) {
