@@ -112,11 +112,13 @@ type AccountFilter struct {
 
 // AccountStatusChange is one entry of an account's status history.
 type AccountStatusChange struct {
-	From   string    `db:"from_status"`
-	To     string    `db:"to_status"`
-	Reason string    `db:"reason"`
-	Actor  string    `db:"actor"`
-	At     time.Time `db:"at"`
+	From   string `db:"from_status"`
+	To     string `db:"to_status"`
+	Reason string `db:"reason"`
+	Actor  string `db:"actor"`
+	// ActorName names a staff actor, or says "partner API" for an API key.
+	ActorName string    `db:"actor_name"`
+	At        time.Time `db:"at"`
 }
 
 // FormatMinor writes an amount in minor units as a decimal string with

@@ -11,6 +11,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service"
 )
 
 // AccountStore keeps programs, accounts, balances and issued identifiers.
@@ -307,8 +308,10 @@ func (s *AccountStore) InsertStatusChange(ctx context.Context, account string, c
 // StatusHistory implements service.AccountStore.
 func (s *AccountStore) StatusHistory(ctx context.Context, account string) ([]emi.AccountStatusChange, error) {
 	var out []emi.AccountStatusChange
-	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT from_status, to_status, reason, actor, at FROM account_status_history
-		WHERE account = $1 ORDER BY id`, account)
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT from_status, to_status, reason, actor,
+		coalesce((SELECT name FROM staff_users WHERE id::text = h.actor),
+		         CASE WHEN EXISTS (SELECT 1 FROM partner_keys k WHERE k.id::text = h.actor) THEN 'partner API' END, '') AS actor_name,
+		at FROM account_status_history h WHERE account = $1 ORDER BY id`, account)
 	return out, Translate(err)
 }
 
@@ -398,20 +401,18 @@ func (s *AccountStore) VirtualsOf(ctx context.Context, main string) ([]emi.Accou
 }
 
 // TerminationRequest implements service.TerminationStore.
-func (s *AccountStore) TerminationRequest(ctx context.Context, account string) (string, string, bool, error) {
-	var row struct {
-		By     string `db:"requested_by"`
-		Reason string `db:"reason"`
-	}
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT requested_by::text AS requested_by, reason
-		FROM account_termination_requests WHERE account = $1`, account)
+func (s *AccountStore) TerminationRequest(ctx context.Context, account string) (service.TerminationRequest, bool, error) {
+	var row service.TerminationRequest
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT t.requested_by::text AS requested_by, t.reason,
+		coalesce(st.name, '') AS requested_by_name FROM account_termination_requests t
+		LEFT JOIN staff_users st ON st.id = t.requested_by WHERE t.account = $1`, account)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", false, nil
+		return row, false, nil
 	}
 	if err != nil {
-		return "", "", false, Translate(err)
+		return row, false, Translate(err)
 	}
-	return row.By, row.Reason, true, nil
+	return row, true, nil
 }
 
 // InsertTerminationRequest implements service.TerminationStore.

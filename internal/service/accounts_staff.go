@@ -10,7 +10,7 @@ import (
 // TerminationStore keeps staff termination requests awaiting a second
 // staff member.
 type TerminationStore interface {
-	TerminationRequest(ctx context.Context, account string) (requestedBy, reason string, found bool, err error)
+	TerminationRequest(ctx context.Context, account string) (TerminationRequest, bool, error)
 	InsertTerminationRequest(ctx context.Context, account, by, reason string) error
 	DeleteTerminationRequest(ctx context.Context, account string) error
 }
@@ -54,8 +54,9 @@ type AccountView struct {
 
 // TerminationRequest is a staff termination awaiting approval.
 type TerminationRequest struct {
-	RequestedBy string
-	Reason      string
+	RequestedBy     string `db:"requested_by"`
+	RequestedByName string `db:"requested_by_name"`
+	Reason          string `db:"reason"`
 }
 
 // Get returns an account with its history and virtual accounts
@@ -78,12 +79,12 @@ func (s *Accounts) Get(ctx context.Context, token string) (AccountView, error) {
 		}
 	}
 	if s.terms != nil {
-		by, reason, found, err := s.terms.TerminationRequest(ctx, a.Token)
+		t, found, err := s.terms.TerminationRequest(ctx, a.Token)
 		if err != nil {
 			return v, err
 		}
 		if found {
-			v.PendingTermination = &TerminationRequest{RequestedBy: by, Reason: reason}
+			v.PendingTermination = &t
 		}
 	}
 	return v, nil
@@ -139,7 +140,7 @@ func (s *Accounts) RequestTermination(ctx context.Context, token, reason string)
 				}
 			}
 		}
-		if _, _, found, err := s.terms.TerminationRequest(ctx, a.Token); err != nil {
+		if _, found, err := s.terms.TerminationRequest(ctx, a.Token); err != nil {
 			return err
 		} else if found {
 			return emi.ErrReviewClosed.WithDetail("a termination is already requested")
@@ -166,10 +167,11 @@ func (s *Accounts) ApproveTermination(ctx context.Context, token string, reject 
 		if err != nil {
 			return err
 		}
-		by, reason, found, err := s.terms.TerminationRequest(ctx, a.Token)
+		t, found, err := s.terms.TerminationRequest(ctx, a.Token)
 		if err != nil {
 			return err
 		}
+		by, reason := t.RequestedBy, t.Reason
 		if !found {
 			return emi.ErrReviewClosed.WithDetail("no termination requested")
 		}

@@ -333,6 +333,11 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 		h := a.History[i]
 		row := pages.StatusChangeRow{From: h.From, To: h.To, ToTone: accountTone(h.To), Reason: h.Reason, At: fmtTime(h.At)}
 		row.Actor, row.ActorHref = actorOf(r, h.Actor, staff, keys)
+		if _, known := staff[h.Actor]; !known && h.ActorName != "" && h.Actor != current(r).ID {
+			if _, key := keys[h.Actor]; !key {
+				row.Actor = h.ActorName
+			}
+		}
 		v.History = append(v.History, row)
 	}
 	if v.Virtuals, err = p.accountRows(r, a.Virtuals); err != nil {
@@ -343,7 +348,10 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 	if t := a.PendingTermination; t != nil {
 		by, _ := actorOf(r, t.RequestedBy, staff, nil)
 		if _, known := staff[t.RequestedBy]; !known && t.RequestedBy != me {
-			by = "a colleague (staff " + shortID(t.RequestedBy) + ")"
+			by = t.RequestedByName
+			if by == "" {
+				by = "a colleague (staff " + shortID(t.RequestedBy) + ")"
+			}
 		}
 		v.Pending = &pages.PendingTermination{By: by, Reason: t.Reason, Mine: t.RequestedBy == me}
 	}

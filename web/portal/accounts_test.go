@@ -328,8 +328,12 @@ func TestAccountTerminationFourEyes(t *testing.T) {
 		contains(t, "second request", pg, "already requested")
 	})
 
+	var requester string
+	if err := a.env.App.DB.Get(&requester, `SELECT name FROM staff_users WHERE email = $1`, apptest.CSEmail); err != nil {
+		t.Fatal(err)
+	}
 	pg = second.Get(t, page)
-	contains(t, "second agent's page", pg, `data-testid="pending-termination"`, "a colleague (staff ", "Customer closes the relationship",
+	contains(t, "second agent's page", pg, `data-testid="pending-termination"`, requester, "Customer closes the relationship",
 		`data-testid="approve-termination"`, `data-testid="withdraw-termination"`)
 	lacks(t, "second agent's page", pg, `data-testid="awaiting-second"`)
 	pg = follow(t, second, second.Post(t, page+"/terminate/approve", nil))
