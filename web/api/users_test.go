@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,11 +26,10 @@ var (
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
-var emailN int
+var emailN atomic.Int64
 
 func uniqueEmail() string {
-	emailN++
-	return fmt.Sprintf("person-%d-%d@example.com", time.Now().UnixNano(), emailN)
+	return fmt.Sprintf("person-%d-%d@example.com", time.Now().UnixNano(), emailN.Add(1))
 }
 
 // post and friends send one signed request, advancing the clock first so
