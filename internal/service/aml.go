@@ -78,7 +78,14 @@ func hitKey(list, entry, fingerprint string) string {
 // personKey identifies a person for the false-positive memory: the
 // normalised name (token order ignored) and the birthday.
 func (a *AML) personKey(first, last, birthday string) []byte {
-	sum := sha256.Sum256([]byte(normalizedName(a.screener.Normalize, first+" "+last) + "|" + birthday))
+	return personKey(a.screener.Normalize, first, last, birthday)
+}
+
+// personKey is the person of the false-positive memory, shared by AML
+// checks and the sanctions check of applications: SHA-256 of the
+// normalised name (token order ignored) and the birthday.
+func personKey(norm NameNormalizer, first, last, birthday string) []byte {
+	sum := sha256.Sum256([]byte(normalizedName(norm, first+" "+last) + "|" + birthday))
 	return sum[:]
 }
 

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -399,10 +398,10 @@ func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFun
 			return err
 		}
 		version = v
-		key := sha256.Sum256([]byte(normalizedName(c.screener.Normalize, q.FirstName+" "+q.LastName) + "|" + q.Birthday))
+		key := personKey(c.screener.Normalize, q.FirstName, q.LastName, q.Birthday)
 		var fps map[string]bool
 		if c.fps != nil && len(hs) > 0 {
-			if fps, err = c.fps.FalsePositives(ctx, a.PartnerID, key[:]); err != nil {
+			if fps, err = c.fps.FalsePositives(ctx, a.PartnerID, key); err != nil {
 				return err
 			}
 		}
@@ -413,7 +412,7 @@ func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFun
 			}
 			hits = append(hits, map[string]any{"subject": subject, "member": token, "list": h.List, "entry_id": h.EntryID,
 				"name": h.Name, "matched_name": h.MatchedName, "score": h.Score, "fields": h.Fields,
-				"fingerprint": h.Fingerprint, "person_key": hex.EncodeToString(key[:]), "breakdown": h.Breakdown})
+				"fingerprint": h.Fingerprint, "person_key": hex.EncodeToString(key), "breakdown": h.Breakdown})
 		}
 		return nil
 	}

@@ -227,7 +227,7 @@ func orUnknown(s string) string {
 func (p *Portal) amlDecide(w http.ResponseWriter, r *http.Request) {
 	token := param(r, "check")
 	n, _ := strconv.Atoi(r.PostFormValue("n"))
-	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	reason := r.PostFormValue("reason") // the service trims and checks it
 	d := emi.HitDecision{N: n, Decision: r.PostFormValue("decision"), Reason: reason}
 	c, err := p.d.AML.Decide(r.Context(), token, d)
 	if err != nil {

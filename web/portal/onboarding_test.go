@@ -448,6 +448,9 @@ func TestOnboardingScreens(t *testing.T) {
 		if r := admin.Post(t, "/backoffice/partners/00000000-0000-4000-8000-000000000000/validator-config", form); r.Status != http.StatusNotFound {
 			t.Errorf("unknown partner: HTTP %d", r.Status)
 		}
+		if r := admin.Post(t, "/backoffice/partners/00000000-0000-4000-8000-000000000000/validator-config/remove", nil); r.Status != http.StatusNotFound {
+			t.Errorf("removing the configuration of an unknown partner: HTTP %d", r.Status)
+		}
 	})
 
 	t.Run("watch list: add, a new application goes to review, remove", func(t *testing.T) {

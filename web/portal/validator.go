@@ -164,10 +164,6 @@ func validatorFromForm(r *http.Request) *emi.ValidatorConfig {
 // field messages beside the inputs.
 func (p *Portal) validatorSave(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
-	if _, _, err := p.d.Partners.Get(r.Context(), id); err != nil {
-		p.renderError(w, r, err)
-		return
-	}
 	c := validatorFromForm(r)
 	if err := p.d.Onboarding.SetValidatorConfig(r.Context(), id, c); err != nil {
 		e := emi.AsError(err)
@@ -206,11 +202,11 @@ func (p *Portal) validatorSave(w http.ResponseWriter, r *http.Request) {
 // is saved again.
 func (p *Portal) validatorRemove(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
-	if _, _, err := p.d.Partners.Get(r.Context(), id); err != nil {
-		p.renderError(w, r, err)
-		return
-	}
 	if err := p.d.Onboarding.SetValidatorConfig(r.Context(), id, nil); err != nil {
+		if emi.AsError(err).Kind == emi.KindNotFound {
+			p.renderError(w, r, err) // the service says the partner is unknown
+			return
+		}
 		p.flashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
