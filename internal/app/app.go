@@ -25,6 +25,7 @@ import (
 	"emi/internal/registry"
 	"emi/internal/screening"
 	"emi/internal/seal"
+	"emi/internal/sms"
 	"emi/internal/service"
 	"emi/internal/ukbank"
 	"emi/internal/validate"
@@ -87,6 +88,9 @@ type App struct {
 	// AccountStore keeps programs, accounts and balances.
 	AccountStore *postgres.AccountStore
 	Accounts     *service.Accounts
+	// CardStore keeps cards; Cards issues and controls them.
+	CardStore *postgres.CardStore
+	Cards     *service.Cards
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -169,7 +173,22 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.AccountStore = postgres.NewAccountStore(db)
 	a.Accounts = service.NewAccounts(db, a.AccountStore, identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, a.Events, a.Audit, v, now)
 	a.Accounts.SetTerminations(a.AccountStore)
+	a.CardStore = postgres.NewCardStore(db)
+	a.Cards = service.NewCards(db, a.CardStore, a.AccountStore, a.AML, a.People, keys, smsProvider(cfg), a.Events, a.Audit, v,
+		screener.Normalize, service.CardsConfig{}, now)
+	a.Accounts.SetCards(a.Cards)
 	return a
+}
+
+// smsProvider picks the SMS provider of PIN texts (see config.SMSURL).
+func smsProvider(cfg config.Config) service.SMSProvider {
+	switch {
+	case cfg.SMSURL != "":
+		return sms.NewGateway(cfg.SMSURL, cfg.SMSToken)
+	case cfg.Mode == config.ModeSandbox:
+		return sms.Sandbox{}
+	}
+	return sms.Unconfigured{}
 }
 
 // Close closes the database and the webhook client's idle connections.
@@ -242,7 +261,7 @@ func (a *App) API() *api.API {
 	return api.New(api.Deps{
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
-		RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
+		Cards: a.Cards, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 	})
 }
 

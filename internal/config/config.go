@@ -45,6 +45,11 @@ type Config struct {
 	// answers.
 	CompaniesHouseKey string
 	CompaniesHouseURL string
+	// SMSURL and SMSToken configure the HTTP SMS gateway of card_send_pin;
+	// without a URL the sandbox provider answers in sandbox mode and PIN
+	// texts are refused in production.
+	SMSURL   string
+	SMSToken string
 	LogLevel          slog.Level
 	LogFormat         string // json or text
 
@@ -80,6 +85,8 @@ var Vars = []struct{ Name, Default, Meaning string }{
 	{"EMI_SANCTIONS_UN_URL", "https://scsanctions.un.org/resources/xml/en/consolidated.xml", "UN consolidated list address"},
 	{"EMI_COMPANIES_HOUSE_KEY", "", "Companies House REST API key: GB companies are verified there (otherwise the sandbox register answers)"},
 	{"EMI_COMPANIES_HOUSE_URL", "https://api.company-information.service.gov.uk", "Companies House API address"},
+	{"EMI_SMS_URL", "", "HTTP SMS gateway for PIN texts (POST {to, text}); unset: sandbox outbox in sandbox mode, refused in production"},
+	{"EMI_SMS_TOKEN", "", "bearer token of the SMS gateway"},
 	{"EMI_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"EMI_LOG_FORMAT", "json", "json or text"},
 	{"EMI_RATE_LIMIT", "600", "API requests per API key per EMI_RATE_WINDOW (0 = no limit)"},
@@ -192,6 +199,14 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 			c.CompaniesHouseURL = v
 		}
 	}
+	if v := strings.TrimSpace(getenv("EMI_SMS_URL")); v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("EMI_SMS_URL", "must be an absolute http(s) URL")
+		} else {
+			c.SMSURL = v
+		}
+	}
+	c.SMSToken = strings.TrimSpace(getenv("EMI_SMS_TOKEN"))
 	if v := strings.TrimSpace(getenv("EMI_LOG_LEVEL")); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad("EMI_LOG_LEVEL", "must be debug, info, warn or error")

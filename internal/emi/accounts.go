@@ -27,6 +27,10 @@ type Program struct {
 	CardValidityMonths int
 	AMLRequired        bool
 	Overdraft          bool
+	// PINBySMS: card_send_pin may text the PIN to the cardholder.
+	PINBySMS bool
+	// WalletProvisioning: cards may be pushed to mobile wallets.
+	WalletProvisioning bool
 	// AllowedPartners nil: every partner.
 	AllowedPartners []string
 	// Groups by kind: the codes associated, and the default one.

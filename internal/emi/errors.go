@@ -174,6 +174,8 @@ var (
 	ErrCardProgramMismatch   = def(12008, "service.cards.program_mismatch", KindConflict)
 	ErrCardAMLRequired       = def(12009, "service.cards.aml_required", KindConflict)
 	ErrCardNoMobile          = def(12010, "service.cards.no_mobile", KindConflict)
+	// ErrSMSUnavailable: the SMS gateway did not take the message (added).
+	ErrSMSUnavailable = def(12011, "service.cards.sms_unavailable", KindUnavailable)
 
 	ErrAccountValidation        = def(13001, "service.accounts.validation", KindInvalid)
 	ErrAccountNotFound          = def(13002, "service.accounts.not_found", KindNotFound)
@@ -200,7 +202,7 @@ func Catalogue() []*Error {
 		ErrBadRequest, ErrRouteNotFound, ErrMethodNotAllowed, ErrTooLarge, ErrRateLimited, ErrIdempotencyConflict, ErrApplicationClosed,
 		ErrNonUniqueValue, ErrCardValidation, ErrCardNotFound, ErrCardAccountUnusable,
 		ErrActiveCardExists, ErrCardInvalidTransition, ErrGroupNotInProgram, ErrDeliveryRequired,
-		ErrCardProgramMismatch, ErrCardAMLRequired, ErrCardNoMobile, ErrAccountValidation,
+		ErrCardProgramMismatch, ErrCardAMLRequired, ErrCardNoMobile, ErrSMSUnavailable, ErrAccountValidation,
 		ErrAccountNotFound, ErrProgramNotFound, ErrOwnerNotFound, ErrMainAccountInvalid,
 		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrUserHasProducts, ErrKYCAlreadyApproved,
 		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation,

@@ -33,13 +33,15 @@ type programRow struct {
 	CardValidityMonths int            `db:"card_validity_months"`
 	AMLRequired        bool           `db:"aml_required"`
 	Overdraft          bool           `db:"overdraft"`
+	PINBySMS           bool           `db:"pin_by_sms"`
+	WalletProvisioning bool           `db:"wallet_provisioning"`
 	AllowedPartners    pq.StringArray `db:"allowed_partners"`
 }
 
 func (s *AccountStore) programs(ctx context.Context, where string, args ...any) ([]emi.Program, error) {
 	var rows []programRow
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT code, name, currencies, schemes, cards_allowed, card_types,
-		bin_prefix, card_validity_months, aml_required, overdraft, allowed_partners::text[] AS allowed_partners
+		bin_prefix, card_validity_months, aml_required, overdraft, pin_by_sms, wallet_provisioning, allowed_partners::text[] AS allowed_partners
 		FROM programs `+where+` ORDER BY code`, args...); err != nil {
 		return nil, Translate(err)
 	}
@@ -47,7 +49,7 @@ func (s *AccountStore) programs(ctx context.Context, where string, args ...any) 
 	for _, r := range rows {
 		p := emi.Program{Code: r.Code, Name: r.Name, Currencies: r.Currencies, Schemes: r.Schemes, CardsAllowed: r.CardsAllowed,
 			CardTypes: r.CardTypes, BINPrefix: r.BINPrefix, CardValidityMonths: r.CardValidityMonths, AMLRequired: r.AMLRequired,
-			Overdraft: r.Overdraft, Groups: map[string][]string{}, Defaults: map[string]string{}}
+			Overdraft: r.Overdraft, PINBySMS: r.PINBySMS, WalletProvisioning: r.WalletProvisioning, Groups: map[string][]string{}, Defaults: map[string]string{}}
 		if r.AllowedPartners != nil {
 			p.AllowedPartners = r.AllowedPartners
 		}
@@ -99,14 +101,15 @@ func (s *AccountStore) UpsertProgram(ctx context.Context, p emi.Program) error {
 			p.CardTypes = []string{}
 		}
 		_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO programs (code, name, currencies, schemes, cards_allowed, card_types,
-			bin_prefix, card_validity_months, aml_required, overdraft, allowed_partners)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[])
+			bin_prefix, card_validity_months, aml_required, overdraft, allowed_partners, pin_by_sms, wallet_provisioning)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[], $12, $13)
 			ON CONFLICT (code) DO UPDATE SET name = EXCLUDED.name, currencies = EXCLUDED.currencies, schemes = EXCLUDED.schemes,
 			cards_allowed = EXCLUDED.cards_allowed, card_types = EXCLUDED.card_types, bin_prefix = EXCLUDED.bin_prefix,
 			card_validity_months = EXCLUDED.card_validity_months, aml_required = EXCLUDED.aml_required,
-			overdraft = EXCLUDED.overdraft, allowed_partners = EXCLUDED.allowed_partners, updated_at = now()`,
+			overdraft = EXCLUDED.overdraft, allowed_partners = EXCLUDED.allowed_partners, pin_by_sms = EXCLUDED.pin_by_sms,
+			wallet_provisioning = EXCLUDED.wallet_provisioning, updated_at = now()`,
 			p.Code, p.Name, pq.StringArray(p.Currencies), pq.StringArray(p.Schemes), p.CardsAllowed, pq.StringArray(p.CardTypes),
-			p.BINPrefix, max(p.CardValidityMonths, 1), p.AMLRequired, p.Overdraft, allowed)
+			p.BINPrefix, max(p.CardValidityMonths, 1), p.AMLRequired, p.Overdraft, allowed, p.PINBySMS, p.WalletProvisioning)
 		if err != nil {
 			return Translate(err)
 		}

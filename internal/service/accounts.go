@@ -64,7 +64,17 @@ type Accounts struct {
 	}
 	now   Clock
 	terms TerminationStore
+	cards CardCascade
 }
+
+// CardCascade terminates the card of an account that is terminated, in
+// the same transaction (contract §7). *Cards implements it.
+type CardCascade interface {
+	TerminateForAccount(ctx context.Context, account, reason string) error
+}
+
+// SetCards installs the card cascade (composition root).
+func (s *Accounts) SetCards(c CardCascade) { s.cards = c }
 
 // NewAccounts returns the accounts service.
 func NewAccounts(tx TxRunner, store AccountStore, ids Identifiers, events *Events, audit *Auditor, v interface {
@@ -320,6 +330,11 @@ func (s *Accounts) changeStatus(ctx context.Context, partnerID, token, status, r
 		if err := s.apply(ctx, a, status, reason, actor); err != nil {
 			return err
 		}
+		if status == emi.AccountTerminated && s.cards != nil {
+			if err := s.cards.TerminateForAccount(ctx, a.Token, "account terminated"); err != nil {
+				return err
+			}
+		}
 		if status == emi.AccountTerminated && !a.Virtual {
 			vs, err := s.store.VirtualAccounts(ctx, a.Token)
 			if err != nil {
@@ -377,6 +392,7 @@ func SandboxPrograms() []emi.Program {
 	card := func(p emi.Program, bin string) emi.Program {
 		p.CardsAllowed, p.CardTypes, p.BINPrefix, p.CardValidityMonths = true, []string{"virtual", "plastic"}, bin, 36
 		p.Groups, p.Defaults = groups, defaults
+		p.PINBySMS, p.WalletProvisioning = true, true
 		return p
 	}
 	return []emi.Program{

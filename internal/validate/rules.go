@@ -24,6 +24,10 @@ var Today = func() time.Time { return time.Now().UTC() }
 //   - name: a person's name: letters and marks of any script, with spaces,
 //     apostrophes, dots and hyphens, at least one letter, no digits or
 //     control characters;
+//   - emboss: what card embossers print: capital and small Latin letters,
+//     digits, space and . , ' - / & (no diacritics: embossing machines
+//     have no glyphs for them);
+//   - pin: a card PIN, 4 to 6 ASCII digits;
 //   - enum_*: the allowed values of the seed's lists (see emi).
 func (v *Validator) registerRules() {
 	must := func(tag string, fn validator.Func) {
@@ -47,6 +51,8 @@ func (v *Validator) registerRules() {
 	})
 	must("phone", func(fl validator.FieldLevel) bool { return ValidPhone(fl.Field().String()) })
 	must("name", func(fl validator.FieldLevel) bool { return ValidName(fl.Field().String()) })
+	must("emboss", func(fl validator.FieldLevel) bool { return ValidEmboss(fl.Field().String()) })
+	must("pin", func(fl validator.FieldLevel) bool { return ValidPIN(fl.Field().String()) })
 	v.Enum("enum_occupation_position", emi.OccupationPositions)
 	v.Enum("enum_employment_status", emi.EmploymentStatuses)
 	v.Enum("enum_income_band", emi.IncomeBands)
@@ -121,4 +127,31 @@ func ValidName(s string) bool {
 		}
 	}
 	return letters > 0
+}
+
+// ValidEmboss reports whether s can be embossed on a card (see
+// registerRules). The empty string is valid.
+func ValidEmboss(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case r == ' ' || r == '.' || r == ',' || r == '\'' || r == '-' || r == '/' || r == '&':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidPIN reports whether s is a card PIN: 4 to 6 ASCII digits.
+func ValidPIN(s string) bool {
+	if len(s) < 4 || len(s) > 6 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -157,6 +157,10 @@ func Message(fe validator.FieldError) string {
 		return "must be a phone number: digits with an optional leading +, spaces, dashes or brackets (6 to 15 digits)"
 	case "name":
 		return "must be a name: letters, with spaces, apostrophes, dots or hyphens"
+	case "emboss":
+		return "must use only Latin letters without accents, digits, spaces and . , ' - / &"
+	case "pin":
+		return "must be 4 to 6 digits"
 	case "latitude":
 		return "must be a latitude in degrees (-90 to 90)"
 	case "longitude":

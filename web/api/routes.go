@@ -26,6 +26,7 @@ type Deps struct {
 	KYC         *service.KYC
 	Onboarding  *service.Onboarding
 	Accounts    *service.Accounts
+	Cards       *service.Cards
 	// RateLimit requests per RateWindow per API key; 0 disables limiting.
 	RateLimit  int
 	RateWindow time.Duration
@@ -73,6 +74,24 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, http.MethodPut, "/accounts/{account}/status", op("account_status", emi.ErrAccountValidation, SmallBody), a.accountStatus)
 		a.handle(r, http.MethodDelete, "/accounts/{account}", op("account_terminate", emi.ErrAccountValidation, SmallBody), a.accountTerminate)
 		a.handle(r, http.MethodGet, "/accounts/{page}/{limit}", op("accounts_list", emi.ErrAccountValidation, SmallBody), a.accountsList)
+		a.handle(r, http.MethodPost, "/cards", op("card_create", emi.ErrCardValidation, SmallBody), a.cardCreate)
+		a.handle(r, http.MethodGet, "/cards/{card}", op("card_details", emi.ErrCardValidation, SmallBody), a.cardDetails)
+		a.handle(r, http.MethodDelete, "/cards/{card}", op("card_terminate", emi.ErrCardValidation, SmallBody), a.cardTerminate)
+		a.handle(r, http.MethodPut, "/cards/{card}/convert", op("card_convert", emi.ErrCardValidation, SmallBody), a.cardConvert)
+		a.handle(r, http.MethodPut, "/cards/{card}/activate", op("card_activate", emi.ErrCardValidation, SmallBody), a.cardActivate)
+		a.handle(r, http.MethodPut, "/cards/{card}/status", op("card_status", emi.ErrCardValidation, SmallBody), a.cardStatus)
+		a.handle(r, http.MethodPut, "/cards/{card}/assign", op("card_assign", emi.ErrCardValidation, SmallBody), a.cardAssign)
+		a.handle(r, http.MethodPut, "/cards/{card}/groups", op("card_groups", emi.ErrCardValidation, SmallBody), a.cardGroups)
+		a.handle(r, http.MethodGet, "/cards/{card}/pin", op("card_retrieve_pin", emi.ErrCardValidation, SmallBody), a.cardRetrievePIN)
+		a.handle(r, http.MethodPost, "/cards/{card}/pin/send", op("card_send_pin", emi.ErrCardValidation, SmallBody), a.cardSendPIN)
+		a.handle(r, http.MethodDelete, "/cards/{card}/pin/reset", op("card_reset_pin", emi.ErrCardValidation, SmallBody), a.cardResetPIN)
+		a.handle(r, http.MethodPost, "/cards/{card}/3ds", op("card_3ds_enrol", emi.ErrCardValidation, SmallBody), a.card3DSEnrol)
+		a.handle(r, http.MethodPut, "/cards/{card}/3ds", op("card_3ds_update", emi.ErrCardValidation, SmallBody), a.card3DSUpdate)
+		a.handle(r, http.MethodDelete, "/cards/{card}/3ds", op("card_3ds_remove", emi.ErrCardValidation, SmallBody), a.card3DSRemove)
+		a.handle(r, http.MethodGet, "/cards/{card}/first-half", op("card_number", emi.ErrCardValidation, SmallBody), a.cardFirstHalf)
+		a.handle(r, http.MethodGet, "/cards/{card}/second-half", op("card_number", emi.ErrCardValidation, SmallBody), a.cardSecondHalf)
+		a.handle(r, http.MethodPost, "/cards/{card}/wallets", op("card_wallet_provision", emi.ErrCardValidation, SmallBody), a.cardWalletProvision)
+		a.handle(r, http.MethodGet, "/cards/{page}/{limit}", op("cards_list", emi.ErrCardValidation, SmallBody), a.cardsList)
 	})
 	r.Route("/v3", func(r chi.Router) {
 		// application_create may carry the company's members with their

@@ -1,0 +1,482 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"math/big"
+	"slices"
+	"strings"
+	"time"
+
+	"emi/internal/emi"
+)
+
+// CardStore keeps cards, their sealed data, history, wallet tokens and the
+// text messages sent to cardholders.
+type CardStore interface {
+	// InsertCard stores a new card with its sealed data. inserted is
+	// false when the PAN lookup digest is taken (draw another PAN); the
+	// one-card-per-account index answers emi.ErrActiveCardExists.
+	InsertCard(ctx context.Context, c emi.Card, s SealedCard) (inserted bool, err error)
+	// PANTaken reports whether a card has one of these lookup digests.
+	PANTaken(ctx context.Context, lookups [][]byte) (bool, error)
+	// Card returns a card of the partner ("" partnerID: any); forUpdate
+	// locks it. Returns emi.ErrCardNotFound.
+	Card(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Card, error)
+	// Sealed returns a card's sealed data (CVV and PIN nil once purged).
+	Sealed(ctx context.Context, token string) (SealedCard, error)
+	// UpdateCard writes a card's state (everything but its sealed data and
+	// identity); a terminated card loses its CVV and PIN.
+	UpdateCard(ctx context.Context, c emi.Card) error
+	// ReplaceCVV stores a new sealed CVV (conversion).
+	ReplaceCVV(ctx context.Context, token string, cvv []byte) error
+	// RekeyCard stores re-sealed data and lookup digest (key rotation).
+	RekeyCard(ctx context.Context, token string, s SealedCard) error
+	// CardsToRekey returns up to limit cards after the given token (keyset).
+	CardsToRekey(ctx context.Context, after string, limit int) ([]string, error)
+	// OpenCardOfAccount returns the non-terminated card of an account, if
+	// any, locked.
+	OpenCardOfAccount(ctx context.Context, account string) (emi.Card, bool, error)
+	InsertCardChange(ctx context.Context, card string, c emi.CardChange) error
+	CardHistory(ctx context.Context, card string) ([]emi.CardChange, error)
+	Cards(ctx context.Context, f emi.CardFilter) ([]emi.Card, int64, error)
+	// SearchCards finds cards for customer service (see Cards.Search).
+	SearchCards(ctx context.Context, q CardQuery) ([]emi.Card, error)
+	InsertWalletToken(ctx context.Context, w emi.WalletToken) error
+	InsertSMS(ctx context.Context, m emi.SMSMessage) error
+	// SMSSentSince counts the messages sent for a card since t.
+	SMSSentSince(ctx context.Context, card string, t time.Time) (int, error)
+	SMSMessages(ctx context.Context, card string, limit int) ([]emi.SMSMessage, error)
+	// UserPhone returns a user's phone number ("" when none).
+	UserPhone(ctx context.Context, user string) (string, error)
+}
+
+// SealedCard is a card's sealed data. CVV and PIN are nil once purged.
+type SealedCard struct {
+	PAN       []byte
+	PANLookup []byte
+	CVV       []byte
+	PIN       []byte
+}
+
+// CardQuery is a customer-service card search; one way is used.
+type CardQuery struct {
+	Token      string
+	PANLookups [][]byte
+	Last4      string
+	// Owner is a name, e-mail or phone of the owner (with Last4).
+	Owner string
+	IBAN  string
+	Limit int
+}
+
+// Vault seals card data and computes lookup digests (internal/seal).
+type Vault interface {
+	Sealer
+	Lookup(context string, value []byte) []byte
+	LookupAll(context string, value []byte) [][]byte
+	NeedsRekey(sealed []byte) bool
+	Rekey(sealed []byte, context string) ([]byte, error)
+}
+
+// SMSProvider sends a text message. Secrets lists the parts of text that
+// must never be stored or shown (the PIN); the returned reference is the
+// provider's message id.
+type SMSProvider interface {
+	Name() string
+	Send(ctx context.Context, to, text string) (ref string, err error)
+}
+
+// CardAccounts is what cards need from accounts and owners.
+type CardAccounts interface {
+	Program(ctx context.Context, code string) (emi.Program, error)
+	Account(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Account, error)
+	MerchantForAccounts(ctx context.Context, partnerID, merchant string) (found, allowed bool, err error)
+	ActiveUser(ctx context.Context, partnerID, user string) (bool, error)
+}
+
+// CardUsers reads users for AML matching (the AML check of a user's card
+// must be about that user).
+type CardUsers interface {
+	User(ctx context.Context, partnerID, token string) (emi.User, error)
+}
+
+// CardsConfig holds the card service's limits.
+type CardsConfig struct {
+	// PINSMSPerDay caps card_send_pin per card in 24 hours (0: 5).
+	PINSMSPerDay int
+}
+
+// Cards issues and controls cards (seed "Card", contract §6, §7).
+type Cards struct {
+	tx       TxRunner
+	store    CardStore
+	accounts CardAccounts
+	aml      AMLCheckReader
+	users    CardUsers
+	vault    Vault
+	sms      SMSProvider
+	events   *Events
+	audit    *Auditor
+	validate interface {
+		Struct(any, *emi.Error) error
+	}
+	names NameNormalizer
+	cfg   CardsConfig
+	now   Clock
+}
+
+// NewCards returns the card service.
+func NewCards(tx TxRunner, store CardStore, accounts CardAccounts, aml AMLCheckReader, users CardUsers, vault Vault, sms SMSProvider,
+	events *Events, audit *Auditor, v interface {
+		Struct(any, *emi.Error) error
+	}, names NameNormalizer, cfg CardsConfig, now Clock) *Cards {
+	if cfg.PINSMSPerDay == 0 {
+		cfg.PINSMSPerDay = 5
+	}
+	return &Cards{tx: tx, store: store, accounts: accounts, aml: aml, users: users, vault: vault, sms: sms, events: events,
+		audit: audit, validate: v, names: names, cfg: cfg, now: now}
+}
+
+// Seal contexts: the card token and the column are the associated data,
+// so a value copied into another row or column does not open.
+func panContext(card string) string { return "cards.pan:" + card }
+func cvvContext(card string) string { return "cards.cvv:" + card }
+func pinContext(card string) string { return "cards.pin:" + card }
+
+// panLookupContext is the same for every card: the lookup finds a PAN
+// whatever row holds it.
+const panLookupContext = "cards.pan"
+
+// Create issues a card (card_create): for a customer account, or
+// non-personalized from a program, optionally owned by a merchant or user
+// at once.
+func (s *Cards) Create(ctx context.Context, in emi.CardCreate) (emi.Card, error) {
+	p, err := partnerCtx(ctx, emi.ErrForbidden)
+	if err != nil {
+		return emi.Card{}, err
+	}
+	in.Program, in.Alias = strings.TrimSpace(in.Program), strings.TrimSpace(in.Alias)
+	var bad problems
+	if err := bad.addErr("", s.validate.Struct(in, emi.ErrCardValidation)); err != nil {
+		return emi.Card{}, err
+	}
+	switch {
+	case in.Account == "" && in.Program == "":
+		bad.add("account", "give account for a customer card, or program for a non-personalized card")
+	case in.Account != "" && in.Merchant != "":
+		bad.add("merchant", "only for a non-personalized card (without account)")
+	case in.Account != "" && in.User != "":
+		bad.add("user", "only for a non-personalized card (without account)")
+	case in.Merchant != "" && in.User != "":
+		bad.add("user", "give one owner only: merchant or user, not both")
+	}
+	if len(bad) > 0 {
+		return emi.Card{}, emi.ErrCardValidation.WithFields(bad...)
+	}
+	if in.Type == emi.CardPlastic && in.Delivery == nil {
+		return emi.Card{}, emi.ErrDeliveryRequired.WithDetail("a plastic card needs delivery_details")
+	}
+	now := s.now().UTC()
+	c := emi.Card{Token: NewToken(), PartnerID: p.PartnerID, Type: in.Type, Status: emi.CardActive,
+		Activated: in.Type == emi.CardVirtual || (in.Active != nil && *in.Active),
+		EmbossName: in.EmbossName, EmbossNameLine4: in.EmbossNameLine4, Fulfil1: in.Fulfil1, Fulfil2: in.Fulfil2,
+		ThermalLine1: in.ThermalLine1, ThermalLine2: in.ThermalLine2, FirstName: in.FirstName, LastName: in.LastName,
+		Alias: in.Alias, URL: in.URL, Delivery: normalizeDelivery(in.Delivery), CreatedAt: now, UpdatedAt: now}
+	if c.Activated {
+		c.ActivatedAt = &now
+	}
+	if in.ThreeDS != nil {
+		c.ThreeDS = emi.ThreeDS{OTPSMS: normalizePhone(in.ThreeDS.OTPSMS), Biometric: in.ThreeDS.Biometric}
+	}
+	pin := in.PIN
+	if pin == "" {
+		pin = secretDigits(4)
+	}
+	var created emi.Card
+	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		var prog emi.Program
+		if in.Account != "" {
+			acc, err := s.usableAccount(ctx, p.PartnerID, in.Account)
+			if err != nil {
+				return err
+			}
+			if in.Program != "" && in.Program != acc.Program {
+				return emi.ErrCardProgramMismatch.WithDetail("the account is of program %s, not %s", acc.Program, in.Program)
+			}
+			if prog, err = s.accounts.Program(ctx, acc.Program); err != nil {
+				return err
+			}
+			if open, ok, err := s.store.OpenCardOfAccount(ctx, acc.Token); err != nil {
+				return err
+			} else if ok {
+				return emi.ErrActiveCardExists.WithDetail("card %s is not terminated", open.Token)
+			}
+			c.Account, c.Merchant, c.User, c.AccountStatus = acc.Token, acc.Merchant, acc.User, acc.Status
+		} else {
+			prog, err = s.accounts.Program(ctx, in.Program)
+			if errors.Is(err, emi.ErrProgramNotFound) || (err == nil && !prog.UsableBy(p.PartnerID)) {
+				return emi.ErrCardProgramMismatch.WithDetail("program %s unknown", in.Program)
+			}
+			if err != nil {
+				return err
+			}
+			if err := s.checkOwner(ctx, p.PartnerID, in.Merchant, in.User); err != nil {
+				return err
+			}
+			c.Merchant, c.User = in.Merchant, in.User
+		}
+		if err := programAllows(prog, c.Type); err != nil {
+			return err
+		}
+		c.Program = prog.Code
+		if prog.AMLRequired || in.AML != "" {
+			if err := s.checkAML(ctx, p.PartnerID, in.AML, c.User); err != nil {
+				return err
+			}
+			c.AML = in.AML
+		}
+		c.Groups = map[string]string{}
+		for kind, code := range prog.Defaults {
+			c.Groups[kind] = code
+		}
+		c.ExpiryMonth, c.ExpiryYear = expiryFrom(now, prog.CardValidityMonths)
+		if err := s.issue(ctx, &c, prog.BINPrefix, pin); err != nil {
+			return err
+		}
+		if err := s.store.InsertCardChange(ctx, c.Token, emi.CardChange{Change: "issued", To: c.Status, Actor: p.ActorID, At: now}); err != nil {
+			return err
+		}
+		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.create", ResourceType: "card", ResourceToken: c.Token,
+			Changes: map[string]any{"program": c.Program, "account": c.Account, "merchant": c.Merchant, "user": c.User,
+				"type": c.Type, "activated": c.Activated, "masked": c.MaskedPAN(), "three_ds": c.ThreeDS.Enrolled(),
+				"chosen_pin": in.PIN != ""}}); err != nil {
+			return err
+		}
+		created, err = s.store.Card(ctx, p.PartnerID, c.Token, false)
+		return err
+	})
+	return created, err
+}
+
+// issue draws a PAN from the program's BIN range that no card has, and
+// stores the card with its sealed PAN, CVV2 and PIN.
+func (s *Cards) issue(ctx context.Context, c *emi.Card, bin, pin string) error {
+	if bin == "" {
+		return emi.ErrCardProgramMismatch.WithDetail("program %s has no BIN range", c.Program)
+	}
+	for attempt := 0; attempt < 16; attempt++ {
+		pan := NewPAN(bin)
+		taken, err := s.store.PANTaken(ctx, s.vault.LookupAll(panLookupContext, []byte(pan)))
+		if err != nil {
+			return err
+		}
+		if taken {
+			continue
+		}
+		sealed, err := s.seal(c.Token, pan, secretDigits(3), pin)
+		if err != nil {
+			return err
+		}
+		c.First6, c.Last4 = pan[:6], pan[len(pan)-4:]
+		ok, err := s.store.InsertCard(ctx, *c, sealed)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+	}
+	return emi.Internal(errors.New("no free PAN in 16 draws: the BIN range is nearly full"))
+}
+
+func (s *Cards) seal(card, pan, cvv, pin string) (SealedCard, error) {
+	var out SealedCard
+	var err error
+	if out.PAN, err = s.vault.Seal([]byte(pan), panContext(card)); err != nil {
+		return out, emi.Internal(err)
+	}
+	if out.CVV, err = s.vault.Seal([]byte(cvv), cvvContext(card)); err != nil {
+		return out, emi.Internal(err)
+	}
+	if out.PIN, err = s.vault.Seal([]byte(pin), pinContext(card)); err != nil {
+		return out, emi.Internal(err)
+	}
+	out.PANLookup = s.vault.Lookup(panLookupContext, []byte(pan))
+	return out, nil
+}
+
+// usableAccount returns an account of the partner that may hold a card:
+// active, not virtual, with exactly one balance (else 12003), locked.
+func (s *Cards) usableAccount(ctx context.Context, partnerID, token string) (emi.Account, error) {
+	acc, err := s.accounts.Account(ctx, partnerID, token, true)
+	if errors.Is(err, emi.ErrAccountNotFound) {
+		return acc, emi.ErrCardAccountUnusable.WithDetail("account unknown")
+	}
+	if err != nil {
+		return acc, err
+	}
+	switch {
+	case acc.Status != emi.AccountActive:
+		return acc, emi.ErrCardAccountUnusable.WithDetail("account is %s", acc.Status)
+	case acc.Virtual:
+		return acc, emi.ErrCardAccountUnusable.WithDetail("account is virtual")
+	case len(acc.Balances) != 1:
+		return acc, emi.ErrCardAccountUnusable.WithDetail("account has %d balances; a card needs exactly one", len(acc.Balances))
+	}
+	return acc, nil
+}
+
+func (s *Cards) checkOwner(ctx context.Context, partnerID, merchant, user string) error {
+	if merchant != "" {
+		found, allowed, err := s.accounts.MerchantForAccounts(ctx, partnerID, merchant)
+		if err != nil {
+			return err
+		}
+		if !found || !allowed {
+			return emi.ErrCardValidation.Field("merchant", "is not a merchant of yours onboarded for card-issuing or account-opening")
+		}
+	}
+	if user != "" {
+		ok, err := s.accounts.ActiveUser(ctx, partnerID, user)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return emi.ErrCardValidation.Field("user", "is not an active user of yours")
+		}
+	}
+	return nil
+}
+
+// checkAML: the caller's own AML check, clear or cleared, and about the
+// card's user when the card belongs to a user (else 12009).
+func (s *Cards) checkAML(ctx context.Context, partnerID, token, user string) error {
+	if token == "" {
+		return emi.ErrCardAMLRequired.WithDetail("the program requires a clear AML check (aml)")
+	}
+	c, err := s.aml.AMLCheck(ctx, partnerID, token)
+	if errors.Is(err, emi.ErrAMLCheckNotFound) {
+		return emi.ErrCardAMLRequired.WithDetail("aml is not an AML check of yours")
+	}
+	if err != nil {
+		return err
+	}
+	if !c.Status.Usable() {
+		return emi.ErrCardAMLRequired.WithDetail("aml must be a clear or cleared AML check; this one is %s", c.Status)
+	}
+	if user != "" && s.users != nil {
+		u, err := s.users.User(ctx, partnerID, user)
+		if err != nil {
+			return err
+		}
+		if normalizedName(s.names, u.FirstName+" "+u.LastName) != normalizedName(s.names, c.FirstName+" "+c.LastName) ||
+			(u.Birthday != "" && c.Birthday != "" && u.Birthday != c.Birthday) {
+			return emi.ErrCardAMLRequired.WithDetail("aml is an AML check of another person than the card's user")
+		}
+	}
+	return nil
+}
+
+func programAllows(p emi.Program, typ string) error {
+	if !p.CardsAllowed {
+		return emi.ErrCardProgramMismatch.WithDetail("program %s issues no cards", p.Code)
+	}
+	if !slices.Contains(p.CardTypes, typ) {
+		return emi.ErrCardProgramMismatch.WithDetail("program %s issues no %s cards", p.Code, typ)
+	}
+	return nil
+}
+
+// expiryFrom is the card's expiry: the end of the month validity months
+// after now.
+func expiryFrom(now time.Time, months int) (int, int) {
+	t := time.Date(now.Year(), now.Month()+time.Month(months), 1, 0, 0, 0, 0, time.UTC)
+	return int(t.Month()), t.Year()
+}
+
+// NewPAN returns a random 16-digit, Luhn-valid PAN starting with bin.
+// Random, not sequential: sequential numbers let a fraudster who holds one
+// card guess its neighbours.
+func NewPAN(bin string) string {
+	b := []byte(bin + secretDigits(15-len(bin)))
+	return string(b) + string(rune('0'+LuhnCheckDigit(string(b))))
+}
+
+// LuhnCheckDigit returns the digit that makes payload+digit Luhn-valid.
+func LuhnCheckDigit(payload string) int {
+	sum := 0
+	double := true
+	for i := len(payload) - 1; i >= 0; i-- {
+		d := int(payload[i] - '0')
+		if double {
+			d *= 2
+			if d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+		double = !double
+	}
+	return (10 - sum%10) % 10
+}
+
+// LuhnValid reports whether a digit string passes the Luhn check.
+func LuhnValid(s string) bool {
+	if len(s) < 2 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return LuhnCheckDigit(s[:len(s)-1]) == int(s[len(s)-1]-'0')
+}
+
+// MaskPAN keeps the first six and last four digits of a PAN and masks the
+// rest, keeping its length (PCI DSS 3.4.1).
+func MaskPAN(pan string) string {
+	if len(pan) < 11 {
+		return strings.Repeat("*", len(pan))
+	}
+	return pan[:6] + strings.Repeat("*", len(pan)-10) + pan[len(pan)-4:]
+}
+
+// secretDigits returns n uniformly random decimal digits (crypto/rand).
+func secretDigits(n int) string {
+	b := make([]byte, n)
+	ten := big.NewInt(10)
+	for i := range b {
+		d, err := rand.Int(rand.Reader, ten)
+		if err != nil {
+			panic(err) // crypto/rand does not fail on supported platforms
+		}
+		b[i] = byte('0' + d.Int64())
+	}
+	return string(b)
+}
+
+// normalizePhone drops the spaces, dashes, dots and brackets the phone
+// rule accepts, leaving + and digits.
+func normalizePhone(p string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '+' || (r >= '0' && r <= '9') {
+			return r
+		}
+		return -1
+	}, p)
+}
+
+func normalizeDelivery(d *emi.Delivery) *emi.Delivery {
+	if d == nil {
+		return nil
+	}
+	out := *d
+	out.Phone = normalizePhone(d.Phone)
+	if out.Method == "" {
+		out.Method = "standard"
+	}
+	return &out
+}
