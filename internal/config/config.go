@@ -48,10 +48,10 @@ type Config struct {
 	// SMSURL and SMSToken configure the HTTP SMS gateway of card_send_pin;
 	// without a URL the sandbox provider answers in sandbox mode and PIN
 	// texts are refused in production.
-	SMSURL   string
-	SMSToken string
-	LogLevel          slog.Level
-	LogFormat         string // json or text
+	SMSURL    string
+	SMSToken  string
+	LogLevel  slog.Level
+	LogFormat string // json or text
 
 	// RateLimit is the number of API requests one API key may make per
 	// RateWindow; 0 disables the limit.

@@ -180,7 +180,7 @@ func (s *Cards) Create(ctx context.Context, in emi.CardCreate) (emi.Card, error)
 	}
 	now := s.now().UTC()
 	c := emi.Card{Token: NewToken(), PartnerID: p.PartnerID, Type: in.Type, Status: emi.CardActive,
-		Activated: in.Type == emi.CardVirtual || (in.Active != nil && *in.Active),
+		Activated:  in.Type == emi.CardVirtual || (in.Active != nil && *in.Active),
 		EmbossName: in.EmbossName, EmbossNameLine4: in.EmbossNameLine4, Fulfil1: in.Fulfil1, Fulfil2: in.Fulfil2,
 		ThermalLine1: in.ThermalLine1, ThermalLine2: in.ThermalLine2, FirstName: in.FirstName, LastName: in.LastName,
 		Alias: in.Alias, URL: in.URL, Delivery: normalizeDelivery(in.Delivery), CreatedAt: now, UpdatedAt: now}
