@@ -1,0 +1,126 @@
+package service
+
+import (
+	"context"
+	"strings"
+
+	"emi/internal/emi"
+)
+
+// Customer-service views of cards. The changes themselves go through the
+// same methods as the API (SetStatus, Terminate, ...), which take a staff
+// principal and a reason.
+
+// Search finds cards for customer service (emi.PermViewAccounts). q is
+// read as, in this order:
+//   - a card token;
+//   - a full PAN (13 to 19 digits, spaces and dashes allowed): found
+//     through the keyed lookup digest, never by decrypting;
+//   - an IBAN of the card's account;
+//   - "1234 name-or-email": the last four digits with the owner's name or
+//     e-mail; "1234" alone lists every card ending so;
+//   - an owner's e-mail or phone number.
+func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
+	if err := require(ctx, emi.PermViewAccounts); err != nil {
+		return nil, err
+	}
+	q = strings.TrimSpace(q)
+	if len(q) > 200 {
+		return nil, emi.ErrCardValidation.Field("q", "must be at most 200 characters")
+	}
+	if q == "" {
+		return []emi.Card{}, nil
+	}
+	digits := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '-' {
+			return -1
+		}
+		return r
+	}, q)
+	switch {
+	case validToken(strings.ToLower(q)):
+		return s.store.SearchCards(ctx, CardQuery{Token: strings.ToLower(q)})
+	case len(digits) >= 13 && len(digits) <= 19 && allDigits(digits):
+		return s.store.SearchCards(ctx, CardQuery{PANLookups: s.vault.LookupAll(panLookupContext, []byte(digits))})
+	case len(digits) >= 15 && len(digits) <= 34 && isLetter(digits[0]) && isLetter(digits[1]):
+		return s.store.SearchCards(ctx, CardQuery{IBAN: strings.ToUpper(digits)})
+	case len(q) >= 4 && allDigits(q[:4]) && (len(q) == 4 || q[4] == ' '):
+		return s.store.SearchCards(ctx, CardQuery{Last4: q[:4], Owner: strings.TrimSpace(q[4:])})
+	}
+	return s.store.SearchCards(ctx, CardQuery{Owner: q})
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isLetter(b byte) bool { return (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') }
+
+// ForOwner lists the cards of a user, a merchant or an account
+// (emi.PermViewAccounts).
+func (s *Cards) ForOwner(ctx context.Context, user, merchant, account string) ([]emi.Card, error) {
+	if err := require(ctx, emi.PermViewAccounts); err != nil {
+		return nil, err
+	}
+	items, _, err := s.store.Cards(ctx, emi.CardFilter{User: user, Merchant: merchant, Account: account, Page: 1, Limit: 200})
+	return items, err
+}
+
+// CardView is a card as customer service sees it.
+type CardView struct {
+	emi.Card
+	Program emi.Program
+	History []emi.CardChange
+	SMS     []emi.SMSMessage
+	// Reveals are the audit rows of every reveal of the card's data
+	// (values never included), newest first.
+	Reveals []emi.AuditEntry
+	// Audit is the card's whole audit trail, newest first.
+	Audit []emi.AuditEntry
+}
+
+// Get returns a card with its program, history, texts and audit trail
+// (emi.PermViewAccounts; the audit needs no extra permission here because
+// customer service must see who revealed the card).
+func (s *Cards) Get(ctx context.Context, token string) (CardView, error) {
+	if err := require(ctx, emi.PermViewAccounts); err != nil {
+		return CardView{}, err
+	}
+	c, err := s.store.Card(ctx, "", token, false)
+	if err != nil {
+		return CardView{}, err
+	}
+	v := CardView{Card: c}
+	if v.Program, err = s.accounts.Program(ctx, c.Program); err != nil {
+		return v, err
+	}
+	if v.History, err = s.store.CardHistory(ctx, c.Token); err != nil {
+		return v, err
+	}
+	if v.SMS, err = s.store.SMSMessages(ctx, c.Token, 50); err != nil {
+		return v, err
+	}
+	if v.Audit, err = s.audit.store.AuditEntries(ctx, emi.AuditFilter{ResourceType: "card", ResourceToken: c.Token, Limit: 200}); err != nil {
+		return v, err
+	}
+	for _, e := range v.Audit {
+		if e.Action == "card.reveal" {
+			v.Reveals = append(v.Reveals, e)
+		}
+	}
+	return v, nil
+}
+
+// Outbox lists the latest texts sent to cardholders, PINs masked
+// (emi.PermViewAccounts): the sandbox SMS outbox.
+func (s *Cards) Outbox(ctx context.Context) ([]emi.SMSMessage, error) {
+	if err := require(ctx, emi.PermViewAccounts); err != nil {
+		return nil, err
+	}
+	return s.store.SMSMessages(ctx, "", 200)
+}
