@@ -158,10 +158,11 @@ func (s *PeopleStore) RemoveUser(ctx context.Context, u emi.User) error {
 }
 
 // UserHasProducts implements service.UserStore: a non-terminated account
-// (the cards work adds cards).
+// or card.
 func (s *PeopleStore) UserHasProducts(ctx context.Context, token string) (bool, error) {
 	var has bool
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &has, `SELECT EXISTS (SELECT 1 FROM accounts WHERE user_token = $1 AND status <> 'terminated')`, token)
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &has, `SELECT EXISTS (SELECT 1 FROM accounts WHERE user_token = $1 AND status <> 'terminated')
+		OR EXISTS (SELECT 1 FROM cards WHERE user_token = $1 AND status <> 'terminated')`, token)
 	return has, Translate(err)
 }
 
