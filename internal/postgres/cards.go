@@ -366,7 +366,8 @@ func (s *CardStore) SearchCards(ctx context.Context, q service.CardQuery) ([]emi
 		}, owner)
 		cond := "c.user_token IN (SELECT token FROM users WHERE lower(email) = " + arg(owner)
 		if len(phone) >= 6 {
-			cond += " OR regexp_replace(coalesce(profile->>'phone', ''), '[^+0-9]', '', 'g') = " + arg(phone)
+			cond += " OR regexp_replace(mobile_phone, '[^+0-9]', '', 'g') = " + arg(phone) +
+				" OR regexp_replace(phone, '[^+0-9]', '', 'g') = " + arg(phone)
 			cond += ") OR c.tds_otp_sms = " + arg(phone) + " OR c.delivery->>'phone' = " + arg(phone)
 		} else {
 			cond += ")"
@@ -421,10 +422,11 @@ func (s *CardStore) SMSMessages(ctx context.Context, card string, limit int) ([]
 	return out, Translate(err)
 }
 
-// UserPhone implements service.CardStore.
+// UserPhone implements service.CardStore: the mobile phone, else the
+// phone.
 func (s *CardStore) UserPhone(ctx context.Context, user string) (string, error) {
 	var phone string
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &phone, `SELECT coalesce(profile->>'phone', '') FROM users WHERE token = $1`, user)
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &phone, `SELECT coalesce(nullif(mobile_phone, ''), phone) FROM users WHERE token = $1`, user)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
