@@ -16,14 +16,14 @@ import (
 // `emi generate applications --count N` creates a partner and N
 // applications with a company, a member and ten check results each.
 func cmdGenerate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "applications" && args[0] != "accounts") {
+	if len(args) == 0 || (args[0] != "applications" && args[0] != "accounts" && args[0] != "cards") {
 		fmt.Fprint(stderr, helps["generate"])
-		return usageError{"usage: emi generate applications|accounts --count N"}
+		return usageError{"usage: emi generate applications|accounts|cards --count N"}
 	}
 	what := args[0]
 	fs := flag.NewFlagSet("generate "+what, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	count := fs.Int("count", 100000, "number of applications or accounts (1 to 1,000,000)")
+	count := fs.Int("count", 100000, "number of applications, accounts or cards (1 to 1,000,000)")
 	fs.Usage = func() { fmt.Fprint(stderr, helps["generate"]) }
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -50,7 +50,7 @@ func cmdGenerate(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return describe(err)
 	}
-	if what == "accounts" {
+	if what == "accounts" || what == "cards" {
 		if _, err := a.Accounts.SeedSandbox(ctx); err != nil {
 			return err
 		}
@@ -59,6 +59,22 @@ func cmdGenerate(ctx context.Context, args []string, getenv func(string) string,
 		}
 		fmt.Fprintf(stdout, "generate: %d accounts of %d users for partner %s in %s\n",
 			*count, (*count+9)/10, creds.Partner.ID, time.Since(start).Round(time.Millisecond))
+		if what == "accounts" {
+			return nil
+		}
+		// One virtual card per account, sealed like any card.
+		n, err := a.Cards.Generate(ctx, a.CardStore, creds.Partner.ID, func(n int) {
+			if n%100000 < 5000 {
+				fmt.Fprintf(stderr, "generate: %d cards\n", n)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := a.DB.ExecContext(ctx, "VACUUM ANALYZE cards"); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "generate: %d cards for partner %s in %s\n", n, creds.Partner.ID, time.Since(start).Round(time.Millisecond))
 		return nil
 	}
 	if err := a.OnboardingStore.GenerateApplications(ctx, creds.Partner.ID, creds.Merchant, *count); err != nil {
