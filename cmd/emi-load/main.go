@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"emi/internal/app"
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	nkeys := fs.Int("keys", 2000, "API keys to mint (caps the request rate per second)")
 	clients := fs.Int("c", 32, "concurrent clients")
 	dur := fs.Duration("d", 20*time.Second, "duration of the run")
-	opName := fs.String("op", "partner_details", "operation: partner_details, account_details, accounts_list or account_create")
+	opName := fs.String("op", "partner_details", "operation: partner_details, account_details, accounts_list, account_create, card_details or card_create")
 	partnerID := fs.String("partner", "", "existing partner whose accounts and users the account operations use (e.g. the Bench Partner of `emi generate accounts`); default a new partner")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -96,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 
 // fixtures are the tokens the account operations pick from.
 type fixtures struct {
-	accounts, users []string
+	accounts, users, cards, free []string
 }
 
 // mintKeys creates n API keys for a load-test partner (a new one, or
@@ -134,6 +135,15 @@ func mintKeys(ctx context.Context, getenv func(string) string, n int, partnerID 
 	if err := a.DB.SelectContext(ctx, &fx.users, `SELECT token FROM users WHERE partner_id = $1 AND status = 'active' ORDER BY random() LIMIT 20000`, partnerID); err != nil {
 		return nil, fx, err
 	}
+	if err := a.DB.SelectContext(ctx, &fx.cards, `SELECT token FROM cards WHERE partner_id = $1 ORDER BY random() LIMIT 20000`, partnerID); err != nil {
+		return nil, fx, err
+	}
+	// Accounts that can take a card: card_create uses each once.
+	if err := a.DB.SelectContext(ctx, &fx.free, `SELECT a.token FROM accounts a WHERE a.partner_id = $1 AND a.status = 'active'
+		AND NOT a.virtual AND a.program = 'account_eur'
+		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.account = a.token AND c.status <> 'terminated') LIMIT 200000`, partnerID); err != nil {
+		return nil, fx, err
+	}
 	return keys, fx, nil
 }
 
@@ -158,6 +168,28 @@ func newOperation(name string, fx fixtures) (operation, error) {
 		}
 		return func(i int) (string, string, string, []byte) {
 			return http.MethodGet, "/v2/accounts/1/10?user=" + pick(fx.users, i), name, nil
+		}, nil
+	case "card_details":
+		if len(fx.cards) == 0 {
+			return nil, fmt.Errorf("card_details needs -partner with cards (emi generate cards)")
+		}
+		return func(i int) (string, string, string, []byte) {
+			return http.MethodGet, "/v2/cards/" + pick(fx.cards, i), name, nil
+		}, nil
+	case "card_create":
+		if len(fx.free) == 0 {
+			return nil, fmt.Errorf("card_create needs -partner with accounts without a card (emi generate cards --free M)")
+		}
+		var next atomic.Int64
+		return func(int) (string, string, string, []byte) {
+			i := next.Add(1) - 1
+			if int(i) >= len(fx.free) {
+				// Out of free accounts: the answer is 12004, which the
+				// report shows; give -free more accounts.
+				i %= int64(len(fx.free))
+			}
+			body := fmt.Sprintf(`{"account":"%s","type":"virtual","pin":"4821"}`, fx.free[i])
+			return http.MethodPost, "/v2/cards", name, []byte(body)
 		}, nil
 	case "account_create":
 		if len(fx.users) == 0 {

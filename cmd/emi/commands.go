@@ -60,14 +60,15 @@ Each code works once; when the current one was used, the next step's code is
 printed. Refused unless EMI_MODE=sandbox. Both need DATABASE_URL and
 EMI_MASTER_KEY.
 `,
-	"generate": `emi generate applications|accounts|cards [--count N]
+	"generate": `emi generate applications|accounts|cards [--count N] [--free M]
 
 accounts: inserts N synthetic EUR accounts (one user per ten accounts) with
 their balances and valid Bulgarian IBANs, for the accounts benchmarks.
 
 cards: the same N accounts, each with a virtual card whose PAN, CVV2 and
 PIN are sealed like any card's, for the cards benchmarks (use a fresh
-database: PANs are drawn at random and checked only within the run).
+database: PANs are drawn at random and checked only within the run); --free
+M leaves M of the accounts without a card, for the card_create benchmark.
 
 Inserts N synthetic applications (default 100,000) of a new semi-automatic
 "Bench Partner", each with a company, a UBO and ten check results (four

@@ -24,6 +24,7 @@ func cmdGenerate(ctx context.Context, args []string, getenv func(string) string,
 	fs := flag.NewFlagSet("generate "+what, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	count := fs.Int("count", 100000, "number of applications, accounts or cards (1 to 1,000,000)")
+	free := fs.Int("free", 0, "cards: accounts left without a card (for the card_create benchmark)")
 	fs.Usage = func() { fmt.Fprint(stderr, helps["generate"]) }
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -63,7 +64,10 @@ func cmdGenerate(ctx context.Context, args []string, getenv func(string) string,
 			return nil
 		}
 		// One virtual card per account, sealed like any card.
-		n, err := a.Cards.Generate(ctx, a.CardStore, creds.Partner.ID, func(n int) {
+		if *free < 0 || *free >= *count {
+			return usageError{"--free must be 0 to count-1"}
+		}
+		n, err := a.Cards.Generate(ctx, a.CardStore, creds.Partner.ID, *count-*free, func(n int) {
 			if n%100000 < 5000 {
 				fmt.Fprintf(stderr, "generate: %d cards\n", n)
 			}
@@ -74,7 +78,8 @@ func cmdGenerate(ctx context.Context, args []string, getenv func(string) string,
 		if _, err := a.DB.ExecContext(ctx, "VACUUM ANALYZE cards"); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "generate: %d cards for partner %s in %s\n", n, creds.Partner.ID, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "generate: %d cards for partner %s (%d accounts without a card) in %s\n", n, creds.Partner.ID, *count-n,
+			time.Since(start).Round(time.Millisecond))
 		return nil
 	}
 	if err := a.OnboardingStore.GenerateApplications(ctx, creds.Partner.ID, creds.Merchant, *count); err != nil {

@@ -16,13 +16,21 @@ type CardGenerator interface {
 // Generate issues a virtual card, with sealed data like any other, to
 // every eligible account of the partner that has none (sandbox benchmark
 // data, `emi generate cards`). It bypasses the API's per-request work but
-// not the card data protection. Returns the number of cards issued.
-func (s *Cards) Generate(ctx context.Context, gen CardGenerator, partnerID string, progress func(int)) (int, error) {
+// not the card data protection. At most max cards are issued (max <= 0:
+// no limit). Returns the number of cards issued.
+func (s *Cards) Generate(ctx context.Context, gen CardGenerator, partnerID string, max int, progress func(int)) (int, error) {
 	progs := map[string]emi.Program{}
 	seen := map[string]bool{}
 	n, after := 0, ""
 	for {
-		accs, err := gen.AccountsWithoutCard(ctx, partnerID, after, 5000)
+		batch := 5000
+		if max > 0 {
+			batch = min(batch, max-n)
+		}
+		if batch <= 0 {
+			return n, nil
+		}
+		accs, err := gen.AccountsWithoutCard(ctx, partnerID, after, batch)
 		if err != nil || len(accs) == 0 {
 			return n, err
 		}
