@@ -9,7 +9,8 @@
 SELECT k.id, k.partner_id, k.secret_enc, k.previous_secret_enc, p.master_merchant FROM partner_keys k JOIN partners p ON p.id = k.partner_id WHERE k.api_key = ':apikey';
 INSERT INTO api_signatures (hash, expires_at) VALUES (decode(md5(random()::text || clock_timestamp()::text), 'hex'), now() + interval '15 seconds');
 BEGIN;
-SELECT token AS acc FROM bench_free WHERE i = nextval('bench_free_seq') \gset
+SELECT nextval('bench_free_seq') AS n \gset
+SELECT token AS acc FROM bench_free WHERE i = :n \gset
 SELECT a.token, a.partner_id, a.program, a.merchant::text, a.user_token::text, a.main::text, a.virtual, a.alias, a.status, a.created_at, a.updated_at, a.terminated_at,
   coalesce((SELECT u.first_name || ' ' || u.last_name FROM users u WHERE u.token = a.user_token), (SELECT m.name FROM merchants m WHERE m.token = a.merchant), '') AS owner_name
   FROM accounts a WHERE a.token = ':acc' AND a.partner_id = ':partner' FOR UPDATE OF a;
