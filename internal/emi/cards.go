@@ -186,6 +186,7 @@ type CardFilter struct {
 	Merchant  string
 	User      string
 	Account   string
+	Program   string
 	Page      int
 	Limit     int
 }

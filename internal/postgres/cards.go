@@ -294,6 +294,9 @@ func (s *CardStore) Cards(ctx context.Context, f emi.CardFilter) ([]emi.Card, in
 	if f.PartnerID != "" {
 		where = append(where, "c.partner_id = "+arg(f.PartnerID))
 	}
+	if f.Program != "" {
+		where = append(where, "c.program = "+arg(f.Program))
+	}
 	for col, v := range map[string]string{"c.merchant": f.Merchant, "c.user_token": f.User, "c.account": f.Account} {
 		if v == "" {
 			continue
@@ -400,10 +403,17 @@ func (s *CardStore) InsertSMS(ctx context.Context, m emi.SMSMessage) error {
 }
 
 // SMSSentSince implements service.CardStore.
-func (s *CardStore) SMSSentSince(ctx context.Context, card string, t time.Time) (int, error) {
-	var n int
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM sms_messages WHERE card = $1 AND created_at > $2`, card, t)
-	return n, Translate(err)
+func (s *CardStore) SMSSentSince(ctx context.Context, card string, t time.Time) (int, time.Time, error) {
+	var row struct {
+		N      int        `db:"n"`
+		Oldest *time.Time `db:"oldest"`
+	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT count(*) AS n, min(created_at) AS oldest FROM sms_messages
+		WHERE card = $1 AND created_at > $2 AND status = 'sent'`, card, t)
+	if row.Oldest == nil {
+		return row.N, time.Time{}, Translate(err)
+	}
+	return row.N, *row.Oldest, Translate(err)
 }
 
 // SMSMessages implements service.CardStore ("" card: every message).

@@ -45,8 +45,9 @@ type CardStore interface {
 	SearchCards(ctx context.Context, q CardQuery) ([]emi.Card, error)
 	InsertWalletToken(ctx context.Context, w emi.WalletToken) error
 	InsertSMS(ctx context.Context, m emi.SMSMessage) error
-	// SMSSentSince counts the messages sent for a card since t.
-	SMSSentSince(ctx context.Context, card string, t time.Time) (int, error)
+	// SMSSentSince counts the messages delivered for a card since t and
+	// returns the time of the oldest of them.
+	SMSSentSince(ctx context.Context, card string, t time.Time) (int, time.Time, error)
 	SMSMessages(ctx context.Context, card string, limit int) ([]emi.SMSMessage, error)
 	// UserPhone returns a user's phone number ("" when none).
 	UserPhone(ctx context.Context, user string) (string, error)

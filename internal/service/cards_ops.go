@@ -525,12 +525,14 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 		return emi.SMSMessage{}, emi.ErrCardNoMobile.WithDetail("the card has no mobile number (delivery_details.phone, three_ds.otp_sms or the user's phone)")
 	}
 	now := s.now().UTC()
-	n, err := s.store.SMSSentSince(ctx, c.Token, now.Add(-24*time.Hour))
+	n, oldest, err := s.store.SMSSentSince(ctx, c.Token, now.Add(-24*time.Hour))
 	if err != nil {
 		return emi.SMSMessage{}, err
 	}
 	if n >= s.cfg.PINSMSPerDay {
-		return emi.SMSMessage{}, emi.ErrRateLimited.WithDetail("the PIN of this card was sent %d times in 24 hours", n)
+		// Texts the gateway refused do not count: the cardholder got nothing.
+		return emi.SMSMessage{}, emi.ErrRateLimited.WithDetail("the PIN of this card was sent %d times in 24 hours", n).
+			Wrap(RetryAfter(oldest.Add(24 * time.Hour).Sub(now)))
 	}
 	sealed, err := s.store.Sealed(ctx, c.Token)
 	if err != nil {
@@ -573,6 +575,14 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 	}
 	return m, nil
 }
+
+// RetryAfter is the wait a rate-limited caller is told (Retry-After).
+type RetryAfter time.Duration
+
+func (r RetryAfter) Error() string { return "retry after " + time.Duration(r).String() }
+
+// Seconds is the wait in whole seconds, at least 1.
+func (r RetryAfter) Seconds() int { return max(1, int((time.Duration(r)+time.Second-1)/time.Second)) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -1,12 +1,15 @@
 package api
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
+	"emi/internal/service"
 )
 
 // threeDSResponse is a card's 3DS enrolment.
@@ -226,6 +229,10 @@ type smsResponse struct {
 func (a *API) cardSendPIN(w http.ResponseWriter, r *http.Request) {
 	m, err := a.d.Cards.SendPIN(r.Context(), card(r), "")
 	if err != nil {
+		var wait service.RetryAfter
+		if errors.As(err, &wait) {
+			w.Header().Set("Retry-After", strconv.Itoa(wait.Seconds()))
+		}
 		writeError(w, r, err)
 		return
 	}
@@ -311,7 +318,7 @@ type cardsListResponse struct {
 	Total int64          `json:"total"`
 }
 
-var cardsListFilters = map[string]bool{"merchant": true, "user": true, "account": true}
+var cardsListFilters = map[string]bool{"merchant": true, "user": true, "account": true, "program": true}
 
 // cardsList (GET /v2/cards/{page}/{limit}).
 func (a *API) cardsList(w http.ResponseWriter, r *http.Request) {
@@ -320,7 +327,7 @@ func (a *API) cardsList(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range q {
 		switch {
 		case !cardsListFilters[k]:
-			bad = append(bad, emi.FieldError{Field: k, Message: "unknown filter: the filters are merchant, user and account"})
+			bad = append(bad, emi.FieldError{Field: k, Message: "unknown filter: the filters are merchant, user, account and program"})
 		case len(vs) > 1:
 			bad = append(bad, emi.FieldError{Field: k, Message: "must be given once"})
 		}
@@ -330,7 +337,7 @@ func (a *API) cardsList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := emi.CardFilter{Page: pathInt(r, "page"), Limit: pathInt(r, "limit"), Merchant: q.Get("merchant"), User: q.Get("user"),
-		Account: q.Get("account")}
+		Account: q.Get("account"), Program: q.Get("program")}
 	items, total, err := a.d.Cards.List(r.Context(), f)
 	if err != nil {
 		writeError(w, r, err)

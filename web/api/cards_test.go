@@ -506,7 +506,11 @@ func TestCardSendAndResetPIN(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		apptest.Expect(t, "send again", c.do(t, http.MethodPost, path+"/pin/send", "card_send_pin", nil), 0, 200)
 	}
-	apptest.Expect(t, "sixth text in a day", c.do(t, http.MethodPost, path+"/pin/send", "card_send_pin", nil), 10029, 429)
+	sixth := c.do(t, http.MethodPost, path+"/pin/send", "card_send_pin", nil)
+	apptest.Expect(t, "sixth text in a day", sixth, 10029, 429)
+	if ra := sixth.Header.Get("Retry-After"); ra == "" || ra == "0" {
+		t.Fatalf("Retry-After %q", ra)
+	}
 
 	t.Run("no mobile number", func(t *testing.T) {
 		acc := createAccount(t, c.env, c.p, map[string]any{"program": "account_eur", "merchant": c.p.Merchant}).Data["token"].(string)
@@ -593,6 +597,9 @@ func TestCardsListPagingAndFilters(t *testing.T) {
 	}
 	if r := list("1/100?merchant=" + c.p.Merchant); r.Data["total"] != float64(1) {
 		t.Fatalf("merchant filter: %s", r)
+	}
+	if r := list("1/100?program=card_eur"); r.Data["total"] != float64(1) {
+		t.Fatalf("program filter: %s", r)
 	}
 	if r := list("1/100?user=not-a-token"); r.Data["total"] != float64(0) {
 		t.Fatalf("malformed filter: %s", r)

@@ -341,7 +341,7 @@ func TestOpenAPIDocumentsEveryCardAnswer(t *testing.T) {
 		t.Fatalf("list: %s", list)
 	}
 	expect("list limit", call(t, env, p, http.MethodGet, "/v2/cards/1/101", "cards_list", nil), 12001, http.StatusBadRequest)
-	expect("list filter", call(t, env, p, http.MethodGet, "/v2/cards/1/10?program=account_eur", "cards_list", nil), 12001, http.StatusBadRequest)
+	expect("list filter", call(t, env, p, http.MethodGet, "/v2/cards/1/10?colour=red", "cards_list", nil), 12001, http.StatusBadRequest)
 
 	first := expect("first half", cardOp(http.MethodGet, v, "/first-half", "card_number", nil), 0, http.StatusOK)
 	second := expect("second half", cardOp(http.MethodGet, v, "/second-half", "card_number", nil), 0, http.StatusOK)
