@@ -42,7 +42,7 @@ func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
 		return s.store.SearchCards(ctx, CardQuery{Token: strings.ToLower(q)})
 	case len(digits) >= 13 && len(digits) <= 19 && allDigits(digits):
 		return s.store.SearchCards(ctx, CardQuery{PANLookups: s.vault.LookupAll(panLookupContext, []byte(digits))})
-	case len(digits) >= 15 && len(digits) <= 34 && isLetter(digits[0]) && isLetter(digits[1]):
+	case len(digits) >= 15 && len(digits) <= 34 && looksLikeIBAN(digits):
 		return s.store.SearchCards(ctx, CardQuery{IBAN: strings.ToUpper(digits)})
 	case len(q) >= 4 && allDigits(q[:4]) && (len(q) == 4 || q[4] == ' '):
 		return s.store.SearchCards(ctx, CardQuery{Last4: q[:4], Owner: strings.TrimSpace(q[4:])})
@@ -60,6 +60,21 @@ func allDigits(s string) bool {
 }
 
 func isLetter(b byte) bool { return (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') }
+
+// looksLikeIBAN reports whether s has an IBAN's shape: two letters, two
+// check digits, then letters and digits only (so an e-mail address that
+// starts with two letters is not taken for one).
+func looksLikeIBAN(s string) bool {
+	if len(s) < 4 || !isLetter(s[0]) || !isLetter(s[1]) || !allDigits(s[2:4]) {
+		return false
+	}
+	for i := 4; i < len(s); i++ {
+		if !isLetter(s[i]) && (s[i] < '0' || s[i] > '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // ForOwner lists the cards of a user, a merchant or an account
 // (emi.PermViewAccounts).
