@@ -251,6 +251,8 @@ func (a *App) Portal() *portal.Portal {
 		Watchlist:  a.Watchlist,
 		Review:     a.Review,
 		Accounts:   a.Accounts,
+		Cards:      a.Cards,
+		StepUp:     a.Staff,
 		// The back office's "Update now": admin only, audited.
 		UpdateSanctions: a.UpdateSanctionsForStaff,
 	})

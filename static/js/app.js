@@ -10,12 +10,19 @@
       e.preventDefault();
     }
   });
-  // Elements with data-autohide disappear after N seconds (revealed secrets).
+  // Elements with data-autohide disappear after N seconds (revealed secrets):
+  // their content is replaced by data-autohide-text, so the secret leaves the
+  // page's DOM.
   function arm(root) {
-    root.querySelectorAll("[data-autohide]").forEach(function (el) {
+    var els = Array.prototype.slice.call(root.querySelectorAll("[data-autohide]"));
+    if (root.matches && root.matches("[data-autohide]")) { els.push(root); }
+    els.forEach(function (el) {
+      if (el.hasAttribute("data-autohide-armed")) { return; }
+      el.setAttribute("data-autohide-armed", "");
       var s = parseInt(el.getAttribute("data-autohide"), 10) || 30;
       setTimeout(function () {
-        el.textContent = "Hidden. Reload the page to see it again if you still may.";
+        el.textContent = el.getAttribute("data-autohide-text") || "Hidden. Reload the page to see it again if you still may.";
+        el.setAttribute("data-hidden", "");
       }, s * 1000);
     });
     // Copy buttons.
@@ -29,6 +36,15 @@
   }
   document.addEventListener("DOMContentLoaded", function () { arm(document); });
   document.addEventListener("htmx:afterSwap", function (e) { arm(e.target); });
+  // htmx swaps only 2xx answers; a target marked data-swap-errors also
+  // shows the 4xx answer (a form with its errors).
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var st = e.detail.xhr ? e.detail.xhr.status : 0;
+    if (st >= 400 && st < 500 && e.detail.target && e.detail.target.closest("[data-swap-errors]")) {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
+  });
 })();
 // Document images zoom on click (back office); the hosted KYC form shows the
 // fields of the chosen document kind. Both work without JavaScript too: the

@@ -358,6 +358,12 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 	if canDo(r, emi.PermManageAccounts) {
 		v.Actions = accountActions(a, me, f)
 	}
+	if !a.Virtual {
+		if v.ShowCards, v.Cards, err = p.ownerCards(r, "", "", a.Token); err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+	}
 	if canDo(r, emi.PermViewAccounts) {
 		entries, err := p.d.Accounts.AuditTrail(ctx, a.Token)
 		if err != nil {

@@ -50,6 +50,19 @@ var messages = map[string]string{
 	emi.ErrProgramNotFound.Key:          "There is no such program.",
 	emi.ErrAccountInvalidTransition.Key: "The account is terminated, and termination is final: nothing was changed.",
 	emi.ErrBalanceNotZero.Key:           "The account cannot be terminated while a balance is not zero: the money must be paid out first. Nothing was changed.",
+
+	// Cards (the API's codes the card screens show).
+	emi.ErrCardValidation.Key:        "Please correct the marked fields.",
+	emi.ErrCardNotFound.Key:          "There is no such card.",
+	emi.ErrCardAccountUnusable.Key:   "That account cannot hold this card: it must be an active account of the card's partner and owner, not virtual, with exactly one balance. Nothing was changed.",
+	emi.ErrActiveCardExists.Key:      "That account already has a card that is not terminated (one card per account). Nothing was changed.",
+	emi.ErrCardInvalidTransition.Key: "The card's state does not allow this (it is terminated, already activated, not virtual, or not enrolled). Nothing was changed.",
+	emi.ErrGroupNotInProgram.Key:     "A group code is not associated with the card's program, so no group was changed.",
+	emi.ErrDeliveryRequired.Key:      "A plastic card needs delivery details: give the address it is sent to.",
+	emi.ErrCardProgramMismatch.Key:   "The card's program does not allow this (card type, currency, PIN by SMS or mobile wallets). Nothing was changed.",
+	emi.ErrCardAMLRequired.Key:       "The program needs a clear AML check of the cardholder: give the token of a clear or cleared check of this person.",
+	emi.ErrCardNoMobile.Key:          "There is no mobile number for this: give one, or add it to the card's delivery details or the person's profile.",
+	emi.ErrSMSUnavailable.Key:        "The SMS gateway did not take the message; the attempt is recorded. Try again later.",
 }
 
 // Message returns the text for an error's key (a generic text for keys

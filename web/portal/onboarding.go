@@ -712,17 +712,24 @@ func (p *Portal) companyDetail(w http.ResponseWriter, r *http.Request) {
 		{Label: "Created (UTC)", Value: fmtTime(a.CreatedAt), Mono: true},
 	}
 	v.Decided, v.Decision = decisionKVs(a)
-	// The onboarded merchant's accounts (none before the approval).
+	// The onboarded merchant's accounts and cards (none before the
+	// approval).
 	show, accounts := false, []pages.AccountRow(nil)
+	showCards, cards := false, []pages.CardRow(nil)
 	if a.OnboardedMerchant != "" {
 		if show, accounts, err = p.ownerAccounts(r, "", a.OnboardedMerchant); err != nil {
 			p.renderError(w, r, err)
 			return
 		}
+		if showCards, cards, err = p.ownerCards(r, "", a.OnboardedMerchant, ""); err != nil {
+			p.renderError(w, r, err)
+			return
+		}
 	} else {
 		show = p.d.Accounts != nil && canDo(r, emi.PermViewAccounts)
+		showCards = p.d.Cards != nil && canDo(r, emi.PermViewAccounts)
 	}
-	p.renderPrivate(w, r, http.StatusOK, name, pages.CompanyWithAccounts(v, show, accounts))
+	p.renderPrivate(w, r, http.StatusOK, name, pages.CompanyPage(v, show, accounts, showCards, cards))
 }
 
 // maxRoleCompanies bounds the companies looked up for a member's roles.

@@ -122,6 +122,10 @@ func (p *Portal) userDetail(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, err)
 		return
 	}
+	if v.ShowCards, v.Cards, err = p.ownerCards(r, u.Token, "", ""); err != nil {
+		p.renderError(w, r, err)
+		return
+	}
 	title := u.FullName()
 	if title == "" {
 		title = "Person"

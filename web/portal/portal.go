@@ -85,6 +85,12 @@ type Deps struct {
 	// Accounts is customer service's accounts: search, an account with its
 	// history, block and unblock, four-eyes termination, and programs.
 	Accounts *service.Accounts
+	// Cards is customer service's cards: search, a card with its history,
+	// texts, reveals and audit trail, every card action, the SMS outbox.
+	Cards *service.Cards
+	// StepUp re-checks the signed-in staff member's password or TOTP code
+	// before a card number is revealed (service.Staff).
+	StepUp service.StepUp
 	// UpdateSanctions downloads the official sanctions lists now (the
 	// admin's "Update now"); nil hides the button. It returns a catalogue
 	// error (emi.ErrScreeningUpdate) when the update failed.

@@ -53,6 +53,8 @@ var nav = []navEntry{
 	{"/backoffice/users", "People", emi.PermViewPeople},
 	{"/backoffice/accounts", "Accounts", emi.PermViewAccounts},
 	{"/backoffice/programs", "Programs", emi.PermViewAccounts},
+	{"/backoffice/cards", "Cards", emi.PermViewAccounts},
+	{"/backoffice/sms", "SMS outbox", emi.PermViewAccounts},
 	{"/backoffice/aml", "AML reviews", emi.PermViewPeople},
 	{"/backoffice/kyc", "KYC reviews", emi.PermViewPeople},
 	{"/backoffice/sanctions", "Sanctions lists", emi.PermViewPeople},

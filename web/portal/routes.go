@@ -106,6 +106,23 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate/withdraw", p.accountTerminateWithdraw)
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/programs", p.programs)
 
+		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/cards", p.cardList)
+		r.With(p.requirePerm(emi.PermViewAccounts)).Post("/cards", p.cardList) // the search form: a card number stays out of URLs
+		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/cards/{card}", p.cardDetail)
+		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/activate", p.cardActivate)
+		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/status", p.cardStatus)
+		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/terminate", p.cardTerminate)
+		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/convert", p.cardConvert)
+		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/assign", p.cardAssign)
+		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/groups", p.cardGroups)
+		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/3ds/enrol", p.card3DSEnrol)
+		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/3ds/update", p.card3DSUpdate)
+		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/3ds/remove", p.card3DSRemove)
+		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/pin/reset", p.cardResetPIN)
+		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/pin/send", p.cardSendPIN)
+		r.With(p.requirePerm(emi.PermRevealCardData)).Post("/cards/{card}/reveal", p.cardReveal)
+		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/sms", p.smsOutbox)
+
 		r.With(p.requirePerm(emi.PermViewAudit)).Get("/audit", p.audit)
 		r.With(p.requirePerm(emi.PermViewJobs)).Get("/jobs", p.jobs)
 	})

@@ -36,6 +36,8 @@ type fixture struct {
 	view string
 	// account fills {account}: an EUR account of the fixture's person.
 	account string
+	// card fills {card}: a virtual card on that account.
+	card string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -64,6 +66,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.view = v.ID
 	f.account = openAccount(t, env, f.partner, map[string]any{"program": "account_eur", "user": f.people.user})["token"].(string)
+	f.card = issueCard(t, env, f.partner, emi.CardCreate{Account: f.account, Type: emi.CardVirtual}).Token
 	return f
 }
 
@@ -72,7 +75,7 @@ func (f *fixture) path(route string) string {
 	r := strings.NewReplacer("{id}", f.idFor(route), "{key}", f.partner.KeyID, "{ep}", f.endpointID, "{delivery}", f.deliveryID,
 		"{user}", f.people.user, "{doc}", f.people.doc, "{check}", f.people.check, "{session}", f.people.session,
 		"{application}", f.onboarding.application, "{member}", f.onboarding.member, "{entry}", f.onboarding.entry,
-		"{view}", f.view, "{account}", f.account)
+		"{view}", f.view, "{account}", f.account, "{card}", f.card)
 	return "/backoffice" + r.Replace(route)
 }
 
@@ -289,6 +292,22 @@ func TestRoleRouteMatrix(t *testing.T) {
 		"POST /accounts/{account}/terminate/approve":       {apptest.CSEmail},
 		"POST /accounts/{account}/terminate/withdraw":      {apptest.CSEmail},
 		"GET /programs":                                    {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
+		"GET /cards":                                       {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
+		"POST /cards":                                      {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
+		"GET /cards/{card}":                                {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
+		"POST /cards/{card}/activate":                      {apptest.CSEmail},
+		"POST /cards/{card}/status":                        {apptest.CSEmail},
+		"POST /cards/{card}/terminate":                     {apptest.CSEmail},
+		"POST /cards/{card}/convert":                       {apptest.CSEmail},
+		"POST /cards/{card}/assign":                        {apptest.CSEmail},
+		"POST /cards/{card}/groups":                        {apptest.CSEmail},
+		"POST /cards/{card}/3ds/enrol":                     {apptest.CSEmail},
+		"POST /cards/{card}/3ds/update":                    {apptest.CSEmail},
+		"POST /cards/{card}/3ds/remove":                    {apptest.CSEmail},
+		"POST /cards/{card}/pin/reset":                     {apptest.CSEmail},
+		"POST /cards/{card}/pin/send":                      {apptest.CSEmail},
+		"POST /cards/{card}/reveal":                        {apptest.CSEmail},
+		"GET /sms":                                         {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
 	}
 	publicRoutes := map[string]bool{
 		"GET /signin": true, "POST /signin": true, "GET /signin/totp": true, "POST /signin/totp": true,
@@ -366,6 +385,15 @@ func TestRoleRouteMatrix(t *testing.T) {
 	var pending int
 	if err := f.env.App.DB.Get(&pending, `SELECT count(*) FROM account_termination_requests WHERE account = $1`, f.account); err != nil || pending != 0 {
 		t.Fatalf("termination requests after forged requests: %d %v", pending, err)
+	}
+	// Nor the card: its issue is its only history, nothing was revealed.
+	if err := f.env.App.DB.Get(&changes, `SELECT count(*) FROM card_history WHERE card = $1`, f.card); err != nil || changes != 1 {
+		t.Fatalf("card history after forged requests: %d rows %v", changes, err)
+	}
+	var reveals int
+	if err := f.env.App.DB.Get(&reveals, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal' AND resource_token = $1 AND outcome = 'success'`,
+		f.card); err != nil || reveals != 0 {
+		t.Fatalf("successful reveals after forged requests: %d %v", reveals, err)
 	}
 }
 

@@ -1,0 +1,241 @@
+package browser_test
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"emi/internal/app/apptest"
+	"emi/internal/emi"
+	"emi/internal/service"
+)
+
+// cardPartnerCtx acts as the partner's API key, as the partner API does.
+func cardPartnerCtx(p *apptest.Partner) context.Context {
+	return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorPartnerKey, ActorID: p.KeyID,
+		PartnerID: p.ID, MasterMerchant: p.Merchant})
+}
+
+// cardHolder creates Elena Dimova with an EUR account and a virtual card
+// on it; it returns the card and its number (read through the partner's
+// reveal halves).
+func cardHolder(t *testing.T, env *apptest.Env, p *apptest.Partner) (emi.Card, string) {
+	t.Helper()
+	r := partnerCall(t, env, p, "/v2/users", "user_create", map[string]any{"first_name": "Elena", "last_name": "Dimova",
+		"email": "elena.dimova@cards.test"})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("user_create: %s", r)
+	}
+	acc := openAccountVia(t, env, p, map[string]any{"program": "account_eur", "user": r.Data["token"]})
+	ctx := cardPartnerCtx(p)
+	c, err := env.App.Cards.Create(ctx, emi.CardCreate{Account: acc["token"].(string), Type: emi.CardVirtual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := env.App.Cards.Reveal(ctx, c.Token, service.RevealFirstHalf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := env.App.Cards.Reveal(ctx, c.Token, service.RevealSecondHalf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, first.FirstHalf + second.SecondHalf
+}
+
+// luhnRun finds digit runs (single spaces allowed) standing on their own.
+var luhnRun = regexp.MustCompile(`(?:^|[^0-9A-Za-z])([0-9](?: ?[0-9]){12,})(?:$|[^0-9A-Za-z])`)
+
+// cardNumbersIn returns the Luhn-valid 13–19 digit runs of a page.
+func cardNumbersIn(html string) []string {
+	var out []string
+	for _, m := range luhnRun.FindAllStringSubmatch(html, -1) {
+		d := strings.ReplaceAll(m[1], " ", "")
+		if len(d) >= 13 && len(d) <= 19 && service.LuhnValid(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// noCardNumber fails the test when the page shows a card number (P2).
+func noCardNumber(b *tab, what, pan string) {
+	b.t.Helper()
+	h := b.html()
+	if runs := cardNumbersIn(h); len(runs) > 0 {
+		b.t.Fatalf("%s shows Luhn-valid digit runs %v", what, runs)
+	}
+	for _, form := range []string{pan, groupByFour(pan, " "), groupByFour(pan, "-")} {
+		if strings.Contains(h, form) {
+			b.t.Fatalf("%s shows the card number", what)
+		}
+	}
+}
+
+func groupByFour(pan, sep string) string {
+	var parts []string
+	for i := 0; i < len(pan); i += 4 {
+		parts = append(parts, pan[i:min(i+4, len(pan))])
+	}
+	return strings.Join(parts, sep)
+}
+
+// TestCardSearchBlockAndRevealInTheBrowser: customer service finds a card
+// by its full number (which no page shows back), opens it, sets it inactive
+// with a reason behind a second click, then reveals its number with the
+// password and a reason: the number appears, the reveal is audited and
+// listed, and the number disappears after the timeout. A wrong password
+// shows the error in place.
+func TestCardSearchBlockAndRevealInTheBrowser(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Cards Partner"})
+	card, pan := cardHolder(t, env, p)
+	page := "/backoffice/cards/" + card.Token
+
+	b := newTab(t, env)
+	b.signIn(env, apptest.CSEmail)
+	if nav := b.navLinks(); !slices.Contains(nav, "Cards") || !slices.Contains(nav, "SMS outbox") {
+		t.Fatalf("customer service navigation %q", nav)
+	}
+
+	// Search by the full number, typed as printed on the card.
+	b.clickNav(`nav[aria-label="Main"] a[href="/backoffice/cards"]`)
+	b.typeInto(`[data-testid="cards-search"] input[name="q"]`, groupByFour(pan, " "))
+	b.clickNav(`[data-testid="cards-search"] button[type="submit"]`)
+	if got := b.path(); got != "/backoffice/cards" {
+		t.Fatalf("after the search the browser is at %s: the number must not be in the address", got)
+	}
+	rows := b.texts(`[data-testid="card-row"]`)
+	if len(rows) != 1 || !strings.Contains(rows[0], card.MaskedPAN()) || !strings.Contains(rows[0], "Elena Dimova") {
+		t.Fatalf("search rows %q", rows)
+	}
+	if v := eval[string](b, `document.querySelector('[data-testid="cards-search"] input[name="q"]').value`); v != service.MaskPAN(pan) {
+		t.Fatalf("the search box shows %q, want the masked number", v)
+	}
+	noCardNumber(b, "search results", pan)
+	screenshot(b, "cards-search")
+
+	b.clickNav(`[data-testid="card-row"] a[href="` + page + `"]`)
+	if got := b.text(`[data-testid="card-status"]`); got != "active" {
+		t.Fatalf("status %q", got)
+	}
+	noCardNumber(b, "card page", pan)
+
+	// Set inactive: behind a second click, and the reason is required.
+	if eval[bool](b, `document.querySelector('[data-testid="card-inactive-form"] button').checkVisibility()`) {
+		t.Fatal("the set-inactive button is visible before the details are opened")
+	}
+	b.do("open the form", chromedp.Click(chromedp.CSS(`[data-testid="card-inactive-details"] > summary`)))
+	b.waitVisible(`[data-testid="card-inactive-form"] textarea[name="reason"]`)
+	b.do("submit without a reason", chromedp.Click(chromedp.CSS(`[data-testid="card-inactive"]`)))
+	if !eval[bool](b, `document.querySelector('[data-testid="card-inactive-form"] textarea[name="reason"]').validity.valueMissing`) {
+		t.Fatal("the reason is not required by the form")
+	}
+	if st := dbCardStatus(t, env, card.Token); st != emi.CardActive {
+		t.Fatalf("status after the empty submit: %s", st)
+	}
+	b.do("write the reason", chromedp.SendKeys(chromedp.CSS(`[data-testid="card-inactive-form"] textarea[name="reason"]`), "Customer reported the card stolen"))
+	screenshot(b, "card-inactive-form")
+	b.clickNav(`[data-testid="card-inactive"]`)
+	if f := flashText(b); !strings.Contains(f, "Card set inactive") {
+		t.Fatalf("flash %q", f)
+	}
+	if got := b.text(`[data-testid="card-status"]`); got != "inactive" {
+		t.Fatalf("status after the change %q", got)
+	}
+	hist := b.texts(`[data-testid="card-history-row"]`)
+	if len(hist) < 2 || !strings.Contains(hist[0], "Customer reported the card stolen") || !strings.Contains(hist[0], "Sandbox Customer Service (you)") {
+		t.Fatalf("history %q", hist)
+	}
+	if st := dbCardStatus(t, env, card.Token); st != emi.CardInactive {
+		t.Fatalf("database status %s", st)
+	}
+
+	// A wrong password: the error shows in place, nothing is revealed.
+	b.typeInto(`[data-testid="card-reveal-form"] input[name="secret"]`, "not-the-password-1")
+	writeReason(b, "Customer asks for the number")
+	b.do("reveal with a wrong password", chromedp.Click(chromedp.CSS(`[data-testid="card-reveal-button"]`)))
+	b.waitVisible(`#card-reveal #secret-error`)
+	if got := b.text(`#card-reveal #secret-error`); got != "is not correct" {
+		t.Fatalf("secret error %q", got)
+	}
+	if got := b.path(); got != page {
+		t.Fatalf("the refused reveal left the page for %s", got)
+	}
+	noCardNumber(b, "refused reveal", pan)
+
+	// The reveal. The production timeout is 30 seconds; the test shortens
+	// it to 2 on the client, before the page's script arms it, and checks
+	// the server asked for 30.
+	eval[bool](b, `document.addEventListener("htmx:afterSwap", function (e) {
+		var el = e.target.querySelector && e.target.querySelector("[data-autohide]");
+		if (el) { window.__autohide = el.getAttribute("data-autohide"); el.setAttribute("data-autohide", "2"); }
+	}, true); true`)
+	b.typeInto(`[data-testid="card-reveal-form"] input[name="secret"]`, service.SandboxStaffPassword)
+	writeReason(b, "Customer must pay a hotel by phone")
+	b.do("reveal", chromedp.Click(chromedp.CSS(`[data-testid="card-reveal-button"]`)))
+	b.waitVisible(`[data-testid="pan"]`)
+	if got := b.text(`[data-testid="pan"]`); got != groupByFour(pan, " ") {
+		t.Fatalf("revealed %q, want the card number in groups of four", service.MaskPAN(strings.ReplaceAll(got, " ", "")))
+	}
+	if got := eval[string](b, `window.__autohide || ""`); got != "30" {
+		t.Fatalf("the server asked to hide the number after %q seconds, want 30", got)
+	}
+	if got := b.path(); got != page {
+		t.Fatalf("the reveal changed the address to %s", got)
+	}
+	screenshot(b, "card-revealed")
+	var audited int
+	if err := env.App.DB.Get(&audited, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal' AND resource_token = $1
+		AND actor_type = 'staff' AND outcome = 'success' AND changes->>'reason' = 'Customer must pay a hotel by phone'`, card.Token); err != nil || audited != 1 {
+		t.Fatalf("audit rows of the reveal: %d %v", audited, err)
+	}
+	var denied int
+	_ = env.App.DB.Get(&denied, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal' AND resource_token = $1
+		AND actor_type = 'staff' AND outcome = 'denied'`, card.Token)
+	if denied != 1 {
+		t.Fatalf("%d denied reveal rows, want the wrong password's", denied)
+	}
+
+	// The number leaves the page after the timeout.
+	b.do("wait for the number to be hidden", pollTrue(`document.querySelector('[data-testid="revealed-pan"]').hasAttribute("data-hidden")`))
+	if got := b.text(`[data-testid="revealed-pan"]`); !strings.HasPrefix(got, "Hidden.") {
+		t.Fatalf("after the timeout the box shows %q", got)
+	}
+	noCardNumber(b, "card page after the timeout", pan)
+
+	// The card page lists the reveal, and never shows the number itself.
+	b.open(page)
+	reveals := b.texts(`[data-testid="reveal-row"]`)
+	if len(reveals) == 0 || !strings.Contains(reveals[0], "Customer must pay a hotel by phone") || !strings.Contains(reveals[0], "card number") ||
+		!strings.Contains(reveals[0], "success") || !strings.Contains(reveals[0], "Sandbox Customer Service (you)") {
+		t.Fatalf("reveals %q", reveals)
+	}
+	noCardNumber(b, "card page with its reveals", pan)
+	screenshot(b, "card-page")
+	noCSPViolations(t, b)
+}
+
+// writeReason replaces the reveal form's reason (chromedp.Clear needs a
+// text node, which an empty textarea has not).
+func writeReason(b *tab, text string) {
+	b.t.Helper()
+	const sel = `[data-testid="card-reveal-form"] textarea[name="reason"]`
+	eval[bool](b, `document.querySelector('`+sel+`').value = ""; true`)
+	b.do("write the reason", chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+func dbCardStatus(t *testing.T, env *apptest.Env, token string) string {
+	t.Helper()
+	var st string
+	if err := env.App.DB.Get(&st, `SELECT status FROM cards WHERE token = $1`, token); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

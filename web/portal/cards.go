@@ -1,0 +1,658 @@
+package portal
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/internal/service"
+	"emi/views/pages"
+	"emi/web/httpx"
+)
+
+// Customer service's card screens: the card search, a card's page (status
+// and activation with their history, owner, account, program, groups, 3DS,
+// delivery, counters, wallet tokens, texts, reveals and audit trail) with
+// every action of the partner API, the audited reveal of the card number,
+// and the sandbox SMS outbox. Rules (reasons, transitions, permissions,
+// the re-authentication of a reveal) live in service.Cards; this file lays
+// them out.
+//
+// A full card number is never put in a URL, a session, a flash or a log:
+// the search form is sent as a POST and shows a card number back masked,
+// and only the answer to a reveal carries the number.
+
+// revealSeconds is how long a revealed card number stays on the screen.
+const revealSeconds = 30
+
+func cardHref(token string) string { return "/backoffice/cards/" + token }
+
+func cardTone(status string) string {
+	switch status {
+	case emi.CardActive:
+		return "ok"
+	case emi.CardInactive:
+		return "warn"
+	case emi.CardTerminated:
+		return "bad"
+	}
+	return ""
+}
+
+// maskedQuery is what the search box shows of a query: a query that may be
+// a full card number (13 to 19 digits once spaces and dashes are dropped)
+// comes back masked, so no page echoes a card number.
+func maskedQuery(q string) string {
+	digits := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '-' {
+			return -1
+		}
+		return r
+	}, q)
+	if len(digits) < 13 || len(digits) > 19 || strings.Trim(digits, "0123456789") != "" {
+		return q
+	}
+	return service.MaskPAN(digits)
+}
+
+// cardList (GET /cards, POST /cards) searches cards. The form posts the
+// query, so a full card number stays out of the address bar, the history
+// and the access log; GET ?q= serves links with the other forms.
+func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query().Get("q")
+	if r.Method == http.MethodPost {
+		q = r.PostFormValue("q")
+	}
+	q = strings.TrimSpace(q)
+	if shown := maskedQuery(q); shown != q {
+		// The frame's search box shows ?q= back: never a card number.
+		u := *r.URL
+		u.RawQuery = ""
+		r = r.WithContext(r.Context())
+		r.URL = &u
+	}
+	v := pages.CardsView{Q: maskedQuery(q), Searched: q != ""}
+	list, err := p.d.Cards.Search(r.Context(), q)
+	if err != nil {
+		if emi.AsError(err).Kind != emi.KindInvalid {
+			p.renderError(w, r, err)
+			return
+		}
+		v.Errs, _ = fieldErrors(err)
+		p.renderPrivate(w, r, http.StatusUnprocessableEntity, "Cards", pages.Cards(v))
+		return
+	}
+	if v.Rows, err = p.cardRows(r, list); err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	p.renderPrivate(w, r, http.StatusOK, "Cards", pages.Cards(v))
+}
+
+// cardRows makes list rows.
+func (p *Portal) cardRows(r *http.Request, list []emi.Card) ([]pages.CardRow, error) {
+	owners := p.ownerLinks(r)
+	rows := make([]pages.CardRow, len(list))
+	for i, c := range list {
+		row := pages.CardRow{Token: c.Token, Href: cardHref(c.Token), Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status,
+			StatusTone: cardTone(c.Status), Activated: c.Activated, Owner: firstNonEmpty(c.OwnerName, "(no owner)"),
+			Program: c.Program, ProgramHref: programHref(c.Program), Created: fmtTime(c.CreatedAt)}
+		if c.Account != "" {
+			row.Account, row.AccountHref = c.Account, accountHref(c.Account)
+		}
+		var err error
+		if row.OwnerKind, row.OwnerHref, err = owners.of(emi.Account{User: c.User, Merchant: c.Merchant}); err != nil {
+			return nil, err
+		}
+		if c.User == "" && c.Merchant == "" {
+			row.OwnerKind = "non-personalized"
+		}
+		rows[i] = row
+	}
+	return rows, nil
+}
+
+// ownerCards lists the cards of a person, a merchant or an account for
+// their pages; show is false for roles that may not see cards.
+func (p *Portal) ownerCards(r *http.Request, user, merchant, account string) (bool, []pages.CardRow, error) {
+	if p.d.Cards == nil || !canDo(r, emi.PermViewAccounts) {
+		return false, nil, nil
+	}
+	if user == "" && merchant == "" && account == "" {
+		return true, nil, nil
+	}
+	list, err := p.d.Cards.ForOwner(r.Context(), user, merchant, account)
+	if err != nil {
+		return false, nil, err
+	}
+	rows, err := p.cardRows(r, list)
+	return true, rows, err
+}
+
+// cardForm keeps a refused action's input for the re-rendered page.
+type cardForm struct {
+	which  string
+	vals   map[string]string
+	errs   map[string]string
+	banner string
+}
+
+// cardDetail (GET /cards/{card}).
+func (p *Portal) cardDetail(w http.ResponseWriter, r *http.Request) {
+	p.renderCardPage(w, r, http.StatusOK, nil)
+}
+
+// renderCardPage renders a card's page; f is a refused action's form,
+// shown open with its errors.
+func (p *Portal) renderCardPage(w http.ResponseWriter, r *http.Request, status int, f *cardForm) {
+	ctx := r.Context()
+	token := param(r, "card")
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrCardNotFound)
+		return
+	}
+	c, err := p.d.Cards.Get(ctx, token)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	v, err := p.cardView(r, c, f)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	p.renderPrivate(w, r, status, "Card · "+c.MaskedPAN(), pages.CardDetail(v))
+}
+
+// cardView lays out a card for its page.
+func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pages.CardView, error) {
+	v := pages.CardView{Token: c.Token, Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status, StatusTone: cardTone(c.Status),
+		Activated: c.Activated}
+	kind, ownerHref, err := p.ownerLinks(r).of(emi.Account{User: c.User, Merchant: c.Merchant})
+	if err != nil {
+		return v, err
+	}
+	owner := pages.KV{Label: "Owner", Value: firstNonEmpty(c.OwnerName, "(no owner)"), Href: ownerHref}
+	if c.User == "" && c.Merchant == "" {
+		owner.Value, kind = "", "non-personalized, no owner yet"
+	}
+	account := pages.KV{Label: "Account", Value: c.Account, Mono: true}
+	if c.Account != "" {
+		account.Href = accountHref(c.Account)
+	} else {
+		account.Value, account.Mono = "not assigned", false
+	}
+	partner := pages.KV{Label: "Partner", Value: p.partnerNames(r).name(c.PartnerID)}
+	if canDo(r, emi.PermViewPartners) {
+		partner.Href = "/backoffice/partners/" + c.PartnerID
+	}
+	aml := pages.KV{Label: "AML check", Value: c.AML, Mono: true}
+	if c.AML != "" && canDo(r, emi.PermViewPeople) {
+		aml.Href = "/backoffice/aml/" + c.AML
+	}
+	activated := "no"
+	if c.Activated {
+		activated = "yes"
+		if c.ActivatedAt != nil {
+			activated += ", " + fmtTime(*c.ActivatedAt) + " UTC"
+		}
+	}
+	terminated := ""
+	if c.TerminatedAt != nil {
+		terminated = fmtTime(*c.TerminatedAt)
+	}
+	v.Details = []pages.KV{
+		{Label: "Card number", Value: c.MaskedPAN(), Mono: true},
+		{Label: "Expiry", Value: c.Expiry(), Mono: true},
+		{Label: "Type", Value: c.Type},
+		{Label: "Status", Value: c.Status, Tone: toneOrNeutral(cardTone(c.Status))},
+		{Label: "Activated", Value: activated},
+		{Label: "Can pay", Value: yesOrNo(c.CanPay())},
+		account,
+		{Label: "Account status", Value: c.AccountStatus, Tone: toneOrNeutral(accountTone(c.AccountStatus))},
+		owner, {Label: "Owner type", Value: kind},
+		{Label: "Owner token", Value: firstNonEmpty(c.User, c.Merchant), Mono: true},
+		partner,
+		{Label: "Program", Value: c.Card.Program, Href: programHref(c.Card.Program), Mono: true},
+		aml,
+		{Label: "Emboss name", Value: strings.TrimSpace(c.EmbossName + " " + c.EmbossNameLine4)},
+		{Label: "Cardholder name", Value: strings.TrimSpace(c.FirstName + " " + c.LastName)},
+		{Label: "Alias", Value: c.Alias},
+		{Label: "Card token", Value: c.Token, Mono: true},
+		{Label: "Issued (UTC)", Value: fmtTime(c.CreatedAt), Mono: true},
+		{Label: "Updated (UTC)", Value: fmtTime(c.UpdatedAt), Mono: true},
+		{Label: "Terminated (UTC)", Value: terminated, Mono: true},
+	}
+	v.Counters = []pages.KV{
+		{Label: "Wrong PIN entries", Value: strconv.Itoa(c.PINErrors), Mono: true},
+		{Label: "Wrong CVV entries", Value: strconv.Itoa(c.CVVErrors), Mono: true},
+	}
+	otp := "not enrolled"
+	if c.ThreeDS.OTPSMS != "" {
+		otp = emi.MaskPhone(c.ThreeDS.OTPSMS)
+	}
+	v.ThreeDS = []pages.KV{
+		{Label: "3DS", Value: map[bool]string{true: "enrolled", false: "not enrolled"}[c.ThreeDS.Enrolled()],
+			Tone: map[bool]string{true: "ok", false: "neutral"}[c.ThreeDS.Enrolled()]},
+		{Label: "3DS codes by SMS to", Value: otp, Mono: c.ThreeDS.OTPSMS != ""},
+		{Label: "3DS biometric", Value: yesOrNo(c.ThreeDS.Biometric)},
+	}
+	if d := c.Delivery; d != nil {
+		phone := ""
+		if d.Phone != "" {
+			phone = emi.MaskPhone(d.Phone)
+		}
+		v.Delivery = []pages.KV{
+			{Label: "Name", Value: strings.TrimSpace(d.FirstName + " " + d.LastName)},
+			{Label: "Address", Value: d.Address1}, {Label: "Address line 2", Value: d.Address2},
+			{Label: "City", Value: d.City}, {Label: "County", Value: d.County},
+			{Label: "Postcode", Value: d.Zip}, {Label: "Country", Value: d.Country},
+			{Label: "Phone", Value: phone, Mono: true}, {Label: "Method", Value: d.Method},
+		}
+	}
+	for _, kind := range emi.GroupKinds {
+		v.Groups = append(v.Groups, pages.CardGroupRow{Kind: kind, Label: strings.ReplaceAll(kind, "_", " "), Code: c.Groups[kind],
+			Codes: c.Program.Groups[kind]})
+	}
+
+	// Names of the staff who acted: the card history names them (the
+	// store knows), roles that list staff get links.
+	staff := p.staffNames(r)
+	names := map[string]string{}
+	for _, h := range c.History {
+		if h.ActorName != "" && h.ActorName != h.Actor {
+			names[h.Actor] = h.ActorName
+		}
+	}
+	who := func(id string) (string, string) {
+		n, href := actorOf(r, id, staff, nil)
+		if name, ok := names[id]; ok && href == "" && !strings.HasSuffix(n, " (you)") {
+			return name, ""
+		}
+		return n, href
+	}
+	for i := len(c.History) - 1; i >= 0; i-- {
+		h := c.History[i]
+		row := pages.CardHistoryRow{At: fmtTime(h.At), Change: h.Change, From: h.From, To: h.To, Reason: h.Reason}
+		if h.Change == "status" || h.Change == "issued" {
+			row.ToTone = toneOrNeutral(cardTone(h.To))
+		}
+		row.Actor, row.ActorHref = who(h.Actor)
+		if row.ActorHref == "" && !strings.HasSuffix(row.Actor, " (you)") && h.ActorName != "" {
+			row.Actor = h.ActorName
+		}
+		v.History = append(v.History, row)
+	}
+	for _, wt := range c.Wallets {
+		st := c.WalletStatus()
+		v.Wallets = append(v.Wallets, pages.WalletRow{Token: wt.Token, Wallet: wt.Wallet, Device: wt.DeviceName,
+			Created: fmtTime(wt.CreatedAt), Status: st, StatusTone: walletTone(st)})
+	}
+	v.SMS = smsRows(c.SMS)
+	for _, e := range c.Reveals {
+		row := pages.RevealRow{At: fmtTime(e.At), Outcome: string(e.Outcome), OutcomeTone: auditRow(e).OutcomeTone}
+		switch e.ActorType {
+		case emi.ActorStaff:
+			row.Actor, row.ActorHref = who(e.ActorID)
+		case emi.ActorPartnerKey:
+			row.Actor = "partner API"
+		default:
+			row.Actor = string(e.ActorType) + " " + e.ActorID
+		}
+		row.Fields = revealFields(e.Changes)
+		row.Reason, _ = e.Changes["reason"].(string)
+		row.Why, _ = e.Changes["why"].(string)
+		v.Reveals = append(v.Reveals, row)
+	}
+	for _, e := range c.Audit {
+		v.Audit = append(v.Audit, auditRow(e))
+	}
+	if canDo(r, emi.PermViewAudit) {
+		v.AuditHref = "/backoffice/audit?resource_type=card&resource_token=" + url.QueryEscape(c.Token)
+	}
+	if canDo(r, emi.PermManageCards) {
+		v.Actions = cardActions(c, f)
+	}
+	if canDo(r, emi.PermRevealCardData) && c.Status != emi.CardTerminated {
+		v.Reveal = &pages.CardReveal{Action: cardHref(c.Token) + "/reveal", CardHref: cardHref(c.Token), Masked: c.MaskedPAN(),
+			HideAfter: revealSeconds}
+	}
+	return v, nil
+}
+
+// revealFields names what a reveal opened ("card number", "PIN by SMS").
+func revealFields(changes map[string]any) string {
+	label := map[string]string{"pan": "card number", "pan_first_half": "first half of the number", "pan_second_half": "second half of the number",
+		"cvv": "CVV2", "expiry": "expiry", "pin": "PIN"}
+	var out []string
+	if list, ok := changes["fields"].([]any); ok {
+		for _, f := range list {
+			s, _ := f.(string)
+			out = append(out, firstNonEmpty(label[s], s))
+		}
+	}
+	s := strings.Join(out, ", ")
+	if ch, _ := changes["channel"].(string); ch == "sms" {
+		s += " by SMS"
+		if to, _ := changes["to"].(string); to != "" {
+			s += " to " + to
+		}
+	}
+	return s
+}
+
+func walletTone(status string) string {
+	switch status {
+	case emi.WalletActive:
+		return "ok"
+	case emi.WalletSuspended:
+		return "warn"
+	}
+	return "bad"
+}
+
+// smsRows lays out texts: the PIN is already masked by the service; the
+// phone number is masked here.
+func smsRows(list []emi.SMSMessage) []pages.SMSRow {
+	rows := make([]pages.SMSRow, 0, len(list))
+	for _, m := range list {
+		row := pages.SMSRow{At: fmtTime(m.CreatedAt), To: emi.MaskPhone(m.To), Text: m.TextMasked, Provider: m.Provider,
+			Status: m.Status, Error: m.Error}
+		row.StatusTone = map[string]string{"sent": "ok", "failed": "bad"}[m.Status]
+		if m.Card != nil {
+			row.Card, row.CardHref = shortID(*m.Card), cardHref(*m.Card)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func yesOrNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// cardActions are the actions the signed-in customer-service user may
+// take on the card, by its state (the service refuses the rest anyway).
+func cardActions(c service.CardView, f *cardForm) *pages.CardActions {
+	a := &pages.CardActions{Base: cardHref(c.Token), Terminated: c.Status == emi.CardTerminated}
+	a.CanActivate = !c.Activated
+	a.CanDeactivate = c.Status == emi.CardActive
+	a.CanReactivate = c.Status == emi.CardInactive
+	a.CanConvert = c.Type == emi.CardVirtual
+	a.CanAssign = c.Account == ""
+	a.CanSendPIN = c.Program.PINBySMS
+	a.Enrolled, a.OTPEnrolled = c.ThreeDS.Enrolled(), c.ThreeDS.OTPSMS != ""
+	for _, kind := range emi.GroupKinds {
+		a.Groups = append(a.Groups, pages.CardGroupRow{Kind: kind, Label: strings.ReplaceAll(kind, "_", " "), Code: c.Groups[kind],
+			Codes: c.Program.Groups[kind]})
+	}
+	if f != nil {
+		a.Open, a.Vals, a.Errs, a.Banner = f.which, f.vals, f.errs, f.banner
+	}
+	return a
+}
+
+// cardFieldErrors maps a service error's fields to the form's inputs,
+// which are named by the JSON path (delivery_details.city).
+func cardFieldErrors(e *emi.Error) map[string]string {
+	errs := map[string]string{}
+	for _, f := range e.Fields {
+		if _, dup := errs[f.Field]; !dup {
+			errs[f.Field] = f.Message
+		}
+	}
+	return errs
+}
+
+// postedValues keeps a form's input to show it back (never the secret).
+func postedValues(r *http.Request) map[string]string {
+	vals := map[string]string{}
+	for k, v := range r.PostForm {
+		if k != "secret" && len(v) > 0 {
+			vals[k] = v[0]
+		}
+	}
+	return vals
+}
+
+// cardChange runs one card action: fn calls the service; a refused action
+// goes back to the page with the form open (invalid input, or a rule about
+// a field), or as a flash (a state that does not allow it).
+func (p *Portal) cardChange(w http.ResponseWriter, r *http.Request, which string, fn func(ctx context.Context, token, reason string) (string, error)) {
+	token := param(r, "card")
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrCardNotFound)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		p.renderError(w, r, emi.ErrBadRequest)
+		return
+	}
+	done, err := fn(r.Context(), token, r.PostFormValue("reason"))
+	if err != nil {
+		p.cardRefused(w, r, err, which, token)
+		return
+	}
+	p.flash(r.Context(), "ok", done)
+	redirect(w, r, cardHref(token))
+}
+
+func (p *Portal) cardRefused(w http.ResponseWriter, r *http.Request, err error, which, token string) {
+	e := emi.AsError(err)
+	switch {
+	case e.Kind == emi.KindForbidden || e.Kind == emi.KindNotFound || e.Kind == emi.KindInternal:
+		p.renderError(w, r, err)
+	case e.Kind == emi.KindInvalid || len(e.Fields) > 0:
+		f := &cardForm{which: which, vals: postedValues(r), errs: cardFieldErrors(e), banner: Message(e)}
+		if msg, ok := f.errs[""]; ok {
+			f.banner += " " + msg
+		}
+		p.flash(r.Context(), "bad", Message(e))
+		p.renderCardPage(w, r, formStatus(e), f)
+	default:
+		p.flash(r.Context(), "bad", Message(e))
+		redirect(w, r, cardHref(token))
+	}
+}
+
+// formStatus is the status of a form shown back with its errors: 422 for
+// invalid input, as the other screens answer, else the kind's status.
+func formStatus(e *emi.Error) int {
+	if e.Kind == emi.KindInvalid {
+		return http.StatusUnprocessableEntity
+	}
+	return httpx.Status(e.Kind)
+}
+
+// cardActivate (POST /cards/{card}/activate).
+func (p *Portal) cardActivate(w http.ResponseWriter, r *http.Request) {
+	p.cardChange(w, r, "activate", func(ctx context.Context, token, reason string) (string, error) {
+		_, err := p.d.Cards.Activate(ctx, token, r.PostFormValue("aml"), reason)
+		return "Card activated: it can be used once it is active and its account is active. The partner is told (card.activated).", err
+	})
+}
+
+// cardStatus (POST /cards/{card}/status) sets the card active or inactive.
+func (p *Portal) cardStatus(w http.ResponseWriter, r *http.Request) {
+	status := r.PostFormValue("status")
+	which := "active"
+	if status != emi.CardActive {
+		which = "inactive"
+	}
+	p.cardChange(w, r, which, func(ctx context.Context, token, reason string) (string, error) {
+		_, err := p.d.Cards.SetStatus(ctx, token, status, reason)
+		if status == emi.CardInactive {
+			return "Card set inactive: payments are refused until it is set active again. The partner is told (card.status_changed).", err
+		}
+		return "Card set active. The partner is told (card.status_changed).", err
+	})
+}
+
+// cardTerminate (POST /cards/{card}/terminate).
+func (p *Portal) cardTerminate(w http.ResponseWriter, r *http.Request) {
+	p.cardChange(w, r, "terminate", func(ctx context.Context, token, reason string) (string, error) {
+		_, err := p.d.Cards.Terminate(ctx, token, reason)
+		return "Card terminated: this is final. Its CVV2 and PIN are erased. The partner is told (card.status_changed).", err
+	})
+}
+
+// deliveryFields are the convert form's inputs, by JSON path.
+var deliveryFields = []string{"first_name", "last_name", "address1", "address2", "city", "county", "zip", "country", "phone", "method"}
+
+// cardConvert (POST /cards/{card}/convert): delivery details when any is
+// given, else the card's own.
+func (p *Portal) cardConvert(w http.ResponseWriter, r *http.Request) {
+	p.cardChange(w, r, "convert", func(ctx context.Context, token, reason string) (string, error) {
+		v := func(name string) string { return r.PostFormValue("delivery_details." + name) }
+		var d *emi.Delivery
+		if slices.ContainsFunc(deliveryFields, func(n string) bool { return v(n) != "" }) {
+			d = &emi.Delivery{FirstName: v("first_name"), LastName: v("last_name"), Address1: v("address1"), Address2: v("address2"),
+				City: v("city"), County: v("county"), Zip: v("zip"), Country: v("country"), Phone: v("phone"), Method: v("method")}
+		}
+		_, err := p.d.Cards.Convert(ctx, token, d, reason)
+		return "Card converted to plastic: same number, new expiry and CVV2. The partner is told (card.converted).", err
+	})
+}
+
+// cardAssign (POST /cards/{card}/assign).
+func (p *Portal) cardAssign(w http.ResponseWriter, r *http.Request) {
+	p.cardChange(w, r, "assign", func(ctx context.Context, token, reason string) (string, error) {
+		_, err := p.d.Cards.Assign(ctx, token, r.PostFormValue("account"), reason)
+		return "Card assigned to the account.", err
+	})
+}
+
+// cardGroups (POST /cards/{card}/groups): "keep" (or no value) keeps a
+// group, "none" removes it, a code sets it.
+func (p *Portal) cardGroups(w http.ResponseWriter, r *http.Request) {
+	p.cardChange(w, r, "groups", func(ctx context.Context, token, reason string) (string, error) {
+		pick := func(kind string) *string {
+			switch v := r.PostFormValue(kind); v {
+			case "", pages.GroupKeep:
+				return nil
+			case pages.GroupNone:
+				none := ""
+				return &none
+			default:
+				return &v
+			}
+		}
+		g := emi.CardGroups{Usage: pick("usage"), Fees: pick("fees"), ScheduleFees: pick("schedule_fees"),
+			WebServiceFees: pick("web_service_fees"), Limits: pick("limits"), Linkage: pick("linkage"), MCC: pick("mcc"),
+			Whitelist: pick("whitelist")}
+		_, err := p.d.Cards.SetGroups(ctx, token, g, reason)
+		return "Groups saved.", err
+	})
+}
+
+// card3DSEnrol (POST /cards/{card}/3ds/enrol).
+func (p *Portal) card3DSEnrol(w http.ResponseWriter, r *http.Request) {
+	p.cardChange(w, r, "3ds-enrol", func(ctx context.Context, token, reason string) (string, error) {
+		in := emi.ThreeDSEnrol{OTPSMS: r.PostFormValue("otp_sms"), Biometric: r.PostFormValue("biometric") == "true"}
+		_, err := p.d.Cards.Enrol3DS(ctx, token, in, reason)
+		return "Card enrolled in 3DS.", err
+	})
+}
+
+// card3DSUpdate (POST /cards/{card}/3ds/update).
+func (p *Portal) card3DSUpdate(w http.ResponseWriter, r *http.Request) {
+	p.cardChange(w, r, "3ds-update", func(ctx context.Context, token, reason string) (string, error) {
+		_, err := p.d.Cards.Update3DS(ctx, token, r.PostFormValue("otp_sms"), reason)
+		return "3DS phone number changed.", err
+	})
+}
+
+// card3DSRemove (POST /cards/{card}/3ds/remove).
+func (p *Portal) card3DSRemove(w http.ResponseWriter, r *http.Request) {
+	p.cardChange(w, r, "3ds-remove", func(ctx context.Context, token, reason string) (string, error) {
+		_, err := p.d.Cards.Remove3DS(ctx, token, r.PostFormValue("type"), reason)
+		return "3DS removed.", err
+	})
+}
+
+// cardResetPIN (POST /cards/{card}/pin/reset).
+func (p *Portal) cardResetPIN(w http.ResponseWriter, r *http.Request) {
+	p.cardChange(w, r, "pin-reset", func(ctx context.Context, token, reason string) (string, error) {
+		_, err := p.d.Cards.ResetPIN(ctx, token, reason)
+		return "PIN and CVV error counters reset.", err
+	})
+}
+
+// cardSendPIN (POST /cards/{card}/pin/send).
+func (p *Portal) cardSendPIN(w http.ResponseWriter, r *http.Request) {
+	p.cardChange(w, r, "pin-send", func(ctx context.Context, token, reason string) (string, error) {
+		m, err := p.d.Cards.SendPIN(ctx, token, reason)
+		return "PIN sent by SMS to " + emi.MaskPhone(m.To) + ".", err
+	})
+}
+
+// cardReveal (POST /cards/{card}/reveal) shows the full card number after
+// the staff member re-enters their password or TOTP code and gives a
+// reason. The service audits every attempt. The answer (an htmx fragment,
+// or a page without JavaScript) is the only one that carries the number;
+// it is never cached, and static/js/app.js hides the number after
+// revealSeconds.
+func (p *Portal) cardReveal(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	token := param(r, "card")
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrCardNotFound)
+		return
+	}
+	reason := r.PostFormValue("reason")
+	v := pages.CardReveal{Action: cardHref(token) + "/reveal", CardHref: cardHref(token), HideAfter: revealSeconds}
+	got, err := p.d.Cards.StaffReveal(r.Context(), p.d.StepUp, token, r.PostFormValue("secret"), reason)
+	if err != nil {
+		e := emi.AsError(err)
+		switch e.Kind {
+		case emi.KindForbidden, emi.KindNotFound, emi.KindInternal:
+			p.renderError(w, r, err)
+			return
+		}
+		v.Reason, v.Errs, v.Banner = reason, cardFieldErrors(e), Message(e)
+		p.renderReveal(w, r, formStatus(e), v)
+		return
+	}
+	v.PAN, v.Masked = groupDigits(got.PAN), service.MaskPAN(got.PAN)
+	p.renderReveal(w, r, http.StatusOK, v)
+}
+
+func (p *Portal) renderReveal(w http.ResponseWriter, r *http.Request, status int, v pages.CardReveal) {
+	if v.Masked == "" {
+		v.Masked = "this card"
+	}
+	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Boosted") != "true" {
+		p.renderPrivate(w, r, status, "Card number", pages.CardRevealBox(v))
+		return
+	}
+	p.renderPrivate(w, r, status, "Card number", pages.CardRevealPage(v))
+}
+
+// groupDigits writes a card number in groups of four digits.
+func groupDigits(pan string) string {
+	var b strings.Builder
+	for i := 0; i < len(pan); i++ {
+		if i > 0 && i%4 == 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteByte(pan[i])
+	}
+	return b.String()
+}
+
+// smsOutbox (GET /sms) is the sandbox SMS outbox.
+func (p *Portal) smsOutbox(w http.ResponseWriter, r *http.Request) {
+	list, err := p.d.Cards.Outbox(r.Context())
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	p.renderPrivate(w, r, http.StatusOK, "SMS outbox", pages.SMSOutbox(smsRows(list)))
+}

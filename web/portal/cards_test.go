@@ -1,0 +1,810 @@
+package portal_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"emi/internal/app/apptest"
+	"emi/internal/emi"
+	"emi/internal/service"
+	"emi/web/portal"
+)
+
+// partnerCtx acts as the partner's API key, as the partner API does.
+func partnerCtx(p *apptest.Partner) context.Context {
+	return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorPartnerKey, ActorID: p.KeyID,
+		PartnerID: p.ID, MasterMerchant: p.Merchant})
+}
+
+// issueCard issues a card through the service as the partner.
+func issueCard(t testing.TB, env *apptest.Env, p *apptest.Partner, in emi.CardCreate) emi.Card {
+	t.Helper()
+	c, err := env.App.Cards.Create(partnerCtx(p), in)
+	if err != nil {
+		t.Fatalf("card_create: %v", err)
+	}
+	return c
+}
+
+// cardPAN reads a card's number through the partner's two reveal halves.
+func cardPAN(t testing.TB, env *apptest.Env, p *apptest.Partner, card string) string {
+	t.Helper()
+	first, err := env.App.Cards.Reveal(partnerCtx(p), card, service.RevealFirstHalf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := env.App.Cards.Reveal(partnerCtx(p), card, service.RevealSecondHalf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return first.FirstHalf + second.SecondHalf
+}
+
+// digitRun is a run of digits, single spaces allowed between them (how a
+// card number is grouped for people). Dashes are not followed: a token's
+// groups would join into long runs. Known card numbers are also looked for
+// with dashes.
+var digitRun = regexp.MustCompile(`[0-9](?: ?[0-9])*`)
+
+func alnum(b byte) bool {
+	return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')
+}
+
+// luhnRuns returns the Luhn-valid runs of 13 to 19 digits in body that
+// stand on their own (not inside a word such as an IBAN).
+func luhnRuns(body string) []string {
+	var out []string
+	for _, m := range digitRun.FindAllStringIndex(body, -1) {
+		if (m[0] > 0 && alnum(body[m[0]-1])) || (m[1] < len(body) && alnum(body[m[1]])) {
+			continue
+		}
+		d := strings.ReplaceAll(body[m[0]:m[1]], " ", "")
+		if len(d) >= 13 && len(d) <= 19 && service.LuhnValid(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// groupedPAN writes a card number in groups of four, as the reveal shows it.
+func groupedPAN(pan, sep string) string {
+	var parts []string
+	for i := 0; i < len(pan); i += 4 {
+		parts = append(parts, pan[i:min(i+4, len(pan))])
+	}
+	return strings.Join(parts, sep)
+}
+
+// noCardNumbers fails the test when a page shows a card number: a
+// Luhn-valid run of 13 to 19 digits, or one of the known numbers plain,
+// grouped by spaces or by dashes (check P2).
+func noCardNumbers(t testing.TB, what string, body string, pans []string) {
+	t.Helper()
+	if runs := luhnRuns(body); len(runs) > 0 {
+		t.Errorf("%s shows Luhn-valid digit runs %v", what, runs)
+	}
+	for _, pan := range pans {
+		for _, form := range []string{pan, groupedPAN(pan, " "), groupedPAN(pan, "-")} {
+			if strings.Contains(body, form) {
+				t.Errorf("%s shows the card number %s", what, service.MaskPAN(pan))
+			}
+		}
+	}
+}
+
+// scanner is a staff browser whose every fetched page is checked for card
+// numbers, except the answers to reveals (Reveal).
+type scanner struct {
+	*apptest.Browser
+	pans *[]string
+}
+
+func (s scanner) Get(t testing.TB, path string, headers ...string) apptest.Page {
+	t.Helper()
+	p := s.Browser.Get(t, path, headers...)
+	noCardNumbers(t, "GET "+path, p.Body, *s.pans)
+	return p
+}
+
+func (s scanner) Post(t testing.TB, path string, form url.Values, headers ...string) apptest.Page {
+	t.Helper()
+	if strings.HasSuffix(path, "/reveal") {
+		t.Fatalf("use Reveal for %s", path)
+	}
+	p := s.Browser.Post(t, path, form, headers...)
+	noCardNumbers(t, "POST "+path, p.Body, *s.pans)
+	return p
+}
+
+// Reveal posts to a reveal route: the only answer allowed to show a card
+// number. It must not show any other one.
+func (s scanner) Reveal(t testing.TB, path string, form url.Values, headers ...string) apptest.Page {
+	t.Helper()
+	return s.Browser.Post(t, path, form, headers...)
+}
+
+// follow follows a redirect, scanning the page it leads to.
+func (s scanner) follow(t testing.TB, p apptest.Page) apptest.Page {
+	t.Helper()
+	if p.Status != http.StatusSeeOther {
+		t.Fatalf("HTTP %d, want a redirect (body %.400s)", p.Status, p.Body)
+	}
+	return s.Get(t, p.Location)
+}
+
+// cardsEnv is an app with sandbox staff and a partner whose customer Mara
+// Velikova (e-mail and phone) holds an EUR account with a virtual card
+// (3DS by SMS, PIN 4826); another customer, Ivo Petrov, has a plastic card
+// not yet activated, with delivery details; and a non-personalized card
+// of the card_eur program has no owner.
+type cardsEnv struct {
+	env                *apptest.Env
+	p                  *apptest.Partner
+	user, email, phone string
+	account, iban      string
+	card               emi.Card // Mara's virtual card
+	pan                string
+	other              string // Ivo
+	otherAccount       string
+	plastic            emi.Card // Ivo's card
+	loose              emi.Card // non-personalized
+	pans               []string
+	cs, auditor, admin scanner
+	csID               string
+}
+
+const (
+	maraPhone  = "+359888123456"
+	otpPhone   = "+359877555111"
+	chosenPIN  = "4826"
+	courierTel = "+359899765432"
+)
+
+func newCardsEnv(t *testing.T) *cardsEnv {
+	t.Helper()
+	env := apptest.New(t, apptest.Options{})
+	env.SeedStaff(t)
+	e := &cardsEnv{env: env, p: env.NewPartner(t, emi.PartnerCreate{Name: "Cards Partner"}), phone: maraPhone}
+	e.email = cardsEmail("mara")
+	e.user = createPerson(t, env, e.p, map[string]any{"email": e.email, "first_name": "Mara", "last_name": "Velikova", "phone": maraPhone})
+	acc := openAccount(t, env, e.p, map[string]any{"program": "account_eur", "user": e.user})
+	e.account, e.iban = acc["token"].(string), balance(acc, "iban")
+	e.card = issueCard(t, env, e.p, emi.CardCreate{Account: e.account, Type: emi.CardVirtual, PIN: chosenPIN,
+		ThreeDS: &emi.ThreeDSEnrol{OTPSMS: otpPhone}})
+	e.other = createPerson(t, env, e.p, map[string]any{"first_name": "Ivo", "last_name": "Petrov", "email": cardsEmail("ivo")})
+	e.otherAccount = openAccount(t, env, e.p, map[string]any{"program": "account_eur", "user": e.other})["token"].(string)
+	e.plastic = issueCard(t, env, e.p, emi.CardCreate{Account: e.otherAccount, Type: emi.CardPlastic, EmbossName: "IVO PETROV",
+		Delivery: &emi.Delivery{FirstName: "Ivo", LastName: "Petrov", Address1: "1 Vitosha Blvd", City: "Sofia", Zip: "1000",
+			Country: "BG", Phone: courierTel, Method: "courier"}})
+	e.loose = issueCard(t, env, e.p, emi.CardCreate{Program: "card_eur", Type: emi.CardVirtual})
+	for _, c := range []emi.Card{e.card, e.plastic, e.loose} {
+		e.pans = append(e.pans, cardPAN(t, env, e.p, c.Token))
+	}
+	e.pan = e.pans[0]
+	for _, who := range []struct {
+		email string
+		b     *scanner
+	}{{apptest.CSEmail, &e.cs}, {apptest.AuditorEmail, &e.auditor}, {apptest.AdminEmail, &e.admin}} {
+		b := env.NewBrowser()
+		b.SignIn(t, who.email)
+		*who.b = scanner{Browser: b, pans: &e.pans}
+	}
+	e.csID = staffID(t, env, apptest.CSEmail)
+	return e
+}
+
+// cardsEmail is a unique e-mail address without long digit runs (the
+// card number scanner would read uniqueEmail's nanoseconds as one).
+func cardsEmail(name string) string {
+	return name + "." + strconv.FormatInt(time.Now().UnixNano(), 36) + strconv.FormatInt(emailSeq.Add(1), 36) + "@cards.test"
+}
+
+func (e *cardsEnv) page(c emi.Card) string { return "/backoffice/cards/" + c.Token }
+
+// cardRowCount counts the rows of a cards table.
+func cardRowCount(p apptest.Page) int { return strings.Count(p.Body, `data-testid="card-row"`) }
+
+func (e *cardsEnv) cardStatus(t *testing.T, token string) string {
+	t.Helper()
+	var st string
+	if err := e.env.App.DB.Get(&st, `SELECT status FROM cards WHERE token = $1`, token); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (e *cardsEnv) count(t *testing.T, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.env.App.DB.Get(&n, q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func TestLuhnRunScanner(t *testing.T) {
+	pan := service.NewPAN("53999401")
+	for _, c := range []struct {
+		body string
+		n    int
+	}{
+		{"<td>" + pan + "</td>", 1},
+		{"<p>" + groupedPAN(pan, " ") + "</p>", 1},
+		{"<td>" + service.MaskPAN(pan) + "</td>", 0},
+		{"BG80EMIB" + pan[:14], 0}, // inside an IBAN
+		{"2025-01-02 15:04:05", 0},
+		{"+359888123456", 0},
+	} {
+		if got := luhnRuns(c.body); len(got) != c.n {
+			t.Errorf("%q: runs %v, want %d", c.body, got, c.n)
+		}
+	}
+}
+
+func TestCardSearch(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	link := func(c emi.Card) string { return `href="/backoffice/cards/` + c.Token + `"` }
+	search := func(q string) apptest.Page {
+		return e.cs.Post(t, "/backoffice/cards", url.Values{"q": {q}})
+	}
+	last4 := e.card.Last4
+	for _, c := range []struct {
+		what, q string
+		want    []emi.Card
+		n       int
+	}{
+		{"token", e.card.Token, []emi.Card{e.card}, 1},
+		{"token in capitals", strings.ToUpper(e.plastic.Token), []emi.Card{e.plastic}, 1},
+		{"full card number", e.pan, []emi.Card{e.card}, 1},
+		{"card number with spaces", groupedPAN(e.pan, " "), []emi.Card{e.card}, 1},
+		{"card number with dashes", groupedPAN(e.pan, "-"), []emi.Card{e.card}, 1},
+		{"IBAN", e.iban, []emi.Card{e.card}, 1},
+		{"IBAN with spaces, lower case", strings.ToLower(e.iban[:4] + " " + e.iban[4:8] + " " + e.iban[8:]), []emi.Card{e.card}, 1},
+		{"last 4 and name", last4 + " velikova", []emi.Card{e.card}, 1},
+		{"last 4 and e-mail", last4 + " " + strings.ToUpper(e.email), []emi.Card{e.card}, 1},
+		{"e-mail", e.email, []emi.Card{e.card}, 1},
+		{"phone", "+359 888 123 456", []emi.Card{e.card}, 1},
+		{"3DS phone", otpPhone, []emi.Card{e.card}, 1},
+		{"delivery phone", courierTel, []emi.Card{e.plastic}, 1},
+		{"last 4 and someone else's name", last4 + " petrov", nil, 0},
+		{"nothing", "nobody@example.com", nil, 0},
+	} {
+		pg := search(c.q)
+		if pg.Status != http.StatusOK {
+			t.Fatalf("%s: HTTP %d", c.what, pg.Status)
+		}
+		if n := cardRowCount(pg); n != c.n {
+			t.Errorf("%s: %d rows, want %d", c.what, n, c.n)
+		}
+		for _, want := range c.want {
+			contains(t, c.what, pg, link(want))
+		}
+		if c.n == 0 {
+			contains(t, c.what, pg, "No cards match.")
+		}
+	}
+
+	t.Run("the last 4 digits alone list every card ending so", func(t *testing.T) {
+		pg := search(last4)
+		contains(t, "last 4", pg, link(e.card))
+	})
+
+	t.Run("a row shows the masked number, owner, account, program, type, status and activation", func(t *testing.T) {
+		pg := search(e.card.Token)
+		contains(t, "row", pg, ">"+e.card.MaskedPAN()+"<", `href="/backoffice/users/`+e.user+`"`, ">Mara Velikova<", ">person<",
+			`href="/backoffice/accounts/`+e.account+`"`, ">account_eur<", ">virtual<", `class="badge ok">active<`, "<td>yes</td>")
+		pg = search(e.loose.Token)
+		contains(t, "non-personalized row", pg, ">non-personalized<", "not assigned", ">card_eur<")
+	})
+
+	t.Run("the form explains the accepted forms and posts the query", func(t *testing.T) {
+		pg := e.cs.Get(t, "/backoffice/cards")
+		contains(t, "empty search", pg, `method="post" action="/backoffice/cards"`, `data-testid="cards-search-help"`, "a card token",
+			"a full card number", "an IBAN", "the last 4 digits and the owner", "e-mail or phone")
+		lacks(t, "empty search", pg, `data-testid="card-row"`, "No cards match.")
+	})
+
+	t.Run("a card number is never shown back, also when sent in the URL", func(t *testing.T) {
+		pg := search(e.pan)
+		contains(t, "card number search", pg, `value="`+service.MaskPAN(e.pan)+`"`)
+		pg = e.cs.Get(t, "/backoffice/cards?q="+url.QueryEscape(groupedPAN(e.pan, " ")))
+		contains(t, "card number in the URL", pg, link(e.card), `value="`+service.MaskPAN(e.pan)+`"`)
+	})
+
+	t.Run("GET ?q= works for links", func(t *testing.T) {
+		pg := e.cs.Get(t, "/backoffice/cards?q="+url.QueryEscape(e.email))
+		contains(t, "GET search", pg, link(e.card), `value="`+e.email+`"`)
+	})
+
+	t.Run("a query over 200 characters is refused beside the field", func(t *testing.T) {
+		pg := search(strings.Repeat("x", 201))
+		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(pg.Body, `id="q-error"`) {
+			t.Fatalf("HTTP %d", pg.Status)
+		}
+	})
+
+	t.Run("auditors and admins search too; underwriters may not", func(t *testing.T) {
+		for _, b := range []scanner{e.auditor, e.admin} {
+			contains(t, "search", b.Post(t, "/backoffice/cards", url.Values{"q": {e.card.Token}}), link(e.card))
+		}
+		uw := e.env.NewBrowser()
+		uw.SignIn(t, apptest.UnderwriterEmail)
+		if pg := uw.Post(t, "/backoffice/cards", url.Values{"q": {e.card.Token}}); pg.Status != http.StatusForbidden {
+			t.Fatalf("underwriter: HTTP %d", pg.Status)
+		}
+	})
+
+	t.Run("the navigation has Cards and SMS outbox for roles that see accounts", func(t *testing.T) {
+		pg := e.cs.Get(t, "/backoffice/")
+		contains(t, "dashboard", pg, `href="/backoffice/cards"`, `href="/backoffice/sms"`)
+		uw := e.env.NewBrowser()
+		uw.SignIn(t, apptest.UnderwriterEmail)
+		lacks(t, "underwriter's dashboard", uw.Get(t, "/backoffice/"), `href="/backoffice/cards"`, `href="/backoffice/sms"`)
+	})
+}
+
+func TestCardPage(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	ctx := partnerCtx(e.p)
+	if _, err := e.env.App.Cards.ProvisionWallet(ctx, e.card.Token, "apple_pay", "Mara's phone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.env.App.DB.Exec(`UPDATE cards SET pin_errors = 2, cvv_errors = 1 WHERE token = $1`, e.card.Token); err != nil {
+		t.Fatal(err)
+	}
+	pg := e.cs.Get(t, e.page(e.card))
+	contains(t, "card page", pg, `data-testid="card-masked">`+e.card.MaskedPAN()+"<", `data-testid="card-status"><span class="badge ok">active<`,
+		">virtual<", ">activated<", e.card.Expiry(), `href="/backoffice/accounts/`+e.account+`"`, `href="/backoffice/users/`+e.user+`"`,
+		">Mara Velikova<", `href="/backoffice/programs#program-account_eur"`,
+		`data-testid="group-usage">usage_std<`, `data-testid="group-limits">limits_std<`, `data-testid="group-linkage"><span class="muted">none<`,
+		emi.MaskPhone(otpPhone), ">enrolled<", "Wrong PIN entries", ">2<", ">1<",
+		"No delivery details.", `data-testid="wallet-row"`, ">apple_pay<", "Mara&#39;s phone", `class="badge ok">active<`,
+		`data-testid="card-history-row"`, ">issued<", "partner API",
+		`data-testid="card-reveals"`, "first half of the number, CVV2", "second half of the number, expiry",
+		`data-testid="card-audit"`, ">card.create<", ">card.reveal<", ">card.wallet_added<",
+		// Customer service acts and reveals.
+		`data-testid="card-actions"`, `data-testid="card-reveal-form"`, `data-testid="card-inactive-form"`, `data-testid="card-terminate-form"`,
+		`data-testid="card-convert-form"`, `data-testid="card-groups-form"`, `data-testid="card-3ds-enrol-form"`,
+		`data-testid="card-3ds-update-form"`, `data-testid="card-3ds-remove-form"`, `data-testid="card-pin-reset-form"`,
+		`data-testid="card-pin-send-form"`)
+	lacks(t, "card page", pg, otpPhone, `data-testid="card-activate-form"`, `data-testid="card-assign-form"`,
+		`data-testid="card-active-form"`, `data-testid="revealed-pan"`)
+
+	t.Run("every select of the groups form offers keep, none and the program's codes", func(t *testing.T) {
+		for _, kind := range emi.GroupKinds {
+			if !strings.Contains(pg.Body, `data-testid="group-select-`+kind+`"`) {
+				t.Errorf("no select for %s", kind)
+			}
+		}
+		contains(t, "groups form", pg, `value="`+pagesGroupKeep+`"`, `value="`+pagesGroupNone+`"`, `<option value="limits_high">`, "keep (limits_std)")
+	})
+
+	t.Run("the plastic card shows its delivery details, masked phone", func(t *testing.T) {
+		pg := e.cs.Get(t, e.page(e.plastic))
+		contains(t, "plastic card", pg, ">plastic<", ">not activated<", "1 Vitosha Blvd", ">Sofia<", ">courier<",
+			emi.MaskPhone(courierTel), "IVO PETROV", `data-testid="card-activate-form"`)
+		lacks(t, "plastic card", pg, courierTel, `data-testid="card-convert-form"`)
+	})
+
+	t.Run("the non-personalized card offers assignment", func(t *testing.T) {
+		pg := e.cs.Get(t, e.page(e.loose))
+		contains(t, "non-personalized card", pg, "not assigned", "non-personalized, no owner yet", `data-testid="card-assign-form"`)
+	})
+
+	t.Run("auditors and admins read it without actions or reveal", func(t *testing.T) {
+		for _, b := range []scanner{e.auditor, e.admin} {
+			pg := b.Get(t, e.page(e.card))
+			contains(t, "read-only card page", pg, e.card.MaskedPAN(), `data-testid="card-audit"`, ">card.create<", ">Cards Partner<",
+				`href="/backoffice/audit?resource_type=card&amp;resource_token=`+e.card.Token+`"`)
+			lacks(t, "read-only card page", pg, `data-testid="card-actions"`, `data-testid="card-reveal-form"`)
+		}
+	})
+
+	t.Run("unknown and malformed cards are not found", func(t *testing.T) {
+		for _, tok := range []string{"00000000-0000-4000-8000-000000000000", "not-a-token"} {
+			pg := e.cs.Get(t, "/backoffice/cards/"+tok)
+			if pg.Status != http.StatusNotFound || !strings.Contains(pg.Body, "There is no such card.") {
+				t.Errorf("%s: HTTP %d", tok, pg.Status)
+			}
+		}
+	})
+
+	t.Run("the person's and the account's pages list the cards", func(t *testing.T) {
+		pg := e.cs.Get(t, "/backoffice/users/"+e.user)
+		contains(t, "person's page", pg, `data-testid="owner-cards"`, `href="/backoffice/cards/`+e.card.Token+`"`, e.card.MaskedPAN(), ">virtual<")
+		if n := cardRowCount(pg); n != 1 {
+			t.Fatalf("%d card rows on the person's page", n)
+		}
+		pg = e.cs.Get(t, "/backoffice/accounts/"+e.account)
+		contains(t, "account page", pg, `data-testid="owner-cards"`, `href="/backoffice/cards/`+e.card.Token+`"`, e.card.MaskedPAN())
+		nobody := createPerson(t, e.env, e.p, map[string]any{"first_name": "No", "last_name": "Cards", "email": cardsEmail("nobody")})
+		contains(t, "a person without cards", e.cs.Get(t, "/backoffice/users/"+nobody), "This person has no card.")
+		uw := e.env.NewBrowser()
+		uw.SignIn(t, apptest.UnderwriterEmail)
+		lacks(t, "underwriter's view of the person", uw.Get(t, "/backoffice/users/"+e.user), `data-testid="owner-cards"`)
+	})
+
+	t.Run("the wallet token is suspended while the card is inactive", func(t *testing.T) {
+		e.cs.follow(t, e.cs.Post(t, e.page(e.card)+"/status", url.Values{"status": {"inactive"}, "reason": {"Customer lost the phone"}}))
+		pg := e.cs.Get(t, e.page(e.card))
+		contains(t, "inactive card", pg, `class="badge warn">suspended<`)
+	})
+}
+
+// The group selects' keep and none values (views/pages).
+const (
+	pagesGroupKeep = "__keep"
+	pagesGroupNone = "__none"
+)
+
+// TestCompanyPageListsItsCards: the approved company's merchant holds an
+// account with a card; the company page lists the card.
+func TestCompanyPageListsItsCards(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	env.SeedStaff(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Company Partner"})
+	app, _ := createApplication(t, env, p, sandboxApplication(p))
+	startWorkers(t, env)
+	waitStatus(t, env, app, emi.AppApproved)
+	var merchant string
+	if err := env.App.DB.Get(&merchant, `SELECT onboarded_merchant FROM applications WHERE token = $1`, app); err != nil {
+		t.Fatal(err)
+	}
+	acc := openAccount(t, env, p, map[string]any{"program": "account_eur", "merchant": merchant})["token"].(string)
+	card := issueCard(t, env, p, emi.CardCreate{Account: acc, Type: emi.CardVirtual})
+	admin := env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	pg := admin.Get(t, "/backoffice/companies/"+app)
+	contains(t, "company page", pg, `data-testid="owner-cards"`, `href="/backoffice/cards/`+card.Token+`"`, card.MaskedPAN())
+	pg = admin.Get(t, "/backoffice/cards/"+card.Token)
+	contains(t, "merchant's card", pg, `href="/backoffice/companies/`+app+`"`, ">company<")
+}
+
+func TestCardStatusAndTermination(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	page := e.page(e.card)
+
+	for _, reason := range []string{"", "   "} {
+		pg := e.cs.Post(t, page+"/status", url.Values{"status": {"inactive"}, "reason": {reason}})
+		if pg.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("inactive with reason %q: HTTP %d", reason, pg.Status)
+		}
+		contains422(t, "inactive without a reason", pg, `id="reason-error"`, "is required", `open data-testid="card-inactive-details"`,
+			portalMessage(emi.ErrCardValidation))
+	}
+	if st := e.cardStatus(t, e.card.Token); st != emi.CardActive {
+		t.Fatalf("status after refused changes: %s", st)
+	}
+
+	pg := e.cs.follow(t, e.cs.Post(t, page+"/status", url.Values{"status": {"inactive"}, "reason": {"Customer reported the card lost"}}))
+	contains(t, "after set inactive", pg, "Card set inactive", `data-testid="card-status"><span class="badge warn">inactive<`,
+		"Customer reported the card lost", "Sandbox Customer Service (you)", `data-testid="card-active-form"`)
+	lacks(t, "after set inactive", pg, `data-testid="card-inactive-form"`)
+	if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.status' AND resource_token = $1 AND actor_id = $2
+		AND changes->>'to' = 'inactive' AND changes->>'reason' = 'Customer reported the card lost'`, e.card.Token, e.csID); n != 1 {
+		t.Fatalf("%d audit rows of the change", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM events WHERE type = $1 AND resource_token = $2`, emi.EventCardStatusChanged, e.card.Token); n != 1 {
+		t.Fatalf("%d card.status_changed events", n)
+	}
+
+	// Setting it active again needs no reason.
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/status", url.Values{"status": {"active"}}))
+	contains(t, "after set active", pg, "Card set active", `data-testid="card-status"><span class="badge ok">active<`)
+	if pg := e.cs.Post(t, page+"/status", url.Values{"status": {"frozen"}, "reason": {"x"}}); pg.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("unknown status: HTTP %d", pg.Status)
+	}
+
+	// Termination: a reason, then final.
+	if pg := e.cs.Post(t, page+"/terminate", url.Values{"reason": {""}}); pg.Status != http.StatusUnprocessableEntity ||
+		!strings.Contains(pg.Body, `open data-testid="card-terminate-details"`) {
+		t.Fatalf("termination without a reason: HTTP %d", pg.Status)
+	}
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/terminate", url.Values{"reason": {"Customer closes the card"}}))
+	contains(t, "after termination", pg, "Card terminated", `data-testid="card-status"><span class="badge bad">terminated<`,
+		"The card is terminated: nothing can change any more.", "Customer closes the card")
+	lacks(t, "after termination", pg, `data-testid="card-reveal-form"`, `data-testid="card-terminate-form"`)
+	if n := e.count(t, `SELECT count(*) FROM cards WHERE token = $1 AND cvv_sealed IS NULL AND pin_sealed IS NULL`, e.card.Token); n != 1 {
+		t.Fatal("the terminated card keeps its CVV2 or PIN")
+	}
+
+	t.Run("a terminated card refuses every change (wrong state)", func(t *testing.T) {
+		for _, c := range []struct {
+			path string
+			form url.Values
+		}{
+			{"/status", url.Values{"status": {"active"}, "reason": {"try"}}},
+			{"/terminate", url.Values{"reason": {"again"}}},
+			{"/pin/reset", url.Values{}},
+			{"/3ds/remove", url.Values{"type": {"all"}, "reason": {"try"}}},
+			{"/pin/send", url.Values{}},
+		} {
+			pg := e.cs.follow(t, e.cs.Post(t, page+c.path, c.form))
+			contains(t, c.path, pg, portalMessage(emi.ErrCardInvalidTransition))
+		}
+	})
+}
+
+func TestCardActivateConvertAssign(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+
+	t.Run("activate: an activated card refuses; the plastic card activates once", func(t *testing.T) {
+		pg := e.cs.follow(t, e.cs.Post(t, e.page(e.card)+"/activate", url.Values{}))
+		contains(t, "activated card", pg, portalMessage(emi.ErrCardInvalidTransition))
+		pg = e.cs.follow(t, e.cs.Post(t, e.page(e.plastic)+"/activate", url.Values{"reason": {"Customer received the card"}}))
+		contains(t, "activation", pg, "Card activated", ">activated<", "Customer received the card")
+		lacks(t, "activation", pg, `data-testid="card-activate-form"`)
+		if n := e.count(t, `SELECT count(*) FROM cards WHERE token = $1 AND activated`, e.plastic.Token); n != 1 {
+			t.Fatal("not activated in the database")
+		}
+	})
+
+	t.Run("convert: without delivery details, with a bad one, then with one", func(t *testing.T) {
+		page := e.page(e.card)
+		pg := e.cs.Post(t, page+"/convert", url.Values{})
+		if pg.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("convert without delivery: HTTP %d", pg.Status)
+		}
+		contains422(t, "convert without delivery", pg, portalMessage(emi.ErrDeliveryRequired), `open data-testid="card-convert-details"`)
+		pg = e.cs.Post(t, page+"/convert", url.Values{"delivery_details.first_name": {"Mara"}, "delivery_details.last_name": {"Velikova"},
+			"delivery_details.address1": {"2 Rakovski St"}, "delivery_details.city": {"Plovdiv"}, "delivery_details.zip": {"4000"},
+			"delivery_details.country": {"ZZ"}})
+		if pg.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("convert with a bad country: HTTP %d", pg.Status)
+		}
+		contains422(t, "convert with a bad country", pg, `id="delivery_details.country-error"`, `value="2 Rakovski St"`)
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/convert", url.Values{"delivery_details.first_name": {"Mara"},
+			"delivery_details.last_name": {"Velikova"}, "delivery_details.address1": {"2 Rakovski St"}, "delivery_details.city": {"Plovdiv"},
+			"delivery_details.zip": {"4000"}, "delivery_details.country": {"BG"}, "reason": {"Customer wants a plastic card"}}))
+		contains(t, "after conversion", pg, "Card converted to plastic", ">plastic<", "2 Rakovski St", ">converted<")
+		lacks(t, "after conversion", pg, `data-testid="card-convert-form"`)
+		// Converting again: not virtual any more.
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/convert", url.Values{}))
+		contains(t, "second conversion", pg, portalMessage(emi.ErrCardInvalidTransition))
+	})
+
+	t.Run("assign: no account, an account with a card, then a free account", func(t *testing.T) {
+		page := e.page(e.loose)
+		pg := e.cs.Post(t, page+"/assign", url.Values{"account": {""}})
+		if pg.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("assign without account: HTTP %d", pg.Status)
+		}
+		contains422(t, "assign without account", pg, `id="account-error"`, `open data-testid="card-assign-details"`)
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/assign", url.Values{"account": {e.account}}))
+		contains(t, "assign to an account with a card", pg, portalMessage(emi.ErrActiveCardExists))
+		free := openAccount(t, e.env, e.p, map[string]any{"program": "account_eur", "user": e.other})["token"].(string)
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/assign", url.Values{"account": {free}, "reason": {"Handed out at the branch"}}))
+		contains(t, "after assignment", pg, "Card assigned", `href="/backoffice/accounts/`+free+`"`, ">assigned<", "Handed out at the branch")
+		lacks(t, "after assignment", pg, `data-testid="card-assign-form"`)
+	})
+}
+
+func TestCardGroups3DSAndPIN(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	page := e.page(e.card)
+
+	t.Run("groups: a code of the program, a foreign code, nothing", func(t *testing.T) {
+		pg := e.cs.follow(t, e.cs.Post(t, page+"/groups", url.Values{"limits": {"limits_high"}, "mcc": {pagesGroupNone},
+			"usage": {pagesGroupKeep}, "reason": {"Customer asked for higher limits"}}))
+		contains(t, "after groups", pg, "Groups saved.", `data-testid="group-limits">limits_high<`, `data-testid="group-mcc"><span class="muted">none<`,
+			`data-testid="group-usage">usage_std<`, ">card.groups<", "Customer asked for higher limits")
+		pg = e.cs.Post(t, page+"/groups", url.Values{"limits": {"limits_std"}, "fees": {"fees_gold"}})
+		if pg.Status != http.StatusConflict {
+			t.Fatalf("foreign code: HTTP %d", pg.Status)
+		}
+		pg.Status = http.StatusOK
+		contains(t, "foreign code", pg, `id="fees-error"`, "fees_gold is not associated", portalMessage(emi.ErrGroupNotInProgram),
+			`open data-testid="card-groups-details"`, `data-testid="group-limits">limits_high<`)
+		pg = e.cs.Post(t, page+"/groups", url.Values{"usage": {pagesGroupKeep}})
+		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(pg.Body, "give at least one group") {
+			t.Fatalf("nothing to change: HTTP %d", pg.Status)
+		}
+	})
+
+	t.Run("3DS: update, remove with a reason, enrol", func(t *testing.T) {
+		pg := e.cs.Post(t, page+"/3ds/update", url.Values{"otp_sms": {"not a phone"}})
+		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(pg.Body, `id="otp_sms-error"`) {
+			t.Fatalf("bad phone: HTTP %d", pg.Status)
+		}
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/3ds/update", url.Values{"otp_sms": {"+359877555222"}}))
+		contains(t, "after update", pg, "3DS phone number changed.", emi.MaskPhone("+359877555222"))
+		lacks(t, "after update", pg, "+359877555222")
+		if pg := e.cs.Post(t, page+"/3ds/remove", url.Values{"type": {"all"}}); pg.Status != http.StatusUnprocessableEntity ||
+			!strings.Contains(pg.Body, `open data-testid="card-3ds-remove-details"`) || !strings.Contains(pg.Body, `id="reason-error"`) {
+			t.Fatalf("removal without a reason: HTTP %d", pg.Status)
+		}
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/3ds/remove", url.Values{"type": {"all"}, "reason": {"Customer changed phones"}}))
+		contains(t, "after removal", pg, "3DS removed.", ">not enrolled<", "Customer changed phones")
+		lacks(t, "after removal", pg, `data-testid="card-3ds-remove-form"`, `data-testid="card-3ds-update-form"`)
+		// Updating what is not enrolled: wrong state.
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/3ds/update", url.Values{"otp_sms": {"+359877555222"}}))
+		contains(t, "update when not enrolled", pg, portalMessage(emi.ErrCardInvalidTransition))
+		// Enrolment needs a number or biometric.
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/3ds/enrol", url.Values{}))
+		contains(t, "enrol without a method", pg, portalMessage(emi.ErrCardNoMobile))
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/3ds/enrol", url.Values{"biometric": {"true"}}))
+		contains(t, "after enrolment", pg, "Card enrolled in 3DS.", ">enrolled<")
+	})
+
+	t.Run("PIN: counters reset, PIN by SMS masked everywhere", func(t *testing.T) {
+		if _, err := e.env.App.DB.Exec(`UPDATE cards SET pin_errors = 3, cvv_errors = 2 WHERE token = $1`, e.card.Token); err != nil {
+			t.Fatal(err)
+		}
+		pg := e.cs.follow(t, e.cs.Post(t, page+"/pin/reset", url.Values{"reason": {"Customer verified by phone"}}))
+		contains(t, "after reset", pg, "PIN and CVV error counters reset.", ">pin_reset<", "Customer verified by phone")
+		if n := e.count(t, `SELECT count(*) FROM cards WHERE token = $1 AND pin_errors = 0 AND cvv_errors = 0`, e.card.Token); n != 1 {
+			t.Fatal("counters not reset")
+		}
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/pin/send", url.Values{"reason": {"Customer forgot the PIN"}}))
+		contains(t, "after sending", pg, "PIN sent by SMS to "+emi.MaskPhone(maraPhone), `data-testid="sms-row"`,
+			"has PIN ••••.", "PIN by SMS to "+emi.MaskPhone(maraPhone), "Customer forgot the PIN")
+		lacks(t, "after sending", pg, chosenPIN, maraPhone)
+		out := e.cs.Get(t, "/backoffice/sms")
+		contains(t, "SMS outbox", out, `data-testid="sms-outbox"`, "Your card ending "+e.card.Last4+" has PIN ••••.",
+			emi.MaskPhone(maraPhone), `href="/backoffice/cards/`+e.card.Token+`"`, ">sandbox<")
+		lacks(t, "SMS outbox", out, chosenPIN, maraPhone)
+		for _, b := range []scanner{e.auditor, e.admin} {
+			contains(t, "outbox for read-only roles", b.Get(t, "/backoffice/sms"), "has PIN ••••.")
+		}
+		// A card without any mobile number: 12010.
+		pg = e.cs.follow(t, e.cs.Post(t, e.page(e.loose)+"/pin/send", url.Values{}))
+		contains(t, "no mobile", pg, portalMessage(emi.ErrCardNoMobile))
+	})
+
+	t.Run("read-only roles cannot change cards", func(t *testing.T) {
+		before := e.count(t, `SELECT count(*) FROM card_history WHERE card = $1`, e.card.Token)
+		for _, b := range []scanner{e.auditor, e.admin} {
+			for _, path := range []string{"/status", "/terminate", "/groups", "/pin/reset", "/pin/send", "/3ds/remove", "/activate"} {
+				pg := b.Post(t, page+path, url.Values{"status": {"inactive"}, "reason": {"forged"}, "type": {"all"}, "limits": {"limits_std"}})
+				if pg.Status != http.StatusForbidden {
+					t.Errorf("%s: HTTP %d", path, pg.Status)
+				}
+			}
+		}
+		if after := e.count(t, `SELECT count(*) FROM card_history WHERE card = $1`, e.card.Token); after != before {
+			t.Fatalf("history %d -> %d after forbidden changes", before, after)
+		}
+	})
+}
+
+func TestCardReveal(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	page := e.page(e.card)
+	reveal := page + "/reveal"
+	htmx := []string{"HX-Request", "true"}
+	reveals := func(outcome string) int {
+		return e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal' AND resource_token = $1 AND actor_id = $2
+			AND outcome = $3`, e.card.Token, e.csID, outcome)
+	}
+
+	t.Run("a wrong password is refused, audited as denied, and shows no number", func(t *testing.T) {
+		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {"not-my-password-1"}, "reason": {"Customer asks for the number"}}, htmx...)
+		if pg.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("wrong password: HTTP %d", pg.Status)
+		}
+		noCardNumbers(t, "refused reveal", pg.Body, e.pans)
+		if !strings.Contains(pg.Body, `id="secret-error"`) || !strings.Contains(pg.Body, "is not correct") ||
+			!strings.Contains(pg.Body, "Customer asks for the number") || strings.Contains(pg.Body, "<html") {
+			t.Fatalf("refused reveal fragment: %s", pg.Body)
+		}
+		if n := reveals("denied"); n != 1 {
+			t.Fatalf("%d denied reveal rows", n)
+		}
+		if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'staff.step_up' AND actor_id = $1 AND outcome = 'failure'`, e.csID); n != 1 {
+			t.Fatalf("%d failed step-up rows", n)
+		}
+	})
+
+	t.Run("a reveal needs a reason", func(t *testing.T) {
+		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {service.SandboxStaffPassword}, "reason": {" "}}, htmx...)
+		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(pg.Body, `id="reason-error"`) {
+			t.Fatalf("no reason: HTTP %d", pg.Status)
+		}
+		noCardNumbers(t, "reveal without a reason", pg.Body, e.pans)
+	})
+
+	t.Run("the password and a reason show the number for 30 seconds, uncached, audited", func(t *testing.T) {
+		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"Customer asks for the number to pay online"}}, htmx...)
+		if pg.Status != http.StatusOK {
+			t.Fatalf("reveal: HTTP %d %s", pg.Status, pg.Body)
+		}
+		if cc := pg.Header.Get("Cache-Control"); cc != "no-store" {
+			t.Errorf("Cache-Control %q", cc)
+		}
+		if !strings.Contains(pg.Body, `data-testid="pan">`+groupedPAN(e.pan, " ")+"<") || !strings.Contains(pg.Body, `data-autohide="30"`) {
+			t.Fatalf("reveal fragment: %s", pg.Body)
+		}
+		if strings.Contains(pg.Body, "<html") || strings.Contains(pg.Body, `name="secret" value`) {
+			t.Fatal("the reveal answer is not a fragment, or shows the secret back")
+		}
+		// The fragment shows this card's number only.
+		if runs := luhnRuns(pg.Body); len(runs) != 1 || runs[0] != e.pan {
+			t.Fatalf("runs in the fragment: %d", len(runs))
+		}
+		if n := reveals("success"); n != 1 {
+			t.Fatalf("%d successful reveal rows", n)
+		}
+		if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal' AND resource_token = $1
+			AND changes->>'reason' = 'Customer asks for the number to pay online' AND changes->'fields' = '["pan"]'`, e.card.Token); n != 1 {
+			t.Fatalf("%d audit rows with the reason and field", n)
+		}
+		if n := e.count(t, `SELECT count(*) FROM audit_log WHERE strpos(changes::text, $1) > 0`, e.pan); n != 0 {
+			t.Fatal("an audit row holds the card number")
+		}
+		if strings.Contains(e.env.Logs.String(), e.pan) {
+			t.Fatal("the log holds the card number")
+		}
+		// The card page lists the reveal, and still shows no number.
+		cp := e.cs.Get(t, page)
+		contains(t, "card page after the reveal", cp, `data-testid="reveal-row"`, "Sandbox Customer Service (you)", ">card number<",
+			"Customer asks for the number to pay online", `class="badge ok">success<`, `class="badge bad">denied<`)
+		// And the session holds no number.
+		var leaks int
+		_ = e.env.App.DB.Get(&leaks, `SELECT count(*) FROM sessions WHERE strpos(encode(data, 'escape'), $1) > 0`, e.pan)
+		if leaks != 0 {
+			t.Fatal("a session holds the card number")
+		}
+	})
+
+	t.Run("a current TOTP code works instead of the password", func(t *testing.T) {
+		code := e.env.TOTP(t, apptest.CSEmail)
+		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {code}, "reason": {"Second call from the customer"}}, htmx...)
+		if pg.Status != http.StatusOK || !strings.Contains(pg.Body, groupedPAN(e.pan, " ")) {
+			t.Fatalf("TOTP reveal: HTTP %d", pg.Status)
+		}
+	})
+
+	t.Run("without JavaScript the answer is a page with a way back", func(t *testing.T) {
+		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"Branch visit"}})
+		if pg.Status != http.StatusOK || !strings.Contains(pg.Body, "<html") || !strings.Contains(pg.Body, groupedPAN(e.pan, " ")) ||
+			!strings.Contains(pg.Body, `href="`+page+`"`) {
+			t.Fatalf("reveal without JavaScript: HTTP %d", pg.Status)
+		}
+		if cc := pg.Header.Get("Cache-Control"); cc != "no-store" {
+			t.Errorf("Cache-Control %q", cc)
+		}
+	})
+
+	t.Run("auditors and admins may not reveal", func(t *testing.T) {
+		for _, b := range []scanner{e.auditor, e.admin} {
+			pg := b.Reveal(t, reveal, url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"curious"}}, htmx...)
+			if pg.Status != http.StatusForbidden {
+				t.Fatalf("HTTP %d", pg.Status)
+			}
+			noCardNumbers(t, "forbidden reveal", pg.Body, e.pans)
+		}
+	})
+
+	t.Run("a terminated card's number is not revealed", func(t *testing.T) {
+		e.cs.follow(t, e.cs.Post(t, e.page(e.plastic)+"/terminate", url.Values{"reason": {"Card destroyed"}}))
+		pg := e.cs.Reveal(t, e.page(e.plastic)+"/reveal", url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"Need it"}}, htmx...)
+		if pg.Status != http.StatusConflict || !strings.Contains(pg.Body, portalMessage(emi.ErrCardInvalidTransition)) {
+			t.Fatalf("terminated card: HTTP %d", pg.Status)
+		}
+		noCardNumbers(t, "terminated card reveal", pg.Body, e.pans)
+	})
+}
+
+// The API codes the card screens can show have a text for people.
+func TestCardErrorsHaveMessages(t *testing.T) {
+	for _, e := range []*emi.Error{emi.ErrCardValidation, emi.ErrCardNotFound, emi.ErrCardAccountUnusable, emi.ErrActiveCardExists,
+		emi.ErrCardInvalidTransition, emi.ErrGroupNotInProgram, emi.ErrDeliveryRequired, emi.ErrCardProgramMismatch,
+		emi.ErrCardAMLRequired, emi.ErrCardNoMobile, emi.ErrSMSUnavailable} {
+		if m := portal.Message(e); strings.Contains(m, "could not be completed") {
+			t.Errorf("%d %s has no message", e.Code, e.Key)
+		}
+	}
+}
