@@ -36,6 +36,9 @@ type Program struct {
 	// Groups by kind: the codes associated, and the default one.
 	Groups   map[string][]string
 	Defaults map[string]string
+	// UpdatedAt is when the program last changed: the version an edit
+	// must name (ProgramInput.Version), so a stale edit is refused.
+	UpdatedAt time.Time
 }
 
 // UsableBy reports whether a partner may use the program.

@@ -244,5 +244,5 @@ func PortalCatalogue() []*Error {
 		ErrSignInThrottled, ErrTOTPInvalid, ErrPasswordPolicy, ErrOwnRoles, ErrSessionExpired,
 		ErrDocumentNotFound, ErrAMLCheckNotFound, ErrKYCSessionNotFound, ErrReviewValidation, ErrReviewClosed,
 		ErrKYCLinkInvalid, ErrKYCUploadInvalid, ErrKYCLinkUsed, ErrScreeningUpdate,
-		ErrNotAssignee, ErrReviewStale, ErrFourEyes}
+		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrProgramValidation, ErrProgramStale}
 }

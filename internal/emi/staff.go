@@ -52,13 +52,16 @@ const (
 	PermViewWebhooks   Permission = "webhooks.view"
 	// PermManageSanctions: download the sanctions lists now.
 	PermManageSanctions Permission = "sanctions.manage"
+	// PermManagePrograms: create and edit programs (operator
+	// configuration of accounts and cards).
+	PermManagePrograms Permission = "programs.manage"
 )
 
 // rolePermissions is the authorization table.
 var rolePermissions = map[Role][]Permission{
 	RoleAdmin: {PermViewDashboard, PermManageStaff, PermViewStaff, PermManagePartners, PermViewPartners,
 		PermViewAudit, PermViewJobs, PermManageWebhooks, PermViewWebhooks, PermViewApps, PermViewPeople, PermViewAccounts,
-		PermManageSanctions},
+		PermManageSanctions, PermManagePrograms},
 	RoleUnderwriter: {PermViewDashboard, PermViewApps, PermDecideApps, PermViewPeople, PermViewPartners},
 	RoleCompliance:  {PermViewDashboard, PermViewApps, PermReviewAML, PermReviewKYC, PermViewPeople, PermViewAudit},
 	RoleCustomerService: {PermViewDashboard, PermViewPeople, PermViewAccounts, PermManageAccounts,

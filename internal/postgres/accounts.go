@@ -36,12 +36,13 @@ type programRow struct {
 	PINBySMS           bool           `db:"pin_by_sms"`
 	WalletProvisioning bool           `db:"wallet_provisioning"`
 	AllowedPartners    pq.StringArray `db:"allowed_partners"`
+	UpdatedAt          time.Time      `db:"updated_at"`
 }
 
 func (s *AccountStore) programs(ctx context.Context, where string, args ...any) ([]emi.Program, error) {
 	var rows []programRow
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT code, name, currencies, schemes, cards_allowed, card_types,
-		bin_prefix, card_validity_months, aml_required, overdraft, pin_by_sms, wallet_provisioning, allowed_partners::text[] AS allowed_partners
+		bin_prefix, card_validity_months, aml_required, overdraft, pin_by_sms, wallet_provisioning, allowed_partners::text[] AS allowed_partners, updated_at
 		FROM programs `+where+` ORDER BY code`, args...); err != nil {
 		return nil, Translate(err)
 	}
@@ -49,7 +50,8 @@ func (s *AccountStore) programs(ctx context.Context, where string, args ...any) 
 	for _, r := range rows {
 		p := emi.Program{Code: r.Code, Name: r.Name, Currencies: r.Currencies, Schemes: r.Schemes, CardsAllowed: r.CardsAllowed,
 			CardTypes: r.CardTypes, BINPrefix: r.BINPrefix, CardValidityMonths: r.CardValidityMonths, AMLRequired: r.AMLRequired,
-			Overdraft: r.Overdraft, PINBySMS: r.PINBySMS, WalletProvisioning: r.WalletProvisioning, Groups: map[string][]string{}, Defaults: map[string]string{}}
+			Overdraft: r.Overdraft, PINBySMS: r.PINBySMS, WalletProvisioning: r.WalletProvisioning, Groups: map[string][]string{}, Defaults: map[string]string{},
+			UpdatedAt: r.UpdatedAt}
 		if r.AllowedPartners != nil {
 			p.AllowedPartners = r.AllowedPartners
 		}

@@ -15,6 +15,8 @@ type AccountStore interface {
 	Program(ctx context.Context, code string) (emi.Program, error)
 	Programs(ctx context.Context) ([]emi.Program, error)
 	UpsertProgram(ctx context.Context, p emi.Program) error
+	// ProgramStore is what managing programs needs (programs.go).
+	ProgramStore
 	// MerchantForAccounts reports whether merchant belongs to the partner
 	// and may hold accounts (the master merchant, or one onboarded for
 	// account-opening or card-issuing); found is false for unknown or

@@ -15,7 +15,7 @@ import (
 // Customer service's account screens: the accounts search, an account's
 // page (owner, program, balances and identifiers, virtual accounts, status
 // history, audit trail) with block, unblock and four-eyes termination, and
-// the read-only programs screen. Rules (reasons, four-eyes, balances) live
+// the programs screen (programs.go). Rules (reasons, four-eyes, balances) live
 // in service.Accounts; this file lays them out.
 
 // accountsPerPage is service.Accounts.Search's page size.
@@ -563,59 +563,10 @@ var schemeLabels = map[string]string{
 	emi.SchemeUK:     "UK sort code and account number, GB IBAN and BIC",
 }
 
-// programs (GET /programs) lists the programs, read-only.
+// programs (GET /programs) lists the programs, with the forms that
+// create and edit them for administrators (programs.go).
 func (p *Portal) programs(w http.ResponseWriter, r *http.Request) {
-	list, err := p.d.Accounts.Programs(r.Context())
-	if err != nil {
-		p.renderError(w, r, err)
-		return
-	}
-	names := p.partnerNames(r)
-	yes := map[bool]string{true: "yes", false: "no"}
-	rows := make([]pages.ProgramView, len(list))
-	for i, pr := range list {
-		v := pages.ProgramView{Code: pr.Code, Name: pr.Name}
-		for j, c := range pr.Currencies {
-			scheme := ""
-			if j < len(pr.Schemes) {
-				scheme = firstNonEmpty(schemeLabels[pr.Schemes[j]], pr.Schemes[j])
-			}
-			v.Currencies = append(v.Currencies, pages.Ident{Label: c, Value: scheme})
-		}
-		cards := yes[pr.CardsAllowed]
-		if pr.CardsAllowed && len(pr.CardTypes) > 0 {
-			cards += ": " + strings.Join(pr.CardTypes, ", ")
-		}
-		partners := "every partner"
-		if pr.AllowedPartners != nil {
-			var ns []string
-			for _, id := range pr.AllowedPartners {
-				ns = append(ns, names.name(id))
-			}
-			partners = firstNonEmpty(strings.Join(ns, ", "), "none")
-		}
-		validity := ""
-		if pr.CardsAllowed && pr.CardValidityMonths > 0 {
-			validity = strconv.Itoa(pr.CardValidityMonths) + " months"
-		}
-		v.Details = []pages.KV{
-			{Label: "Cards", Value: cards},
-			{Label: "BIN prefix", Value: pr.BINPrefix, Mono: true},
-			{Label: "Card validity", Value: validity},
-			{Label: "AML check required for cards", Value: yes[pr.AMLRequired]},
-			{Label: "Overdraft", Value: yes[pr.Overdraft]},
-			{Label: "Partners", Value: partners},
-		}
-		for _, kind := range emi.GroupKinds {
-			g := pages.GroupKind{Kind: strings.ReplaceAll(kind, "_", " ")}
-			for _, c := range pr.Groups[kind] {
-				g.Codes = append(g.Codes, pages.GroupCode{Code: c, Default: pr.Defaults[kind] == c})
-			}
-			v.Groups = append(v.Groups, g)
-		}
-		rows[i] = v
-	}
-	p.render(w, r, http.StatusOK, "Programs", pages.Programs(rows))
+	p.renderPrograms(w, r, http.StatusOK, nil)
 }
 
 // searchAccounts adds accounts to the global search for roles that see

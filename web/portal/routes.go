@@ -105,6 +105,8 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate/approve", p.accountTerminateApprove)
 		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate/withdraw", p.accountTerminateWithdraw)
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/programs", p.programs)
+		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs", p.programCreate)
+		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs/{program}", p.programUpdate)
 
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/cards", p.cardList)
 		r.With(p.requirePerm(emi.PermViewAccounts)).Post("/cards", p.cardList) // the search form: a card number stays out of URLs

@@ -227,6 +227,8 @@ func auditRow(e emi.AuditEntry) pages.AuditRow {
 		row.ResourceHref = "/backoffice/applications/" + e.ResourceToken
 	case "account":
 		row.ResourceHref = "/backoffice/accounts/" + e.ResourceToken
+	case "program":
+		row.ResourceHref = programHref(e.ResourceToken)
 	case "watchlist_entry":
 		row.ResourceHref = "/backoffice/watchlist"
 	case "partner_key":

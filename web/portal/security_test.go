@@ -75,7 +75,7 @@ func (f *fixture) path(route string) string {
 	r := strings.NewReplacer("{id}", f.idFor(route), "{key}", f.partner.KeyID, "{ep}", f.endpointID, "{delivery}", f.deliveryID,
 		"{user}", f.people.user, "{doc}", f.people.doc, "{check}", f.people.check, "{session}", f.people.session,
 		"{application}", f.onboarding.application, "{member}", f.onboarding.member, "{entry}", f.onboarding.entry,
-		"{view}", f.view, "{account}", f.account, "{card}", f.card)
+		"{view}", f.view, "{account}", f.account, "{card}", f.card, "{program}", "account_eur")
 	return "/backoffice" + r.Replace(route)
 }
 
@@ -308,6 +308,8 @@ func TestRoleRouteMatrix(t *testing.T) {
 		"POST /cards/{card}/pin/send":                      {apptest.CSEmail},
 		"POST /cards/{card}/reveal":                        {apptest.CSEmail},
 		"GET /sms":                                         {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
+		"POST /programs":                                   {apptest.AdminEmail},
+		"POST /programs/{program}":                         {apptest.AdminEmail},
 	}
 	publicRoutes := map[string]bool{
 		"GET /signin": true, "POST /signin": true, "GET /signin/totp": true, "POST /signin/totp": true,
@@ -376,6 +378,11 @@ func TestRoleRouteMatrix(t *testing.T) {
 	var roles2 []string
 	if err := f.env.App.DB.Select(&roles2, `SELECT unnest(roles) FROM staff_users WHERE id = $1`, f.targetID); err != nil || strings.Join(roles2, ",") != "auditor" {
 		t.Fatalf("auditor roles after forged requests: %v %v", roles2, err)
+	}
+	// Nor did it change a program.
+	var programChanges int
+	if err := f.env.App.DB.Get(&programChanges, `SELECT count(*) FROM audit_log WHERE resource_type = 'program'`); err != nil || programChanges != 0 {
+		t.Fatalf("program changes after forged requests: %d %v", programChanges, err)
 	}
 	// Nor did it change the account: active, with its opening only.
 	var changes int

@@ -1,0 +1,139 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"emi/internal/emi"
+)
+
+// LockProgram implements service.ProgramStore: the program's row stays
+// locked until the transaction in ctx ends. The lock also waits for
+// accounts being opened on the program (their foreign key holds a share
+// lock on the row), so an in-use check after it sees them.
+func (s *AccountStore) LockProgram(ctx context.Context, code string) (emi.Program, error) {
+	var one int
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &one, `SELECT 1 FROM programs WHERE code = $1 FOR UPDATE`, code)
+	if errors.Is(err, sql.ErrNoRows) {
+		return emi.Program{}, emi.ErrProgramNotFound
+	}
+	if err != nil {
+		return emi.Program{}, Translate(err)
+	}
+	return s.Program(ctx, code)
+}
+
+// InsertProgram implements service.ProgramStore. Returns
+// emi.ErrNonUniqueValue when a program has the code.
+func (s *AccountStore) InsertProgram(ctx context.Context, p emi.Program) error {
+	return s.db.InTx(ctx, func(ctx context.Context) error {
+		_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO programs (code, name, currencies, schemes, cards_allowed, card_types,
+			bin_prefix, card_validity_months, aml_required, overdraft, allowed_partners)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[])`,
+			p.Code, p.Name, pq.StringArray(p.Currencies), pq.StringArray(p.Schemes), p.CardsAllowed, pq.StringArray(nonNil(p.CardTypes)),
+			p.BINPrefix, p.CardValidityMonths, p.AMLRequired, p.Overdraft, partnerArray(p.AllowedPartners))
+		if UniqueViolation(err, "programs_pkey") {
+			return emi.ErrNonUniqueValue.Wrap(err)
+		}
+		if err != nil {
+			return Translate(err)
+		}
+		return s.insertGroups(ctx, p)
+	})
+}
+
+// UpdateProgram implements service.ProgramStore: every setting and the
+// groups as given. updated_at moves strictly forward, even within one
+// microsecond or a transaction's now(), so it works as a version.
+func (s *AccountStore) UpdateProgram(ctx context.Context, p emi.Program) error {
+	return s.db.InTx(ctx, func(ctx context.Context) error {
+		res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE programs SET name = $2, currencies = $3, schemes = $4, cards_allowed = $5,
+			card_types = $6, bin_prefix = $7, card_validity_months = $8, aml_required = $9, overdraft = $10,
+			allowed_partners = $11::uuid[], updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')
+			WHERE code = $1`,
+			p.Code, p.Name, pq.StringArray(p.Currencies), pq.StringArray(p.Schemes), p.CardsAllowed, pq.StringArray(nonNil(p.CardTypes)),
+			p.BINPrefix, p.CardValidityMonths, p.AMLRequired, p.Overdraft, partnerArray(p.AllowedPartners))
+		if err != nil {
+			return Translate(err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return Translate(err)
+		} else if n == 0 {
+			return emi.ErrProgramNotFound
+		}
+		if _, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM program_groups WHERE program = $1`, p.Code); err != nil {
+			return Translate(err)
+		}
+		return s.insertGroups(ctx, p)
+	})
+}
+
+// insertGroups writes a program's group codes with their defaults.
+func (s *AccountStore) insertGroups(ctx context.Context, p emi.Program) error {
+	for kind, codes := range p.Groups {
+		for _, c := range codes {
+			if _, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO program_groups (program, kind, code, is_default) VALUES ($1, $2, $3, $4)`,
+				p.Code, kind, c, p.Defaults[kind] == c); err != nil {
+				return Translate(err)
+			}
+		}
+	}
+	return nil
+}
+
+// ProgramsInUse implements service.ProgramStore.
+func (s *AccountStore) ProgramsInUse(ctx context.Context, codes ...string) ([]string, error) {
+	out := []string{}
+	q := `SELECT p.code FROM programs p WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.program = p.code)`
+	args := []any{}
+	if len(codes) > 0 {
+		q += ` AND p.code = ANY($1)`
+		args = append(args, pq.StringArray(codes))
+	}
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, q+` ORDER BY p.code`, args...)
+	return out, Translate(err)
+}
+
+// MissingPartners implements service.ProgramStore.
+func (s *AccountStore) MissingPartners(ctx context.Context, ids []string) ([]string, error) {
+	var valid []string
+	for _, id := range ids {
+		if validUUID(id) {
+			valid = append(valid, id)
+		}
+	}
+	var known []string
+	if len(valid) > 0 {
+		if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &known, `SELECT id::text FROM partners WHERE id = ANY($1::uuid[])`,
+			pq.StringArray(valid)); err != nil {
+			return nil, Translate(err)
+		}
+	}
+	var missing []string
+	for _, id := range ids {
+		if !slices.Contains(known, id) {
+			missing = append(missing, id)
+		}
+	}
+	return missing, nil
+}
+
+// partnerArray is the allowed_partners parameter: NULL for every partner.
+func partnerArray(ids []string) any {
+	if ids == nil {
+		return nil
+	}
+	return pq.StringArray(ids)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
