@@ -43,6 +43,7 @@ Usage:
   emi staff create ...        create a back-office staff user (password on stdin)
   emi staff totp --email E    print a sandbox staff user's current TOTP code
   emi generate applications   insert synthetic applications for benchmarks (sandbox only)
+  emi rekey [--check]         re-seal stored secrets under the current master key (key rotation)
   emi help [command]          show help
 
 Every command reads its configuration from the environment; run
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return cmdStaff(ctx, rest, getenv, stdin, stdout, stderr)
 	case "generate":
 		return cmdGenerate(ctx, rest, getenv, stdout, stderr)
+	case "rekey":
+		return cmdRekey(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		return help(stdout, rest)
 	}
