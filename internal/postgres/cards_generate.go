@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"emi/internal/emi"
 	"emi/internal/service"
@@ -42,9 +41,9 @@ func (s *CardStore) CopyCards(ctx context.Context, cards []emi.Card, sealed []se
 		if !ok {
 			return emi.Internal(errNoTx)
 		}
-		stmt, err := tx.PrepareContext(ctx, pq.CopyIn("cards", "token", "partner_id", "program", "account", "user_token", "type",
-			"status", "activated", "pan_sealed", "pan_lookup", "pan_first6", "pan_last4", "expiry_month", "expiry_year",
-			"cvv_sealed", "pin_sealed", "groups", "created_at", "updated_at", "activated_at"))
+		stmt, err := tx.PrepareContext(ctx, `COPY cards (token, partner_id, program, account, user_token, type, status, activated,
+			pan_sealed, pan_lookup, pan_first6, pan_last4, expiry_month, expiry_year, cvv_sealed, pin_sealed, groups, created_at,
+			updated_at, activated_at) FROM STDIN`)
 		if err != nil {
 			return Translate(err)
 		}
