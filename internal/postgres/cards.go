@@ -432,6 +432,32 @@ func (s *CardStore) SMSMessages(ctx context.Context, card string, limit int) ([]
 	return out, Translate(err)
 }
 
+// StaffNames implements service.CardStore.
+func (s *CardStore) StaffNames(ctx context.Context, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	var valid []string
+	for _, id := range ids {
+		if validUUID(id) {
+			valid = append(valid, id)
+		}
+	}
+	if len(valid) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ID   string `db:"id"`
+		Name string `db:"name"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT id::text AS id, name FROM staff_users WHERE id = ANY($1::uuid[])`,
+		pq.StringArray(valid)); err != nil {
+		return nil, Translate(err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Name
+	}
+	return out, nil
+}
+
 // UserPhone implements service.CardStore: the mobile phone, else the
 // phone.
 func (s *CardStore) UserPhone(ctx context.Context, user string) (string, error) {

@@ -49,6 +49,8 @@ type CardStore interface {
 	// returns the time of the oldest of them.
 	SMSSentSince(ctx context.Context, card string, t time.Time) (int, time.Time, error)
 	SMSMessages(ctx context.Context, card string, limit int) ([]emi.SMSMessage, error)
+	// StaffNames returns the names of staff members by id.
+	StaffNames(ctx context.Context, ids []string) (map[string]string, error)
 	// UserPhone returns a user's phone number ("" when none).
 	UserPhone(ctx context.Context, user string) (string, error)
 }

@@ -97,6 +97,9 @@ type CardView struct {
 	Reveals []emi.AuditEntry
 	// Audit is the card's whole audit trail, newest first.
 	Audit []emi.AuditEntry
+	// StaffNames names the staff members of the reveals and the audit
+	// trail (customer service may not list staff).
+	StaffNames map[string]string
 }
 
 // Get returns a card with its program, history, texts and audit trail
@@ -123,12 +126,17 @@ func (s *Cards) Get(ctx context.Context, token string) (CardView, error) {
 	if v.Audit, err = s.audit.store.AuditEntries(ctx, emi.AuditFilter{ResourceType: "card", ResourceToken: c.Token, Limit: 200}); err != nil {
 		return v, err
 	}
+	var staff []string
 	for _, e := range v.Audit {
 		if e.Action == "card.reveal" {
 			v.Reveals = append(v.Reveals, e)
 		}
+		if e.ActorType == emi.ActorStaff {
+			staff = append(staff, e.ActorID)
+		}
 	}
-	return v, nil
+	v.StaffNames, err = s.store.StaffNames(ctx, staff)
+	return v, err
 }
 
 // Outbox lists the latest texts sent to cardholders, PINs masked

@@ -298,6 +298,9 @@ func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pag
 		switch e.ActorType {
 		case emi.ActorStaff:
 			row.Actor, row.ActorHref = who(e.ActorID)
+			if name := c.StaffNames[e.ActorID]; row.ActorHref == "" && !strings.HasSuffix(row.Actor, " (you)") && name != "" {
+				row.Actor = name
+			}
 		case emi.ActorPartnerKey:
 			row.Actor = "partner API"
 		default:

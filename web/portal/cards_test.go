@@ -751,6 +751,8 @@ func TestCardReveal(t *testing.T) {
 		cp := e.cs.Get(t, page)
 		contains(t, "card page after the reveal", cp, `data-testid="reveal-row"`, "Sandbox Customer Service (you)", ">card number<",
 			"Customer asks for the number to pay online", `class="badge ok">success<`, `class="badge bad">denied<`)
+		// A colleague who may not list staff sees who revealed it, by name.
+		contains(t, "card page seen by the auditor", e.auditor.Get(t, page), `data-testid="reveal-row"`, "Sandbox Customer Service")
 		// And the session holds no number.
 		var leaks int
 		_ = e.env.App.DB.Get(&leaks, `SELECT count(*) FROM sessions WHERE strpos(encode(data, 'escape'), $1) > 0`, e.pan)
