@@ -17,9 +17,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -32,10 +35,14 @@ type DB struct {
 	*sqlx.DB
 }
 
-// Open connects to url, checks the connection and sizes the pool.
+// Open connects to dsn, checks the connection and sizes the pool.
 // Returns an error naming the problem when the database does not answer.
-func Open(ctx context.Context, url string) (*DB, error) {
-	db, err := sqlx.Open("postgres", url)
+//
+// Unless dsn sets binary_parameters itself, Open turns it on (see
+// withBinaryParameters): each parameterised statement then costs one round
+// trip to the server instead of two.
+func Open(ctx context.Context, dsn string) (*DB, error) {
+	db, err := sqlx.Open("postgres", withBinaryParameters(dsn))
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -49,6 +56,120 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	return &DB{DB: db}, nil
+}
+
+// withBinaryParameters returns dsn (a postgres:// URL or a key=value
+// connection string) with lib/pq's binary_parameters=yes added, unless dsn
+// already sets binary_parameters (to anything): the user's choice wins, and
+// every other option is kept as written.
+//
+// Why: without it lib/pq runs each statement that has parameters in two round
+// trips (parse and describe, then bind and execute); with it, in one (parse,
+// bind, describe and execute sent together). The price is that lib/pq then
+// sends every []byte parameter in binary format. That is right for bytea
+// columns (sealed secrets, hashes, documents, stored bodies: they are passed
+// as []byte and must stay so), but jsonb's binary format starts with a version
+// byte, so JSON sent as []byte fails with "unsupported jsonb version number".
+// JSON parameters are therefore always passed as text, through jsonText.
+//
+// A dsn that cannot be parsed is returned unchanged, so lib/pq reports the
+// problem as it always did.
+func withBinaryParameters(dsn string) string {
+	const opt = "binary_parameters"
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return dsn
+		}
+		if q, err := url.ParseQuery(u.RawQuery); err != nil || q.Has(opt) {
+			return dsn
+		}
+		// Appended to the text as written, so the user's options keep their
+		// order and escaping.
+		base, fragment, hasFragment := strings.Cut(dsn, "#")
+		switch {
+		case u.RawQuery != "":
+			base += "&" + opt + "=yes"
+		case strings.HasSuffix(base, "?"):
+			base += opt + "=yes"
+		default:
+			base += "?" + opt + "=yes"
+		}
+		if hasFragment {
+			base += "#" + fragment
+		}
+		return base
+	}
+	keys, ok := dsnKeys(dsn)
+	if !ok || keys[opt] {
+		return dsn
+	}
+	if strings.TrimSpace(dsn) == "" {
+		return opt + "=yes"
+	}
+	return dsn + " " + opt + "=yes"
+}
+
+// dsnKeys returns the keys of a key=value connection string, parsed as lib/pq
+// parses it (values may be single-quoted, with backslash escapes); ok is false
+// when the string is malformed.
+func dsnKeys(dsn string) (keys map[string]bool, ok bool) {
+	keys = map[string]bool{}
+	s := []rune(dsn)
+	i := 0
+	skipSpaces := func() {
+		for i < len(s) && unicode.IsSpace(s[i]) {
+			i++
+		}
+	}
+	for {
+		skipSpaces()
+		if i >= len(s) {
+			return keys, true
+		}
+		start := i
+		for i < len(s) && !unicode.IsSpace(s[i]) && s[i] != '=' {
+			i++
+		}
+		key := string(s[start:i])
+		skipSpaces()
+		if i >= len(s) || s[i] != '=' || key == "" {
+			return nil, false
+		}
+		i++ // '='
+		keys[key] = true
+		skipSpaces()
+		if i < len(s) && s[i] == '\'' {
+			i++
+			for i < len(s) && s[i] != '\'' {
+				if s[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(s) {
+				return nil, false // unterminated quote
+			}
+			i++ // closing quote
+			continue
+		}
+		for i < len(s) && !unicode.IsSpace(s[i]) {
+			if s[i] == '\\' {
+				i++
+			}
+			i++
+		}
+	}
+}
+
+// jsonText returns JSON for a json or jsonb parameter. It is passed as text
+// (a string), never as []byte: with binary_parameters on (see Open) lib/pq
+// sends []byte in binary format, which jsonb rejects. nil stays NULL.
+func jsonText(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
 }
 
 type txKey struct{}

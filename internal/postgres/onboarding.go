@@ -131,7 +131,7 @@ func (s *OnboardingStore) InsertApplication(ctx context.Context, a emi.Applicati
 	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO applications (token, partner_id, merchant, products,
 		due_diligence, payout_details, ip_address, fingerprint, processing, status, revision, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
-		a.Token, a.PartnerID, a.Merchant, pq.StringArray(a.Products), a.DueDiligence, pd, a.IPAddress, a.Fingerprint,
+		a.Token, a.PartnerID, a.Merchant, pq.StringArray(a.Products), a.DueDiligence, jsonText(pd), a.IPAddress, a.Fingerprint,
 		a.Processing, a.Status, a.Revision, a.CreatedAt)
 	return Translate(err)
 }
@@ -229,7 +229,7 @@ func (s *OnboardingStore) UpsertCompany(ctx context.Context, partnerID, applicat
 		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (application) DO UPDATE SET legal_name = EXCLUDED.legal_name, trade_name = EXCLUDED.trade_name,
 		uic = EXCLUDED.uic, country = EXCLUDED.country, fields = EXCLUDED.fields, updated_at = now()`,
-		application, partnerID, c.LegalName, c.TradeName, c.UIC, c.Country, raw)
+		application, partnerID, c.LegalName, c.TradeName, c.UIC, c.Country, jsonText(raw))
 	return Translate(err)
 }
 
@@ -303,7 +303,7 @@ func (s *OnboardingStore) InsertMember(ctx context.Context, m emi.Member) error 
 		first_name, last_name, legal_name, unique_identifier, birthday, fields, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
 		m.Token, m.Application, m.PartnerID, m.Status, pq.StringArray(m.Type), m.FirstName, m.LastName, m.LegalName,
-		m.UniqueIdentifier, nullDate(m.Birthday), raw, m.CreatedAt)
+		m.UniqueIdentifier, nullDate(m.Birthday), jsonText(raw), m.CreatedAt)
 	return Translate(err)
 }
 
@@ -330,7 +330,7 @@ func (s *OnboardingStore) UpdateMember(ctx context.Context, m emi.Member) error 
 	}
 	_, err = s.db.Ext(ctx).ExecContext(ctx, `UPDATE company_members SET status = $2, first_name = $3, last_name = $4,
 		legal_name = $5, fields = $6, updated_at = $7 WHERE token = $1`,
-		m.Token, m.Status, m.FirstName, m.LastName, m.LegalName, raw, m.UpdatedAt)
+		m.Token, m.Status, m.FirstName, m.LastName, m.LegalName, jsonText(raw), m.UpdatedAt)
 	return Translate(err)
 }
 
@@ -352,7 +352,7 @@ func (s *OnboardingStore) SaveChecks(ctx context.Context, application string, re
 			INSERT INTO application_check_history (application, name, status, details, revision, at)
 			SELECT $1, $2, $3, $4, $5, $6
 			WHERE NOT EXISTS (SELECT 1 FROM prev WHERE prev.status = $3 AND prev.details = $4::jsonb)`,
-			application, c.Name, c.Status, d, revision, c.UpdatedAt)
+			application, c.Name, c.Status, jsonText(d), revision, c.UpdatedAt)
 		if err != nil {
 			return Translate(err)
 		}
@@ -370,7 +370,7 @@ func (s *OnboardingStore) SetRisk(ctx context.Context, application, score string
 		raw = []byte("[]")
 	}
 	_, err = s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET risk_score = $2, risk_points = $3, risk_factors = $4
-		WHERE token = $1`, application, score, points, raw)
+		WHERE token = $1`, application, score, points, jsonText(raw))
 	return Translate(err)
 }
 

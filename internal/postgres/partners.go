@@ -83,7 +83,7 @@ func (s *Store) SetValidatorConfig(ctx context.Context, partnerID string, c *emi
 			return emi.Internal(err)
 		}
 	}
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE partners SET validator_config = $2 WHERE id = $1`, partnerID, raw)
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE partners SET validator_config = $2 WHERE id = $1`, partnerID, jsonText(raw))
 	return Translate(err)
 }
 
@@ -270,7 +270,7 @@ func (s *Store) SaveResponse(ctx context.Context, partnerID, key string, resp se
 		 ON CONFLICT (partner_id, key) DO UPDATE
 		   SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, headers = EXCLUDED.headers,
 		       body = EXCLUDED.body, created_at = EXCLUDED.created_at`,
-		partnerID, key, resp.Fingerprint, resp.Status, h, resp.Body, resp.CreatedAt)
+		partnerID, key, resp.Fingerprint, resp.Status, jsonText(h), resp.Body, resp.CreatedAt)
 	return Translate(err)
 }
 
@@ -306,7 +306,7 @@ func (s *Store) InsertAudit(ctx context.Context, e emi.AuditEntry) error {
 		`INSERT INTO audit_log (actor_type, actor_id, partner_id, action, resource_type, resource_token,
 		                        outcome, request_id, ip, changes)
 		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		e.ActorType, e.ActorID, partner, e.Action, e.ResourceType, e.ResourceToken, e.Outcome, e.RequestID, ip, changes)
+		e.ActorType, e.ActorID, partner, e.Action, e.ResourceType, e.ResourceToken, e.Outcome, e.RequestID, ip, jsonText(changes))
 	return Translate(err)
 }
 

@@ -102,7 +102,7 @@ func (s *PeopleStore) InsertUser(ctx context.Context, u emi.User) error {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19)`,
 		u.Token, u.PartnerID, u.MasterMerchant, u.Merchant, u.Email, u.FirstName, u.MiddleName, u.LastName,
 		nullDate(u.Birthday), u.Nationality, u.Phone, u.MobilePhone, u.Type, nullUUID(u.AML), u.RegistrationIP,
-		profile, u.Status, u.KYCStatus, u.CreatedAt)
+		jsonText(profile), u.Status, u.KYCStatus, u.CreatedAt)
 	if UniqueViolation(err, "users_email_per_master") {
 		return emi.ErrDuplicateUser
 	}
@@ -146,7 +146,7 @@ func (s *PeopleStore) UpdateUser(ctx context.Context, u emi.User) error {
 		last_name = $5, birthday = $6, nationality = $7, phone = $8, mobile_phone = $9, profile = $10, updated_at = $11
 		WHERE token = $1`,
 		u.Token, u.Merchant, u.FirstName, u.MiddleName, u.LastName, nullDate(u.Birthday), u.Nationality, u.Phone,
-		u.MobilePhone, profile, u.UpdatedAt)
+		u.MobilePhone, jsonText(profile), u.UpdatedAt)
 	return Translate(err)
 }
 
@@ -324,7 +324,7 @@ func (s *PeopleStore) InsertAMLCheck(ctx context.Context, c emi.AMLCheck) error 
 				name, matched_name, alias, score, fields, breakdown, fingerprint, suppressed)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 				c.Token, h.N, h.List, h.EntryID, h.EntryType, h.Name, h.MatchedName, h.Alias, h.Score,
-				pq.StringArray(h.Fields), bd, h.Fingerprint, h.Suppressed)
+				pq.StringArray(h.Fields), jsonText(bd), h.Fingerprint, h.Suppressed)
 			if err != nil {
 				return Translate(err)
 			}

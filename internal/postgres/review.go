@@ -245,7 +245,7 @@ func (s *OnboardingStore) SetFirstApproval(ctx context.Context, token, staff, re
 func (s *OnboardingStore) InsertDecision(ctx context.Context, d emi.DecisionRecord) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO application_decisions (application, action, reason_code, text,
 		staff_id, at, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		d.Application, d.Action, d.ReasonCode, d.Text, d.StaffID, d.At, d.Snapshot)
+		d.Application, d.Action, d.ReasonCode, d.Text, d.StaffID, d.At, jsonText(d.Snapshot))
 	return Translate(err)
 }
 
