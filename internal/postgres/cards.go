@@ -104,7 +104,7 @@ func (r cardRow) card() (emi.Card, error) {
 	return c, nil
 }
 
-func jsonText(v any) (any, error) {
+func jsonParam(v any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -121,7 +121,7 @@ func deliveryText(d *emi.Delivery) (any, error) {
 	if d == nil {
 		return nil, nil
 	}
-	return jsonText(d)
+	return jsonParam(d)
 }
 
 // InsertCard implements service.CardStore.
@@ -130,7 +130,7 @@ func (s *CardStore) InsertCard(ctx context.Context, c emi.Card, sc service.Seale
 	if err != nil {
 		return false, err
 	}
-	groups, err := jsonText(c.Groups)
+	groups, err := jsonParam(c.Groups)
 	if err != nil {
 		return false, err
 	}
@@ -213,7 +213,7 @@ func (s *CardStore) UpdateCard(ctx context.Context, c emi.Card) error {
 	if err != nil {
 		return err
 	}
-	groups, err := jsonText(c.Groups)
+	groups, err := jsonParam(c.Groups)
 	if err != nil {
 		return err
 	}

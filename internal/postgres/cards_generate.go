@@ -48,7 +48,7 @@ func (s *CardStore) CopyCards(ctx context.Context, cards []emi.Card, sealed []se
 			return Translate(err)
 		}
 		for i, c := range cards {
-			groups, err := jsonText(c.Groups)
+			groups, err := jsonParam(c.Groups)
 			if err != nil {
 				return err
 			}
