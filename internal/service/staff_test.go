@@ -750,8 +750,13 @@ func TestSignInTakesAboutAsLongForAnUnknownEmailAsForAWrongPassword(t *testing.T
 	}
 	mu, mw := median(unknown), median(wrong)
 	t.Logf("median sign-in: unknown e-mail %v, wrong password %v, median paired difference %v", mu, mw, diff)
-	if diff >= 10*time.Millisecond {
-		t.Fatalf("median difference %v, want < 10 ms", diff)
+	// The leak this guards against is an unknown e-mail skipping the
+	// password hash: a difference of the whole hash time (100 %). Under
+	// load every sign-in slows down and so does the noise, so the bound is
+	// relative: a tenth of the faster median, and never below 10 ms.
+	limit := max(10*time.Millisecond, min(mu, mw)/10)
+	if diff >= limit {
+		t.Fatalf("median difference %v, want < %v", diff, limit)
 	}
 }
 
