@@ -238,23 +238,6 @@ func (s *CardStore) ReplaceCVV(ctx context.Context, token string, cvv []byte) er
 	return Translate(err)
 }
 
-// RekeyCard implements service.CardStore.
-func (s *CardStore) RekeyCard(ctx context.Context, token string, sc service.SealedCard) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE cards SET pan_sealed = $2, pan_lookup = $3, cvv_sealed = $4, pin_sealed = $5
-		WHERE token = $1`, token, sc.PAN, sc.PANLookup, sc.CVV, sc.PIN)
-	return Translate(err)
-}
-
-// CardsToRekey implements service.CardStore.
-func (s *CardStore) CardsToRekey(ctx context.Context, after string, limit int) ([]string, error) {
-	if after == "" {
-		after = "00000000-0000-0000-0000-000000000000"
-	}
-	var out []string
-	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT token::text FROM cards WHERE token > $1 ORDER BY token LIMIT $2`, after, limit)
-	return out, Translate(err)
-}
-
 // OpenCardOfAccount implements service.CardStore.
 func (s *CardStore) OpenCardOfAccount(ctx context.Context, account string) (emi.Card, bool, error) {
 	var token string

@@ -31,10 +31,6 @@ type CardStore interface {
 	UpdateCard(ctx context.Context, c emi.Card) error
 	// ReplaceCVV stores a new sealed CVV (conversion).
 	ReplaceCVV(ctx context.Context, token string, cvv []byte) error
-	// RekeyCard stores re-sealed data and lookup digest (key rotation).
-	RekeyCard(ctx context.Context, token string, s SealedCard) error
-	// CardsToRekey returns up to limit cards after the given token (keyset).
-	CardsToRekey(ctx context.Context, after string, limit int) ([]string, error)
 	// OpenCardOfAccount returns the non-terminated card of an account, if
 	// any, locked.
 	OpenCardOfAccount(ctx context.Context, account string) (emi.Card, bool, error)
@@ -260,7 +256,7 @@ func (s *Cards) Create(ctx context.Context, in emi.CardCreate) (emi.Card, error)
 		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.create", ResourceType: "card", ResourceToken: c.Token,
 			Changes: map[string]any{"program": c.Program, "account": c.Account, "merchant": c.Merchant, "user": c.User,
 				"type": c.Type, "activated": c.Activated, "masked": c.MaskedPAN(), "three_ds": c.ThreeDS.Enrolled(),
-				"chosen_pin": in.PIN != ""}}); err != nil {
+				"chosen_code": in.PIN != ""}}); err != nil {
 			return err
 		}
 		created, err = s.store.Card(ctx, p.PartnerID, c.Token, false)

@@ -547,6 +547,17 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 	cardToken := c.Token
 	m := emi.SMSMessage{PartnerID: c.PartnerID, Card: &cardToken, To: to, TextMasked: masked, Provider: s.sms.Name(),
 		Status: "sent", CreatedAt: now}
+	// The disclosure is audited before the PIN leaves emi: if the audit
+	// row cannot be written, nothing is sent. A gateway refusal is
+	// recorded after (outcome failure), beside the stored message.
+	changes := map[string]any{"fields": []string{"pin"}, "channel": "sms", "to": emi.MaskPhone(to), "provider": m.Provider}
+	if reason != "" {
+		changes["reason"] = reason
+	}
+	if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.reveal", ResourceType: "card", ResourceToken: c.Token,
+		PartnerID: c.PartnerID, Changes: changes}); err != nil {
+		return m, err
+	}
 	ref, sendErr := s.sms.Send(ctx, to, text)
 	m.ProviderRef = ref
 	if sendErr != nil {
@@ -556,16 +567,11 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 		if err := s.store.InsertSMS(ctx, m); err != nil {
 			return err
 		}
-		outcome := emi.OutcomeSuccess
-		if sendErr != nil {
-			outcome = emi.OutcomeFailure
+		if sendErr == nil {
+			return nil
 		}
-		changes := map[string]any{"fields": []string{"pin"}, "channel": "sms", "to": emi.MaskPhone(to), "provider": m.Provider}
-		if reason != "" {
-			changes["reason"] = reason
-		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "card.reveal", ResourceType: "card", ResourceToken: c.Token,
-			PartnerID: c.PartnerID, Outcome: outcome, Changes: changes})
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "card.pin_sms_failed", ResourceType: "card", ResourceToken: c.Token,
+			PartnerID: c.PartnerID, Outcome: emi.OutcomeFailure, Changes: map[string]any{"to": emi.MaskPhone(to), "provider": m.Provider}})
 	})
 	if err != nil {
 		return m, err
@@ -660,6 +666,14 @@ func (s *Cards) reveal(ctx context.Context, c emi.Card, fields []string, reason 
 		return Revealed{}, err
 	}
 	var out Revealed
+	defer func() {
+		if err != nil {
+			// A value that does not open is an attempt on the card's data
+			// all the same: audited as a failure, without any value.
+			_ = s.audit.Record(ctx, emi.AuditEntry{Action: "card.reveal", ResourceType: "card", ResourceToken: c.Token,
+				PartnerID: c.PartnerID, Outcome: emi.OutcomeFailure, Changes: map[string]any{"fields": fields, "why": "card data does not open"}})
+		}
+	}()
 	for _, f := range fields {
 		switch f {
 		case "pan_first_half", "pan_second_half", "pan":

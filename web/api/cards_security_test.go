@@ -946,6 +946,7 @@ func TestCardCiphertextIsRandomAndBoundToItsRow(t *testing.T) {
 		t.Fatalf("PIN ciphertext of %d bytes, version %#x", len(aPIN), aPIN[0])
 	}
 
+	failures := 0
 	internal := func(what, path, op, field string) {
 		t.Helper()
 		res := r.do(http.MethodGet, "/v2/cards/"+b.token+path, op, nil)
@@ -957,6 +958,13 @@ func TestCardCiphertextIsRandomAndBoundToItsRow(t *testing.T) {
 			if strings.Contains(string(res.Raw), s) {
 				t.Fatalf("%s: the answer holds card A's data: %s", what, res.Raw)
 			}
+		}
+		// The failed attempt is audited too (outcome failure).
+		failures++
+		var n int
+		if err := env.App.DB.Get(&n, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal' AND resource_token = $1
+			AND outcome = 'failure'`, b.token); err != nil || n != failures {
+			t.Fatalf("%s: %d failure audit rows, want %d (%v)", what, n, failures, err)
 		}
 	}
 	restore := func() {
