@@ -59,6 +59,27 @@ func maskedQuery(q string) string {
 	return service.MaskPAN(digits)
 }
 
+// searchCards adds cards to the global search (the forms of Cards.Search;
+// the hit shows the masked number only).
+func (p *Portal) searchCards(r *http.Request, q string) ([]pages.Hit, error) {
+	if q == "" || p.d.Cards == nil || !canDo(r, emi.PermViewAccounts) {
+		return nil, nil
+	}
+	if len(q) > maxQuery {
+		q = q[:maxQuery]
+	}
+	list, err := p.d.Cards.Search(r.Context(), q)
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]pages.Hit, 0, min(len(list), 20))
+	for _, c := range list[:min(len(list), 20)] {
+		hits = append(hits, pages.Hit{Kind: c.Type + " card", Title: c.MaskedPAN() + " · " + firstNonEmpty(c.OwnerName, "(no owner)"),
+			Detail: c.Program + " · " + c.Status, Href: cardHref(c.Token)})
+	}
+	return hits, nil
+}
+
 // cardList (GET /cards, POST /cards) searches cards. The form posts the
 // query, so a full card number stays out of the address bar, the history
 // and the access log; GET ?q= serves links with the other forms.

@@ -810,3 +810,27 @@ func TestCardErrorsHaveMessages(t *testing.T) {
 		}
 	}
 }
+
+func TestGlobalSearchFindsCardsAndNeverEchoesANumber(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	masked := e.pan[:6] + "******" + e.pan[12:]
+	for name, q := range map[string]string{
+		"full number":      e.pan,
+		"grouped number":   groupedPAN(e.pan, " "),
+		"last 4 and owner": e.pan[12:] + " Velikova",
+		"token":            e.card.Token,
+	} {
+		pg := e.cs.Get(t, "/backoffice/search?q="+url.QueryEscape(q))
+		contains(t, "global search by "+name, pg, `href="/backoffice/cards/`+e.card.Token+`"`, masked)
+	}
+	// The auditor's audit log links card rows to the card page.
+	pg := e.auditor.Get(t, "/backoffice/audit?resource_type=card&resource_token="+e.card.Token)
+	contains(t, "audit rows of the card", pg, `href="/backoffice/cards/`+e.card.Token+`"`)
+	// Staff who may not see accounts get no card hits.
+	uw := e.env.NewBrowser()
+	uw.SignIn(t, apptest.UnderwriterEmail)
+	if p := uw.Get(t, "/backoffice/search?q="+url.QueryEscape(e.card.Token)); strings.Contains(p.Body, "/backoffice/cards/") {
+		t.Fatal("an underwriter's search lists cards")
+	}
+}

@@ -69,7 +69,7 @@ var nav = []navEntry{
 func (p *Portal) page(r *http.Request, title string) layout.Page {
 	pr, _ := emi.PrincipalFrom(r.Context())
 	u, _ := r.Context().Value(userKey{}).(emi.StaffUser)
-	pg := layout.Page{Title: title, UserName: u.Name, UserMail: u.Email, Search: r.URL.Query().Get("q"),
+	pg := layout.Page{Title: title, UserName: u.Name, UserMail: u.Email, Search: maskedQuery(r.URL.Query().Get("q")),
 		NoHistory: r.Context().Value(noHistoryKey{}) != nil}
 	counts := p.queueCounts(r)
 	for _, role := range u.Roles {

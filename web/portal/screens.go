@@ -133,7 +133,13 @@ func (p *Portal) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hits = append(hits, accounts...)
-	p.render(w, r, http.StatusOK, "Search", pages.Search(q, hits))
+	cards, err := p.searchCards(r, q)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	hits = append(hits, cards...)
+	p.render(w, r, http.StatusOK, "Search", pages.Search(maskedQuery(q), hits))
 }
 
 // hitHref is where a search hit leads; each area adds its kind here.
@@ -227,6 +233,10 @@ func auditRow(e emi.AuditEntry) pages.AuditRow {
 		row.ResourceHref = "/backoffice/applications/" + e.ResourceToken
 	case "account":
 		row.ResourceHref = "/backoffice/accounts/" + e.ResourceToken
+	case "card":
+		if e.ResourceToken != "" {
+			row.ResourceHref = cardHref(e.ResourceToken)
+		}
 	case "program":
 		row.ResourceHref = programHref(e.ResourceToken)
 	case "watchlist_entry":
