@@ -344,12 +344,7 @@ func (s *CardStore) SearchCards(ctx context.Context, q service.CardQuery) ([]emi
 		}
 	case q.Owner != "":
 		owner := strings.ToLower(strings.TrimSpace(q.Owner))
-		phone := strings.Map(func(r rune) rune {
-			if r == '+' || (r >= '0' && r <= '9') {
-				return r
-			}
-			return -1
-		}, owner)
+		phone := q.Phone
 		cond := "c.user_token IN (SELECT token FROM users WHERE lower(email) = " + arg(owner)
 		if len(phone) >= 6 {
 			cond += " OR regexp_replace(mobile_phone, '[^+0-9]', '', 'g') = " + arg(phone) +

@@ -64,8 +64,11 @@ type CardQuery struct {
 	Token      string
 	PANLookups [][]byte
 	Last4      string
-	// Owner is a name, e-mail or phone of the owner (with Last4).
+	// Owner is a name or e-mail of the owner (alone, or with Last4).
 	Owner string
+	// Phone is Owner as a phone number (+ and digits; used when it has
+	// at least 6 digits).
+	Phone string
 	IBAN  string
 	Limit int
 }

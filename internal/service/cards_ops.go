@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -332,7 +334,7 @@ func (s *Cards) SetGroups(ctx context.Context, token string, g emi.CardGroups, r
 			if !ok || code == "" {
 				continue
 			}
-			if !contains(prog.Groups[kind], code) {
+			if !slices.Contains(prog.Groups[kind], code) {
 				wrong = append(wrong, emi.FieldError{Field: kind, Message: "code " + code + " is not associated with program " + prog.Code})
 			}
 		}
@@ -364,15 +366,6 @@ func (s *Cards) SetGroups(ctx context.Context, token string, g emi.CardGroups, r
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "card.groups", ResourceType: "card", ResourceToken: c.Token,
 			PartnerID: c.PartnerID, Changes: changes})
 	})
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // Enrol3DS enrols a card in 3DS (card_3ds_enrol): OTP by SMS needs a
@@ -469,13 +462,8 @@ func (s *Cards) ResetPIN(ctx context.Context, token, reason string) (emi.Card, e
 	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
 		from := c.PINErrors + c.CVVErrors
 		c.PINErrors, c.CVVErrors = 0, 0
-		return s.history(ctx, a, *c, "pin_reset", itoa(from), "0", reason, "", nil)
+		return s.history(ctx, a, *c, "pin_reset", strconv.Itoa(from), "0", reason, "", nil)
 	})
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
 
 // mobile is where the card's texts go: the delivery phone, else the 3DS
@@ -705,13 +693,13 @@ func (s *Cards) reveal(ctx context.Context, c emi.Card, fields []string, reason 
 		return Revealed{}, err
 	}
 	// Only the fields asked for leave this function.
-	if !contains(fields, "pan") {
+	if !slices.Contains(fields, "pan") {
 		out.PAN = ""
 	}
-	if !contains(fields, "pan_first_half") {
+	if !slices.Contains(fields, "pan_first_half") {
 		out.FirstHalf = ""
 	}
-	if !contains(fields, "pan_second_half") {
+	if !slices.Contains(fields, "pan_second_half") {
 		out.SecondHalf = ""
 	}
 	return out, nil

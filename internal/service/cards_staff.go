@@ -31,23 +31,39 @@ func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
 	if q == "" {
 		return []emi.Card{}, nil
 	}
-	digits := strings.Map(func(r rune) rune {
-		if r == ' ' || r == '-' {
-			return -1
-		}
-		return r
-	}, q)
+	digits := stripSeparators(q)
+	pan, isPAN := PANQuery(q)
 	switch {
 	case validToken(strings.ToLower(q)):
 		return s.store.SearchCards(ctx, CardQuery{Token: strings.ToLower(q)})
-	case len(digits) >= 13 && len(digits) <= 19 && allDigits(digits):
-		return s.store.SearchCards(ctx, CardQuery{PANLookups: s.vault.LookupAll(panLookupContext, []byte(digits))})
+	case isPAN:
+		return s.store.SearchCards(ctx, CardQuery{PANLookups: s.vault.LookupAll(panLookupContext, []byte(pan))})
 	case len(digits) >= 15 && len(digits) <= 34 && looksLikeIBAN(digits):
 		return s.store.SearchCards(ctx, CardQuery{IBAN: strings.ToUpper(digits)})
 	case len(q) >= 4 && allDigits(q[:4]) && (len(q) == 4 || q[4] == ' '):
 		return s.store.SearchCards(ctx, CardQuery{Last4: q[:4], Owner: strings.TrimSpace(q[4:])})
 	}
-	return s.store.SearchCards(ctx, CardQuery{Owner: q})
+	return s.store.SearchCards(ctx, CardQuery{Owner: q, Phone: normalizePhone(q)})
+}
+
+// stripSeparators drops the spaces and dashes people type inside card
+// numbers and IBANs.
+func stripSeparators(q string) string {
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '-' {
+			return -1
+		}
+		return r
+	}, q)
+}
+
+// PANQuery reports whether q reads as a full card number (13 to 19 digits
+// once spaces and dashes are dropped) and returns its digits. The card
+// search looks such a query up by its keyed digest; the back office never
+// shows it back unmasked.
+func PANQuery(q string) (string, bool) {
+	d := stripSeparators(strings.TrimSpace(q))
+	return d, len(d) >= 13 && len(d) <= 19 && allDigits(d)
 }
 
 func allDigits(s string) bool {

@@ -47,16 +47,10 @@ func cardTone(status string) string {
 // a full card number (13 to 19 digits once spaces and dashes are dropped)
 // comes back masked, so no page echoes a card number.
 func maskedQuery(q string) string {
-	digits := strings.Map(func(r rune) rune {
-		if r == ' ' || r == '-' {
-			return -1
-		}
-		return r
-	}, q)
-	if len(digits) < 13 || len(digits) > 19 || strings.Trim(digits, "0123456789") != "" {
-		return q
+	if pan, ok := service.PANQuery(q); ok {
+		return service.MaskPAN(pan)
 	}
-	return service.MaskPAN(digits)
+	return q
 }
 
 // searchCards adds cards to the global search (the forms of Cards.Search;
