@@ -91,6 +91,12 @@ type App struct {
 	// CardStore keeps cards; Cards issues and controls them.
 	CardStore *postgres.CardStore
 	Cards     *service.Cards
+	// LedgerStore and Ledger keep the double-entry ledger behind every
+	// balance; Transfers moves money between balances.
+	LedgerStore   *postgres.LedgerStore
+	Ledger        *service.Ledger
+	TransferStore *postgres.TransferStore
+	Transfers     *service.Transfers
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -177,6 +183,11 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Cards = service.NewCards(db, a.CardStore, a.AccountStore, a.AML, a.People, keys, smsProvider(cfg), a.Events, a.Audit, v,
 		screener.Normalize, service.CardsConfig{}, now)
 	a.Accounts.SetCards(a.Cards)
+	a.LedgerStore = postgres.NewLedgerStore(db)
+	a.Ledger = service.NewLedger(db, a.LedgerStore, now)
+	a.Accounts.SetLedger(a.Ledger)
+	a.TransferStore = postgres.NewTransferStore(db)
+	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Events, a.Audit, v, now)
 	return a
 }
 
@@ -263,7 +274,7 @@ func (a *App) API() *api.API {
 	return api.New(api.Deps{
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
-		Cards: a.Cards, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
+		Cards: a.Cards, Transfers: a.Transfers, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 	})
 }
 

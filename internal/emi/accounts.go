@@ -78,6 +78,13 @@ type Balance struct {
 	Position      int     `db:"position"`
 	Currency      string  `db:"currency"`
 	Available     int64   `db:"available"`
+	// Posted is the ledger balance (the sum of the balance's entries) and
+	// Held the card authorizations not yet cleared: Available = Posted -
+	// Held.
+	Posted int64 `db:"posted"`
+	Held   int64 `db:"held"`
+	// Overdraft: the program lets Available go below zero.
+	Overdraft bool `db:"overdraft"`
 	IBAN          *string `db:"iban"`
 	BIC           string  `db:"bic"`
 	AccountNumber *string `db:"account_number"`

@@ -185,6 +185,15 @@ var (
 	ErrAccountInvalidTransition = def(13006, "service.accounts.invalid_transition", KindConflict)
 	ErrBalanceNotZero           = def(13007, "service.accounts.balance_not_zero", KindConflict)
 
+	// Money movement (added operations: transfers, statements, sandbox).
+	ErrTransferValidation        = def(14001, "service.transfers.validation", KindInvalid)
+	ErrTransferNotFound          = def(14002, "service.transfers.not_found", KindNotFound)
+	ErrInsufficientFunds         = def(14003, "service.transfers.insufficient_funds", KindConflict)
+	ErrTransferAccountUnusable   = def(14004, "service.transfers.account_unusable", KindConflict)
+	ErrCurrencyMismatch          = def(14005, "service.transfers.currency_mismatch", KindConflict)
+	ErrDestinationNotFound       = def(14006, "service.transfers.destination_not_found", KindNotFound)
+	ErrTransferInvalidTransition = def(14007, "service.transfers.invalid_transition", KindConflict)
+
 	ErrUserHasProducts    = def(-4, "service.users.has_products", KindConflict)
 	ErrKYCAlreadyApproved = def(19001, "service.kyc.already_approved", KindConflict)
 	ErrPartnerNotFound    = def(10404, "service.partners.not_found", KindNotFound)
@@ -204,7 +213,9 @@ func Catalogue() []*Error {
 		ErrActiveCardExists, ErrCardInvalidTransition, ErrGroupNotInProgram, ErrDeliveryRequired,
 		ErrCardProgramMismatch, ErrCardAMLRequired, ErrCardNoMobile, ErrSMSUnavailable, ErrAccountValidation,
 		ErrAccountNotFound, ErrProgramNotFound, ErrOwnerNotFound, ErrMainAccountInvalid,
-		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrUserHasProducts, ErrKYCAlreadyApproved,
+		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrTransferValidation, ErrTransferNotFound,
+		ErrInsufficientFunds, ErrTransferAccountUnusable, ErrCurrencyMismatch, ErrDestinationNotFound,
+		ErrTransferInvalidTransition, ErrUserHasProducts, ErrKYCAlreadyApproved,
 		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation,
 	}
 }

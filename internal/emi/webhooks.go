@@ -19,6 +19,8 @@ const (
 	EventCardStatusChanged          EventType = "card.status_changed"
 	EventCardActivated              EventType = "card.activated"
 	EventCardConverted              EventType = "card.converted"
+	EventTransferCompleted          EventType = "transfer.completed"
+	EventTransferReturned           EventType = "transfer.returned"
 	EventWebhookTest                EventType = "webhook.test"
 )
 
@@ -26,7 +28,7 @@ const (
 func EventTypes() []EventType {
 	return []EventType{EventApplicationChecksCompleted, EventApplicationInReview, EventApplicationInfoRequested,
 		EventApplicationApproved, EventApplicationRejected, EventUserKYCUpdated, EventAMLCheckReviewed,
-		EventAccountStatusChanged, EventCardStatusChanged, EventCardActivated, EventCardConverted, EventWebhookTest}
+		EventAccountStatusChanged, EventCardStatusChanged, EventCardActivated, EventCardConverted, EventTransferCompleted, EventTransferReturned, EventWebhookTest}
 }
 
 // Event is one event of a partner: `{"id", "type", "created_at", "data"}`

@@ -178,9 +178,9 @@ func (s *AccountStore) InsertAccount(ctx context.Context, a emi.Account) error {
 
 // InsertBalance implements service.AccountStore.
 func (s *AccountStore) InsertBalance(ctx context.Context, b emi.Balance) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO balances (token, account, position, currency, available, iban, bic,
-		account_number, sort_code) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		b.Token, b.Account, b.Position, b.Currency, b.Available, b.IBAN, b.BIC, b.AccountNumber, b.SortCode)
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO balances (token, account, position, currency, iban, bic,
+		account_number, sort_code, overdraft) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		b.Token, b.Account, b.Position, b.Currency, b.IBAN, b.BIC, b.AccountNumber, b.SortCode, b.Overdraft)
 	if UniqueViolation(err, "balances_iban_key") || UniqueViolation(err, "balances_sort_code_account_number_key") {
 		return emi.ErrNonUniqueValue
 	}
@@ -275,8 +275,8 @@ func (s *AccountStore) fillBalances(ctx context.Context, a *emi.Account) error {
 	if a.Virtual {
 		owner = a.Main
 	}
-	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &a.Balances, `SELECT token, account, position, currency, available, iban, bic,
-		account_number, sort_code FROM balances WHERE account = $1 ORDER BY position`, owner); err != nil {
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &a.Balances, `SELECT token, account, position, currency, available, posted, held, overdraft,
+		iban, bic, account_number, sort_code FROM balances WHERE account = $1 ORDER BY position`, owner); err != nil {
 		return Translate(err)
 	}
 	if a.Virtual {

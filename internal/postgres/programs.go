@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/jmoiron/sqlx"
@@ -69,8 +70,31 @@ func (s *AccountStore) UpdateProgram(ctx context.Context, p emi.Program) error {
 		if _, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM program_groups WHERE program = $1`, p.Code); err != nil {
 			return Translate(err)
 		}
+		if err := s.syncOverdraft(ctx, p.Code, p.Overdraft); err != nil {
+			return err
+		}
 		return s.insertGroups(ctx, p)
 	})
+}
+
+// syncOverdraft gives the program's balances its overdraft setting (the
+// balances_no_overdraft CHECK reads it from the balance row). Withdrawing
+// the overdraft while a balance is below zero is refused: those customers
+// must be brought back to zero first.
+func (s *AccountStore) syncOverdraft(ctx context.Context, program string, overdraft bool) error {
+	var overdrawn int
+	if !overdraft {
+		if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &overdrawn, `SELECT count(*) FROM balances b JOIN accounts a ON a.token = b.account
+			WHERE a.program = $1 AND b.available < 0`, program); err != nil {
+			return Translate(err)
+		}
+		if overdrawn > 0 {
+			return emi.ErrProgramValidation.Field("overdraft", fmt.Sprintf("%d balances of this program are overdrawn; the overdraft cannot be withdrawn until they are back at zero", overdrawn))
+		}
+	}
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE balances b SET overdraft = $2 FROM accounts a
+		WHERE a.token = b.account AND a.program = $1 AND b.overdraft <> $2`, program, overdraft)
+	return Translate(err)
 }
 
 // insertGroups writes a program's group codes with their defaults.

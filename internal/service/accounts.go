@@ -65,14 +65,43 @@ type Accounts struct {
 		Struct(any, *emi.Error) error
 	}
 	now   Clock
-	terms TerminationStore
-	cards CardCascade
+	terms  TerminationStore
+	cards  CardCascade
+	ledger *Ledger
 }
 
 // CardCascade terminates the card of an account that is terminated, in
 // the same transaction (contract §7). *Cards implements it.
 type CardCascade interface {
 	TerminateForAccount(ctx context.Context, account, reason string) error
+}
+
+// SetLedger installs the ledger, whose balances decide whether an account
+// may be terminated (composition root).
+func (s *Accounts) SetLedger(l *Ledger) { s.ledger = l }
+
+// checkEmpty refuses to terminate an account whose balances hold money,
+// owe money (overdraft) or have card payments on hold (13007). The
+// balances are locked first, so a transfer in flight either commits before
+// (and is seen) or waits and then finds the account terminated.
+func (s *Accounts) checkEmpty(ctx context.Context, a emi.Account) error {
+	tokens := make([]string, 0, len(a.Balances))
+	for _, b := range a.Balances {
+		tokens = append(tokens, b.Token)
+	}
+	if s.ledger == nil {
+		return emi.Internal(errors.New("accounts: no ledger installed"))
+	}
+	st, err := s.ledger.Lock(ctx, tokens...)
+	if err != nil {
+		return err
+	}
+	for _, b := range st {
+		if b.Posted != 0 || b.Held != 0 {
+			return emi.ErrBalanceNotZero.WithDetail("balance %s: posted %d, held %d", b.Token, b.Posted, b.Held)
+		}
+	}
+	return nil
 }
 
 // SetCards installs the card cascade (composition root).
@@ -174,7 +203,7 @@ func (s *Accounts) Create(ctx context.Context, in emi.AccountCreate) (emi.Accoun
 			}
 		} else {
 			for i, cur := range prog.Currencies {
-				b := emi.Balance{Token: NewToken(), Account: a.Token, Position: i, Currency: cur}
+				b := emi.Balance{Token: NewToken(), Account: a.Token, Position: i, Currency: cur, Overdraft: prog.Overdraft}
 				if !in.SkipIBANGeneration {
 					if err := s.identify(ctx, &b, prog.Schemes[i]); err != nil {
 						return err
@@ -323,10 +352,8 @@ func (s *Accounts) changeStatus(ctx context.Context, partnerID, token, status, r
 			return emi.ErrAccountInvalidTransition
 		}
 		if status == emi.AccountTerminated && !a.Virtual {
-			for _, b := range a.Balances {
-				if b.Available != 0 {
-					return emi.ErrBalanceNotZero
-				}
+			if err := s.checkEmpty(ctx, a); err != nil {
+				return err
 			}
 		}
 		if err := s.apply(ctx, a, status, reason, actor); err != nil {

@@ -134,10 +134,8 @@ func (s *Accounts) RequestTermination(ctx context.Context, token, reason string)
 			return emi.ErrAccountInvalidTransition
 		}
 		if !a.Virtual {
-			for _, b := range a.Balances {
-				if b.Available != 0 {
-					return emi.ErrBalanceNotZero
-				}
+			if err := s.checkEmpty(ctx, a); err != nil {
+				return err
 			}
 		}
 		if _, found, err := s.terms.TerminationRequest(ctx, a.Token); err != nil {

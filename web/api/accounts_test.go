@@ -217,15 +217,14 @@ func TestAccountStatusLifecycle(t *testing.T) {
 	} {
 		apptest.Expect(t, "foreign or unknown", r, 13002, http.StatusNotFound)
 	}
-	if _, err := env.App.DB.Exec(`UPDATE balances SET available = 1250 WHERE account = $1`, acc); err != nil {
-		t.Fatal(err)
-	}
+	bal := balancesOf(call(t, env, p, http.MethodGet, path, "account_details", nil))[0]["token"].(string)
+	env.Fund(t, acc, bal, "EUR", 1250)
 	apptest.Expect(t, "terminate with money", call(t, env, p, http.MethodDelete, path, "account_terminate", nil), 13007, http.StatusConflict)
 	d := call(t, env, p, http.MethodGet, path, "account_details", nil)
 	if balancesOf(d)[0]["available"] != "12.50" || d.Data["status"] != "active" {
 		t.Fatalf("after a refused termination: %s", d)
 	}
-	_, _ = env.App.DB.Exec(`UPDATE balances SET available = 0 WHERE account = $1`, acc)
+	env.PayOut(t, acc, bal, "EUR", 1250)
 	apptest.Expect(t, "terminate", call(t, env, p, http.MethodDelete, path, "account_terminate", nil), 0, http.StatusOK)
 	apptest.Expect(t, "reactivate", status("active"), 13006, http.StatusConflict)
 	apptest.Expect(t, "terminate again", call(t, env, p, http.MethodDelete, path, "account_terminate", nil), 13006, http.StatusConflict)

@@ -27,6 +27,7 @@ type Deps struct {
 	Onboarding  *service.Onboarding
 	Accounts    *service.Accounts
 	Cards       *service.Cards
+	Transfers   *service.Transfers
 	// RateLimit requests per RateWindow per API key; 0 disables limiting.
 	RateLimit  int
 	RateWindow time.Duration
@@ -92,6 +93,8 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, http.MethodGet, "/cards/{card}/second-half", op("card_number", emi.ErrCardValidation, SmallBody), a.cardSecondHalf)
 		a.handle(r, http.MethodPost, "/cards/{card}/wallets", op("card_wallet_provision", emi.ErrCardValidation, SmallBody), a.cardWalletProvision)
 		a.handle(r, http.MethodGet, "/cards/{page}/{limit}", op("cards_list", emi.ErrCardValidation, SmallBody), a.cardsList)
+		a.handle(r, http.MethodPost, "/transfers", op("transfer_create", emi.ErrTransferValidation, SmallBody), a.transferCreate)
+		a.handle(r, http.MethodGet, "/transfers/{transfer}", op("transfer_details", emi.ErrTransferValidation, SmallBody), a.transferDetails)
 	})
 	r.Route("/v3", func(r chi.Router) {
 		// application_create may carry the company's members with their

@@ -384,9 +384,8 @@ func TestAccountTerminationRefusedWhileABalanceIsNotZero(t *testing.T) {
 	t.Parallel()
 	a := newAccountsEnv(t)
 	page := "/backoffice/accounts/" + a.eurTok
-	if _, err := a.env.App.DB.Exec(`UPDATE balances SET available = 125050 WHERE account = $1`, a.eurTok); err != nil {
-		t.Fatal(err)
-	}
+	eurBal := balance(a.eur, "token")
+	a.env.Fund(t, a.eurTok, eurBal, "EUR", 125050)
 	pg := a.cs.Get(t, page)
 	contains(t, "page with money", pg, ">1250.50<", `data-testid="balance-warning"`)
 	// A termination is refused at the request while money is on a balance.
@@ -399,9 +398,7 @@ func TestAccountTerminationRefusedWhileABalanceIsNotZero(t *testing.T) {
 		}
 	}
 	// Paid out, the request and a second agent's approval go through.
-	if _, err := a.env.App.DB.Exec(`UPDATE balances SET available = 0 WHERE account = $1`, a.eurTok); err != nil {
-		t.Fatal(err)
-	}
+	a.env.PayOut(t, a.eurTok, eurBal, "EUR", 125050)
 	follow(t, a.cs, a.cs.Post(t, page+"/terminate", url.Values{"reason": {"Customer closes the relationship"}}))
 	newStaff(t, a.env, "second.agent@accounts.test", "Second Agent", emi.RoleCustomerService)
 	second := a.env.NewBrowser()

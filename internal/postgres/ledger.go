@@ -1,0 +1,175 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"emi/internal/emi"
+)
+
+// LedgerStore implements service.LedgerStore.
+type LedgerStore struct {
+	db *DB
+}
+
+// NewLedgerStore returns the ledger store.
+func NewLedgerStore(db *DB) *LedgerStore { return &LedgerStore{db: db} }
+
+// LockBalances implements service.LedgerStore. The rows are locked in
+// token order (LockRows sits above the sort), then the account statuses
+// are read in a second statement: in READ COMMITTED a new statement sees
+// every change committed before the locks were granted, where the first
+// statement's join would still show the account as it was when it began.
+func (s *LedgerStore) LockBalances(ctx context.Context, tokens []string) (map[string]emi.BalanceState, error) {
+	out := map[string]emi.BalanceState{}
+	var valid []string
+	for _, t := range tokens {
+		if validUUID(t) {
+			valid = append(valid, t)
+		}
+	}
+	if len(valid) == 0 {
+		return out, nil
+	}
+	var rows []emi.BalanceState
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT token, account, currency, posted, held, available, overdraft, '' AS account_status
+		FROM balances WHERE token = ANY($1::uuid[]) ORDER BY token FOR UPDATE`, pq.StringArray(valid)); err != nil {
+		return nil, Translate(err)
+	}
+	accounts := make([]string, 0, len(rows))
+	for _, r := range rows {
+		accounts = append(accounts, r.Account)
+	}
+	st, err := s.AccountStatuses(ctx, accounts)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		r.AccountStatus = st[r.Account]
+		out[r.Token] = r
+	}
+	return out, nil
+}
+
+// AccountStatuses implements service.LedgerStore.
+func (s *LedgerStore) AccountStatuses(ctx context.Context, accounts []string) (map[string]string, error) {
+	out := map[string]string{}
+	var valid []string
+	for _, a := range accounts {
+		if validUUID(a) {
+			valid = append(valid, a)
+		}
+	}
+	if len(valid) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		Token  string `db:"token"`
+		Status string `db:"status"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT token, status FROM accounts WHERE token = ANY($1::uuid[])`,
+		pq.StringArray(valid)); err != nil {
+		return nil, Translate(err)
+	}
+	for _, r := range rows {
+		out[r.Token] = r.Status
+	}
+	return out, nil
+}
+
+// MoveBalance implements service.LedgerStore with one guarded UPDATE: the
+// guard and the change are one statement under the row lock, so no
+// concurrent debit can slip between a check and a write (the
+// balances_no_overdraft CHECK is the last line of defence).
+func (s *LedgerStore) MoveBalance(ctx context.Context, token string, posted, held int64) (emi.BalanceState, bool, error) {
+	if !validUUID(token) {
+		return emi.BalanceState{}, false, emi.ErrAccountNotFound
+	}
+	var st emi.BalanceState
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &st, `UPDATE balances
+		SET posted = posted + $2::bigint, held = held + $3::bigint, available = available + $2::bigint - $3::bigint
+		WHERE token = $1 AND (overdraft OR $2::bigint - $3::bigint >= 0 OR available + $2::bigint - $3::bigint >= 0)
+		RETURNING token, account, currency, posted, held, available, overdraft, '' AS account_status`, token, posted, held)
+	if err == nil {
+		return st, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return emi.BalanceState{}, false, Translate(err)
+	}
+	var exists bool
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &exists, `SELECT EXISTS (SELECT 1 FROM balances WHERE token = $1)`, token); err != nil {
+		return emi.BalanceState{}, false, Translate(err)
+	}
+	if !exists {
+		return emi.BalanceState{}, false, emi.ErrAccountNotFound
+	}
+	return emi.BalanceState{}, false, nil
+}
+
+// InsertLedgerTxn implements service.LedgerStore: the transaction, then
+// its entries in one statement (unnest keeps their order, so the ids
+// follow it).
+func (s *LedgerStore) InsertLedgerTxn(ctx context.Context, t emi.LedgerTxn, entries []emi.PostedEntry, at time.Time) (int64, []int64, error) {
+	var id int64
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &id, `INSERT INTO ledger_transactions (token, kind, reverses, partner_id, reference, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+		t.Token, t.Kind, nullInt(t.Reverses), nullString(t.PartnerID), t.Reference, at); err != nil {
+		if UniqueViolation(err, "ledger_transactions_reverses_key") {
+			return 0, nil, emi.ErrTransferInvalidTransition.WithDetail("transaction %d is already reversed", t.Reverses)
+		}
+		return 0, nil, Translate(err)
+	}
+	n := len(entries)
+	balances, accounts, internals := make([]sql.NullString, n), make([]sql.NullString, n), make([]sql.NullString, n)
+	currencies, amounts, afters := make([]string, n), make([]int64, n), make([]sql.NullInt64, n)
+	for i, e := range entries {
+		balances[i] = sql.NullString{String: e.Balance, Valid: e.Balance != ""}
+		accounts[i] = sql.NullString{String: e.Account, Valid: e.Balance != ""}
+		internals[i] = sql.NullString{String: e.Internal, Valid: e.Internal != ""}
+		currencies[i], amounts[i] = e.Currency, e.Amount
+		afters[i] = sql.NullInt64{Int64: e.BalanceAfter, Valid: e.Balance != ""}
+	}
+	var ids []int64
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &ids, `INSERT INTO ledger_entries (txn, balance, account, internal, currency, amount, balance_after, created_at)
+		SELECT $1, b::uuid, a::uuid, i, c, m, f, $8
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS e(b, a, i, c, m, f, n)
+		ORDER BY n RETURNING id`,
+		id, nullArray(balances), nullArray(accounts), nullArray(internals), pq.StringArray(currencies), pq.Int64Array(amounts),
+		nullIntArray(afters), at); err != nil {
+		return 0, nil, Translate(err)
+	}
+	return id, ids, nil
+}
+
+func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
+
+func nullString(v string) sql.NullString { return sql.NullString{String: v, Valid: v != ""} }
+
+// nullArray is a text[] parameter with NULL elements.
+func nullArray(v []sql.NullString) any {
+	a := make([]*string, len(v))
+	for i := range v {
+		if v[i].Valid {
+			s := v[i].String
+			a[i] = &s
+		}
+	}
+	return pq.GenericArray{A: a}
+}
+
+// nullIntArray is a bigint[] parameter with NULL elements.
+func nullIntArray(v []sql.NullInt64) any {
+	a := make([]*int64, len(v))
+	for i := range v {
+		if v[i].Valid {
+			n := v[i].Int64
+			a[i] = &n
+		}
+	}
+	return pq.GenericArray{A: a}
+}

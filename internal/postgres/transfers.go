@@ -1,0 +1,171 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"emi/internal/emi"
+	"emi/internal/service"
+)
+
+// TransferStore implements service.TransferStore.
+type TransferStore struct {
+	db *DB
+}
+
+// NewTransferStore returns the transfer store.
+func NewTransferStore(db *DB) *TransferStore { return &TransferStore{db: db} }
+
+type partyRow struct {
+	Account   string         `db:"account"`
+	Main      string         `db:"main"`
+	Virtual   bool           `db:"virtual"`
+	Balance   string         `db:"balance"`
+	Currency  string         `db:"currency"`
+	PartnerID string         `db:"partner_id"`
+	IBAN      sql.NullString `db:"iban"`
+}
+
+// partySelect returns, for the account a (the side) and the balance b
+// (on a's main account for a virtual a), the party's columns. The IBAN is
+// a virtual account's own IBAN in the balance's currency, else the
+// balance's.
+const partySelect = `SELECT a.token AS account, coalesce(a.main, a.token) AS main, a.virtual, b.token AS balance, b.currency,
+	a.partner_id, coalesce((SELECT i.iban FROM ibans i WHERE i.account = a.token AND i.balance = b.token AND i.virtual LIMIT 1), b.iban) AS iban`
+
+// FindParty implements service.TransferStore.
+func (s *TransferStore) FindParty(ctx context.Context, p emi.TransferParty, currency string) (service.Party, bool, error) {
+	var q string
+	var args []any
+	switch {
+	case strings.TrimSpace(p.Balance) != "":
+		if !validUUID(p.Balance) {
+			return service.Party{}, false, nil
+		}
+		q, args = partySelect+` FROM balances b JOIN accounts a ON a.token = b.account WHERE b.token = $1`, []any{p.Balance}
+	case strings.TrimSpace(p.Account) != "":
+		if !validUUID(p.Account) {
+			return service.Party{}, false, nil
+		}
+		// The balance in the currency, else any (reported as a mismatch).
+		q, args = partySelect+` FROM accounts a JOIN balances b ON b.account = coalesce(a.main, a.token)
+			WHERE a.token = $1 ORDER BY (b.currency = $2) DESC, b.position LIMIT 1`, []any{p.Account, currency}
+	case strings.TrimSpace(p.IBAN) != "":
+		iban := strings.ToUpper(strings.ReplaceAll(p.IBAN, " ", ""))
+		q, args = partySelect+` FROM ibans i JOIN accounts a ON a.token = i.account JOIN balances b ON b.token = i.balance
+			WHERE i.iban = $1`, []any{iban}
+	default:
+		num := strings.ReplaceAll(p.AccountNumber, " ", "")
+		sort := strings.NewReplacer("-", "", " ", "").Replace(p.SortCode)
+		q, args = partySelect+` FROM balances b JOIN accounts a ON a.token = b.account
+			WHERE b.account_number = $1 AND b.sort_code = $2`, []any{num, sort}
+	}
+	var r partyRow
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, args...); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return service.Party{}, false, nil
+		}
+		return service.Party{}, false, Translate(err)
+	}
+	return service.Party{Account: r.Account, Main: r.Main, Virtual: r.Virtual, Balance: r.Balance, Currency: r.Currency,
+		PartnerID: r.PartnerID, IBAN: r.IBAN.String}, true, nil
+}
+
+// InsertTransfer implements service.TransferStore.
+func (s *TransferStore) InsertTransfer(ctx context.Context, t emi.Transfer) error {
+	cp, err := json.Marshal(t.Counterparty)
+	if err != nil {
+		return emi.Internal(fmt.Errorf("counterparty: %w", err))
+	}
+	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO transfers (token, partner_id, type, status, source_account, source_balance,
+		destination_account, destination_balance, counterparty, amount, currency, reference, txn, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $15)`,
+		t.Token, nullString(t.PartnerID), t.Type, t.Status, nullString(t.SourceAccount), nullString(t.SourceBalance),
+		nullString(t.DestinationAccount), nullString(t.DestinationBalance), jsonText(cp), t.Amount, t.Currency, t.Reference, t.Txn,
+		t.CreatedAt, t.UpdatedAt)
+	return Translate(err)
+}
+
+type transferRow struct {
+	Token              string         `db:"token"`
+	PartnerID          sql.NullString `db:"partner_id"`
+	Type               string         `db:"type"`
+	Status             string         `db:"status"`
+	SourceAccount      sql.NullString `db:"source_account"`
+	SourceBalance      sql.NullString `db:"source_balance"`
+	DestinationAccount sql.NullString `db:"destination_account"`
+	DestinationBalance sql.NullString `db:"destination_balance"`
+	Counterparty       []byte         `db:"counterparty"`
+	Amount             int64          `db:"amount"`
+	Currency           string         `db:"currency"`
+	Reference          string         `db:"reference"`
+	Txn                int64          `db:"txn"`
+	ReturnTxn          sql.NullInt64  `db:"return_txn"`
+	ReturnReason       string         `db:"return_reason"`
+	CreatedAt          sql.NullTime   `db:"created_at"`
+	UpdatedAt          sql.NullTime   `db:"updated_at"`
+	SourceIBAN         sql.NullString `db:"source_iban"`
+	DestinationIBAN    sql.NullString `db:"destination_iban"`
+	SourcePartner      sql.NullString `db:"source_partner"`
+	DestinationPartner sql.NullString `db:"destination_partner"`
+}
+
+func (r transferRow) transfer() emi.Transfer {
+	t := emi.Transfer{Token: r.Token, PartnerID: r.PartnerID.String, Type: r.Type, Status: r.Status,
+		SourceAccount: r.SourceAccount.String, SourceBalance: r.SourceBalance.String,
+		DestinationAccount: r.DestinationAccount.String, DestinationBalance: r.DestinationBalance.String,
+		Amount: r.Amount, Currency: r.Currency, Reference: r.Reference, Txn: r.Txn, ReturnTxn: r.ReturnTxn.Int64,
+		ReturnReason: r.ReturnReason, CreatedAt: r.CreatedAt.Time.UTC(), UpdatedAt: r.UpdatedAt.Time.UTC(),
+		SourceIBAN: r.SourceIBAN.String, DestinationIBAN: r.DestinationIBAN.String,
+		SourcePartner: r.SourcePartner.String, DestinationPartner: r.DestinationPartner.String}
+	_ = json.Unmarshal(r.Counterparty, &t.Counterparty)
+	return t
+}
+
+// TransferColumns selects a transfer (alias t) with the IBANs and partners
+// of its two customer sides.
+const TransferColumns = `t.token, t.partner_id, t.type, t.status, t.source_account, t.source_balance, t.destination_account,
+	t.destination_balance, t.counterparty, t.amount, t.currency, t.reference, t.txn, t.return_txn, t.return_reason,
+	t.created_at, t.updated_at,
+	coalesce((SELECT i.iban FROM ibans i WHERE i.account = t.source_account AND i.balance = t.source_balance AND i.virtual LIMIT 1),
+		(SELECT b.iban FROM balances b WHERE b.token = t.source_balance)) AS source_iban,
+	coalesce((SELECT i.iban FROM ibans i WHERE i.account = t.destination_account AND i.balance = t.destination_balance AND i.virtual LIMIT 1),
+		(SELECT b.iban FROM balances b WHERE b.token = t.destination_balance)) AS destination_iban,
+	(SELECT a.partner_id FROM accounts a WHERE a.token = t.source_account) AS source_partner,
+	(SELECT a.partner_id FROM accounts a WHERE a.token = t.destination_account) AS destination_partner`
+
+// Transfer implements service.TransferStore.
+func (s *TransferStore) Transfer(ctx context.Context, token string, forUpdate bool) (emi.Transfer, error) {
+	if !validUUID(token) {
+		return emi.Transfer{}, emi.ErrTransferNotFound
+	}
+	q := `SELECT ` + TransferColumns + ` FROM transfers t WHERE t.token = $1`
+	if forUpdate {
+		q += ` FOR UPDATE OF t`
+	}
+	var r transferRow
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, token); err != nil {
+		return emi.Transfer{}, NotFound(err, emi.ErrTransferNotFound)
+	}
+	return r.transfer(), nil
+}
+
+// SetTransferReturned implements service.TransferStore.
+func (s *TransferStore) SetTransferReturned(ctx context.Context, token string, returnTxn int64, reason string) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE transfers SET status = 'returned', return_txn = $2, return_reason = $3,
+		updated_at = greatest(now(), updated_at) WHERE token = $1`, token, returnTxn, reason)
+	return Translate(err)
+}
+
+// SetTransferStatus implements service.TransferStore.
+func (s *TransferStore) SetTransferStatus(ctx context.Context, token, status string) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE transfers SET status = $2, updated_at = greatest(now(), updated_at) WHERE token = $1`,
+		token, status)
+	return Translate(err)
+}

@@ -1,0 +1,266 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"unicode"
+
+	"emi/internal/emi"
+)
+
+// TransferStore keeps transfers and finds the balances they name.
+type TransferStore interface {
+	// FindParty finds the balance a party names: by balance token, by
+	// account token (its balance in currency; a virtual account's main
+	// balance), by IBAN (a virtual IBAN routes to its main balance) or by
+	// UK account number and sort code. found is false when nothing
+	// matches; a match in another currency is returned as it is.
+	FindParty(ctx context.Context, p emi.TransferParty, currency string) (party Party, found bool, err error)
+	InsertTransfer(ctx context.Context, t emi.Transfer) error
+	// Transfer returns a transfer with the IBANs and partners of its sides;
+	// forUpdate locks it. Returns emi.ErrTransferNotFound.
+	Transfer(ctx context.Context, token string, forUpdate bool) (emi.Transfer, error)
+	// SetTransferReturned marks a transfer returned by the ledger
+	// transaction returnTxn.
+	SetTransferReturned(ctx context.Context, token string, returnTxn int64, reason string) error
+	SetTransferStatus(ctx context.Context, token, status string) error
+}
+
+// Party is a resolved side of a transfer.
+type Party struct {
+	// Account is where the money shows (a virtual account for its own
+	// IBAN or token); Main is the account that holds Balance.
+	Account   string
+	Main      string
+	Virtual   bool
+	Balance   string
+	Currency  string
+	PartnerID string
+	// IBAN of the side: a virtual account's own IBAN, else the balance's.
+	IBAN string
+}
+
+// Transfers moves money between balances held in emi (transfer_create) and
+// reads transfers (transfer_details).
+type Transfers struct {
+	tx       TxRunner
+	store    TransferStore
+	ledger   *Ledger
+	events   *Events
+	audit    *Auditor
+	validate interface {
+		Struct(any, *emi.Error) error
+	}
+	now Clock
+}
+
+// NewTransfers returns the transfers service.
+func NewTransfers(tx TxRunner, store TransferStore, ledger *Ledger, events *Events, audit *Auditor, v interface {
+	Struct(any, *emi.Error) error
+}, now Clock) *Transfers {
+	return &Transfers{tx: tx, store: store, ledger: ledger, events: events, audit: audit, validate: v, now: now}
+}
+
+// MaxTransferAmount bounds one transfer: 1,000,000,000.00 in minor units.
+const MaxTransferAmount = 100_000_000_000
+
+// Create sends money from a balance of the calling partner to any balance
+// held in emi, another partner's customer's included (transfer_create).
+// Same currency only; a virtual account sends and receives on its main
+// account's balance. Both accounts (and a virtual side's main account)
+// must be active.
+//
+// Errors: 14001 for malformed input (every problem at once), 14002 when the
+// source is not one of the partner's balances, 14006 when the destination
+// matches nothing, 14005 when a side has no balance in the currency, 14004
+// when an account is blocked or terminated, 14003 when funds are short.
+// Nothing changes on any error.
+func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Transfer, error) {
+	p, err := partnerCtx(ctx, emi.ErrForbidden)
+	if err != nil {
+		return emi.Transfer{}, err
+	}
+	in.Currency, in.Reference = strings.TrimSpace(in.Currency), strings.TrimSpace(in.Reference)
+	var bad problems
+	if err := bad.addErr("", s.validate.Struct(in, emi.ErrTransferValidation)); err != nil {
+		return emi.Transfer{}, err
+	}
+	checkAmount(&bad, int64(in.Amount))
+	if in.Currency != "" && !emi.ValidCurrency(in.Currency) {
+		bad.add("currency", "must be EUR, BGN or GBP")
+	}
+	checkReference(&bad, in.Reference)
+	checkParty(&bad, "source", in.Source)
+	checkParty(&bad, "destination", in.Destination)
+	if len(bad) > 0 {
+		return emi.Transfer{}, emi.ErrTransferValidation.WithFields(bad...)
+	}
+	amount := int64(in.Amount)
+	var out emi.Transfer
+	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		src, found, err := s.store.FindParty(ctx, in.Source, in.Currency)
+		if err != nil {
+			return err
+		}
+		if !found || src.PartnerID != p.PartnerID {
+			return emi.ErrTransferNotFound.Field("source", "is not a balance or account of yours")
+		}
+		dst, found, err := s.store.FindParty(ctx, in.Destination, in.Currency)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return emi.ErrDestinationNotFound.Field("destination", "matches no balance held in emi")
+		}
+		if src.Currency != in.Currency {
+			return emi.ErrCurrencyMismatch.Field("source", "has no "+in.Currency+" balance")
+		}
+		if dst.Currency != in.Currency {
+			return emi.ErrCurrencyMismatch.Field("destination", "has no "+in.Currency+" balance")
+		}
+		if src.Balance == dst.Balance && src.Account == dst.Account {
+			return emi.ErrTransferValidation.Field("destination", "is the source itself")
+		}
+		if err := s.ledger.LockUsable(ctx, Side{"source", src}, Side{"destination", dst}); err != nil {
+			return err
+		}
+		posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnTransfer, PartnerID: p.PartnerID, Reference: in.Reference,
+			Entries: []emi.Entry{
+				{Balance: src.Balance, Account: src.Account, Currency: in.Currency, Amount: -amount},
+				{Balance: dst.Balance, Account: dst.Account, Currency: in.Currency, Amount: amount},
+			}})
+		if errors.Is(err, emi.ErrInsufficientFunds) {
+			return emi.ErrInsufficientFunds.Field("amount", "is more than the source's available balance")
+		}
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		t := emi.Transfer{Token: NewToken(), PartnerID: p.PartnerID, Type: emi.TransferInternal, Status: emi.TransferCompleted,
+			SourceAccount: src.Account, SourceBalance: src.Balance, DestinationAccount: dst.Account, DestinationBalance: dst.Balance,
+			Amount: amount, Currency: in.Currency, Reference: in.Reference, Txn: posted.ID, CreatedAt: now, UpdatedAt: now,
+			SourceIBAN: src.IBAN, DestinationIBAN: dst.IBAN, SourcePartner: src.PartnerID, DestinationPartner: dst.PartnerID}
+		if err := s.store.InsertTransfer(ctx, t); err != nil {
+			return err
+		}
+		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "transfer.create", ResourceType: "transfer", ResourceToken: t.Token,
+			PartnerID: p.PartnerID, Changes: map[string]any{"amount": emi.FormatMinor(amount), "currency": in.Currency,
+				"source_account": src.Account, "destination_account": dst.Account}}); err != nil {
+			return err
+		}
+		if err := s.emitCompleted(ctx, t); err != nil {
+			return err
+		}
+		out, err = PartnerView(t, p.PartnerID)
+		return err
+	})
+	return out, err
+}
+
+// emitCompleted tells the partners of both sides (once when they are the
+// same) that the transfer completed; each sees its own side's tokens only.
+func (s *Transfers) emitCompleted(ctx context.Context, t emi.Transfer) error {
+	base := func() map[string]any {
+		return map[string]any{"type": t.Type, "status": t.Status, "amount": emi.FormatMinor(t.Amount), "currency": t.Currency,
+			"reference": t.Reference}
+	}
+	if t.SourcePartner != "" {
+		f := base()
+		f["source_account"], f["source_balance"] = t.SourceAccount, t.SourceBalance
+		if t.DestinationPartner == t.SourcePartner {
+			f["destination_account"], f["destination_balance"] = t.DestinationAccount, t.DestinationBalance
+		} else {
+			f["destination_iban"] = t.DestinationIBAN
+		}
+		if _, err := s.events.Emit(ctx, t.SourcePartner, emi.EventTransferCompleted, "transfer", t.Token, f); err != nil {
+			return err
+		}
+	}
+	if t.DestinationPartner != "" && t.DestinationPartner != t.SourcePartner {
+		f := base()
+		f["destination_account"], f["destination_balance"] = t.DestinationAccount, t.DestinationBalance
+		if t.SourceIBAN != "" {
+			f["source_iban"] = t.SourceIBAN
+		}
+		if _, err := s.events.Emit(ctx, t.DestinationPartner, emi.EventTransferCompleted, "transfer", t.Token, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Details returns a transfer the calling partner sent or received
+// (transfer_details). A partner sees the other partner's side by IBAN only.
+func (s *Transfers) Details(ctx context.Context, token string) (emi.Transfer, error) {
+	p, err := partnerCtx(ctx, emi.ErrTransferNotFound)
+	if err != nil {
+		return emi.Transfer{}, err
+	}
+	t, err := s.store.Transfer(ctx, token, false)
+	if err != nil {
+		return emi.Transfer{}, err
+	}
+	return PartnerView(t, p.PartnerID)
+}
+
+// PartnerView is t as partnerID may see it: emi.ErrTransferNotFound when
+// neither side is the partner's; the other side's account and balance
+// tokens blanked when it belongs to another partner.
+func PartnerView(t emi.Transfer, partnerID string) (emi.Transfer, error) {
+	mine := t.PartnerID == partnerID || t.SourcePartner == partnerID || t.DestinationPartner == partnerID
+	if !mine {
+		return emi.Transfer{}, emi.ErrTransferNotFound
+	}
+	if t.SourcePartner != partnerID && t.PartnerID != partnerID {
+		t.SourceAccount, t.SourceBalance = "", ""
+	}
+	if t.DestinationPartner != partnerID {
+		t.DestinationAccount, t.DestinationBalance = "", ""
+	}
+	return t, nil
+}
+
+// checkAmount adds a problem unless v is a positive amount within the cap.
+func checkAmount(bad *problems, v int64) {
+	switch {
+	case v <= 0:
+		bad.add("amount", "must be more than zero")
+	case v > MaxTransferAmount:
+		bad.add("amount", "must be at most "+emi.FormatMinor(MaxTransferAmount))
+	}
+}
+
+// checkReference allows printable text only (it reaches statements, other
+// banks and CSV exports).
+func checkReference(bad *problems, ref string) {
+	for _, r := range ref {
+		if !unicode.IsPrint(r) {
+			bad.add("reference", "must be printable text without control characters")
+			return
+		}
+	}
+}
+
+// checkParty requires exactly one way of naming a side.
+func checkParty(bad *problems, field string, p emi.TransferParty) {
+	n := 0
+	for _, v := range []string{p.Account, p.Balance, p.IBAN} {
+		if strings.TrimSpace(v) != "" {
+			n++
+		}
+	}
+	if p.AccountNumber != "" || p.SortCode != "" {
+		n++
+		if p.AccountNumber == "" || p.SortCode == "" {
+			bad.add(field, "account_number and sort_code go together")
+			return
+		}
+	}
+	switch {
+	case n == 0:
+		bad.add(field, "give one of balance, account, iban, or account_number with sort_code")
+	case n > 1:
+		bad.add(field, "give only one of balance, account, iban, or account_number with sort_code")
+	}
+}
