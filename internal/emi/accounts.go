@@ -73,18 +73,18 @@ type AccountCreate struct {
 
 // Balance is one balance of an account (minor units).
 type Balance struct {
-	Token         string  `db:"token"`
-	Account       string  `db:"account"`
-	Position      int     `db:"position"`
-	Currency      string  `db:"currency"`
-	Available     int64   `db:"available"`
+	Token     string `db:"token"`
+	Account   string `db:"account"`
+	Position  int    `db:"position"`
+	Currency  string `db:"currency"`
+	Available int64  `db:"available"`
 	// Posted is the ledger balance (the sum of the balance's entries) and
 	// Held the card authorizations not yet cleared: Available = Posted -
 	// Held.
 	Posted int64 `db:"posted"`
 	Held   int64 `db:"held"`
 	// Overdraft: the program lets Available go below zero.
-	Overdraft bool `db:"overdraft"`
+	Overdraft     bool    `db:"overdraft"`
 	IBAN          *string `db:"iban"`
 	BIC           string  `db:"bic"`
 	AccountNumber *string `db:"account_number"`

@@ -64,7 +64,7 @@ type Accounts struct {
 	validate interface {
 		Struct(any, *emi.Error) error
 	}
-	now   Clock
+	now    Clock
 	terms  TerminationStore
 	cards  CardCascade
 	ledger *Ledger
