@@ -264,6 +264,7 @@ func (a *App) Portal() *portal.Portal {
 		Accounts:   a.Accounts,
 		Cards:      a.Cards,
 		StepUp:     a.Staff,
+		Sandbox:    a.Config.Mode == config.ModeSandbox,
 		// The back office's "Update now": admin only, audited.
 		UpdateSanctions: a.UpdateSanctionsForStaff,
 	})
@@ -274,7 +275,7 @@ func (a *App) API() *api.API {
 	return api.New(api.Deps{
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
-		Cards: a.Cards, Transfers: a.Transfers, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
+		Cards: a.Cards, Transfers: a.Transfers, Sandbox: a.Config.Mode == config.ModeSandbox, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 	})
 }
 

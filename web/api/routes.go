@@ -28,6 +28,10 @@ type Deps struct {
 	Accounts    *service.Accounts
 	Cards       *service.Cards
 	Transfers   *service.Transfers
+	// Sandbox enables the sandbox-only operations (simulated incoming
+	// payments, card authorizations, settlement of outgoing payments);
+	// in production they answer 404 / 10004 like an unknown route.
+	Sandbox bool
 	// RateLimit requests per RateWindow per API key; 0 disables limiting.
 	RateLimit  int
 	RateWindow time.Duration
@@ -107,6 +111,19 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, http.MethodPut, "/applications/{application}/companies/members/{token}", op("company_member_update", emi.ErrValidation, SmallBody), a.companyMemberUpdate)
 		a.handle(r, http.MethodPost, "/applications/{application}/companies/members/{token}/documents", op("company_member_add_document", emi.ErrValidation, DocumentBody), a.companyMemberAddDocument)
 	})
+}
+
+// sandboxOnly wraps a sandbox-only operation: in production it answers
+// exactly like an unknown route (404 / 10004), after authentication, so
+// the route reveals nothing either.
+func (a *API) sandboxOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !a.d.Sandbox {
+			writeError(w, r, emi.ErrRouteNotFound)
+			return
+		}
+		h(w, r)
+	}
 }
 
 func op(name string, invalid *emi.Error, limit int64) Operation {

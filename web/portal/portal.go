@@ -88,6 +88,10 @@ type Deps struct {
 	// Cards is customer service's cards: search, a card with its history,
 	// texts, reveals and audit trail, every card action, the SMS outbox.
 	Cards *service.Cards
+	// Sandbox shows the sandbox's simulators (incoming payments, card
+	// authorizations, settlement of outgoing payments); production hides
+	// them and refuses their routes.
+	Sandbox bool
 	// StepUp re-checks the signed-in staff member's password or TOTP code
 	// before a card number is revealed (service.Staff).
 	StepUp service.StepUp
