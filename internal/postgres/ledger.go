@@ -173,3 +173,35 @@ func nullIntArray(v []sql.NullInt64) any {
 	}
 	return pq.GenericArray{A: a}
 }
+
+// LedgerTxn implements service.LedgerStore.
+func (s *LedgerStore) LedgerTxn(ctx context.Context, id int64) (emi.PostedTxn, error) {
+	var t struct {
+		ID        int64     `db:"id"`
+		Token     string    `db:"token"`
+		Kind      string    `db:"kind"`
+		CreatedAt time.Time `db:"created_at"`
+	}
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &t, `SELECT id, token, kind, created_at FROM ledger_transactions WHERE id = $1`, id); err != nil {
+		return emi.PostedTxn{}, NotFound(err, emi.ErrTransferNotFound)
+	}
+	var rows []struct {
+		ID           int64          `db:"id"`
+		Balance      sql.NullString `db:"balance"`
+		Account      sql.NullString `db:"account"`
+		Internal     sql.NullString `db:"internal"`
+		Currency     string         `db:"currency"`
+		Amount       int64          `db:"amount"`
+		BalanceAfter sql.NullInt64  `db:"balance_after"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT id, balance, account, internal, currency, amount, balance_after
+		FROM ledger_entries WHERE txn = $1 ORDER BY id`, id); err != nil {
+		return emi.PostedTxn{}, Translate(err)
+	}
+	out := emi.PostedTxn{ID: t.ID, Token: t.Token, Kind: t.Kind, CreatedAt: t.CreatedAt.UTC()}
+	for _, r := range rows {
+		out.Entries = append(out.Entries, emi.PostedEntry{ID: r.ID, BalanceAfter: r.BalanceAfter.Int64, Entry: emi.Entry{
+			Balance: r.Balance.String, Account: r.Account.String, Internal: r.Internal.String, Currency: r.Currency, Amount: r.Amount}})
+	}
+	return out, nil
+}

@@ -28,6 +28,8 @@ type LedgerStore interface {
 	InsertLedgerTxn(ctx context.Context, t emi.LedgerTxn, entries []emi.PostedEntry, at time.Time) (id int64, entryIDs []int64, err error)
 	// AccountStatuses returns the status of each account (read now).
 	AccountStatuses(ctx context.Context, accounts []string) (map[string]string, error)
+	// LedgerTxn returns a posted transaction with its entries.
+	LedgerTxn(ctx context.Context, id int64) (emi.PostedTxn, error)
 }
 
 // Ledger posts double-entry transactions. It is the only code that changes
@@ -181,6 +183,9 @@ func (l *Ledger) Post(ctx context.Context, t emi.LedgerTxn) (emi.PostedTxn, erro
 	})
 	return out, err
 }
+
+// Txn returns a posted transaction with its entries.
+func (l *Ledger) Txn(ctx context.Context, id int64) (emi.PostedTxn, error) { return l.store.LedgerTxn(ctx, id) }
 
 // Hold reserves amount on a balance for a card authorization: available
 // falls, posted does not (nothing has moved yet). Returns
