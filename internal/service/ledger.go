@@ -185,7 +185,9 @@ func (l *Ledger) Post(ctx context.Context, t emi.LedgerTxn) (emi.PostedTxn, erro
 }
 
 // Txn returns a posted transaction with its entries.
-func (l *Ledger) Txn(ctx context.Context, id int64) (emi.PostedTxn, error) { return l.store.LedgerTxn(ctx, id) }
+func (l *Ledger) Txn(ctx context.Context, id int64) (emi.PostedTxn, error) {
+	return l.store.LedgerTxn(ctx, id)
+}
 
 // Hold reserves amount on a balance for a card authorization: available
 // falls, posted does not (nothing has moved yet). Returns

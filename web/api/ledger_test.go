@@ -168,7 +168,7 @@ func TestLedgerConservationUnderLoad(t *testing.T) {
 				}
 				from := rng.IntN(accounts)
 				to := (from + 1 + rng.IntN(accounts-1)) % accounts
-				amount := 1 + rng.Int64N(opening / 2)
+				amount := 1 + rng.Int64N(opening/2)
 				r := p.Do(t, apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create", SkipOpenAPI: true,
 					Header: map[string]string{"Idempotency-Key": fmt.Sprintf("l1-%d", i)},
 					JSON: map[string]any{"source": map[string]any{"account": accs[from].acc}, "destination": map[string]any{"balance": accs[to].bal},
