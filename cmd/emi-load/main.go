@@ -26,6 +26,7 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,12 +54,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	nkeys := fs.Int("keys", 2000, "API keys to mint (caps the request rate per second)")
 	clients := fs.Int("c", 32, "concurrent clients")
 	dur := fs.Duration("d", 20*time.Second, "duration of the run")
-	opName := fs.String("op", "partner_details", "operation: partner_details, account_details, accounts_list, account_create, card_details or card_create")
+	opName := fs.String("op", "partner_details", "operation: partner_details, account_details, accounts_list, account_create, card_details, card_create, transfer, transfer_hot_out or transfer_hot_in")
+	nAccounts := fs.Int("accounts", 50, "transfer: how many accounts the transfers move money between (funded before the run); transfer_hot_*: the cold accounts beside the hot one")
 	partnerID := fs.String("partner", "", "existing partner whose accounts and users the account operations use (e.g. the Bench Partner of `emi generate accounts`); default a new partner")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	keys, fx, err := mintKeys(ctx, getenv, *nkeys, *partnerID)
+	keys, fx, err := mintKeys(ctx, getenv, *nkeys, *partnerID, *opName, *nAccounts)
 	if err != nil {
 		return err
 	}
@@ -98,11 +100,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 // fixtures are the tokens the account operations pick from.
 type fixtures struct {
 	accounts, users, cards, free []string
+	// balances are the EUR balances the transfer operations move money
+	// between (funded by mintKeys); balances[0] is the hot one.
+	balances []string
 }
 
 // mintKeys creates n API keys for a load-test partner (a new one, or
 // partnerID) and loads up to 20,000 of its accounts and users.
-func mintKeys(ctx context.Context, getenv func(string) string, n int, partnerID string) ([]key, fixtures, error) {
+func mintKeys(ctx context.Context, getenv func(string) string, n int, partnerID, opName string, nAccounts int) ([]key, fixtures, error) {
 	var fx fixtures
 	cfg, err := config.Load(getenv, "db", "key")
 	if err != nil {
@@ -144,7 +149,50 @@ func mintKeys(ctx context.Context, getenv func(string) string, n int, partnerID 
 		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.account = a.token AND c.status <> 'terminated') LIMIT 200000`, partnerID); err != nil {
 		return nil, fx, err
 	}
+	if strings.HasPrefix(opName, "transfer") {
+		want := nAccounts
+		if opName != "transfer" {
+			want++ // the hot account
+		}
+		if fx.balances, err = fundBalances(ctx, a, partnerID, want); err != nil {
+			return nil, fx, err
+		}
+	}
 	return keys, fx, nil
+}
+
+// fundBalances picks n active EUR balances of the partner (oldest accounts
+// first, so runs reuse them) and credits each, through the ledger as an
+// incoming payment would, up to 10,000,000.00: enough that the benchmark
+// measures transfers, not refusals.
+func fundBalances(ctx context.Context, a *app.App, partnerID string, n int) ([]string, error) {
+	var rows []struct {
+		Account string `db:"account"`
+		Balance string `db:"balance"`
+		Posted  int64  `db:"posted"`
+	}
+	if err := a.DB.SelectContext(ctx, &rows, `SELECT a.token AS account, b.token AS balance, b.posted FROM accounts a
+		JOIN balances b ON b.account = a.token AND b.currency = 'EUR'
+		WHERE a.partner_id = $1 AND a.status = 'active' AND NOT a.virtual ORDER BY a.created_at, a.token LIMIT $2`, partnerID, n); err != nil {
+		return nil, err
+	}
+	if len(rows) < n {
+		return nil, fmt.Errorf("transfers need %d active EUR accounts of the partner, it has %d (emi generate accounts)", n, len(rows))
+	}
+	const target = 1_000_000_000
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Balance
+		if r.Posted >= target {
+			continue
+		}
+		if _, err := a.Ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnIncoming, Reference: "emi-load funding", Entries: []emi.Entry{
+			{Internal: emi.LedgerIncomingClearing, Currency: "EUR", Amount: r.Posted - target},
+			{Balance: r.Balance, Account: r.Account, Currency: "EUR", Amount: target - r.Posted}}}); err != nil {
+			return nil, fmt.Errorf("fund %s: %w", r.Balance, err)
+		}
+	}
+	return out, nil
 }
 
 // operation builds one request: method, path, operation name and body.
@@ -190,6 +238,31 @@ func newOperation(name string, fx fixtures) (operation, error) {
 			}
 			body := fmt.Sprintf(`{"account":"%s","type":"virtual","pin":"4821"}`, fx.free[i])
 			return http.MethodPost, "/v2/cards", name, []byte(body)
+		}, nil
+	case "transfer", "transfer_hot_out", "transfer_hot_in":
+		if len(fx.balances) < 2 {
+			return nil, fmt.Errorf("%s needs funded balances", name)
+		}
+		var seq atomic.Int64
+		return func(i int) (string, string, string, []byte) {
+			n := seq.Add(1)
+			// A cheap deterministic shuffle of pairs and amounts.
+			h := uint64(n) * 0x9E3779B97F4A7C15
+			cold := fx.balances[1:]
+			var from, to string
+			switch name {
+			case "transfer":
+				f := int(h % uint64(len(fx.balances)))
+				t := (f + 1 + int((h>>20)%uint64(len(fx.balances)-1))) % len(fx.balances)
+				from, to = fx.balances[f], fx.balances[t]
+			case "transfer_hot_out":
+				from, to = fx.balances[0], cold[int(h%uint64(len(cold)))]
+			default:
+				from, to = cold[int(h%uint64(len(cold)))], fx.balances[0]
+			}
+			body := fmt.Sprintf(`{"source":{"balance":"%s"},"destination":{"balance":"%s"},"amount":"%s","currency":"EUR","reference":"load %d"}`,
+				from, to, emi.FormatMinor(1+int64((h>>40)%100)), n)
+			return http.MethodPost, "/v2/transfers", "transfer_create", []byte(body)
 		}, nil
 	case "account_create":
 		if len(fx.users) == 0 {

@@ -44,6 +44,7 @@ Usage:
   emi staff totp --email E    print a sandbox staff user's current TOTP code
   emi generate applications   insert synthetic applications for benchmarks (sandbox only)
   emi rekey [--check]         re-seal stored secrets under the current master key (key rotation)
+  emi ledger verify           check the ledger's invariants (double entry, balances = entries)
   emi help [command]          show help
 
 Every command reads its configuration from the environment; run
@@ -76,6 +77,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return cmdGenerate(ctx, rest, getenv, stdout, stderr)
 	case "rekey":
 		return cmdRekey(ctx, rest, getenv, stdout, stderr)
+	case "ledger":
+		return cmdLedger(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		return help(stdout, rest)
 	}

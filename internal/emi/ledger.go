@@ -239,3 +239,26 @@ type Transfer struct {
 	SourcePartner      string `db:"-"`
 	DestinationPartner string `db:"-"`
 }
+
+// LedgerReport is the result of a ledger verification.
+type LedgerReport struct {
+	Transactions int64
+	Entries      int64
+	Balances     int64
+	// Positions are the net of the customer balances (Customers) and of
+	// the institution's accounts (Institution) per currency; they sum to
+	// zero when the ledger is sound.
+	Positions []LedgerPosition
+	// Problems names each broken rule with how many rows break it.
+	Problems []string
+}
+
+// OK reports whether no rule is broken.
+func (r LedgerReport) OK() bool { return len(r.Problems) == 0 }
+
+// LedgerPosition is one currency's net positions.
+type LedgerPosition struct {
+	Currency    string `db:"currency"`
+	Customers   int64  `db:"customers"`
+	Institution int64  `db:"institution"`
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -204,4 +205,67 @@ func (s *LedgerStore) LedgerTxn(ctx context.Context, id int64) (emi.PostedTxn, e
 			Balance: r.Balance.String, Account: r.Account.String, Internal: r.Internal.String, Currency: r.Currency, Amount: r.Amount}})
 	}
 	return out, nil
+}
+
+// VerifyLedger implements service.LedgerStore: each rule is one query,
+// all in one REPEATABLE READ read-only transaction, so the checks see the
+// same committed state while transfers go on.
+func (s *LedgerStore) VerifyLedger(ctx context.Context) (emi.LedgerReport, error) {
+	var rep emi.LedgerReport
+	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return rep, Translate(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, c := range []struct {
+		dst *int64
+		q   string
+	}{
+		{&rep.Transactions, `SELECT count(*) FROM ledger_transactions`},
+		{&rep.Entries, `SELECT count(*) FROM ledger_entries`},
+		{&rep.Balances, `SELECT count(*) FROM balances`},
+	} {
+		if err := tx.GetContext(ctx, c.dst, c.q); err != nil {
+			return rep, Translate(err)
+		}
+	}
+	rules := []struct{ name, q string }{
+		{"transactions that do not sum to zero in a currency",
+			`SELECT count(*) FROM (SELECT txn FROM ledger_entries GROUP BY txn, currency HAVING sum(amount) <> 0) x`},
+		{"transactions with fewer than two entries",
+			`SELECT count(*) FROM ledger_transactions t WHERE (SELECT count(*) FROM ledger_entries e WHERE e.txn = t.id) < 2`},
+		{"balances whose posted figure is not the sum of their entries",
+			`SELECT count(*) FROM balances b LEFT JOIN (SELECT balance, sum(amount) AS s FROM ledger_entries WHERE balance IS NOT NULL GROUP BY balance) e
+			 ON e.balance = b.token WHERE b.posted <> coalesce(e.s, 0)`},
+		{"balances whose available is not posted minus held",
+			`SELECT count(*) FROM balances WHERE available <> posted - held`},
+		{"balances below zero without an overdraft",
+			`SELECT count(*) FROM balances WHERE NOT overdraft AND available < 0`},
+		{"entries whose running balance does not follow the previous one",
+			`SELECT count(*) FROM (SELECT balance_after - amount AS before,
+			   lag(balance_after) OVER (PARTITION BY balance ORDER BY id) AS prev FROM ledger_entries WHERE balance IS NOT NULL) x
+			 WHERE before <> coalesce(prev, 0)`},
+	}
+	for _, r := range rules {
+		var n int64
+		if err := tx.GetContext(ctx, &n, r.q); err != nil {
+			return rep, Translate(err)
+		}
+		if n > 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%d %s", n, r.name))
+		}
+	}
+	if err := tx.SelectContext(ctx, &rep.Positions, `SELECT currency, coalesce(c.s, 0) AS customers, coalesce(i.s, 0) AS institution FROM
+		(SELECT currency, sum(posted) AS s FROM balances GROUP BY currency) c
+		FULL JOIN (SELECT currency, sum(amount) AS s FROM ledger_entries WHERE internal IS NOT NULL GROUP BY currency) i USING (currency)
+		ORDER BY currency`); err != nil {
+		return rep, Translate(err)
+	}
+	for _, p := range rep.Positions {
+		if p.Customers+p.Institution != 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: customer balances %d and the institution's accounts %d do not net to zero",
+				p.Currency, p.Customers, p.Institution))
+		}
+	}
+	return rep, nil
 }

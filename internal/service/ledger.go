@@ -30,6 +30,9 @@ type LedgerStore interface {
 	AccountStatuses(ctx context.Context, accounts []string) (map[string]string, error)
 	// LedgerTxn returns a posted transaction with its entries.
 	LedgerTxn(ctx context.Context, id int64) (emi.PostedTxn, error)
+	// VerifyLedger checks the ledger's invariants over the whole database
+	// in one snapshot (see Ledger.Verify).
+	VerifyLedger(ctx context.Context) (emi.LedgerReport, error)
 }
 
 // Ledger posts double-entry transactions. It is the only code that changes
@@ -182,6 +185,18 @@ func (l *Ledger) Post(ctx context.Context, t emi.LedgerTxn) (emi.PostedTxn, erro
 		return nil
 	})
 	return out, err
+}
+
+// Verify checks the ledger's invariants over the whole database, in one
+// REPEATABLE READ snapshot: every transaction has two entries or more and
+// sums to zero per currency; every balance's posted figure is the sum of
+// its entries and available = posted - held; no balance without overdraft
+// is below zero; each entry's running balance follows the one before;
+// and, per currency, the customer balances net to zero against the
+// institution's accounts. The report lists each broken rule with a count;
+// OK is true when there is none. `emi ledger verify` runs it.
+func (l *Ledger) Verify(ctx context.Context) (emi.LedgerReport, error) {
+	return l.store.VerifyLedger(ctx)
 }
 
 // Txn returns a posted transaction with its entries.
