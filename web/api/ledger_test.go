@@ -16,10 +16,10 @@ import (
 	"emi/internal/service"
 )
 
-// ledgerHTTP raises the test client's idle connections per host, so that
-// many concurrent clients reuse connections instead of opening one per
-// request.
-func ledgerHTTP() {
+// init raises the test client's idle connections per host (before any
+// test runs, so no request races with the change), so that many
+// concurrent clients reuse connections instead of opening one per request.
+func init() {
 	if tr, ok := http.DefaultTransport.(*http.Transport); ok {
 		tr.MaxIdleConnsPerHost = 128
 	}
@@ -145,7 +145,7 @@ func l1Transfers() int {
 // balance is the sum of its entries, and a replay of the entries in
 // sequence order rebuilds every balance.
 func TestLedgerConservationUnderLoad(t *testing.T) {
-	ledgerHTTP()
+	t.Parallel()
 	env := apptest.New(t, apptest.Options{})
 	p := env.NewPartner(t, emi.PartnerCreate{Name: "L1"})
 	const accounts, clients, opening = 50, 32, 100_000 // 1,000.00 each
@@ -220,7 +220,6 @@ func TestLedgerConservationUnderLoad(t *testing.T) {
 // transfer give exactly one success, and the money comes back once.
 func TestLedgerDoubleSpend(t *testing.T) {
 	t.Parallel()
-	ledgerHTTP()
 	env := apptest.New(t, apptest.Options{})
 	p := env.NewPartner(t, emi.PartnerCreate{Name: "L4"})
 	accs := fundedAccounts(t, env, p, 2, 0)
@@ -376,4 +375,70 @@ func TestLedgerRunningBalanceWithinATransaction(t *testing.T) {
 	}
 	checkLedger(t, env)
 	replayLedger(t, env, []string{accs[0].bal})
+}
+
+// TestLedgerHotAccounts is L3: one hot source paying 200 cold accounts,
+// then 200 cold accounts paying one hot account, from 32 clients each
+// (1,000 transfers per direction; EMI_L3_TRANSFERS overrides, the
+// benchmark runs 5,000 with emi-load). Every transfer on the hot balance
+// waits for its row lock, so this is the worst case for contention: no
+// client may see a deadlock, a serialization failure or a 5xx, and L1 and
+// L5 still hold afterwards.
+func TestLedgerHotAccounts(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "L3"})
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("EMI_L3_TRANSFERS")); err == nil && v > 0 {
+		n = v
+	} else if testing.Short() {
+		n = 300
+	}
+	hot := fundedAccounts(t, env, p, 1, int64(n)*100)[0]
+	cold := fundedAccounts(t, env, p, 200, 100*100)
+	run := func(name string, pair func(i int) (from, to ledgerAccount)) {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		bad := map[string]int{}
+		for c := 0; c < 32; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1))
+					if i > n {
+						return
+					}
+					from, to := pair(i)
+					r := p.Do(t, apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create", SkipOpenAPI: true,
+						JSON: map[string]any{"source": map[string]any{"balance": from.bal}, "destination": map[string]any{"balance": to.bal},
+							"amount": "1.00", "currency": "EUR", "reference": fmt.Sprintf("%s #%d", name, i)}})
+					if r.Code != 0 {
+						mu.Lock()
+						bad[fmt.Sprintf("HTTP %d code %d", r.Status, r.Code)]++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if len(bad) > 0 {
+			t.Fatalf("%s: failed transfers %v", name, bad)
+		}
+	}
+	run("hot to cold", func(i int) (ledgerAccount, ledgerAccount) { return hot, cold[i%len(cold)] })
+	if got := available(t, env, p, hot.acc); got != "0.00" {
+		t.Fatalf("hot account after paying out everything: %s", got)
+	}
+	run("cold to hot", func(i int) (ledgerAccount, ledgerAccount) { return cold[i%len(cold)], hot })
+	if got := available(t, env, p, hot.acc); got != emi.FormatMinor(int64(n)*100) {
+		t.Fatalf("hot account after being paid back: %s", got)
+	}
+	checkLedger(t, env)
+	bals := []string{hot.bal}
+	for _, c := range cold {
+		bals = append(bals, c.bal)
+	}
+	replayLedger(t, env, bals)
 }
