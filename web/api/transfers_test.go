@@ -1,11 +1,18 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/service"
 )
 
 // openFunded opens an account of program for a new user of p and credits
@@ -71,4 +78,264 @@ func TestTransferInternal(t *testing.T) {
 	if got := available(t, env, p, srcAcc); got != "87.50" {
 		t.Fatalf("source after refusal %s", got)
 	}
+}
+
+func transferBody(src, dst map[string]any, amount any, currency string) map[string]any {
+	return map[string]any{"source": src, "destination": dst, "amount": amount, "currency": currency, "reference": "test"}
+}
+
+func TestTransferRules(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	q := env.NewPartner(t, emi.PartnerCreate{Name: "Q"})
+	srcAcc, srcBal, _ := openFunded(t, env, p, "account_eur", 10000)
+	dstAcc, dstBal, dstIBAN := openFunded(t, env, p, "account_eur", 0)
+	gbpAcc, _, _ := openFunded(t, env, p, "account_gbp", 5000)
+	foreignAcc, _, _ := openFunded(t, env, q, "account_eur", 5000)
+	send := func(body map[string]any) apptest.Response {
+		return call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create", body)
+	}
+	src, dst := map[string]any{"account": srcAcc}, map[string]any{"account": dstAcc}
+
+	t.Run("malformed requests are 14001 naming the field, and move nothing", func(t *testing.T) {
+		cases := []struct {
+			name  string
+			body  map[string]any
+			field string
+		}{
+			{"three decimals", transferBody(src, dst, "1.005", "EUR"), "amount"},
+			{"zero", transferBody(src, dst, "0.00", "EUR"), "amount"},
+			{"negative", transferBody(src, dst, "-5.00", "EUR"), "amount"},
+			{"exponent", transferBody(src, dst, "1e3", "EUR"), "amount"},
+			{"words", transferBody(src, dst, "ten", "EUR"), "amount"},
+			{"over the cap", transferBody(src, dst, "1000000000.01", "EUR"), "amount"},
+			{"boolean", transferBody(src, dst, true, "EUR"), "amount"},
+			{"unknown currency", transferBody(src, dst, "1.00", "USD"), "currency"},
+			{"missing currency", transferBody(src, dst, "1.00", ""), "currency"},
+			{"no source", transferBody(map[string]any{}, dst, "1.00", "EUR"), "source"},
+			{"two forms", transferBody(map[string]any{"account": srcAcc, "balance": srcBal}, dst, "1.00", "EUR"), "source"},
+			{"half a UK account", transferBody(src, map[string]any{"account_number": "12345678"}, "1.00", "EUR"), "destination"},
+			{"unknown field", map[string]any{"source": src, "destination": dst, "amount": "1.00", "currency": "EUR", "fee": "1"}, "fee"},
+			{"control characters", map[string]any{"source": src, "destination": dst, "amount": "1.00", "currency": "EUR", "reference": "a\u0007b"}, "reference"},
+			{"to itself", transferBody(src, map[string]any{"balance": srcBal}, "1.00", "EUR"), "destination"},
+		}
+		for _, c := range cases {
+			r := send(c.body)
+			apptest.Expect(t, c.name, r, 14001, http.StatusBadRequest)
+			found := false
+			for _, f := range r.Errors {
+				found = found || f.Field == c.field
+			}
+			if !found {
+				t.Errorf("%s: errors %v do not name %s", c.name, r.Errors, c.field)
+			}
+		}
+		if got := available(t, env, p, srcAcc); got != "100.00" {
+			t.Fatalf("source after refusals: %s", got)
+		}
+	})
+	t.Run("a JSON number amount is read exactly", func(t *testing.T) {
+		apptest.Expect(t, "number", send(transferBody(src, dst, 0.1, "EUR")), 0, http.StatusCreated)
+		if got := available(t, env, p, dstAcc); got != "0.10" {
+			t.Fatalf("destination: %s", got)
+		}
+	})
+	t.Run("source and destination lookups", func(t *testing.T) {
+		apptest.Expect(t, "foreign source", send(transferBody(map[string]any{"account": foreignAcc}, dst, "1.00", "EUR")), 14002, http.StatusNotFound)
+		apptest.Expect(t, "unknown source", send(transferBody(map[string]any{"balance": service.NewToken()}, dst, "1.00", "EUR")), 14002, http.StatusNotFound)
+		apptest.Expect(t, "unknown IBAN", send(transferBody(src, map[string]any{"iban": "BG80BNBG96611020345678"}, "1.00", "EUR")), 14006, http.StatusNotFound)
+		apptest.Expect(t, "malformed token", send(transferBody(src, map[string]any{"account": "nope"}, "1.00", "EUR")), 14006, http.StatusNotFound)
+		apptest.Expect(t, "source without the currency", send(transferBody(map[string]any{"account": gbpAcc}, dst, "1.00", "EUR")), 14005, http.StatusConflict)
+		apptest.Expect(t, "destination without the currency", send(transferBody(src, map[string]any{"account": gbpAcc}, "1.00", "EUR")), 14005, http.StatusConflict)
+		// An IBAN with spaces and in lower case is the same IBAN.
+		spaced := ""
+		for i, r := range dstIBAN {
+			if i > 0 && i%4 == 0 {
+				spaced += " "
+			}
+			spaced += string(r)
+		}
+		apptest.Expect(t, "spaced IBAN", send(transferBody(src, map[string]any{"iban": spaced}, "1.00", "EUR")), 0, http.StatusCreated)
+		apptest.Expect(t, "by balance", send(transferBody(map[string]any{"balance": srcBal}, map[string]any{"balance": dstBal}, "1.00", "EUR")), 0, http.StatusCreated)
+	})
+	t.Run("blocked and terminated accounts", func(t *testing.T) {
+		status := func(acc, s string) {
+			apptest.Expect(t, s, call(t, env, p, http.MethodPut, "/v2/accounts/"+acc+"/status", "account_status", map[string]any{"status": s}), 0, http.StatusOK)
+		}
+		status(dstAcc, "blocked")
+		r := send(transferBody(src, dst, "1.00", "EUR"))
+		apptest.Expect(t, "blocked destination", r, 14004, http.StatusConflict)
+		if len(r.Errors) != 1 || r.Errors[0].Field != "destination" {
+			t.Fatalf("errors: %v", r.Errors)
+		}
+		r = send(transferBody(dst, src, "0.01", "EUR"))
+		apptest.Expect(t, "blocked source", r, 14004, http.StatusConflict)
+		status(dstAcc, "active")
+		emptyAcc, _, _ := openFunded(t, env, p, "account_eur", 0)
+		apptest.Expect(t, "terminate", call(t, env, p, http.MethodDelete, "/v2/accounts/"+emptyAcc, "account_terminate", nil), 0, http.StatusOK)
+		apptest.Expect(t, "terminated destination", send(transferBody(src, map[string]any{"account": emptyAcc}, "1.00", "EUR")), 14004, http.StatusConflict)
+	})
+	t.Run("termination waits for the money to leave", func(t *testing.T) {
+		apptest.Expect(t, "with money", call(t, env, p, http.MethodDelete, "/v2/accounts/"+dstAcc, "account_terminate", nil), 13007, http.StatusConflict)
+		back := send(transferBody(dst, src, available(t, env, p, dstAcc), "EUR"))
+		apptest.Expect(t, "empty it", back, 0, http.StatusCreated)
+		apptest.Expect(t, "empty", call(t, env, p, http.MethodDelete, "/v2/accounts/"+dstAcc, "account_terminate", nil), 0, http.StatusOK)
+	})
+	checkLedger(t, env)
+}
+
+func TestTransferVirtualAccounts(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	user := createUser(t, env, p, validUser(p))
+	main := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user})
+	mainAcc, mainBal := main.Data["token"].(string), balancesOf(main)[0]["token"].(string)
+	virt := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user, "main": mainAcc})
+	virtAcc, virtIBAN := virt.Data["token"].(string), balancesOf(virt)[0]["iban"].(string)
+	otherAcc, otherBal, _ := openFunded(t, env, p, "account_eur", 5000)
+
+	// Money sent to the virtual IBAN lands on the main balance and shows on
+	// the virtual account.
+	in := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
+		transferBody(map[string]any{"account": otherAcc}, map[string]any{"iban": virtIBAN}, "20.00", "EUR"))
+	apptest.Expect(t, "to the virtual IBAN", in, 0, http.StatusCreated)
+	d := in.Data["destination"].(map[string]any)
+	if d["account"] != virtAcc || d["balance"] != mainBal || d["iban"] != virtIBAN {
+		t.Fatalf("destination: %v", d)
+	}
+	if available(t, env, p, mainAcc) != "20.00" || available(t, env, p, virtAcc) != "20.00" {
+		t.Fatal("the virtual account does not show its main balance")
+	}
+	var shown string
+	if err := env.App.DB.Get(&shown, `SELECT account FROM ledger_entries WHERE balance = $1`, mainBal); err != nil || shown != virtAcc {
+		t.Fatalf("entry shows on %s (%v)", shown, err)
+	}
+	out := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
+		transferBody(map[string]any{"account": virtAcc}, map[string]any{"balance": otherBal}, "5.00", "EUR"))
+	apptest.Expect(t, "from the virtual account", out, 0, http.StatusCreated)
+	if s := out.Data["source"].(map[string]any); s["account"] != virtAcc || s["balance"] != mainBal {
+		t.Fatalf("source: %v", s)
+	}
+	if available(t, env, p, mainAcc) != "15.00" {
+		t.Fatal("the main balance did not pay")
+	}
+	// A blocked main account stops its virtual account too.
+	apptest.Expect(t, "block main", call(t, env, p, http.MethodPut, "/v2/accounts/"+mainAcc+"/status", "account_status", map[string]any{"status": "blocked"}), 0, http.StatusOK)
+	r := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
+		transferBody(map[string]any{"account": virtAcc}, map[string]any{"balance": otherBal}, "1.00", "EUR"))
+	apptest.Expect(t, "virtual of a blocked main", r, 14004, http.StatusConflict)
+	// Between a virtual account and its own main balance nothing moves.
+	apptest.Expect(t, "unblock", call(t, env, p, http.MethodPut, "/v2/accounts/"+mainAcc+"/status", "account_status", map[string]any{"status": "active"}), 0, http.StatusOK)
+	self := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
+		transferBody(map[string]any{"account": virtAcc}, map[string]any{"account": mainAcc}, "1.00", "EUR"))
+	apptest.Expect(t, "virtual to its own main", self, 0, http.StatusCreated)
+	if available(t, env, p, mainAcc) != "15.00" {
+		t.Fatal("a movement within one balance changed it")
+	}
+	checkLedger(t, env)
+}
+
+func TestTransferEventsAndIdempotency(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	q := env.NewPartner(t, emi.PartnerCreate{Name: "Q"})
+	srcAcc, _, _ := openFunded(t, env, p, "account_eur", 100000)
+	mineAcc, _, _ := openFunded(t, env, p, "account_eur", 0)
+	theirAcc, theirBal, theirIBAN := openFunded(t, env, q, "account_eur", 0)
+
+	cross := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
+		transferBody(map[string]any{"account": srcAcc}, map[string]any{"iban": theirIBAN}, "3.00", "EUR"))
+	apptest.Expect(t, "cross-partner", cross, 0, http.StatusCreated)
+	tok := cross.Data["token"].(string)
+	var rows []struct {
+		Partner string `db:"partner_id"`
+		Body    string `db:"body"`
+	}
+	if err := env.App.DB.Select(&rows, `SELECT partner_id, convert_from(body, 'UTF8') AS body FROM events
+		WHERE resource_token = $1 AND type = 'transfer.completed' ORDER BY partner_id = $2 DESC`, tok, p.ID); err != nil || len(rows) != 2 {
+		t.Fatalf("%d events (%v)", len(rows), err)
+	}
+	if rows[0].Partner != p.ID || !strings.Contains(rows[0].Body, srcAcc) || strings.Contains(rows[0].Body, theirAcc) || !strings.Contains(rows[0].Body, theirIBAN) {
+		t.Fatalf("sender's event: %s", rows[0].Body)
+	}
+	if rows[1].Partner != q.ID || !strings.Contains(rows[1].Body, theirAcc) || !strings.Contains(rows[1].Body, theirBal) || strings.Contains(rows[1].Body, srcAcc) {
+		t.Fatalf("receiver's event: %s", rows[1].Body)
+	}
+	same := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
+		transferBody(map[string]any{"account": srcAcc}, map[string]any{"account": mineAcc}, "1.00", "EUR"))
+	apptest.Expect(t, "same partner", same, 0, http.StatusCreated)
+	if n := len(events(t, env, same.Data["token"].(string), emi.EventTransferCompleted)); n != 1 {
+		t.Fatalf("%d events for a transfer within one partner", n)
+	}
+
+	t.Run("I1 and I2: a retry replays, another body conflicts", func(t *testing.T) {
+		body := transferBody(map[string]any{"account": srcAcc}, map[string]any{"account": mineAcc}, "2.00", "EUR")
+		rq := apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create", JSON: body,
+			Header: map[string]string{"Idempotency-Key": "pay-invoice-9"}}
+		first := p.Do(t, rq)
+		env.Clock.Advance(time.Second)
+		again := p.Do(t, rq)
+		if first.Status != http.StatusCreated || string(first.Raw) != string(again.Raw) || again.Status != first.Status {
+			t.Fatalf("replay differs:\n%s\n%s", first, again)
+		}
+		env.Clock.Advance(time.Second)
+		rq.JSON = transferBody(map[string]any{"account": srcAcc}, map[string]any{"account": mineAcc}, "2.01", "EUR")
+		apptest.Expect(t, "other body", p.Do(t, rq), 10409, http.StatusConflict)
+		if got := available(t, env, p, mineAcc); got != "3.00" {
+			t.Fatalf("destination after the retries: %s", got)
+		}
+		// A refusal is replayed too, and changes nothing.
+		env.Clock.Advance(time.Second)
+		short := apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create",
+			JSON: transferBody(map[string]any{"account": mineAcc}, map[string]any{"account": srcAcc}, "999.00", "EUR"), Header: map[string]string{"Idempotency-Key": "too-much"}}
+		a, b := p.Do(t, short), func() apptest.Response { env.Clock.Advance(time.Second); return p.Do(t, short) }()
+		if a.Code != 14003 || string(a.Raw) != string(b.Raw) {
+			t.Fatalf("refusal replay: %s / %s", a, b)
+		}
+	})
+	t.Run("I3: 50 concurrent requests with one key move money once", func(t *testing.T) {
+		for round := 0; round < 5; round++ {
+			key := fmt.Sprintf("race-%d", round)
+			before := available(t, env, p, mineAcc)
+			var wg sync.WaitGroup
+			var created, conflicts atomic.Int64
+			start := make(chan struct{})
+			for i := 0; i < 50; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					<-start
+					// Timestamps spread over the accepted window give most
+					// requests a signature of their own (29 distinct); the
+					// others are replays of a signature (10003).
+					rq := apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create", SkipOpenAPI: true,
+						JSON:      transferBody(map[string]any{"account": srcAcc}, map[string]any{"account": mineAcc}, "1.00", "EUR"),
+						Header:    map[string]string{"Idempotency-Key": key},
+						Timestamp: strconv.FormatInt(env.Clock.Now().Unix()-14+int64(i%29), 10)}
+					r := p.Do(t, rq)
+					switch {
+					case r.Status == http.StatusCreated:
+						created.Add(1)
+					case r.Code == 10409 || r.Code == 10003:
+						conflicts.Add(1)
+					default:
+						t.Errorf("request %d: %s", i, r)
+					}
+				}(i)
+			}
+			close(start)
+			wg.Wait()
+			after := available(t, env, p, mineAcc)
+			b, _ := emi.ParseAmount(before)
+			a, _ := emi.ParseAmount(after)
+			if a-b != 100 {
+				t.Fatalf("round %d: %d created answers, %d conflicts, moved %d", round, created.Load(), conflicts.Load(), a-b)
+			}
+			env.Clock.Advance(30 * time.Second)
+		}
+	})
+	checkLedger(t, env)
 }
