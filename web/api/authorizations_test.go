@@ -252,11 +252,29 @@ func TestCardPaymentHoldClearAndReverse(t *testing.T) {
 	apptest.Expect(t, "another partner's card list", call(t, env, q, http.MethodGet, "/v2/cards/"+c.card+"/authorizations/1/10", "card_authorizations", nil),
 		12002, http.StatusNotFound)
 
+	// A retry with the same Idempotency-Key is the same payment, held once.
+	retry := func() apptest.Response {
+		return p.Do(t, apptest.Request{Method: http.MethodPost, Path: "/v2/sandbox/cards/" + c.card + "/authorizations",
+			Operation: "sandbox_card_authorize", JSON: pos("7.00"), Header: map[string]string{"Idempotency-Key": "pay-7"}})
+	}
+	_, h0, _ := c.figures(t)
+	r1, r2 := retry(), retry()
+	apptest.Expect(t, "first", r1, 0, http.StatusCreated)
+	apptest.Expect(t, "replay", r2, 0, http.StatusCreated)
+	if r1.Data["token"] != r2.Data["token"] || r2.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %s / %s", r1, r2)
+	}
+	if _, h1, _ := c.figures(t); h1 != h0+7_00 {
+		t.Fatalf("held %d -> %d: the retry held again", h0, h1)
+	}
+	apptest.Expect(t, "reverse the retried one", call(t, env, p, http.MethodPost, "/v2/sandbox/authorizations/"+r1.Data["token"].(string)+"/reverse",
+		"sandbox_authorization_reverse", nil), 0, http.StatusOK)
+
 	// The card's payments, newest first.
 	list := call(t, env, p, http.MethodGet, "/v2/cards/"+c.card+"/authorizations/1/2", "card_authorizations", nil)
 	apptest.Expect(t, "list", list, 0, http.StatusOK)
 	items := list.Data["items"].([]any)
-	if list.Data["total"].(float64) != 5 || len(items) != 2 || items[0].(map[string]any)["token"] != open || items[1].(map[string]any)["token"] != declined {
+	if list.Data["total"].(float64) != 6 || len(items) != 2 || items[0].(map[string]any)["token"] != r1.Data["token"] || items[1].(map[string]any)["token"] != open {
 		t.Fatalf("list: %s", list)
 	}
 	apptest.Expect(t, "list limit", call(t, env, p, http.MethodGet, "/v2/cards/"+c.card+"/authorizations/1/101", "card_authorizations", nil),
