@@ -97,6 +97,11 @@ type App struct {
 	Ledger        *service.Ledger
 	TransferStore *postgres.TransferStore
 	Transfers     *service.Transfers
+	// AuthorizationStore and Authorizations decide card payments (sandbox
+	// simulator), hold their money and settle it; the maintenance job
+	// releases expired holds.
+	AuthorizationStore *postgres.AuthorizationStore
+	Authorizations     *service.Authorizations
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -188,6 +193,9 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Accounts.SetLedger(a.Ledger)
 	a.TransferStore = postgres.NewTransferStore(db)
 	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Events, a.Audit, v, now)
+	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
+	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Audit, now)
+	a.Maintenance.SetHoldExpirer(a.Authorizations)
 	return a
 }
 
@@ -267,6 +275,9 @@ func (a *App) Portal() *portal.Portal {
 		Sandbox:    a.Config.Mode == config.ModeSandbox,
 		// The back office's "Update now": admin only, audited.
 		UpdateSanctions: a.UpdateSanctionsForStaff,
+
+		// The card's payments and the payment simulator (sandbox).
+		Authorizations: a.Authorizations,
 	})
 }
 
@@ -276,6 +287,7 @@ func (a *App) API() *api.API {
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
 		Cards: a.Cards, Transfers: a.Transfers, Sandbox: a.Config.Mode == config.ModeSandbox, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
+		Authorizations: a.Authorizations,
 	})
 }
 

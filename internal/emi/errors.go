@@ -193,6 +193,9 @@ var (
 	ErrCurrencyMismatch          = def(14005, "service.transfers.currency_mismatch", KindConflict)
 	ErrDestinationNotFound       = def(14006, "service.transfers.destination_not_found", KindNotFound)
 	ErrTransferInvalidTransition = def(14007, "service.transfers.invalid_transition", KindConflict)
+	// ErrAuthorizationNotFound: an unknown card authorization, or one of
+	// another partner's card (sandbox card payments).
+	ErrAuthorizationNotFound = def(14020, "service.authorizations.not_found", KindNotFound)
 
 	ErrUserHasProducts    = def(-4, "service.users.has_products", KindConflict)
 	ErrKYCAlreadyApproved = def(19001, "service.kyc.already_approved", KindConflict)
@@ -215,7 +218,7 @@ func Catalogue() []*Error {
 		ErrAccountNotFound, ErrProgramNotFound, ErrOwnerNotFound, ErrMainAccountInvalid,
 		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrTransferValidation, ErrTransferNotFound,
 		ErrInsufficientFunds, ErrTransferAccountUnusable, ErrCurrencyMismatch, ErrDestinationNotFound,
-		ErrTransferInvalidTransition, ErrUserHasProducts, ErrKYCAlreadyApproved,
+		ErrTransferInvalidTransition, ErrAuthorizationNotFound, ErrUserHasProducts, ErrKYCAlreadyApproved,
 		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation,
 	}
 }

@@ -416,7 +416,7 @@ func (s *Accounts) Programs(ctx context.Context) ([]emi.Program, error) {
 
 // SandboxPrograms are the programs of contract §11.
 func SandboxPrograms() []emi.Program {
-	groups := map[string][]string{"usage": {"usage_std"}, "fees": {"fees_std"}, "limits": {"limits_std", "limits_high"}, "mcc": {"mcc_std"}}
+	groups := map[string][]string{"usage": {"usage_std", "usage_no_atm"}, "fees": {"fees_std"}, "limits": {"limits_std", "limits_high"}, "mcc": {"mcc_std"}}
 	defaults := map[string]string{"usage": "usage_std", "fees": "fees_std", "limits": "limits_std", "mcc": "mcc_std"}
 	card := func(p emi.Program, bin string) emi.Program {
 		p.CardsAllowed, p.CardTypes, p.BINPrefix, p.CardValidityMonths = true, []string{"virtual", "plastic"}, bin, 36

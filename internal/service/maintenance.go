@@ -21,14 +21,21 @@ type SignaturePruner interface {
 // JobMaintenance is the kind of the periodic clean-up job.
 const JobMaintenance = "maintenance.prune"
 
+// HoldExpirer releases card holds whose authorization was not cleared in
+// time (Authorizations.ExpireHolds).
+type HoldExpirer interface {
+	ExpireHolds(ctx context.Context) (int, error)
+}
+
 // Maintenance keeps the foundation tables bounded: expired replay-guard rows,
 // Idempotency-Key responses older than 24 h, expired back-office sessions and
-// old sign-in attempts.
+// old sign-in attempts. It also releases expired card holds.
 type Maintenance struct {
 	jobs  Enqueuer
 	sigs  SignaturePruner
 	idem  *Idempotency
 	staff *Staff
+	holds HoldExpirer
 	now   Clock
 }
 
@@ -37,6 +44,9 @@ func NewMaintenance(jobs Enqueuer, sigs SignaturePruner, idem *Idempotency, staf
 	return &Maintenance{jobs: jobs, sigs: sigs, idem: idem, staff: staff, now: now}
 }
 
+// SetHoldExpirer makes every run release expired card holds.
+func (m *Maintenance) SetHoldExpirer(h HoldExpirer) { m.holds = h }
+
 // Schedule enqueues the clean-up job unless one is already pending (the
 // unique key makes several emi processes share one).
 func (m *Maintenance) Schedule(ctx context.Context) error {
@@ -44,7 +54,8 @@ func (m *Maintenance) Schedule(ctx context.Context) error {
 	return err
 }
 
-// Run deletes what has expired. It is the handler of JobMaintenance.
+// Run deletes what has expired and releases expired card holds. It is the
+// handler of JobMaintenance (scheduled every minute by emi serve).
 func (m *Maintenance) Run(ctx context.Context, _ emi.Job) error {
 	if _, err := m.sigs.PruneSignatures(ctx, m.now()); err != nil {
 		return err
@@ -52,5 +63,13 @@ func (m *Maintenance) Run(ctx context.Context, _ emi.Job) error {
 	if _, err := m.idem.Prune(ctx); err != nil {
 		return err
 	}
-	return m.staff.Prune(ctx)
+	if err := m.staff.Prune(ctx); err != nil {
+		return err
+	}
+	if m.holds != nil {
+		if _, err := m.holds.ExpireHolds(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }

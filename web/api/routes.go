@@ -28,6 +28,8 @@ type Deps struct {
 	Accounts    *service.Accounts
 	Cards       *service.Cards
 	Transfers   *service.Transfers
+	// Authorizations decides sandbox card payments and settles them.
+	Authorizations *service.Authorizations
 	// Sandbox enables the sandbox-only operations (simulated incoming
 	// payments, card authorizations, settlement of outgoing payments);
 	// in production they answer 404 / 10004 like an unknown route.
@@ -99,6 +101,10 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, http.MethodGet, "/cards/{page}/{limit}", op("cards_list", emi.ErrCardValidation, SmallBody), a.cardsList)
 		a.handle(r, http.MethodPost, "/transfers", op("transfer_create", emi.ErrTransferValidation, SmallBody), a.transferCreate)
 		a.handle(r, http.MethodGet, "/transfers/{transfer}", op("transfer_details", emi.ErrTransferValidation, SmallBody), a.transferDetails)
+		a.handle(r, http.MethodGet, "/cards/{card}/authorizations/{page}/{limit}", op("card_authorizations", emi.ErrCardValidation, SmallBody), a.cardAuthorizations)
+		a.handle(r, http.MethodPost, "/sandbox/cards/{card}/authorizations", op("sandbox_card_authorize", emi.ErrCardValidation, SmallBody), a.sandboxOnly(a.sandboxCardAuthorize))
+		a.handle(r, http.MethodPost, "/sandbox/authorizations/{authorization}/clear", op("sandbox_authorization_clear", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxAuthorizationClear))
+		a.handle(r, http.MethodPost, "/sandbox/authorizations/{authorization}/reverse", op("sandbox_authorization_reverse", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxAuthorizationReverse))
 	})
 	r.Route("/v3", func(r chi.Router) {
 		// application_create may carry the company's members with their

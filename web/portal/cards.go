@@ -180,6 +180,14 @@ func (p *Portal) renderCardPage(w http.ResponseWriter, r *http.Request, status i
 		p.renderError(w, r, err)
 		return
 	}
+	currency := "EUR"
+	if len(c.Program.Currencies) > 0 {
+		currency = c.Program.Currencies[0]
+	}
+	if v.Payments, err = p.cardPayments(r, c.Card, currency, f); err != nil {
+		p.renderError(w, r, err)
+		return
+	}
 	p.renderPrivate(w, r, status, "Card · "+c.MaskedPAN(), pages.CardDetail(v))
 }
 

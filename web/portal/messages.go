@@ -63,6 +63,8 @@ var messages = map[string]string{
 	emi.ErrCardAMLRequired.Key:       "The program needs a clear AML check of the cardholder: give the token of a clear or cleared check of this person.",
 	emi.ErrCardNoMobile.Key:          "There is no mobile number for this: give one, or add it to the card's delivery details or the person's profile.",
 	emi.ErrSMSUnavailable.Key:        "The SMS gateway did not take the message; the attempt is recorded. Try again later.",
+	// Card payments (sandbox simulator).
+	emi.ErrAuthorizationNotFound.Key: "There is no such card payment.",
 	// Programs (administrators).
 	emi.ErrProgramValidation.Key: "The program was not saved: please correct the marked fields.",
 	emi.ErrProgramStale.Key:      "Someone saved this program after you opened it, so your changes were not saved. The form now shows the saved settings: make your changes again on them.",

@@ -88,6 +88,10 @@ type Deps struct {
 	// Cards is customer service's cards: search, a card with its history,
 	// texts, reveals and audit trail, every card action, the SMS outbox.
 	Cards *service.Cards
+	// Authorizations lists a card's payments (authorization decisions
+	// and their holds) and, in the sandbox, simulates, clears and reverses
+	// them.
+	Authorizations *service.Authorizations
 	// Sandbox shows the sandbox's simulators (incoming payments, card
 	// authorizations, settlement of outgoing payments); production hides
 	// them and refuses their routes.

@@ -123,6 +123,12 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/pin/reset", p.cardResetPIN)
 		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/pin/send", p.cardSendPIN)
 		r.With(p.requirePerm(emi.PermRevealCardData)).Post("/cards/{card}/reveal", p.cardReveal)
+		if p.d.Sandbox {
+			// The payment simulator: production has no such routes.
+			r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/authorizations", p.cardSimulate)
+			r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/authorizations/{authorization}/clear", p.cardAuthorizationClear)
+			r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/authorizations/{authorization}/reverse", p.cardAuthorizationReverse)
+		}
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/sms", p.smsOutbox)
 
 		r.With(p.requirePerm(emi.PermViewAudit)).Get("/audit", p.audit)

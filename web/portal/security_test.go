@@ -310,6 +310,11 @@ func TestRoleRouteMatrix(t *testing.T) {
 		"GET /sms":                                         {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
 		"POST /programs":                                   {apptest.AdminEmail},
 		"POST /programs/{program}":                         {apptest.AdminEmail},
+
+		// The card payment simulator (sandbox).
+		"POST /cards/{card}/authorizations":                         {apptest.CSEmail},
+		"POST /cards/{card}/authorizations/{authorization}/clear":   {apptest.CSEmail},
+		"POST /cards/{card}/authorizations/{authorization}/reverse": {apptest.CSEmail},
 	}
 	publicRoutes := map[string]bool{
 		"GET /signin": true, "POST /signin": true, "GET /signin/totp": true, "POST /signin/totp": true,

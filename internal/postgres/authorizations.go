@@ -1,0 +1,135 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"emi/internal/emi"
+	"emi/internal/service"
+)
+
+// AuthorizationStore implements service.AuthorizationStore.
+type AuthorizationStore struct {
+	db *DB
+}
+
+// NewAuthorizationStore returns the card authorization store.
+func NewAuthorizationStore(db *DB) *AuthorizationStore { return &AuthorizationStore{db: db} }
+
+var _ service.AuthorizationStore = (*AuthorizationStore)(nil)
+
+const authorizationColumns = `token, card, partner_id, coalesce(account::text, '') AS account, coalesce(balance::text, '') AS balance,
+	channel, amount, currency, mcc, merchant_name, merchant_country, three_ds, pin_entered, decision, reason_code, status,
+	hold_amount, cleared_amount, coalesce(clearing_txn, 0) AS clearing_txn, expires_at, created_at, settled_at`
+
+// CardBalance implements service.AuthorizationStore: the account's first
+// balance, on its main account for a virtual account.
+func (s *AuthorizationStore) CardBalance(ctx context.Context, account string) (service.Party, bool, error) {
+	if !validUUID(account) {
+		return service.Party{}, false, nil
+	}
+	var r partyRow
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, partySelect+` FROM accounts a JOIN balances b ON b.account = coalesce(a.main, a.token)
+		WHERE a.token = $1 ORDER BY b.position LIMIT 1`, account)
+	if errors.Is(err, sql.ErrNoRows) {
+		return service.Party{}, false, nil
+	}
+	if err != nil {
+		return service.Party{}, false, Translate(err)
+	}
+	return service.Party{Account: r.Account, Main: r.Main, Virtual: r.Virtual, Balance: r.Balance, Currency: r.Currency,
+		PartnerID: r.PartnerID, IBAN: r.IBAN.String}, true, nil
+}
+
+// InsertAuthorization implements service.AuthorizationStore.
+func (s *AuthorizationStore) InsertAuthorization(ctx context.Context, a emi.Authorization) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO card_authorizations (token, card, partner_id, account, balance, channel,
+		amount, currency, mcc, merchant_name, merchant_country, three_ds, pin_entered, decision, reason_code, status, hold_amount,
+		expires_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+		a.Token, a.Card, a.PartnerID, nullUUID(a.Account), nullUUID(a.Balance), a.Channel, a.Amount, a.Currency, a.MCC,
+		a.MerchantName, a.MerchantCountry, a.ThreeDS, a.PINEntered, a.Decision, a.ReasonCode, a.Status, a.HoldAmount,
+		a.ExpiresAt, a.CreatedAt)
+	return Translate(err)
+}
+
+// Authorization implements service.AuthorizationStore.
+func (s *AuthorizationStore) Authorization(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Authorization, error) {
+	if !validUUID(token) {
+		return emi.Authorization{}, emi.ErrAuthorizationNotFound
+	}
+	q := `SELECT ` + authorizationColumns + ` FROM card_authorizations WHERE token = $1`
+	args := []any{token}
+	if partnerID != "" {
+		q += ` AND partner_id = $2`
+		args = append(args, partnerID)
+	}
+	if forUpdate {
+		q += ` FOR UPDATE`
+	}
+	var a emi.Authorization
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &a, q, args...); err != nil {
+		return a, NotFound(err, emi.ErrAuthorizationNotFound)
+	}
+	return a, nil
+}
+
+// SettleAuthorization implements service.AuthorizationStore with a guarded
+// UPDATE: only an approved authorization changes.
+func (s *AuthorizationStore) SettleAuthorization(ctx context.Context, token, status string, cleared, txn int64, at time.Time) (bool, error) {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE card_authorizations SET status = $2, cleared_amount = $3, clearing_txn = $4,
+		settled_at = $5 WHERE token = $1 AND status = 'approved'`, token, status, cleared, nullInt(txn), at)
+	if err != nil {
+		return false, Translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, Translate(err)
+}
+
+// SpentSince implements service.AuthorizationStore: the approved
+// authorizations of the card since t (held amount) and the cleared ones
+// (cleared amount); released and expired ones did not spend anything.
+func (s *AuthorizationStore) SpentSince(ctx context.Context, card string, t time.Time) (all, atm int64, err error) {
+	var r struct {
+		All int64 `db:"all_channels"`
+		ATM int64 `db:"atm"`
+	}
+	err = sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT
+		coalesce(sum(CASE status WHEN 'cleared' THEN cleared_amount ELSE hold_amount END), 0)::bigint AS all_channels,
+		coalesce(sum(CASE status WHEN 'cleared' THEN cleared_amount ELSE hold_amount END) FILTER (WHERE channel = 'atm'), 0)::bigint AS atm
+		FROM card_authorizations WHERE card = $1 AND created_at > $2 AND status IN ('approved', 'cleared')`, card, t)
+	return r.All, r.ATM, Translate(err)
+}
+
+// SetPINErrors implements service.AuthorizationStore.
+func (s *AuthorizationStore) SetPINErrors(ctx context.Context, card string, n int, at time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE cards SET pin_errors = $2, updated_at = $3 WHERE token = $1`, card, n, at)
+	return Translate(err)
+}
+
+// CardAuthorizations implements service.AuthorizationStore: newest first.
+func (s *AuthorizationStore) CardAuthorizations(ctx context.Context, card string, page, limit int) ([]emi.Authorization, int64, error) {
+	out := []emi.Authorization{}
+	if !validUUID(card) {
+		return out, 0, nil
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT `+authorizationColumns+` FROM card_authorizations
+		WHERE card = $1 ORDER BY created_at DESC, token DESC LIMIT $2 OFFSET $3`, card, limit, (page-1)*limit); err != nil {
+		return nil, 0, Translate(err)
+	}
+	var total int64
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &total, `SELECT count(*) FROM card_authorizations WHERE card = $1`, card)
+	return out, total, Translate(err)
+}
+
+// ExpiredHolds implements service.AuthorizationStore: the oldest first.
+func (s *AuthorizationStore) ExpiredHolds(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	var out []string
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT token::text FROM card_authorizations
+		WHERE status = 'approved' AND expires_at <= $1 ORDER BY expires_at, token LIMIT $2`, now, limit)
+	return out, Translate(err)
+}

@@ -1,0 +1,244 @@
+package portal
+
+import (
+	"net/http"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// The card's payments on its page: every authorization decision with its
+// reason code and the state of its hold and, in the sandbox, the payment
+// simulator and the buttons that clear or reverse a hold. Rules live in
+// service.Authorizations.
+//
+// The PIN typed in the simulator goes to the service and nowhere else: it
+// is not shown back on a refused form, not put in a flash, the session or
+// the audit row, and the request log has no form values.
+
+// simulateForm is the simulator's form name (cardForm.which).
+const simulateForm = "simulate"
+
+// paymentsShown is how many of a card's latest authorizations its page lists.
+const paymentsShown = 100
+
+func authorizationHref(card, token string) string {
+	return cardHref(card) + "/authorizations/" + token
+}
+
+func holdTone(status string) string {
+	switch status {
+	case emi.AuthApproved:
+		return "warn"
+	case emi.AuthCleared:
+		return "ok"
+	}
+	return "neutral"
+}
+
+// holdLabel names the hold's state for people: an approved authorization
+// holds money until it is cleared, released or expired.
+func holdLabel(status string) string {
+	switch status {
+	case emi.AuthApproved:
+		return "held"
+	case emi.AuthDeclined:
+		return ""
+	}
+	return status
+}
+
+// cardPayments lays out the card's authorizations and, in the sandbox for
+// staff who manage cards, the simulator (f: its refused input).
+func (p *Portal) cardPayments(r *http.Request, card emi.Card, currency string, f *cardForm) (*pages.CardPayments, error) {
+	if p.d.Authorizations == nil {
+		return nil, nil
+	}
+	list, total, err := p.d.Authorizations.ForCard(r.Context(), card.Token, 1, paymentsShown)
+	if err != nil {
+		return nil, err
+	}
+	manage := p.d.Sandbox && canDo(r, emi.PermManageCards)
+	v := &pages.CardPayments{Total: total, Shown: len(list)}
+	for _, a := range list {
+		row := pages.PaymentRow{Token: a.Token, At: fmtTime(a.CreatedAt), Channel: a.Channel, Merchant: a.MerchantName,
+			Country: a.MerchantCountry, MCC: a.MCC, Amount: emi.FormatMinor(a.Amount) + " " + a.Currency, Decision: a.Decision,
+			DecisionTone: map[string]string{emi.DecisionApproved: "ok", emi.DecisionDeclined: "bad"}[a.Decision],
+			ReasonCode:   a.ReasonCode, Reason: a.Reason(), Hold: holdLabel(a.Status), HoldTone: holdTone(a.Status),
+			ThreeDS: a.ThreeDS, PIN: a.PINEntered}
+		if a.Decision == emi.DecisionApproved {
+			row.Held = emi.FormatMinor(a.HoldAmount) + " " + a.Currency
+		}
+		if a.Status == emi.AuthCleared {
+			row.Cleared = emi.FormatMinor(a.ClearedAmount) + " " + a.Currency
+		}
+		if a.ExpiresAt != nil && a.Open() {
+			row.Expires = fmtTime(*a.ExpiresAt)
+		}
+		if a.SettledAt != nil {
+			row.Settled = fmtTime(*a.SettledAt)
+		}
+		if manage && a.Open() {
+			row.ClearAction, row.ReverseAction = authorizationHref(card.Token, a.Token)+"/clear", authorizationHref(card.Token, a.Token)+"/reverse"
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	if manage {
+		sim := &pages.PaymentSimulator{Action: cardHref(card.Token) + "/authorizations", Currency: currency,
+			Channels: emi.AuthorizationChannels, Vals: map[string]string{}}
+		if f != nil && f.which == simulateForm {
+			sim.Open, sim.Vals, sim.Errs, sim.Banner = true, f.vals, f.errs, f.banner
+		}
+		v.Simulator = sim
+	}
+	return v, nil
+}
+
+// simulatorValues keeps the simulator's input to show it back: never the
+// PIN.
+func simulatorValues(r *http.Request) map[string]string {
+	vals := map[string]string{}
+	for _, k := range []string{"amount", "currency", "mcc", "channel", "three_ds", "merchant_name", "merchant_country"} {
+		vals[k] = r.PostFormValue(k)
+	}
+	return vals
+}
+
+// cardSimulate (POST /cards/{card}/authorizations, sandbox): decides a
+// simulated payment and shows the decision. A decline is a result, not an
+// error; invalid input comes back on the form (without the PIN).
+func (p *Portal) cardSimulate(w http.ResponseWriter, r *http.Request) {
+	token := param(r, "card")
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrCardNotFound)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		p.renderError(w, r, emi.ErrBadRequest)
+		return
+	}
+	in := emi.AuthorizationRequest{Currency: r.PostFormValue("currency"), MCC: r.PostFormValue("mcc"),
+		Channel: r.PostFormValue("channel"), PIN: r.PostFormValue("pin"), MerchantName: r.PostFormValue("merchant_name"),
+		MerchantCountry: strings.ToUpper(strings.TrimSpace(r.PostFormValue("merchant_country")))}
+	var bad []emi.FieldError
+	if amt, ok := emi.ParseAmount(strings.TrimSpace(r.PostFormValue("amount"))); ok {
+		in.Amount = emi.Amount(amt)
+	} else {
+		bad = append(bad, emi.FieldError{Field: "amount", Message: "must be a decimal amount with at most two decimals (12.50)"})
+	}
+	switch r.PostFormValue("three_ds") {
+	case "passed":
+		in.ThreeDS = ptr(true)
+	case "failed":
+		in.ThreeDS = ptr(false)
+	}
+	if in.Channel != emi.ChannelOnline {
+		in.ThreeDS = nil // the outcome select only means something online
+	}
+	var err error
+	var au emi.Authorization
+	if len(bad) > 0 {
+		err = emi.ErrCardValidation.WithFields(bad...)
+	} else {
+		au, err = p.d.Authorizations.Authorize(r.Context(), token, in)
+	}
+	if err != nil {
+		e := emi.AsError(err)
+		if e.Kind == emi.KindInvalid {
+			f := &cardForm{which: simulateForm, vals: simulatorValues(r), errs: cardFieldErrors(e), banner: Message(e)}
+			p.flash(r.Context(), "bad", "The payment was not simulated: please correct the marked fields.")
+			p.renderCardPage(w, r, formStatus(e), f)
+			return
+		}
+		p.cardRefused(w, r, err, simulateForm, token)
+		return
+	}
+	msg := "Approved (" + au.ReasonCode + "): " + emi.FormatMinor(au.HoldAmount) + " " + au.Currency + " held"
+	kind := "ok"
+	if au.ExpiresAt != nil {
+		msg += " until " + fmtTime(*au.ExpiresAt) + " UTC; clear or reverse it below."
+	}
+	if au.Decision == emi.DecisionDeclined {
+		msg, kind = "Declined ("+au.ReasonCode+" "+au.Reason()+"). Nothing was held.", "bad"
+	}
+	p.flash(r.Context(), kind, msg)
+	redirect(w, r, cardHref(token))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// cardAuthorizationSettle runs a clear or a reverse (sandbox) and goes
+// back to the card's page with the outcome.
+func (p *Portal) cardAuthorizationSettle(w http.ResponseWriter, r *http.Request, clear bool) {
+	card, token := param(r, "card"), param(r, "authorization")
+	if !looksLikeToken(card) {
+		p.renderError(w, r, emi.ErrCardNotFound)
+		return
+	}
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrAuthorizationNotFound)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		p.renderError(w, r, emi.ErrBadRequest)
+		return
+	}
+	var au emi.Authorization
+	var err error
+	if clear {
+		var amount *int64
+		if s := strings.TrimSpace(r.PostFormValue("amount")); s != "" {
+			v, ok := emi.ParseAmount(s)
+			if !ok {
+				p.flash(r.Context(), "bad", "Not cleared: the amount must be a decimal amount with at most two decimals (12.50), or empty for the whole hold.")
+				redirect(w, r, cardHref(card))
+				return
+			}
+			amount = &v
+		}
+		au, err = p.d.Authorizations.Clear(r.Context(), token, amount)
+	} else {
+		au, err = p.d.Authorizations.Reverse(r.Context(), token)
+	}
+	if err != nil {
+		e := emi.AsError(err)
+		switch {
+		case e.Kind == emi.KindForbidden || e.Kind == emi.KindInternal:
+			p.renderError(w, r, err)
+			return
+		case e.Is(emi.ErrTransferInvalidTransition):
+			p.flash(r.Context(), "bad", "Nothing changed: the payment is no longer held (it was declined, or already cleared, reversed or expired).")
+		case e.Is(emi.ErrAuthorizationNotFound):
+			p.flash(r.Context(), "bad", Message(e))
+		default:
+			msg := "Not cleared."
+			for _, f := range e.Fields {
+				msg += " " + f.Field + " " + f.Message + "."
+			}
+			p.flash(r.Context(), "bad", msg)
+		}
+		redirect(w, r, cardHref(card))
+		return
+	}
+	if clear {
+		msg := "Cleared: " + emi.FormatMinor(au.ClearedAmount) + " " + au.Currency + " paid to card clearing"
+		if rest := au.HoldAmount - au.ClearedAmount; rest > 0 {
+			msg += ", the other " + emi.FormatMinor(rest) + " " + au.Currency + " released"
+		}
+		p.flash(r.Context(), "ok", msg+".")
+	} else {
+		p.flash(r.Context(), "ok", "Reversed: the hold of "+emi.FormatMinor(au.HoldAmount)+" "+au.Currency+" was released.")
+	}
+	redirect(w, r, cardHref(au.Card))
+}
+
+// cardAuthorizationClear (POST /cards/{card}/authorizations/{authorization}/clear, sandbox).
+func (p *Portal) cardAuthorizationClear(w http.ResponseWriter, r *http.Request) {
+	p.cardAuthorizationSettle(w, r, true)
+}
+
+// cardAuthorizationReverse (POST /cards/{card}/authorizations/{authorization}/reverse, sandbox).
+func (p *Portal) cardAuthorizationReverse(w http.ResponseWriter, r *http.Request) {
+	p.cardAuthorizationSettle(w, r, false)
+}

@@ -1,0 +1,73 @@
+package browser_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"emi/internal/app/apptest"
+	"emi/internal/emi"
+	"emi/internal/service"
+)
+
+// TestCardPaymentSimulatorInTheBrowser: customer service sends a payment
+// with the simulator (behind a second click, the PIN in a password field),
+// sees the decision with its reason code in the card's payments, then
+// clears it.
+func TestCardPaymentSimulatorInTheBrowser(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Payments Partner"})
+	card, pan := cardHolder(t, env, p)
+	pin, err := env.App.Cards.Reveal(cardPartnerCtx(p), card.Token, service.RevealPIN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bal string
+	if err := env.App.DB.Get(&bal, `SELECT token::text FROM balances WHERE account = $1`, card.Account); err != nil {
+		t.Fatal(err)
+	}
+	env.Fund(t, card.Account, bal, "EUR", 100_00)
+	page := "/backoffice/cards/" + card.Token
+
+	b := newTab(t, env)
+	b.signIn(env, apptest.CSEmail)
+	b.open(page)
+	if eval[bool](b, `document.querySelector('[data-testid="payment-simulator"] button').checkVisibility()`) {
+		t.Fatal("the simulator's button is visible before the details are opened")
+	}
+	if typ := eval[string](b, `document.querySelector('[data-testid="payment-simulator"] input[name="pin"]').type`); typ != "password" {
+		t.Fatalf("the PIN field is a %s field", typ)
+	}
+	b.do("open the simulator", chromedp.Click(chromedp.CSS(`[data-testid="payment-simulator-details"] > summary`)))
+	b.waitVisible(`[data-testid="payment-simulator"] input[name="amount"]`)
+	b.typeInto(`[data-testid="payment-simulator"] input[name="amount"]`, "42.50")
+	b.typeInto(`[data-testid="payment-simulator"] input[name="pin"]`, pin.PIN)
+	b.typeInto(`[data-testid="payment-simulator"] input[name="merchant_name"]`, "Corner Shop")
+	b.clickNav(`[data-testid="payment-simulate"]`)
+	if f := flashText(b); !strings.Contains(f, "Approved (00): 42.50 EUR held") {
+		t.Fatalf("flash %q", f)
+	}
+	if got := b.text(`[data-testid="payment-reason-code"]`); got != "00" {
+		t.Fatalf("reason code %q", got)
+	}
+	if strings.Contains(b.html(), `value="`+pin.PIN+`"`) {
+		t.Fatal("the PIN is shown back")
+	}
+	noCardNumber(b, "card page with payments", pan)
+	screenshot(b, "card-payments")
+
+	b.typeInto(`[data-testid="payment-clear-form"] input[name="amount"]`, "40")
+	b.clickNav(`[data-testid="payment-clear"]`)
+	if f := flashText(b); !strings.Contains(f, "Cleared: 40.00 EUR paid to card clearing, the other 2.50 EUR released.") {
+		t.Fatalf("flash %q", f)
+	}
+	if got := b.text(`[data-testid="payment-hold"]`); !strings.Contains(got, "cleared") {
+		t.Fatalf("hold %q", got)
+	}
+	var posted, held int64
+	if err := env.App.DB.QueryRow(`SELECT posted, held FROM balances WHERE token = $1`, bal).Scan(&posted, &held); err != nil || posted != 60_00 || held != 0 {
+		t.Fatalf("posted %d held %d (%v)", posted, held, err)
+	}
+}
