@@ -16,8 +16,8 @@ Checks the ledger's invariants over the whole database, in one consistent
 snapshot (emi serve may keep running): every ledger transaction has two
 entries or more and sums to zero per currency; every balance's posted
 figure is the sum of its entries and available = posted - held; no balance
-without an overdraft is below zero; each entry's running balance follows
-the previous one; and, per currency, the customer balances net to zero
+without an overdraft is below zero; held is the sum of the balance's open
+card holds; each entry's running balance follows the previous one; and, per currency, the customer balances net to zero
 against the institution's accounts (clearing, card clearing, fees,
 suspense, adjustments).
 

@@ -241,6 +241,9 @@ func (s *LedgerStore) VerifyLedger(ctx context.Context) (emi.LedgerReport, error
 			`SELECT count(*) FROM balances WHERE available <> posted - held`},
 		{"balances below zero without an overdraft",
 			`SELECT count(*) FROM balances WHERE NOT overdraft AND available < 0`},
+		{"balances whose held figure is not the sum of their open card holds",
+			`SELECT count(*) FROM balances b LEFT JOIN (SELECT balance, sum(hold_amount) AS s FROM card_authorizations
+			   WHERE status = 'approved' GROUP BY balance) h ON h.balance = b.token WHERE b.held <> coalesce(h.s, 0)`},
 		{"entries whose running balance does not follow the previous one",
 			`SELECT count(*) FROM (SELECT balance_after - amount AS before,
 			   lag(balance_after) OVER (PARTITION BY balance ORDER BY id) AS prev FROM ledger_entries WHERE balance IS NOT NULL) x

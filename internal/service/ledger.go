@@ -191,7 +191,8 @@ func (l *Ledger) Post(ctx context.Context, t emi.LedgerTxn) (emi.PostedTxn, erro
 // REPEATABLE READ snapshot: every transaction has two entries or more and
 // sums to zero per currency; every balance's posted figure is the sum of
 // its entries and available = posted - held; no balance without overdraft
-// is below zero; each entry's running balance follows the one before;
+// is below zero; held is the sum of the balance's open card holds; each
+// entry's running balance follows the one before;
 // and, per currency, the customer balances net to zero against the
 // institution's accounts. The report lists each broken rule with a count;
 // OK is true when there is none. `emi ledger verify` runs it.
