@@ -57,6 +57,10 @@ func checkLedger(t *testing.T, env *apptest.Env) {
 		WHERE coalesce(c.s, 0) + coalesce(i.s, 0) <> 0`); err != nil || len(bad) != 0 {
 		t.Fatalf("customer balances and the institution's accounts do not net to zero in %v (%v)", bad, err)
 	}
+	// And the product's own reconciliation (emi ledger verify) agrees.
+	if rep, err := env.App.Ledger.Verify(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("ledger verification: %v %v", rep.Problems, err)
+	}
 }
 
 // replayLedger is L2: it replays the committed entries of the balances in
