@@ -188,6 +188,12 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Accounts.SetLedger(a.Ledger)
 	a.TransferStore = postgres.NewTransferStore(db)
 	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Events, a.Audit, v, now)
+	// Outgoing payments to emi's own identifiers are refused (they are
+	// internal transfers); settlement is simulated in the sandbox only.
+	a.Transfers.SetOwnBank(service.OwnBank{UK: ukbank.DefaultScheme,
+		IBANBankCodes: map[string]string{"BG": ukbank.DefaultBG.BankCode, "GB": ukbank.DefaultScheme.BankCode}})
+	a.Transfers.SetSandbox(cfg.Mode == config.ModeSandbox)
+	a.Accounts.SetStatements(postgres.NewStatementStore(db))
 	return a
 }
 
@@ -263,6 +269,7 @@ func (a *App) Portal() *portal.Portal {
 		Review:     a.Review,
 		Accounts:   a.Accounts,
 		Cards:      a.Cards,
+		Transfers:  a.Transfers,
 		StepUp:     a.Staff,
 		Sandbox:    a.Config.Mode == config.ModeSandbox,
 		// The back office's "Update now": admin only, audited.

@@ -99,6 +99,10 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, http.MethodGet, "/cards/{page}/{limit}", op("cards_list", emi.ErrCardValidation, SmallBody), a.cardsList)
 		a.handle(r, http.MethodPost, "/transfers", op("transfer_create", emi.ErrTransferValidation, SmallBody), a.transferCreate)
 		a.handle(r, http.MethodGet, "/transfers/{transfer}", op("transfer_details", emi.ErrTransferValidation, SmallBody), a.transferDetails)
+		a.handle(r, http.MethodPost, "/transfers/external", op("transfer_external_create", emi.ErrTransferValidation, SmallBody), a.transferExternalCreate)
+		a.handle(r, http.MethodPost, "/sandbox/transfers/{transfer}/complete", op("sandbox_transfer_complete", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferComplete))
+		a.handle(r, http.MethodPost, "/sandbox/transfers/{transfer}/return", op("sandbox_transfer_return", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferReturn))
+		a.handle(r, http.MethodGet, "/accounts/{account}/transactions/{page}/{limit}", op("account_transactions", emi.ErrAccountValidation, SmallBody), a.accountTransactions)
 	})
 	r.Route("/v3", func(r chi.Router) {
 		// application_create may carry the company's members with their

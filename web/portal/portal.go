@@ -88,6 +88,9 @@ type Deps struct {
 	// Cards is customer service's cards: search, a card with its history,
 	// texts, reveals and audit trail, every card action, the SMS outbox.
 	Cards *service.Cards
+	// Transfers is the transfer page (both sides, ledger entries, audit)
+	// and, in the sandbox, the settlement of outgoing payments.
+	Transfers *service.Transfers
 	// Sandbox shows the sandbox's simulators (incoming payments, card
 	// authorizations, settlement of outgoing payments); production hides
 	// them and refuses their routes.
