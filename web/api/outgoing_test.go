@@ -25,7 +25,7 @@ const (
 func sepa(src string, amount string) map[string]any {
 	return map[string]any{"source": map[string]any{"account": src},
 		"destination": map[string]any{"name": "Acme GmbH", "iban": "de89 3704 0044 0532 0130 00", "bic": extBIC},
-		"amount": amount, "currency": "EUR", "reference": "Invoice 7"}
+		"amount":      amount, "currency": "EUR", "reference": "Invoice 7"}
 }
 
 func payOut(t *testing.T, env *apptest.Env, p *apptest.Partner, body map[string]any) apptest.Response {
@@ -154,7 +154,7 @@ func TestOutgoingFasterPaymentsPendingReturn(t *testing.T) {
 	acc, _, _ := openFunded(t, env, p, "account_gbp", 5000)
 	r := payOut(t, env, p, map[string]any{"source": map[string]any{"account": acc},
 		"destination": map[string]any{"name": "J Smith", "account_number": "3192 6819", "sort_code": "60-16-13"},
-		"amount": "40", "currency": "GBP", "reference": "Rent"})
+		"amount":      "40", "currency": "GBP", "reference": "Rent"})
 	apptest.Expect(t, "faster payment", r, 0, http.StatusCreated)
 	dst := r.Data["destination"].(map[string]any)
 	if dst["account_number"] != "31926819" || dst["sort_code"] != "601613" || dst["scheme"] != "faster_payments" || dst["iban"] != nil {
