@@ -63,7 +63,10 @@ type StatementLine struct {
 	BalanceAfter int64
 	Reference    string
 	Counterparty Counterparty
-	CreatedAt    time.Time
+	// CounterpartyPartner is the partner of the other side of an internal
+	// transfer ("" for an external side or none).
+	CounterpartyPartner string
+	CreatedAt           time.Time
 }
 
 // StatementBalance is one balance's posted figure at the start and the end

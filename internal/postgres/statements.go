@@ -54,6 +54,7 @@ type statementRow struct {
 	OtherIBAN    sql.NullString `db:"other_iban"`
 	OtherNumber  sql.NullString `db:"other_number"`
 	OtherSort    sql.NullString `db:"other_sort"`
+	OtherPartner sql.NullString `db:"other_partner"`
 }
 
 // StatementLines implements service.StatementStore. The page is chosen
@@ -89,7 +90,8 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 	SELECT p.id, lt.token AS txn_token, lt.kind, coalesce(t.token::text, '') AS transfer, p.account, p.balance, p.currency,
 		p.amount, p.balance_after, lt.reference, p.created_at,
 		CASE WHEN t.type IS NOT NULL AND t.type <> 'internal' THEN t.counterparty ELSE '{}'::jsonb END AS external,
-		o.name AS other_name, o.iban AS other_iban, o.account_number AS other_number, o.sort_code AS other_sort
+		o.name AS other_name, o.iban AS other_iban, o.account_number AS other_number, o.sort_code AS other_sort,
+		o.partner_id AS other_partner
 	FROM page p
 	JOIN ledger_transactions lt ON lt.id = p.txn
 	LEFT JOIN LATERAL (
@@ -103,7 +105,8 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 			coalesce((SELECT i.iban FROM ibans i WHERE i.account = a.token AND i.balance = b.token AND i.virtual LIMIT 1),
 				CASE WHEN a.virtual THEN NULL ELSE b.iban END) AS iban,
 			CASE WHEN a.virtual THEN NULL ELSE b.account_number END AS account_number,
-			CASE WHEN a.virtual THEN NULL ELSE b.sort_code END AS sort_code
+			CASE WHEN a.virtual THEN NULL ELSE b.sort_code END AS sort_code,
+			a.partner_id::text AS partner_id
 		FROM accounts a JOIN balances b ON b.token = t.other_balance
 		WHERE t.type = 'internal' AND a.token = t.other_account) o ON true
 	ORDER BY p.created_at DESC, p.id DESC`
@@ -122,6 +125,7 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 		if r.OtherName.Valid {
 			l.Counterparty = emi.Counterparty{Name: r.OtherName.String, IBAN: r.OtherIBAN.String, AccountNumber: r.OtherNumber.String,
 				SortCode: r.OtherSort.String}
+			l.CounterpartyPartner = r.OtherPartner.String
 		}
 		out[i] = l
 	}

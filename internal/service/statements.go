@@ -23,6 +23,11 @@ import (
 // account's lines carry the main balance's running figure too, since that
 // is the balance they moved.
 //
+// The other side of an internal transfer is named by its owner's name and
+// identifiers; on the partner API, another partner's customer by its
+// identifiers only (its name is blank), as transfer_details shows another
+// partner's side by IBAN only. The back office shows every name.
+//
 // Dates are UTC days, both ends inclusive. The opening figure of a balance
 // is its posted figure before the range (0 without a `from`), the closing
 // figure its posted figure at the end of the range (the current posted
@@ -104,7 +109,15 @@ func (s *Accounts) Statement(ctx context.Context, token string, q StatementQuery
 	if err != nil {
 		return emi.Statement{}, err
 	}
-	return s.statement(ctx, a, f)
+	st, err := s.statement(ctx, a, f)
+	// Another partner's customer is shown by its identifiers only, as
+	// transfer_details shows another partner's side by IBAN only.
+	for i := range st.Lines {
+		if l := &st.Lines[i]; l.CounterpartyPartner != "" && l.CounterpartyPartner != p.PartnerID {
+			l.Counterparty.Name = ""
+		}
+	}
+	return st, err
 }
 
 // StaffStatement is Statement for the back office (emi.PermViewAccounts),

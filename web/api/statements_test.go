@@ -99,12 +99,12 @@ func TestStatementRunningBalance(t *testing.T) {
 			t.Fatalf("line %d: %v", i, l)
 		}
 	}
-	// Who and what each line names.
-	if ls[6]["transfer"] != sent.Data["token"] || ls[6]["reference"] != "Invoice 7" || cpOf(ls[6])["name"] != "Ivo Petrov" ||
+	// Who and what each line names: another partner's customer by IBAN only.
+	if ls[6]["transfer"] != sent.Data["token"] || ls[6]["reference"] != "Invoice 7" || cpOf(ls[6])["name"] != "" ||
 		cpOf(ls[6])["iban"] != qIBAN || ls[6]["account"] != mainTok {
 		t.Fatalf("sent line: %v", ls[6])
 	}
-	if ls[5]["transfer"] != received.Data["token"] || cpOf(ls[5])["name"] != "Ivo Petrov" || cpOf(ls[5])["iban"] != qIBAN {
+	if ls[5]["transfer"] != received.Data["token"] || cpOf(ls[5])["name"] != "" || cpOf(ls[5])["iban"] != qIBAN {
 		t.Fatalf("received line: %v", ls[5])
 	}
 	for _, i := range []int{3, 4} {
@@ -157,12 +157,12 @@ func TestStatementRunningBalance(t *testing.T) {
 		t.Fatalf("virtual statement: %s", vr)
 	}
 
-	// The other partner's side of the internal transfers names P's customer.
+	// The other partner's side of the internal transfers shows P's customer by IBAN.
 	qr := statement(t, env, q, qTok, 1, 100, "")
 	apptest.Expect(t, "Q's statement", qr, 0, http.StatusOK)
 	qls := lines(qr)
 	checkRunning(t, qls, 0)
-	if len(qls) != 3 || qls[0]["amount"] != "-5.00" || cpOf(qls[0])["name"] != "Mara Velikova" || cpOf(qls[0])["iban"] != mainIBAN ||
+	if len(qls) != 3 || qls[0]["amount"] != "-5.00" || cpOf(qls[0])["name"] != "" || cpOf(qls[0])["iban"] != mainIBAN ||
 		qls[1]["amount"] != "12.50" || cpOf(qls[1])["iban"] != mainIBAN || qls[0]["balance_after"] != "17.50" {
 		t.Fatalf("Q's statement: %s", qr)
 	}
@@ -183,7 +183,8 @@ func TestStatementGBPCounterparty(t *testing.T) {
 	apptest.Expect(t, "faster payment", fp, 0, http.StatusCreated)
 	ls := lines(statement(t, env, p, src, 1, 10, ""))
 	if len(ls) != 3 || cpOf(ls[0])["account_number"] != "31926819" || cpOf(ls[0])["sort_code"] != "601613" || cpOf(ls[0])["name"] != "J Smith" ||
-		cpOf(ls[1])["account_number"] != dst["account_number"] || cpOf(ls[1])["sort_code"] != dst["sort_code"] || cpOf(ls[1])["iban"] != dst["iban"] {
+		cpOf(ls[1])["account_number"] != dst["account_number"] || cpOf(ls[1])["sort_code"] != dst["sort_code"] || cpOf(ls[1])["iban"] != dst["iban"] ||
+		cpOf(ls[1])["name"] != "Mara Velikova" {
 		t.Fatalf("GBP statement: %v", ls)
 	}
 	checkRunning(t, ls, 0)

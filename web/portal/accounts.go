@@ -364,17 +364,15 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 			return
 		}
 	}
-	if p.d.Transfers != nil {
-		st, invalid, err := p.accountStatement(r, a)
-		if err != nil {
-			p.renderError(w, r, err)
-			return
-		}
-		if invalid && status == http.StatusOK {
-			status = http.StatusUnprocessableEntity
-		}
-		v.Statement = st
+	st, invalid, err := p.accountStatement(r, a)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
 	}
+	if invalid && status == http.StatusOK {
+		status = http.StatusUnprocessableEntity
+	}
+	v.Statement = st
 	if canDo(r, emi.PermViewAccounts) {
 		entries, err := p.d.Accounts.AuditTrail(ctx, a.Token)
 		if err != nil {

@@ -117,6 +117,18 @@ func TestAccountStatementPage(t *testing.T) {
 		b.SignIn(t, apptest.AuditorEmail)
 		contains(t, "auditor", b.Get(t, page), `data-testid="statement-line"`, `href="/backoffice/transfers/`+out+`"`)
 	})
+
+	t.Run("staff see another partner's customer by name", func(t *testing.T) {
+		q := a.env.NewPartner(t, emi.PartnerCreate{Name: "Other Partner"})
+		ivo := createPerson(t, a.env, q, map[string]any{"first_name": "Ivo", "last_name": "Petrov"})
+		qIBAN := balance(openAccount(t, a.env, q, map[string]any{"program": "account_eur", "user": ivo}), "iban")
+		r := api(t, a.env, a.p, http.MethodPost, "/v2/transfers", "transfer_create", map[string]any{
+			"source": map[string]any{"account": a.eurTok}, "destination": map[string]any{"iban": qIBAN}, "amount": "1.00", "currency": "EUR"})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("transfer_create: %s", r)
+		}
+		contains(t, "internal line", a.cs.Get(t, page), ">internal transfer<", "Ivo Petrov", qIBAN, `data-testid="balance-posted">89.00<`)
+	})
 }
 
 func TestAccountStatementCSV(t *testing.T) {
