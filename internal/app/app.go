@@ -196,6 +196,12 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
 	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Audit, now)
 	a.Maintenance.SetHoldExpirer(a.Authorizations)
+	// Outgoing payments to emi's own identifiers are refused (they are
+	// internal transfers); settlement is simulated in the sandbox only.
+	a.Transfers.SetOwnBank(service.OwnBank{UK: ukbank.DefaultScheme,
+		IBANBankCodes: map[string]string{"BG": ukbank.DefaultBG.BankCode, "GB": ukbank.DefaultScheme.BankCode}})
+	a.Transfers.SetSandbox(cfg.Mode == config.ModeSandbox)
+	a.Accounts.SetStatements(postgres.NewStatementStore(db))
 	return a
 }
 
@@ -271,6 +277,7 @@ func (a *App) Portal() *portal.Portal {
 		Review:     a.Review,
 		Accounts:   a.Accounts,
 		Cards:      a.Cards,
+		Transfers:  a.Transfers,
 		StepUp:     a.Staff,
 		Sandbox:    a.Config.Mode == config.ModeSandbox,
 		// The back office's "Update now": admin only, audited.

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"emi/internal/emi"
 	"emi/internal/service"
@@ -156,11 +158,51 @@ func (s *TransferStore) Transfer(ctx context.Context, token string, forUpdate bo
 	return r.transfer(), nil
 }
 
-// SetTransferReturned implements service.TransferStore.
+// SetTransferReturned implements service.TransferStore. The guard
+// (return_txn IS NULL) makes the return happen once even for a caller
+// that did not lock the row.
 func (s *TransferStore) SetTransferReturned(ctx context.Context, token string, returnTxn int64, reason string) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE transfers SET status = 'returned', return_txn = $2, return_reason = $3,
-		updated_at = greatest(now(), updated_at) WHERE token = $1`, token, returnTxn, reason)
-	return Translate(err)
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE transfers SET status = 'returned', return_txn = $2, return_reason = $3,
+		updated_at = greatest(now(), updated_at) WHERE token = $1 AND return_txn IS NULL`, token, returnTxn, reason)
+	if err != nil {
+		return Translate(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return Translate(err)
+	} else if n == 0 {
+		return emi.ErrTransferInvalidTransition.WithDetail("transfer %s is already returned (or unknown)", token)
+	}
+	return nil
+}
+
+// TxnEntries implements service.TransferStore.
+func (s *TransferStore) TxnEntries(ctx context.Context, ids []int64) ([]emi.LedgerEntryView, error) {
+	var rows []struct {
+		ID           int64          `db:"id"`
+		Txn          int64          `db:"txn"`
+		TxnToken     string         `db:"txn_token"`
+		Kind         string         `db:"kind"`
+		Balance      sql.NullString `db:"balance"`
+		Account      sql.NullString `db:"account"`
+		Internal     sql.NullString `db:"internal"`
+		Currency     string         `db:"currency"`
+		Amount       int64          `db:"amount"`
+		BalanceAfter sql.NullInt64  `db:"balance_after"`
+		CreatedAt    time.Time      `db:"created_at"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT e.id, e.txn, lt.token AS txn_token, lt.kind, e.balance, e.account,
+		e.internal, e.currency, e.amount, e.balance_after, e.created_at
+		FROM ledger_entries e JOIN ledger_transactions lt ON lt.id = e.txn
+		WHERE e.txn = ANY($1::bigint[]) ORDER BY e.id`, pq.Int64Array(ids)); err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]emi.LedgerEntryView, len(rows))
+	for i, r := range rows {
+		out[i] = emi.LedgerEntryView{ID: r.ID, Txn: r.Txn, TxnToken: r.TxnToken, Kind: r.Kind, Balance: r.Balance.String,
+			Account: r.Account.String, Internal: r.Internal.String, Currency: r.Currency, Amount: r.Amount,
+			BalanceAfter: r.BalanceAfter.Int64, CreatedAt: r.CreatedAt.UTC()}
+	}
+	return out, nil
 }
 
 // SetTransferStatus implements service.TransferStore.

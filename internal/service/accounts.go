@@ -68,6 +68,8 @@ type Accounts struct {
 	terms  TerminationStore
 	cards  CardCascade
 	ledger *Ledger
+	// statements reads account statements (statements.go).
+	statements StatementStore
 }
 
 // CardCascade terminates the card of an account that is terminated, in

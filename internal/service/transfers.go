@@ -22,9 +22,13 @@ type TransferStore interface {
 	// forUpdate locks it. Returns emi.ErrTransferNotFound.
 	Transfer(ctx context.Context, token string, forUpdate bool) (emi.Transfer, error)
 	// SetTransferReturned marks a transfer returned by the ledger
-	// transaction returnTxn.
+	// transaction returnTxn. Returns emi.ErrTransferInvalidTransition when
+	// it is already returned (its return_txn is set once).
 	SetTransferReturned(ctx context.Context, token string, returnTxn int64, reason string) error
 	SetTransferStatus(ctx context.Context, token, status string) error
+	// TxnEntries returns the journal entries of the ledger transactions
+	// ids, in posting order.
+	TxnEntries(ctx context.Context, ids []int64) ([]emi.LedgerEntryView, error)
 }
 
 // Party is a resolved side of a transfer.
@@ -53,6 +57,10 @@ type Transfers struct {
 		Struct(any, *emi.Error) error
 	}
 	now Clock
+	// own is emi's identifiers (outgoing payments to them are refused);
+	// sandbox enables the settlement actions (outgoing.go).
+	own     OwnBank
+	sandbox bool
 }
 
 // NewTransfers returns the transfers service.

@@ -105,6 +105,10 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, http.MethodPost, "/sandbox/cards/{card}/authorizations", op("sandbox_card_authorize", emi.ErrCardValidation, SmallBody), a.sandboxOnly(a.sandboxCardAuthorize))
 		a.handle(r, http.MethodPost, "/sandbox/authorizations/{authorization}/clear", op("sandbox_authorization_clear", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxAuthorizationClear))
 		a.handle(r, http.MethodPost, "/sandbox/authorizations/{authorization}/reverse", op("sandbox_authorization_reverse", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxAuthorizationReverse))
+		a.handle(r, http.MethodPost, "/transfers/external", op("transfer_external_create", emi.ErrTransferValidation, SmallBody), a.transferExternalCreate)
+		a.handle(r, http.MethodPost, "/sandbox/transfers/{transfer}/complete", op("sandbox_transfer_complete", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferComplete))
+		a.handle(r, http.MethodPost, "/sandbox/transfers/{transfer}/return", op("sandbox_transfer_return", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferReturn))
+		a.handle(r, http.MethodGet, "/accounts/{account}/transactions/{page}/{limit}", op("account_transactions", emi.ErrAccountValidation, SmallBody), a.accountTransactions)
 	})
 	r.Route("/v3", func(r chi.Router) {
 		// application_create may carry the company's members with their

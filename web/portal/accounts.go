@@ -364,6 +364,15 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 			return
 		}
 	}
+	st, invalid, err := p.accountStatement(r, a)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	if invalid && status == http.StatusOK {
+		status = http.StatusUnprocessableEntity
+	}
+	v.Statement = st
 	if canDo(r, emi.PermViewAccounts) {
 		entries, err := p.d.Accounts.AuditTrail(ctx, a.Token)
 		if err != nil {
@@ -387,7 +396,8 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 func balanceViews(a emi.Account) []pages.BalanceView {
 	out := make([]pages.BalanceView, 0, len(a.Balances))
 	for _, b := range a.Balances {
-		bv := pages.BalanceView{Currency: b.Currency, Available: emi.FormatMinor(b.Available)}
+		bv := pages.BalanceView{Currency: b.Currency, Available: emi.FormatMinor(b.Available), Posted: emi.FormatMinor(b.Posted),
+			Held: emi.FormatMinor(b.Held)}
 		add := func(label, value string) {
 			if value != "" {
 				bv.Idents = append(bv.Idents, pages.Ident{Label: label, Value: value})

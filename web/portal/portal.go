@@ -92,6 +92,9 @@ type Deps struct {
 	// and their holds) and, in the sandbox, simulates, clears and reverses
 	// them.
 	Authorizations *service.Authorizations
+	// Transfers is the transfer page (both sides, ledger entries, audit)
+	// and, in the sandbox, the settlement of outgoing payments.
+	Transfers *service.Transfers
 	// Sandbox shows the sandbox's simulators (incoming payments, card
 	// authorizations, settlement of outgoing payments); production hides
 	// them and refuses their routes.

@@ -104,6 +104,13 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate", p.accountTerminate)
 		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate/approve", p.accountTerminateApprove)
 		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate/withdraw", p.accountTerminateWithdraw)
+		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/accounts/{account}/statement.csv", p.accountStatementCSV)
+		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/transfers/{transfer}", p.transferDetail)
+		if p.d.Sandbox {
+			// The receiving bank's answer to an outgoing payment, simulated.
+			r.With(p.requirePerm(emi.PermManageAccounts)).Post("/transfers/{transfer}/complete", p.transferComplete)
+			r.With(p.requirePerm(emi.PermManageAccounts)).Post("/transfers/{transfer}/return", p.transferReturn)
+		}
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/programs", p.programs)
 		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs", p.programCreate)
 		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs/{program}", p.programUpdate)

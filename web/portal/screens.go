@@ -239,6 +239,8 @@ func auditRow(e emi.AuditEntry) pages.AuditRow {
 		}
 	case "program":
 		row.ResourceHref = programHref(e.ResourceToken)
+	case "transfer":
+		row.ResourceHref = transferHref(e.ResourceToken)
 	case "watchlist_entry":
 		row.ResourceHref = "/backoffice/watchlist"
 	case "partner_key":

@@ -38,6 +38,9 @@ type fixture struct {
 	account string
 	// card fills {card}: a virtual card on that account.
 	card string
+	// transfer fills {transfer}: a pending outgoing payment of that
+	// account (funded and paid out in full, so its balance is zero).
+	transfer string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -67,6 +70,12 @@ func newFixture(t *testing.T) *fixture {
 	f.view = v.ID
 	f.account = openAccount(t, env, f.partner, map[string]any{"program": "account_eur", "user": f.people.user})["token"].(string)
 	f.card = issueCard(t, env, f.partner, emi.CardCreate{Account: f.account, Type: emi.CardVirtual}).Token
+	var bal string
+	if err := env.App.DB.Get(&bal, `SELECT token FROM balances WHERE account = $1`, f.account); err != nil {
+		t.Fatal(err)
+	}
+	env.Fund(t, f.account, bal, "EUR", 100)
+	f.transfer = payExternal(t, env, f.partner, f.account, "1.00", "Fixture Payee", "fixture")
 	return f
 }
 
@@ -75,7 +84,7 @@ func (f *fixture) path(route string) string {
 	r := strings.NewReplacer("{id}", f.idFor(route), "{key}", f.partner.KeyID, "{ep}", f.endpointID, "{delivery}", f.deliveryID,
 		"{user}", f.people.user, "{doc}", f.people.doc, "{check}", f.people.check, "{session}", f.people.session,
 		"{application}", f.onboarding.application, "{member}", f.onboarding.member, "{entry}", f.onboarding.entry,
-		"{view}", f.view, "{account}", f.account, "{card}", f.card, "{program}", "account_eur")
+		"{view}", f.view, "{account}", f.account, "{card}", f.card, "{program}", "account_eur", "{transfer}", f.transfer)
 	return "/backoffice" + r.Replace(route)
 }
 
@@ -183,9 +192,9 @@ func TestGetRoutesChangeNothing(t *testing.T) {
 		before := rowCounts(t, f.env)
 		admin.Get(t, f.path(route))
 		after := rowCounts(t, f.env)
-		if route == "/documents/{doc}" {
-			// Viewing an identity document is audited on purpose: one
-			// audit row, nothing else.
+		if route == "/documents/{doc}" || route == "/accounts/{account}/statement.csv" {
+			// Viewing an identity document, and exporting a statement, is
+			// audited on purpose: one audit row, nothing else.
 			before["audit_log"]++
 		}
 		// Sign-in pages may not be reached by a signed-in user; every count
@@ -308,6 +317,10 @@ func TestRoleRouteMatrix(t *testing.T) {
 		"POST /cards/{card}/pin/send":                      {apptest.CSEmail},
 		"POST /cards/{card}/reveal":                        {apptest.CSEmail},
 		"GET /sms":                                         {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
+		"GET /accounts/{account}/statement.csv":            {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
+		"GET /transfers/{transfer}":                        {apptest.AdminEmail, apptest.CSEmail, apptest.AuditorEmail},
+		"POST /transfers/{transfer}/complete":              {apptest.CSEmail},
+		"POST /transfers/{transfer}/return":                {apptest.CSEmail},
 		"POST /programs":                                   {apptest.AdminEmail},
 		"POST /programs/{program}":                         {apptest.AdminEmail},
 
@@ -397,6 +410,11 @@ func TestRoleRouteMatrix(t *testing.T) {
 	var pending int
 	if err := f.env.App.DB.Get(&pending, `SELECT count(*) FROM account_termination_requests WHERE account = $1`, f.account); err != nil || pending != 0 {
 		t.Fatalf("termination requests after forged requests: %d %v", pending, err)
+	}
+	// Nor the outgoing payment: still pending.
+	var transferStatus string
+	if err := f.env.App.DB.Get(&transferStatus, `SELECT status FROM transfers WHERE token = $1`, f.transfer); err != nil || transferStatus != "pending" {
+		t.Fatalf("outgoing payment after forged requests: %q %v", transferStatus, err)
 	}
 	// Nor the card: its issue is its only history, nothing was revealed.
 	if err := f.env.App.DB.Get(&changes, `SELECT count(*) FROM card_history WHERE card = $1`, f.card); err != nil || changes != 1 {

@@ -1,0 +1,376 @@
+package portal
+
+import (
+	"encoding/csv"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/internal/service"
+	"emi/views/pages"
+)
+
+// Money screens: an account's statement (on the account page) with its CSV
+// export, and a transfer's page with, in the sandbox, the receiving bank's
+// Complete and Return of an outgoing payment. Rules (ranges, scoping,
+// settlement, audit of exports) live in service.Accounts and
+// service.Transfers.
+
+// statementPerPage is the account page's statement page size.
+const statementPerPage = 50
+
+// transferMessages are the texts of the transfer codes (added to messages
+// without overwriting any other screen's).
+var transferMessages = map[string]string{
+	emi.ErrTransferNotFound.Key:          "There is no such transfer.",
+	emi.ErrTransferValidation.Key:        "Please correct the marked fields.",
+	emi.ErrTransferInvalidTransition.Key: "The payment's state does not allow this any more (it was completed or returned meanwhile). Nothing was changed.",
+}
+
+func init() {
+	for k, v := range transferMessages {
+		if _, ok := messages[k]; !ok {
+			messages[k] = v
+		}
+	}
+}
+
+func transferHref(token string) string { return "/backoffice/transfers/" + token }
+
+func transferTone(status string) string {
+	switch status {
+	case emi.TransferCompleted:
+		return "ok"
+	case emi.TransferPending:
+		return "warn"
+	case emi.TransferReturned:
+		return "bad"
+	}
+	return ""
+}
+
+// txnKindLabels name ledger transaction kinds on statements.
+var txnKindLabels = map[string]string{
+	emi.TxnTransfer:       "internal transfer",
+	emi.TxnIncoming:       "incoming payment",
+	emi.TxnOutgoing:       "outgoing payment",
+	emi.TxnOutgoingReturn: "returned payment",
+	emi.TxnSuspenseAssign: "assigned from suspense",
+	emi.TxnSuspenseReturn: "returned from suspense",
+	emi.TxnAdjustment:     "adjustment",
+	emi.TxnCardClearing:   "card payment",
+	emi.TxnReversal:       "reversal",
+	"opening":             "opening balance",
+}
+
+func txnKindLabel(k string) string { return firstNonEmpty(txnKindLabels[k], k) }
+
+// counterpartyIdent is how a statement shows the other side's
+// identifiers: an IBAN, or a sort code and account number.
+func counterpartyIdent(c emi.Counterparty) string {
+	if c.IBAN != "" {
+		return c.IBAN
+	}
+	if c.AccountNumber != "" {
+		return fmtSortCode(c.SortCode) + " " + c.AccountNumber
+	}
+	return ""
+}
+
+// statementLink is the account page showing the statement's page n of
+// the range.
+func statementLink(account, from, to string, n int) string {
+	q := url.Values{}
+	if from != "" {
+		q.Set("from", from)
+	}
+	if to != "" {
+		q.Set("to", to)
+	}
+	if n > 1 {
+		q.Set("page", strconv.Itoa(n))
+	}
+	if len(q) == 0 {
+		return accountHref(account) + "#statement"
+	}
+	return accountHref(account) + "?" + q.Encode() + "#statement"
+}
+
+// accountStatement lays out the statement section of an account's page
+// from the query (from, to, page). invalid is true when the range was
+// refused (its errors are in the view).
+func (p *Portal) accountStatement(r *http.Request, a service.AccountView) (v *pages.StatementView, invalid bool, err error) {
+	q := r.URL.Query()
+	from, to := strings.TrimSpace(q.Get("from")), strings.TrimSpace(q.Get("to"))
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = min(max(page, 1), maxAccountPage)
+	v = &pages.StatementView{Action: accountHref(a.Token), From: from, To: to, OnMain: !a.Virtual}
+	st, err := p.d.Accounts.StaffStatement(r.Context(), a.Token, service.StatementQuery{From: from, To: to, Page: page, Limit: statementPerPage})
+	if err != nil {
+		if emi.AsError(err).Kind != emi.KindInvalid {
+			return nil, false, err
+		}
+		v.Errs, _ = fieldErrors(err)
+		return v, true, nil
+	}
+	csvQ := url.Values{}
+	if from != "" {
+		csvQ.Set("from", from)
+	}
+	if to != "" {
+		csvQ.Set("to", to)
+	}
+	v.CSV = accountHref(a.Token) + "/statement.csv"
+	if len(csvQ) > 0 {
+		v.CSV += "?" + csvQ.Encode()
+	}
+	for _, b := range st.Balances {
+		v.Balances = append(v.Balances, pages.StatementBalance{Currency: b.Currency, Opening: emi.FormatMinor(b.Opening),
+			Closing: emi.FormatMinor(b.Closing)})
+	}
+	for _, l := range st.Lines {
+		line := pages.StatementLine{At: fmtTime(l.CreatedAt), Type: txnKindLabel(l.Kind), Reference: l.Reference,
+			Counterparty: l.Counterparty.Name, CounterpartyIdent: counterpartyIdent(l.Counterparty), Amount: emi.FormatMinor(l.Amount),
+			BalanceAfter: emi.FormatMinor(l.BalanceAfter), Currency: l.Currency, Credit: l.Amount > 0}
+		if l.Transfer != "" {
+			line.Transfer, line.TransferHref = shortID(l.Transfer), transferHref(l.Transfer)
+		}
+		if l.Account != a.Token {
+			line.Account, line.AccountHref = shortID(l.Account)+" (virtual)", accountHref(l.Account)
+		}
+		v.Lines = append(v.Lines, line)
+	}
+	pagesN := max((st.Total+statementPerPage-1)/statementPerPage, 1)
+	v.Total = strconv.FormatInt(st.Total, 10) + " movements · page " + strconv.Itoa(page) + " of " + strconv.FormatInt(pagesN, 10)
+	if st.Total == 1 {
+		v.Total = "1 movement · page " + strconv.Itoa(page) + " of 1"
+	}
+	if page > 1 {
+		v.Prev = statementLink(a.Token, from, to, min(page-1, int(pagesN)))
+	}
+	if int64(page) < pagesN {
+		v.Next = statementLink(a.Token, from, to, page+1)
+	}
+	return v, false, nil
+}
+
+// amountCell matches the amounts emi writes (FormatMinor): exact numbers,
+// which a spreadsheet reads as numbers, never as formulas.
+var amountCell = regexp.MustCompile(`^-?[0-9]+\.[0-9]{2}$`)
+
+// accountStatementCSV (GET /accounts/{account}/statement.csv?from=&to=)
+// exports the statement's lines in the range, audited by the service.
+// Every text cell is defused against formula injection (csvCell: a cell
+// starting with = + - @ tab or CR gets a leading apostrophe); the amount
+// columns, which emi writes itself as exact decimals, stay numbers, so a
+// debit keeps its minus sign.
+func (p *Portal) accountStatementCSV(w http.ResponseWriter, r *http.Request) {
+	token := p.accountToken(w, r)
+	if token == "" {
+		return
+	}
+	q := r.URL.Query()
+	from, to := strings.TrimSpace(q.Get("from")), strings.TrimSpace(q.Get("to"))
+	st, err := p.d.Accounts.StaffStatementExport(r.Context(), token, from, to)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	rows := [][]string{{"time_utc", "type", "transaction", "transfer", "account", "balance", "reference", "counterparty_name",
+		"counterparty_iban", "counterparty_account_number", "counterparty_sort_code", "currency", "amount", "balance_after"}}
+	for _, l := range st.Lines {
+		rows = append(rows, []string{l.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), l.Kind, l.Transaction, l.Transfer, l.Account,
+			l.Balance, l.Reference, l.Counterparty.Name, l.Counterparty.IBAN, l.Counterparty.AccountNumber, l.Counterparty.SortCode,
+			l.Currency, emi.FormatMinor(l.Amount), emi.FormatMinor(l.BalanceAfter)})
+	}
+	name := "statement-" + token[:8] + "-" + firstNonEmpty(from, "start") + "-" + firstNonEmpty(to, "now")
+	h := w.Header()
+	h.Set("Content-Type", "text/csv; charset=utf-8")
+	h.Set("Content-Disposition", `attachment; filename="`+safeFileName(name)+`.csv"`)
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	cw := csv.NewWriter(w)
+	amounts := len(rows[0]) - 2
+	for i, row := range rows {
+		cells := make([]string, len(row))
+		for j, c := range row {
+			if i > 0 && j >= amounts && amountCell.MatchString(c) {
+				cells[j] = c
+				continue
+			}
+			cells[j] = csvCell(c)
+		}
+		if err := cw.Write(cells); err != nil {
+			return
+		}
+	}
+	cw.Flush()
+}
+
+// transferForm keeps a refused return's input.
+type transferForm struct {
+	reason string
+	errs   map[string]string
+}
+
+// transferDetail (GET /transfers/{transfer}).
+func (p *Portal) transferDetail(w http.ResponseWriter, r *http.Request) {
+	p.renderTransferPage(w, r, http.StatusOK, nil)
+}
+
+// renderTransferPage renders a transfer: both sides, status, the journal
+// entries of its transactions and its audit rows, with the sandbox's
+// settlement buttons for an outgoing payment.
+func (p *Portal) renderTransferPage(w http.ResponseWriter, r *http.Request, status int, f *transferForm) {
+	token := param(r, "transfer")
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrTransferNotFound)
+		return
+	}
+	t, err := p.d.Transfers.StaffGet(r.Context(), token)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	v := pages.TransferView{Token: t.Token, Status: t.Status, StatusTone: transferTone(t.Status)}
+	partner := pages.KV{Label: "Partner (sender)", Value: p.partnerNames(r).name(firstNonEmpty(t.PartnerID, t.DestinationPartner))}
+	if canDo(r, emi.PermViewPartners) && firstNonEmpty(t.PartnerID, t.DestinationPartner) != "" {
+		partner.Href = "/backoffice/partners/" + firstNonEmpty(t.PartnerID, t.DestinationPartner)
+	}
+	if t.PartnerID == "" {
+		partner.Label = "Partner (receiver)"
+	}
+	v.Details = []pages.KV{{Label: "Type", Value: t.Type}, {Label: "Status", Value: t.Status, Tone: toneOrNeutral(transferTone(t.Status))},
+		{Label: "Amount", Value: emi.FormatMinor(t.Amount) + " " + t.Currency, Mono: true}, {Label: "Reference", Value: t.Reference},
+		partner, {Label: "Created (UTC)", Value: fmtTime(t.CreatedAt), Mono: true}, {Label: "Updated (UTC)", Value: fmtTime(t.UpdatedAt), Mono: true}}
+	if t.Status == emi.TransferReturned {
+		v.Details = append(v.Details, pages.KV{Label: "Return reason", Value: t.ReturnReason})
+	}
+	v.Details = append(v.Details, pages.KV{Label: "Transfer token", Value: t.Token, Mono: true})
+	src, err := p.transferSide(r, "Source", t.SourceAccount, t.SourceBalance, t.SourceIBAN, t.Type == emi.TransferIncoming, t.Counterparty)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	dst, err := p.transferSide(r, "Destination", t.DestinationAccount, t.DestinationBalance, t.DestinationIBAN, t.Type == emi.TransferOutgoing, t.Counterparty)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	v.Sides = []pages.TransferSideView{src, dst}
+	for _, e := range t.Entries {
+		row := pages.LedgerEntryRow{Txn: shortID(e.TxnToken), Kind: txnKindLabel(e.Kind), Entry: strconv.FormatInt(e.ID, 10),
+			Internal: e.Internal, Amount: emi.FormatMinor(e.Amount) + " " + e.Currency, At: fmtTime(e.CreatedAt)}
+		if e.Account != "" {
+			row.Account, row.AccountHref, row.Balance = e.Account, accountHref(e.Account), shortID(e.Balance)
+			row.BalanceAfter = emi.FormatMinor(e.BalanceAfter)
+		}
+		v.Entries = append(v.Entries, row)
+	}
+	for _, e := range t.Audit {
+		v.Audit = append(v.Audit, auditRow(e))
+	}
+	if canDo(r, emi.PermViewAudit) {
+		v.AuditHref = "/backoffice/audit?resource_type=transfer&resource_token=" + url.QueryEscape(t.Token)
+	}
+	if p.d.Sandbox && t.Type == emi.TransferOutgoing && canDo(r, emi.PermManageAccounts) {
+		act := &pages.TransferActions{Base: transferHref(t.Token), CanComplete: t.Status == emi.TransferPending,
+			CanReturn: t.Status != emi.TransferReturned}
+		if f != nil {
+			act.Reason, act.Errs = f.reason, f.errs
+		}
+		v.Actions = act
+	}
+	p.renderPrivate(w, r, status, "Transfer · "+emi.FormatMinor(t.Amount)+" "+t.Currency, pages.TransferDetail(v))
+}
+
+// transferSide lays out one side: an account of emi (linked, with its
+// owner), or the external party of an outgoing or incoming payment.
+func (p *Portal) transferSide(r *http.Request, title, account, balance, ibanOf string, external bool, c emi.Counterparty) (pages.TransferSideView, error) {
+	s := pages.TransferSideView{Title: title}
+	if external || account == "" {
+		s.Title += " (external)"
+		add := func(label, value string, mono bool) {
+			if value != "" {
+				s.Details = append(s.Details, pages.KV{Label: label, Value: value, Mono: mono})
+			}
+		}
+		add("Name", c.Name, false)
+		add("IBAN", c.IBAN, true)
+		add("BIC", c.BIC, true)
+		add("Sort code", fmtSortCode(c.SortCode), true)
+		add("Account number", c.AccountNumber, true)
+		add("Scheme", c.Scheme, false)
+		return s, nil
+	}
+	a, err := p.d.Accounts.Get(r.Context(), account)
+	if err != nil {
+		return s, err
+	}
+	kind, ownerHref, err := p.ownerLinks(r).of(a.Account)
+	if err != nil {
+		return s, err
+	}
+	s.Details = []pages.KV{{Label: "Account", Value: account, Href: accountHref(account), Mono: true},
+		{Label: "Owner", Value: firstNonEmpty(a.OwnerName, "(no name)"), Href: ownerHref}, {Label: "Owner type", Value: kind},
+		{Label: "Account status", Value: a.Status, Tone: toneOrNeutral(accountTone(a.Status))},
+		{Label: "Partner", Value: p.partnerNames(r).name(a.PartnerID)}}
+	if ibanOf != "" {
+		s.Details = append(s.Details, pages.KV{Label: "IBAN", Value: ibanOf, Mono: true})
+	}
+	s.Details = append(s.Details, pages.KV{Label: "Balance", Value: balance, Mono: true})
+	if a.Virtual {
+		s.Details = append(s.Details, pages.KV{Label: "Main account", Value: a.Main, Href: accountHref(a.Main), Mono: true})
+	}
+	return s, nil
+}
+
+// transferToken is the transfer of an action, or "" after answering 404.
+func (p *Portal) transferToken(w http.ResponseWriter, r *http.Request) string {
+	token := param(r, "transfer")
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrTransferNotFound)
+		return ""
+	}
+	return token
+}
+
+// transferComplete (POST /transfers/{transfer}/complete, sandbox only)
+// plays the receiving bank accepting an outgoing payment.
+func (p *Portal) transferComplete(w http.ResponseWriter, r *http.Request) {
+	token := p.transferToken(w, r)
+	if token == "" {
+		return
+	}
+	if _, err := p.d.Transfers.StaffComplete(r.Context(), token); err != nil {
+		p.flashError(w, r, err, transferHref(token))
+		return
+	}
+	p.flash(r.Context(), "ok", "Payment completed (sandbox): the partner is told (transfer.completed). No money moved.")
+	redirect(w, r, transferHref(token))
+}
+
+// transferReturn (POST /transfers/{transfer}/return, sandbox only) plays
+// the receiving bank sending an outgoing payment back.
+func (p *Portal) transferReturn(w http.ResponseWriter, r *http.Request) {
+	token := p.transferToken(w, r)
+	if token == "" {
+		return
+	}
+	reason := r.PostFormValue("reason")
+	if _, err := p.d.Transfers.StaffReturn(r.Context(), token, reason); err != nil {
+		if emi.AsError(err).Kind == emi.KindInvalid {
+			errs, banner := fieldErrors(err)
+			p.flash(r.Context(), "bad", banner)
+			p.renderTransferPage(w, r, http.StatusUnprocessableEntity, &transferForm{reason: reason, errs: errs})
+			return
+		}
+		p.flashError(w, r, err, transferHref(token))
+		return
+	}
+	p.flash(r.Context(), "ok", "Payment returned (sandbox): the amount is credited back and the partner is told (transfer.returned).")
+	redirect(w, r, transferHref(token))
+}
