@@ -97,6 +97,12 @@ type App struct {
 	Ledger        *service.Ledger
 	TransferStore *postgres.TransferStore
 	Transfers     *service.Transfers
+	// IncomingStore keeps suspense items and manual adjustments; Incoming
+	// takes money from outside (simulated in the sandbox) and runs the
+	// suspense queue; Adjustments are four-eyes manual corrections.
+	IncomingStore *postgres.IncomingStore
+	Incoming      *service.Incoming
+	Adjustments   *service.Adjustments
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -188,6 +194,19 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Accounts.SetLedger(a.Ledger)
 	a.TransferStore = postgres.NewTransferStore(db)
 	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Events, a.Audit, v, now)
+	a.IncomingStore = postgres.NewIncomingStore(db)
+	a.Incoming = service.NewIncoming(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Events, a.Audit, v, service.IncomingConfig{
+		Sandbox:   cfg.Mode == config.ModeSandbox,
+		ValidIBAN: func(s string) error { return iban.Validate(iban.Normalize(s)) },
+		UKIBAN: func(sortCode, number string) (string, bool) {
+			if sortCode != ukbank.DefaultScheme.SortCode {
+				return "", false
+			}
+			i, err := ukbank.DefaultScheme.IBAN(number)
+			return i, err == nil
+		},
+	}, now)
+	a.Adjustments = service.NewAdjustments(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Audit, now)
 	return a
 }
 
@@ -258,13 +277,15 @@ func (a *App) Portal() *portal.Portal {
 		AML:   a.AML,
 		KYC:   a.KYC,
 
-		Onboarding: a.Onboarding,
-		Watchlist:  a.Watchlist,
-		Review:     a.Review,
-		Accounts:   a.Accounts,
-		Cards:      a.Cards,
-		StepUp:     a.Staff,
-		Sandbox:    a.Config.Mode == config.ModeSandbox,
+		Onboarding:  a.Onboarding,
+		Watchlist:   a.Watchlist,
+		Review:      a.Review,
+		Accounts:    a.Accounts,
+		Cards:       a.Cards,
+		Incoming:    a.Incoming,
+		Adjustments: a.Adjustments,
+		StepUp:      a.Staff,
+		Sandbox:     a.Config.Mode == config.ModeSandbox,
 		// The back office's "Update now": admin only, audited.
 		UpdateSanctions: a.UpdateSanctionsForStaff,
 	})
@@ -275,7 +296,7 @@ func (a *App) API() *api.API {
 	return api.New(api.Deps{
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
-		Cards: a.Cards, Transfers: a.Transfers, Sandbox: a.Config.Mode == config.ModeSandbox, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
+		Cards: a.Cards, Transfers: a.Transfers, Incoming: a.Incoming, Sandbox: a.Config.Mode == config.ModeSandbox, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 	})
 }
 

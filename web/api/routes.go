@@ -28,6 +28,8 @@ type Deps struct {
 	Accounts    *service.Accounts
 	Cards       *service.Cards
 	Transfers   *service.Transfers
+	// Incoming books incoming payments (sandbox_incoming_credit).
+	Incoming *service.Incoming
 	// Sandbox enables the sandbox-only operations (simulated incoming
 	// payments, card authorizations, settlement of outgoing payments);
 	// in production they answer 404 / 10004 like an unknown route.
@@ -99,6 +101,7 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, http.MethodGet, "/cards/{page}/{limit}", op("cards_list", emi.ErrCardValidation, SmallBody), a.cardsList)
 		a.handle(r, http.MethodPost, "/transfers", op("transfer_create", emi.ErrTransferValidation, SmallBody), a.transferCreate)
 		a.handle(r, http.MethodGet, "/transfers/{transfer}", op("transfer_details", emi.ErrTransferValidation, SmallBody), a.transferDetails)
+		a.handle(r, http.MethodPost, "/sandbox/incoming", op("sandbox_incoming_credit", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxIncomingCredit))
 	})
 	r.Route("/v3", func(r chi.Router) {
 		// application_create may carry the company's members with their

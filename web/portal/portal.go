@@ -88,6 +88,10 @@ type Deps struct {
 	// Cards is customer service's cards: search, a card with its history,
 	// texts, reveals and audit trail, every card action, the SMS outbox.
 	Cards *service.Cards
+	// Incoming runs the suspense queue and the sandbox's incoming payment
+	// simulator; Adjustments are four-eyes manual adjustments of balances.
+	Incoming    *service.Incoming
+	Adjustments *service.Adjustments
 	// Sandbox shows the sandbox's simulators (incoming payments, card
 	// authorizations, settlement of outgoing payments); production hides
 	// them and refuses their routes.
