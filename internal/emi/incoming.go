@@ -89,6 +89,7 @@ type SuspenseItem struct {
 	CreatedAt time.Time `db:"created_at"`
 	// Resolution (assigned or returned).
 	ResolvedBy       string     `db:"resolved_by"`
+	ResolvedByName   string     `db:"resolved_by_name"`
 	ResolvedAt       *time.Time `db:"resolved_at"`
 	ResolutionReason string     `db:"resolution_reason"`
 	ResolutionTxn    int64      `db:"resolution_txn"`

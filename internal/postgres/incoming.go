@@ -55,6 +55,7 @@ type suspenseRow struct {
 	Status           string         `db:"status"`
 	CreatedAt        time.Time      `db:"created_at"`
 	ResolvedBy       sql.NullString `db:"resolved_by"`
+	ResolvedByName   string         `db:"resolved_by_name"`
 	ResolvedAt       sql.NullTime   `db:"resolved_at"`
 	ResolutionReason string         `db:"resolution_reason"`
 	ResolutionTxn    sql.NullInt64  `db:"resolution_txn"`
@@ -65,8 +66,9 @@ type suspenseRow struct {
 func (r suspenseRow) item() emi.SuspenseItem {
 	it := emi.SuspenseItem{Token: r.Token, Scheme: r.Scheme, Amount: r.Amount, Currency: r.Currency, Identifier: r.Identifier,
 		Reason: r.Reason, Reference: r.Reference, Account: r.Account.String, PartnerID: r.PartnerID.String, Txn: r.Txn,
-		Status: r.Status, CreatedAt: r.CreatedAt.UTC(), ResolvedBy: r.ResolvedBy.String, ResolutionReason: r.ResolutionReason,
-		ResolutionTxn: r.ResolutionTxn.Int64, Transfer: r.Transfer.String, AssignedAccount: r.AssignedAccount.String}
+		Status: r.Status, CreatedAt: r.CreatedAt.UTC(), ResolvedBy: r.ResolvedBy.String, ResolvedByName: r.ResolvedByName,
+		ResolutionReason: r.ResolutionReason,
+		ResolutionTxn:    r.ResolutionTxn.Int64, Transfer: r.Transfer.String, AssignedAccount: r.AssignedAccount.String}
 	if r.ResolvedAt.Valid {
 		at := r.ResolvedAt.Time.UTC()
 		it.ResolvedAt = &at
@@ -76,17 +78,19 @@ func (r suspenseRow) item() emi.SuspenseItem {
 	return it
 }
 
-const suspenseColumns = `token, scheme, amount, currency, payer, identifier, destination, reason, reference, account, partner_id,
-	txn, status, created_at, resolved_by, resolved_at, resolution_reason, resolution_txn, transfer, assigned_account`
+const suspenseColumns = `s.token, s.scheme, s.amount, s.currency, s.payer, s.identifier, s.destination, s.reason, s.reference,
+	s.account, s.partner_id, s.txn, s.status, s.created_at, s.resolved_by, coalesce(st.name, '') AS resolved_by_name, s.resolved_at,
+	s.resolution_reason, s.resolution_txn, s.transfer, s.assigned_account
+	FROM suspense_items s LEFT JOIN staff_users st ON st.id = s.resolved_by`
 
 // SuspenseItem implements service.IncomingStore.
 func (s *IncomingStore) SuspenseItem(ctx context.Context, token string, forUpdate bool) (emi.SuspenseItem, error) {
 	if !validUUID(token) {
 		return emi.SuspenseItem{}, emi.ErrSuspenseNotFound
 	}
-	q := `SELECT ` + suspenseColumns + ` FROM suspense_items WHERE token = $1`
+	q := `SELECT ` + suspenseColumns + ` WHERE s.token = $1`
 	if forUpdate {
-		q += ` FOR UPDATE`
+		q += ` FOR UPDATE OF s`
 	}
 	var r suspenseRow
 	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, token); err != nil {
@@ -97,16 +101,16 @@ func (s *IncomingStore) SuspenseItem(ctx context.Context, token string, forUpdat
 
 // SuspenseItems implements service.IncomingStore.
 func (s *IncomingStore) SuspenseItems(ctx context.Context, open bool, page, limit int) ([]emi.SuspenseItem, int64, error) {
-	where, order := `status = 'open'`, `created_at, token`
+	where, order := `s.status = 'open'`, `s.created_at, s.token`
 	if !open {
-		where, order = `status <> 'open'`, `resolved_at DESC, token`
+		where, order = `s.status <> 'open'`, `s.resolved_at DESC, s.token`
 	}
 	var total int64
-	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &total, `SELECT count(*) FROM suspense_items WHERE `+where); err != nil {
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &total, `SELECT count(*) FROM suspense_items s WHERE `+where); err != nil {
 		return nil, 0, Translate(err)
 	}
 	var rows []suspenseRow
-	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+suspenseColumns+` FROM suspense_items WHERE `+where+
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+suspenseColumns+` WHERE `+where+
 		` ORDER BY `+order+` LIMIT $1 OFFSET $2`, limit, (page-1)*limit); err != nil {
 		return nil, 0, Translate(err)
 	}

@@ -28,7 +28,9 @@ func newMoneyApp(t *testing.T, opts apptest.Options) *moneyApp {
 	opts.NoSanctions = true
 	env := apptest.New(t, opts)
 	t.Cleanup(func() { ledgerBalanced(t, env) })
-	staff := func(r emi.Role) context.Context { return as(emi.StaffUser{ID: service.NewToken(), Roles: []emi.Role{r}}) }
+	staff := func(r emi.Role) context.Context {
+		return as(emi.StaffUser{ID: service.NewToken(), Roles: []emi.Role{r}})
+	}
 	return &moneyApp{env: env, p: env.NewPartner(t, emi.PartnerCreate{Name: "Money Partner"}),
 		cs: staff(emi.RoleCustomerService), comp: staff(emi.RoleCompliance), auditor: staff(emi.RoleAuditor),
 		admin: staff(emi.RoleAdmin), underwriter: staff(emi.RoleUnderwriter)}

@@ -140,7 +140,9 @@ func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
 		if it.Status == emi.SuspenseReturned {
 			row.StatusTone = "warn"
 		}
-		row.ResolvedBy, _ = actorOf(r, it.ResolvedBy, staff, nil)
+		if it.ResolvedBy != "" {
+			row.ResolvedBy = staffName(r, it.ResolvedBy, it.ResolvedByName, staff)
+		}
 		v.Rows = append(v.Rows, row)
 	}
 	v.Total = strconv.FormatInt(total, 10) + " items"
