@@ -352,9 +352,12 @@ func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment, staff ma
 	manage := canDo(r, emi.PermManageMoney)
 	rows := make([]pages.AdjustmentRow, len(list))
 	for i, a := range list {
-		row := pages.AdjustmentRow{Token: a.Token, Requested: fmtTime(a.RequestedAt), Account: a.Account, AccountHref: accountHref(a.Account),
+		row := pages.AdjustmentRow{Token: a.Token, Requested: fmtTime(a.RequestedAt), Account: a.Account,
 			Direction: a.Direction, Amount: emi.FormatMinor(a.Amount), Currency: a.Currency, Reason: a.Reason, Status: a.Status,
 			Decided: fmtTimeOrEmpty(a.DecidedAt), Note: a.DecisionNote, Mine: a.RequestedBy == me && a.Status == emi.AdjustmentPending}
+		if canDo(r, emi.PermViewAccounts) {
+			row.AccountHref = accountHref(a.Account)
+		}
 		row.RequestedBy = staffName(r, a.RequestedBy, a.RequestedByName, staff)
 		if a.DecidedBy != "" {
 			row.DecidedBy = staffName(r, a.DecidedBy, a.DecidedByName, staff)

@@ -73,7 +73,7 @@ func TestSuspenseQueuePage(t *testing.T) {
 		t.Fatalf("simulate: HTTP %d to %q", p.Status, p.Location)
 	}
 	page := follow(t, a.cs, p)
-	contains(t, "suspense page", page, "it is in the suspense queue", `data-testid="suspense-row"`, "12.50 EUR", "Acme GmbH",
+	contains(t, "suspense page", page, "it is in the suspense queue", `data-testid="suspense-row"`, "12.50\u00a0EUR", "Acme GmbH",
 		"IBAN DE89370400440532013000", "IBAN DE75512108001245126199", "unknown identifier", "Invoice 9", " s</td>",
 		`data-testid="assign-form"`, `data-testid="return-form"`, `data-testid="simulate-form"`, "1 item")
 	apiBlock := api(t, a.env, a.p, http.MethodPut, "/v2/accounts/"+a.gbpTok+"/status", "account_status", map[string]any{"status": "blocked"})
@@ -84,7 +84,7 @@ func TestSuspenseQueuePage(t *testing.T) {
 		"payer_name": {"J Smith"}, "payer_sort_code": {"60-16-13"}, "payer_account_number": {"31926819"},
 		"to_sort_code": {balance(a.gbp, "sort_code")}, "to_account_number": {balance(a.gbp, "account_number")}})
 	page = follow(t, a.cs, p)
-	contains(t, "blocked account", page, "account blocked", "60-16-13 31926819", "3.00 GBP", "matched account", "2 items")
+	contains(t, "blocked account", page, "account blocked", "60-16-13 31926819", "3.00\u00a0GBP", "matched account", "2 items")
 	items := openItems(t, a.env)
 	if len(items) != 2 {
 		t.Fatalf("items %v", items)
@@ -201,7 +201,7 @@ func TestAdjustmentPages(t *testing.T) {
 	comp := a.env.NewBrowser()
 	comp.SignIn(t, apptest.ComplianceEmail)
 	q := comp.Get(t, "/backoffice/adjustments")
-	contains(t, "queue", q, `data-testid="approve-adjustment-form"`, "goodwill for the outage", "Sandbox Customer Service", "5.00 EUR",
+	contains(t, "queue", q, `data-testid="approve-adjustment-form"`, "goodwill for the outage", "Sandbox Customer Service", "5.00\u00a0EUR",
 		`href="/backoffice/adjustments"`)
 	page = follow(t, comp, comp.Post(t, "/backoffice/adjustments/"+token+"/approve", url.Values{"reason": {"ok"}}))
 	contains(t, "approved", page, "Adjustment approved and posted: credit 5.00 EUR.", "approved", "Sandbox Compliance Officer (you)")
