@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/config"
@@ -124,6 +125,21 @@ func TestSandboxIncomingSEPA(t *testing.T) {
 	if data["transfer"] != tr["token"] || data["type"] != "incoming" || data["destination_account"] != acc ||
 		data["destination_balance"] != bal || cp["name"] != "Acme GmbH" || cp["scheme"] != "sepa" {
 		t.Fatalf("event: %v", data)
+	}
+	// A retry with the same Idempotency-Key replays the answer: the money
+	// arrives once.
+	for i := range 2 {
+		env.Clock.Advance(time.Second)
+		rq := apptest.Request{Method: http.MethodPost, Path: "/v2/sandbox/incoming", Operation: "sandbox_incoming_credit",
+			JSON: sepa("1.00", iban), Header: map[string]string{"Idempotency-Key": "incoming-1"}}
+		r := p.Do(t, rq)
+		apptest.Expect(t, "idempotent credit", r, 0, http.StatusCreated)
+		if (i == 1) != (r.Header.Get("Idempotent-Replayed") == "true") {
+			t.Fatalf("attempt %d: Idempotent-Replayed %q", i, r.Header.Get("Idempotent-Replayed"))
+		}
+	}
+	if got := available(t, env, p, acc); got != "251.00" {
+		t.Fatalf("available after a retried credit %s", got)
 	}
 	// Audited.
 	var audits int
