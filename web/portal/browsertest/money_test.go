@@ -26,6 +26,12 @@ func availableMinor(t *testing.T, env *apptest.Env, account string) int64 {
 func TestMoneyInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
+	t.Cleanup(func() {
+		var bad []int64
+		if err := env.App.DB.Select(&bad, `SELECT txn FROM ledger_entries GROUP BY txn, currency HAVING sum(amount) <> 0`); err != nil || len(bad) > 0 {
+			t.Errorf("ledger transactions that do not sum to zero: %v %v", bad, err)
+		}
+	})
 	p := env.NewPartner(t, emi.PartnerCreate{Name: "Money Partner"})
 	eur, _ := accountHolder(t, env, p)
 	tok := eur["token"].(string)
