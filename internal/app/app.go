@@ -102,6 +102,12 @@ type App struct {
 	// releases expired holds.
 	AuthorizationStore *postgres.AuthorizationStore
 	Authorizations     *service.Authorizations
+	// IncomingStore keeps suspense items and manual adjustments; Incoming
+	// takes money from outside (simulated in the sandbox) and runs the
+	// suspense queue; Adjustments are four-eyes manual corrections.
+	IncomingStore *postgres.IncomingStore
+	Incoming      *service.Incoming
+	Adjustments   *service.Adjustments
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -202,6 +208,19 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		IBANBankCodes: map[string]string{"BG": ukbank.DefaultBG.BankCode, "GB": ukbank.DefaultScheme.BankCode}})
 	a.Transfers.SetSandbox(cfg.Mode == config.ModeSandbox)
 	a.Accounts.SetStatements(postgres.NewStatementStore(db))
+	a.IncomingStore = postgres.NewIncomingStore(db)
+	a.Incoming = service.NewIncoming(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Events, a.Audit, v, service.IncomingConfig{
+		Sandbox:   cfg.Mode == config.ModeSandbox,
+		ValidIBAN: func(s string) error { return iban.Validate(iban.Normalize(s)) },
+		UKIBAN: func(sortCode, number string) (string, bool) {
+			if sortCode != ukbank.DefaultScheme.SortCode {
+				return "", false
+			}
+			i, err := ukbank.DefaultScheme.IBAN(number)
+			return i, err == nil
+		},
+	}, now)
+	a.Adjustments = service.NewAdjustments(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Audit, now)
 	return a
 }
 
@@ -272,14 +291,16 @@ func (a *App) Portal() *portal.Portal {
 		AML:   a.AML,
 		KYC:   a.KYC,
 
-		Onboarding: a.Onboarding,
-		Watchlist:  a.Watchlist,
-		Review:     a.Review,
-		Accounts:   a.Accounts,
-		Cards:      a.Cards,
-		Transfers:  a.Transfers,
-		StepUp:     a.Staff,
-		Sandbox:    a.Config.Mode == config.ModeSandbox,
+		Onboarding:  a.Onboarding,
+		Watchlist:   a.Watchlist,
+		Review:      a.Review,
+		Accounts:    a.Accounts,
+		Cards:       a.Cards,
+		Transfers:   a.Transfers,
+		Incoming:    a.Incoming,
+		Adjustments: a.Adjustments,
+		StepUp:      a.Staff,
+		Sandbox:     a.Config.Mode == config.ModeSandbox,
 		// The back office's "Update now": admin only, audited.
 		UpdateSanctions: a.UpdateSanctionsForStaff,
 
@@ -293,7 +314,7 @@ func (a *App) API() *api.API {
 	return api.New(api.Deps{
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
-		Cards: a.Cards, Transfers: a.Transfers, Sandbox: a.Config.Mode == config.ModeSandbox, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
+		Cards: a.Cards, Transfers: a.Transfers, Incoming: a.Incoming, Sandbox: a.Config.Mode == config.ModeSandbox, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 		Authorizations: a.Authorizations,
 	})
 }

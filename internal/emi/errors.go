@@ -250,6 +250,12 @@ var (
 	ErrNotAssignee = def(20030, "portal.review.not_assignee", KindConflict)
 	ErrReviewStale = def(20031, "portal.review.stale", KindConflict)
 	ErrFourEyes    = def(20032, "portal.review.four_eyes", KindConflict)
+
+	// Suspense items and manual adjustments (back office only).
+	ErrSuspenseNotFound   = def(20060, "portal.suspense.not_found", KindNotFound)
+	ErrSuspenseResolved   = def(20061, "portal.suspense.resolved", KindConflict)
+	ErrAdjustmentNotFound = def(20062, "portal.adjustments.not_found", KindNotFound)
+	ErrAdjustmentDecided  = def(20063, "portal.adjustments.decided", KindConflict)
 )
 
 // PortalCatalogue lists the back-office errors, for the portal's messages.
@@ -258,5 +264,6 @@ func PortalCatalogue() []*Error {
 		ErrSignInThrottled, ErrTOTPInvalid, ErrPasswordPolicy, ErrOwnRoles, ErrSessionExpired,
 		ErrDocumentNotFound, ErrAMLCheckNotFound, ErrKYCSessionNotFound, ErrReviewValidation, ErrReviewClosed,
 		ErrKYCLinkInvalid, ErrKYCUploadInvalid, ErrKYCLinkUsed, ErrScreeningUpdate,
-		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrProgramValidation, ErrProgramStale}
+		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrProgramValidation, ErrProgramStale,
+		ErrSuspenseNotFound, ErrSuspenseResolved, ErrAdjustmentNotFound, ErrAdjustmentDecided}
 }

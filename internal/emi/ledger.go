@@ -208,6 +208,9 @@ type Counterparty struct {
 	BIC           string `json:"bic,omitempty"`
 	AccountNumber string `json:"account_number,omitempty"`
 	SortCode      string `json:"sort_code,omitempty"`
+	// CardLast4 is the last four digits of the card an incoming card
+	// top-up came from (never more of the card number).
+	CardLast4 string `json:"card_last4,omitempty"`
 	// Scheme: sepa, faster_payments, card (incoming card top-up).
 	Scheme string `json:"scheme,omitempty"`
 }

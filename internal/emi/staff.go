@@ -55,19 +55,29 @@ const (
 	// PermManagePrograms: create and edit programs (operator
 	// configuration of accounts and cards).
 	PermManagePrograms Permission = "programs.manage"
+	// PermViewMoney: see the suspense queue and manual adjustment requests.
+	PermViewMoney Permission = "money.view"
+	// PermManageMoney: assign or return suspense items, request, approve
+	// or reject manual adjustments (never one's own: four-eyes), and
+	// simulate incoming payments in the sandbox. Held by customer service
+	// and compliance, so that either can be the second pair of eyes of the
+	// other; not by administrators, who manage staff and could otherwise
+	// make themselves the second approver.
+	PermManageMoney Permission = "money.manage"
 )
 
 // rolePermissions is the authorization table.
 var rolePermissions = map[Role][]Permission{
 	RoleAdmin: {PermViewDashboard, PermManageStaff, PermViewStaff, PermManagePartners, PermViewPartners,
 		PermViewAudit, PermViewJobs, PermManageWebhooks, PermViewWebhooks, PermViewApps, PermViewPeople, PermViewAccounts,
-		PermManageSanctions, PermManagePrograms},
+		PermManageSanctions, PermManagePrograms, PermViewMoney},
 	RoleUnderwriter: {PermViewDashboard, PermViewApps, PermDecideApps, PermViewPeople, PermViewPartners},
-	RoleCompliance:  {PermViewDashboard, PermViewApps, PermReviewAML, PermReviewKYC, PermViewPeople, PermViewAudit},
+	RoleCompliance: {PermViewDashboard, PermViewApps, PermReviewAML, PermReviewKYC, PermViewPeople, PermViewAudit,
+		PermViewMoney, PermManageMoney},
 	RoleCustomerService: {PermViewDashboard, PermViewPeople, PermViewAccounts, PermManageAccounts,
-		PermManageCards, PermRevealCardData},
+		PermManageCards, PermRevealCardData, PermViewMoney, PermManageMoney},
 	RoleAuditor: {PermViewDashboard, PermViewStaff, PermViewPartners, PermViewAudit, PermViewApps,
-		PermViewPeople, PermViewAccounts, PermViewJobs, PermViewWebhooks},
+		PermViewPeople, PermViewAccounts, PermViewJobs, PermViewWebhooks, PermViewMoney},
 }
 
 // Can reports whether any of roles grants perm.

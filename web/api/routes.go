@@ -30,6 +30,8 @@ type Deps struct {
 	Transfers   *service.Transfers
 	// Authorizations decides sandbox card payments and settles them.
 	Authorizations *service.Authorizations
+	// Incoming books incoming payments (sandbox_incoming_credit).
+	Incoming *service.Incoming
 	// Sandbox enables the sandbox-only operations (simulated incoming
 	// payments, card authorizations, settlement of outgoing payments);
 	// in production they answer 404 / 10004 like an unknown route.
@@ -109,6 +111,7 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, http.MethodPost, "/sandbox/transfers/{transfer}/complete", op("sandbox_transfer_complete", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferComplete))
 		a.handle(r, http.MethodPost, "/sandbox/transfers/{transfer}/return", op("sandbox_transfer_return", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferReturn))
 		a.handle(r, http.MethodGet, "/accounts/{account}/transactions/{page}/{limit}", op("account_transactions", emi.ErrAccountValidation, SmallBody), a.accountTransactions)
+		a.handle(r, http.MethodPost, "/sandbox/incoming", op("sandbox_incoming_credit", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxIncomingCredit))
 	})
 	r.Route("/v3", func(r chi.Router) {
 		// application_create may carry the company's members with their

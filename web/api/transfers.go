@@ -20,6 +20,7 @@ type transferSide struct {
 	BIC           string `json:"bic,omitempty"`
 	AccountNumber string `json:"account_number,omitempty"`
 	SortCode      string `json:"sort_code,omitempty"`
+	CardLast4     string `json:"card_last4,omitempty"`
 	Scheme        string `json:"scheme,omitempty"`
 }
 
@@ -38,7 +39,8 @@ type transferResponse struct {
 }
 
 func counterpartySide(c emi.Counterparty) transferSide {
-	return transferSide{Name: c.Name, IBAN: c.IBAN, BIC: c.BIC, AccountNumber: c.AccountNumber, SortCode: c.SortCode, Scheme: c.Scheme}
+	return transferSide{Name: c.Name, IBAN: c.IBAN, BIC: c.BIC, AccountNumber: c.AccountNumber, SortCode: c.SortCode,
+		CardLast4: c.CardLast4, Scheme: c.Scheme}
 }
 
 // newTransferResponse renders a transfer already reduced to the caller's

@@ -358,6 +358,10 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 	if canDo(r, emi.PermManageAccounts) {
 		v.Actions = accountActions(a, me, f)
 	}
+	if v.Money, err = p.accountMoney(r, a); err != nil {
+		p.renderError(w, r, err)
+		return
+	}
 	if !a.Virtual {
 		if v.ShowCards, v.Cards, err = p.ownerCards(r, "", "", a.Token); err != nil {
 			p.renderError(w, r, err)

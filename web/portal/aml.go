@@ -19,6 +19,7 @@ func (p *Portal) queueCounts(r *http.Request) map[string]string {
 	if n, ok := p.reviewCount(r); ok && n > 0 {
 		out["/backoffice/review"] = strconv.FormatInt(n, 10)
 	}
+	p.moneyCounts(r, out)
 	if p.d.AML == nil || p.d.KYC == nil || !canDo(r, emi.PermViewPeople) {
 		return out
 	}

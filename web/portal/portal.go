@@ -95,6 +95,10 @@ type Deps struct {
 	// Transfers is the transfer page (both sides, ledger entries, audit)
 	// and, in the sandbox, the settlement of outgoing payments.
 	Transfers *service.Transfers
+	// Incoming runs the suspense queue and the sandbox's incoming payment
+	// simulator; Adjustments are four-eyes manual adjustments of balances.
+	Incoming    *service.Incoming
+	Adjustments *service.Adjustments
 	// Sandbox shows the sandbox's simulators (incoming payments, card
 	// authorizations, settlement of outgoing payments); production hides
 	// them and refuses their routes.

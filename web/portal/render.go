@@ -55,6 +55,8 @@ var nav = []navEntry{
 	{"/backoffice/programs", "Programs", emi.PermViewAccounts},
 	{"/backoffice/cards", "Cards", emi.PermViewAccounts},
 	{"/backoffice/sms", "SMS outbox", emi.PermViewAccounts},
+	{"/backoffice/suspense", "Suspense", emi.PermViewMoney},
+	{"/backoffice/adjustments", "Adjustments", emi.PermViewMoney},
 	{"/backoffice/aml", "AML reviews", emi.PermViewPeople},
 	{"/backoffice/kyc", "KYC reviews", emi.PermViewPeople},
 	{"/backoffice/sanctions", "Sanctions lists", emi.PermViewPeople},

@@ -111,6 +111,8 @@ func (p *Portal) Routes(r chi.Router) {
 			r.With(p.requirePerm(emi.PermManageAccounts)).Post("/transfers/{transfer}/complete", p.transferComplete)
 			r.With(p.requirePerm(emi.PermManageAccounts)).Post("/transfers/{transfer}/return", p.transferReturn)
 		}
+		r.With(p.requirePerm(emi.PermManageMoney)).Post("/accounts/{account}/adjustments", p.adjustmentRequest)
+		r.With(p.requirePerm(emi.PermManageMoney)).Post("/accounts/{account}/incoming", p.accountSimulate) // sandbox only
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/programs", p.programs)
 		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs", p.programCreate)
 		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs/{program}", p.programUpdate)
@@ -137,6 +139,14 @@ func (p *Portal) Routes(r chi.Router) {
 			r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/authorizations/{authorization}/reverse", p.cardAuthorizationReverse)
 		}
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/sms", p.smsOutbox)
+
+		r.With(p.requirePerm(emi.PermViewMoney)).Get("/suspense", p.suspense)
+		r.With(p.requirePerm(emi.PermManageMoney)).Post("/suspense/simulate", p.suspenseSimulate) // sandbox only
+		r.With(p.requirePerm(emi.PermManageMoney)).Post("/suspense/{item}/assign", p.suspenseAssign)
+		r.With(p.requirePerm(emi.PermManageMoney)).Post("/suspense/{item}/return", p.suspenseReturn)
+		r.With(p.requirePerm(emi.PermViewMoney)).Get("/adjustments", p.adjustments)
+		r.With(p.requirePerm(emi.PermManageMoney)).Post("/adjustments/{adjustment}/approve", p.adjustmentApprove)
+		r.With(p.requirePerm(emi.PermManageMoney)).Post("/adjustments/{adjustment}/reject", p.adjustmentReject)
 
 		r.With(p.requirePerm(emi.PermViewAudit)).Get("/audit", p.audit)
 		r.With(p.requirePerm(emi.PermViewJobs)).Get("/jobs", p.jobs)

@@ -1,0 +1,239 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"emi/internal/emi"
+)
+
+// IncomingStore implements service.IncomingStore (suspense items) and
+// service.AdjustmentStore (manual adjustments).
+type IncomingStore struct {
+	db *DB
+}
+
+// NewIncomingStore returns the store.
+func NewIncomingStore(db *DB) *IncomingStore { return &IncomingStore{db: db} }
+
+// InsertSuspenseItem implements service.IncomingStore.
+func (s *IncomingStore) InsertSuspenseItem(ctx context.Context, it emi.SuspenseItem) error {
+	payer, err := json.Marshal(it.Payer)
+	if err != nil {
+		return emi.Internal(fmt.Errorf("payer: %w", err))
+	}
+	dest, err := json.Marshal(it.Destination)
+	if err != nil {
+		return emi.Internal(fmt.Errorf("destination: %w", err))
+	}
+	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO suspense_items (token, scheme, amount, currency, payer, identifier,
+		destination, reason, reference, account, partner_id, txn, status, created_at)
+		VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::jsonb, $8, $9, $10, $11, $12, 'open', $13)`,
+		it.Token, it.Scheme, it.Amount, it.Currency, jsonText(payer), it.Identifier, jsonText(dest), it.Reason, it.Reference,
+		nullString(it.Account), nullString(it.PartnerID), it.Txn, it.CreatedAt)
+	return Translate(err)
+}
+
+type suspenseRow struct {
+	Token            string         `db:"token"`
+	Scheme           string         `db:"scheme"`
+	Amount           int64          `db:"amount"`
+	Currency         string         `db:"currency"`
+	Payer            []byte         `db:"payer"`
+	Identifier       string         `db:"identifier"`
+	Destination      []byte         `db:"destination"`
+	Reason           string         `db:"reason"`
+	Reference        string         `db:"reference"`
+	Account          sql.NullString `db:"account"`
+	PartnerID        sql.NullString `db:"partner_id"`
+	Txn              int64          `db:"txn"`
+	Status           string         `db:"status"`
+	CreatedAt        time.Time      `db:"created_at"`
+	ResolvedBy       sql.NullString `db:"resolved_by"`
+	ResolvedByName   string         `db:"resolved_by_name"`
+	ResolvedAt       sql.NullTime   `db:"resolved_at"`
+	ResolutionReason string         `db:"resolution_reason"`
+	ResolutionTxn    sql.NullInt64  `db:"resolution_txn"`
+	Transfer         sql.NullString `db:"transfer"`
+	AssignedAccount  sql.NullString `db:"assigned_account"`
+}
+
+func (r suspenseRow) item() emi.SuspenseItem {
+	it := emi.SuspenseItem{Token: r.Token, Scheme: r.Scheme, Amount: r.Amount, Currency: r.Currency, Identifier: r.Identifier,
+		Reason: r.Reason, Reference: r.Reference, Account: r.Account.String, PartnerID: r.PartnerID.String, Txn: r.Txn,
+		Status: r.Status, CreatedAt: r.CreatedAt.UTC(), ResolvedBy: r.ResolvedBy.String, ResolvedByName: r.ResolvedByName,
+		ResolutionReason: r.ResolutionReason,
+		ResolutionTxn:    r.ResolutionTxn.Int64, Transfer: r.Transfer.String, AssignedAccount: r.AssignedAccount.String}
+	if r.ResolvedAt.Valid {
+		at := r.ResolvedAt.Time.UTC()
+		it.ResolvedAt = &at
+	}
+	_ = json.Unmarshal(r.Payer, &it.Payer)
+	_ = json.Unmarshal(r.Destination, &it.Destination)
+	return it
+}
+
+const suspenseColumns = `s.token, s.scheme, s.amount, s.currency, s.payer, s.identifier, s.destination, s.reason, s.reference,
+	s.account, s.partner_id, s.txn, s.status, s.created_at, s.resolved_by, coalesce(st.name, '') AS resolved_by_name, s.resolved_at,
+	s.resolution_reason, s.resolution_txn, s.transfer, s.assigned_account
+	FROM suspense_items s LEFT JOIN staff_users st ON st.id = s.resolved_by`
+
+// SuspenseItem implements service.IncomingStore.
+func (s *IncomingStore) SuspenseItem(ctx context.Context, token string, forUpdate bool) (emi.SuspenseItem, error) {
+	if !validUUID(token) {
+		return emi.SuspenseItem{}, emi.ErrSuspenseNotFound
+	}
+	q := `SELECT ` + suspenseColumns + ` WHERE s.token = $1`
+	if forUpdate {
+		q += ` FOR UPDATE OF s`
+	}
+	var r suspenseRow
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, token); err != nil {
+		return emi.SuspenseItem{}, NotFound(err, emi.ErrSuspenseNotFound)
+	}
+	return r.item(), nil
+}
+
+// SuspenseItems implements service.IncomingStore.
+func (s *IncomingStore) SuspenseItems(ctx context.Context, open bool, page, limit int) ([]emi.SuspenseItem, int64, error) {
+	where, order := `s.status = 'open'`, `s.created_at, s.token`
+	if !open {
+		where, order = `s.status <> 'open'`, `s.resolved_at DESC, s.token`
+	}
+	var total int64
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &total, `SELECT count(*) FROM suspense_items s WHERE `+where); err != nil {
+		return nil, 0, Translate(err)
+	}
+	var rows []suspenseRow
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+suspenseColumns+` WHERE `+where+
+		` ORDER BY `+order+` LIMIT $1 OFFSET $2`, limit, (page-1)*limit); err != nil {
+		return nil, 0, Translate(err)
+	}
+	out := make([]emi.SuspenseItem, len(rows))
+	for i, r := range rows {
+		out[i] = r.item()
+	}
+	return out, total, nil
+}
+
+// ResolveSuspenseItem implements service.IncomingStore. The status guard
+// is a second line behind the caller's row lock.
+func (s *IncomingStore) ResolveSuspenseItem(ctx context.Context, token string, r emi.SuspenseResolution) error {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE suspense_items SET status = $2, resolved_by = $3, resolved_at = $4,
+		resolution_reason = $5, resolution_txn = $6, transfer = $7, assigned_account = $8 WHERE token = $1 AND status = 'open'`,
+		token, r.Status, r.By, r.At, r.Reason, r.Txn, nullString(r.Transfer), nullString(r.AssignedAccount))
+	if err != nil {
+		return Translate(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return emi.ErrSuspenseResolved
+	}
+	return nil
+}
+
+// CountOpenSuspense implements service.IncomingStore.
+func (s *IncomingStore) CountOpenSuspense(ctx context.Context) (int64, error) {
+	var n int64
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM suspense_items WHERE status = 'open'`)
+	return n, Translate(err)
+}
+
+// InsertAdjustment implements service.AdjustmentStore.
+func (s *IncomingStore) InsertAdjustment(ctx context.Context, a emi.Adjustment) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO adjustment_requests (token, account, balance, partner_id, direction,
+		amount, currency, reason, status, requested_by, requested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10)`,
+		a.Token, a.Account, a.Balance, a.PartnerID, a.Direction, a.Amount, a.Currency, a.Reason, a.RequestedBy, a.RequestedAt)
+	return Translate(err)
+}
+
+type adjustmentRow struct {
+	emi.Adjustment
+	DecidedByN sql.NullString `db:"decided_by_n"`
+	DecidedAtN sql.NullTime   `db:"decided_at_n"`
+	TxnN       sql.NullInt64  `db:"txn_n"`
+}
+
+func (r adjustmentRow) adjustment() emi.Adjustment {
+	a := r.Adjustment
+	a.DecidedBy, a.Txn = r.DecidedByN.String, r.TxnN.Int64
+	a.RequestedAt = a.RequestedAt.UTC()
+	if r.DecidedAtN.Valid {
+		at := r.DecidedAtN.Time.UTC()
+		a.DecidedAt = &at
+	}
+	return a
+}
+
+const adjustmentColumns = `r.token, r.account, r.balance, r.partner_id, r.direction, r.amount, r.currency, r.reason, r.status,
+	r.requested_by, coalesce(rq.name, '') AS requested_by_name, r.requested_at, r.decided_by AS decided_by_n,
+	coalesce(dc.name, '') AS decided_by_name, r.decided_at AS decided_at_n, r.decision_note, r.txn AS txn_n
+	FROM adjustment_requests r LEFT JOIN staff_users rq ON rq.id = r.requested_by LEFT JOIN staff_users dc ON dc.id = r.decided_by`
+
+// Adjustment implements service.AdjustmentStore.
+func (s *IncomingStore) Adjustment(ctx context.Context, token string, forUpdate bool) (emi.Adjustment, error) {
+	if !validUUID(token) {
+		return emi.Adjustment{}, emi.ErrAdjustmentNotFound
+	}
+	q := `SELECT ` + adjustmentColumns + ` WHERE r.token = $1`
+	if forUpdate {
+		q += ` FOR UPDATE OF r`
+	}
+	var r adjustmentRow
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, token); err != nil {
+		return emi.Adjustment{}, NotFound(err, emi.ErrAdjustmentNotFound)
+	}
+	return r.adjustment(), nil
+}
+
+// Adjustments implements service.AdjustmentStore.
+func (s *IncomingStore) Adjustments(ctx context.Context, account string, pending bool, limit int) ([]emi.Adjustment, error) {
+	q := `SELECT ` + adjustmentColumns + ` WHERE r.status = 'pending'`
+	order := ` ORDER BY r.requested_at, r.token`
+	if !pending {
+		q = `SELECT ` + adjustmentColumns + ` WHERE r.status <> 'pending'`
+		order = ` ORDER BY r.decided_at DESC, r.token`
+	}
+	args := []any{limit}
+	if account != "" {
+		if !validUUID(account) {
+			return nil, nil
+		}
+		q += ` AND r.account = $2`
+		args = append(args, account)
+	}
+	var rows []adjustmentRow
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, q+order+` LIMIT $1`, args...); err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]emi.Adjustment, len(rows))
+	for i, r := range rows {
+		out[i] = r.adjustment()
+	}
+	return out, nil
+}
+
+// DecideAdjustment implements service.AdjustmentStore.
+func (s *IncomingStore) DecideAdjustment(ctx context.Context, a emi.Adjustment) error {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE adjustment_requests SET status = $2, decided_by = $3, decided_at = $4,
+		decision_note = $5, txn = $6 WHERE token = $1 AND status = 'pending'`,
+		a.Token, a.Status, a.DecidedBy, a.DecidedAt, a.DecisionNote, nullInt(a.Txn))
+	if err != nil {
+		return Translate(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return emi.ErrAdjustmentDecided
+	}
+	return nil
+}
+
+// CountPendingAdjustments implements service.AdjustmentStore.
+func (s *IncomingStore) CountPendingAdjustments(ctx context.Context) (int64, error) {
+	var n int64
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM adjustment_requests WHERE status = 'pending'`)
+	return n, Translate(err)
+}

@@ -1,0 +1,621 @@
+package service
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"emi/internal/emi"
+)
+
+// IncomingStore keeps suspense items: incoming money that could not be
+// credited to a customer.
+type IncomingStore interface {
+	InsertSuspenseItem(ctx context.Context, it emi.SuspenseItem) error
+	// SuspenseItem returns an item; forUpdate locks its row. Returns
+	// emi.ErrSuspenseNotFound.
+	SuspenseItem(ctx context.Context, token string, forUpdate bool) (emi.SuspenseItem, error)
+	// SuspenseItems returns a page (from 1) of open items, oldest first, or
+	// of resolved ones, newest first, with the total.
+	SuspenseItems(ctx context.Context, open bool, page, limit int) ([]emi.SuspenseItem, int64, error)
+	// ResolveSuspenseItem writes the resolution of an open item.
+	ResolveSuspenseItem(ctx context.Context, token string, r emi.SuspenseResolution) error
+	// CountOpenSuspense counts open items.
+	CountOpenSuspense(ctx context.Context) (int64, error)
+}
+
+// IncomingConfig configures Incoming.
+type IncomingConfig struct {
+	// Sandbox lets partners (sandbox_incoming_credit) and staff simulate
+	// incoming payments; in production only the system (a bank feed) may
+	// credit incoming money.
+	Sandbox bool
+	// ValidIBAN checks an IBAN's format and check digits (internal/iban).
+	ValidIBAN func(s string) error
+	// UKIBAN returns emi's own GB IBAN for a sort code and account number,
+	// ok=false when the sort code is not emi's or the number fails emi's
+	// modulus rule (internal/ukbank). Virtual accounts' UK identifiers are
+	// found through it.
+	UKIBAN func(sortCode, accountNumber string) (string, bool)
+}
+
+// Incoming takes money arriving from outside emi (simulated in the
+// sandbox): SEPA credits to an IBAN, Faster Payments to a UK account number
+// and sort code (or a GB IBAN), and card top-ups to an account or balance.
+// Money for a usable balance in its currency is credited at once; anything
+// else is parked in suspense, where staff assign it to a balance or return
+// it to the sender.
+type Incoming struct {
+	tx        TxRunner
+	store     IncomingStore
+	transfers TransferStore
+	ledger    *Ledger
+	events    *Events
+	audit     *Auditor
+	validate  interface {
+		Struct(any, *emi.Error) error
+	}
+	cfg IncomingConfig
+	now Clock
+}
+
+// NewIncoming returns the incoming payments service.
+func NewIncoming(tx TxRunner, store IncomingStore, transfers TransferStore, ledger *Ledger, events *Events, audit *Auditor,
+	v interface {
+		Struct(any, *emi.Error) error
+	}, cfg IncomingConfig, now Clock) *Incoming {
+	return &Incoming{tx: tx, store: store, transfers: transfers, ledger: ledger, events: events, audit: audit, validate: v,
+		cfg: cfg, now: now}
+}
+
+// Credit books money arriving from outside emi (the sandbox's
+// sandbox_incoming_credit, the back office's simulator; a bank feed later).
+//
+// Rules:
+//   - sepa: EUR, to an IBAN (a virtual IBAN routes to its main account's
+//     balance; the entry shows on the virtual account); the payer may give
+//     an IBAN, which must be valid.
+//   - faster_payments: GBP, to an account number and sort code or a GB
+//     IBAN; the payer may give a UK account number with sort code or a GB
+//     IBAN.
+//   - card: any of emi's currencies, to an account (its balance in the
+//     currency) or a balance token; the payer's card is known by its last
+//     four digits only (card_last4, required).
+//   - The payer's name is required; the reference is up to 140 printable
+//     characters.
+//
+// A usable destination in the currency is credited: ledger incoming
+// clearing -> customer (emi.TxnIncoming), a completed incoming transfer
+// whose counterparty is the payer, and transfer.completed to the receiving
+// partner. An unknown identifier, a terminated or blocked account (or main
+// account), or a balance in another currency sends the money to suspense
+// instead (incoming clearing -> suspense) with the reason.
+//
+// Blocked accounts: the money goes to suspense, not to the balance. A
+// block stops every movement of an account, in both directions (internal
+// transfers refuse a blocked destination with 14004 too), and a block is
+// often put on for suspected fraud, when new money must not become
+// spendable the day the block is lifted without someone looking at it.
+// Staff assign the item once the account is unblocked, or return it.
+//
+// A partner (sandbox only) may credit its own accounts or identifiers that
+// match nothing; an identifier of another partner's customer is refused
+// with 14002 (the sandbox simulates payments to your customers, not to
+// others'). Staff (emi.PermManageMoney, sandbox only) may credit anything.
+// Every credit is audited.
+func (s *Incoming) Credit(ctx context.Context, in emi.IncomingCredit) (emi.IncomingResult, error) {
+	partnerID, err := s.creditor(ctx)
+	if err != nil {
+		return emi.IncomingResult{}, err
+	}
+	dest, err := s.checkCredit(&in)
+	if err != nil {
+		return emi.IncomingResult{}, err
+	}
+	var out emi.IncomingResult
+	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		party, found, err := s.findDestination(ctx, in)
+		if err != nil {
+			return err
+		}
+		if found && partnerID != "" && party.PartnerID != partnerID {
+			return emi.ErrTransferNotFound.Field("destination", "is held by another partner's customer: simulate credits to your own accounts")
+		}
+		reason := ""
+		if !found {
+			reason = emi.SuspenseUnknownIdentifier
+		} else if reason, err = s.unusableReason(ctx, party, in.Currency); err != nil {
+			return err
+		}
+		payer := payerOf(in)
+		if reason != "" {
+			it, err := s.toSuspense(ctx, in, payer, dest, reason, party, partnerID)
+			if err != nil {
+				return err
+			}
+			out = emi.IncomingResult{Status: emi.IncomingSuspense, SuspenseItem: it.Token}
+			return nil
+		}
+		t, err := s.creditParty(ctx, party, in.Amount, in.Currency, in.Reference, payer, emi.TxnIncoming, emi.LedgerIncomingClearing)
+		if err != nil {
+			return err
+		}
+		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "incoming.credit", ResourceType: "transfer", ResourceToken: t.Token,
+			PartnerID: party.PartnerID, Changes: map[string]any{"scheme": in.Scheme, "amount": emi.FormatMinor(int64(in.Amount)),
+				"currency": in.Currency, "destination_account": party.Account, "identifier": dest, "payer": payer.Name}}); err != nil {
+			return err
+		}
+		if partnerID != "" {
+			if t, err = PartnerView(t, partnerID); err != nil {
+				return err
+			}
+		}
+		out = emi.IncomingResult{Status: emi.IncomingCredited, Transfer: &t}
+		return nil
+	})
+	return out, err
+}
+
+// creditor returns the calling partner ("" for staff and the system), or
+// refuses the caller: outside the sandbox only the system credits incoming
+// money, and the sandbox's operations answer as an unknown route.
+func (s *Incoming) creditor(ctx context.Context) (string, error) {
+	p, ok := emi.PrincipalFrom(ctx)
+	if !ok {
+		return "", emi.ErrForbidden
+	}
+	switch p.Type {
+	case emi.ActorSystem:
+		return "", nil
+	case emi.ActorPartnerKey:
+		if !s.cfg.Sandbox {
+			return "", emi.ErrRouteNotFound
+		}
+		if !p.IsPartner() {
+			return "", emi.ErrForbidden
+		}
+		return p.PartnerID, nil
+	}
+	if err := require(ctx, emi.PermManageMoney); err != nil {
+		return "", err
+	}
+	if !s.cfg.Sandbox {
+		return "", emi.ErrRouteNotFound
+	}
+	return "", nil
+}
+
+// checkCredit normalises and checks a credit (every problem at once, 14001)
+// and returns how people read its destination.
+func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
+	in.Scheme, in.Currency = strings.TrimSpace(in.Scheme), strings.ToUpper(strings.TrimSpace(in.Currency))
+	in.Reference = strings.TrimSpace(in.Reference)
+	pay, d := &in.Payer, &in.Destination
+	pay.Name, pay.IBAN = strings.TrimSpace(pay.Name), compactIBAN(pay.IBAN)
+	pay.AccountNumber, pay.SortCode, pay.CardLast4 = digitsOnly(pay.AccountNumber), digitsOnly(pay.SortCode), strings.TrimSpace(pay.CardLast4)
+	d.Account, d.Balance, d.IBAN = strings.ToLower(strings.TrimSpace(d.Account)), strings.ToLower(strings.TrimSpace(d.Balance)), compactIBAN(d.IBAN)
+	d.AccountNumber, d.SortCode = digitsOnly(d.AccountNumber), digitsOnly(d.SortCode)
+
+	var bad problems
+	if err := bad.addErr("", s.validate.Struct(*in, emi.ErrTransferValidation)); err != nil {
+		return "", err
+	}
+	checkAmount(&bad, int64(in.Amount))
+	checkReference(&bad, in.Reference)
+	switch {
+	case in.Currency == "" || bad.has("currency"):
+	case !emi.ValidCurrency(in.Currency):
+		bad.add("currency", "must be EUR, BGN or GBP")
+	case in.Scheme == emi.SchemeSEPA && in.Currency != "EUR":
+		bad.add("currency", "must be EUR for a SEPA credit")
+	case in.Scheme == emi.SchemeFasterPayments && in.Currency != "GBP":
+		bad.add("currency", "must be GBP for a Faster Payment")
+	}
+	if in.Scheme != "" && !slices.Contains(emi.IncomingSchemes, in.Scheme) {
+		bad.add("scheme", "must be sepa, faster_payments or card")
+	}
+
+	// The payer.
+	switch {
+	case pay.Name == "":
+		bad.add("payer.name", "is required")
+	case !printable(pay.Name):
+		bad.add("payer.name", "must be printable text without control characters")
+	}
+	if pay.IBAN != "" && s.cfg.ValidIBAN(pay.IBAN) != nil {
+		bad.add("payer.iban", "is not a valid IBAN")
+	}
+	if pay.AccountNumber != "" || pay.SortCode != "" {
+		if len(pay.AccountNumber) != 8 || len(pay.SortCode) != 6 {
+			bad.add("payer.account_number", "a UK account number (8 digits) goes with its sort code (6 digits)")
+		}
+	}
+	if pay.CardLast4 != "" && (len(pay.CardLast4) != 4 || digitsOnly(pay.CardLast4) != pay.CardLast4) {
+		bad.add("payer.card_last4", "must be the last 4 digits of the card")
+	}
+	switch in.Scheme {
+	case emi.SchemeSEPA:
+		if pay.AccountNumber != "" || pay.SortCode != "" || pay.CardLast4 != "" {
+			bad.add("payer", "a SEPA payer is known by name and IBAN only")
+		}
+	case emi.SchemeFasterPayments:
+		if pay.CardLast4 != "" {
+			bad.add("payer.card_last4", "is for card top-ups only")
+		}
+		if pay.IBAN != "" && !strings.HasPrefix(pay.IBAN, "GB") {
+			bad.add("payer.iban", "must be a GB IBAN for a Faster Payment")
+		}
+		if pay.IBAN != "" && pay.AccountNumber != "" {
+			bad.add("payer", "give an IBAN or an account number with sort code, not both")
+		}
+	case emi.SchemeCard:
+		if pay.CardLast4 == "" && !bad.has("payer.card_last4") {
+			bad.add("payer.card_last4", "is required for a card top-up")
+		}
+		if pay.IBAN != "" || pay.AccountNumber != "" || pay.SortCode != "" {
+			bad.add("payer", "a card top-up's payer is known by name and card_last4 only")
+		}
+	}
+
+	// The destination.
+	before := len(bad)
+	checkParty(&bad, "destination", *d)
+	if len(bad) == before {
+		switch {
+		case d.IBAN != "":
+			if s.cfg.ValidIBAN(d.IBAN) != nil {
+				bad.add("destination.iban", "is not a valid IBAN")
+			}
+		case d.AccountNumber != "":
+			if len(d.AccountNumber) != 8 || len(d.SortCode) != 6 {
+				bad.add("destination", "a UK account number has 8 digits and its sort code 6")
+			}
+		case d.Account != "" && !validToken(d.Account):
+			bad.add("destination.account", "must be an account token")
+		case d.Balance != "" && !validToken(d.Balance):
+			bad.add("destination.balance", "must be a balance token")
+		}
+		switch in.Scheme {
+		case emi.SchemeSEPA:
+			if d.IBAN == "" {
+				bad.add("destination", "a SEPA credit is sent to an iban")
+			}
+		case emi.SchemeFasterPayments:
+			if d.AccountNumber == "" && !strings.HasPrefix(d.IBAN, "GB") {
+				bad.add("destination", "a Faster Payment is sent to an account_number with sort_code, or a GB iban")
+			}
+		case emi.SchemeCard:
+			if d.Account == "" && d.Balance == "" {
+				bad.add("destination", "a card top-up is sent to an account or a balance")
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return "", emi.ErrTransferValidation.WithFields(bad...)
+	}
+	return describeParty(*d), nil
+}
+
+// findDestination resolves where a credit was sent. A UK account number
+// of emi's sort code is looked up by its GB IBAN too, which finds virtual
+// accounts (their UK identifiers exist only inside their IBAN).
+func (s *Incoming) findDestination(ctx context.Context, in emi.IncomingCredit) (Party, bool, error) {
+	d := in.Destination
+	party, found, err := s.transfers.FindParty(ctx, d, in.Currency)
+	if err != nil || found || d.AccountNumber == "" || s.cfg.UKIBAN == nil {
+		return party, found, err
+	}
+	if iban, ok := s.cfg.UKIBAN(d.SortCode, d.AccountNumber); ok {
+		return s.transfers.FindParty(ctx, emi.TransferParty{IBAN: iban}, in.Currency)
+	}
+	return party, false, nil
+}
+
+// unusableReason locks the party's balance and says why it cannot take
+// money in currency ("" when it can): its account or main account is
+// terminated or blocked, or the balance is in another currency.
+func (s *Incoming) unusableReason(ctx context.Context, party Party, currency string) (string, error) {
+	if _, err := s.ledger.Lock(ctx, party.Balance); err != nil {
+		return "", err
+	}
+	st, err := s.ledger.AccountStatuses(ctx, party.Account, party.Main)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case st[party.Account] == emi.AccountTerminated || st[party.Main] == emi.AccountTerminated:
+		return emi.SuspenseAccountTerminated, nil
+	case st[party.Account] != emi.AccountActive || st[party.Main] != emi.AccountActive:
+		return emi.SuspenseAccountBlocked, nil
+	case party.Currency != currency:
+		return emi.SuspenseCurrencyNotHeld, nil
+	}
+	return "", nil
+}
+
+// creditParty moves amount from the internal account from (incoming
+// clearing, or suspense for an assignment) to the party's balance in a
+// ledger transaction of kind, records the completed incoming transfer and
+// tells the receiving partner (transfer.completed). The caller has locked
+// the balance and checked the accounts.
+func (s *Incoming) creditParty(ctx context.Context, party Party, amount emi.Amount, currency, reference string,
+	payer emi.Counterparty, kind, from string) (emi.Transfer, error) {
+	minor := int64(amount)
+	posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: kind, PartnerID: party.PartnerID, Reference: reference,
+		Entries: []emi.Entry{
+			{Internal: from, Currency: currency, Amount: -minor},
+			{Balance: party.Balance, Account: party.Account, Currency: currency, Amount: minor},
+		}})
+	if err != nil {
+		return emi.Transfer{}, err
+	}
+	now := s.now().UTC()
+	t := emi.Transfer{Token: NewToken(), Type: emi.TransferIncoming, Status: emi.TransferCompleted,
+		DestinationAccount: party.Account, DestinationBalance: party.Balance, Counterparty: payer,
+		Amount: minor, Currency: currency, Reference: reference, Txn: posted.ID, CreatedAt: now, UpdatedAt: now,
+		DestinationIBAN: party.IBAN, DestinationPartner: party.PartnerID}
+	if err := s.transfers.InsertTransfer(ctx, t); err != nil {
+		return emi.Transfer{}, err
+	}
+	f := map[string]any{"type": t.Type, "status": t.Status, "amount": emi.FormatMinor(minor), "currency": currency,
+		"reference": reference, "destination_account": party.Account, "destination_balance": party.Balance,
+		"counterparty": counterpartyFields(payer)}
+	if party.IBAN != "" {
+		f["destination_iban"] = party.IBAN
+	}
+	if _, err := s.events.Emit(ctx, party.PartnerID, emi.EventTransferCompleted, "transfer", t.Token, f); err != nil {
+		return emi.Transfer{}, err
+	}
+	return t, nil
+}
+
+// counterpartyFields is the payer as an event carries it.
+func counterpartyFields(c emi.Counterparty) map[string]any {
+	out := map[string]any{}
+	for k, v := range map[string]string{"name": c.Name, "iban": c.IBAN, "bic": c.BIC, "account_number": c.AccountNumber,
+		"sort_code": c.SortCode, "card_last4": c.CardLast4, "scheme": c.Scheme} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// toSuspense parks a credit on the suspense account and records the item.
+func (s *Incoming) toSuspense(ctx context.Context, in emi.IncomingCredit, payer emi.Counterparty, dest, reason string,
+	party Party, partnerID string) (emi.SuspenseItem, error) {
+	minor := int64(in.Amount)
+	posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnIncoming, Reference: in.Reference,
+		Entries: []emi.Entry{
+			{Internal: emi.LedgerIncomingClearing, Currency: in.Currency, Amount: -minor},
+			{Internal: emi.LedgerSuspense, Currency: in.Currency, Amount: minor},
+		}})
+	if err != nil {
+		return emi.SuspenseItem{}, err
+	}
+	it := emi.SuspenseItem{Token: NewToken(), Scheme: in.Scheme, Amount: minor, Currency: in.Currency, Payer: payer,
+		Identifier: dest, Destination: in.Destination, Reason: reason, Reference: in.Reference, Account: party.Account,
+		PartnerID: partnerID, Txn: posted.ID, Status: emi.SuspenseOpen, CreatedAt: s.now().UTC()}
+	if err := s.store.InsertSuspenseItem(ctx, it); err != nil {
+		return emi.SuspenseItem{}, err
+	}
+	return it, s.audit.Record(ctx, emi.AuditEntry{Action: "incoming.suspense", ResourceType: "suspense_item", ResourceToken: it.Token,
+		PartnerID: partnerID, Changes: map[string]any{"scheme": in.Scheme, "amount": emi.FormatMinor(minor), "currency": in.Currency,
+			"identifier": dest, "reason": reason, "account": party.Account, "payer": payer.Name}})
+}
+
+// payerOf is the payer as a transfer's counterparty.
+func payerOf(in emi.IncomingCredit) emi.Counterparty {
+	p := in.Payer
+	c := emi.Counterparty{Name: p.Name, IBAN: p.IBAN, AccountNumber: p.AccountNumber, SortCode: p.SortCode,
+		CardLast4: p.CardLast4, Scheme: in.Scheme}
+	if c.IBAN != "" && strings.HasPrefix(c.IBAN, "GB") && len(c.IBAN) == 22 && c.AccountNumber == "" && in.Scheme == emi.SchemeFasterPayments {
+		c.SortCode, c.AccountNumber = c.IBAN[8:14], c.IBAN[14:]
+	}
+	return c
+}
+
+// describeParty is how people read an identifier.
+func describeParty(d emi.TransferParty) string {
+	switch {
+	case d.IBAN != "":
+		return "IBAN " + d.IBAN
+	case d.AccountNumber != "":
+		return "sort code " + fmtSortCode(d.SortCode) + " account " + d.AccountNumber
+	case d.Account != "":
+		return "account " + d.Account
+	case d.Balance != "":
+		return "balance " + d.Balance
+	}
+	return ""
+}
+
+// compactIBAN is an IBAN without spaces, upper case.
+func compactIBAN(s string) string {
+	return strings.ToUpper(strings.NewReplacer(" ", "", "\t", "", "\u00a0", "").Replace(strings.TrimSpace(s)))
+}
+
+// digitsOnly drops spaces and hyphens (sort codes are written 04-00-69);
+// anything else is kept, for the format checks to refuse.
+func digitsOnly(s string) string {
+	return strings.NewReplacer(" ", "", "-", "").Replace(strings.TrimSpace(s))
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// --- the suspense queue (back office) ---
+
+// SuspensePageSize is the number of suspense items a page lists.
+const SuspensePageSize = 50
+
+// SuspenseItems lists open suspense items, oldest first (open=true), or
+// resolved ones, newest first (emi.PermViewMoney).
+func (s *Incoming) SuspenseItems(ctx context.Context, open bool, page int) ([]emi.SuspenseItem, int64, error) {
+	if err := require(ctx, emi.PermViewMoney); err != nil {
+		return nil, 0, err
+	}
+	return s.store.SuspenseItems(ctx, open, max(page, 1), SuspensePageSize)
+}
+
+// OpenSuspense counts open suspense items (emi.PermViewMoney), for the
+// navigation's badge.
+func (s *Incoming) OpenSuspense(ctx context.Context) (int64, error) {
+	if err := require(ctx, emi.PermViewMoney); err != nil {
+		return 0, err
+	}
+	return s.store.CountOpenSuspense(ctx)
+}
+
+// AssignSuspense credits an open suspense item to a balance
+// (emi.PermManageMoney) named by to: an IBAN, an account token (its
+// balance in the item's currency) or a balance token. The balance must be
+// in the item's currency (14005) and its account, and a virtual account's
+// main account, active (14004); an unknown target is 14006. The ledger
+// moves suspense -> customer (emi.TxnSuspenseAssign), an incoming transfer
+// from the original payer is created and its partner told
+// (transfer.completed). reason is required. An item is resolved once: the
+// item's row is locked first, so of two concurrent resolutions one wins
+// and the other gets emi.ErrSuspenseResolved.
+func (s *Incoming) AssignSuspense(ctx context.Context, token, to, reason string) (emi.Transfer, error) {
+	if err := require(ctx, emi.PermManageMoney); err != nil {
+		return emi.Transfer{}, err
+	}
+	reason, err := staffReason(reason)
+	if err != nil {
+		return emi.Transfer{}, err
+	}
+	target, err := s.assignTarget(to)
+	if err != nil {
+		return emi.Transfer{}, err
+	}
+	me := staffOf(ctx).ActorID
+	var out emi.Transfer
+	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		it, err := s.openItem(ctx, token)
+		if err != nil {
+			return err
+		}
+		party, found, err := s.findTarget(ctx, target, it.Currency)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return emi.ErrDestinationNotFound.Field("to", "matches no balance held in emi")
+		}
+		if party.Currency != it.Currency {
+			return emi.ErrCurrencyMismatch.Field("to", "has no "+it.Currency+" balance")
+		}
+		if err := s.ledger.LockUsable(ctx, Side{"to", party}); err != nil {
+			return err
+		}
+		t, err := s.creditParty(ctx, party, emi.Amount(it.Amount), it.Currency, it.Reference, it.Payer,
+			emi.TxnSuspenseAssign, emi.LedgerSuspense)
+		if err != nil {
+			return err
+		}
+		if err := s.store.ResolveSuspenseItem(ctx, it.Token, emi.SuspenseResolution{Status: emi.SuspenseAssigned, By: me,
+			Reason: reason, Txn: t.Txn, Transfer: t.Token, AssignedAccount: party.Account, At: s.now().UTC()}); err != nil {
+			return err
+		}
+		out = t
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "suspense.assign", ResourceType: "suspense_item", ResourceToken: it.Token,
+			PartnerID: party.PartnerID, Changes: map[string]any{"reason": reason, "amount": emi.FormatMinor(it.Amount),
+				"currency": it.Currency, "account": party.Account, "transfer": t.Token}})
+	})
+	return out, err
+}
+
+// ReturnSuspense sends an open suspense item back to its sender
+// (emi.PermManageMoney): suspense -> incoming clearing
+// (emi.TxnSuspenseReturn), with a required reason. Resolved once, as
+// AssignSuspense.
+func (s *Incoming) ReturnSuspense(ctx context.Context, token, reason string) error {
+	if err := require(ctx, emi.PermManageMoney); err != nil {
+		return err
+	}
+	reason, err := staffReason(reason)
+	if err != nil {
+		return err
+	}
+	me := staffOf(ctx).ActorID
+	return s.tx.InTx(ctx, func(ctx context.Context) error {
+		it, err := s.openItem(ctx, token)
+		if err != nil {
+			return err
+		}
+		posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnSuspenseReturn, Reference: it.Reference,
+			Entries: []emi.Entry{
+				{Internal: emi.LedgerSuspense, Currency: it.Currency, Amount: -it.Amount},
+				{Internal: emi.LedgerIncomingClearing, Currency: it.Currency, Amount: it.Amount},
+			}})
+		if err != nil {
+			return err
+		}
+		if err := s.store.ResolveSuspenseItem(ctx, it.Token, emi.SuspenseResolution{Status: emi.SuspenseReturned, By: me,
+			Reason: reason, Txn: posted.ID, At: s.now().UTC()}); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "suspense.return", ResourceType: "suspense_item", ResourceToken: it.Token,
+			Changes: map[string]any{"reason": reason, "amount": emi.FormatMinor(it.Amount), "currency": it.Currency}})
+	})
+}
+
+// openItem locks an item and refuses a resolved one.
+func (s *Incoming) openItem(ctx context.Context, token string) (emi.SuspenseItem, error) {
+	if !validToken(token) {
+		return emi.SuspenseItem{}, emi.ErrSuspenseNotFound
+	}
+	it, err := s.store.SuspenseItem(ctx, token, true)
+	if err != nil {
+		return it, err
+	}
+	if it.Status != emi.SuspenseOpen {
+		return it, emi.ErrSuspenseResolved.WithDetail("item %s is %s", it.Token, it.Status)
+	}
+	return it, nil
+}
+
+// assignTarget reads what an item is assigned to: a token (a balance or
+// an account) or an IBAN.
+func (s *Incoming) assignTarget(to string) (emi.TransferParty, error) {
+	to = strings.TrimSpace(to)
+	if t := strings.ToLower(to); validToken(t) {
+		return emi.TransferParty{Balance: t, Account: t}, nil
+	}
+	iban := compactIBAN(to)
+	if iban == "" || s.cfg.ValidIBAN(iban) != nil {
+		return emi.TransferParty{}, emi.ErrReviewValidation.Field("to", "give an IBAN, an account token or a balance token")
+	}
+	return emi.TransferParty{IBAN: iban}, nil
+}
+
+// findTarget resolves an assignment target; a token is tried as a balance,
+// then as an account.
+func (s *Incoming) findTarget(ctx context.Context, t emi.TransferParty, currency string) (Party, bool, error) {
+	if t.IBAN != "" {
+		return s.transfers.FindParty(ctx, emi.TransferParty{IBAN: t.IBAN}, currency)
+	}
+	p, found, err := s.transfers.FindParty(ctx, emi.TransferParty{Balance: t.Balance}, currency)
+	if err != nil || found {
+		return p, found, err
+	}
+	return s.transfers.FindParty(ctx, emi.TransferParty{Account: t.Account}, currency)
+}
+
+// SuspenseAge is how long an item has been waiting, for the queue.
+func SuspenseAge(it emi.SuspenseItem, now time.Time) time.Duration {
+	end := now
+	if it.ResolvedAt != nil {
+		end = *it.ResolvedAt
+	}
+	return max(end.Sub(it.CreatedAt), 0)
+}

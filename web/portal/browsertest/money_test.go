@@ -1,0 +1,113 @@
+package browser_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"emi/internal/app/apptest"
+	"emi/internal/emi"
+)
+
+func availableMinor(t *testing.T, env *apptest.Env, account string) int64 {
+	t.Helper()
+	var n int64
+	if err := env.App.DB.Get(&n, `SELECT available FROM balances WHERE account = $1`, account); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestMoneyInTheBrowser: customer service simulates an incoming SEPA
+// credit on an account page and asks for a manual adjustment; a payment to
+// an unknown IBAN lands in the suspense queue; compliance approves the
+// adjustment (the requester could not) and returns the suspense item.
+func TestMoneyInTheBrowser(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	t.Cleanup(func() {
+		var bad []int64
+		if err := env.App.DB.Select(&bad, `SELECT txn FROM ledger_entries GROUP BY txn, currency HAVING sum(amount) <> 0`); err != nil || len(bad) > 0 {
+			t.Errorf("ledger transactions that do not sum to zero: %v %v", bad, err)
+		}
+	})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Money Partner"})
+	eur, _ := accountHolder(t, env, p)
+	tok := eur["token"].(string)
+
+	b := newTab(t, env)
+	b.signIn(env, apptest.CSEmail)
+	b.open("/backoffice/accounts/" + tok)
+	b.do("open the simulator", chromedp.Click(chromedp.CSS(`[data-testid="simulate-details"] > summary`)))
+	b.waitVisible(`[data-testid="simulate-form"] input[name="amount"]`)
+	b.do("fill the payment",
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="amount"]`), "120.00"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="payer_name"]`), "Acme GmbH"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="reference"]`), "Invoice 7"))
+	screenshot(b, "money-simulate-on-account")
+	b.clickNav(`[data-testid="simulate"]`)
+	if f := flashText(b); !strings.Contains(f, "Credited: 120.00 EUR") {
+		t.Fatalf("flash %q", f)
+	}
+	if got := availableMinor(t, env, tok); got != 12000 {
+		t.Fatalf("available %d", got)
+	}
+
+	b.do("open the adjustment form", chromedp.Click(chromedp.CSS(`[data-testid="request-adjustment-details"] > summary`)))
+	b.waitVisible(`[data-testid="request-adjustment-form"] input[name="amount"]`)
+	b.do("fill the adjustment",
+		chromedp.SetValue(chromedp.CSS(`[data-testid="request-adjustment-form"] select[name="direction"]`), "debit"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="request-adjustment-form"] input[name="amount"]`), "20.00"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="request-adjustment-form"] textarea[name="reason"]`), "Duplicate credit of invoice 7"))
+	b.clickNav(`[data-testid="request-adjustment"]`)
+	if f := flashText(b); !strings.Contains(f, "Awaiting a second staff member") {
+		t.Fatalf("flash %q", f)
+	}
+	if n := b.count(`[data-testid="approve-adjustment"]`); n != 0 {
+		t.Fatal("the requester is offered the approval")
+	}
+	screenshot(b, "money-adjustment-requested")
+
+	b.open("/backoffice/suspense")
+	b.do("open the simulator", chromedp.Click(chromedp.CSS(`[data-testid="simulate-details"] > summary`)))
+	b.waitVisible(`[data-testid="simulate-form"] input[name="to_iban"]`)
+	b.do("fill the payment",
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="amount"]`), "9.99"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="payer_name"]`), "Unknown Sender Ltd"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="to_iban"]`), "DE75 5121 0800 1245 1261 99"))
+	b.clickNav(`[data-testid="simulate"]`)
+	if f := flashText(b); !strings.Contains(f, "suspense queue") {
+		t.Fatalf("flash %q", f)
+	}
+	rows := b.texts(`[data-testid="suspense-row"]`)
+	if len(rows) != 1 || !strings.Contains(rows[0], "9.99 EUR") || !strings.Contains(rows[0], "Unknown Sender Ltd") ||
+		!strings.Contains(rows[0], "unknown identifier") {
+		t.Fatalf("suspense rows %q", rows)
+	}
+	screenshot(b, "money-suspense-queue")
+
+	c := newTab(t, env)
+	c.signIn(env, apptest.ComplianceEmail)
+	c.clickNav(`nav[aria-label="Main"] a[href="/backoffice/adjustments"]`)
+	screenshot(c, "money-adjustments-queue")
+	c.clickNav(`[data-testid="approve-adjustment"]`)
+	if f := flashText(c); !strings.Contains(f, "Adjustment approved and posted: debit 20.00 EUR") {
+		t.Fatalf("flash %q", f)
+	}
+	if got := availableMinor(t, env, tok); got != 10000 {
+		t.Fatalf("available after the debit %d", got)
+	}
+	c.clickNav(`nav[aria-label="Main"] a[href="/backoffice/suspense"]`)
+	c.do("open the return form", chromedp.Click(chromedp.CSS(`[data-testid="return-details"] > summary`)))
+	c.waitVisible(`[data-testid="return-form"] textarea[name="reason"]`)
+	c.do("write the reason", chromedp.SendKeys(chromedp.CSS(`[data-testid="return-form"] textarea[name="reason"]`), "No such customer"))
+	c.clickNav(`[data-testid="return"]`)
+	if f := flashText(c); !strings.Contains(f, "Returned to the sender") {
+		t.Fatalf("flash %q", f)
+	}
+	if n := c.count(`[data-testid="suspense-row"]`); n != 0 {
+		t.Fatalf("%d open items after the return", n)
+	}
+	noCSPViolations(t, b, c)
+}

@@ -1,0 +1,466 @@
+package portal
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/internal/service"
+	"emi/views/pages"
+)
+
+// Money screens: the suspense queue (incoming money that could not be
+// credited, to assign or return), manual adjustments under four-eyes (a
+// queue, and a section of the account page), and the sandbox's incoming
+// payment simulator (on the suspense page and the account page). Rules
+// live in service.Incoming and service.Adjustments; this file lays them
+// out.
+
+// moneyMessages are the texts of the codes the money screens show. They
+// are added to messages unless a text is already there (other screens may
+// show the same API codes).
+var moneyMessages = map[string]string{
+	emi.ErrSuspenseNotFound.Key:          "There is no such suspense item.",
+	emi.ErrSuspenseResolved.Key:          "This suspense item was already assigned or returned (perhaps by a colleague just now), so nothing was changed.",
+	emi.ErrAdjustmentNotFound.Key:        "There is no such adjustment request.",
+	emi.ErrAdjustmentDecided.Key:         "This adjustment was already approved or rejected (perhaps by a colleague just now), so nothing was changed.",
+	emi.ErrTransferValidation.Key:        "The payment was not made: please correct the marked fields.",
+	emi.ErrTransferNotFound.Key:          "There is no such transfer, or it is not yours.",
+	emi.ErrInsufficientFunds.Key:         "That is more than the balance's available amount, so nothing was changed.",
+	emi.ErrTransferAccountUnusable.Key:   "The account (or its main account) is blocked or terminated, so nothing was changed.",
+	emi.ErrCurrencyMismatch.Key:          "The balance is in another currency, so nothing was changed.",
+	emi.ErrDestinationNotFound.Key:       "That matches no balance held in emi, so nothing was changed.",
+	emi.ErrTransferInvalidTransition.Key: "The transfer's state does not allow this, so nothing was changed.",
+}
+
+func init() {
+	for k, v := range moneyMessages {
+		if _, ok := messages[k]; !ok {
+			messages[k] = v
+		}
+	}
+}
+
+// suspenseReasons label why money went to suspense.
+var suspenseReasons = map[string]string{
+	emi.SuspenseUnknownIdentifier: "unknown identifier",
+	emi.SuspenseAccountTerminated: "account terminated",
+	emi.SuspenseAccountBlocked:    "account blocked",
+	emi.SuspenseCurrencyNotHeld:   "currency not held",
+}
+
+// moneyCounts adds the open suspense items and pending adjustments to the
+// navigation's badges, for roles that see them.
+func (p *Portal) moneyCounts(r *http.Request, out map[string]string) {
+	if !canDo(r, emi.PermViewMoney) {
+		return
+	}
+	ctx := r.Context()
+	if p.d.Incoming != nil {
+		if n, err := p.d.Incoming.OpenSuspense(ctx); err != nil {
+			p.d.Logger.Warn("count the suspense queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
+		} else if n > 0 {
+			out["/backoffice/suspense"] = strconv.FormatInt(n, 10)
+		}
+	}
+	if p.d.Adjustments != nil {
+		if n, err := p.d.Adjustments.CountPending(ctx); err != nil {
+			p.d.Logger.Warn("count pending adjustments", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
+		} else if n > 0 {
+			out["/backoffice/adjustments"] = strconv.FormatInt(n, 10)
+		}
+	}
+}
+
+// moneyRefused answers a refused money action: 403, 404 (an unknown item)
+// and 500 pages; a flash on the page the action came from otherwise.
+func (p *Portal) moneyRefused(w http.ResponseWriter, r *http.Request, err error, back string) {
+	switch {
+	case errorIs(err, emi.ErrFourEyes):
+		p.flash(r.Context(), "bad", "You asked for this adjustment, so you cannot approve it: another staff member must (four-eyes). Nothing was changed.")
+		redirect(w, r, back)
+		return
+	case errorIs(err, emi.ErrSuspenseNotFound), errorIs(err, emi.ErrAdjustmentNotFound):
+		p.renderError(w, r, err)
+		return
+	}
+	switch emi.AsError(err).Kind {
+	case emi.KindForbidden, emi.KindInternal:
+		p.renderError(w, r, err)
+		return
+	}
+	e := emi.AsError(err)
+	msg := Message(e)
+	for _, f := range e.Fields {
+		msg += " " + f.Field + ": " + f.Message + "."
+	}
+	p.flash(r.Context(), "bad", msg)
+	redirect(w, r, back)
+}
+
+// --- suspense ---
+
+// suspense (GET /suspense) lists open suspense items, oldest first, or
+// resolved ones (?status=resolved), 50 a page.
+func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
+	open := r.URL.Query().Get("status") != "resolved"
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	page = min(max(page, 1), maxAccountPage)
+	items, total, err := p.d.Incoming.SuspenseItems(r.Context(), open, page)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	v := pages.SuspenseView{Open: open, Tabs: []pages.Tab{
+		{Label: "Open", Href: "/backoffice/suspense", Active: open},
+		{Label: "Resolved", Href: "/backoffice/suspense?status=resolved", Active: !open},
+	}}
+	staff := p.staffNames(r)
+	canResolve := canDo(r, emi.PermManageMoney)
+	now := p.d.Now()
+	for _, it := range items {
+		row := pages.SuspenseRow{Token: it.Token, Received: fmtTime(it.CreatedAt), Age: age(now, it.CreatedAt),
+			Amount: emi.FormatMinor(it.Amount), Currency: it.Currency, Payer: firstNonEmpty(it.Payer.Name, "(no name)"),
+			Scheme: it.Scheme, Identifier: it.Identifier, Reference: it.Reference, Reason: it.Reason,
+			ReasonLabel: firstNonEmpty(suspenseReasons[it.Reason], it.Reason), Status: it.Status, CanResolve: canResolve && open,
+			ResolutionReason: it.ResolutionReason, ResolvedAt: fmtTimeOrEmpty(it.ResolvedAt)}
+		row.PayerDetails = payerDetails(it.Payer)
+		if it.Account != "" && canDo(r, emi.PermViewAccounts) {
+			row.AccountHref = accountHref(it.Account)
+		}
+		if it.AssignedAccount != "" {
+			row.AssignedAccount = it.AssignedAccount
+			if canDo(r, emi.PermViewAccounts) {
+				row.AssignedHref = accountHref(it.AssignedAccount)
+			}
+		}
+		row.StatusTone = "ok"
+		if it.Status == emi.SuspenseReturned {
+			row.StatusTone = "warn"
+		}
+		if it.ResolvedBy != "" {
+			row.ResolvedBy = staffName(r, it.ResolvedBy, it.ResolvedByName, staff)
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	v.Total = strconv.FormatInt(total, 10) + " items"
+	if total == 1 {
+		v.Total = "1 item"
+	}
+	link := func(n int) string {
+		q := url.Values{}
+		if !open {
+			q.Set("status", "resolved")
+		}
+		if n > 1 {
+			q.Set("page", strconv.Itoa(n))
+		}
+		if len(q) == 0 {
+			return "/backoffice/suspense"
+		}
+		return "/backoffice/suspense?" + q.Encode()
+	}
+	if page > 1 {
+		v.Prev = link(page - 1)
+	}
+	if int64(page*service.SuspensePageSize) < total {
+		v.Next = link(page + 1)
+	}
+	if p.d.Sandbox && canDo(r, emi.PermManageMoney) {
+		v.Simulate = &pages.SimulateForm{Action: "/backoffice/suspense/simulate", Currencies: []string{"EUR", "GBP", "BGN"}}
+	}
+	p.renderPrivate(w, r, http.StatusOK, "Suspense", pages.Suspense(v))
+}
+
+// payerDetails lists what is known of a payer besides the name.
+func payerDetails(c emi.Counterparty) []string {
+	var out []string
+	if c.IBAN != "" {
+		out = append(out, "IBAN "+c.IBAN)
+	}
+	if c.AccountNumber != "" {
+		out = append(out, fmtSortCode(c.SortCode)+" "+c.AccountNumber)
+	}
+	if c.CardLast4 != "" {
+		out = append(out, "card •••• "+c.CardLast4)
+	}
+	return out
+}
+
+// suspenseItem is the item of an action, or "" after answering 404.
+func (p *Portal) suspenseItem(w http.ResponseWriter, r *http.Request) string {
+	token := param(r, "item")
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrSuspenseNotFound)
+		return ""
+	}
+	return token
+}
+
+// suspenseAssign (POST /suspense/{item}/assign) credits an item to a
+// balance.
+func (p *Portal) suspenseAssign(w http.ResponseWriter, r *http.Request) {
+	token := p.suspenseItem(w, r)
+	if token == "" {
+		return
+	}
+	t, err := p.d.Incoming.AssignSuspense(r.Context(), token, r.PostFormValue("to"), r.PostFormValue("reason"))
+	if err != nil {
+		p.moneyRefused(w, r, err, "/backoffice/suspense")
+		return
+	}
+	p.flash(r.Context(), "ok", "Assigned: "+emi.FormatMinor(t.Amount)+" "+t.Currency+" credited to account "+t.DestinationAccount+
+		" (transfer "+t.Token+"). The partner is told (transfer.completed).")
+	redirect(w, r, "/backoffice/suspense")
+}
+
+// suspenseReturn (POST /suspense/{item}/return) sends an item back.
+func (p *Portal) suspenseReturn(w http.ResponseWriter, r *http.Request) {
+	token := p.suspenseItem(w, r)
+	if token == "" {
+		return
+	}
+	if err := p.d.Incoming.ReturnSuspense(r.Context(), token, r.PostFormValue("reason")); err != nil {
+		p.moneyRefused(w, r, err, "/backoffice/suspense")
+		return
+	}
+	p.flash(r.Context(), "ok", "Returned to the sender.")
+	redirect(w, r, "/backoffice/suspense")
+}
+
+// suspenseSimulate (POST /suspense/simulate, sandbox only) simulates a
+// payment to any identifier.
+func (p *Portal) suspenseSimulate(w http.ResponseWriter, r *http.Request) {
+	if !p.d.Sandbox {
+		p.notFound(w, r)
+		return
+	}
+	dest := emi.TransferParty{IBAN: r.PostFormValue("to_iban"), SortCode: r.PostFormValue("to_sort_code"),
+		AccountNumber: r.PostFormValue("to_account_number"), Account: r.PostFormValue("to_account"), Balance: r.PostFormValue("to_balance")}
+	p.simulate(w, r, dest, "/backoffice/suspense")
+}
+
+// accountSimulate (POST /accounts/{account}/incoming, sandbox only)
+// simulates a payment to one of the account's identifiers.
+func (p *Portal) accountSimulate(w http.ResponseWriter, r *http.Request) {
+	if !p.d.Sandbox {
+		p.notFound(w, r)
+		return
+	}
+	token := p.accountToken(w, r)
+	if token == "" {
+		return
+	}
+	p.simulate(w, r, identifierParty(r.PostFormValue("to")), accountHref(token))
+}
+
+// simulate books the simulated payment of the form with destination dest.
+func (p *Portal) simulate(w http.ResponseWriter, r *http.Request, dest emi.TransferParty, back string) {
+	minor, ok := emi.ParseAmount(strings.TrimSpace(r.PostFormValue("amount")))
+	if !ok {
+		p.flash(r.Context(), "bad", "The payment was not made: amount must be a decimal amount with at most two decimals (12.50).")
+		redirect(w, r, back)
+		return
+	}
+	in := emi.IncomingCredit{Scheme: r.PostFormValue("scheme"), Amount: emi.Amount(minor), Currency: r.PostFormValue("currency"),
+		Reference: r.PostFormValue("reference"), Destination: dest, Payer: emi.IncomingPayer{Name: r.PostFormValue("payer_name"),
+			IBAN: r.PostFormValue("payer_iban"), SortCode: r.PostFormValue("payer_sort_code"),
+			AccountNumber: r.PostFormValue("payer_account_number"), CardLast4: r.PostFormValue("payer_card_last4")}}
+	res, err := p.d.Incoming.Credit(r.Context(), in)
+	if err != nil {
+		p.moneyRefused(w, r, err, back)
+		return
+	}
+	if res.Status == emi.IncomingCredited {
+		p.flash(r.Context(), "ok", "Credited: "+emi.FormatMinor(minor)+" "+res.Transfer.Currency+" to account "+
+			res.Transfer.DestinationAccount+" (transfer "+res.Transfer.Token+"). The partner is told (transfer.completed).")
+	} else {
+		p.flash(r.Context(), "warn", "The payment could not be credited: it is in the suspense queue (item "+res.SuspenseItem+").")
+		back = "/backoffice/suspense"
+	}
+	redirect(w, r, back)
+}
+
+// identifierParty decodes an account page's identifier option:
+// iban:<IBAN>, uk:<sort code>:<account number>, account:<token>,
+// balance:<token>.
+func identifierParty(v string) emi.TransferParty {
+	kind, rest, _ := strings.Cut(v, ":")
+	switch kind {
+	case "iban":
+		return emi.TransferParty{IBAN: rest}
+	case "uk":
+		sort, number, _ := strings.Cut(rest, ":")
+		return emi.TransferParty{SortCode: sort, AccountNumber: number}
+	case "account":
+		return emi.TransferParty{Account: rest}
+	case "balance":
+		return emi.TransferParty{Balance: rest}
+	}
+	return emi.TransferParty{}
+}
+
+// accountIdentifiers are the options of an account page's simulator.
+func accountIdentifiers(a emi.Account) []pages.Option {
+	var out []pages.Option
+	for _, b := range a.Balances {
+		if a.Virtual {
+			if iban := a.VirtualIBANs[b.Currency]; iban != "" {
+				out = append(out, pages.Option{Value: "iban:" + iban, Label: b.Currency + " IBAN " + iban})
+			}
+			continue
+		}
+		if iban := deref(b.IBAN); iban != "" {
+			out = append(out, pages.Option{Value: "iban:" + iban, Label: b.Currency + " IBAN " + iban})
+		}
+		if n := deref(b.AccountNumber); n != "" {
+			out = append(out, pages.Option{Value: "uk:" + deref(b.SortCode) + ":" + n,
+				Label: b.Currency + " sort code " + fmtSortCode(deref(b.SortCode)) + " account " + n})
+		}
+		out = append(out, pages.Option{Value: "balance:" + b.Token, Label: b.Currency + " balance (card top-up)"})
+	}
+	out = append(out, pages.Option{Value: "account:" + a.Token, Label: "the account (card top-up)"})
+	return out
+}
+
+// --- adjustments ---
+
+// adjustments (GET /adjustments) lists pending adjustment requests and
+// the latest decided ones.
+func (p *Portal) adjustments(w http.ResponseWriter, r *http.Request) {
+	pending, err := p.d.Adjustments.Pending(r.Context(), "")
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	decided, err := p.d.Adjustments.Decided(r.Context())
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	staff := p.staffNames(r)
+	p.renderPrivate(w, r, http.StatusOK, "Adjustments", pages.Adjustments(pages.AdjustmentsView{
+		Pending: p.adjustmentRows(r, pending, staff), Decided: p.adjustmentRows(r, decided, staff)}))
+}
+
+// adjustmentRows lays out adjustment requests with the actions the
+// signed-in user may take.
+func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment, staff map[string]string) []pages.AdjustmentRow {
+	me := current(r).ID
+	manage := canDo(r, emi.PermManageMoney)
+	rows := make([]pages.AdjustmentRow, len(list))
+	for i, a := range list {
+		row := pages.AdjustmentRow{Token: a.Token, Requested: fmtTime(a.RequestedAt), Account: a.Account,
+			Direction: a.Direction, Amount: emi.FormatMinor(a.Amount), Currency: a.Currency, Reason: a.Reason, Status: a.Status,
+			Decided: fmtTimeOrEmpty(a.DecidedAt), Note: a.DecisionNote, Mine: a.RequestedBy == me && a.Status == emi.AdjustmentPending}
+		if canDo(r, emi.PermViewAccounts) {
+			row.AccountHref = accountHref(a.Account)
+		}
+		row.RequestedBy = staffName(r, a.RequestedBy, a.RequestedByName, staff)
+		if a.DecidedBy != "" {
+			row.DecidedBy = staffName(r, a.DecidedBy, a.DecidedByName, staff)
+		}
+		row.StatusTone = map[string]string{emi.AdjustmentApproved: "ok", emi.AdjustmentRejected: "bad"}[a.Status]
+		if a.Status == emi.AdjustmentPending && manage {
+			row.CanApprove, row.CanReject = a.RequestedBy != me, true
+		}
+		rows[i] = row
+	}
+	return rows
+}
+
+// staffName names a staff member: the signed-in user as "you", else the
+// name the store joined.
+func staffName(r *http.Request, id, name string, staff map[string]string) string {
+	if n, _ := actorOf(r, id, staff, nil); !strings.HasPrefix(n, "staff or API key") {
+		return n
+	}
+	return firstNonEmpty(name, "staff "+shortID(id))
+}
+
+// adjustmentRequest (POST /accounts/{account}/adjustments) asks for a
+// manual adjustment of the account's balance.
+func (p *Portal) adjustmentRequest(w http.ResponseWriter, r *http.Request) {
+	token := p.accountToken(w, r)
+	if token == "" {
+		return
+	}
+	back := accountHref(token)
+	minor, ok := emi.ParseAmount(strings.TrimSpace(r.PostFormValue("amount")))
+	if !ok {
+		p.flash(r.Context(), "bad", "Nothing was requested: amount must be a decimal amount with at most two decimals (12.50).")
+		redirect(w, r, back)
+		return
+	}
+	a, err := p.d.Adjustments.Request(r.Context(), emi.AdjustmentRequest{Account: token, Currency: r.PostFormValue("currency"),
+		Direction: r.PostFormValue("direction"), Amount: minor, Reason: r.PostFormValue("reason")})
+	if err != nil {
+		p.moneyRefused(w, r, err, back)
+		return
+	}
+	p.flash(r.Context(), "ok", "Adjustment requested ("+a.Direction+" "+emi.FormatMinor(a.Amount)+" "+a.Currency+
+		"). Awaiting a second staff member: someone other than you must approve it.")
+	redirect(w, r, back)
+}
+
+// adjustmentApprove (POST /adjustments/{adjustment}/approve).
+func (p *Portal) adjustmentApprove(w http.ResponseWriter, r *http.Request) {
+	p.adjustmentDecide(w, r, true)
+}
+
+// adjustmentReject (POST /adjustments/{adjustment}/reject).
+func (p *Portal) adjustmentReject(w http.ResponseWriter, r *http.Request) {
+	p.adjustmentDecide(w, r, false)
+}
+
+func (p *Portal) adjustmentDecide(w http.ResponseWriter, r *http.Request, approve bool) {
+	token := param(r, "adjustment")
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrAdjustmentNotFound)
+		return
+	}
+	back := "/backoffice/adjustments"
+	if b := r.PostFormValue("back"); looksLikeToken(strings.TrimPrefix(b, "/backoffice/accounts/")) {
+		back = b // the account page the form was on
+	}
+	a, err := p.d.Adjustments.Decide(r.Context(), token, approve, r.PostFormValue("reason"))
+	if err != nil {
+		p.moneyRefused(w, r, err, back)
+		return
+	}
+	if approve {
+		p.flash(r.Context(), "ok", "Adjustment approved and posted: "+a.Direction+" "+emi.FormatMinor(a.Amount)+" "+a.Currency+".")
+	} else {
+		p.flash(r.Context(), "ok", "Adjustment rejected: nothing was posted.")
+	}
+	redirect(w, r, back)
+}
+
+// accountMoney is the money section of an account page: its pending
+// adjustments, the request form and the sandbox's simulator, for roles
+// that see or move money.
+func (p *Portal) accountMoney(r *http.Request, a service.AccountView) (*pages.AccountMoney, error) {
+	if p.d.Adjustments == nil || !canDo(r, emi.PermViewMoney) {
+		return nil, nil
+	}
+	pending, err := p.d.Adjustments.Pending(r.Context(), a.Token)
+	if err != nil {
+		return nil, err
+	}
+	m := &pages.AccountMoney{Base: accountHref(a.Token), Pending: p.adjustmentRows(r, pending, p.staffNames(r))}
+	for i := range m.Pending {
+		m.Pending[i].Back = accountHref(a.Token)
+	}
+	manage := canDo(r, emi.PermManageMoney)
+	for _, b := range a.Balances {
+		m.Currencies = append(m.Currencies, b.Currency)
+	}
+	m.CanRequest = manage && a.Status != emi.AccountTerminated && len(m.Currencies) > 0
+	if manage && p.d.Sandbox && p.d.Incoming != nil {
+		m.Simulate = &pages.SimulateForm{Action: accountHref(a.Token) + "/incoming", Identifiers: accountIdentifiers(a.Account),
+			Currencies: m.Currencies}
+	}
+	return m, nil
+}
