@@ -18,28 +18,29 @@ import (
 // live in service.Incoming and service.Adjustments; this file lays them
 // out.
 
-// moneyMessages are the texts of the codes the money screens show. They
-// are added to messages unless a text is already there (other screens may
-// show the same API codes).
+// moneyMessages are the texts of the money codes (suspense, adjustments,
+// and the transfer codes every money screen shows: transfer page,
+// statements, simulators, card payments). One text per code, here only.
 var moneyMessages = map[string]string{
 	emi.ErrSuspenseNotFound.Key:          "There is no such suspense item.",
 	emi.ErrSuspenseResolved.Key:          "This suspense item was already assigned or returned (perhaps by a colleague just now), so nothing was changed.",
 	emi.ErrAdjustmentNotFound.Key:        "There is no such adjustment request.",
 	emi.ErrAdjustmentDecided.Key:         "This adjustment was already approved or rejected (perhaps by a colleague just now), so nothing was changed.",
-	emi.ErrTransferValidation.Key:        "The payment was not made: please correct the marked fields.",
-	emi.ErrTransferNotFound.Key:          "There is no such transfer, or it is not yours.",
+	emi.ErrTransferValidation.Key:        "Nothing was changed: please correct the marked fields.",
+	emi.ErrTransferNotFound.Key:          "There is no such transfer.",
 	emi.ErrInsufficientFunds.Key:         "That is more than the balance's available amount, so nothing was changed.",
 	emi.ErrTransferAccountUnusable.Key:   "The account (or its main account) is blocked or terminated, so nothing was changed.",
 	emi.ErrCurrencyMismatch.Key:          "The balance is in another currency, so nothing was changed.",
 	emi.ErrDestinationNotFound.Key:       "That matches no balance held in emi, so nothing was changed.",
-	emi.ErrTransferInvalidTransition.Key: "The transfer's state does not allow this, so nothing was changed.",
+	emi.ErrTransferInvalidTransition.Key: "The state does not allow this any more (it was settled, returned or decided meanwhile), so nothing was changed.",
 }
 
 func init() {
 	for k, v := range moneyMessages {
-		if _, ok := messages[k]; !ok {
-			messages[k] = v
+		if _, dup := messages[k]; dup {
+			panic("portal: two texts for " + k)
 		}
+		messages[k] = v
 	}
 }
 

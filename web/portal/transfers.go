@@ -22,21 +22,6 @@ import (
 // statementPerPage is the account page's statement page size.
 const statementPerPage = 50
 
-// transferMessages are the texts of the transfer codes (added to messages
-// without overwriting any other screen's).
-var transferMessages = map[string]string{
-	emi.ErrTransferNotFound.Key:          "There is no such transfer.",
-	emi.ErrTransferValidation.Key:        "Please correct the marked fields.",
-	emi.ErrTransferInvalidTransition.Key: "The payment's state does not allow this any more (it was completed or returned meanwhile). Nothing was changed.",
-}
-
-func init() {
-	for k, v := range transferMessages {
-		if _, ok := messages[k]; !ok {
-			messages[k] = v
-		}
-	}
-}
 
 func transferHref(token string) string { return "/backoffice/transfers/" + token }
 
