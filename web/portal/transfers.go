@@ -22,7 +22,6 @@ import (
 // statementPerPage is the account page's statement page size.
 const statementPerPage = 50
 
-
 func transferHref(token string) string { return "/backoffice/transfers/" + token }
 
 func transferTone(status string) string {
