@@ -42,8 +42,7 @@ func TestLedgerProperties(t *testing.T) {
 		return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorPartnerKey, ActorID: pp.KeyID,
 			PartnerID: pp.ID, MasterMerchant: pp.Merchant})
 	}
-	staff := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: service.NewToken(),
-		StaffRoles: []string{string(emi.RoleCustomerService)}})
+	requester, approver := moneyStaff(), moneyStaff()
 	type done struct {
 		token    string // transfer token, or "" for an outgoing ledger txn
 		txn      emi.PostedTxn
@@ -119,9 +118,18 @@ func TestLedgerProperties(t *testing.T) {
 					d.undone = true
 					continue
 				}
-				_, err := env.App.Transfers.Reverse(staff, d.token, "property test reversal")
+				// Four-eyes: one staff member asks, another approves.
+				rerr := env.App.Transfers.RequestReversal(requester, d.token, "property test reversal")
+				expect("request "+op, rerr, !d.undone)
+				_, err := env.App.Transfers.DecideReversal(approver, d.token, true)
 				ok := !d.undone && model[bals[d.to].bal] >= d.amount
 				expect(op, err, ok)
+				if rerr == nil && err != nil {
+					// Refused (the money was spent): withdraw the request.
+					if _, err := env.App.Transfers.DecideReversal(requester, d.token, false); err != nil {
+						rt.Fatal(err)
+					}
+				}
 				if ok {
 					model[bals[d.to].bal] -= d.amount
 					model[bals[d.from].bal] += d.amount

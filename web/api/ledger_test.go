@@ -263,8 +263,13 @@ func TestLedgerDoubleSpend(t *testing.T) {
 	if err := env.App.DB.Get(&transfer, `SELECT token FROM transfers WHERE partner_id = $1`, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	staff := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: service.NewToken(),
-		StaffRoles: []string{string(emi.RoleCustomerService)}})
+	requester, approver := moneyStaff(), moneyStaff()
+	if err := env.App.Transfers.RequestReversal(requester, transfer, "Sent to the wrong customer"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.App.Transfers.DecideReversal(requester, transfer, true); emi.AsError(err).Code != emi.ErrFourEyes.Code {
+		t.Fatalf("the requester approved their own reversal: %v", err)
+	}
 	var revOK, revDup atomic.Int64
 	start = make(chan struct{})
 	for i := 0; i < 10; i++ {
@@ -272,7 +277,7 @@ func TestLedgerDoubleSpend(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, err := env.App.Transfers.Reverse(staff, transfer, "Sent to the wrong customer")
+			_, err := env.App.Transfers.DecideReversal(approver, transfer, true)
 			switch {
 			case err == nil:
 				revOK.Add(1)
@@ -300,6 +305,13 @@ func TestLedgerDoubleSpend(t *testing.T) {
 	}
 	checkLedger(t, env)
 	replayLedger(t, env, []string{accs[0].bal, accs[1].bal})
+}
+
+// moneyStaff is a customer-service staff member (money.manage), each call
+// another person.
+func moneyStaff() context.Context {
+	return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: service.NewToken(),
+		StaffRoles: []string{string(emi.RoleCustomerService)}})
 }
 
 // TestLedgerEntriesImmutable is the second half of L5: no role, not even

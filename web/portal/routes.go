@@ -106,6 +106,9 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate/withdraw", p.accountTerminateWithdraw)
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/accounts/{account}/statement.csv", p.accountStatementCSV)
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/transfers/{transfer}", p.transferDetail)
+		r.With(p.requirePerm(emi.PermManageMoney)).Post("/transfers/{transfer}/reversal", p.transferReversalRequest)
+		r.With(p.requirePerm(emi.PermManageMoney)).Post("/transfers/{transfer}/reversal/approve", p.transferReversalDecide(true))
+		r.With(p.requirePerm(emi.PermManageMoney)).Post("/transfers/{transfer}/reversal/reject", p.transferReversalDecide(false))
 		if p.d.Sandbox {
 			// The receiving bank's answer to an outgoing payment, simulated.
 			r.With(p.requirePerm(emi.PermManageAccounts)).Post("/transfers/{transfer}/complete", p.transferComplete)

@@ -198,6 +198,9 @@ func (p *Portal) accountStatementCSV(w http.ResponseWriter, r *http.Request) {
 type transferForm struct {
 	reason string
 	errs   map[string]string
+	// reversal: the form is the reversal request's (else the sandbox
+	// return's).
+	reversal bool
 }
 
 // transferDetail (GET /transfers/{transfer}).
@@ -260,10 +263,18 @@ func (p *Portal) renderTransferPage(w http.ResponseWriter, r *http.Request, stat
 	if canDo(r, emi.PermViewAudit) {
 		v.AuditHref = "/backoffice/audit?resource_type=transfer&resource_token=" + url.QueryEscape(t.Token)
 	}
+	if t.Type == emi.TransferInternal && canDo(r, emi.PermManageMoney) {
+		rv, err := p.transferReversal(r, t, f)
+		if err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+		v.Reversal = rv
+	}
 	if p.d.Sandbox && t.Type == emi.TransferOutgoing && canDo(r, emi.PermManageAccounts) {
 		act := &pages.TransferActions{Base: transferHref(t.Token), CanComplete: t.Status == emi.TransferPending,
 			CanReturn: t.Status != emi.TransferReturned}
-		if f != nil {
+		if f != nil && !f.reversal {
 			act.Reason, act.Errs = f.reason, f.errs
 		}
 		v.Actions = act
@@ -357,4 +368,65 @@ func (p *Portal) transferReturn(w http.ResponseWriter, r *http.Request) {
 	}
 	p.flash(r.Context(), "ok", "Payment returned (sandbox): the amount is credited back and the partner is told (transfer.returned).")
 	redirect(w, r, transferHref(token))
+}
+
+// transferReversal builds the reversal panel of an internal transfer.
+func (p *Portal) transferReversal(r *http.Request, t service.StaffTransfer, f *transferForm) (*pages.TransferReversal, error) {
+	rv := &pages.TransferReversal{Base: transferHref(t.Token), CanRequest: t.Status == emi.TransferCompleted}
+	req, pending, err := p.d.Transfers.PendingReversal(r.Context(), t.Token)
+	if err != nil {
+		return nil, err
+	}
+	if pending {
+		by, _ := actorOf(r, req.RequestedBy, p.staffNames(r), nil)
+		rv.Pending, rv.By, rv.Reason, rv.At, rv.Mine = true, by, req.Reason, fmtTime(req.RequestedAt), req.RequestedBy == current(r).ID
+	}
+	if f != nil && f.reversal {
+		rv.FormReason, rv.Errs = f.reason, f.errs
+	}
+	return rv, nil
+}
+
+// transferReversalRequest (POST /transfers/{transfer}/reversal) asks for
+// an internal transfer to be reversed; a second staff member approves.
+func (p *Portal) transferReversalRequest(w http.ResponseWriter, r *http.Request) {
+	token := p.transferToken(w, r)
+	if token == "" {
+		return
+	}
+	reason := r.PostFormValue("reason")
+	if err := p.d.Transfers.RequestReversal(r.Context(), token, reason); err != nil {
+		if emi.AsError(err).Kind == emi.KindInvalid {
+			errs, banner := fieldErrors(err)
+			p.flash(r.Context(), "bad", banner)
+			p.renderTransferPage(w, r, http.StatusUnprocessableEntity, &transferForm{reason: reason, errs: errs, reversal: true})
+			return
+		}
+		p.flashError(w, r, err, transferHref(token))
+		return
+	}
+	p.flash(r.Context(), "ok", "Reversal requested: a second staff member must approve it. Nothing has moved yet.")
+	redirect(w, r, transferHref(token))
+}
+
+// transferReversalDecide (POST /transfers/{transfer}/reversal/approve and
+// .../reject) decides a pending reversal: approval by someone other than
+// the requester moves the money back.
+func (p *Portal) transferReversalDecide(approve bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token := p.transferToken(w, r)
+		if token == "" {
+			return
+		}
+		if _, err := p.d.Transfers.DecideReversal(r.Context(), token, approve); err != nil {
+			p.flashError(w, r, err, transferHref(token))
+			return
+		}
+		if approve {
+			p.flash(r.Context(), "ok", "Transfer reversed: the amount is back on the source balance and both partners are told (transfer.returned).")
+		} else {
+			p.flash(r.Context(), "ok", "Reversal request withdrawn. Nothing moved.")
+		}
+		redirect(w, r, transferHref(token))
+	}
 }

@@ -316,3 +316,87 @@ func TestTransferPage(t *testing.T) {
 		}
 	})
 }
+
+// apiAvailable is an account's first balance's available figure, through
+// the API.
+func apiAvailable(t *testing.T, a *accountsEnv, acc string) string {
+	t.Helper()
+	r := api(t, a.env, a.p, http.MethodGet, "/v2/accounts/"+acc, "account_details", nil)
+	return r.Data["balances"].([]any)[0].(map[string]any)["available"].(string)
+}
+
+// TestTransferReversalFourEyes: one staff member requests the reversal of
+// an internal transfer with a reason, cannot approve it, a second approves
+// it, and the money moves back once; a request can be withdrawn, and a
+// reversal of money the destination spent is refused and stays pending.
+func TestTransferReversalFourEyes(t *testing.T) {
+	t.Parallel()
+	a := newAccountsEnv(t)
+	bal := balance(a.eur, "token")
+	a.env.Fund(t, a.eurTok, bal, "EUR", 10000)
+	other := api(t, a.env, a.p, http.MethodPost, "/v2/accounts", "account_create", map[string]any{"program": "account_eur", "user": a.user})
+	dstAcc := other.Data["token"].(string)
+	tr := api(t, a.env, a.p, http.MethodPost, "/v2/transfers", "transfer_create", map[string]any{
+		"source": map[string]any{"account": a.eurTok}, "destination": map[string]any{"account": dstAcc}, "amount": "30.00", "currency": "EUR",
+		"reference": "Wrong customer"})
+	if tr.Status != http.StatusCreated {
+		t.Fatalf("transfer: %s", tr)
+	}
+	page := "/backoffice/transfers/" + tr.Data["token"].(string)
+
+	pg := a.cs.Get(t, page)
+	contains(t, "completed internal transfer", pg, `data-testid="transfer-reversal"`, `data-testid="reversal-request"`)
+	bad := a.cs.Post(t, page+"/reversal", url.Values{"reason": {"x"}})
+	if bad.Status != http.StatusUnprocessableEntity || !strings.Contains(bad.Body, `id="reason-error"`) {
+		t.Fatalf("request without a real reason: HTTP %d", bad.Status)
+	}
+	pg = follow(t, a.cs, a.cs.Post(t, page+"/reversal", url.Values{"reason": {"Sent to the wrong customer by mistake"}}))
+	contains(t, "requested", pg, "Reversal requested", `data-testid="pending-reversal"`, "Sent to the wrong customer by mistake",
+		`data-testid="reversal-awaiting-second"`, "Withdraw request", ">transfer.reversal_requested<")
+	lacks(t, "requester's page", pg, `data-testid="reversal-approve"`)
+	// The requester cannot approve by posting either.
+	own := follow(t, a.cs, a.cs.Post(t, page+"/reversal/approve", url.Values{}))
+	contains(t, "own approval", own, `data-testid="pending-reversal"`)
+	if got := apiAvailable(t, a, dstAcc); got != "30.00" {
+		t.Fatalf("money moved on the requester's own approval: %s", got)
+	}
+	// The auditor sees the pending request but no buttons.
+	aud := a.env.NewBrowser()
+	aud.SignIn(t, apptest.AuditorEmail)
+	ap := aud.Get(t, page)
+	lacks(t, "auditor", ap, `data-testid="reversal-approve"`, `data-testid="reversal-request"`)
+	if r := aud.Post(t, page+"/reversal/approve", url.Values{}); r.Status != http.StatusForbidden {
+		t.Fatalf("auditor approval: HTTP %d", r.Status)
+	}
+
+	newStaff(t, a.env, "second.money@accounts.test", "Second Money", emi.RoleCustomerService)
+	second := a.env.NewBrowser()
+	second.SignIn(t, "second.money@accounts.test")
+	pg = second.Get(t, page)
+	contains(t, "second's page", pg, `data-testid="reversal-approve"`, "Reject request")
+	pg = follow(t, second, second.Post(t, page+"/reversal/approve", url.Values{}))
+	contains(t, "approved", pg, "Transfer reversed", `class="badge bad">returned<`, "Sent to the wrong customer by mistake", ">transfer.reverse<")
+	lacks(t, "approved", pg, `data-testid="pending-reversal"`, `data-testid="reversal-request"`)
+	if got := apiAvailable(t, a, dstAcc); got != "0.00" {
+		t.Fatalf("destination after the reversal: %s", got)
+	}
+	again := follow(t, second, second.Post(t, page+"/reversal/approve", url.Values{}))
+	contains(t, "approve twice", again, "does not allow this any more")
+
+	// A second transfer: withdrawn by its requester, then refused because
+	// the destination spent the money.
+	tr2 := api(t, a.env, a.p, http.MethodPost, "/v2/transfers", "transfer_create", map[string]any{
+		"source": map[string]any{"account": a.eurTok}, "destination": map[string]any{"account": dstAcc}, "amount": "10.00", "currency": "EUR"})
+	page2 := "/backoffice/transfers/" + tr2.Data["token"].(string)
+	follow(t, a.cs, a.cs.Post(t, page2+"/reversal", url.Values{"reason": {"Duplicate payment"}}))
+	pg = follow(t, a.cs, a.cs.Post(t, page2+"/reversal/reject", url.Values{}))
+	contains(t, "withdrawn", pg, "Reversal request withdrawn", `data-testid="reversal-request"`, ">transfer.reversal_rejected<")
+	follow(t, a.cs, a.cs.Post(t, page2+"/reversal", url.Values{"reason": {"Duplicate payment"}}))
+	spend := api(t, a.env, a.p, http.MethodPost, "/v2/transfers", "transfer_create", map[string]any{
+		"source": map[string]any{"account": dstAcc}, "destination": map[string]any{"account": a.eurTok}, "amount": "10.00", "currency": "EUR"})
+	if spend.Status != http.StatusCreated {
+		t.Fatalf("spend: %s", spend)
+	}
+	pg = follow(t, second, second.Post(t, page2+"/reversal/approve", url.Values{}))
+	contains(t, "spent", pg, portalMessage(emi.ErrInsufficientFunds), `data-testid="pending-reversal"`)
+}
