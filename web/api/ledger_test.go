@@ -127,13 +127,14 @@ func fundedAccounts(t *testing.T, env *apptest.Env, p *apptest.Partner, n int, m
 	return out
 }
 
-// l1Transfers is how many transfers L1 sends: 10,000 as the issue asks,
-// 2,000 with -short; EMI_L1_TRANSFERS overrides.
+// l1Transfers is how many transfers L1 sends: 10,000 as the issue asks;
+// 2,000 with -short or under the race detector (make test runs it again
+// without -race at full size); EMI_L1_TRANSFERS overrides.
 func l1Transfers() int {
 	if v, err := strconv.Atoi(os.Getenv("EMI_L1_TRANSFERS")); err == nil && v > 0 {
 		return v
 	}
-	if testing.Short() {
+	if testing.Short() || raceDetector {
 		return 2000
 	}
 	return 10000
@@ -407,7 +408,7 @@ func TestLedgerHotAccounts(t *testing.T) {
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("EMI_L3_TRANSFERS")); err == nil && v > 0 {
 		n = v
-	} else if testing.Short() {
+	} else if testing.Short() || raceDetector {
 		n = 300
 	}
 	hot := fundedAccounts(t, env, p, 1, int64(n)*100)[0]
