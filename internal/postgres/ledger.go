@@ -13,6 +13,10 @@ import (
 	"emi/internal/emi"
 )
 
+// balanceQueueLock is the advisory lock class of the per-balance queues
+// (LockBalances); see partnerEventsLock for the other classes.
+const balanceQueueLock = 0x62616c // "bal"
+
 // LedgerStore implements service.LedgerStore.
 type LedgerStore struct {
 	db *DB
@@ -36,6 +40,16 @@ func (s *LedgerStore) LockBalances(ctx context.Context, tokens []string) (map[st
 	}
 	if len(valid) == 0 {
 		return out, nil
+	}
+	// A fair queue per balance first: a transaction-scoped advisory lock
+	// per balance, taken in token order. PostgreSQL grants heavyweight
+	// locks in arrival order, whereas a row lock lets a newcomer take a
+	// row that was just released ahead of the transactions already
+	// waiting for it, which on a hot balance starves some of them for
+	// seconds. The row locks below then never wait on this path.
+	if _, err := s.db.Ext(ctx).ExecContext(ctx, `SELECT pg_advisory_xact_lock($1::int4, hashtext(t))
+		FROM unnest($2::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n`, balanceQueueLock, pq.StringArray(valid)); err != nil {
+		return nil, Translate(err)
 	}
 	var rows []emi.BalanceState
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT token, account, currency, posted, held, available, overdraft, '' AS account_status
