@@ -246,22 +246,20 @@ func newOperation(name string, fx fixtures) (operation, error) {
 		var seq atomic.Int64
 		return func(i int) (string, string, string, []byte) {
 			n := seq.Add(1)
-			// A cheap deterministic shuffle of pairs and amounts.
-			h := uint64(n) * 0x9E3779B97F4A7C15
 			cold := fx.balances[1:]
 			var from, to string
 			switch name {
 			case "transfer":
-				f := int(h % uint64(len(fx.balances)))
-				t := (f + 1 + int((h>>20)%uint64(len(fx.balances)-1))) % len(fx.balances)
+				f := mix(n, 0) % len(fx.balances)
+				t := (f + 1 + mix(n, 20)%(len(fx.balances)-1)) % len(fx.balances)
 				from, to = fx.balances[f], fx.balances[t]
 			case "transfer_hot_out":
-				from, to = fx.balances[0], cold[int(h%uint64(len(cold)))]
+				from, to = fx.balances[0], cold[mix(n, 0)%len(cold)]
 			default:
-				from, to = cold[int(h%uint64(len(cold)))], fx.balances[0]
+				from, to = cold[mix(n, 0)%len(cold)], fx.balances[0]
 			}
 			body := fmt.Sprintf(`{"source":{"balance":"%s"},"destination":{"balance":"%s"},"amount":"%s","currency":"EUR","reference":"load %d"}`,
-				from, to, emi.FormatMinor(1+int64((h>>40)%100)), n)
+				from, to, emi.FormatMinor(1+int64(mix(n, 34)%100)), n)
 			return http.MethodPost, "/v2/transfers", "transfer_create", []byte(body)
 		}, nil
 	case "account_create":
@@ -274,6 +272,13 @@ func newOperation(name string, fx fixtures) (operation, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown -op %q", name)
+}
+
+// mix spreads n over non-negative ints (a cheap deterministic shuffle of
+// transfer pairs and amounts): Fibonacci hashing, bits from shift on.
+func mix(n int64, shift uint) int {
+	h := uint64(n) * 0x9E3779B97F4A7C15   // #nosec G115 -- a hash input: wrapping is the point
+	return int((h >> shift) & 0x3fffffff) // #nosec G115 -- masked to 30 bits
 }
 
 // dispenser hands out (key index, timestamp) pairs, each at most once: every
@@ -338,7 +343,7 @@ func (r *result) do(ctx context.Context, c *http.Client, base string, k key, ts 
 		return
 	}
 	rb, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	_ = res.Body.Close()
 	r.lat = append(r.lat, time.Since(t0))
 	var env struct {
 		Code int `json:"code"`

@@ -341,7 +341,7 @@ func openForCommand(ctx context.Context, getenv func(string) string, stderr io.W
 		return nil, err
 	}
 	if err := a.DB.CheckSchema(ctx); err != nil {
-		a.Close()
+		_ = a.Close()
 		return nil, err
 	}
 	return a, nil

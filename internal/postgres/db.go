@@ -204,7 +204,7 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 		if !retryable(err) {
 			return err
 		}
-		time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
+		time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond) // #nosec G404 -- retry jitter, not a secret
 	}
 	return err
 }
@@ -243,7 +243,7 @@ func (a *ambientTx) savepoint(ctx context.Context, fn func(ctx context.Context) 
 		if !retryable(err) {
 			return err
 		}
-		time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
+		time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond) // #nosec G404 -- retry jitter, not a secret
 	}
 	return err
 }

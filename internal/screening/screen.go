@@ -122,7 +122,7 @@ func (sc *scratch) slot(t int32) int {
 	sc.tokStamp[t] = sc.stamp
 	s := sc.nslots
 	sc.nslots++
-	sc.tokSlot[t] = int32(s)
+	sc.tokSlot[t] = int32(s) // #nosec G115 -- slots of one query, far below 2^31
 	for range maxQueryTokens {
 		sc.sims = append(sc.sims, -1)
 	}
@@ -342,7 +342,7 @@ func (ix *Index) align(sc *scratch, qt []qtok, rec *nameRec) alignment {
 		}
 		usedQ |= 1 << p.q
 		usedE |= 1 << p.e
-		a.qe[p.q] = int8(p.e)
+		a.qe[p.q] = int8(p.e) // #nosec G115 -- an edit distance of a token, bounded well below 128
 		a.qs[p.q] = p.s
 	}
 	var w, m float64

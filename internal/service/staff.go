@@ -125,7 +125,7 @@ const (
 	reasonLocked        = "locked"         // right or wrong password, account locked
 	reasonBadTOTP       = "bad_totp"       // wrong or reused TOTP code
 	reasonBadRecovery   = "bad_recovery"   // wrong or used recovery code
-	reasonBadCurrentPwd = "bad_current_pw" // wrong current password when changing it
+	reasonBadCurrentPwd = "bad_current_pw" // #nosec G101 -- an audit reason label, not a credential; wrong current password when changing it
 	reasonThrottled     = "throttled"      // refused before any check; does not count
 )
 

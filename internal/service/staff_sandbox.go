@@ -12,7 +12,7 @@ import (
 // SandboxStaffPassword is the password of every sandbox staff user. It is
 // published on purpose (README, `make run`): sandbox users exist only in
 // databases seeded with EMI_MODE=sandbox, never in production (ASVS 6.3.2).
-const SandboxStaffPassword = "Sandbox-Staff-2026"
+const SandboxStaffPassword = "Sandbox-Staff-2026" // #nosec G101 -- the sandbox's published demo password
 
 // SandboxStaff returns the sandbox staff users: one per role, e-mail
 // <role>@sandbox.emi (cs@ for customer service), all with

@@ -109,10 +109,10 @@ func Check(r Rule, sortCode, account string) (bool, error) {
 	}
 	var d [14]int
 	for i := range 6 {
-		d[i] = int(sortCode[i] - '0')
+		d[i] = int(sortCode[i] - '0') // #nosec G602 -- sortCode has 6 digits (checked above)
 	}
 	for i := range 8 {
-		d[6+i] = int(account[i] - '0')
+		d[6+i] = int(account[i] - '0') // #nosec G602 -- account has 8 digits (checked above)
 	}
 	return r.holds(&d), nil
 }

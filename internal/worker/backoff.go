@@ -55,7 +55,7 @@ func ceiling(attempt int, base, maxDelay time.Duration) time.Duration {
 	if base <= 0 || maxDelay <= 0 {
 		return 0
 	}
-	n := uint(max(attempt, 1) - 1)
+	n := uint(max(attempt, 1) - 1) // #nosec G115 -- max(...) - 1 >= 0
 	if base >= maxDelay || n >= 62 || base > maxDelay>>n {
 		return maxDelay
 	}

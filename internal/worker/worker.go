@@ -115,7 +115,7 @@ const maxErrorText = 8 << 10
 func (c Config) withDefaults() Config {
 	if c.ID == "" {
 		host, _ := os.Hostname()
-		c.ID = fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.IntN(1<<16))
+		c.ID = fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.IntN(1<<16)) // #nosec G404 -- a worker name, not a secret
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = DefaultConcurrency

@@ -168,7 +168,7 @@ func New(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("apptest: open: %v", err)
 	}
-	t.Cleanup(func() { a.Close() })
+	t.Cleanup(func() { _ = a.Close() })
 	if !opts.NoSanctions {
 		a.UseSanctions(Sanctions(t))
 	}
@@ -203,7 +203,7 @@ func Attach(t testing.TB, env *Env, routes ...func(r chi.Router, a *api.API)) *E
 	if err != nil {
 		t.Fatalf("apptest: attach: %v", err)
 	}
-	t.Cleanup(func() { a.Close() })
+	t.Cleanup(func() { _ = a.Close() })
 	if env.App.Screener.Current() != nil {
 		a.UseSanctions(env.App.Screener.Current())
 	}

@@ -54,7 +54,7 @@ func AdminURL(t testing.TB) string {
 			adminErr = err
 			return
 		}
-		cmd := exec.Command("bash", filepath.Join(root, ".ci", "postgres.sh"))
+		cmd := exec.Command("bash", filepath.Join(root, ".ci", "postgres.sh")) // #nosec G204 -- the repository's own script (tests only)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
 		if err != nil {
@@ -174,7 +174,7 @@ func buildTemplate(admin string) (string, error) {
 		return "", err
 	}
 	_, merr := pdb.Migrate(ctx)
-	pdb.Close()
+	_ = pdb.Close()
 	if merr != nil {
 		return "", merr
 	}
@@ -221,6 +221,6 @@ func DB(t testing.TB) *postgres.DB {
 	if err != nil {
 		t.Fatalf("pgtest: open: %v", err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
