@@ -359,28 +359,10 @@ func (s *Incoming) creditParty(ctx context.Context, party Party, amount emi.Amou
 	if err := s.transfers.InsertTransfer(ctx, t); err != nil {
 		return emi.Transfer{}, err
 	}
-	f := map[string]any{"type": t.Type, "status": t.Status, "amount": emi.FormatMinor(minor), "currency": currency,
-		"reference": reference, "destination_account": party.Account, "destination_balance": party.Balance,
-		"counterparty": counterpartyFields(payer)}
-	if party.IBAN != "" {
-		f["destination_iban"] = party.IBAN
-	}
-	if _, err := s.events.Emit(ctx, party.PartnerID, emi.EventTransferCompleted, "transfer", t.Token, f); err != nil {
+	if err := emitTransfer(ctx, s.events, t, emi.EventTransferCompleted); err != nil {
 		return emi.Transfer{}, err
 	}
 	return t, nil
-}
-
-// counterpartyFields is the payer as an event carries it.
-func counterpartyFields(c emi.Counterparty) map[string]any {
-	out := map[string]any{}
-	for k, v := range map[string]string{"name": c.Name, "iban": c.IBAN, "bic": c.BIC, "account_number": c.AccountNumber,
-		"sort_code": c.SortCode, "card_last4": c.CardLast4, "scheme": c.Scheme} {
-		if v != "" {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // toSuspense parks a credit on the suspense account and records the item.

@@ -410,7 +410,7 @@ func (s *Transfers) settle(ctx context.Context, token, partnerID, action, reason
 			PartnerID: t.PartnerID, Changes: changes}); err != nil {
 			return err
 		}
-		return s.emitOutgoing(ctx, out, event)
+		return emitTransfer(ctx, s.events, out, event)
 	})
 	return out, err
 }
@@ -441,28 +441,6 @@ func (s *Transfers) returnCredit(ctx context.Context, t emi.Transfer) (emi.Entry
 		credit.Account = b.Account
 	}
 	return credit, nil
-}
-
-// emitOutgoing tells the sending partner that its outgoing payment
-// completed or was returned.
-func (s *Transfers) emitOutgoing(ctx context.Context, t emi.Transfer, typ emi.EventType) error {
-	if t.PartnerID == "" {
-		return nil
-	}
-	f := map[string]any{"type": t.Type, "status": t.Status, "amount": emi.FormatMinor(t.Amount), "currency": t.Currency,
-		"reference": t.Reference, "source_account": t.SourceAccount, "source_balance": t.SourceBalance,
-		"destination_name": t.Counterparty.Name}
-	if t.Counterparty.IBAN != "" {
-		f["destination_iban"] = t.Counterparty.IBAN
-	}
-	if t.Counterparty.AccountNumber != "" {
-		f["destination_account_number"], f["destination_sort_code"] = t.Counterparty.AccountNumber, t.Counterparty.SortCode
-	}
-	if t.Status == emi.TransferReturned {
-		f["return_reason"] = t.ReturnReason
-	}
-	_, err := s.events.Emit(ctx, t.PartnerID, typ, "transfer", t.Token, f)
-	return err
 }
 
 // StaffTransfer is a transfer as the back office shows it: both sides,

@@ -163,45 +163,13 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 				"source_account": src.Account, "destination_account": dst.Account}}); err != nil {
 			return err
 		}
-		if err := s.emitCompleted(ctx, t); err != nil {
+		if err := emitTransfer(ctx, s.events, t, emi.EventTransferCompleted); err != nil {
 			return err
 		}
 		out, err = PartnerView(t, p.PartnerID)
 		return err
 	})
 	return out, err
-}
-
-// emitCompleted tells the partners of both sides (once when they are the
-// same) that the transfer completed; each sees its own side's tokens only.
-func (s *Transfers) emitCompleted(ctx context.Context, t emi.Transfer) error {
-	base := func() map[string]any {
-		return map[string]any{"type": t.Type, "status": t.Status, "amount": emi.FormatMinor(t.Amount), "currency": t.Currency,
-			"reference": t.Reference}
-	}
-	if t.SourcePartner != "" {
-		f := base()
-		f["source_account"], f["source_balance"] = t.SourceAccount, t.SourceBalance
-		if t.DestinationPartner == t.SourcePartner {
-			f["destination_account"], f["destination_balance"] = t.DestinationAccount, t.DestinationBalance
-		} else {
-			f["destination_iban"] = t.DestinationIBAN
-		}
-		if _, err := s.events.Emit(ctx, t.SourcePartner, emi.EventTransferCompleted, "transfer", t.Token, f); err != nil {
-			return err
-		}
-	}
-	if t.DestinationPartner != "" && t.DestinationPartner != t.SourcePartner {
-		f := base()
-		f["destination_account"], f["destination_balance"] = t.DestinationAccount, t.DestinationBalance
-		if t.SourceIBAN != "" {
-			f["source_iban"] = t.SourceIBAN
-		}
-		if _, err := s.events.Emit(ctx, t.DestinationPartner, emi.EventTransferCompleted, "transfer", t.Token, f); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Details returns a transfer the calling partner sent or received

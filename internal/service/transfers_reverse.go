@@ -152,7 +152,7 @@ func (s *Transfers) reverse(ctx context.Context, t emi.Transfer, reason string) 
 	if err != nil {
 		return emi.Transfer{}, err
 	}
-	return out, s.emitReturned(ctx, out)
+	return out, emitTransfer(ctx, s.events, out, emi.EventTransferReturned)
 }
 
 // mainOf returns the account holding a side's balance.
@@ -165,38 +165,4 @@ func (s *Transfers) mainOf(ctx context.Context, p Party) (string, error) {
 		return "", emi.Internal(errors.New("transfer names a balance that does not exist"))
 	}
 	return got.Account, nil
-}
-
-// emitReturned tells the partners of both sides that the transfer was
-// returned (reversed), each seeing its own side's tokens only.
-func (s *Transfers) emitReturned(ctx context.Context, t emi.Transfer) error {
-	seen := map[string]bool{}
-	for _, partner := range []string{t.SourcePartner, t.DestinationPartner, t.PartnerID} {
-		if partner == "" || seen[partner] {
-			continue
-		}
-		seen[partner] = true
-		v, err := PartnerView(t, partner)
-		if err != nil {
-			continue
-		}
-		f := map[string]any{"type": v.Type, "status": v.Status, "amount": emi.FormatMinor(v.Amount), "currency": v.Currency,
-			"reference": v.Reference, "return_reason": v.ReturnReason}
-		for k, val := range map[string]string{"source_account": v.SourceAccount, "source_balance": v.SourceBalance,
-			"destination_account": v.DestinationAccount, "destination_balance": v.DestinationBalance} {
-			if val != "" {
-				f[k] = val
-			}
-		}
-		if v.SourceAccount == "" && v.SourceIBAN != "" {
-			f["source_iban"] = v.SourceIBAN
-		}
-		if v.DestinationAccount == "" && v.DestinationIBAN != "" {
-			f["destination_iban"] = v.DestinationIBAN
-		}
-		if _, err := s.events.Emit(ctx, partner, emi.EventTransferReturned, "transfer", t.Token, f); err != nil {
-			return err
-		}
-	}
-	return nil
 }
