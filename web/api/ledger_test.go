@@ -354,9 +354,10 @@ func TestLedgerEntriesImmutable(t *testing.T) {
 	checkLedger(t, env)
 }
 
-// BalanceAfter on one balance moved twice in one transaction (a
-// transfer between a virtual account and its own main account is refused,
-// but the ledger must still number running balances right).
+// TestLedgerRunningBalanceWithinATransaction: a balance moved twice in one
+// ledger transaction gets a running figure per entry, in entry order; and
+// malformed postings (one entry, unbalanced, a currency the balance does
+// not hold, more than available, zero amounts) are refused.
 func TestLedgerRunningBalanceWithinATransaction(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})
