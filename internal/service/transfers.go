@@ -215,10 +215,15 @@ func checkAmount(bad *problems, v int64) {
 
 // checkReference allows printable text only (it reaches statements, other
 // banks and CSV exports).
-func checkReference(bad *problems, ref string) {
-	for _, r := range ref {
+func checkReference(bad *problems, ref string) { checkPrintable(bad, "reference", ref) }
+
+// checkPrintable adds a problem for field unless s is printable text
+// (names, references and reasons reach statements, other banks, events
+// and CSV exports). The one copy of this rule.
+func checkPrintable(bad *problems, field, s string) {
+	for _, r := range s {
 		if !unicode.IsPrint(r) {
-			bad.add("reference", "must be printable text without control characters")
+			bad.add(field, "must be printable text without control characters")
 			return
 		}
 	}
