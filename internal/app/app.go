@@ -152,7 +152,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	// registration and again at every dial (DNS rebinding).
 	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
 	a.Auth = service.NewAuth(a.Store, a.Store, keys, service.AuthConfig{Window: cfg.AuthWindow}, now)
-	a.Idempotency = service.NewIdempotency(db, a.Store, now)
+	a.Idempotency = service.NewIdempotency(db, a.Store, keys, now)
 	a.StaffStore = postgres.NewStaffStore(db)
 	a.Sessions = postgres.NewSessionStore(db, now)
 	a.Staff = service.NewStaff(db, a.StaffStore, keys, a.Audit, v,

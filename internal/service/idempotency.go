@@ -1,9 +1,10 @@
 package service
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
+	"slices"
 	"time"
 
 	"emi/internal/emi"
@@ -49,24 +50,36 @@ const MaxIdempotencyKeyLen = 255
 type Idempotency struct {
 	tx    TxRunner
 	store IdempotencyStore
+	keys  LookupKeys
 	now   Clock
 }
 
-// NewIdempotency returns the idempotency service.
-func NewIdempotency(tx TxRunner, store IdempotencyStore, now Clock) *Idempotency {
-	return &Idempotency{tx: tx, store: store, now: now}
+// LookupKeys computes keyed digests (internal/seal.Keyring): under the
+// current key, and under every loaded key during a rotation.
+type LookupKeys interface {
+	Lookup(context string, value []byte) []byte
+	LookupAll(context string, value []byte) [][]byte
 }
 
-// Fingerprint identifies a request for the "same body" comparison: method,
-// path and the exact body bytes.
-func Fingerprint(method, path string, body []byte) []byte {
-	h := sha256.New()
-	h.Write([]byte(method))
-	h.Write([]byte{0})
-	h.Write([]byte(path))
-	h.Write([]byte{0})
-	h.Write(body)
-	return h.Sum(nil)
+// NewIdempotency returns the idempotency service.
+func NewIdempotency(tx TxRunner, store IdempotencyStore, keys LookupKeys, now Clock) *Idempotency {
+	return &Idempotency{tx: tx, store: store, keys: keys, now: now}
+}
+
+// fingerprintContext is the Lookup context of request fingerprints.
+const fingerprintContext = "idempotency.fingerprint"
+
+// Fingerprints identify a request for the "same body" comparison: a keyed
+// digest (HMAC-SHA256 under the master key's lookup key) of the method, the
+// path and the exact body bytes, under the current key first and then
+// under each previous key (so a retry spanning a key rotation still
+// matches). Keyed, not a plain hash: a body may carry a PIN (card_create,
+// sandbox_card_authorize) whose few possible values a plain stored hash
+// would give away to anyone who can read the table.
+func (s *Idempotency) Fingerprints(method, path string, body []byte) [][]byte {
+	msg := make([]byte, 0, len(method)+len(path)+2+len(body))
+	msg = append(append(append(append(append(msg, method...), 0), path...), 0), body...)
+	return s.keys.LookupAll(fingerprintContext, msg)
 }
 
 // errDiscard makes InTx roll back a run whose response must not be stored.
@@ -84,10 +97,13 @@ var errDiscard = errors.New("idempotency: discard")
 // the transaction is gone, so that the signature stays single-use. Returns
 // emi.ErrIdempotencyConflict when the key is in use by a running request or
 // was used with another fingerprint, and the error of guard when it refuses.
-func (s *Idempotency) Do(ctx context.Context, partnerID, key string, fingerprint []byte,
+func (s *Idempotency) Do(ctx context.Context, partnerID, key string, fingerprints [][]byte,
 	guard func(ctx context.Context) error,
 	run func(ctx context.Context) StoredResponse,
 ) (resp StoredResponse, replayed bool, err error) {
+	if len(fingerprints) == 0 {
+		return StoredResponse{}, false, emi.Internal(errors.New("idempotency: no fingerprint (no master key loaded)"))
+	}
 	committed := false
 	guarded := false
 	defer func() {
@@ -113,7 +129,7 @@ func (s *Idempotency) Do(ctx context.Context, partnerID, key string, fingerprint
 			return err
 		}
 		if found {
-			if string(stored.Fingerprint) != string(fingerprint) {
+			if !slices.ContainsFunc(fingerprints, func(f []byte) bool { return bytes.Equal(f, stored.Fingerprint) }) {
 				return emi.ErrIdempotencyConflict.WithDetail("key reused with another request")
 			}
 			resp, replayed = stored, true
@@ -127,7 +143,7 @@ func (s *Idempotency) Do(ctx context.Context, partnerID, key string, fingerprint
 		if resp.Status >= 500 {
 			return errDiscard
 		}
-		resp.Fingerprint, resp.CreatedAt = fingerprint, now
+		resp.Fingerprint, resp.CreatedAt = fingerprints[0], now
 		return s.store.SaveResponse(ctx, partnerID, key, resp)
 	})
 	if errors.Is(err, errDiscard) {

@@ -168,7 +168,7 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 			writeError(w, r, emi.ErrBadRequest.WithDetail("Idempotency-Key must be 1 to 255 characters"))
 			return
 		}
-		fp := service.Fingerprint(r.Method, r.URL.Path, body(r))
+		fp := a.idem.Fingerprints(r.Method, r.URL.Path, body(r))
 		resp, replayed, err := a.idem.Do(r.Context(), p.PartnerID, k, fp, guard, func(ctx context.Context) service.StoredResponse {
 			rec := &bufferedWriter{header: http.Header{}}
 			next.ServeHTTP(rec, r.WithContext(ctx))
