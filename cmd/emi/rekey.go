@@ -111,10 +111,13 @@ func cmdRekey(ctx context.Context, args []string, getenv func(string) string, st
 	if rekeyErr != nil {
 		outcome = emi.OutcomeFailure
 	}
-	if err := a.Audit.Record(sys, emi.AuditEntry{Action: "keys.rekey", ResourceType: "keyring", ResourceToken: a.Keys.CurrentKeyID(),
+	auditErr := a.Audit.Record(sys, emi.AuditEntry{Action: "keys.rekey", ResourceType: "keyring", ResourceToken: a.Keys.CurrentKeyID(),
 		Outcome: outcome, Changes: map[string]any{"scanned": tot.Scanned, "resealed": tot.Resealed, "already_current": tot.Current,
-			"failed": tot.Failed, "lookups_recomputed": tot.Lookups, "batch": *batch}}); err != nil {
-		fmt.Fprintf(stderr, "%s: the audit row could not be written: %v\n", name, err)
+			"failed": tot.Failed, "lookups_recomputed": tot.Lookups, "batch": *batch}})
+	if auditErr != nil {
+		// The re-sealing stands (it is idempotent), but an unaudited key
+		// rotation must not look like a success: the command fails.
+		fmt.Fprintf(stderr, "%s: the audit row could not be written: %v\n", name, auditErr)
 	}
 	if err := reportFailures(stderr, name, rep.Failures); err != nil {
 		return err
@@ -135,6 +138,9 @@ func cmdRekey(ctx context.Context, args []string, getenv func(string) string, st
 		time.Since(start).Round(time.Millisecond), after.Remaining())
 	if n := after.Remaining(); n > 0 {
 		return fmt.Errorf("%d value(s) were written under another key during the run (is every instance on the new key?): run emi rekey again", n)
+	}
+	if auditErr != nil {
+		return fmt.Errorf("the rotation is done but its audit row could not be written: %w", auditErr)
 	}
 	return nil
 }
