@@ -145,6 +145,19 @@ func TestRekeyCommandFailsLoudly(t *testing.T) {
 	if strings.Contains(out+errOut, creds.APISecret) || strings.Contains(out+errOut, key1) {
 		t.Fatal("the output holds a secret or a key")
 	}
+	// A rotation whose audit row cannot be written fails, although the
+	// re-sealing itself is done.
+	good := map[string]string{"DATABASE_URL": db, "EMI_MASTER_KEY": newKey(), "EMI_PREVIOUS_MASTER_KEYS": key1}
+	a := openApp(t, good)
+	a.DB.MustExec(`ALTER TABLE audit_log ADD CONSTRAINT no_rekey_rows CHECK (action <> 'keys.rekey') NOT VALID`)
+	_ = a.Close()
+	_, errOut, err = runCmd(t, good, "rekey")
+	if err == nil || !strings.Contains(err.Error(), "audit row could not be written") || !strings.Contains(errOut, "audit row could not be written") {
+		t.Fatalf("rekey without its audit row: %v\n%s", err, errOut)
+	}
+	if out, _, err := runCmd(t, good, "rekey", "--check"); err != nil {
+		t.Fatalf("the re-sealing was not done: %v\n%s", err, out)
+	}
 	var ue usageError
 	for _, args := range [][]string{{"rekey", "--batch", "0"}, {"rekey", "extra"}, {"rekey", "--verbose"}} {
 		if _, _, err := runCmd(t, forgot, args...); !errors.As(err, &ue) {
