@@ -368,24 +368,38 @@ func (s *Incoming) creditParty(ctx context.Context, party Party, amount emi.Amou
 // toSuspense parks a credit on the suspense account and records the item.
 func (s *Incoming) toSuspense(ctx context.Context, in emi.IncomingCredit, payer emi.Counterparty, dest, reason string,
 	party Party, partnerID string) (emi.SuspenseItem, error) {
-	minor := int64(in.Amount)
-	posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnIncoming, Reference: in.Reference,
-		Entries: []emi.Entry{
-			{Internal: emi.LedgerIncomingClearing, Currency: in.Currency, Amount: -minor},
-			{Internal: emi.LedgerSuspense, Currency: in.Currency, Amount: minor},
-		}})
+	return parkInSuspense(ctx, s.ledger, s.store, s.audit, s.now, emi.LedgerTxn{Kind: emi.TxnIncoming, Reference: in.Reference},
+		emi.LedgerIncomingClearing, "incoming.suspense", emi.SuspenseItem{Scheme: in.Scheme, Amount: int64(in.Amount),
+			Currency: in.Currency, Payer: payer, Identifier: dest, Destination: in.Destination, Reason: reason,
+			Reference: in.Reference, Account: party.Account, PartnerID: partnerID})
+}
+
+// parkInSuspense is the one way money reaches the suspense account: it
+// posts txn (its kind, partner and reference; the entries are made here)
+// moving the item's amount from the internal account from to suspense,
+// records the open item for the back office's suspense queue and audits
+// it under action. The item's token, txn, status and time are filled in.
+// Incoming credits that cannot be credited and returned outgoing payments
+// whose account is terminated both come here, so money on suspense always
+// has its item.
+func parkInSuspense(ctx context.Context, ledger *Ledger, store IncomingStore, audit *Auditor, now Clock,
+	txn emi.LedgerTxn, from, action string, it emi.SuspenseItem) (emi.SuspenseItem, error) {
+	txn.Entries = []emi.Entry{
+		{Internal: from, Currency: it.Currency, Amount: -it.Amount},
+		{Internal: emi.LedgerSuspense, Currency: it.Currency, Amount: it.Amount},
+	}
+	posted, err := ledger.Post(ctx, txn)
 	if err != nil {
 		return emi.SuspenseItem{}, err
 	}
-	it := emi.SuspenseItem{Token: NewToken(), Scheme: in.Scheme, Amount: minor, Currency: in.Currency, Payer: payer,
-		Identifier: dest, Destination: in.Destination, Reason: reason, Reference: in.Reference, Account: party.Account,
-		PartnerID: partnerID, Txn: posted.ID, Status: emi.SuspenseOpen, CreatedAt: s.now().UTC()}
-	if err := s.store.InsertSuspenseItem(ctx, it); err != nil {
+	it.Token, it.Txn, it.Status, it.CreatedAt = NewToken(), posted.ID, emi.SuspenseOpen, now().UTC()
+	if err := store.InsertSuspenseItem(ctx, it); err != nil {
 		return emi.SuspenseItem{}, err
 	}
-	return it, s.audit.Record(ctx, emi.AuditEntry{Action: "incoming.suspense", ResourceType: "suspense_item", ResourceToken: it.Token,
-		PartnerID: partnerID, Changes: map[string]any{"scheme": in.Scheme, "amount": emi.FormatMinor(minor), "currency": in.Currency,
-			"identifier": dest, "reason": reason, "account": party.Account, "payer": payer.Name}})
+	return it, audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "suspense_item", ResourceToken: it.Token,
+		PartnerID: it.PartnerID, Changes: map[string]any{"scheme": it.Scheme, "amount": emi.FormatMinor(it.Amount),
+			"currency": it.Currency, "identifier": it.Identifier, "reason": it.Reason, "account": it.Account,
+			"payer": it.Payer.Name}})
 }
 
 // payerOf is the payer as a transfer's counterparty.

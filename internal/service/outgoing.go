@@ -52,6 +52,10 @@ type OwnBank struct {
 // SetOwnBank installs emi's identifiers (composition root).
 func (s *Transfers) SetOwnBank(b OwnBank) { s.own = b }
 
+// SetSuspense installs the store of suspense items, where a returned
+// payment whose account is terminated is parked (composition root).
+func (s *Transfers) SetSuspense(store IncomingStore) { s.suspense = store }
+
 // SetSandbox enables the sandbox settlement actions; in production they
 // answer emi.ErrRouteNotFound, as the API's sandbox-only routes do.
 func (s *Transfers) SetSandbox(on bool) { s.sandbox = on }
@@ -386,12 +390,22 @@ func (s *Transfers) settle(ctx context.Context, token, partnerID, action, reason
 			if err != nil {
 				return err
 			}
-			posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnOutgoingReturn, PartnerID: t.PartnerID, Reference: t.Reference,
-				Entries: []emi.Entry{{Internal: emi.LedgerOutgoingClearing, Currency: t.Currency, Amount: -t.Amount}, credit}})
-			if err != nil {
-				return err
+			var txnID int64
+			if credit.Internal == emi.LedgerSuspense {
+				it, err := s.returnToSuspense(ctx, t, partnerID)
+				if err != nil {
+					return err
+				}
+				txnID, changes["suspense_item"] = it.Txn, it.Token
+			} else {
+				posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnOutgoingReturn, PartnerID: t.PartnerID, Reference: t.Reference,
+					Entries: []emi.Entry{{Internal: emi.LedgerOutgoingClearing, Currency: t.Currency, Amount: -t.Amount}, credit}})
+				if err != nil {
+					return err
+				}
+				txnID = posted.ID
 			}
-			if err := s.store.SetTransferReturned(ctx, t.Token, posted.ID, reason); err != nil {
+			if err := s.store.SetTransferReturned(ctx, t.Token, txnID, reason); err != nil {
 				return err
 			}
 			event = emi.EventTransferReturned
@@ -441,6 +455,28 @@ func (s *Transfers) returnCredit(ctx context.Context, t emi.Transfer) (emi.Entry
 		credit.Account = b.Account
 	}
 	return credit, nil
+}
+
+// returnToSuspense parks a returned payment whose account is terminated
+// on suspense (outgoing clearing -> suspense, emi.TxnOutgoingReturn) with
+// its suspense item (emi.SuspenseAccountTerminated), so the back office's
+// queue shows the money: staff assign it to another balance of the
+// customer or send it back. The payer is the payment's counterparty (the
+// bank that sent it back); partnerID is the partner whose sandbox call
+// returned it ("" for staff).
+func (s *Transfers) returnToSuspense(ctx context.Context, t emi.Transfer, partnerID string) (emi.SuspenseItem, error) {
+	if s.suspense == nil {
+		return emi.SuspenseItem{}, emi.Internal(errors.New("return to suspense: no suspense store (SetSuspense)"))
+	}
+	ident := emi.TransferParty{IBAN: t.SourceIBAN}
+	if ident.IBAN == "" {
+		ident = emi.TransferParty{Balance: t.SourceBalance}
+	}
+	return parkInSuspense(ctx, s.ledger, s.suspense, s.audit, s.now,
+		emi.LedgerTxn{Kind: emi.TxnOutgoingReturn, PartnerID: t.PartnerID, Reference: t.Reference},
+		emi.LedgerOutgoingClearing, "transfer.return_suspense", emi.SuspenseItem{Scheme: t.Counterparty.Scheme,
+			Amount: t.Amount, Currency: t.Currency, Payer: t.Counterparty, Identifier: describeParty(ident), Destination: ident,
+			Reason: emi.SuspenseAccountTerminated, Reference: t.Reference, Account: t.SourceAccount, PartnerID: partnerID})
 }
 
 // StaffTransfer is a transfer as the back office shows it: both sides,

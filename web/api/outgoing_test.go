@@ -459,6 +459,15 @@ func TestOutgoingReturnToClosedAccounts(t *testing.T) {
 		WHERE t.token = $1 AND e.internal = 'suspense' AND e.amount = 6000`, second.Data["token"]); c != 1 {
 		t.Fatalf("suspense entry of the return: %d", c)
 	}
+	// The money on suspense has its item, so the back office's queue shows it.
+	if c := countRows(t, env, `SELECT count(*) FROM suspense_items WHERE status = 'open'`); c != 1 {
+		t.Fatalf("open suspense items: %d", c)
+	}
+	if c := countRows(t, env, `SELECT count(*) FROM suspense_items s JOIN transfers t ON t.return_txn = s.txn
+		WHERE t.token = $1 AND s.status = 'open' AND s.amount = 6000 AND s.currency = 'EUR'
+		AND s.reason = 'account_terminated' AND s.account = $2`, second.Data["token"], acc); c != 1 {
+		t.Fatalf("suspense item of the return: %d", c)
+	}
 }
 
 func TestSandboxSettlementScope(t *testing.T) {
