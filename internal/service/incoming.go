@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"emi/internal/emi"
+	"emi/internal/iban"
 )
 
 // IncomingStore keeps suspense items: incoming money that could not be
@@ -228,11 +229,11 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 		bad.add("payer.iban", "is not a valid IBAN")
 	}
 	if pay.AccountNumber != "" || pay.SortCode != "" {
-		if len(pay.AccountNumber) != 8 || len(pay.SortCode) != 6 {
+		if !iban.ValidUKAccountNumber(pay.AccountNumber) || !iban.ValidSortCode(pay.SortCode) {
 			bad.add("payer.account_number", "a UK account number (8 digits) goes with its sort code (6 digits)")
 		}
 	}
-	if pay.CardLast4 != "" && (len(pay.CardLast4) != 4 || digitsOnly(pay.CardLast4) != pay.CardLast4) {
+	if pay.CardLast4 != "" && !cardLast4(pay.CardLast4) {
 		bad.add("payer.card_last4", "must be the last 4 digits of the card")
 	}
 	switch in.Scheme {
@@ -269,7 +270,7 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 				bad.add("destination.iban", "is not a valid IBAN")
 			}
 		case d.AccountNumber != "":
-			if len(d.AccountNumber) != 8 || len(d.SortCode) != 6 {
+			if !iban.ValidUKAccountNumber(d.AccountNumber) || !iban.ValidSortCode(d.SortCode) {
 				bad.add("destination", "a UK account number has 8 digits and its sort code 6")
 			}
 		case d.Account != "" && !validToken(d.Account):
@@ -431,6 +432,11 @@ func describeParty(d emi.TransferParty) string {
 // compactIBAN is an IBAN without spaces, upper case.
 func compactIBAN(s string) string {
 	return strings.ToUpper(strings.NewReplacer(" ", "", "\t", "", "\u00a0", "").Replace(strings.TrimSpace(s)))
+}
+
+// cardLast4 reports whether s is the last four digits of a card.
+func cardLast4(s string) bool {
+	return len(s) == 4 && strings.Trim(s, "0123456789") == ""
 }
 
 // digitsOnly drops spaces and hyphens (sort codes are written 04-00-69);
