@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"emi/internal/emi"
 	"emi/internal/iban"
@@ -33,13 +32,11 @@ type IncomingConfig struct {
 	// incoming payments; in production only the system (a bank feed) may
 	// credit incoming money.
 	Sandbox bool
-	// ValidIBAN checks an IBAN's format and check digits (internal/iban).
-	ValidIBAN func(s string) error
-	// UKIBAN returns emi's own GB IBAN for a sort code and account number,
-	// ok=false when the sort code is not emi's or the number fails emi's
-	// modulus rule (internal/ukbank). Virtual accounts' UK identifiers are
-	// found through it.
-	UKIBAN func(sortCode, accountNumber string) (string, bool)
+	// Own is emi's identifiers: a UK account number under emi's sort code
+	// is looked up by its GB IBAN too (OwnBank.UKIBAN), which finds
+	// virtual accounts (their UK identifiers exist only inside their
+	// IBAN). Transfers has the same (Transfers.SetOwnBank).
+	Own OwnBank
 }
 
 // Incoming takes money arriving from outside emi (simulated in the
@@ -194,9 +191,9 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 	in.Scheme, in.Currency = strings.TrimSpace(in.Scheme), strings.ToUpper(strings.TrimSpace(in.Currency))
 	in.Reference = strings.TrimSpace(in.Reference)
 	pay, d := &in.Payer, &in.Destination
-	pay.Name, pay.IBAN = strings.TrimSpace(pay.Name), compactIBAN(pay.IBAN)
+	pay.Name, pay.IBAN = strings.TrimSpace(pay.Name), iban.Normalize(pay.IBAN)
 	pay.AccountNumber, pay.SortCode, pay.CardLast4 = digitsOnly(pay.AccountNumber), digitsOnly(pay.SortCode), strings.TrimSpace(pay.CardLast4)
-	d.Account, d.Balance, d.IBAN = strings.ToLower(strings.TrimSpace(d.Account)), strings.ToLower(strings.TrimSpace(d.Balance)), compactIBAN(d.IBAN)
+	d.Account, d.Balance, d.IBAN = strings.ToLower(strings.TrimSpace(d.Account)), strings.ToLower(strings.TrimSpace(d.Balance)), iban.Normalize(d.IBAN)
 	d.AccountNumber, d.SortCode = digitsOnly(d.AccountNumber), digitsOnly(d.SortCode)
 
 	var bad problems
@@ -209,23 +206,19 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 	case in.Currency == "" || bad.has("currency"):
 	case !emi.ValidCurrency(in.Currency):
 		bad.add("currency", "must be EUR, BGN or GBP")
-	case in.Scheme == emi.SchemeSEPA && in.Currency != "EUR":
-		bad.add("currency", "must be EUR for a SEPA credit")
-	case in.Scheme == emi.SchemeFasterPayments && in.Currency != "GBP":
-		bad.add("currency", "must be GBP for a Faster Payment")
+	default:
+		checkSchemeCurrency(&bad, in.Scheme, in.Currency)
 	}
 	if in.Scheme != "" && !slices.Contains(emi.IncomingSchemes, in.Scheme) {
 		bad.add("scheme", "must be sepa, faster_payments or card")
 	}
 
 	// The payer.
-	switch {
-	case pay.Name == "":
+	if pay.Name == "" {
 		bad.add("payer.name", "is required")
-	case !printable(pay.Name):
-		bad.add("payer.name", "must be printable text without control characters")
 	}
-	if pay.IBAN != "" && s.cfg.ValidIBAN(pay.IBAN) != nil {
+	checkPrintable(&bad, "payer.name", pay.Name)
+	if pay.IBAN != "" && iban.Validate(pay.IBAN) != nil {
 		bad.add("payer.iban", "is not a valid IBAN")
 	}
 	if pay.AccountNumber != "" || pay.SortCode != "" {
@@ -266,7 +259,7 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 	if len(bad) == before {
 		switch {
 		case d.IBAN != "":
-			if s.cfg.ValidIBAN(d.IBAN) != nil {
+			if iban.Validate(d.IBAN) != nil {
 				bad.add("destination.iban", "is not a valid IBAN")
 			}
 		case d.AccountNumber != "":
@@ -305,10 +298,10 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 func (s *Incoming) findDestination(ctx context.Context, in emi.IncomingCredit) (Party, bool, error) {
 	d := in.Destination
 	party, found, err := s.transfers.FindParty(ctx, d, in.Currency)
-	if err != nil || found || d.AccountNumber == "" || s.cfg.UKIBAN == nil {
+	if err != nil || found || d.AccountNumber == "" {
 		return party, found, err
 	}
-	if iban, ok := s.cfg.UKIBAN(d.SortCode, d.AccountNumber); ok {
+	if iban, ok := s.cfg.Own.UKIBAN(d.SortCode, d.AccountNumber); ok {
 		return s.transfers.FindParty(ctx, emi.TransferParty{IBAN: iban}, in.Currency)
 	}
 	return party, false, nil
@@ -429,11 +422,6 @@ func describeParty(d emi.TransferParty) string {
 	return ""
 }
 
-// compactIBAN is an IBAN without spaces, upper case.
-func compactIBAN(s string) string {
-	return strings.ToUpper(strings.NewReplacer(" ", "", "\t", "", "\u00a0", "").Replace(strings.TrimSpace(s)))
-}
-
 // cardLast4 reports whether s is the last four digits of a card.
 func cardLast4(s string) bool {
 	return len(s) == 4 && strings.Trim(s, "0123456789") == ""
@@ -443,15 +431,6 @@ func cardLast4(s string) bool {
 // anything else is kept, for the format checks to refuse.
 func digitsOnly(s string) string {
 	return strings.NewReplacer(" ", "", "-", "").Replace(strings.TrimSpace(s))
-}
-
-func printable(s string) bool {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // --- the suspense queue (back office) ---
@@ -593,11 +572,11 @@ func (s *Incoming) assignTarget(to string) (emi.TransferParty, error) {
 	if t := strings.ToLower(to); validToken(t) {
 		return emi.TransferParty{Balance: t, Account: t}, nil
 	}
-	iban := compactIBAN(to)
-	if iban == "" || s.cfg.ValidIBAN(iban) != nil {
+	i := iban.Normalize(to)
+	if i == "" || iban.Validate(i) != nil {
 		return emi.TransferParty{}, emi.ErrReviewValidation.Field("to", "give an IBAN, an account token or a balance token")
 	}
-	return emi.TransferParty{IBAN: iban}, nil
+	return emi.TransferParty{IBAN: i}, nil
 }
 
 // findTarget resolves an assignment target; a token is tried as a balance,

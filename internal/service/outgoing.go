@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"unicode"
 
 	"emi/internal/emi"
 	"emi/internal/iban"
@@ -47,6 +46,31 @@ type OwnBank struct {
 	// IBANBankCodes maps a country to the bank code (IBAN characters 5
 	// to 8) of emi's IBANs there.
 	IBANBankCodes map[string]string
+}
+
+// UKIBAN returns emi's GB IBAN of a UK account number under emi's sort
+// code; ok=false when the sort code is not emi's or the number fails its
+// modulus rule. Virtual accounts' UK identifiers exist only inside their
+// IBAN, so they are found through it.
+func (b OwnBank) UKIBAN(sortCode, accountNumber string) (string, bool) {
+	if b.UK.SortCode == "" || sortCode != b.UK.SortCode {
+		return "", false
+	}
+	i, err := b.UK.IBAN(accountNumber)
+	return i, err == nil
+}
+
+// checkSchemeCurrency refuses a currency the scheme does not carry: SEPA
+// moves EUR, Faster Payments GBP (card top-ups any of emi's currencies).
+// Incoming payers and outgoing destinations share it.
+func checkSchemeCurrency(bad *problems, scheme, currency string) {
+	switch {
+	case currency == "":
+	case scheme == emi.SchemeSEPA && currency != "EUR":
+		bad.add("currency", "must be EUR for a SEPA payment (to or from an IBAN)")
+	case scheme == emi.SchemeFasterPayments && currency != "GBP":
+		bad.add("currency", "must be GBP for a Faster Payment (to or from a UK account number and sort code)")
+	}
 }
 
 // SetOwnBank installs emi's identifiers (composition root).
@@ -157,12 +181,7 @@ func (s *Transfers) CreateExternal(ctx context.Context, in emi.TransferExternalC
 func (s *Transfers) checkExternal(bad *problems, currency string, d emi.ExternalParty) (emi.Counterparty, emi.TransferParty) {
 	const f = "destination"
 	cp := emi.Counterparty{Name: d.Name}
-	for _, r := range d.Name {
-		if !unicode.IsPrint(r) {
-			bad.add(f+".name", "must be printable text without control characters")
-			break
-		}
-	}
+	checkPrintable(bad, f+".name", d.Name)
 	hasIBAN := strings.TrimSpace(d.IBAN) != ""
 	hasUK := strings.TrimSpace(d.AccountNumber) != "" || strings.TrimSpace(d.SortCode) != ""
 	switch {
@@ -184,9 +203,7 @@ func (s *Transfers) checkExternal(bad *problems, currency string, d emi.External
 				bad.add(f+".bic", "must be a BIC: 4 letters (bank), 2 letters (country), 2 letters or digits (location), optionally 3 more (branch)")
 			}
 		}
-		if currency != "" && currency != "EUR" {
-			bad.add("currency", "must be EUR for a payment to an IBAN (SEPA)")
-		}
+		checkSchemeCurrency(bad, cp.Scheme, currency)
 		return cp, emi.TransferParty{IBAN: cp.IBAN}
 	}
 	cp.Scheme = emi.PaymentSchemeFasterPayments
@@ -209,9 +226,7 @@ func (s *Transfers) checkExternal(bad *problems, currency string, d emi.External
 	if okNum && okSort && s.own.UK.SortCode != "" && cp.SortCode == s.own.UK.SortCode && !s.own.UK.Valid(cp.AccountNumber) {
 		bad.add(f+".account_number", "fails the modulus check of sort code "+fmtSortCode(cp.SortCode))
 	}
-	if currency != "" && currency != "GBP" {
-		bad.add("currency", "must be GBP for a payment to a UK account number and sort code (Faster Payments)")
-	}
+	checkSchemeCurrency(bad, cp.Scheme, currency)
 	return cp, emi.TransferParty{AccountNumber: cp.AccountNumber, SortCode: cp.SortCode}
 }
 
