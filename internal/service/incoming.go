@@ -292,17 +292,23 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 	return describeParty(*d), nil
 }
 
-// findDestination resolves where a credit was sent. A UK account number
-// of emi's sort code is looked up by its GB IBAN too, which finds virtual
-// accounts (their UK identifiers exist only inside their IBAN).
+// findDestination resolves where a credit was sent (findIdentifier).
 func (s *Incoming) findDestination(ctx context.Context, in emi.IncomingCredit) (Party, bool, error) {
-	d := in.Destination
-	party, found, err := s.transfers.FindParty(ctx, d, in.Currency)
+	return findIdentifier(ctx, s.transfers, s.cfg.Own, in.Destination, in.Currency)
+}
+
+// findIdentifier looks an identifier up in emi (TransferStore.FindParty).
+// A UK account number of emi's sort code is looked up by its GB IBAN too,
+// which finds virtual accounts (their UK identifiers exist only inside
+// their IBAN). Incoming credits and the outgoing refusal of emi's own
+// identifiers share it, so both see the same accounts.
+func findIdentifier(ctx context.Context, store TransferStore, own OwnBank, d emi.TransferParty, currency string) (Party, bool, error) {
+	party, found, err := store.FindParty(ctx, d, currency)
 	if err != nil || found || d.AccountNumber == "" {
 		return party, found, err
 	}
-	if iban, ok := s.cfg.Own.UKIBAN(d.SortCode, d.AccountNumber); ok {
-		return s.transfers.FindParty(ctx, emi.TransferParty{IBAN: iban}, in.Currency)
+	if iban, ok := own.UKIBAN(d.SortCode, d.AccountNumber); ok {
+		return store.FindParty(ctx, emi.TransferParty{IBAN: iban}, currency)
 	}
 	return party, false, nil
 }

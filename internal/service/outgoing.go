@@ -230,14 +230,15 @@ func (s *Transfers) checkExternal(bad *problems, currency string, d emi.External
 	return cp, emi.TransferParty{AccountNumber: cp.AccountNumber, SortCode: cp.SortCode}
 }
 
-// refuseOwn refuses a destination held in emi, or under emi's own sort
-// code or IBAN bank code (14001 naming the field).
+// refuseOwn refuses a destination held in emi (found as incoming credits
+// find it, a virtual account's UK details included), or under emi's own
+// sort code or IBAN bank code (14001 naming the field).
 func (s *Transfers) refuseOwn(ctx context.Context, cp emi.Counterparty, lookup emi.TransferParty) error {
 	field := "destination.iban"
 	if cp.Scheme == emi.PaymentSchemeFasterPayments {
 		field = "destination.account_number"
 	}
-	_, found, err := s.store.FindParty(ctx, lookup, "")
+	_, found, err := findIdentifier(ctx, s.store, s.own, lookup, "")
 	if err != nil {
 		return err
 	}

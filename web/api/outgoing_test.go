@@ -188,8 +188,12 @@ func TestOutgoingValidation(t *testing.T) {
 	gbp, _, _ := openFunded(t, env, p, "account_gbp", 10000)
 	_, _, heldIBAN := openFunded(t, env, q, "account_eur", 0)
 	user := createUser(t, env, q, validUser(q))
-	held := balancesOf(createAccount(t, env, q, map[string]any{"program": "account_gbp", "user": user}))[0]
+	heldAccount := createAccount(t, env, q, map[string]any{"program": "account_gbp", "user": user})
+	held := balancesOf(heldAccount)[0]
 	heldNumber, heldSort := held["account_number"].(string), held["sort_code"].(string)
+	// A virtual GBP account's UK details exist only inside its GB IBAN.
+	heldVirtual := balancesOf(createAccount(t, env, q, map[string]any{"program": "account_gbp", "user": user, "main": heldAccount.Data["token"]}))[0]
+	virtualIBAN := heldVirtual["iban"].(string)
 
 	own := ukbank.DefaultScheme
 	failing := ""
@@ -236,6 +240,8 @@ func TestOutgoingValidation(t *testing.T) {
 		{"BIC with a UK account", "destination.bic", uk(map[string]any{"name": "A", "account_number": "31926819", "sort_code": "601613", "bic": extBIC})},
 		{"IBAN held in emi", "destination.iban", eurTo(map[string]any{"name": "A", "iban": strings.ToLower(heldIBAN)})},
 		{"UK account held in emi", "destination.account_number", uk(map[string]any{"name": "A", "account_number": heldNumber, "sort_code": heldSort})},
+		{"UK account of a virtual account held in emi", "destination.account_number",
+			uk(map[string]any{"name": "A", "account_number": virtualIBAN[14:], "sort_code": virtualIBAN[8:14]})},
 		{"emi's sort code, failing its modulus check", "destination.account_number", uk(map[string]any{"name": "A", "account_number": failing, "sort_code": own.SortCode})},
 		{"emi's sort code, an account nobody holds", "destination.account_number", uk(map[string]any{"name": "A", "account_number": unissued, "sort_code": own.SortCode})},
 		{"an emi IBAN nobody holds", "destination.iban", eurTo(map[string]any{"name": "A", "iban": emiIBAN})},
