@@ -315,19 +315,16 @@ func findIdentifier(ctx context.Context, store TransferStore, own OwnBank, d emi
 
 // unusableReason locks the party's balance and says why it cannot take
 // money in currency ("" when it can): its account or main account is
-// terminated or blocked, or the balance is in another currency.
+// terminated or blocked (Ledger.LockStatus), or the balance is in another
+// currency.
 func (s *Incoming) unusableReason(ctx context.Context, party Party, currency string) (string, error) {
-	if _, err := s.ledger.Lock(ctx, party.Balance); err != nil {
-		return "", err
-	}
-	st, err := s.ledger.AccountStatuses(ctx, party.Account, party.Main)
-	if err != nil {
-		return "", err
-	}
+	_, u, err := s.ledger.LockStatus(ctx, Side{"destination", party})
 	switch {
-	case st[party.Account] == emi.AccountTerminated || st[party.Main] == emi.AccountTerminated:
+	case err != nil:
+		return "", err
+	case u != nil && u.Status == emi.AccountTerminated:
 		return emi.SuspenseAccountTerminated, nil
-	case st[party.Account] != emi.AccountActive || st[party.Main] != emi.AccountActive:
+	case u != nil:
 		return emi.SuspenseAccountBlocked, nil
 	case party.Currency != currency:
 		return emi.SuspenseCurrencyNotHeld, nil
