@@ -261,6 +261,11 @@ func TestOutgoingValidation(t *testing.T) {
 		if strings.Contains(c.what, "held in emi") && !strings.Contains(string(r.Raw), "transfer_create") {
 			t.Errorf("%s: the message does not point at transfer_create: %s", c.what, r)
 		}
+		// refuseOwn would refuse emi's sort code anyway; the modulus check
+		// must be the one that answers, with every other problem at once.
+		if strings.Contains(c.what, "modulus") && !strings.Contains(string(r.Raw), "fails the modulus check") {
+			t.Errorf("%s: the message does not name the modulus check: %s", c.what, r)
+		}
 	}
 	if got, got2 := available(t, env, p, eur), available(t, env, p, gbp); got != "100.00" || got2 != "100.00" {
 		t.Fatalf("refused payments moved money: %s %s", got, got2)
