@@ -204,21 +204,16 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Maintenance.SetHoldExpirer(a.Authorizations)
 	// Outgoing payments to emi's own identifiers are refused (they are
 	// internal transfers); settlement is simulated in the sandbox only.
-	a.Transfers.SetOwnBank(service.OwnBank{UK: ukbank.DefaultScheme,
-		IBANBankCodes: map[string]string{"BG": ukbank.DefaultBG.BankCode, "GB": ukbank.DefaultScheme.BankCode}})
+	own := service.OwnBank{UK: ukbank.DefaultScheme,
+		IBANBankCodes: map[string]string{"BG": ukbank.DefaultBG.BankCode, "GB": ukbank.DefaultScheme.BankCode}}
+	a.Transfers.SetOwnBank(own)
 	a.Transfers.SetSandbox(cfg.Mode == config.ModeSandbox)
 	a.Accounts.SetStatements(postgres.NewStatementStore(db))
 	a.IncomingStore = postgres.NewIncomingStore(db)
+	a.Transfers.SetSuspense(a.IncomingStore)
 	a.Incoming = service.NewIncoming(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Events, a.Audit, v, service.IncomingConfig{
-		Sandbox:   cfg.Mode == config.ModeSandbox,
-		ValidIBAN: func(s string) error { return iban.Validate(iban.Normalize(s)) },
-		UKIBAN: func(sortCode, number string) (string, bool) {
-			if sortCode != ukbank.DefaultScheme.SortCode {
-				return "", false
-			}
-			i, err := ukbank.DefaultScheme.IBAN(number)
-			return i, err == nil
-		},
+		Sandbox: cfg.Mode == config.ModeSandbox,
+		Own:     own,
 	}, now)
 	a.Adjustments = service.NewAdjustments(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Audit, now)
 	return a

@@ -115,17 +115,14 @@ func (s *Adjustments) party(ctx context.Context, account, currency string) (Part
 }
 
 // check locks the balance and refuses a terminated account (or main
-// account) and a debit over the available balance.
+// account; Ledger.LockStatus) and a debit over the available balance. A
+// blocked account may be adjusted.
 func (s *Adjustments) check(ctx context.Context, party Party, direction string, amount int64) error {
-	bs, err := s.ledger.Lock(ctx, party.Balance)
+	bs, u, err := s.ledger.LockStatus(ctx, Side{"account", party})
 	if err != nil {
 		return err
 	}
-	st, err := s.ledger.AccountStatuses(ctx, party.Account, party.Main)
-	if err != nil {
-		return err
-	}
-	if st[party.Account] == emi.AccountTerminated || st[party.Main] == emi.AccountTerminated {
+	if u != nil && u.Status == emi.AccountTerminated {
 		return emi.ErrTransferAccountUnusable.Field("account", "is terminated")
 	}
 	if direction == emi.AdjustmentDebit && bs[party.Balance].Available < amount {

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"emi/internal/emi"
+	"emi/internal/iban"
 )
 
 // IncomingStore keeps suspense items: incoming money that could not be
@@ -32,13 +32,11 @@ type IncomingConfig struct {
 	// incoming payments; in production only the system (a bank feed) may
 	// credit incoming money.
 	Sandbox bool
-	// ValidIBAN checks an IBAN's format and check digits (internal/iban).
-	ValidIBAN func(s string) error
-	// UKIBAN returns emi's own GB IBAN for a sort code and account number,
-	// ok=false when the sort code is not emi's or the number fails emi's
-	// modulus rule (internal/ukbank). Virtual accounts' UK identifiers are
-	// found through it.
-	UKIBAN func(sortCode, accountNumber string) (string, bool)
+	// Own is emi's identifiers: a UK account number under emi's sort code
+	// is looked up by its GB IBAN too (OwnBank.UKIBAN), which finds
+	// virtual accounts (their UK identifiers exist only inside their
+	// IBAN). Transfers has the same (Transfers.SetOwnBank).
+	Own OwnBank
 }
 
 // Incoming takes money arriving from outside emi (simulated in the
@@ -193,9 +191,9 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 	in.Scheme, in.Currency = strings.TrimSpace(in.Scheme), strings.ToUpper(strings.TrimSpace(in.Currency))
 	in.Reference = strings.TrimSpace(in.Reference)
 	pay, d := &in.Payer, &in.Destination
-	pay.Name, pay.IBAN = strings.TrimSpace(pay.Name), compactIBAN(pay.IBAN)
+	pay.Name, pay.IBAN = strings.TrimSpace(pay.Name), iban.Normalize(pay.IBAN)
 	pay.AccountNumber, pay.SortCode, pay.CardLast4 = digitsOnly(pay.AccountNumber), digitsOnly(pay.SortCode), strings.TrimSpace(pay.CardLast4)
-	d.Account, d.Balance, d.IBAN = strings.ToLower(strings.TrimSpace(d.Account)), strings.ToLower(strings.TrimSpace(d.Balance)), compactIBAN(d.IBAN)
+	d.Account, d.Balance, d.IBAN = strings.ToLower(strings.TrimSpace(d.Account)), strings.ToLower(strings.TrimSpace(d.Balance)), iban.Normalize(d.IBAN)
 	d.AccountNumber, d.SortCode = digitsOnly(d.AccountNumber), digitsOnly(d.SortCode)
 
 	var bad problems
@@ -208,31 +206,27 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 	case in.Currency == "" || bad.has("currency"):
 	case !emi.ValidCurrency(in.Currency):
 		bad.add("currency", "must be EUR, BGN or GBP")
-	case in.Scheme == emi.SchemeSEPA && in.Currency != "EUR":
-		bad.add("currency", "must be EUR for a SEPA credit")
-	case in.Scheme == emi.SchemeFasterPayments && in.Currency != "GBP":
-		bad.add("currency", "must be GBP for a Faster Payment")
+	default:
+		checkSchemeCurrency(&bad, in.Scheme, in.Currency)
 	}
 	if in.Scheme != "" && !slices.Contains(emi.IncomingSchemes, in.Scheme) {
 		bad.add("scheme", "must be sepa, faster_payments or card")
 	}
 
 	// The payer.
-	switch {
-	case pay.Name == "":
+	if pay.Name == "" {
 		bad.add("payer.name", "is required")
-	case !printable(pay.Name):
-		bad.add("payer.name", "must be printable text without control characters")
 	}
-	if pay.IBAN != "" && s.cfg.ValidIBAN(pay.IBAN) != nil {
+	checkPrintable(&bad, "payer.name", pay.Name)
+	if pay.IBAN != "" && iban.Validate(pay.IBAN) != nil {
 		bad.add("payer.iban", "is not a valid IBAN")
 	}
 	if pay.AccountNumber != "" || pay.SortCode != "" {
-		if len(pay.AccountNumber) != 8 || len(pay.SortCode) != 6 {
+		if !iban.ValidUKAccountNumber(pay.AccountNumber) || !iban.ValidSortCode(pay.SortCode) {
 			bad.add("payer.account_number", "a UK account number (8 digits) goes with its sort code (6 digits)")
 		}
 	}
-	if pay.CardLast4 != "" && (len(pay.CardLast4) != 4 || digitsOnly(pay.CardLast4) != pay.CardLast4) {
+	if pay.CardLast4 != "" && !cardLast4(pay.CardLast4) {
 		bad.add("payer.card_last4", "must be the last 4 digits of the card")
 	}
 	switch in.Scheme {
@@ -265,11 +259,11 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 	if len(bad) == before {
 		switch {
 		case d.IBAN != "":
-			if s.cfg.ValidIBAN(d.IBAN) != nil {
+			if iban.Validate(d.IBAN) != nil {
 				bad.add("destination.iban", "is not a valid IBAN")
 			}
 		case d.AccountNumber != "":
-			if len(d.AccountNumber) != 8 || len(d.SortCode) != 6 {
+			if !iban.ValidUKAccountNumber(d.AccountNumber) || !iban.ValidSortCode(d.SortCode) {
 				bad.add("destination", "a UK account number has 8 digits and its sort code 6")
 			}
 		case d.Account != "" && !validToken(d.Account):
@@ -298,36 +292,39 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 	return describeParty(*d), nil
 }
 
-// findDestination resolves where a credit was sent. A UK account number
-// of emi's sort code is looked up by its GB IBAN too, which finds virtual
-// accounts (their UK identifiers exist only inside their IBAN).
+// findDestination resolves where a credit was sent (findIdentifier).
 func (s *Incoming) findDestination(ctx context.Context, in emi.IncomingCredit) (Party, bool, error) {
-	d := in.Destination
-	party, found, err := s.transfers.FindParty(ctx, d, in.Currency)
-	if err != nil || found || d.AccountNumber == "" || s.cfg.UKIBAN == nil {
+	return findIdentifier(ctx, s.transfers, s.cfg.Own, in.Destination, in.Currency)
+}
+
+// findIdentifier looks an identifier up in emi (TransferStore.FindParty).
+// A UK account number of emi's sort code is looked up by its GB IBAN too,
+// which finds virtual accounts (their UK identifiers exist only inside
+// their IBAN). Incoming credits and the outgoing refusal of emi's own
+// identifiers share it, so both see the same accounts.
+func findIdentifier(ctx context.Context, store TransferStore, own OwnBank, d emi.TransferParty, currency string) (Party, bool, error) {
+	party, found, err := store.FindParty(ctx, d, currency)
+	if err != nil || found || d.AccountNumber == "" {
 		return party, found, err
 	}
-	if iban, ok := s.cfg.UKIBAN(d.SortCode, d.AccountNumber); ok {
-		return s.transfers.FindParty(ctx, emi.TransferParty{IBAN: iban}, in.Currency)
+	if iban, ok := own.UKIBAN(d.SortCode, d.AccountNumber); ok {
+		return store.FindParty(ctx, emi.TransferParty{IBAN: iban}, currency)
 	}
 	return party, false, nil
 }
 
 // unusableReason locks the party's balance and says why it cannot take
 // money in currency ("" when it can): its account or main account is
-// terminated or blocked, or the balance is in another currency.
+// terminated or blocked (Ledger.LockStatus), or the balance is in another
+// currency.
 func (s *Incoming) unusableReason(ctx context.Context, party Party, currency string) (string, error) {
-	if _, err := s.ledger.Lock(ctx, party.Balance); err != nil {
-		return "", err
-	}
-	st, err := s.ledger.AccountStatuses(ctx, party.Account, party.Main)
-	if err != nil {
-		return "", err
-	}
+	_, u, err := s.ledger.LockStatus(ctx, Side{"destination", party})
 	switch {
-	case st[party.Account] == emi.AccountTerminated || st[party.Main] == emi.AccountTerminated:
+	case err != nil:
+		return "", err
+	case u != nil && u.Status == emi.AccountTerminated:
 		return emi.SuspenseAccountTerminated, nil
-	case st[party.Account] != emi.AccountActive || st[party.Main] != emi.AccountActive:
+	case u != nil:
 		return emi.SuspenseAccountBlocked, nil
 	case party.Currency != currency:
 		return emi.SuspenseCurrencyNotHeld, nil
@@ -368,24 +365,38 @@ func (s *Incoming) creditParty(ctx context.Context, party Party, amount emi.Amou
 // toSuspense parks a credit on the suspense account and records the item.
 func (s *Incoming) toSuspense(ctx context.Context, in emi.IncomingCredit, payer emi.Counterparty, dest, reason string,
 	party Party, partnerID string) (emi.SuspenseItem, error) {
-	minor := int64(in.Amount)
-	posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnIncoming, Reference: in.Reference,
-		Entries: []emi.Entry{
-			{Internal: emi.LedgerIncomingClearing, Currency: in.Currency, Amount: -minor},
-			{Internal: emi.LedgerSuspense, Currency: in.Currency, Amount: minor},
-		}})
+	return parkInSuspense(ctx, s.ledger, s.store, s.audit, s.now, emi.LedgerTxn{Kind: emi.TxnIncoming, Reference: in.Reference},
+		emi.LedgerIncomingClearing, "incoming.suspense", emi.SuspenseItem{Scheme: in.Scheme, Amount: int64(in.Amount),
+			Currency: in.Currency, Payer: payer, Identifier: dest, Destination: in.Destination, Reason: reason,
+			Reference: in.Reference, Account: party.Account, PartnerID: partnerID})
+}
+
+// parkInSuspense is the one way money reaches the suspense account: it
+// posts txn (its kind, partner and reference; the entries are made here)
+// moving the item's amount from the internal account from to suspense,
+// records the open item for the back office's suspense queue and audits
+// it under action. The item's token, txn, status and time are filled in.
+// Incoming credits that cannot be credited and returned outgoing payments
+// whose account is terminated both come here, so money on suspense always
+// has its item.
+func parkInSuspense(ctx context.Context, ledger *Ledger, store IncomingStore, audit *Auditor, now Clock,
+	txn emi.LedgerTxn, from, action string, it emi.SuspenseItem) (emi.SuspenseItem, error) {
+	txn.Entries = []emi.Entry{
+		{Internal: from, Currency: it.Currency, Amount: -it.Amount},
+		{Internal: emi.LedgerSuspense, Currency: it.Currency, Amount: it.Amount},
+	}
+	posted, err := ledger.Post(ctx, txn)
 	if err != nil {
 		return emi.SuspenseItem{}, err
 	}
-	it := emi.SuspenseItem{Token: NewToken(), Scheme: in.Scheme, Amount: minor, Currency: in.Currency, Payer: payer,
-		Identifier: dest, Destination: in.Destination, Reason: reason, Reference: in.Reference, Account: party.Account,
-		PartnerID: partnerID, Txn: posted.ID, Status: emi.SuspenseOpen, CreatedAt: s.now().UTC()}
-	if err := s.store.InsertSuspenseItem(ctx, it); err != nil {
+	it.Token, it.Txn, it.Status, it.CreatedAt = NewToken(), posted.ID, emi.SuspenseOpen, now().UTC()
+	if err := store.InsertSuspenseItem(ctx, it); err != nil {
 		return emi.SuspenseItem{}, err
 	}
-	return it, s.audit.Record(ctx, emi.AuditEntry{Action: "incoming.suspense", ResourceType: "suspense_item", ResourceToken: it.Token,
-		PartnerID: partnerID, Changes: map[string]any{"scheme": in.Scheme, "amount": emi.FormatMinor(minor), "currency": in.Currency,
-			"identifier": dest, "reason": reason, "account": party.Account, "payer": payer.Name}})
+	return it, audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "suspense_item", ResourceToken: it.Token,
+		PartnerID: it.PartnerID, Changes: map[string]any{"scheme": it.Scheme, "amount": emi.FormatMinor(it.Amount),
+			"currency": it.Currency, "identifier": it.Identifier, "reason": it.Reason, "account": it.Account,
+			"payer": it.Payer.Name}})
 }
 
 // payerOf is the payer as a transfer's counterparty.
@@ -414,24 +425,15 @@ func describeParty(d emi.TransferParty) string {
 	return ""
 }
 
-// compactIBAN is an IBAN without spaces, upper case.
-func compactIBAN(s string) string {
-	return strings.ToUpper(strings.NewReplacer(" ", "", "\t", "", "\u00a0", "").Replace(strings.TrimSpace(s)))
+// cardLast4 reports whether s is the last four digits of a card.
+func cardLast4(s string) bool {
+	return len(s) == 4 && strings.Trim(s, "0123456789") == ""
 }
 
 // digitsOnly drops spaces and hyphens (sort codes are written 04-00-69);
 // anything else is kept, for the format checks to refuse.
 func digitsOnly(s string) string {
 	return strings.NewReplacer(" ", "", "-", "").Replace(strings.TrimSpace(s))
-}
-
-func printable(s string) bool {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // --- the suspense queue (back office) ---
@@ -573,11 +575,11 @@ func (s *Incoming) assignTarget(to string) (emi.TransferParty, error) {
 	if t := strings.ToLower(to); validToken(t) {
 		return emi.TransferParty{Balance: t, Account: t}, nil
 	}
-	iban := compactIBAN(to)
-	if iban == "" || s.cfg.ValidIBAN(iban) != nil {
+	i := iban.Normalize(to)
+	if i == "" || iban.Validate(i) != nil {
 		return emi.TransferParty{}, emi.ErrReviewValidation.Field("to", "give an IBAN, an account token or a balance token")
 	}
-	return emi.TransferParty{IBAN: iban}, nil
+	return emi.TransferParty{IBAN: i}, nil
 }
 
 // findTarget resolves an assignment target; a token is tried as a balance,

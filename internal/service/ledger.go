@@ -82,36 +82,64 @@ type Side struct {
 
 // LockUsable locks the sides' balances and refuses the movement with
 // emi.ErrTransferAccountUnusable (naming the side's field) when an account
-// of a side, or the main account behind a virtual one, is not active. The
-// statuses are read after the locks are granted, so a status that changed
-// before that is seen; a termination locks the account's balances too, so
-// it waits for the caller's transaction and then sees its movement.
+// of a side, or the main account behind a virtual one, is not active (see
+// LockStatus).
 func (l *Ledger) LockUsable(ctx context.Context, sides ...Side) error {
+	_, u, err := l.LockStatus(ctx, sides...)
+	if err != nil || u == nil {
+		return err
+	}
+	what := "account"
+	if u.Main {
+		what = "main account"
+	}
+	return emi.ErrTransferAccountUnusable.Field(u.Field, what+" is "+u.Status)
+}
+
+// Unusable names the account of a side that is not active.
+type Unusable struct {
+	Field   string // the side's field
+	Account string
+	Main    bool // the main account behind a virtual side
+	Status  string
+}
+
+// LockStatus locks the sides' balances and returns them with the first
+// account of a side (its account, then the main account behind a virtual
+// one) that is not active, a terminated one before a blocked one; nil when
+// every account is active. It is the one "is this account usable" rule;
+// the callers decide the outcome: LockUsable refuses (14004), incoming
+// credits go to suspense, adjustments refuse a terminated account only.
+// The statuses are read after the locks are granted, so a status that
+// changed before that is seen; a termination locks the account's balances
+// too, so it waits for the caller's transaction and then sees its
+// movement.
+func (l *Ledger) LockStatus(ctx context.Context, sides ...Side) (map[string]emi.BalanceState, *Unusable, error) {
 	balances := make([]string, 0, len(sides))
 	accounts := make([]string, 0, 2*len(sides))
 	for _, sd := range sides {
 		balances = append(balances, sd.Party.Balance)
 		accounts = append(accounts, sd.Party.Account, sd.Party.Main)
 	}
-	if _, err := l.Lock(ctx, balances...); err != nil {
-		return err
+	locked, err := l.Lock(ctx, balances...)
+	if err != nil {
+		return nil, nil, err
 	}
 	st, err := l.AccountStatuses(ctx, accounts...)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
+	var first *Unusable
 	for _, sd := range sides {
 		for _, a := range []string{sd.Party.Account, sd.Party.Main} {
-			if status := st[a]; status != emi.AccountActive {
-				what := "account"
-				if a != sd.Party.Account {
-					what = "main account"
-				}
-				return emi.ErrTransferAccountUnusable.Field(sd.Field, what+" is "+status)
+			status := st[a]
+			if status == emi.AccountActive || (first != nil && (first.Status == emi.AccountTerminated || status != emi.AccountTerminated)) {
+				continue
 			}
+			first = &Unusable{Field: sd.Field, Account: a, Main: a != sd.Party.Account, Status: status}
 		}
 	}
-	return nil
+	return locked, first, nil
 }
 
 // Post writes t and moves the balances it names, in the transaction of ctx

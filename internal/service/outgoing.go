@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"unicode"
 
 	"emi/internal/emi"
 	"emi/internal/iban"
@@ -49,8 +48,37 @@ type OwnBank struct {
 	IBANBankCodes map[string]string
 }
 
+// UKIBAN returns emi's GB IBAN of a UK account number under emi's sort
+// code; ok=false when the sort code is not emi's or the number fails its
+// modulus rule. Virtual accounts' UK identifiers exist only inside their
+// IBAN, so they are found through it.
+func (b OwnBank) UKIBAN(sortCode, accountNumber string) (string, bool) {
+	if b.UK.SortCode == "" || sortCode != b.UK.SortCode {
+		return "", false
+	}
+	i, err := b.UK.IBAN(accountNumber)
+	return i, err == nil
+}
+
+// checkSchemeCurrency refuses a currency the scheme does not carry: SEPA
+// moves EUR, Faster Payments GBP (card top-ups any of emi's currencies).
+// Incoming payers and outgoing destinations share it.
+func checkSchemeCurrency(bad *problems, scheme, currency string) {
+	switch {
+	case currency == "":
+	case scheme == emi.SchemeSEPA && currency != "EUR":
+		bad.add("currency", "must be EUR for a SEPA payment (to or from an IBAN)")
+	case scheme == emi.SchemeFasterPayments && currency != "GBP":
+		bad.add("currency", "must be GBP for a Faster Payment (to or from a UK account number and sort code)")
+	}
+}
+
 // SetOwnBank installs emi's identifiers (composition root).
 func (s *Transfers) SetOwnBank(b OwnBank) { s.own = b }
+
+// SetSuspense installs the store of suspense items, where a returned
+// payment whose account is terminated is parked (composition root).
+func (s *Transfers) SetSuspense(store IncomingStore) { s.suspense = store }
 
 // SetSandbox enables the sandbox settlement actions; in production they
 // answer emi.ErrRouteNotFound, as the API's sandbox-only routes do.
@@ -153,12 +181,7 @@ func (s *Transfers) CreateExternal(ctx context.Context, in emi.TransferExternalC
 func (s *Transfers) checkExternal(bad *problems, currency string, d emi.ExternalParty) (emi.Counterparty, emi.TransferParty) {
 	const f = "destination"
 	cp := emi.Counterparty{Name: d.Name}
-	for _, r := range d.Name {
-		if !unicode.IsPrint(r) {
-			bad.add(f+".name", "must be printable text without control characters")
-			break
-		}
-	}
+	checkPrintable(bad, f+".name", d.Name)
 	hasIBAN := strings.TrimSpace(d.IBAN) != ""
 	hasUK := strings.TrimSpace(d.AccountNumber) != "" || strings.TrimSpace(d.SortCode) != ""
 	switch {
@@ -180,9 +203,7 @@ func (s *Transfers) checkExternal(bad *problems, currency string, d emi.External
 				bad.add(f+".bic", "must be a BIC: 4 letters (bank), 2 letters (country), 2 letters or digits (location), optionally 3 more (branch)")
 			}
 		}
-		if currency != "" && currency != "EUR" {
-			bad.add("currency", "must be EUR for a payment to an IBAN (SEPA)")
-		}
+		checkSchemeCurrency(bad, cp.Scheme, currency)
 		return cp, emi.TransferParty{IBAN: cp.IBAN}
 	}
 	cp.Scheme = emi.PaymentSchemeFasterPayments
@@ -205,20 +226,19 @@ func (s *Transfers) checkExternal(bad *problems, currency string, d emi.External
 	if okNum && okSort && s.own.UK.SortCode != "" && cp.SortCode == s.own.UK.SortCode && !s.own.UK.Valid(cp.AccountNumber) {
 		bad.add(f+".account_number", "fails the modulus check of sort code "+fmtSortCode(cp.SortCode))
 	}
-	if currency != "" && currency != "GBP" {
-		bad.add("currency", "must be GBP for a payment to a UK account number and sort code (Faster Payments)")
-	}
+	checkSchemeCurrency(bad, cp.Scheme, currency)
 	return cp, emi.TransferParty{AccountNumber: cp.AccountNumber, SortCode: cp.SortCode}
 }
 
-// refuseOwn refuses a destination held in emi, or under emi's own sort
-// code or IBAN bank code (14001 naming the field).
+// refuseOwn refuses a destination held in emi (found as incoming credits
+// find it, a virtual account's UK details included), or under emi's own
+// sort code or IBAN bank code (14001 naming the field).
 func (s *Transfers) refuseOwn(ctx context.Context, cp emi.Counterparty, lookup emi.TransferParty) error {
 	field := "destination.iban"
 	if cp.Scheme == emi.PaymentSchemeFasterPayments {
 		field = "destination.account_number"
 	}
-	_, found, err := s.store.FindParty(ctx, lookup, "")
+	_, found, err := findIdentifier(ctx, s.store, s.own, lookup, "")
 	if err != nil {
 		return err
 	}
@@ -386,12 +406,22 @@ func (s *Transfers) settle(ctx context.Context, token, partnerID, action, reason
 			if err != nil {
 				return err
 			}
-			posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnOutgoingReturn, PartnerID: t.PartnerID, Reference: t.Reference,
-				Entries: []emi.Entry{{Internal: emi.LedgerOutgoingClearing, Currency: t.Currency, Amount: -t.Amount}, credit}})
-			if err != nil {
-				return err
+			var txnID int64
+			if credit.Internal == emi.LedgerSuspense {
+				it, err := s.returnToSuspense(ctx, t, partnerID)
+				if err != nil {
+					return err
+				}
+				txnID, changes["suspense_item"] = it.Txn, it.Token
+			} else {
+				posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnOutgoingReturn, PartnerID: t.PartnerID, Reference: t.Reference,
+					Entries: []emi.Entry{{Internal: emi.LedgerOutgoingClearing, Currency: t.Currency, Amount: -t.Amount}, credit}})
+				if err != nil {
+					return err
+				}
+				txnID = posted.ID
 			}
-			if err := s.store.SetTransferReturned(ctx, t.Token, posted.ID, reason); err != nil {
+			if err := s.store.SetTransferReturned(ctx, t.Token, txnID, reason); err != nil {
 				return err
 			}
 			event = emi.EventTransferReturned
@@ -441,6 +471,28 @@ func (s *Transfers) returnCredit(ctx context.Context, t emi.Transfer) (emi.Entry
 		credit.Account = b.Account
 	}
 	return credit, nil
+}
+
+// returnToSuspense parks a returned payment whose account is terminated
+// on suspense (outgoing clearing -> suspense, emi.TxnOutgoingReturn) with
+// its suspense item (emi.SuspenseAccountTerminated), so the back office's
+// queue shows the money: staff assign it to another balance of the
+// customer or send it back. The payer is the payment's counterparty (the
+// bank that sent it back); partnerID is the partner whose sandbox call
+// returned it ("" for staff).
+func (s *Transfers) returnToSuspense(ctx context.Context, t emi.Transfer, partnerID string) (emi.SuspenseItem, error) {
+	if s.suspense == nil {
+		return emi.SuspenseItem{}, emi.Internal(errors.New("return to suspense: no suspense store (SetSuspense)"))
+	}
+	ident := emi.TransferParty{IBAN: t.SourceIBAN}
+	if ident.IBAN == "" {
+		ident = emi.TransferParty{Balance: t.SourceBalance}
+	}
+	return parkInSuspense(ctx, s.ledger, s.suspense, s.audit, s.now,
+		emi.LedgerTxn{Kind: emi.TxnOutgoingReturn, PartnerID: t.PartnerID, Reference: t.Reference},
+		emi.LedgerOutgoingClearing, "transfer.return_suspense", emi.SuspenseItem{Scheme: t.Counterparty.Scheme,
+			Amount: t.Amount, Currency: t.Currency, Payer: t.Counterparty, Identifier: describeParty(ident), Destination: ident,
+			Reason: emi.SuspenseAccountTerminated, Reference: t.Reference, Account: t.SourceAccount, PartnerID: partnerID})
 }
 
 // StaffTransfer is a transfer as the back office shows it: both sides,

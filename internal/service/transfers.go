@@ -67,6 +67,9 @@ type Transfers struct {
 	// sandbox enables the settlement actions (outgoing.go).
 	own     OwnBank
 	sandbox bool
+	// suspense keeps the suspense items of returned payments whose
+	// account is terminated (SetSuspense).
+	suspense IncomingStore
 }
 
 // NewTransfers returns the transfers service.

@@ -188,8 +188,12 @@ func TestOutgoingValidation(t *testing.T) {
 	gbp, _, _ := openFunded(t, env, p, "account_gbp", 10000)
 	_, _, heldIBAN := openFunded(t, env, q, "account_eur", 0)
 	user := createUser(t, env, q, validUser(q))
-	held := balancesOf(createAccount(t, env, q, map[string]any{"program": "account_gbp", "user": user}))[0]
+	heldAccount := createAccount(t, env, q, map[string]any{"program": "account_gbp", "user": user})
+	held := balancesOf(heldAccount)[0]
 	heldNumber, heldSort := held["account_number"].(string), held["sort_code"].(string)
+	// A virtual GBP account's UK details exist only inside its GB IBAN.
+	heldVirtual := balancesOf(createAccount(t, env, q, map[string]any{"program": "account_gbp", "user": user, "main": heldAccount.Data["token"]}))[0]
+	virtualIBAN := heldVirtual["iban"].(string)
 
 	own := ukbank.DefaultScheme
 	failing := ""
@@ -236,6 +240,8 @@ func TestOutgoingValidation(t *testing.T) {
 		{"BIC with a UK account", "destination.bic", uk(map[string]any{"name": "A", "account_number": "31926819", "sort_code": "601613", "bic": extBIC})},
 		{"IBAN held in emi", "destination.iban", eurTo(map[string]any{"name": "A", "iban": strings.ToLower(heldIBAN)})},
 		{"UK account held in emi", "destination.account_number", uk(map[string]any{"name": "A", "account_number": heldNumber, "sort_code": heldSort})},
+		{"UK account of a virtual account held in emi", "destination.account_number",
+			uk(map[string]any{"name": "A", "account_number": virtualIBAN[14:], "sort_code": virtualIBAN[8:14]})},
 		{"emi's sort code, failing its modulus check", "destination.account_number", uk(map[string]any{"name": "A", "account_number": failing, "sort_code": own.SortCode})},
 		{"emi's sort code, an account nobody holds", "destination.account_number", uk(map[string]any{"name": "A", "account_number": unissued, "sort_code": own.SortCode})},
 		{"an emi IBAN nobody holds", "destination.iban", eurTo(map[string]any{"name": "A", "iban": emiIBAN})},
@@ -254,6 +260,11 @@ func TestOutgoingValidation(t *testing.T) {
 		}
 		if strings.Contains(c.what, "held in emi") && !strings.Contains(string(r.Raw), "transfer_create") {
 			t.Errorf("%s: the message does not point at transfer_create: %s", c.what, r)
+		}
+		// refuseOwn would refuse emi's sort code anyway; the modulus check
+		// must be the one that answers, with every other problem at once.
+		if strings.Contains(c.what, "modulus") && !strings.Contains(string(r.Raw), "fails the modulus check") {
+			t.Errorf("%s: the message does not name the modulus check: %s", c.what, r)
 		}
 	}
 	if got, got2 := available(t, env, p, eur), available(t, env, p, gbp); got != "100.00" || got2 != "100.00" {
@@ -458,6 +469,15 @@ func TestOutgoingReturnToClosedAccounts(t *testing.T) {
 	if c := countRows(t, env, `SELECT count(*) FROM ledger_entries e JOIN transfers t ON t.return_txn = e.txn
 		WHERE t.token = $1 AND e.internal = 'suspense' AND e.amount = 6000`, second.Data["token"]); c != 1 {
 		t.Fatalf("suspense entry of the return: %d", c)
+	}
+	// The money on suspense has its item, so the back office's queue shows it.
+	if c := countRows(t, env, `SELECT count(*) FROM suspense_items WHERE status = 'open'`); c != 1 {
+		t.Fatalf("open suspense items: %d", c)
+	}
+	if c := countRows(t, env, `SELECT count(*) FROM suspense_items s JOIN transfers t ON t.return_txn = s.txn
+		WHERE t.token = $1 AND s.status = 'open' AND s.amount = 6000 AND s.currency = 'EUR'
+		AND s.reason = 'account_terminated' AND s.account = $2`, second.Data["token"], acc); c != 1 {
+		t.Fatalf("suspense item of the return: %d", c)
 	}
 }
 
