@@ -184,8 +184,8 @@ func (s *Authorizations) authorize(ctx context.Context, card, account string, in
 	if err := s.store.InsertAuthorization(ctx, au); err != nil {
 		return emi.Authorization{}, err
 	}
-	if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.authorization", ResourceType: "card", ResourceToken: c.Token,
-		PartnerID: c.PartnerID, Changes: map[string]any{"authorization": au.Token, "decision": au.Decision,
+	if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.authorization", ResourceType: "card_authorization",
+		ResourceToken: au.Token, PartnerID: c.PartnerID, Changes: map[string]any{"card": c.Token, "decision": au.Decision,
 			"reason_code": au.ReasonCode, "amount": emi.FormatMinor(au.Amount), "currency": au.Currency, "channel": au.Channel,
 			"mcc": au.MCC}}); err != nil {
 		return emi.Authorization{}, err
@@ -436,13 +436,13 @@ func (s *Authorizations) settle(ctx context.Context, a cardActor, token, status 
 		if !ok {
 			return notOpen(au)
 		}
-		changes := map[string]any{"authorization": au.Token, "status": status, "held": emi.FormatMinor(au.HoldAmount),
+		changes := map[string]any{"card": au.Card, "status": status, "held": emi.FormatMinor(au.HoldAmount),
 			"currency": au.Currency}
 		if status == emi.AuthCleared {
 			changes["cleared"] = emi.FormatMinor(cleared)
 		}
-		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.authorization_" + status, ResourceType: "card",
-			ResourceToken: au.Card, PartnerID: au.PartnerID, Changes: changes}); err != nil {
+		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.authorization_" + status, ResourceType: "card_authorization",
+			ResourceToken: au.Token, PartnerID: au.PartnerID, Changes: changes}); err != nil {
 			return err
 		}
 		au.Status, au.ClearedAmount, au.ClearingTxn, au.SettledAt = status, cleared, txn, &now

@@ -122,6 +122,18 @@ func TestCardPaymentSimulator(t *testing.T) {
 		t.Fatalf("recorded decisions %d, want 5", n)
 	}
 
+	// Payments are audited on the authorization, not on the card: the
+	// card's audit trail (and its reveals, made before the payments) is
+	// not pushed out by payments.
+	if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action LIKE 'card.authorization%' AND resource_type = 'card'`); n != 0 {
+		t.Fatalf("%d payment audit rows on the card", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM audit_log l JOIN card_authorizations a ON a.token::text = l.resource_token
+		WHERE l.resource_type = 'card_authorization' AND a.card = $1 AND l.changes->>'card' = $2`, e.card.Token, e.card.Token); n != 7 {
+		t.Fatalf("payment audit rows %d, want 7 (5 decisions, a clearing, a reversal)", n)
+	}
+	contains(t, "reveals after payments", pg, `data-testid="card-reveals"`, `data-testid="card-payments-table"`)
+
 	// The PIN typed is never stored or logged.
 	for _, pin := range []string{wrongPIN, chosenPIN} {
 		if n := e.count(t, `SELECT count(*) FROM audit_log WHERE changes::text LIKE '%"' || $1 || '"%'`, pin); n != 0 {
