@@ -105,12 +105,6 @@ func (s *AuthorizationStore) SpentSince(ctx context.Context, card string, t time
 	return r.All, r.ATM, Translate(err)
 }
 
-// SetPINErrors implements service.AuthorizationStore.
-func (s *AuthorizationStore) SetPINErrors(ctx context.Context, card string, n int, at time.Time) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE cards SET pin_errors = $2, updated_at = $3 WHERE token = $1`, card, n, at)
-	return Translate(err)
-}
-
 // CardAuthorizations implements service.AuthorizationStore: newest first.
 func (s *AuthorizationStore) CardAuthorizations(ctx context.Context, card string, page, limit int) ([]emi.Authorization, int64, error) {
 	out := []emi.Authorization{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -28,8 +29,6 @@ type AuthorizationStore interface {
 	// SpentSince sums what the card's authorizations since t spent: every
 	// channel, and ATM withdrawals alone.
 	SpentSince(ctx context.Context, card string, t time.Time) (all, atm int64, err error)
-	// SetPINErrors writes the card's wrong-PIN counter.
-	SetPINErrors(ctx context.Context, card string, n int, at time.Time) error
 	// CardAuthorizations lists a card's authorizations, newest first.
 	CardAuthorizations(ctx context.Context, card string, page, limit int) ([]emi.Authorization, int64, error)
 	// ExpiredHolds returns up to limit approved authorizations whose hold
@@ -115,7 +114,7 @@ func (s *Authorizations) Authorize(ctx context.Context, card string, in emi.Auth
 		for attempt := 0; ; attempt++ {
 			err = s.tx.InTx(ctx, func(ctx context.Context) error {
 				var err error
-				out, err = s.authorize(ctx, c.Token, c.Account, in)
+				out, err = s.authorize(ctx, a, c.Token, c.Account, in)
 				return err
 			})
 			if !errors.Is(err, errCardMoved) || attempt == 2 {
@@ -131,7 +130,7 @@ func (s *Authorizations) Authorize(ctx context.Context, card string, in emi.Auth
 
 // authorize decides with the balance of account (the card's account at
 // its first read) locked first, then the card.
-func (s *Authorizations) authorize(ctx context.Context, card, account string, in emi.AuthorizationRequest) (emi.Authorization, error) {
+func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, account string, in emi.AuthorizationRequest) (emi.Authorization, error) {
 	var party Party
 	var found bool
 	var bal emi.BalanceState
@@ -166,7 +165,7 @@ func (s *Authorizations) authorize(ctx context.Context, card, account string, in
 	if found {
 		au.Balance = party.Balance
 	}
-	code, err := s.decide(ctx, c, party, found, bal, in, now)
+	code, err := s.decide(ctx, a, c, party, found, bal, in, now)
 	if err != nil {
 		return emi.Authorization{}, err
 	}
@@ -195,8 +194,8 @@ func (s *Authorizations) authorize(ctx context.Context, card, account string, in
 
 // decide runs the checks of Authorize on the locked balance and card and
 // returns the reason code. A wrong or right PIN changes the card's
-// counter here.
-func (s *Authorizations) decide(ctx context.Context, c emi.Card, party Party, found bool, bal emi.BalanceState,
+// counter here; the wrong PIN that blocks PIN use is a card history entry.
+func (s *Authorizations) decide(ctx context.Context, a cardActor, c emi.Card, party Party, found bool, bal emi.BalanceState,
 	in emi.AuthorizationRequest, now time.Time) (string, error) {
 	switch {
 	case c.Status == emi.CardTerminated || c.Account == "" || !found:
@@ -226,16 +225,20 @@ func (s *Authorizations) decide(ctx context.Context, c emi.Card, party Party, fo
 		}
 		if !ok {
 			n := c.PINErrors + 1
-			if err := s.store.SetPINErrors(ctx, c.Token, n, now); err != nil {
+			if err := s.cards.store.SetPINErrors(ctx, c.Token, n, now); err != nil {
 				return "", err
 			}
 			if n >= MaxPINErrors {
+				if err := s.cards.history(ctx, a, c, "pin_blocked", strconv.Itoa(c.PINErrors), strconv.Itoa(n),
+					"wrong PIN "+strconv.Itoa(n)+" times in a row", "", nil); err != nil {
+					return "", err
+				}
 				return emi.ReasonPINTriesExceeded, nil
 			}
 			return emi.ReasonIncorrectPIN, nil
 		}
 		if c.PINErrors > 0 {
-			if err := s.store.SetPINErrors(ctx, c.Token, 0, now); err != nil {
+			if err := s.cards.store.SetPINErrors(ctx, c.Token, 0, now); err != nil {
 				return "", err
 			}
 		}
@@ -277,11 +280,7 @@ func (s *Authorizations) decide(ctx context.Context, c emi.Card, party Party, fo
 // pinMatches compares a typed PIN with the card's sealed PIN in constant
 // time. Neither leaves this function.
 func (s *Authorizations) pinMatches(ctx context.Context, card, pin string) (bool, error) {
-	sealed, err := s.cards.store.Sealed(ctx, card)
-	if err != nil {
-		return false, err
-	}
-	want, err := s.cards.open(sealed.PIN, pinContext(card))
+	want, err := s.cards.openPIN(ctx, card)
 	if err != nil {
 		return false, err
 	}

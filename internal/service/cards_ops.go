@@ -522,11 +522,7 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 		return emi.SMSMessage{}, emi.ErrRateLimited.WithDetail("the PIN of this card was sent %d times in 24 hours", n).
 			Wrap(RetryAfter(oldest.Add(24 * time.Hour).Sub(now)))
 	}
-	sealed, err := s.store.Sealed(ctx, c.Token)
-	if err != nil {
-		return emi.SMSMessage{}, err
-	}
-	pin, err := s.open(sealed.PIN, pinContext(c.Token))
+	pin, err := s.openPIN(ctx, c.Token)
 	if err != nil {
 		return emi.SMSMessage{}, err
 	}
@@ -703,6 +699,15 @@ func (s *Cards) reveal(ctx context.Context, c emi.Card, fields []string, reason 
 		out.SecondHalf = ""
 	}
 	return out, nil
+}
+
+// openPIN opens a card's sealed PIN (SendPIN, a payment's PIN check).
+func (s *Cards) openPIN(ctx context.Context, card string) (string, error) {
+	sealed, err := s.store.Sealed(ctx, card)
+	if err != nil {
+		return "", err
+	}
+	return s.open(sealed.PIN, pinContext(card))
 }
 
 // open opens a sealed card value; a value that does not open (moved from

@@ -309,10 +309,18 @@ func TestCardPaymentDeclines(t *testing.T) {
 		if n := c.pinErrors(t); n != 3 {
 			t.Fatalf("pin errors %d", n)
 		}
+		var blocked int
+		if err := env.App.DB.Get(&blocked, `SELECT count(*) FROM card_history WHERE card = $1 AND change = 'pin_blocked'
+			AND from_value = '2' AND to_value = '3'`, c.card); err != nil || blocked != 1 {
+			t.Fatalf("card history of the PIN block: %d %v", blocked, err)
+		}
 		c.decide(t, "right PIN while blocked", pos("1.00"), "75")
 		c.decide(t, "ATM while blocked", atm("1.00"), "75")
 		if n := c.pinErrors(t); n != 3 {
 			t.Fatalf("pin errors while blocked %d", n)
+		}
+		if err := env.App.DB.Get(&blocked, `SELECT count(*) FROM card_history WHERE card = $1 AND change = 'pin_blocked'`, c.card); err != nil || blocked != 1 {
+			t.Fatalf("declines while blocked add history: %d %v", blocked, err)
 		}
 		c.decide(t, "online needs no PIN", online("1.00", true), "00")
 		cardOp(http.MethodDelete, "/pin/reset", "card_reset_pin", nil)
