@@ -202,7 +202,7 @@ func (s *Authorizations) decide(ctx context.Context, a cardActor, c emi.Card, pa
 		return emi.ReasonCardNotUsable, nil
 	case c.Status != emi.CardActive || !c.Activated:
 		return emi.ReasonCardRestricted, nil
-	case !now.Before(time.Date(c.ExpiryYear, time.Month(c.ExpiryMonth)+1, 1, 0, 0, 0, 0, time.UTC)):
+	case c.Expired(now):
 		return emi.ReasonCardExpired, nil
 	}
 	// Read after the balance lock: a block that committed before it is

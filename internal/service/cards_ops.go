@@ -793,8 +793,8 @@ func (s *Cards) ProvisionWallet(ctx context.Context, token, wallet, device strin
 		if !prog.WalletProvisioning {
 			return emi.ErrCardProgramMismatch.WithDetail("program %s does not allow push provisioning", prog.Code)
 		}
-		if !c.CanPay() {
-			return emi.ErrCardInvalidTransition.WithDetail("only an active, activated card of an active account can be added to a wallet")
+		if !c.CanPay(s.now().UTC()) {
+			return emi.ErrCardInvalidTransition.WithDetail("only an active, activated, unexpired card of an active account can be added to a wallet")
 		}
 		w := emi.WalletToken{Token: NewToken(), Card: c.Token, Wallet: wallet, DeviceName: strings.TrimSpace(device), CreatedAt: s.now().UTC()}
 		if err := s.store.InsertWalletToken(ctx, w); err != nil {

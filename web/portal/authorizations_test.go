@@ -3,6 +3,7 @@ package portal_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -164,4 +165,26 @@ func TestCardPaymentSimulator(t *testing.T) {
 	if p := b.Post(t, page+"/authorizations", simulation("1.00", "pos", chosenPIN, "passed")); p.Status != http.StatusNotFound {
 		t.Fatalf("production simulation: HTTP %d", p.Status)
 	}
+}
+
+// An expired card cannot pay: the card page says so, and the simulator's
+// payment is declined with 54.
+func TestCardPaymentExpiredCardCannotPay(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	e.fund(t, 100_00)
+	page := e.page(e.card)
+	canPay := regexp.MustCompile(`Can pay</dt>\s*<dd[^>]*>(yes|no)<`)
+	if m := canPay.FindStringSubmatch(e.cs.Get(t, page).Body); m == nil || m[1] != "yes" {
+		t.Fatalf("active card: can pay %q", m)
+	}
+	if _, err := e.env.App.DB.Exec(`UPDATE cards SET expiry_month = 1, expiry_year = 2020 WHERE token = $1`, e.card.Token); err != nil {
+		t.Fatal(err)
+	}
+	pg := e.cs.Get(t, page)
+	if m := canPay.FindStringSubmatch(pg.Body); m == nil || m[1] != "no" {
+		t.Fatalf("expired card: can pay %q", m)
+	}
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/authorizations", simulation("1.00", "pos", chosenPIN, "passed")))
+	contains(t, "expired card's payment", pg, "Declined (54 card expired)")
 }

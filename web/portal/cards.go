@@ -234,7 +234,7 @@ func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pag
 		{Label: "Type", Value: c.Type},
 		{Label: "Status", Value: c.Status, Tone: toneOrNeutral(cardTone(c.Status))},
 		{Label: "Activated", Value: activated},
-		{Label: "Can pay", Value: yesOrNo(c.CanPay())},
+		{Label: "Can pay", Value: yesOrNo(c.CanPay(p.d.Now().UTC()))},
 		account,
 		{Label: "Account status", Value: c.AccountStatus, Tone: toneOrNeutral(accountTone(c.AccountStatus))},
 		owner, {Label: "Owner type", Value: kind},
