@@ -65,7 +65,8 @@ func NewAuthorizations(tx TxRunner, store AuthorizationStore, cards *Cards, ledg
 
 // errCardMoved: the card was given an account between its first read and
 // its lock; the attempt is rolled back (releasing the card's lock) and run
-// again, so the balance is always locked before the card.
+// again, so the balance is always locked before the card. After three
+// attempts the caller gets 12005 (a conflict to retry), never a 5xx.
 var errCardMoved = errors.New("card assigned to an account meanwhile")
 
 // Authorize decides a card payment. The checks run in this order, and the
@@ -117,8 +118,11 @@ func (s *Authorizations) Authorize(ctx context.Context, card string, in emi.Auth
 				out, err = s.authorize(ctx, a, c.Token, c.Account, in)
 				return err
 			})
-			if !errors.Is(err, errCardMoved) || attempt == 2 {
+			if !errors.Is(err, errCardMoved) {
 				return err
+			}
+			if attempt == 2 {
+				return emi.ErrCardInvalidTransition.WithDetail("the card's account changed while the payment was decided: retry")
 			}
 			if c, err = s.cards.store.Card(ctx, "", c.Token, false); err != nil {
 				return err
