@@ -78,16 +78,11 @@ func (s *AuthorizationStore) Authorization(ctx context.Context, partnerID, token
 	return a, nil
 }
 
-// SettleAuthorization implements service.AuthorizationStore with a guarded
-// UPDATE: only an approved authorization changes.
-func (s *AuthorizationStore) SettleAuthorization(ctx context.Context, token, status string, cleared, txn int64, at time.Time) (bool, error) {
-	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE card_authorizations SET status = $2, cleared_amount = $3, clearing_txn = $4,
-		settled_at = $5 WHERE token = $1 AND status = 'approved'`, token, status, cleared, nullInt(txn), at)
-	if err != nil {
-		return false, Translate(err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, Translate(err)
+// SettleAuthorization implements service.AuthorizationStore.
+func (s *AuthorizationStore) SettleAuthorization(ctx context.Context, token, status string, cleared, txn int64, at time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE card_authorizations SET status = $2, cleared_amount = $3, clearing_txn = $4,
+		settled_at = $5 WHERE token = $1`, token, status, cleared, nullInt(txn), at)
+	return Translate(err)
 }
 
 // SpentSince implements service.AuthorizationStore: the approved

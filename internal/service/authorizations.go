@@ -22,10 +22,10 @@ type AuthorizationStore interface {
 	// Authorization returns an authorization of the partner ("" partnerID:
 	// any); forUpdate locks it. Returns emi.ErrAuthorizationNotFound.
 	Authorization(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Authorization, error)
-	// SettleAuthorization moves an approved authorization to status
-	// (cleared, released, expired); ok is false when it is not approved
-	// any more (settled by someone else).
-	SettleAuthorization(ctx context.Context, token, status string, cleared, txn int64, at time.Time) (ok bool, err error)
+	// SettleAuthorization moves an authorization to status (cleared,
+	// released, expired); the caller holds its row lock and saw it
+	// approved.
+	SettleAuthorization(ctx context.Context, token, status string, cleared, txn int64, at time.Time) error
 	// SpentSince sums what the card's authorizations since t spent: every
 	// channel, and ATM withdrawals alone.
 	SpentSince(ctx context.Context, card string, t time.Time) (all, atm int64, err error)
@@ -92,7 +92,8 @@ var errCardMoved = errors.New("card assigned to an account meanwhile")
 //  9. 61: over the card's limits group (emi.LimitsOf): the per-transaction
 //     figure (ATM: per withdrawal), then the rolling 24-hour figures (all
 //     channels; ATM withdrawals also against the ATM daily figure);
-//  10. 51: more than the available balance (without overdraft).
+//  10. 51: more than the available balance (without overdraft): Ledger.Hold
+//     refuses it, and the refusal is this decline.
 //
 // An approval holds the amount on the balance (available falls, posted
 // does not) for emi.AuthorizationHoldDays. Every decision is recorded;
@@ -137,7 +138,6 @@ func (s *Authorizations) Authorize(ctx context.Context, card string, in emi.Auth
 func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, account string, in emi.AuthorizationRequest) (emi.Authorization, error) {
 	var party Party
 	var found bool
-	var bal emi.BalanceState
 	if account != "" {
 		var err error
 		if party, found, err = s.store.CardBalance(ctx, account); err != nil {
@@ -148,7 +148,7 @@ func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, accou
 			if err != nil {
 				return emi.Authorization{}, err
 			}
-			bal, found = locked[party.Balance]
+			_, found = locked[party.Balance]
 		}
 	}
 	c, err := s.cards.store.Card(ctx, "", card, true)
@@ -169,7 +169,7 @@ func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, accou
 	if found {
 		au.Balance = party.Balance
 	}
-	code, err := s.decide(ctx, a, c, party, found, bal, in, now)
+	code, err := s.decide(ctx, a, c, party, found, in, now)
 	if err != nil {
 		return emi.Authorization{}, err
 	}
@@ -199,7 +199,7 @@ func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, accou
 // decide runs the checks of Authorize on the locked balance and card and
 // returns the reason code. A wrong or right PIN changes the card's
 // counter here; the wrong PIN that blocks PIN use is a card history entry.
-func (s *Authorizations) decide(ctx context.Context, a cardActor, c emi.Card, party Party, found bool, bal emi.BalanceState,
+func (s *Authorizations) decide(ctx context.Context, a cardActor, c emi.Card, party Party, found bool,
 	in emi.AuthorizationRequest, now time.Time) (string, error) {
 	switch {
 	case c.Status == emi.CardTerminated || c.Account == "" || !found:
@@ -275,9 +275,9 @@ func (s *Authorizations) decide(ctx context.Context, a cardActor, c emi.Card, pa
 	if all+amount > lim.Daily || (atm && atmSpent+amount > lim.ATMDaily) {
 		return emi.ReasonExceedsLimit, nil
 	}
-	if !bal.Overdraft && bal.Available < amount {
-		return emi.ReasonInsufficientFunds, nil
-	}
+	// 51, the last check, is the hold's own: Ledger.Hold refuses more
+	// than the available balance (without overdraft) and authorize
+	// declines with 51.
 	return emi.ReasonApproved, nil
 }
 
@@ -406,7 +406,9 @@ func (s *Authorizations) release(ctx context.Context, au emi.Authorization) (int
 }
 
 // settle runs fn on an approved authorization, its balance locked first,
-// then the authorization row, and records the new status.
+// then the authorization row (read unlocked first only to find the
+// balance), and records the new status. Whether it is still approved is
+// checked once, under the row lock.
 func (s *Authorizations) settle(ctx context.Context, a cardActor, token, status string,
 	fn func(ctx context.Context, au emi.Authorization) (cleared, txn int64, err error)) (emi.Authorization, error) {
 	var out emi.Authorization
@@ -414,9 +416,6 @@ func (s *Authorizations) settle(ctx context.Context, a cardActor, token, status 
 		au, err := s.store.Authorization(ctx, a.partnerID, token, false)
 		if err != nil {
 			return err
-		}
-		if !au.Open() {
-			return notOpen(au)
 		}
 		if _, err := s.ledger.Lock(ctx, au.Balance); err != nil {
 			return err
@@ -432,12 +431,8 @@ func (s *Authorizations) settle(ctx context.Context, a cardActor, token, status 
 			return err
 		}
 		now := s.now().UTC()
-		ok, err := s.store.SettleAuthorization(ctx, au.Token, status, cleared, txn, now)
-		if err != nil {
+		if err := s.store.SettleAuthorization(ctx, au.Token, status, cleared, txn, now); err != nil {
 			return err
-		}
-		if !ok {
-			return notOpen(au)
 		}
 		changes := map[string]any{"card": au.Card, "status": status, "held": emi.FormatMinor(au.HoldAmount),
 			"currency": au.Currency}
