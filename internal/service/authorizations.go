@@ -296,7 +296,7 @@ func (s *Authorizations) pinMatches(ctx context.Context, card, pin string) (bool
 // here: it is declined (13) like any currency other than the card's.
 func (s *Authorizations) checkRequest(in *emi.AuthorizationRequest) error {
 	in.Currency, in.MCC, in.Channel = strings.TrimSpace(in.Currency), strings.TrimSpace(in.MCC), strings.TrimSpace(in.Channel)
-	in.MerchantName, in.MerchantCountry = strings.TrimSpace(in.MerchantName), strings.TrimSpace(in.MerchantCountry)
+	in.MerchantName, in.MerchantCountry = strings.TrimSpace(in.MerchantName), strings.ToUpper(strings.TrimSpace(in.MerchantCountry))
 	var bad problems
 	if err := bad.addErr("", s.cards.validate.Struct(*in, emi.ErrCardValidation)); err != nil {
 		return err

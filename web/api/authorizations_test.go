@@ -163,7 +163,11 @@ func TestCardPaymentHoldClearAndReverse(t *testing.T) {
 	c.wantFigures(t, "funded", 1000_00, 0, 1000_00)
 
 	// Approval: available falls, posted does not.
-	r := c.decide(t, "pos", pos("12.50"), "00")
+	// merchant_country is read case-insensitively (as the portal's simulator).
+	r := c.decide(t, "pos", with(pos("12.50"), "merchant_country", " bg"), "00")
+	if r.Data["merchant_country"] != "BG" {
+		t.Fatalf("merchant country %v", r.Data["merchant_country"])
+	}
 	if r.Data["amount"] != "12.50" || r.Data["hold_amount"] != "12.50" || r.Data["currency"] != "EUR" || r.Data["card"] != c.card ||
 		r.Data["channel"] != "pos" || r.Data["merchant_name"] != "Corner Shop" || strings.Contains(string(r.Raw), payPIN) {
 		t.Fatalf("approval: %s", r)

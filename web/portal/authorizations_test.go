@@ -52,7 +52,8 @@ func TestCardPaymentSimulator(t *testing.T) {
 
 	pg := e.cs.Get(t, page)
 	contains(t, "card page", pg, `data-testid="card-payments"`, `data-testid="payment-simulator"`, "Payment simulator (sandbox)",
-		"No payment was authorized or declined on this card.", `name="pin" value=""`)
+		"No payment was authorized or declined on this card.", `name="pin" value=""`,
+		"3 wrong PINs in a row block PIN use", "holds the amount for 7 days")
 
 	// An approval holds the money and lists the payment with Clear and Reverse.
 	pg = e.cs.follow(t, e.cs.Post(t, page+"/authorizations", simulation("12.50", "pos", chosenPIN, "passed")))

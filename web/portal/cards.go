@@ -437,11 +437,12 @@ func cardFieldErrors(e *emi.Error) map[string]string {
 	return errs
 }
 
-// postedValues keeps a form's input to show it back (never the secret).
+// postedValues keeps a form's input to show it back: never a secret (the
+// staff member's password or code, a PIN).
 func postedValues(r *http.Request) map[string]string {
 	vals := map[string]string{}
 	for k, v := range r.PostForm {
-		if k != "secret" && len(v) > 0 {
+		if k != "secret" && k != "pin" && len(v) > 0 {
 			vals[k] = v[0]
 		}
 	}
