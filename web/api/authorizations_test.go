@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +15,9 @@ import (
 	"emi/internal/service"
 )
 
-const payPIN = "4821"
+// payPIN is distinctive (six digits that occur nowhere else) so that the
+// leak checks can look for the bare value.
+const payPIN = "739264"
 
 // payCard is a funded account with a card, for card payment tests.
 type payCard struct {
@@ -471,6 +474,15 @@ func TestCardPaymentDeclines(t *testing.T) {
 	_ = env.App.DB.Get(&leaks, `SELECT count(*) FROM audit_log WHERE changes::text LIKE '%"' || $1 || '"%' OR changes ? 'pin'`, payPIN)
 	if leaks != 0 || strings.Contains(env.Logs.String(), `"pin":"`+payPIN) {
 		t.Fatalf("the PIN reached the audit log (%d) or the logs", leaks)
+	}
+	// The bare value, anywhere: not next to other hex digits, so a token
+	// that happens to contain the digits is not taken for it.
+	bare := `(^|[^0-9a-fA-F])` + payPIN + `([^0-9a-fA-F]|$)`
+	var inAudit, inEvents int
+	_ = env.App.DB.Get(&inAudit, `SELECT count(*) FROM audit_log WHERE changes::text ~ $1`, bare)
+	_ = env.App.DB.Get(&inEvents, `SELECT count(*) FROM events WHERE data::text ~ $1 OR convert_from(body, 'UTF8') ~ $1`, bare)
+	if inAudit != 0 || inEvents != 0 || regexp.MustCompile(bare).MatchString(env.Logs.String()) {
+		t.Fatalf("the PIN reached the audit log (%d), the events (%d) or the server log", inAudit, inEvents)
 	}
 	checkLedgerInvariants(t, env)
 }

@@ -66,7 +66,7 @@ func TestCardPaymentSimulator(t *testing.T) {
 	approved := paymentTokens(pg.Body)[0]
 
 	// A wrong PIN is declined with 55, counted, and never shown back.
-	const wrongPIN = "7391"
+	const wrongPIN = "739264" // distinctive: the leak checks look for the bare value
 	pg = e.cs.follow(t, e.cs.Post(t, page+"/authorizations", simulation("3.00", "atm", wrongPIN, "passed")))
 	contains(t, "after a wrong PIN", pg, "Declined (55 incorrect PIN). Nothing was held.", `data-testid="payment-reason-code">55<`,
 		"incorrect PIN", "declined")
@@ -144,6 +144,18 @@ func TestCardPaymentSimulator(t *testing.T) {
 		if logs := e.env.Logs.String(); strings.Contains(logs, `"`+pin+`"`) || strings.Contains(logs, "pin="+pin) {
 			t.Fatalf("the PIN reached the logs")
 		}
+	}
+	// The distinctive wrong PIN, bare, anywhere (not next to other hex
+	// digits, so a token that happens to contain it is not taken for it).
+	bare := `(^|[^0-9a-fA-F])` + wrongPIN + `([^0-9a-fA-F]|$)`
+	if n := e.count(t, `SELECT count(*) FROM audit_log WHERE changes::text ~ $1`, bare); n != 0 {
+		t.Fatalf("the PIN reached the audit log (%d)", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM events WHERE data::text ~ $1 OR convert_from(body, 'UTF8') ~ $1`, bare); n != 0 {
+		t.Fatalf("the PIN reached the events (%d)", n)
+	}
+	if regexp.MustCompile(bare).MatchString(e.env.Logs.String()) {
+		t.Fatalf("the PIN reached the server log")
 	}
 
 	// Roles that may not manage cards see the payments but no simulator
