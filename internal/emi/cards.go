@@ -145,10 +145,16 @@ func (c Card) MaskedPAN() string { return c.First6 + "******" + c.Last4 }
 // Expiry is MM/YY.
 func (c Card) Expiry() string { return fmt.Sprintf("%02d/%02d", c.ExpiryMonth, c.ExpiryYear%100) }
 
-// CanPay reports whether the card may be used to pay (contract §7): status
-// active, activated, and its account active.
-func (c Card) CanPay() bool {
-	return c.Status == CardActive && c.Activated && c.AccountStatus == AccountActive
+// Expired reports whether the card is past its expiry month at now (a card
+// is valid through the last day of its expiry month, UTC).
+func (c Card) Expired(now time.Time) bool {
+	return !now.Before(time.Date(c.ExpiryYear, time.Month(c.ExpiryMonth)+1, 1, 0, 0, 0, 0, time.UTC))
+}
+
+// CanPay reports whether the card may be used to pay at now (contract §7):
+// status active, activated, not expired, and its account active.
+func (c Card) CanPay(now time.Time) bool {
+	return c.Status == CardActive && c.Activated && !c.Expired(now) && c.AccountStatus == AccountActive
 }
 
 // Wallet token states (computed from the card, see WalletToken.Status).

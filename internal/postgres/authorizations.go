@@ -78,16 +78,11 @@ func (s *AuthorizationStore) Authorization(ctx context.Context, partnerID, token
 	return a, nil
 }
 
-// SettleAuthorization implements service.AuthorizationStore with a guarded
-// UPDATE: only an approved authorization changes.
-func (s *AuthorizationStore) SettleAuthorization(ctx context.Context, token, status string, cleared, txn int64, at time.Time) (bool, error) {
-	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE card_authorizations SET status = $2, cleared_amount = $3, clearing_txn = $4,
-		settled_at = $5 WHERE token = $1 AND status = 'approved'`, token, status, cleared, nullInt(txn), at)
-	if err != nil {
-		return false, Translate(err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, Translate(err)
+// SettleAuthorization implements service.AuthorizationStore.
+func (s *AuthorizationStore) SettleAuthorization(ctx context.Context, token, status string, cleared, txn int64, at time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE card_authorizations SET status = $2, cleared_amount = $3, clearing_txn = $4,
+		settled_at = $5 WHERE token = $1`, token, status, cleared, nullInt(txn), at)
+	return Translate(err)
 }
 
 // SpentSince implements service.AuthorizationStore: the approved
@@ -103,12 +98,6 @@ func (s *AuthorizationStore) SpentSince(ctx context.Context, card string, t time
 		coalesce(sum(CASE status WHEN 'cleared' THEN cleared_amount ELSE hold_amount END) FILTER (WHERE channel = 'atm'), 0)::bigint AS atm
 		FROM card_authorizations WHERE card = $1 AND created_at > $2 AND status IN ('approved', 'cleared')`, card, t)
 	return r.All, r.ATM, Translate(err)
-}
-
-// SetPINErrors implements service.AuthorizationStore.
-func (s *AuthorizationStore) SetPINErrors(ctx context.Context, card string, n int, at time.Time) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE cards SET pin_errors = $2, updated_at = $3 WHERE token = $1`, card, n, at)
-	return Translate(err)
 }
 
 // CardAuthorizations implements service.AuthorizationStore: newest first.

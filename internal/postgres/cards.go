@@ -207,6 +207,12 @@ func (s *CardStore) Sealed(ctx context.Context, token string) (service.SealedCar
 	return service.SealedCard{PAN: row.PAN, PANLookup: row.Lookup, CVV: row.CVV, PIN: row.PIN}, nil
 }
 
+// SetPINErrors implements service.CardStore.
+func (s *CardStore) SetPINErrors(ctx context.Context, card string, n int, at time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE cards SET pin_errors = $2, updated_at = $3 WHERE token = $1`, card, n, at)
+	return Translate(err)
+}
+
 // UpdateCard implements service.CardStore.
 func (s *CardStore) UpdateCard(ctx context.Context, c emi.Card) error {
 	delivery, err := deliveryText(c.Delivery)

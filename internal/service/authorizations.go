@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -21,15 +22,13 @@ type AuthorizationStore interface {
 	// Authorization returns an authorization of the partner ("" partnerID:
 	// any); forUpdate locks it. Returns emi.ErrAuthorizationNotFound.
 	Authorization(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Authorization, error)
-	// SettleAuthorization moves an approved authorization to status
-	// (cleared, released, expired); ok is false when it is not approved
-	// any more (settled by someone else).
-	SettleAuthorization(ctx context.Context, token, status string, cleared, txn int64, at time.Time) (ok bool, err error)
+	// SettleAuthorization moves an authorization to status (cleared,
+	// released, expired); the caller holds its row lock and saw it
+	// approved.
+	SettleAuthorization(ctx context.Context, token, status string, cleared, txn int64, at time.Time) error
 	// SpentSince sums what the card's authorizations since t spent: every
 	// channel, and ATM withdrawals alone.
 	SpentSince(ctx context.Context, card string, t time.Time) (all, atm int64, err error)
-	// SetPINErrors writes the card's wrong-PIN counter.
-	SetPINErrors(ctx context.Context, card string, n int, at time.Time) error
 	// CardAuthorizations lists a card's authorizations, newest first.
 	CardAuthorizations(ctx context.Context, card string, page, limit int) ([]emi.Authorization, int64, error)
 	// ExpiredHolds returns up to limit approved authorizations whose hold
@@ -66,7 +65,8 @@ func NewAuthorizations(tx TxRunner, store AuthorizationStore, cards *Cards, ledg
 
 // errCardMoved: the card was given an account between its first read and
 // its lock; the attempt is rolled back (releasing the card's lock) and run
-// again, so the balance is always locked before the card.
+// again, so the balance is always locked before the card. After three
+// attempts the caller gets 12005 (a conflict to retry), never a 5xx.
 var errCardMoved = errors.New("card assigned to an account meanwhile")
 
 // Authorize decides a card payment. The checks run in this order, and the
@@ -92,7 +92,8 @@ var errCardMoved = errors.New("card assigned to an account meanwhile")
 //  9. 61: over the card's limits group (emi.LimitsOf): the per-transaction
 //     figure (ATM: per withdrawal), then the rolling 24-hour figures (all
 //     channels; ATM withdrawals also against the ATM daily figure);
-//  10. 51: more than the available balance (without overdraft).
+//  10. 51: more than the available balance (without overdraft): Ledger.Hold
+//     refuses it, and the refusal is this decline.
 //
 // An approval holds the amount on the balance (available falls, posted
 // does not) for emi.AuthorizationHoldDays. Every decision is recorded;
@@ -115,11 +116,14 @@ func (s *Authorizations) Authorize(ctx context.Context, card string, in emi.Auth
 		for attempt := 0; ; attempt++ {
 			err = s.tx.InTx(ctx, func(ctx context.Context) error {
 				var err error
-				out, err = s.authorize(ctx, c.Token, c.Account, in)
+				out, err = s.authorize(ctx, a, c.Token, c.Account, in)
 				return err
 			})
-			if !errors.Is(err, errCardMoved) || attempt == 2 {
+			if !errors.Is(err, errCardMoved) {
 				return err
+			}
+			if attempt == 2 {
+				return emi.ErrCardInvalidTransition.WithDetail("the card's account changed while the payment was decided: retry")
 			}
 			if c, err = s.cards.store.Card(ctx, "", c.Token, false); err != nil {
 				return err
@@ -131,10 +135,9 @@ func (s *Authorizations) Authorize(ctx context.Context, card string, in emi.Auth
 
 // authorize decides with the balance of account (the card's account at
 // its first read) locked first, then the card.
-func (s *Authorizations) authorize(ctx context.Context, card, account string, in emi.AuthorizationRequest) (emi.Authorization, error) {
+func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, account string, in emi.AuthorizationRequest) (emi.Authorization, error) {
 	var party Party
 	var found bool
-	var bal emi.BalanceState
 	if account != "" {
 		var err error
 		if party, found, err = s.store.CardBalance(ctx, account); err != nil {
@@ -145,7 +148,7 @@ func (s *Authorizations) authorize(ctx context.Context, card, account string, in
 			if err != nil {
 				return emi.Authorization{}, err
 			}
-			bal, found = locked[party.Balance]
+			_, found = locked[party.Balance]
 		}
 	}
 	c, err := s.cards.store.Card(ctx, "", card, true)
@@ -166,7 +169,7 @@ func (s *Authorizations) authorize(ctx context.Context, card, account string, in
 	if found {
 		au.Balance = party.Balance
 	}
-	code, err := s.decide(ctx, c, party, found, bal, in, now)
+	code, err := s.decide(ctx, a, c, party, found, in, now)
 	if err != nil {
 		return emi.Authorization{}, err
 	}
@@ -184,8 +187,8 @@ func (s *Authorizations) authorize(ctx context.Context, card, account string, in
 	if err := s.store.InsertAuthorization(ctx, au); err != nil {
 		return emi.Authorization{}, err
 	}
-	if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.authorization", ResourceType: "card", ResourceToken: c.Token,
-		PartnerID: c.PartnerID, Changes: map[string]any{"authorization": au.Token, "decision": au.Decision,
+	if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.authorization", ResourceType: "card_authorization",
+		ResourceToken: au.Token, PartnerID: c.PartnerID, Changes: map[string]any{"card": c.Token, "decision": au.Decision,
 			"reason_code": au.ReasonCode, "amount": emi.FormatMinor(au.Amount), "currency": au.Currency, "channel": au.Channel,
 			"mcc": au.MCC}}); err != nil {
 		return emi.Authorization{}, err
@@ -195,15 +198,15 @@ func (s *Authorizations) authorize(ctx context.Context, card, account string, in
 
 // decide runs the checks of Authorize on the locked balance and card and
 // returns the reason code. A wrong or right PIN changes the card's
-// counter here.
-func (s *Authorizations) decide(ctx context.Context, c emi.Card, party Party, found bool, bal emi.BalanceState,
+// counter here; the wrong PIN that blocks PIN use is a card history entry.
+func (s *Authorizations) decide(ctx context.Context, a cardActor, c emi.Card, party Party, found bool,
 	in emi.AuthorizationRequest, now time.Time) (string, error) {
 	switch {
 	case c.Status == emi.CardTerminated || c.Account == "" || !found:
 		return emi.ReasonCardNotUsable, nil
 	case c.Status != emi.CardActive || !c.Activated:
 		return emi.ReasonCardRestricted, nil
-	case !now.Before(time.Date(c.ExpiryYear, time.Month(c.ExpiryMonth)+1, 1, 0, 0, 0, 0, time.UTC)):
+	case c.Expired(now):
 		return emi.ReasonCardExpired, nil
 	}
 	// Read after the balance lock: a block that committed before it is
@@ -226,16 +229,20 @@ func (s *Authorizations) decide(ctx context.Context, c emi.Card, party Party, fo
 		}
 		if !ok {
 			n := c.PINErrors + 1
-			if err := s.store.SetPINErrors(ctx, c.Token, n, now); err != nil {
+			if err := s.cards.store.SetPINErrors(ctx, c.Token, n, now); err != nil {
 				return "", err
 			}
 			if n >= MaxPINErrors {
+				if err := s.cards.history(ctx, a, c, "pin_blocked", strconv.Itoa(c.PINErrors), strconv.Itoa(n),
+					"wrong PIN "+strconv.Itoa(n)+" times in a row", "", nil); err != nil {
+					return "", err
+				}
 				return emi.ReasonPINTriesExceeded, nil
 			}
 			return emi.ReasonIncorrectPIN, nil
 		}
 		if c.PINErrors > 0 {
-			if err := s.store.SetPINErrors(ctx, c.Token, 0, now); err != nil {
+			if err := s.cards.store.SetPINErrors(ctx, c.Token, 0, now); err != nil {
 				return "", err
 			}
 		}
@@ -268,20 +275,16 @@ func (s *Authorizations) decide(ctx context.Context, c emi.Card, party Party, fo
 	if all+amount > lim.Daily || (atm && atmSpent+amount > lim.ATMDaily) {
 		return emi.ReasonExceedsLimit, nil
 	}
-	if !bal.Overdraft && bal.Available < amount {
-		return emi.ReasonInsufficientFunds, nil
-	}
+	// 51, the last check, is the hold's own: Ledger.Hold refuses more
+	// than the available balance (without overdraft) and authorize
+	// declines with 51.
 	return emi.ReasonApproved, nil
 }
 
 // pinMatches compares a typed PIN with the card's sealed PIN in constant
 // time. Neither leaves this function.
 func (s *Authorizations) pinMatches(ctx context.Context, card, pin string) (bool, error) {
-	sealed, err := s.cards.store.Sealed(ctx, card)
-	if err != nil {
-		return false, err
-	}
-	want, err := s.cards.open(sealed.PIN, pinContext(card))
+	want, err := s.cards.openPIN(ctx, card)
 	if err != nil {
 		return false, err
 	}
@@ -293,7 +296,7 @@ func (s *Authorizations) pinMatches(ctx context.Context, card, pin string) (bool
 // here: it is declined (13) like any currency other than the card's.
 func (s *Authorizations) checkRequest(in *emi.AuthorizationRequest) error {
 	in.Currency, in.MCC, in.Channel = strings.TrimSpace(in.Currency), strings.TrimSpace(in.MCC), strings.TrimSpace(in.Channel)
-	in.MerchantName, in.MerchantCountry = strings.TrimSpace(in.MerchantName), strings.TrimSpace(in.MerchantCountry)
+	in.MerchantName, in.MerchantCountry = strings.TrimSpace(in.MerchantName), strings.ToUpper(strings.TrimSpace(in.MerchantCountry))
 	var bad problems
 	if err := bad.addErr("", s.cards.validate.Struct(*in, emi.ErrCardValidation)); err != nil {
 		return err
@@ -403,7 +406,9 @@ func (s *Authorizations) release(ctx context.Context, au emi.Authorization) (int
 }
 
 // settle runs fn on an approved authorization, its balance locked first,
-// then the authorization row, and records the new status.
+// then the authorization row (read unlocked first only to find the
+// balance), and records the new status. Whether it is still approved is
+// checked once, under the row lock.
 func (s *Authorizations) settle(ctx context.Context, a cardActor, token, status string,
 	fn func(ctx context.Context, au emi.Authorization) (cleared, txn int64, err error)) (emi.Authorization, error) {
 	var out emi.Authorization
@@ -411,9 +416,6 @@ func (s *Authorizations) settle(ctx context.Context, a cardActor, token, status 
 		au, err := s.store.Authorization(ctx, a.partnerID, token, false)
 		if err != nil {
 			return err
-		}
-		if !au.Open() {
-			return notOpen(au)
 		}
 		if _, err := s.ledger.Lock(ctx, au.Balance); err != nil {
 			return err
@@ -429,20 +431,16 @@ func (s *Authorizations) settle(ctx context.Context, a cardActor, token, status 
 			return err
 		}
 		now := s.now().UTC()
-		ok, err := s.store.SettleAuthorization(ctx, au.Token, status, cleared, txn, now)
-		if err != nil {
+		if err := s.store.SettleAuthorization(ctx, au.Token, status, cleared, txn, now); err != nil {
 			return err
 		}
-		if !ok {
-			return notOpen(au)
-		}
-		changes := map[string]any{"authorization": au.Token, "status": status, "held": emi.FormatMinor(au.HoldAmount),
+		changes := map[string]any{"card": au.Card, "status": status, "held": emi.FormatMinor(au.HoldAmount),
 			"currency": au.Currency}
 		if status == emi.AuthCleared {
 			changes["cleared"] = emi.FormatMinor(cleared)
 		}
-		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.authorization_" + status, ResourceType: "card",
-			ResourceToken: au.Card, PartnerID: au.PartnerID, Changes: changes}); err != nil {
+		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.authorization_" + status, ResourceType: "card_authorization",
+			ResourceToken: au.Token, PartnerID: au.PartnerID, Changes: changes}); err != nil {
 			return err
 		}
 		au.Status, au.ClearedAmount, au.ClearingTxn, au.SettledAt = status, cleared, txn, &now

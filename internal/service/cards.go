@@ -29,6 +29,9 @@ type CardStore interface {
 	// UpdateCard writes a card's state (everything but its sealed data and
 	// identity); a terminated card loses its CVV and PIN.
 	UpdateCard(ctx context.Context, c emi.Card) error
+	// SetPINErrors writes the card's wrong-PIN counter alone (a payment's
+	// PIN check, on the locked card).
+	SetPINErrors(ctx context.Context, card string, n int, at time.Time) error
 	// ReplaceCVV stores a new sealed CVV (conversion).
 	ReplaceCVV(ctx context.Context, token string, cvv []byte) error
 	// OpenCardOfAccount returns the non-terminated card of an account, if

@@ -522,11 +522,7 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 		return emi.SMSMessage{}, emi.ErrRateLimited.WithDetail("the PIN of this card was sent %d times in 24 hours", n).
 			Wrap(RetryAfter(oldest.Add(24 * time.Hour).Sub(now)))
 	}
-	sealed, err := s.store.Sealed(ctx, c.Token)
-	if err != nil {
-		return emi.SMSMessage{}, err
-	}
-	pin, err := s.open(sealed.PIN, pinContext(c.Token))
+	pin, err := s.openPIN(ctx, c.Token)
 	if err != nil {
 		return emi.SMSMessage{}, err
 	}
@@ -705,6 +701,15 @@ func (s *Cards) reveal(ctx context.Context, c emi.Card, fields []string, reason 
 	return out, nil
 }
 
+// openPIN opens a card's sealed PIN (SendPIN, a payment's PIN check).
+func (s *Cards) openPIN(ctx context.Context, card string) (string, error) {
+	sealed, err := s.store.Sealed(ctx, card)
+	if err != nil {
+		return "", err
+	}
+	return s.open(sealed.PIN, pinContext(card))
+}
+
 // open opens a sealed card value; a value that does not open (moved from
 // another row, or under a removed key) is an internal error, never data.
 func (s *Cards) open(sealed []byte, context string) (string, error) {
@@ -788,8 +793,8 @@ func (s *Cards) ProvisionWallet(ctx context.Context, token, wallet, device strin
 		if !prog.WalletProvisioning {
 			return emi.ErrCardProgramMismatch.WithDetail("program %s does not allow push provisioning", prog.Code)
 		}
-		if !c.CanPay() {
-			return emi.ErrCardInvalidTransition.WithDetail("only an active, activated card of an active account can be added to a wallet")
+		if !c.CanPay(s.now().UTC()) {
+			return emi.ErrCardInvalidTransition.WithDetail("only an active, activated, unexpired card of an active account can be added to a wallet")
 		}
 		w := emi.WalletToken{Token: NewToken(), Card: c.Token, Wallet: wallet, DeviceName: strings.TrimSpace(device), CreatedAt: s.now().UTC()}
 		if err := s.store.InsertWalletToken(ctx, w); err != nil {

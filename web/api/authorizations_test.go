@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +15,9 @@ import (
 	"emi/internal/service"
 )
 
-const payPIN = "4821"
+// payPIN is distinctive (six digits that occur nowhere else) so that the
+// leak checks can look for the bare value.
+const payPIN = "739264"
 
 // payCard is a funded account with a card, for card payment tests.
 type payCard struct {
@@ -163,7 +166,11 @@ func TestCardPaymentHoldClearAndReverse(t *testing.T) {
 	c.wantFigures(t, "funded", 1000_00, 0, 1000_00)
 
 	// Approval: available falls, posted does not.
-	r := c.decide(t, "pos", pos("12.50"), "00")
+	// merchant_country is read case-insensitively (as the portal's simulator).
+	r := c.decide(t, "pos", with(pos("12.50"), "merchant_country", " bg"), "00")
+	if r.Data["merchant_country"] != "BG" {
+		t.Fatalf("merchant country %v", r.Data["merchant_country"])
+	}
 	if r.Data["amount"] != "12.50" || r.Data["hold_amount"] != "12.50" || r.Data["currency"] != "EUR" || r.Data["card"] != c.card ||
 		r.Data["channel"] != "pos" || r.Data["merchant_name"] != "Corner Shop" || strings.Contains(string(r.Raw), payPIN) {
 		t.Fatalf("approval: %s", r)
@@ -309,10 +316,18 @@ func TestCardPaymentDeclines(t *testing.T) {
 		if n := c.pinErrors(t); n != 3 {
 			t.Fatalf("pin errors %d", n)
 		}
+		var blocked int
+		if err := env.App.DB.Get(&blocked, `SELECT count(*) FROM card_history WHERE card = $1 AND change = 'pin_blocked'
+			AND from_value = '2' AND to_value = '3'`, c.card); err != nil || blocked != 1 {
+			t.Fatalf("card history of the PIN block: %d %v", blocked, err)
+		}
 		c.decide(t, "right PIN while blocked", pos("1.00"), "75")
 		c.decide(t, "ATM while blocked", atm("1.00"), "75")
 		if n := c.pinErrors(t); n != 3 {
 			t.Fatalf("pin errors while blocked %d", n)
+		}
+		if err := env.App.DB.Get(&blocked, `SELECT count(*) FROM card_history WHERE card = $1 AND change = 'pin_blocked'`, c.card); err != nil || blocked != 1 {
+			t.Fatalf("declines while blocked add history: %d %v", blocked, err)
 		}
 		c.decide(t, "online needs no PIN", online("1.00", true), "00")
 		cardOp(http.MethodDelete, "/pin/reset", "card_reset_pin", nil)
@@ -459,6 +474,15 @@ func TestCardPaymentDeclines(t *testing.T) {
 	_ = env.App.DB.Get(&leaks, `SELECT count(*) FROM audit_log WHERE changes::text LIKE '%"' || $1 || '"%' OR changes ? 'pin'`, payPIN)
 	if leaks != 0 || strings.Contains(env.Logs.String(), `"pin":"`+payPIN) {
 		t.Fatalf("the PIN reached the audit log (%d) or the logs", leaks)
+	}
+	// The bare value, anywhere: not next to other hex digits, so a token
+	// that happens to contain the digits is not taken for it.
+	bare := `(^|[^0-9a-fA-F])` + payPIN + `([^0-9a-fA-F]|$)`
+	var inAudit, inEvents int
+	_ = env.App.DB.Get(&inAudit, `SELECT count(*) FROM audit_log WHERE changes::text ~ $1`, bare)
+	_ = env.App.DB.Get(&inEvents, `SELECT count(*) FROM events WHERE data::text ~ $1 OR convert_from(body, 'UTF8') ~ $1`, bare)
+	if inAudit != 0 || inEvents != 0 || regexp.MustCompile(bare).MatchString(env.Logs.String()) {
+		t.Fatalf("the PIN reached the audit log (%d), the events (%d) or the server log", inAudit, inEvents)
 	}
 	checkLedgerInvariants(t, env)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"emi/internal/emi"
+	"emi/internal/service"
 	"emi/views/pages"
 )
 
@@ -86,23 +87,13 @@ func (p *Portal) cardPayments(r *http.Request, card emi.Card, currency string, f
 	}
 	if manage {
 		sim := &pages.PaymentSimulator{Action: cardHref(card.Token) + "/authorizations", Currency: currency,
-			Channels: emi.AuthorizationChannels, Vals: map[string]string{}}
+			Channels: emi.AuthorizationChannels, HoldDays: emi.AuthorizationHoldDays, PINTries: service.MaxPINErrors, Vals: map[string]string{}}
 		if f != nil && f.which == simulateForm {
 			sim.Open, sim.Vals, sim.Errs, sim.Banner = true, f.vals, f.errs, f.banner
 		}
 		v.Simulator = sim
 	}
 	return v, nil
-}
-
-// simulatorValues keeps the simulator's input to show it back: never the
-// PIN.
-func simulatorValues(r *http.Request) map[string]string {
-	vals := map[string]string{}
-	for _, k := range []string{"amount", "currency", "mcc", "channel", "three_ds", "merchant_name", "merchant_country"} {
-		vals[k] = r.PostFormValue(k)
-	}
-	return vals
 }
 
 // cardSimulate (POST /cards/{card}/authorizations, sandbox): decides a
@@ -120,7 +111,7 @@ func (p *Portal) cardSimulate(w http.ResponseWriter, r *http.Request) {
 	}
 	in := emi.AuthorizationRequest{Currency: r.PostFormValue("currency"), MCC: r.PostFormValue("mcc"),
 		Channel: r.PostFormValue("channel"), PIN: r.PostFormValue("pin"), MerchantName: r.PostFormValue("merchant_name"),
-		MerchantCountry: strings.ToUpper(strings.TrimSpace(r.PostFormValue("merchant_country")))}
+		MerchantCountry: r.PostFormValue("merchant_country")}
 	var bad []emi.FieldError
 	if amt, ok := emi.ParseAmount(strings.TrimSpace(r.PostFormValue("amount"))); ok {
 		in.Amount = emi.Amount(amt)
@@ -146,7 +137,7 @@ func (p *Portal) cardSimulate(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		e := emi.AsError(err)
 		if e.Kind == emi.KindInvalid {
-			f := &cardForm{which: simulateForm, vals: simulatorValues(r), errs: cardFieldErrors(e), banner: Message(e)}
+			f := &cardForm{which: simulateForm, vals: postedValues(r), errs: cardFieldErrors(e), banner: Message(e)}
 			p.flash(r.Context(), "bad", "The payment was not simulated: please correct the marked fields.")
 			p.renderCardPage(w, r, formStatus(e), f)
 			return

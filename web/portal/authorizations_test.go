@@ -3,6 +3,7 @@ package portal_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -51,7 +52,8 @@ func TestCardPaymentSimulator(t *testing.T) {
 
 	pg := e.cs.Get(t, page)
 	contains(t, "card page", pg, `data-testid="card-payments"`, `data-testid="payment-simulator"`, "Payment simulator (sandbox)",
-		"No payment was authorized or declined on this card.", `name="pin" value=""`)
+		"No payment was authorized or declined on this card.", `name="pin" value=""`,
+		"3 wrong PINs in a row block PIN use", "holds the amount for 7 days")
 
 	// An approval holds the money and lists the payment with Clear and Reverse.
 	pg = e.cs.follow(t, e.cs.Post(t, page+"/authorizations", simulation("12.50", "pos", chosenPIN, "passed")))
@@ -64,7 +66,7 @@ func TestCardPaymentSimulator(t *testing.T) {
 	approved := paymentTokens(pg.Body)[0]
 
 	// A wrong PIN is declined with 55, counted, and never shown back.
-	const wrongPIN = "7391"
+	const wrongPIN = "739264" // distinctive: the leak checks look for the bare value
 	pg = e.cs.follow(t, e.cs.Post(t, page+"/authorizations", simulation("3.00", "atm", wrongPIN, "passed")))
 	contains(t, "after a wrong PIN", pg, "Declined (55 incorrect PIN). Nothing was held.", `data-testid="payment-reason-code">55<`,
 		"incorrect PIN", "declined")
@@ -122,6 +124,18 @@ func TestCardPaymentSimulator(t *testing.T) {
 		t.Fatalf("recorded decisions %d, want 5", n)
 	}
 
+	// Payments are audited on the authorization, not on the card: the
+	// card's audit trail (and its reveals, made before the payments) is
+	// not pushed out by payments.
+	if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action LIKE 'card.authorization%' AND resource_type = 'card'`); n != 0 {
+		t.Fatalf("%d payment audit rows on the card", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM audit_log l JOIN card_authorizations a ON a.token::text = l.resource_token
+		WHERE l.resource_type = 'card_authorization' AND a.card = $1 AND l.changes->>'card' = $2`, e.card.Token, e.card.Token); n != 7 {
+		t.Fatalf("payment audit rows %d, want 7 (5 decisions, a clearing, a reversal)", n)
+	}
+	contains(t, "reveals after payments", pg, `data-testid="card-reveals"`, `data-testid="card-payments-table"`)
+
 	// The PIN typed is never stored or logged.
 	for _, pin := range []string{wrongPIN, chosenPIN} {
 		if n := e.count(t, `SELECT count(*) FROM audit_log WHERE changes::text LIKE '%"' || $1 || '"%'`, pin); n != 0 {
@@ -130,6 +144,18 @@ func TestCardPaymentSimulator(t *testing.T) {
 		if logs := e.env.Logs.String(); strings.Contains(logs, `"`+pin+`"`) || strings.Contains(logs, "pin="+pin) {
 			t.Fatalf("the PIN reached the logs")
 		}
+	}
+	// The distinctive wrong PIN, bare, anywhere (not next to other hex
+	// digits, so a token that happens to contain it is not taken for it).
+	bare := `(^|[^0-9a-fA-F])` + wrongPIN + `([^0-9a-fA-F]|$)`
+	if n := e.count(t, `SELECT count(*) FROM audit_log WHERE changes::text ~ $1`, bare); n != 0 {
+		t.Fatalf("the PIN reached the audit log (%d)", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM events WHERE data::text ~ $1 OR convert_from(body, 'UTF8') ~ $1`, bare); n != 0 {
+		t.Fatalf("the PIN reached the events (%d)", n)
+	}
+	if regexp.MustCompile(bare).MatchString(e.env.Logs.String()) {
+		t.Fatalf("the PIN reached the server log")
 	}
 
 	// Roles that may not manage cards see the payments but no simulator
@@ -152,4 +178,26 @@ func TestCardPaymentSimulator(t *testing.T) {
 	if p := b.Post(t, page+"/authorizations", simulation("1.00", "pos", chosenPIN, "passed")); p.Status != http.StatusNotFound {
 		t.Fatalf("production simulation: HTTP %d", p.Status)
 	}
+}
+
+// An expired card cannot pay: the card page says so, and the simulator's
+// payment is declined with 54.
+func TestCardPaymentExpiredCardCannotPay(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	e.fund(t, 100_00)
+	page := e.page(e.card)
+	canPay := regexp.MustCompile(`Can pay</dt>\s*<dd[^>]*>(yes|no)<`)
+	if m := canPay.FindStringSubmatch(e.cs.Get(t, page).Body); m == nil || m[1] != "yes" {
+		t.Fatalf("active card: can pay %q", m)
+	}
+	if _, err := e.env.App.DB.Exec(`UPDATE cards SET expiry_month = 1, expiry_year = 2020 WHERE token = $1`, e.card.Token); err != nil {
+		t.Fatal(err)
+	}
+	pg := e.cs.Get(t, page)
+	if m := canPay.FindStringSubmatch(pg.Body); m == nil || m[1] != "no" {
+		t.Fatalf("expired card: can pay %q", m)
+	}
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/authorizations", simulation("1.00", "pos", chosenPIN, "passed")))
+	contains(t, "expired card's payment", pg, "Declined (54 card expired)")
 }

@@ -234,7 +234,7 @@ func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pag
 		{Label: "Type", Value: c.Type},
 		{Label: "Status", Value: c.Status, Tone: toneOrNeutral(cardTone(c.Status))},
 		{Label: "Activated", Value: activated},
-		{Label: "Can pay", Value: yesOrNo(c.CanPay())},
+		{Label: "Can pay", Value: yesOrNo(c.CanPay(p.d.Now().UTC()))},
 		account,
 		{Label: "Account status", Value: c.AccountStatus, Tone: toneOrNeutral(accountTone(c.AccountStatus))},
 		owner, {Label: "Owner type", Value: kind},
@@ -437,11 +437,12 @@ func cardFieldErrors(e *emi.Error) map[string]string {
 	return errs
 }
 
-// postedValues keeps a form's input to show it back (never the secret).
+// postedValues keeps a form's input to show it back: never a secret (the
+// staff member's password or code, a PIN).
 func postedValues(r *http.Request) map[string]string {
 	vals := map[string]string{}
 	for k, v := range r.PostForm {
-		if k != "secret" && len(v) > 0 {
+		if k != "secret" && k != "pin" && len(v) > 0 {
 			vals[k] = v[0]
 		}
 	}
