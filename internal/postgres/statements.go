@@ -61,7 +61,10 @@ type statementRow struct {
 // first (index order), then each line is joined to its transaction, the
 // transfer it belongs to (as its transaction or its return) and, for an
 // internal transfer, the other side: its owner's name, IBAN (a virtual
-// account's own) and UK identifiers. An external side comes from the
+// account's own) and UK identifiers. The other side is chosen by position,
+// not by the sign of the amount: a line on the transfer's source (account
+// and balance) names its destination and any other line its source, so a
+// reversal's lines, whose signs are flipped, still name the other side. An external side comes from the
 // transfer's counterparty.
 func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, from, to time.Time, limit, offset int) ([]emi.StatementLine, int64, error) {
 	var valid []string
@@ -96,8 +99,10 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 	JOIN ledger_transactions lt ON lt.id = p.txn
 	LEFT JOIN LATERAL (
 		SELECT x.token, x.type, x.counterparty,
-			CASE WHEN p.amount < 0 THEN x.destination_account ELSE x.source_account END AS other_account,
-			CASE WHEN p.amount < 0 THEN x.destination_balance ELSE x.source_balance END AS other_balance
+			CASE WHEN p.account = x.source_account AND p.balance = x.source_balance
+				THEN x.destination_account ELSE x.source_account END AS other_account,
+			CASE WHEN p.account = x.source_account AND p.balance = x.source_balance
+				THEN x.destination_balance ELSE x.source_balance END AS other_balance
 		FROM transfers x WHERE x.txn = p.txn OR x.return_txn = p.txn LIMIT 1) t ON true
 	LEFT JOIN LATERAL (
 		SELECT coalesce((SELECT u.first_name || ' ' || u.last_name FROM users u WHERE u.token = a.user_token),
