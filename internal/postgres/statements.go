@@ -84,6 +84,29 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 	if total == 0 || int64(offset) >= total {
 		return []emi.StatementLine{}, total, nil
 	}
+	out, err := s.lines(ctx, where, args, limit, offset)
+	return out, total, err
+}
+
+// StatementExportLines implements service.StatementStore: StatementLines'
+// first limit lines without counting them all.
+func (s *StatementStore) StatementExportLines(ctx context.Context, accounts []string, from, to time.Time, limit int) ([]emi.StatementLine, error) {
+	var valid []string
+	for _, a := range accounts {
+		if validUUID(a) {
+			valid = append(valid, a)
+		}
+	}
+	if len(valid) == 0 {
+		return []emi.StatementLine{}, nil
+	}
+	where, args := statementWhere(valid, from, to)
+	return s.lines(ctx, where, args, limit, 0)
+}
+
+// lines reads the page of the entries matching where (args its
+// arguments) and joins each to what it names.
+func (s *StatementStore) lines(ctx context.Context, where string, args []any, limit, offset int) ([]emi.StatementLine, error) {
 	args = append(args, limit, offset)
 	n := len(args)
 	q := `WITH page AS (
@@ -117,7 +140,7 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 	ORDER BY p.created_at DESC, p.id DESC`
 	var rows []statementRow
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, q, args...); err != nil {
-		return nil, 0, Translate(err)
+		return nil, Translate(err)
 	}
 	out := make([]emi.StatementLine, len(rows))
 	for i, r := range rows {
@@ -134,7 +157,7 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 		}
 		out[i] = l
 	}
-	return out, total, nil
+	return out, nil
 }
 
 // PostedBefore implements service.StatementStore through
