@@ -141,6 +141,25 @@ func (s *Accounts) StaffStatement(ctx context.Context, token string, q Statement
 	return s.statement(ctx, a, f)
 }
 
+// StaffStatementOf is StaffStatement on an account the caller has just
+// read with Get: its balances and virtual accounts are not read again.
+func (s *Accounts) StaffStatementOf(ctx context.Context, v AccountView, q StatementQuery) (emi.Statement, error) {
+	if err := require(ctx, emi.PermViewAccounts); err != nil {
+		return emi.Statement{}, err
+	}
+	f, err := q.parse(MaxStatementLimit)
+	if err != nil {
+		return emi.Statement{}, err
+	}
+	accounts := []string{v.Token}
+	if !v.Virtual {
+		for _, x := range v.Virtuals {
+			accounts = append(accounts, x.Token)
+		}
+	}
+	return s.statementOn(ctx, v.Account, accounts, f)
+}
+
 // StaffStatementExport returns the lines of an account's statement in the
 // range, at most MaxStatementExport (Truncated tells when there are more;
 // no Total or Balances, which the export does not write), for the back
@@ -208,12 +227,18 @@ func dayAfter(to time.Time) time.Time {
 
 // statement reads the lines and the balances' figures of a.
 func (s *Accounts) statement(ctx context.Context, a emi.Account, f emi.StatementFilter) (emi.Statement, error) {
-	if s.statements == nil {
-		return emi.Statement{}, emi.ErrInternal.WithDetail("accounts: no statement store installed")
-	}
 	accounts, err := s.statementAccounts(ctx, a)
 	if err != nil {
 		return emi.Statement{}, err
+	}
+	return s.statementOn(ctx, a, accounts, f)
+}
+
+// statementOn reads the lines of accounts (a and, for a main account, its
+// virtual accounts) and the figures of a's balances.
+func (s *Accounts) statementOn(ctx context.Context, a emi.Account, accounts []string, f emi.StatementFilter) (emi.Statement, error) {
+	if s.statements == nil {
+		return emi.Statement{}, emi.ErrInternal.WithDetail("accounts: no statement store installed")
 	}
 	end := dayAfter(f.To)
 	lines, total, err := s.statements.StatementLines(ctx, accounts, f.From, end, f.Limit, (f.Page-1)*f.Limit)

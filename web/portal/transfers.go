@@ -90,7 +90,7 @@ func (p *Portal) accountStatement(r *http.Request, a service.AccountView) (v *pa
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = min(max(page, 1), maxAccountPage)
 	v = &pages.StatementView{Action: accountHref(a.Token), From: from, To: to, OnMain: !a.Virtual}
-	st, err := p.d.Accounts.StaffStatement(r.Context(), a.Token, service.StatementQuery{From: from, To: to, Page: page, Limit: statementPerPage})
+	st, err := p.d.Accounts.StaffStatementOf(r.Context(), a, service.StatementQuery{From: from, To: to, Page: page, Limit: statementPerPage})
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
 			return nil, false, err
