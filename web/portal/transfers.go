@@ -86,7 +86,7 @@ func statementLink(account, from, to string, n int) string {
 // refused (its errors are in the view).
 func (p *Portal) accountStatement(r *http.Request, a service.AccountView) (v *pages.StatementView, invalid bool, err error) {
 	q := r.URL.Query()
-	from, to := strings.TrimSpace(q.Get("from")), strings.TrimSpace(q.Get("to"))
+	from, to := q.Get("from"), q.Get("to") // the service trims them
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = min(max(page, 1), maxAccountPage)
 	v = &pages.StatementView{Action: accountHref(a.Token), From: from, To: to, OnMain: !a.Virtual}
@@ -251,8 +251,8 @@ func (p *Portal) renderTransferPage(w http.ResponseWriter, r *http.Request, stat
 		v.Reversal = rv
 	}
 	if p.d.Sandbox && t.Type == emi.TransferOutgoing && canDo(r, emi.PermManageAccounts) {
-		act := &pages.TransferActions{Base: transferHref(t.Token), CanComplete: t.Status == emi.TransferPending,
-			CanReturn: t.Status != emi.TransferReturned}
+		act := &pages.TransferActions{Base: transferHref(t.Token), CanComplete: t.CanComplete(),
+			CanReturn: t.CanReturn()}
 		if f != nil && !f.reversal {
 			act.Reason, act.Errs = f.reason, f.errs
 		}

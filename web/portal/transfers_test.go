@@ -233,7 +233,7 @@ func TestTransferPage(t *testing.T) {
 	contains(t, "pending payment", pg, `class="badge warn">pending<`, "12.50 EUR", "Invoice 7", "Destination (external)", "Acme GmbH",
 		"DE89370400440532013000", ">sepa<", `href="/backoffice/accounts/`+a.eurTok+`"`, ">Mara Velikova<", balance(a.eur, "iban"),
 		`data-testid="transfer-entry"`, ">outgoing_clearing<", ">-12.50 EUR<", ">12.50 EUR<", ">87.50<", ">transfer.create_outgoing<",
-		`data-testid="transfer-complete"`, `data-testid="transfer-return"`)
+		`data-testid="transfer-complete"`, `data-testid="transfer-return"`, "the partner sees it", "The partner is told (transfer.returned), with the reason.")
 	if n := strings.Count(pg.Body, `data-testid="transfer-entry"`); n != 2 {
 		t.Fatalf("%d entries", n)
 	}
