@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/internal/validate"
 )
 
 // Statements: an account's ledger entries, newest first, with the running
@@ -74,8 +75,8 @@ func (q StatementQuery) parse(maxLimit int) (emi.StatementFilter, error) {
 		if v == "" {
 			return time.Time{}
 		}
-		d, err := time.Parse(time.DateOnly, v)
-		if err != nil {
+		d, ok := validate.ParseDate(v)
+		if !ok {
 			bad.add(field, "must be a date as YYYY-MM-DD")
 			return time.Time{}
 		}

@@ -266,6 +266,9 @@ func TestStatementErrors(t *testing.T) {
 		{"limit 101", 1, 101, "", []string{"limit"}},
 		{"from not a date", 1, 10, "from=2026-13-01", []string{"from"}},
 		{"to without dashes", 1, 10, "to=20260101", []string{"to"}},
+		{"to a day that does not exist", 1, 10, "to=2026-02-30", []string{"to"}},
+		{"from before the year 1000", 1, 10, "from=0999-12-31", []string{"from"}},
+		{"from with a time", 1, 10, "from=2026-01-01T00:00:00Z", []string{"from"}},
 		{"from after to", 1, 10, "from=2026-02-02&to=2026-02-01", []string{"from"}},
 		{"unknown filter", 1, 10, "colour=red", []string{"colour"}},
 		{"repeated filter", 1, 10, "from=2026-01-01&from=2026-01-02", []string{"from"}},
@@ -277,6 +280,8 @@ func TestStatementErrors(t *testing.T) {
 			apptest.ExpectField(t, c.what, r, f)
 		}
 	}
+	// Dates are trimmed (by the service, once).
+	apptest.Expect(t, "padded dates", statement(t, env, p, acc, 1, 10, "from=%202026-01-01%20&to=%09"), 0, http.StatusOK)
 	// A bad filter on another partner's account is still a bad filter,
 	// and a good one still 13002.
 	apptest.Expect(t, "foreign, bad filter", statement(t, env, p, foreign, 1, 10, "colour=red"), 13001, http.StatusBadRequest)
