@@ -126,7 +126,7 @@ func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
 			Scheme: it.Scheme, Identifier: it.Identifier, Reference: it.Reference, Reason: it.Reason,
 			ReasonLabel: firstNonEmpty(suspenseReasons[it.Reason], it.Reason), Status: it.Status, CanResolve: canResolve && open,
 			ResolutionReason: it.ResolutionReason, ResolvedAt: fmtTimeOrEmpty(it.ResolvedAt)}
-		row.PayerDetails = payerDetails(it.Payer)
+		row.PayerDetails = counterpartyIdents(it.Payer)
 		if it.Account != "" && canDo(r, emi.PermViewAccounts) {
 			row.AccountHref = accountHref(it.Account)
 		}
@@ -172,21 +172,6 @@ func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
 		v.Simulate = &pages.SimulateForm{Action: "/backoffice/suspense/simulate", Currencies: []string{"EUR", "GBP", "BGN"}}
 	}
 	p.renderPrivate(w, r, http.StatusOK, "Suspense", pages.Suspense(v))
-}
-
-// payerDetails lists what is known of a payer besides the name.
-func payerDetails(c emi.Counterparty) []string {
-	var out []string
-	if c.IBAN != "" {
-		out = append(out, "IBAN "+c.IBAN)
-	}
-	if c.AccountNumber != "" {
-		out = append(out, fmtSortCode(c.SortCode)+" "+c.AccountNumber)
-	}
-	if c.CardLast4 != "" {
-		out = append(out, "card •••• "+c.CardLast4)
-	}
-	return out
 }
 
 // suspenseItem is the item of an action, or "" after answering 404.

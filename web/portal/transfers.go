@@ -50,17 +50,25 @@ var txnKindLabels = map[string]string{
 
 func txnKindLabel(k string) string { return firstNonEmpty(txnKindLabels[k], k) }
 
-// counterpartyIdent is how a statement shows the other side's
-// identifiers: an IBAN, or a sort code and account number.
-func counterpartyIdent(c emi.Counterparty) string {
+// counterpartyIdents lists what is known of a side besides its name: its
+// IBAN, its sort code and account number, the last four digits of the card
+// of a card top-up (a statement's other side, a suspense item's payer).
+func counterpartyIdents(c emi.Counterparty) []string {
+	var out []string
 	if c.IBAN != "" {
-		return c.IBAN
+		out = append(out, "IBAN "+c.IBAN)
 	}
 	if c.AccountNumber != "" {
-		return fmtSortCode(c.SortCode) + " " + c.AccountNumber
+		out = append(out, fmtSortCode(c.SortCode)+" "+c.AccountNumber)
 	}
-	return ""
+	if c.CardLast4 != "" {
+		out = append(out, cardLast4(c.CardLast4))
+	}
+	return out
 }
+
+// cardLast4 shows the last four digits of a card.
+func cardLast4(last4 string) string { return "card •••• " + last4 }
 
 // statementLink is the account page showing the statement's page n of
 // the range.
@@ -115,7 +123,7 @@ func (p *Portal) accountStatement(r *http.Request, a service.AccountView) (v *pa
 	}
 	for _, l := range st.Lines {
 		line := pages.StatementLine{At: fmtTime(l.CreatedAt), Type: txnKindLabel(l.Kind), Reference: l.Reference,
-			Counterparty: l.Counterparty.Name, CounterpartyIdent: counterpartyIdent(l.Counterparty), Amount: emi.FormatMinor(l.Amount),
+			Counterparty: l.Counterparty.Name, CounterpartyIdent: strings.Join(counterpartyIdents(l.Counterparty), " · "), Amount: emi.FormatMinor(l.Amount),
 			BalanceAfter: emi.FormatMinor(l.BalanceAfter), Currency: l.Currency, Credit: l.Amount > 0}
 		if l.Transfer != "" {
 			line.Transfer, line.TransferHref = shortID(l.Transfer), transferHref(l.Transfer)
@@ -277,6 +285,9 @@ func (p *Portal) transferSide(r *http.Request, title, account, balance, ibanOf s
 		add("BIC", c.BIC, true)
 		add("Sort code", fmtSortCode(c.SortCode), true)
 		add("Account number", c.AccountNumber, true)
+		if c.CardLast4 != "" {
+			add("Card", cardLast4(c.CardLast4), true)
+		}
 		add("Scheme", c.Scheme, false)
 		return s, nil
 	}
