@@ -243,6 +243,15 @@ type Transfer struct {
 	DestinationPartner string `db:"-"`
 }
 
+// CanComplete tells whether the receiving bank may still complete t, an
+// outgoing payment (the sandbox's settlement): only while it is pending.
+func (t Transfer) CanComplete() bool { return t.Status == TransferPending }
+
+// CanReturn tells whether the receiving bank may still return t, an
+// outgoing payment (the sandbox's settlement): until it is returned, a
+// completed payment included.
+func (t Transfer) CanReturn() bool { return t.Status != TransferReturned }
+
 // LedgerReport is the result of a ledger verification.
 type LedgerReport struct {
 	Transactions int64

@@ -87,6 +87,9 @@ type Statement struct {
 	Lines    []StatementLine
 	Total    int64
 	Balances []StatementBalance
+	// Truncated is set on an export that stopped at its cap (more lines
+	// match than it holds; an export has no Total or Balances).
+	Truncated bool
 }
 
 // LedgerEntryView is a journal entry as the back office shows it.

@@ -61,7 +61,10 @@ type statementRow struct {
 // first (index order), then each line is joined to its transaction, the
 // transfer it belongs to (as its transaction or its return) and, for an
 // internal transfer, the other side: its owner's name, IBAN (a virtual
-// account's own) and UK identifiers. An external side comes from the
+// account's own) and UK identifiers. The other side is chosen by position,
+// not by the sign of the amount: a line on the transfer's source (account
+// and balance) names its destination and any other line its source, so a
+// reversal's lines, whose signs are flipped, still name the other side. An external side comes from the
 // transfer's counterparty.
 func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, from, to time.Time, limit, offset int) ([]emi.StatementLine, int64, error) {
 	var valid []string
@@ -81,6 +84,29 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 	if total == 0 || int64(offset) >= total {
 		return []emi.StatementLine{}, total, nil
 	}
+	out, err := s.lines(ctx, where, args, limit, offset)
+	return out, total, err
+}
+
+// StatementExportLines implements service.StatementStore: StatementLines'
+// first limit lines without counting them all.
+func (s *StatementStore) StatementExportLines(ctx context.Context, accounts []string, from, to time.Time, limit int) ([]emi.StatementLine, error) {
+	var valid []string
+	for _, a := range accounts {
+		if validUUID(a) {
+			valid = append(valid, a)
+		}
+	}
+	if len(valid) == 0 {
+		return []emi.StatementLine{}, nil
+	}
+	where, args := statementWhere(valid, from, to)
+	return s.lines(ctx, where, args, limit, 0)
+}
+
+// lines reads the page of the entries matching where (args its
+// arguments) and joins each to what it names.
+func (s *StatementStore) lines(ctx context.Context, where string, args []any, limit, offset int) ([]emi.StatementLine, error) {
 	args = append(args, limit, offset)
 	n := len(args)
 	q := `WITH page AS (
@@ -96,8 +122,10 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 	JOIN ledger_transactions lt ON lt.id = p.txn
 	LEFT JOIN LATERAL (
 		SELECT x.token, x.type, x.counterparty,
-			CASE WHEN p.amount < 0 THEN x.destination_account ELSE x.source_account END AS other_account,
-			CASE WHEN p.amount < 0 THEN x.destination_balance ELSE x.source_balance END AS other_balance
+			CASE WHEN p.account = x.source_account AND p.balance = x.source_balance
+				THEN x.destination_account ELSE x.source_account END AS other_account,
+			CASE WHEN p.account = x.source_account AND p.balance = x.source_balance
+				THEN x.destination_balance ELSE x.source_balance END AS other_balance
 		FROM transfers x WHERE x.txn = p.txn OR x.return_txn = p.txn LIMIT 1) t ON true
 	LEFT JOIN LATERAL (
 		SELECT coalesce((SELECT u.first_name || ' ' || u.last_name FROM users u WHERE u.token = a.user_token),
@@ -112,7 +140,7 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 	ORDER BY p.created_at DESC, p.id DESC`
 	var rows []statementRow
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, q, args...); err != nil {
-		return nil, 0, Translate(err)
+		return nil, Translate(err)
 	}
 	out := make([]emi.StatementLine, len(rows))
 	for i, r := range rows {
@@ -129,7 +157,7 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 		}
 		out[i] = l
 	}
-	return out, total, nil
+	return out, nil
 }
 
 // PostedBefore implements service.StatementStore through

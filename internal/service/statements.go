@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/internal/validate"
 )
 
 // Statements: an account's ledger entries, newest first, with the running
@@ -40,6 +41,9 @@ type StatementStore interface {
 	// time, then posting order), limit from offset, with the number of
 	// all that match.
 	StatementLines(ctx context.Context, accounts []string, from, to time.Time, limit, offset int) ([]emi.StatementLine, int64, error)
+	// StatementExportLines is StatementLines' first limit lines, without
+	// the count.
+	StatementExportLines(ctx context.Context, accounts []string, from, to time.Time, limit int) ([]emi.StatementLine, error)
 	// PostedBefore returns each balance's posted figure just before t: the
 	// running figure of its last entry before t, 0 when it has none.
 	PostedBefore(ctx context.Context, balances []string, t time.Time) (map[string]int64, error)
@@ -51,8 +55,9 @@ func (s *Accounts) SetStatements(st StatementStore) { s.statements = st }
 // MaxStatementLimit bounds a page of account_transactions.
 const MaxStatementLimit = 100
 
-// MaxStatementExport bounds the lines of one CSV export.
-const MaxStatementExport = 100_000
+// MaxStatementExport bounds the lines of one CSV export (a variable so
+// that tests can lower it).
+var MaxStatementExport = 100_000
 
 // StatementQuery is what a caller asks of a statement: from and to as
 // YYYY-MM-DD ("" leaves an end open), a page from 1 and a limit.
@@ -70,8 +75,8 @@ func (q StatementQuery) parse(maxLimit int) (emi.StatementFilter, error) {
 		if v == "" {
 			return time.Time{}
 		}
-		d, err := time.Parse(time.DateOnly, v)
-		if err != nil {
+		d, ok := validate.ParseDate(v)
+		if !ok {
 			bad.add(field, "must be a date as YYYY-MM-DD")
 			return time.Time{}
 		}
@@ -137,15 +142,36 @@ func (s *Accounts) StaffStatement(ctx context.Context, token string, q Statement
 	return s.statement(ctx, a, f)
 }
 
-// StaffStatementExport returns every line of an account's statement in
-// the range (at most MaxStatementExport; Total tells when there are more)
-// for the back office's CSV export (emi.PermViewAccounts), and records
-// the export in the audit log: a statement is personal data leaving emi.
+// StaffStatementOf is StaffStatement on an account the caller has just
+// read with Get: its balances and virtual accounts are not read again.
+func (s *Accounts) StaffStatementOf(ctx context.Context, v AccountView, q StatementQuery) (emi.Statement, error) {
+	if err := require(ctx, emi.PermViewAccounts); err != nil {
+		return emi.Statement{}, err
+	}
+	f, err := q.parse(MaxStatementLimit)
+	if err != nil {
+		return emi.Statement{}, err
+	}
+	accounts := []string{v.Token}
+	if !v.Virtual {
+		for _, x := range v.Virtuals {
+			accounts = append(accounts, x.Token)
+		}
+	}
+	return s.statementOn(ctx, v.Account, accounts, f)
+}
+
+// StaffStatementExport returns the lines of an account's statement in the
+// range, at most MaxStatementExport (Truncated tells when there are more;
+// no Total or Balances, which the export does not write), for the back
+// office's CSV export (emi.PermViewAccounts), and records the export in the
+// audit log: a statement is personal data leaving emi.
 func (s *Accounts) StaffStatementExport(ctx context.Context, token, from, to string) (emi.Statement, error) {
 	if err := require(ctx, emi.PermViewAccounts); err != nil {
 		return emi.Statement{}, err
 	}
-	f, err := StatementQuery{From: from, To: to, Page: 1, Limit: MaxStatementExport}.parse(MaxStatementExport)
+	limit := MaxStatementExport
+	f, err := StatementQuery{From: from, To: to, Page: 1, Limit: limit}.parse(limit)
 	if err != nil {
 		return emi.Statement{}, err
 	}
@@ -153,34 +179,69 @@ func (s *Accounts) StaffStatementExport(ctx context.Context, token, from, to str
 	if err != nil {
 		return emi.Statement{}, err
 	}
-	st, err := s.statement(ctx, a, f)
-	if err != nil {
-		return st, err
-	}
-	err = s.audit.Record(ctx, emi.AuditEntry{Action: "account.statement_export", ResourceType: "account", ResourceToken: a.Token,
-		PartnerID: a.PartnerID, Changes: map[string]any{"from": from, "to": to, "lines": len(st.Lines), "format": "csv"}})
-	return st, err
-}
-
-// statement reads the lines and the balances' figures of a.
-func (s *Accounts) statement(ctx context.Context, a emi.Account, f emi.StatementFilter) (emi.Statement, error) {
 	if s.statements == nil {
 		return emi.Statement{}, emi.ErrInternal.WithDetail("accounts: no statement store installed")
 	}
+	accounts, err := s.statementAccounts(ctx, a)
+	if err != nil {
+		return emi.Statement{}, err
+	}
+	// One line past the cap tells whether the export is cut short.
+	lines, err := s.statements.StatementExportLines(ctx, accounts, f.From, dayAfter(f.To), limit+1)
+	if err != nil {
+		return emi.Statement{}, err
+	}
+	st := emi.Statement{Account: a.Token, Lines: lines}
+	if len(lines) > limit {
+		st.Lines, st.Truncated = lines[:limit], true
+	}
+	err = s.audit.Record(ctx, emi.AuditEntry{Action: "account.statement_export", ResourceType: "account", ResourceToken: a.Token,
+		PartnerID: a.PartnerID, Changes: map[string]any{"from": from, "to": to, "lines": len(st.Lines), "truncated": st.Truncated,
+			"format": "csv"}})
+	return st, err
+}
+
+// statementAccounts is the accounts whose entries a's statement shows:
+// a, and a main account's virtual accounts.
+func (s *Accounts) statementAccounts(ctx context.Context, a emi.Account) ([]string, error) {
 	accounts := []string{a.Token}
 	if !a.Virtual {
 		virtuals, err := s.store.VirtualsOf(ctx, a.Token)
 		if err != nil {
-			return emi.Statement{}, err
+			return nil, err
 		}
 		for _, v := range virtuals {
 			accounts = append(accounts, v.Token)
 		}
 	}
-	var end time.Time
-	if !f.To.IsZero() {
-		end = f.To.AddDate(0, 0, 1)
+	return accounts, nil
+}
+
+// dayAfter is the exclusive end of a range ending on day to (zero for
+// an open end).
+func dayAfter(to time.Time) time.Time {
+	if to.IsZero() {
+		return to
 	}
+	return to.AddDate(0, 0, 1)
+}
+
+// statement reads the lines and the balances' figures of a.
+func (s *Accounts) statement(ctx context.Context, a emi.Account, f emi.StatementFilter) (emi.Statement, error) {
+	accounts, err := s.statementAccounts(ctx, a)
+	if err != nil {
+		return emi.Statement{}, err
+	}
+	return s.statementOn(ctx, a, accounts, f)
+}
+
+// statementOn reads the lines of accounts (a and, for a main account, its
+// virtual accounts) and the figures of a's balances.
+func (s *Accounts) statementOn(ctx context.Context, a emi.Account, accounts []string, f emi.StatementFilter) (emi.Statement, error) {
+	if s.statements == nil {
+		return emi.Statement{}, emi.ErrInternal.WithDetail("accounts: no statement store installed")
+	}
+	end := dayAfter(f.To)
 	lines, total, err := s.statements.StatementLines(ctx, accounts, f.From, end, f.Limit, (f.Page-1)*f.Limit)
 	if err != nil {
 		return emi.Statement{}, err

@@ -700,7 +700,7 @@ func TransferDetail(v TransferView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 64, "\" class=\"stack\"><p>The amount goes back to the source balance (to suspense if its account is terminated).</p><label>Reason <span class=\"hint\">(required, up to 140 characters)</span> <input type=\"text\" name=\"reason\" maxlength=\"140\" required value=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 64, "\" class=\"stack\"><p>The amount goes back to the source balance (to suspense if its account is terminated). The partner is told (transfer.returned), with the reason.</p><label>Reason <span class=\"hint\">(required, up to 140 characters; the partner sees it)</span> <input type=\"text\" name=\"reason\" maxlength=\"140\" required value=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -109,7 +108,7 @@ func (a *API) accountTransactions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, emi.ErrAccountValidation.WithFields(bad...))
 		return
 	}
-	sq := service.StatementQuery{From: strings.TrimSpace(q.Get("from")), To: strings.TrimSpace(q.Get("to")), Page: pathInt(r, "page"), Limit: pathInt(r, "limit")}
+	sq := service.StatementQuery{From: q.Get("from"), To: q.Get("to"), Page: pathInt(r, "page"), Limit: pathInt(r, "limit")}
 	st, err := a.d.Accounts.Statement(r.Context(), chi.URLParam(r, "account"), sq)
 	if err != nil {
 		writeError(w, r, err)

@@ -266,6 +266,9 @@ func TestStatementErrors(t *testing.T) {
 		{"limit 101", 1, 101, "", []string{"limit"}},
 		{"from not a date", 1, 10, "from=2026-13-01", []string{"from"}},
 		{"to without dashes", 1, 10, "to=20260101", []string{"to"}},
+		{"to a day that does not exist", 1, 10, "to=2026-02-30", []string{"to"}},
+		{"from before the year 1000", 1, 10, "from=0999-12-31", []string{"from"}},
+		{"from with a time", 1, 10, "from=2026-01-01T00:00:00Z", []string{"from"}},
 		{"from after to", 1, 10, "from=2026-02-02&to=2026-02-01", []string{"from"}},
 		{"unknown filter", 1, 10, "colour=red", []string{"colour"}},
 		{"repeated filter", 1, 10, "from=2026-01-01&from=2026-01-02", []string{"from"}},
@@ -277,8 +280,52 @@ func TestStatementErrors(t *testing.T) {
 			apptest.ExpectField(t, c.what, r, f)
 		}
 	}
+	// Dates are trimmed (by the service, once).
+	apptest.Expect(t, "padded dates", statement(t, env, p, acc, 1, 10, "from=%202026-01-01%20&to=%09"), 0, http.StatusOK)
 	// A bad filter on another partner's account is still a bad filter,
 	// and a good one still 13002.
 	apptest.Expect(t, "foreign, bad filter", statement(t, env, p, foreign, 1, 10, "colour=red"), 13001, http.StatusBadRequest)
 	apptest.Expect(t, "foreign, good filter", statement(t, env, p, foreign, 1, 10, "from=2026-01-01"), 13002, http.StatusNotFound)
+}
+
+// TestStatementReversalCounterparty: a reversal's lines flip the signs of
+// the transfer's, yet each side's reversal line still names the other side.
+func TestStatementReversalCounterparty(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	src, _, srcIBAN := openFunded(t, env, p, "account_eur", 5000)
+	other := validUser(p)
+	other["first_name"], other["last_name"] = "Ivo", "Petrov"
+	dstAcc := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": createUser(t, env, p, other)})
+	dst, dstIBAN := dstAcc.Data["token"].(string), balancesOf(dstAcc)[0]["iban"].(string)
+	sent := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create", map[string]any{
+		"source": map[string]any{"account": src}, "destination": map[string]any{"iban": dstIBAN}, "amount": "12.50", "currency": "EUR", "reference": "Wrong payee"})
+	apptest.Expect(t, "sent", sent, 0, http.StatusCreated)
+	transfer := sent.Data["token"].(string)
+	requester, approver := moneyStaff(), moneyStaff()
+	if err := env.App.Transfers.RequestReversal(requester, transfer, "Sent to the wrong customer"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.App.Transfers.DecideReversal(approver, transfer, true); err != nil {
+		t.Fatal(err)
+	}
+	srcLines := lines(statement(t, env, p, src, 1, 10, ""))
+	dstLines := lines(statement(t, env, p, dst, 1, 10, ""))
+	if len(srcLines) != 3 || len(dstLines) != 2 {
+		t.Fatalf("statements: source %v, destination %v", srcLines, dstLines)
+	}
+	checkRunning(t, srcLines, 0)
+	checkRunning(t, dstLines, 0)
+	// Newest first: the reversal, then the transfer, on both sides.
+	for i, want := range []string{"12.50", "-12.50"} {
+		if l := srcLines[i]; l["transfer"] != transfer || l["amount"] != want || cpOf(l)["name"] != "Ivo Petrov" || cpOf(l)["iban"] != dstIBAN {
+			t.Fatalf("source line %d names the wrong side: %v", i, l)
+		}
+	}
+	for i, want := range []string{"-12.50", "12.50"} {
+		if l := dstLines[i]; l["transfer"] != transfer || l["amount"] != want || cpOf(l)["name"] != "Mara Velikova" || cpOf(l)["iban"] != srcIBAN {
+			t.Fatalf("destination line %d names the wrong side: %v", i, l)
+		}
+	}
 }

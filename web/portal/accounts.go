@@ -247,6 +247,29 @@ func (p *Portal) staffNames(r *http.Request) map[string]string {
 	return out
 }
 
+// historyActor names who changed an account's status from the name the
+// store joined (a staff user's, or "partner API" for a key): the
+// signed-in user as "(you)", a partner's key (keys, for roles that see
+// partners' keys) by its key, a staff user linked for roles that see
+// staff.
+func historyActor(r *http.Request, id, name string, keys map[string]string) (string, string) {
+	if u := current(r); id != "" && u.ID == id {
+		return u.Name + " (you)", ""
+	}
+	if k, ok := keys[id]; ok {
+		return "partner API (key " + k + ")", ""
+	}
+	switch {
+	case id == "":
+		return "—", ""
+	case name == "":
+		return "staff or API key " + shortID(id), ""
+	case name != "partner API" && canDo(r, emi.PermViewStaff):
+		return name, "/backoffice/staff/" + id
+	}
+	return name, ""
+}
+
 // actorOf names who made a status change: a staff user (linked for roles
 // that see staff), the partner's API (for roles that see partners' keys),
 // or the actor's id.
@@ -293,7 +316,6 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 		p.renderError(w, r, err)
 		return
 	}
-	staff := p.staffNames(r)
 	keys := map[string]string{}
 	if canDo(r, emi.PermViewPartners) {
 		if _, ks, err := p.d.Partners.Get(ctx, a.PartnerID); err == nil {
@@ -332,12 +354,7 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 	for i := len(a.History) - 1; i >= 0; i-- {
 		h := a.History[i]
 		row := pages.StatusChangeRow{From: h.From, To: h.To, ToTone: accountTone(h.To), Reason: h.Reason, At: fmtTime(h.At)}
-		row.Actor, row.ActorHref = actorOf(r, h.Actor, staff, keys)
-		if _, known := staff[h.Actor]; !known && h.ActorName != "" && h.Actor != current(r).ID {
-			if _, key := keys[h.Actor]; !key {
-				row.Actor = h.ActorName
-			}
-		}
+		row.Actor, row.ActorHref = historyActor(r, h.Actor, h.ActorName, keys)
 		v.History = append(v.History, row)
 	}
 	if v.Virtuals, err = p.accountRows(r, a.Virtuals); err != nil {
@@ -346,13 +363,7 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 	}
 	me := current(r).ID
 	if t := a.PendingTermination; t != nil {
-		by, _ := actorOf(r, t.RequestedBy, staff, nil)
-		if _, known := staff[t.RequestedBy]; !known && t.RequestedBy != me {
-			by = t.RequestedByName
-			if by == "" {
-				by = "a colleague (staff " + shortID(t.RequestedBy) + ")"
-			}
-		}
+		by := staffName(r, t.RequestedBy, firstNonEmpty(t.RequestedByName, "a colleague (staff "+shortID(t.RequestedBy)+")"))
 		v.Pending = &pages.PendingTermination{By: by, Reason: t.Reason, Mine: t.RequestedBy == me}
 	}
 	if canDo(r, emi.PermManageAccounts) {

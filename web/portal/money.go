@@ -118,7 +118,6 @@ func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
 		{Label: "Open", Href: "/backoffice/suspense", Active: open},
 		{Label: "Resolved", Href: "/backoffice/suspense?status=resolved", Active: !open},
 	}}
-	staff := p.staffNames(r)
 	canResolve := canDo(r, emi.PermManageMoney)
 	now := p.d.Now()
 	for _, it := range items {
@@ -127,7 +126,7 @@ func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
 			Scheme: it.Scheme, Identifier: it.Identifier, Reference: it.Reference, Reason: it.Reason,
 			ReasonLabel: firstNonEmpty(suspenseReasons[it.Reason], it.Reason), Status: it.Status, CanResolve: canResolve && open,
 			ResolutionReason: it.ResolutionReason, ResolvedAt: fmtTimeOrEmpty(it.ResolvedAt)}
-		row.PayerDetails = payerDetails(it.Payer)
+		row.PayerDetails = counterpartyIdents(it.Payer)
 		if it.Account != "" && canDo(r, emi.PermViewAccounts) {
 			row.AccountHref = accountHref(it.Account)
 		}
@@ -142,7 +141,7 @@ func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
 			row.StatusTone = "warn"
 		}
 		if it.ResolvedBy != "" {
-			row.ResolvedBy = staffName(r, it.ResolvedBy, it.ResolvedByName, staff)
+			row.ResolvedBy = staffName(r, it.ResolvedBy, it.ResolvedByName)
 		}
 		v.Rows = append(v.Rows, row)
 	}
@@ -173,21 +172,6 @@ func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
 		v.Simulate = &pages.SimulateForm{Action: "/backoffice/suspense/simulate", Currencies: []string{"EUR", "GBP", "BGN"}}
 	}
 	p.renderPrivate(w, r, http.StatusOK, "Suspense", pages.Suspense(v))
-}
-
-// payerDetails lists what is known of a payer besides the name.
-func payerDetails(c emi.Counterparty) []string {
-	var out []string
-	if c.IBAN != "" {
-		out = append(out, "IBAN "+c.IBAN)
-	}
-	if c.AccountNumber != "" {
-		out = append(out, fmtSortCode(c.SortCode)+" "+c.AccountNumber)
-	}
-	if c.CardLast4 != "" {
-		out = append(out, "card •••• "+c.CardLast4)
-	}
-	return out
 }
 
 // suspenseItem is the item of an action, or "" after answering 404.
@@ -341,14 +325,13 @@ func (p *Portal) adjustments(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, err)
 		return
 	}
-	staff := p.staffNames(r)
 	p.renderPrivate(w, r, http.StatusOK, "Adjustments", pages.Adjustments(pages.AdjustmentsView{
-		Pending: p.adjustmentRows(r, pending, staff), Decided: p.adjustmentRows(r, decided, staff)}))
+		Pending: p.adjustmentRows(r, pending), Decided: p.adjustmentRows(r, decided)}))
 }
 
 // adjustmentRows lays out adjustment requests with the actions the
 // signed-in user may take.
-func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment, staff map[string]string) []pages.AdjustmentRow {
+func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment) []pages.AdjustmentRow {
 	me := current(r).ID
 	manage := canDo(r, emi.PermManageMoney)
 	rows := make([]pages.AdjustmentRow, len(list))
@@ -359,9 +342,9 @@ func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment, staff ma
 		if canDo(r, emi.PermViewAccounts) {
 			row.AccountHref = accountHref(a.Account)
 		}
-		row.RequestedBy = staffName(r, a.RequestedBy, a.RequestedByName, staff)
+		row.RequestedBy = staffName(r, a.RequestedBy, a.RequestedByName)
 		if a.DecidedBy != "" {
-			row.DecidedBy = staffName(r, a.DecidedBy, a.DecidedByName, staff)
+			row.DecidedBy = staffName(r, a.DecidedBy, a.DecidedByName)
 		}
 		row.StatusTone = map[string]string{emi.AdjustmentApproved: "ok", emi.AdjustmentRejected: "bad"}[a.Status]
 		if a.Status == emi.AdjustmentPending && manage {
@@ -372,11 +355,11 @@ func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment, staff ma
 	return rows
 }
 
-// staffName names a staff member: the signed-in user as "you", else the
-// name the store joined.
-func staffName(r *http.Request, id, name string, staff map[string]string) string {
-	if n, _ := actorOf(r, id, staff, nil); !strings.HasPrefix(n, "staff or API key") {
-		return n
+// staffName names a staff member: the signed-in user as "(you)", else
+// the name the store joined (no list of the staff is read).
+func staffName(r *http.Request, id, name string) string {
+	if u := current(r); id != "" && u.ID == id {
+		return u.Name + " (you)"
 	}
 	return firstNonEmpty(name, "staff "+shortID(id))
 }
@@ -450,7 +433,7 @@ func (p *Portal) accountMoney(r *http.Request, a service.AccountView) (*pages.Ac
 	if err != nil {
 		return nil, err
 	}
-	m := &pages.AccountMoney{Base: accountHref(a.Token), Pending: p.adjustmentRows(r, pending, p.staffNames(r))}
+	m := &pages.AccountMoney{Base: accountHref(a.Token), Pending: p.adjustmentRows(r, pending)}
 	for i := range m.Pending {
 		m.Pending[i].Back = accountHref(a.Token)
 	}

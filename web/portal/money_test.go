@@ -172,6 +172,14 @@ func TestAdjustmentPages(t *testing.T) {
 	p = a.cs.Post(t, accountHref(a.virtualTok)+"/incoming", url.Values{"scheme": {"card"}, "amount": {"1.00"}, "currency": {"EUR"},
 		"payer_name": {"Mara"}, "payer_card_last4": {"4242"}, "to": {"account:" + a.virtualTok}})
 	contains(t, "virtual top-up", follow(t, a.cs, p), "Credited: 1.00 EUR to account "+a.virtualTok)
+	// The card shows on the transfer's page and on the statement.
+	var topUp string
+	if err := a.env.App.DB.Get(&topUp, `SELECT token::text FROM transfers WHERE type = 'incoming' AND destination_account = $1`,
+		a.virtualTok); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "card top-up's page", a.cs.Get(t, "/backoffice/transfers/"+topUp), "Source (external)", "card •••• 4242", ">Mara<")
+	contains(t, "card top-up on the statement", a.cs.Get(t, accountHref(a.virtualTok)), "card •••• 4242")
 
 	request := func(b *apptest.Browser, dir, amount, reason string) apptest.Page {
 		return follow(t, b, b.Post(t, acc+"/adjustments", url.Values{"direction": {dir}, "currency": {"EUR"}, "amount": {amount}, "reason": {reason}}))

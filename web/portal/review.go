@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -384,11 +385,17 @@ func (p *Portal) reviewQueueCSV(w http.ResponseWriter, r *http.Request) {
 	writeCSV(w, name, out)
 }
 
+// amountCell matches the amounts emi writes (FormatMinor): exact numbers,
+// which a spreadsheet reads as numbers, never as formulas.
+var amountCell = regexp.MustCompile(`^-?[0-9]+\.[0-9]{2}$`)
+
 // csvCell defuses a cell a spreadsheet would run as a formula (CSV
 // injection): one starting with =, +, -, @, a tab or a carriage return is
-// prefixed with an apostrophe.
+// prefixed with an apostrophe. An exact decimal amount as emi writes it
+// (-12.50) is a number, not a formula, and stays as it is, so a debit keeps
+// its minus sign.
 func csvCell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) && !amountCell.MatchString(s) {
 		return "'" + s
 	}
 	return s
@@ -399,6 +406,8 @@ func writeCSV(w http.ResponseWriter, name string, rows [][]string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/csv; charset=utf-8")
 	h.Set("Content-Disposition", `attachment; filename="`+safeFileName(strings.TrimSuffix(name, ".csv"))+`.csv"`)
+	// An export is personal data: no cache keeps a copy.
+	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	cw := csv.NewWriter(w)
 	for _, row := range rows {

@@ -1,10 +1,8 @@
 package portal
 
 import (
-	"encoding/csv"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -52,17 +50,25 @@ var txnKindLabels = map[string]string{
 
 func txnKindLabel(k string) string { return firstNonEmpty(txnKindLabels[k], k) }
 
-// counterpartyIdent is how a statement shows the other side's
-// identifiers: an IBAN, or a sort code and account number.
-func counterpartyIdent(c emi.Counterparty) string {
+// counterpartyIdents lists what is known of a side besides its name: its
+// IBAN, its sort code and account number, the last four digits of the card
+// of a card top-up (a statement's other side, a suspense item's payer).
+func counterpartyIdents(c emi.Counterparty) []string {
+	var out []string
 	if c.IBAN != "" {
-		return c.IBAN
+		out = append(out, "IBAN "+c.IBAN)
 	}
 	if c.AccountNumber != "" {
-		return fmtSortCode(c.SortCode) + " " + c.AccountNumber
+		out = append(out, fmtSortCode(c.SortCode)+" "+c.AccountNumber)
 	}
-	return ""
+	if c.CardLast4 != "" {
+		out = append(out, cardLast4(c.CardLast4))
+	}
+	return out
 }
+
+// cardLast4 shows the last four digits of a card.
+func cardLast4(last4 string) string { return "card •••• " + last4 }
 
 // statementLink is the account page showing the statement's page n of
 // the range.
@@ -88,11 +94,11 @@ func statementLink(account, from, to string, n int) string {
 // refused (its errors are in the view).
 func (p *Portal) accountStatement(r *http.Request, a service.AccountView) (v *pages.StatementView, invalid bool, err error) {
 	q := r.URL.Query()
-	from, to := strings.TrimSpace(q.Get("from")), strings.TrimSpace(q.Get("to"))
+	from, to := q.Get("from"), q.Get("to") // the service trims them
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = min(max(page, 1), maxAccountPage)
 	v = &pages.StatementView{Action: accountHref(a.Token), From: from, To: to, OnMain: !a.Virtual}
-	st, err := p.d.Accounts.StaffStatement(r.Context(), a.Token, service.StatementQuery{From: from, To: to, Page: page, Limit: statementPerPage})
+	st, err := p.d.Accounts.StaffStatementOf(r.Context(), a, service.StatementQuery{From: from, To: to, Page: page, Limit: statementPerPage})
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
 			return nil, false, err
@@ -117,7 +123,7 @@ func (p *Portal) accountStatement(r *http.Request, a service.AccountView) (v *pa
 	}
 	for _, l := range st.Lines {
 		line := pages.StatementLine{At: fmtTime(l.CreatedAt), Type: txnKindLabel(l.Kind), Reference: l.Reference,
-			Counterparty: l.Counterparty.Name, CounterpartyIdent: counterpartyIdent(l.Counterparty), Amount: emi.FormatMinor(l.Amount),
+			Counterparty: l.Counterparty.Name, CounterpartyIdent: strings.Join(counterpartyIdents(l.Counterparty), " · "), Amount: emi.FormatMinor(l.Amount),
 			BalanceAfter: emi.FormatMinor(l.BalanceAfter), Currency: l.Currency, Credit: l.Amount > 0}
 		if l.Transfer != "" {
 			line.Transfer, line.TransferHref = shortID(l.Transfer), transferHref(l.Transfer)
@@ -141,23 +147,18 @@ func (p *Portal) accountStatement(r *http.Request, a service.AccountView) (v *pa
 	return v, false, nil
 }
 
-// amountCell matches the amounts emi writes (FormatMinor): exact numbers,
-// which a spreadsheet reads as numbers, never as formulas.
-var amountCell = regexp.MustCompile(`^-?[0-9]+\.[0-9]{2}$`)
-
 // accountStatementCSV (GET /accounts/{account}/statement.csv?from=&to=)
-// exports the statement's lines in the range, audited by the service.
-// Every text cell is defused against formula injection (csvCell: a cell
-// starting with = + - @ tab or CR gets a leading apostrophe); the amount
-// columns, which emi writes itself as exact decimals, stay numbers, so a
-// debit keeps its minus sign.
+// exports the statement's lines in the range, audited by the service,
+// through writeCSV (every text cell defused; emi's own amounts stay
+// numbers). An export cut short at service.MaxStatementExport lines ends
+// with a line saying so.
 func (p *Portal) accountStatementCSV(w http.ResponseWriter, r *http.Request) {
 	token := p.accountToken(w, r)
 	if token == "" {
 		return
 	}
 	q := r.URL.Query()
-	from, to := strings.TrimSpace(q.Get("from")), strings.TrimSpace(q.Get("to"))
+	from, to := q.Get("from"), q.Get("to")
 	st, err := p.d.Accounts.StaffStatementExport(r.Context(), token, from, to)
 	if err != nil {
 		p.renderError(w, r, err)
@@ -170,28 +171,14 @@ func (p *Portal) accountStatementCSV(w http.ResponseWriter, r *http.Request) {
 			l.Balance, l.Reference, l.Counterparty.Name, l.Counterparty.IBAN, l.Counterparty.AccountNumber, l.Counterparty.SortCode,
 			l.Currency, emi.FormatMinor(l.Amount), emi.FormatMinor(l.BalanceAfter)})
 	}
-	name := "statement-" + token[:8] + "-" + firstNonEmpty(from, "start") + "-" + firstNonEmpty(to, "now")
-	h := w.Header()
-	h.Set("Content-Type", "text/csv; charset=utf-8")
-	h.Set("Content-Disposition", `attachment; filename="`+safeFileName(name)+`.csv"`)
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	cw := csv.NewWriter(w)
-	amounts := len(rows[0]) - 2
-	for i, row := range rows {
-		cells := make([]string, len(row))
-		for j, c := range row {
-			if i > 0 && j >= amounts && amountCell.MatchString(c) {
-				cells[j] = c
-				continue
-			}
-			cells[j] = csvCell(c)
-		}
-		if err := cw.Write(cells); err != nil {
-			return
-		}
+	if st.Truncated {
+		last := make([]string, len(rows[0]))
+		last[0], last[1] = "truncated", "The export stops at the newest "+strconv.Itoa(len(st.Lines))+
+			" lines; export a shorter date range for the older ones."
+		rows = append(rows, last)
 	}
-	cw.Flush()
+	name := "statement-" + token[:8] + "-" + firstNonEmpty(strings.TrimSpace(from), "start") + "-" + firstNonEmpty(strings.TrimSpace(to), "now")
+	writeCSV(w, name, rows)
 }
 
 // transferForm keeps a refused return's input.
@@ -272,8 +259,8 @@ func (p *Portal) renderTransferPage(w http.ResponseWriter, r *http.Request, stat
 		v.Reversal = rv
 	}
 	if p.d.Sandbox && t.Type == emi.TransferOutgoing && canDo(r, emi.PermManageAccounts) {
-		act := &pages.TransferActions{Base: transferHref(t.Token), CanComplete: t.Status == emi.TransferPending,
-			CanReturn: t.Status != emi.TransferReturned}
+		act := &pages.TransferActions{Base: transferHref(t.Token), CanComplete: t.CanComplete(),
+			CanReturn: t.CanReturn()}
 		if f != nil && !f.reversal {
 			act.Reason, act.Errs = f.reason, f.errs
 		}
@@ -298,6 +285,9 @@ func (p *Portal) transferSide(r *http.Request, title, account, balance, ibanOf s
 		add("BIC", c.BIC, true)
 		add("Sort code", fmtSortCode(c.SortCode), true)
 		add("Account number", c.AccountNumber, true)
+		if c.CardLast4 != "" {
+			add("Card", cardLast4(c.CardLast4), true)
+		}
 		add("Scheme", c.Scheme, false)
 		return s, nil
 	}

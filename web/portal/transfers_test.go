@@ -13,6 +13,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
+	"emi/internal/service"
 )
 
 var statementLineRe = regexp.MustCompile(`data-testid="statement-line"`)
@@ -232,7 +233,7 @@ func TestTransferPage(t *testing.T) {
 	contains(t, "pending payment", pg, `class="badge warn">pending<`, "12.50 EUR", "Invoice 7", "Destination (external)", "Acme GmbH",
 		"DE89370400440532013000", ">sepa<", `href="/backoffice/accounts/`+a.eurTok+`"`, ">Mara Velikova<", balance(a.eur, "iban"),
 		`data-testid="transfer-entry"`, ">outgoing_clearing<", ">-12.50 EUR<", ">12.50 EUR<", ">87.50<", ">transfer.create_outgoing<",
-		`data-testid="transfer-complete"`, `data-testid="transfer-return"`)
+		`data-testid="transfer-complete"`, `data-testid="transfer-return"`, "the partner sees it", "The partner is told (transfer.returned), with the reason.")
 	if n := strings.Count(pg.Body, `data-testid="transfer-entry"`); n != 2 {
 		t.Fatalf("%d entries", n)
 	}
@@ -399,4 +400,37 @@ func TestTransferReversalFourEyes(t *testing.T) {
 	}
 	pg = follow(t, second, second.Post(t, page2+"/reversal/approve", url.Values{}))
 	contains(t, "spent", pg, portalMessage(emi.ErrInsufficientFunds), `data-testid="pending-reversal"`)
+}
+
+// TestAccountStatementCSVTruncated: an export cut short at its cap says
+// so on its last line (and in its audit row). Not parallel: it lowers
+// service.MaxStatementExport, which parallel tests only read after it is
+// restored.
+func TestAccountStatementCSVTruncated(t *testing.T) {
+	saved := service.MaxStatementExport
+	service.MaxStatementExport = 2
+	t.Cleanup(func() { service.MaxStatementExport = saved })
+	a := newAccountsEnv(t)
+	bal := balance(a.eur, "token")
+	csvPath := "/backoffice/accounts/" + a.eurTok + "/statement.csv"
+	a.env.Fund(t, a.eurTok, bal, "EUR", 100)
+	a.env.Fund(t, a.eurTok, bal, "EUR", 200)
+	pg := a.cs.Get(t, csvPath)
+	rows, err := csv.NewReader(strings.NewReader(pg.Body)).ReadAll()
+	if err != nil || len(rows) != 3 || rows[1][len(rows[1])-1] != "3.00" || pg.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("export at the cap: %q %v", rows, err)
+	}
+	a.env.Fund(t, a.eurTok, bal, "EUR", 300)
+	pg = a.cs.Get(t, csvPath)
+	rows, err = csv.NewReader(strings.NewReader(pg.Body)).ReadAll()
+	if err != nil || len(rows) != 4 || rows[1][len(rows[1])-1] != "6.00" || rows[2][len(rows[2])-1] != "3.00" ||
+		rows[3][0] != "truncated" || !strings.Contains(rows[3][1], "newest 2 lines") {
+		t.Fatalf("export past the cap: %q %v", rows, err)
+	}
+	var audits []string
+	if err := a.env.App.DB.Select(&audits, `SELECT changes::text FROM audit_log WHERE action = 'account.statement_export' AND resource_token = $1
+		ORDER BY id`, a.eurTok); err != nil || len(audits) != 2 || !strings.Contains(audits[0], `"truncated": false`) ||
+		!strings.Contains(audits[1], `"truncated": true`) || !strings.Contains(audits[1], `"lines": 2`) {
+		t.Fatalf("export audit: %v %v", audits, err)
+	}
 }
