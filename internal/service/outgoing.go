@@ -391,7 +391,7 @@ func (s *Transfers) settle(ctx context.Context, token, partnerID, action, reason
 		)
 		switch action {
 		case settleComplete:
-			if t.Status != emi.TransferPending {
+			if !t.CanComplete() {
 				return emi.ErrTransferInvalidTransition.WithDetail("complete a %s transfer", t.Status)
 			}
 			if err := s.store.SetTransferStatus(ctx, t.Token, emi.TransferCompleted); err != nil {
@@ -399,7 +399,7 @@ func (s *Transfers) settle(ctx context.Context, token, partnerID, action, reason
 			}
 			event = emi.EventTransferCompleted
 		default:
-			if t.Status == emi.TransferReturned {
+			if !t.CanReturn() {
 				return emi.ErrTransferInvalidTransition.WithDetail("return a returned transfer")
 			}
 			credit, err := s.returnCredit(ctx, t)
