@@ -247,7 +247,6 @@ func (e *hookEnv) delivery(t *testing.T, eventID string) emi.WebhookDelivery {
 	panic("unreachable")
 }
 
-// waitFor polls cond until it holds or 10 s pass.
 // waitFor polls cond until it holds. The deadline only bounds a hang: a
 // healthy run returns as soon as cond holds, and a loaded CI machine
 // (every package's tests under -race at once) can take far longer than a
