@@ -35,13 +35,24 @@ type ledgerRig struct {
 	balances []string
 	apiKey   string
 	secret   string
+	partner  string       // the partner of the accounts and the key
 	base     atomic.Value // string: the running server's URL
 }
 
 func newLedgerRig(t *testing.T, accounts int, opening int64) *ledgerRig {
 	t.Helper()
-	r := &ledgerRig{vars: map[string]string{"DATABASE_URL": pgtest.URL(t), "EMI_MASTER_KEY": newKey(),
+	return newLedgerRigOn(t, pgtest.URL(t), accounts, opening, nil)
+}
+
+// newLedgerRigOn builds a ledgerRig on the database at dbURL; extra
+// overrides or adds environment variables of the processes it runs.
+func newLedgerRigOn(t *testing.T, dbURL string, accounts int, opening int64, extra map[string]string) *ledgerRig {
+	t.Helper()
+	r := &ledgerRig{vars: map[string]string{"DATABASE_URL": dbURL, "EMI_MASTER_KEY": newKey(),
 		"EMI_MODE": "sandbox", "EMI_ADDR": "127.0.0.1:0", "EMI_RATE_LIMIT": "0", "EMI_LOG_LEVEL": "error"}}
+	for k, v := range extra {
+		r.vars[k] = v
+	}
 	for _, args := range [][]string{{"migrate"}, {"seed"}, {"generate", "accounts", "--count", strconv.Itoa(accounts)}} {
 		if _, stderr, err := runCmd(t, r.vars, args...); err != nil {
 			t.Fatalf("emi %v: %v\n%s", args, err, stderr)
@@ -73,7 +84,8 @@ func newLedgerRig(t *testing.T, accounts int, opening int64) *ledgerRig {
 			t.Fatal(err)
 		}
 	}
-	k, err := r.a.Partners.CreateKey(ctx, rows[0].Partner)
+	r.partner = rows[0].Partner
+	k, err := r.a.Partners.CreateKey(ctx, r.partner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,28 +102,80 @@ var servingOn = regexp.MustCompile(`serving on (http://\S+)`)
 // serve starts `emi serve` and publishes its URL once it serves.
 func (r *ledgerRig) serve(t *testing.T) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(r.bin, "serve")
-	for k, v := range r.vars {
+	cmd, base := startServe(t, r.bin, r.vars, nil)
+	r.base.Store(base)
+	return cmd
+}
+
+// startServe starts `emi serve` with vars and returns the process and its
+// URL once it serves. Everything it writes to stdout and stderr goes to
+// logs (kept in memory when logs is nil). The process is killed when the
+// test ends.
+func startServe(t *testing.T, bin string, vars map[string]string, logs io.Writer) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, "serve")
+	for k, v := range vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"))
+	if logs == nil {
+		logs = &syncBuffer{}
+	}
 	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var stderr syncBuffer
+	cmd.Stderr = io.MultiWriter(&stderr, logs)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
+		_, _ = fmt.Fprintln(logs, sc.Text())
 		if m := servingOn.FindStringSubmatch(sc.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			r.base.Store(m[1])
-			return cmd
+			go func() { _, _ = io.Copy(logs, stdout) }()
+			return cmd, m[1]
 		}
 	}
 	t.Fatalf("emi serve did not start: %s", stderr.String())
-	return nil
+	return nil, ""
+}
+
+// signer signs partner API requests so that each attempt's signature is
+// new (a signature is single-use across instances): it picks a timestamp
+// within the accepted window (15 s either way) that has not signed the
+// same operation and body before.
+type signer struct {
+	apiKey, secret string
+	used           map[string]bool
+}
+
+func newSigner(apiKey, secret string) *signer {
+	return &signer{apiKey: apiKey, secret: secret, used: map[string]bool{}}
+}
+
+// sign sets the authentication headers of req, or reports false when every
+// timestamp of the window near now was used (wait a second and retry).
+func (s *signer) sign(req *http.Request, op string, body []byte) bool {
+	now := time.Now().Unix()
+	// now, then up to 10 s back, then up to 10 s ahead: all inside the
+	// window on one machine's clock.
+	for i := int64(0); i <= 20; i++ {
+		off := i
+		if i > 10 {
+			off = 10 - i
+		}
+		ts := strconv.FormatInt(now-off, 10)
+		sig := service.Signature([]byte(s.secret), s.apiKey, ts, op, body)
+		if s.used[sig] {
+			continue
+		}
+		s.used[sig] = true
+		req.Header.Set("x-api-key", s.apiKey)
+		req.Header.Set("x-timestamp", ts)
+		req.Header.Set("x-hash", sig)
+		return true
+	}
+	return false
 }
 
 // transfer sends transfer i with its Idempotency-Key until it gets a
@@ -121,28 +185,16 @@ func (r *ledgerRig) serve(t *testing.T) *exec.Cmd {
 // connections were cut) and 10409 (the first attempt is still in flight)
 // are retried. Returns the final code and how many attempts it took.
 func (r *ledgerRig) transfer(client *http.Client, i int, body []byte, deadline time.Time) (code int, attempts int) {
-	used := map[int64]bool{}
+	sg := newSigner(r.apiKey, r.secret)
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
-		// A timestamp this key has not signed with, within the accepted
-		// window (15 s), makes each attempt's signature new.
-		now := time.Now().Unix()
-		off := int64(0)
-		for used[now-off] && off < 10 {
-			off++
-		}
-		if used[now-off] {
+		base, _ := r.base.Load().(string)
+		req, _ := http.NewRequest(http.MethodPost, base+"/v2/transfers", bytes.NewReader(body))
+		if !sg.sign(req, "transfer_create", body) {
 			time.Sleep(time.Second)
 			continue
 		}
-		used[now-off] = true
-		ts := strconv.FormatInt(now-off, 10)
-		base, _ := r.base.Load().(string)
-		req, _ := http.NewRequest(http.MethodPost, base+"/v2/transfers", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", fmt.Sprintf("l6-%d", i))
-		req.Header.Set("x-api-key", r.apiKey)
-		req.Header.Set("x-timestamp", ts)
-		req.Header.Set("x-hash", service.Signature([]byte(r.secret), r.apiKey, ts, "transfer_create", body))
 		res, err := client.Do(req)
 		if err != nil {
 			time.Sleep(100 * time.Millisecond)
