@@ -137,6 +137,7 @@ type attempt struct {
 type poll struct {
 	start, end time.Time
 	status     int
+	reason     string
 }
 
 // answer is a definitive answer to a request.
@@ -334,9 +335,12 @@ func (f *faultRun) pollHealth(stop <-chan struct{}, wg *sync.WaitGroup) {
 				base, _ := f.inst[i].base.Load().(string)
 				p := poll{start: time.Now()}
 				if res, err := hc.Get(base + "/healthz"); err == nil {
-					_, _ = io.Copy(io.Discard, res.Body)
+					var body struct {
+						Reason string `json:"reason"`
+					}
+					_ = json.NewDecoder(res.Body).Decode(&body)
 					res.Body.Close()
-					p.status = res.StatusCode
+					p.status, p.reason = res.StatusCode, body.Reason
 				}
 				p.end = time.Now()
 				f.mu.Lock()
@@ -415,7 +419,8 @@ func (f *faultRun) unhealthyWindow(p phase, inst int) time.Duration {
 }
 
 // timeline is the /healthz status runs of inst during the phase, times in
-// seconds from the fault's start ("0" is no answer).
+// seconds from the fault's start ("0" is no answer), with the reason and
+// the answer time of the first poll of a run of 503s.
 func (f *faultRun) timeline(p phase, inst int) string {
 	var b strings.Builder
 	last := -1
@@ -425,6 +430,9 @@ func (f *faultRun) timeline(p phase, inst int) string {
 		}
 		if q.status != last {
 			fmt.Fprintf(&b, " %+.1fs:%d", q.start.Sub(p.start).Seconds(), q.status)
+			if q.reason != "" {
+				fmt.Fprintf(&b, "(%s, answered in %.1fs)", q.reason, q.end.Sub(q.start).Seconds())
+			}
 			last = q.status
 		}
 	}

@@ -12,12 +12,18 @@ import (
 )
 
 // provider builds the goose provider over the embedded migrations. goose runs
-// each SQL migration in its own transaction and takes a session advisory
-// lock, so two processes migrating at once do not collide.
-func (db *DB) provider() (*goose.Provider, error) {
+// each SQL migration in its own transaction; with locked it takes a session
+// advisory lock, so two processes migrating at once do not collide. Reading
+// the version needs no lock: goose would take it for that too, and every
+// /healthz of every instance would queue on it (its locker retries every
+// 5 s), answering 503 while the database is fine.
+func (db *DB) provider(locked bool) (*goose.Provider, error) {
 	sub, err := fs.Sub(migrations.FS, ".")
 	if err != nil {
 		return nil, err
+	}
+	if !locked {
+		return goose.NewProvider(goose.DialectPostgres, db.DB.DB, sub)
 	}
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
@@ -29,7 +35,7 @@ func (db *DB) provider() (*goose.Provider, error) {
 // Migrate applies every pending migration and returns how many it applied.
 // Applying them again is a no-op.
 func (db *DB) Migrate(ctx context.Context) (int, error) {
-	p, err := db.provider()
+	p, err := db.provider(true)
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)
 	}
@@ -43,7 +49,7 @@ func (db *DB) Migrate(ctx context.Context) (int, error) {
 // SchemaVersion returns the version the database is at and the newest
 // version this binary embeds.
 func (db *DB) SchemaVersion(ctx context.Context) (current, latest int64, err error) {
-	p, err := db.provider()
+	p, err := db.provider(false)
 	if err != nil {
 		return 0, 0, fmt.Errorf("migrations: %w", err)
 	}
