@@ -85,15 +85,19 @@ TEST_PARALLEL ?= 4
 # The ledger load tests (L1: 10,000 transfers, L3: hot accounts) send fewer
 # transfers under -race; make test runs them again at full size without it.
 LEDGER_LOAD_TESTS = ^TestLedger(ConservationUnderLoad|HotAccounts)$$
+# go test's default -timeout (10 minutes) is per package binary: web/api
+# alone needs 4-6 minutes on 2 quiet cores and crossed 10 when the machine
+# was shared, so the bound is set well above (CI's budget is 90 minutes).
+TEST_TIMEOUT ?= 40m
 
 test: race-deps ## Run all tests with -race against the local PostgreSQL (PKG=, TESTFLAGS=-v)
 	@admin=$${EMI_TEST_ADMIN_URL:-}; \
 	if [ -z "$$admin" ]; then admin=$$($(PG)); fi; \
-	echo "$(GO) test -race -count=1 -parallel $(TEST_PARALLEL) $(TESTFLAGS) $(PKG)"; \
-	EMI_TEST_ADMIN_URL="$$admin" $(GO) test -race -count=1 -parallel $(TEST_PARALLEL) $(TESTFLAGS) $(PKG) && \
+	echo "$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(TESTFLAGS) $(PKG)"; \
+	EMI_TEST_ADMIN_URL="$$admin" $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(TESTFLAGS) $(PKG) && \
 	if [ "$(PKG)" = "./..." ]; then \
 	  echo "$(GO) test -count=1 -run '$(LEDGER_LOAD_TESTS)' $(TESTFLAGS) ./web/api/   # full size, without -race"; \
-	  EMI_TEST_ADMIN_URL="$$admin" $(GO) test -count=1 -run '$(LEDGER_LOAD_TESTS)' $(TESTFLAGS) ./web/api/; \
+	  EMI_TEST_ADMIN_URL="$$admin" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(LEDGER_LOAD_TESTS)' $(TESTFLAGS) ./web/api/; \
 	fi
 
 # -race needs cgo, so a C compiler: install it when root on Debian.
