@@ -64,8 +64,6 @@ type proxyRecord struct {
 	code        int
 }
 
-type instanceKey struct{}
-
 func newRRProxy(t *testing.T) *rrProxy {
 	p := &rrProxy{seen: map[string]bool{}}
 	rp := &httputil.ReverseProxy{
@@ -389,6 +387,7 @@ func TestMultiInstance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs several emi serve processes")
 	}
+	t.Parallel()
 	n := 2
 	if soak() {
 		n = 4
@@ -779,6 +778,7 @@ func TestConformanceOverSeveralInstances(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the conformance suite against several emi serve processes")
 	}
+	t.Parallel()
 	dir := conformanceDir()
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
 		t.Skipf("no conformance suite at %s (set EMI_CONFORMANCE_DIR to run it): %v", dir, err)
