@@ -53,7 +53,8 @@ help: ## Show this help (the default target)
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 	@echo
 	@echo 'Variables: EMI_ADDR (127.0.0.1:8080), EMI_PUBLIC_URL, EMI_DB_NAME (emi) for run;'
-	@echo '  PKG (./...) and TESTFLAGS for test; FUZZTIME (60s) for fuzz; PG_ADMIN_URL or'
+	@echo '  PKG (./...) and TESTFLAGS for test; FUZZTIME (60s) for fuzz; INSTANCES (2), SHARED'
+	@echo '  (../shared) and CONFORMANCE_FLAGS for conformance; PG_ADMIN_URL or'
 	@echo '  EMI_PG_PORT (54329) to choose the PostgreSQL server; VERSION ($(VERSION)).'
 
 build: ## Build bin/emi from ./cmd/emi
@@ -169,10 +170,25 @@ templ-check:
 	if [ $$status -ne 0 ]; then exit 1; fi; \
 	echo 'templ: formatted, and generated code is up to date'
 
-conformance: ## Run the black-box conformance suite (../shared/conformance) on a fresh database
-	@for t in curl psql; do command -v $$t >/dev/null 2>&1 || { echo "make: the conformance suite needs $$t (apt-get install curl postgresql-client)" >&2; exit 1; }; done; \
-	admin=$$($(PG)); \
-	PG_ADMIN_URL="$$admin" $(SHARED)/conformance/run.sh . $(CONFORMANCE_FLAGS)
+# INSTANCES=2 (the default) runs the suite through a round-robin proxy in
+# front of that many `emi serve` processes on one database
+# (TestConformanceOverSeveralInstances in cmd/emi); INSTANCES=1 runs the
+# suite's own run.sh against one. CONFORMANCE_FLAGS are go test flags for
+# the suite (-run TestCard).
+INSTANCES ?= 2
+conformance: ## Run the black-box conformance suite (../shared/conformance) on a fresh database; INSTANCES=2 (default) behind a round-robin proxy, INSTANCES=1 with run.sh
+	@if [ "$(INSTANCES)" = 1 ]; then \
+	  for t in curl psql; do command -v $$t >/dev/null 2>&1 || { echo "make: the conformance suite needs $$t (apt-get install curl postgresql-client)" >&2; exit 1; }; done; \
+	  admin=$$($(PG)); \
+	  PG_ADMIN_URL="$$admin" $(SHARED)/conformance/run.sh . $(CONFORMANCE_FLAGS); \
+	else \
+	  [ -f $(SHARED)/conformance/go.mod ] || { echo "make: no conformance suite at $(SHARED)/conformance (SHARED=path)" >&2; exit 1; }; \
+	  admin=$${EMI_TEST_ADMIN_URL:-}; \
+	  if [ -z "$$admin" ]; then admin=$$($(PG)); fi; \
+	  echo "$(GO) test -count=1 -v -timeout 20m -run '^TestConformanceOverSeveralInstances$$' ./cmd/emi/   # $(INSTANCES) instances"; \
+	  EMI_TEST_ADMIN_URL="$$admin" EMI_CONFORMANCE_DIR="$(abspath $(SHARED))/conformance" EMI_CONFORMANCE_INSTANCES=$(INSTANCES) \
+	    EMI_CONFORMANCE_FLAGS='$(CONFORMANCE_FLAGS)' $(GO) test -count=1 -v -timeout 20m -run '^TestConformanceOverSeveralInstances$$' ./cmd/emi/; \
+	fi
 
 fuzz: ## Run each Go fuzz target for FUZZTIME (default 60s), one after the other
 	@targets=$$($(GO) test -list '^Fuzz' ./... | awk '/^Fuzz/ {names[n++] = $$1; next} /^ok/ {for (i = 0; i < n; i++) print $$2 "," names[i]} {n = 0}'); \
