@@ -174,9 +174,9 @@ func (h *harness) flow(name string) (flow, error) {
 		}
 		return single(name, func(n int64) (string, string, string, []byte) {
 			var from, to string
-			switch bs, cold := fx.balances, fx.balances[1:min(len(fx.balances), fx.cold+1)]; name {
+			switch cold := fx.balances[1:min(len(fx.balances), fx.cold+1)]; name {
 			case "transfer":
-				bs = fx.balances[:min(len(fx.balances), fx.pairs)]
+				bs := fx.balances[:min(len(fx.balances), fx.pairs)]
 				f := mix(n, 0) % len(bs)
 				t := (f + 1 + mix(n, 20)%(len(bs)-1)) % len(bs)
 				from, to = bs[f], bs[t]
@@ -266,8 +266,8 @@ func letters(n int64) string {
 }
 
 // people creates a user, screens the person (aml_check) and starts KYC.
-func (h *harness) people(ctx context.Context, c *caller, n int64) error {
-	n = h.seq.Add(1)
+func (h *harness) people(ctx context.Context, c *caller, _ int64) error {
+	n := h.seq.Add(1)
 	first, last := "Lorna", "Quist"+letters(n)
 	u, err := c.do(ctx, http.MethodPost, "/v2/users", "user_create", fmt.Appendf(nil,
 		`{"first_name":"%s","last_name":"%s","email":"load.%s.%d@people.example","birthday":"1990-04-12","nationality":"BG"}`, first, last, h.tag, n))

@@ -214,10 +214,10 @@ func TestRenderReport(t *testing.T) {
 	r := report{Date: time.Date(2026, 11, 23, 1, 2, 0, 0, time.UTC), Duration: 10 * time.Second,
 		Machine: machine{CPU: "Xeon", Cores: "2", Memory: "8.0 GiB", OS: "Debian", Go: "go1.26", Postgres: "PostgreSQL 15.18"},
 		Setup:   []string{"$TMP/emi migrate"}, Results: []Result{single, mixed}, Sources: []string{"issue 2", "issue 11"},
-		Commands: []string{"emi-load -op partner_details -c 32", "emi-load -op mixed -rate 100"},
-		GoCmds:   []string{"go test -bench . ./internal/seal/"},
-		GoBench:  []goBench{{Pkg: "emi/internal/seal", Name: "BenchmarkSeal16-2", N: "500000", Metrics: [][2]string{{"2100", "ns/op"}, {"64", "B/op"}, {"2", "allocs/op"}, {"95", "p50-ms"}}}},
-		ServerErrors: []string{`{"level":"ERROR"}`}}
+		Commands:     []string{"emi-load -op partner_details -c 32", "emi-load -op mixed -rate 100"},
+		GoCmds:       []string{"go test -bench . ./internal/seal/"},
+		GoBench:      []goBench{{Pkg: "emi/internal/seal", Name: "BenchmarkSeal16-2", N: "500000", Metrics: [][2]string{{"2100", "ns/op"}, {"64", "B/op"}, {"2", "allocs/op"}, {"95", "p50-ms"}}}},
+		ServerErrors: []string{`{"level":"ERROR"}`}, Data: "2000 accounts", Took: 9*time.Minute + 30*time.Second}
 	var buf bytes.Buffer
 	renderReport(&buf, r)
 	md := buf.String()
@@ -230,7 +230,7 @@ func TestRenderReport(t *testing.T) {
 		"Mix (percent of flow starts): partner_details 10, account_details 20",
 		"| issue 11 | `emi-load -op mixed -rate 100` |",
 		"| internal/seal | BenchmarkSeal16-2 | 500000 | 2.10 µs | 64 | 2 | 95 p50-ms |",
-		"## Errors the server logged",
+		"## Errors the server logged", "Data: 2000 accounts.", "The whole `make bench` took 9m30s.",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
