@@ -185,6 +185,10 @@ type report struct {
 	Notes    []string
 	// ServerErrors are the error lines of the server's log.
 	ServerErrors []string
+	// PGBench compares emi with pgbench running the same SQL.
+	PGBench   []pgbenchRun
+	PGCmds    []string
+	PGSkipped string
 	// Data is what the scenarios run on; Took the whole run.
 	Data string
 	Took time.Duration
@@ -255,6 +259,25 @@ func renderReport(w io.Writer, r report) {
 	p("### Where each scenario comes from, and the command that runs it alone\n\n| scenario | load | asked for by | command |\n|---|---|---|---|\n")
 	for i, res := range r.Results {
 		p("| %s | %s | %s | `%s` |\n", res.Scenario, res.Shape, r.Sources[i], r.Commands[i])
+	}
+	if len(r.PGBench) > 0 || r.PGSkipped != "" {
+		p("\n## emi against pgbench running the same SQL (issues 8 and 9: goal ≥ 0.6)\n\n")
+		if r.PGSkipped != "" {
+			p("Not run: %s.\n", r.PGSkipped)
+		} else {
+			p("The scripts run, per transaction, the statements the request runs (key lookup, replay guard, the transaction), so the ratio is what emi's HTTP, JSON, HMAC, AES and Go add.\n\n```sh\n")
+			for _, c := range r.PGCmds {
+				p("%s\n", c)
+			}
+			p("```\n\n| operation | emi, 32 clients | pgbench, 32 clients | emi / pgbench |\n|---|---:|---:|---:|\n")
+			for _, x := range r.PGBench {
+				ratio := "—"
+				if x.TPS > 0 && x.Emi > 0 {
+					ratio = fmt.Sprintf("%.2f", x.Emi/x.TPS)
+				}
+				p("| %s | %.0f req/s | %.0f tps (latency average %s) | %s |\n", x.Op, x.Emi, x.TPS, x.Latency, ratio)
+			}
+		}
 	}
 	p("\n## Go benchmarks\n\n```sh\n")
 	for _, c := range r.GoCmds {
@@ -569,6 +592,12 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 		}
 	}
 
+	if _, err := exec.LookPath("pgbench"); err != nil {
+		r.PGSkipped = "pgbench is not installed"
+	} else if err := runPGBench(ctx, &r, dbURL, root, *dur, logf); err != nil {
+		return err
+	}
+
 	if *goBenches {
 		for _, g := range goBenchCmds {
 			cmd := exec.CommandContext(ctx, "go", g.args()...) // #nosec G204 -- fixed arguments
@@ -625,4 +654,97 @@ func waitHealthy(ctx context.Context, u string, limit time.Duration) error {
 		}
 	}
 	return fmt.Errorf("%s did not answer 200 within %s", u, limit)
+}
+
+// pgbenchRun is one comparison.
+type pgbenchRun struct {
+	Op      string
+	Emi     float64 // req/s of the emi scenario of the same name
+	TPS     float64
+	Latency string
+}
+
+var (
+	tpsLine     = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+	latencyLine = regexp.MustCompile(`latency average = ([0-9.]+ ms)`)
+	uuidLike    = regexp.MustCompile(`^[0-9a-f-]{36}$`)
+)
+
+// runPGBench prepares the tables the pgbench scripts of account_create and
+// card_create read (the Bench Partner's users, its accounts still without a
+// card) and runs each with 32 clients for d, as issues 8 and 9 did.
+func runPGBench(ctx context.Context, r *report, dbURL, root string, d time.Duration, logf func(string, ...any)) error {
+	if !uuidLike.MatchString(r.Partner) {
+		return fmt.Errorf("partner id %q", r.Partner)
+	}
+	db, err := sql.Open("postgres", dbURL)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = db.Close() }()
+	p := r.Partner
+	for _, q := range []string{
+		`CREATE TABLE bench_users AS SELECT row_number() OVER () AS i, token FROM users WHERE partner_id = '` + p + `' AND status = 'active'`,
+		`CREATE UNIQUE INDEX ON bench_users (i)`,
+		`CREATE TABLE bench_free AS SELECT row_number() OVER () AS i, a.token FROM accounts a WHERE a.partner_id = '` + p + `'
+			AND a.status = 'active' AND NOT a.virtual AND a.program = 'account_eur' AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.account = a.token)`,
+		`CREATE UNIQUE INDEX ON bench_free (i)`,
+		`CREATE SEQUENCE bench_free_seq`,
+		`ANALYZE`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("pgbench setup: %w", err)
+		}
+	}
+	var nusers, nfree int
+	var apiKey string
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM bench_users), (SELECT count(*) FROM bench_free),
+		(SELECT api_key FROM partner_keys WHERE partner_id = $1 ORDER BY api_key LIMIT 1)`, p).Scan(&nusers, &nfree, &apiKey); err != nil {
+		return fmt.Errorf("pgbench setup: %w", err)
+	}
+	secs := max(1, int(d.Seconds()))
+	r.PGCmds = append(r.PGCmds, "# bench_users: the Bench Partner's users; bench_free: its accounts without a card (+ bench_free_seq); see the scripts' headers")
+	emi := map[string]float64{}
+	for _, res := range r.Results {
+		if res.Shape == "32 clients" {
+			emi[res.Scenario] = res.Total().Rate
+		}
+	}
+	for _, op := range []string{"account_create", "card_create"} {
+		script := filepath.Join("cmd", "emi-load", op+".pgbench.sql")
+		args := []string{"-n", "-c", "32", "-j", "2", "-T", fmt.Sprint(secs), "-D", "partner=" + p, "-D", "apikey=" + apiKey}
+		if op == "account_create" {
+			args = append(args, "-D", fmt.Sprintf("nusers=%d", nusers))
+		}
+		args = append(args, "-f", script)
+		line := strings.NewReplacer(p, "P", apiKey, "KEY").Replace("pgbench " + strings.Join(args, " ") + ` "$DATABASE_URL"`)
+		r.PGCmds = append(r.PGCmds, line)
+		logf("%s", line)
+		cmd := exec.CommandContext(ctx, "pgbench", append(args, dbURL)...) // #nosec G204 -- fixed arguments and our database
+		cmd.Dir = root
+		o, err := cmd.CombinedOutput()
+		if err != nil {
+			// Reported, not fatal: e.g. card_create's script runs out of
+			// accounts without a card when BENCH_DURATION is long.
+			out := strings.TrimSpace(string(o))
+			r.GoFailed = append(r.GoFailed, fmt.Sprintf("`%s`: %v: %s", line, err, out[max(0, len(out)-400):]))
+			continue
+		}
+		x := pgbenchRun{Op: op, Emi: emi[op]}
+		if m := tpsLine.FindSubmatch(o); m != nil {
+			_, _ = fmt.Sscanf(string(m[1]), "%g", &x.TPS)
+		}
+		if m := latencyLine.FindSubmatch(o); m != nil {
+			x.Latency = string(m[1])
+		}
+		if x.TPS == 0 {
+			r.GoFailed = append(r.GoFailed, fmt.Sprintf("`%s`: no tps in its output", line))
+			continue
+		}
+		r.PGBench = append(r.PGBench, x)
+	}
+	if nfree < 1000*secs {
+		r.Notes = append(r.Notes, fmt.Sprintf("card_create's pgbench had %d accounts without a card for %d s", nfree, secs))
+	}
+	return nil
 }

@@ -217,7 +217,8 @@ func TestRenderReport(t *testing.T) {
 		Commands:     []string{"emi-load -op partner_details -c 32", "emi-load -op mixed -rate 100"},
 		GoCmds:       []string{"go test -bench . ./internal/seal/"},
 		GoBench:      []goBench{{Pkg: "emi/internal/seal", Name: "BenchmarkSeal16-2", N: "500000", Metrics: [][2]string{{"2100", "ns/op"}, {"64", "B/op"}, {"2", "allocs/op"}, {"95", "p50-ms"}}}},
-		ServerErrors: []string{`{"level":"ERROR"}`}, Data: "2000 accounts", Took: 9*time.Minute + 30*time.Second}
+		ServerErrors: []string{`{"level":"ERROR"}`}, Data: "2000 accounts", Took: 9*time.Minute + 30*time.Second,
+		PGCmds: []string{"pgbench -c 32 -f cmd/emi-load/account_create.pgbench.sql"}, PGBench: []pgbenchRun{{Op: "account_create", Emi: 500, TPS: 800, Latency: "40.0 ms"}}}
 	var buf bytes.Buffer
 	renderReport(&buf, r)
 	md := buf.String()
@@ -231,6 +232,7 @@ func TestRenderReport(t *testing.T) {
 		"| issue 11 | `emi-load -op mixed -rate 100` |",
 		"| internal/seal | BenchmarkSeal16-2 | 500000 | 2.10 µs | 64 | 2 | 95 p50-ms |",
 		"## Errors the server logged", "Data: 2000 accounts.", "The whole `make bench` took 9m30s.",
+		"| account_create | 500 req/s | 800 tps (latency average 40.0 ms) | 0.62 |", "pgbench -c 32 -f cmd/emi-load/account_create.pgbench.sql",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
