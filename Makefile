@@ -202,10 +202,17 @@ fuzz: ## Run each Go fuzz target for FUZZTIME (default 60s), one after the other
 	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed (new failing inputs are in the package's testdata/fuzz)"; exit 1; fi; \
 	echo "fuzz: ok"
 
-bench: ## Run the benchmarks (-benchmem) against the local PostgreSQL (PKG=)
+BENCH_REPORT   ?= cmd/emi-load/REPORT.md
+BENCH_DURATION ?= 6s
+
+bench: ## Every benchmark scenario on a fresh database + the Go benchmarks -> BENCH_REPORT (BENCH_DURATION per scenario); PKG=x: only x's Go benchmarks
 	@admin=$${EMI_TEST_ADMIN_URL:-}; \
 	if [ -z "$$admin" ]; then admin=$$($(PG)); fi; \
-	EMI_TEST_ADMIN_URL="$$admin" $(GO) test -run '^$$' -bench . -benchmem $(PKG)
+	if [ "$(origin PKG)" = "command line" ]; then \
+	  EMI_TEST_ADMIN_URL="$$admin" $(GO) test -run '^$$' -bench . -benchmem $(PKG); \
+	else \
+	  EMI_TEST_ADMIN_URL="$$admin" $(GO) run ./cmd/emi-load bench -d $(BENCH_DURATION) -report $(BENCH_REPORT); \
+	fi
 
 docker: ## Build the container image (IMAGE=emi) with the Dockerfile
 	docker build -t $(IMAGE) .

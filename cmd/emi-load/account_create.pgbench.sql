@@ -3,8 +3,9 @@
 -- database alone. Setup (once, after `emi generate accounts`):
 --   psql "$DATABASE_URL" -c "CREATE TABLE bench_users AS SELECT row_number() OVER () AS i, token FROM users WHERE partner_id = 'PARTNER'" -c "CREATE UNIQUE INDEX ON bench_users (i)"
 -- Run:
---   pgbench -n -c 32 -j 2 -T 15 -D partner=PARTNER -D apikey=KEY -f cmd/emi-load/account_create.pgbench.sql "$DATABASE_URL"
-\set uid random(1, 100000)
+--   pgbench -n -c 32 -j 2 -T 15 -D partner=PARTNER -D apikey=KEY -D nusers=N -f cmd/emi-load/account_create.pgbench.sql "$DATABASE_URL"
+-- (N: the rows of bench_users; `make bench` sets all of this up itself.)
+\set uid random(1, :nusers)
 SELECT k.id, k.partner_id, k.secret_enc, k.previous_secret_enc, p.master_merchant FROM partner_keys k JOIN partners p ON p.id = k.partner_id WHERE k.api_key = ':apikey';
 INSERT INTO api_signatures (hash, expires_at) VALUES (decode(md5(random()::text || clock_timestamp()::text), 'hex'), now() + interval '15 seconds');
 BEGIN;

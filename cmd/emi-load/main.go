@@ -1,7 +1,16 @@
 // Command emi-load is emi's load harness: it signs requests as a partner
-// does (contract §2) and drives a running `emi serve` with a set number of
-// concurrent clients for a set time, then reports throughput, latency
-// percentiles and answers by HTTP status and envelope code.
+// does (contract §2) and drives a running `emi serve` through a scenario,
+// with a set number of closed-loop clients (-c) or at a set rate of flow
+// starts (-rate, open loop) for a set time (-d), then reports throughput,
+// p50/p95/p99/max latency and the answers by HTTP status and envelope code,
+// per flow and per signed operation.
+//
+// Scenarios (-op): the single operations partner_details, account_details,
+// accounts_list, account_create, card_details, card_create, transfer,
+// transfer_hot_out and transfer_hot_in; the flows onboarding (application to
+// an underwriter's approval), people (user, AML check, KYC), issue (account
+// and card) and card_ops (card reads and status changes); and mixed, a
+// realistic ratio of all of them (mixedRatio).
 //
 // A signature is accepted once, and an identical request signed in the same
 // second has the same signature, so one API key can send at most one
@@ -12,35 +21,35 @@
 // requests per second.
 //
 //	emi-load -url http://127.0.0.1:8080 -keys 5000 -c 32 -d 20s
+//	emi-load -op mixed -partner P -rate 300 -d 20s
+//	emi-load bench -d 10s -report cmd/emi-load/REPORT.md   (what `make bench` runs)
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"emi/internal/app"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "bench" {
+		err = benchMain(ctx, os.Args[2:], os.Getenv, os.Stdout)
+	} else {
+		err = runMain(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "emi-load:", err)
 		os.Exit(1)
 	}
@@ -48,117 +57,163 @@ func main() {
 
 type key struct{ apiKey, secret string }
 
-func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
-	fs := flag.NewFlagSet("emi-load", flag.ContinueOnError)
+// shape is how a scenario is driven.
+type shape struct {
+	clients  int
+	rate     float64
+	inflight int
+	d        time.Duration
+}
+
+func (s shape) String() string {
+	if s.rate > 0 {
+		return fmt.Sprintf("%g/s open loop, ≤ %d in flight", s.rate, s.inflight)
+	}
+	return fmt.Sprintf("%d clients", s.clients)
+}
+
+func runMain(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	fs := newFlags()
 	url := fs.String("url", "http://127.0.0.1:8080", "base URL of the running server")
 	nkeys := fs.Int("keys", 2000, "API keys to mint (caps the request rate per second)")
-	clients := fs.Int("c", 32, "concurrent clients")
+	clients := fs.Int("c", 32, "concurrent clients (closed loop; ignored with -rate)")
+	rate := fs.Float64("rate", 0, "flow starts per second (open loop); 0: closed loop with -c clients")
+	inflight := fs.Int("inflight", 256, "open loop: most flows in flight at once (a start waits for a slot and counts as late)")
 	dur := fs.Duration("d", 20*time.Second, "duration of the run")
-	opName := fs.String("op", "partner_details", "operation: partner_details, account_details, accounts_list, account_create, card_details, card_create, transfer, transfer_hot_out or transfer_hot_in")
+	opName := fs.String("op", "partner_details", "scenario: "+strings.Join(scenarios, ", "))
 	nAccounts := fs.Int("accounts", 50, "transfer: how many accounts the transfers move money between (funded before the run); transfer_hot_*: the cold accounts beside the hot one")
-	partnerID := fs.String("partner", "", "existing partner whose accounts and users the account operations use (e.g. the Bench Partner of `emi generate accounts`); default a new partner")
+	partnerID := fs.String("partner", "", "existing partner whose accounts, users and cards the operations use (the Bench Partner of `emi generate cards`); default a new partner")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	keys, fx, err := mintKeys(ctx, getenv, *nkeys, *partnerID, *opName, *nAccounts)
+	opts := prepareOpts{keys: *nkeys, partner: *partnerID, pairs: *nAccounts, cold: *nAccounts,
+		fund: strings.HasPrefix(*opName, "transfer") || *opName == "mixed"}
+	h, c, err := prepare(ctx, getenv, *url, opts)
 	if err != nil {
 		return err
 	}
-	op, err := newOperation(*opName, fx)
+	defer h.app.Close()
+	sh := shape{clients: *clients, rate: *rate, inflight: *inflight, d: *dur}
+	fmt.Fprintf(out, "minted %d keys; %s for %s against %s (scenario %s)\n", len(c.keys), sh, *dur, *url, *opName)
+	res, err := h.scenario(ctx, c, *opName, sh)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "minted %d keys; running %d clients for %s against %s (operation %s)\n", len(keys), *clients, *dur, *url, *opName)
-
-	d := &dispenser{n: len(keys)}
-	tr := &http.Transport{MaxIdleConnsPerHost: *clients, MaxConnsPerHost: *clients}
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	runCtx, cancel := context.WithTimeout(ctx, *dur)
-	defer cancel()
-	results := make([]*result, *clients)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range results {
-		results[i] = &result{codes: map[string]int{}}
-		wg.Add(1)
-		go func(r *result) {
-			defer wg.Done()
-			for runCtx.Err() == nil {
-				k, ts, ok := d.next(runCtx)
-				if !ok {
-					return
-				}
-				r.do(runCtx, client, *url, keys[k], ts, op)
-			}
-		}(results[i])
+	writeText(out, res)
+	if res.Total().Count == 0 {
+		return fmt.Errorf("no flow completed")
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	return report(out, results, elapsed)
+	return nil
 }
 
-// fixtures are the tokens the account operations pick from.
+// scenario runs one scenario with a fresh recorder.
+func (h *harness) scenario(ctx context.Context, c *caller, name string, sh shape) (Result, error) {
+	pick, flows, err := h.pickFlow(name)
+	if err != nil {
+		return Result{}, err
+	}
+	cc := *c
+	cc.rec = newRecorder()
+	conns := max(sh.clients, sh.inflight)
+	cc.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}, Timeout: 30 * time.Second}
+	defer cc.http.CloseIdleConnections()
+	elapsed := run(ctx, &cc, pick, sh.clients, sh.rate, sh.inflight, sh.d)
+	return cc.rec.result(name, sh.String(), flows, elapsed), nil
+}
+
+// fixtures are the tokens the operations pick from.
 type fixtures struct {
 	accounts, users, cards, free []string
 	// balances are the EUR balances the transfer operations move money
-	// between (funded by mintKeys); balances[0] is the hot one.
-	balances []string
+	// between (funded by prepare); balances[0] is the hot one. transfer
+	// uses the first pairs, transfer_hot_* the hot one and cold others.
+	balances    []string
+	pairs, cold int
 }
 
-// mintKeys creates n API keys for a load-test partner (a new one, or
-// partnerID) and loads up to 20,000 of its accounts and users.
-func mintKeys(ctx context.Context, getenv func(string) string, n int, partnerID, opName string, nAccounts int) ([]key, fixtures, error) {
-	var fx fixtures
+type prepareOpts struct {
+	keys        int
+	partner     string
+	pairs, cold int
+	fund        bool
+}
+
+// prepare opens the service layer with the server's configuration, creates
+// n API keys for a load-test partner (a new one, or opts.partner), an
+// underwriter, loads up to 20,000 of the partner's accounts, users and
+// cards and funds the transfer balances.
+func prepare(ctx context.Context, getenv func(string) string, url string, opts prepareOpts) (*harness, *caller, error) {
 	cfg, err := config.Load(getenv, "db", "key")
 	if err != nil {
-		return nil, fx, fmt.Errorf("configuration (the server's DATABASE_URL and EMI_MASTER_KEY): %w", err)
+		return nil, nil, fmt.Errorf("configuration (the server's DATABASE_URL and EMI_MASTER_KEY): %w", err)
 	}
 	a, err := app.Open(ctx, cfg, app.NewLogger(cfg, io.Discard), nil)
 	if err != nil {
-		return nil, fx, err
+		return nil, nil, err
 	}
-	defer a.Close()
+	h, c, err := prepareWith(ctx, a, url, opts)
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	return h, c, nil
+}
+
+func prepareWith(ctx context.Context, a *app.App, url string, opts prepareOpts) (*harness, *caller, error) {
 	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("emi-load"))
+	tag := fmt.Sprintf("%d", time.Now().UnixNano())
+	h := &harness{app: a, tag: tag}
+	fx := &h.fx
+	fx.pairs, fx.cold = opts.pairs, opts.cold
 	var keys []key
+	partnerID := opts.partner
 	if partnerID == "" {
-		c, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: "load test " + time.Now().UTC().Format(time.RFC3339)})
+		c, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: "load test " + time.Now().UTC().Format(time.RFC3339), Processing: emi.ProcessingSemiAutomatic})
 		if err != nil {
-			return nil, fx, err
+			return nil, nil, err
 		}
 		keys, partnerID = append(keys, key{c.APIKey, c.APISecret}), c.Partner.ID
 	}
-	for len(keys) < n {
+	for len(keys) < opts.keys {
 		k, err := a.Partners.CreateKey(ctx, partnerID)
 		if err != nil {
-			return nil, fx, err
+			return nil, nil, err
 		}
 		keys = append(keys, key{k.APIKey, k.APISecret})
 	}
+	u, err := a.Staff.Create(ctx, emi.StaffCreate{Email: "underwriter." + tag + "@emi-load.example", Name: "emi-load underwriter",
+		Roles: []emi.Role{emi.RoleUnderwriter}, Password: "Load-Harness-Underwriter-" + tag})
+	if err != nil {
+		return nil, nil, fmt.Errorf("underwriter: %w", err)
+	}
+	h.underwriter = emi.WithPrincipal(context.WithoutCancel(ctx), emi.Principal{Type: emi.ActorStaff, ActorID: u.ID, StaffRoles: []string{string(emi.RoleUnderwriter)}})
 	if err := a.DB.SelectContext(ctx, &fx.accounts, `SELECT token FROM accounts WHERE partner_id = $1 ORDER BY random() LIMIT 20000`, partnerID); err != nil {
-		return nil, fx, err
+		return nil, nil, err
 	}
 	if err := a.DB.SelectContext(ctx, &fx.users, `SELECT token FROM users WHERE partner_id = $1 AND status = 'active' ORDER BY random() LIMIT 20000`, partnerID); err != nil {
-		return nil, fx, err
+		return nil, nil, err
 	}
-	if err := a.DB.SelectContext(ctx, &fx.cards, `SELECT token FROM cards WHERE partner_id = $1 ORDER BY random() LIMIT 20000`, partnerID); err != nil {
-		return nil, fx, err
+	if err := a.DB.SelectContext(ctx, &fx.cards, `SELECT token FROM cards WHERE partner_id = $1 AND status = 'active' ORDER BY random() LIMIT 20000`, partnerID); err != nil {
+		return nil, nil, err
 	}
 	// Accounts that can take a card: card_create uses each once.
 	if err := a.DB.SelectContext(ctx, &fx.free, `SELECT a.token FROM accounts a WHERE a.partner_id = $1 AND a.status = 'active'
 		AND NOT a.virtual AND a.program = 'account_eur'
 		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.account = a.token AND c.status <> 'terminated') LIMIT 200000`, partnerID); err != nil {
-		return nil, fx, err
+		return nil, nil, err
 	}
-	if strings.HasPrefix(opName, "transfer") {
-		want := nAccounts
-		if opName != "transfer" {
-			want++ // the hot account
-		}
-		if fx.balances, err = fundBalances(ctx, a, partnerID, want); err != nil {
-			return nil, fx, err
+	// card_ops leases the cards the reads do not use, when there are
+	// enough.
+	h.cards = make(chan string, len(fx.cards))
+	for _, c := range fx.cards {
+		h.cards <- c
+	}
+	if opts.fund {
+		if fx.balances, err = fundBalances(ctx, a, partnerID, max(opts.pairs, opts.cold+1)); err != nil {
+			return nil, nil, err
 		}
 	}
-	return keys, fx, nil
+	return h, &caller{base: url, keys: keys, disp: &dispenser{n: len(keys)}}, nil
 }
 
 // fundBalances picks n active EUR balances of the partner (oldest accounts
@@ -193,191 +248,4 @@ func fundBalances(ctx context.Context, a *app.App, partnerID string, n int) ([]s
 		}
 	}
 	return out, nil
-}
-
-// operation builds one request: method, path, operation name and body.
-type operation func(i int) (method, path, name string, body []byte)
-
-func newOperation(name string, fx fixtures) (operation, error) {
-	pick := func(xs []string, i int) string { return xs[(i*7919)%len(xs)] }
-	switch name {
-	case "partner_details":
-		return func(int) (string, string, string, []byte) { return http.MethodGet, "/v2/partner", name, nil }, nil
-	case "account_details":
-		if len(fx.accounts) == 0 {
-			return nil, fmt.Errorf("account_details needs -partner with accounts (emi generate accounts)")
-		}
-		return func(i int) (string, string, string, []byte) {
-			return http.MethodGet, "/v2/accounts/" + pick(fx.accounts, i), name, nil
-		}, nil
-	case "accounts_list":
-		if len(fx.users) == 0 {
-			return nil, fmt.Errorf("accounts_list needs -partner with users (emi generate accounts)")
-		}
-		return func(i int) (string, string, string, []byte) {
-			return http.MethodGet, "/v2/accounts/1/10?user=" + pick(fx.users, i), name, nil
-		}, nil
-	case "card_details":
-		if len(fx.cards) == 0 {
-			return nil, fmt.Errorf("card_details needs -partner with cards (emi generate cards)")
-		}
-		return func(i int) (string, string, string, []byte) {
-			return http.MethodGet, "/v2/cards/" + pick(fx.cards, i), name, nil
-		}, nil
-	case "card_create":
-		if len(fx.free) == 0 {
-			return nil, fmt.Errorf("card_create needs -partner with accounts without a card (emi generate cards --free M)")
-		}
-		var next atomic.Int64
-		return func(int) (string, string, string, []byte) {
-			i := next.Add(1) - 1
-			if int(i) >= len(fx.free) {
-				// Out of free accounts: the answer is 12004, which the
-				// report shows; give -free more accounts.
-				i %= int64(len(fx.free))
-			}
-			body := fmt.Sprintf(`{"account":"%s","type":"virtual","pin":"4821"}`, fx.free[i])
-			return http.MethodPost, "/v2/cards", name, []byte(body)
-		}, nil
-	case "transfer", "transfer_hot_out", "transfer_hot_in":
-		if len(fx.balances) < 2 {
-			return nil, fmt.Errorf("%s needs funded balances", name)
-		}
-		var seq atomic.Int64
-		return func(i int) (string, string, string, []byte) {
-			n := seq.Add(1)
-			cold := fx.balances[1:]
-			var from, to string
-			switch name {
-			case "transfer":
-				f := mix(n, 0) % len(fx.balances)
-				t := (f + 1 + mix(n, 20)%(len(fx.balances)-1)) % len(fx.balances)
-				from, to = fx.balances[f], fx.balances[t]
-			case "transfer_hot_out":
-				from, to = fx.balances[0], cold[mix(n, 0)%len(cold)]
-			default:
-				from, to = cold[mix(n, 0)%len(cold)], fx.balances[0]
-			}
-			body := fmt.Sprintf(`{"source":{"balance":"%s"},"destination":{"balance":"%s"},"amount":"%s","currency":"EUR","reference":"load %d"}`,
-				from, to, emi.FormatMinor(1+int64(mix(n, 34)%100)), n)
-			return http.MethodPost, "/v2/transfers", "transfer_create", []byte(body)
-		}, nil
-	case "account_create":
-		if len(fx.users) == 0 {
-			return nil, fmt.Errorf("account_create needs -partner with users (emi generate accounts)")
-		}
-		return func(i int) (string, string, string, []byte) {
-			body := fmt.Sprintf(`{"program":"account_eur","user":"%s","alias":"load %d"}`, pick(fx.users, i), i)
-			return http.MethodPost, "/v2/accounts", name, []byte(body)
-		}, nil
-	}
-	return nil, fmt.Errorf("unknown -op %q", name)
-}
-
-// mix spreads n over non-negative ints (a cheap deterministic shuffle of
-// transfer pairs and amounts): Fibonacci hashing, bits from shift on.
-func mix(n int64, shift uint) int {
-	h := uint64(n) * 0x9E3779B97F4A7C15   // #nosec G115 -- a hash input: wrapping is the point
-	return int((h >> shift) & 0x3fffffff) // #nosec G115 -- masked to 30 bits
-}
-
-// dispenser hands out (key index, timestamp) pairs, each at most once: every
-// key once per second.
-type dispenser struct {
-	mu  sync.Mutex
-	n   int
-	sec int64
-	idx int
-}
-
-func (d *dispenser) next(ctx context.Context) (int, string, bool) {
-	for {
-		d.mu.Lock()
-		now := time.Now().Unix()
-		if now != d.sec {
-			d.sec, d.idx = now, 0
-		}
-		if d.idx < d.n {
-			i := d.idx
-			d.idx++
-			d.mu.Unlock()
-			return i, strconv.FormatInt(now, 10), true
-		}
-		d.mu.Unlock()
-		wait := time.Until(time.Unix(now+1, 0))
-		select {
-		case <-ctx.Done():
-			return 0, "", false
-		case <-time.After(wait):
-		}
-	}
-}
-
-type result struct {
-	n     int
-	lat   []time.Duration
-	codes map[string]int
-	errs  int
-}
-
-func (r *result) do(ctx context.Context, c *http.Client, base string, k key, ts string, op operation) {
-	r.n++
-	method, path, name, body := op(r.n*1000003 + len(r.lat))
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, _ := http.NewRequestWithContext(ctx, method, base+path, rd)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("x-api-key", k.apiKey)
-	req.Header.Set("x-timestamp", ts)
-	req.Header.Set("x-hash", service.Signature([]byte(k.secret), k.apiKey, ts, name, body))
-	t0 := time.Now()
-	res, err := c.Do(req)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.errs++
-		}
-		return
-	}
-	rb, _ := io.ReadAll(res.Body)
-	_ = res.Body.Close()
-	r.lat = append(r.lat, time.Since(t0))
-	var env struct {
-		Code int `json:"code"`
-	}
-	_ = json.Unmarshal(rb, &env)
-	r.codes[fmt.Sprintf("HTTP %d code %d", res.StatusCode, env.Code)]++
-}
-
-func report(out io.Writer, results []*result, elapsed time.Duration) error {
-	var lat []time.Duration
-	codes := map[string]int{}
-	errs := 0
-	for _, r := range results {
-		lat = append(lat, r.lat...)
-		errs += r.errs
-		for k, v := range r.codes {
-			codes[k] += v
-		}
-	}
-	if len(lat) == 0 {
-		return fmt.Errorf("no request completed (%d transport errors)", errs)
-	}
-	slices.Sort(lat)
-	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(float64(len(lat))*p))] }
-	fmt.Fprintf(out, "requests:   %d in %s (%.0f req/s)\n", len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds())
-	fmt.Fprintf(out, "latency:    p50 %s  p95 %s  p99 %s  max %s\n", pct(.50), pct(.95), pct(.99), lat[len(lat)-1])
-	fmt.Fprintf(out, "transport errors: %d\n", errs)
-	names := make([]string, 0, len(codes))
-	for k := range codes {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		fmt.Fprintf(out, "  %-24s %d\n", k, codes[k])
-	}
-	return nil
 }

@@ -118,7 +118,15 @@ func AccessLog(logger *slog.Logger, m *Metrics) func(http.Handler) http.Handler 
 			if ierr != nil {
 				attrs = append(attrs, slog.String("error", ierr.Error()))
 			}
-			if status >= 500 {
+			switch {
+			case status >= 500 && r.Context().Err() != nil:
+				// The client hung up first (its request context is
+				// cancelled, so the handler's database calls failed):
+				// nobody received this answer and the server is not at
+				// fault; a warning, so error alerts mean server faults.
+				level = slog.LevelWarn
+				attrs = append(attrs, slog.Bool("client_gone", true))
+			case status >= 500:
 				level = slog.LevelError
 			}
 			logger.LogAttrs(r.Context(), level, "request", attrs...)

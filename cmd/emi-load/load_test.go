@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestPercentileNearestRank(t *testing.T) {
+	var xs []time.Duration
+	for i := 1; i <= 100; i++ {
+		xs = append(xs, time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{.50, 50 * time.Millisecond}, {.95, 95 * time.Millisecond}, {.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}, {0, time.Millisecond}} {
+		if got := percentile(xs, c.p); got != c.want {
+			t.Errorf("p%.0f of 1..100 ms = %s, want %s", c.p*100, got, c.want)
+		}
+	}
+	if got := percentile([]time.Duration{7}, .99); got != 7 {
+		t.Errorf("p99 of one value = %s", got)
+	}
+	if got := percentile(nil, .5); got != 0 {
+		t.Errorf("p50 of nothing = %s", got)
+	}
+	// 3 values: p50 is the 2nd, p95 and p99 the 3rd.
+	three := []time.Duration{1, 2, 3}
+	if percentile(three, .5) != 2 || percentile(three, .95) != 3 || percentile(three, .34) != 2 || percentile(three, .33) != 1 {
+		t.Errorf("nearest rank on 3 values: %d %d %d %d", percentile(three, .5), percentile(three, .95), percentile(three, .34), percentile(three, .33))
+	}
+}
+
+func TestRecorderResultTotalsAMixedRun(t *testing.T) {
+	r := newRecorder()
+	for i := 1; i <= 10; i++ {
+		r.add("flow reads", time.Duration(i)*time.Millisecond, true, "ok", false)
+		r.add("partner_details", time.Duration(i)*time.Millisecond, true, "HTTP 200 code 0", false)
+	}
+	r.add("flow writes", 100*time.Millisecond, true, "ok", false)
+	r.add("flow writes", 0, false, "transfer_create: HTTP 500 code 10000", true)
+	r.add("transfer_create", 90*time.Millisecond, true, "HTTP 500 code 10000", true)
+	r.addLate()
+	res := r.result("mixed", "5/s open loop, ≤ 4 in flight", []string{"reads", "writes"}, 2*time.Second)
+	if len(res.Flows) != 3 || res.Flows[2].Name != "total" {
+		t.Fatalf("flows: %+v", res.Flows)
+	}
+	tot := res.Total()
+	if tot.Count != 11 || tot.Errors != 1 || tot.Max != 100*time.Millisecond || tot.Rate != 5.5 {
+		t.Fatalf("total: %+v", tot)
+	}
+	if tot.Codes["ok"] != 11 || tot.Codes["transfer_create: HTTP 500 code 10000"] != 1 {
+		t.Fatalf("total answers: %v", tot.Codes)
+	}
+	if res.Late != 1 || len(res.Requests) != 2 || res.Requests[1].Name != "transfer_create" || res.Requests[1].Errors != 1 {
+		t.Fatalf("requests: %+v late %d", res.Requests, res.Late)
+	}
+	// A single-flow run has no separate total.
+	r2 := newRecorder()
+	r2.add("flow partner_details", time.Millisecond, true, "ok", false)
+	if res := r2.result("partner_details", "1 clients", []string{"partner_details"}, time.Second); len(res.Flows) != 1 || res.Total().Name != "partner_details" {
+		t.Fatalf("single: %+v", res.Flows)
+	}
+}
+
+func TestSchedulerTimetableAndLateness(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := scheduler{start: start, rate: 200}
+	if got := s.at(0); !got.Equal(start) {
+		t.Fatalf("first start %s", got)
+	}
+	if got := s.at(200); !got.Equal(start.Add(time.Second)) {
+		t.Fatalf("200th start at 200/s: %s", got.Sub(start))
+	}
+	if got := s.at(3); got.Sub(start) != 15*time.Millisecond {
+		t.Fatalf("3rd start at 200/s: %s", got.Sub(start))
+	}
+	due := s.at(10)
+	if s.late(due, due.Add(lateAfter)) || !s.late(due, due.Add(lateAfter+time.Microsecond)) {
+		t.Fatal("lateness threshold")
+	}
+}
+
+// The open loop starts flows on time while there are free slots, counts
+// starts that waited for a slot as late, and measures from the intended
+// time: a slow flow's wait for a slot is in its latency.
+func TestOpenLoopBoundsInFlightAndCountsLateStarts(t *testing.T) {
+	var running, most atomic.Int64
+	slow := flow{name: "slow", run: func(ctx context.Context, _ *caller, _ int64) error {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(100 * time.Millisecond)
+		running.Add(-1)
+		return nil
+	}}
+	c := &caller{rec: newRecorder()}
+	// 100/s with 2 slots and 100 ms flows: at most 20/s can start on time.
+	elapsed := run(context.Background(), c, func(int64) flow { return slow }, 0, 100, 2, time.Second)
+	res := c.rec.result("slow", "", []string{"slow"}, elapsed)
+	if most.Load() > 2 {
+		t.Fatalf("%d flows in flight at once, bound 2", most.Load())
+	}
+	st := res.Total()
+	if st.Count < 5 || st.Count > 40 {
+		t.Fatalf("%d flows completed in %s", st.Count, elapsed)
+	}
+	if res.Late < st.Count/2 {
+		t.Fatalf("%d late starts of %d: starts that waited for a slot must count", res.Late, st.Count)
+	}
+	if st.Max < 300*time.Millisecond {
+		t.Fatalf("max latency %s: latency must run from the intended start, not the actual one", st.Max)
+	}
+}
+
+func TestClosedLoopRunsEveryClient(t *testing.T) {
+	var seen [4]atomic.Int64
+	var next atomic.Int64
+	f := flow{name: "f", run: func(ctx context.Context, _ *caller, n int64) error {
+		seen[next.Add(1)%4].Add(1)
+		time.Sleep(5 * time.Millisecond)
+		return nil
+	}}
+	c := &caller{rec: newRecorder()}
+	elapsed := run(context.Background(), c, func(int64) flow { return f }, 4, 0, 0, 300*time.Millisecond)
+	res := c.rec.result("f", "4 clients", []string{"f"}, elapsed)
+	if res.Total().Count < 20 || res.Late != 0 {
+		t.Fatalf("%+v", res.Total())
+	}
+}
+
+func TestMixedPickerFollowsTheRatio(t *testing.T) {
+	var ws []int
+	total := 0
+	for _, m := range mixedRatio {
+		ws = append(ws, m.Weight)
+		total += m.Weight
+	}
+	if total != 100 {
+		t.Fatalf("the mix adds up to %d%%", total)
+	}
+	p := newPicker(ws)
+	for i := range ws {
+		if got := p.pickWithRound(int64(i)); got != i {
+			t.Fatalf("start %d took choice %d: the first round takes each once", i, got)
+		}
+	}
+	const n = 200000
+	counts := make([]int, len(ws))
+	for i := int64(0); i < n; i++ {
+		counts[p.pickWithRound(i)]++
+	}
+	for i, w := range ws {
+		share := float64(counts[i]) / n * 100
+		if math.Abs(share-float64(w)) > 0.5 {
+			t.Errorf("%s: %.2f%% of starts, want %d%%", mixedRatio[i].Flow, share, w)
+		}
+	}
+	one := newPicker([]int{0, 5, 0})
+	for i := int64(3); i < 100; i++ {
+		if one.pickWithRound(i) != 1 {
+			t.Fatal("a zero weight was picked")
+		}
+	}
+}
+
+func TestLettersAreDistinctNames(t *testing.T) {
+	seen := map[string]bool{}
+	for i := int64(0); i < 2000; i++ {
+		l := letters(i)
+		if seen[l] || strings.Trim(l, "abcdefghijklmnopqrstuvwxyz") != "" {
+			t.Fatalf("letters(%d) = %q", i, l)
+		}
+		seen[l] = true
+	}
+}
+
+func TestParseGoBench(t *testing.T) {
+	out := `goos: linux
+pkg: emi/web/api
+cpu: Intel(R) Xeon(R) Processor
+BenchmarkAuthMiddleware-2   	    1286	    880123 ns/op	   20480 B/op	     175 allocs/op
+BenchmarkApplicationToApproval-2   	      20	  98765432 ns/op	        95.00 p50-ms	       120.0 p95-ms	  123 B/op	 4 allocs/op
+PASS
+pkg: emi/internal/seal
+BenchmarkSeal16-2   	  500000	      2100 ns/op
+ok  	emi/web/api	12.3s
+`
+	got := parseGoBench(out)
+	if len(got) != 3 {
+		t.Fatalf("%+v", got)
+	}
+	if got[0].Pkg != "emi/web/api" || got[0].Name != "BenchmarkAuthMiddleware-2" || got[0].N != "1286" || got[0].Metrics[0] != [2]string{"880123", "ns/op"} || got[0].Metrics[2] != [2]string{"175", "allocs/op"} {
+		t.Fatalf("%+v", got[0])
+	}
+	if got[1].Metrics[1] != [2]string{"95.00", "p50-ms"} || got[2].Pkg != "emi/internal/seal" {
+		t.Fatalf("%+v %+v", got[1], got[2])
+	}
+}
+
+func TestRenderReport(t *testing.T) {
+	single := Result{Scenario: "partner_details", Shape: "32 clients", Elapsed: 10 * time.Second,
+		Flows:    []Stats{{Name: "partner_details", Count: 20000, Rate: 2000, P50: 11 * time.Millisecond, P95: 40 * time.Millisecond, P99: 87 * time.Millisecond, Max: 338 * time.Millisecond, Errors: 1, Codes: map[string]int{"ok": 19999}}},
+		Requests: []Stats{{Name: "partner_details", Count: 20000, Rate: 2000, Codes: map[string]int{"HTTP 200 code 0": 19999, "HTTP 500 code 10000": 1}, Errors: 1}}}
+	mixed := Result{Scenario: "mixed", Shape: "100/s open loop, ≤ 256 in flight", Elapsed: 10 * time.Second, Late: 3,
+		Flows: []Stats{{Name: "people", Count: 30, Rate: 3, P50: 40 * time.Millisecond}, {Name: "total", Count: 1000, Rate: 100, P99: 150 * time.Millisecond}},
+		Requests: []Stats{{Name: "kyc_init", Count: 30, Rate: 3, Codes: map[string]int{"HTTP 201 code 0": 30}},
+			{Name: "user_create", Count: 30, Rate: 3, Codes: map[string]int{"HTTP 201 code 0": 30}}}}
+	r := report{Date: time.Date(2026, 11, 23, 1, 2, 0, 0, time.UTC), Duration: 10 * time.Second,
+		Machine: machine{CPU: "Xeon", Cores: "2", Memory: "8.0 GiB", OS: "Debian", Go: "go1.26", Postgres: "PostgreSQL 15.18"},
+		Setup:   []string{"$TMP/emi migrate"}, Results: []Result{single, mixed}, Sources: []string{"issue 2", "issue 11"},
+		Commands:     []string{"emi-load -op partner_details -c 32", "emi-load -op mixed -rate 100"},
+		GoCmds:       []string{"go test -bench . ./internal/seal/"},
+		GoBench:      []goBench{{Pkg: "emi/internal/seal", Name: "BenchmarkSeal16-2", N: "500000", Metrics: [][2]string{{"2100", "ns/op"}, {"64", "B/op"}, {"2", "allocs/op"}, {"95", "p50-ms"}}}},
+		ServerErrors: []string{`{"level":"ERROR"}`}, Data: "2000 accounts", Took: 9*time.Minute + 30*time.Second,
+		PGCmds: []string{"pgbench -c 32 -f cmd/emi-load/account_create.pgbench.sql"}, PGBench: []pgbenchRun{{Op: "account_create", Emi: 500, TPS: 800, Latency: "40.0 ms"}}}
+	var buf bytes.Buffer
+	renderReport(&buf, r)
+	md := buf.String()
+	for _, want := range []string{
+		"2026-11-23 01:02 UTC", "| CPU | Xeon |", "| PostgreSQL | PostgreSQL 15.18 |", "$TMP/emi migrate",
+		"| partner_details | 32 clients | 20000 | 2000/s | 11.0 ms | 40.0 ms | 87.0 ms | 338.0 ms | 1 | HTTP 200 code 0 ×19999, HTTP 500 code 10000 ×1 |",
+		"| mixed | 100/s open loop, ≤ 256 in flight, 3 late starts | 1000 | 100/s |",
+		"### mixed, 100/s open loop, ≤ 256 in flight: per flow and per request",
+		"| flow | people | 30 | 3.0/s | 40.0 ms |", "| request | kyc_init | 30 | 3.0/s |",
+		"Mix (percent of flow starts): partner_details 10, account_details 20",
+		"| issue 11 | `emi-load -op mixed -rate 100` |",
+		"| internal/seal | BenchmarkSeal16-2 | 500000 | 2.10 µs | 64 | 2 | 95 p50-ms |",
+		"## Errors the server logged", "Data: 2000 accounts.", "The whole `make bench` took 9m30s.",
+		"| account_create | 500 req/s | 800 tps (latency average 40.0 ms) | 0.62 |", "pgbench -c 32 -f cmd/emi-load/account_create.pgbench.sql",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "### partner_details") {
+		t.Error("a single-request scenario got a breakdown table")
+	}
+}
