@@ -190,6 +190,29 @@ conformance: ## Run the black-box conformance suite (../shared/conformance) on a
 	    EMI_CONFORMANCE_FLAGS='$(CONFORMANCE_FLAGS)' $(GO) test -count=1 -v -timeout 20m -run '^TestConformanceOverSeveralInstances$$' ./cmd/emi/; \
 	fi
 
+# The proof tests of issue 11 at full size: under `make test` they run in a
+# bounded form; EMI_SOAK=1 makes each longer and larger (more clients,
+# rounds of faults, instances, hostile variants). Then the ledger load tests
+# at full size and the conformance suite over two instances. Fuzzing is
+# `make fuzz` (FUZZTIME per target).
+SOAK_SERVE_TESTS = ^(TestFaultsUnderMixedLoad|TestMultiInstance|TestLedgerCrashConsistency|TestWebhookDeliverySurvivesKill9|TestTwoServeProcessesDeliverEachEventOnce)$$
+SOAK_INPUT_TESTS = ^(TestHostile.*|TestS4.*|TestRoleRouteMatrix)$$
+
+.PHONY: soak
+soak: ## The fault, multi-instance and hostile-input tests in full (EMI_SOAK=1), the ledger load tests, conformance over 2 instances
+	@admin=$${EMI_TEST_ADMIN_URL:-}; \
+	if [ -z "$$admin" ]; then admin=$$($(PG)); fi; \
+	export EMI_TEST_ADMIN_URL="$$admin" EMI_SOAK=1; \
+	echo "EMI_SOAK=1 $(GO) test -count=1 -timeout 90m -v -run '$(SOAK_SERVE_TESTS)' ./cmd/emi/"; \
+	$(GO) test -count=1 -timeout 90m -v -run '$(SOAK_SERVE_TESTS)' ./cmd/emi/; \
+	echo "EMI_SOAK=1 $(GO) test -count=1 -timeout 90m -v -run '$(SOAK_INPUT_TESTS)' ./web/api/ ./web/portal/"; \
+	$(GO) test -count=1 -timeout 90m -v -run '$(SOAK_INPUT_TESTS)' ./web/api/ ./web/portal/; \
+	echo "$(GO) test -count=1 -run '$(LEDGER_LOAD_TESTS)' ./web/api/"; \
+	$(GO) test -count=1 -timeout 90m -v -run '$(LEDGER_LOAD_TESTS)' ./web/api/; \
+	if [ -f $(SHARED)/conformance/go.mod ]; then $(MAKE) conformance INSTANCES=2; \
+	else echo "soak: no conformance suite at $(SHARED)/conformance: skipped"; fi; \
+	echo 'soak: ok'
+
 fuzz: ## Run each Go fuzz target for FUZZTIME (default 60s), one after the other
 	@targets=$$($(GO) test -list '^Fuzz' ./... | awk '/^Fuzz/ {names[n++] = $$1; next} /^ok/ {for (i = 0; i < n; i++) print $$2 "," names[i]} {n = 0}'); \
 	if [ -z "$$targets" ]; then echo 'fuzz: no fuzz targets'; exit 0; fi; \
