@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"emi/internal/app/apptest"
+	"emi/internal/emi"
 	"emi/internal/service"
 )
 
@@ -140,6 +141,48 @@ func TestS4EveryResourceOfAnotherPartnerIsNotFound(t *testing.T) {
 			checked++
 		}
 	}
+	// Two documented exceptions to "another partner's token is reported
+	// as one that does not exist" (contract §2), checked as documented in
+	// openapi.yaml and raised with the lead (see the hostile-sweep report):
+	//  - transfer_create sends to "any balance held in emi, another
+	//    partner's customer's included", also named by account token: B
+	//    may pay A's customer, and B's answer must show nothing else of A;
+	//  - sandbox_incoming_credit refuses an identifier of another
+	//    partner's customer with 404 / 14002 (an unknown one goes to
+	//    suspense), and never credits A's account.
+	balanceOfA := func() int64 {
+		var n int64
+		if err := env.App.DB.Get(&n, `SELECT coalesce(sum(posted), 0) FROM balances WHERE account = $1`, a.tok["account"]); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	posted := balanceOfA()
+	credit := call(t, env, b.p, http.MethodPost, "/v2/sandbox/incoming", "sandbox_incoming_credit", map[string]any{
+		"scheme": "card", "amount": "1.00", "currency": "EUR", "payer": map[string]any{"name": "J Smith", "card_last4": "1234"},
+		"destination": map[string]any{"account": a.tok["account"]}})
+	apptest.Expect(t, "incoming credit to partner A's account with B's key", credit, emi.ErrTransferNotFound.Code, http.StatusNotFound)
+	if after := balanceOfA(); after != posted {
+		t.Errorf("B's incoming credit reached partner A's account: posted %d -> %d", posted, after)
+	}
+	pay := call(t, env, b.p, http.MethodPost, "/v2/transfers", "transfer_create", map[string]any{
+		"source": map[string]any{"account": b.tok["account"]}, "destination": map[string]any{"account": a.tok["account"]},
+		"amount": "1.00", "currency": "EUR", "reference": "S4"})
+	apptest.Expect(t, "transfer to partner A's account with B's key", pay, 0, http.StatusCreated)
+	for _, tok := range aTokens {
+		if tok != a.tok["account"] && strings.Contains(string(pay.Raw), tok) {
+			t.Errorf("B's transfer to A's customer shows partner A's %s: %s", tok, pay.Raw)
+		}
+	}
+	var balOfA string
+	if err := env.App.DB.Get(&balOfA, `SELECT token FROM balances WHERE account = $1`, a.tok["account"]); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(pay.Raw), balOfA) {
+		t.Errorf("B's transfer to A's customer shows A's balance token: %s", pay.Raw)
+	}
+	run.sent += 2
+	checked += 2
 	// The same lists as A show A's own resources: the check above is not
 	// vacuous.
 	for _, list := range []struct{ path, op, tok string }{
