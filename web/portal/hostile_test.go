@@ -1,7 +1,10 @@
 package portal_test
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"emi/internal/app/apptest"
+	"emi/internal/emi"
 )
 
 // formFieldNames lists every form field name the back office reads or
@@ -272,4 +276,76 @@ func TestHostileBackOfficeRefusesNULAndInvalidUTF8(t *testing.T) {
 	if p := admin.Get(t, "/backoffice/search?q=Mara"); p.Status != http.StatusOK {
 		t.Errorf("search: HTTP %d", p.Status)
 	}
+}
+
+// TestHostileHostedKYCPage sends hostile link secrets and multipart
+// fields (NUL, invalid UTF-8, 100 kB) to the hosted KYC page, on an open
+// link and on unknown ones: never a 5xx, and a refused upload changes
+// nothing.
+func TestHostileHostedKYCPage(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Hosted"})
+	user := createPerson(t, env, p, map[string]any{"first_name": "Mara", "last_name": "Velikova", "mobile_phone": "+359888123456"})
+	_, secret := startKYC(t, env, p, user)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(method, path string, fields map[string]string) (int, string) {
+		t.Helper()
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		for k, v := range fields {
+			_ = mw.WriteField(k, v)
+		}
+		fw, _ := mw.CreateFormFile("front", "a\x00.png")
+		_, _ = fw.Write(pngFile(t))
+		_ = mw.Close()
+		var rd io.Reader
+		if method == http.MethodPost {
+			rd = &body
+		}
+		req, err := http.NewRequest(method, env.Server.URL+path, rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if method == http.MethodPost {
+			req.Header.Set("Content-Type", mw.FormDataContentType())
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(raw)
+	}
+	sent := 0
+	for _, s := range []string{secret, "%00", secret + "%00", "%ff%fe", url.PathEscape(`' OR '1'='1`), strings.Repeat("a", 5000)} {
+		for _, v := range []string{"a\x00b", "\xff\xfe", strings.Repeat("A", 100<<10), "passport"} {
+			fields := map[string]string{"kind": v, "consent": v}
+			if v == "passport" {
+				fields["consent"] = "a\x00b"
+			}
+			for _, method := range []string{http.MethodGet, http.MethodPost} {
+				before := portalDigest(t, env)
+				status, body := send(method, "/kyc/"+s, fields)
+				sent++
+				if s == secret && method == http.MethodPost && status != http.StatusUnprocessableEntity && status != http.StatusBadRequest {
+					t.Errorf("POST to the open link with %.20q: HTTP %d, want the upload refused (400 or 422)", v, status)
+				}
+				if status >= 500 {
+					t.Errorf("%s /kyc/%.40s with %.20q: HTTP %d: %.300s", method, s, v, status, body)
+				}
+				if status >= 400 {
+					after := portalDigest(t, env)
+					for k, h := range before {
+						if after[k] != h {
+							t.Errorf("%s /kyc/%.40s with %.20q: refused (HTTP %d) but changed %s", method, s, v, status, k)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("hosted KYC: %d requests", sent)
 }
