@@ -330,6 +330,8 @@ func (a *API) cardsList(w http.ResponseWriter, r *http.Request) {
 			bad = append(bad, emi.FieldError{Field: k, Message: "unknown filter: the filters are merchant, user, account and program"})
 		case len(vs) > 1:
 			bad = append(bad, emi.FieldError{Field: k, Message: "must be given once"})
+		case !filterValueOK(vs[0]):
+			bad = append(bad, emi.FieldError{Field: k, Message: filterValueMessage})
 		}
 	}
 	if len(bad) > 0 {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"emi/internal/emi"
 	"emi/internal/service"
@@ -52,6 +53,18 @@ func body(r *http.Request) []byte { return fromContext(r.Context()).body }
 func decode(r *http.Request, dst any) error {
 	rq := fromContext(r.Context())
 	return httpx.DecodeJSON(rq.body, dst, rq.op.Invalid)
+}
+
+// filterValueMessage is the field message of a query filter value that
+// filterValueOK refuses.
+const filterValueMessage = "must be valid UTF-8 without NUL characters"
+
+// filterValueOK reports whether a query filter value can be compared with
+// a text column: PostgreSQL refuses NUL and invalid UTF-8 with an error,
+// which would otherwise answer 500 (found by the hostile input sweep on
+// accounts_list and cards_list ?program=).
+func filterValueOK(v string) bool {
+	return utf8.ValidString(v) && strings.IndexByte(v, 0) < 0
 }
 
 // partner returns the authenticated principal.

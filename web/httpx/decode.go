@@ -145,6 +145,9 @@ func check(v any, t reflect.Type, path string, out *[]emi.FieldError) {
 	if v == nil {
 		return // null leaves the field unset
 	}
+	if nul(v, path, out) {
+		return
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -201,6 +204,10 @@ func check(v any, t reflect.Type, path string, out *[]emi.FieldError) {
 			return
 		}
 		for _, k := range sortedKeys(obj) {
+			if strings.IndexByte(k, 0) >= 0 {
+				*out = append(*out, emi.FieldError{Field: join(path, k), Message: nulMessage})
+				continue
+			}
 			check(obj[k], t.Elem(), join(path, k), out)
 		}
 	case reflect.String:
@@ -242,9 +249,46 @@ func check(v any, t reflect.Type, path string, out *[]emi.FieldError) {
 			*out = append(*out, emi.FieldError{Field: path, Message: "must be a number in range"})
 		}
 	case reflect.Interface:
-		// any value is accepted
+		// any value is accepted, but no NUL inside (stored as jsonb,
+		// which refuses \u0000 as text does)
+		nulDeep(v, path, out)
 	default:
 		*out = append(*out, emi.FieldError{Field: path, Message: "is not accepted"})
+	}
+}
+
+// nulMessage is the answer for a string with a NUL character: PostgreSQL
+// text and jsonb cannot hold one, so it would otherwise fail at the
+// database as a 500 after passing every rule.
+const nulMessage = "must not contain NUL characters"
+
+// nul appends a FieldError and reports true when v is a string holding a
+// NUL character.
+func nul(v any, path string, out *[]emi.FieldError) bool {
+	if s, ok := v.(string); ok && strings.IndexByte(s, 0) >= 0 {
+		*out = append(*out, emi.FieldError{Field: path, Message: nulMessage})
+		return true
+	}
+	return false
+}
+
+// nulDeep checks every string and key inside a free-form value.
+func nulDeep(v any, path string, out *[]emi.FieldError) {
+	switch t := v.(type) {
+	case string:
+		nul(t, path, out)
+	case []any:
+		for i, e := range t {
+			nulDeep(e, path+"["+strconv.Itoa(i)+"]", out)
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(t) {
+			if strings.IndexByte(k, 0) >= 0 {
+				*out = append(*out, emi.FieldError{Field: join(path, k), Message: nulMessage})
+				continue
+			}
+			nulDeep(t[k], join(path, k), out)
+		}
 	}
 }
 

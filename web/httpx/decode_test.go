@@ -85,6 +85,16 @@ func TestDecodeJSON(t *testing.T) {
 		`{"meta":{"k":1}}`:                      {"meta.k"},
 		`{"meta":[]}`:                           {"meta"},
 		`{"a":1,"b":2,"name":3}`:                {"a", "b", "name"},
+		// NUL characters: PostgreSQL text and jsonb refuse them, so the
+		// decoder does (a PUT /v2/users/{user} with one was a 500).
+		`{"name":"a\u0000b"}`:                       {"name"},
+		`{"alias":"\u0000"}`:                        {"alias"},
+		`{"tags":["ok","\u0000"]}`:                  {"tags[1]"},
+		`{"meta":{"k":"v\u0000"}}`:                  {"meta.k"},
+		`{"meta":{"k\u0000":"v"}}`:                  {"meta.k\x00"},
+		`{"any":{"x":["ok","\u0000"]}}`:             {"any.x[1]"},
+		`{"any":{"k\u0000":1}}`:                     {"any.k\x00"},
+		`{"payout_details":[{"amount":"1\u0000"}]}`: {"payout_details[0].amount"},
 	}
 	for body, fields := range bad {
 		var s sample

@@ -8,7 +8,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
@@ -159,6 +161,7 @@ func (p *Portal) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(p.securityHeaders)
 	r.Use(p.sessions.LoadAndSave)
+	r.Use(p.formGuard)
 	p.Routes(r)
 	r.NotFound(p.notFound)
 	r.MethodNotAllowed(p.notFound)
@@ -170,6 +173,33 @@ func (p *Portal) Handler() http.Handler {
 	}))
 	return cop.Handler(r)
 }
+
+// formGuard refuses (400) a request whose query or form holds a NUL
+// character or invalid UTF-8, in a name or a value, before any handler
+// sees it: PostgreSQL text refuses both, so such a value answered 500 on
+// every screen that stores or looks one up (found by the hostile input
+// sweep: sign-in, account, card, review-view and validator forms).
+func (p *Portal) formGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			p.errorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+			return
+		}
+		for k, vs := range r.Form {
+			ok := formTextOK(k)
+			for _, v := range vs {
+				ok = ok && formTextOK(v)
+			}
+			if !ok {
+				p.errorPage(w, r, http.StatusBadRequest, "The form holds characters that are not allowed (a NUL character or invalid UTF-8). Nothing was changed.")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func formTextOK(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
 
 // Walk calls fn for every back-office route (method and pattern relative to
 // /backoffice), for the tests that check every route: cross-origin
