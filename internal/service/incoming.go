@@ -98,10 +98,12 @@ func NewIncoming(tx TxRunner, store IncomingStore, transfers TransferStore, ledg
 // spendable the day the block is lifted without someone looking at it.
 // Staff assign the item once the account is unblocked, or return it.
 //
-// A partner (sandbox only) may credit its own accounts or identifiers that
-// match nothing; an identifier of another partner's customer is refused
-// with 14002 (the sandbox simulates payments to your customers, not to
-// others'). Staff (emi.PermManageMoney, sandbox only) may credit anything.
+// A partner (sandbox only) may credit its own accounts; an identifier of
+// another partner's customer is treated exactly as one that matches
+// nothing (contract §2, S4: a partner learns nothing of another's
+// customers), so the credit goes to suspense as an unknown identifier. The
+// sandbox simulates payments to your customers, never to others'. Staff
+// (emi.PermManageMoney, sandbox only) may credit anything.
 // Every credit is audited.
 func (s *Incoming) Credit(ctx context.Context, in emi.IncomingCredit) (emi.IncomingResult, error) {
 	partnerID, err := s.creditor(ctx)
@@ -119,7 +121,7 @@ func (s *Incoming) Credit(ctx context.Context, in emi.IncomingCredit) (emi.Incom
 			return err
 		}
 		if found && partnerID != "" && party.PartnerID != partnerID {
-			return emi.ErrTransferNotFound.Field("destination", "is held by another partner's customer: simulate credits to your own accounts")
+			party, found = Party{}, false
 		}
 		reason := ""
 		if !found {

@@ -83,7 +83,10 @@ func NewTransfers(tx TxRunner, store TransferStore, ledger *Ledger, events *Even
 const MaxTransferAmount = 100_000_000_000
 
 // Create sends money from a balance of the calling partner to any balance
-// held in emi, another partner's customer's included (transfer_create).
+// held in emi (transfer_create): one of the partner's own, named by token,
+// IBAN or UK account number with sort code, or another partner's
+// customer's, named by IBAN or account number with sort code only (a
+// token of another partner is 14006, exactly as an unknown one: S4).
 // Same currency only; a virtual account sends and receives on its main
 // account's balance. Both accounts (and a virtual side's main account)
 // must be active.
@@ -127,7 +130,11 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 		if err != nil {
 			return err
 		}
-		if !found {
+		// Tokens are the partner's own handles (contract §2: another
+		// partner's token is reported exactly as one that does not exist);
+		// another partner's customer is paid by its public payment
+		// identifier, the IBAN or UK account number with sort code.
+		if !found || (dst.PartnerID != p.PartnerID && namedByToken(in.Destination)) {
 			return emi.ErrDestinationNotFound.Field("destination", "matches no balance held in emi")
 		}
 		if src.Currency != in.Currency {
@@ -233,6 +240,12 @@ func checkPrintable(bad *problems, field, s string) {
 }
 
 // checkParty requires exactly one way of naming a side.
+// namedByToken reports whether a party is named by an account or balance
+// token rather than by a payment identifier.
+func namedByToken(p emi.TransferParty) bool {
+	return strings.TrimSpace(p.Account) != "" || strings.TrimSpace(p.Balance) != ""
+}
+
 func checkParty(bad *problems, field string, p emi.TransferParty) {
 	n := 0
 	for _, v := range []string{p.Account, p.Balance, p.IBAN} {

@@ -326,11 +326,7 @@ func TestSandboxIncomingRefusals(t *testing.T) {
 	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
 	q := env.NewPartner(t, emi.PartnerCreate{Name: "Q"})
 	acc, _, iban := openFunded(t, env, p, "account_eur", 0)
-	_, _, otherIBAN := openFunded(t, env, q, "account_eur", 0)
-
-	r := incoming(t, env, p, sepaCredit("1.00", otherIBAN))
-	apptest.Expect(t, "another partner's IBAN", r, 14002, http.StatusNotFound)
-	apptest.ExpectField(t, "another partner's IBAN", r, "destination")
+	otherAcc, _, otherIBAN := openFunded(t, env, q, "account_eur", 0)
 
 	with := func(k string, v any) map[string]any {
 		b := sepaCredit("1.00", iban)
@@ -400,6 +396,22 @@ func TestSandboxIncomingRefusals(t *testing.T) {
 	var n int
 	if err := env.App.DB.Get(&n, `SELECT (SELECT count(*) FROM suspense_items) + (SELECT count(*) FROM ledger_transactions)`); err != nil || n != 0 {
 		t.Fatalf("refusals left %d rows (%v)", n, err)
+	}
+
+	// Another partner's customer's identifier is treated exactly as one
+	// that matches nothing (S4): the credit waits in suspense as an unknown
+	// identifier and the other partner's account is not credited.
+	r := incoming(t, env, p, sepaCredit("1.00", otherIBAN))
+	apptest.Expect(t, "another partner's IBAN", r, 0, http.StatusCreated)
+	if r.Data["status"] != "suspense" {
+		t.Fatalf("another partner's IBAN: %s", r)
+	}
+	var reason string
+	if err := env.App.DB.Get(&reason, `SELECT reason FROM suspense_items WHERE token = $1`, r.Data["suspense_item"]); err != nil || reason != emi.SuspenseUnknownIdentifier {
+		t.Fatalf("suspense reason %q (%v)", reason, err)
+	}
+	if got := available(t, env, q, otherAcc); got != "0.00" {
+		t.Fatalf("another partner's account credited: %s", got)
 	}
 }
 

@@ -110,7 +110,7 @@ func joinComma(ss []string) string {
 	return out
 }
 
-type ledgerAccount struct{ acc, bal string }
+type ledgerAccount struct{ acc, bal, iban string }
 
 // fundedAccounts opens n EUR accounts of p, each credited with minor.
 func fundedAccounts(t *testing.T, env *apptest.Env, p *apptest.Partner, n int, minor int64) []ledgerAccount {
@@ -119,7 +119,8 @@ func fundedAccounts(t *testing.T, env *apptest.Env, p *apptest.Partner, n int, m
 	out := make([]ledgerAccount, n)
 	for i := range out {
 		r := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user})
-		out[i] = ledgerAccount{acc: r.Data["token"].(string), bal: balancesOf(r)[0]["token"].(string)}
+		b := balancesOf(r)[0]
+		out[i] = ledgerAccount{acc: r.Data["token"].(string), bal: b["token"].(string), iban: b["iban"].(string)}
 		if minor > 0 {
 			env.Fund(t, out[i].acc, out[i].bal, "EUR", minor)
 		}

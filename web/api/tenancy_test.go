@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -41,6 +42,12 @@ var bodyRefs = map[string][]bodyRef{
 			return map[string]any{"source": map[string]any{"account": b.tok["account"]}, "destination": map[string]any{"account": b.tok["account"]},
 				"amount": "1.00", "currency": "EUR", "reference": "S4"}
 		}, "source.account"},
+		// Another partner's customer is paid by IBAN; its account token
+		// answers as an unknown one (14006).
+		{"destination.account", func(b *tenant) map[string]any {
+			return map[string]any{"source": map[string]any{"account": b.tok["account"]}, "destination": map[string]any{"account": b.tok["account"]},
+				"amount": "1.00", "currency": "EUR", "reference": "S4"}
+		}, "destination.account"},
 	},
 	"transfer_external_create": {
 		{"source.account", func(b *tenant) map[string]any { return sepa(b.tok["account"], "1.00") }, "source.account"},
@@ -141,15 +148,13 @@ func TestS4EveryResourceOfAnotherPartnerIsNotFound(t *testing.T) {
 			checked++
 		}
 	}
-	// Two documented exceptions to "another partner's token is reported
-	// as one that does not exist" (contract §2), checked as documented in
-	// openapi.yaml and raised with the lead (see the hostile-sweep report):
-	//  - transfer_create sends to "any balance held in emi, another
-	//    partner's customer's included", also named by account token: B
-	//    may pay A's customer, and B's answer must show nothing else of A;
-	//  - sandbox_incoming_credit refuses an identifier of another
-	//    partner's customer with 404 / 14002 (an unknown one goes to
-	//    suspense), and never credits A's account.
+	// sandbox_incoming_credit changes the database for any destination
+	// (an unknown identifier goes to suspense), so it is checked here: an
+	// identifier of A's customer, named by B, is treated exactly as an
+	// unknown one (suspense, reason unknown_identifier) and A's account
+	// is not credited. transfer_create's destination is in bodyRefs; B
+	// pays A's customer by IBAN only, and B's answer then shows nothing
+	// else of A.
 	balanceOfA := func() int64 {
 		var n int64
 		if err := env.App.DB.Get(&n, `SELECT coalesce(sum(posted), 0) FROM balances WHERE account = $1`, a.tok["account"]); err != nil {
@@ -157,29 +162,33 @@ func TestS4EveryResourceOfAnotherPartnerIsNotFound(t *testing.T) {
 		}
 		return n
 	}
+	var balOfA, ibanOfA string
+	if err := env.App.DB.QueryRow(`SELECT token, coalesce(iban, '') FROM balances WHERE account = $1`, a.tok["account"]).Scan(&balOfA, &ibanOfA); err != nil || ibanOfA == "" {
+		t.Fatalf("A's balance %q, IBAN %q (%v)", balOfA, ibanOfA, err)
+	}
 	posted := balanceOfA()
-	credit := call(t, env, b.p, http.MethodPost, "/v2/sandbox/incoming", "sandbox_incoming_credit", map[string]any{
-		"scheme": "card", "amount": "1.00", "currency": "EUR", "payer": map[string]any{"name": "J Smith", "card_last4": "1234"},
-		"destination": map[string]any{"account": a.tok["account"]}})
-	apptest.Expect(t, "incoming credit to partner A's account with B's key", credit, emi.ErrTransferNotFound.Code, http.StatusNotFound)
+	for _, dest := range []map[string]any{{"account": a.tok["account"]}, {"account": service.NewToken()}} {
+		credit := call(t, env, b.p, http.MethodPost, "/v2/sandbox/incoming", "sandbox_incoming_credit", map[string]any{
+			"scheme": "card", "amount": "1.00", "currency": "EUR", "payer": map[string]any{"name": "J Smith", "card_last4": "1234"},
+			"destination": dest})
+		apptest.Expect(t, fmt.Sprintf("incoming credit to %v with B's key", dest), credit, 0, http.StatusCreated)
+		var reason string
+		if err := env.App.DB.Get(&reason, `SELECT reason FROM suspense_items WHERE token = $1`, credit.Data["suspense_item"]); err != nil ||
+			credit.Data["status"] != "suspense" || reason != emi.SuspenseUnknownIdentifier {
+			t.Errorf("incoming credit to %v with B's key: %s, suspense reason %q (%v)", dest, credit, reason, err)
+		}
+	}
 	if after := balanceOfA(); after != posted {
 		t.Errorf("B's incoming credit reached partner A's account: posted %d -> %d", posted, after)
 	}
 	pay := call(t, env, b.p, http.MethodPost, "/v2/transfers", "transfer_create", map[string]any{
-		"source": map[string]any{"account": b.tok["account"]}, "destination": map[string]any{"account": a.tok["account"]},
+		"source": map[string]any{"account": b.tok["account"]}, "destination": map[string]any{"iban": ibanOfA},
 		"amount": "1.00", "currency": "EUR", "reference": "S4"})
-	apptest.Expect(t, "transfer to partner A's account with B's key", pay, 0, http.StatusCreated)
-	for _, tok := range aTokens {
-		if tok != a.tok["account"] && strings.Contains(string(pay.Raw), tok) {
+	apptest.Expect(t, "transfer to partner A's IBAN with B's key", pay, 0, http.StatusCreated)
+	for _, tok := range append(aTokens, balOfA) {
+		if strings.Contains(string(pay.Raw), tok) {
 			t.Errorf("B's transfer to A's customer shows partner A's %s: %s", tok, pay.Raw)
 		}
-	}
-	var balOfA string
-	if err := env.App.DB.Get(&balOfA, `SELECT token FROM balances WHERE account = $1`, a.tok["account"]); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(pay.Raw), balOfA) {
-		t.Errorf("B's transfer to A's customer shows A's balance token: %s", pay.Raw)
 	}
 	run.sent += 2
 	checked += 2

@@ -72,9 +72,21 @@ func TestTransferInternal(t *testing.T) {
 	apptest.Expect(t, "stranger", call(t, env, stranger, http.MethodGet, "/v2/transfers/"+tok, "transfer_details", nil), 14002, http.StatusNotFound)
 
 	short := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create", map[string]any{
-		"source": map[string]any{"balance": srcBal}, "destination": map[string]any{"account": dstAcc},
+		"source": map[string]any{"balance": srcBal}, "destination": map[string]any{"iban": dstIBAN},
 		"amount": "87.51", "currency": "EUR"})
 	apptest.Expect(t, "insufficient", short, 14003, http.StatusConflict)
+	// Another partner's customer is paid by IBAN (or account number and
+	// sort code); their account and balance tokens are theirs, and one
+	// answers exactly as an unknown token (S4).
+	for _, dst := range []map[string]any{{"account": dstAcc}, {"balance": r.Data["destination"].(map[string]any)["balance"]}, {"account": "01a2062a-c373-7dfe-b7d4-456a0a594a21"}} {
+		if dst["balance"] == nil && dst["account"] == nil {
+			continue
+		}
+		byToken := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create", map[string]any{
+			"source": map[string]any{"balance": srcBal}, "destination": dst, "amount": "1.00", "currency": "EUR"})
+		apptest.Expect(t, fmt.Sprintf("another partner's token %v", dst), byToken, 14006, http.StatusNotFound)
+		apptest.ExpectField(t, "another partner's token", byToken, "destination")
+	}
 	if got := available(t, env, p, srcAcc); got != "87.50" {
 		t.Fatalf("source after refusal %s", got)
 	}
