@@ -140,8 +140,8 @@ type poll struct {
 	reason     string
 }
 
-// answer is a definitive answer to a request.
-type answer struct {
+// faultAnswer is a definitive answer to a request.
+type faultAnswer struct {
 	status   int
 	code     int
 	data     json.RawMessage
@@ -149,7 +149,7 @@ type answer struct {
 	attempts int
 }
 
-func (a answer) token() string {
+func (a faultAnswer) token() string {
 	var d struct {
 		Token string `json:"token"`
 	}
@@ -162,7 +162,7 @@ func (a answer) token() string {
 type keyed struct {
 	kind, path, op, key string
 	body                []byte
-	ans                 answer
+	ans                 faultAnswer
 }
 
 type faultCard struct {
@@ -203,7 +203,7 @@ func (f *faultRun) fail(format string, args ...any) {
 // each attempt freshly signed and sent to the other instance than the
 // previous one (so a dead instance is failed over). first picks the
 // instance of the first attempt.
-func (f *faultRun) do(sg *signer, first int, method, path, op, key string, body []byte) answer {
+func (f *faultRun) do(sg *signer, first int, method, path, op, key string, body []byte) faultAnswer {
 	for n := 0; time.Now().Before(f.deadline); n++ {
 		inst := (first + n) % 2
 		base, _ := f.inst[inst].base.Load().(string)
@@ -242,9 +242,9 @@ func (f *faultRun) do(sg *signer, first int, method, path, op, key string, body 
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		return answer{status: res.StatusCode, code: env.Code, data: env.Data, replayed: res.Header.Get("Idempotent-Replayed") == "true", attempts: n + 1}
+		return faultAnswer{status: res.StatusCode, code: env.Code, data: env.Data, replayed: res.Header.Get("Idempotent-Replayed") == "true", attempts: n + 1}
 	}
-	return answer{status: -1}
+	return faultAnswer{status: -1}
 }
 
 // transfer moves a pseudo-random amount between two funded accounts.
