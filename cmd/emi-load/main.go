@@ -153,7 +153,7 @@ func prepare(ctx context.Context, getenv func(string) string, url string, opts p
 	}
 	h, c, err := prepareWith(ctx, a, url, opts)
 	if err != nil {
-		a.Close()
+		_ = a.Close()
 		return nil, nil, err
 	}
 	return h, c, nil
