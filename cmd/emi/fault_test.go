@@ -399,11 +399,17 @@ func (f *faultRun) errorWindow(p phase, inst int) (window time.Duration, failed 
 func (f *faultRun) unhealthyWindow(p phase, inst int) time.Duration {
 	var first, last time.Time
 	for _, q := range f.polls[inst] {
-		if q.status == http.StatusOK || q.start.Before(p.start) || !q.start.Before(p.next) {
+		// A poll belongs to the phase it ended in: one in flight when
+		// an instance was killed started before the fault and failed
+		// because of it.
+		if q.status == http.StatusOK || q.end.Before(p.start) || !q.end.Before(p.next) {
 			continue
 		}
 		if first.IsZero() {
 			first = q.start
+			if first.Before(p.start) {
+				first = p.start
+			}
 		}
 		last = q.start
 	}
@@ -425,7 +431,7 @@ func (f *faultRun) timeline(p phase, inst int) string {
 	var b strings.Builder
 	last := -1
 	for _, q := range f.polls[inst] {
-		if q.start.Before(p.start.Add(-time.Second)) || !q.start.Before(p.next) {
+		if q.start.Before(p.start.Add(-time.Second)) || !q.end.Before(p.next) {
 			continue
 		}
 		if q.status != last {
@@ -480,7 +486,11 @@ func TestFaultsUnderMixedLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seq0 int64
-	f := &faultRun{r: r, deadline: time.Now().Add(4 * time.Minute),
+	bound := 4 * time.Minute
+	if os.Getenv("EMI_SOAK") == "1" {
+		bound = 15 * time.Minute
+	}
+	f := &faultRun{r: r, deadline: time.Now().Add(bound),
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
 	if err := r.a.DB.Get(&seq0, `SELECT coalesce(max(seq), 0) FROM events`); err != nil {
 		t.Fatal(err)
@@ -595,6 +605,9 @@ func TestFaultsUnderMixedLoad(t *testing.T) {
 	stopLoad.Store(true)
 	load.Wait()
 	loadEnd := time.Now()
+	// The checks below send requests too (replays, reveals): a fresh
+	// bound for them, whatever the load took.
+	f.deadline = loadEnd.Add(3 * time.Minute)
 	// Both instances must be healthy again.
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		f.mu.Lock()

@@ -340,8 +340,12 @@ func (a *App) Health(ctx context.Context) error {
 	if err := a.DB.PingContext(ctx); err != nil {
 		return errors.New("database unreachable")
 	}
-	if err := a.DB.CheckSchema(ctx); err != nil {
+	// A connection cut between the ping and the version read is an
+	// outage, not a schema to migrate.
+	if err := a.DB.CheckSchema(ctx); errors.Is(err, postgres.ErrSchemaNotCurrent) {
 		return errors.New("database schema not current")
+	} else if err != nil {
+		return errors.New("database unreachable")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 
@@ -64,6 +65,12 @@ func (db *DB) SchemaVersion(ctx context.Context) (current, latest int64, err err
 	return current, latest, nil
 }
 
+// ErrSchemaNotCurrent is the error CheckSchema wraps when the database's
+// schema version differs from this binary's; any other error of CheckSchema
+// means the version could not be read (the database is unreachable or a
+// connection was cut).
+var ErrSchemaNotCurrent = errors.New("database schema not current")
+
 // CheckSchema returns an error saying what to run when the database schema is
 // older (or newer) than this binary.
 func (db *DB) CheckSchema(ctx context.Context) error {
@@ -73,9 +80,9 @@ func (db *DB) CheckSchema(ctx context.Context) error {
 	}
 	switch {
 	case current < latest:
-		return fmt.Errorf("database schema is at version %d but this binary needs %d: run `emi migrate` first", current, latest)
+		return fmt.Errorf("%w: it is at version %d but this binary needs %d: run `emi migrate` first", ErrSchemaNotCurrent, current, latest)
 	case current > latest:
-		return fmt.Errorf("database schema is at version %d, newer than this binary (%d): deploy the newer binary", current, latest)
+		return fmt.Errorf("%w: it is at version %d, newer than this binary (%d): deploy the newer binary", ErrSchemaNotCurrent, current, latest)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -28,8 +29,8 @@ func TestMigrationsApplyFromZeroAndTwice(t *testing.T) {
 	}
 	defer db.Close()
 
-	if err := db.CheckSchema(ctx); err == nil {
-		t.Fatal("CheckSchema on an empty database: want an error telling to run emi migrate")
+	if err := db.CheckSchema(ctx); !errors.Is(err, postgres.ErrSchemaNotCurrent) {
+		t.Fatalf("CheckSchema on an empty database: %v, want ErrSchemaNotCurrent telling to run emi migrate", err)
 	}
 	n, err := db.Migrate(ctx)
 	if err != nil {
