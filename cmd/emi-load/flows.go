@@ -324,23 +324,19 @@ func (h *harness) onboarding(ctx context.Context, c *caller, n int64) error {
 	}
 	tok := token(a)
 	for {
-		a, err := c.do(ctx, http.MethodGet, "/v3/applications/"+tok, "application_details", nil)
+		status, err := applicationStatus(ctx, c, tok)
 		if err != nil {
 			return err
 		}
-		var d struct {
-			Status string `json:"status"`
-		}
-		_ = json.Unmarshal(a.data, &d)
-		switch emi.ApplicationStatus(d.Status) {
+		switch status {
 		case emi.AppApproved:
 			return nil // an automatic partner: nobody has to decide
 		case emi.AppInReview:
 			return h.approve(ctx, c, tok)
 		case emi.AppChecking:
 		default:
-			c.rec.add("underwriter_approve", 0, false, "application "+d.Status, true)
-			return fmt.Errorf("application %s is %s", tok, d.Status)
+			c.rec.add("underwriter_approve", 0, false, "application "+string(status), true)
+			return fmt.Errorf("application %s is %s", tok, status)
 		}
 		if !sleepUntil(ctx, time.Now().Add(onboardingPoll)) {
 			return ctx.Err()
@@ -369,16 +365,28 @@ func (h *harness) approve(ctx context.Context, c *caller, tok string) error {
 		return errUnexpected{op: "underwriter_approve", a: answer{status: 0}}
 	}
 	c.rec.add("underwriter_approve", time.Since(t0), true, "approved", false)
-	a, err := c.do(ctx, http.MethodGet, "/v3/applications/"+tok, "application_details", nil)
+	status, err := applicationStatus(ctx, c, tok)
 	if err != nil {
 		return err
 	}
-	var d struct {
-		Status string `json:"status"`
-	}
-	_ = json.Unmarshal(a.data, &d)
-	if d.Status != string(emi.AppApproved) {
-		return fmt.Errorf("application %s: partner sees %s after the approval", tok, d.Status)
+	if status != emi.AppApproved {
+		return fmt.Errorf("application %s: partner sees %s after the approval", tok, status)
 	}
 	return nil
+}
+
+// applicationStatus reads an application's status as its partner sees it
+// (application_details).
+func applicationStatus(ctx context.Context, c *caller, tok string) (emi.ApplicationStatus, error) {
+	a, err := c.do(ctx, http.MethodGet, "/v3/applications/"+tok, "application_details", nil)
+	if err != nil {
+		return "", err
+	}
+	var d struct {
+		Status emi.ApplicationStatus `json:"status"`
+	}
+	if err := json.Unmarshal(a.data, &d); err != nil {
+		return "", fmt.Errorf("application_details of %s: %w", tok, err)
+	}
+	return d.Status, nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -10,10 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -115,26 +111,8 @@ func newDeliveryRig(t *testing.T, events int) *deliveryRig {
 // serve starts `emi serve` and returns once it serves.
 func (r *deliveryRig) serve(t *testing.T) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(r.bin, "serve")
-	for k, v := range r.vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"))
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), "serving on") {
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return cmd
-		}
-	}
-	t.Fatalf("emi serve did not start: %s", stderr.String())
-	return nil
+	cmd, _ := startServe(t, r.bin, r.vars, nil)
+	return cmd
 }
 
 func (r *deliveryRig) waitAll(events int, within time.Duration) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"database/sql"
 	"encoding/json"
@@ -197,17 +196,10 @@ func newMultiRig(t *testing.T, n int, extra map[string]string) *multiRig {
 // when the test failed.
 func (r *multiRig) serve(t *testing.T) (string, int) {
 	t.Helper()
-	cmd := exec.Command(r.bin, "serve")
-	for k, v := range r.vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"))
-	stdout, _ := cmd.StdoutPipe()
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	logs := &syncBuffer{}
+	cmd, url := startServe(t, r.bin, r.vars, logs)
+	// Registered after startServe's kill, so it runs first: a graceful
+	// stop, then the log when the test failed.
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
@@ -219,22 +211,14 @@ func (r *multiRig) serve(t *testing.T) (string, int) {
 			<-done
 		}
 		if t.Failed() {
-			log := stderr.String()
+			log := logs.String()
 			if len(log) > 4000 {
 				log = log[len(log)-4000:]
 			}
 			t.Logf("log of emi serve (pid %d):\n%s", cmd.Process.Pid, log)
 		}
 	})
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if m := servingOn.FindStringSubmatch(sc.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return m[1], cmd.Process.Pid
-		}
-	}
-	t.Fatalf("emi serve did not start: %s", stderr.String())
-	return "", 0
+	return url, cmd.Process.Pid
 }
 
 // partner creates a partner (with its webhook endpoint when hook is not

@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
+	"emi/web/httpx"
 )
 
 // balanceResponse is one balance (contract §6): identifier fields are ""
@@ -135,7 +136,7 @@ func (a *API) accountsList(w http.ResponseWriter, r *http.Request) {
 			bad = append(bad, emi.FieldError{Field: k, Message: "unknown filter: the filters are merchant, user and program"})
 		case len(vs) > 1:
 			bad = append(bad, emi.FieldError{Field: k, Message: "must be given once"})
-		case !filterValueOK(vs[0]):
+		case !httpx.StorableText(vs[0]):
 			bad = append(bad, emi.FieldError{Field: k, Message: filterValueMessage})
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service"
+	"emi/web/httpx"
 )
 
 // threeDSResponse is a card's 3DS enrolment.
@@ -330,7 +331,7 @@ func (a *API) cardsList(w http.ResponseWriter, r *http.Request) {
 			bad = append(bad, emi.FieldError{Field: k, Message: "unknown filter: the filters are merchant, user, account and program"})
 		case len(vs) > 1:
 			bad = append(bad, emi.FieldError{Field: k, Message: "must be given once"})
-		case !filterValueOK(vs[0]):
+		case !httpx.StorableText(vs[0]):
 			bad = append(bad, emi.FieldError{Field: k, Message: filterValueMessage})
 		}
 	}

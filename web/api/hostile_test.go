@@ -42,48 +42,9 @@ var hostileTables = map[string]string{
 }
 
 // dbDigest returns an md5 of every row of every table (but those of
-// hostileTables), by table, in one round trip.
+// hostileTables), by table.
 func dbDigest(t testing.TB, env *apptest.Env) map[string]string {
-	t.Helper()
-	var tables []string
-	if err := env.App.DB.Select(&tables, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`); err != nil {
-		t.Fatal(err)
-	}
-	var parts []string
-	for _, tb := range tables {
-		if _, skip := hostileTables[tb]; skip {
-			continue
-		}
-		parts = append(parts, fmt.Sprintf(`SELECT '%s' AS name, md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS sum FROM %q t`, tb, tb))
-	}
-	var rows []struct {
-		Name string `db:"name"`
-		Sum  string `db:"sum"`
-	}
-	if err := env.App.DB.Select(&rows, strings.Join(parts, " UNION ALL ")); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, r := range rows {
-		out[r.Name] = r.Sum
-	}
-	return out
-}
-
-func changedTables(a, b map[string]string) []string {
-	var out []string
-	for k, v := range a {
-		if b[k] != v {
-			out = append(out, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return env.TableDigest(t, apptest.DigestOptions{Skip: hostileTables})
 }
 
 // tenant is one partner with one resource of every kind a path names.
@@ -301,6 +262,21 @@ type hostileRun struct {
 	reveals int
 }
 
+// newHostileRun starts a sweep that signs as p, counting the successful
+// card audit rows already there.
+func newHostileRun(t *testing.T, env *apptest.Env, p *apptest.Partner) *hostileRun {
+	return &hostileRun{t: t, env: env, p: p, reveals: successfulReveals(t, env)}
+}
+
+// successfulReveals counts the card data reveals audited as successes.
+func successfulReveals(t *testing.T, env *apptest.Env) int {
+	var n int
+	if err := env.App.DB.Get(&n, `SELECT count(*) FROM audit_log WHERE outcome = 'success' AND action LIKE 'card.%'`); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // auditedRefusals are the operations whose refusals are audited on
 // purpose: the card data reveals.
 var auditedRefusals = map[string]bool{"card_number": true, "card_retrieve_pin": true}
@@ -368,15 +344,11 @@ func (r *hostileRun) do(rt apiRoute, s sent) {
 	if rec.failed {
 		fail("answer does not match openapi.yaml: %s", rec.msg)
 	}
-	ch := changedTables(before, dbDigest(t, r.env))
+	ch := apptest.ChangedTables(before, dbDigest(t, r.env))
 	if auditedRefusals[rt.op] && slices.Equal(ch, []string{"audit_log"}) {
 		// A refused card data reveal is audited (PCI DSS 10.2.1.1, 10.2.1.4):
 		// one row, with a failure outcome, and nothing else.
-		var n int
-		if err := r.env.App.DB.Get(&n, `SELECT count(*) FROM audit_log WHERE outcome = 'success' AND action LIKE 'card.%'`); err != nil {
-			t.Fatal(err)
-		}
-		if n != r.reveals {
+		if n := successfulReveals(t, r.env); n != r.reveals {
 			fail("a refused reveal was audited as a success (%d successes, want %d)", n, r.reveals)
 		}
 		ch = nil
@@ -444,10 +416,7 @@ func TestHostileInputSweep(t *testing.T) {
 	a := newTenant(t, env, "Hostile A")
 	b := newTenant(t, env, "Hostile B")
 	routes := walkAPI(t, env)
-	run := &hostileRun{t: t, env: env, p: a.p}
-	if err := env.App.DB.Get(&run.reveals, `SELECT count(*) FROM audit_log WHERE outcome = 'success' AND action LIKE 'card.%'`); err != nil {
-		t.Fatal(err)
-	}
+	run := newHostileRun(t, env, a.p)
 	bad := emi.ErrBadRequest
 	for _, rt := range routes {
 		inv := rt.invalid

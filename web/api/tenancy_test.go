@@ -75,10 +75,7 @@ func TestS4EveryResourceOfAnotherPartnerIsNotFound(t *testing.T) {
 	a := newTenant(t, env, "Tenant A")
 	b := newTenant(t, env, "Tenant B")
 	routes := walkAPI(t, env)
-	run := &hostileRun{t: t, env: env, p: b.p}
-	if err := env.App.DB.Get(&run.reveals, `SELECT count(*) FROM audit_log WHERE outcome = 'success' AND action LIKE 'card.%'`); err != nil {
-		t.Fatal(err)
-	}
+	run := newHostileRun(t, env, b.p)
 	aTokens := []string{a.p.ID, a.p.Merchant, a.p.KeyID}
 	for _, v := range a.tok {
 		aTokens = append(aTokens, v)

@@ -257,6 +257,15 @@ func check(v any, t reflect.Type, path string, out *[]emi.FieldError) {
 	}
 }
 
+// StorableText reports whether a PostgreSQL text column can hold s: valid
+// UTF-8 without a NUL character. PostgreSQL refuses anything else with an
+// error, which would answer 500 for a client's mistake, so every value
+// from outside that reaches a query is checked with it first (the JSON
+// decoder, API query filters, back-office forms).
+func StorableText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
+}
+
 // nulMessage is the answer for a string with a NUL character: PostgreSQL
 // text and jsonb cannot hold one, so it would otherwise fail at the
 // database as a 500 after passing every rule.

@@ -165,3 +165,14 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestStorableText(t *testing.T) {
+	for s, want := range map[string]bool{
+		"": true, "Jane Smith": true, "Zoë Łukasz 東京": true,
+		"a\x00b": false, "\x00": false, "\xff\xfe": false, "ok\xc3\x28": false,
+	} {
+		if got := StorableText(s); got != want {
+			t.Errorf("StorableText(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

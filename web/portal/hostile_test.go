@@ -2,7 +2,6 @@ package portal_test
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -65,38 +64,18 @@ func formFieldNames(t *testing.T) []string {
 // purpose (their successful rows are counted instead), leaving out the
 // columns of portalVolatile.
 func portalDigest(t *testing.T, env *apptest.Env) map[string]string {
-	t.Helper()
-	var tables []string
-	if err := env.App.DB.Select(&tables, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`); err != nil {
-		t.Fatal(err)
-	}
-	var parts []string
-	for _, tb := range tables {
-		switch tb {
-		case "sessions", "audit_log", "signin_attempts":
-			continue
-		}
-		row := "to_jsonb(t)"
-		for _, c := range portalVolatile[tb] {
-			row += " - '" + c + "'"
-		}
-		parts = append(parts, fmt.Sprintf(`SELECT '%s' AS name, md5(coalesce(string_agg((%s)::text, '|' ORDER BY (%s)::text), '')) AS sum FROM %q t`, tb, row, row, tb))
-	}
-	parts = append(parts,
-		`SELECT 'audit_log successes', count(*)::text FROM audit_log WHERE outcome = 'success'`,
-		`SELECT 'signin_attempts successes', count(*)::text FROM signin_attempts WHERE success`)
-	var rows []struct {
-		Name string `db:"name"`
-		Sum  string `db:"sum"`
-	}
-	if err := env.App.DB.Select(&rows, strings.Join(parts, " UNION ALL ")); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, r := range rows {
-		out[r.Name] = r.Sum
-	}
-	return out
+	return env.TableDigest(t, apptest.DigestOptions{
+		Skip: map[string]string{
+			"sessions":        "the session store saves every request's session",
+			"audit_log":       "refused attempts are audited on purpose",
+			"signin_attempts": "refused sign-ins are recorded on purpose",
+		},
+		Volatile: portalVolatile,
+		Extra: []string{
+			`SELECT 'audit_log successes', count(*)::text FROM audit_log WHERE outcome = 'success'`,
+			`SELECT 'signin_attempts successes', count(*)::text FROM signin_attempts WHERE success`,
+		},
+	})
 }
 
 // portalVolatile are columns that a refused back-office request changes on
@@ -207,14 +186,7 @@ func TestHostileBackOfficeForms(t *testing.T) {
 				t.Errorf("POST %s with %s as %s: HTTP %d: %.300s", route, val.what, who, p.Status, p.Body)
 			}
 			if p.Status >= 400 {
-				var changed []string
-				for k, v := range before {
-					if after[k] != v {
-						changed = append(changed, k)
-					}
-				}
-				if len(changed) > 0 {
-					sort.Strings(changed)
+				if changed := apptest.ChangedTables(before, after); len(changed) > 0 {
 					t.Errorf("POST %s with %s as %s: refused (HTTP %d) but changed %v", route, val.what, who, p.Status, changed)
 				}
 			}

@@ -8,15 +8,14 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
 	"emi/internal/service"
+	"emi/web/httpx"
 )
 
 // Session keys.
@@ -186,9 +185,9 @@ func (p *Portal) formGuard(next http.Handler) http.Handler {
 			return
 		}
 		for k, vs := range r.Form {
-			ok := formTextOK(k)
+			ok := httpx.StorableText(k)
 			for _, v := range vs {
-				ok = ok && formTextOK(v)
+				ok = ok && httpx.StorableText(v)
 			}
 			if !ok {
 				p.errorPage(w, r, http.StatusBadRequest, "The form holds characters that are not allowed (a NUL character or invalid UTF-8). Nothing was changed.")
@@ -198,8 +197,6 @@ func (p *Portal) formGuard(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
-func formTextOK(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
 
 // Walk calls fn for every back-office route (method and pattern relative to
 // /backoffice), for the tests that check every route: cross-origin
