@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,13 +45,16 @@ func soak() bool { return os.Getenv("EMI_SOAK") == "1" }
 // proxy before and what the answer's envelope code was.
 type rrProxy struct {
 	*httptest.Server
-	backends []*url.URL
-	next     atomic.Uint64
-	counts   []atomic.Int64
+	next atomic.Uint64
 
-	mu      sync.Mutex
-	seen    map[string]bool
-	records []proxyRecord
+	// mu guards everything below. The backends are set after the proxy
+	// serves, and a request reaches it over a socket, which gives the race
+	// detector no happens-before edge to the write.
+	mu       sync.Mutex
+	backends []*url.URL
+	counts   []int64
+	seen     map[string]bool
+	records  []proxyRecord
 }
 
 // proxyRecord is one signed request seen by the proxy.
@@ -69,9 +73,12 @@ func newRRProxy(t *testing.T) *rrProxy {
 	p := &rrProxy{seen: map[string]bool{}}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
+			p.mu.Lock()
 			i := int((p.next.Add(1) - 1) % uint64(len(p.backends)))
-			p.counts[i].Add(1)
-			pr.SetURL(p.backends[i])
+			p.counts[i]++
+			backend := p.backends[i]
+			p.mu.Unlock()
+			pr.SetURL(backend)
 			pr.Out.Header.Set("X-Emi-Test-Instance", strconv.Itoa(i)) // read back in ModifyResponse
 		},
 		ModifyResponse: func(res *http.Response) error {
@@ -106,23 +113,24 @@ func newRRProxy(t *testing.T) *rrProxy {
 }
 
 func (p *rrProxy) setBackends(urls []string) error {
+	var backends []*url.URL
 	for _, u := range urls {
 		pu, err := url.Parse(u)
 		if err != nil {
 			return err
 		}
-		p.backends = append(p.backends, pu)
+		backends = append(backends, pu)
 	}
-	p.counts = make([]atomic.Int64, len(urls))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.backends, p.counts = backends, make([]int64, len(urls))
 	return nil
 }
 
 func (p *rrProxy) perInstance() []int64 {
-	out := make([]int64, len(p.counts))
-	for i := range p.counts {
-		out[i] = p.counts[i].Load()
-	}
-	return out
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.counts)
 }
 
 // checkBalanced fails unless every instance got a fair share of the
