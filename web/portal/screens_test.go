@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
@@ -102,6 +103,41 @@ func TestPartnersScreens(t *testing.T) {
 		if d := admin.Get(t, "/backoffice/partners/"+f.partner.ID); !strings.Contains(d.Body, ">rotating<") {
 			t.Fatal("the key is not shown as rotating during the overlap")
 		}
+	})
+	t.Run("requiring signature version 2 refuses version 1 at once, audited", func(t *testing.T) {
+		base := "/backoffice/partners/" + f.partner.ID
+		if d := admin.Get(t, base); !strings.Contains(d.Body, `data-testid="require-signature-v2"`) || !strings.Contains(d.Body, "version 1 or 2") {
+			t.Fatal("the partner page offers no way to require signature version 2")
+		}
+		p := admin.Post(t, base+"/keys/"+f.partner.KeyID+"/signature-version", url.Values{"signature_version": {"2"}})
+		if p.Status != http.StatusSeeOther {
+			t.Fatalf("require version 2: HTTP %d", p.Status)
+		}
+		f.env.Clock.Advance(time.Second)
+		v1 := apptest.Request{Method: http.MethodGet, Path: "/v2/partner", Operation: "partner_details"}
+		apptest.Expect(t, "version 1 on a key that requires 2", f.partner.Do(t, v1), 10001, 401)
+		v2 := v1
+		v2.SignatureVersion = emi.SignatureV2
+		apptest.Expect(t, "version 2", f.partner.Do(t, v2), 0, 200)
+		if d := admin.Get(t, base); !strings.Contains(d.Body, "version 2 required") || !strings.Contains(d.Body, `data-testid="allow-signature-v1"`) {
+			t.Fatal("the key is not shown as requiring version 2")
+		}
+		var n int
+		if err := f.env.App.DB.Get(&n, `SELECT count(*) FROM audit_log WHERE action = 'partner_key.set_signature_version'
+			AND resource_token = $1 AND actor_type = 'staff'`, f.partner.KeyID); err != nil || n != 1 {
+			t.Fatalf("audit rows: %d (%v)", n, err)
+		}
+		// A value that is not a version changes nothing.
+		for _, v := range []string{"3", "", "two"} {
+			admin.Post(t, base+"/keys/"+f.partner.KeyID+"/signature-version", url.Values{"signature_version": {v}})
+		}
+		apptest.Expect(t, "still requires version 2", f.partner.Do(t, v1), 10001, 401)
+		p = admin.Post(t, base+"/keys/"+f.partner.KeyID+"/signature-version", url.Values{"signature_version": {"1"}})
+		if p.Status != http.StatusSeeOther {
+			t.Fatalf("accept version 1 again: HTTP %d", p.Status)
+		}
+		f.env.Clock.Advance(time.Second)
+		apptest.Expect(t, "version 1 accepted again", f.partner.Do(t, v1), 0, 200)
 	})
 	t.Run("revoking a key stops it at once", func(t *testing.T) {
 		p := admin.Post(t, "/backoffice/partners/"+f.partner.ID+"/keys/"+f.partner.KeyID+"/revoke", url.Values{})
