@@ -131,6 +131,32 @@ func TestMigrateSeedAndPartnerCreate(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"webhook_secret":""`) {
 		t.Fatalf("partner create without a webhook: %v %q", err, out)
 	}
+	// --signature-version 2: the first key refuses version 1 (contract §2).
+	db, err := sql.Open("postgres", vars["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out, _, err = runCmd(t, vars, "partner", "create", "--name", "Strict", "--signature-version", "2", "--json")
+	if err != nil {
+		t.Fatalf("partner create --signature-version 2: %v", err)
+	}
+	var strict map[string]string
+	_ = json.Unmarshal([]byte(out), &strict)
+	var minVersion int
+	if err := db.QueryRow(`SELECT min_signature_version FROM partner_keys WHERE api_key = $1`, strict["api_key"]).Scan(&minVersion); err != nil || minVersion != 2 {
+		t.Fatalf("--signature-version 2 stored %d (%v)", minVersion, err)
+	}
+	if err := db.QueryRow(`SELECT min_signature_version FROM partner_keys k JOIN partners p ON p.id = k.partner_id WHERE p.name = 'No Hooks'`).Scan(&minVersion); err != nil || minVersion != 1 {
+		t.Fatalf("the default stored %d (%v)", minVersion, err)
+	}
+	for _, v := range []string{"3", "0", "two"} {
+		_, _, err = runCmd(t, vars, "partner", "create", "--name", "Bad "+v, "--signature-version", v)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Fatalf("--signature-version %s: want a usage error, got %v", v, err)
+		}
+	}
 	_, _, err = runCmd(t, vars, "partner", "create", "--json")
 	var ue usageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "name") {
