@@ -20,7 +20,8 @@
 #
 # So a new example here is tested without editing the test. Signatures:
 # contract §2 (version 1 signs the body with every space, tab, CR and LF
-# removed, while curl sends it as it is).
+# removed, while curl sends it as it is; version 2 signs it as sent, after
+# the method, the request target and the x-nonce).
 set -euo pipefail
 
 [ $# -eq 3 ] || { echo "usage: $0 URL PUBLIC_URL DATABASE_URL" >&2; exit 2; }
@@ -69,5 +70,13 @@ signs it with every space, tab, CR and LF removed (tr -d):
   ts=\$(date +%s)
   hash=\$(printf '%s' "\$key\$ts" aml_check "\$body" | tr -d ' \t\r\n' | openssl dgst -sha256 -hmac "\$secret" | sed 's/^.*= //')
   curl -sS -H "x-api-key: \$key" -H "x-timestamp: \$ts" -H "x-hash: \$hash" -H 'content-type: application/json' -d "\$body" $url/v1/aml
+
+The same check signed with version 2 (answers 18001): x-hash also covers the method, the
+request target and the x-nonce, and signs the body exactly as curl sends it:
+
+  nonce=\$(openssl rand -hex 8)
+  ts=\$(date +%s)
+  hash=\$(printf '%s' "\$key\$ts" aml_check POST /v1/aml "\$nonce" "\$body" | openssl dgst -sha256 -hmac "\$secret" | sed 's/^.*= //')
+  curl -sS -H 'x-signature-version: 2' -H "x-nonce: \$nonce" -H "x-api-key: \$key" -H "x-timestamp: \$ts" -H "x-hash: \$hash" -H 'content-type: application/json' -d "\$body" $url/v1/aml
 
 EOF
