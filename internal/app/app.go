@@ -108,6 +108,9 @@ type App struct {
 	IncomingStore *postgres.IncomingStore
 	Incoming      *service.Incoming
 	Adjustments   *service.Adjustments
+	// Controls is the decision engine: who may approve a sensitive
+	// decision, and whether the approvers are distinct people.
+	Controls *service.Controls
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -185,10 +188,11 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Onboarding.SetChecks(a.Checks)
 	a.Checks.SetFalsePositives(a.People)
 	a.Checks.SetCompanyNameMatcher(registry.NamesMatch)
-	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Checks, a.Events, a.Audit, now)
+	a.Controls = service.NewControls(a.StaffStore, now)
+	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Controls, a.Checks, a.Events, a.Audit, now)
 	a.Review.SetStores(a.OnboardingStore, a.OnboardingStore)
 	a.AccountStore = postgres.NewAccountStore(db)
-	a.Accounts = service.NewAccounts(db, a.AccountStore, identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, a.Events, a.Audit, v, now)
+	a.Accounts = service.NewAccounts(db, a.AccountStore, identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, a.Controls, a.Events, a.Audit, v, now)
 	a.Accounts.SetTerminations(a.AccountStore)
 	a.CardStore = postgres.NewCardStore(db)
 	a.Cards = service.NewCards(db, a.CardStore, a.AccountStore, a.AML, a.People, keys, smsProvider(cfg), a.Events, a.Audit, v,
@@ -198,7 +202,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Ledger = service.NewLedger(db, a.LedgerStore, now)
 	a.Accounts.SetLedger(a.Ledger)
 	a.TransferStore = postgres.NewTransferStore(db)
-	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Events, a.Audit, v, now)
+	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, now)
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
 	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Audit, now)
 	a.Maintenance.SetHoldExpirer(a.Authorizations)
@@ -215,7 +219,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		Sandbox: cfg.Mode == config.ModeSandbox,
 		Own:     own,
 	}, now)
-	a.Adjustments = service.NewAdjustments(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Audit, now)
+	a.Adjustments = service.NewAdjustments(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Audit, now)
 	return a
 }
 

@@ -46,21 +46,22 @@ type StaffDirectory interface {
 // Review is the underwriters' queue: claims, assignment, decisions with
 // four-eyes, information requests and notes.
 type Review struct {
-	tx     TxRunner
-	store  ReviewStore
-	staff  StaffDirectory
-	checks *Checks
-	events *Events
-	audit  *Auditor
-	now    Clock
+	tx       TxRunner
+	store    ReviewStore
+	staff    StaffDirectory
+	controls *Controls
+	checks   *Checks
+	events   *Events
+	audit    *Auditor
+	now      Clock
 
 	views   SavedViewStore
 	metrics MetricsStore
 }
 
 // NewReview returns the review service.
-func NewReview(tx TxRunner, store ReviewStore, staff StaffDirectory, checks *Checks, events *Events, audit *Auditor, now Clock) *Review {
-	return &Review{tx: tx, store: store, staff: staff, checks: checks, events: events, audit: audit, now: now}
+func NewReview(tx TxRunner, store ReviewStore, staff StaffDirectory, controls *Controls, checks *Checks, events *Events, audit *Auditor, now Clock) *Review {
+	return &Review{tx: tx, store: store, staff: staff, controls: controls, checks: checks, events: events, audit: audit, now: now}
 }
 
 func staffOf(ctx context.Context) emi.Principal {
@@ -313,8 +314,10 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 				}
 				break
 			}
-			if a.Review.FirstApprovalBy == me {
-				return emi.ErrFourEyes
+			if NeedsFourEyes(a) || a.Review.FirstApprovalBy != "" {
+				if err := r.controls.Approve(ctx, ControlApplicationApproval, a.Review.FirstApprovalBy); err != nil {
+					return err
+				}
 			}
 			rec.Action = "approved"
 			if err := r.checks.approve(ctx, a, me); err != nil {

@@ -207,6 +207,45 @@ func TestReviewDecisions(t *testing.T) {
 			t.Fatalf("second approval: %v %s", err, second.Status)
 		}
 	})
+	t.Run("four eyes: two underwriters created by one admin are one person (issue 19, C8)", func(t *testing.T) {
+		// Before the decision engine only the user ids were compared, and
+		// the second approval below succeeded.
+		boss := staffCtx(t, env, "creator@x.test", emi.RoleAdmin)
+		made := func(email string) context.Context {
+			u, err := env.App.Staff.Create(boss, emi.StaffCreate{Email: email, Name: email, Roles: []emi.Role{emi.RoleUnderwriter},
+				Password: "Correct-Horse-Battery-9"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: u.ID, StaffRoles: []string{"underwriter"}})
+		}
+		w1, w2 := made("w1@x.test"), made("w2@x.test")
+		app := queued(t, env, p, func(b map[string]any) {
+			b["company"].(map[string]any)["description_of_activity"] = "Online casino and betting"
+			b["due_diligence"] = "SDD"
+		})
+		if err := env.App.Review.Claim(w1, app); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.App.Review.Decide(w1, app, emi.ReviewDecision{Action: "approve", Text: "ok", Stamp: stampOf(t, env, w1, app)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.App.Review.Claim(w2, app); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.App.Review.Decide(w2, app, emi.ReviewDecision{Action: "approve", Stamp: stampOf(t, env, w2, app)}); !is(err, emi.ErrFourEyes) {
+			t.Fatalf("the second approval by another user of the same admin: %v", err)
+		}
+		if err := env.App.Review.Release(w2, app); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.App.Review.Claim(u2, app); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := env.App.Review.Decide(u2, app, emi.ReviewDecision{Action: "approve", Stamp: stampOf(t, env, u2, app)}); err != nil || got.Status != emi.AppApproved {
+			t.Fatalf("an independent underwriter's second approval: %v", err)
+		}
+	})
 	t.Run("a decision on stale evidence is refused", func(t *testing.T) {
 		app := queued(t, env, p, nil)
 		if err := env.App.Review.Claim(u1, app); err != nil {
