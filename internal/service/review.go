@@ -303,6 +303,35 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 		rec := emi.DecisionRecord{Application: a.Token, ReasonCode: d.ReasonCode, Text: d.Text, StaffID: me, At: now, Snapshot: snapshot}
 		switch d.Action {
 		case "approve":
+			// C1: a hit confirmed as a true match leaves reject (or a
+			// compliance decision on the hit) as the only outcomes.
+			hits, err := r.store.HitDecisions(ctx, a.Token)
+			if err != nil {
+				return err
+			}
+			for key, h := range hits {
+				if h.Decision == emi.HitTrueMatch {
+					return emi.ErrSanctionsBlocked.WithDetail("hit %s is a true match", key)
+				}
+			}
+			// C3: an approval is bound to the evidence it was given on; a
+			// material change since the first approval voids it, and this
+			// approval becomes the first of two.
+			if a.Review.FirstApprovalBy != "" {
+				void, err := r.firstApprovalVoid(ctx, a.Token, stamp)
+				if err != nil {
+					return err
+				}
+				if void {
+					if err := r.audit.Record(ctx, emi.AuditEntry{Action: "application.first_approval_voided", ResourceType: "application",
+						ResourceToken: a.Token, PartnerID: a.PartnerID, Changes: map[string]any{"first_approval_by": a.Review.FirstApprovalBy,
+							"stamp": stamp}}); err != nil {
+						return err
+					}
+					a.Review.FirstApprovalBy = ""
+					rec.Text = strings.TrimSpace(d.Text + " (the earlier first approval was void: the evidence changed after it)")
+				}
+			}
 			if NeedsFourEyes(a) && a.Review.FirstApprovalBy == "" {
 				rec.Action = "first_approval"
 				if err := r.store.SetFirstApproval(ctx, a.Token, me, d.Text, now); err != nil {
@@ -364,6 +393,43 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 		return err
 	})
 	return out, err
+}
+
+// firstApprovalVoid reports whether the evidence changed materially since
+// the application's latest first approval: its revision (any change by the
+// partner: company, members, documents) or its check results (a new row of
+// check history). stamp is the current evidence stamp
+// (revision.history.first-approval-time); the first approval's decision
+// record holds the stamp it was given on.
+func (r *Review) firstApprovalVoid(ctx context.Context, token, stamp string) (bool, error) {
+	ds, err := r.store.Decisions(ctx, token)
+	if err != nil {
+		return false, err
+	}
+	for i := len(ds) - 1; i >= 0; i-- {
+		if ds[i].Action != "first_approval" {
+			continue
+		}
+		var snap struct {
+			Stamp string `json:"stamp"`
+		}
+		if err := json.Unmarshal(ds[i].Snapshot, &snap); err != nil {
+			return false, emi.Internal(err)
+		}
+		return evidencePart(snap.Stamp) != evidencePart(stamp), nil
+	}
+	// A first approval without its record: treat it as void rather than
+	// let it count.
+	return true, nil
+}
+
+// evidencePart is the revision and check-history part of an evidence
+// stamp, without the first approval's time.
+func evidencePart(stamp string) string {
+	if i := strings.LastIndexByte(stamp, '.'); i >= 0 {
+		return stamp[:i]
+	}
+	return stamp
 }
 
 var mentionRe = regexp.MustCompile(`@([A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,})`)

@@ -468,3 +468,108 @@ func TestReviewDirectoryDecisionsAndAudit(t *testing.T) {
 		t.Fatalf("audit trail: %d %v", len(trail), err)
 	}
 }
+
+// Issue 19, C1 and C3: a true match blocks approval, and a first approval
+// is bound to the evidence it was given on. Both sequences succeeded before
+// (C1: the application was approved "first of two" and then onboarded; C3:
+// the second underwriter approved alone after the partner changed the
+// application).
+func TestReviewTrueMatchBlocksAndMaterialChangeVoidsFirstApproval(t *testing.T) {
+	t.Parallel()
+	env := onboardingEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P", Processing: emi.ProcessingSemiAutomatic})
+	u1 := staffCtx(t, env, "u1@x.test", emi.RoleUnderwriter)
+	u2 := staffCtx(t, env, "u2@x.test", emi.RoleUnderwriter)
+	comp := staffCtx(t, env, "c1@x.test", emi.RoleCompliance)
+	approve := func(who context.Context, app string) (emi.Application, error) {
+		t.Helper()
+		if err := env.App.Review.Claim(who, app); err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		return env.App.Review.Decide(who, app, emi.ReviewDecision{Action: "approve", Text: "ok", Stamp: stampOf(t, env, who, app)})
+	}
+	backInReview := func(app string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for st := ""; st != "in_review" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			_ = env.App.DB.Get(&st, `SELECT status FROM applications WHERE token = $1`, app)
+		}
+	}
+
+	t.Run("C1: a hit confirmed as a true match cannot be approved, by anyone", func(t *testing.T) {
+		app := queued(t, env, p, func(b map[string]any) {
+			m := b["members"].([]map[string]any)[0]
+			m["first_name"], m["last_name"], m["birthday"], m["nationality"], m["unique_identifier"] = "Kim", "Jong Un", "1984-01-08", "KP", "KP1"
+		})
+		a, _, _, _, _ := env.App.Review.Evidence(u1, app)
+		var key string
+		for _, c := range a.Checks {
+			if c.Name == emi.CheckSanctions {
+				for _, h := range c.Details["hits"].([]any) {
+					key = service.HitKey(h.(map[string]any))
+				}
+			}
+		}
+		if key == "" {
+			t.Fatal("no sanctions hit")
+		}
+		if err := env.App.Review.DecideHit(comp, app, key, emi.HitTrueMatch, "same person: passport and birthday agree"); err != nil {
+			t.Fatal(err)
+		}
+		for _, who := range []context.Context{u1, u2} {
+			if _, err := approve(who, app); !is(err, emi.ErrSanctionsBlocked) {
+				t.Fatalf("approval of an application with a true match: %v", err)
+			}
+			if err := env.App.Review.Release(who, app); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var onboarded int
+		_ = env.App.DB.Get(&onboarded, `SELECT count(*) FROM applications WHERE token = $1 AND (first_approval_by IS NOT NULL AND first_approval_by <> '' OR status = 'approved')`, app)
+		if onboarded != 0 {
+			t.Fatal("the application holds an approval")
+		}
+		if err := env.App.Review.Claim(u1, app); err != nil {
+			t.Fatal(err)
+		}
+		got, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "reject", ReasonCode: emi.RejectReasons[0], Text: "sanctioned owner",
+			Stamp: stampOf(t, env, u1, app)})
+		if err != nil || got.Status != emi.AppRejected {
+			t.Fatalf("reject: %v %s", err, got.Status)
+		}
+	})
+	t.Run("C3: a material change after the first approval voids it", func(t *testing.T) {
+		app := queued(t, env, p, func(b map[string]any) {
+			b["company"].(map[string]any)["description_of_activity"] = "Online casino and betting"
+			b["due_diligence"] = "SDD"
+		})
+		first, err := approve(u1, app)
+		if err != nil || first.Review.FirstApprovalBy != staffOf(t, u1) {
+			t.Fatalf("first approval: %v %+v", err, first.Review)
+		}
+		// The partner changes the application after the first approval.
+		apptest.Expect(t, "change", call(t, env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
+			map[string]any{"city": "Leeds"}), 0, http.StatusOK)
+		backInReview(app)
+		got, err := approve(u2, app)
+		if err != nil {
+			t.Fatalf("approval after the change: %v", err)
+		}
+		if got.Status == emi.AppApproved {
+			t.Fatal("the second underwriter approved alone on evidence the first never saw")
+		}
+		if got.Review.FirstApprovalBy != staffOf(t, u2) {
+			t.Fatalf("the approval after the change is not the new first approval: %+v", got.Review)
+		}
+		var voided int
+		_ = env.App.DB.Get(&voided, `SELECT count(*) FROM audit_log WHERE action = 'application.first_approval_voided' AND resource_token = $1`, app)
+		if voided != 1 {
+			t.Fatalf("voided approvals audited: %d", voided)
+		}
+		// The first underwriter approves the new evidence: two people.
+		done, err := approve(u1, app)
+		if err != nil || done.Status != emi.AppApproved {
+			t.Fatalf("second approval on the same evidence: %v %s", err, done.Status)
+		}
+	})
+}
