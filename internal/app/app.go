@@ -174,7 +174,8 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Screener = screening.NewScreener()
 	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: cfg.SanctionsURLs[:]}}
 	a.Sanctions = screener
-	a.AML = service.NewAML(db, a.People, a.People, screener, a.Events, a.Jobs, a.Audit, v, now)
+	a.Controls = service.NewControls(a.StaffStore, now)
+	a.AML = service.NewAML(db, a.People, a.People, screener, a.Controls, a.Events, a.Jobs, a.Audit, v, now)
 	a.Users = service.NewUsers(db, a.People, a.People, a.AML, keys, a.Audit, v, screener.Normalize, now)
 	a.KYC = service.NewKYC(db, a.People, a.People, a.People, keys, service.HostedKYC{PublicURL: cfg.PublicURL},
 		a.Events, a.Audit, now)
@@ -188,7 +189,6 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Onboarding.SetChecks(a.Checks)
 	a.Checks.SetFalsePositives(a.People)
 	a.Checks.SetCompanyNameMatcher(registry.NamesMatch)
-	a.Controls = service.NewControls(a.StaffStore, now)
 	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Controls, a.Checks, a.Events, a.Audit, now)
 	a.Review.SetStores(a.OnboardingStore, a.OnboardingStore)
 	a.AccountStore = postgres.NewAccountStore(db)

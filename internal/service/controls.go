@@ -24,6 +24,12 @@ const (
 	ControlTransferReversal Control = "transfer.reverse"
 	// ControlAccountTermination: approving an account's termination.
 	ControlAccountTermination Control = "account.terminate"
+	// ControlHitFalsePositive: confirming a false positive proposed on a
+	// sanctions hit inside an application (issue 19, C2).
+	ControlHitFalsePositive Control = "application.hit_false_positive"
+	// ControlAMLHitFalsePositive: confirming a false positive proposed on
+	// an API check's hit scoring emi.TwoPersonHitScore or more.
+	ControlAMLHitFalsePositive Control = "aml_check.hit_false_positive"
 )
 
 // ControlPolicy is one row of the decision table: who may propose, who may
@@ -51,6 +57,10 @@ var Policies = []ControlPolicy{
 		BoundTo: "the request (account, balance, direction, amount, currency); it cannot be edited"},
 	{Control: ControlTransferReversal, Propose: emi.PermManageMoney, Approve: emi.PermManageMoney, People: 2,
 		BoundTo: "the transfer, which cannot change once completed"},
+	{Control: ControlHitFalsePositive, Propose: emi.PermDecideApps, Approve: emi.PermReviewAML, People: 2,
+		BoundTo: "the hit: list entry as screened (fingerprint) and the person; a re-screening raises a new hit"},
+	{Control: ControlAMLHitFalsePositive, Propose: emi.PermReviewAML, Approve: emi.PermReviewAML, People: 2,
+		BoundTo: "the hit of the check: list entry as screened (fingerprint) and the person"},
 	{Control: ControlAccountTermination, Propose: emi.PermManageAccounts, Approve: emi.PermManageAccounts, People: 2,
 		BoundTo: "the request (account and reason); it cannot be edited"},
 }

@@ -29,8 +29,12 @@ type ReviewStore interface {
 	Notes(ctx context.Context, token string) ([]emi.Note, error)
 	NoteExists(ctx context.Context, token string, id int64) (bool, error)
 	PauseSLA(ctx context.Context, token string, left time.Duration) error
-	InsertApplicationFalsePositive(ctx context.Context, partnerID string, key []byte, list, entry, fingerprint, application, reason, by string, at time.Time) error
+	InsertApplicationFalsePositive(ctx context.Context, partnerID string, key []byte, list, entry, fingerprint, application, reason, by, confirmedBy string, at time.Time) error
 	InsertHitDecision(ctx context.Context, application, key, decision, reason, by string, at time.Time) error
+	// ConfirmHitDecision and OverrideHitDecision settle a proposed false
+	// positive; emi.ErrReviewClosed when none waits.
+	ConfirmHitDecision(ctx context.Context, application, key, by string, at time.Time) error
+	OverrideHitDecision(ctx context.Context, application, key, decision, reason, by string, at time.Time) error
 	// AllDecisions returns decisions made in [from, to), oldest first.
 	AllDecisions(ctx context.Context, from, to time.Time, limit int) ([]emi.DecisionRecord, error)
 	HitDecisions(ctx context.Context, application string) (map[string]emi.HitDecisionRecord, error)
@@ -314,6 +318,10 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 					return emi.ErrSanctionsBlocked.WithDetail("hit %s is a true match", key)
 				}
 			}
+			// C2: every hit waits for its two-person decision first.
+			if open := openHits(a, hits); len(open) > 0 {
+				return emi.ErrSanctionsUndecided.WithDetail("%d hit(s) without a final decision", len(open))
+			}
 			// C3: an approval is bound to the evidence it was given on; a
 			// material change since the first approval voids it, and this
 			// approval becomes the first of two.
@@ -500,10 +508,14 @@ func (r *Review) HitDecisions(ctx context.Context, token string) (map[string]emi
 }
 
 // DecideHit records a decision on one sanctions hit of an application's
-// check, with a mandatory reason (underwriters and compliance). A false
-// positive is remembered for that person and list entry, as on AML checks:
-// the next screening of the application does not raise it again until the
-// entry changes. Marking a hit makes the approval a four-eyes one.
+// check, with a mandatory reason (underwriters and compliance). Issue 19,
+// C2: a true match is one person's decision, and blocks approval; a false
+// positive takes two people (ControlHitFalsePositive): the first decision
+// proposes it, and the hit stays undecided until a second, distinct person
+// with the compliance permission confirms it (the same call with
+// decision false_positive) or contradicts it (true_match). Only a
+// confirmed false positive is remembered for that person and list entry,
+// so a remembered decision never stands in for a second person.
 func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason string) error {
 	p := staffOf(ctx)
 	if !p.Can(emi.PermDecideApps) && !p.Can(emi.PermReviewAML) {
@@ -543,25 +555,75 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 		if hit == nil {
 			return emi.ErrReviewValidation.Field("hit", "is not a hit of this application's sanctions check")
 		}
-		now := r.now().UTC()
-		if err := r.store.InsertHitDecision(ctx, a.Token, key, decision, reason, p.ActorID, now); err != nil {
+		decided, err := r.store.HitDecisions(ctx, a.Token)
+		if err != nil {
 			return err
 		}
-		if decision == emi.HitFalsePositive {
+		now := r.now().UTC()
+		action := "application.hit_decided"
+		changes := map[string]any{"hit": key, "decision": decision, "reason": reason}
+		switch prev, found := decided[key]; {
+		case !found:
+			if err := r.store.InsertHitDecision(ctx, a.Token, key, decision, reason, p.ActorID, now); err != nil {
+				return err
+			}
+			if decision == emi.HitFalsePositive {
+				action = "application.hit_false_positive_proposed"
+			}
+		case prev.Final():
+			return emi.ErrReviewClosed.WithDetail("hit already decided")
+		case decision == emi.HitFalsePositive:
+			// The second person of a proposed false positive.
+			if err := r.controls.Approve(ctx, ControlHitFalsePositive, prev.StaffID); err != nil {
+				return err
+			}
+			if err := r.store.ConfirmHitDecision(ctx, a.Token, key, p.ActorID, now); err != nil {
+				return err
+			}
 			pk, _ := hit["person_key"].(string)
 			raw, _ := hexDecode(pk)
 			if err := r.store.InsertApplicationFalsePositive(ctx, a.PartnerID, raw, fmt.Sprint(hit["list"]), fmt.Sprint(hit["entry_id"]),
-				fmt.Sprint(hit["fingerprint"]), a.Token, reason, p.ActorID, now); err != nil {
+				fmt.Sprint(hit["fingerprint"]), a.Token, prev.Reason, prev.StaffID, p.ActorID, now); err != nil {
 				return err
 			}
+			action = "application.hit_false_positive_confirmed"
+			changes["proposed_by"] = prev.StaffID
+		default:
+			// A true match contradicts the proposal: the stricter outcome
+			// needs no second person.
+			if err := r.store.OverrideHitDecision(ctx, a.Token, key, decision, reason, p.ActorID, now); err != nil {
+				return err
+			}
+			changes["proposed_false_positive_by"] = prev.StaffID
 		}
 		if err := r.store.SetReviewFlags(ctx, a.Token, a.Review.ManualReview, true); err != nil {
 			return err
 		}
 		_ = r.store.TouchClaim(ctx, a.Token, p.ActorID, now)
-		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.hit_decided", ResourceType: "application", ResourceToken: a.Token,
-			PartnerID: a.PartnerID, Changes: map[string]any{"hit": key, "decision": decision, "reason": reason}})
+		return r.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "application", ResourceToken: a.Token,
+			PartnerID: a.PartnerID, Changes: changes})
 	})
+}
+
+// openHits returns the keys of the application's current sanctions hits
+// that have no final decision (a true match, or a confirmed false
+// positive).
+func openHits(a emi.Application, decided map[string]emi.HitDecisionRecord) []string {
+	var open []string
+	for _, c := range a.Checks {
+		if c.Name != emi.CheckSanctions {
+			continue
+		}
+		hs, _ := c.Details["hits"].([]any)
+		for _, x := range hs {
+			if h, ok := x.(map[string]any); ok {
+				if d, found := decided[HitKey(h)]; !found || !d.Final() {
+					open = append(open, HitKey(h))
+				}
+			}
+		}
+	}
+	return open
 }
 
 func hexDecode(s string) ([]byte, error) { return hex.DecodeString(s) }
