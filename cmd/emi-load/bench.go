@@ -230,6 +230,9 @@ func renderReport(w io.Writer, r report) {
 		if res.Late > 0 || strings.Contains(res.Shape, "open loop") {
 			load += fmt.Sprintf(", %d late starts", res.Late)
 		}
+		if res.Resigned > 0 {
+			load += fmt.Sprintf(", %d re-signed in the next second", res.Resigned)
+		}
 		answers := requestCodes(res)
 		p("| %s | %s | %d | %s | %s | %s | %s | %s | %d | %s |\n", res.Scenario, load, t.Count, rate(t), ms(t.P50), ms(t.P95), ms(t.P99), ms(t.Max), t.Errors, answers)
 	}
@@ -378,7 +381,7 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 	dur := fs.Duration("d", 6*time.Second, "duration of each scenario")
 	reportPath := fs.String("report", "cmd/emi-load/REPORT.md", "where the markdown report goes")
 	nAccounts := fs.Int("accounts", 20000, "accounts `emi generate cards` creates (half of them get a card, half stay free for card_create)")
-	nkeys := fs.Int("keys", 3000, "API keys to mint (caps the request rate per second)")
+	nkeys := fs.Int("keys", 1, "API keys of the Bench Partner the load signs with (1: as a partner does)")
 	goBenches := fs.Bool("go", true, "run the Go benchmarks too")
 	only := fs.String("only", "", "run only the scenarios whose name contains this (for trying the harness)")
 	if err := fs.Parse(args); err != nil {
@@ -543,7 +546,7 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 		return err
 	}
 	defer h.app.Close()
-	r.Setup = append(r.Setup, fmt.Sprintf("# emi-load mints %d API keys of the Bench Partner and an underwriter, and funds 201 balances (service layer)", *nkeys))
+	r.Setup = append(r.Setup, fmt.Sprintf("# emi-load mints %d API key(s) of the Bench Partner and an underwriter, and funds 201 balances (service layer)", *nkeys))
 	var mixedRate float64
 	for _, s := range benchScenarios(*dur) {
 		if *only != "" && !strings.Contains(s.op, *only) {

@@ -272,10 +272,14 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		a.ScheduleSanctionsUpdates(workCtx)
+	}()
+	go func() {
+		defer wg.Done()
+		a.RunKeyCache(workCtx)
 	}()
 	go func() {
 		defer wg.Done()
