@@ -76,12 +76,15 @@ latest, six in the history), spread over 60 days and over every status, for
 the review-queue benchmarks. Runs only with EMI_MODE=sandbox. Needs
 DATABASE_URL and EMI_MASTER_KEY.
 `,
-	"partner": `emi partner create --name NAME [--processing automatic|semi-automatic] [--webhook-url URL] [--no-validator-config] [--json]
+	"partner": `emi partner create --name NAME [--processing automatic|semi-automatic] [--webhook-url URL] [--no-validator-config] [--signature-version 1|2] [--json]
 
 Creates a partner with its master merchant, a first API key and the default
 validator configuration (which application fields are mandatory; without it,
 --no-validator-config, application_create answers 11008), and prints the
 credentials. The API secret and webhook secret are shown only this once.
+--signature-version 2 makes the key refuse the seed's version 1 signature
+(contract §2): every request must then be signed with version 2
+(x-signature-version: 2). The default, 1, accepts both versions.
 With --json it prints exactly
   {"api_key", "api_secret", "merchant", "webhook_secret"}
 (webhook_secret is empty without --webhook-url). Needs DATABASE_URL and
@@ -179,7 +182,7 @@ func seeders(a *app.App) []seeder {
 func cmdPartner(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
 		fmt.Fprint(stderr, helps["partner"])
-		return usageError{"usage: emi partner create --name NAME [--processing MODE] [--webhook-url URL] [--json]"}
+		return usageError{"usage: emi partner create --name NAME [--processing MODE] [--webhook-url URL] [--signature-version 1|2] [--json]"}
 	}
 	fs := flag.NewFlagSet("partner create", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -188,6 +191,7 @@ func cmdPartner(ctx context.Context, args []string, getenv func(string) string, 
 	webhook := fs.String("webhook-url", "", "webhook endpoint URL")
 	asJSON := fs.Bool("json", false, "print the credentials as one JSON object")
 	noValidator := fs.Bool("no-validator-config", false, "create the partner without the default validator configuration (application_create then answers 11008)")
+	sigVersion := fs.Int("signature-version", 1, "the lowest signature version the key accepts: 1 (both) or 2 (version 2 only)")
 	fs.Usage = func() { fmt.Fprint(stderr, helps["partner"]) }
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -198,13 +202,17 @@ func cmdPartner(ctx context.Context, args []string, getenv func(string) string, 
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
+	if *sigVersion != emi.SignatureV1 && *sigVersion != emi.SignatureV2 {
+		return usageError{fmt.Sprintf("--signature-version %d: must be 1 or 2", *sigVersion)}
+	}
 	a, err := openForCommand(ctx, getenv, stderr, nil)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("cli"))
-	creds, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: *name, Processing: emi.Processing(*processing), WebhookURL: *webhook, NoValidatorConfig: *noValidator})
+	creds, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: *name, Processing: emi.Processing(*processing), WebhookURL: *webhook, NoValidatorConfig: *noValidator,
+		SignatureVersion: *sigVersion})
 	if err != nil {
 		return describe(err)
 	}

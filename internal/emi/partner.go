@@ -30,7 +30,20 @@ type PartnerKey struct {
 	RotatedAt          *time.Time `db:"rotated_at"`
 	RevokedAt          *time.Time `db:"revoked_at"`
 	PreviousValidUntil *time.Time `db:"previous_valid_until"`
+	// MinSignatureVersion is the lowest signature version the key accepts
+	// (contract §2): 1 accepts both versions, 2 refuses version 1.
+	MinSignatureVersion int `db:"min_signature_version"`
 }
+
+// Signature versions of contract §2.
+const (
+	// SignatureV1 is the seed's (Paynetics') signature: api_key + timestamp
+	// + operation + the whitespace-stripped body of a POST or PUT.
+	SignatureV1 = 1
+	// SignatureV2 also signs the method, the request target and the
+	// optional x-nonce, and the body exactly as sent, for every method.
+	SignatureV2 = 2
+)
 
 // PartnerCreate is the input of creating a partner (CLI and back office).
 type PartnerCreate struct {
@@ -40,6 +53,9 @@ type PartnerCreate struct {
 	// NoValidatorConfig creates the partner without the default validator
 	// configuration (its application_create then answers 11008).
 	NoValidatorConfig bool `json:"no_validator_config"`
+	// SignatureVersion is the first key's minimum signature version: 0 or
+	// 1 accept both versions, 2 requires version 2 (contract §2).
+	SignatureVersion int `json:"signature_version" validate:"omitempty,oneof=1 2"`
 }
 
 // PartnerCredentials is what creating a partner (or a key) returns. The
@@ -53,13 +69,26 @@ type PartnerCredentials struct {
 	WebhookSecret string  `json:"webhook_secret"`
 }
 
-// SignedRequest is what the partner API authenticates: the three headers of
-// contract §2, the operation name of the route, and the body that was signed
-// (nil for methods whose body is not signed).
+// SignedRequest is what the partner API authenticates (contract §2): the
+// authentication headers, the operation name of the route, the method and
+// request target, and the body.
 type SignedRequest struct {
 	APIKey    string
 	Timestamp string
 	Hash      string
 	Operation string
-	Body      []byte
+	// Version is the x-signature-version header as sent ("" means 1).
+	Version string
+	// Nonce is the x-nonce header as sent (signed and part of the replay
+	// tuple in version 2 only).
+	Nonce string
+	// Method is the HTTP method in upper case.
+	Method string
+	// Target is the request target as received: the path, plus "?" and
+	// the raw query when there is one.
+	Target string
+	// Body is the raw request body as received (nil when there is none).
+	// Version 1 signs it, whitespace removed, for POST and PUT only;
+	// version 2 signs it as it is, for every method.
+	Body []byte
 }

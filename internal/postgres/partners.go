@@ -91,8 +91,8 @@ func (s *Store) SetValidatorConfig(ctx context.Context, partnerID string, c *emi
 // InsertPartnerKey inserts an API key with its sealed secret.
 func (s *Store) InsertPartnerKey(ctx context.Context, k emi.PartnerKey, secretEnc []byte) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx,
-		`INSERT INTO partner_keys (id, partner_id, api_key, secret_enc, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		k.ID, k.PartnerID, k.APIKey, secretEnc, k.CreatedAt)
+		`INSERT INTO partner_keys (id, partner_id, api_key, secret_enc, created_at, min_signature_version) VALUES ($1, $2, $3, $4, $5, $6)`,
+		k.ID, k.PartnerID, k.APIKey, secretEnc, k.CreatedAt, max(k.MinSignatureVersion, emi.SignatureV1))
 	return Translate(err)
 }
 
@@ -149,7 +149,7 @@ func (r keyRow) stored() service.StoredKey {
 }
 
 const keySelect = `SELECT k.id, k.partner_id, k.api_key, k.created_at, k.rotated_at, k.revoked_at,
-       k.previous_valid_until, k.secret_enc, k.previous_secret_enc,
+       k.previous_valid_until, k.min_signature_version, k.secret_enc, k.previous_secret_enc,
        p.name AS p_name, p.master_merchant AS p_master_merchant, p.processing AS p_processing,
        p.created_at AS p_created_at
   FROM partner_keys k JOIN partners p ON p.id = k.partner_id`
@@ -183,7 +183,7 @@ func (s *Store) PartnerKeyForUpdate(ctx context.Context, keyID string) (service.
 func (s *Store) PartnerKeys(ctx context.Context, partnerID string) ([]emi.PartnerKey, error) {
 	var ks []emi.PartnerKey
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &ks,
-		`SELECT id, partner_id, api_key, created_at, rotated_at, revoked_at, previous_valid_until
+		`SELECT id, partner_id, api_key, created_at, rotated_at, revoked_at, previous_valid_until, min_signature_version
 		   FROM partner_keys WHERE partner_id = $1 ORDER BY created_at DESC, id DESC`, partnerID)
 	return ks, Translate(err)
 }
@@ -194,6 +194,13 @@ func (s *Store) UpdatePartnerKeySecret(ctx context.Context, keyID string, secret
 	_, err := s.db.Ext(ctx).ExecContext(ctx,
 		`UPDATE partner_keys SET secret_enc = $2, previous_secret_enc = $3, previous_valid_until = $4, rotated_at = now()
 		  WHERE id = $1`, keyID, secretEnc, previousEnc, previousValidUntil)
+	return Translate(err)
+}
+
+// SetPartnerKeySignatureVersion sets the lowest signature version the key
+// accepts (contract §2).
+func (s *Store) SetPartnerKeySignatureVersion(ctx context.Context, keyID string, version int) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE partner_keys SET min_signature_version = $2 WHERE id = $1`, keyID, version)
 	return Translate(err)
 }
 

@@ -59,3 +59,32 @@ func VerifySignature(secret []byte, apiKey, timestamp, operation string, body []
 	}
 	return hmac.Equal(got, signatureMAC(secret, apiKey, timestamp, operation, body))
 }
+
+// SignatureV2 returns contract §2's version 2 signature: the lowercase hex
+// HMAC-SHA256, keyed with secret, over apiKey + timestamp + operation +
+// method (upper case) + target (path, plus "?" and the raw query when there
+// is one) + nonce (empty when the request has none) + the body exactly as
+// sent. Nothing is removed from the body, and it is signed for every method
+// that carries one.
+func SignatureV2(secret []byte, apiKey, timestamp, operation, method, target, nonce string, body []byte) string {
+	return hex.EncodeToString(signatureV2MAC(secret, apiKey, timestamp, operation, method, target, nonce, body))
+}
+
+func signatureV2MAC(secret []byte, apiKey, timestamp, operation, method, target, nonce string, body []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	for _, s := range [...]string{apiKey, timestamp, operation, method, target, nonce} {
+		m.Write([]byte(s))
+	}
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// VerifySignatureV2 reports whether hash (hex, any case) is the version 2
+// signature of the request under secret. The comparison is constant-time.
+func VerifySignatureV2(secret []byte, apiKey, timestamp, operation, method, target, nonce string, body []byte, hash string) bool {
+	got, err := hex.DecodeString(hash)
+	if err != nil || len(got) != sha256.Size {
+		return false
+	}
+	return hmac.Equal(got, signatureV2MAC(secret, apiKey, timestamp, operation, method, target, nonce, body))
+}

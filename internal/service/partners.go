@@ -21,6 +21,7 @@ type PartnerStore interface {
 	PartnerKeyForUpdate(ctx context.Context, keyID string) (StoredKey, error)
 	UpdatePartnerKeySecret(ctx context.Context, keyID string, secretEnc, previousEnc []byte, previousValidUntil time.Time) error
 	RevokePartnerKey(ctx context.Context, keyID string) error
+	SetPartnerKeySignatureVersion(ctx context.Context, keyID string, version int) error
 	Partner(ctx context.Context, id string) (emi.Partner, error)
 	UpdatePartnerProcessing(ctx context.Context, id string, p emi.Processing) error
 	// ValidatorConfig returns the partner's configuration (nil: none).
@@ -114,7 +115,7 @@ func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.Partne
 		if err := s.store.InsertPartner(ctx, p); err != nil {
 			return err
 		}
-		keyID, apiKey, secret, err := s.insertKey(ctx, p.ID)
+		keyID, apiKey, secret, err := s.insertKey(ctx, p.ID, in.SignatureVersion)
 		if err != nil {
 			return err
 		}
@@ -135,7 +136,8 @@ func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.Partne
 		return s.audit.Record(ctx, emi.AuditEntry{
 			Action: "partner.create", ResourceType: "partner", ResourceToken: p.ID, PartnerID: p.ID,
 			Changes: map[string]any{"name": p.Name, "processing": p.Processing, "master_merchant": p.MasterMerchant,
-				"api_key": apiKey, "webhook_url": in.WebhookURL, "validator_config": !in.NoValidatorConfig},
+				"api_key": apiKey, "webhook_url": in.WebhookURL, "validator_config": !in.NoValidatorConfig,
+				"min_signature_version": max(in.SignatureVersion, emi.SignatureV1)},
 		})
 	})
 	if err != nil {
@@ -144,13 +146,14 @@ func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.Partne
 	return creds, nil
 }
 
-func (s *Partners) insertKey(ctx context.Context, partnerID string) (keyID, apiKey, secret string, err error) {
+func (s *Partners) insertKey(ctx context.Context, partnerID string, minVersion int) (keyID, apiKey, secret string, err error) {
 	keyID, apiKey, secret = NewToken(), newAPIKey(), newAPISecret()
 	enc, err := s.sealer.Seal([]byte(secret), keySecretContext(keyID))
 	if err != nil {
 		return "", "", "", emi.Internal(err)
 	}
-	k := emi.PartnerKey{ID: keyID, PartnerID: partnerID, APIKey: apiKey, CreatedAt: s.now().UTC()}
+	k := emi.PartnerKey{ID: keyID, PartnerID: partnerID, APIKey: apiKey, CreatedAt: s.now().UTC(),
+		MinSignatureVersion: max(minVersion, emi.SignatureV1)}
 	if err := s.store.InsertPartnerKey(ctx, k, enc); err != nil {
 		return "", "", "", err
 	}
@@ -183,7 +186,7 @@ func (s *Partners) CreateKey(ctx context.Context, partnerID string) (emi.Partner
 		if err != nil {
 			return err
 		}
-		keyID, apiKey, secret, err := s.insertKey(ctx, p.ID)
+		keyID, apiKey, secret, err := s.insertKey(ctx, p.ID, emi.SignatureV1)
 		if err != nil {
 			return err
 		}
@@ -246,6 +249,39 @@ func (s *Partners) RevokeKey(ctx context.Context, keyID string) error {
 		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "partner_key.revoke", ResourceType: "partner_key",
 			ResourceToken: keyID, PartnerID: k.PartnerID})
+	})
+}
+
+// SetKeySignatureVersion sets the lowest signature version the key accepts
+// (contract §2): emi.SignatureV2 makes it refuse version 1 signatures,
+// emi.SignatureV1 accepts both again. Audited with the old and new value;
+// setting the value the key has changes nothing and records nothing.
+// Returns emi.ErrPartnerKeyNotFound for an unknown or revoked key, and
+// emi.ErrPartnerValidation for another version.
+func (s *Partners) SetKeySignatureVersion(ctx context.Context, keyID string, version int) error {
+	if err := require(ctx, emi.PermManagePartners); err != nil {
+		return err
+	}
+	if version != emi.SignatureV1 && version != emi.SignatureV2 {
+		return emi.ErrPartnerValidation.Field("signature_version", "must be 1 or 2")
+	}
+	return s.tx.InTx(ctx, func(ctx context.Context) error {
+		k, err := s.store.PartnerKeyForUpdate(ctx, keyID)
+		if err != nil {
+			return err
+		}
+		if k.RevokedAt != nil {
+			return emi.ErrPartnerKeyNotFound
+		}
+		if k.MinSignatureVersion == version {
+			return nil
+		}
+		if err := s.store.SetPartnerKeySignatureVersion(ctx, keyID, version); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "partner_key.set_signature_version", ResourceType: "partner_key",
+			ResourceToken: keyID, PartnerID: k.PartnerID,
+			Changes: map[string]any{"min_signature_version": map[string]int{"from": k.MinSignatureVersion, "to": version}}})
 	})
 }
 

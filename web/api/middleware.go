@@ -65,10 +65,6 @@ func partner(r *http.Request) emi.Principal {
 	return p
 }
 
-// signedMethod reports whether the body is part of the signature: POST and
-// PUT only (contract §2).
-func signedMethod(m string) bool { return m == http.MethodPost || m == http.MethodPut }
-
 // chain wraps h in the per-operation middleware, outermost first: read the
 // body within the limit, authenticate, rate-limit, then consume the
 // signature (replay guard) with Idempotency-Key handling.
@@ -112,16 +108,29 @@ func (a *API) readRequest(op Operation, next http.Handler) http.Handler {
 
 func signedRequest(r *http.Request) emi.SignedRequest {
 	rq := fromContext(r.Context())
-	sr := emi.SignedRequest{
+	return emi.SignedRequest{
 		APIKey:    r.Header.Get("x-api-key"),
 		Timestamp: r.Header.Get("x-timestamp"),
 		Hash:      r.Header.Get("x-hash"),
+		Version:   r.Header.Get("x-signature-version"),
+		Nonce:     r.Header.Get("x-nonce"),
 		Operation: rq.op.Name,
+		Method:    r.Method,
+		Target:    requestTarget(r),
+		Body:      rq.body,
 	}
-	if signedMethod(r.Method) {
-		sr.Body = rq.body
+}
+
+// requestTarget is the request target as the client sent it (contract §2):
+// the path, plus "?" and the raw query when there is one, byte for byte
+// (no decoding or re-encoding), so that what the partner signed in version
+// 2 is what is verified. A request in absolute form (a proxy's) gives its
+// path and query.
+func requestTarget(r *http.Request) string {
+	if strings.HasPrefix(r.RequestURI, "/") {
+		return r.RequestURI
 	}
-	return sr
+	return r.URL.RequestURI()
 }
 
 // authenticate verifies the HMAC signature and puts the partner principal in

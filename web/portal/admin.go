@@ -2,6 +2,7 @@ package portal
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/a-h/templ"
 	"net/http"
@@ -107,7 +108,8 @@ func (p *Portal) renderPartnerPage(w http.ResponseWriter, r *http.Request, statu
 	}
 	rows := make([]pages.KeyRow, len(keys))
 	for i, k := range keys {
-		row := pages.KeyRow{ID: k.ID, APIKey: k.APIKey, Created: fmtTime(k.CreatedAt), Status: "active", StatusTone: "ok"}
+		row := pages.KeyRow{ID: k.ID, APIKey: k.APIKey, Created: fmtTime(k.CreatedAt), Status: "active", StatusTone: "ok",
+			MinSignatureVersion: k.MinSignatureVersion}
 		if k.RevokedAt != nil {
 			row.Status, row.StatusTone, row.Revoked = "revoked", "bad", true
 		}
@@ -178,6 +180,26 @@ func (p *Portal) partnerKeyRevoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.flash(r.Context(), "ok", "The API key was revoked.")
+	redirect(w, r, "/backoffice/partners/"+id)
+}
+
+// partnerKeySignatureVersion (POST /partners/{id}/keys/{key}/signature-version):
+// sets the lowest signature version the key accepts (contract §2).
+func (p *Portal) partnerKeySignatureVersion(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	v, err := strconv.Atoi(r.PostFormValue("signature_version"))
+	if err != nil {
+		v = 0 // refused by the service as a validation error
+	}
+	if err := p.d.Partners.SetKeySignatureVersion(r.Context(), param(r, "key"), v); err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	msg := "The API key accepts signature versions 1 and 2."
+	if v == emi.SignatureV2 {
+		msg = "The API key now requires signature version 2: version 1 requests are refused with 10001."
+	}
+	p.flash(r.Context(), "ok", msg)
 	redirect(w, r, "/backoffice/partners/"+id)
 }
 

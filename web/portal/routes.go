@@ -47,6 +47,7 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/keys", p.partnerKeyCreate)
 		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/keys/{key}/rotate", p.partnerKeyRotate)
 		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/keys/{key}/revoke", p.partnerKeyRevoke)
+		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/keys/{key}/signature-version", p.partnerKeySignatureVersion)
 
 		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks", p.webhookAdd)
 		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks/{ep}/test", p.webhookTest)

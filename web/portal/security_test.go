@@ -247,6 +247,7 @@ func TestRoleRouteMatrix(t *testing.T) {
 		"POST /partners/{id}/keys":                         {apptest.AdminEmail},
 		"POST /partners/{id}/keys/{key}/rotate":            {apptest.AdminEmail},
 		"POST /partners/{id}/keys/{key}/revoke":            {apptest.AdminEmail},
+		"POST /partners/{id}/keys/{key}/signature-version": {apptest.AdminEmail},
 		"GET /audit":                                       {apptest.AdminEmail, apptest.ComplianceEmail, apptest.AuditorEmail},
 		"GET /jobs":                                        {apptest.AdminEmail, apptest.AuditorEmail},
 		"POST /partners/{id}/webhooks":                     {apptest.AdminEmail},

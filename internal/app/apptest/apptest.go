@@ -293,7 +293,13 @@ type Request struct {
 	Timestamp string
 	Hash      string
 	NoAuth    bool
-	Header    map[string]string
+	// SignatureVersion 2 signs with contract §2's version 2 (method, path
+	// with query, Nonce, the body as it is) and sends x-signature-version;
+	// 0 or 1 sign with version 1.
+	SignatureVersion int
+	// Nonce is sent as x-nonce when not empty (signed in version 2 only).
+	Nonce  string
+	Header map[string]string
 	// SkipOpenAPI leaves the response unchecked (test-only operations).
 	SkipOpenAPI bool
 }
@@ -321,6 +327,9 @@ func (p *Partner) Sign(rq *Request) {
 	}
 	if rq.Timestamp == "" {
 		rq.Timestamp = strconv.FormatInt(p.env.Clock.Now().Unix(), 10)
+	}
+	if rq.Hash == "" && rq.SignatureVersion == emi.SignatureV2 {
+		rq.Hash = service.SignatureV2([]byte(p.APISecret), p.APIKey, rq.Timestamp, rq.Operation, rq.Method, rq.Path, rq.Nonce, rq.Body)
 	}
 	if rq.Hash == "" {
 		var signed []byte
@@ -354,6 +363,12 @@ func (p *Partner) HTTPRequest(t testing.TB, rq Request) *http.Request {
 		req.Header.Set("x-api-key", p.APIKey)
 		req.Header.Set("x-timestamp", rq.Timestamp)
 		req.Header.Set("x-hash", rq.Hash)
+		if rq.SignatureVersion != 0 {
+			req.Header.Set("x-signature-version", strconv.Itoa(rq.SignatureVersion))
+		}
+		if rq.Nonce != "" {
+			req.Header.Set("x-nonce", rq.Nonce)
+		}
 	}
 	for k, v := range rq.Header {
 		req.Header.Set(k, v)
