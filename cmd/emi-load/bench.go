@@ -230,8 +230,8 @@ func renderReport(w io.Writer, r report) {
 		if res.Late > 0 || strings.Contains(res.Shape, "open loop") {
 			load += fmt.Sprintf(", %d late starts", res.Late)
 		}
-		if res.Resigned > 0 {
-			load += fmt.Sprintf(", %d re-signed in the next second", res.Resigned)
+		if res.Repeats > 0 {
+			load += fmt.Sprintf(", %d repeats signed v2 with a nonce", res.Repeats)
 		}
 		answers := requestCodes(res)
 		p("| %s | %s | %d | %s | %s | %s | %s | %s | %d | %s |\n", res.Scenario, load, t.Count, rate(t), ms(t.P50), ms(t.P95), ms(t.P99), ms(t.Max), t.Errors, answers)

@@ -266,23 +266,34 @@ func (f *fakeClock) stamper() *stamper {
 }
 
 // One key signs many different requests in one second, but never the same
-// request twice (contract §2's replay tuple): the identical one is signed
-// again in the next second.
+// request twice (contract §2's replay tuple): the identical one goes with
+// signature version 2 and a nonce of its own.
 func TestStamperNeverSignsTheSameRequestTwiceInASecond(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 400e6, time.UTC)}
 	s := clock.stamper()
 	k := key{apiKey: "k1", secret: "s1"}
 	sec := strconv.FormatInt(clock.t.Unix(), 10)
-	sign := func(keyIdx int, kk key, method, target, op string, body []byte) string {
+	sign := func(keyIdx int, kk key, method, target, op string, body []byte) signature {
 		t.Helper()
-		ts, hash, ok := s.sign(context.Background(), keyIdx, kk, method, target, op, body)
-		if !ok || hash != service.Signature([]byte(kk.secret), kk.apiKey, ts, op, body) {
-			t.Fatalf("sign %s %s: ok %v, hash %s", method, target, ok, hash)
+		sig, ok := s.sign(context.Background(), keyIdx, kk, method, target, op, body)
+		if !ok || sig.ts != sec {
+			t.Fatalf("sign %s %s: ok %v, ts %s (want the current second %s)", method, target, ok, sig.ts, sec)
 		}
-		return ts
+		if sig.nonce == "" {
+			var v1 []byte
+			if method == "POST" || method == "PUT" {
+				v1 = body
+			}
+			if sig.hash != service.Signature([]byte(kk.secret), kk.apiKey, sig.ts, op, v1) {
+				t.Fatalf("%s %s: wrong version 1 signature", method, target)
+			}
+		} else if sig.hash != service.SignatureV2([]byte(kk.secret), kk.apiKey, sig.ts, op, method, target, sig.nonce, body) {
+			t.Fatalf("%s %s: wrong version 2 signature", method, target)
+		}
+		return sig
 	}
 	// Two accounts, two pages, one body to two cards: same x-hash, other
-	// requests, all in the same second.
+	// requests, all version 1 in the same second.
 	for _, r := range []struct{ m, target, op, body string }{
 		{"GET", "/v2/accounts/a", "account_details", ""},
 		{"GET", "/v2/accounts/b", "account_details", ""},
@@ -296,43 +307,42 @@ func TestStamperNeverSignsTheSameRequestTwiceInASecond(t *testing.T) {
 		if r.body != "" {
 			body = []byte(r.body)
 		}
-		if ts := sign(0, k, r.m, r.target, r.op, body); ts != sec {
-			t.Fatalf("%s %s %s signed at %s, want the current second %s", r.m, r.target, r.body, ts, sec)
+		if sig := sign(0, k, r.m, r.target, r.op, body); sig.nonce != "" {
+			t.Fatalf("%s %s %s: a different request was signed as a repeat", r.m, r.target, r.body)
 		}
 	}
-	if s.resigned.Load() != 0 {
-		t.Fatalf("%d waits for different requests", s.resigned.Load())
-	}
 	// Another key (another partner) may send the identical request.
-	if ts := sign(1, key{apiKey: "k2", secret: "s2"}, "GET", "/v2/accounts/a", "account_details", nil); ts != sec {
-		t.Fatalf("another key waited: %s", ts)
+	if sig := sign(1, key{apiKey: "k2", secret: "s2"}, "GET", "/v2/accounts/a", "account_details", nil); sig.nonce != "" {
+		t.Fatal("another key's identical request was signed as a repeat")
 	}
-	// The identical request again: the next second.
-	if ts := sign(0, k, "GET", "/v2/accounts/a", "account_details", nil); ts != strconv.FormatInt(clock.t.Unix(), 10) || ts == sec {
-		t.Fatalf("identical request signed at %s (first at %s)", ts, sec)
+	// The identical request again, twice: version 2, two nonces.
+	a := sign(0, k, "GET", "/v2/accounts/a", "account_details", nil)
+	b := sign(0, k, "GET", "/v2/accounts/a", "account_details", nil)
+	if a.nonce == "" || b.nonce == "" || a.nonce == b.nonce || a.hash == b.hash {
+		t.Fatalf("repeats: %+v %+v", a, b)
 	}
-	if s.resigned.Load() != 1 {
-		t.Fatalf("resigned %d, want 1", s.resigned.Load())
+	// Whitespace is not signed by version 1: this body is the same request.
+	if sig := sign(0, k, "PUT", "/v2/cards/c1/status", "card_status", []byte(`{"status": "inactive"}`)); sig.nonce == "" {
+		t.Fatal("a body differing only in whitespace has the same x-hash: it is a repeat")
 	}
-	// Same method and target, another body signed by v1: another request.
-	next := strconv.FormatInt(clock.t.Unix(), 10)
-	if ts := sign(0, k, "PUT", "/v2/cards/c1/status", "card_status", []byte(`{"status":"inactive"}`)); ts != next {
-		t.Fatalf("new second: %s, want %s", ts, next)
+	if s.repeats.Load() != 3 {
+		t.Fatalf("repeats %d, want 3", s.repeats.Load())
 	}
-	// Whitespace is not signed by v1: this body is the same request.
-	if ts := sign(0, k, "PUT", "/v2/cards/c1/status", "card_status", []byte(`{"status": "inactive"}`)); ts == next {
-		t.Fatal("a body differing only in whitespace has the same x-hash: it must wait")
+	// The next second: version 1 again.
+	clock.t = clock.t.Add(time.Second)
+	sec = strconv.FormatInt(clock.t.Unix(), 10)
+	if sig := sign(0, k, "GET", "/v2/accounts/a", "account_details", nil); sig.nonce != "" {
+		t.Fatal("a new second starts afresh")
 	}
 }
 
-// Concurrent clients on one key: every (second, request) pair is signed
-// once, whatever the interleaving.
+// Concurrent clients on one key: no two requests carry the same replay
+// identity (second, method, target, x-hash), whatever the interleaving.
 func TestStamperConcurrentClientsOneKey(t *testing.T) {
 	s := newStamper()
 	k := key{apiKey: "k", secret: "s"}
-	type sent struct{ ts, target string }
 	var mu sync.Mutex
-	seen := map[sent]bool{}
+	seen := map[string]bool{}
 	var wg sync.WaitGroup
 	for c := range 8 {
 		wg.Add(1)
@@ -340,16 +350,17 @@ func TestStamperConcurrentClientsOneKey(t *testing.T) {
 			defer wg.Done()
 			for i := range 50 {
 				target := fmt.Sprintf("/v2/accounts/%d", (c*50+i)%300)
-				ts, _, ok := s.sign(context.Background(), 0, k, "GET", target, "account_details", nil)
+				sig, ok := s.sign(context.Background(), 0, k, "GET", target, "account_details", nil)
 				if !ok {
 					t.Error("sign failed")
 					return
 				}
+				id := sig.ts + " " + target + " " + sig.hash
 				mu.Lock()
-				if seen[sent{ts, target}] {
-					t.Errorf("%s signed twice at %s", target, ts)
+				if seen[id] {
+					t.Errorf("%s signed twice", id)
 				}
-				seen[sent{ts, target}] = true
+				seen[id] = true
 				mu.Unlock()
 			}
 		}()

@@ -15,9 +15,10 @@
 // It signs as a partner does: one API key carries the whole load by default.
 // The server refuses only the same request twice (contract §2: API key,
 // x-timestamp, method, request target, x-hash), so the harness signs each
-// request with the current second and, when that second already carried
-// the identical request (two reads of one resource), waits for the next
-// second and signs again; the report counts those waits. -keys N models N
+// request (version 1) with the current second and, when that second already
+// carried the identical request with that key (card_ops reads a card twice),
+// signs it with version 2 and a nonce of its own; the report counts those
+// repeats. -keys N models N
 // partners, each with its one key: every flow signs all its requests with
 // one key (flow n with key n mod N). With -partner P the N keys all belong
 // to P, because the reads need P's accounts and cards: the server then sees
@@ -123,10 +124,10 @@ func (h *harness) scenario(ctx context.Context, c *caller, name string, sh shape
 	conns := max(sh.clients, sh.inflight)
 	cc.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}, Timeout: 30 * time.Second}
 	defer cc.http.CloseIdleConnections()
-	resigned := c.stamp.resigned.Load()
+	repeats := c.stamp.repeats.Load()
 	elapsed := run(ctx, &cc, pick, sh.clients, sh.rate, sh.inflight, sh.d)
 	res := cc.rec.result(name, sh.String(), flows, elapsed)
-	res.Resigned = c.stamp.resigned.Load() - resigned
+	res.Repeats = c.stamp.repeats.Load() - repeats
 	return res, nil
 }
 

@@ -66,11 +66,7 @@ func (e errUnexpected) Error() string { return e.op + ": " + e.a.String() }
 // other answer is an error of the request and of its flow.
 func (c *caller) do(ctx context.Context, method, path, name string, body []byte, want ...int) (answer, error) {
 	kk := c.keys[c.key]
-	var signed []byte
-	if signedMethod(method) {
-		signed = body
-	}
-	ts, hash, ok := c.stamp.sign(ctx, c.key, kk, method, path, name, signed)
+	sig, ok := c.stamp.sign(ctx, c.key, kk, method, path, name, body)
 	if !ok {
 		return answer{}, ctx.Err()
 	}
@@ -86,8 +82,12 @@ func (c *caller) do(ctx context.Context, method, path, name string, body []byte,
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("x-api-key", kk.apiKey)
-	req.Header.Set("x-timestamp", ts)
-	req.Header.Set("x-hash", hash)
+	req.Header.Set("x-timestamp", sig.ts)
+	req.Header.Set("x-hash", sig.hash)
+	if sig.nonce != "" {
+		req.Header.Set("x-signature-version", "2")
+		req.Header.Set("x-nonce", sig.nonce)
+	}
 	t0 := time.Now()
 	res, err := c.http.Do(req)
 	if err != nil {
@@ -237,17 +237,19 @@ func signedMethod(m string) bool { return m == http.MethodPost || m == http.Meth
 // stamper signs requests as a partner must (contract §2): the server
 // refuses the same request twice, the same request being the tuple (API key,
 // x-timestamp, method, request target, x-hash). One key sends many requests
-// per second, so the harness signs each with the current second unless that
-// second already carried a request with the same tuple; then (two identical
-// reads of one resource in one second, a real partner's poll loop) it waits
-// for the next second and signs again, as a partner re-signs a retry. Waits
-// are counted (resigned) and shown in the report: a scenario that needs
-// many of them models a partner that polls too fast.
+// per second, all signed with version 1 and the current second, which makes
+// different requests (another account, page or card) different even when
+// their x-hash is equal. When that second already carried the identical
+// request with that key (card_ops reads one card twice in a flow; a poll
+// loop), the request is signed with version 2 and a nonce of its own, as a
+// partner that means to repeat a request does: no wait, and the repeat is
+// counted (Repeats in the report).
 type stamper struct {
-	mu       sync.Mutex
-	sec      int64
-	used     map[[sha256.Size]byte]struct{}
-	resigned atomic.Int64
+	mu      sync.Mutex
+	sec     int64
+	used    map[[sha256.Size]byte]struct{}
+	repeats atomic.Int64
+	nonces  atomic.Int64
 	// now and wait are the clock and the sleep until a time (time.Now and
 	// sleepUntil; tests use a fake clock).
 	now  func() time.Time
@@ -258,39 +260,48 @@ func newStamper() *stamper {
 	return &stamper{now: time.Now, wait: sleepUntil, used: map[[sha256.Size]byte]struct{}{}}
 }
 
-// sign returns the timestamp and x-hash of a request never sent before in
-// that second with that key; false when ctx ended while waiting.
-func (s *stamper) sign(ctx context.Context, keyIdx int, k key, method, target, op string, body []byte) (string, string, bool) {
+// signature is what a request carries: x-timestamp, x-hash and, for a
+// version 2 signature, x-nonce.
+type signature struct{ ts, hash, nonce string }
+
+// sign returns the signature of a request never sent before in that second
+// with that key; false when ctx ended while waiting for a clock that
+// stepped back.
+func (s *stamper) sign(ctx context.Context, keyIdx int, k key, method, target, op string, body []byte) (signature, bool) {
+	var v1Body []byte
+	if signedMethod(method) {
+		v1Body = body
+	}
 	for {
-		now := s.now()
-		sec := now.Unix()
+		sec := s.now().Unix()
 		ts := strconv.FormatInt(sec, 10)
-		hash := service.Signature([]byte(k.secret), k.apiKey, ts, op, body)
+		hash := service.Signature([]byte(k.secret), k.apiKey, ts, op, v1Body)
 		id := requestID(keyIdx, method, target, hash)
 		s.mu.Lock()
-		if sec != s.sec {
-			if ahead := s.sec; sec < ahead {
-				// The clock stepped back: the second ahead may hold
-				// this request, wait until it has passed.
-				s.mu.Unlock()
-				if !s.wait(ctx, time.Unix(ahead+1, 0)) {
-					return "", "", false
-				}
-				continue
+		if ahead := s.sec; sec < ahead {
+			// The clock stepped back: the second ahead may hold this
+			// request, wait until it has passed.
+			s.mu.Unlock()
+			if !s.wait(ctx, time.Unix(ahead+1, 0)) {
+				return signature{}, false
 			}
+			continue
+		} else if sec > ahead {
 			s.sec = sec
 			clear(s.used)
 		}
-		if _, dup := s.used[id]; !dup {
+		_, dup := s.used[id]
+		if !dup {
 			s.used[id] = struct{}{}
-			s.mu.Unlock()
-			return ts, hash, true
 		}
 		s.mu.Unlock()
-		s.resigned.Add(1)
-		if !s.wait(ctx, time.Unix(sec+1, 0)) {
-			return "", "", false
+		if !dup {
+			return signature{ts: ts, hash: hash}, true
 		}
+		s.repeats.Add(1)
+		nonce := "emi-load-" + strconv.FormatInt(s.nonces.Add(1), 36)
+		return signature{ts: ts, nonce: nonce,
+			hash: service.SignatureV2([]byte(k.secret), k.apiKey, ts, op, method, target, nonce, body)}, true
 	}
 }
 

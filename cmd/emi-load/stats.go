@@ -100,9 +100,9 @@ type Result struct {
 	Shape    string // "32 clients" or "200/s open loop, ≤ 256 in flight"
 	Elapsed  time.Duration
 	Late     int
-	// Resigned counts requests that waited for the next second because
-	// their key had sent the identical request in the current one.
-	Resigned int64
+	// Repeats counts requests whose key had sent the identical request in
+	// the same second: they went with signature version 2 and a nonce.
+	Repeats int64
 	// Flows are per scenario flow (one entry per flow kind: a mixed run
 	// has several); Requests per signed operation.
 	Flows, Requests []Stats
@@ -177,8 +177,8 @@ func writeText(out io.Writer, res Result) {
 	if strings.Contains(res.Shape, "open loop") {
 		fmt.Fprintf(out, ", late starts %d", res.Late)
 	}
-	if res.Resigned > 0 {
-		fmt.Fprintf(out, ", re-signed in the next second %d", res.Resigned)
+	if res.Repeats > 0 {
+		fmt.Fprintf(out, ", identical requests in one second (signed v2 with a nonce) %d", res.Repeats)
 	}
 	fmt.Fprintln(out)
 	line := func(kind string, s Stats) {

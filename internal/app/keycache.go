@@ -158,6 +158,11 @@ func (c *keyCache) UpdatePartnerKeySecret(ctx context.Context, keyID string, sec
 	return c.PartnerStore.UpdatePartnerKeySecret(ctx, keyID, secretEnc, previousEnc, previousValidUntil)
 }
 
+func (c *keyCache) SetPartnerKeySignatureVersion(ctx context.Context, keyID string, version int) error {
+	defer c.PartnerChanged("")
+	return c.PartnerStore.SetPartnerKeySignatureVersion(ctx, keyID, version)
+}
+
 func (c *keyCache) RevokePartnerKey(ctx context.Context, keyID string) error {
 	defer c.PartnerChanged("")
 	return c.PartnerStore.RevokePartnerKey(ctx, keyID)
