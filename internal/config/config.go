@@ -48,8 +48,8 @@ type Config struct {
 	// SMSURL and SMSToken configure the HTTP SMS gateway of card_send_pin;
 	// without a URL the sandbox provider answers in sandbox mode and PIN
 	// texts are refused in production.
-	SMSURL    string
-	SMSToken  string
+	SMSURL   string
+	SMSToken string
 	// DebugAddr, when set, is a loopback address where emi serve exposes
 	// net/http/pprof (CPU profiles for the benchmark); empty: nowhere.
 	DebugAddr string
