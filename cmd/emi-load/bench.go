@@ -720,7 +720,6 @@ type pgbenchRun struct {
 
 var (
 	tpsLine     = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
-	latencyLine = regexp.MustCompile(`latency average = ([0-9.]+ ms)`)
 	uuidLike    = regexp.MustCompile(`^[0-9a-f-]{36}$`)
 )
 
