@@ -719,8 +719,8 @@ type pgbenchRun struct {
 }
 
 var (
-	tpsLine     = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
-	uuidLike    = regexp.MustCompile(`^[0-9a-f-]{36}$`)
+	tpsLine  = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+	uuidLike = regexp.MustCompile(`^[0-9a-f-]{36}$`)
 )
 
 // runPGBench prepares the tables the pgbench scripts read (the Bench
