@@ -51,7 +51,7 @@ func ListenJobs(ctx context.Context, url string, wake func(), logger *slog.Logge
 }
 
 // PartnerKeysChannel is the NOTIFY channel on which a committed change to
-// partner_keys or partners announces itself (migration 00016's trigger), and
+// partner_keys or partners announces itself (migration 00017's trigger), and
 // on which each listening process sends its own heartbeats.
 const PartnerKeysChannel = "emi_partner_keys"
 
