@@ -51,6 +51,10 @@ type App struct {
 	StaffStore *postgres.StaffStore
 	Sessions   *postgres.SessionStore
 
+	// keyCache keeps API keys in memory for the partner API's
+	// authentication, live while RunKeyCache runs (see keycache.go).
+	keyCache *keyCache
+
 	Audit       *service.Auditor
 	Partners    *service.Partners
 	Auth        *service.Auth
@@ -154,7 +158,8 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	// tests); production only public https addresses, checked at
 	// registration and again at every dial (DNS rebinding).
 	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
-	a.Auth = service.NewAuth(a.Store, a.Store, keys, service.AuthConfig{Window: cfg.AuthWindow}, now)
+	a.keyCache = newKeyCache(a.Store, nil)
+	a.Auth = service.NewAuth(a.keyCache, a.Store, keys, service.AuthConfig{Window: cfg.AuthWindow}, now)
 	a.Idempotency = service.NewIdempotency(db, a.Store, keys, now)
 	a.StaffStore = postgres.NewStaffStore(db)
 	a.Sessions = postgres.NewSessionStore(db, now)
@@ -168,7 +173,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		func(res emi.WebhookResult, failed int, elapsed time.Duration) (time.Duration, bool) {
 			return webhook.DelayAfter(res, failed, elapsed, nil)
 		}, service.WebhooksConfig{}, now)
-	a.Partners = service.NewPartners(db, a.Store, keys, a.Audit, v,
+	a.Partners = service.NewPartners(db, a.keyCache, keys, a.Audit, v,
 		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, now)
 	a.People = postgres.NewPeopleStore(db)
 	a.Screener = screening.NewScreener()
@@ -338,6 +343,18 @@ func (a *App) RunWorkers(ctx context.Context) error {
 	go postgres.ListenJobs(lctx, a.Config.DatabaseURL, pool.Notify, a.Logger)
 	return pool.Run(ctx)
 }
+
+// RunKeyCache keeps the API key cache live until ctx ends: it listens for
+// committed changes to keys and partners (LISTEN/NOTIFY, from every process
+// sharing the database) and proves with heartbeats that it has seen them
+// all. Without it running, or while its connection is down, every request
+// reads its key from the database, as it would with no cache.
+func (a *App) RunKeyCache(ctx context.Context) {
+	postgres.ListenPartnerKeys(ctx, a.Config.DatabaseURL, a.keyCache, a.Logger)
+}
+
+// KeyCacheStats returns the API key cache's counters.
+func (a *App) KeyCacheStats() KeyCacheStats { return a.keyCache.Stats() }
 
 // Health is nil when the database answers and its schema is current.
 func (a *App) Health(ctx context.Context) error {
