@@ -7,7 +7,7 @@
 --   pgbench -n -c 32 -j 2 -T 15 -D partner=PARTNER -D nusers=N -f cmd/emi-load/account_create.pgbench.sql "$DATABASE_URL"
 -- (N: the rows of bench_users; `make bench` sets all of this up itself.)
 \set uid random(1, :nusers)
-INSERT INTO api_signatures (hash, expires_at) SELECT h, e::timestamptz FROM unnest(ARRAY[decode(md5(random()::text || clock_timestamp()::text), 'hex')], ARRAY[(now() + interval '16 seconds')::text]) AS t (h, e) ON CONFLICT (hash) DO NOTHING RETURNING hash;
+INSERT INTO api_signatures (hash, expires_at) SELECT h, e::timestamptz FROM unnest(ARRAY[decode(md5(random()::text || clock_timestamp()::text), 'hex')], ARRAY[(now() + interval '16 seconds')::text]) AS t (h, e), (SELECT set_config('synchronous_commit', 'off', true)) AS async (setting) ON CONFLICT (hash) DO NOTHING RETURNING hash;
 BEGIN;
 SELECT code, name, currencies, schemes, cards_allowed, card_types, bin_prefix, card_validity_months, aml_required, overdraft, allowed_partners::text[] FROM programs WHERE code = 'account_eur';
 SELECT kind, code, is_default FROM program_groups WHERE program = 'account_eur' ORDER BY kind, code;

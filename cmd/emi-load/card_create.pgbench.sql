@@ -7,7 +7,7 @@
 --   pgbench -n -c 32 -j 2 -T 15 -D partner=PARTNER -f cmd/emi-load/card_create.pgbench.sql "$DATABASE_URL"
 -- Sealed values are random bytes of the real sizes (PAN 53, CVV 40, PIN 41,
 -- lookup 32): pgbench measures the database, not AES.
-INSERT INTO api_signatures (hash, expires_at) SELECT h, e::timestamptz FROM unnest(ARRAY[decode(md5(random()::text || clock_timestamp()::text), 'hex')], ARRAY[(now() + interval '16 seconds')::text]) AS t (h, e) ON CONFLICT (hash) DO NOTHING RETURNING hash;
+INSERT INTO api_signatures (hash, expires_at) SELECT h, e::timestamptz FROM unnest(ARRAY[decode(md5(random()::text || clock_timestamp()::text), 'hex')], ARRAY[(now() + interval '16 seconds')::text]) AS t (h, e), (SELECT set_config('synchronous_commit', 'off', true)) AS async (setting) ON CONFLICT (hash) DO NOTHING RETURNING hash;
 BEGIN;
 SELECT nextval('bench_free_seq') AS n \gset
 SELECT token AS acc FROM bench_free WHERE i = :n \gset

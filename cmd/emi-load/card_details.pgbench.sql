@@ -7,7 +7,7 @@
 -- each statement (an index lookup in the server, no extra round trip).
 --   pgbench -n -c 16 -j 2 -T 6 -D partner=P -D ncards=N -f cmd/emi-load/card_details.pgbench.sql "$DATABASE_URL"
 \set i random(1, :ncards)
-INSERT INTO api_signatures (hash, expires_at) SELECT h, e::timestamptz FROM unnest(ARRAY[decode(md5(random()::text || clock_timestamp()::text), 'hex')], ARRAY[(now() + interval '16 seconds')::text]) AS t (h, e) ON CONFLICT (hash) DO NOTHING RETURNING hash;
+INSERT INTO api_signatures (hash, expires_at) SELECT h, e::timestamptz FROM unnest(ARRAY[decode(md5(random()::text || clock_timestamp()::text), 'hex')], ARRAY[(now() + interval '16 seconds')::text]) AS t (h, e), (SELECT set_config('synchronous_commit', 'off', true)) AS async (setting) ON CONFLICT (hash) DO NOTHING RETURNING hash;
 SELECT c.token, c.partner_id, c.program, c.account::text AS account, c.merchant::text AS merchant,
 	c.user_token::text AS user_token, c.type, c.status, c.activated, c.pan_first6, c.pan_last4, c.expiry_month, c.expiry_year,
 	c.pin_errors, c.cvv_errors, c.aml::text AS aml, c.emboss_name, c.emboss_name_line4, c.fulfil1, c.fulfil2, c.thermal_line1,
@@ -15,5 +15,6 @@ SELECT c.token, c.partner_id, c.program, c.account::text AS account, c.merchant:
 	c.created_at, c.updated_at, c.activated_at, c.terminated_at,
 	coalesce((SELECT a.status FROM accounts a WHERE a.token = c.account), '') AS account_status,
 	coalesce((SELECT u.first_name || ' ' || u.last_name FROM users u WHERE u.token = c.user_token),
-	         (SELECT m.name FROM merchants m WHERE m.token = c.merchant), '') AS owner_name FROM cards c WHERE c.token = (SELECT token FROM bench_cards WHERE i = :i) AND c.partner_id = ':partner';
-SELECT token, card, wallet, device_name, created_at FROM card_wallet_tokens WHERE card = (SELECT token FROM bench_cards WHERE i = :i) ORDER BY created_at;
+	         (SELECT m.name FROM merchants m WHERE m.token = c.merchant), '') AS owner_name, (SELECT json_agg(json_build_object('token', w.token, 'card', w.card, 'wallet', w.wallet,
+		'device_name', w.device_name, 'created_at', w.created_at) ORDER BY w.created_at)
+		FROM card_wallet_tokens w WHERE w.card = c.token) AS wallets_json FROM cards c WHERE c.token = (SELECT token FROM bench_cards WHERE i = :i) AND c.partner_id = ':partner';

