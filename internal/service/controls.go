@@ -24,6 +24,11 @@ const (
 	ControlTransferReversal Control = "transfer.reverse"
 	// ControlAccountTermination: approving an account's termination.
 	ControlAccountTermination Control = "account.terminate"
+	// ControlStaffPrivileged: approving a privileged staff change (a user
+	// with, or a grant of, a role holding an emi.PrivilegedPermissions
+	// permission, or the credential reset of such a user) that another
+	// administrator proposed (issue 19, C8).
+	ControlStaffPrivileged Control = "staff.privileged_change"
 )
 
 // ControlPolicy is one row of the decision table: who may propose, who may
@@ -53,6 +58,8 @@ var Policies = []ControlPolicy{
 		BoundTo: "the transfer, which cannot change once completed"},
 	{Control: ControlAccountTermination, Propose: emi.PermManageAccounts, Approve: emi.PermManageAccounts, People: 2,
 		BoundTo: "the request (account and reason); it cannot be edited"},
+	{Control: ControlStaffPrivileged, Propose: emi.PermManageStaff, Approve: emi.PermManageStaff, People: 2,
+		BoundTo: "the change (user, roles, the temporary password's hash) and the user's roles when proposed; a change to them voids it, and it lapses after 7 days"},
 }
 
 // PolicyOf returns the row of c. It panics on an unknown control: the

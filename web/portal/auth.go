@@ -39,6 +39,14 @@ func (p *Portal) requireStaff(next http.Handler) http.Handler {
 			p.serverError(w, r, err)
 			return
 		}
+		if u.PasswordTemporary {
+			// Defence in depth: sign-in already stops a temporary password
+			// at the new-password page, so a full session on one should
+			// not exist; if it does, it reaches nothing but that page.
+			p.sessions.Put(ctx, keyStage, stageNewPassword)
+			redirect(w, r, "/backoffice/signin/password")
+			return
+		}
 		roles := make([]string, len(u.Roles))
 		for i, role := range u.Roles {
 			roles[i] = string(role)
@@ -107,6 +115,11 @@ func (p *Portal) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	p.sessions.Put(ctx, keyStaff, res.Staff.ID)
 	p.sessions.Put(ctx, keySignedInAt, p.d.Now().UnixNano())
+	if res.MustChangePassword {
+		p.sessions.Put(ctx, keyStage, stageNewPassword)
+		redirect(w, r, "/backoffice/signin/password")
+		return
+	}
 	p.sessions.Put(ctx, keyStage, stagePassword)
 	if res.NeedsEnrollment {
 		redirect(w, r, "/backoffice/signin/enroll")
@@ -118,6 +131,74 @@ func (p *Portal) signIn(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) renderBareWithFlash(w http.ResponseWriter, r *http.Request, status int, title, msg string, content templ.Component) {
 	p.flash(r.Context(), "bad", msg)
 	p.renderBare(w, r, status, title, content)
+}
+
+// newPasswordStaff returns the staff id of a session signed in with a
+// temporary password, or "".
+func (p *Portal) newPasswordStaff(r *http.Request) string {
+	if p.sessions.GetString(r.Context(), keyStage) != stageNewPassword {
+		return ""
+	}
+	return p.sessions.GetString(r.Context(), keyStaff)
+}
+
+// newPasswordPage (GET /signin/password): a user on a temporary password
+// chooses their own.
+func (p *Portal) newPasswordPage(w http.ResponseWriter, r *http.Request) {
+	if p.newPasswordStaff(r) == "" {
+		redirect(w, r, "/backoffice/signin")
+		return
+	}
+	p.renderBare(w, r, http.StatusOK, "Choose your password", auth.NewPassword(nil))
+}
+
+// newPassword (POST /signin/password) sets the user's own password, then
+// goes on to TOTP enrolment (or the TOTP challenge when enrolled). The
+// session still holds only the first factor.
+func (p *Portal) newPassword(w http.ResponseWriter, r *http.Request) {
+	id := p.newPasswordStaff(r)
+	if id == "" {
+		redirect(w, r, "/backoffice/signin")
+		return
+	}
+	// The user acts on their own account only: the principal is theirs,
+	// without roles.
+	ctx := emi.WithPrincipal(r.Context(), emi.Principal{Type: emi.ActorStaff, ActorID: id})
+	err := p.d.Staff.ChangePassword(ctx, id, r.PostFormValue("current_password"), r.PostFormValue("password"))
+	if err != nil {
+		e := emi.AsError(err)
+		switch {
+		case e.Kind == emi.KindInternal:
+			p.serverError(w, r, err)
+		case errors.Is(err, emi.ErrSignInThrottled), errors.Is(err, emi.ErrSignInFailed):
+			_ = p.sessions.Destroy(r.Context())
+			p.renderBareWithFlash(w, r, http.StatusTooManyRequests, "Sign in", Message(e), auth.SignIn("", nil))
+		default:
+			errs, banner := fieldErrors(err)
+			if len(errs) == 0 {
+				errs = map[string]string{"password": banner}
+			}
+			p.renderBare(w, r, http.StatusUnprocessableEntity, "Choose your password", auth.NewPassword(errs))
+		}
+		return
+	}
+	u, err := p.d.Staff.Current(r.Context(), id, time.Unix(0, p.sessions.GetInt64(r.Context(), keySignedInAt)))
+	if err != nil {
+		_ = p.sessions.Destroy(r.Context())
+		p.toSignIn(w, r, Message(emi.ErrSessionExpired))
+		return
+	}
+	if err := p.sessions.RenewToken(r.Context()); err != nil {
+		p.serverError(w, r, err)
+		return
+	}
+	p.sessions.Put(r.Context(), keyStage, stagePassword)
+	p.flash(r.Context(), "ok", "Your password is set.")
+	if !u.TOTPEnrolled {
+		redirect(w, r, "/backoffice/signin/enroll")
+		return
+	}
+	redirect(w, r, "/backoffice/signin/totp")
 }
 
 // pendingStaff returns the staff id of a session that passed the password
