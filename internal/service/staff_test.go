@@ -586,7 +586,10 @@ func TestStaffAdministration(t *testing.T) {
 		name string
 		call func(ctx context.Context) error
 	}{
-		{"set roles", func(ctx context.Context) error { _, err := e.svc.SetRoles(ctx, target.ID, []emi.Role{emi.RoleAdmin}); return err }},
+		{"set roles", func(ctx context.Context) error {
+			_, err := e.svc.SetRoles(ctx, target.ID, []emi.Role{emi.RoleAdmin})
+			return err
+		}},
 		{"disable", func(ctx context.Context) error { return e.svc.Disable(ctx, target.ID) }},
 		{"enable", func(ctx context.Context) error { return e.svc.Enable(ctx, target.ID) }},
 		{"reset credentials", func(ctx context.Context) error { _, err := e.svc.ResetCredentials(ctx, target.ID); return err }},

@@ -34,7 +34,7 @@ const (
 	// stageNewPassword: a temporary password passed; choosing a new one is
 	// the only thing the session can do, then stagePassword.
 	stageNewPassword = "new_password"
-	stageFull     = "full"     // both factors passed
+	stageFull        = "full" // both factors passed
 )
 
 // Session lifetimes (issue 3): idle 30 min, absolute 12 h.
