@@ -25,7 +25,7 @@ func (p *Portal) requireStaff(next http.Handler) http.Handler {
 		ctx := r.Context()
 		id := p.sessions.GetString(ctx, keyStaff)
 		if id == "" || p.sessions.GetString(ctx, keyStage) != stageFull {
-			p.toSignIn(w, r, "")
+			p.restart(w, r)
 			return
 		}
 		at := time.Unix(0, p.sessions.GetInt64(ctx, keySignedInAt))
@@ -70,6 +70,17 @@ func (p *Portal) requirePerm(perm emi.Permission) func(http.Handler) http.Handle
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// restart sends a session that is not (yet) where it asked to be back to
+// its sign-in step: the new-password page when it signed in with a
+// temporary password (it can reach nothing else), else the sign-in page.
+func (p *Portal) restart(w http.ResponseWriter, r *http.Request) {
+	if p.sessions.GetString(r.Context(), keyStage) == stageNewPassword {
+		redirect(w, r, "/backoffice/signin/password")
+		return
+	}
+	p.toSignIn(w, r, "")
 }
 
 func (p *Portal) toSignIn(w http.ResponseWriter, r *http.Request, msg string) {
@@ -213,7 +224,7 @@ func (p *Portal) pendingStaff(r *http.Request) string {
 // totpPage (GET /signin/totp).
 func (p *Portal) totpPage(w http.ResponseWriter, r *http.Request) {
 	if p.pendingStaff(r) == "" {
-		redirect(w, r, "/backoffice/signin")
+		p.restart(w, r)
 		return
 	}
 	p.renderBare(w, r, http.StatusOK, "Two-factor authentication", auth.Challenge(nil))
@@ -223,7 +234,7 @@ func (p *Portal) totpPage(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) totp(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		redirect(w, r, "/backoffice/signin")
+		p.restart(w, r)
 		return
 	}
 	if err := p.d.Staff.VerifyTOTP(r.Context(), id, strings.TrimSpace(r.PostFormValue("code"))); err != nil {
@@ -237,7 +248,7 @@ func (p *Portal) totp(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) recovery(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		redirect(w, r, "/backoffice/signin")
+		p.restart(w, r)
 		return
 	}
 	if err := p.d.Staff.UseRecoveryCode(r.Context(), id, strings.TrimSpace(r.PostFormValue("recovery_code"))); err != nil {
@@ -296,7 +307,7 @@ func (p *Portal) markSignedIn(ctx context.Context, staffID string) error {
 func (p *Portal) enrollPage(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		redirect(w, r, "/backoffice/signin")
+		p.restart(w, r)
 		return
 	}
 	en, err := p.d.Staff.BeginEnrollment(r.Context(), id)
@@ -314,7 +325,7 @@ func (p *Portal) enrollPage(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) enroll(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		redirect(w, r, "/backoffice/signin")
+		p.restart(w, r)
 		return
 	}
 	codes, err := p.d.Staff.ConfirmEnrollment(r.Context(), id, strings.TrimSpace(r.PostFormValue("code")))
