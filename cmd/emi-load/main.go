@@ -199,12 +199,12 @@ func prepareWith(ctx context.Context, a *app.App, url string, opts prepareOpts) 
 		}
 		keys = append(keys, key{k.APIKey, k.APISecret})
 	}
-	u, err := a.Staff.Create(ctx, emi.StaffCreate{Email: "underwriter." + tag + "@emi-load.example", Name: "emi-load underwriter",
+	out, err := a.Staff.Create(ctx, emi.StaffCreate{Email: "underwriter." + tag + "@emi-load.example", Name: "emi-load underwriter",
 		Roles: []emi.Role{emi.RoleUnderwriter}, Password: "Load-Harness-Underwriter-" + tag})
 	if err != nil {
 		return nil, nil, fmt.Errorf("underwriter: %w", err)
 	}
-	h.underwriter = emi.WithPrincipal(context.WithoutCancel(ctx), emi.Principal{Type: emi.ActorStaff, ActorID: u.ID, StaffRoles: []string{string(emi.RoleUnderwriter)}})
+	h.underwriter = emi.WithPrincipal(context.WithoutCancel(ctx), emi.Principal{Type: emi.ActorStaff, ActorID: out.User.ID, StaffRoles: []string{string(emi.RoleUnderwriter)}})
 	if err := a.DB.SelectContext(ctx, &fx.accounts, `SELECT token FROM accounts WHERE partner_id = $1 ORDER BY random() LIMIT 20000`, partnerID); err != nil {
 		return nil, nil, err
 	}

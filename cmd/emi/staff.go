@@ -87,10 +87,16 @@ func cmdStaff(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintln(stdout, code)
 		return nil
 	}
-	u, err := a.Staff.Create(ctx, in)
+	// The command line runs as the system principal, so the user exists at
+	// once with the password read from standard input: this is how the
+	// first administrator comes to be. Whoever runs it holds the server's
+	// credentials, which the back office's second-administrator rule
+	// cannot hold anyway.
+	out, err := a.Staff.Create(ctx, in)
 	if err != nil {
 		return describe(err)
 	}
+	u := out.User
 	roleNames := make([]string, len(u.Roles))
 	for i, r := range u.Roles {
 		roleNames[i] = string(r)

@@ -163,7 +163,8 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Idempotency = service.NewIdempotency(db, a.Store, keys, now)
 	a.StaffStore = postgres.NewStaffStore(db)
 	a.Sessions = postgres.NewSessionStore(db, now)
-	a.Staff = service.NewStaff(db, a.StaffStore, keys, a.Audit, v,
+	a.Controls = service.NewControls(a.StaffStore, now)
+	a.Staff = service.NewStaff(db, a.StaffStore, keys, a.Audit, v, a.Controls,
 		service.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox}, now)
 	a.Maintenance = service.NewMaintenance(a.Jobs, a.Store, a.Idempotency, a.Staff, now)
 	a.WebhookStore = postgres.NewWebhookStore(db)

@@ -236,6 +236,11 @@ var (
 	ErrPasswordPolicy  = def(20013, "portal.password.policy", KindInvalid)
 	ErrOwnRoles        = def(20014, "portal.staff.own_roles", KindForbidden)
 	ErrSessionExpired  = def(20015, "portal.session.expired", KindUnauthenticated)
+	// Staff changes that need a second administrator (issue 19, C8).
+	ErrStaffChangeNotFound = def(20016, "portal.staff.change_not_found", KindNotFound)
+	ErrStaffChangeDecided  = def(20017, "portal.staff.change_decided", KindConflict)
+	ErrStaffChangePending  = def(20018, "portal.staff.change_pending", KindConflict)
+	ErrStaffChangeStale    = def(20019, "portal.staff.change_stale", KindConflict)
 
 	ErrDocumentNotFound   = def(20020, "portal.documents.not_found", KindNotFound)
 	ErrAMLCheckNotFound   = def(20021, "portal.aml.not_found", KindNotFound)
@@ -268,6 +273,7 @@ var (
 func PortalCatalogue() []*Error {
 	return []*Error{ErrForbidden, ErrStaffValidation, ErrStaffNotFound, ErrDuplicateStaff, ErrSignInFailed,
 		ErrSignInThrottled, ErrTOTPInvalid, ErrPasswordPolicy, ErrOwnRoles, ErrSessionExpired,
+		ErrStaffChangeNotFound, ErrStaffChangeDecided, ErrStaffChangePending, ErrStaffChangeStale,
 		ErrDocumentNotFound, ErrAMLCheckNotFound, ErrKYCSessionNotFound, ErrReviewValidation, ErrReviewClosed,
 		ErrKYCLinkInvalid, ErrKYCUploadInvalid, ErrKYCLinkUsed, ErrScreeningUpdate,
 		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrSanctionsBlocked, ErrSanctionsUndecided, ErrProgramValidation, ErrProgramStale,

@@ -102,9 +102,9 @@ type StaffUser struct {
 	CreatedAt     time.Time  `db:"created_at"`
 	LastSignInAt  *time.Time `db:"last_sign_in_at"`
 	PasswordSetAt time.Time  `db:"password_set_at"`
-	// PasswordTemporary is set by a credential reset: the password was
-	// generated and shown to an administrator, so the user should choose a
-	// new one after signing in.
+	// PasswordTemporary is set when an administrator's action issued the
+	// password (a new user, a credential reset): it expires after
+	// TemporaryPasswordTTL and signs in only as far as choosing a new one.
 	PasswordTemporary bool `db:"password_temporary"`
 	// RecoveryCodesLeft is how many unused recovery codes the user has.
 	RecoveryCodesLeft int `db:"recovery_codes_left"`
@@ -114,11 +114,111 @@ type StaffUser struct {
 func (s StaffUser) Has(r Role) bool { return slices.Contains(s.Roles, r) }
 
 // StaffCreate is the input of creating a staff user (admin screen and CLI).
+// Password is chosen only by the command line (the system principal, which
+// bootstraps the first administrator); an administrator never chooses a
+// colleague's password: the service issues a temporary one.
 type StaffCreate struct {
 	Email    string `json:"email" validate:"required,email,max=254"`
 	Name     string `json:"name" validate:"required,max=200"`
 	Roles    []Role `json:"roles" validate:"required,min=1,max=5,dive,oneof=admin underwriter compliance customer_service auditor"`
-	Password string `json:"password" validate:"required"`
+	Password string `json:"password"`
+}
+
+// TemporaryPasswordTTL is how long a temporary password (a new user's, or
+// one issued by a credential reset) signs in; after it, another reset is
+// needed.
+const TemporaryPasswordTTL = 72 * time.Hour
+
+// privilegedPermissions are the permissions that make a role privileged
+// (issue 19, C8): moving money (money, accounts and cards, which hold
+// blocking, PIN resets and payouts), deciding (applications, AML hits, KYC),
+// revealing card data, and managing staff, because an administrator
+// approves the privileged staff changes of other administrators. Of today's
+// roles only the auditor, who reads and changes nothing, holds none.
+var privilegedPermissions = []Permission{
+	PermManageMoney, PermManageAccounts, PermManageCards,
+	PermDecideApps, PermReviewAML, PermReviewKYC,
+	PermRevealCardData,
+	PermManageStaff,
+}
+
+// PrivilegedPermissions returns the permissions that make a role
+// privileged.
+func PrivilegedPermissions() []Permission { return slices.Clone(privilegedPermissions) }
+
+// PrivilegedRole reports whether r holds a privileged permission: creating
+// a user with it, granting it, and resetting the credentials of a user who
+// holds it need a second administrator.
+func PrivilegedRole(r Role) bool {
+	for _, p := range privilegedPermissions {
+		if slices.Contains(rolePermissions[r], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// AnyPrivileged reports whether any of roles is privileged.
+func AnyPrivileged(roles []Role) bool { return slices.ContainsFunc(roles, PrivilegedRole) }
+
+// StaffChangeKind is the kind of a change to a staff user's access.
+type StaffChangeKind string
+
+// Kinds of staff changes.
+const (
+	StaffChangeCreate StaffChangeKind = "create"
+	StaffChangeRoles  StaffChangeKind = "set_roles"
+	StaffChangeReset  StaffChangeKind = "reset_credentials"
+)
+
+// StaffChangeStatus is where a staff change stands.
+type StaffChangeStatus string
+
+// Statuses of staff changes.
+const (
+	// StaffChangePending: proposed by one administrator, waiting for a
+	// second.
+	StaffChangePending StaffChangeStatus = "pending"
+	// StaffChangeApplied: in effect (approved, or one-step).
+	StaffChangeApplied StaffChangeStatus = "applied"
+	// StaffChangeRejected: rejected by an administrator or withdrawn by
+	// its proposer; nothing changed.
+	StaffChangeRejected StaffChangeStatus = "rejected"
+)
+
+// StaffChange is a change to staff access: a new user, new roles or a
+// credential reset. A privileged one is proposed by one administrator and
+// takes effect when a second, distinct one approves it.
+type StaffChange struct {
+	ID      string          `db:"id"`
+	Kind    StaffChangeKind `db:"kind"`
+	StaffID string          `db:"staff_id"` // for a create, the id the new user will have
+	Email   string          `db:"email"`
+	Name    string          `db:"name"`
+	// Roles are the new user's or the new roles; FromRoles the user's
+	// roles when proposed (a change to them voids the proposal).
+	Roles      []Role            `db:"-"`
+	FromRoles  []Role            `db:"-"`
+	Status     StaffChangeStatus `db:"status"`
+	ProposedBy string            `db:"proposed_by"`
+	ProposedAt time.Time         `db:"proposed_at"`
+	DecidedBy  string            `db:"decided_by"`
+	DecidedAt  *time.Time        `db:"decided_at"`
+	Reason     string            `db:"reason"`
+}
+
+// StaffOutcome is what a staff change gives back.
+type StaffOutcome struct {
+	Change StaffChange
+	// User is the user as it is after the change (zero while a create is
+	// pending).
+	User StaffUser
+	// Secret is shown once and never stored in clear: the whole temporary
+	// password when the change took effect in one step, or this
+	// administrator's half of it when two administrators took part (the
+	// proposer's half, then the approver's; the user types the proposer's
+	// half first). Empty when no password was issued.
+	Secret string
 }
 
 // StaffRoles returns the staff roles of a principal.

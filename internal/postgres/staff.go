@@ -313,18 +313,22 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 
 // StaffControllers implements service.StaffLinkStore from the audit log,
 // which is append-only (its triggers refuse UPDATE and DELETE), so a link
-// cannot be erased by the people it links. Uses audit_log_resource.
+// cannot be erased by the people it links. Uses audit_log_resource. A
+// change two administrators took (proposed by one, approved by the other)
+// is one audit row by the approver that names the proposer in
+// changes.proposed_by: both are linked.
 func (s *StaffStore) StaffControllers(ctx context.Context, ids []string, since time.Time) (map[string][]string, error) {
 	var rows []struct {
 		Subject string `db:"resource_token"`
 		Actor   string `db:"actor_id"`
 	}
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows,
-		`SELECT DISTINCT resource_token, actor_id FROM audit_log
-		  WHERE resource_type = 'staff_user' AND resource_token = ANY($1) AND at >= $2
-		    AND actor_type = 'staff' AND outcome = 'success'
-		    AND action IN ('staff.create', 'staff.reset_credentials', 'staff.set_roles')
-		    AND actor_id <> resource_token`, pq.Array(ids), since)
+		`SELECT DISTINCT resource_token, actor_id FROM (
+		   SELECT resource_token, unnest(ARRAY[actor_id, changes->>'proposed_by']) AS actor_id FROM audit_log
+		    WHERE resource_type = 'staff_user' AND resource_token = ANY($1) AND at >= $2
+		      AND actor_type = 'staff' AND outcome = 'success'
+		      AND action IN ('staff.create', 'staff.reset_credentials', 'staff.set_roles')) l
+		  WHERE actor_id IS NOT NULL AND actor_id <> resource_token`, pq.Array(ids), since)
 	if err != nil {
 		return nil, Translate(err)
 	}

@@ -30,6 +30,11 @@ const (
 	// ControlAMLHitFalsePositive: confirming a false positive proposed on
 	// an API check's hit scoring emi.TwoPersonHitScore or more.
 	ControlAMLHitFalsePositive Control = "aml_check.hit_false_positive"
+	// ControlStaffPrivileged: approving a privileged staff change (a user
+	// with, or a grant of, a role holding an emi.PrivilegedPermissions
+	// permission, or the credential reset of such a user) that another
+	// administrator proposed (issue 19, C8).
+	ControlStaffPrivileged Control = "staff.privileged_change"
 )
 
 // ControlPolicy is one row of the decision table: who may propose, who may
@@ -63,6 +68,8 @@ var Policies = []ControlPolicy{
 		BoundTo: "the hit of the check: list entry as screened (fingerprint) and the person"},
 	{Control: ControlAccountTermination, Propose: emi.PermManageAccounts, Approve: emi.PermManageAccounts, People: 2,
 		BoundTo: "the request (account and reason); it cannot be edited"},
+	{Control: ControlStaffPrivileged, Propose: emi.PermManageStaff, Approve: emi.PermManageStaff, People: 2,
+		BoundTo: "the change (user, roles, the temporary password's hash) and the user's roles when proposed; a change to them voids it, and it lapses after 7 days"},
 }
 
 // PolicyOf returns the row of c. It panics on an unknown control: the

@@ -17,6 +17,10 @@ type SignInResult struct {
 	// the portal continues with BeginEnrollment and ConfirmEnrollment
 	// instead of VerifyTOTP.
 	NeedsEnrollment bool
+	// MustChangePassword is true when the password is temporary (issued
+	// by an administrator's action): the session may do nothing but choose
+	// a new one (ChangePassword), then enrol or check TOTP.
+	MustChangePassword bool
 	// At is when the password was checked, by the service's clock. The
 	// portal keeps it in the session as the sign-in time it later gives to
 	// Current, so a revocation that happens while the user is between the
@@ -36,8 +40,9 @@ type SignInResult struct {
 // second factor count too; throttled attempts do not. LockoutThreshold
 // consecutive failures lock the account for LockoutDuration (PCI DSS 8.3.4).
 //
-// An unknown address, a wrong password, a disabled account and a locked
-// account all return emi.ErrSignInFailed, and take about the same time: an
+// An unknown address, a wrong password, a disabled account, a locked
+// account and a temporary password older than emi.TemporaryPasswordTTL all
+// return emi.ErrSignInFailed, and take about the same time: an
 // unknown address is checked against a dummy argon2id hash. Every attempt
 // writes a signin_attempts row and an audit row ("staff.signin"; the actor
 // is the user when the address is known, else system "signin", with the
@@ -85,6 +90,8 @@ func (s *Staff) SignIn(ctx context.Context, email, password string) (SignInResul
 		fail.reason = reasonLocked
 	case !ok:
 		fail.reason, fail.countFailure = reasonBadPassword, true
+	case user.PasswordTemporary && now.After(user.PasswordSetAt.Add(emi.TemporaryPasswordTTL)):
+		fail.reason = reasonTempExpired
 	}
 	if fail.reason != "" {
 		if err := s.record(ctx, fail); err != nil {
@@ -106,7 +113,8 @@ func (s *Staff) SignIn(ctx context.Context, email, password string) (SignInResul
 	if err != nil {
 		return SignInResult{}, err
 	}
-	return SignInResult{Staff: user.StaffUser, NeedsEnrollment: !user.TOTPEnrolled, At: now}, nil
+	return SignInResult{Staff: user.StaffUser, NeedsEnrollment: !user.TOTPEnrolled, MustChangePassword: user.PasswordTemporary,
+		At: now}, nil
 }
 
 // maxEmailLen is the longest e-mail address a staff user can have.

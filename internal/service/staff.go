@@ -37,6 +37,19 @@ type StaffStore interface {
 	// ListStaff returns every user ordered by e-mail address.
 	ListStaff(ctx context.Context) ([]emi.StaffUser, error)
 
+	// InsertStaffChange stores a proposed change. Returns
+	// emi.ErrStaffChangePending when the user (or, for a create, the
+	// e-mail address) already has a pending change.
+	InsertStaffChange(ctx context.Context, c StoredStaffChange) error
+	// StaffChangeForUpdate returns the change and locks it. Returns
+	// emi.ErrStaffChangeNotFound.
+	StaffChangeForUpdate(ctx context.Context, id string) (StoredStaffChange, error)
+	// ListStaffChanges returns the pending changes and the latest decided.
+	ListStaffChanges(ctx context.Context) ([]emi.StaffChange, error)
+	// DecideStaffChange marks a pending change applied or rejected and
+	// clears its secrets.
+	DecideStaffChange(ctx context.Context, id string, status emi.StaffChangeStatus, by string, at time.Time, reason string) error
+
 	UpdateStaffRoles(ctx context.Context, id string, roles []emi.Role) error
 	// UpdateStaffPassword stores a new hash. setAt is nil when only the
 	// hash's parameters change (the password stays the same).
@@ -115,18 +128,19 @@ type SignInAttempt struct {
 
 // Reasons recorded with sign-in attempts.
 const (
-	reasonPassword      = "password"       // first factor passed
-	reasonTOTP          = "totp"           // second factor passed
-	reasonRecoveryCode  = "recovery_code"  // second factor passed with a recovery code
-	reasonEnrolled      = "totp_enrolled"  // first TOTP code confirmed the enrolment
-	reasonBadPassword   = "bad_password"   // known e-mail address, wrong password
-	reasonUnknownEmail  = "unknown_email"  // told apart here and in the audit log, never to the client
-	reasonDisabled      = "disabled"       // right or wrong password, account disabled
-	reasonLocked        = "locked"         // right or wrong password, account locked
-	reasonBadTOTP       = "bad_totp"       // wrong or reused TOTP code
-	reasonBadRecovery   = "bad_recovery"   // wrong or used recovery code
-	reasonBadCurrentPwd = "bad_current_pw" // #nosec G101 -- an audit reason label, not a credential; wrong current password when changing it
-	reasonThrottled     = "throttled"      // refused before any check; does not count
+	reasonPassword      = "password"          // first factor passed
+	reasonTOTP          = "totp"              // second factor passed
+	reasonRecoveryCode  = "recovery_code"     // second factor passed with a recovery code
+	reasonEnrolled      = "totp_enrolled"     // first TOTP code confirmed the enrolment
+	reasonBadPassword   = "bad_password"      // known e-mail address, wrong password
+	reasonUnknownEmail  = "unknown_email"     // told apart here and in the audit log, never to the client
+	reasonDisabled      = "disabled"          // right or wrong password, account disabled
+	reasonLocked        = "locked"            // right or wrong password, account locked
+	reasonBadTOTP       = "bad_totp"          // wrong or reused TOTP code
+	reasonBadRecovery   = "bad_recovery"      // wrong or used recovery code
+	reasonBadCurrentPwd = "bad_current_pw"    // #nosec G101 -- an audit reason label, not a credential; wrong current password when changing it
+	reasonThrottled     = "throttled"         // refused before any check; does not count
+	reasonTempExpired   = "temporary_expired" // right temporary password, older than emi.TemporaryPasswordTTL
 )
 
 // StaffConfig holds the staff rules that come from configuration.
@@ -161,6 +175,7 @@ const (
 // second factor and recovery codes, sign-in throttling and lockout, and the
 // revocation of their sessions.
 type Staff struct {
+	controls *Controls
 	tx       TxRunner
 	store    StaffStore
 	sealer   Sealer
@@ -179,11 +194,13 @@ type Staff struct {
 }
 
 // NewStaff returns the staff service. It loads the common-password list.
-func NewStaff(tx TxRunner, store StaffStore, sealer Sealer, audit *Auditor, v *validate.Validator, cfg StaffConfig, now Clock) *Staff {
+// controls approves the privileged staff changes (a second administrator).
+func NewStaff(tx TxRunner, store StaffStore, sealer Sealer, audit *Auditor, v *validate.Validator, controls *Controls, cfg StaffConfig, now Clock) *Staff {
 	if cfg.Issuer == "" {
 		cfg.Issuer = "emi"
 	}
-	return &Staff{tx: tx, store: store, sealer: sealer, audit: audit, validate: v, cfg: cfg, now: now, policy: newPasswordPolicy()}
+	return &Staff{tx: tx, store: store, sealer: sealer, audit: audit, validate: v, controls: controls, cfg: cfg, now: now,
+		policy: newPasswordPolicy()}
 }
 
 func totpSecretContext(staffID string) string { return "staff_users.totp:" + staffID }
@@ -239,34 +256,6 @@ func normalizeRoles(in []emi.Role) []emi.Role {
 		}
 	}
 	return out
-}
-
-// Create creates a staff user with a password chosen by an administrator (or
-// the command line); TOTP is enrolled at the first sign-in. The principal
-// must be the system or hold emi.PermManageStaff (else emi.ErrForbidden).
-// Returns emi.ErrStaffValidation (with fields) for invalid input,
-// emi.ErrPasswordPolicy (fields on "password") for a password the policy
-// refuses and emi.ErrDuplicateStaff when the e-mail address is taken, in any
-// case.
-func (s *Staff) Create(ctx context.Context, in emi.StaffCreate) (emi.StaffUser, error) {
-	if err := s.authorize(ctx, emi.PermManageStaff, "", "staff.create", ""); err != nil {
-		return emi.StaffUser{}, err
-	}
-	u, hash, err := s.prepare(in)
-	if err != nil {
-		return emi.StaffUser{}, err
-	}
-	err = s.tx.InTx(ctx, func(ctx context.Context) error {
-		if err := s.store.InsertStaff(ctx, StoredStaff{StaffUser: u, PasswordHash: hash}); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.create", ResourceType: "staff_user", ResourceToken: u.ID,
-			Changes: map[string]any{"email": u.Email, "name": u.Name, "roles": u.Roles}})
-	})
-	if err != nil {
-		return emi.StaffUser{}, err
-	}
-	return u, nil
 }
 
 // prepare validates in and returns the new user and its password hash.
@@ -334,42 +323,6 @@ func (s *Staff) Current(ctx context.Context, staffID string, signedInAt time.Tim
 	return u.StaffUser, nil
 }
 
-// SetRoles replaces the roles of a staff user and ends its sessions, so the
-// new roles apply from its next sign-in. Needs emi.PermManageStaff (else
-// emi.ErrForbidden); nobody changes their own roles (emi.ErrOwnRoles).
-// Returns emi.ErrStaffValidation for an empty or unknown role and
-// emi.ErrStaffNotFound.
-func (s *Staff) SetRoles(ctx context.Context, staffID string, roles []emi.Role) error {
-	if err := s.authorize(ctx, emi.PermManageStaff, "", "staff.set_roles", staffID); err != nil {
-		return err
-	}
-	if isSelf(ctx, staffID) {
-		s.deny(ctx, "staff.set_roles", staffID, "own roles")
-		return emi.ErrOwnRoles
-	}
-	in := struct {
-		Roles []emi.Role `json:"roles" validate:"required,min=1,max=5,dive,oneof=admin underwriter compliance customer_service auditor"`
-	}{roles}
-	if err := s.validate.Struct(in, emi.ErrStaffValidation); err != nil {
-		return err
-	}
-	roles = normalizeRoles(roles)
-	return s.tx.InTx(ctx, func(ctx context.Context) error {
-		u, err := s.store.StaffForUpdate(ctx, staffID)
-		if err != nil {
-			return err
-		}
-		if err := s.store.UpdateStaffRoles(ctx, staffID, roles); err != nil {
-			return err
-		}
-		if err := s.store.RevokeStaffSessions(ctx, staffID, s.now().UTC()); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.set_roles", ResourceType: "staff_user", ResourceToken: staffID,
-			Changes: map[string]any{"roles": map[string]any{"from": u.Roles, "to": roles}, "sessions_revoked": true}})
-	})
-}
-
 // Disable makes a staff user unable to sign in and ends its sessions
 // (ASVS 7.4.2). Needs emi.PermManageStaff (else emi.ErrForbidden); nobody
 // disables themselves (emi.ErrForbidden). Disabling a disabled user changes
@@ -421,57 +374,6 @@ func (s *Staff) setDisabled(ctx context.Context, staffID string, disable bool) e
 	})
 }
 
-// ResetCredentials gives a staff user a new random temporary password
-// (returned once, to be handed over out of band), removes its TOTP secret
-// and recovery codes so it enrols again at the next sign-in, clears a
-// lockout and ends its sessions. Needs emi.PermManageStaff (else
-// emi.ErrForbidden); not for oneself. Returns emi.ErrStaffNotFound.
-func (s *Staff) ResetCredentials(ctx context.Context, staffID string) (string, error) {
-	if err := s.authorize(ctx, emi.PermManageStaff, "", "staff.reset_credentials", staffID); err != nil {
-		return "", err
-	}
-	if isSelf(ctx, staffID) {
-		s.deny(ctx, "staff.reset_credentials", staffID, "own account")
-		return "", emi.ErrForbidden.WithDetail("reset of one's own credentials")
-	}
-	u, err := s.store.StaffByID(ctx, staffID)
-	if err != nil {
-		return "", err
-	}
-	temp, err := s.policy.temporaryPassword(u.Email)
-	if err != nil {
-		return "", err
-	}
-	hash, err := hashPassword(temp)
-	if err != nil {
-		return "", err
-	}
-	err = s.tx.InTx(ctx, func(ctx context.Context) error {
-		if _, err := s.store.StaffForUpdate(ctx, staffID); err != nil {
-			return err
-		}
-		now := s.now().UTC()
-		if err := s.store.UpdateStaffPassword(ctx, staffID, hash, true, &now); err != nil {
-			return err
-		}
-		if err := s.store.ClearTOTP(ctx, staffID); err != nil {
-			return err
-		}
-		if err := s.store.ClearLockout(ctx, staffID); err != nil {
-			return err
-		}
-		if err := s.store.RevokeStaffSessions(ctx, staffID, now); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.reset_credentials", ResourceType: "staff_user", ResourceToken: staffID,
-			Changes: map[string]any{"email": u.Email, "second_factor_cleared": true, "sessions_revoked": true}})
-	})
-	if err != nil {
-		return "", err
-	}
-	return temp, nil
-}
-
 // RevokeSessions ends every session of a staff user ("sign out
 // everywhere", ASVS 7.4.5). Needs emi.PermManageStaff, or to be that user
 // (else emi.ErrForbidden). Returns emi.ErrStaffNotFound.
@@ -496,7 +398,8 @@ func (s *Staff) RevokeSessions(ctx context.Context, staffID string) error {
 // field error on "current_password" and counts as a failed sign-in
 // (throttling and lockout). Returns emi.ErrSignInThrottled while throttled
 // and emi.ErrPasswordPolicy (fields on "password") for a refused new
-// password.
+// password or one equal to the current. The new password is not
+// temporary: this is how a user on a temporary password leaves it.
 func (s *Staff) ChangePassword(ctx context.Context, staffID, current, next string) error {
 	if !isSelf(ctx, staffID) {
 		s.deny(ctx, "staff.change_password", staffID, "not own account")
@@ -521,6 +424,11 @@ func (s *Staff) ChangePassword(ctx context.Context, staffID, current, next strin
 	}
 	if err := s.policy.check(next, u.Email); err != nil {
 		return err
+	}
+	if next == current {
+		// A temporary password was seen by an administrator: keeping it
+		// would keep their access.
+		return emi.ErrPasswordPolicy.Field("password", "must differ from the current password")
 	}
 	hash, err := hashPassword(next)
 	if err != nil {

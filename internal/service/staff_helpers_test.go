@@ -59,7 +59,7 @@ func newStaffEnv(t *testing.T, sandbox bool) *staffEnv {
 		store:    store,
 		sessions: postgres.NewSessionStore(db, clock.Now),
 		svc: service.NewStaff(db, store, keys, service.NewAuditor(postgres.NewStore(db)), validate.New(),
-			service.StaffConfig{Sandbox: sandbox}, clock.Now),
+			service.NewControls(store, clock.Now), service.StaffConfig{Sandbox: sandbox}, clock.Now),
 		clock: clock,
 	}
 }
@@ -88,11 +88,11 @@ const testPassword = "correct-horse-7-battery"
 // createStaff creates a staff user with testPassword and the given roles.
 func (e *staffEnv) createStaff(t *testing.T, email string, roles ...emi.Role) emi.StaffUser {
 	t.Helper()
-	u, err := e.svc.Create(sys(), emi.StaffCreate{Email: email, Name: "Test " + email, Roles: roles, Password: testPassword})
+	out, err := e.svc.Create(sys(), emi.StaffCreate{Email: email, Name: "Test " + email, Roles: roles, Password: testPassword})
 	if err != nil {
 		t.Fatalf("create %s: %v", email, err)
 	}
-	return u
+	return out.User
 }
 
 // enroll enrols TOTP for u through the service and returns the secret and

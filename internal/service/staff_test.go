@@ -80,14 +80,16 @@ func TestCreateStaff(t *testing.T) {
 	admin := e.createStaff(t, "Admin@X.test", emi.RoleAdmin)
 	cs := e.createStaff(t, "cs@x.test", emi.RoleCustomerService)
 
-	t.Run("an admin creates a user with its roles, deduplicated and in display order", func(t *testing.T) {
-		u, err := e.svc.Create(as(admin), emi.StaffCreate{Email: " new@x.test ", Name: " New ", Password: testPassword,
+	t.Run("the system creates a user with its roles, deduplicated and in display order", func(t *testing.T) {
+		out, err := e.svc.Create(sys(), emi.StaffCreate{Email: " new@x.test ", Name: " New ", Password: testPassword,
 			Roles: []emi.Role{emi.RoleAuditor, emi.RoleCompliance, emi.RoleAuditor}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u.Email != "new@x.test" || u.Name != "New" || !slices.Equal(u.Roles, []emi.Role{emi.RoleCompliance, emi.RoleAuditor}) || u.TOTPEnrolled {
-			t.Fatalf("created %+v", u)
+		u := out.User
+		if u.Email != "new@x.test" || u.Name != "New" || !slices.Equal(u.Roles, []emi.Role{emi.RoleCompliance, emi.RoleAuditor}) ||
+			u.TOTPEnrolled || u.PasswordTemporary || out.Secret != "" || out.Change.Status != emi.StaffChangeApplied {
+			t.Fatalf("created %+v", out)
 		}
 		got, err := e.svc.Get(as(admin), u.ID)
 		if err != nil || got.Email != u.Email || !slices.Equal(got.Roles, u.Roles) {
@@ -104,6 +106,22 @@ func TestCreateStaff(t *testing.T) {
 		_, err := e.svc.Create(sys(), emi.StaffCreate{Email: "not-an-email", Name: "X", Roles: []emi.Role{"root"}, Password: testPassword})
 		if !errors.Is(err, emi.ErrStaffValidation) || !fieldOf(err, "roles[0]") || !fieldOf(err, "email") {
 			t.Fatalf("want %v on roles[0] and email, got %v %+v", emi.ErrStaffValidation, err, emi.AsError(err).Fields)
+		}
+	})
+	t.Run("an admin does not choose a colleague's password", func(t *testing.T) {
+		_, err := e.svc.Create(as(admin), emi.StaffCreate{Email: "chosen@x.test", Name: "C", Roles: []emi.Role{emi.RoleAuditor}, Password: testPassword})
+		if !errors.Is(err, emi.ErrStaffValidation) || !fieldOf(err, "password") {
+			t.Fatalf("want %v on password, got %v", emi.ErrStaffValidation, err)
+		}
+	})
+	t.Run("an admin creates an auditor at once, on a temporary password shown once", func(t *testing.T) {
+		out, err := e.svc.Create(as(admin), emi.StaffCreate{Email: "aud@x.test", Name: "Aud", Roles: []emi.Role{emi.RoleAuditor}})
+		if err != nil || out.Change.Status != emi.StaffChangeApplied || !out.User.PasswordTemporary || len(out.Secret) < 20 {
+			t.Fatalf("auditor: %+v %v", out, err)
+		}
+		res, err := e.svc.SignIn(fromIP("192.0.2.70"), "aud@x.test", out.Secret)
+		if err != nil || !res.MustChangePassword || !res.NeedsEnrollment {
+			t.Fatalf("sign-in with the temporary password: %+v %v", res, err)
 		}
 	})
 	t.Run("customer service may not create staff, and the refusal is audited", func(t *testing.T) {
@@ -533,9 +551,26 @@ func TestStaffAdministration(t *testing.T) {
 	cs := e.createStaff(t, "cs@x.test", emi.RoleCustomerService)
 	auditor := e.createStaff(t, "auditor@x.test", emi.RoleAuditor)
 	target := e.createStaff(t, "target@x.test", emi.RoleUnderwriter)
+	// second approves the privileged changes admin proposes.
+	second := e.createStaff(t, "second@x.test", emi.RoleAdmin)
+	approve := func(t *testing.T, out emi.StaffOutcome, err error) emi.StaffOutcome {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Change.Status != emi.StaffChangePending {
+			t.Fatalf("a privileged change took effect at once: %+v", out.Change)
+		}
+		done, err := e.svc.ApproveChange(as(second), out.Change.ID)
+		if err != nil {
+			t.Fatalf("second admin approves: %v", err)
+		}
+		done.Secret = out.Secret + done.Secret
+		return done
+	}
 
 	t.Run("nobody changes their own roles", func(t *testing.T) {
-		if err := e.svc.SetRoles(as(admin), admin.ID, []emi.Role{emi.RoleAdmin, emi.RoleAuditor}); !errors.Is(err, emi.ErrOwnRoles) {
+		if _, err := e.svc.SetRoles(as(admin), admin.ID, []emi.Role{emi.RoleAdmin, emi.RoleAuditor}); !errors.Is(err, emi.ErrOwnRoles) {
 			t.Fatalf("want %v, got %v", emi.ErrOwnRoles, err)
 		}
 	})
@@ -551,7 +586,10 @@ func TestStaffAdministration(t *testing.T) {
 		name string
 		call func(ctx context.Context) error
 	}{
-		{"set roles", func(ctx context.Context) error { return e.svc.SetRoles(ctx, target.ID, []emi.Role{emi.RoleAdmin}) }},
+		{"set roles", func(ctx context.Context) error {
+			_, err := e.svc.SetRoles(ctx, target.ID, []emi.Role{emi.RoleAdmin})
+			return err
+		}},
 		{"disable", func(ctx context.Context) error { return e.svc.Disable(ctx, target.ID) }},
 		{"enable", func(ctx context.Context) error { return e.svc.Enable(ctx, target.ID) }},
 		{"reset credentials", func(ctx context.Context) error { _, err := e.svc.ResetCredentials(ctx, target.ID); return err }},
@@ -586,7 +624,7 @@ func TestStaffAdministration(t *testing.T) {
 	})
 	t.Run("an auditor may list and view staff", func(t *testing.T) {
 		list, err := e.svc.List(as(auditor))
-		if err != nil || len(list) != 4 || list[0].Email != "admin@x.test" {
+		if err != nil || len(list) != 5 || list[0].Email != "admin@x.test" {
 			t.Fatalf("list: %v %v", list, err)
 		}
 		if _, err := e.svc.Get(as(auditor), target.ID); err != nil {
@@ -628,9 +666,8 @@ func TestStaffAdministration(t *testing.T) {
 		signedIn := e.clock.Now()
 		e.session(t, target)
 		e.clock.Advance(time.Second)
-		if err := e.svc.SetRoles(as(admin), target.ID, []emi.Role{emi.RoleCompliance, emi.RoleUnderwriter}); err != nil {
-			t.Fatal(err)
-		}
+		out, err := e.svc.SetRoles(as(admin), target.ID, []emi.Role{emi.RoleCompliance, emi.RoleUnderwriter})
+		approve(t, out, err)
 		if _, err := e.svc.Current(context.Background(), target.ID, signedIn); !errors.Is(err, emi.ErrSessionExpired) {
 			t.Fatalf("old session after a role change: want %v, got %v", emi.ErrSessionExpired, err)
 		}
@@ -642,7 +679,7 @@ func TestStaffAdministration(t *testing.T) {
 		if err != nil || !slices.Equal(u.Roles, []emi.Role{emi.RoleUnderwriter, emi.RoleCompliance}) {
 			t.Fatalf("new sign-in: %v %v", u.Roles, err)
 		}
-		if err := e.svc.SetRoles(as(admin), target.ID, nil); !errors.Is(err, emi.ErrStaffValidation) || !fieldOf(err, "roles") {
+		if _, err := e.svc.SetRoles(as(admin), target.ID, nil); !errors.Is(err, emi.ErrStaffValidation) || !fieldOf(err, "roles") {
 			t.Fatalf("no roles: want %v on roles, got %v", emi.ErrStaffValidation, err)
 		}
 	})
@@ -651,10 +688,8 @@ func TestStaffAdministration(t *testing.T) {
 		e.enroll(t, u)
 		signedIn := e.clock.Now()
 		e.clock.Advance(time.Second)
-		temp, err := e.svc.ResetCredentials(as(admin), u.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		out, err := e.svc.ResetCredentials(as(admin), u.ID)
+		temp := approve(t, out, err).Secret
 		if _, err := e.svc.Current(context.Background(), u.ID, signedIn); !errors.Is(err, emi.ErrSessionExpired) {
 			t.Fatalf("old session after a reset: want %v, got %v", emi.ErrSessionExpired, err)
 		}
@@ -662,7 +697,7 @@ func TestStaffAdministration(t *testing.T) {
 			t.Fatalf("the old password after a reset: want %v, got %v", emi.ErrSignInFailed, err)
 		}
 		res, err := e.svc.SignIn(fromIP("192.0.2.60"), u.Email, temp)
-		if err != nil || !res.NeedsEnrollment || !res.Staff.PasswordTemporary || res.Staff.RecoveryCodesLeft != 0 {
+		if err != nil || !res.NeedsEnrollment || !res.MustChangePassword || !res.Staff.PasswordTemporary || res.Staff.RecoveryCodesLeft != 0 {
 			t.Fatalf("sign-in with the temporary password: %+v %v", res, err)
 		}
 		if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'staff.reset_credentials' AND outcome = 'success'

@@ -19,10 +19,11 @@ import (
 func staffCtx(t *testing.T, env *apptest.Env, email string, roles ...emi.Role) context.Context {
 	t.Helper()
 	sys := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
-	u, err := env.App.Staff.Create(sys, emi.StaffCreate{Email: email, Name: email, Roles: roles, Password: "Correct-Horse-Battery-9"})
+	created, err := env.App.Staff.Create(sys, emi.StaffCreate{Email: email, Name: email, Roles: roles, Password: "Correct-Horse-Battery-9"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	u := created.User
 	rs := make([]string, len(roles))
 	for i, r := range roles {
 		rs[i] = string(r)
@@ -211,14 +212,20 @@ func TestReviewDecisions(t *testing.T) {
 	t.Run("four eyes: two underwriters created by one admin are one person (issue 19, C8)", func(t *testing.T) {
 		// Before the decision engine only the user ids were compared, and
 		// the second approval below succeeded.
+		// Creating an underwriter needs a second administrator; both are
+		// linked to the users they set up.
 		boss := staffCtx(t, env, "creator@x.test", emi.RoleAdmin)
+		second := staffCtx(t, env, "approver@x.test", emi.RoleAdmin)
 		made := func(email string) context.Context {
-			u, err := env.App.Staff.Create(boss, emi.StaffCreate{Email: email, Name: email, Roles: []emi.Role{emi.RoleUnderwriter},
-				Password: "Correct-Horse-Battery-9"})
+			prop, err := env.App.Staff.Create(boss, emi.StaffCreate{Email: email, Name: email, Roles: []emi.Role{emi.RoleUnderwriter}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: u.ID, StaffRoles: []string{"underwriter"}})
+			out, err := env.App.Staff.ApproveChange(second, prop.Change.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: out.User.ID, StaffRoles: []string{"underwriter"}})
 		}
 		w1, w2 := made("w1@x.test"), made("w2@x.test")
 		app := queued(t, env, p, func(b map[string]any) {

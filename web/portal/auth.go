@@ -25,7 +25,7 @@ func (p *Portal) requireStaff(next http.Handler) http.Handler {
 		ctx := r.Context()
 		id := p.sessions.GetString(ctx, keyStaff)
 		if id == "" || p.sessions.GetString(ctx, keyStage) != stageFull {
-			p.toSignIn(w, r, "")
+			p.restart(w, r)
 			return
 		}
 		at := time.Unix(0, p.sessions.GetInt64(ctx, keySignedInAt))
@@ -37,6 +37,14 @@ func (p *Portal) requireStaff(next http.Handler) http.Handler {
 				return
 			}
 			p.serverError(w, r, err)
+			return
+		}
+		if u.PasswordTemporary {
+			// Defence in depth: sign-in already stops a temporary password
+			// at the new-password page, so a full session on one should
+			// not exist; if it does, it reaches nothing but that page.
+			p.sessions.Put(ctx, keyStage, stageNewPassword)
+			redirect(w, r, "/backoffice/signin/password")
 			return
 		}
 		roles := make([]string, len(u.Roles))
@@ -62,6 +70,17 @@ func (p *Portal) requirePerm(perm emi.Permission) func(http.Handler) http.Handle
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// restart sends a session that is not (yet) where it asked to be back to
+// its sign-in step: the new-password page when it signed in with a
+// temporary password (it can reach nothing else), else the sign-in page.
+func (p *Portal) restart(w http.ResponseWriter, r *http.Request) {
+	if p.sessions.GetString(r.Context(), keyStage) == stageNewPassword {
+		redirect(w, r, "/backoffice/signin/password")
+		return
+	}
+	p.toSignIn(w, r, "")
 }
 
 func (p *Portal) toSignIn(w http.ResponseWriter, r *http.Request, msg string) {
@@ -107,6 +126,11 @@ func (p *Portal) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	p.sessions.Put(ctx, keyStaff, res.Staff.ID)
 	p.sessions.Put(ctx, keySignedInAt, p.d.Now().UnixNano())
+	if res.MustChangePassword {
+		p.sessions.Put(ctx, keyStage, stageNewPassword)
+		redirect(w, r, "/backoffice/signin/password")
+		return
+	}
 	p.sessions.Put(ctx, keyStage, stagePassword)
 	if res.NeedsEnrollment {
 		redirect(w, r, "/backoffice/signin/enroll")
@@ -118,6 +142,74 @@ func (p *Portal) signIn(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) renderBareWithFlash(w http.ResponseWriter, r *http.Request, status int, title, msg string, content templ.Component) {
 	p.flash(r.Context(), "bad", msg)
 	p.renderBare(w, r, status, title, content)
+}
+
+// newPasswordStaff returns the staff id of a session signed in with a
+// temporary password, or "".
+func (p *Portal) newPasswordStaff(r *http.Request) string {
+	if p.sessions.GetString(r.Context(), keyStage) != stageNewPassword {
+		return ""
+	}
+	return p.sessions.GetString(r.Context(), keyStaff)
+}
+
+// newPasswordPage (GET /signin/password): a user on a temporary password
+// chooses their own.
+func (p *Portal) newPasswordPage(w http.ResponseWriter, r *http.Request) {
+	if p.newPasswordStaff(r) == "" {
+		redirect(w, r, "/backoffice/signin")
+		return
+	}
+	p.renderBare(w, r, http.StatusOK, "Choose your password", auth.NewPassword(nil))
+}
+
+// newPassword (POST /signin/password) sets the user's own password, then
+// goes on to TOTP enrolment (or the TOTP challenge when enrolled). The
+// session still holds only the first factor.
+func (p *Portal) newPassword(w http.ResponseWriter, r *http.Request) {
+	id := p.newPasswordStaff(r)
+	if id == "" {
+		redirect(w, r, "/backoffice/signin")
+		return
+	}
+	// The user acts on their own account only: the principal is theirs,
+	// without roles.
+	ctx := emi.WithPrincipal(r.Context(), emi.Principal{Type: emi.ActorStaff, ActorID: id})
+	err := p.d.Staff.ChangePassword(ctx, id, r.PostFormValue("current_password"), r.PostFormValue("password"))
+	if err != nil {
+		e := emi.AsError(err)
+		switch {
+		case e.Kind == emi.KindInternal:
+			p.serverError(w, r, err)
+		case errors.Is(err, emi.ErrSignInThrottled), errors.Is(err, emi.ErrSignInFailed):
+			_ = p.sessions.Destroy(r.Context())
+			p.renderBareWithFlash(w, r, http.StatusTooManyRequests, "Sign in", Message(e), auth.SignIn("", nil))
+		default:
+			errs, banner := fieldErrors(err)
+			if len(errs) == 0 {
+				errs = map[string]string{"password": banner}
+			}
+			p.renderBare(w, r, http.StatusUnprocessableEntity, "Choose your password", auth.NewPassword(errs))
+		}
+		return
+	}
+	u, err := p.d.Staff.Current(r.Context(), id, time.Unix(0, p.sessions.GetInt64(r.Context(), keySignedInAt)))
+	if err != nil {
+		_ = p.sessions.Destroy(r.Context())
+		p.toSignIn(w, r, Message(emi.ErrSessionExpired))
+		return
+	}
+	if err := p.sessions.RenewToken(r.Context()); err != nil {
+		p.serverError(w, r, err)
+		return
+	}
+	p.sessions.Put(r.Context(), keyStage, stagePassword)
+	p.flash(r.Context(), "ok", "Your password is set.")
+	if !u.TOTPEnrolled {
+		redirect(w, r, "/backoffice/signin/enroll")
+		return
+	}
+	redirect(w, r, "/backoffice/signin/totp")
 }
 
 // pendingStaff returns the staff id of a session that passed the password
@@ -132,7 +224,7 @@ func (p *Portal) pendingStaff(r *http.Request) string {
 // totpPage (GET /signin/totp).
 func (p *Portal) totpPage(w http.ResponseWriter, r *http.Request) {
 	if p.pendingStaff(r) == "" {
-		redirect(w, r, "/backoffice/signin")
+		p.restart(w, r)
 		return
 	}
 	p.renderBare(w, r, http.StatusOK, "Two-factor authentication", auth.Challenge(nil))
@@ -142,7 +234,7 @@ func (p *Portal) totpPage(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) totp(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		redirect(w, r, "/backoffice/signin")
+		p.restart(w, r)
 		return
 	}
 	if err := p.d.Staff.VerifyTOTP(r.Context(), id, strings.TrimSpace(r.PostFormValue("code"))); err != nil {
@@ -156,7 +248,7 @@ func (p *Portal) totp(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) recovery(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		redirect(w, r, "/backoffice/signin")
+		p.restart(w, r)
 		return
 	}
 	if err := p.d.Staff.UseRecoveryCode(r.Context(), id, strings.TrimSpace(r.PostFormValue("recovery_code"))); err != nil {
@@ -215,7 +307,7 @@ func (p *Portal) markSignedIn(ctx context.Context, staffID string) error {
 func (p *Portal) enrollPage(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		redirect(w, r, "/backoffice/signin")
+		p.restart(w, r)
 		return
 	}
 	en, err := p.d.Staff.BeginEnrollment(r.Context(), id)
@@ -233,7 +325,7 @@ func (p *Portal) enrollPage(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) enroll(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		redirect(w, r, "/backoffice/signin")
+		p.restart(w, r)
 		return
 	}
 	codes, err := p.d.Staff.ConfirmEnrollment(r.Context(), id, strings.TrimSpace(r.PostFormValue("code")))

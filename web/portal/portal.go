@@ -22,7 +22,7 @@ import (
 const (
 	keyStaff      = "staff_id"
 	keySignedInAt = "signed_in_at" // unix nanoseconds of the last factor
-	keyStage      = "stage"        // stagePassword or stageFull
+	keyStage      = "stage"        // stageNewPassword, stagePassword or stageFull
 	keyFlash      = "flash"
 	keyFlashKind  = "flash_kind"
 	keyCreds      = "credentials_once"
@@ -31,7 +31,10 @@ const (
 // Sign-in stages.
 const (
 	stagePassword = "password" // first factor passed; TOTP (or enrolment) next
-	stageFull     = "full"     // both factors passed
+	// stageNewPassword: a temporary password passed; choosing a new one is
+	// the only thing the session can do, then stagePassword.
+	stageNewPassword = "new_password"
+	stageFull        = "full" // both factors passed
 )
 
 // Session lifetimes (issue 3): idle 30 min, absolute 12 h.
@@ -50,13 +53,16 @@ type StaffService interface {
 	Current(ctx context.Context, staffID string, signedInAt time.Time) (emi.StaffUser, error)
 	ChangePassword(ctx context.Context, staffID, current, next string) error
 	RegenerateRecoveryCodes(ctx context.Context, staffID, totpCode string) ([]string, error)
-	Create(ctx context.Context, in emi.StaffCreate) (emi.StaffUser, error)
+	Create(ctx context.Context, in emi.StaffCreate) (emi.StaffOutcome, error)
 	List(ctx context.Context) ([]emi.StaffUser, error)
 	Get(ctx context.Context, id string) (emi.StaffUser, error)
-	SetRoles(ctx context.Context, staffID string, roles []emi.Role) error
+	SetRoles(ctx context.Context, staffID string, roles []emi.Role) (emi.StaffOutcome, error)
 	Disable(ctx context.Context, staffID string) error
 	Enable(ctx context.Context, staffID string) error
-	ResetCredentials(ctx context.Context, staffID string) (string, error)
+	ResetCredentials(ctx context.Context, staffID string) (emi.StaffOutcome, error)
+	Changes(ctx context.Context) ([]emi.StaffChange, error)
+	ApproveChange(ctx context.Context, changeID string) (emi.StaffOutcome, error)
+	RejectChange(ctx context.Context, changeID, reason string) error
 	RevokeSessions(ctx context.Context, staffID string) error
 	SignOut(ctx context.Context, staffID string) error
 }

@@ -27,10 +27,11 @@ import (
 func newStaff(t testing.TB, env *apptest.Env, email, name string, roles ...emi.Role) string {
 	t.Helper()
 	sys := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
-	u, err := env.App.Staff.Create(sys, emi.StaffCreate{Email: email, Name: name, Roles: roles, Password: service.SandboxStaffPassword})
+	created, err := env.App.Staff.Create(sys, emi.StaffCreate{Email: email, Name: name, Roles: roles, Password: service.SandboxStaffPassword})
 	if err != nil {
 		t.Fatal(err)
 	}
+	u := created.User
 	en, err := env.App.Staff.BeginEnrollment(sys, u.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 func (p *Portal) Routes(r chi.Router) {
 	r.Get("/signin", p.signInPage)
 	r.Post("/signin", p.signIn)
+	r.Get("/signin/password", p.newPasswordPage)
+	r.Post("/signin/password", p.newPassword)
 	r.Get("/signin/totp", p.totpPage)
 	r.Post("/signin/totp", p.totp)
 	r.Post("/signin/recovery", p.recovery)
@@ -38,6 +40,8 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/enable", p.staffEnable)
 		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/reset", p.staffReset)
 		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/revoke-sessions", p.staffRevoke)
+		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/changes/{change}/approve", p.staffChangeApprove)
+		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/changes/{change}/reject", p.staffChangeReject)
 
 		r.With(p.requirePerm(emi.PermViewPartners)).Get("/partners", p.partnerList)
 		r.With(p.requirePerm(emi.PermManageSanctions)).Get("/partners/new", p.partnerNew)

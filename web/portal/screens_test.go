@@ -208,16 +208,51 @@ func TestStaffAndAccountScreens(t *testing.T) {
 	admin := f.env.NewBrowser()
 	admin.SignIn(t, apptest.AdminEmail)
 
-	t.Run("an admin creates a staff user who must enrol two-factor authentication", func(t *testing.T) {
+	// A second administrator approves the first one's privileged changes.
+	newStaff(t, f.env, "second.admin@emi.example", "Second Admin", emi.RoleAdmin)
+	admin2 := f.env.NewBrowser()
+	admin2.SignIn(t, "second.admin@emi.example")
+	changeOf := func(t *testing.T, email string) string {
+		t.Helper()
+		var id string
+		if err := f.env.App.DB.Get(&id, `SELECT id FROM staff_changes WHERE lower(email) = $1 AND status = 'pending'`, email); err != nil {
+			t.Fatalf("pending change of %s: %v", email, err)
+		}
+		return id
+	}
+	half := regexp.MustCompile(`half of the temporary password, shown once:</strong> <span class="mono">([^<]+)<`)
+
+	t.Run("a money user needs a second admin, then chooses a password and enrols two-factor authentication", func(t *testing.T) {
 		p := admin.Post(t, "/backoffice/staff", url.Values{"email": {"new.person@emi.example"}, "name": {"New Person"},
-			"roles": {"compliance", "auditor"}, "password": {"correct horse 42 battery"}})
-		if p.Status != http.StatusSeeOther {
-			t.Fatalf("create: HTTP %d %s", p.Status, p.Body)
+			"roles": {"compliance", "auditor"}})
+		first := half.FindStringSubmatch(p.Body)
+		if p.Status != http.StatusOK || first == nil {
+			t.Fatalf("propose: HTTP %d, no first half", p.Status)
+		}
+		id := changeOf(t, "new.person@emi.example")
+		if l := admin.Get(t, "/backoffice/staff"); !strings.Contains(l.Body, `data-testid="staff-change-`+id+`"`) {
+			t.Fatal("the staff page does not list the pending change")
+		}
+		if a := admin.Post(t, "/backoffice/staff/changes/"+id+"/approve", url.Values{}); a.Status != http.StatusSeeOther ||
+			changeOf(t, "new.person@emi.example") != id {
+			t.Fatalf("the proposer approved their own change: HTTP %d", a.Status)
+		}
+		a := admin2.Post(t, "/backoffice/staff/changes/"+id+"/approve", url.Values{})
+		second := half.FindStringSubmatch(a.Body)
+		if a.Status != http.StatusOK || second == nil {
+			t.Fatalf("approve: HTTP %d, no second half", a.Status)
 		}
 		nb := f.env.NewBrowser()
-		s := nb.Post(t, "/backoffice/signin", url.Values{"email": {"new.person@emi.example"}, "password": {"correct horse 42 battery"}})
+		if s := nb.Post(t, "/backoffice/signin", url.Values{"email": {"new.person@emi.example"}, "password": {first[1]}}); s.Status != http.StatusUnauthorized {
+			t.Fatalf("the proposer's half alone: HTTP %d", s.Status)
+		}
+		s := nb.Post(t, "/backoffice/signin", url.Values{"email": {"new.person@emi.example"}, "password": {first[1] + second[1]}})
+		if s.Location != "/backoffice/signin/password" {
+			t.Fatalf("first sign-in goes to %q, want the new-password page", s.Location)
+		}
+		s = nb.Post(t, "/backoffice/signin/password", url.Values{"current_password": {first[1] + second[1]}, "password": {"correct horse 42 battery"}})
 		if s.Location != "/backoffice/signin/enroll" {
-			t.Fatalf("first sign-in goes to %q, want enrolment", s.Location)
+			t.Fatalf("after the new password: %q, want enrolment", s.Location)
 		}
 		e := nb.Get(t, "/backoffice/signin/enroll")
 		if !strings.Contains(e.Body, `data-testid="totp-qr"`) || !strings.Contains(e.Body, "data:image/png;base64,") {
@@ -227,10 +262,17 @@ func TestStaffAndAccountScreens(t *testing.T) {
 			t.Fatal("a half-signed-in user reached the dashboard")
 		}
 	})
-	t.Run("a weak password is refused with the field named", func(t *testing.T) {
-		p := admin.Post(t, "/backoffice/staff", url.Values{"email": {"weak@emi.example"}, "name": {"Weak"}, "roles": {"auditor"}, "password": {"password123"}})
-		if p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, `id="password-error"`) {
-			t.Fatalf("weak password: HTTP %d", p.Status)
+	t.Run("an admin cannot choose a colleague's password: the form has none and a forged one is ignored", func(t *testing.T) {
+		if f := admin.Get(t, "/backoffice/staff/new"); strings.Contains(f.Body, `name="password"`) {
+			t.Fatal("the new-user form asks for a password")
+		}
+		p := admin.Post(t, "/backoffice/staff", url.Values{"email": {"chosen@emi.example"}, "name": {"Chosen"}, "roles": {"auditor"},
+			"password": {"Chosen-by-admin-2026"}})
+		if p.Status != http.StatusOK || !strings.Contains(p.Body, "Temporary password, shown once:") {
+			t.Fatalf("auditor: HTTP %d", p.Status)
+		}
+		if s := f.env.NewBrowser().Post(t, "/backoffice/signin", url.Values{"email": {"chosen@emi.example"}, "password": {"Chosen-by-admin-2026"}}); s.Status != http.StatusUnauthorized {
+			t.Fatalf("the admin's chosen password signs in: HTTP %d", s.Status)
 		}
 	})
 	t.Run("nobody can change their own roles", func(t *testing.T) {
@@ -257,6 +299,12 @@ func TestStaffAndAccountScreens(t *testing.T) {
 		if p := admin.Post(t, "/backoffice/staff/"+id+"/roles", url.Values{"roles": {"underwriter", "compliance"}}); p.Status != http.StatusSeeOther {
 			t.Fatalf("set roles: HTTP %d", p.Status)
 		}
+		if p := u.Get(t, "/backoffice/audit"); p.Status != http.StatusForbidden {
+			t.Fatalf("a proposed grant took effect before approval: HTTP %d", p.Status)
+		}
+		if p := admin2.Post(t, "/backoffice/staff/changes/"+changeOf(t, apptest.UnderwriterEmail)+"/approve", url.Values{}); p.Status != http.StatusOK {
+			t.Fatalf("approve the grant: HTTP %d", p.Status)
+		}
 		if p := u.Get(t, "/backoffice/"); p.Location != "/backoffice/signin" {
 			t.Fatal("the user's old session survived a role change")
 		}
@@ -275,8 +323,8 @@ func TestStaffAndAccountScreens(t *testing.T) {
 			t.Fatal("the temporary password is shown again")
 		}
 		nb := f.env.NewBrowser()
-		if s := nb.Post(t, "/backoffice/signin", url.Values{"email": {apptest.AuditorEmail}, "password": {m[1]}}); s.Location != "/backoffice/signin/enroll" {
-			t.Fatalf("sign-in with the temporary password goes to %q, want enrolment", s.Location)
+		if s := nb.Post(t, "/backoffice/signin", url.Values{"email": {apptest.AuditorEmail}, "password": {m[1]}}); s.Location != "/backoffice/signin/password" {
+			t.Fatalf("sign-in with the temporary password goes to %q, want the new-password page", s.Location)
 		}
 	})
 	t.Run("the account page changes the password with the current one", func(t *testing.T) {

@@ -239,6 +239,8 @@ func TestRoleRouteMatrix(t *testing.T) {
 		"POST /staff/{id}/enable":                          {apptest.AdminEmail},
 		"POST /staff/{id}/reset":                           {apptest.AdminEmail},
 		"POST /staff/{id}/revoke-sessions":                 {apptest.AdminEmail},
+		"POST /staff/changes/{change}/approve":             {apptest.AdminEmail},
+		"POST /staff/changes/{change}/reject":              {apptest.AdminEmail},
 		"GET /partners":                                    {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.AuditorEmail},
 		"GET /partners/{id}":                               {apptest.AdminEmail, apptest.UnderwriterEmail, apptest.AuditorEmail},
 		"GET /partners/new":                                {apptest.AdminEmail},
@@ -345,6 +347,7 @@ func TestRoleRouteMatrix(t *testing.T) {
 	publicRoutes := map[string]bool{
 		"GET /signin": true, "POST /signin": true, "GET /signin/totp": true, "POST /signin/totp": true,
 		"POST /signin/recovery": true, "GET /signin/enroll": true, "POST /signin/enroll": true, "POST /signout": true,
+		"GET /signin/password": true, "POST /signin/password": true,
 	}
 	browsers := map[string]*apptest.Browser{}
 	for _, r := range roles {
@@ -641,5 +644,67 @@ func TestServerErrorPageHidesDetails(t *testing.T) {
 	}
 	if !strings.Contains(f.env.Logs.String(), id) || !strings.Contains(f.env.Logs.String(), "staff_users") {
 		t.Fatal("the cause is not in the server log with the request id")
+	}
+}
+
+// C8 (issue 19): a session signed in with a temporary password reaches
+// nothing but the new-password page: every route of the router, GET or
+// POST, protected or a later sign-in step (TOTP, recovery, enrolment),
+// sends it there. Once it has chosen its own
+// password, it enrols its own TOTP and only then is signed in.
+func TestTemporaryPasswordReachesOnlyTheNewPasswordPage(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	env.SeedStaff(t)
+	admin := staffCtx(t, env, apptest.AdminEmail)
+	out, err := env.App.Staff.Create(admin, emi.StaffCreate{Email: "temp@x.test", Name: "Temp", Roles: []emi.Role{emi.RoleAuditor}})
+	if err != nil || out.Secret == "" {
+		t.Fatalf("create: %+v %v", out, err)
+	}
+	b := env.NewBrowser()
+	p := b.Post(t, "/backoffice/signin", url.Values{"email": {"temp@x.test"}, "password": {out.Secret}})
+	if p.Status != http.StatusSeeOther || p.Location != "/backoffice/signin/password" {
+		t.Fatalf("sign-in with a temporary password: HTTP %d to %q", p.Status, p.Location)
+	}
+	steps := map[string]bool{"GET /signin": true, "POST /signin": true, "GET /signin/password": true, "POST /signin/password": true,
+		"POST /signout": true}
+	for _, rt := range routes(t, env) {
+		method, route, _ := strings.Cut(rt, " ")
+		if steps[rt] {
+			continue
+		}
+		path := "/backoffice" + regexp.MustCompile(`\{[a-z]+\}`).ReplaceAllString(route, "00000000-0000-0000-0000-000000000000")
+		var pg apptest.Page
+		if method == http.MethodGet {
+			pg = b.Get(t, path)
+		} else {
+			pg = b.Post(t, path, url.Values{"code": {"000000"}, "roles": {"admin"}, "name": {"x"}})
+		}
+		const want = "/backoffice/signin/password"
+		if pg.Status != http.StatusSeeOther || pg.Location != want {
+			t.Errorf("%s on a temporary password: HTTP %d to %q, want a redirect to %s", rt, pg.Status, pg.Location, want)
+		}
+	}
+	// The session is still on the new-password step.
+	if pg := b.Get(t, "/backoffice/signin/password"); pg.Status != http.StatusOK || !strings.Contains(pg.Body, `data-testid="new-password-form"`) {
+		t.Fatalf("new-password page: HTTP %d", pg.Status)
+	}
+	pg := b.Post(t, "/backoffice/signin/password", url.Values{"current_password": {out.Secret}, "password": {out.Secret}})
+	if pg.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("keeping the temporary password: HTTP %d", pg.Status)
+	}
+	pg = b.Post(t, "/backoffice/signin/password", url.Values{"current_password": {out.Secret}, "password": {"My-Own-Choice-2026"}})
+	if pg.Status != http.StatusSeeOther || pg.Location != "/backoffice/signin/enroll" {
+		t.Fatalf("choosing a password: HTTP %d to %q, want enrolment", pg.Status, pg.Location)
+	}
+	if pg := b.Get(t, "/backoffice/"); pg.Status != http.StatusSeeOther || pg.Location != "/backoffice/signin" {
+		t.Fatalf("the dashboard before enrolment: HTTP %d to %q", pg.Status, pg.Location)
+	}
+	if pg := b.Get(t, "/backoffice/signin/enroll"); pg.Status != http.StatusOK || !strings.Contains(pg.Body, `data-testid="totp-secret"`) {
+		t.Fatalf("enrolment page: HTTP %d", pg.Status)
+	}
+	// The old temporary password no longer signs in.
+	if pg := env.NewBrowser().Post(t, "/backoffice/signin", url.Values{"email": {"temp@x.test"}, "password": {out.Secret}}); pg.Status != http.StatusUnauthorized {
+		t.Fatalf("the temporary password after the change: HTTP %d", pg.Status)
 	}
 }

@@ -19,11 +19,12 @@ import (
 // enrolled TOTP secret, so signIn works for them as for sandbox users.
 func newStaffMember(t *testing.T, env *apptest.Env, email, name string, role emi.Role) {
 	t.Helper()
-	u, err := env.App.Staff.Create(systemCtx(), emi.StaffCreate{Email: email, Name: name, Roles: []emi.Role{role},
+	created, err := env.App.Staff.Create(systemCtx(), emi.StaffCreate{Email: email, Name: name, Roles: []emi.Role{role},
 		Password: service.SandboxStaffPassword})
 	if err != nil {
 		t.Fatal(err)
 	}
+	u := created.User
 	en, err := env.App.Staff.BeginEnrollment(systemCtx(), u.ID)
 	if err != nil {
 		t.Fatal(err)

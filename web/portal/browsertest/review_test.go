@@ -21,11 +21,12 @@ import (
 // an enrolled TOTP secret, so signIn works for them as for sandbox users.
 func newUnderwriter(t *testing.T, env *apptest.Env, email, name string) {
 	t.Helper()
-	u, err := env.App.Staff.Create(systemCtx(), emi.StaffCreate{Email: email, Name: name, Roles: []emi.Role{emi.RoleUnderwriter},
+	created, err := env.App.Staff.Create(systemCtx(), emi.StaffCreate{Email: email, Name: name, Roles: []emi.Role{emi.RoleUnderwriter},
 		Password: service.SandboxStaffPassword})
 	if err != nil {
 		t.Fatal(err)
 	}
+	u := created.User
 	en, err := env.App.Staff.BeginEnrollment(systemCtx(), u.ID)
 	if err != nil {
 		t.Fatal(err)
