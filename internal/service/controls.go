@@ -24,6 +24,9 @@ const (
 	ControlTransferReversal Control = "transfer.reverse"
 	// ControlAccountTermination: approving an account's termination.
 	ControlAccountTermination Control = "account.terminate"
+	// ControlSuspenseAssign: approving the assignment of a suspense item
+	// (money received for no usable balance) to a balance (issue 19, C9).
+	ControlSuspenseAssign Control = "suspense.assign"
 )
 
 // ControlPolicy is one row of the decision table: who may propose, who may
@@ -53,6 +56,8 @@ var Policies = []ControlPolicy{
 		BoundTo: "the transfer, which cannot change once completed"},
 	{Control: ControlAccountTermination, Propose: emi.PermManageAccounts, Approve: emi.PermManageAccounts, People: 2,
 		BoundTo: "the request (account and reason); it cannot be edited"},
+	{Control: ControlSuspenseAssign, Propose: emi.PermManageMoney, Approve: emi.PermManageMoney, People: 2,
+		BoundTo: "the request (item, target balance and account, reason); it cannot be edited"},
 }
 
 // PolicyOf returns the row of c. It panics on an unknown control: the
