@@ -22,20 +22,20 @@ import (
 // and the transfer codes every money screen shows: transfer page,
 // statements, simulators, card payments). One text per code, here only.
 var moneyMessages = map[string]string{
-	emi.ErrSuspenseNotFound.Key:          "There is no such suspense item.",
-	emi.ErrSuspenseResolved.Key:          "This suspense item was already assigned or returned (perhaps by a colleague just now), so nothing was changed.",
-	emi.ErrAdjustmentNotFound.Key:        "There is no such adjustment request.",
-	emi.ErrAdjustmentDecided.Key:         "This adjustment was already approved or rejected (perhaps by a colleague just now), so nothing was changed.",
+	emi.ErrSuspenseNotFound.Key:           "There is no such suspense item.",
+	emi.ErrSuspenseResolved.Key:           "This suspense item was already assigned or returned (perhaps by a colleague just now), so nothing was changed.",
+	emi.ErrAdjustmentNotFound.Key:         "There is no such adjustment request.",
+	emi.ErrAdjustmentDecided.Key:          "This adjustment was already approved or rejected (perhaps by a colleague just now), so nothing was changed.",
 	emi.ErrSuspenseAssignmentPending.Key:  "This item already has an assignment waiting for a second staff member, so nothing was changed: approve or reject that request first.",
 	emi.ErrSuspenseAssignmentNotFound.Key: "There is no such assignment request.",
 	emi.ErrSuspenseAssignmentDecided.Key:  "This assignment request was already approved, rejected or withdrawn (perhaps by a colleague just now), so nothing was changed.",
-	emi.ErrTransferValidation.Key:        "Nothing was changed: please correct the marked fields.",
-	emi.ErrTransferNotFound.Key:          "There is no such transfer.",
-	emi.ErrInsufficientFunds.Key:         "That is more than the balance's available amount, so nothing was changed.",
-	emi.ErrTransferAccountUnusable.Key:   "The account (or its main account) is blocked or terminated, so nothing was changed.",
-	emi.ErrCurrencyMismatch.Key:          "The balance is in another currency, so nothing was changed.",
-	emi.ErrDestinationNotFound.Key:       "That matches no balance held in emi, so nothing was changed.",
-	emi.ErrTransferInvalidTransition.Key: "The state does not allow this any more (it was settled, returned or decided meanwhile), so nothing was changed.",
+	emi.ErrTransferValidation.Key:         "Nothing was changed: please correct the marked fields.",
+	emi.ErrTransferNotFound.Key:           "There is no such transfer.",
+	emi.ErrInsufficientFunds.Key:          "That is more than the balance's available amount, so nothing was changed.",
+	emi.ErrTransferAccountUnusable.Key:    "The account (or its main account) is blocked or terminated, so nothing was changed.",
+	emi.ErrCurrencyMismatch.Key:           "The balance is in another currency, so nothing was changed.",
+	emi.ErrDestinationNotFound.Key:        "That matches no balance held in emi, so nothing was changed.",
+	emi.ErrTransferInvalidTransition.Key:  "The state does not allow this any more (it was settled, returned or decided meanwhile), so nothing was changed.",
 }
 
 func init() {
