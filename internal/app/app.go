@@ -221,7 +221,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Accounts.SetStatements(postgres.NewStatementStore(db))
 	a.IncomingStore = postgres.NewIncomingStore(db)
 	a.Transfers.SetSuspense(a.IncomingStore)
-	a.Incoming = service.NewIncoming(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Events, a.Audit, v, service.IncomingConfig{
+	a.Incoming = service.NewIncoming(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, service.IncomingConfig{
 		Sandbox: cfg.Mode == config.ModeSandbox,
 		Own:     own,
 	}, now)

@@ -267,6 +267,12 @@ var (
 	ErrSuspenseResolved   = def(20061, "portal.suspense.resolved", KindConflict)
 	ErrAdjustmentNotFound = def(20062, "portal.adjustments.not_found", KindNotFound)
 	ErrAdjustmentDecided  = def(20063, "portal.adjustments.decided", KindConflict)
+	// ErrSuspenseAssignmentPending: the item already has an assignment
+	// waiting for a second person, so it is neither requested again nor
+	// returned until that request is decided (issue 19, C9).
+	ErrSuspenseAssignmentPending  = def(20064, "portal.suspense.assignment_pending", KindConflict)
+	ErrSuspenseAssignmentNotFound = def(20065, "portal.suspense.assignment_not_found", KindNotFound)
+	ErrSuspenseAssignmentDecided  = def(20066, "portal.suspense.assignment_decided", KindConflict)
 )
 
 // PortalCatalogue lists the back-office errors, for the portal's messages.
@@ -277,5 +283,6 @@ func PortalCatalogue() []*Error {
 		ErrDocumentNotFound, ErrAMLCheckNotFound, ErrKYCSessionNotFound, ErrReviewValidation, ErrReviewClosed,
 		ErrKYCLinkInvalid, ErrKYCUploadInvalid, ErrKYCLinkUsed, ErrScreeningUpdate,
 		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrSanctionsBlocked, ErrSanctionsUndecided, ErrProgramValidation, ErrProgramStale,
-		ErrSuspenseNotFound, ErrSuspenseResolved, ErrAdjustmentNotFound, ErrAdjustmentDecided}
+		ErrSuspenseNotFound, ErrSuspenseResolved, ErrAdjustmentNotFound, ErrAdjustmentDecided,
+		ErrSuspenseAssignmentPending, ErrSuspenseAssignmentNotFound, ErrSuspenseAssignmentDecided}
 }

@@ -95,6 +95,46 @@ type SuspenseItem struct {
 	ResolutionTxn    int64      `db:"resolution_txn"`
 	Transfer         string     `db:"transfer"`
 	AssignedAccount  string     `db:"assigned_account"`
+	// AssignRequestedBy is who requested the assignment of an assigned item
+	// (ResolvedBy approved it).
+	AssignRequestedBy     string `db:"assign_requested_by"`
+	AssignRequestedByName string `db:"assign_requested_by_name"`
+	// Pending is the assignment waiting for a second person, on an open
+	// item (filled by the service's listing).
+	Pending *SuspenseAssignment `db:"-"`
+}
+
+// Statuses of a suspense assignment request.
+const (
+	AssignmentPending   = "pending"
+	AssignmentApproved  = "approved"
+	AssignmentRejected  = "rejected"  // by someone other than the requester
+	AssignmentWithdrawn = "withdrawn" // by the requester
+)
+
+// SuspenseAssignment is a request to assign a suspense item to a balance:
+// one staff member asks, with a reason; a second, distinct person approves
+// it (the money moves then) or rejects it; the requester may withdraw it.
+// It cannot be edited.
+type SuspenseAssignment struct {
+	Token string `db:"token"`
+	Item  string `db:"item"`
+	// Target is what the requester typed (a normalised IBAN or a token);
+	// Account and Balance are what it named when requested.
+	Target          string     `db:"target"`
+	Account         string     `db:"target_account"`
+	Balance         string     `db:"target_balance"`
+	PartnerID       string     `db:"partner_id"`
+	Reason          string     `db:"reason"`
+	Status          string     `db:"status"`
+	RequestedBy     string     `db:"requested_by"`
+	RequestedByName string     `db:"requested_by_name"`
+	RequestedAt     time.Time  `db:"requested_at"`
+	DecidedBy       string     `db:"decided_by"`
+	DecidedByName   string     `db:"decided_by_name"`
+	DecidedAt       *time.Time `db:"decided_at"`
+	DecisionNote    string     `db:"decision_note"`
+	Transfer        string     `db:"transfer"`
 }
 
 // SuspenseResolution is how a suspense item was resolved.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"emi/internal/emi"
 )
@@ -61,6 +62,8 @@ type suspenseRow struct {
 	ResolutionTxn    sql.NullInt64  `db:"resolution_txn"`
 	Transfer         sql.NullString `db:"transfer"`
 	AssignedAccount  sql.NullString `db:"assigned_account"`
+	AssignReqBy      sql.NullString `db:"assign_requested_by"`
+	AssignReqByName  string         `db:"assign_requested_by_name"`
 }
 
 func (r suspenseRow) item() emi.SuspenseItem {
@@ -68,7 +71,8 @@ func (r suspenseRow) item() emi.SuspenseItem {
 		Reason: r.Reason, Reference: r.Reference, Account: r.Account.String, PartnerID: r.PartnerID.String, Txn: r.Txn,
 		Status: r.Status, CreatedAt: r.CreatedAt.UTC(), ResolvedBy: r.ResolvedBy.String, ResolvedByName: r.ResolvedByName,
 		ResolutionReason: r.ResolutionReason,
-		ResolutionTxn:    r.ResolutionTxn.Int64, Transfer: r.Transfer.String, AssignedAccount: r.AssignedAccount.String}
+		ResolutionTxn:    r.ResolutionTxn.Int64, Transfer: r.Transfer.String, AssignedAccount: r.AssignedAccount.String,
+		AssignRequestedBy: r.AssignReqBy.String, AssignRequestedByName: r.AssignReqByName}
 	if r.ResolvedAt.Valid {
 		at := r.ResolvedAt.Time.UTC()
 		it.ResolvedAt = &at
@@ -80,8 +84,11 @@ func (r suspenseRow) item() emi.SuspenseItem {
 
 const suspenseColumns = `s.token, s.scheme, s.amount, s.currency, s.payer, s.identifier, s.destination, s.reason, s.reference,
 	s.account, s.partner_id, s.txn, s.status, s.created_at, s.resolved_by, coalesce(st.name, '') AS resolved_by_name, s.resolved_at,
-	s.resolution_reason, s.resolution_txn, s.transfer, s.assigned_account
-	FROM suspense_items s LEFT JOIN staff_users st ON st.id = s.resolved_by`
+	s.resolution_reason, s.resolution_txn, s.transfer, s.assigned_account,
+	ar.requested_by AS assign_requested_by, coalesce(ars.name, '') AS assign_requested_by_name
+	FROM suspense_items s LEFT JOIN staff_users st ON st.id = s.resolved_by
+	LEFT JOIN suspense_assignment_requests ar ON ar.item = s.token AND ar.status = 'approved'
+	LEFT JOIN staff_users ars ON ars.id = ar.requested_by`
 
 // SuspenseItem implements service.IncomingStore.
 func (s *IncomingStore) SuspenseItem(ctx context.Context, token string, forUpdate bool) (emi.SuspenseItem, error) {
@@ -141,6 +148,91 @@ func (s *IncomingStore) CountOpenSuspense(ctx context.Context) (int64, error) {
 	var n int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM suspense_items WHERE status = 'open'`)
 	return n, Translate(err)
+}
+
+// InsertSuspenseAssignment implements service.IncomingStore. A second
+// pending request for the item is emi.ErrSuspenseAssignmentPending (the
+// partial unique index; the caller's item lock is the first line).
+func (s *IncomingStore) InsertSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO suspense_assignment_requests (token, item, target, target_account,
+		target_balance, partner_id, reason, status, requested_by, requested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9)`,
+		a.Token, a.Item, a.Target, a.Account, a.Balance, a.PartnerID, a.Reason, a.RequestedBy, a.RequestedAt)
+	if UniqueViolation(err, "suspense_assignment_requests_pending") {
+		return emi.ErrSuspenseAssignmentPending
+	}
+	return Translate(err)
+}
+
+type assignmentRow struct {
+	emi.SuspenseAssignment
+	DecidedByN sql.NullString `db:"decided_by_n"`
+	DecidedAtN sql.NullTime   `db:"decided_at_n"`
+	TransferN  sql.NullString `db:"transfer_n"`
+}
+
+func (r assignmentRow) assignment() emi.SuspenseAssignment {
+	a := r.SuspenseAssignment
+	a.DecidedBy, a.Transfer = r.DecidedByN.String, r.TransferN.String
+	a.RequestedAt = a.RequestedAt.UTC()
+	if r.DecidedAtN.Valid {
+		at := r.DecidedAtN.Time.UTC()
+		a.DecidedAt = &at
+	}
+	return a
+}
+
+const assignmentColumns = `r.token, r.item, r.target, r.target_account, r.target_balance, r.partner_id, r.reason, r.status,
+	r.requested_by, coalesce(rq.name, '') AS requested_by_name, r.requested_at, r.decided_by AS decided_by_n,
+	coalesce(dc.name, '') AS decided_by_name, r.decided_at AS decided_at_n, r.decision_note, r.transfer AS transfer_n
+	FROM suspense_assignment_requests r LEFT JOIN staff_users rq ON rq.id = r.requested_by
+	LEFT JOIN staff_users dc ON dc.id = r.decided_by`
+
+// SuspenseAssignment implements service.IncomingStore.
+func (s *IncomingStore) SuspenseAssignment(ctx context.Context, token string, forUpdate bool) (emi.SuspenseAssignment, error) {
+	if !validUUID(token) {
+		return emi.SuspenseAssignment{}, emi.ErrSuspenseAssignmentNotFound
+	}
+	q := `SELECT ` + assignmentColumns + ` WHERE r.token = $1`
+	if forUpdate {
+		q += ` FOR UPDATE OF r`
+	}
+	var r assignmentRow
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, token); err != nil {
+		return emi.SuspenseAssignment{}, NotFound(err, emi.ErrSuspenseAssignmentNotFound)
+	}
+	return r.assignment(), nil
+}
+
+// PendingSuspenseAssignments implements service.IncomingStore.
+func (s *IncomingStore) PendingSuspenseAssignments(ctx context.Context, items []string) (map[string]emi.SuspenseAssignment, error) {
+	out := map[string]emi.SuspenseAssignment{}
+	if len(items) == 0 {
+		return out, nil
+	}
+	var rows []assignmentRow
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+assignmentColumns+
+		` WHERE r.status = 'pending' AND r.item = ANY($1::uuid[])`, pq.Array(items)); err != nil {
+		return nil, Translate(err)
+	}
+	for _, r := range rows {
+		out[r.Item] = r.assignment()
+	}
+	return out, nil
+}
+
+// DecideSuspenseAssignment implements service.IncomingStore. The status
+// guard is a second line behind the caller's row locks.
+func (s *IncomingStore) DecideSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE suspense_assignment_requests SET status = $2, decided_by = $3,
+		decided_at = $4, decision_note = $5, transfer = $6 WHERE token = $1 AND status = 'pending'`,
+		a.Token, a.Status, a.DecidedBy, a.DecidedAt, a.DecisionNote, nullString(a.Transfer))
+	if err != nil {
+		return Translate(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return emi.ErrSuspenseAssignmentDecided
+	}
+	return nil
 }
 
 // InsertAdjustment implements service.AdjustmentStore.

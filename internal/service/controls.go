@@ -35,6 +35,9 @@ const (
 	// permission, or the credential reset of such a user) that another
 	// administrator proposed (issue 19, C8).
 	ControlStaffPrivileged Control = "staff.privileged_change"
+	// ControlSuspenseAssign: approving the assignment of a suspense item
+	// (money received for no usable balance) to a balance (issue 19, C9).
+	ControlSuspenseAssign Control = "suspense.assign"
 )
 
 // ControlPolicy is one row of the decision table: who may propose, who may
@@ -70,6 +73,8 @@ var Policies = []ControlPolicy{
 		BoundTo: "the request (account and reason); it cannot be edited"},
 	{Control: ControlStaffPrivileged, Propose: emi.PermManageStaff, Approve: emi.PermManageStaff, People: 2,
 		BoundTo: "the change (user, roles, the temporary password's hash) and the user's roles when proposed; a change to them voids it, and it lapses after 7 days"},
+	{Control: ControlSuspenseAssign, Propose: emi.PermManageMoney, Approve: emi.PermManageMoney, People: 2,
+		BoundTo: "the request (item, target balance and account, reason); it cannot be edited"},
 }
 
 // PolicyOf returns the row of c. It panics on an unknown control: the

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +25,19 @@ type IncomingStore interface {
 	ResolveSuspenseItem(ctx context.Context, token string, r emi.SuspenseResolution) error
 	// CountOpenSuspense counts open items.
 	CountOpenSuspense(ctx context.Context) (int64, error)
+
+	// InsertSuspenseAssignment records a pending assignment request;
+	// emi.ErrSuspenseAssignmentPending when the item has one.
+	InsertSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error
+	// SuspenseAssignment returns a request; forUpdate locks its row.
+	// Returns emi.ErrSuspenseAssignmentNotFound.
+	SuspenseAssignment(ctx context.Context, token string, forUpdate bool) (emi.SuspenseAssignment, error)
+	// PendingSuspenseAssignments returns the pending request of each of
+	// items that has one, by item.
+	PendingSuspenseAssignments(ctx context.Context, items []string) (map[string]emi.SuspenseAssignment, error)
+	// DecideSuspenseAssignment writes the decision on a pending request;
+	// emi.ErrSuspenseAssignmentDecided when it is no longer pending.
+	DecideSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error
 }
 
 // IncomingConfig configures Incoming.
@@ -43,13 +57,15 @@ type IncomingConfig struct {
 // sandbox): SEPA credits to an IBAN, Faster Payments to a UK account number
 // and sort code (or a GB IBAN), and card top-ups to an account or balance.
 // Money for a usable balance in its currency is credited at once; anything
-// else is parked in suspense, where staff assign it to a balance or return
-// it to the sender.
+// else is parked in suspense, where staff assign it to a balance (one
+// requests, a second person approves: ControlSuspenseAssign) or return it
+// to the sender.
 type Incoming struct {
 	tx        TxRunner
 	store     IncomingStore
 	transfers TransferStore
 	ledger    *Ledger
+	controls  *Controls
 	events    *Events
 	audit     *Auditor
 	validate  interface {
@@ -60,12 +76,12 @@ type Incoming struct {
 }
 
 // NewIncoming returns the incoming payments service.
-func NewIncoming(tx TxRunner, store IncomingStore, transfers TransferStore, ledger *Ledger, events *Events, audit *Auditor,
-	v interface {
+func NewIncoming(tx TxRunner, store IncomingStore, transfers TransferStore, ledger *Ledger, controls *Controls, events *Events,
+	audit *Auditor, v interface {
 		Struct(any, *emi.Error) error
 	}, cfg IncomingConfig, now Clock) *Incoming {
-	return &Incoming{tx: tx, store: store, transfers: transfers, ledger: ledger, events: events, audit: audit, validate: v,
-		cfg: cfg, now: now}
+	return &Incoming{tx: tx, store: store, transfers: transfers, ledger: ledger, controls: controls, events: events, audit: audit,
+		validate: v, cfg: cfg, now: now}
 }
 
 // Credit books money arriving from outside emi (the sandbox's
@@ -449,7 +465,24 @@ func (s *Incoming) SuspenseItems(ctx context.Context, open bool, page int) ([]em
 	if err := require(ctx, emi.PermViewMoney); err != nil {
 		return nil, 0, err
 	}
-	return s.store.SuspenseItems(ctx, open, max(page, 1), SuspensePageSize)
+	items, total, err := s.store.SuspenseItems(ctx, open, max(page, 1), SuspensePageSize)
+	if err != nil || !open || len(items) == 0 {
+		return items, total, err
+	}
+	tokens := make([]string, len(items))
+	for i, it := range items {
+		tokens[i] = it.Token
+	}
+	pending, err := s.store.PendingSuspenseAssignments(ctx, tokens)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := range items {
+		if a, ok := pending[items[i].Token]; ok {
+			items[i].Pending = &a
+		}
+	}
+	return items, total, nil
 }
 
 // OpenSuspense counts open suspense items (emi.PermViewMoney), for the
@@ -461,47 +494,187 @@ func (s *Incoming) OpenSuspense(ctx context.Context) (int64, error) {
 	return s.store.CountOpenSuspense(ctx)
 }
 
-// AssignSuspense credits an open suspense item to a balance
-// (emi.PermManageMoney) named by to: an IBAN, an account token (its
-// balance in the item's currency) or a balance token. The balance must be
-// in the item's currency (14005) and its account, and a virtual account's
-// main account, active (14004); an unknown target is 14006. The ledger
-// moves suspense -> customer (emi.TxnSuspenseAssign), an incoming transfer
-// from the original payer is created and its partner told
-// (transfer.completed). reason is required. An item is resolved once: the
-// item's row is locked first, so of two concurrent resolutions one wins
-// and the other gets emi.ErrSuspenseResolved.
-func (s *Incoming) AssignSuspense(ctx context.Context, token, to, reason string) (emi.Transfer, error) {
-	if err := require(ctx, emi.PermManageMoney); err != nil {
-		return emi.Transfer{}, err
+// RequestSuspenseAssignment asks for an open suspense item to be credited
+// to a balance (ControlSuspenseAssign's propose permission,
+// emi.PermManageMoney), named by to: an IBAN, an account token (its
+// balance in the item's currency) or a balance token, with a required
+// reason. Nothing moves: the item stays open, on the suspense account,
+// with the pending request, until a second, distinct person approves it
+// (DecideSuspenseAssignment). The target is checked now as it will be at
+// approval: an unknown target is 14006, a balance in another currency
+// 14005, a blocked or terminated account (or main account) 14004. An item
+// has at most one pending request (emi.ErrSuspenseAssignmentPending); a
+// resolved item is emi.ErrSuspenseResolved. Audited
+// (suspense.assign_requested).
+func (s *Incoming) RequestSuspenseAssignment(ctx context.Context, token, to, reason string) (emi.SuspenseAssignment, error) {
+	if err := require(ctx, PolicyOf(ControlSuspenseAssign).Propose); err != nil {
+		return emi.SuspenseAssignment{}, err
 	}
 	reason, err := staffReason(reason)
 	if err != nil {
-		return emi.Transfer{}, err
+		return emi.SuspenseAssignment{}, err
 	}
 	target, err := s.assignTarget(to)
 	if err != nil {
-		return emi.Transfer{}, err
+		return emi.SuspenseAssignment{}, err
 	}
 	me := staffOf(ctx).ActorID
-	var out emi.Transfer
+	var out emi.SuspenseAssignment
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
 		it, err := s.openItem(ctx, token)
 		if err != nil {
 			return err
 		}
-		party, found, err := s.findTarget(ctx, target, it.Currency)
+		if err := s.noPendingAssignment(ctx, it.Token); err != nil {
+			return err
+		}
+		party, err := s.usableTarget(ctx, target, it.Currency)
 		if err != nil {
 			return err
 		}
-		if !found {
-			return emi.ErrDestinationNotFound.Field("to", "matches no balance held in emi")
-		}
-		if party.Currency != it.Currency {
-			return emi.ErrCurrencyMismatch.Field("to", "has no "+it.Currency+" balance")
-		}
-		if err := s.ledger.LockUsable(ctx, Side{"to", party}); err != nil {
+		out = emi.SuspenseAssignment{Token: NewToken(), Item: it.Token, Target: targetText(target), Account: party.Account,
+			Balance: party.Balance, PartnerID: party.PartnerID, Reason: reason, Status: emi.AssignmentPending,
+			RequestedBy: me, RequestedAt: s.now().UTC()}
+		if err := s.store.InsertSuspenseAssignment(ctx, out); err != nil {
 			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "suspense.assign_requested", ResourceType: "suspense_item",
+			ResourceToken: it.Token, PartnerID: party.PartnerID, Changes: map[string]any{"assignment": out.Token,
+				"reason": reason, "amount": emi.FormatMinor(it.Amount), "currency": it.Currency, "target": out.Target,
+				"account": party.Account, "balance": party.Balance}})
+	})
+	return out, err
+}
+
+// noPendingAssignment refuses an item (locked by the caller) that has an
+// assignment waiting for a second person.
+func (s *Incoming) noPendingAssignment(ctx context.Context, item string) error {
+	pending, err := s.store.PendingSuspenseAssignments(ctx, []string{item})
+	if err != nil {
+		return err
+	}
+	if a, ok := pending[item]; ok {
+		return emi.ErrSuspenseAssignmentPending.WithDetail("assignment %s of item %s to %s, requested by %s, is pending",
+			a.Token, item, a.Target, a.RequestedBy)
+	}
+	return nil
+}
+
+// usableTarget resolves a target and locks its balance: it must exist
+// (14006), be in currency (14005), and its account and main account must
+// be active (14004, Ledger.LockUsable).
+func (s *Incoming) usableTarget(ctx context.Context, target emi.TransferParty, currency string) (Party, error) {
+	party, found, err := s.findTarget(ctx, target, currency)
+	if err != nil {
+		return Party{}, err
+	}
+	if !found {
+		return Party{}, emi.ErrDestinationNotFound.Field("to", "matches no balance held in emi")
+	}
+	if party.Currency != currency {
+		return Party{}, emi.ErrCurrencyMismatch.Field("to", "has no "+currency+" balance")
+	}
+	if err := s.ledger.LockUsable(ctx, Side{"to", party}); err != nil {
+		return Party{}, err
+	}
+	return party, nil
+}
+
+// DecideSuspenseAssignment decides a pending assignment request
+// (emi.PermManageMoney): approve=true credits the item to the requested
+// balance; false rejects the request (by anyone with the permission) or,
+// by its requester, withdraws it, with a reason (note) of 3 to 2,000
+// characters. An approval's note is optional.
+//
+// Only a person distinct from the requester approves (Controls.Approve,
+// ControlSuspenseAssign: not the requester, nor anyone linked to them
+// through an administrator who set up either's access; emi.ErrFourEyes).
+// Under the item's row lock, every check of the request is made again: the
+// item must still be open, the target must still name the same balance and
+// account (the approval is bound to them), in the item's currency, with
+// both accounts active (14004 for a target blocked or terminated since;
+// the request then stays pending, to be rejected or approved once the
+// account is usable again). The ledger then moves suspense -> customer
+// (emi.TxnSuspenseAssign), an incoming transfer from the original payer is
+// created and its partner told (transfer.completed), and the item becomes
+// assigned (resolved by the approver, with the request's reason).
+//
+// A decided request answers emi.ErrSuspenseAssignmentDecided: the item's
+// row and then the request's are locked first, so of concurrent decisions
+// exactly one wins and the money moves at most once. Audited:
+// suspense.assign (the approval that posted it), suspense.assign_rejected
+// or suspense.assign_withdrawn.
+func (s *Incoming) DecideSuspenseAssignment(ctx context.Context, request string, approve bool, note string) (emi.SuspenseAssignment, *emi.Transfer, error) {
+	if err := require(ctx, PolicyOf(ControlSuspenseAssign).Approve); err != nil {
+		return emi.SuspenseAssignment{}, nil, err
+	}
+	note = strings.TrimSpace(note)
+	if !approve {
+		var err error
+		if note, err = staffReason(note); err != nil {
+			return emi.SuspenseAssignment{}, nil, err
+		}
+	} else if len(note) > 2000 {
+		return emi.SuspenseAssignment{}, nil, emi.ErrReviewValidation.Field("reason", "must be at most 2,000 characters")
+	}
+	if !validToken(request) {
+		return emi.SuspenseAssignment{}, nil, emi.ErrSuspenseAssignmentNotFound
+	}
+	me := staffOf(ctx).ActorID
+	var out emi.SuspenseAssignment
+	var posted *emi.Transfer
+	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+		// Lock order: the item, then the request (as RequestSuspenseAssignment
+		// and ReturnSuspense, which lock the item before reading requests).
+		peek, err := s.store.SuspenseAssignment(ctx, request, false)
+		if err != nil {
+			return err
+		}
+		it, err := s.store.SuspenseItem(ctx, peek.Item, true)
+		if err != nil {
+			return err
+		}
+		a, err := s.store.SuspenseAssignment(ctx, request, true)
+		if err != nil {
+			return err
+		}
+		if a.Status != emi.AssignmentPending {
+			return emi.ErrSuspenseAssignmentDecided.WithDetail("assignment %s is %s", a.Token, a.Status)
+		}
+		if it.Status != emi.SuspenseOpen {
+			// Not reachable while ReturnSuspense refuses an item with a
+			// pending request; kept as the resolved-once line.
+			return emi.ErrSuspenseResolved.WithDetail("item %s is %s", it.Token, it.Status)
+		}
+		now := s.now().UTC()
+		a.DecidedBy, a.DecidedAt, a.DecisionNote = me, &now, note
+		if !approve {
+			a.Status = emi.AssignmentRejected
+			if me == a.RequestedBy {
+				a.Status = emi.AssignmentWithdrawn
+			}
+			if err := s.store.DecideSuspenseAssignment(ctx, a); err != nil {
+				return err
+			}
+			out = a
+			return s.audit.Record(ctx, emi.AuditEntry{Action: "suspense.assign_" + a.Status, ResourceType: "suspense_item",
+				ResourceToken: it.Token, PartnerID: a.PartnerID, Changes: map[string]any{"assignment": a.Token,
+					"requested_by": a.RequestedBy, "target": a.Target, "account": a.Account, "reason": a.Reason, "note": note}})
+		}
+		if err := s.controls.Approve(ctx, ControlSuspenseAssign, a.RequestedBy); err != nil {
+			return err
+		}
+		target, err := s.assignTarget(a.Target)
+		if err != nil {
+			return emi.Internal(fmt.Errorf("suspense assignment %s: stored target: %w", a.Token, err))
+		}
+		party, err := s.usableTarget(ctx, target, it.Currency)
+		if err != nil {
+			return err
+		}
+		if party.Account != a.Account || party.Balance != a.Balance {
+			return emi.ErrTransferInvalidTransition.WithDetail("assignment %s: %s now names account %s balance %s, not %s %s",
+				a.Token, a.Target, party.Account, party.Balance, a.Account, a.Balance)
 		}
 		t, err := s.creditParty(ctx, party, emi.Amount(it.Amount), it.Currency, it.Reference, it.Payer,
 			emi.TxnSuspenseAssign, emi.LedgerSuspense)
@@ -509,21 +682,44 @@ func (s *Incoming) AssignSuspense(ctx context.Context, token, to, reason string)
 			return err
 		}
 		if err := s.store.ResolveSuspenseItem(ctx, it.Token, emi.SuspenseResolution{Status: emi.SuspenseAssigned, By: me,
-			Reason: reason, Txn: t.Txn, Transfer: t.Token, AssignedAccount: party.Account, At: s.now().UTC()}); err != nil {
+			Reason: a.Reason, Txn: t.Txn, Transfer: t.Token, AssignedAccount: party.Account, At: now}); err != nil {
 			return err
 		}
-		out = t
+		a.Status, a.Transfer = emi.AssignmentApproved, t.Token
+		if err := s.store.DecideSuspenseAssignment(ctx, a); err != nil {
+			return err
+		}
+		out, posted = a, &t
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "suspense.assign", ResourceType: "suspense_item", ResourceToken: it.Token,
-			PartnerID: party.PartnerID, Changes: map[string]any{"reason": reason, "amount": emi.FormatMinor(it.Amount),
+			PartnerID: party.PartnerID, Changes: map[string]any{"assignment": a.Token, "reason": a.Reason,
+				"requested_by": a.RequestedBy, "approved_by": me, "note": note, "amount": emi.FormatMinor(it.Amount),
 				"currency": it.Currency, "account": party.Account, "transfer": t.Token}})
 	})
-	return out, err
+	if err != nil {
+		return emi.SuspenseAssignment{}, nil, err
+	}
+	return out, posted, nil
+}
+
+// targetText is how a request stores its target: the token or the IBAN.
+func targetText(t emi.TransferParty) string {
+	if t.IBAN != "" {
+		return t.IBAN
+	}
+	return t.Balance
 }
 
 // ReturnSuspense sends an open suspense item back to its sender
 // (emi.PermManageMoney): suspense -> incoming clearing
-// (emi.TxnSuspenseReturn), with a required reason. Resolved once, as
-// AssignSuspense.
+// (emi.TxnSuspenseReturn), with a required reason. Resolved once: the
+// item's row is locked first (emi.ErrSuspenseResolved).
+//
+// An item with an assignment waiting for a second person is not returned
+// (emi.ErrSuspenseAssignmentPending): a colleague has asked for the money
+// to go to a customer and a second person may be approving it, so one
+// person does not overrule that request by acting on the item. Whoever
+// wants it returned rejects the request first, with a reason (one step,
+// open to anyone with the permission, audited), then returns it.
 func (s *Incoming) ReturnSuspense(ctx context.Context, token, reason string) error {
 	if err := require(ctx, emi.PermManageMoney); err != nil {
 		return err
@@ -536,6 +732,9 @@ func (s *Incoming) ReturnSuspense(ctx context.Context, token, reason string) err
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		it, err := s.openItem(ctx, token)
 		if err != nil {
+			return err
+		}
+		if err := s.noPendingAssignment(ctx, it.Token); err != nil {
 			return err
 		}
 		posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnSuspenseReturn, Reference: it.Reference,

@@ -154,6 +154,22 @@ func TestIncomingCreditProduction(t *testing.T) {
 	}
 }
 
+// assign has one staff member request the assignment of item to to and a
+// second, distinct one approve it.
+func (m *moneyApp) assign(t *testing.T, requester, approver context.Context, item, to, reason string) emi.Transfer {
+	t.Helper()
+	inc := m.env.App.Incoming
+	a, err := inc.RequestSuspenseAssignment(requester, item, to, reason)
+	if err != nil {
+		t.Fatalf("request the assignment to %s: %v", to, err)
+	}
+	_, tr, err := inc.DecideSuspenseAssignment(approver, a.Token, true, "")
+	if err != nil || tr == nil {
+		t.Fatalf("approve the assignment to %s: %v", to, err)
+	}
+	return *tr
+}
+
 func TestSuspenseAssign(t *testing.T) {
 	t.Parallel()
 	m := newMoneyApp(t, apptest.Options{})
@@ -163,19 +179,21 @@ func TestSuspenseAssign(t *testing.T) {
 	iban, bal := *eur.Balances[0].IBAN, eur.Balances[0].Token
 	item := m.park(t, 1250)
 
-	// Who may see and resolve.
+	// Who may see, request and decide.
 	if _, _, err := inc.SuspenseItems(m.auditor, true, 1); err != nil {
 		t.Fatalf("auditor list: %v", err)
 	}
 	_, _, err := inc.SuspenseItems(m.underwriter, true, 1)
 	wantErr(t, "underwriter list", err, emi.ErrForbidden)
 	for _, ctx := range []context.Context{m.auditor, m.admin, m.underwriter} {
-		_, err := inc.AssignSuspense(ctx, item, iban, "found the customer")
-		wantErr(t, "assign without the permission", err, emi.ErrForbidden)
+		_, err := inc.RequestSuspenseAssignment(ctx, item, iban, "found the customer")
+		wantErr(t, "request without the permission", err, emi.ErrForbidden)
+		_, _, err = inc.DecideSuspenseAssignment(ctx, service.NewToken(), true, "")
+		wantErr(t, "approve without the permission", err, emi.ErrForbidden)
 		wantErr(t, "return without the permission", inc.ReturnSuspense(ctx, item, "unknown"), emi.ErrForbidden)
 	}
 
-	// Refusals change nothing.
+	// Refused requests record nothing.
 	for _, c := range []struct {
 		what, to, reason string
 		want             *emi.Error
@@ -187,26 +205,60 @@ func TestSuspenseAssign(t *testing.T) {
 		{"other currency", gbp.Token, "found the customer", emi.ErrCurrencyMismatch},
 		{"blocked account", blocked.Token, "found the customer", emi.ErrTransferAccountUnusable},
 	} {
-		_, err := inc.AssignSuspense(m.cs, item, c.to, c.reason)
+		_, err := inc.RequestSuspenseAssignment(m.cs, item, c.to, c.reason)
 		wantErr(t, c.what, err, c.want)
 	}
-	_, err = inc.AssignSuspense(m.cs, service.NewToken(), iban, "found the customer")
+	_, err = inc.RequestSuspenseAssignment(m.cs, service.NewToken(), iban, "found the customer")
 	wantErr(t, "unknown item", err, emi.ErrSuspenseNotFound)
-	if m.available(t, bal) != 0 || m.position(t, emi.LedgerSuspense, "EUR") != 1250 {
-		t.Fatal("a refused assignment moved money")
+	_, _, err = inc.DecideSuspenseAssignment(m.comp, service.NewToken(), true, "")
+	wantErr(t, "unknown request", err, emi.ErrSuspenseAssignmentNotFound)
+	var requests int
+	_ = m.env.App.DB.Get(&requests, `SELECT count(*) FROM suspense_assignment_requests`)
+	if requests != 0 || m.available(t, bal) != 0 || m.position(t, emi.LedgerSuspense, "EUR") != 1250 {
+		t.Fatalf("a refused request left %d requests or moved money", requests)
 	}
 
-	// Assigned by IBAN (spaces, lower case).
-	tr, err := inc.AssignSuspense(m.cs, item, " "+iban[:4]+" "+iban[4:]+" ", "customer called with the payment slip")
+	// Requested by IBAN (spaces, lower case): nothing moves, the item stays
+	// open with its pending request, listed.
+	a, err := inc.RequestSuspenseAssignment(m.cs, item, " "+iban[:4]+" "+iban[4:]+" ", "customer called with the payment slip")
 	if err != nil {
-		t.Fatalf("assign: %v", err)
+		t.Fatalf("request: %v", err)
+	}
+	if a.Status != emi.AssignmentPending || a.Account != eur.Token || a.Balance != bal || a.Target != iban || a.RequestedBy != staffOf(m.cs) {
+		t.Fatalf("request %+v", a)
+	}
+	if m.available(t, bal) != 0 || m.position(t, emi.LedgerSuspense, "EUR") != 1250 {
+		t.Fatal("a request moved money")
+	}
+	open, _, err := inc.SuspenseItems(m.auditor, true, 1)
+	if err != nil || len(open) != 1 || open[0].Status != emi.SuspenseOpen || open[0].Pending == nil ||
+		open[0].Pending.Token != a.Token || open[0].Pending.Reason != "customer called with the payment slip" {
+		t.Fatalf("open items %+v %v", open, err)
+	}
+	// One pending request per item; and it is not returned meanwhile.
+	_, err = inc.RequestSuspenseAssignment(m.comp, item, bal, "another idea")
+	wantErr(t, "a second request", err, emi.ErrSuspenseAssignmentPending)
+	wantErr(t, "return while an assignment is pending", inc.ReturnSuspense(m.comp, item, "sender recalled it"),
+		emi.ErrSuspenseAssignmentPending)
+
+	// A rejection needs a reason; an approval's note is at most 2,000 characters.
+	_, _, err = inc.DecideSuspenseAssignment(m.comp, a.Token, false, "")
+	wantErr(t, "reject without a reason", err, emi.ErrReviewValidation)
+
+	// Approved by a second person: posted now.
+	decided, tr, err := inc.DecideSuspenseAssignment(m.comp, a.Token, true, "checked the slip")
+	if err != nil || tr == nil {
+		t.Fatalf("approve: %v", err)
+	}
+	if decided.Status != emi.AssignmentApproved || decided.DecidedBy != staffOf(m.comp) || decided.Transfer != tr.Token {
+		t.Fatalf("decided %+v", decided)
 	}
 	if tr.Type != emi.TransferIncoming || tr.Status != emi.TransferCompleted || tr.Amount != 1250 || tr.DestinationAccount != eur.Token ||
 		tr.Counterparty.Name != "Acme GmbH" || tr.Counterparty.IBAN != "DE89370400440532013000" || tr.Reference != "lost" {
 		t.Fatalf("transfer %+v", tr)
 	}
 	if m.available(t, bal) != 1250 || m.position(t, emi.LedgerSuspense, "EUR") != 0 {
-		t.Fatal("the assignment did not move suspense -> customer")
+		t.Fatal("the approval did not move suspense -> customer")
 	}
 	var row struct {
 		Status   string `db:"status"`
@@ -220,51 +272,66 @@ func TestSuspenseAssign(t *testing.T) {
 		t.Fatal(err)
 	}
 	if row.Status != emi.SuspenseAssigned || row.Transfer != tr.Token || row.Kind != emi.TxnSuspenseAssign ||
-		row.By != staffOf(m.cs) || row.Reason != "customer called with the payment slip" {
+		row.By != staffOf(m.comp) || row.Reason != "customer called with the payment slip" {
 		t.Fatalf("item %+v", row)
 	}
-	var events, audits int
+	// The event goes out once, on approval; the audit log has the request
+	// and the approval.
+	var events int
 	_ = m.env.App.DB.Get(&events, `SELECT count(*) FROM events WHERE partner_id = $1 AND type = 'transfer.completed' AND resource_token = $2`,
 		m.p.ID, tr.Token)
-	_ = m.env.App.DB.Get(&audits, `SELECT count(*) FROM audit_log WHERE action = 'suspense.assign' AND resource_token = $1`, item)
-	if events != 1 || audits != 1 {
-		t.Fatalf("events %d audits %d", events, audits)
+	if events != 1 {
+		t.Fatalf("events %d", events)
+	}
+	audits := auditActions(t, m, item)
+	if len(audits) != 3 || audits[0] != "incoming.suspense" || audits[1] != "suspense.assign_requested" || audits[2] != "suspense.assign" {
+		t.Fatalf("audit %v", audits)
 	}
 
-	// Resolved once.
-	_, err = inc.AssignSuspense(m.comp, item, iban, "again")
-	wantErr(t, "assign twice", err, emi.ErrSuspenseResolved)
+	// Resolved once; a decided request is not decided again.
+	_, err = inc.RequestSuspenseAssignment(m.comp, item, iban, "again")
+	wantErr(t, "request an assigned item", err, emi.ErrSuspenseResolved)
 	wantErr(t, "return an assigned item", inc.ReturnSuspense(m.comp, item, "again"), emi.ErrSuspenseResolved)
+	_, _, err = inc.DecideSuspenseAssignment(m.auditor, a.Token, true, "")
+	wantErr(t, "auditor", err, emi.ErrForbidden)
+	_, _, err = inc.DecideSuspenseAssignment(newStaffUser(t, m, sys(), emi.RoleCompliance), a.Token, true, "")
+	wantErr(t, "approve twice", err, emi.ErrSuspenseAssignmentDecided)
 
 	// By balance token and by account token; to a virtual account's IBAN.
-	if _, err := inc.AssignSuspense(m.comp, m.park(t, 100), bal, "by balance"); err != nil {
-		t.Fatalf("by balance: %v", err)
-	}
-	if _, err := inc.AssignSuspense(m.comp, m.park(t, 100), eur.Token, "by account"); err != nil {
-		t.Fatalf("by account: %v", err)
-	}
+	m.assign(t, m.comp, m.cs, m.park(t, 100), bal, "by balance")
+	m.assign(t, m.comp, m.cs, m.park(t, 100), eur.Token, "by account")
 	v := m.open(t, "account_eur", eur.Token)
-	tr, err = inc.AssignSuspense(m.comp, m.park(t, 100), v.VirtualIBANs["EUR"], "to the virtual IBAN")
-	if err != nil || tr.DestinationAccount != v.Token || tr.DestinationBalance != bal {
-		t.Fatalf("virtual: %+v %v", tr, err)
+	tr2 := m.assign(t, m.comp, m.cs, m.park(t, 100), v.VirtualIBANs["EUR"], "to the virtual IBAN")
+	if tr2.DestinationAccount != v.Token || tr2.DestinationBalance != bal {
+		t.Fatalf("virtual: %+v", tr2)
 	}
 	if got := m.available(t, bal); got != 1550 {
 		t.Fatalf("available %d", got)
 	}
 	// Unblocked, the blocked account takes an item.
 	m.setStatus(t, blocked.Token, emi.AccountActive)
-	if _, err := inc.AssignSuspense(m.cs, m.park(t, 100), blocked.Token, "unblocked"); err != nil {
-		t.Fatalf("after unblocking: %v", err)
-	}
+	m.assign(t, m.cs, m.comp, m.park(t, 100), blocked.Token, "unblocked")
 
 	open, total, err := inc.SuspenseItems(m.auditor, true, 1)
 	if err != nil || len(open) != 0 || total != 0 {
 		t.Fatalf("open items %d %d %v", len(open), total, err)
 	}
 	done, total, err := inc.SuspenseItems(m.auditor, false, 1)
-	if err != nil || total != 5 || done[0].Status != emi.SuspenseAssigned || done[0].ResolvedAt == nil {
-		t.Fatalf("resolved items %d %v", total, err)
+	if err != nil || total != 5 || done[0].Status != emi.SuspenseAssigned || done[0].ResolvedAt == nil ||
+		done[0].AssignRequestedBy != staffOf(m.cs) || done[0].ResolvedBy != staffOf(m.comp) {
+		t.Fatalf("resolved items %d %+v %v", total, done, err)
 	}
+}
+
+// auditActions lists the audit rows of a suspense item, oldest first.
+func auditActions(t *testing.T, m *moneyApp, item string) []string {
+	t.Helper()
+	var out []string
+	if err := m.env.App.DB.Select(&out, `SELECT action FROM audit_log WHERE resource_type = 'suspense_item' AND resource_token = $1
+		ORDER BY id`, item); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestSuspenseReturn(t *testing.T) {
@@ -294,54 +361,75 @@ func TestSuspenseReturn(t *testing.T) {
 }
 
 // Two staff members resolving the same item at once: exactly one wins, the
-// other is told it is resolved, and the money moves once.
+// other is told it is resolved or decided, and the money moves once. Even
+// rounds race an approval against a return (refused while the request is
+// pending) and a rejection; odd rounds race two approvals by two distinct
+// people.
 func TestSuspenseResolvedOnceUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	m := newMoneyApp(t, apptest.Options{})
 	inc := m.env.App.Incoming
 	acc := m.open(t, "account_eur", "")
+	other := newStaffUser(t, m, sys(), emi.RoleCompliance)
 	const n = 12
 	assigned := int64(0)
 	for i := range n {
 		item := m.park(t, 100)
+		a, err := inc.RequestSuspenseAssignment(m.cs, item, acc.Token, "found the customer")
+		if err != nil {
+			t.Fatal(err)
+		}
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		var tr emi.Transfer
-		wg.Add(2)
+		errs := make([]error, 3)
+		var tr [2]*emi.Transfer
+		wg.Add(3)
 		go func() {
 			defer wg.Done()
 			<-start
-			tr, errs[0] = inc.AssignSuspense(m.cs, item, acc.Token, "found the customer")
+			_, tr[0], errs[0] = inc.DecideSuspenseAssignment(m.comp, a.Token, true, "")
 		}()
 		go func() {
 			defer wg.Done()
 			<-start
 			if i%2 == 0 {
-				errs[1] = inc.ReturnSuspense(m.comp, item, "unknown customer")
+				_, tr[1], errs[1] = inc.DecideSuspenseAssignment(other, a.Token, false, "wrong customer")
 			} else {
-				_, errs[1] = inc.AssignSuspense(m.comp, item, acc.Token, "found the customer too")
+				_, tr[1], errs[1] = inc.DecideSuspenseAssignment(other, a.Token, true, "")
 			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[2] = inc.ReturnSuspense(other, item, "unknown customer")
 		}()
 		close(start)
 		wg.Wait()
 		wins := 0
-		for _, err := range errs {
+		for j, err := range errs[:2] {
 			switch {
 			case err == nil:
 				wins++
-			case !errors.Is(err, emi.ErrSuspenseResolved):
-				t.Fatalf("round %d: %v", i, err)
+			case !errors.Is(err, emi.ErrSuspenseAssignmentDecided):
+				t.Fatalf("round %d, decision %d: %v", i, j, err)
 			}
 		}
 		if wins != 1 {
-			t.Fatalf("round %d: %d resolutions succeeded (%v)", i, wins, errs)
+			t.Fatalf("round %d: %d decisions succeeded (%v)", i, wins, errs)
 		}
-		if errs[0] == nil {
-			assigned += tr.Amount
+		// The return ran before the decision (refused: pending), or after a
+		// rejection (it wins), or after an approval (resolved).
+		rejected := i%2 == 0 && errs[1] == nil
+		switch err := errs[2]; {
+		case err == nil && !rejected:
+			t.Fatalf("round %d: the item was returned although its assignment was approved", i)
+		case err != nil && !errors.Is(err, emi.ErrSuspenseAssignmentPending) && !errors.Is(err, emi.ErrSuspenseResolved):
+			t.Fatalf("round %d: return: %v", i, err)
 		}
-		if i%2 == 1 && errs[1] == nil {
-			assigned += 100
+		for _, x := range tr {
+			if x != nil {
+				assigned += x.Amount
+			}
 		}
 	}
 	if got := m.available(t, acc.Balances[0].Token); got != assigned {
@@ -349,8 +437,15 @@ func TestSuspenseResolvedOnceUnderConcurrency(t *testing.T) {
 	}
 	var transfers int64
 	_ = m.env.App.DB.Get(&transfers, `SELECT count(*) FROM transfers WHERE destination_account = $1`, acc.Token)
-	if transfers*100 != assigned || m.position(t, emi.LedgerSuspense, "EUR") != 0 {
-		t.Fatalf("%d transfers for %d assigned; suspense %d", transfers, assigned, m.position(t, emi.LedgerSuspense, "EUR"))
+	var open int64
+	_ = m.env.App.DB.Get(&open, `SELECT coalesce(sum(amount), 0) FROM suspense_items WHERE status = 'open'`)
+	if transfers*100 != assigned || m.position(t, emi.LedgerSuspense, "EUR") != open {
+		t.Fatalf("%d transfers for %d assigned; suspense %d, open items %d", transfers, assigned, m.position(t, emi.LedgerSuspense, "EUR"), open)
+	}
+	var approvals int
+	_ = m.env.App.DB.Get(&approvals, `SELECT count(*) FROM audit_log WHERE action = 'suspense.assign'`)
+	if int64(approvals)*100 != assigned {
+		t.Fatalf("%d approval audit rows for %d assigned", approvals, assigned)
 	}
 }
 

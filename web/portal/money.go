@@ -22,17 +22,20 @@ import (
 // and the transfer codes every money screen shows: transfer page,
 // statements, simulators, card payments). One text per code, here only.
 var moneyMessages = map[string]string{
-	emi.ErrSuspenseNotFound.Key:          "There is no such suspense item.",
-	emi.ErrSuspenseResolved.Key:          "This suspense item was already assigned or returned (perhaps by a colleague just now), so nothing was changed.",
-	emi.ErrAdjustmentNotFound.Key:        "There is no such adjustment request.",
-	emi.ErrAdjustmentDecided.Key:         "This adjustment was already approved or rejected (perhaps by a colleague just now), so nothing was changed.",
-	emi.ErrTransferValidation.Key:        "Nothing was changed: please correct the marked fields.",
-	emi.ErrTransferNotFound.Key:          "There is no such transfer.",
-	emi.ErrInsufficientFunds.Key:         "That is more than the balance's available amount, so nothing was changed.",
-	emi.ErrTransferAccountUnusable.Key:   "The account (or its main account) is blocked or terminated, so nothing was changed.",
-	emi.ErrCurrencyMismatch.Key:          "The balance is in another currency, so nothing was changed.",
-	emi.ErrDestinationNotFound.Key:       "That matches no balance held in emi, so nothing was changed.",
-	emi.ErrTransferInvalidTransition.Key: "The state does not allow this any more (it was settled, returned or decided meanwhile), so nothing was changed.",
+	emi.ErrSuspenseNotFound.Key:           "There is no such suspense item.",
+	emi.ErrSuspenseResolved.Key:           "This suspense item was already assigned or returned (perhaps by a colleague just now), so nothing was changed.",
+	emi.ErrAdjustmentNotFound.Key:         "There is no such adjustment request.",
+	emi.ErrAdjustmentDecided.Key:          "This adjustment was already approved or rejected (perhaps by a colleague just now), so nothing was changed.",
+	emi.ErrSuspenseAssignmentPending.Key:  "This item already has an assignment waiting for a second staff member, so nothing was changed: approve or reject that request first.",
+	emi.ErrSuspenseAssignmentNotFound.Key: "There is no such assignment request.",
+	emi.ErrSuspenseAssignmentDecided.Key:  "This assignment request was already approved, rejected or withdrawn (perhaps by a colleague just now), so nothing was changed.",
+	emi.ErrTransferValidation.Key:         "Nothing was changed: please correct the marked fields.",
+	emi.ErrTransferNotFound.Key:           "There is no such transfer.",
+	emi.ErrInsufficientFunds.Key:          "That is more than the balance's available amount, so nothing was changed.",
+	emi.ErrTransferAccountUnusable.Key:    "The account (or its main account) is blocked or terminated, so nothing was changed.",
+	emi.ErrCurrencyMismatch.Key:           "The balance is in another currency, so nothing was changed.",
+	emi.ErrDestinationNotFound.Key:        "That matches no balance held in emi, so nothing was changed.",
+	emi.ErrTransferInvalidTransition.Key:  "The state does not allow this any more (it was settled, returned or decided meanwhile), so nothing was changed.",
 }
 
 func init() {
@@ -106,19 +109,32 @@ func (p *Portal) moneyRefused(w http.ResponseWriter, r *http.Request, err error,
 // suspense (GET /suspense) lists open suspense items, oldest first, or
 // resolved ones (?status=resolved), 50 a page.
 func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
-	open := r.URL.Query().Get("status") != "resolved"
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	p.renderSuspense(w, r, http.StatusOK, r.URL.Query().Get("status") != "resolved", page, nil)
+}
+
+// suspenseForm is a refused suspense form, shown again as it was typed:
+// which form (assign, return, approve, reject) of which item, and the
+// message.
+type suspenseForm struct {
+	item, which, to, reason, message string
+}
+
+// renderSuspense renders a page of the suspense queue; form, when set,
+// fills a refused form of its item with what was typed and opens it.
+func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status int, open bool, page int, form *suspenseForm) {
 	page = min(max(page, 1), maxAccountPage)
 	items, total, err := p.d.Incoming.SuspenseItems(r.Context(), open, page)
 	if err != nil {
 		p.renderError(w, r, err)
 		return
 	}
-	v := pages.SuspenseView{Open: open, Tabs: []pages.Tab{
+	v := pages.SuspenseView{Open: open, Page: strconv.Itoa(page), Tabs: []pages.Tab{
 		{Label: "Open", Href: "/backoffice/suspense", Active: open},
 		{Label: "Resolved", Href: "/backoffice/suspense?status=resolved", Active: !open},
 	}}
 	canResolve := canDo(r, emi.PermManageMoney)
+	me := current(r).ID
 	now := p.d.Now()
 	for _, it := range items {
 		row := pages.SuspenseRow{Token: it.Token, Received: fmtTime(it.CreatedAt), Age: age(now, it.CreatedAt),
@@ -142,6 +158,22 @@ func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
 		}
 		if it.ResolvedBy != "" {
 			row.ResolvedBy = staffName(r, it.ResolvedBy, it.ResolvedByName)
+		}
+		if it.AssignRequestedBy != "" {
+			row.RequestedBy = staffName(r, it.AssignRequestedBy, it.AssignRequestedByName)
+		}
+		if a := it.Pending; a != nil && open {
+			pv := &pages.PendingAssignment{Token: a.Token, Target: a.Target, Account: a.Account, Reason: a.Reason,
+				RequestedBy: staffName(r, a.RequestedBy, a.RequestedByName), Requested: fmtTime(a.RequestedAt),
+				Mine: a.RequestedBy == me}
+			if canDo(r, emi.PermViewAccounts) {
+				pv.AccountHref = accountHref(a.Account)
+			}
+			pv.CanApprove, pv.CanReject = canResolve && !pv.Mine, canResolve
+			row.Pending = pv
+		}
+		if form != nil && form.item == it.Token {
+			row.Form = pages.SuspenseFormState{Which: form.which, To: form.to, Reason: form.reason, Error: form.message}
 		}
 		v.Rows = append(v.Rows, row)
 	}
@@ -171,7 +203,7 @@ func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
 	if p.d.Sandbox && canDo(r, emi.PermManageMoney) {
 		v.Simulate = &pages.SimulateForm{Action: "/backoffice/suspense/simulate", Currencies: []string{"EUR", "GBP", "BGN"}}
 	}
-	p.renderPrivate(w, r, http.StatusOK, "Suspense", pages.Suspense(v))
+	p.renderPrivate(w, r, status, "Suspense", pages.Suspense(v))
 }
 
 // suspenseItem is the item of an action, or "" after answering 404.
@@ -184,21 +216,101 @@ func (p *Portal) suspenseItem(w http.ResponseWriter, r *http.Request) string {
 	return token
 }
 
-// suspenseAssign (POST /suspense/{item}/assign) credits an item to a
-// balance.
+// suspenseBack is the open queue's page a suspense form was on.
+func suspenseBack(r *http.Request) (int, string) {
+	page, _ := strconv.Atoi(r.PostFormValue("page"))
+	page = min(max(page, 1), maxAccountPage)
+	if page == 1 {
+		return 1, "/backoffice/suspense"
+	}
+	return page, "/backoffice/suspense?page=" + strconv.Itoa(page)
+}
+
+// suspenseRefused answers a refused suspense form: 403, 404 and 500
+// pages; otherwise the queue again (422) with the form as it was typed,
+// open, and the reason it was refused beside it and in the banner.
+func (p *Portal) suspenseRefused(w http.ResponseWriter, r *http.Request, err error, form suspenseForm) {
+	e := emi.AsError(err)
+	switch e.Kind {
+	case emi.KindForbidden, emi.KindInternal:
+		p.renderError(w, r, err)
+		return
+	}
+	if errorIs(err, emi.ErrSuspenseNotFound) || errorIs(err, emi.ErrSuspenseAssignmentNotFound) {
+		p.renderError(w, r, err)
+		return
+	}
+	msg := Message(e)
+	if errorIs(err, emi.ErrFourEyes) {
+		msg = "You cannot approve this assignment: you asked for it, or you and the requester were set up by the same administrator " +
+			"within 30 days. Another staff member must approve it (four-eyes). Nothing was changed."
+	}
+	for _, f := range e.Fields {
+		msg += " " + f.Field + ": " + f.Message + "."
+	}
+	form.message = msg
+	p.flash(r.Context(), "bad", msg)
+	page, _ := suspenseBack(r)
+	p.renderSuspense(w, r, http.StatusUnprocessableEntity, true, page, &form)
+}
+
+// suspenseAssign (POST /suspense/{item}/assign) requests the assignment
+// of an item to a balance; a second staff member approves it.
 func (p *Portal) suspenseAssign(w http.ResponseWriter, r *http.Request) {
 	token := p.suspenseItem(w, r)
 	if token == "" {
 		return
 	}
-	t, err := p.d.Incoming.AssignSuspense(r.Context(), token, r.PostFormValue("to"), r.PostFormValue("reason"))
+	to, reason := r.PostFormValue("to"), r.PostFormValue("reason")
+	a, err := p.d.Incoming.RequestSuspenseAssignment(r.Context(), token, to, reason)
 	if err != nil {
-		p.moneyRefused(w, r, err, "/backoffice/suspense")
+		p.suspenseRefused(w, r, err, suspenseForm{item: token, which: "assign", to: to, reason: reason})
 		return
 	}
-	p.flash(r.Context(), "ok", "Assigned: "+emi.FormatMinor(t.Amount)+" "+t.Currency+" credited to account "+t.DestinationAccount+
-		" (transfer "+t.Token+"). The partner is told (transfer.completed).")
-	redirect(w, r, "/backoffice/suspense")
+	p.flash(r.Context(), "ok", "Assignment to account "+a.Account+" requested. Nothing moves until a second staff member "+
+		"approves it: someone other than you must.")
+	_, back := suspenseBack(r)
+	redirect(w, r, back)
+}
+
+// suspenseAssignmentApprove (POST /suspense/assignments/{assignment}/approve).
+func (p *Portal) suspenseAssignmentApprove(w http.ResponseWriter, r *http.Request) {
+	p.suspenseAssignmentDecide(w, r, true)
+}
+
+// suspenseAssignmentReject (POST /suspense/assignments/{assignment}/reject):
+// a rejection, or the requester's withdrawal.
+func (p *Portal) suspenseAssignmentReject(w http.ResponseWriter, r *http.Request) {
+	p.suspenseAssignmentDecide(w, r, false)
+}
+
+func (p *Portal) suspenseAssignmentDecide(w http.ResponseWriter, r *http.Request, approve bool) {
+	token := param(r, "assignment")
+	if !looksLikeToken(token) {
+		p.renderError(w, r, emi.ErrSuspenseAssignmentNotFound)
+		return
+	}
+	note := r.PostFormValue("reason")
+	a, t, err := p.d.Incoming.DecideSuspenseAssignment(r.Context(), token, approve, note)
+	if err != nil {
+		which := "reject"
+		if approve {
+			which = "approve"
+		}
+		p.suspenseRefused(w, r, err, suspenseForm{item: r.PostFormValue("item"), which: which, reason: note})
+		return
+	}
+	switch {
+	case t != nil:
+		p.flash(r.Context(), "ok", "Approved and assigned: "+emi.FormatMinor(t.Amount)+" "+t.Currency+" credited to account "+
+			t.DestinationAccount+" (transfer "+t.Token+"). The partner is told (transfer.completed).")
+	case a.Status == emi.AssignmentWithdrawn:
+		p.flash(r.Context(), "ok", "Assignment request withdrawn: nothing moved, the item is open.")
+	default:
+		p.flash(r.Context(), "ok", "Assignment request rejected: nothing moved, the item is open.")
+	}
+	_, back := suspenseBack(r)
+	redirect(w, r, back)
 }
 
 // suspenseReturn (POST /suspense/{item}/return) sends an item back.
@@ -207,12 +319,14 @@ func (p *Portal) suspenseReturn(w http.ResponseWriter, r *http.Request) {
 	if token == "" {
 		return
 	}
-	if err := p.d.Incoming.ReturnSuspense(r.Context(), token, r.PostFormValue("reason")); err != nil {
-		p.moneyRefused(w, r, err, "/backoffice/suspense")
+	reason := r.PostFormValue("reason")
+	if err := p.d.Incoming.ReturnSuspense(r.Context(), token, reason); err != nil {
+		p.suspenseRefused(w, r, err, suspenseForm{item: token, which: "return", reason: reason})
 		return
 	}
 	p.flash(r.Context(), "ok", "Returned to the sender.")
-	redirect(w, r, "/backoffice/suspense")
+	_, back := suspenseBack(r)
+	redirect(w, r, back)
 }
 
 // suspenseSimulate (POST /suspense/simulate, sandbox only) simulates a

@@ -110,34 +110,72 @@ func TestSuspenseQueuePage(t *testing.T) {
 	}
 	lacks(t, "underwriter's navigation", under.Get(t, "/backoffice/"), `href="/backoffice/suspense"`)
 
-	// Assign: a reason is required, the target must be usable.
-	assign := func(b *apptest.Browser, item, to, reason string) apptest.Page {
-		return follow(t, b, b.Post(t, "/backoffice/suspense/"+item+"/assign", url.Values{"to": {to}, "reason": {reason}}))
+	// Request an assignment: a reason is required, the target must be
+	// usable; a refused form comes back (422) with what was typed.
+	request := func(b *apptest.Browser, item, to, reason string) apptest.Page {
+		return b.Post(t, "/backoffice/suspense/"+item+"/assign", url.Values{"to": {to}, "reason": {reason}})
 	}
-	contains(t, "no reason", assign(a.cs, items[0], eurIBAN, ""), "reason: give a reason")
-	contains(t, "unknown IBAN", assign(a.cs, items[0], "DE75512108001245126199", "found"), "matches no balance held in emi")
-	contains(t, "other currency", assign(a.cs, items[0], a.gbpTok, "found"), "has no EUR balance")
+	contains422(t, "no reason", request(a.cs, items[0], eurIBAN, ""), "reason: give a reason", `value="`+eurIBAN+`"`,
+		`data-testid="assign-error"`)
+	contains422(t, "unknown IBAN", request(a.cs, items[0], "DE75512108001245126199", "found it"), "matches no balance held in emi",
+		`value="DE75512108001245126199"`, ">found it</textarea>")
+	contains422(t, "other currency", request(a.cs, items[0], a.gbpTok, "found"), "has no EUR balance", `value="`+a.gbpTok+`"`)
 	if availableOf(t, a.env, eurBal) != 0 {
 		t.Fatal("a refused assignment moved money")
 	}
-	page = assign(a.cs, items[0], eurIBAN, "customer sent the payment slip")
-	contains(t, "assigned", page, "Assigned: 12.50 EUR credited to account "+a.eurTok)
+	page = follow(t, a.cs, request(a.cs, items[0], eurIBAN, "customer sent the payment slip"))
+	contains(t, "requested", page, "Assignment to account "+a.eurTok+" requested", `data-testid="pending-assignment"`,
+		"customer sent the payment slip", "Sandbox Customer Service (you)", `data-testid="assignment-awaiting-second"`,
+		`data-testid="reject-assignment-form"`, "Withdraw", "as typed: "+strings.ReplaceAll(eurIBAN, " ", ""), `data-testid="return-blocked"`)
+	lacks(t, "the requester's page", page, `data-testid="approve-assignment-form"`)
+	if availableOf(t, a.env, eurBal) != 0 || len(openItems(t, a.env)) != 2 {
+		t.Fatal("a request moved money")
+	}
+	var assignment string
+	if err := a.env.App.DB.Get(&assignment, `SELECT token::text FROM suspense_assignment_requests WHERE item = $1`, items[0]); err != nil {
+		t.Fatal(err)
+	}
+	approve := func(b *apptest.Browser) apptest.Page {
+		return b.Post(t, "/backoffice/suspense/assignments/"+assignment+"/approve", url.Values{"item": {items[0]}})
+	}
+	// The requester's forged approval is refused (four-eyes); nothing moves.
+	contains422(t, "own approval", approve(a.cs), "Another staff member must approve it")
+	if availableOf(t, a.env, eurBal) != 0 {
+		t.Fatal("the requester approved their own assignment")
+	}
+	contains422(t, "a second request", request(a.cs, items[0], eurIBAN, "again"), "already has an assignment waiting")
+
+	// Compliance sees who asked, the target and the reason, and may
+	// approve; the auditor sees it without the forms.
+	comp := a.env.NewBrowser()
+	comp.SignIn(t, apptest.ComplianceEmail)
+	cp := comp.Get(t, "/backoffice/suspense")
+	contains(t, "compliance's queue", cp, `data-testid="pending-assignment"`, "Sandbox Customer Service", a.eurTok,
+		"customer sent the payment slip", `data-testid="approve-assignment-form"`, "Reject…", "Approve and credit 12.50\u00a0EUR")
+	lacks(t, "compliance's queue", cp, `data-testid="assignment-awaiting-second"`)
+	ap = auditor.Get(t, "/backoffice/suspense")
+	contains(t, "auditor's queue", ap, `data-testid="pending-assignment"`, "customer sent the payment slip")
+	lacks(t, "auditor's queue", ap, `data-testid="approve-assignment-form"`, `data-testid="reject-assignment-form"`)
+	// Returned while the assignment waits: refused, the reason says why.
+	contains422(t, "return while pending", comp.Post(t, "/backoffice/suspense/"+items[0]+"/return", url.Values{"reason": {"recalled"}}),
+		"already has an assignment waiting")
+	page = follow(t, comp, approve(comp))
+	contains(t, "approved", page, "Approved and assigned: 12.50 EUR credited to account "+a.eurTok)
 	if availableOf(t, a.env, eurBal) != 1250 {
 		t.Fatalf("available %d", availableOf(t, a.env, eurBal))
 	}
-	contains(t, "assign twice", assign(a.cs, items[0], eurIBAN, "again"), "already assigned or returned")
+	contains422(t, "approve twice", approve(comp), "already approved, rejected or withdrawn")
+	contains422(t, "request an assigned item", request(a.cs, items[0], eurIBAN, "again"), "already assigned or returned")
 	if availableOf(t, a.env, eurBal) != 1250 {
 		t.Fatal("assigned twice")
 	}
 
 	// Return, by compliance.
-	comp := a.env.NewBrowser()
-	comp.SignIn(t, apptest.ComplianceEmail)
 	page = follow(t, comp, comp.Post(t, "/backoffice/suspense/"+items[1]+"/return", url.Values{"reason": {"account closed for fraud"}}))
 	contains(t, "returned", page, "Returned to the sender.", "No open suspense items.")
 	resolved := comp.Get(t, "/backoffice/suspense?status=resolved")
 	contains(t, "resolved tab", resolved, "assigned", "returned", "customer sent the payment slip", "account closed for fraud",
-		"Sandbox Customer Service", "Sandbox Compliance Officer (you)", a.eurTok)
+		"requested by Sandbox Customer Service, approved by Sandbox Compliance Officer (you)", a.eurTok)
 	// Customer service sees the assigned account as a link.
 	contains(t, "resolved tab for customer service", a.cs.Get(t, "/backoffice/suspense?status=resolved"), `href="/backoffice/accounts/`+a.eurTok+`"`)
 	// Unknown items.
@@ -146,6 +184,68 @@ func TestSuspenseQueuePage(t *testing.T) {
 	}
 	if p := comp.Post(t, "/backoffice/suspense/nope/assign", url.Values{"reason": {"x y z"}}); p.Status != http.StatusNotFound {
 		t.Fatalf("malformed item: HTTP %d", p.Status)
+	}
+	for _, tok := range []string{service.NewToken(), "nope"} {
+		if p := comp.Post(t, "/backoffice/suspense/assignments/"+tok+"/approve", nil); p.Status != http.StatusNotFound {
+			t.Fatalf("unknown assignment %s: HTTP %d", tok, p.Status)
+		}
+	}
+}
+
+// C9 (issue 19): one staff member assigned suspense money to an account of
+// their choice through the back office's assign form, and it was credited
+// at once. The same form now only requests the assignment: the money stays
+// on the suspense account and the item open until someone else approves,
+// and a rejection needs a reason (the form keeps what was typed). This test
+// failed on the code before the decision engine covered suspense (the
+// balance held 5,000.00 EUR after one POST).
+func TestC9SuspenseAssignedByOnePerson(t *testing.T) {
+	t.Parallel()
+	a := newAccountsEnv(t)
+	moneyLedgerBalanced(t, a.env)
+	eurBal := balance(a.eur, "token")
+	follow(t, a.cs, a.cs.Post(t, "/backoffice/suspense/simulate", simulateForm("5000.00", "DE75 5121 0800 1245 1261 99")))
+	items := openItems(t, a.env)
+	if len(items) != 1 {
+		t.Fatalf("items %v", items)
+	}
+	p := a.cs.Post(t, "/backoffice/suspense/"+items[0]+"/assign", url.Values{"to": {a.eurTok}, "reason": {"customer called"}})
+	if p.Status >= 500 {
+		t.Fatalf("HTTP %d", p.Status)
+	}
+	if got := availableOf(t, a.env, eurBal); got != 0 {
+		t.Fatalf("one person assigned suspense money: the balance holds %d", got)
+	}
+	if len(openItems(t, a.env)) != 1 {
+		t.Fatal("one person resolved the suspense item")
+	}
+	// The requester withdraws (a reason is required, and a refused form
+	// keeps what was typed); another person rejects a second request.
+	var tok string
+	if err := a.env.App.DB.Get(&tok, `SELECT token::text FROM suspense_assignment_requests WHERE item = $1 AND status = 'pending'`,
+		items[0]); err != nil {
+		t.Fatal(err)
+	}
+	reject := func(b *apptest.Browser, reason string) apptest.Page {
+		return b.Post(t, "/backoffice/suspense/assignments/"+tok+"/reject", url.Values{"item": {items[0]}, "reason": {reason}})
+	}
+	contains422(t, "withdraw without a reason", reject(a.cs, "x"), "give a reason", ">x</textarea>")
+	contains(t, "withdrawn", follow(t, a.cs, reject(a.cs, "wrong customer")), "Assignment request withdrawn", `data-testid="assign-form"`)
+	follow(t, a.cs, a.cs.Post(t, "/backoffice/suspense/"+items[0]+"/assign", url.Values{"to": {a.eurTok}, "reason": {"right customer"}}))
+	if err := a.env.App.DB.Get(&tok, `SELECT token::text FROM suspense_assignment_requests WHERE item = $1 AND status = 'pending'`,
+		items[0]); err != nil {
+		t.Fatal(err)
+	}
+	comp := a.env.NewBrowser()
+	comp.SignIn(t, apptest.ComplianceEmail)
+	contains(t, "rejected", follow(t, comp, reject(comp, "no evidence it is theirs")), "Assignment request rejected")
+	var statuses []string
+	if err := a.env.App.DB.Select(&statuses, `SELECT status FROM suspense_assignment_requests WHERE item = $1 ORDER BY status DESC`,
+		items[0]); err != nil {
+		t.Fatal(err)
+	}
+	if len(statuses) != 2 || statuses[0] != "withdrawn" || statuses[1] != "rejected" || availableOf(t, a.env, eurBal) != 0 {
+		t.Fatalf("requests %v, available %d", statuses, availableOf(t, a.env, eurBal))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
+	"emi/internal/service"
 )
 
 // Routes maps the whole back office, one line per screen or action. Every
@@ -150,7 +151,11 @@ func (p *Portal) Routes(r chi.Router) {
 
 		r.With(p.requirePerm(emi.PermViewMoney)).Get("/suspense", p.suspense)
 		r.With(p.requirePerm(emi.PermManageMoney)).Post("/suspense/simulate", p.suspenseSimulate) // sandbox only
-		r.With(p.requirePerm(emi.PermManageMoney)).Post("/suspense/{item}/assign", p.suspenseAssign)
+		// Assignment takes two people (service.ControlSuspenseAssign): a
+		// request, then another's approval or anyone's rejection.
+		r.With(p.requirePerm(service.PolicyOf(service.ControlSuspenseAssign).Propose)).Post("/suspense/{item}/assign", p.suspenseAssign)
+		r.With(p.requirePerm(service.PolicyOf(service.ControlSuspenseAssign).Approve)).Post("/suspense/assignments/{assignment}/approve", p.suspenseAssignmentApprove)
+		r.With(p.requirePerm(service.PolicyOf(service.ControlSuspenseAssign).Approve)).Post("/suspense/assignments/{assignment}/reject", p.suspenseAssignmentReject)
 		r.With(p.requirePerm(emi.PermManageMoney)).Post("/suspense/{item}/return", p.suspenseReturn)
 		r.With(p.requirePerm(emi.PermViewMoney)).Get("/adjustments", p.adjustments)
 		r.With(p.requirePerm(emi.PermManageMoney)).Post("/adjustments/{adjustment}/approve", p.adjustmentApprove)

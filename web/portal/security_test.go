@@ -331,6 +331,8 @@ func TestRoleRouteMatrix(t *testing.T) {
 		"POST /suspense/simulate":                          {apptest.ComplianceEmail, apptest.CSEmail},
 		"POST /suspense/{item}/assign":                     {apptest.ComplianceEmail, apptest.CSEmail},
 		"POST /suspense/{item}/return":                     {apptest.ComplianceEmail, apptest.CSEmail},
+		"POST /suspense/assignments/{assignment}/approve":  {apptest.ComplianceEmail, apptest.CSEmail},
+		"POST /suspense/assignments/{assignment}/reject":   {apptest.ComplianceEmail, apptest.CSEmail},
 		"GET /adjustments":                                 {apptest.AdminEmail, apptest.ComplianceEmail, apptest.CSEmail, apptest.AuditorEmail},
 		"POST /adjustments/{adjustment}/approve":           {apptest.ComplianceEmail, apptest.CSEmail},
 		"POST /adjustments/{adjustment}/reject":            {apptest.ComplianceEmail, apptest.CSEmail},
