@@ -68,6 +68,11 @@ func SealedTables() []SealedTable {
 		{Name: "staff_users", Key: "id", Columns: []SealedColumn{
 			{Name: "totp_secret_enc", Context: totpSecretContext},
 		}},
+		// The approver's half of a pending privileged change's temporary
+		// password (cleared when the change is decided).
+		{Name: "staff_changes", Key: "id", Columns: []SealedColumn{
+			{Name: "second_half_enc", Context: secondHalfContext},
+		}},
 		{Name: "kyc_sessions", Key: "token", Columns: []SealedColumn{
 			{Name: "secret_enc", Context: kycSecretContext},
 		}},

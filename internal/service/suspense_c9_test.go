@@ -82,9 +82,8 @@ func TestC9InsidersAreOnePerson(t *testing.T) {
 	// they reset.
 	both := newStaffUser(t, m, sys(), emi.RoleAdmin, emi.RoleCompliance)
 	d := newStaffUser(t, m, sys(), emi.RoleCustomerService)
-	if _, err := m.env.App.Staff.ResetCredentials(both, staffOf(d)); err != nil {
-		t.Fatal(err)
-	}
+	out, err := m.env.App.Staff.ResetCredentials(both, staffOf(d))
+	approved(t, m, newApprover(t, m), out, err)
 	a2, err := inc.RequestSuspenseAssignment(d, m.park(t, 100_000), acc.Token, "found the customer")
 	if err != nil {
 		t.Fatal(err)
