@@ -534,7 +534,7 @@ type kycRow struct {
 }
 
 const kycColumns = `k.token, k.partner_id, k.user_token, k.provider, k.status, k.document_kind, k.consent_at,
-	k.submitted_at, k.reviewed_at, k.reviewed_by::text AS reviewer, k.reason, k.expires_at, k.created_at, k.updated_at,
+	k.submitted_at, k.reviewed_at, k.reviewed_by::text AS reviewer, k.reason, k.internal_note, k.expires_at, k.created_at, k.updated_at,
 	coalesce((SELECT name FROM staff_users s WHERE s.id = k.reviewed_by), '') AS reviewed_by_name,
 	p.name AS pname, (u.first_name || ' ' || u.last_name) AS uname`
 
@@ -605,8 +605,8 @@ func (s *PeopleStore) KYCSession(ctx context.Context, token string, forUpdate bo
 // UpdateKYCSession implements service.KYCStore.
 func (s *PeopleStore) UpdateKYCSession(ctx context.Context, k emi.KYCSession) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE kyc_sessions SET status = $2, document_kind = $3, consent_at = $4,
-		submitted_at = $5, reviewed_at = $6, reviewed_by = $7, reason = $8, updated_at = $9 WHERE token = $1`,
-		k.Token, k.Status, k.DocumentKind, k.ConsentAt, k.SubmittedAt, k.ReviewedAt, nullUUID(k.ReviewedBy), k.Reason, k.UpdatedAt)
+		submitted_at = $5, reviewed_at = $6, reviewed_by = $7, reason = $8, internal_note = $9, updated_at = $10 WHERE token = $1`,
+		k.Token, k.Status, k.DocumentKind, k.ConsentAt, k.SubmittedAt, k.ReviewedAt, nullUUID(k.ReviewedBy), k.Reason, k.InternalNote, k.UpdatedAt)
 	return Translate(err)
 }
 
