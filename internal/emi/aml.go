@@ -129,6 +129,26 @@ func (c AMLCheck) OpenHits() int {
 	return n
 }
 
+// AML check sources: the partner's aml_check, a re-screening after a list
+// update, and the screening of a user whose name, birthday or nationality
+// changed (user_update).
+const (
+	AMLSourceAPI        = "api"
+	AMLSourceRescreen   = "rescreen"
+	AMLSourceUserUpdate = "user_update"
+)
+
+// UserScreening is the AML state of a user as card operations see it: the
+// checks linked to the user (re-screenings and screenings after a change of
+// identity) still waiting for a decision (Open) or confirmed a true match
+// (Confirmed), and when the user's name, birthday or nationality last
+// changed (nil: never since creation).
+type UserScreening struct {
+	Open          int        `db:"open"`
+	Confirmed     int        `db:"confirmed"`
+	IdentitySince *time.Time `db:"identity_since"`
+}
+
 // HitDecision is a reviewer's decision on one hit; Reason is mandatory.
 type HitDecision struct {
 	N        int    `json:"n" validate:"min=1"`

@@ -509,6 +509,20 @@ func (s *PeopleStore) RaisedForUser(ctx context.Context, user string) (map[strin
 	return out, Translate(err)
 }
 
+// UserScreening implements service.AMLStore.
+func (s *PeopleStore) UserScreening(ctx context.Context, user string) (emi.UserScreening, error) {
+	var out emi.UserScreening
+	if !validUUID(user) {
+		return out, nil
+	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &out, `SELECT
+		count(*) FILTER (WHERE status = 'match') AS open,
+		count(*) FILTER (WHERE status = 'confirmed') AS confirmed,
+		max(created_at) FILTER (WHERE source = 'user_update') AS identity_since
+		FROM aml_checks WHERE user_token = $1`, user)
+	return out, Translate(err)
+}
+
 // InsertSanctionsUpdate implements service.AMLStore.
 func (s *PeopleStore) InsertSanctionsUpdate(ctx context.Context, u emi.SanctionsUpdate) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO sanctions_updates (at, instance, ok, error, version, changed)

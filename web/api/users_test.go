@@ -481,6 +481,16 @@ func TestAMLWithoutLists(t *testing.T) {
 	if r.Message != "services.general.invalid_processor" {
 		t.Fatalf("message %q", r.Message)
 	}
+	// A change of identity cannot be screened: refused, nothing changed
+	// (issue 19, C5); other fields still change.
+	user := createUser(t, env, p, validUser(p))
+	ren := call(t, env, p, http.MethodPut, "/v2/users/"+user, "user_update", map[string]any{"last_name": "Bout"})
+	apptest.Expect(t, "rename without lists", ren, 18000, http.StatusServiceUnavailable)
+	if d := call(t, env, p, http.MethodGet, "/v2/users/"+user, "user_details", nil); d.Data["last_name"] != "Velikova" {
+		t.Fatalf("a refused rename changed the user: %s", d)
+	}
+	apptest.Expect(t, "change of city without lists",
+		call(t, env, p, http.MethodPut, "/v2/users/"+user, "user_update", map[string]any{"city": "Varna"}), 0, http.StatusOK)
 }
 
 func TestUserWithAMLToken(t *testing.T) {
