@@ -63,8 +63,7 @@ func DefaultRiskModel(now func() time.Time) RiskModel {
 		UBOCoverageBelow75: 15, NoUBOPercentages: 10,
 		// Above the sum of any likely set of other factors: a possible
 		// sanctions match outranks a merely risky profile in the queue.
-		SanctionsMatch: 100,
-		Medium: 30, High: 60,
+		SanctionsMatch: 100, Medium: 30, High: 60,
 		Now: now,
 	}
 }
