@@ -3,8 +3,8 @@
 # `make seed` (contract §10), run from the project's root:
 #
 #   .ci/dev-run.sh run       migrate, seed, create the demo partner once,
-#                            print the URL, credentials and a signed curl
-#                            example, then exec `emi serve`
+#                            print the URL, credentials and signed curl
+#                            examples (.ci/dev-banner.sh), then exec `emi serve`
 #   .ci/dev-run.sh migrate   emi migrate
 #   .ci/dev-run.sh seed      emi seed
 #
@@ -90,48 +90,9 @@ if [ ! -s .dev/partner.json ] || [ -z "$(field api_secret)" ]; then
   mv .dev/partner.json.tmp .dev/partner.json
   log "created the demo partner; its credentials are kept in .dev/partner.json"
 fi
-api_key=$(field api_key)
-api_secret=$(field api_secret)
-
-cat <<EOF
-
-emi (sandbox) will serve on $url   (public URL $EMI_PUBLIC_URL)
-  back office: $url/backoffice/
-  health:      curl -fsS $url/healthz
-  database:    $DATABASE_URL
-
-Back-office sign-in (sandbox staff, one per role), password: Sandbox-Staff-2026
-  admin@sandbox.emi        admin: staff, partners, audit
-  underwriter@sandbox.emi  underwriter: applications
-  compliance@sandbox.emi   compliance: AML and KYC reviews, audit
-  cs@sandbox.emi           customer service: accounts and cards
-  auditor@sandbox.emi      auditor: read-only
-Each has two-factor authentication enrolled; print the current code with
-  make totp EMAIL=admin@sandbox.emi
-
-Demo partner (.dev/partner.json):
-  api_key:        $api_key
-  api_secret:     $api_secret
-  merchant:       $(field merchant)
-  webhook_secret: $(field webhook_secret)   (webhooks go to http://127.0.0.1:9999/webhooks)
-
-A signed request to GET /v2/partner (operation partner_details). Paste it as it is: it
-signs with the current time, and x-timestamp must be within 15 s of the server's clock.
-
-  key='$api_key' secret='$api_secret'
-  ts=\$(date +%s)
-  hash=\$(printf '%s' "\$key\$ts" partner_details | openssl dgst -sha256 -hmac "\$secret" | sed 's/^.*= //')
-  curl -sS -H "x-api-key: \$key" -H "x-timestamp: \$ts" -H "x-hash: \$hash" $url/v2/partner
-
-An AML check of a listed person (answers 18001; the check waits in the back office's
-AML review queue for compliance@sandbox.emi). The signed body has no whitespace:
-
-  body='{"first_name":"Kim","last_name":"Jong Un","nationality":"KP","birthday":"1984-01-08"}'
-  ts=\$(date +%s)
-  hash=\$(printf '%s' "\$key\$ts" aml_check "\$body" | openssl dgst -sha256 -hmac "\$secret" | sed 's/^.*= //')
-  curl -sS -H "x-api-key: \$key" -H "x-timestamp: \$ts" -H "x-hash: \$hash" -H 'content-type: application/json' -d "\$body" $url/v1/aml
-
-EOF
-command -v openssl >/dev/null 2>&1 || log "the example needs openssl: apt-get install openssl"
+# The URL, logins, credentials and examples: one script, which
+# TestReadmeAndMakeRunExamples also runs (and then runs every example it prints).
+bash .ci/dev-banner.sh "$url" "$EMI_PUBLIC_URL" "$DATABASE_URL"
+command -v openssl >/dev/null 2>&1 || log "the examples need openssl: apt-get install openssl"
 
 exec "$bin" serve

@@ -47,6 +47,8 @@ func benchScenarios(d time.Duration) []benchScenario {
 	return []benchScenario{
 		c("partner_details", 32, "issue 2: authenticated no-op"),
 		c("partner_details", 4, "issue 2: authenticated no-op"),
+		c("account_details", 16, "issue 18: one key, against pgbench"),
+		c("card_details", 16, "issue 18: one key, against pgbench"),
 		c("account_details", 50, "issue 8"),
 		c("accounts_list", 50, "issue 8"),
 		c("account_create", 32, "issue 8"),
@@ -189,6 +191,9 @@ type report struct {
 	PGBench   []pgbenchRun
 	PGCmds    []string
 	PGSkipped string
+	// Targets are issue 18's ratios; Profiles where the time goes.
+	Targets  []ratioRow
+	Profiles []profile
 	// Data is what the scenarios run on; Took the whole run.
 	Data string
 	Took time.Duration
@@ -209,6 +214,7 @@ func renderReport(w io.Writer, r report) {
 	p("## Machine\n\n| | |\n|---|---|\n")
 	p("| CPU | %s |\n| cores | %s |\n| memory | %s |\n| OS | %s |\n| Go | %s |\n| PostgreSQL | %s |\n\n",
 		r.Machine.CPU, r.Machine.Cores, r.Machine.Memory, r.Machine.OS, r.Machine.Go, r.Machine.Postgres)
+	renderTargets(w, r.Targets, nil)
 	p("The load generator, `emi serve` and PostgreSQL share these cores")
 	for _, n := range r.Notes {
 		p("; %s", n)
@@ -229,6 +235,9 @@ func renderReport(w io.Writer, r report) {
 		load := res.Shape
 		if res.Late > 0 || strings.Contains(res.Shape, "open loop") {
 			load += fmt.Sprintf(", %d late starts", res.Late)
+		}
+		if res.Repeats > 0 {
+			load += fmt.Sprintf(", %d repeats signed v2 with a nonce", res.Repeats)
 		}
 		answers := requestCodes(res)
 		p("| %s | %s | %d | %s | %s | %s | %s | %s | %d | %s |\n", res.Scenario, load, t.Count, rate(t), ms(t.P50), ms(t.P95), ms(t.P99), ms(t.Max), t.Errors, answers)
@@ -279,6 +288,8 @@ func renderReport(w io.Writer, r report) {
 			}
 		}
 	}
+	p("\n")
+	renderTargets(w, nil, r.Profiles)
 	p("\n## Go benchmarks\n\n```sh\n")
 	for _, c := range r.GoCmds {
 		p("%s\n", c)
@@ -378,7 +389,7 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 	dur := fs.Duration("d", 6*time.Second, "duration of each scenario")
 	reportPath := fs.String("report", "cmd/emi-load/REPORT.md", "where the markdown report goes")
 	nAccounts := fs.Int("accounts", 20000, "accounts `emi generate cards` creates (half of them get a card, half stay free for card_create)")
-	nkeys := fs.Int("keys", 3000, "API keys to mint (caps the request rate per second)")
+	nkeys := fs.Int("keys", 1, "API keys of the Bench Partner the load signs with (1: as a partner does)")
 	goBenches := fs.Bool("go", true, "run the Go benchmarks too")
 	only := fs.String("only", "", "run only the scenarios whose name contains this (for trying the harness)")
 	if err := fs.Parse(args); err != nil {
@@ -397,6 +408,12 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 		}
 		admin = strings.TrimSpace(string(o))
 	}
+	goAdmin := admin
+	admin, stopPG, err := statsCluster(ctx, root, admin, getenv, logf)
+	if err != nil {
+		return err
+	}
+	defer stopPG()
 	sanctions := getenv("EMI_SANCTIONS_DIR")
 	if sanctions == "" {
 		sanctions = filepath.Join(root, "..", "shared", "data", "sanctions")
@@ -450,10 +467,16 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	base := "http://" + addr
+	dln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	debugAddr := dln.Addr().String()
+	_ = dln.Close()
 	env := map[string]string{
 		"DATABASE_URL": dbURL, "EMI_MASTER_KEY": base64.StdEncoding.EncodeToString(mk), "EMI_MODE": "sandbox",
 		"EMI_ADDR": addr, "EMI_PUBLIC_URL": base, "EMI_SANCTIONS_DIR": sanctions,
-		"EMI_RATE_LIMIT": "0", "EMI_LOG_LEVEL": "warn",
+		"EMI_RATE_LIMIT": "0", "EMI_LOG_LEVEL": "warn", "EMI_DEBUG_ADDR": debugAddr,
 	}
 	envList := os.Environ()
 	for k, v := range env {
@@ -481,7 +504,7 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 	r.Setup = append(r.Setup,
 		"# a fresh database on the local cluster (bash .ci/postgres.sh prints the admin URL)",
 		"psql \"$ADMIN_URL\" -c 'CREATE DATABASE "+dbName+"'",
-		"export DATABASE_URL=…/"+dbName+" EMI_MASTER_KEY=(32 random bytes, base64) EMI_MODE=sandbox EMI_ADDR="+addr+" EMI_RATE_LIMIT=0 EMI_LOG_LEVEL=warn EMI_SANCTIONS_DIR=…/shared/data/sanctions",
+		"export DATABASE_URL=…/"+dbName+" EMI_MASTER_KEY=(32 random bytes, base64) EMI_MODE=sandbox EMI_ADDR="+addr+" EMI_RATE_LIMIT=0 EMI_LOG_LEVEL=warn EMI_DEBUG_ADDR=127.0.0.1:… EMI_SANCTIONS_DIR=…/shared/data/sanctions",
 		"go build -o $TMP/emi ./cmd/emi")
 	if _, err := sh("go", "build", "-o", bin, "./cmd/emi"); err != nil {
 		return err
@@ -496,6 +519,15 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 		r.Setup = append(r.Setup, "$TMP/emi "+strings.Join(step, " "))
 		genOut = o
 	}
+	benchDB, err := sql.Open("postgres", dbURL)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = benchDB.Close() }()
+	if _, err := benchDB.ExecContext(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		return fmt.Errorf("pg_stat_statements: %w", err)
+	}
+	r.Setup = append(r.Setup, "psql \"$DATABASE_URL\" -c 'CREATE EXTENSION pg_stat_statements'   # the cluster preloads it (see statsCluster)")
 	m := regexp.MustCompile(`for partner (\S+)`).FindStringSubmatch(genOut)
 	if m == nil {
 		return fmt.Errorf("no partner in the output of emi generate: %s", genOut)
@@ -543,7 +575,7 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 		return err
 	}
 	defer h.app.Close()
-	r.Setup = append(r.Setup, fmt.Sprintf("# emi-load mints %d API keys of the Bench Partner and an underwriter, and funds 201 balances (service layer)", *nkeys))
+	r.Setup = append(r.Setup, fmt.Sprintf("# emi-load mints %d API key(s) of the Bench Partner and an underwriter, and funds 201 balances (service layer)", *nkeys))
 	var mixedRate float64
 	for _, s := range benchScenarios(*dur) {
 		if *only != "" && !strings.Contains(s.op, *only) {
@@ -556,9 +588,31 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 			s.sh.rate = math.Max(1, math.Round(mixedRate/2))
 		}
 		logf("scenario %s, %s", s.op, s.sh)
+		var finish func() (string, error)
+		prof := s.sh.rate == 0 && profiled(s.op, s.sh.clients)
+		if prof {
+			if _, err := benchDB.ExecContext(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+				return err
+			}
+			finish = startProfile(ctx, "http://"+debugAddr, bin, tmp, fmt.Sprintf("%s-%d", s.op, s.sh.clients), s.sh.d-500*time.Millisecond)
+		}
 		res, err := h.scenario(ctx, c, s.op, s.sh)
 		if err != nil {
 			return err
+		}
+		if prof {
+			pr := profile{Scenario: s.op, Shape: s.sh.String(), Flows: res.Total().Count}
+			var errs []string
+			top, err := finish()
+			if err != nil {
+				errs = append(errs, "CPU profile: "+err.Error())
+			}
+			pr.Top = top
+			if pr.Statements, err = statements(ctx, benchDB, pr.Flows); err != nil {
+				errs = append(errs, "pg_stat_statements: "+err.Error())
+			}
+			pr.Err = strings.Join(errs, "; ")
+			r.Profiles = append(r.Profiles, pr)
 		}
 		writeText(out, res)
 		if s.op == "mixed" && s.sh.rate == 0 {
@@ -594,7 +648,7 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 
 	if _, err := exec.LookPath("pgbench"); err != nil {
 		r.PGSkipped = "pgbench is not installed"
-	} else if err := runPGBench(ctx, &r, dbURL, root, *dur, logf); err != nil {
+	} else if err := runPGBench(ctx, &r, dbURL, root, tmp, *dur, logf); err != nil {
 		return err
 	}
 
@@ -602,7 +656,7 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 		for _, g := range goBenchCmds {
 			cmd := exec.CommandContext(ctx, "go", g.args()...) // #nosec G204 -- fixed arguments
 			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "EMI_TEST_ADMIN_URL="+admin, "EMI_SANCTIONS_DIR="+sanctions)
+			cmd.Env = append(os.Environ(), "EMI_TEST_ADMIN_URL="+goAdmin, "EMI_SANCTIONS_DIR="+sanctions)
 			line := "go " + strings.Join(quoteArgs(g.args()), " ")
 			logf("%s", line)
 			o, err := cmd.CombinedOutput()
@@ -665,15 +719,15 @@ type pgbenchRun struct {
 }
 
 var (
-	tpsLine     = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
-	latencyLine = regexp.MustCompile(`latency average = ([0-9.]+ ms)`)
-	uuidLike    = regexp.MustCompile(`^[0-9a-f-]{36}$`)
+	tpsLine  = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+	uuidLike = regexp.MustCompile(`^[0-9a-f-]{36}$`)
 )
 
-// runPGBench prepares the tables the pgbench scripts of account_create and
-// card_create read (the Bench Partner's users, its accounts still without a
-// card) and runs each with 32 clients for d, as issues 8 and 9 did.
-func runPGBench(ctx context.Context, r *report, dbURL, root string, d time.Duration, logf func(string, ...any)) error {
+// runPGBench prepares the tables the pgbench scripts read (the Bench
+// Partner's users, accounts, cards, and its accounts still without a card)
+// and runs every script of the issue 18 targets, with the clients of the
+// emi scenario it is compared with, for d each.
+func runPGBench(ctx context.Context, r *report, dbURL, root, tmp string, d time.Duration, logf func(string, ...any)) error {
 	if !uuidLike.MatchString(r.Partner) {
 		return fmt.Errorf("partner id %q", r.Partner)
 	}
@@ -686,6 +740,10 @@ func runPGBench(ctx context.Context, r *report, dbURL, root string, d time.Durat
 	for _, q := range []string{
 		`CREATE TABLE bench_users AS SELECT row_number() OVER () AS i, token FROM users WHERE partner_id = '` + p + `' AND status = 'active'`,
 		`CREATE UNIQUE INDEX ON bench_users (i)`,
+		`CREATE TABLE bench_accounts AS SELECT row_number() OVER () AS i, token FROM accounts WHERE partner_id = '` + p + `'`,
+		`CREATE UNIQUE INDEX ON bench_accounts (i)`,
+		`CREATE TABLE bench_cards AS SELECT row_number() OVER () AS i, token FROM cards WHERE partner_id = '` + p + `' AND status = 'active'`,
+		`CREATE UNIQUE INDEX ON bench_cards (i)`,
 		`CREATE TABLE bench_free AS SELECT row_number() OVER () AS i, a.token FROM accounts a WHERE a.partner_id = '` + p + `'
 			AND a.status = 'active' AND NOT a.virtual AND a.program = 'account_eur' AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.account = a.token)`,
 		`CREATE UNIQUE INDEX ON bench_free (i)`,
@@ -696,55 +754,35 @@ func runPGBench(ctx context.Context, r *report, dbURL, root string, d time.Durat
 			return fmt.Errorf("pgbench setup: %w", err)
 		}
 	}
-	var nusers, nfree int
-	var apiKey string
-	if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM bench_users), (SELECT count(*) FROM bench_free),
-		(SELECT api_key FROM partner_keys WHERE partner_id = $1 ORDER BY api_key LIMIT 1)`, p).Scan(&nusers, &nfree, &apiKey); err != nil {
+	var nusers, naccounts, ncards, nfree int
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM bench_users), (SELECT count(*) FROM bench_accounts),
+		(SELECT count(*) FROM bench_cards), (SELECT count(*) FROM bench_free)`).Scan(&nusers, &naccounts, &ncards, &nfree); err != nil {
 		return fmt.Errorf("pgbench setup: %w", err)
 	}
-	secs := max(1, int(d.Seconds()))
-	r.PGCmds = append(r.PGCmds, "# bench_users: the Bench Partner's users; bench_free: its accounts without a card (+ bench_free_seq); see the scripts' headers")
-	emi := map[string]float64{}
-	for _, res := range r.Results {
-		if res.Shape == "32 clients" {
-			emi[res.Scenario] = res.Total().Rate
+	r.PGCmds = append(r.PGCmds, "# bench_users, bench_accounts, bench_cards: the Bench Partner's users, accounts and cards (i = 1..n); bench_free: its accounts without a card (+ bench_free_seq); see each script's header")
+	defs := []string{"partner=" + p, fmt.Sprintf("nusers=%d", nusers), fmt.Sprintf("naccounts=%d", naccounts), fmt.Sprintf("ncards=%d", ncards)}
+	red := strings.NewReplacer(p, "P")
+	emiStats := func(op string, clients int) Stats {
+		for _, res := range r.Results {
+			if res.Scenario == op && res.Shape == fmt.Sprintf("%d clients", clients) {
+				return res.Total()
+			}
 		}
+		return Stats{}
 	}
-	for _, op := range []string{"account_create", "card_create"} {
-		script := filepath.Join("cmd", "emi-load", op+".pgbench.sql")
-		args := []string{"-n", "-c", "32", "-j", "2", "-T", fmt.Sprint(secs), "-D", "partner=" + p, "-D", "apikey=" + apiKey}
-		if op == "account_create" {
-			args = append(args, "-D", fmt.Sprintf("nusers=%d", nusers))
+	for _, t := range targets {
+		if emiStats(t.op, t.clients).Count == 0 {
+			continue // the scenario did not run (-only)
 		}
-		args = append(args, "-f", script)
-		line := strings.NewReplacer(p, "P", apiKey, "KEY").Replace("pgbench " + strings.Join(args, " ") + ` "$DATABASE_URL"`)
-		r.PGCmds = append(r.PGCmds, line)
-		logf("%s", line)
-		cmd := exec.CommandContext(ctx, "pgbench", append(args, dbURL)...) // #nosec G204 -- fixed arguments and our database
-		cmd.Dir = root
-		o, err := cmd.CombinedOutput()
-		if err != nil {
-			// Reported, not fatal: e.g. card_create's script runs out of
-			// accounts without a card when BENCH_DURATION is long.
-			out := strings.TrimSpace(string(o))
-			r.GoFailed = append(r.GoFailed, fmt.Sprintf("`%s`: %v: %s", line, err, out[max(0, len(out)-400):]))
-			continue
+		logf("pgbench %s, %d clients", t.script, t.clients)
+		res := runPGBenchScript(ctx, root, dbURL, tmp, t.script, t.clients, d, defs, red)
+		if res.FailedMessage != "" {
+			r.GoFailed = append(r.GoFailed, fmt.Sprintf("`%s`: %s", res.Command, res.FailedMessage))
 		}
-		x := pgbenchRun{Op: op, Emi: emi[op]}
-		if m := tpsLine.FindSubmatch(o); m != nil {
-			_, _ = fmt.Sscanf(string(m[1]), "%g", &x.TPS)
-		}
-		if m := latencyLine.FindSubmatch(o); m != nil {
-			x.Latency = string(m[1])
-		}
-		if x.TPS == 0 {
-			r.GoFailed = append(r.GoFailed, fmt.Sprintf("`%s`: no tps in its output", line))
-			continue
-		}
-		r.PGBench = append(r.PGBench, x)
+		r.Targets = append(r.Targets, ratioRow{t: t, emi: emiStats(t.op, t.clients), pg: res})
 	}
-	if nfree < 1000*secs {
-		r.Notes = append(r.Notes, fmt.Sprintf("card_create's pgbench had %d accounts without a card for %d s", nfree, secs))
+	if nfree < 1000*max(1, int(d.Seconds())) {
+		r.Notes = append(r.Notes, fmt.Sprintf("card_create's pgbench had %d accounts without a card for %s", nfree, d))
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func TestMixedScenarioAgainstARealServer(t *testing.T) {
 	if _, err := env.App.Cards.Generate(sys, env.App.CardStore, creds.Partner.ID, 200, nil); err != nil {
 		t.Fatal(err)
 	}
-	h, c, err := prepareWith(context.Background(), env.App, env.Server.URL, prepareOpts{keys: 400, partner: creds.Partner.ID, pairs: 20, cold: 40, fund: true})
+	h, c, err := prepareWith(context.Background(), env.App, env.Server.URL, prepareOpts{keys: 1, partner: creds.Partner.ID, pairs: 20, cold: 40, fund: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"emi/internal/service"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -240,5 +247,151 @@ func TestRenderReport(t *testing.T) {
 	}
 	if strings.Contains(md, "### partner_details") {
 		t.Error("a single-request scenario got a breakdown table")
+	}
+}
+
+// fakeClock is a clock that moves only when the stamper waits.
+type fakeClock struct{ t time.Time }
+
+func (f *fakeClock) stamper() *stamper {
+	s := newStamper()
+	s.now = func() time.Time { return f.t }
+	s.wait = func(_ context.Context, t time.Time) bool {
+		if t.After(f.t) {
+			f.t = t
+		}
+		return true
+	}
+	return s
+}
+
+// One key signs many different requests in one second, but never the same
+// request twice (contract §2's replay tuple): the identical one goes with
+// signature version 2 and a nonce of its own.
+func TestStamperNeverSignsTheSameRequestTwiceInASecond(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 400e6, time.UTC)}
+	s := clock.stamper()
+	k := key{apiKey: "k1", secret: "s1"}
+	sec := strconv.FormatInt(clock.t.Unix(), 10)
+	sign := func(keyIdx int, kk key, method, target, op string, body []byte) signature {
+		t.Helper()
+		sig, ok := s.sign(context.Background(), keyIdx, kk, method, target, op, body)
+		if !ok || sig.ts != sec {
+			t.Fatalf("sign %s %s: ok %v, ts %s (want the current second %s)", method, target, ok, sig.ts, sec)
+		}
+		if sig.nonce == "" {
+			var v1 []byte
+			if method == "POST" || method == "PUT" {
+				v1 = body
+			}
+			if sig.hash != service.Signature([]byte(kk.secret), kk.apiKey, sig.ts, op, v1) {
+				t.Fatalf("%s %s: wrong version 1 signature", method, target)
+			}
+		} else if sig.hash != service.SignatureV2([]byte(kk.secret), kk.apiKey, sig.ts, op, method, target, sig.nonce, body) {
+			t.Fatalf("%s %s: wrong version 2 signature", method, target)
+		}
+		return sig
+	}
+	// Two accounts, two pages, one body to two cards: same x-hash, other
+	// requests, all version 1 in the same second.
+	for _, r := range []struct{ m, target, op, body string }{
+		{"GET", "/v2/accounts/a", "account_details", ""},
+		{"GET", "/v2/accounts/b", "account_details", ""},
+		{"GET", "/v2/accounts/1/10", "accounts_list", ""},
+		{"GET", "/v2/accounts/2/10", "accounts_list", ""},
+		{"PUT", "/v2/cards/c1/status", "card_status", `{"status":"inactive"}`},
+		{"PUT", "/v2/cards/c2/status", "card_status", `{"status":"inactive"}`},
+		{"PUT", "/v2/cards/c1/status", "card_status", `{"status":"active"}`},
+	} {
+		var body []byte
+		if r.body != "" {
+			body = []byte(r.body)
+		}
+		if sig := sign(0, k, r.m, r.target, r.op, body); sig.nonce != "" {
+			t.Fatalf("%s %s %s: a different request was signed as a repeat", r.m, r.target, r.body)
+		}
+	}
+	// Another key (another partner) may send the identical request.
+	if sig := sign(1, key{apiKey: "k2", secret: "s2"}, "GET", "/v2/accounts/a", "account_details", nil); sig.nonce != "" {
+		t.Fatal("another key's identical request was signed as a repeat")
+	}
+	// The identical request again, twice: version 2, two nonces.
+	a := sign(0, k, "GET", "/v2/accounts/a", "account_details", nil)
+	b := sign(0, k, "GET", "/v2/accounts/a", "account_details", nil)
+	if a.nonce == "" || b.nonce == "" || a.nonce == b.nonce || a.hash == b.hash {
+		t.Fatalf("repeats: %+v %+v", a, b)
+	}
+	// Whitespace is not signed by version 1: this body is the same request.
+	if sig := sign(0, k, "PUT", "/v2/cards/c1/status", "card_status", []byte(`{"status": "inactive"}`)); sig.nonce == "" {
+		t.Fatal("a body differing only in whitespace has the same x-hash: it is a repeat")
+	}
+	if s.repeats.Load() != 3 {
+		t.Fatalf("repeats %d, want 3", s.repeats.Load())
+	}
+	// The next second: version 1 again.
+	clock.t = clock.t.Add(time.Second)
+	sec = strconv.FormatInt(clock.t.Unix(), 10)
+	if sig := sign(0, k, "GET", "/v2/accounts/a", "account_details", nil); sig.nonce != "" {
+		t.Fatal("a new second starts afresh")
+	}
+}
+
+// Concurrent clients on one key: no two requests carry the same replay
+// identity (second, method, target, x-hash), whatever the interleaving.
+func TestStamperConcurrentClientsOneKey(t *testing.T) {
+	s := newStamper()
+	k := key{apiKey: "k", secret: "s"}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	for c := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				target := fmt.Sprintf("/v2/accounts/%d", (c*50+i)%300)
+				sig, ok := s.sign(context.Background(), 0, k, "GET", target, "account_details", nil)
+				if !ok {
+					t.Error("sign failed")
+					return
+				}
+				id := sig.ts + " " + target + " " + sig.hash
+				mu.Lock()
+				if seen[id] {
+					t.Errorf("%s signed twice", id)
+				}
+				seen[id] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Flow n signs with key n mod N, and a 10003 is an error of the request
+// and its flow even where the flow accepts a 401.
+func TestCallerKeyPerFlowAndReplayIsAnError(t *testing.T) {
+	var gotKeys []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		gotKeys = append(gotKeys, r.Header.Get("x-api-key"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"code":10003,"message":"replayed"}`))
+	}))
+	defer srv.Close()
+	c := &caller{http: srv.Client(), base: srv.URL, keys: []key{{"a", "1"}, {"b", "2"}, {"c", "3"}}, stamp: newStamper(), rec: newRecorder()}
+	for n := int64(0); n < 6; n++ {
+		if _, err := c.forFlow(n).do(context.Background(), http.MethodGet, fmt.Sprintf("/v2/accounts/%d", n), "account_details", nil, http.StatusUnauthorized); err == nil {
+			t.Fatal("a 10003 answer passed as expected")
+		}
+	}
+	if strings.Join(gotKeys, "") != "abcabc" {
+		t.Fatalf("keys per flow: %v", gotKeys)
+	}
+	res := c.rec.result("x", "", nil, time.Second)
+	if len(res.Requests) != 1 || res.Requests[0].Errors != 6 {
+		t.Fatalf("%+v", res.Requests)
 	}
 }

@@ -12,15 +12,22 @@
 // and card) and card_ops (card reads and status changes); and mixed, a
 // realistic ratio of all of them (mixedRatio).
 //
-// A signature is accepted once, and an identical request signed in the same
-// second has the same signature, so one API key can send at most one
-// identical read per second. The harness therefore mints -keys API keys for
-// one load partner (directly through the service layer, which is why it needs
-// DATABASE_URL and EMI_MASTER_KEY of the server) and gives each request a
-// (key, second) pair nobody used before; the offered load is capped at -keys
-// requests per second.
+// It signs as a partner does: one API key carries the whole load by default.
+// The server refuses only the same request twice (contract §2: API key,
+// x-timestamp, method, request target, x-hash), so the harness signs each
+// request (version 1) with the current second and, when that second already
+// carried the identical request with that key (card_ops reads a card twice),
+// signs it with version 2 and a nonce of its own; the report counts those
+// repeats. -keys N models N
+// partners, each with its one key: every flow signs all its requests with
+// one key (flow n with key n mod N). With -partner P the N keys all belong
+// to P, because the reads need P's accounts and cards: the server then sees
+// N keys (replay guard, key cache and rate limit are per key) of one
+// partner (per-partner ordering, such as events, is shared). Keys are
+// minted through the service layer, which is why emi-load needs
+// DATABASE_URL and EMI_MASTER_KEY of the server.
 //
-//	emi-load -url http://127.0.0.1:8080 -keys 5000 -c 32 -d 20s
+//	emi-load -url http://127.0.0.1:8080 -c 32 -d 20s
 //	emi-load -op mixed -partner P -rate 300 -d 20s
 //	emi-load bench -d 10s -report cmd/emi-load/REPORT.md   (what `make bench` runs)
 package main
@@ -75,7 +82,7 @@ func (s shape) String() string {
 func runMain(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := newFlags()
 	url := fs.String("url", "http://127.0.0.1:8080", "base URL of the running server")
-	nkeys := fs.Int("keys", 2000, "API keys to mint (caps the request rate per second)")
+	nkeys := fs.Int("keys", 1, "partners to model, each signing with its own one API key (with -partner P: N keys of P, since the reads need P's data)")
 	clients := fs.Int("c", 32, "concurrent clients (closed loop; ignored with -rate)")
 	rate := fs.Float64("rate", 0, "flow starts per second (open loop); 0: closed loop with -c clients")
 	inflight := fs.Int("inflight", 256, "open loop: most flows in flight at once (a start waits for a slot and counts as late)")
@@ -94,7 +101,7 @@ func runMain(ctx context.Context, args []string, getenv func(string) string, out
 	}
 	defer h.app.Close()
 	sh := shape{clients: *clients, rate: *rate, inflight: *inflight, d: *dur}
-	fmt.Fprintf(out, "minted %d keys; %s for %s against %s (scenario %s)\n", len(c.keys), sh, *dur, *url, *opName)
+	fmt.Fprintf(out, "%d API key(s); %s for %s against %s (scenario %s)\n", len(c.keys), sh, *dur, *url, *opName)
 	res, err := h.scenario(ctx, c, *opName, sh)
 	if err != nil {
 		return err
@@ -117,8 +124,11 @@ func (h *harness) scenario(ctx context.Context, c *caller, name string, sh shape
 	conns := max(sh.clients, sh.inflight)
 	cc.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}, Timeout: 30 * time.Second}
 	defer cc.http.CloseIdleConnections()
+	repeats := c.stamp.repeats.Load()
 	elapsed := run(ctx, &cc, pick, sh.clients, sh.rate, sh.inflight, sh.d)
-	return cc.rec.result(name, sh.String(), flows, elapsed), nil
+	res := cc.rec.result(name, sh.String(), flows, elapsed)
+	res.Repeats = c.stamp.repeats.Load() - repeats
+	return res, nil
 }
 
 // fixtures are the tokens the operations pick from.
@@ -139,7 +149,9 @@ type prepareOpts struct {
 }
 
 // prepare opens the service layer with the server's configuration, creates
-// n API keys for a load-test partner (a new one, or opts.partner), an
+// opts.keys API keys (without opts.partner: that many new partners with one
+// key each; with it: that many keys of opts.partner, whose data the
+// operations read), an
 // underwriter, loads up to 20,000 of the partner's accounts, users and
 // cards and funds the transfer balances.
 func prepare(ctx context.Context, getenv func(string) string, url string, opts prepareOpts) (*harness, *caller, error) {
@@ -167,14 +179,20 @@ func prepareWith(ctx context.Context, a *app.App, url string, opts prepareOpts) 
 	fx.pairs, fx.cold = opts.pairs, opts.cold
 	var keys []key
 	partnerID := opts.partner
-	if partnerID == "" {
-		c, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: "load test " + time.Now().UTC().Format(time.RFC3339), Processing: emi.ProcessingSemiAutomatic})
-		if err != nil {
-			return nil, nil, err
+	for len(keys) < max(1, opts.keys) {
+		if opts.partner == "" {
+			// A partner of its own per key: the fixtures (none without
+			// -partner) and the transfers' balances are the first one's.
+			c, err := a.Partners.Create(ctx, emi.PartnerCreate{Name: fmt.Sprintf("load test %s #%d", time.Now().UTC().Format(time.RFC3339), len(keys)+1), Processing: emi.ProcessingSemiAutomatic})
+			if err != nil {
+				return nil, nil, err
+			}
+			keys = append(keys, key{c.APIKey, c.APISecret})
+			if partnerID == "" {
+				partnerID = c.Partner.ID
+			}
+			continue
 		}
-		keys, partnerID = append(keys, key{c.APIKey, c.APISecret}), c.Partner.ID
-	}
-	for len(keys) < opts.keys {
 		k, err := a.Partners.CreateKey(ctx, partnerID)
 		if err != nil {
 			return nil, nil, err
@@ -213,7 +231,7 @@ func prepareWith(ctx context.Context, a *app.App, url string, opts prepareOpts) 
 			return nil, nil, err
 		}
 	}
-	return h, &caller{base: url, keys: keys, disp: &dispenser{n: len(keys)}}, nil
+	return h, &caller{base: url, keys: keys, stamp: newStamper()}, nil
 }
 
 // fundBalances picks n active EUR balances of the partner (oldest accounts

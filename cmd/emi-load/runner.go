@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,13 +18,32 @@ import (
 )
 
 // caller sends signed requests for the flows of one run and records each.
+// Every request of one flow is signed with one key (forFlow): a key stands
+// for one partner, and a partner's flow never hops between partners.
 type caller struct {
-	http *http.Client
-	base string
-	keys []key
-	disp *dispenser
-	rec  *recorder
+	http  *http.Client
+	base  string
+	keys  []key
+	stamp *stamper
+	rec   *recorder
+	// key is the index in keys of the key this flow signs with.
+	key int
 }
+
+// forFlow returns the caller of the n-th flow: the same caller, signing
+// with key n mod len(keys), so N keys share the load evenly.
+func (c *caller) forFlow(n int64) *caller {
+	cc := *c
+	if len(c.keys) > 0 {
+		cc.key = int(n % int64(len(c.keys)))
+	}
+	return &cc
+}
+
+// codeReplayed is the envelope code of a replayed request (contract §2):
+// always an error in a report, whatever status a flow expects, since the
+// harness never sends the same request twice on purpose.
+const codeReplayed = 10003
 
 // answer is what a request got back.
 type answer struct {
@@ -45,7 +65,8 @@ func (e errUnexpected) Error() string { return e.op + ": " + e.a.String() }
 // operation name. want lists the HTTP statuses the flow expects; any
 // other answer is an error of the request and of its flow.
 func (c *caller) do(ctx context.Context, method, path, name string, body []byte, want ...int) (answer, error) {
-	k, ts, ok := c.disp.next(ctx)
+	kk := c.keys[c.key]
+	sig, ok := c.stamp.sign(ctx, c.key, kk, method, path, name, body)
 	if !ok {
 		return answer{}, ctx.Err()
 	}
@@ -60,10 +81,13 @@ func (c *caller) do(ctx context.Context, method, path, name string, body []byte,
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	kk := c.keys[k]
 	req.Header.Set("x-api-key", kk.apiKey)
-	req.Header.Set("x-timestamp", ts)
-	req.Header.Set("x-hash", service.Signature([]byte(kk.secret), kk.apiKey, ts, name, body))
+	req.Header.Set("x-timestamp", sig.ts)
+	req.Header.Set("x-hash", sig.hash)
+	if sig.nonce != "" {
+		req.Header.Set("x-signature-version", "2")
+		req.Header.Set("x-nonce", sig.nonce)
+	}
 	t0 := time.Now()
 	res, err := c.http.Do(req)
 	if err != nil {
@@ -93,6 +117,9 @@ func (c *caller) do(ctx context.Context, method, path, name string, body []byte,
 	for _, w := range want {
 		expected = expected || a.status == w
 	}
+	if a.code == codeReplayed {
+		expected = false
+	}
 	c.rec.add(name, lat, true, a.String(), !expected || a.status >= 500)
 	if !expected {
 		return a, errUnexpected{name, a}
@@ -113,7 +140,7 @@ func run(ctx context.Context, c *caller, pick func(n int64) flow, clients int, r
 	var wg sync.WaitGroup
 	one := func(n int64, intended time.Time) {
 		f := pick(n)
-		err := f.run(ctx, c, n)
+		err := f.run(ctx, c.forFlow(n), n)
 		var ue errUnexpected
 		if err != nil && !errors.As(err, &ue) && ctx.Err() != nil {
 			return // interrupted: not counted
@@ -203,35 +230,87 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// dispenser hands out (key index, timestamp) pairs, each at most once: every
-// key once per second. One dispenser serves every run of a process, so
-// consecutive runs in the same second never reuse a pair.
-type dispenser struct {
-	mu  sync.Mutex
-	n   int
-	sec int64
-	idx int
+// signedMethod reports whether the body is part of a version 1 signature:
+// POST and PUT only (contract §2).
+func signedMethod(m string) bool { return m == http.MethodPost || m == http.MethodPut }
+
+// stamper signs requests as a partner must (contract §2): the server
+// refuses the same request twice, the same request being the tuple (API key,
+// x-timestamp, method, request target, x-hash). One key sends many requests
+// per second, all signed with version 1 and the current second, which makes
+// different requests (another account, page or card) different even when
+// their x-hash is equal. When that second already carried the identical
+// request with that key (card_ops reads one card twice in a flow; a poll
+// loop), the request is signed with version 2 and a nonce of its own, as a
+// partner that means to repeat a request does: no wait, and the repeat is
+// counted (Repeats in the report).
+type stamper struct {
+	mu      sync.Mutex
+	sec     int64
+	used    map[[sha256.Size]byte]struct{}
+	repeats atomic.Int64
+	nonces  atomic.Int64
+	// now and wait are the clock and the sleep until a time (time.Now and
+	// sleepUntil; tests use a fake clock).
+	now  func() time.Time
+	wait func(ctx context.Context, t time.Time) bool
 }
 
-func (d *dispenser) next(ctx context.Context) (int, string, bool) {
-	for {
-		d.mu.Lock()
-		now := time.Now().Unix()
-		if now != d.sec {
-			d.sec, d.idx = now, 0
-		}
-		if d.idx < d.n {
-			i := d.idx
-			d.idx++
-			d.mu.Unlock()
-			return i, strconv.FormatInt(now, 10), true
-		}
-		d.mu.Unlock()
-		wait := time.Until(time.Unix(now+1, 0))
-		select {
-		case <-ctx.Done():
-			return 0, "", false
-		case <-time.After(wait):
-		}
+func newStamper() *stamper {
+	return &stamper{now: time.Now, wait: sleepUntil, used: map[[sha256.Size]byte]struct{}{}}
+}
+
+// signature is what a request carries: x-timestamp, x-hash and, for a
+// version 2 signature, x-nonce.
+type signature struct{ ts, hash, nonce string }
+
+// sign returns the signature of a request never sent before in that second
+// with that key; false when ctx ended while waiting for a clock that
+// stepped back.
+func (s *stamper) sign(ctx context.Context, keyIdx int, k key, method, target, op string, body []byte) (signature, bool) {
+	var v1Body []byte
+	if signedMethod(method) {
+		v1Body = body
 	}
+	for {
+		sec := s.now().Unix()
+		ts := strconv.FormatInt(sec, 10)
+		hash := service.Signature([]byte(k.secret), k.apiKey, ts, op, v1Body)
+		id := requestID(keyIdx, method, target, hash)
+		s.mu.Lock()
+		if ahead := s.sec; sec < ahead {
+			// The clock stepped back: the second ahead may hold this
+			// request, wait until it has passed.
+			s.mu.Unlock()
+			if !s.wait(ctx, time.Unix(ahead+1, 0)) {
+				return signature{}, false
+			}
+			continue
+		} else if sec > ahead {
+			s.sec = sec
+			clear(s.used)
+		}
+		_, dup := s.used[id]
+		if !dup {
+			s.used[id] = struct{}{}
+		}
+		s.mu.Unlock()
+		if !dup {
+			return signature{ts: ts, hash: hash}, true
+		}
+		s.repeats.Add(1)
+		nonce := "emi-load-" + strconv.FormatInt(s.nonces.Add(1), 36)
+		return signature{ts: ts, nonce: nonce,
+			hash: service.SignatureV2([]byte(k.secret), k.apiKey, ts, op, method, target, nonce, body)}, true
+	}
+}
+
+// requestID is the replay identity of a request within one second, as the
+// server computes it (contract §2), the timestamp aside.
+func requestID(keyIdx int, method, target, hash string) [sha256.Size]byte {
+	h := sha256.New()
+	_, _ = fmt.Fprintf(h, "%d\x00%s\x00%s\x00%s", keyIdx, method, target, hash)
+	var id [sha256.Size]byte
+	h.Sum(id[:0])
+	return id
 }

@@ -100,6 +100,9 @@ type Result struct {
 	Shape    string // "32 clients" or "200/s open loop, ≤ 256 in flight"
 	Elapsed  time.Duration
 	Late     int
+	// Repeats counts requests whose key had sent the identical request in
+	// the same second: they went with signature version 2 and a nonce.
+	Repeats int64
 	// Flows are per scenario flow (one entry per flow kind: a mixed run
 	// has several); Requests per signed operation.
 	Flows, Requests []Stats
@@ -173,6 +176,9 @@ func writeText(out io.Writer, res Result) {
 	fmt.Fprintf(out, "scenario %s, %s, %s", res.Scenario, res.Shape, res.Elapsed.Round(time.Millisecond))
 	if strings.Contains(res.Shape, "open loop") {
 		fmt.Fprintf(out, ", late starts %d", res.Late)
+	}
+	if res.Repeats > 0 {
+		fmt.Fprintf(out, ", identical requests in one second (signed v2 with a nonce) %d", res.Repeats)
 	}
 	fmt.Fprintln(out)
 	line := func(kind string, s Stats) {

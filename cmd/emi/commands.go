@@ -266,6 +266,17 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
+	if cfg.DebugAddr != "" {
+		dln, err := debugListener(cfg.DebugAddr)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		dsrv := debugServer()
+		go func() { _ = dsrv.Serve(dln) }()
+		defer func() { _ = dsrv.Close() }()
+		logger.Info("profiling endpoint (net/http/pprof)", "addr", dln.Addr().String())
+	}
 	srv := &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -280,10 +291,14 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		a.ScheduleSanctionsUpdates(workCtx)
+	}()
+	go func() {
+		defer wg.Done()
+		a.RunKeyCache(workCtx)
 	}()
 	go func() {
 		defer wg.Done()

@@ -51,6 +51,10 @@ type App struct {
 	StaffStore *postgres.StaffStore
 	Sessions   *postgres.SessionStore
 
+	// keyCache keeps API keys in memory for the partner API's
+	// authentication, live while RunKeyCache runs (see keycache.go).
+	keyCache *keyCache
+
 	Audit       *service.Auditor
 	Partners    *service.Partners
 	Auth        *service.Auth
@@ -108,6 +112,9 @@ type App struct {
 	IncomingStore *postgres.IncomingStore
 	Incoming      *service.Incoming
 	Adjustments   *service.Adjustments
+	// Controls is the decision engine: who may approve a sensitive
+	// decision, and whether the approvers are distinct people.
+	Controls *service.Controls
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -151,7 +158,8 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	// tests); production only public https addresses, checked at
 	// registration and again at every dial (DNS rebinding).
 	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
-	a.Auth = service.NewAuth(a.Store, a.Store, keys, service.AuthConfig{Window: cfg.AuthWindow}, now)
+	a.keyCache = newKeyCache(a.Store, nil)
+	a.Auth = service.NewAuth(a.keyCache, a.Store, keys, service.AuthConfig{Window: cfg.AuthWindow}, now)
 	a.Idempotency = service.NewIdempotency(db, a.Store, keys, now)
 	a.StaffStore = postgres.NewStaffStore(db)
 	a.Sessions = postgres.NewSessionStore(db, now)
@@ -165,13 +173,14 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		func(res emi.WebhookResult, failed int, elapsed time.Duration) (time.Duration, bool) {
 			return webhook.DelayAfter(res, failed, elapsed, nil)
 		}, service.WebhooksConfig{}, now)
-	a.Partners = service.NewPartners(db, a.Store, keys, a.Audit, v,
+	a.Partners = service.NewPartners(db, a.keyCache, keys, a.Audit, v,
 		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, now)
 	a.People = postgres.NewPeopleStore(db)
 	a.Screener = screening.NewScreener()
 	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: cfg.SanctionsURLs[:]}}
 	a.Sanctions = screener
-	a.AML = service.NewAML(db, a.People, a.People, screener, a.Events, a.Jobs, a.Audit, v, now)
+	a.Controls = service.NewControls(a.StaffStore, now)
+	a.AML = service.NewAML(db, a.People, a.People, screener, a.Controls, a.Events, a.Jobs, a.Audit, v, now)
 	a.Users = service.NewUsers(db, a.People, a.People, a.AML, keys, a.Audit, v, screener.Normalize, now)
 	a.KYC = service.NewKYC(db, a.People, a.People, a.People, keys, service.HostedKYC{PublicURL: cfg.PublicURL},
 		a.Events, a.Audit, now)
@@ -185,10 +194,10 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Onboarding.SetChecks(a.Checks)
 	a.Checks.SetFalsePositives(a.People)
 	a.Checks.SetCompanyNameMatcher(registry.NamesMatch)
-	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Checks, a.Events, a.Audit, now)
+	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Controls, a.Checks, a.Events, a.Audit, now)
 	a.Review.SetStores(a.OnboardingStore, a.OnboardingStore)
 	a.AccountStore = postgres.NewAccountStore(db)
-	a.Accounts = service.NewAccounts(db, a.AccountStore, identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, a.Events, a.Audit, v, now)
+	a.Accounts = service.NewAccounts(db, a.AccountStore, identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, a.Controls, a.Events, a.Audit, v, now)
 	a.Accounts.SetTerminations(a.AccountStore)
 	a.CardStore = postgres.NewCardStore(db)
 	a.Cards = service.NewCards(db, a.CardStore, a.AccountStore, a.AML, a.People, keys, smsProvider(cfg), a.Events, a.Audit, v,
@@ -198,7 +207,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Ledger = service.NewLedger(db, a.LedgerStore, now)
 	a.Accounts.SetLedger(a.Ledger)
 	a.TransferStore = postgres.NewTransferStore(db)
-	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Events, a.Audit, v, now)
+	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, now)
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
 	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Audit, now)
 	a.Maintenance.SetHoldExpirer(a.Authorizations)
@@ -215,7 +224,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		Sandbox: cfg.Mode == config.ModeSandbox,
 		Own:     own,
 	}, now)
-	a.Adjustments = service.NewAdjustments(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Audit, now)
+	a.Adjustments = service.NewAdjustments(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Audit, now)
 	return a
 }
 
@@ -334,6 +343,18 @@ func (a *App) RunWorkers(ctx context.Context) error {
 	go postgres.ListenJobs(lctx, a.Config.DatabaseURL, pool.Notify, a.Logger)
 	return pool.Run(ctx)
 }
+
+// RunKeyCache keeps the API key cache live until ctx ends: it listens for
+// committed changes to keys and partners (LISTEN/NOTIFY, from every process
+// sharing the database) and proves with heartbeats that it has seen them
+// all. Without it running, or while its connection is down, every request
+// reads its key from the database, as it would with no cache.
+func (a *App) RunKeyCache(ctx context.Context) {
+	postgres.ListenPartnerKeys(ctx, a.Config.DatabaseURL, a.keyCache, a.Logger)
+}
+
+// KeyCacheStats returns the API key cache's counters.
+func (a *App) KeyCacheStats() KeyCacheStats { return a.keyCache.Stats() }
 
 // Health is nil when the database answers and its schema is current.
 func (a *App) Health(ctx context.Context) error {

@@ -48,8 +48,11 @@ type Config struct {
 	// SMSURL and SMSToken configure the HTTP SMS gateway of card_send_pin;
 	// without a URL the sandbox provider answers in sandbox mode and PIN
 	// texts are refused in production.
-	SMSURL    string
-	SMSToken  string
+	SMSURL   string
+	SMSToken string
+	// DebugAddr, when set, is a loopback address where emi serve exposes
+	// net/http/pprof (CPU profiles for the benchmark); empty: nowhere.
+	DebugAddr string
 	LogLevel  slog.Level
 	LogFormat string // json or text
 
@@ -88,6 +91,7 @@ var Vars = []struct{ Name, Default, Meaning string }{
 	{"EMI_SMS_URL", "", "HTTP SMS gateway for PIN texts (POST {to, text}); unset: sandbox outbox in sandbox mode, refused in production"},
 	{"EMI_SMS_TOKEN", "", "bearer token of the SMS gateway"},
 	{"EMI_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"EMI_DEBUG_ADDR", "", "loopback address (127.0.0.1:6060) for net/http/pprof; unset: no profiling endpoint; any other address is refused"},
 	{"EMI_LOG_FORMAT", "json", "json or text"},
 	{"EMI_RATE_LIMIT", "600", "API requests per API key per EMI_RATE_WINDOW (0 = no limit)"},
 	{"EMI_RATE_WINDOW", "1m", "rate-limit window (Go duration)"},
@@ -207,6 +211,7 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 		}
 	}
 	c.SMSToken = strings.TrimSpace(getenv("EMI_SMS_TOKEN"))
+	c.DebugAddr = strings.TrimSpace(getenv("EMI_DEBUG_ADDR"))
 	if v := strings.TrimSpace(getenv("EMI_LOG_LEVEL")); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad("EMI_LOG_LEVEL", "must be debug, info, warn or error")

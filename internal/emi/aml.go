@@ -72,6 +72,11 @@ type AMLHit struct {
 	DecidedAt  *time.Time `db:"decided_at"`
 	// DecidedByName is the reviewer's name, for the back office.
 	DecidedByName string `db:"decided_by_name"`
+	// ConfirmedBy is the second person of a false positive on a hit that
+	// takes two (score TwoPersonHitScore or more); "" until confirmed.
+	ConfirmedBy     string     `db:"confirmed_by"`
+	ConfirmedAt     *time.Time `db:"confirmed_at"`
+	ConfirmedByName string     `db:"confirmed_by_name"`
 	// Entry is the list entry as the loaded lists hold it now (filled for
 	// the back office; nil when the lists no longer have it).
 	Entry *SanctionsEntry `db:"-"`
@@ -122,7 +127,7 @@ type AMLCheck struct {
 func (c AMLCheck) OpenHits() int {
 	n := 0
 	for _, h := range c.Hits {
-		if !h.Suppressed && h.Decision == "" {
+		if h.Open() {
 			n++
 		}
 	}
@@ -148,6 +153,24 @@ type UserScreening struct {
 	Confirmed     int        `db:"confirmed"`
 	IdentitySince *time.Time `db:"identity_since"`
 }
+
+// TwoPersonHitScore is the score from which a false positive on an API
+// check's hit takes two people (issue 19, C2). Every hit inside an
+// application takes two.
+const TwoPersonHitScore = 0.9
+
+// NeedsSecondPerson reports whether a false positive on h takes two people.
+func (h AMLHit) NeedsSecondPerson() bool { return h.Score >= TwoPersonHitScore }
+
+// Pending reports whether h holds a false positive that waits for its
+// second person.
+func (h AMLHit) Pending() bool {
+	return h.Decision == HitFalsePositive && h.NeedsSecondPerson() && h.ConfirmedBy == ""
+}
+
+// Open reports whether h still needs a decision: not suppressed, and
+// undecided or waiting for its second person.
+func (h AMLHit) Open() bool { return !h.Suppressed && (h.Decision == "" || h.Pending()) }
 
 // HitDecision is a reviewer's decision on one hit; Reason is mandatory.
 type HitDecision struct {

@@ -250,6 +250,12 @@ var (
 	ErrNotAssignee = def(20030, "portal.review.not_assignee", KindConflict)
 	ErrReviewStale = def(20031, "portal.review.stale", KindConflict)
 	ErrFourEyes    = def(20032, "portal.review.four_eyes", KindConflict)
+	// ErrSanctionsBlocked: a sanctions hit of the application is confirmed
+	// as a true match, so it cannot be approved (issue 19, C1).
+	ErrSanctionsBlocked = def(20033, "portal.review.sanctions_blocked", KindConflict)
+	// ErrSanctionsUndecided: a sanctions hit of the application waits for
+	// its (two-person) decision, so it cannot be approved yet (C2).
+	ErrSanctionsUndecided = def(20034, "portal.review.sanctions_undecided", KindConflict)
 
 	// Suspense items and manual adjustments (back office only).
 	ErrSuspenseNotFound   = def(20060, "portal.suspense.not_found", KindNotFound)
@@ -264,6 +270,6 @@ func PortalCatalogue() []*Error {
 		ErrSignInThrottled, ErrTOTPInvalid, ErrPasswordPolicy, ErrOwnRoles, ErrSessionExpired,
 		ErrDocumentNotFound, ErrAMLCheckNotFound, ErrKYCSessionNotFound, ErrReviewValidation, ErrReviewClosed,
 		ErrKYCLinkInvalid, ErrKYCUploadInvalid, ErrKYCLinkUsed, ErrScreeningUpdate,
-		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrProgramValidation, ErrProgramStale,
+		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrSanctionsBlocked, ErrSanctionsUndecided, ErrProgramValidation, ErrProgramStale,
 		ErrSuspenseNotFound, ErrSuspenseResolved, ErrAdjustmentNotFound, ErrAdjustmentDecided}
 }

@@ -135,4 +135,15 @@ type HitDecisionRecord struct {
 	StaffID   string    `db:"staff_id"`
 	StaffName string    `db:"staff_name"`
 	At        time.Time `db:"at"`
+	// ConfirmedBy is the second person of a false positive ("" while it
+	// waits for one; always "" for a true match, which one person decides).
+	ConfirmedBy     string     `db:"confirmed_by"`
+	ConfirmedByName string     `db:"confirmed_by_name"`
+	ConfirmedAt     *time.Time `db:"confirmed_at"`
+}
+
+// Final reports whether the decision settles the hit: a true match, or a
+// false positive confirmed by a second person.
+func (d HitDecisionRecord) Final() bool {
+	return d.Decision == HitTrueMatch || (d.Decision == HitFalsePositive && d.ConfirmedBy != "")
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -251,7 +252,13 @@ func (s *AccountStore) Account(ctx context.Context, partnerID, token string, for
 	if !validUUID(token) {
 		return emi.Account{}, emi.ErrAccountNotFound
 	}
-	q := `SELECT ` + accountColumns + ` FROM accounts a WHERE a.token = $1`
+	// One statement: the account and its balances (a virtual account's:
+	// its main account's) as a JSON array, so a read is one round trip.
+	q := `SELECT ` + accountColumns + `, (SELECT json_agg(json_build_object('token', b.token, 'account', b.account,
+		'position', b.position, 'currency', b.currency, 'available', b.available, 'posted', b.posted, 'held', b.held,
+		'overdraft', b.overdraft, 'iban', b.iban, 'bic', b.bic, 'account_number', b.account_number, 'sort_code', b.sort_code)
+		ORDER BY b.position) FROM balances b WHERE b.account = CASE WHEN a.virtual THEN a.main ELSE a.token END) AS balances_json
+		FROM accounts a WHERE a.token = $1`
 	args := []any{token}
 	if partnerID != "" {
 		q += ` AND a.partner_id = $2`
@@ -260,12 +267,45 @@ func (s *AccountStore) Account(ctx context.Context, partnerID, token string, for
 	if forUpdate {
 		q += ` FOR UPDATE OF a`
 	}
-	var r accountRow
+	var r struct {
+		accountRow
+		Balances []byte `db:"balances_json"`
+	}
 	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, args...); err != nil {
 		return emi.Account{}, NotFound(err, emi.ErrAccountNotFound)
 	}
 	a := r.account()
-	return a, s.fillBalances(ctx, &a)
+	if len(r.Balances) > 0 {
+		var bs []balanceJSON
+		if err := json.Unmarshal(r.Balances, &bs); err != nil {
+			return a, emi.Internal(err)
+		}
+		a.Balances = make([]emi.Balance, len(bs))
+		for i, b := range bs {
+			a.Balances[i] = emi.Balance(b)
+		}
+	}
+	if a.Virtual {
+		return a, s.virtualIBANs(ctx, &a)
+	}
+	return a, nil
+}
+
+// balanceJSON is emi.Balance as the account read's json_build_object
+// writes it.
+type balanceJSON struct {
+	Token         string  `json:"token"`
+	Account       string  `json:"account"`
+	Position      int     `json:"position"`
+	Currency      string  `json:"currency"`
+	Available     int64   `json:"available"`
+	Posted        int64   `json:"posted"`
+	Held          int64   `json:"held"`
+	Overdraft     bool    `json:"overdraft"`
+	IBAN          *string `json:"iban"`
+	BIC           string  `json:"bic"`
+	AccountNumber *string `json:"account_number"`
+	SortCode      *string `json:"sort_code"`
 }
 
 // fillBalances loads the balances (a virtual account's: its main
@@ -280,18 +320,24 @@ func (s *AccountStore) fillBalances(ctx context.Context, a *emi.Account) error {
 		return Translate(err)
 	}
 	if a.Virtual {
-		var rows []struct {
-			IBAN     string `db:"iban"`
-			Currency string `db:"currency"`
-		}
-		if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT i.iban, b.currency FROM ibans i JOIN balances b ON b.token = i.balance
-			WHERE i.account = $1 AND i.virtual`, a.Token); err != nil {
-			return Translate(err)
-		}
-		a.VirtualIBANs = map[string]string{}
-		for _, r := range rows {
-			a.VirtualIBANs[r.Currency] = r.IBAN
-		}
+		return s.virtualIBANs(ctx, a)
+	}
+	return nil
+}
+
+// virtualIBANs loads a virtual account's own IBANs.
+func (s *AccountStore) virtualIBANs(ctx context.Context, a *emi.Account) error {
+	var rows []struct {
+		IBAN     string `db:"iban"`
+		Currency string `db:"currency"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT i.iban, b.currency FROM ibans i JOIN balances b ON b.token = i.balance
+		WHERE i.account = $1 AND i.virtual`, a.Token); err != nil {
+		return Translate(err)
+	}
+	a.VirtualIBANs = map[string]string{}
+	for _, r := range rows {
+		a.VirtualIBANs[r.Currency] = r.IBAN
 	}
 	return nil
 }

@@ -168,7 +168,11 @@ func (s *CardStore) Card(ctx context.Context, partnerID, token string, forUpdate
 	if !validUUID(token) {
 		return emi.Card{}, emi.ErrCardNotFound
 	}
-	q := `SELECT ` + cardColumns + ` FROM cards c WHERE c.token = $1`
+	// One statement: the card and its wallet tokens as a JSON array, so a
+	// read is one round trip.
+	q := `SELECT ` + cardColumns + `, (SELECT json_agg(json_build_object('token', w.token, 'card', w.card, 'wallet', w.wallet,
+		'device_name', w.device_name, 'created_at', w.created_at) ORDER BY w.created_at)
+		FROM card_wallet_tokens w WHERE w.card = c.token) AS wallets_json FROM cards c WHERE c.token = $1`
 	args := []any{token}
 	if partnerID != "" {
 		q += ` AND c.partner_id = $2`
@@ -177,7 +181,10 @@ func (s *CardStore) Card(ctx context.Context, partnerID, token string, forUpdate
 	if forUpdate {
 		q += ` FOR UPDATE OF c`
 	}
-	var r cardRow
+	var r struct {
+		cardRow
+		Wallets []byte `db:"wallets_json"`
+	}
 	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, args...); err != nil {
 		return emi.Card{}, NotFound(err, emi.ErrCardNotFound)
 	}
@@ -185,11 +192,27 @@ func (s *CardStore) Card(ctx context.Context, partnerID, token string, forUpdate
 	if err != nil {
 		return c, err
 	}
-	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &c.Wallets, `SELECT token, card, wallet, device_name, created_at
-		FROM card_wallet_tokens WHERE card = $1 ORDER BY created_at`, c.Token); err != nil {
-		return c, Translate(err)
+	if len(r.Wallets) > 0 {
+		var ws []walletJSON
+		if err := json.Unmarshal(r.Wallets, &ws); err != nil {
+			return c, emi.Internal(err)
+		}
+		c.Wallets = make([]emi.WalletToken, len(ws))
+		for i, w := range ws {
+			c.Wallets[i] = emi.WalletToken(w)
+		}
 	}
 	return c, nil
+}
+
+// walletJSON is emi.WalletToken as the card read's json_build_object
+// writes it.
+type walletJSON struct {
+	Token      string    `json:"token"`
+	Card       string    `json:"card"`
+	Wallet     string    `json:"wallet"`
+	DeviceName string    `json:"device_name"`
+	CreatedAt  time.Time `json:"created_at"`
 }
 
 // Sealed implements service.CardStore.

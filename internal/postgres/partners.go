@@ -18,11 +18,12 @@ import (
 // Store implements the service layer's store interfaces for the foundation
 // tables: partners and keys, replay guard, idempotency and audit.
 type Store struct {
-	db *DB
+	db   *DB
+	sigs *sigBatcher
 }
 
 // NewStore returns the foundation store.
-func NewStore(db *DB) *Store { return &Store{db: db} }
+func NewStore(db *DB) *Store { return &Store{db: db, sigs: &sigBatcher{db: db}} }
 
 // InsertPartner inserts p with its master merchant.
 func (s *Store) InsertPartner(ctx context.Context, p emi.Partner) error {
@@ -210,7 +211,12 @@ func (s *Store) RevokePartnerKey(ctx context.Context, keyID string) error {
 }
 
 // RememberSignature implements the replay guard: true when digest was new.
+// Outside a transaction, concurrent calls share one statement and one
+// commit (signatures.go); inside one, the row is written in it.
 func (s *Store) RememberSignature(ctx context.Context, digest []byte, expires time.Time) (bool, error) {
+	if !InTransaction(ctx) {
+		return s.sigs.remember(ctx, digest, expires)
+	}
 	res, err := s.db.Ext(ctx).ExecContext(ctx,
 		`INSERT INTO api_signatures (hash, expires_at) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING`, digest, expires)
 	if err != nil {

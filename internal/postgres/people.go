@@ -285,7 +285,9 @@ const amlCheckColumns = `c.token, c.partner_id, c.source, c.user_token AS user_t
 	to_char(c.birthday, 'YYYY-MM-DD') AS bday, c.person_key, c.status, c.list_version, c.created_at, c.reviewed_at,
 	c.reviewed_by::text AS reviewer, p.name AS pname,
 	coalesce((SELECT name FROM staff_users s WHERE s.id = c.reviewed_by), '') AS reviewed_by_name,
-	(SELECT count(*) FROM aml_hits h WHERE h.check_token = c.token AND NOT h.suppressed AND h.decision IS NULL) AS open_hits`
+	-- open hits: emi.AMLHit.Open (0.9 is emi.TwoPersonHitScore)
+	(SELECT count(*) FROM aml_hits h WHERE h.check_token = c.token AND NOT h.suppressed AND (h.decision IS NULL
+		OR (h.decision = 'false_positive' AND h.score >= 0.9 AND h.confirmed_by IS NULL))) AS open_hits`
 
 func (r amlCheckRow) check() emi.AMLCheck {
 	c := r.AMLCheck
@@ -356,7 +358,9 @@ func (s *PeopleStore) amlHits(ctx context.Context, token string) ([]emi.AMLHit, 
 	var rows []amlHitRow
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT n, list, entry_id, entry_type, name, matched_name,
 		alias, score, fields, breakdown, fingerprint, suppressed, decision, reason, decided_by::text AS decided_by, decided_at,
-		coalesce((SELECT name FROM staff_users s WHERE s.id = h.decided_by), '') AS decided_by_name
+		coalesce((SELECT name FROM staff_users s WHERE s.id = h.decided_by), '') AS decided_by_name,
+		coalesce(confirmed_by::text, '') AS confirmed_by, confirmed_at,
+		coalesce((SELECT name FROM staff_users s WHERE s.id = h.confirmed_by), '') AS confirmed_by_name
 		FROM aml_hits h WHERE check_token = $1 ORDER BY n`, token)
 	if err != nil {
 		return nil, Translate(err)
@@ -402,8 +406,9 @@ func (s *PeopleStore) AMLCheckForUpdate(ctx context.Context, token string) (emi.
 
 // DecideAMLHit implements service.AMLStore.
 func (s *PeopleStore) DecideAMLHit(ctx context.Context, token string, h emi.AMLHit) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE aml_hits SET decision = $3, reason = $4, decided_by = $5, decided_at = $6
-		WHERE check_token = $1 AND n = $2`, token, h.N, h.Decision, h.Reason, h.DecidedBy, h.DecidedAt)
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE aml_hits SET decision = $3, reason = $4, decided_by = $5, decided_at = $6,
+		confirmed_by = $7, confirmed_at = $8 WHERE check_token = $1 AND n = $2`,
+		token, h.N, h.Decision, h.Reason, h.DecidedBy, h.DecidedAt, nullUUID(h.ConfirmedBy), h.ConfirmedAt)
 	return Translate(err)
 }
 
@@ -415,26 +420,30 @@ func (s *PeopleStore) SetAMLCheckStatus(ctx context.Context, token string, st em
 }
 
 // FalsePositives implements service.AMLStore.
-func (s *PeopleStore) FalsePositives(ctx context.Context, partnerID string, key []byte) (map[string]bool, error) {
+func (s *PeopleStore) FalsePositives(ctx context.Context, partnerID string, key []byte) (map[string]int, error) {
 	var rows []struct {
 		List        string `db:"list"`
 		EntryID     string `db:"entry_id"`
 		Fingerprint string `db:"fingerprint"`
+		People      int    `db:"people"`
 	}
-	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT list, entry_id, fingerprint FROM aml_false_positives
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT list, entry_id, fingerprint,
+		CASE WHEN confirmed_by IS NULL THEN 1 ELSE 2 END AS people FROM aml_false_positives
 		WHERE partner_id = $1 AND person_key = $2`, partnerID, key)
-	out := make(map[string]bool, len(rows))
+	out := make(map[string]int, len(rows))
 	for _, r := range rows {
-		out[r.List+"\x00"+r.EntryID+"\x00"+r.Fingerprint] = true
+		out[r.List+"\x00"+r.EntryID+"\x00"+r.Fingerprint] = r.People
 	}
 	return out, Translate(err)
 }
 
 // InsertFalsePositive implements service.AMLStore.
-func (s *PeopleStore) InsertFalsePositive(ctx context.Context, partnerID string, key []byte, h emi.AMLHit, check, reason, by string, at time.Time) error {
+func (s *PeopleStore) InsertFalsePositive(ctx context.Context, partnerID string, key []byte, h emi.AMLHit, check, reason, by, confirmedBy string, at time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO aml_false_positives (partner_id, person_key, list, entry_id,
-		fingerprint, check_token, reason, decided_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT DO NOTHING`, partnerID, key, h.List, h.EntryID, h.Fingerprint, check, reason, by, at)
+		fingerprint, check_token, reason, decided_by, confirmed_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (partner_id, person_key, list, entry_id, fingerprint) DO UPDATE SET confirmed_by = EXCLUDED.confirmed_by
+		WHERE aml_false_positives.confirmed_by IS NULL AND EXCLUDED.confirmed_by IS NOT NULL`,
+		partnerID, key, h.List, h.EntryID, h.Fingerprint, check, reason, by, nullUUID(confirmedBy), at)
 	return Translate(err)
 }
 

@@ -292,16 +292,49 @@ func (s *OnboardingStore) NoteExists(ctx context.Context, token string, id int64
 	return ok, Translate(err)
 }
 
-// InsertApplicationFalsePositive implements service.ReviewStore.
-func (s *OnboardingStore) InsertApplicationFalsePositive(ctx context.Context, partnerID string, key []byte, list, entry, fingerprint, application, reason, by string, at time.Time) error {
+// InsertApplicationFalsePositive implements service.ReviewStore: the
+// memory of a two-person false positive (by proposed, confirmedBy
+// confirmed). A one-person memory of the same entry is upgraded.
+func (s *OnboardingStore) InsertApplicationFalsePositive(ctx context.Context, partnerID string, key []byte, list, entry, fingerprint, application, reason, by, confirmedBy string, at time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO aml_false_positives (partner_id, person_key, list, entry_id,
-		fingerprint, application, reason, decided_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT DO NOTHING`, partnerID, key, list, entry, fingerprint, application, reason, by, at)
+		fingerprint, application, reason, decided_by, confirmed_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (partner_id, person_key, list, entry_id, fingerprint) DO UPDATE SET confirmed_by = EXCLUDED.confirmed_by
+		WHERE aml_false_positives.confirmed_by IS NULL`, partnerID, key, list, entry, fingerprint, application, reason, by, confirmedBy, at)
 	return Translate(err)
 }
 
+// ConfirmHitDecision implements service.ReviewStore: the second person of
+// a proposed false positive. Returns emi.ErrReviewClosed when the hit has
+// no proposal waiting for confirmation.
+func (s *OnboardingStore) ConfirmHitDecision(ctx context.Context, application, key, by string, at time.Time) error {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE application_hit_decisions SET confirmed_by = $3, confirmed_at = $4
+		WHERE application = $1 AND hit_key = $2 AND decision = 'false_positive' AND confirmed_by IS NULL`, application, key, by, at)
+	if err != nil {
+		return Translate(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return emi.ErrReviewClosed.WithDetail("no false positive waits for confirmation")
+	}
+	return nil
+}
+
+// OverrideHitDecision implements service.ReviewStore: a proposed false
+// positive contradicted by a true match. Returns emi.ErrReviewClosed when
+// the hit has no proposal waiting for confirmation.
+func (s *OnboardingStore) OverrideHitDecision(ctx context.Context, application, key, decision, reason, by string, at time.Time) error {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE application_hit_decisions SET decision = $3, reason = $4, staff_id = $5, at = $6
+		WHERE application = $1 AND hit_key = $2 AND decision = 'false_positive' AND confirmed_by IS NULL`, application, key, decision, reason, by, at)
+	if err != nil {
+		return Translate(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return emi.ErrReviewClosed.WithDetail("no false positive waits for confirmation")
+	}
+	return nil
+}
+
 // FalsePositives implements service.FalsePositiveReader.
-func (s *OnboardingStore) FalsePositives(ctx context.Context, partnerID string, key []byte) (map[string]bool, error) {
+func (s *OnboardingStore) FalsePositives(ctx context.Context, partnerID string, key []byte) (map[string]int, error) {
 	return NewPeopleStore(s.db).FalsePositives(ctx, partnerID, key)
 }
 
@@ -323,7 +356,10 @@ func (s *OnboardingStore) InsertHitDecision(ctx context.Context, application, ke
 func (s *OnboardingStore) HitDecisions(ctx context.Context, application string) (map[string]emi.HitDecisionRecord, error) {
 	var rows []emi.HitDecisionRecord
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT d.hit_key, d.decision, d.reason, d.staff_id::text AS staff_id,
-		coalesce(st.name, '') AS staff_name, d.at FROM application_hit_decisions d LEFT JOIN staff_users st ON st.id = d.staff_id
+		coalesce(st.name, '') AS staff_name, d.at, coalesce(d.confirmed_by::text, '') AS confirmed_by,
+		coalesce(cf.name, '') AS confirmed_by_name, d.confirmed_at
+		FROM application_hit_decisions d LEFT JOIN staff_users st ON st.id = d.staff_id
+		LEFT JOIN staff_users cf ON cf.id = d.confirmed_by
 		WHERE d.application = $1`, application)
 	out := make(map[string]emi.HitDecisionRecord, len(rows))
 	for _, r := range rows {

@@ -310,3 +310,27 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 	n, err := res.RowsAffected()
 	return n, Translate(err)
 }
+
+// StaffControllers implements service.StaffLinkStore from the audit log,
+// which is append-only (its triggers refuse UPDATE and DELETE), so a link
+// cannot be erased by the people it links. Uses audit_log_resource.
+func (s *StaffStore) StaffControllers(ctx context.Context, ids []string, since time.Time) (map[string][]string, error) {
+	var rows []struct {
+		Subject string `db:"resource_token"`
+		Actor   string `db:"actor_id"`
+	}
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows,
+		`SELECT DISTINCT resource_token, actor_id FROM audit_log
+		  WHERE resource_type = 'staff_user' AND resource_token = ANY($1) AND at >= $2
+		    AND actor_type = 'staff' AND outcome = 'success'
+		    AND action IN ('staff.create', 'staff.reset_credentials', 'staff.set_roles')
+		    AND actor_id <> resource_token`, pq.Array(ids), since)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := map[string][]string{}
+	for _, r := range rows {
+		out[r.Subject] = append(out[r.Subject], r.Actor)
+	}
+	return out, nil
+}

@@ -59,6 +59,7 @@ type Accounts struct {
 	tx       TxRunner
 	store    AccountStore
 	ids      Identifiers
+	controls *Controls
 	events   *Events
 	audit    *Auditor
 	validate interface {
@@ -110,10 +111,10 @@ func (s *Accounts) checkEmpty(ctx context.Context, a emi.Account) error {
 func (s *Accounts) SetCards(c CardCascade) { s.cards = c }
 
 // NewAccounts returns the accounts service.
-func NewAccounts(tx TxRunner, store AccountStore, ids Identifiers, events *Events, audit *Auditor, v interface {
+func NewAccounts(tx TxRunner, store AccountStore, ids Identifiers, controls *Controls, events *Events, audit *Auditor, v interface {
 	Struct(any, *emi.Error) error
 }, now Clock) *Accounts {
-	return &Accounts{tx: tx, store: store, ids: ids, events: events, audit: audit, validate: v, now: now}
+	return &Accounts{tx: tx, store: store, ids: ids, controls: controls, events: events, audit: audit, validate: v, now: now}
 }
 
 // Create opens an account (account_create): one balance per program

@@ -152,7 +152,8 @@ func (s *Accounts) RequestTermination(ctx context.Context, token, reason string)
 }
 
 // ApproveTermination terminates an account whose termination a colleague
-// requested (emi.PermManageAccounts): never the requester (four-eyes).
+// requested (emi.PermManageAccounts): a person distinct from the requester
+// (Controls; emi.ErrFourEyes).
 // reject=true withdraws the request instead.
 func (s *Accounts) ApproveTermination(ctx context.Context, token string, reject bool) (emi.Account, error) {
 	if err := require(ctx, emi.PermManageAccounts); err != nil {
@@ -181,8 +182,8 @@ func (s *Accounts) ApproveTermination(ctx context.Context, token string, reject 
 			return s.audit.Record(ctx, emi.AuditEntry{Action: "account.termination_withdrawn", ResourceType: "account",
 				ResourceToken: a.Token, PartnerID: a.PartnerID})
 		}
-		if by == me {
-			return emi.ErrFourEyes
+		if err := s.controls.Approve(ctx, ControlAccountTermination, by); err != nil {
+			return err
 		}
 		if err := s.terms.DeleteTerminationRequest(ctx, a.Token); err != nil {
 			return err

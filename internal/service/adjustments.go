@@ -42,13 +42,14 @@ type Adjustments struct {
 	store     AdjustmentStore
 	transfers TransferStore
 	ledger    *Ledger
+	controls  *Controls
 	audit     *Auditor
 	now       Clock
 }
 
 // NewAdjustments returns the manual adjustments service.
-func NewAdjustments(tx TxRunner, store AdjustmentStore, transfers TransferStore, ledger *Ledger, audit *Auditor, now Clock) *Adjustments {
-	return &Adjustments{tx: tx, store: store, transfers: transfers, ledger: ledger, audit: audit, now: now}
+func NewAdjustments(tx TxRunner, store AdjustmentStore, transfers TransferStore, ledger *Ledger, controls *Controls, audit *Auditor, now Clock) *Adjustments {
+	return &Adjustments{tx: tx, store: store, transfers: transfers, ledger: ledger, controls: controls, audit: audit, now: now}
 }
 
 // Request records a pending adjustment of an account's balance in
@@ -133,7 +134,9 @@ func (s *Adjustments) check(ctx context.Context, party Party, direction string, 
 }
 
 // Decide approves (approve=true) or rejects a pending adjustment. Only a
-// staff member other than the requester may approve it (emi.ErrFourEyes);
+// person distinct from the requester may approve it (Controls: not the
+// requester, nor anyone linked to them through an administrator who set
+// up either's access; emi.ErrFourEyes);
 // anyone with the permission, the requester included, may reject it, with
 // a reason. An approval posts the adjustment at once; a debit that would
 // now overdraw is refused (14003) and the request stays pending. A decided
@@ -169,8 +172,8 @@ func (s *Adjustments) Decide(ctx context.Context, token string, approve bool, no
 		a.DecidedBy, a.DecidedAt, a.DecisionNote = me, &now, note
 		action := "adjustment.rejected"
 		if approve {
-			if a.RequestedBy == me {
-				return emi.ErrFourEyes.WithDetail("the requester of adjustment %s cannot approve it", a.Token)
+			if err := s.controls.Approve(ctx, ControlAdjustment, a.RequestedBy); err != nil {
+				return err
 			}
 			party, err := s.party(ctx, a.Account, a.Currency)
 			if err != nil {

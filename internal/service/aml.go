@@ -42,8 +42,12 @@ type AMLStore interface {
 	SetAMLCheckStatus(ctx context.Context, token string, st emi.AMLStatus, by string, at time.Time) error
 	// FalsePositives returns the remembered false positives of a person as
 	// "list\x00entry\x00fingerprint" keys.
-	FalsePositives(ctx context.Context, partnerID string, personKey []byte) (map[string]bool, error)
-	InsertFalsePositive(ctx context.Context, partnerID string, personKey []byte, h emi.AMLHit, checkToken, reason, by string, at time.Time) error
+	// FalsePositives returns the remembered false positives of a person
+	// by hitKey, with the number of people who decided each (1 or 2).
+	FalsePositives(ctx context.Context, partnerID string, personKey []byte) (map[string]int, error)
+	// InsertFalsePositive remembers a false positive decided by by and,
+	// for a two-person decision, confirmed by confirmedBy ("" otherwise).
+	InsertFalsePositive(ctx context.Context, partnerID string, personKey []byte, h emi.AMLHit, checkToken, reason, by, confirmedBy string, at time.Time) error
 	AMLChecks(ctx context.Context, f emi.AMLFilter) ([]emi.AMLCheck, error)
 	CountAMLChecks(ctx context.Context, st emi.AMLStatus) (int64, error)
 	// RaisedForUser returns the "list\x00entry\x00fingerprint" keys already
@@ -58,6 +62,7 @@ type AMLStore interface {
 // AML runs and reviews AML checks (seed aml_check, contract §6).
 type AML struct {
 	tx       TxRunner
+	controls *Controls
 	store    AMLStore
 	users    UserStore
 	screener Screener
@@ -69,8 +74,8 @@ type AML struct {
 }
 
 // NewAML returns the AML service.
-func NewAML(tx TxRunner, store AMLStore, users UserStore, screener Screener, events *Events, jobs Enqueuer, audit *Auditor, v *validate.Validator, now Clock) *AML {
-	return &AML{tx: tx, store: store, users: users, screener: screener, events: events, jobs: jobs, audit: audit, validate: v, now: now}
+func NewAML(tx TxRunner, store AMLStore, users UserStore, screener Screener, controls *Controls, events *Events, jobs Enqueuer, audit *Auditor, v *validate.Validator, now Clock) *AML {
+	return &AML{tx: tx, store: store, users: users, screener: screener, controls: controls, events: events, jobs: jobs, audit: audit, validate: v, now: now}
 }
 
 func hitKey(list, entry, fingerprint string) string {
@@ -130,13 +135,24 @@ func (a *AML) Check(ctx context.Context, q emi.AMLQuery) (emi.AMLCheck, error) {
 	return c, nil
 }
 
+// PeopleForFalsePositive is the number of people a false-positive decision
+// on an API check's hit of that score takes. A remembered false positive
+// answers a later hit only when at least that many people decided it, so
+// remembering never lowers the number of people a decision needs.
+func PeopleForFalsePositive(score float64) int {
+	if score >= emi.TwoPersonHitScore {
+		return 2
+	}
+	return 1
+}
+
 // markSuppressed numbers the hits, marks those remembered as false
 // positives and returns the status the check starts in.
-func markSuppressed(hits []emi.AMLHit, fps map[string]bool) ([]emi.AMLHit, emi.AMLStatus) {
+func markSuppressed(hits []emi.AMLHit, fps map[string]int) ([]emi.AMLHit, emi.AMLStatus) {
 	st := emi.AMLClear
 	for i := range hits {
 		hits[i].N = i + 1
-		if fps[hitKey(hits[i].List, hits[i].EntryID, hits[i].Fingerprint)] {
+		if fps[hitKey(hits[i].List, hits[i].EntryID, hits[i].Fingerprint)] >= PeopleForFalsePositive(hits[i].Score) {
 			hits[i].Suppressed = true
 			continue
 		}
@@ -257,23 +273,47 @@ func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.
 		if idx < 0 || c.Hits[idx].Suppressed {
 			return emi.ErrReviewValidation.Field("n", "is not an open hit of this check")
 		}
-		if c.Hits[idx].Decision != "" {
+		h := &c.Hits[idx]
+		if !h.Open() {
 			return emi.ErrReviewClosed.WithDetail("hit %d already decided", d.N)
 		}
 		now := a.now().UTC()
-		h := &c.Hits[idx]
-		h.Decision, h.Reason, h.DecidedBy, h.DecidedAt = d.Decision, d.Reason, staff.ActorID, &now
+		action := "aml_check.hit_decided"
+		changes := map[string]any{"hit": d.N, "list": h.List, "entry_id": h.EntryID, "decision": d.Decision, "reason": d.Reason}
+		switch {
+		case h.Pending() && d.Decision == emi.HitFalsePositive:
+			// The second person of a false positive on a hit scoring 0.9 or
+			// more (issue 19, C2).
+			if err := a.controls.Approve(ctx, ControlAMLHitFalsePositive, h.DecidedBy); err != nil {
+				return err
+			}
+			h.ConfirmedBy, h.ConfirmedAt = staff.ActorID, &now
+			if err := a.store.InsertFalsePositive(ctx, c.PartnerID, c.PersonKey, *h, c.Token, h.Reason, h.DecidedBy, staff.ActorID, now); err != nil {
+				return err
+			}
+			action, changes["proposed_by"] = "aml_check.hit_false_positive_confirmed", h.DecidedBy
+		case h.Pending():
+			// A true match contradicts the proposal.
+			changes["proposed_false_positive_by"] = h.DecidedBy
+			h.Decision, h.Reason, h.DecidedBy, h.DecidedAt = d.Decision, d.Reason, staff.ActorID, &now
+		default:
+			h.Decision, h.Reason, h.DecidedBy, h.DecidedAt = d.Decision, d.Reason, staff.ActorID, &now
+			switch {
+			case d.Decision == emi.HitFalsePositive && h.NeedsSecondPerson():
+				action = "aml_check.hit_false_positive_proposed"
+			case d.Decision == emi.HitFalsePositive:
+				// One person decides a hit under 0.9; the memory says so,
+				// and answers only later hits that take one person.
+				if err := a.store.InsertFalsePositive(ctx, c.PartnerID, c.PersonKey, *h, c.Token, d.Reason, staff.ActorID, "", now); err != nil {
+					return err
+				}
+			}
+		}
 		if err := a.store.DecideAMLHit(ctx, c.Token, *h); err != nil {
 			return err
 		}
-		if d.Decision == emi.HitFalsePositive {
-			if err := a.store.InsertFalsePositive(ctx, c.PartnerID, c.PersonKey, *h, c.Token, d.Reason, staff.ActorID, now); err != nil {
-				return err
-			}
-		}
-		if err := a.audit.Record(ctx, emi.AuditEntry{Action: "aml_check.hit_decided", ResourceType: "aml_check", ResourceToken: c.Token,
-			PartnerID: c.PartnerID, Changes: map[string]any{"hit": d.N, "list": h.List, "entry_id": h.EntryID,
-				"decision": d.Decision, "reason": d.Reason}}); err != nil {
+		if err := a.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "aml_check", ResourceToken: c.Token,
+			PartnerID: c.PartnerID, Changes: changes}); err != nil {
 			return err
 		}
 		if c.OpenHits() == 0 {
@@ -421,7 +461,7 @@ func (a *AML) rescreenUser(ctx context.Context, u emi.User, version string, chan
 		var open []emi.AMLHit
 		for _, h := range fresh {
 			k := hitKey(h.List, h.EntryID, h.Fingerprint)
-			if !fps[k] && !raised[k] {
+			if fps[k] < PeopleForFalsePositive(h.Score) && !raised[k] {
 				open = append(open, h)
 			}
 		}

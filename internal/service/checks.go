@@ -66,7 +66,7 @@ type Checks struct {
 
 // FalsePositiveReader reads remembered false positives of a person.
 type FalsePositiveReader interface {
-	FalsePositives(ctx context.Context, partnerID string, personKey []byte) (map[string]bool, error)
+	FalsePositives(ctx context.Context, partnerID string, personKey []byte) (map[string]int, error)
 }
 
 // SetFalsePositives installs the false-positive memory (composition root).
@@ -440,20 +440,28 @@ func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFun
 		}
 		version = v
 		key := personKey(c.screener.Normalize, q.FirstName, q.LastName, q.Birthday)
-		var fps map[string]bool
+		var fps map[string]int
 		if c.fps != nil && len(hs) > 0 {
 			if fps, err = c.fps.FalsePositives(ctx, a.PartnerID, key); err != nil {
 				return err
 			}
 		}
 		for _, h := range hs {
-			if fps[hitKey(h.List, h.EntryID, h.Fingerprint)] {
+			// Every hit inside an application takes two people: only a
+			// two-person memory answers it (issue 19, C2). A one-person
+			// memory is shown beside the hit, which stays open.
+			people := fps[hitKey(h.List, h.EntryID, h.Fingerprint)]
+			if people >= 2 {
 				suppressed++
 				continue
 			}
-			hits = append(hits, map[string]any{"subject": subject, "member": token, "list": h.List, "entry_id": h.EntryID,
+			hit := map[string]any{"subject": subject, "member": token, "list": h.List, "entry_id": h.EntryID,
 				"name": h.Name, "matched_name": h.MatchedName, "score": h.Score, "fields": h.Fields,
-				"fingerprint": h.Fingerprint, "person_key": hex.EncodeToString(key), "breakdown": h.Breakdown})
+				"fingerprint": h.Fingerprint, "person_key": hex.EncodeToString(key), "breakdown": h.Breakdown}
+			if people == 1 {
+				hit["remembered_false_positive"] = "decided by one person before: needs a two-person decision here"
+			}
+			hits = append(hits, hit)
 		}
 		return nil
 	}

@@ -30,7 +30,7 @@ func newProgramEnv(t *testing.T) *programEnv {
 	t.Helper()
 	db := pgtest.DB(t)
 	clock := &fakeClock{t: time.Now().UTC()}
-	svc := service.NewAccounts(db, postgres.NewAccountStore(db), nil, nil, service.NewAuditor(postgres.NewStore(db)),
+	svc := service.NewAccounts(db, postgres.NewAccountStore(db), nil, nil, nil, service.NewAuditor(postgres.NewStore(db)),
 		validate.New(), clock.Now)
 	if _, err := svc.SeedSandbox(sys()); err != nil {
 		t.Fatal(err)

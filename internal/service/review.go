@@ -29,8 +29,12 @@ type ReviewStore interface {
 	Notes(ctx context.Context, token string) ([]emi.Note, error)
 	NoteExists(ctx context.Context, token string, id int64) (bool, error)
 	PauseSLA(ctx context.Context, token string, left time.Duration) error
-	InsertApplicationFalsePositive(ctx context.Context, partnerID string, key []byte, list, entry, fingerprint, application, reason, by string, at time.Time) error
+	InsertApplicationFalsePositive(ctx context.Context, partnerID string, key []byte, list, entry, fingerprint, application, reason, by, confirmedBy string, at time.Time) error
 	InsertHitDecision(ctx context.Context, application, key, decision, reason, by string, at time.Time) error
+	// ConfirmHitDecision and OverrideHitDecision settle a proposed false
+	// positive; emi.ErrReviewClosed when none waits.
+	ConfirmHitDecision(ctx context.Context, application, key, by string, at time.Time) error
+	OverrideHitDecision(ctx context.Context, application, key, decision, reason, by string, at time.Time) error
 	// AllDecisions returns decisions made in [from, to), oldest first.
 	AllDecisions(ctx context.Context, from, to time.Time, limit int) ([]emi.DecisionRecord, error)
 	HitDecisions(ctx context.Context, application string) (map[string]emi.HitDecisionRecord, error)
@@ -46,21 +50,22 @@ type StaffDirectory interface {
 // Review is the underwriters' queue: claims, assignment, decisions with
 // four-eyes, information requests and notes.
 type Review struct {
-	tx     TxRunner
-	store  ReviewStore
-	staff  StaffDirectory
-	checks *Checks
-	events *Events
-	audit  *Auditor
-	now    Clock
+	tx       TxRunner
+	store    ReviewStore
+	staff    StaffDirectory
+	controls *Controls
+	checks   *Checks
+	events   *Events
+	audit    *Auditor
+	now      Clock
 
 	views   SavedViewStore
 	metrics MetricsStore
 }
 
 // NewReview returns the review service.
-func NewReview(tx TxRunner, store ReviewStore, staff StaffDirectory, checks *Checks, events *Events, audit *Auditor, now Clock) *Review {
-	return &Review{tx: tx, store: store, staff: staff, checks: checks, events: events, audit: audit, now: now}
+func NewReview(tx TxRunner, store ReviewStore, staff StaffDirectory, controls *Controls, checks *Checks, events *Events, audit *Auditor, now Clock) *Review {
+	return &Review{tx: tx, store: store, staff: staff, controls: controls, checks: checks, events: events, audit: audit, now: now}
 }
 
 func staffOf(ctx context.Context) emi.Principal {
@@ -302,6 +307,39 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 		rec := emi.DecisionRecord{Application: a.Token, ReasonCode: d.ReasonCode, Text: d.Text, StaffID: me, At: now, Snapshot: snapshot}
 		switch d.Action {
 		case "approve":
+			// C1: a hit confirmed as a true match leaves reject (or a
+			// compliance decision on the hit) as the only outcomes.
+			hits, err := r.store.HitDecisions(ctx, a.Token)
+			if err != nil {
+				return err
+			}
+			for key, h := range hits {
+				if h.Decision == emi.HitTrueMatch {
+					return emi.ErrSanctionsBlocked.WithDetail("hit %s is a true match", key)
+				}
+			}
+			// C2: every hit waits for its two-person decision first.
+			if open := openHits(a, hits); len(open) > 0 {
+				return emi.ErrSanctionsUndecided.WithDetail("%d hit(s) without a final decision", len(open))
+			}
+			// C3: an approval is bound to the evidence it was given on; a
+			// material change since the first approval voids it, and this
+			// approval becomes the first of two.
+			if a.Review.FirstApprovalBy != "" {
+				void, err := r.firstApprovalVoid(ctx, a.Token, stamp)
+				if err != nil {
+					return err
+				}
+				if void {
+					if err := r.audit.Record(ctx, emi.AuditEntry{Action: "application.first_approval_voided", ResourceType: "application",
+						ResourceToken: a.Token, PartnerID: a.PartnerID, Changes: map[string]any{"first_approval_by": a.Review.FirstApprovalBy,
+							"stamp": stamp}}); err != nil {
+						return err
+					}
+					a.Review.FirstApprovalBy = ""
+					rec.Text = strings.TrimSpace(d.Text + " (the earlier first approval was void: the evidence changed after it)")
+				}
+			}
 			if NeedsFourEyes(a) && a.Review.FirstApprovalBy == "" {
 				rec.Action = "first_approval"
 				if err := r.store.SetFirstApproval(ctx, a.Token, me, d.Text, now); err != nil {
@@ -313,8 +351,10 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 				}
 				break
 			}
-			if a.Review.FirstApprovalBy == me {
-				return emi.ErrFourEyes
+			if NeedsFourEyes(a) || a.Review.FirstApprovalBy != "" {
+				if err := r.controls.Approve(ctx, ControlApplicationApproval, a.Review.FirstApprovalBy); err != nil {
+					return err
+				}
 			}
 			rec.Action = "approved"
 			if err := r.checks.approve(ctx, a, me); err != nil {
@@ -361,6 +401,43 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 		return err
 	})
 	return out, err
+}
+
+// firstApprovalVoid reports whether the evidence changed materially since
+// the application's latest first approval: its revision (any change by the
+// partner: company, members, documents) or its check results (a new row of
+// check history). stamp is the current evidence stamp
+// (revision.history.first-approval-time); the first approval's decision
+// record holds the stamp it was given on.
+func (r *Review) firstApprovalVoid(ctx context.Context, token, stamp string) (bool, error) {
+	ds, err := r.store.Decisions(ctx, token)
+	if err != nil {
+		return false, err
+	}
+	for i := len(ds) - 1; i >= 0; i-- {
+		if ds[i].Action != "first_approval" {
+			continue
+		}
+		var snap struct {
+			Stamp string `json:"stamp"`
+		}
+		if err := json.Unmarshal(ds[i].Snapshot, &snap); err != nil {
+			return false, emi.Internal(err)
+		}
+		return evidencePart(snap.Stamp) != evidencePart(stamp), nil
+	}
+	// A first approval without its record: treat it as void rather than
+	// let it count.
+	return true, nil
+}
+
+// evidencePart is the revision and check-history part of an evidence
+// stamp, without the first approval's time.
+func evidencePart(stamp string) string {
+	if i := strings.LastIndexByte(stamp, '.'); i >= 0 {
+		return stamp[:i]
+	}
+	return stamp
 }
 
 var mentionRe = regexp.MustCompile(`@([A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,})`)
@@ -431,10 +508,14 @@ func (r *Review) HitDecisions(ctx context.Context, token string) (map[string]emi
 }
 
 // DecideHit records a decision on one sanctions hit of an application's
-// check, with a mandatory reason (underwriters and compliance). A false
-// positive is remembered for that person and list entry, as on AML checks:
-// the next screening of the application does not raise it again until the
-// entry changes. Marking a hit makes the approval a four-eyes one.
+// check, with a mandatory reason (underwriters and compliance). Issue 19,
+// C2: a true match is one person's decision, and blocks approval; a false
+// positive takes two people (ControlHitFalsePositive): the first decision
+// proposes it, and the hit stays undecided until a second, distinct person
+// with the compliance permission confirms it (the same call with
+// decision false_positive) or contradicts it (true_match). Only a
+// confirmed false positive is remembered for that person and list entry,
+// so a remembered decision never stands in for a second person.
 func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason string) error {
 	p := staffOf(ctx)
 	if !p.Can(emi.PermDecideApps) && !p.Can(emi.PermReviewAML) {
@@ -474,17 +555,46 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 		if hit == nil {
 			return emi.ErrReviewValidation.Field("hit", "is not a hit of this application's sanctions check")
 		}
-		now := r.now().UTC()
-		if err := r.store.InsertHitDecision(ctx, a.Token, key, decision, reason, p.ActorID, now); err != nil {
+		decided, err := r.store.HitDecisions(ctx, a.Token)
+		if err != nil {
 			return err
 		}
-		if decision == emi.HitFalsePositive {
+		now := r.now().UTC()
+		action := "application.hit_decided"
+		changes := map[string]any{"hit": key, "decision": decision, "reason": reason}
+		switch prev, found := decided[key]; {
+		case !found:
+			if err := r.store.InsertHitDecision(ctx, a.Token, key, decision, reason, p.ActorID, now); err != nil {
+				return err
+			}
+			if decision == emi.HitFalsePositive {
+				action = "application.hit_false_positive_proposed"
+			}
+		case prev.Final():
+			return emi.ErrReviewClosed.WithDetail("hit already decided")
+		case decision == emi.HitFalsePositive:
+			// The second person of a proposed false positive.
+			if err := r.controls.Approve(ctx, ControlHitFalsePositive, prev.StaffID); err != nil {
+				return err
+			}
+			if err := r.store.ConfirmHitDecision(ctx, a.Token, key, p.ActorID, now); err != nil {
+				return err
+			}
 			pk, _ := hit["person_key"].(string)
 			raw, _ := hexDecode(pk)
 			if err := r.store.InsertApplicationFalsePositive(ctx, a.PartnerID, raw, fmt.Sprint(hit["list"]), fmt.Sprint(hit["entry_id"]),
-				fmt.Sprint(hit["fingerprint"]), a.Token, reason, p.ActorID, now); err != nil {
+				fmt.Sprint(hit["fingerprint"]), a.Token, prev.Reason, prev.StaffID, p.ActorID, now); err != nil {
 				return err
 			}
+			action = "application.hit_false_positive_confirmed"
+			changes["proposed_by"] = prev.StaffID
+		default:
+			// A true match contradicts the proposal: the stricter outcome
+			// needs no second person.
+			if err := r.store.OverrideHitDecision(ctx, a.Token, key, decision, reason, p.ActorID, now); err != nil {
+				return err
+			}
+			changes["proposed_false_positive_by"] = prev.StaffID
 		}
 		if err := r.store.SetReviewFlags(ctx, a.Token, a.Review.ManualReview, true); err != nil {
 			return err
@@ -494,9 +604,30 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 			return err
 		}
 		_ = r.store.TouchClaim(ctx, a.Token, p.ActorID, now)
-		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.hit_decided", ResourceType: "application", ResourceToken: a.Token,
-			PartnerID: a.PartnerID, Changes: map[string]any{"hit": key, "decision": decision, "reason": reason}})
+		return r.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "application", ResourceToken: a.Token,
+			PartnerID: a.PartnerID, Changes: changes})
 	})
+}
+
+// openHits returns the keys of the application's current sanctions hits
+// that have no final decision (a true match, or a confirmed false
+// positive).
+func openHits(a emi.Application, decided map[string]emi.HitDecisionRecord) []string {
+	var open []string
+	for _, c := range a.Checks {
+		if c.Name != emi.CheckSanctions {
+			continue
+		}
+		hs, _ := c.Details["hits"].([]any)
+		for _, x := range hs {
+			if h, ok := x.(map[string]any); ok {
+				if d, found := decided[HitKey(h)]; !found || !d.Final() {
+					open = append(open, HitKey(h))
+				}
+			}
+		}
+	}
+	return open
 }
 
 func hexDecode(s string) ([]byte, error) { return hex.DecodeString(s) }

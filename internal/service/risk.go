@@ -171,7 +171,9 @@ const FactorSanctionsMatch = "sanctions_match"
 // earlier screening factor is replaced): every hit of the application's
 // sanctions check that is undecided or decided a true match counts; a hit
 // decided a false positive does not (nor does one suppressed by a
-// remembered false positive, which the check never raises). With any hit
+// remembered false positive, which the check never raises). A false
+// positive proposed by one person and not yet confirmed by a second
+// (issue 19, C2) is still undecided: it counts. With any hit
 // counting, one factor names each of them, its points are at least the
 // High threshold, and the band is High. a gives the screened names.
 func (r RiskModel) Screened(a emi.Application, base []emi.RiskFactor, hits []map[string]any, decisions map[string]emi.HitDecisionRecord) ([]emi.RiskFactor, int, string) {
@@ -183,10 +185,11 @@ func (r RiskModel) Screened(a emi.Application, base []emi.RiskFactor, hits []map
 	}
 	var open, confirmed []string
 	for _, h := range hits {
-		d := decisions[HitKey(h)].Decision
-		if d == emi.HitFalsePositive {
-			continue
+		rec := decisions[HitKey(h)]
+		if rec.Decision == emi.HitFalsePositive && rec.Final() {
+			continue // a false positive confirmed by a second person
 		}
+		d := rec.Decision
 		who := "the company"
 		if tok, _ := h["member"].(string); tok != "" {
 			who = "member " + tok
@@ -197,9 +200,12 @@ func (r RiskModel) Screened(a emi.Application, base []emi.RiskFactor, hits []map
 			}
 		}
 		desc := fmt.Sprintf("%s ~ %v (%v %v, score %v)", who, h["name"], h["list"], h["entry_id"], h["score"])
-		if d == emi.HitTrueMatch {
+		switch d {
+		case emi.HitTrueMatch:
 			confirmed = append(confirmed, desc)
-		} else {
+		case emi.HitFalsePositive:
+			open = append(open, desc+", false positive proposed, waiting for a second person")
+		default:
 			open = append(open, desc)
 		}
 	}

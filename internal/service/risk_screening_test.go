@@ -156,24 +156,35 @@ func TestRiskIncludesScreening(t *testing.T) {
 	})
 
 	underwriter := as(emi.StaffUser{ID: service.NewToken(), Roles: []emi.Role{emi.RoleUnderwriter}})
-	decideAll := func(t *testing.T, a emi.Application, decision string) emi.Application {
+	compliance := as(emi.StaffUser{ID: service.NewToken(), Roles: []emi.Role{emi.RoleCompliance}})
+	decideAll := func(t *testing.T, a emi.Application, decision string, by ...context.Context) emi.Application {
 		t.Helper()
 		for _, k := range hitKeys(a) {
-			if err := env.App.Review.DecideHit(underwriter, a.Token, k, decision, "checked against the list entry"); err != nil {
-				t.Fatal(err)
+			for _, ctx := range by {
+				if err := env.App.Review.DecideHit(ctx, a.Token, k, decision, "checked against the list entry"); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		return r.get(t, a.Token)
 	}
 	t.Run("a true match keeps it High, the decision in the breakdown", func(t *testing.T) {
-		a := decideAll(t, r.apply(t, nil, deripaska, elin(49)), emi.HitTrueMatch)
+		a := decideAll(t, r.apply(t, nil, deripaska, elin(49)), emi.HitTrueMatch, underwriter)
 		f, ok := factor(a, service.FactorSanctionsMatch)
 		if a.RiskScore != "High" || !ok || !strings.Contains(f.Detail, "confirmed sanctions match") {
 			t.Fatalf("after a true match: %s %+v", a.RiskScore, a.RiskFactors)
 		}
 	})
+	t.Run("a false positive proposed by one person alone still counts", func(t *testing.T) {
+		a := decideAll(t, r.apply(t, nil, deripaska, elin(49)), emi.HitFalsePositive, underwriter)
+		f, ok := factor(a, service.FactorSanctionsMatch)
+		if a.RiskScore != "High" || !ok || !strings.Contains(f.Detail, "waiting for a second person") {
+			t.Fatalf("after one person's false positive: %s %+v", a.RiskScore, a.RiskFactors)
+		}
+	})
 	t.Run("a hit decided false positive does not count, now or at the next run", func(t *testing.T) {
-		a := decideAll(t, r.apply(t, nil, riskMember("Oleg", "Deripaska", "1968-01-02", "RU", 51), elin(49)), emi.HitFalsePositive)
+		a := decideAll(t, r.apply(t, nil, riskMember("Oleg", "Deripaska", "1968-01-02", "RU", 51), elin(49)), emi.HitFalsePositive,
+			underwriter, compliance)
 		if _, ok := factor(a, service.FactorSanctionsMatch); ok || a.RiskScore != clean.RiskScore {
 			t.Fatalf("after a false positive: %s %d %+v, want %s without a sanctions factor", a.RiskScore, a.RiskPoints, a.RiskFactors, clean.RiskScore)
 		}

@@ -57,6 +57,7 @@ type Transfers struct {
 	tx       TxRunner
 	store    TransferStore
 	ledger   *Ledger
+	controls *Controls
 	events   *Events
 	audit    *Auditor
 	validate interface {
@@ -73,10 +74,10 @@ type Transfers struct {
 }
 
 // NewTransfers returns the transfers service.
-func NewTransfers(tx TxRunner, store TransferStore, ledger *Ledger, events *Events, audit *Auditor, v interface {
+func NewTransfers(tx TxRunner, store TransferStore, ledger *Ledger, controls *Controls, events *Events, audit *Auditor, v interface {
 	Struct(any, *emi.Error) error
 }, now Clock) *Transfers {
-	return &Transfers{tx: tx, store: store, ledger: ledger, events: events, audit: audit, validate: v, now: now}
+	return &Transfers{tx: tx, store: store, ledger: ledger, controls: controls, events: events, audit: audit, validate: v, now: now}
 }
 
 // MaxTransferAmount bounds one transfer: 1,000,000,000.00 in minor units.

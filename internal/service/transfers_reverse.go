@@ -60,8 +60,8 @@ func (s *Transfers) PendingReversal(ctx context.Context, token string) (Reversal
 }
 
 // DecideReversal decides a pending reversal request (emi.PermManageMoney).
-// Approval must come from another staff member than the requester
-// (emi.ErrFourEyes); it posts a reversing ledger transaction (every entry
+// Approval must come from a person distinct from the requester (Controls;
+// emi.ErrFourEyes); it posts a reversing ledger transaction (every entry
 // negated) that moves the money back from the destination to the source,
 // and the transfer becomes `returned` with the request's reason, sent to
 // the partners as transfer.returned. Reject withdraws the request (the
@@ -78,7 +78,6 @@ func (s *Transfers) DecideReversal(ctx context.Context, token string, approve bo
 	if err := require(ctx, emi.PermManageMoney); err != nil {
 		return emi.Transfer{}, err
 	}
-	me := staffOf(ctx).ActorID
 	var out emi.Transfer
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
 		t, err := s.store.Transfer(ctx, token, true)
@@ -100,8 +99,8 @@ func (s *Transfers) DecideReversal(ctx context.Context, token string, approve bo
 			return s.audit.Record(ctx, emi.AuditEntry{Action: "transfer.reversal_rejected", ResourceType: "transfer", ResourceToken: t.Token,
 				PartnerID: t.PartnerID, Changes: map[string]any{"requested_by": req.RequestedBy, "reason": req.Reason}})
 		}
-		if req.RequestedBy == me {
-			return emi.ErrFourEyes.WithDetail("the requester of the reversal of %s cannot approve it", t.Token)
+		if err := s.controls.Approve(ctx, ControlTransferReversal, req.RequestedBy); err != nil {
+			return err
 		}
 		if out, err = s.reverse(ctx, t, req.Reason); err != nil {
 			return err

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
@@ -207,6 +208,45 @@ func TestReviewDecisions(t *testing.T) {
 			t.Fatalf("second approval: %v %s", err, second.Status)
 		}
 	})
+	t.Run("four eyes: two underwriters created by one admin are one person (issue 19, C8)", func(t *testing.T) {
+		// Before the decision engine only the user ids were compared, and
+		// the second approval below succeeded.
+		boss := staffCtx(t, env, "creator@x.test", emi.RoleAdmin)
+		made := func(email string) context.Context {
+			u, err := env.App.Staff.Create(boss, emi.StaffCreate{Email: email, Name: email, Roles: []emi.Role{emi.RoleUnderwriter},
+				Password: "Correct-Horse-Battery-9"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: u.ID, StaffRoles: []string{"underwriter"}})
+		}
+		w1, w2 := made("w1@x.test"), made("w2@x.test")
+		app := queued(t, env, p, func(b map[string]any) {
+			b["company"].(map[string]any)["description_of_activity"] = "Online casino and betting"
+			b["due_diligence"] = "SDD"
+		})
+		if err := env.App.Review.Claim(w1, app); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.App.Review.Decide(w1, app, emi.ReviewDecision{Action: "approve", Text: "ok", Stamp: stampOf(t, env, w1, app)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.App.Review.Claim(w2, app); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.App.Review.Decide(w2, app, emi.ReviewDecision{Action: "approve", Stamp: stampOf(t, env, w2, app)}); !is(err, emi.ErrFourEyes) {
+			t.Fatalf("the second approval by another user of the same admin: %v", err)
+		}
+		if err := env.App.Review.Release(w2, app); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.App.Review.Claim(u2, app); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := env.App.Review.Decide(u2, app, emi.ReviewDecision{Action: "approve", Stamp: stampOf(t, env, u2, app)}); err != nil || got.Status != emi.AppApproved {
+			t.Fatalf("an independent underwriter's second approval: %v", err)
+		}
+	})
 	t.Run("a decision on stale evidence is refused", func(t *testing.T) {
 		app := queued(t, env, p, nil)
 		if err := env.App.Review.Claim(u1, app); err != nil {
@@ -310,8 +350,29 @@ func TestReviewHitsEditsBulkAndMetrics(t *testing.T) {
 		if err := env.App.Review.DecideHit(u1, app, keys[0], emi.HitFalsePositive, ""); !is(err, emi.ErrReviewValidation) {
 			t.Fatalf("hit decision without reason: %v", err)
 		}
+		// Issue 19, C2: a false positive inside an application takes two
+		// people, the second from compliance; one person's proposal leaves
+		// the hit undecided, and approval refused.
 		for _, k := range keys {
-			if err := env.App.Review.DecideHit(comp, app, k, emi.HitFalsePositive, "different person, passport checked"); err != nil {
+			if err := env.App.Review.DecideHit(u1, app, k, emi.HitFalsePositive, "different person, passport checked"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := env.App.Review.Claim(u1, app); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "approve", Text: "ok", Stamp: stampOf(t, env, u1, app)}); !is(err, emi.ErrSanctionsUndecided) {
+			t.Fatalf("approval with proposed but unconfirmed false positives: %v", err)
+		}
+		if err := env.App.Review.DecideHit(u1, app, keys[0], emi.HitFalsePositive, "confirming"); !is(err, emi.ErrForbidden) {
+			t.Fatalf("an underwriter confirmed a false positive: %v", err)
+		}
+		both := staffCtx(t, env, "both@x.test", emi.RoleUnderwriter, emi.RoleCompliance)
+		if err := env.App.Review.DecideHit(both, app, keys[0], emi.HitFalsePositive, "mine"); err != nil {
+			t.Fatal(err) // a second person who holds both roles confirms
+		}
+		for _, k := range keys[1:] {
+			if err := env.App.Review.DecideHit(comp, app, k, emi.HitFalsePositive, "agree: different person"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -427,5 +488,213 @@ func TestReviewDirectoryDecisionsAndAudit(t *testing.T) {
 	trail, err := env.App.Review.AuditTrail(u1, app)
 	if err != nil || len(trail) < 3 {
 		t.Fatalf("audit trail: %d %v", len(trail), err)
+	}
+}
+
+// Issue 19, C1 and C3: a true match blocks approval, and a first approval
+// is bound to the evidence it was given on. Both sequences succeeded before
+// (C1: the application was approved "first of two" and then onboarded; C3:
+// the second underwriter approved alone after the partner changed the
+// application).
+func TestReviewTrueMatchBlocksAndMaterialChangeVoidsFirstApproval(t *testing.T) {
+	t.Parallel()
+	env := onboardingEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P", Processing: emi.ProcessingSemiAutomatic})
+	u1 := staffCtx(t, env, "u1@x.test", emi.RoleUnderwriter)
+	u2 := staffCtx(t, env, "u2@x.test", emi.RoleUnderwriter)
+	comp := staffCtx(t, env, "c1@x.test", emi.RoleCompliance)
+	approve := func(who context.Context, app string) (emi.Application, error) {
+		t.Helper()
+		if err := env.App.Review.Claim(who, app); err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		return env.App.Review.Decide(who, app, emi.ReviewDecision{Action: "approve", Text: "ok", Stamp: stampOf(t, env, who, app)})
+	}
+	backInReview := func(app string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for st := ""; st != "in_review" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			_ = env.App.DB.Get(&st, `SELECT status FROM applications WHERE token = $1`, app)
+		}
+	}
+
+	t.Run("C1: a hit confirmed as a true match cannot be approved, by anyone", func(t *testing.T) {
+		app := queued(t, env, p, func(b map[string]any) {
+			m := b["members"].([]map[string]any)[0]
+			m["first_name"], m["last_name"], m["birthday"], m["nationality"], m["unique_identifier"] = "Kim", "Jong Un", "1984-01-08", "KP", "KP1"
+		})
+		a, _, _, _, _ := env.App.Review.Evidence(u1, app)
+		var key string
+		for _, c := range a.Checks {
+			if c.Name == emi.CheckSanctions {
+				for _, h := range c.Details["hits"].([]any) {
+					key = service.HitKey(h.(map[string]any))
+				}
+			}
+		}
+		if key == "" {
+			t.Fatal("no sanctions hit")
+		}
+		if err := env.App.Review.DecideHit(comp, app, key, emi.HitTrueMatch, "same person: passport and birthday agree"); err != nil {
+			t.Fatal(err)
+		}
+		for _, who := range []context.Context{u1, u2} {
+			if _, err := approve(who, app); !is(err, emi.ErrSanctionsBlocked) {
+				t.Fatalf("approval of an application with a true match: %v", err)
+			}
+			if err := env.App.Review.Release(who, app); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var onboarded int
+		_ = env.App.DB.Get(&onboarded, `SELECT count(*) FROM applications WHERE token = $1 AND (first_approval_by IS NOT NULL AND first_approval_by <> '' OR status = 'approved')`, app)
+		if onboarded != 0 {
+			t.Fatal("the application holds an approval")
+		}
+		if err := env.App.Review.Claim(u1, app); err != nil {
+			t.Fatal(err)
+		}
+		got, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "reject", ReasonCode: emi.RejectReasons[0], Text: "sanctioned owner",
+			Stamp: stampOf(t, env, u1, app)})
+		if err != nil || got.Status != emi.AppRejected {
+			t.Fatalf("reject: %v %s", err, got.Status)
+		}
+	})
+	t.Run("C3: a material change after the first approval voids it", func(t *testing.T) {
+		app := queued(t, env, p, func(b map[string]any) {
+			b["company"].(map[string]any)["description_of_activity"] = "Online casino and betting"
+			b["due_diligence"] = "SDD"
+		})
+		first, err := approve(u1, app)
+		if err != nil || first.Review.FirstApprovalBy != staffOf(t, u1) {
+			t.Fatalf("first approval: %v %+v", err, first.Review)
+		}
+		// The partner changes the application after the first approval.
+		apptest.Expect(t, "change", call(t, env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
+			map[string]any{"city": "Leeds"}), 0, http.StatusOK)
+		backInReview(app)
+		got, err := approve(u2, app)
+		if err != nil {
+			t.Fatalf("approval after the change: %v", err)
+		}
+		if got.Status == emi.AppApproved {
+			t.Fatal("the second underwriter approved alone on evidence the first never saw")
+		}
+		if got.Review.FirstApprovalBy != staffOf(t, u2) {
+			t.Fatalf("the approval after the change is not the new first approval: %+v", got.Review)
+		}
+		var voided int
+		_ = env.App.DB.Get(&voided, `SELECT count(*) FROM audit_log WHERE action = 'application.first_approval_voided' AND resource_token = $1`, app)
+		if voided != 1 {
+			t.Fatalf("voided approvals audited: %d", voided)
+		}
+		// The first underwriter approves the new evidence: two people.
+		done, err := approve(u1, app)
+		if err != nil || done.Status != emi.AppApproved {
+			t.Fatalf("second approval on the same evidence: %v %s", err, done.Status)
+		}
+	})
+}
+
+// Issue 19, C2: one underwriter's "false positive" on an exact sanctions
+// match (score 1.000) is not a decision: it is remembered for nothing, the
+// re-screening after the partner's next change raises the hit again, the
+// machine does not approve (automatic processing) and nobody approves while
+// it waits for a second person. On the code before, the false positive was
+// remembered at once, hid the hit, and the application was approved.
+func TestC2OneUnderwriterCannotDismissAnExactMatch(t *testing.T) {
+	t.Parallel()
+	env := onboardingEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Auto", Processing: emi.ProcessingAutomatic})
+	u1 := staffCtx(t, env, "u1@c2.test", emi.RoleUnderwriter)
+	app := queued(t, env, p, func(b map[string]any) {
+		m := b["members"].([]map[string]any)[0]
+		m["first_name"], m["last_name"], m["birthday"], m["nationality"], m["unique_identifier"] = "Kim", "Jong Un", "1984-01-08", "KP", "KP1"
+	})
+	hitKeys := func() []string {
+		a, _, _, _, _ := env.App.Review.Evidence(u1, app)
+		var keys []string
+		for _, c := range a.Checks {
+			if c.Name == emi.CheckSanctions {
+				hs, _ := c.Details["hits"].([]any)
+				for _, h := range hs {
+					keys = append(keys, service.HitKey(h.(map[string]any)))
+				}
+			}
+		}
+		return keys
+	}
+	keys := hitKeys()
+	if len(keys) == 0 {
+		t.Fatal("no hit")
+	}
+	for _, k := range keys {
+		if err := env.App.Review.DecideHit(u1, app, k, emi.HitFalsePositive, "our customer is another person"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var remembered int
+	_ = env.App.DB.Get(&remembered, `SELECT count(*) FROM aml_false_positives WHERE application = $1`, app)
+	if remembered != 0 {
+		t.Fatalf("%d one-person false positives remembered", remembered)
+	}
+	// The partner changes the application: the checks run again.
+	apptest.Expect(t, "change", call(t, env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
+		map[string]any{"city": "Leeds"}), 0, http.StatusOK)
+	deadline := time.Now().Add(10 * time.Second)
+	var a emi.Application
+	for time.Now().Before(deadline) {
+		a, _, _, _, _ = env.App.Review.Evidence(u1, app)
+		if a.Status == emi.AppInReview || a.Status.Decided() {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if a.Status != emi.AppInReview {
+		t.Fatalf("after the re-screening the application is %s: the machine decided it", a.Status)
+	}
+	if len(hitKeys()) != len(keys) || !a.Review.HasSanctionsHit {
+		t.Fatal("the re-screening hid the hits")
+	}
+	if err := env.App.Review.Claim(u1, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "approve", Text: "ok", Stamp: stampOf(t, env, u1, app)}); !is(err, emi.ErrSanctionsUndecided) {
+		t.Fatalf("the underwriter approved alone: %v", err)
+	}
+	// A one-person memory written before the rule (or on an API check's
+	// hit under 0.9) does not hide an application's hit either: it is
+	// shown beside it.
+	a, _, _, _, _ = env.App.Review.Evidence(u1, app)
+	for _, c := range a.Checks {
+		if c.Name != emi.CheckSanctions {
+			continue
+		}
+		for _, x := range c.Details["hits"].([]any) {
+			h := x.(map[string]any)
+			pk, _ := hex.DecodeString(h["person_key"].(string))
+			if _, err := env.App.DB.Exec(`INSERT INTO aml_false_positives (partner_id, person_key, list, entry_id, fingerprint, application, reason, decided_by)
+				VALUES ($1, $2, $3, $4, $5, $6, 'legacy', $7) ON CONFLICT DO NOTHING`, p.ID, pk, h["list"], h["entry_id"], h["fingerprint"], app, staffOf(t, u1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	apptest.Expect(t, "change again", call(t, env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
+		map[string]any{"city": "York"}), 0, http.StatusOK)
+	deadline = time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		a, _, _, _, _ = env.App.Review.Evidence(u1, app)
+		if a.Status == emi.AppInReview && a.Revision > 2 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, c := range a.Checks {
+		if c.Name == emi.CheckSanctions {
+			hs, _ := c.Details["hits"].([]any)
+			if len(hs) != len(keys) || hs[0].(map[string]any)["remembered_false_positive"] == nil {
+				t.Fatalf("a one-person memory hid or did not mark the hits: %v", c.Details)
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -404,9 +405,33 @@ func TestAMLCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Issue 19, C2: a false positive on a hit scoring 0.9 or more takes
+		// two people; one officer's decision leaves the check open.
+		officer, second := complianceCtx(), complianceCtx()
+		twoPerson := 0
 		for _, h := range c.Hits {
-			if _, err := env.App.AML.Decide(complianceCtx(), token, emi.HitDecision{N: h.N, Decision: emi.HitFalsePositive, Reason: "different person, checked passport"}); err != nil {
+			if _, err := env.App.AML.Decide(officer, token, emi.HitDecision{N: h.N, Decision: emi.HitFalsePositive, Reason: "different person, checked passport"}); err != nil {
 				t.Fatal(err)
+			}
+			if h.Score >= emi.TwoPersonHitScore {
+				twoPerson++
+			}
+		}
+		if twoPerson == 0 {
+			t.Fatal("Kim Jong Un scored no hit of 0.9 or more")
+		}
+		c, _ = env.App.AML.Get(complianceCtx(), token)
+		if c.Status != emi.AMLMatch || c.OpenHits() != twoPerson {
+			t.Fatalf("one officer's false positives closed the check: %s, %d open", c.Status, c.OpenHits())
+		}
+		for _, h := range c.Hits {
+			if h.Pending() {
+				if _, err := env.App.AML.Decide(officer, token, emi.HitDecision{N: h.N, Decision: emi.HitFalsePositive, Reason: "confirming my own"}); !errors.Is(err, emi.ErrFourEyes) {
+					t.Fatalf("the proposer confirmed their own false positive: %v", err)
+				}
+				if _, err := env.App.AML.Decide(second, token, emi.HitDecision{N: h.N, Decision: emi.HitFalsePositive, Reason: "agree"}); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		c, _ = env.App.AML.Get(complianceCtx(), token)

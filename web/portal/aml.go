@@ -136,6 +136,12 @@ func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, 
 	for _, h := range c.Hits {
 		hv := hitView(h)
 		hv.DecidedBy = who(r, h.DecidedBy, h.DecidedByName)
+		if h.ConfirmedBy != "" {
+			hv.DecidedBy += ", confirmed by " + who(r, h.ConfirmedBy, h.ConfirmedByName)
+		}
+		if h.Pending() && h.DecidedBy == current(r).ID {
+			hv.Open = false // the proposer waits for someone else
+		}
 		if h.N == n {
 			hv.FormReason, hv.Errors = reason, errs
 		}
@@ -150,7 +156,7 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 		MatchedName: h.MatchedName, Alias: h.Alias, Score: score(h.Score), Fields: strings.Join(h.Fields, ", "),
 		NameScore: score(b.NameScore), Birthday: orUnknown(b.Birthday), BirthdayAdjust: adjust(b.BirthdayAdjust),
 		Nationality: orUnknown(b.Nationality), NationalityAdjust: adjust(b.NationalityAdjust), TypeAdjust: adjust(b.TypeAdjust),
-		Notes: b.Notes, Suppressed: h.Suppressed, Open: !h.Suppressed && h.Decision == "",
+		Notes: b.Notes, Suppressed: h.Suppressed, Open: h.Open(),
 		Decision: h.Decision, Reason: h.Reason, DecidedBy: h.DecidedBy}
 	for _, t := range b.Tokens {
 		hv.Tokens = append(hv.Tokens, pages.TokenRow{Query: t.Query, Entry: t.Entry, Similarity: score(t.Similarity)})
@@ -171,10 +177,15 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 			hv.EntryNote = "The list entry has changed since this check was made; what is shown is the entry as it is now."
 		}
 	}
-	switch h.Decision {
-	case emi.HitFalsePositive:
+	switch {
+	case h.Pending():
+		// Issue 19, C2: a hit scoring 0.9 or more takes two people.
+		hv.Decision, hv.DecisionTone = "false positive proposed: needs a second person", "warn"
+	case h.Decision == emi.HitFalsePositive && h.ConfirmedBy != "":
+		hv.Decision, hv.DecisionTone = "false positive (two people)", "ok"
+	case h.Decision == emi.HitFalsePositive:
 		hv.Decision, hv.DecisionTone = "false positive", "ok"
-	case emi.HitTrueMatch:
+	case h.Decision == emi.HitTrueMatch:
 		hv.Decision, hv.DecisionTone = "true match", "bad"
 	}
 	if h.DecidedAt != nil {

@@ -41,7 +41,9 @@ var messages = map[string]string{
 	emi.ErrScreeningUpdate.Key:         "The sanctions lists could not be updated; the loaded lists stay in use. The attempt and its error are listed below.",
 	emi.ErrNotAssignee.Key:             "Only the underwriter who holds this application can decide it. Claim it first (a claim lapses after 30 minutes without activity).",
 	emi.ErrReviewStale.Key:             "The application changed since you opened it (a new document or check result). Reload the page and decide on what is there now.",
-	emi.ErrFourEyes.Key:                "This application needs a second approver: someone other than the first approver must approve it.",
+	emi.ErrFourEyes.Key:                "This needs a second, independent person: not the one who asked or approved first, nor anyone set up (created, reset or given a role) by the same administrator in the last 30 days.",
+	emi.ErrSanctionsUndecided.Key:      "A sanctions hit of this application has no final decision yet: a false positive takes a second person from compliance to confirm it. Approve once every hit is decided.",
+	emi.ErrSanctionsBlocked.Key:        "A sanctions hit of this application is confirmed as a true match: it cannot be approved. Reject it, or ask compliance to review the hit.",
 	emi.ErrApplicationClosed.Key:       "This application is decided, so its data can no longer be changed.",
 
 	// Accounts (the API's codes the account screens show).

@@ -439,6 +439,9 @@ type sanctionHit struct {
 	MatchedName string   `json:"matched_name"`
 	Score       float64  `json:"score"`
 	Fields      []string `json:"fields"`
+	// Remembered: a one-person false positive remembered for this person
+	// and entry, which does not settle the hit (issue 19, C2).
+	Remembered string `json:"remembered_false_positive"`
 }
 
 type mediaHit struct {
@@ -582,7 +585,7 @@ func checkView(c emi.CheckResult, a emi.Application) pages.CheckView {
 		keys := hitKeys(c.Details)
 		for i, h := range hits {
 			row := pages.SanctionHitRow{Subject: "the company", List: h.List, EntryID: h.EntryID, Name: h.Name,
-				MatchedName: h.MatchedName, Score: score(h.Score), Fields: strings.Join(h.Fields, ", ")}
+				MatchedName: h.MatchedName, Score: score(h.Score), Fields: strings.Join(h.Fields, ", "), Remembered: h.Remembered}
 			if i < len(keys) {
 				row.Key = keys[i]
 			}

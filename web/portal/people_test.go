@@ -438,13 +438,37 @@ func TestAMLReview(t *testing.T) {
 		}
 	})
 	t.Run("each hit decided a false positive clears the check", func(t *testing.T) {
-		for i, n := range hits {
+		for _, n := range hits {
 			p := officer.Post(t, page+"/decide", url.Values{"n": {fmt.Sprint(n)}, "decision": {emi.HitFalsePositive}, "reason": {"Born 1984 in Pyongyang, our customer is a namesake in Oslo"}})
 			if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, page) {
 				t.Fatalf("hit %d: HTTP %d to %q", n, p.Status, p.Location)
 			}
-			if want := map[bool]string{true: "cleared", false: "match"}[i == len(hits)-1]; checkStatus(t, f.env, check) != want {
-				t.Fatalf("after hit %d the check is %s, want %s", n, checkStatus(t, f.env, check), want)
+		}
+		// Issue 19, C2: hits scoring 0.9 or more wait for a second person.
+		var pending []int
+		if err := f.env.App.DB.Select(&pending, `SELECT n FROM aml_hits WHERE check_token = $1 AND score >= $2 ORDER BY n`, check, emi.TwoPersonHitScore); err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			t.Fatal("no hit of 0.9 or more: the two-person rule is not exercised")
+		}
+		if checkStatus(t, f.env, check) != "match" {
+			t.Fatalf("one officer's false positives closed the check: %s", checkStatus(t, f.env, check))
+		}
+		if p := officer.Get(t, page); strings.Count(p.Body, "false positive proposed: needs a second person") < len(pending) ||
+			strings.Contains(p.Body, `data-testid="decide-`) {
+			t.Fatal("the proposer's page does not show the hits waiting for a second person, or offers to confirm them")
+		}
+		newStaff(t, f.env, "second.compliance@aml.test", "Second Compliance Officer", emi.RoleCompliance)
+		second := f.env.NewBrowser()
+		second.SignIn(t, "second.compliance@aml.test")
+		for i, n := range pending {
+			p := second.Post(t, page+"/decide", url.Values{"n": {fmt.Sprint(n)}, "decision": {emi.HitFalsePositive}, "reason": {"agree: namesake"}})
+			if p.Status != http.StatusSeeOther {
+				t.Fatalf("confirmation of hit %d: HTTP %d", n, p.Status)
+			}
+			if want := map[bool]string{true: "cleared", false: "match"}[i == len(pending)-1]; checkStatus(t, f.env, check) != want {
+				t.Fatalf("after confirming hit %d the check is %s, want %s", n, checkStatus(t, f.env, check), want)
 			}
 		}
 		p := officer.Get(t, page)
@@ -463,7 +487,11 @@ func TestAMLReview(t *testing.T) {
 		}
 		auditor := f.env.NewBrowser()
 		auditor.SignIn(t, apptest.AuditorEmail)
-		if a := auditor.Get(t, page); strings.Count(a.Body, "by <span class=\"mono\">"+name+"</span>") != len(hits)+1 {
+		// Each hit names its reviewer (and second person); the check names
+		// whoever closed it: the second officer.
+		if a := auditor.Get(t, page); strings.Count(a.Body, "by <span class=\"mono\">"+name) != len(hits) ||
+			strings.Count(a.Body, "confirmed by Second Compliance Officer") != len(pending) ||
+			!strings.Contains(a.Body, "by <span class=\"mono\">Second Compliance Officer</span>") {
 			t.Fatalf("another reader does not see the reviewer's name %q on the check and each hit", name)
 		}
 	})

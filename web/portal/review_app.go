@@ -91,11 +91,19 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 				h := &v.Checks[i].SanctionHits[j]
 				h.Action = reviewBase(a.Token) + "/hits"
 				if d, ok := hd[h.Key]; ok {
-					h.Decision, h.DecisionTone = "false positive", "ok"
-					if d.Decision == emi.HitTrueMatch {
-						h.Decision, h.DecisionTone = "true match", "bad"
-					}
 					h.DecisionReason, h.DecidedBy, h.DecidedAt = d.Reason, who(r, d.StaffID, d.StaffName), fmtTime(d.At)
+					switch {
+					case d.Decision == emi.HitTrueMatch:
+						h.Decision, h.DecisionTone = "true match", "bad"
+					case d.Final():
+						h.Decision, h.DecisionTone = "false positive", "ok"
+						h.DecidedBy += ", confirmed by " + who(r, d.ConfirmedBy, d.ConfirmedByName)
+					default:
+						// Issue 19, C2: a proposal waits for a second
+						// person from compliance.
+						h.Decision, h.DecisionTone, h.Pending = "false positive proposed: needs a second person (compliance)", "warn", true
+						h.CanDecide = hitsOK && h.Key != "" && canDo(r, emi.PermReviewAML) && d.StaffID != current(r).ID
+					}
 				} else {
 					h.CanDecide = hitsOK && h.Key != ""
 				}
@@ -681,11 +689,11 @@ func (p *Portal) reviewHit(w http.ResponseWriter, r *http.Request) {
 		p.reviewRefused(w, r, err, &formState{which: "hit", key: key, values: r.PostForm}, applicationHref(token)+"#check-sanctions")
 		return
 	}
-	msg := "Hit marked as a true match."
+	msg := "Hit marked as a true match: the application can no longer be approved."
 	if r.PostForm.Get("decision") == emi.HitFalsePositive {
-		msg = "Hit marked as a false positive: it is remembered and not raised again for this person and list entry."
+		msg = "False positive recorded. It takes two people: once a second person from compliance confirms it, it is remembered for this person and list entry."
 	}
-	p.flash(r.Context(), "ok", msg+" Approval of this application now takes two underwriters.")
+	p.flash(r.Context(), "ok", msg)
 	redirect(w, r, applicationHref(token)+"#check-sanctions")
 }
 

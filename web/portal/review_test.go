@@ -484,7 +484,7 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		contains(t, "the first approver's page", pg, "You gave the first approval")
 		lacks(t, "the first approver's page", pg, `data-testid="approve-form"`)
 		pg = after(t, uw2, "/backoffice/review/"+high+"/decide", url.Values{"action": {"approve"}, "stamp": {stampIn(t, pg.Body)}})
-		if f := flashes(pg); !strings.Contains(f, "needs a second approver") {
+		if f := flashes(pg); !strings.Contains(f, "needs a second, independent person") {
 			t.Errorf("second approval by the same underwriter: %q", f)
 		}
 		after(t, uw2, "/backoffice/review/"+high+"/release", url.Values{})
@@ -580,11 +580,17 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		}
 		pg = after(t, uw1, "/backoffice/review/"+kim+"/hits", url.Values{"key": {key}, "decision": {"false_positive"},
 			"reason": {"Different person: born 1990, passport seen"}})
-		contains(t, "after the hit decision", pg, "Hit marked as a false positive", `data-testid="hit-decision"`, ">false positive<",
-			"Different person: born 1990, passport seen", "Sandbox Underwriter (you)")
+		// Issue 19, C2: a false positive inside an application is proposed
+		// by one person and confirmed by a second from compliance.
+		contains(t, "after the hit decision", pg, "False positive recorded. It takes two people", `data-testid="hit-decision"`,
+			">false positive proposed: needs a second person (compliance)<", "Different person: born 1990, passport seen", "Sandbox Underwriter (you)")
 		if got := strings.Count(pg.Body, `data-testid="hit-form"`); got != n-1 {
-			t.Errorf("%d hit forms left, want %d", got, n-1)
+			t.Errorf("%d hit forms left for the proposer, want %d", got, n-1)
 		}
+		pg = compliance.Get(t, "/backoffice/applications/"+kim)
+		contains(t, "compliance's page", pg, "Second person: confirm the false positive")
+		pg = after(t, compliance, "/backoffice/review/"+kim+"/hits", url.Values{"key": {key}, "decision": {"false_positive"}, "reason": {"agree: born 1990"}})
+		contains(t, "after the confirmation", pg, ">false positive<", "confirmed by Sandbox Compliance Officer (you)")
 		pg = after(t, compliance, "/backoffice/review/"+kim+"/hits", url.Values{"key": {key}, "decision": {"true_match"}, "reason": {"second thoughts"}})
 		if f := flashes(pg); !strings.Contains(f, "already has a decision") {
 			t.Errorf("a second decision on a hit: %q", f)

@@ -169,6 +169,7 @@ func New(t testing.TB, opts Options) *Env {
 		t.Fatalf("apptest: open: %v", err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
+	runKeyCache(t, a)
 	if !opts.NoSanctions {
 		a.UseSanctions(Sanctions(t))
 	}
@@ -204,6 +205,7 @@ func Attach(t testing.TB, env *Env, routes ...func(r chi.Router, a *api.API)) *E
 		t.Fatalf("apptest: attach: %v", err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
+	runKeyCache(t, a)
 	if env.App.Screener.Current() != nil {
 		a.UseSanctions(env.App.Screener.Current())
 	}
@@ -219,6 +221,15 @@ func (e *Env) As(p *Partner) *Partner {
 	c := *p
 	c.env = e
 	return &c
+}
+
+// runKeyCache runs the app's API key cache, as emi serve does, until the
+// test ends (before the app closes).
+func runKeyCache(t testing.TB, a *app.App) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.RunKeyCache(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 func tail(s string, n int) string {

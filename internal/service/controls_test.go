@@ -1,0 +1,182 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"emi/internal/app/apptest"
+	"emi/internal/emi"
+	"emi/internal/service"
+)
+
+// newStaffUser creates a staff user with roles, as the principal of ctx
+// (the system or an administrator), and returns its context.
+func newStaffUser(t *testing.T, m *moneyApp, by context.Context, roles ...emi.Role) context.Context {
+	t.Helper()
+	email := fmt.Sprintf("s-%s@example.com", service.NewToken()[24:])
+	u, err := m.env.App.Staff.Create(by, emi.StaffCreate{Email: email, Name: email, Roles: roles, Password: "Correct-Horse-Battery-9"})
+	if err != nil {
+		t.Fatalf("create staff: %v", err)
+	}
+	return as(u)
+}
+
+// C8 (issue 19): one administrator mints money with two staff users they
+// created. Before the decision engine, the second approval only compared
+// user ids, so B requesting and C approving a 1,000,000.00 EUR credit
+// succeeded; this test failed on that code.
+func TestC8OneAdminCannotApproveWithStaffTheyCreated(t *testing.T) {
+	t.Parallel()
+	m := newMoneyApp(t, apptest.Options{})
+	acc := m.open(t, "account_eur", "")
+	bal := acc.Balances[0].Token
+	admin := as(emi.StaffUser{ID: service.NewToken(), Roles: []emi.Role{emi.RoleAdmin}})
+	adj := m.env.App.Adjustments
+	credit := func(by context.Context) emi.Adjustment {
+		t.Helper()
+		a, err := adj.Request(by, emi.AdjustmentRequest{Account: acc.Token, Currency: "EUR", Direction: emi.AdjustmentCredit,
+			Amount: 100_000_000, Reason: "goodwill"})
+		if err != nil {
+			t.Fatalf("request: %v", err)
+		}
+		return a
+	}
+
+	// The admin creates B and C with the money permission.
+	b := newStaffUser(t, m, admin, emi.RoleCustomerService)
+	c := newStaffUser(t, m, admin, emi.RoleCompliance)
+	a := credit(b)
+	_, err := adj.Decide(c, a.Token, true, "")
+	wantErr(t, "C approves B's credit, both created by one admin", err, emi.ErrFourEyes)
+	if m.available(t, bal) != 0 {
+		t.Fatal("money was credited")
+	}
+
+	// A person set up by the system (the CLI) or by another admin is
+	// distinct: the request is approved.
+	other := newStaffUser(t, m, sys(), emi.RoleCompliance)
+	if _, err := adj.Decide(other, a.Token, true, ""); err != nil {
+		t.Fatalf("an unrelated colleague approves: %v", err)
+	}
+
+	// A credential reset links the admin to the user: an admin who also
+	// holds a money role cannot approve with a user whose credentials they
+	// reset.
+	both := newStaffUser(t, m, sys(), emi.RoleAdmin, emi.RoleCompliance)
+	d := newStaffUser(t, m, sys(), emi.RoleCustomerService)
+	if _, err := m.env.App.Staff.ResetCredentials(both, staffOf(d)); err != nil {
+		t.Fatal(err)
+	}
+	a = credit(d)
+	_, err = adj.Decide(both, a.Token, true, "")
+	wantErr(t, "an admin approves the credit of a user whose credentials they reset", err, emi.ErrFourEyes)
+
+	// Granting a role links them too.
+	e := newStaffUser(t, m, sys(), emi.RoleAuditor)
+	if err := m.env.App.Staff.SetRoles(both, staffOf(e), []emi.Role{emi.RoleCustomerService}); err != nil {
+		t.Fatal(err)
+	}
+	e = as(emi.StaffUser{ID: staffOf(e), Roles: []emi.Role{emi.RoleCustomerService}})
+	a2 := credit(e)
+	_, err = adj.Decide(both, a2.Token, true, "")
+	wantErr(t, "an admin approves the credit of a user they granted the money role", err, emi.ErrFourEyes)
+	// ... and two users the same admin reset or granted are one person.
+	_, err = adj.Decide(e, a.Token, true, "")
+	wantErr(t, "two users set up by one admin", err, emi.ErrFourEyes)
+
+	// The same sequence through reversals and terminations.
+	term := m.open(t, "account_eur", "")
+	if err := m.env.App.Accounts.RequestTermination(b, term.Token, "customer left"); err != nil {
+		t.Fatal(err)
+	}
+	bcs := newStaffUser(t, m, admin, emi.RoleCustomerService)
+	_, err = m.env.App.Accounts.ApproveTermination(bcs, term.Token, false)
+	wantErr(t, "termination approved by another user of the same admin", err, emi.ErrFourEyes)
+
+	// Thirty days on, the link has lapsed.
+	m.env.Clock.Advance(service.StaffLinkWindow + time.Hour)
+	if _, err := adj.Decide(c, credit(b).Token, true, ""); err != nil {
+		t.Fatalf("after the link window: %v", err)
+	}
+}
+
+// The engine's property: no sequence of staff changes by one administrator
+// (creating users, resetting credentials, granting roles) gives two people
+// who may jointly approve a decision that needs two: every approver that
+// the administrator created, reset or granted, and the administrator
+// themselves, counts as one person.
+func TestControlsPropertyOneAdminIsOnePerson(t *testing.T) {
+	t.Parallel()
+	m := newMoneyApp(t, apptest.Options{})
+	ctrl := m.env.App.Controls
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rnd := rand.New(rand.NewPCG(seed, 0x19))
+	for round := 0; round < 25; round++ {
+		admin := as(emi.StaffUser{ID: service.NewToken(), Roles: []emi.Role{emi.RoleAdmin, emi.RoleCompliance}})
+		adminID := staffOf(admin)
+		var controlled, independent []string
+		controlled = append(controlled, adminID)
+		steps := 1 + rnd.IntN(5)
+		for i := 0; i < steps; i++ {
+			switch rnd.IntN(4) {
+			case 0: // the admin creates a user
+				controlled = append(controlled, staffOf(newStaffUser(t, m, admin, emi.RoleCustomerService)))
+			case 1: // the admin resets an independent user's credentials
+				u := staffOf(newStaffUser(t, m, sys(), emi.RoleCustomerService))
+				if _, err := m.env.App.Staff.ResetCredentials(admin, u); err != nil {
+					t.Fatal(err)
+				}
+				controlled = append(controlled, u)
+			case 2: // the admin grants a role to an independent user
+				u := staffOf(newStaffUser(t, m, sys(), emi.RoleAuditor))
+				if err := m.env.App.Staff.SetRoles(admin, u, []emi.Role{emi.RoleCompliance}); err != nil {
+					t.Fatal(err)
+				}
+				controlled = append(controlled, u)
+			case 3: // someone else is set up by the system
+				independent = append(independent, staffOf(newStaffUser(t, m, sys(), emi.RoleCompliance)))
+			}
+		}
+		// Any two of the admin's set are one person.
+		for _, p := range controlled {
+			for _, q := range controlled {
+				if err := ctrl.Distinct(context.Background(), q, p); err == nil {
+					t.Fatalf("round %d (seed %d): %s and %s, both set up by admin %s, counted as two people", round, seed, p, q, adminID)
+				}
+			}
+		}
+		// A user set up by the system is distinct from each of them.
+		for _, ind := range independent {
+			for _, p := range controlled {
+				if err := ctrl.Distinct(context.Background(), ind, p); err != nil {
+					t.Fatalf("round %d (seed %d): independent %s refused beside %s: %v", round, seed, ind, p, err)
+				}
+			}
+		}
+	}
+}
+
+// Every approval needs the policy's approve permission, checked by the
+// engine itself, and a nil engine refuses rather than approves.
+func TestControlsPermissionsAndFailClosed(t *testing.T) {
+	t.Parallel()
+	m := newMoneyApp(t, apptest.Options{})
+	for _, pol := range service.Policies {
+		if pol.People < 2 || pol.Propose == "" || pol.Approve == "" || pol.BoundTo == "" {
+			t.Errorf("policy %s is incomplete: %+v", pol.Control, pol)
+		}
+		err := m.env.App.Controls.Approve(m.auditor, pol.Control, service.NewToken())
+		wantErr(t, string(pol.Control)+" by an auditor", err, emi.ErrForbidden)
+	}
+	var nilEngine *service.Controls
+	if err := nilEngine.Approve(m.comp, service.ControlAdjustment, service.NewToken()); err == nil {
+		t.Fatal("a nil engine approved")
+	}
+	if err := m.env.App.Controls.Approve(m.comp, service.ControlAdjustment, staffOf(m.comp)); err == nil {
+		t.Fatal("the proposer approved their own request")
+	}
+}
