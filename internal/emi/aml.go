@@ -134,6 +134,26 @@ func (c AMLCheck) OpenHits() int {
 	return n
 }
 
+// AML check sources: the partner's aml_check, a re-screening after a list
+// update, and the screening of a user whose name, birthday or nationality
+// changed (user_update).
+const (
+	AMLSourceAPI        = "api"
+	AMLSourceRescreen   = "rescreen"
+	AMLSourceUserUpdate = "user_update"
+)
+
+// UserScreening is the AML state of a user as card operations see it: the
+// checks linked to the user (re-screenings and screenings after a change of
+// identity) still waiting for a decision (Open) or confirmed a true match
+// (Confirmed), and when the user's name, birthday or nationality last
+// changed (nil: never since creation).
+type UserScreening struct {
+	Open          int        `db:"open"`
+	Confirmed     int        `db:"confirmed"`
+	IdentitySince *time.Time `db:"identity_since"`
+}
+
 // TwoPersonHitScore is the score from which a false positive on an API
 // check's hit takes two people (issue 19, C2). Every hit inside an
 // application takes two.
@@ -216,11 +236,17 @@ type KYCSession struct {
 	ReviewedAt   *time.Time `db:"reviewed_at"`
 	ReviewedBy   string     `db:"reviewed_by"`
 	// ReviewedByName is the reviewer's name, for the back office.
-	ReviewedByName string    `db:"reviewed_by_name"`
-	Reason         string    `db:"reason"`
-	ExpiresAt      time.Time `db:"expires_at"`
-	CreatedAt      time.Time `db:"created_at"`
-	UpdatedAt      time.Time `db:"updated_at"`
+	ReviewedByName string `db:"reviewed_by_name"`
+	// Reason is the partner-facing reason of the decision: it leaves emi
+	// in the user.kyc_updated event.
+	Reason string `db:"reason"`
+	// InternalNote is the reviewer's note for staff only (the real
+	// grounds): shown in the back office and recorded in the audit log,
+	// never sent to the partner (no tipping-off).
+	InternalNote string    `db:"internal_note"`
+	ExpiresAt    time.Time `db:"expires_at"`
+	CreatedAt    time.Time `db:"created_at"`
+	UpdatedAt    time.Time `db:"updated_at"`
 	// URL is the person's page, filled when the session is returned to the
 	// partner.
 	URL string `db:"-"`
@@ -241,6 +267,17 @@ type KYCUpload struct {
 	Front   []byte
 	Back    []byte
 	Selfie  []byte
+}
+
+// KYCDecision is a reviewer's decision on a submitted KYC session. Reason
+// goes to the partner; InternalNote stays inside emi (staff and the audit
+// log). A rejection needs an internal note: the partner-facing reason of a
+// rejection is often deliberately neutral, and the real grounds must be
+// kept somewhere a colleague or an auditor can read them.
+type KYCDecision struct {
+	Approve      bool
+	Reason       string
+	InternalNote string
 }
 
 // KYCFilter selects sessions for the back office.

@@ -518,6 +518,20 @@ func (s *PeopleStore) RaisedForUser(ctx context.Context, user string) (map[strin
 	return out, Translate(err)
 }
 
+// UserScreening implements service.AMLStore.
+func (s *PeopleStore) UserScreening(ctx context.Context, user string) (emi.UserScreening, error) {
+	var out emi.UserScreening
+	if !validUUID(user) {
+		return out, nil
+	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &out, `SELECT
+		count(*) FILTER (WHERE status = 'match') AS open,
+		count(*) FILTER (WHERE status = 'confirmed') AS confirmed,
+		max(created_at) FILTER (WHERE source = 'user_update') AS identity_since
+		FROM aml_checks WHERE user_token = $1`, user)
+	return out, Translate(err)
+}
+
 // InsertSanctionsUpdate implements service.AMLStore.
 func (s *PeopleStore) InsertSanctionsUpdate(ctx context.Context, u emi.SanctionsUpdate) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO sanctions_updates (at, instance, ok, error, version, changed)
@@ -543,7 +557,7 @@ type kycRow struct {
 }
 
 const kycColumns = `k.token, k.partner_id, k.user_token, k.provider, k.status, k.document_kind, k.consent_at,
-	k.submitted_at, k.reviewed_at, k.reviewed_by::text AS reviewer, k.reason, k.expires_at, k.created_at, k.updated_at,
+	k.submitted_at, k.reviewed_at, k.reviewed_by::text AS reviewer, k.reason, k.internal_note, k.expires_at, k.created_at, k.updated_at,
 	coalesce((SELECT name FROM staff_users s WHERE s.id = k.reviewed_by), '') AS reviewed_by_name,
 	p.name AS pname, (u.first_name || ' ' || u.last_name) AS uname`
 
@@ -614,8 +628,8 @@ func (s *PeopleStore) KYCSession(ctx context.Context, token string, forUpdate bo
 // UpdateKYCSession implements service.KYCStore.
 func (s *PeopleStore) UpdateKYCSession(ctx context.Context, k emi.KYCSession) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE kyc_sessions SET status = $2, document_kind = $3, consent_at = $4,
-		submitted_at = $5, reviewed_at = $6, reviewed_by = $7, reason = $8, updated_at = $9 WHERE token = $1`,
-		k.Token, k.Status, k.DocumentKind, k.ConsentAt, k.SubmittedAt, k.ReviewedAt, nullUUID(k.ReviewedBy), k.Reason, k.UpdatedAt)
+		submitted_at = $5, reviewed_at = $6, reviewed_by = $7, reason = $8, internal_note = $9, updated_at = $10 WHERE token = $1`,
+		k.Token, k.Status, k.DocumentKind, k.ConsentAt, k.SubmittedAt, k.ReviewedAt, nullUUID(k.ReviewedBy), k.Reason, k.InternalNote, k.UpdatedAt)
 	return Translate(err)
 }
 

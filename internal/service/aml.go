@@ -53,6 +53,8 @@ type AMLStore interface {
 	// RaisedForUser returns the "list\x00entry\x00fingerprint" keys already
 	// raised (in any check) for a user.
 	RaisedForUser(ctx context.Context, userToken string) (map[string]bool, error)
+	// UserScreening returns the AML state of a user (checks linked to it).
+	UserScreening(ctx context.Context, user string) (emi.UserScreening, error)
 	InsertSanctionsUpdate(ctx context.Context, u emi.SanctionsUpdate) error
 	SanctionsUpdates(ctx context.Context, limit int) ([]emi.SanctionsUpdate, error)
 }
@@ -157,6 +159,44 @@ func markSuppressed(hits []emi.AMLHit, fps map[string]int) ([]emi.AMLHit, emi.AM
 		st = emi.AMLMatch
 	}
 	return hits, st
+}
+
+// ScreenUser screens a user's identity as it is now and records the check,
+// linked to the user, with source user_update (issue 19, C5: user_update
+// changed the name, birthday or nationality). Hits remembered as false
+// positives for this person are kept suppressed, as in Check; any other
+// hit makes the check a match in the AML review queue, and until it is
+// decided the user's cards cannot be issued, activated or assigned. Runs
+// in the caller's transaction. Returns emi.ErrInvalidProcessor when no list
+// is loaded: the change is refused rather than left unscreened.
+func (a *AML) ScreenUser(ctx context.Context, u emi.User) (emi.AMLCheck, error) {
+	q := emi.AMLQuery{FirstName: u.FirstName, LastName: u.LastName, Nationality: u.Nationality, Birthday: u.Birthday}
+	version, hits, err := a.screener.Screen(q)
+	if err != nil {
+		return emi.AMLCheck{}, err
+	}
+	c := emi.AMLCheck{Token: NewToken(), PartnerID: u.PartnerID, Source: emi.AMLSourceUserUpdate, UserToken: u.Token,
+		FirstName: u.FirstName, LastName: u.LastName, Nationality: u.Nationality, Birthday: u.Birthday,
+		PersonKey: a.personKey(u.FirstName, u.LastName, u.Birthday), ListVersion: version, CreatedAt: a.now().UTC()}
+	err = a.tx.InTx(ctx, func(ctx context.Context) error {
+		fps, err := a.store.FalsePositives(ctx, u.PartnerID, c.PersonKey)
+		if err != nil {
+			return err
+		}
+		c.Hits, c.Status = markSuppressed(hits, fps)
+		if err := a.store.InsertAMLCheck(ctx, c); err != nil {
+			return err
+		}
+		return a.audit.Record(ctx, emi.AuditEntry{Action: "aml_check.user_update", ResourceType: "aml_check", ResourceToken: c.Token,
+			PartnerID: u.PartnerID, Changes: map[string]any{"user": u.Token, "status": c.Status, "hits": len(hits),
+				"open_hits": c.OpenHits(), "list_version": version}})
+	})
+	return c, err
+}
+
+// UserScreening returns the AML state of a user for card operations.
+func (a *AML) UserScreening(ctx context.Context, user string) (emi.UserScreening, error) {
+	return a.store.UserScreening(ctx, user)
 }
 
 // AMLCheck returns a check of the partner, for user creation.

@@ -105,6 +105,15 @@ type CardAccounts interface {
 // must be about that user).
 type CardUsers interface {
 	User(ctx context.Context, partnerID, token string) (emi.User, error)
+	// UserForUpdate is User with the row locked (active users only): a
+	// card operation and a change of the holder's identity are serialised.
+	UserForUpdate(ctx context.Context, partnerID, token string) (emi.User, error)
+}
+
+// CardAML is the AML service as cards need it (*AML implements it).
+type CardAML interface {
+	AMLCheckReader
+	UserScreening(ctx context.Context, user string) (emi.UserScreening, error)
 }
 
 // CardsConfig holds the card service's limits.
@@ -118,7 +127,7 @@ type Cards struct {
 	tx       TxRunner
 	store    CardStore
 	accounts CardAccounts
-	aml      AMLCheckReader
+	aml      CardAML
 	users    CardUsers
 	vault    Vault
 	sms      SMSProvider
@@ -133,7 +142,7 @@ type Cards struct {
 }
 
 // NewCards returns the card service.
-func NewCards(tx TxRunner, store CardStore, accounts CardAccounts, aml AMLCheckReader, users CardUsers, vault Vault, sms SMSProvider,
+func NewCards(tx TxRunner, store CardStore, accounts CardAccounts, aml CardAML, users CardUsers, vault Vault, sms SMSProvider,
 	events *Events, audit *Auditor, v interface {
 		Struct(any, *emi.Error) error
 	}, names NameNormalizer, cfg CardsConfig, now Clock) *Cards {
@@ -242,8 +251,12 @@ func (s *Cards) Create(ctx context.Context, in emi.CardCreate) (emi.Card, error)
 		// and card_activate asks for the check then (seed: "aml is
 		// conditional for some non-personalized cards").
 		deferred := in.Account == "" && c.User == "" && c.Merchant == "" && c.Type == emi.CardPlastic && !c.Activated
+		holder, err := s.holder(ctx, p.PartnerID, c.User)
+		if err != nil {
+			return err
+		}
 		if (prog.AMLRequired && !deferred) || in.AML != "" {
-			if err := s.checkAML(ctx, p.PartnerID, in.AML, c.User); err != nil {
+			if err := s.checkAML(ctx, p.PartnerID, in.AML, holder); err != nil {
 				return err
 			}
 			c.AML = in.AML
@@ -361,9 +374,46 @@ func (s *Cards) checkOwner(ctx context.Context, partnerID, merchant, user string
 	return nil
 }
 
-// checkAML: the caller's own AML check, clear or cleared, and about the
-// card's user when the card belongs to a user (else 12009).
-func (s *Cards) checkAML(ctx context.Context, partnerID, token, user string) error {
+// cardHolder is a card's holder when it is a user, as the AML control
+// sees them.
+type cardHolder struct {
+	user      emi.User
+	screening emi.UserScreening
+}
+
+// holder returns the user who holds (or is about to hold) a card, locked
+// so that a concurrent change of their identity waits for the card
+// operation or is seen by it, with their AML state; nil for a card of a
+// merchant or without an owner. A user with an AML check waiting for a
+// compliance decision (a hit raised by a re-screening or by a change of
+// identity) or confirmed a true match gets no card: 12009 (issue 19, C5).
+func (s *Cards) holder(ctx context.Context, partnerID, user string) (*cardHolder, error) {
+	if user == "" || s.users == nil {
+		return nil, nil
+	}
+	u, err := s.users.UserForUpdate(ctx, partnerID, user)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.aml.UserScreening(ctx, u.Token)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case st.Confirmed > 0:
+		return nil, emi.ErrCardAMLRequired.WithDetail("the card's user is a confirmed sanctions match")
+	case st.Open > 0:
+		return nil, emi.ErrCardAMLRequired.WithDetail("the card's user has a sanctions screening hit waiting for a compliance decision")
+	}
+	return &cardHolder{user: u, screening: st}, nil
+}
+
+// checkAML: the caller's own AML check, clear or cleared (every hit
+// decided a false positive), and, when the card has a user as holder,
+// about that user (same normalised names; same birthday when both have
+// one) and made since the user's last change of name, birthday or
+// nationality (else 12009).
+func (s *Cards) checkAML(ctx context.Context, partnerID, token string, holder *cardHolder) error {
 	if token == "" {
 		return emi.ErrCardAMLRequired.WithDetail("the program requires a clear AML check (aml)")
 	}
@@ -377,15 +427,16 @@ func (s *Cards) checkAML(ctx context.Context, partnerID, token, user string) err
 	if !c.Status.Usable() {
 		return emi.ErrCardAMLRequired.WithDetail("aml must be a clear or cleared AML check; this one is %s", c.Status)
 	}
-	if user != "" && s.users != nil {
-		u, err := s.users.User(ctx, partnerID, user)
-		if err != nil {
-			return err
-		}
-		if normalizedName(s.names, u.FirstName+" "+u.LastName) != normalizedName(s.names, c.FirstName+" "+c.LastName) ||
-			(u.Birthday != "" && c.Birthday != "" && u.Birthday != c.Birthday) {
-			return emi.ErrCardAMLRequired.WithDetail("aml is an AML check of another person than the card's user")
-		}
+	if holder == nil {
+		return nil
+	}
+	u := holder.user
+	if normalizedName(s.names, u.FirstName+" "+u.LastName) != normalizedName(s.names, c.FirstName+" "+c.LastName) ||
+		(u.Birthday != "" && c.Birthday != "" && u.Birthday != c.Birthday) {
+		return emi.ErrCardAMLRequired.WithDetail("aml is an AML check of another person than the card's user")
+	}
+	if since := holder.screening.IdentitySince; since != nil && c.CreatedAt.Before(*since) {
+		return emi.ErrCardAMLRequired.WithDetail("aml predates the last change of the user's name, birthday or nationality; send a check made since")
 	}
 	return nil
 }

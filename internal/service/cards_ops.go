@@ -200,7 +200,10 @@ func (s *Cards) TerminateForAccount(ctx context.Context, account, reason string)
 
 // Activate activates a plastic card once it has been received
 // (card_activate). An activated card answers 12005. When the program
-// requires an AML check and the card has none yet, aml is required.
+// requires an AML check and the card has none yet, aml is required. The
+// AML link (aml, else the card's) is checked again against the card's
+// holder: theirs, clear or cleared, not older than a change of their
+// identity, and the holder without an undecided or confirmed hit (12009).
 func (s *Cards) Activate(ctx context.Context, token, aml, reason string) (emi.Card, error) {
 	a, err := s.actor(ctx, emi.PermManageCards)
 	if err != nil {
@@ -214,12 +217,19 @@ func (s *Cards) Activate(ctx context.Context, token, aml, reason string) (emi.Ca
 		if err != nil {
 			return err
 		}
-		if (prog.AMLRequired && c.AML == "") || aml != "" {
-			partner := c.PartnerID
-			if err := s.checkAML(ctx, partner, aml, c.User); err != nil {
+		holder, err := s.holder(ctx, c.PartnerID, c.User)
+		if err != nil {
+			return err
+		}
+		link := aml
+		if link == "" {
+			link = c.AML
+		}
+		if prog.AMLRequired || link != "" {
+			if err := s.checkAML(ctx, c.PartnerID, link, holder); err != nil {
 				return err
 			}
-			c.AML = aml
+			c.AML = link
 		}
 		now := s.now().UTC()
 		c.Activated, c.ActivatedAt = true, &now
@@ -274,8 +284,12 @@ func (s *Cards) Convert(ctx context.Context, token string, d *emi.Delivery, reas
 // Assign gives a non-personalized card its account (card_assign): an
 // account of the partner that may hold a card (12003), of the card's
 // currency, of the card's owner when the card already has one, and without
-// another card (12004).
-func (s *Cards) Assign(ctx context.Context, token, account, reason string) (emi.Card, error) {
+// another card (12004). The account's owner becomes the holder, and the
+// card's AML link (aml, else the card's) is checked against them as at
+// activation (12009): a card activated under someone else's check needs
+// aml, a check of the new holder. A card not yet activated and without a
+// link is checked at card_activate.
+func (s *Cards) Assign(ctx context.Context, token, account, aml, reason string) (emi.Card, error) {
 	a, err := s.actor(ctx, emi.PermManageCards)
 	if err != nil {
 		return emi.Card{}, err
@@ -307,6 +321,20 @@ func (s *Cards) Assign(ctx context.Context, token, account, reason string) (emi.
 			return emi.ErrActiveCardExists.WithDetail("card %s is not terminated", open.Token)
 		}
 		c.Account, c.Merchant, c.User = acc.Token, acc.Merchant, acc.User
+		holder, err := s.holder(ctx, c.PartnerID, c.User)
+		if err != nil {
+			return err
+		}
+		link := aml
+		if link == "" {
+			link = c.AML
+		}
+		if link != "" || (prog.AMLRequired && c.Activated) {
+			if err := s.checkAML(ctx, c.PartnerID, link, holder); err != nil {
+				return err
+			}
+			c.AML = link
+		}
 		return s.history(ctx, a, *c, "assigned", "", acc.Token, reason, "", nil)
 	})
 }

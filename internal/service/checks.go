@@ -110,7 +110,7 @@ func (c *Checks) Run(ctx context.Context, job emi.Job) error {
 		if a.Status.Decided() {
 			return nil
 		}
-		results, factors, points, score := c.evaluate(ctx, a)
+		results, base := c.evaluate(ctx, a)
 		stale := false
 		errored := false
 		err = c.tx.InTx(ctx, func(ctx context.Context) error {
@@ -124,6 +124,12 @@ func (c *Checks) Run(ctx context.Context, job emi.Job) error {
 			if cur.Revision != a.Revision {
 				stale = true
 				return nil
+			}
+			// The risk includes the screening and the hit decisions as they
+			// are under the lock (a decision may have come meanwhile).
+			factors, points, score, err := c.scoreRisk(ctx, a, base, results)
+			if err != nil {
+				return err
 			}
 			if err := c.store.SaveChecks(ctx, a.Token, a.Revision, results); err != nil {
 				return err
@@ -314,33 +320,68 @@ func activeMembers(a emi.Application) []emi.Member {
 	return out
 }
 
-// evaluate runs every check on a snapshot.
-func (c *Checks) evaluate(ctx context.Context, a emi.Application) ([]emi.CheckResult, []emi.RiskFactor, int, string) {
+// evaluate runs every check on a snapshot. The risk check comes first and
+// is completed by scoreRisk (it needs the screening's hits and their
+// decisions); base is the risk model's factors before the screening.
+func (c *Checks) evaluate(ctx context.Context, a emi.Application) (out []emi.CheckResult, base []emi.RiskFactor) {
 	now := c.now().UTC()
 	res := func(name, status string, details map[string]any) emi.CheckResult {
 		return emi.CheckResult{Name: name, Status: status, Details: details, UpdatedAt: now}
 	}
 	waiting := map[string]any{"waiting_for": "the company and at least one active UBO member"}
-	var out []emi.CheckResult
-	var factors []emi.RiskFactor
-	points, score := 0, ""
 	if ready(a) {
-		factors, points, score = c.risk.Assess(a)
-		st := emi.CheckPassed
-		if score == "High" {
-			st = emi.CheckReview
-		}
-		out = append(out, res(emi.CheckRisk, st, map[string]any{"score": score, "points": points, "factors": factors}))
-	} else {
-		out = append(out, res(emi.CheckRisk, emi.CheckPending, waiting))
+		base, _, _ = c.risk.Assess(a)
 	}
+	out = append(out, res(emi.CheckRisk, emi.CheckPending, waiting))
 	out = append(out, c.tradeRegister(ctx, a, res))
 	if ready(a) {
 		out = append(out, c.sanctions(ctx, a, res), c.adverseMedia(ctx, a, res))
 	} else {
 		out = append(out, res(emi.CheckSanctions, emi.CheckPending, waiting), res(emi.CheckAdverseMedia, emi.CheckPending, waiting))
 	}
-	return out, factors, points, score
+	return out, base
+}
+
+// scoreRisk completes the risk check of results (evaluated on a, risk
+// first): the model's factors plus the screening (issue 19, C4: an
+// undecided or true-match sanctions hit makes the risk High; one decided a
+// false positive does not). It reads the hit decisions, so Run calls it
+// under the application's lock. Before the application is ready the risk
+// stays pending and the score empty.
+func (c *Checks) scoreRisk(ctx context.Context, a emi.Application, base []emi.RiskFactor, results []emi.CheckResult) ([]emi.RiskFactor, int, string, error) {
+	if !ready(a) {
+		return nil, 0, "", nil
+	}
+	decisions, err := c.store.HitDecisions(ctx, a.Token)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	factors, points, score := c.risk.Screened(a, base, sanctionsHits(results), decisions)
+	st := emi.CheckPassed
+	if score == "High" {
+		st = emi.CheckReview
+	}
+	results[0] = emi.CheckResult{Name: emi.CheckRisk, Status: st, UpdatedAt: results[0].UpdatedAt,
+		Details: map[string]any{"score": score, "points": points, "factors": factors}}
+	return factors, points, score, nil
+}
+
+// Rescore recomputes the application's risk (score, points, factors) after
+// a decision on one of its sanctions hits, from its stored risk factors and
+// sanctions check: a hit decided a false positive stops making it High, a
+// true match keeps it High with the decision in the breakdown. Runs inside
+// the caller's transaction, which holds the application's row lock. The
+// stored risk check (its history is the evidence) is left as it was run.
+func (c *Checks) Rescore(ctx context.Context, a emi.Application) error {
+	if a.RiskScore == "" {
+		return nil // never scored: the next run scores it
+	}
+	decisions, err := c.store.HitDecisions(ctx, a.Token)
+	if err != nil {
+		return err
+	}
+	factors, points, score := c.risk.Screened(a, a.RiskFactors, sanctionsHits(a.Checks), decisions)
+	return c.store.SetRisk(ctx, a.Token, score, points, factors)
 }
 
 type resultFunc func(name, status string, details map[string]any) emi.CheckResult

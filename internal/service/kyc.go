@@ -308,16 +308,29 @@ func (k *KYC) QueueSize(ctx context.Context) (int64, error) {
 	return k.store.CountKYCSessions(ctx, emi.KYCSubmitted)
 }
 
-// Decide approves or rejects a submitted session with a mandatory reason
-// (emi.PermReviewKYC). The user's kyc_status follows; after a rejection the
-// partner may start a new session.
-func (k *KYC) Decide(ctx context.Context, token string, approve bool, reason string) (emi.KYCSession, error) {
+// Decide approves or rejects a submitted session (emi.PermReviewKYC) with
+// a mandatory partner-facing reason (3 to 2,000 characters) and an internal
+// note (up to 4,000 characters; at least 3 for a rejection). Only the
+// reason leaves emi, in user.kyc_updated; the internal note is kept on the
+// session for staff and in the audit row. The user's kyc_status follows;
+// after a rejection the partner may start a new session.
+func (k *KYC) Decide(ctx context.Context, token string, d emi.KYCDecision) (emi.KYCSession, error) {
 	if err := require(ctx, emi.PermReviewKYC); err != nil {
 		return emi.KYCSession{}, err
 	}
-	reason = strings.TrimSpace(reason)
+	reason, note := strings.TrimSpace(d.Reason), strings.TrimSpace(d.InternalNote)
+	var bad problems
 	if len(reason) < 3 || len(reason) > 2000 {
-		return emi.KYCSession{}, emi.ErrReviewValidation.Field("reason", "must be 3 to 2,000 characters")
+		bad.add("reason", "must be 3 to 2,000 characters")
+	}
+	switch {
+	case len(note) > 4000:
+		bad.add("internal_note", "must be at most 4,000 characters")
+	case !d.Approve && len(note) < 3:
+		bad.add("internal_note", "a rejection needs an internal note with the real grounds (3 to 4,000 characters; never sent to the partner)")
+	}
+	if len(bad) > 0 {
+		return emi.KYCSession{}, emi.ErrReviewValidation.WithFields(bad...)
 	}
 	staff, _ := emi.PrincipalFrom(ctx)
 	var out emi.KYCSession
@@ -331,16 +344,17 @@ func (k *KYC) Decide(ctx context.Context, token string, approve bool, reason str
 		}
 		now := k.now().UTC()
 		st := emi.KYCRejected
-		if approve {
+		if d.Approve {
 			st = emi.KYCApproved
 		}
-		s.ReviewedAt, s.ReviewedBy, s.Reason = &now, staff.ActorID, reason
+		s.ReviewedAt, s.ReviewedBy, s.Reason, s.InternalNote = &now, staff.ActorID, reason, note
 		if err := k.setStatus(ctx, &s, st, now); err != nil {
 			return err
 		}
 		out = s
 		return k.audit.Record(ctx, emi.AuditEntry{Action: "kyc.review", ResourceType: "kyc_session", ResourceToken: s.Token,
-			PartnerID: s.PartnerID, Changes: map[string]any{"user": s.UserToken, "status": st, "reason": reason}})
+			PartnerID: s.PartnerID, Changes: map[string]any{"user": s.UserToken, "status": st, "reason": reason,
+				"internal_note": note}})
 	})
 	return out, err
 }

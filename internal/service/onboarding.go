@@ -51,6 +51,9 @@ type ApplicationStore interface {
 	// (kept when already set), due at due.
 	EnterQueue(ctx context.Context, token string, at, due time.Time) error
 	SetReviewFlags(ctx context.Context, token string, manualReview, sanctionsHit bool) error
+	// HitDecisions returns the decisions on an application's sanctions
+	// hits by hit key (HitKey).
+	HitDecisions(ctx context.Context, application string) (map[string]emi.HitDecisionRecord, error)
 }
 
 // Onboarding runs legal-entity applications (seed v3, contract §6 and §8).

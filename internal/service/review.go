@@ -599,6 +599,10 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 		if err := r.store.SetReviewFlags(ctx, a.Token, a.Review.ManualReview, true); err != nil {
 			return err
 		}
+		// The risk includes the screening (C4): recompute it with this decision.
+		if err := r.checks.Rescore(ctx, a); err != nil {
+			return err
+		}
 		_ = r.store.TouchClaim(ctx, a.Token, p.ActorID, now)
 		return r.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "application", ResourceToken: a.Token,
 			PartnerID: a.PartnerID, Changes: changes})

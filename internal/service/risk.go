@@ -28,6 +28,11 @@ type RiskModel struct {
 	YoungerThanOneYear, YoungerThanTwoYears, AgeUnknown  int
 	PEP, PEPRelated, SanctionsDeclared                   int
 	UBOCoverageBelow75, NoUBOPercentages                 int
+	// SanctionsMatch are the points of an undecided or confirmed sanctions
+	// hit on the company or an active member. An application with such a
+	// hit is High whatever its other factors (Screened raises the points to
+	// at least High), so "highest risk first" shows it among the first.
+	SanctionsMatch int
 	// Bands: below Medium is Low, below High is Medium.
 	Medium, High int
 	// Now gives the date for the company's age.
@@ -56,7 +61,9 @@ func DefaultRiskModel(now func() time.Time) RiskModel {
 		YoungerThanOneYear:     15, YoungerThanTwoYears: 5, AgeUnknown: 10,
 		PEP: 25, PEPRelated: 10, SanctionsDeclared: 60,
 		UBOCoverageBelow75: 15, NoUBOPercentages: 10,
-		Medium: 30, High: 60,
+		// Above the sum of any likely set of other factors: a possible
+		// sanctions match outranks a merely risky profile in the queue.
+		SanctionsMatch: 100, Medium: 30, High: 60,
 		Now: now,
 	}
 }
@@ -138,16 +145,105 @@ func (r RiskModel) Assess(a emi.Application) ([]emi.RiskFactor, int, string) {
 	case coverage < 75:
 		add("ownership", fmt.Sprintf("declared UBOs cover %d %% of the ownership", coverage), r.UBOCoverageBelow75)
 	}
+	total, band := r.band(fs)
+	return fs, total, band
+}
+
+// band sums the factors' points and names the band.
+func (r RiskModel) band(fs []emi.RiskFactor) (int, string) {
 	total := 0
 	for _, f := range fs {
 		total += f.Points
 	}
-	band := "Low"
 	switch {
 	case total >= r.High:
-		band = "High"
+		return total, "High"
 	case total >= r.Medium:
-		band = "Medium"
+		return total, "Medium"
 	}
-	return fs, total, band
+	return total, "Low"
+}
+
+// FactorSanctionsMatch names the risk factor of the screening hits.
+const FactorSanctionsMatch = "sanctions_match"
+
+// Screened adds the sanctions screening to the factors Assess gave (any
+// earlier screening factor is replaced): every hit of the application's
+// sanctions check that is undecided or decided a true match counts; a hit
+// decided a false positive does not (nor does one suppressed by a
+// remembered false positive, which the check never raises). A false
+// positive proposed by one person and not yet confirmed by a second
+// (issue 19, C2) is still undecided: it counts. With any hit
+// counting, one factor names each of them, its points are at least the
+// High threshold, and the band is High. a gives the screened names.
+func (r RiskModel) Screened(a emi.Application, base []emi.RiskFactor, hits []map[string]any, decisions map[string]emi.HitDecisionRecord) ([]emi.RiskFactor, int, string) {
+	fs := make([]emi.RiskFactor, 0, len(base)+1)
+	for _, f := range base {
+		if f.Factor != FactorSanctionsMatch {
+			fs = append(fs, f)
+		}
+	}
+	var open, confirmed []string
+	for _, h := range hits {
+		rec := decisions[HitKey(h)]
+		if rec.Decision == emi.HitFalsePositive && rec.Final() {
+			continue // a false positive confirmed by a second person
+		}
+		d := rec.Decision
+		who := "the company"
+		if tok, _ := h["member"].(string); tok != "" {
+			who = "member " + tok
+			for _, m := range a.Members {
+				if m.Token == tok {
+					who = m.DisplayName()
+				}
+			}
+		}
+		desc := fmt.Sprintf("%s ~ %v (%v %v, score %v)", who, h["name"], h["list"], h["entry_id"], h["score"])
+		switch d {
+		case emi.HitTrueMatch:
+			confirmed = append(confirmed, desc)
+		case emi.HitFalsePositive:
+			open = append(open, desc+", false positive proposed, waiting for a second person")
+		default:
+			open = append(open, desc)
+		}
+	}
+	if len(open)+len(confirmed) == 0 {
+		total, band := r.band(fs)
+		return fs, total, band
+	}
+	var detail []string
+	if len(confirmed) > 0 {
+		detail = append(detail, "confirmed sanctions match: "+strings.Join(confirmed, "; "))
+	}
+	if len(open) > 0 {
+		detail = append(detail, "possible sanctions match waiting for a decision: "+strings.Join(open, "; "))
+	}
+	fs = append(fs, emi.RiskFactor{Factor: FactorSanctionsMatch, Detail: strings.Join(detail, "; "), Points: max(r.SanctionsMatch, r.High)})
+	total, _ := r.band(fs)
+	return fs, total, "High"
+}
+
+// sanctionsHits returns the hits of the sanctions check among results, as
+// stored (a fresh run gives []map[string]any, a stored one []any).
+func sanctionsHits(results []emi.CheckResult) []map[string]any {
+	for _, c := range results {
+		if c.Name != emi.CheckSanctions {
+			continue
+		}
+		switch hs := c.Details["hits"].(type) {
+		case []map[string]any:
+			return hs
+		case []any:
+			out := make([]map[string]any, 0, len(hs))
+			for _, x := range hs {
+				if h, ok := x.(map[string]any); ok {
+					out = append(out, h)
+				}
+			}
+			return out
+		}
+	}
+	return nil
 }

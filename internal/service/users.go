@@ -44,7 +44,7 @@ type Users struct {
 	tx       TxRunner
 	store    UserStore
 	docs     DocumentStore
-	aml      AMLCheckReader
+	aml      UserAML
 	sealer   Sealer
 	audit    *Auditor
 	validate *validate.Validator
@@ -58,12 +58,24 @@ type AMLCheckReader interface {
 	AMLCheck(ctx context.Context, partnerID, token string) (emi.AMLCheck, error)
 }
 
+// UserAML is the AML service as users need it: reading the check a user is
+// created with, and screening a user again when their identity changes
+// (*AML implements it).
+type UserAML interface {
+	AMLCheckReader
+	ScreenUser(ctx context.Context, u emi.User) (emi.AMLCheck, error)
+}
+
+// identityFields are the user fields screening uses: changing one screens
+// the user again.
+var identityFields = []string{"first_name", "last_name", "birthday", "nationality"}
+
 // NameNormalizer normalises a person's name for comparison (case,
 // diacritics, punctuation, transliteration); the screening engine's.
 type NameNormalizer func(string) string
 
 // NewUsers returns the users service.
-func NewUsers(tx TxRunner, store UserStore, docs DocumentStore, aml AMLCheckReader, sealer Sealer, audit *Auditor, v *validate.Validator, names NameNormalizer, now Clock) *Users {
+func NewUsers(tx TxRunner, store UserStore, docs DocumentStore, aml UserAML, sealer Sealer, audit *Auditor, v *validate.Validator, names NameNormalizer, now Clock) *Users {
 	return &Users{tx: tx, store: store, docs: docs, aml: aml, sealer: sealer, audit: audit, validate: v, names: names, now: now}
 }
 
@@ -217,7 +229,11 @@ func (s *Users) Details(ctx context.Context, token string) (emi.User, error) {
 
 // Update changes the fields the partner sent (user_update); create-only
 // fields are refused by the caller's decoding. The merged profile is checked
-// as a whole: every problem at once, -3.
+// as a whole: every problem at once, -3. A change of the name, birthday or
+// nationality screens the person again in the same transaction (AML
+// ScreenUser): a hit waits in the AML review queue and blocks the user's
+// card operations until compliance decides it; with no list loaded the
+// change is refused (18000).
 func (s *Users) Update(ctx context.Context, token string, patch emi.UserPatch) (emi.User, error) {
 	p, ok := emi.PrincipalFrom(ctx)
 	if !ok || p.PartnerID == "" {
@@ -273,8 +289,16 @@ func (s *Users) Update(ctx context.Context, token string, patch emi.UserPatch) (
 		if err := s.store.UpdateUser(ctx, u); err != nil {
 			return err
 		}
+		changes := map[string]any{"fields": changed}
+		if slices.ContainsFunc(changed, func(f string) bool { return slices.Contains(identityFields, f) }) {
+			c, err := s.aml.ScreenUser(ctx, u)
+			if err != nil {
+				return err
+			}
+			changes["aml_check"], changes["aml_status"] = c.Token, c.Status
+		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "user.update", ResourceType: "user", ResourceToken: u.Token,
-			Changes: map[string]any{"fields": changed}})
+			Changes: changes})
 	})
 	return out, err
 }

@@ -148,6 +148,9 @@ func (a *API) cardConvert(w http.ResponseWriter, r *http.Request) {
 
 type cardAssignRequest struct {
 	Account string `json:"account"`
+	// AML is an AML check of the account's owner, needed when the card
+	// was activated under another person's check.
+	AML string `json:"aml"`
 }
 
 // cardAssign (PUT /v2/cards/{card}/assign).
@@ -157,7 +160,7 @@ func (a *API) cardAssign(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	c, err := a.d.Cards.Assign(r.Context(), card(r), in.Account, "")
+	c, err := a.d.Cards.Assign(r.Context(), card(r), in.Account, in.AML, "")
 	a.writeCard(w, r, http.StatusOK, c, err)
 }
 

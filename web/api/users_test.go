@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -505,6 +506,16 @@ func TestAMLWithoutLists(t *testing.T) {
 	if r.Message != "services.general.invalid_processor" {
 		t.Fatalf("message %q", r.Message)
 	}
+	// A change of identity cannot be screened: refused, nothing changed
+	// (issue 19, C5); other fields still change.
+	user := createUser(t, env, p, validUser(p))
+	ren := call(t, env, p, http.MethodPut, "/v2/users/"+user, "user_update", map[string]any{"last_name": "Bout"})
+	apptest.Expect(t, "rename without lists", ren, 18000, http.StatusServiceUnavailable)
+	if d := call(t, env, p, http.MethodGet, "/v2/users/"+user, "user_details", nil); d.Data["last_name"] != "Velikova" {
+		t.Fatalf("a refused rename changed the user: %s", d)
+	}
+	apptest.Expect(t, "change of city without lists",
+		call(t, env, p, http.MethodPut, "/v2/users/"+user, "user_update", map[string]any{"city": "Varna"}), 0, http.StatusOK)
 }
 
 func TestUserWithAMLToken(t *testing.T) {
@@ -599,7 +610,7 @@ func TestKYCInit(t *testing.T) {
 		if same.Data["status"] != "submitted" || same.Data["token"] != r.Data["token"] {
 			t.Fatalf("while submitted: %s", same)
 		}
-		if _, err := env.App.KYC.Decide(complianceCtx(), r.Data["token"].(string), false, "photo is blurred"); err != nil {
+		if _, err := env.App.KYC.Decide(complianceCtx(), r.Data["token"].(string), emi.KYCDecision{Reason: "photo is blurred", InternalNote: "selfie does not match the document photo"}); err != nil {
 			t.Fatal(err)
 		}
 		n := call(t, env, p, http.MethodPost, "/v1/kyc", "kyc_init", map[string]any{"user": user})
@@ -609,7 +620,7 @@ func TestKYCInit(t *testing.T) {
 		if _, err := env.App.KYC.Submit(context.Background(), secret, up); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := env.App.KYC.Decide(complianceCtx(), n.Data["token"].(string), true, "documents and selfie agree"); err != nil {
+		if _, err := env.App.KYC.Decide(complianceCtx(), n.Data["token"].(string), emi.KYCDecision{Approve: true, Reason: "documents and selfie agree"}); err != nil {
 			t.Fatal(err)
 		}
 		if d := call(t, env, p, http.MethodGet, "/v2/users/"+user, "user_details", nil); d.Data["kyc_status"] != "approved" {
@@ -657,4 +668,93 @@ func TestKYCUploadChecks(t *testing.T) {
 	if st != "pending" {
 		t.Fatalf("a refused upload moved the session to %s", st)
 	}
+}
+
+// TestKYCInternalNoteNeverLeaves is issue 19's C7: a KYC decision stores a
+// partner-facing reason and an internal note; the partner reads the reason
+// (user.kyc_updated, events_list) and never the note (no API answer, no
+// event), while the service keeps both and the audit row has the note.
+func TestKYCInternalNoteNeverLeaves(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	user := createUser(t, env, p, validUser(p))
+	r := call(t, env, p, http.MethodPost, "/v1/kyc", "kyc_init", map[string]any{"user": user})
+	apptest.Expect(t, "kyc_init", r, 0, http.StatusCreated)
+	session := r.Data["token"].(string)
+	secret := r.Data["url"].(string)[len(env.Server.URL)+len("/kyc/"):]
+	if _, err := env.App.KYC.Submit(context.Background(), secret, emi.KYCUpload{Kind: "passport", Consent: true, Front: jpegBytes, Selfie: pngBytes}); err != nil {
+		t.Fatal(err)
+	}
+	const reason = "We could not verify the identity document"
+	const note = "Document number is on the lost-and-stolen register; SAR filed, do not tell the customer"
+
+	t.Run("a rejection needs an internal note, and a note has a bound", func(t *testing.T) {
+		for _, d := range []emi.KYCDecision{{Reason: reason}, {Reason: reason, InternalNote: "  "},
+			{Reason: reason, InternalNote: strings.Repeat("n", 4001)}, {Approve: true, Reason: reason, InternalNote: strings.Repeat("n", 4001)}} {
+			_, err := env.App.KYC.Decide(complianceCtx(), session, d)
+			if e := emi.AsError(err); !e.Is(emi.ErrReviewValidation) || len(e.Fields) != 1 || e.Fields[0].Field != "internal_note" {
+				t.Fatalf("Decide(%v, note of %d): %v", d.Approve, len(d.InternalNote), err)
+			}
+		}
+	})
+	t.Run("the service stores both", func(t *testing.T) {
+		s, err := env.App.KYC.Decide(complianceCtx(), session, emi.KYCDecision{Reason: " " + reason + " ", InternalNote: note})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Reason != reason || s.InternalNote != note || s.Status != emi.KYCRejected {
+			t.Fatalf("decided session: %q / %q / %s", s.Reason, s.InternalNote, s.Status)
+		}
+		var stored, storedNote string
+		if err := env.App.DB.QueryRow(`SELECT reason, internal_note FROM kyc_sessions WHERE token = $1`, session).Scan(&stored, &storedNote); err != nil {
+			t.Fatal(err)
+		}
+		if stored != reason || storedNote != note {
+			t.Fatalf("stored %q / %q", stored, storedNote)
+		}
+		var audited int
+		_ = env.App.DB.Get(&audited, `SELECT count(*) FROM audit_log WHERE action = 'kyc.review' AND resource_token = $1
+			AND changes->>'internal_note' = $2`, session, note)
+		if audited != 1 {
+			t.Fatalf("%d audit rows carry the internal note, want 1", audited)
+		}
+	})
+	t.Run("the partner sees the reason and never the note", func(t *testing.T) {
+		leaks := func(what string, raw []byte) {
+			t.Helper()
+			if strings.Contains(string(raw), "SAR") || strings.Contains(string(raw), "lost-and-stolen") {
+				t.Fatalf("%s carries the internal note: %s", what, raw)
+			}
+		}
+		d := call(t, env, p, http.MethodGet, "/v2/users/"+user, "user_details", nil)
+		apptest.Expect(t, "user_details", d, 0, http.StatusOK)
+		leaks("user_details", d.Raw)
+		n := call(t, env, p, http.MethodPost, "/v1/kyc", "kyc_init", map[string]any{"user": user})
+		apptest.Expect(t, "kyc_init after the rejection", n, 0, http.StatusCreated)
+		leaks("kyc_init", n.Raw)
+		var bodies [][]byte
+		if err := env.App.DB.Select(&bodies, `SELECT body FROM events WHERE partner_id = $1 AND type = 'user.kyc_updated'`, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		sawReason := false
+		for _, b := range bodies {
+			leaks("a user.kyc_updated webhook body", b)
+			var ev struct {
+				Data map[string]any `json:"data"`
+			}
+			_ = json.Unmarshal(b, &ev)
+			sawReason = sawReason || (ev.Data["kyc_status"] == "rejected" && ev.Data["reason"] == reason)
+		}
+		if !sawReason {
+			t.Fatal("no user.kyc_updated carries the partner-facing reason")
+		}
+		env.Clock.Advance(time.Second)
+		l := p.Do(t, apptest.Request{Method: http.MethodGet, Path: "/v2/events/1/100", Operation: "events_list"})
+		apptest.Expect(t, "events_list", l, 0, http.StatusOK)
+		leaks("events_list", l.Raw)
+		if !strings.Contains(string(l.Raw), reason) {
+			t.Fatal("events_list does not carry the partner-facing reason")
+		}
+	})
 }

@@ -551,7 +551,7 @@ func (p *Portal) cardConvert(w http.ResponseWriter, r *http.Request) {
 // cardAssign (POST /cards/{card}/assign).
 func (p *Portal) cardAssign(w http.ResponseWriter, r *http.Request) {
 	p.cardChange(w, r, "assign", func(ctx context.Context, token, reason string) (string, error) {
-		_, err := p.d.Cards.Assign(ctx, token, r.PostFormValue("account"), reason)
+		_, err := p.d.Cards.Assign(ctx, token, r.PostFormValue("account"), r.PostFormValue("aml"), reason)
 		return "Card assigned to the account.", err
 	})
 }

@@ -89,10 +89,10 @@ func kindLabel(k string) string {
 
 // kycSession (GET /kyc/{session}) is the review page of one session.
 func (p *Portal) kycSession(w http.ResponseWriter, r *http.Request) {
-	p.renderKYCSession(w, r, http.StatusOK, "", nil)
+	p.renderKYCSession(w, r, http.StatusOK, emi.KYCDecision{}, nil)
 }
 
-func (p *Portal) renderKYCSession(w http.ResponseWriter, r *http.Request, status int, reason string, errs map[string]string) {
+func (p *Portal) renderKYCSession(w http.ResponseWriter, r *http.Request, status int, form emi.KYCDecision, errs map[string]string) {
 	ctx := r.Context()
 	s, docs, err := p.d.KYC.Get(ctx, param(r, "session"))
 	if err != nil {
@@ -105,8 +105,9 @@ func (p *Portal) renderKYCSession(w http.ResponseWriter, r *http.Request, status
 		return
 	}
 	v := pages.KYCSessionView{Token: s.Token, Status: string(s.Status), StatusTone: kycTone(s.Status), Name: u.FullName(),
-		Docs: docViews(docs), ReviewedBy: who(r, s.ReviewedBy, s.ReviewedByName), Reason: s.Reason,
-		CanDecide: s.Status == emi.KYCSubmitted && canDo(r, emi.PermReviewKYC), FormReason: reason, Errors: errs}
+		Docs: docViews(docs), ReviewedBy: who(r, s.ReviewedBy, s.ReviewedByName), Reason: s.Reason, InternalNote: s.InternalNote,
+		CanDecide: s.Status == emi.KYCSubmitted && canDo(r, emi.PermReviewKYC), FormReason: form.Reason, FormNote: form.InternalNote,
+		Errors: errs}
 	if s.ReviewedAt != nil {
 		v.Reviewed = fmtTime(*s.ReviewedAt)
 	}
@@ -147,23 +148,23 @@ func fmtTimeOrEmpty(t *time.Time) string {
 }
 
 // kycDecide (POST /kyc/{session}/decide) approves or rejects a submitted
-// session with a reason (decision approve or reject).
+// session (decision approve or reject) with a reason for the partner and an
+// internal note for staff.
 func (p *Portal) kycDecide(w http.ResponseWriter, r *http.Request) {
 	token := param(r, "session")
-	reason := r.PostFormValue("reason")
-	var approve bool
+	d := emi.KYCDecision{Reason: r.PostFormValue("reason"), InternalNote: r.PostFormValue("internal_note")}
 	switch r.PostFormValue("decision") {
 	case "approve":
-		approve = true
+		d.Approve = true
 	case "reject":
 	default:
 		err := emi.ErrReviewValidation.Field("decision", "choose approve or reject")
 		errs, banner := fieldErrors(err)
 		p.flash(r.Context(), "bad", banner)
-		p.renderKYCSession(w, r, http.StatusUnprocessableEntity, reason, errs)
+		p.renderKYCSession(w, r, http.StatusUnprocessableEntity, d, errs)
 		return
 	}
-	s, err := p.d.KYC.Decide(r.Context(), token, approve, reason)
+	s, err := p.d.KYC.Decide(r.Context(), token, d)
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
 			p.flashError(w, r, err, "/backoffice/kyc/"+token)
@@ -171,7 +172,7 @@ func (p *Portal) kycDecide(w http.ResponseWriter, r *http.Request) {
 		}
 		errs, banner := fieldErrors(err)
 		p.flash(r.Context(), "bad", banner)
-		p.renderKYCSession(w, r, http.StatusUnprocessableEntity, reason, errs)
+		p.renderKYCSession(w, r, http.StatusUnprocessableEntity, d, errs)
 		return
 	}
 	p.flash(r.Context(), "ok", "The identification is "+string(s.Status)+"; the partner was notified.")

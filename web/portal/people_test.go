@@ -595,23 +595,63 @@ func TestKYCReview(t *testing.T) {
 		if !strings.Contains(after.Body, "Passport photo matches the selfie") || strings.Contains(after.Body, `data-testid="kyc-decide"`) {
 			t.Fatal("the page does not show the decision, or still offers one")
 		}
-		if p := officer.Post(t, page+"/decide", url.Values{"decision": {"reject"}, "reason": {"second thoughts"}}); !strings.Contains(officer.Get(t, p.Location).Body, portalMessage(emi.ErrReviewClosed)) {
+		if p := officer.Post(t, page+"/decide", url.Values{"decision": {"reject"}, "reason": {"second thoughts"}, "internal_note": {"second thoughts"}}); !strings.Contains(officer.Get(t, p.Location).Body, portalMessage(emi.ErrReviewClosed)) {
 			t.Fatal("a second decision is not refused as closed")
 		}
 	})
-	t.Run("rejection with a reason rejects, and the person's page says so", func(t *testing.T) {
+	t.Run("rejection with a reason and an internal note rejects; only the reason leaves emi", func(t *testing.T) {
 		user := createPerson(t, f.env, f.partner, map[string]any{"first_name": "Rolf", "last_name": "Berg"})
 		session, secret := startKYC(t, f.env, f.partner, user)
 		submitKYC(t, f.env, secret)
-		p := officer.Post(t, "/backoffice/kyc/"+session+"/decide", url.Values{"decision": {"reject"}, "reason": {"The selfie shows someone else"}})
+		const reason = "We could not verify the identity document"
+		const note = "Selfie matches an OFAC SDN photo; reported to the MLRO, do not tell the customer"
+		page := "/backoffice/kyc/" + session
+		if p := officer.Get(t, page); !strings.Contains(p.Body, `name="internal_note"`) {
+			t.Fatal("the decision form has no internal note beside the reason")
+		}
+		// A rejection whose only text goes to the partner is what C7 is
+		// about: refused, nothing decided.
+		p := officer.Post(t, page+"/decide", url.Values{"decision": {"reject"}, "reason": {reason}})
+		if p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, `id="internal_note-error"`) {
+			t.Fatalf("rejection without internal note: HTTP %d, errors %v", p.Status, fieldErrorsIn(p.Body))
+		}
+		if s, _ := kycOf(session); s != "submitted" {
+			t.Fatalf("session %s after a refused rejection", s)
+		}
+		p = officer.Post(t, page+"/decide", url.Values{"decision": {"reject"}, "reason": {reason}, "internal_note": {note}})
 		if p.Status != http.StatusSeeOther {
 			t.Fatalf("HTTP %d", p.Status)
 		}
 		if s, u := kycOf(session); s != "rejected" || u != "rejected" {
 			t.Fatalf("session %s, person %s", s, u)
 		}
-		if h := f.env.NewBrowser().Get(t, "/kyc/"+secret); !strings.Contains(h.Body, `data-testid="kyc-rejected"`) {
-			t.Fatal("the hosted page does not tell the person")
+		shown := officer.Get(t, page)
+		if !strings.Contains(shown.Body, `data-testid="session-reason">`+html.EscapeString(reason)) ||
+			!strings.Contains(shown.Body, `data-testid="session-internal-note">`+html.EscapeString(note)) {
+			t.Fatal("the review page does not show both the partner's reason and the internal note")
+		}
+		var audited int
+		if err := f.env.App.DB.Get(&audited, `SELECT count(*) FROM audit_log WHERE action = 'kyc.review' AND resource_token = $1
+			AND changes->>'internal_note' = $2 AND changes->>'reason' = $3`, session, note, reason); err != nil || audited != 1 {
+			t.Fatalf("audit rows with the note and the reason: %d %v", audited, err)
+		}
+		// The partner's view: the webhook payload and every event body.
+		var bodies []string
+		if err := f.env.App.DB.Select(&bodies, `SELECT convert_from(body, 'UTF8') FROM events WHERE partner_id = $1`, f.partner.ID); err != nil {
+			t.Fatal(err)
+		}
+		sawReason := false
+		for _, b := range bodies {
+			if strings.Contains(b, "OFAC") || strings.Contains(b, "MLRO") {
+				t.Fatalf("an event sent to the partner carries the internal note: %s", b)
+			}
+			sawReason = sawReason || (strings.Contains(b, `"rejected"`) && strings.Contains(b, reason))
+		}
+		if !sawReason {
+			t.Fatal("user.kyc_updated does not carry the partner-facing reason")
+		}
+		if h := f.env.NewBrowser().Get(t, "/kyc/"+secret); !strings.Contains(h.Body, `data-testid="kyc-rejected"`) || strings.Contains(h.Body, "OFAC") {
+			t.Fatal("the hosted page does not tell the person, or tells them the internal note")
 		}
 	})
 }

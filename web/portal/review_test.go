@@ -318,9 +318,14 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 				}
 			}
 		}
-		// Sorted by risk, the High one comes first.
-		if got := rowsOf(uw1.Get(t, "/backoffice/review?sort=risk")); len(got) == 0 || got[0] != high {
-			t.Errorf("by risk: %v, want %s first", got, high)
+		// Sorted by risk, the one with an undecided sanctions hit comes
+		// first (the screening makes it High above any other factor, issue
+		// 19 C4), then the High one.
+		if got := rowsOf(uw1.Get(t, "/backoffice/review?sort=risk")); len(got) < 2 || got[0] != kim || got[1] != high {
+			t.Errorf("by risk: %v, want %s (sanctioned) then %s first", got, kim, high)
+		}
+		if got := strings.Join(rowsOf(uw1.Get(t, "/backoffice/review?risk=High")), " "); !strings.Contains(got, kim) {
+			t.Errorf("risk=High: %s lacks the sanctioned application", got)
 		}
 		// The tabs keep the filters.
 		pg := uw1.Get(t, "/backoffice/review?risk=High&hit=1")
