@@ -308,23 +308,6 @@ type balanceJSON struct {
 	SortCode      *string `json:"sort_code"`
 }
 
-// fillBalances loads the balances (a virtual account's: its main
-// account's) and a virtual account's own IBANs.
-func (s *AccountStore) fillBalances(ctx context.Context, a *emi.Account) error {
-	owner := a.Token
-	if a.Virtual {
-		owner = a.Main
-	}
-	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &a.Balances, `SELECT token, account, position, currency, available, posted, held, overdraft,
-		iban, bic, account_number, sort_code FROM balances WHERE account = $1 ORDER BY position`, owner); err != nil {
-		return Translate(err)
-	}
-	if a.Virtual {
-		return s.virtualIBANs(ctx, a)
-	}
-	return nil
-}
-
 // virtualIBANs loads a virtual account's own IBANs.
 func (s *AccountStore) virtualIBANs(ctx context.Context, a *emi.Account) error {
 	var rows []struct {
