@@ -216,15 +216,34 @@ func TestAMLReviewInTheBrowser(t *testing.T) {
 	if forms == 0 {
 		t.Fatal("no decision form on the check")
 	}
-	for i := 0; i < forms; i++ {
-		// Each decision reloads the page; the first open form is the next hit.
-		form := `form[data-testid^="decide-"]`
-		b.do("write the reason", chromedp.SendKeys(chromedp.CSS(form+` textarea[name=reason]`), "Namesake: our customer was born in Sweden in 1991"))
-		b.clickNav(form + ` [data-testid="false-positive"]`)
+	decideAll := func(b *tab, reason string) int {
+		n := 0
+		for b.count(`form[data-testid^="decide-"]`) > 0 {
+			// Each decision reloads the page; the first open form is the next hit.
+			form := `form[data-testid^="decide-"]`
+			b.do("write the reason", chromedp.SendKeys(chromedp.CSS(form+` textarea[name=reason]`), reason))
+			b.clickNav(form + ` [data-testid="false-positive"]`)
+			n++
+		}
+		return n
 	}
-	if n := b.count(`form[data-testid^="decide-"]`); n != 0 {
-		t.Fatalf("%d decision forms left", n)
+	if n := decideAll(b, "Namesake: our customer was born in Sweden in 1991"); n != forms {
+		t.Fatalf("decided %d hits of %d", n, forms)
 	}
+	// Issue 19, C2: hits scoring 0.9 or more take a second person; the
+	// first officer's page says so and offers them nothing more.
+	if st := b.text(`[data-testid="check-status"]`); st != "match" {
+		t.Fatalf("one officer's false positives left the check %q, want match", st)
+	}
+	screenshot(b, "aml-check-awaiting-second")
+	newStaffMember(t, env, "second.compliance@aml.test", "Second Compliance Officer", emi.RoleCompliance)
+	second := newTab(t, env)
+	second.signIn(env, "second.compliance@aml.test")
+	second.open("/backoffice/aml/" + check)
+	if n := decideAll(second, "Agree: the passport shows 1991, Sweden"); n == 0 {
+		t.Fatal("the second officer was offered no hit to confirm")
+	}
+	b = second
 	if st := b.text(`[data-testid="check-status"]`); st != "cleared" {
 		t.Fatalf("check status %q, want cleared", st)
 	}
