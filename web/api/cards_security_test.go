@@ -1204,6 +1204,14 @@ func TestCardKeyRotation(t *testing.T) {
 		r.ok("convert", r.do(http.MethodPut, "/v2/cards/"+c.token+"/convert", "card_convert", map[string]any{"delivery_details": delivery()}), http.StatusOK)
 		r.reveal(c) // the new CVV2
 	}
+	// A pending privileged staff change holds the approver's sealed half of
+	// its temporary password (staff_changes.second_half_enc).
+	admin := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: service.NewToken(),
+		StaffRoles: []string{string(emi.RoleAdmin)}})
+	if out, err := env.App.Staff.Create(admin, emi.StaffCreate{Email: "pending@rekey.test", Name: "Pending Agent",
+		Roles: []emi.Role{emi.RoleCustomerService}}); err != nil || out.Change.Status != emi.StaffChangePending {
+		t.Fatalf("a pending privileged staff change: %+v %v", out.Change, err)
+	}
 	counts := secCount(t, env.App.DB)
 	before := secSealedValues(t, env.App.DB)
 	k1, err := seal.NewKeyring(key1)
