@@ -125,7 +125,7 @@ func TestAccountSearchAndBlockInTheBrowser(t *testing.T) {
 	}
 	b.do("open the block form", chromedp.Click(chromedp.CSS(`[data-testid="block-details"] > summary`)))
 	b.waitVisible(`[data-testid="block-form"] textarea[name="reason"]`)
-	b.do("write the reason", chromedp.SendKeys(chromedp.CSS(`[data-testid="block-form"] textarea[name="reason"]`), "Card reported stolen by the customer"))
+	b.do("write the reason", sendKeys(`[data-testid="block-form"] textarea[name="reason"]`, "Card reported stolen by the customer"))
 	screenshot(b, "account-block-form")
 	b.clickNav(`[data-testid="block"]`)
 	if f := flashText(b); !strings.Contains(f, "Account blocked") {
@@ -166,7 +166,7 @@ func TestAccountFourEyesTerminationInTheBrowser(t *testing.T) {
 	b.open("/backoffice/accounts/" + tok)
 	b.do("open the termination form", chromedp.Click(chromedp.CSS(`[data-testid="request-termination-details"] > summary`)))
 	b.waitVisible(`[data-testid="request-termination-form"] textarea[name="reason"]`)
-	b.do("write the reason", chromedp.SendKeys(chromedp.CSS(`[data-testid="request-termination-form"] textarea[name="reason"]`), "Customer closes the relationship"))
+	b.do("write the reason", sendKeys(`[data-testid="request-termination-form"] textarea[name="reason"]`, "Customer closes the relationship"))
 	b.clickNav(`[data-testid="request-termination"]`)
 	if f := flashText(b); !strings.Contains(f, "Termination requested") {
 		t.Fatalf("flash %q", f)

@@ -140,7 +140,7 @@ func TestCardSearchBlockAndRevealInTheBrowser(t *testing.T) {
 	if st := dbCardStatus(t, env, card.Token); st != emi.CardActive {
 		t.Fatalf("status after the empty submit: %s", st)
 	}
-	b.do("write the reason", chromedp.SendKeys(chromedp.CSS(`[data-testid="card-inactive-form"] textarea[name="reason"]`), "Customer reported the card stolen"))
+	b.do("write the reason", sendKeys(`[data-testid="card-inactive-form"] textarea[name="reason"]`, "Customer reported the card stolen"))
 	screenshot(b, "card-inactive-form")
 	b.clickNav(`[data-testid="card-inactive"]`)
 	if f := flashText(b); !strings.Contains(f, "Card set inactive") {
@@ -228,7 +228,7 @@ func writeReason(b *tab, text string) {
 	b.t.Helper()
 	const sel = `[data-testid="card-reveal-form"] textarea[name="reason"]`
 	eval[bool](b, `document.querySelector('`+sel+`').value = ""; true`)
-	b.do("write the reason", chromedp.SendKeys(chromedp.CSS(sel), text))
+	b.do("write the reason", sendKeys(sel, text))
 }
 
 func dbCardStatus(t *testing.T, env *apptest.Env, token string) string {

@@ -44,9 +44,9 @@ func TestMoneyInTheBrowser(t *testing.T) {
 	b.do("open the simulator", chromedp.Click(chromedp.CSS(`[data-testid="simulate-details"] > summary`)))
 	b.waitVisible(`[data-testid="simulate-form"] input[name="amount"]`)
 	b.do("fill the payment",
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="amount"]`), "120.00"),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="payer_name"]`), "Acme GmbH"),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="reference"]`), "Invoice 7"))
+		sendKeys(`[data-testid="simulate-form"] input[name="amount"]`, "120.00"),
+		sendKeys(`[data-testid="simulate-form"] input[name="payer_name"]`, "Acme GmbH"),
+		sendKeys(`[data-testid="simulate-form"] input[name="reference"]`, "Invoice 7"))
 	screenshot(b, "money-simulate-on-account")
 	b.clickNav(`[data-testid="simulate"]`)
 	if f := flashText(b); !strings.Contains(f, "Credited: 120.00 EUR") {
@@ -60,8 +60,8 @@ func TestMoneyInTheBrowser(t *testing.T) {
 	b.waitVisible(`[data-testid="request-adjustment-form"] input[name="amount"]`)
 	b.do("fill the adjustment",
 		chromedp.SetValue(chromedp.CSS(`[data-testid="request-adjustment-form"] select[name="direction"]`), "debit"),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="request-adjustment-form"] input[name="amount"]`), "20.00"),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="request-adjustment-form"] textarea[name="reason"]`), "Duplicate credit of invoice 7"))
+		sendKeys(`[data-testid="request-adjustment-form"] input[name="amount"]`, "20.00"),
+		sendKeys(`[data-testid="request-adjustment-form"] textarea[name="reason"]`, "Duplicate credit of invoice 7"))
 	b.clickNav(`[data-testid="request-adjustment"]`)
 	if f := flashText(b); !strings.Contains(f, "Awaiting a second staff member") {
 		t.Fatalf("flash %q", f)
@@ -75,9 +75,9 @@ func TestMoneyInTheBrowser(t *testing.T) {
 	b.do("open the simulator", chromedp.Click(chromedp.CSS(`[data-testid="simulate-details"] > summary`)))
 	b.waitVisible(`[data-testid="simulate-form"] input[name="to_iban"]`)
 	b.do("fill the payment",
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="amount"]`), "9.99"),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="payer_name"]`), "Unknown Sender Ltd"),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="to_iban"]`), "DE75 5121 0800 1245 1261 99"))
+		sendKeys(`[data-testid="simulate-form"] input[name="amount"]`, "9.99"),
+		sendKeys(`[data-testid="simulate-form"] input[name="payer_name"]`, "Unknown Sender Ltd"),
+		sendKeys(`[data-testid="simulate-form"] input[name="to_iban"]`, "DE75 5121 0800 1245 1261 99"))
 	b.clickNav(`[data-testid="simulate"]`)
 	if f := flashText(b); !strings.Contains(f, "suspense queue") {
 		t.Fatalf("flash %q", f)
@@ -94,8 +94,8 @@ func TestMoneyInTheBrowser(t *testing.T) {
 	b.do("open the assign form", chromedp.Click(chromedp.CSS(`[data-testid="assign-details"] > summary`)))
 	b.waitVisible(`[data-testid="assign-form"] input[name="to"]`)
 	b.do("fill the assignment",
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="assign-form"] input[name="to"]`), "DE75 5121 0800 1245 1261 99"),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="assign-form"] textarea[name="reason"]`), "Customer sent the payment slip"))
+		sendKeys(`[data-testid="assign-form"] input[name="to"]`, "DE75 5121 0800 1245 1261 99"),
+		sendKeys(`[data-testid="assign-form"] textarea[name="reason"]`, "Customer sent the payment slip"))
 	if st := b.clickNav(`[data-testid="assign"]`); st != 422 {
 		t.Fatalf("refused request: HTTP %d", st)
 	}
@@ -156,13 +156,13 @@ func TestMoneyInTheBrowser(t *testing.T) {
 	c.do("open the simulator", chromedp.Click(chromedp.CSS(`[data-testid="simulate-details"] > summary`)))
 	c.waitVisible(`[data-testid="simulate-form"] input[name="to_iban"]`)
 	c.do("fill the payment",
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="amount"]`), "5.00"),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="payer_name"]`), "Unknown Sender Ltd"),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="simulate-form"] input[name="to_iban"]`), "DE75 5121 0800 1245 1261 99"))
+		sendKeys(`[data-testid="simulate-form"] input[name="amount"]`, "5.00"),
+		sendKeys(`[data-testid="simulate-form"] input[name="payer_name"]`, "Unknown Sender Ltd"),
+		sendKeys(`[data-testid="simulate-form"] input[name="to_iban"]`, "DE75 5121 0800 1245 1261 99"))
 	c.clickNav(`[data-testid="simulate"]`)
 	c.do("open the return form", chromedp.Click(chromedp.CSS(`[data-testid="return-details"] > summary`)))
 	c.waitVisible(`[data-testid="return-form"] textarea[name="reason"]`)
-	c.do("write the reason", chromedp.SendKeys(chromedp.CSS(`[data-testid="return-form"] textarea[name="reason"]`), "No such customer"))
+	c.do("write the reason", sendKeys(`[data-testid="return-form"] textarea[name="reason"]`, "No such customer"))
 	c.clickNav(`[data-testid="return"]`)
 	if f := flashText(c); !strings.Contains(f, "Returned to the sender") {
 		t.Fatalf("flash %q", f)

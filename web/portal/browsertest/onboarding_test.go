@@ -140,7 +140,7 @@ func TestApplicationInTheBrowser(t *testing.T) {
 	officer.open("/backoffice/watchlist")
 	officer.typeInto(`[data-testid="watchlist-form"] input[name="name"]`, "Jon Doe Fraudster")
 	officer.do("choose a category", chromedp.SetValue(chromedp.CSS(`[data-testid="watchlist-form"] select[name="category"]`), "fraud"))
-	officer.do("write the note", chromedp.SendKeys(chromedp.CSS(`[data-testid="watchlist-form"] textarea[name="note"]`), "Convicted of invoice fraud in 2024"))
+	officer.do("write the note", sendKeys(`[data-testid="watchlist-form"] textarea[name="note"]`, "Convicted of invoice fraud in 2024"))
 	officer.typeInto(`[data-testid="watchlist-form"] input[name="source"]`, "https://news.example/jon-doe")
 	officer.clickNav(`[data-testid="watchlist-add"]`)
 	if rows := officer.texts(`[data-testid="watchlist-row"]`); len(rows) != 1 || !strings.Contains(rows[0], "Jon Doe Fraudster") {

@@ -221,7 +221,7 @@ func TestAMLReviewInTheBrowser(t *testing.T) {
 		for b.count(`form[data-testid^="decide-"]`) > 0 {
 			// Each decision reloads the page; the first open form is the next hit.
 			form := `form[data-testid^="decide-"]`
-			b.do("write the reason", chromedp.SendKeys(chromedp.CSS(form+` textarea[name=reason]`), reason))
+			b.do("write the reason", sendKeys(form+` textarea[name=reason]`, reason))
 			b.clickNav(form + ` [data-testid="false-positive"]`)
 			n++
 		}
@@ -295,7 +295,7 @@ func TestKYCReviewInTheBrowser(t *testing.T) {
 		t.Fatal("a click does not zoom the photo")
 	}
 	screenshot(b, "kyc-session")
-	b.do("write the reason", chromedp.SendKeys(chromedp.CSS(`[data-testid="kyc-decide"] textarea[name=reason]`), "Photo page and selfie show the same person"))
+	b.do("write the reason", sendKeys(`[data-testid="kyc-decide"] textarea[name=reason]`, "Photo page and selfie show the same person"))
 	b.clickNav(`[data-testid="kyc-approve"]`)
 	if st := b.text(`[data-testid="session-status"]`); st != "approved" {
 		t.Fatalf("session status %q, want approved", st)

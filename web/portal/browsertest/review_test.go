@@ -161,7 +161,7 @@ func TestReviewFourEyesApprovalInTheBrowser(t *testing.T) {
 	}
 
 	b.waitVisible(`[data-testid="four-eyes"]`)
-	b.do("write the reason", chromedp.SendKeys(chromedp.CSS(`[data-testid="approve-form"] textarea[name="text"]`), "Licensed operator, Malta licence checked"))
+	b.do("write the reason", sendKeys(`[data-testid="approve-form"] textarea[name="text"]`, "Licensed operator, Malta licence checked"))
 	screenshot(b, "review-application-claimed")
 	b.clickNav(`[data-testid="approve"]`)
 	if f := flashText(b); !strings.Contains(f, "First approval recorded") {
@@ -231,7 +231,7 @@ func TestReviewRejectInTheBrowser(t *testing.T) {
 		t.Fatalf("next led to %s", got)
 	}
 	b.do("choose the reason", chromedp.SetValue(chromedp.CSS(`[data-testid="reject-form"] select[name="reason_code"]`), "prohibited_activity"))
-	b.do("explain", chromedp.SendKeys(chromedp.CSS(`[data-testid="reject-form"] textarea[name="text"]`), "Sells replica weapons"))
+	b.do("explain", sendKeys(`[data-testid="reject-form"] textarea[name="text"]`, "Sells replica weapons"))
 	screenshot(b, "review-reject")
 	b.clickNav(`[data-testid="reject"]`)
 	if f := flashText(b); !strings.Contains(f, "Rejected") {
@@ -266,7 +266,7 @@ func TestReviewInformationRequestInTheBrowser(t *testing.T) {
 	b.signIn(env, apptest.UnderwriterEmail)
 	b.open("/backoffice/applications/" + app)
 	b.clickNav(`[data-testid="claim"]`)
-	b.do("write the message", chromedp.SendKeys(chromedp.CSS(`[data-testid="request-info-form"] textarea[name="text"]`), "Please send a recent register extract"))
+	b.do("write the message", sendKeys(`[data-testid="request-info-form"] textarea[name="text"]`, "Please send a recent register extract"))
 	b.clickNav(`[data-testid="request-info"]`)
 	if f := flashText(b); !strings.Contains(f, "Information requested") {
 		t.Fatalf("flash %q", f)
