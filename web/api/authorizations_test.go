@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -550,7 +551,11 @@ func TestCardPaymentConcurrentClears(t *testing.T) {
 				if i%2 == 1 && round == 2 {
 					path, op = "/v2/sandbox/authorizations/"+tok+"/reverse", "sandbox_authorization_reverse"
 				}
-				r := call(t, env, p, http.MethodPost, path, op, nil)
+				// Eight different requests at once: signed with version 2 and
+				// a nonce each (call's clock step per request races between
+				// goroutines and could sign two identical ones: a replay).
+				r := p.Do(t, apptest.Request{Method: http.MethodPost, Path: path, Operation: op,
+					SignatureVersion: emi.SignatureV2, Nonce: fmt.Sprintf("settle-%d-%d", round, i)})
 				if r.Status != http.StatusOK && !(r.Code == 14007 && r.Status == http.StatusConflict) {
 					t.Errorf("concurrent settle: %s", r)
 				}
