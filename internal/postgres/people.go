@@ -274,20 +274,16 @@ func (s *PeopleStore) Document(ctx context.Context, token string) (emi.StoredDoc
 
 type amlCheckRow struct {
 	emi.AMLCheck
-	UserTok   *string `db:"user_tok"`
-	Bday      *string `db:"bday"`
-	Reviewer  *string `db:"reviewer"`
-	PName     *string `db:"pname"`
-	OpenCount int     `db:"open_hits"`
+	UserTok  *string `db:"user_tok"`
+	Bday     *string `db:"bday"`
+	Reviewer *string `db:"reviewer"`
+	PName    *string `db:"pname"`
 }
 
 const amlCheckColumns = `c.token, c.partner_id, c.source, c.user_token AS user_tok, c.first_name, c.last_name, c.nationality,
 	to_char(c.birthday, 'YYYY-MM-DD') AS bday, c.person_key, c.status, c.list_version, c.created_at, c.reviewed_at,
 	c.reviewed_by::text AS reviewer, p.name AS pname,
-	coalesce((SELECT name FROM staff_users s WHERE s.id = c.reviewed_by), '') AS reviewed_by_name,
-	-- open hits: emi.AMLHit.Open (0.9 is emi.TwoPersonHitScore)
-	(SELECT count(*) FROM aml_hits h WHERE h.check_token = c.token AND NOT h.suppressed AND (h.decision IS NULL
-		OR (h.decision = 'false_positive' AND h.score >= 0.9 AND h.confirmed_by IS NULL))) AS open_hits`
+	coalesce((SELECT name FROM staff_users s WHERE s.id = c.reviewed_by), '') AS reviewed_by_name`
 
 func (r amlCheckRow) check() emi.AMLCheck {
 	c := r.AMLCheck
@@ -441,7 +437,9 @@ func (s *PeopleStore) FalsePositives(ctx context.Context, partnerID string, key 
 func (s *PeopleStore) InsertFalsePositive(ctx context.Context, partnerID string, key []byte, h emi.AMLHit, check, reason, by, confirmedBy string, at time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO aml_false_positives (partner_id, person_key, list, entry_id,
 		fingerprint, check_token, reason, decided_by, confirmed_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-		ON CONFLICT (partner_id, person_key, list, entry_id, fingerprint) DO UPDATE SET confirmed_by = EXCLUDED.confirmed_by
+		ON CONFLICT (partner_id, person_key, list, entry_id, fingerprint) DO UPDATE SET confirmed_by = EXCLUDED.confirmed_by,
+			decided_by = EXCLUDED.decided_by, reason = EXCLUDED.reason, check_token = EXCLUDED.check_token,
+			application = NULL, created_at = EXCLUDED.created_at
 		WHERE aml_false_positives.confirmed_by IS NULL AND EXCLUDED.confirmed_by IS NOT NULL`,
 		partnerID, key, h.List, h.EntryID, h.Fingerprint, check, reason, by, nullUUID(confirmedBy), at)
 	return Translate(err)

@@ -298,7 +298,9 @@ func (s *OnboardingStore) NoteExists(ctx context.Context, token string, id int64
 func (s *OnboardingStore) InsertApplicationFalsePositive(ctx context.Context, partnerID string, key []byte, list, entry, fingerprint, application, reason, by, confirmedBy string, at time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO aml_false_positives (partner_id, person_key, list, entry_id,
 		fingerprint, application, reason, decided_by, confirmed_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-		ON CONFLICT (partner_id, person_key, list, entry_id, fingerprint) DO UPDATE SET confirmed_by = EXCLUDED.confirmed_by
+		ON CONFLICT (partner_id, person_key, list, entry_id, fingerprint) DO UPDATE SET confirmed_by = EXCLUDED.confirmed_by,
+			decided_by = EXCLUDED.decided_by, reason = EXCLUDED.reason, application = EXCLUDED.application,
+			check_token = NULL, created_at = EXCLUDED.created_at
 		WHERE aml_false_positives.confirmed_by IS NULL`, partnerID, key, list, entry, fingerprint, application, reason, by, confirmedBy, at)
 	return Translate(err)
 }

@@ -388,8 +388,12 @@ type cardHolder struct {
 // compliance decision (a hit raised by a re-screening or by a change of
 // identity) or confirmed a true match gets no card: 12009 (issue 19, C5).
 func (s *Cards) holder(ctx context.Context, partnerID, user string) (*cardHolder, error) {
-	if user == "" || s.users == nil {
+	if user == "" {
 		return nil, nil
+	}
+	if s.users == nil || s.aml == nil {
+		// A control never fails open (as Controls.Approve).
+		return nil, emi.Internal(errors.New("cards: no user store or AML service for the holder's check"))
 	}
 	u, err := s.users.UserForUpdate(ctx, partnerID, user)
 	if err != nil {

@@ -361,7 +361,11 @@ func (c *Checks) scoreRisk(ctx context.Context, a emi.Application, base []emi.Ri
 	if score == "High" {
 		st = emi.CheckReview
 	}
-	results[0] = emi.CheckResult{Name: emi.CheckRisk, Status: st, UpdatedAt: results[0].UpdatedAt,
+	i := slices.IndexFunc(results, func(r emi.CheckResult) bool { return r.Name == emi.CheckRisk })
+	if i < 0 {
+		return nil, 0, "", emi.Internal(errors.New("checks: no risk result to score"))
+	}
+	results[i] = emi.CheckResult{Name: emi.CheckRisk, Status: st, UpdatedAt: results[i].UpdatedAt,
 		Details: map[string]any{"score": score, "points": points, "factors": factors}}
 	return factors, points, score, nil
 }

@@ -517,9 +517,9 @@ func (r *Review) HitDecisions(ctx context.Context, token string) (map[string]emi
 // confirmed false positive is remembered for that person and list entry,
 // so a remembered decision never stands in for a second person.
 func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason string) error {
-	p := staffOf(ctx)
-	if !p.Can(emi.PermDecideApps) && !p.Can(emi.PermReviewAML) {
-		return emi.ErrForbidden.WithDetail("needs %s or %s", emi.PermDecideApps, emi.PermReviewAML)
+	p, pol := staffOf(ctx), PolicyOf(ControlHitFalsePositive)
+	if !p.Can(pol.Propose) && !p.Can(pol.Approve) {
+		return emi.ErrForbidden.WithDetail("needs %s or %s", pol.Propose, pol.Approve)
 	}
 	reason = strings.TrimSpace(reason)
 	var bad problems

@@ -209,16 +209,34 @@ func (s *Staff) SetRoles(ctx context.Context, staffID string, roles []emi.Role) 
 	if err != nil {
 		return emi.StaffOutcome{}, err
 	}
-	added := slices.DeleteFunc(slices.Clone(roles), func(r emi.Role) bool { return slices.Contains(u.Roles, r) })
-	if _, ok := byStaff(ctx); ok && emi.AnyPrivileged(added) {
+	_, byAdmin := byStaff(ctx)
+	grantsPrivilege := func(from []emi.Role) bool {
+		added := slices.DeleteFunc(slices.Clone(roles), func(r emi.Role) bool { return slices.Contains(from, r) })
+		return byAdmin && emi.AnyPrivileged(added)
+	}
+	if grantsPrivilege(u.Roles) {
+		// The grant also reissues the user's credentials, in two halves:
+		// a user an administrator created or reset alone (an auditor, whole
+		// password shown to that admin) could otherwise be signed in by
+		// that admin, given their own password and TOTP, and then promoted
+		// through an unsuspecting second admin.
+		temp, hash, err := s.issueTemporary(u.Email)
+		if err != nil {
+			return emi.StaffOutcome{}, err
+		}
 		return s.propose(ctx, StoredStaffChange{StaffChange: emi.StaffChange{Kind: emi.StaffChangeRoles, StaffID: staffID,
-			Email: u.Email, Name: u.Name, Roles: roles, FromRoles: u.Roles}}, "", "")
+			Email: u.Email, Name: u.Name, Roles: roles, FromRoles: u.Roles}}, temp, hash)
 	}
 	var out emi.StaffOutcome
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
 		u, err := s.store.StaffForUpdate(ctx, staffID)
 		if err != nil {
 			return err
+		}
+		// Decided again on the locked row: roles read before the lock may
+		// have changed (an approved grant meanwhile).
+		if grantsPrivilege(u.Roles) {
+			return emi.ErrStaffChangeStale.WithDetail("roles changed to %v meanwhile", u.Roles)
 		}
 		out, err = s.applyRoles(ctx, u, roles, nil)
 		return err
@@ -283,6 +301,11 @@ func (s *Staff) ResetCredentials(ctx context.Context, staffID string) (emi.Staff
 		if err != nil {
 			return err
 		}
+		// Decided again on the locked row: a privileged role granted
+		// meanwhile makes the reset a two-admin change.
+		if _, ok := byStaff(ctx); ok && emi.AnyPrivileged(u.Roles) {
+			return emi.ErrStaffChangeStale.WithDetail("roles changed to %v meanwhile", u.Roles)
+		}
 		out, err = s.applyReset(ctx, u, hash, nil)
 		return err
 	})
@@ -338,7 +361,6 @@ func (s *Staff) ApproveChange(ctx context.Context, changeID string) (emi.StaffOu
 	}
 	me, _ := emi.PrincipalFrom(ctx)
 	var out emi.StaffOutcome
-	var sealed []byte
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
 		c, err := s.store.StaffChangeForUpdate(ctx, changeID)
 		if err != nil {
@@ -376,19 +398,31 @@ func (s *Staff) ApproveChange(ctx context.Context, changeID string) (emi.StaffOu
 				return emi.ErrStaffChangeStale.WithDetail("roles are %v, were %v when proposed", u.Roles, c.FromRoles)
 			}
 			if c.Kind == emi.StaffChangeRoles {
-				out, err = s.applyRoles(ctx, u, c.Roles, link)
-			} else {
-				out, err = s.applyReset(ctx, u, c.PasswordHash, link)
+				if out, err = s.applyRoles(ctx, u, c.Roles, link); err != nil {
+					return err
+				}
+				u.Roles = c.Roles
 			}
-			if err != nil {
-				return err
+			if c.PasswordHash != "" { // a reset, or a grant that reissues the credentials
+				if out, err = s.applyReset(ctx, u, c.PasswordHash, link); err != nil {
+					return err
+				}
 			}
 		}
 		if err := s.store.DecideStaffChange(ctx, c.ID, emi.StaffChangeApplied, me.ActorID, now, ""); err != nil {
 			return err
 		}
 		c.Status, c.DecidedBy, c.DecidedAt = emi.StaffChangeApplied, me.ActorID, &now
-		out.Change, sealed = c.StaffChange, c.SecondHalfEnc
+		out.Change = c.StaffChange
+		if c.SecondHalfEnc != nil {
+			// Opened inside the transaction: a half that does not open rolls
+			// the change back instead of applying it with the half lost.
+			half, err := s.sealer.Open(c.SecondHalfEnc, secondHalfContext(c.ID))
+			if err != nil {
+				return emi.Internal(err)
+			}
+			out.Secret = string(half)
+		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.change_approve", ResourceType: "staff_change", ResourceToken: c.ID,
 			Changes: map[string]any{"kind": c.Kind, "staff_id": c.StaffID, "proposed_by": c.ProposedBy}})
 	})
@@ -397,13 +431,6 @@ func (s *Staff) ApproveChange(ctx context.Context, changeID string) (emi.StaffOu
 	}
 	if err != nil {
 		return emi.StaffOutcome{}, err
-	}
-	if sealed != nil {
-		half, err := s.sealer.Open(sealed, secondHalfContext(changeID))
-		if err != nil {
-			return emi.StaffOutcome{}, err
-		}
-		out.Secret = string(half)
 	}
 	return out, nil
 }
@@ -422,7 +449,8 @@ func (s *Staff) RejectChange(ctx context.Context, changeID, reason string) error
 		return emi.ErrStaffValidation.Field("reason", "must be at most 1000 characters")
 	}
 	me, _ := emi.PrincipalFrom(ctx)
-	return s.tx.InTx(ctx, func(ctx context.Context) error {
+	own := false
+	err := s.tx.InTx(ctx, func(ctx context.Context) error {
 		c, err := s.store.StaffChangeForUpdate(ctx, changeID)
 		if err != nil {
 			return err
@@ -430,12 +458,22 @@ func (s *Staff) RejectChange(ctx context.Context, changeID, reason string) error
 		if c.Status != emi.StaffChangePending {
 			return emi.ErrStaffChangeDecided
 		}
+		if c.Kind != emi.StaffChangeCreate && isSelf(ctx, c.StaffID) {
+			// An admin whose own reset or roles are proposed could
+			// otherwise keep rejecting it.
+			own = true
+			return emi.ErrForbidden.WithDetail("a change to one's own account")
+		}
 		if err := s.store.DecideStaffChange(ctx, c.ID, emi.StaffChangeRejected, me.ActorID, s.now().UTC(), reason); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.change_reject", ResourceType: "staff_change", ResourceToken: c.ID,
 			Changes: map[string]any{"kind": c.Kind, "staff_id": c.StaffID, "proposed_by": c.ProposedBy, "reason": reason}})
 	})
+	if own {
+		s.deny(ctx, "staff.change_reject", changeID, "a change to one's own account") // outside the rolled-back transaction
+	}
+	return err
 }
 
 // Changes returns the pending staff changes, oldest first, then the latest

@@ -68,9 +68,8 @@ func TestC8OneAdminAloneCannotSetUpMoneyUsers(t *testing.T) {
 	// proposal too: the user keeps their password and TOTP meanwhile.
 	x := newStaffUser(t, m, sys(), emi.RoleCustomerService)
 	r := pending(st.ResetCredentials(a, staffOf(x)))
-	if _, err := st.ApproveChange(a, r.Change.ID); err == nil {
-		t.Fatal("the proposer approved their own reset")
-	}
+	_, err = st.ApproveChange(a, r.Change.ID)
+	wantErr(t, "the proposer approves their own reset", err, emi.ErrFourEyes)
 	if _, err := st.SignIn(context.Background(), emailOf(t, m, staffOf(x)), "Correct-Horse-Battery-9"); err != nil {
 		t.Fatalf("X's own password after a pending reset: %v", err)
 	}
@@ -79,6 +78,8 @@ func TestC8OneAdminAloneCannotSetUpMoneyUsers(t *testing.T) {
 	re := pending(st.ResetCredentials(a, staffOf(e)))
 	_, err = st.ApproveChange(e, re.Change.ID)
 	wantErr(t, "an admin approves the reset of their own credentials", err, emi.ErrFourEyes)
+	// ... nor reject it, again and again.
+	wantErr(t, "an admin rejects the reset of their own credentials", st.RejectChange(e, re.Change.ID, "no"), emi.ErrForbidden)
 	if err := st.RejectChange(a, re.Change.ID, "withdrawn"); err != nil {
 		t.Fatalf("the proposer withdraws: %v", err)
 	}
@@ -87,7 +88,21 @@ func TestC8OneAdminAloneCannotSetUpMoneyUsers(t *testing.T) {
 
 	// Granting a money role alone stays a proposal; removing it does not.
 	aud := newStaffUser(t, m, sys(), emi.RoleAuditor)
-	pending(st.SetRoles(a, staffOf(aud), []emi.Role{emi.RoleCompliance}))
+	grant := pending(st.SetRoles(a, staffOf(aud), []emi.Role{emi.RoleCompliance}))
+	// The grant reissues the credentials in two halves: an admin who set
+	// up an auditor alone (and so may hold that auditor's password) gains
+	// nothing by having it promoted.
+	granted := approved(t, m, newApprover(t, m), grant, nil)
+	if grant.Secret == "" || granted.Secret == "" {
+		t.Fatalf("a privileged grant issued no split password: %q %q", grant.Secret, granted.Secret)
+	}
+	audEmail := emailOf(t, m, staffOf(aud))
+	if _, err := st.SignIn(context.Background(), audEmail, "Correct-Horse-Battery-9"); err == nil {
+		t.Fatal("the promoted user's old password still signs in")
+	}
+	if res, err := st.SignIn(context.Background(), audEmail, grant.Secret+granted.Secret); err != nil || !res.MustChangePassword || !res.NeedsEnrollment {
+		t.Fatalf("the promoted user's new temporary password: %+v %v", res, err)
+	}
 	if out, err := st.SetRoles(a, staffOf(x), []emi.Role{emi.RoleAuditor}); err != nil || out.Change.Status != emi.StaffChangeApplied {
 		t.Fatalf("removing a money role: %+v %v", out.Change, err)
 	}

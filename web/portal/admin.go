@@ -423,10 +423,13 @@ func (p *Portal) staffRoles(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if out.Change.Status == emi.StaffChangePending {
-		p.flash(r.Context(), "ok", "Proposed. The new roles apply when a second administrator approves.")
-	} else {
-		p.flash(r.Context(), "ok", "Roles saved. They apply at the user's next sign-in; their sessions were ended.")
+		// A privileged grant reissues the credentials in two halves: this
+		// administrator's half is shown once, here.
+		p.flash(r.Context(), "ok", "Proposed. The new roles apply when a second administrator approves; the user then signs in with a new temporary password made of two halves, this one and the approver's.")
+		p.renderStaff(w, r, http.StatusOK, id, out.Secret, "first")
+		return
 	}
+	p.flash(r.Context(), "ok", "Roles saved. They apply at the user's next sign-in; their sessions were ended.")
 	redirect(w, r, "/backoffice/staff/"+id)
 }
 

@@ -79,7 +79,7 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 	}
 	now := p.d.Now()
 	open := !a.Status.Decided()
-	hitsOK := open && (canDo(r, emi.PermDecideApps) || canDo(r, emi.PermReviewAML))
+	hitsOK := open && (canDo(r, propose(service.ControlHitFalsePositive)) || canDo(r, approve(service.ControlHitFalsePositive)))
 	if hasSanctionHits(v.Checks) {
 		hd, err := p.d.Review.HitDecisions(ctx, a.Token)
 		if err != nil {
@@ -102,7 +102,7 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 						// Issue 19, C2: a proposal waits for a second
 						// person from compliance.
 						h.Decision, h.DecisionTone, h.Pending = "false positive proposed: needs a second person (compliance)", "warn", true
-						h.CanDecide = hitsOK && h.Key != "" && canDo(r, emi.PermReviewAML) && d.StaffID != current(r).ID
+						h.CanDecide = hitsOK && h.Key != "" && canDo(r, approve(service.ControlHitFalsePositive)) && d.StaffID != current(r).ID
 					}
 				} else {
 					h.CanDecide = hitsOK && h.Key != ""
