@@ -2,6 +2,9 @@ package service_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"emi/internal/app/apptest"
@@ -167,4 +170,56 @@ func emailOf(t *testing.T, m *moneyApp, id string) string {
 		t.Fatal(err)
 	}
 	return email
+}
+
+// Two independent administrators approve one privileged change at the same
+// moment: it takes effect once, the approver's half is shown once, and the
+// other approval is refused as decided.
+func TestStaffChangeApprovedOnceUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	m := newMoneyApp(t, apptest.Options{})
+	st := m.env.App.Staff
+	proposer := newStaffUser(t, m, sys(), emi.RoleAdmin)
+	for round := 0; round < 5; round++ {
+		email := fmt.Sprintf("race-%d@c8.test", round)
+		out, err := m.create(t, proposer, email, emi.RoleCustomerService)
+		if err != nil || out.Change.Status != emi.StaffChangePending {
+			t.Fatalf("propose: %+v %v", out.Change, err)
+		}
+		approvers := []context.Context{newApprover(t, m), newApprover(t, m), newApprover(t, m)}
+		results := make([]error, len(approvers))
+		secrets := make([]string, len(approvers))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, a := range approvers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				done, err := st.ApproveChange(a, out.Change.ID)
+				results[i], secrets[i] = err, done.Secret
+			}()
+		}
+		close(start)
+		wg.Wait()
+		ok, shown := 0, 0
+		for i, err := range results {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, emi.ErrStaffChangeDecided):
+				t.Fatalf("round %d: approval %d: %v", round, i, err)
+			}
+			if secrets[i] != "" {
+				shown++
+			}
+		}
+		var users int
+		if err := m.env.App.DB.Get(&users, `SELECT count(*) FROM staff_users WHERE email = $1`, email); err != nil {
+			t.Fatal(err)
+		}
+		if ok != 1 || shown != 1 || users != 1 {
+			t.Fatalf("round %d: %d approvals took effect, the half was shown %d times, %d users", round, ok, shown, users)
+		}
+	}
 }

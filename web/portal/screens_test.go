@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/service"
 )
 
 func sysCtx() context.Context {
@@ -296,21 +298,35 @@ func TestStaffAndAccountScreens(t *testing.T) {
 		u.SignIn(t, apptest.UnderwriterEmail)
 		var id string
 		_ = f.env.App.DB.Get(&id, `SELECT id FROM staff_users WHERE email = $1`, apptest.UnderwriterEmail)
-		if p := admin.Post(t, "/backoffice/staff/"+id+"/roles", url.Values{"roles": {"underwriter", "compliance"}}); p.Status != http.StatusSeeOther {
-			t.Fatalf("set roles: HTTP %d", p.Status)
+		// A privileged grant is proposed, and reissues the credentials in
+		// two halves (the proposer's shown here).
+		p := admin.Post(t, "/backoffice/staff/"+id+"/roles", url.Values{"roles": {"underwriter", "compliance"}})
+		first := half.FindStringSubmatch(p.Body)
+		if p.Status != http.StatusOK || first == nil {
+			t.Fatalf("set roles: HTTP %d, no first half", p.Status)
 		}
 		if p := u.Get(t, "/backoffice/audit"); p.Status != http.StatusForbidden {
 			t.Fatalf("a proposed grant took effect before approval: HTTP %d", p.Status)
 		}
-		if p := admin2.Post(t, "/backoffice/staff/changes/"+changeOf(t, apptest.UnderwriterEmail)+"/approve", url.Values{}); p.Status != http.StatusOK {
-			t.Fatalf("approve the grant: HTTP %d", p.Status)
+		a := admin2.Post(t, "/backoffice/staff/changes/"+changeOf(t, apptest.UnderwriterEmail)+"/approve", url.Values{})
+		second := half.FindStringSubmatch(a.Body)
+		if a.Status != http.StatusOK || second == nil {
+			t.Fatalf("approve the grant: HTTP %d, no second half", a.Status)
 		}
 		if p := u.Get(t, "/backoffice/"); p.Location != "/backoffice/signin" {
 			t.Fatal("the user's old session survived a role change")
 		}
-		u.SignIn(t, apptest.UnderwriterEmail)
-		if p := u.Get(t, "/backoffice/audit"); p.Status != http.StatusOK {
-			t.Fatalf("with the new compliance role the audit log answers %d", p.Status)
+		nb := f.env.NewBrowser()
+		if s := nb.Post(t, "/backoffice/signin", url.Values{"email": {apptest.UnderwriterEmail}, "password": {service.SandboxStaffPassword}}); s.Status != http.StatusUnauthorized {
+			t.Fatalf("the old password after a privileged grant: HTTP %d", s.Status)
+		}
+		if s := nb.Post(t, "/backoffice/signin", url.Values{"email": {apptest.UnderwriterEmail}, "password": {first[1] + second[1]}}); s.Location != "/backoffice/signin/password" {
+			t.Fatalf("the reissued password goes to %q, want the new-password page", s.Location)
+		}
+		var roles []string
+		_ = f.env.App.DB.Select(&roles, `SELECT unnest(roles) FROM staff_users WHERE id = $1`, id)
+		if !slices.Contains(roles, "compliance") {
+			t.Fatalf("with the grant approved the roles are %v", roles)
 		}
 	})
 	t.Run("a reset issues a temporary password shown once", func(t *testing.T) {
