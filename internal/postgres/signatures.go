@@ -1,7 +1,9 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -131,15 +133,27 @@ func (b *sigBatcher) flushNext() bool {
 // synchronous commit, 15,756 with this one (pgbench, 4 clients).
 func (b *sigBatcher) flush(batch []*sigRequest) {
 	first := make(map[string]int, len(batch))
-	var hashes [][]byte
-	var expiries []string
+	var unique []*sigRequest
 	for i, r := range batch {
 		if _, dup := first[string(r.digest)]; dup {
 			continue
 		}
 		first[string(r.digest)] = i
-		hashes = append(hashes, r.digest)
-		expiries = append(expiries, r.expires.UTC().Format(time.RFC3339Nano))
+		unique = append(unique, r)
+	}
+	// Every batch inserts its digests in one order (ascending bytes) and
+	// the statement keeps it (ORDER BY ordinality). Two batches from two
+	// processes that share digests otherwise deadlock: each inserts one
+	// digest first and then waits for the other's uncommitted row (CI saw
+	// "deadlock detected" in TestRememberSignatureBatchedAcrossTwoPools).
+	// In one order, a batch only ever waits for a digest lower than any it
+	// still has to insert, so no cycle of waits can form.
+	slices.SortFunc(unique, func(a, b *sigRequest) int { return bytes.Compare(a.digest, b.digest) })
+	hashes := make([][]byte, len(unique))
+	expiries := make([]string, len(unique))
+	for i, r := range unique {
+		hashes[i] = r.digest
+		expiries[i] = r.expires.UTC().Format(time.RFC3339Nano)
 	}
 	// A batch answers many requests: one client hanging up must not fail
 	// the others.
@@ -150,8 +164,9 @@ func (b *sigBatcher) flush(batch []*sigRequest) {
 	// transaction, its commit included: the batch commits asynchronously
 	// (see flush).
 	rows, err := b.db.QueryContext(ctx, `INSERT INTO api_signatures (hash, expires_at)
-		SELECT h, e::timestamptz FROM unnest($1::bytea[], $2::text[]) AS t (h, e),
+		SELECT h, e::timestamptz FROM unnest($1::bytea[], $2::text[]) WITH ORDINALITY AS t (h, e, n),
 		     (SELECT set_config('synchronous_commit', 'off', true)) AS async (setting)
+		ORDER BY n
 		ON CONFLICT (hash) DO NOTHING RETURNING hash`, pq.ByteaArray(hashes), pq.StringArray(expiries))
 	if err == nil {
 		for rows.Next() {
