@@ -193,7 +193,7 @@ func (c *Checks) decide(ctx context.Context, a emi.Application, results []emi.Ch
 	}
 	switch st {
 	case emi.AppApproved:
-		return c.approve(ctx, a, "")
+		return c.approve(ctx, a, "", ApprovalGrounds(a, nil))
 	case emi.AppRejected:
 		reason := "automatic checks failed: " + strings.Join(failed, ", ")
 		if err := c.store.SetApplicationStatus(ctx, a.Token, st, a.Revision, reason, ""); err != nil {
@@ -240,8 +240,9 @@ func sanctionsHit(results []emi.CheckResult) bool {
 
 // approve creates the merchant (with a MID and TID for acquiring
 // products) and sends application.approved. by is the second approver's
-// staff id, "" for an automatic approval.
-func (c *Checks) approve(ctx context.Context, a emi.Application, by string) error {
+// staff id, "" for an automatic approval; grounds (ApprovalGrounds) go to
+// the audit row, never to the partner.
+func (c *Checks) approve(ctx context.Context, a emi.Application, by, grounds string) error {
 	merchant := NewToken()
 	var mid, tid string
 	acquiring := slices.ContainsFunc(a.Products, emi.AcquiringProduct)
@@ -276,7 +277,7 @@ func (c *Checks) approve(ctx context.Context, a emi.Application, by string) erro
 	}
 	return c.audit.Record(ctx, emi.AuditEntry{Action: "application.approved", ResourceType: "application", ResourceToken: a.Token,
 		PartnerID: a.PartnerID, Changes: map[string]any{"merchant": merchant, "mid": mid, "tid": tid, "automatic": by == "",
-			"first_approval_by": a.Review.FirstApprovalBy}})
+			"first_approval_by": a.Review.FirstApprovalBy, "grounds": grounds}})
 }
 
 // randomDigits returns n random decimal digits (the first not zero).

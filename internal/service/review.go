@@ -342,6 +342,7 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 			}
 			if NeedsFourEyes(a) && a.Review.FirstApprovalBy == "" {
 				rec.Action = "first_approval"
+				rec.Text = strings.TrimSpace(rec.Text + "\n\nGrounds: " + ApprovalGrounds(a, hits))
 				if err := r.store.SetFirstApproval(ctx, a.Token, me, d.Text, now); err != nil {
 					return err
 				}
@@ -357,7 +358,9 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 				}
 			}
 			rec.Action = "approved"
-			if err := r.checks.approve(ctx, a, me); err != nil {
+			grounds := ApprovalGrounds(a, hits)
+			rec.Text = strings.TrimSpace(rec.Text + "\n\nGrounds: " + grounds)
+			if err := r.checks.approve(ctx, a, me, grounds); err != nil {
 				return err
 			}
 		case "reject":

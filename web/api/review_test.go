@@ -705,3 +705,82 @@ func TestC2OneUnderwriterCannotDismissAnExactMatch(t *testing.T) {
 		}
 	}
 }
+
+// Issue 19: the decision record states the real grounds. An application
+// whose member hit was decided a false positive by two people is approved;
+// its record and the audit row say that not every check passed, and name
+// the hit and both people. Before, the back office printed "Reason: every
+// check passed" for any approval without a reason.
+func TestApprovalStatesItsGrounds(t *testing.T) {
+	t.Parallel()
+	env := onboardingEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P", Processing: emi.ProcessingSemiAutomatic})
+	u1 := staffCtx(t, env, "u1@grounds.test", emi.RoleUnderwriter)
+	u2 := staffCtx(t, env, "u2@grounds.test", emi.RoleUnderwriter)
+	comp := staffCtx(t, env, "c1@grounds.test", emi.RoleCompliance)
+	app := queued(t, env, p, func(b map[string]any) {
+		m := b["members"].([]map[string]any)[0]
+		m["first_name"], m["last_name"], m["birthday"], m["nationality"], m["unique_identifier"] = "Kim", "Jong Un", "1984-01-08", "KP", "KP1"
+	})
+	a, _, _, _, _ := env.App.Review.Evidence(u1, app)
+	n := 0
+	for _, c := range a.Checks {
+		if c.Name == emi.CheckSanctions {
+			for _, h := range c.Details["hits"].([]any) {
+				key := service.HitKey(h.(map[string]any))
+				if err := env.App.Review.DecideHit(u1, app, key, emi.HitFalsePositive, "another person: passport differs"); err != nil {
+					t.Fatal(err)
+				}
+				if err := env.App.Review.DecideHit(comp, app, key, emi.HitFalsePositive, "agreed"); err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no sanctions hit")
+	}
+	var got emi.Application
+	for _, who := range []context.Context{u1, u2} {
+		if err := env.App.Review.Claim(who, app); err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		var err error
+		got, err = env.App.Review.Decide(who, app, emi.ReviewDecision{Action: "approve", Text: "ok", Stamp: stampOf(t, env, who, app)})
+		if err != nil {
+			t.Fatalf("approve: %v", err)
+		}
+		if got.Status == emi.AppApproved {
+			break
+		}
+	}
+	if got.Status != emi.AppApproved {
+		t.Fatalf("status %s", got.Status)
+	}
+	_, _, decisions, _, err := env.App.Review.Evidence(u1, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := decisions[len(decisions)-1]
+	if decisions[0].At.After(last.At) {
+		last = decisions[0]
+	}
+	for _, want := range []string{"Grounds: not every check passed", "sanctions screening: review", "false positive by u1@grounds.test", "confirmed by c1@grounds.test"} {
+		if !strings.Contains(last.Text, want) {
+			t.Errorf("approval record %q lacks %q", last.Text, want)
+		}
+	}
+	if strings.Contains(last.Text, "every check passed:") && !strings.Contains(last.Text, "not every check passed") {
+		t.Error("the record claims every check passed")
+	}
+	var grounds string
+	_ = env.App.DB.Get(&grounds, `SELECT changes->>'grounds' FROM audit_log WHERE action = 'application.approved' AND resource_token = $1`, app)
+	if !strings.Contains(grounds, "not every check passed") {
+		t.Errorf("audit grounds %q", grounds)
+	}
+	// The partner is told nothing of the hit decisions.
+	if got.DecisionReason != "" {
+		t.Errorf("decision_reason for the partner: %q", got.DecisionReason)
+	}
+}

@@ -204,7 +204,11 @@ func (p *Portal) applicationView(r *http.Request, a emi.Application, docs map[st
 		v.History = append(v.History, pages.CheckHistoryRow{At: fmtTime(c.UpdatedAt), Title: checkTitle(c.Name),
 			Status: c.Status, StatusTone: checkTone(c.Status), Summary: checkSummary(c)})
 	}
-	v.Decided, v.Decision = decisionKVs(a)
+	grounds, err := p.approvalGrounds(r, a)
+	if err != nil {
+		return v, err
+	}
+	v.Decided, v.Decision = decisionKVs(a, grounds)
 	// Everyone who reviews applications sees what the partner was told;
 	// the delivery log (and replays) stay with the webhook permission.
 	v.ShowEvents = true
@@ -289,7 +293,9 @@ func declaredTone(b *bool) string {
 }
 
 // decisionKVs describe the decision once there is one.
-func decisionKVs(a emi.Application) (bool, []pages.KV) {
+// grounds is ApprovalGrounds for an approval (what it rests on, as the
+// back office states it), "" otherwise.
+func decisionKVs(a emi.Application, grounds string) (bool, []pages.KV) {
 	if !a.Status.Decided() {
 		return false, nil
 	}
@@ -297,12 +303,11 @@ func decisionKVs(a emi.Application) (bool, []pages.KV) {
 	if a.DecidedAt != nil {
 		kvs = append(kvs, pages.KV{Label: "Decided (UTC)", Value: fmtTime(*a.DecidedAt), Mono: true})
 	}
-	reason := a.DecisionReason
-	if reason == "" && a.Status == emi.AppApproved {
-		reason = "every check passed"
+	if a.DecisionReason != "" || a.Status != emi.AppApproved {
+		kvs = append(kvs, pages.KV{Label: "Reason", Value: a.DecisionReason})
 	}
-	kvs = append(kvs, pages.KV{Label: "Reason", Value: reason})
 	if a.Status == emi.AppApproved {
+		kvs = append(kvs, pages.KV{Label: "Grounds", Value: grounds})
 		kvs = append(kvs, pages.KV{Label: "Onboarded merchant", Value: a.OnboardedMerchant, Mono: true})
 		if a.MID != "" || a.TID != "" || slices.ContainsFunc(a.Products, emi.AcquiringProduct) {
 			kvs = append(kvs, pages.KV{Label: "MID", Value: a.MID, Mono: true}, pages.KV{Label: "TID", Value: a.TID, Mono: true})
@@ -714,7 +719,12 @@ func (p *Portal) companyDetail(w http.ResponseWriter, r *http.Request) {
 		{Label: "Products", Value: strings.Join(a.Products, ", ")}, risk,
 		{Label: "Created (UTC)", Value: fmtTime(a.CreatedAt), Mono: true},
 	}
-	v.Decided, v.Decision = decisionKVs(a)
+	grounds, err := p.approvalGrounds(r, a)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	v.Decided, v.Decision = decisionKVs(a, grounds)
 	// The onboarded merchant's accounts and cards (none before the
 	// approval).
 	show, accounts := false, []pages.AccountRow(nil)
@@ -875,4 +885,29 @@ func (p *Portal) searchCompanies(r *http.Request, q string) ([]pages.Hit, error)
 			Href: "/backoffice/companies/" + c.Application}
 	}
 	return hits, nil
+}
+
+// approvalGrounds is what an approved application's approval rests on
+// (service.ApprovalGrounds with its hit decisions); "" for other states.
+func (p *Portal) approvalGrounds(r *http.Request, a emi.Application) (string, error) {
+	if a.Status != emi.AppApproved {
+		return "", nil
+	}
+	var hits map[string]emi.HitDecisionRecord
+	if p.d.Review != nil && hasSanctionHitsIn(a) {
+		var err error
+		if hits, err = p.d.Review.HitDecisions(r.Context(), a.Token); err != nil {
+			return "", err
+		}
+	}
+	return service.ApprovalGrounds(a, hits), nil
+}
+
+func hasSanctionHitsIn(a emi.Application) bool {
+	for _, c := range a.Checks {
+		if c.Name == emi.CheckSanctions && len(decodeDetails(c.Details).sanctionHits()) > 0 {
+			return true
+		}
+	}
+	return false
 }
