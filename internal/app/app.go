@@ -181,13 +181,13 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: cfg.SanctionsURLs[:]}}
 	a.Sanctions = screener
 	a.Controls = service.NewControls(a.StaffStore, now)
-	a.AML = service.NewAML(db, a.People, a.People, screener, a.Controls, a.Events, a.Jobs, a.Audit, v, now)
+	a.OnboardingStore = postgres.NewOnboardingStore(db)
+	a.Watchlist = service.NewWatchlist(db, a.OnboardingStore, a.Audit, a.Jobs, screening.NameSimilarity, v, now)
+	a.AML = service.NewAML(db, a.People, a.People, screener, a.Watchlist, a.Controls, a.Events, a.Jobs, a.Audit, v, now)
 	a.Users = service.NewUsers(db, a.People, a.People, a.AML, keys, a.Audit, v, screener.Normalize, now)
 	a.KYC = service.NewKYC(db, a.People, a.People, a.People, keys, service.HostedKYC{PublicURL: cfg.PublicURL},
 		a.Events, a.Audit, now)
-	a.OnboardingStore = postgres.NewOnboardingStore(db)
 	a.Registry = newRegistry(cfg, logger)
-	a.Watchlist = service.NewWatchlist(db, a.OnboardingStore, a.Audit, screening.NameSimilarity, v, now)
 	a.Checks = service.NewChecks(db, a.OnboardingStore, screener, a.Registry, a.Watchlist, a.Events, a.Audit,
 		service.DefaultRiskModel(now), now)
 	a.Onboarding = service.NewOnboarding(db, a.OnboardingStore, a.Store, a.People, a.People, keys, a.Jobs, a.Audit, v, now)
@@ -331,6 +331,8 @@ func (a *App) Pool() *worker.Pool {
 	pool.Handle(service.JobWebhookDeliver, a.Webhooks.Deliver)
 	pool.Handle(service.JobAMLRescreen, a.AML.Rescreen)
 	pool.Handle(service.JobApplicationChecks, a.Checks.Run)
+	pool.Handle(service.JobRescreenApplications, a.Onboarding.RescreenApplications)
+	pool.Handle(service.JobWatchlistScreenUsers, a.AML.ScreenWatchlistEntry)
 	return pool
 }
 

@@ -141,7 +141,13 @@ const (
 	AMLSourceAPI        = "api"
 	AMLSourceRescreen   = "rescreen"
 	AMLSourceUserUpdate = "user_update"
+	// AMLSourceWatchlist: a watch-list addition found the user (issue 19).
+	AMLSourceWatchlist = "watchlist"
 )
+
+// WatchlistListName is the list name of a hit on the adverse-media watch
+// list (its entry id is the watch-list entry's id).
+const WatchlistListName = "watchlist"
 
 // UserScreening is the AML state of a user as card operations see it: the
 // checks linked to the user (re-screenings and screenings after a change of

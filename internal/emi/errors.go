@@ -193,6 +193,10 @@ var (
 	ErrCurrencyMismatch          = def(14005, "service.transfers.currency_mismatch", KindConflict)
 	ErrDestinationNotFound       = def(14006, "service.transfers.destination_not_found", KindNotFound)
 	ErrTransferInvalidTransition = def(14007, "service.transfers.invalid_transition", KindConflict)
+	// ErrTransferComplianceHold: the source account's holder has a
+	// sanctions or watch-list hit waiting for a compliance decision, or
+	// confirmed (issue 19): no money leaves until compliance decides.
+	ErrTransferComplianceHold = def(14030, "service.transfers.compliance_hold", KindConflict)
 	// ErrAuthorizationNotFound: an unknown card authorization, or one of
 	// another partner's card (sandbox card payments).
 	ErrAuthorizationNotFound = def(14020, "service.authorizations.not_found", KindNotFound)

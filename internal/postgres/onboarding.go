@@ -482,6 +482,14 @@ func (s *OnboardingStore) MembersLike(ctx context.Context, m emi.Member) ([]emi.
 		AND birthday IS NOT DISTINCT FROM $3::date ORDER BY created_at`, m.LastName, m.FirstName, nullDate(m.Birthday))
 }
 
+// PendingApplications implements service.ApplicationStore.
+func (s *OnboardingStore) PendingApplications(ctx context.Context) ([]string, error) {
+	var out []string
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT token::text FROM applications
+		WHERE status IN ('checking', 'in_review') ORDER BY created_at`)
+	return out, Translate(err)
+}
+
 // CountApplications implements service.ApplicationStore.
 func (s *OnboardingStore) CountApplications(ctx context.Context, st emi.ApplicationStatus) (int64, error) {
 	var n int64

@@ -242,3 +242,17 @@ func (s *TransferStore) DeleteReversalRequest(ctx context.Context, transfer stri
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM transfer_reversal_requests WHERE transfer = $1`, transfer)
 	return Translate(err)
 }
+
+// HolderOnHold implements service.TransferStore.
+func (s *TransferStore) HolderOnHold(ctx context.Context, account string) (bool, error) {
+	if !validUUID(account) {
+		return false, nil
+	}
+	var held bool
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &held, `SELECT EXISTS (
+		SELECT 1 FROM accounts a
+		JOIN accounts m ON m.token = coalesce(a.main, a.token)
+		JOIN aml_checks c ON c.user_token = m.user_token
+		WHERE a.token = $1 AND c.status IN ('match', 'confirmed'))`, account)
+	return held, Translate(err)
+}

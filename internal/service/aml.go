@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +67,7 @@ type AML struct {
 	store    AMLStore
 	users    UserStore
 	screener Screener
+	watch    *Watchlist
 	events   *Events
 	jobs     Enqueuer
 	audit    *Auditor
@@ -74,8 +76,9 @@ type AML struct {
 }
 
 // NewAML returns the AML service.
-func NewAML(tx TxRunner, store AMLStore, users UserStore, screener Screener, controls *Controls, events *Events, jobs Enqueuer, audit *Auditor, v *validate.Validator, now Clock) *AML {
-	return &AML{tx: tx, store: store, users: users, screener: screener, controls: controls, events: events, jobs: jobs, audit: audit, validate: v, now: now}
+// watch is the adverse-media watch list its additions are screened against.
+func NewAML(tx TxRunner, store AMLStore, users UserStore, screener Screener, watch *Watchlist, controls *Controls, events *Events, jobs Enqueuer, audit *Auditor, v *validate.Validator, now Clock) *AML {
+	return &AML{tx: tx, store: store, users: users, screener: screener, watch: watch, controls: controls, events: events, jobs: jobs, audit: audit, validate: v, now: now}
 }
 
 func hitKey(list, entry, fingerprint string) string {
@@ -385,6 +388,10 @@ func (a *AML) ListsUpdated(ctx context.Context, u emi.SanctionsUpdate, changed [
 		if !u.OK || len(changed) == 0 {
 			return nil
 		}
+		// Pending applications are screened again too (issue 19, C6).
+		if err := EnqueueRescreenApplications(ctx, a.jobs, "lists:"+u.Version); err != nil {
+			return err
+		}
 		_, _, err := a.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobAMLRescreen, UniqueKey: "aml.rescreen:" + u.Version,
 			Payload: RescreenPayload{Version: u.Version, Entries: changed}})
 		return err
@@ -448,6 +455,62 @@ func (a *AML) rescreenUser(ctx context.Context, u emi.User, version string, chan
 		return nil
 	}
 	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("aml.rescreen"))
+	return a.raiseForUser(ctx, u, emi.AMLSourceRescreen, version, fresh)
+}
+
+// ScreenWatchlistEntry is the JobWatchlistScreenUsers handler: it screens
+// every active customer's name against a watch-list entry just added
+// (issue 19: a watch-list change reaches active customers). A user whose
+// name is as close as WatchlistThreshold gets a check with source
+// watchlist and one hit (list "watchlist", the entry's id), unless that
+// hit was raised for them already or is remembered as a false positive
+// for that person; the check waits in the alert queue, and until it is
+// decided the user gets no new card and no money leaves their accounts. An
+// entry removed before the job ran screens nobody.
+func (a *AML) ScreenWatchlistEntry(ctx context.Context, job emi.Job) error {
+	var pl watchlistScreenPayload
+	if err := json.Unmarshal(job.Payload, &pl); err != nil || pl.Entry == "" {
+		return worker.Permanent(fmt.Errorf("%s job %d: bad payload %s", JobWatchlistScreenUsers, job.ID, job.Payload))
+	}
+	if a.watch == nil {
+		return worker.Permanent(errors.New("aml: no watch list configured"))
+	}
+	e, ok, err := a.watch.entry(ctx, pl.Entry)
+	if err != nil || !ok {
+		return err
+	}
+	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("watchlist.screen"))
+	fp := sha256.Sum256([]byte(e.Name + "\x00" + e.Category + "\x00" + e.Note))
+	fingerprint := hex.EncodeToString(fp[:8])
+	after := ""
+	for {
+		users, err := a.users.ActiveUsersAfter(ctx, after, rescreenBatch)
+		if err != nil {
+			return err
+		}
+		if len(users) == 0 {
+			return nil
+		}
+		for _, u := range users {
+			score := a.watch.similar(u.FirstName+" "+u.LastName, e.Name)
+			if score < WatchlistThreshold {
+				continue
+			}
+			h := emi.AMLHit{List: emi.WatchlistListName, EntryID: e.ID, EntryType: "individual", Name: e.Name,
+				MatchedName: u.FirstName + " " + u.LastName, Score: float64(int(score*1000+0.5)) / 1000, Fingerprint: fingerprint,
+				Fields: []string{"name"}}
+			if err := a.raiseForUser(ctx, u, emi.AMLSourceWatchlist, "watch list "+e.Category, []emi.AMLHit{h}); err != nil {
+				return err
+			}
+		}
+		after = users[len(users)-1].Token
+	}
+}
+
+// raiseForUser records a check of source for u with the hits not already
+// raised for them and not remembered as false positives by as many people
+// as they take; nothing when none is left.
+func (a *AML) raiseForUser(ctx context.Context, u emi.User, source, version string, hits []emi.AMLHit) error {
 	return a.tx.InTx(ctx, func(ctx context.Context) error {
 		key := a.personKey(u.FirstName, u.LastName, u.Birthday)
 		fps, err := a.store.FalsePositives(ctx, u.PartnerID, key)
@@ -459,7 +522,7 @@ func (a *AML) rescreenUser(ctx context.Context, u emi.User, version string, chan
 			return err
 		}
 		var open []emi.AMLHit
-		for _, h := range fresh {
+		for _, h := range hits {
 			k := hitKey(h.List, h.EntryID, h.Fingerprint)
 			if fps[k] < PeopleForFalsePositive(h.Score) && !raised[k] {
 				open = append(open, h)
@@ -468,14 +531,14 @@ func (a *AML) rescreenUser(ctx context.Context, u emi.User, version string, chan
 		if len(open) == 0 {
 			return nil
 		}
-		c := emi.AMLCheck{Token: NewToken(), PartnerID: u.PartnerID, Source: "rescreen", UserToken: u.Token,
+		c := emi.AMLCheck{Token: NewToken(), PartnerID: u.PartnerID, Source: source, UserToken: u.Token,
 			FirstName: u.FirstName, LastName: u.LastName, Nationality: u.Nationality, Birthday: u.Birthday,
 			PersonKey: key, ListVersion: version, CreatedAt: a.now().UTC()}
 		c.Hits, c.Status = markSuppressed(open, nil)
 		if err := a.store.InsertAMLCheck(ctx, c); err != nil {
 			return err
 		}
-		return a.audit.Record(ctx, emi.AuditEntry{Action: "aml_check.rescreen", ResourceType: "aml_check", ResourceToken: c.Token,
+		return a.audit.Record(ctx, emi.AuditEntry{Action: "aml_check." + source, ResourceType: "aml_check", ResourceToken: c.Token,
 			PartnerID: u.PartnerID, Changes: map[string]any{"user": u.Token, "hits": len(open), "list_version": version}})
 	})
 }

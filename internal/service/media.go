@@ -23,6 +23,7 @@ type Watchlist struct {
 	tx       TxRunner
 	store    WatchlistStore
 	audit    *Auditor
+	jobs     Enqueuer
 	similar  func(a, b string) float64
 	validate interface {
 		Struct(any, *emi.Error) error
@@ -36,10 +37,24 @@ const WatchlistThreshold = 0.88
 
 // NewWatchlist returns the watch-list provider; similar compares two names
 // (0..1).
-func NewWatchlist(tx TxRunner, store WatchlistStore, audit *Auditor, similar func(a, b string) float64, v interface {
+//
+// A change of the list re-screens: every pending application's checks run
+// again, and an addition is screened against every active customer
+// (AML.ScreenWatchlistEntry), both as background jobs enqueued in the
+// change's transaction (issue 19, C6).
+func NewWatchlist(tx TxRunner, store WatchlistStore, audit *Auditor, jobs Enqueuer, similar func(a, b string) float64, v interface {
 	Struct(any, *emi.Error) error
 }, now Clock) *Watchlist {
-	return &Watchlist{tx: tx, store: store, audit: audit, similar: similar, validate: v, now: now}
+	return &Watchlist{tx: tx, store: store, audit: audit, jobs: jobs, similar: similar, validate: v, now: now}
+}
+
+// JobWatchlistScreenUsers screens active customers against a watch-list
+// entry just added.
+const JobWatchlistScreenUsers = "watchlist.screen_users"
+
+// watchlistScreenPayload names the entry to screen customers against.
+type watchlistScreenPayload struct {
+	Entry string `json:"entry"`
 }
 
 // Search implements AdverseMedia.
@@ -58,6 +73,20 @@ func (w *Watchlist) Search(ctx context.Context, names []string) ([]MediaHit, err
 		}
 	}
 	return out, nil
+}
+
+// entry returns the live entry id ("" when removed or unknown).
+func (w *Watchlist) entry(ctx context.Context, id string) (emi.WatchlistEntry, bool, error) {
+	list, err := w.store.Watchlist(ctx)
+	if err != nil {
+		return emi.WatchlistEntry{}, false, err
+	}
+	for _, e := range list {
+		if e.ID == id {
+			return e, true, nil
+		}
+	}
+	return emi.WatchlistEntry{}, false, nil
 }
 
 // List returns the watch list (emi.PermViewPeople).
@@ -86,6 +115,13 @@ func (w *Watchlist) Add(ctx context.Context, e emi.WatchlistEntry) (emi.Watchlis
 		if err := w.store.InsertWatchlistEntry(ctx, e); err != nil {
 			return err
 		}
+		if err := EnqueueRescreenApplications(ctx, w.jobs, "watchlist.add:"+e.ID); err != nil {
+			return err
+		}
+		if _, _, err := w.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobWatchlistScreenUsers, UniqueKey: JobWatchlistScreenUsers + ":" + e.ID,
+			Payload: watchlistScreenPayload{Entry: e.ID}}); err != nil {
+			return err
+		}
 		return w.audit.Record(ctx, emi.AuditEntry{Action: "watchlist.add", ResourceType: "watchlist_entry", ResourceToken: e.ID,
 			Changes: map[string]any{"name": e.Name, "category": e.Category, "source": e.Source}})
 	})
@@ -99,6 +135,10 @@ func (w *Watchlist) Remove(ctx context.Context, id string) error {
 	}
 	return w.tx.InTx(ctx, func(ctx context.Context) error {
 		if err := w.store.RemoveWatchlistEntry(ctx, id); err != nil {
+			return err
+		}
+		// A finding may be gone: the pending applications' checks run again.
+		if err := EnqueueRescreenApplications(ctx, w.jobs, "watchlist.remove:"+id); err != nil {
 			return err
 		}
 		return w.audit.Record(ctx, emi.AuditEntry{Action: "watchlist.remove", ResourceType: "watchlist_entry", ResourceToken: id})

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/validate"
+	"emi/internal/worker"
 )
 
 // ApplicationStore keeps applications, companies, members and check results.
@@ -21,6 +23,9 @@ type ApplicationStore interface {
 	// ("" partnerID: any partner); forUpdate locks its row.
 	// Returns emi.ErrApplicationNotFound.
 	Application(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Application, error)
+	// PendingApplications returns the tokens of the applications whose
+	// checks may still change their course (checking, in review).
+	PendingApplications(ctx context.Context) ([]string, error)
 	// TouchApplication raises the revision after a change and, unless the
 	// application is approved or rejected, sets its status to checking.
 	TouchApplication(ctx context.Context, token string) (revision int, err error)
@@ -92,6 +97,49 @@ func (o *Onboarding) enqueueChecks(ctx context.Context, token string) error {
 	_, _, err := o.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobApplicationChecks, Payload: checksPayload{Application: token},
 		UniqueKey: "application.checks:" + token, MaxAttempts: 12})
 	return err
+}
+
+// JobRescreenApplications re-runs the checks of every pending application
+// after the sanctions lists or the watch list changed (issue 19, C6).
+const JobRescreenApplications = "screening.rescreen_applications"
+
+// RescreenPayload says why pending applications are re-checked.
+type rescreenApplicationsPayload struct {
+	Reason string `json:"reason"`
+}
+
+// EnqueueRescreenApplications asks for the re-check of every pending
+// application, in the caller's transaction. reason names the change (and
+// makes the job unique: one per change).
+func EnqueueRescreenApplications(ctx context.Context, jobs Enqueuer, reason string) error {
+	_, _, err := jobs.Enqueue(ctx, emi.JobSpec{Kind: JobRescreenApplications, UniqueKey: JobRescreenApplications + ":" + reason,
+		Payload: rescreenApplicationsPayload{Reason: reason}})
+	return err
+}
+
+// RescreenApplications is the JobRescreenApplications handler: it queues a
+// checks run for every application in checking or in review. Information
+// requested waits for the partner, whose change runs the checks anyway;
+// decided applications are not screened again. Each run is its own job
+// (keyed by this job, so a run already waiting or running for an earlier
+// change does not swallow this one: it may have read the lists before the
+// change).
+func (o *Onboarding) RescreenApplications(ctx context.Context, job emi.Job) error {
+	var pl rescreenApplicationsPayload
+	if err := json.Unmarshal(job.Payload, &pl); err != nil {
+		return worker.Permanent(fmt.Errorf("%s job %d: bad payload: %w", JobRescreenApplications, job.ID, err))
+	}
+	tokens, err := o.store.PendingApplications(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range tokens {
+		if _, _, err := o.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobApplicationChecks, Payload: checksPayload{Application: t},
+			UniqueKey: fmt.Sprintf("application.checks:%s:rescreen:%d", t, job.ID), MaxAttempts: 12}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // problems collects field errors under a path prefix.

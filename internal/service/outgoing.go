@@ -147,6 +147,9 @@ func (s *Transfers) CreateExternal(ctx context.Context, in emi.TransferExternalC
 		if err := s.ledger.LockUsable(ctx, Side{"source", src}); err != nil {
 			return err
 		}
+		if err := s.complianceHold(ctx, src); err != nil {
+			return err
+		}
 		posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnOutgoing, PartnerID: p.PartnerID, Reference: in.Reference,
 			Entries: []emi.Entry{
 				{Balance: src.Balance, Account: src.Account, Currency: in.Currency, Amount: -amount},

@@ -18,6 +18,11 @@ type TransferStore interface {
 	// matches; a match in another currency is returned as it is.
 	FindParty(ctx context.Context, p emi.TransferParty, currency string) (party Party, found bool, err error)
 	InsertTransfer(ctx context.Context, t emi.Transfer) error
+	// HolderOnHold reports whether the user who holds account (or the
+	// main account behind a virtual one) has a screening check waiting
+	// for a compliance decision or confirmed a true match (as
+	// UserScreening counts them); false for a merchant's account.
+	HolderOnHold(ctx context.Context, account string) (bool, error)
 	// Transfer returns a transfer with the IBANs and partners of its sides;
 	// forUpdate locks it. Returns emi.ErrTransferNotFound.
 	Transfer(ctx context.Context, token string, forUpdate bool) (emi.Transfer, error)
@@ -150,6 +155,9 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 		if err := s.ledger.LockUsable(ctx, Side{"source", src}, Side{"destination", dst}); err != nil {
 			return err
 		}
+		if err := s.complianceHold(ctx, src); err != nil {
+			return err
+		}
 		posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnTransfer, PartnerID: p.PartnerID, Reference: in.Reference,
 			Entries: []emi.Entry{
 				{Balance: src.Balance, Account: src.Account, Currency: in.Currency, Amount: -amount},
@@ -267,4 +275,21 @@ func checkParty(bad *problems, field string, p emi.TransferParty) {
 	case n > 1:
 		bad.add(field, "give only one of balance, account, iban, or account_number with sort_code")
 	}
+}
+
+// complianceHold refuses money leaving src while its holder has a
+// screening hit that compliance has not decided, or confirmed (issue 19: a
+// hit on an active customer, raised by a list or watch-list change or a
+// change of identity, blocks outgoing transfers until it is decided).
+// Called after LockUsable, which locks the account row: a decision that
+// clears the hit meanwhile is seen by the next request.
+func (s *Transfers) complianceHold(ctx context.Context, src Party) error {
+	held, err := s.store.HolderOnHold(ctx, src.Account)
+	if err != nil {
+		return err
+	}
+	if held {
+		return emi.ErrTransferComplianceHold.Field("source", "its holder is under compliance review; no money leaves the account until it ends")
+	}
+	return nil
 }
