@@ -89,6 +89,11 @@ type App struct {
 	Sanctions service.Screener
 	// Review is the underwriters' queue.
 	Review *service.Review
+	// Alerts is the compliance alert queue; Inbox each staff user's
+	// mentions and assignments; ComplianceStore keeps both.
+	Alerts          *service.Alerts
+	Inbox           *service.Inbox
+	ComplianceStore *postgres.ComplianceStore
 	// AccountStore keeps programs, accounts and balances.
 	AccountStore *postgres.AccountStore
 	Accounts     *service.Accounts
@@ -195,7 +200,10 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Onboarding.SetChecks(a.Checks)
 	a.Checks.SetFalsePositives(a.People)
 	a.Checks.SetCompanyNameMatcher(registry.NamesMatch)
-	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Controls, a.Checks, a.Events, a.Audit, now)
+	a.ComplianceStore = postgres.NewComplianceStore(db)
+	a.Inbox = service.NewInbox(a.ComplianceStore, now)
+	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Controls, a.Checks, a.Events, a.Audit, a.Inbox, now)
+	a.Alerts = service.NewAlerts(db, a.ComplianceStore, a.People, a.OnboardingStore, a.StaffStore, a.Inbox, a.Audit, now)
 	a.Review.SetStores(a.OnboardingStore, a.OnboardingStore)
 	a.AccountStore = postgres.NewAccountStore(db)
 	a.Accounts = service.NewAccounts(db, a.AccountStore, identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, a.Controls, a.Events, a.Audit, v, now)
@@ -299,6 +307,8 @@ func (a *App) Portal() *portal.Portal {
 		Onboarding:  a.Onboarding,
 		Watchlist:   a.Watchlist,
 		Review:      a.Review,
+		Alerts:      a.Alerts,
+		Inbox:       a.Inbox,
 		Accounts:    a.Accounts,
 		Cards:       a.Cards,
 		Transfers:   a.Transfers,

@@ -147,3 +147,49 @@ type HitDecisionRecord struct {
 func (d HitDecisionRecord) Final() bool {
 	return d.Decision == HitTrueMatch || (d.Decision == HitFalsePositive && d.ConfirmedBy != "")
 }
+
+// AlertClaim is who holds a compliance alert (issue 19): Kind is
+// "aml_check" or "application", Subject the check's or application's
+// token; AssignedBy is set when a colleague assigned it.
+type AlertClaim struct {
+	Kind       string    `db:"subject_kind"`
+	Subject    string    `db:"subject"`
+	StaffID    string    `db:"staff_id"`
+	StaffName  string    `db:"staff_name"`
+	AssignedBy string    `db:"assigned_by"`
+	ClaimedAt  time.Time `db:"claimed_at"`
+}
+
+// Alert kinds.
+const (
+	AlertAMLCheck    = "aml_check"
+	AlertApplication = "application"
+)
+
+// Alert is one line of the compliance alert queue: an AML check waiting
+// for a decision, or an application with sanctions hits without a final
+// decision.
+type Alert struct {
+	Kind, Subject, Href string
+	PartnerID, Partner  string
+	Subjects            string // the people or company the hits are about
+	Source              string // api, rescreen, user_update, watchlist, application
+	Hits, Open          int
+	TopScore            float64
+	RaisedAt            time.Time
+	Claim               *AlertClaim
+}
+
+// InboxItem is one notification of a staff user: a mention in an internal
+// note or an assignment.
+type InboxItem struct {
+	ID      int64      `db:"id"`
+	StaffID string     `db:"staff_id"`
+	Kind    string     `db:"kind"`
+	Href    string     `db:"href"`
+	Body    string     `db:"body"`
+	By      string     `db:"by_staff"`
+	ByName  string     `db:"by_name"`
+	At      time.Time  `db:"created_at"`
+	ReadAt  *time.Time `db:"read_at"`
+}

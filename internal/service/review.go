@@ -57,6 +57,7 @@ type Review struct {
 	checks   *Checks
 	events   *Events
 	audit    *Auditor
+	inbox    *Inbox
 	now      Clock
 
 	views   SavedViewStore
@@ -64,8 +65,9 @@ type Review struct {
 }
 
 // NewReview returns the review service.
-func NewReview(tx TxRunner, store ReviewStore, staff StaffDirectory, controls *Controls, checks *Checks, events *Events, audit *Auditor, now Clock) *Review {
-	return &Review{tx: tx, store: store, staff: staff, controls: controls, checks: checks, events: events, audit: audit, now: now}
+// Mentions and assignments reach the person's inbox.
+func NewReview(tx TxRunner, store ReviewStore, staff StaffDirectory, controls *Controls, checks *Checks, events *Events, audit *Auditor, inbox *Inbox, now Clock) *Review {
+	return &Review{tx: tx, store: store, staff: staff, controls: controls, checks: checks, events: events, audit: audit, inbox: inbox, now: now}
 }
 
 func staffOf(ctx context.Context) emi.Principal {
@@ -178,6 +180,10 @@ func (r *Review) Assign(ctx context.Context, token, to, reason string) error {
 			return emi.ErrReviewClosed
 		}
 		if err := r.store.Assign(ctx, a.Token, target.ID, r.now().UTC()); err != nil {
+			return err
+		}
+		if err := r.inbox.notify(ctx, target.ID, "assignment", "/backoffice/review/"+a.Token,
+			"Application of "+a.PartnerName+" assigned to you: "+reason); err != nil {
 			return err
 		}
 		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.assign", ResourceType: "application", ResourceToken: a.Token,
@@ -486,6 +492,12 @@ func (r *Review) AddNote(ctx context.Context, token string, parent int64, body s
 			return err
 		}
 		_ = r.store.TouchClaim(ctx, a.Token, p.ActorID, n.CreatedAt)
+		for _, m := range n.Mentions {
+			if err := r.inbox.notify(ctx, m, "mention", fmt.Sprintf("/backoffice/review/%s#note-%d", a.Token, n.ID),
+				"Mentioned in a note on the application of "+a.PartnerName+": "+n.Body); err != nil {
+				return err
+			}
+		}
 		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.note", ResourceType: "application", ResourceToken: a.Token,
 			PartnerID: a.PartnerID, Changes: map[string]any{"note": n.ID, "mentions": n.Mentions}})
 	})

@@ -20,6 +20,7 @@ func (p *Portal) queueCounts(r *http.Request) map[string]string {
 		out["/backoffice/review"] = strconv.FormatInt(n, 10)
 	}
 	p.moneyCounts(r, out)
+	p.inboxCounts(r, out)
 	if p.d.AML == nil || p.d.KYC == nil || !canDo(r, emi.PermViewPeople) {
 		return out
 	}

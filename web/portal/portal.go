@@ -89,6 +89,10 @@ type Deps struct {
 	// Review is the underwriters' queue: claims, decisions with four-eyes,
 	// notes, hit decisions, saved views and the dashboard's metrics.
 	Review *service.Review
+	// Alerts is the compliance alert queue (every screening hit waiting
+	// for compliance); Inbox each person's mentions and assignments.
+	Alerts *service.Alerts
+	Inbox  *service.Inbox
 	// Accounts is customer service's accounts: search, an account with its
 	// history, block and unblock, four-eyes termination, and programs.
 	Accounts *service.Accounts

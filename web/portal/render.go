@@ -47,6 +47,8 @@ type navEntry struct {
 
 var nav = []navEntry{
 	{"/backoffice/", "Dashboard", emi.PermViewDashboard},
+	{"/backoffice/inbox", "Inbox", emi.PermViewDashboard},
+	{"/backoffice/alerts", "Compliance alerts", emi.PermViewPeople},
 	{"/backoffice/review", "Review queue", emi.PermViewApps},
 	{"/backoffice/applications", "Applications", emi.PermViewApps},
 	{"/backoffice/companies", "Companies", emi.PermViewApps},

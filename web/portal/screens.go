@@ -106,6 +106,16 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 				Href: "/backoffice/jobs?state=" + string(st)})
 		}
 	}
+	if p.d.Inbox != nil {
+		// Mentions and assignments waiting for this person come first.
+		items, err := p.d.Inbox.Mine(ctx, true, 10)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		p.render(w, r, http.StatusOK, "Dashboard", pages.DashboardWithInbox(tiles, inboxRows(r, items)))
+		return
+	}
 	p.render(w, r, http.StatusOK, "Dashboard", pages.Dashboard(tiles))
 }
 
