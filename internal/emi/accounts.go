@@ -39,6 +39,9 @@ type Program struct {
 	// UpdatedAt is when the program last changed: the version an edit
 	// must name (ProgramInput.Version), so a stale edit is refused.
 	UpdatedAt time.Time
+	// Pending is set on UpdateProgram's answer when the change moves risk
+	// and was proposed rather than applied (issue 19).
+	Pending *ProgramChange `db:"-"`
 }
 
 // UsableBy reports whether a partner may use the program.
@@ -152,4 +155,15 @@ func FormatMinor(v int64) string {
 func pad2(v int64) string {
 	s := strconv.FormatInt(v, 10)
 	return strings.Repeat("0", 2-len(s)) + s
+}
+
+// ProgramChange is a proposed change of a program that moves risk,
+// waiting for a second administrator (issue 19).
+type ProgramChange struct {
+	Program     string       `db:"program"`
+	Input       ProgramInput `db:"-"`
+	BaseVersion time.Time    `db:"base_version"`
+	Risk        string       `db:"risk"`
+	ProposedBy  string       `db:"proposed_by"`
+	ProposedAt  time.Time    `db:"proposed_at"`
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -34,10 +35,10 @@ func (s *AccountStore) LockProgram(ctx context.Context, code string) (emi.Progra
 func (s *AccountStore) InsertProgram(ctx context.Context, p emi.Program) error {
 	return s.db.InTx(ctx, func(ctx context.Context) error {
 		_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO programs (code, name, currencies, schemes, cards_allowed, card_types,
-			bin_prefix, card_validity_months, aml_required, overdraft, allowed_partners)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[])`,
+			bin_prefix, card_validity_months, aml_required, overdraft, allowed_partners, pin_by_sms, wallet_provisioning)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[], $12, $13)`,
 			p.Code, p.Name, pq.StringArray(p.Currencies), pq.StringArray(p.Schemes), p.CardsAllowed, pq.StringArray(nonNil(p.CardTypes)),
-			p.BINPrefix, p.CardValidityMonths, p.AMLRequired, p.Overdraft, partnerArray(p.AllowedPartners))
+			p.BINPrefix, p.CardValidityMonths, p.AMLRequired, p.Overdraft, partnerArray(p.AllowedPartners), p.PINBySMS, p.WalletProvisioning)
 		if UniqueViolation(err, "programs_pkey") {
 			return emi.ErrNonUniqueValue.Wrap(err)
 		}
@@ -55,10 +56,11 @@ func (s *AccountStore) UpdateProgram(ctx context.Context, p emi.Program) error {
 	return s.db.InTx(ctx, func(ctx context.Context) error {
 		res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE programs SET name = $2, currencies = $3, schemes = $4, cards_allowed = $5,
 			card_types = $6, bin_prefix = $7, card_validity_months = $8, aml_required = $9, overdraft = $10,
-			allowed_partners = $11::uuid[], updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')
+			allowed_partners = $11::uuid[], pin_by_sms = $12, wallet_provisioning = $13,
+			updated_at = greatest(clock_timestamp(), updated_at + interval '1 microsecond')
 			WHERE code = $1`,
 			p.Code, p.Name, pq.StringArray(p.Currencies), pq.StringArray(p.Schemes), p.CardsAllowed, pq.StringArray(nonNil(p.CardTypes)),
-			p.BINPrefix, p.CardValidityMonths, p.AMLRequired, p.Overdraft, partnerArray(p.AllowedPartners))
+			p.BINPrefix, p.CardValidityMonths, p.AMLRequired, p.Overdraft, partnerArray(p.AllowedPartners), p.PINBySMS, p.WalletProvisioning)
 		if err != nil {
 			return Translate(err)
 		}
@@ -160,4 +162,69 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+type programChangeRow struct {
+	emi.ProgramChange
+	InputJSON []byte `db:"input"`
+}
+
+func (r programChangeRow) change() (emi.ProgramChange, error) {
+	c := r.ProgramChange
+	if err := json.Unmarshal(r.InputJSON, &c.Input); err != nil {
+		return c, emi.Internal(err)
+	}
+	return c, nil
+}
+
+// InsertProgramChange implements service.ProgramStore; emi.ErrNonUniqueValue
+// when one waits for the program.
+func (s *AccountStore) InsertProgramChange(ctx context.Context, c emi.ProgramChange) error {
+	in, err := json.Marshal(c.Input)
+	if err != nil {
+		return emi.Internal(err)
+	}
+	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO program_changes (program, input, base_version, risk, proposed_by, proposed_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, c.Program, string(in), c.BaseVersion, c.Risk, c.ProposedBy, c.ProposedAt)
+	return Translate(err)
+}
+
+// ProgramChange implements service.ProgramStore (false when none waits).
+func (s *AccountStore) ProgramChange(ctx context.Context, code string) (emi.ProgramChange, bool, error) {
+	var r programChangeRow
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT program, input, base_version, risk, proposed_by::text AS proposed_by, proposed_at
+		FROM program_changes WHERE program = $1 FOR UPDATE`, code)
+	if errors.Is(err, sql.ErrNoRows) {
+		return emi.ProgramChange{}, false, nil
+	}
+	if err != nil {
+		return emi.ProgramChange{}, false, Translate(err)
+	}
+	c, err := r.change()
+	return c, err == nil, err
+}
+
+// ProgramChanges implements service.ProgramStore: every waiting change by
+// program.
+func (s *AccountStore) ProgramChanges(ctx context.Context) (map[string]emi.ProgramChange, error) {
+	var rows []programChangeRow
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT program, input, base_version, risk, proposed_by::text AS proposed_by, proposed_at
+		FROM program_changes`); err != nil {
+		return nil, Translate(err)
+	}
+	out := make(map[string]emi.ProgramChange, len(rows))
+	for _, r := range rows {
+		c, err := r.change()
+		if err != nil {
+			return nil, err
+		}
+		out[c.Program] = c
+	}
+	return out, nil
+}
+
+// DeleteProgramChange implements service.ProgramStore.
+func (s *AccountStore) DeleteProgramChange(ctx context.Context, code string) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM program_changes WHERE program = $1`, code)
+	return Translate(err)
 }

@@ -38,6 +38,10 @@ const (
 	// ControlSuspenseAssign: approving the assignment of a suspense item
 	// (money received for no usable balance) to a balance (issue 19, C9).
 	ControlSuspenseAssign Control = "suspense.assign"
+	// ControlProgramRisk: approving a program change that moves risk (an
+	// overdraft turned on, the AML check for cards turned off) that
+	// another administrator proposed (issue 19).
+	ControlProgramRisk Control = "program.risk_change"
 )
 
 // ControlPolicy is one row of the decision table: who may propose, who may
@@ -75,6 +79,8 @@ var Policies = []ControlPolicy{
 		BoundTo: "the change (user, roles, the temporary password's hash) and the user's roles when proposed; a change to them voids it, and it lapses after 7 days"},
 	{Control: ControlSuspenseAssign, Propose: emi.PermManageMoney, Approve: emi.PermManageMoney, People: 2,
 		BoundTo: "the request (item, target balance and account, reason); it cannot be edited"},
+	{Control: ControlProgramRisk, Propose: emi.PermManagePrograms, Approve: emi.PermManagePrograms, People: 2,
+		BoundTo: "the proposed settings and the program's version when proposed: any other change to the program voids it"},
 }
 
 // PolicyOf returns the row of c. It panics on an unknown control: the

@@ -29,6 +29,28 @@ type ProgramStore interface {
 	ProgramsInUse(ctx context.Context, codes ...string) ([]string, error)
 	// MissingPartners returns the ids among ids that name no partner.
 	MissingPartners(ctx context.Context, ids []string) ([]string, error)
+	// InsertProgramChange records a proposal (emi.ErrNonUniqueValue when
+	// one waits for the program); ProgramChange returns it, locked;
+	// ProgramChanges every waiting one by program.
+	InsertProgramChange(ctx context.Context, c emi.ProgramChange) error
+	ProgramChange(ctx context.Context, code string) (emi.ProgramChange, bool, error)
+	ProgramChanges(ctx context.Context) (map[string]emi.ProgramChange, error)
+	DeleteProgramChange(ctx context.Context, code string) error
+}
+
+// programRisk names what a change from before to after does to risk that
+// takes two administrators (issue 19, ControlProgramRisk): an overdraft
+// turned on (balances may go below zero), or the AML check for cards
+// turned off. "" when neither.
+func programRisk(before, after emi.Program) string {
+	var moves []string
+	if after.Overdraft && !before.Overdraft {
+		moves = append(moves, "overdraft turned on")
+	}
+	if before.AMLRequired && !after.AMLRequired {
+		moves = append(moves, "AML check for cards turned off")
+	}
+	return strings.Join(moves, "; ")
 }
 
 var (
@@ -55,6 +77,11 @@ func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.
 	}
 	if err := s.checkProgram(ctx, &bad, in); err != nil {
 		return emi.Program{}, err
+	}
+	if in.Overdraft {
+		// Turning an overdraft on takes two administrators (issue 19):
+		// create the program without it, then propose it.
+		bad.add("overdraft", "cannot be on in a new program: create it without, then turn the overdraft on (a second administrator approves)")
 	}
 	p := programOf(in.Code, in)
 	p.Schemes = schemesOf(in.Currencies)
@@ -151,6 +178,25 @@ func (s *Accounts) UpdateProgram(ctx context.Context, code string, in emi.Progra
 		changes := programChanges(cur, next, false)
 		if len(changes) == 0 {
 			out = cur
+			return nil
+		}
+		if risk := programRisk(cur, next); risk != "" {
+			// Proposed, not applied: a second administrator approves
+			// (ApproveProgramChange).
+			in.Version = cur.UpdatedAt
+			c := emi.ProgramChange{Program: cur.Code, Input: in, BaseVersion: cur.UpdatedAt, Risk: risk,
+				ProposedBy: staffOf(ctx).ActorID, ProposedAt: s.now().UTC()}
+			if err := s.store.InsertProgramChange(ctx, c); errors.Is(err, emi.ErrNonUniqueValue) {
+				return emi.ErrProgramStale.WithDetail("a change of %s waits for approval", cur.Code)
+			} else if err != nil {
+				return err
+			}
+			if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.change_proposed", ResourceType: "program", ResourceToken: cur.Code,
+				Changes: map[string]any{"risk": risk, "changes": changes}}); err != nil {
+				return err
+			}
+			out = cur
+			out.Pending = &c
 			return nil
 		}
 		if err := s.store.UpdateProgram(ctx, next); err != nil {
@@ -373,4 +419,117 @@ func programChanges(before, after emi.Program, created bool) map[string]any {
 		}
 	}
 	return out
+}
+
+// ProgramChanges returns the proposals waiting for a second administrator,
+// by program (emi.PermViewAccounts).
+func (s *Accounts) ProgramChanges(ctx context.Context) (map[string]emi.ProgramChange, error) {
+	if err := require(ctx, emi.PermViewAccounts); err != nil {
+		return nil, err
+	}
+	return s.store.ProgramChanges(ctx)
+}
+
+// ApproveProgramChange applies a program change that moves risk, proposed
+// by another administrator (ControlProgramRisk: a distinct person, the
+// engine's links included). The proposal is bound to the program as it was
+// proposed on: when the program changed since, the proposal is void
+// (deleted, audited) and emi.ErrProgramStale is returned. The settings are
+// checked again as an update would be, audited as program.update with both
+// people.
+func (s *Accounts) ApproveProgramChange(ctx context.Context, code string) (emi.Program, error) {
+	var out emi.Program
+	var bad problems
+	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+		cur, err := s.store.LockProgram(ctx, code)
+		if err != nil {
+			return err
+		}
+		c, ok, err := s.store.ProgramChange(ctx, cur.Code)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return emi.ErrProgramStale.WithDetail("no change of %s waits", cur.Code)
+		}
+		if err := s.controls.Approve(ctx, ControlProgramRisk, c.ProposedBy); err != nil {
+			return err
+		}
+		if !cur.UpdatedAt.Equal(c.BaseVersion) {
+			if err := s.store.DeleteProgramChange(ctx, cur.Code); err != nil {
+				return err
+			}
+			if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.change_voided", ResourceType: "program", ResourceToken: cur.Code,
+				Changes: map[string]any{"proposed_by": c.ProposedBy, "risk": c.Risk}}); err != nil {
+				return err
+			}
+			return errVoided
+		}
+		if err := s.checkProgram(ctx, &bad, c.Input); err != nil {
+			return err
+		}
+		next := programOf(cur.Code, c.Input)
+		next.Schemes = cur.Schemes
+		if !slices.Equal(cur.Currencies, next.Currencies) {
+			if used, err := s.store.ProgramsInUse(ctx, cur.Code); err != nil {
+				return err
+			} else if len(used) > 0 {
+				bad.add("currencies", "cannot change: accounts use this program")
+			}
+			next.Schemes = schemesOf(next.Currencies)
+		}
+		if len(bad) > 0 {
+			return nil
+		}
+		changes := programChanges(cur, next, false)
+		if err := s.store.DeleteProgramChange(ctx, cur.Code); err != nil {
+			return err
+		}
+		if err := s.store.UpdateProgram(ctx, next); err != nil {
+			return err
+		}
+		changes["proposed_by"], changes["approved_by"], changes["risk"] = c.ProposedBy, staffOf(ctx).ActorID, c.Risk
+		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.update", ResourceType: "program", ResourceToken: cur.Code,
+			Changes: changes}); err != nil {
+			return err
+		}
+		out, err = s.store.Program(ctx, cur.Code)
+		return err
+	})
+	if errors.Is(err, errVoided) {
+		// The void is committed; the approver is told.
+		return emi.Program{}, emi.ErrProgramStale.WithDetail("the program changed after the proposal: it is void")
+	}
+	if err != nil {
+		return emi.Program{}, err
+	}
+	if len(bad) > 0 {
+		return emi.Program{}, emi.ErrProgramValidation.WithFields(dedupe(bad)...)
+	}
+	return out, nil
+}
+
+// errVoided commits a voided proposal's deletion and then reports it.
+var errVoided = errors.New("program change voided")
+
+// RejectProgramChange drops a proposal (emi.PermManagePrograms: the
+// proposer withdrawing it, or another administrator refusing it).
+func (s *Accounts) RejectProgramChange(ctx context.Context, code string) error {
+	if err := require(ctx, emi.PermManagePrograms); err != nil {
+		return err
+	}
+	return s.tx.InTx(ctx, func(ctx context.Context) error {
+		c, ok, err := s.store.ProgramChange(ctx, code)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return emi.ErrProgramStale.WithDetail("no change of %s waits", code)
+		}
+		if err := s.store.DeleteProgramChange(ctx, c.Program); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "program.change_rejected", ResourceType: "program", ResourceToken: c.Program,
+			Changes: map[string]any{"proposed_by": c.ProposedBy, "risk": c.Risk}})
+	})
 }

@@ -281,13 +281,13 @@ func TestUpdateProgramAuditsTheChangedSettingsFromOldToNew(t *testing.T) {
 	in.Groups["whitelist"] = []string{"wl_travel"}
 	in.CardTypes = []string{"plastic"}
 	in.AllowedPartners = []string{pt}
-	in.Overdraft = true
+	in.CardValidityMonths = 24
 	p, err := e.svc.UpdateProgram(e.admin, "account_eur", in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Name != "EUR account (2026)" || p.Defaults["limits"] != "limits_high" || len(p.Groups["mcc"]) != 0 ||
-		p.Defaults["mcc"] != "" || !slices.Equal(p.Groups["whitelist"], []string{"wl_travel"}) || !p.Overdraft ||
+		p.Defaults["mcc"] != "" || !slices.Equal(p.Groups["whitelist"], []string{"wl_travel"}) || p.CardValidityMonths != 24 ||
 		!slices.Equal(p.CardTypes, []string{"plastic"}) || !slices.Equal(p.AllowedPartners, []string{pt}) || !p.UpdatedAt.After(cur.UpdatedAt) {
 		t.Fatalf("updated %+v", p)
 	}
@@ -299,14 +299,14 @@ func TestUpdateProgramAuditsTheChangedSettingsFromOldToNew(t *testing.T) {
 		t.Fatalf("audit rows %+v", rows)
 	}
 	want := map[string]any{
-		"name":             map[string]any{"from": "EUR account", "to": "EUR account (2026)"},
-		"defaults.limits":  map[string]any{"from": "limits_std", "to": "limits_high"},
-		"groups.mcc":       map[string]any{"from": []any{"mcc_std"}, "to": []any{}},
-		"defaults.mcc":     map[string]any{"from": "mcc_std", "to": ""},
-		"groups.whitelist": map[string]any{"from": []any{}, "to": []any{"wl_travel"}},
-		"card_types":       map[string]any{"from": []any{"plastic", "virtual"}, "to": []any{"plastic"}},
-		"allowed_partners": map[string]any{"from": "all", "to": []any{pt}},
-		"overdraft":        map[string]any{"from": false, "to": true},
+		"name":                 map[string]any{"from": "EUR account", "to": "EUR account (2026)"},
+		"defaults.limits":      map[string]any{"from": "limits_std", "to": "limits_high"},
+		"groups.mcc":           map[string]any{"from": []any{"mcc_std"}, "to": []any{}},
+		"defaults.mcc":         map[string]any{"from": "mcc_std", "to": ""},
+		"groups.whitelist":     map[string]any{"from": []any{}, "to": []any{"wl_travel"}},
+		"card_types":           map[string]any{"from": []any{"plastic", "virtual"}, "to": []any{"plastic"}},
+		"allowed_partners":     map[string]any{"from": "all", "to": []any{pt}},
+		"card_validity_months": map[string]any{"from": float64(cur.CardValidityMonths), "to": float64(24)},
 	}
 	if !reflect.DeepEqual(rows[0].Changes, want) {
 		t.Fatalf("changes\n%v\nwant\n%v", rows[0].Changes, want)
@@ -438,4 +438,21 @@ func TestStaleProgramUpdateIsRefused(t *testing.T) {
 			t.Fatalf("%d audit rows, want 2", n)
 		}
 	})
+}
+
+// PIN by SMS and mobile wallets are saved like the other settings. Before,
+// the store's update left both columns as they were: the page said
+// "saved", the audit log recorded the change, and nothing changed.
+func TestUpdateProgramSavesPINBySMSAndWallets(t *testing.T) {
+	t.Parallel()
+	e := newProgramEnv(t)
+	cur := e.program(t, "account_eur")
+	in := cur.Input()
+	in.PINBySMS, in.WalletProvisioning = !cur.PINBySMS, !cur.WalletProvisioning
+	if _, err := e.svc.UpdateProgram(e.admin, "account_eur", in); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.program(t, "account_eur"); got.PINBySMS == cur.PINBySMS || got.WalletProvisioning == cur.WalletProvisioning {
+		t.Fatalf("stored pin_by_sms %v wallet %v, from %v %v", got.PINBySMS, got.WalletProvisioning, cur.PINBySMS, cur.WalletProvisioning)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/internal/service"
 	"emi/views/pages"
 )
 
@@ -63,8 +64,16 @@ func (p *Portal) renderPrograms(w http.ResponseWriter, r *http.Request, status i
 		v.New = &form
 	}
 	names := p.partnerNames(r)
+	pending, err := p.d.Accounts.ProgramChanges(ctx)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
 	for _, pr := range list {
 		row := programView(pr, names)
+		if c, ok := pending[pr.Code]; ok {
+			row.Pending = p.pendingProgramChange(r, pr, c, names)
+		}
 		if canDo(r, emi.PermViewAudit) {
 			row.AuditHref = "/backoffice/audit?resource_type=program&resource_token=" + url.QueryEscape(pr.Code)
 		}
@@ -282,10 +291,72 @@ func (p *Portal) programUpdate(w http.ResponseWriter, r *http.Request) {
 		p.programRefused(w, r, err, code, in)
 		return
 	}
-	if pr.UpdatedAt.Equal(in.Version) {
+	if pr.Pending != nil {
+		p.flash(r.Context(), "info", "The change moves risk ("+pr.Pending.Risk+"): it is proposed, not applied. A second administrator approves or rejects it on this page.")
+	} else if pr.UpdatedAt.Equal(in.Version) {
 		p.flash(r.Context(), "info", "No setting of “"+pr.Name+"” changed: nothing was saved.")
 	} else {
 		p.flash(r.Context(), "ok", "Program “"+pr.Name+"” saved. The change is in the audit log.")
 	}
 	redirect(w, r, programHref(pr.Code))
+}
+
+// pendingProgramChange lays out a proposal: what it changes and who may
+// decide it (another administrator approves; anyone who manages programs
+// may reject, the proposer withdrawing it included).
+func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c emi.ProgramChange, names partnerNameMap) *pages.PendingProgramChange {
+	v := &pages.PendingProgramChange{Risk: c.Risk, ProposedBy: who(r, c.ProposedBy, ""), ProposedAt: fmtTime(c.ProposedAt),
+		Action: programAction(cur.Code) + "/change"}
+	after := programView(emi.Program{Code: cur.Code, Name: c.Input.Name, Currencies: c.Input.Currencies, Schemes: cur.Schemes,
+		CardsAllowed: c.Input.CardsAllowed, CardTypes: c.Input.CardTypes, BINPrefix: c.Input.BINPrefix,
+		CardValidityMonths: c.Input.CardValidityMonths, AMLRequired: c.Input.AMLRequired, Overdraft: c.Input.Overdraft,
+		PINBySMS: c.Input.PINBySMS, WalletProvisioning: c.Input.WalletProvisioning, AllowedPartners: c.Input.AllowedPartners}, names)
+	before := programView(cur, names)
+	for i, kv := range after.Details {
+		if i < len(before.Details) && before.Details[i].Value != kv.Value {
+			v.Changes = append(v.Changes, pages.KV{Label: kv.Label, Value: before.Details[i].Value + " → " + kv.Value})
+		}
+	}
+	me := current(r).ID
+	v.CanApprove = canDo(r, approve(service.ControlProgramRisk)) && me != c.ProposedBy
+	v.CanReject = canDo(r, emi.PermManagePrograms)
+	return v
+}
+
+// programChangeApprove (POST /programs/{program}/change/approve) applies
+// a proposal as its second administrator.
+func (p *Portal) programChangeApprove(w http.ResponseWriter, r *http.Request) {
+	code := param(r, "program")
+	pr, err := p.d.Accounts.ApproveProgramChange(r.Context(), code)
+	if err != nil {
+		p.programDecisionRefused(w, r, code, err)
+		return
+	}
+	p.flash(r.Context(), "ok", "Change of “"+pr.Name+"” approved and applied. Both administrators are in the audit log.")
+	redirect(w, r, programHref(pr.Code))
+}
+
+// programChangeReject (POST /programs/{program}/change/reject) drops a
+// proposal.
+func (p *Portal) programChangeReject(w http.ResponseWriter, r *http.Request) {
+	code := param(r, "program")
+	if err := p.d.Accounts.RejectProgramChange(r.Context(), code); err != nil {
+		p.programDecisionRefused(w, r, code, err)
+		return
+	}
+	p.flash(r.Context(), "ok", "The proposed change was rejected; the program is unchanged.")
+	redirect(w, r, programHref(code))
+}
+
+// programDecisionRefused shows a refused approval or rejection as a flash
+// on the programs page (rule errors), the error page otherwise.
+func (p *Portal) programDecisionRefused(w http.ResponseWriter, r *http.Request, code string, err error) {
+	e := emi.AsError(err)
+	switch e.Kind {
+	case emi.KindConflict, emi.KindInvalid:
+		p.flash(r.Context(), "error", Message(e))
+		redirect(w, r, programHref(code))
+	default:
+		p.renderError(w, r, err)
+	}
 }

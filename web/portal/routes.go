@@ -131,6 +131,8 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/programs", p.programs)
 		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs", p.programCreate)
 		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs/{program}", p.programUpdate)
+		r.With(p.requirePerm(approve(service.ControlProgramRisk))).Post("/programs/{program}/change/approve", p.programChangeApprove)
+		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs/{program}/change/reject", p.programChangeReject)
 
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/cards", p.cardList)
 		r.With(p.requirePerm(emi.PermViewAccounts)).Post("/cards", p.cardList) // the search form: a card number stays out of URLs

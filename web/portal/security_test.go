@@ -717,6 +717,8 @@ func routeRoles() map[string][]string {
 		"POST /accounts/{account}/incoming":                {apptest.ComplianceEmail, apptest.CSEmail},
 		"POST /programs":                                   {apptest.AdminEmail},
 		"POST /programs/{program}":                         {apptest.AdminEmail},
+		"POST /programs/{program}/change/approve":          {apptest.AdminEmail},
+		"POST /programs/{program}/change/reject":           {apptest.AdminEmail},
 
 		// The card payment simulator (sandbox).
 		"POST /cards/{card}/authorizations":                         {apptest.CSEmail},
@@ -747,6 +749,8 @@ func TestDecisionRoutesFollowTheTable(t *testing.T) {
 		"POST /staff/changes/{change}/approve":            {service.ControlStaffPrivileged, true},
 		"POST /suspense/{item}/assign":                    {service.ControlSuspenseAssign, false},
 		"POST /suspense/assignments/{assignment}/approve": {service.ControlSuspenseAssign, true},
+		"POST /programs/{program}":                        {service.ControlProgramRisk, false},
+		"POST /programs/{program}/change/approve":         {service.ControlProgramRisk, true},
 	}
 	emails := map[emi.Role]string{emi.RoleAdmin: apptest.AdminEmail, emi.RoleUnderwriter: apptest.UnderwriterEmail,
 		emi.RoleCompliance: apptest.ComplianceEmail, emi.RoleCustomerService: apptest.CSEmail, emi.RoleAuditor: apptest.AuditorEmail}
