@@ -42,6 +42,10 @@ const (
 	// overdraft turned on, the AML check for cards turned off) that
 	// another administrator proposed (issue 19).
 	ControlProgramRisk Control = "program.risk_change"
+	// ControlKYCDecision: approving or rejecting a submitted KYC session.
+	// One person decides; the partner-facing reason and the internal note
+	// are kept apart (issue 19, C7).
+	ControlKYCDecision Control = "kyc.decide"
 )
 
 // ControlPolicy is one row of the decision table: who may propose, who may
@@ -79,6 +83,8 @@ var Policies = []ControlPolicy{
 		BoundTo: "the change (user, roles, the temporary password's hash) and the user's roles when proposed; a change to them voids it, and it lapses after 7 days"},
 	{Control: ControlSuspenseAssign, Propose: emi.PermManageMoney, Approve: emi.PermManageMoney, People: 2,
 		BoundTo: "the request (item, target balance and account, reason); it cannot be edited"},
+	{Control: ControlKYCDecision, Propose: emi.PermReviewKYC, Approve: emi.PermReviewKYC, People: 1,
+		BoundTo: "the session as submitted (documents and identity data); a decided session cannot change"},
 	{Control: ControlProgramRisk, Propose: emi.PermManagePrograms, Approve: emi.PermManagePrograms, People: 2,
 		BoundTo: "the proposed settings and the program's version when proposed: any other change to the program voids it"},
 }

@@ -315,7 +315,7 @@ func (k *KYC) QueueSize(ctx context.Context) (int64, error) {
 // session for staff and in the audit row. The user's kyc_status follows;
 // after a rejection the partner may start a new session.
 func (k *KYC) Decide(ctx context.Context, token string, d emi.KYCDecision) (emi.KYCSession, error) {
-	if err := require(ctx, emi.PermReviewKYC); err != nil {
+	if err := require(ctx, PolicyOf(ControlKYCDecision).Approve); err != nil {
 		return emi.KYCSession{}, err
 	}
 	reason, note := strings.TrimSpace(d.Reason), strings.TrimSpace(d.InternalNote)

@@ -76,7 +76,7 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(approve(service.ControlAMLHitFalsePositive))).Post("/aml/{check}/decide", p.amlDecide)
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/kyc", p.kycQueue)
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/kyc/{session}", p.kycSession)
-		r.With(p.requirePerm(emi.PermReviewKYC)).Post("/kyc/{session}/decide", p.kycDecide)
+		r.With(p.requirePerm(approve(service.ControlKYCDecision))).Post("/kyc/{session}/decide", p.kycDecide)
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/sanctions", p.sanctions)
 		// Admin only: PermManagePartners is the admin's operational permission
 		// (there is no dedicated one for the screening lists).

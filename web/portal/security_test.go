@@ -751,6 +751,7 @@ func TestDecisionRoutesFollowTheTable(t *testing.T) {
 		"POST /suspense/assignments/{assignment}/approve": {service.ControlSuspenseAssign, true},
 		"POST /programs/{program}":                        {service.ControlProgramRisk, false},
 		"POST /programs/{program}/change/approve":         {service.ControlProgramRisk, true},
+		"POST /kyc/{session}/decide":                      {service.ControlKYCDecision, true},
 	}
 	emails := map[emi.Role]string{emi.RoleAdmin: apptest.AdminEmail, emi.RoleUnderwriter: apptest.UnderwriterEmail,
 		emi.RoleCompliance: apptest.ComplianceEmail, emi.RoleCustomerService: apptest.CSEmail, emi.RoleAuditor: apptest.AuditorEmail}
