@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -167,11 +168,22 @@ func TestControlsPropertyOneAdminIsOnePerson(t *testing.T) {
 				independent = append(independent, staffOf(newStaffUser(t, m, sys(), emi.RoleCompliance)))
 			}
 		}
-		// Any two of the admin's set are one person.
+		// Any two of the admin's set are one person: for every control of
+		// the decision table that takes two people, q approving what p
+		// proposed is refused, even with every role (the permission
+		// check passes; only the people rule stands between them).
 		for _, p := range controlled {
 			for _, q := range controlled {
 				if err := ctrl.Distinct(context.Background(), q, p); err == nil {
 					t.Fatalf("round %d (seed %d): %s and %s, both set up by admin %s, counted as two people", round, seed, p, q, adminID)
+				}
+				pol := service.Policies[rnd.IntN(len(service.Policies))]
+				if pol.People < 2 {
+					continue
+				}
+				approver := as(emi.StaffUser{ID: q, Roles: emi.Roles()})
+				if err := ctrl.Approve(approver, pol.Control, p); !errors.Is(err, emi.ErrFourEyes) {
+					t.Fatalf("round %d (seed %d): %s approved %s proposed by %s (both set up by admin %s): %v", round, seed, q, pol.Control, p, adminID, err)
 				}
 			}
 		}
