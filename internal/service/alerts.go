@@ -160,7 +160,7 @@ func (s *Alerts) Queue(ctx context.Context) ([]emi.Alert, error) {
 		if len(open) == 0 {
 			continue
 		}
-		a := emi.Alert{Kind: emi.AlertApplication, Subject: t, Href: "/backoffice/review/" + t, PartnerID: app.PartnerID,
+		a := emi.Alert{Kind: emi.AlertApplication, Subject: t, Href: "/backoffice/applications/" + t, PartnerID: app.PartnerID,
 			Partner: app.PartnerName, Source: "application", Open: len(open), RaisedAt: app.CreatedAt}
 		var names []string
 		for _, c := range app.Checks {
@@ -284,7 +284,7 @@ func (s *Alerts) Assign(ctx context.Context, kind, subject, to, reason string) e
 	}
 	href := "/backoffice/aml/" + subject
 	if kind == emi.AlertApplication {
-		href = "/backoffice/review/" + subject
+		href = "/backoffice/applications/" + subject
 	}
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		prev, _, err := s.store.AlertClaim(ctx, kind, subject)

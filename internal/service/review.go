@@ -182,7 +182,7 @@ func (r *Review) Assign(ctx context.Context, token, to, reason string) error {
 		if err := r.store.Assign(ctx, a.Token, target.ID, r.now().UTC()); err != nil {
 			return err
 		}
-		if err := r.inbox.notify(ctx, target.ID, "assignment", "/backoffice/review/"+a.Token,
+		if err := r.inbox.notify(ctx, target.ID, "assignment", "/backoffice/applications/"+a.Token,
 			"Application of "+a.PartnerName+" assigned to you: "+reason); err != nil {
 			return err
 		}
@@ -493,7 +493,7 @@ func (r *Review) AddNote(ctx context.Context, token string, parent int64, body s
 		}
 		_ = r.store.TouchClaim(ctx, a.Token, p.ActorID, n.CreatedAt)
 		for _, m := range n.Mentions {
-			if err := r.inbox.notify(ctx, m, "mention", fmt.Sprintf("/backoffice/review/%s#note-%d", a.Token, n.ID),
+			if err := r.inbox.notify(ctx, m, "mention", fmt.Sprintf("/backoffice/applications/%s#note-%d", a.Token, n.ID),
 				"Mentioned in a note on the application of "+a.PartnerName+": "+n.Body); err != nil {
 				return err
 			}

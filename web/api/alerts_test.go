@@ -134,7 +134,7 @@ func TestComplianceAlertQueueAndInbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		items, err := env.App.Inbox.Mine(c1, true, 10)
-		if err != nil || len(items) != 1 || items[0].Kind != "mention" || !strings.HasPrefix(items[0].Href, "/backoffice/review/"+app) {
+		if err != nil || len(items) != 1 || items[0].Kind != "mention" || !strings.HasPrefix(items[0].Href, "/backoffice/applications/"+app) {
 			t.Fatalf("c1's inbox: %v %+v", err, items)
 		}
 	})

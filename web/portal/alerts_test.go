@@ -32,7 +32,7 @@ func TestComplianceAlertsPage(t *testing.T) {
 
 	page := officer.Get(t, "/backoffice/alerts")
 	if !strings.Contains(page.Body, `data-testid="alert-row" data-kind="application"`) || !strings.Contains(page.Body, "Kim Jong Un") ||
-		!strings.Contains(page.Body, "/backoffice/review/"+kim) {
+		!strings.Contains(page.Body, "/backoffice/applications/"+kim) {
 		t.Fatalf("the alert queue lacks the application's hit:\n%s", page.Body)
 	}
 	if !strings.Contains(page.Body, `href="/backoffice/alerts"`) {
