@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // File names read by LoadDir.
@@ -38,6 +40,13 @@ type Index struct {
 	post  [][]int32          // token id -> ids of names containing it
 	del   map[string][]int32 // phonetic form and its one-deletion variants -> token ids
 	skel  map[string][]int32 // consonant skeleton -> token ids
+	// eqToks: given-name equivalence row (givennames.go) -> token ids.
+	eqToks map[int32][]int32
+	// joined: phonetic form of two adjacent name parts written as one
+	// word (bin laden -> binladen; abd al rahman -> abdalrahman, three
+	// parts when the middle one is a particle) -> ids of the names with
+	// those parts.
+	joined map[string][]int32
 
 	lists     []ListInfo
 	version   string
@@ -104,6 +113,14 @@ type tokInfo struct {
 	phon     string
 	particle bool
 	ascii    bool
+	// initial: a one-letter name part that is not a particle (a listed
+	// "C." or the query's initial).
+	initial bool
+	// alt and altPhon are the token written with the transliteration
+	// digraphs (see foldDigraph) when its source had č, š, ž...; "".
+	alt, altPhon string
+	// eq is the given-name equivalence row, -1 for none.
+	eq int32
 }
 
 // Meta describes where the data given to Parse came from.
@@ -242,6 +259,8 @@ func (ix *Index) build() {
 	ix.tokID = make(map[string]int32, 1<<16)
 	ix.del = make(map[string][]int32, 1<<19)
 	ix.skel = make(map[string][]int32, 1<<16)
+	ix.eqToks = make(map[int32][]int32, len(givenNameRows))
+	ix.joined = make(map[string][]int32, 1<<17)
 	for i := range ix.entries {
 		e := &ix.entries[i]
 		ix.byKey[entryKey(e.List, e.ID)] = int32(i) // #nosec G115 -- an entry index, far below 2^31
@@ -262,6 +281,18 @@ func (ix *Index) build() {
 	ix.post = make([][]int32, len(ix.toks))
 	for n := range ix.names {
 		rec := &ix.names[n]
+		forEachSpan(len(rec.toks), func(j int) bool { return ix.toks[rec.toks[j]].particle }, func(j, k int) {
+			var b strings.Builder
+			for _, t := range rec.toks[j:k] {
+				ti := &ix.toks[t]
+				if !ti.ascii || ti.initial {
+					return
+				}
+				b.WriteString(ti.text)
+			}
+			p := phonetic(b.String())
+			ix.joined[p] = appendUnique(ix.joined[p], int32(n)) // #nosec G115 -- a name index, far below 2^31
+		})
 		for j, t := range rec.toks {
 			dup := false
 			for _, u := range rec.toks[:j] {
@@ -289,20 +320,26 @@ func (ix *Index) build() {
 // addName adds one name variant of entry i unless an equivalent one (same
 // tokens) was already added for that entry.
 func (ix *Index) addName(i int32, e *Entry, text string, alias bool, seen map[string]bool) {
-	var given, sur []string
+	var given, sur, galt, salt []string
 	// OFAC writes individuals (and their aliases) "SURNAME, Given Names".
 	if e.List == ListOFAC && e.Type == TypeIndividual {
 		if k := strings.IndexByte(text, ','); k >= 0 {
-			sur = normTokens(text[:k], langAuto)
-			given = normTokens(text[k+1:], langAuto)
+			sur, salt = normTokensAlt(text[:k], langAuto)
+			given, galt = normTokensAlt(text[k+1:], langAuto)
 		}
 	}
 	if sur == nil {
-		given = normTokens(text, langAuto)
+		given, galt = normTokensAlt(text, langAuto)
 	}
 	toks := append(given, sur...)
 	if len(toks) == 0 {
 		return
+	}
+	var alts []string
+	if galt != nil || salt != nil {
+		alts = make([]string, len(toks))
+		copy(alts, galt)
+		copy(alts[len(given):], salt)
 	}
 	if len(toks) > maxNameTokens {
 		toks = toks[:maxNameTokens]
@@ -314,7 +351,11 @@ func (ix *Index) addName(i int32, e *Entry, text string, alias bool, seen map[st
 	seen[key] = true
 	rec := nameRec{entry: i, alias: alias, text: text, toks: make([]int32, len(toks))}
 	for j, t := range toks {
-		id := ix.token(t)
+		alt := ""
+		if alts != nil {
+			alt = alts[j]
+		}
+		id := ix.token(t, alt)
 		rec.toks[j] = id
 		if !ix.toks[id].particle {
 			rec.core++
@@ -326,19 +367,28 @@ func (ix *Index) addName(i int32, e *Entry, text string, alias bool, seen map[st
 	ix.names = append(ix.names, rec)
 }
 
-// token returns the id of token t, adding it and its lookup keys when new.
-func (ix *Index) token(t string) int32 {
-	if id, ok := ix.tokID[t]; ok {
+// token returns the id of token t (with its digraph spelling alt, or ""),
+// adding it and its lookup keys when new.
+func (ix *Index) token(t, alt string) int32 {
+	key := t
+	if alt != "" {
+		key = t + "\x00" + alt
+	}
+	if id, ok := ix.tokID[key]; ok {
 		return id
 	}
 	id := int32(len(ix.toks)) // #nosec G115 -- distinct tokens of the lists, far below 2^31
-	info := tokInfo{text: t, phon: phonetic(t), particle: isParticle(t), ascii: isASCII(t)}
+	info := newTokInfo(t, alt)
 	ix.toks = append(ix.toks, info)
-	ix.tokID[t] = id
-	// Lookup keys: the phonetic form and the token, each with its
-	// one-deletion variants (symmetric deletion: two tokens one edit apart
-	// share a key), and the consonant skeleton.
-	for _, p := range [2]string{info.phon, t} {
+	ix.tokID[key] = id
+	// Lookup keys: the phonetic form and the token (and its digraph
+	// spelling), each with its one-deletion variants (symmetric deletion:
+	// two tokens one edit apart share a key), and the consonant skeleton.
+	keys := [4]string{info.phon, t, info.altPhon, alt}
+	for k, p := range keys {
+		if p == "" || k > 0 && slices.Contains(keys[:k], p) {
+			continue
+		}
 		ix.del[p] = appendUnique(ix.del[p], id)
 		if info.ascii && len(p) >= minDeleteLen {
 			buf := make([]byte, len(p)-1)
@@ -348,16 +398,42 @@ func (ix *Index) token(t string) int32 {
 				ix.del[string(buf)] = appendUnique(ix.del[string(buf)], id)
 			}
 		}
-		if t == info.phon {
-			break
-		}
 	}
 	if info.ascii {
 		if s := skeleton(info.phon); len(s) >= 2 {
 			ix.skel[s] = append(ix.skel[s], id)
 		}
 	}
+	if info.eq >= 0 {
+		ix.eqToks[info.eq] = append(ix.eqToks[info.eq], id)
+	}
 	return id
+}
+
+// newTokInfo describes token t with its digraph spelling alt ("" none).
+func newTokInfo(t, alt string) tokInfo {
+	info := tokInfo{text: t, phon: phonetic(t), particle: isParticle(t), ascii: isASCII(t), eq: -1}
+	info.initial = !info.particle && utf8.RuneCountInString(t) == 1
+	if alt != "" && alt != t {
+		info.alt, info.altPhon = alt, phonetic(alt)
+	}
+	info.eq = givenGroupOf(info.phon)
+	if info.eq < 0 && info.altPhon != "" {
+		info.eq = givenGroupOf(info.altPhon)
+	}
+	return info
+}
+
+// forEachSpan calls fn(j, k) for every run toks[j:k] of a name's parts that
+// may be written as one word: two adjacent parts, or three when the middle
+// one is a particle (abd al rahman).
+func forEachSpan(n int, particle func(int) bool, fn func(j, k int)) {
+	for j := 0; j+1 < n; j++ {
+		fn(j, j+2)
+		if j+2 < n && particle(j+1) {
+			fn(j, j+3)
+		}
+	}
 }
 
 func appendUnique(l []int32, id int32) []int32 {
