@@ -37,7 +37,8 @@ func (a sanctions) Screen(q emi.AMLQuery) (string, []emi.AMLHit, error) {
 		b := h.Breakdown
 		toks := make([]emi.AMLTokenMatch, 0, len(b.Tokens))
 		for _, t := range b.Tokens {
-			toks = append(toks, emi.AMLTokenMatch{Query: t.Query, Entry: t.Entry, Similarity: t.Similarity})
+			toks = append(toks, emi.AMLTokenMatch{Query: t.Query, Entry: t.Entry, Similarity: t.Similarity,
+				Weight: t.Weight, Kind: t.Kind, Note: t.Note})
 		}
 		out = append(out, emi.AMLHit{List: h.List, EntryID: h.EntryID, EntryType: h.EntryType, Name: h.Name,
 			MatchedName: h.MatchedName, Alias: h.Alias, Score: h.Score, Fields: h.Fields, Fingerprint: h.Fingerprint,

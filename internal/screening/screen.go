@@ -1116,7 +1116,13 @@ func (ix *Index) explain(qt []qtok, n int, rec *nameRec, a *alignment) []TokenMa
 			case q.particle:
 				tm.Kind = KindUnmatched
 				tm.Note = "particle " + up(q.text) + " not in the listed name, weight " + w
-			case tm.Weight < 1 && !q.initial || tm.Weight < weightInitial:
+			case q.initial:
+				tm.Kind = KindUnmatched
+				if tm.Weight < weightInitial {
+					tm.Kind = KindMiddle
+				}
+				tm.Note = "initial " + up(q.text) + ". not in the listed name, weight " + w
+			case tm.Weight < 1:
 				tm.Kind = KindMiddle
 				tm.Note = "possible middle name " + up(q.text) + ", not in the listed name, weight " + w
 			default:
