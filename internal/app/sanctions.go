@@ -111,7 +111,8 @@ func (a *App) UseSanctions(ix *screening.Index) { a.Screener.Swap(ix) }
 func (a *App) UpdateSanctions(ctx context.Context) error {
 	var changed []string
 	u := &screening.Updater{
-		Sources:  screening.Sources{SDN: a.Config.SanctionsURLs[0], ALT: a.Config.SanctionsURLs[1], UN: a.Config.SanctionsURLs[2]},
+		Sources: screening.Sources{SDN: a.Config.SanctionsURLs[0], ALT: a.Config.SanctionsURLs[1], UN: a.Config.SanctionsURLs[2],
+			EU: a.Config.SanctionsURLs[3], UK: a.Config.SanctionsURLs[4]},
 		Client:   &http.Client{Timeout: 2 * time.Minute},
 		Screener: a.Screener,
 		OnSwap: func(old, new *screening.Index) {

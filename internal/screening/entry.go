@@ -14,6 +14,8 @@ import (
 const (
 	ListOFAC = "ofac_sdn" // OFAC Specially Designated Nationals (sdn.csv + alt.csv)
 	ListUN   = "un_sc"    // UN Security Council Consolidated List
+	ListEU   = "eu_fsf"   // EU consolidated list (Financial Sanctions Files, XML export)
+	ListUK   = "uk_ofsi"  // UK consolidated list of financial sanctions targets (OFSI, CSV)
 )
 
 // Entry types.

@@ -1,6 +1,7 @@
 package screening
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -21,6 +22,9 @@ const (
 	FileSDN = "sdn.csv"
 	FileALT = "alt.csv"
 	FileUN  = "un_consolidated.xml"
+	// Optional: read by LoadDir when present.
+	FileEU = "eu_fsf.xml"     // EU Financial Sanctions Files, XML export
+	FileUK = "uk_conlist.csv" // UK OFSI consolidated list, CSV
 )
 
 // maxNameTokens bounds the tokens kept per name (long entity names); the
@@ -125,21 +129,33 @@ type tokInfo struct {
 
 // Meta describes where the data given to Parse came from.
 type Meta struct {
-	// SDNSource, ALTSource and UNSource are paths or URLs, recorded in
-	// ListInfo.Source.
-	SDNSource, ALTSource, UNSource string
-	// OFACPublished and UNPublished override ListInfo.Published (for
-	// example with an HTTP Last-Modified date).
-	OFACPublished, UNPublished string
+	// SDNSource, ALTSource, UNSource, EUSource and UKSource are paths or
+	// URLs, recorded in ListInfo.Source.
+	SDNSource, ALTSource, UNSource, EUSource, UKSource string
+	// OFACPublished, UNPublished, EUPublished and UKPublished override
+	// ListInfo.Published (for example with an HTTP Last-Modified date).
+	OFACPublished, UNPublished, EUPublished, UKPublished string
 	// LoadedAt defaults to time.Now().
 	LoadedAt time.Time
 	// Threshold overrides DefaultThreshold when > 0.
 	Threshold float64
 }
 
-// LoadDir reads sdn.csv, alt.csv and un_consolidated.xml from dir and
-// builds an Index.
+// LoadDir reads sdn.csv, alt.csv and un_consolidated.xml from dir, and
+// eu_fsf.xml and uk_conlist.csv when they are there, and builds an Index.
 func LoadDir(dir string) (*Index, error) {
+	var opt [2][]byte
+	var optSrc [2]string
+	for i, name := range []string{FileEU, FileUK} {
+		path := filepath.Join(dir, name)
+		b, err := os.ReadFile(path) // #nosec G304 -- the operator's EMI_SANCTIONS_DIR and a fixed list file name
+		switch {
+		case err == nil:
+			opt[i], optSrc[i] = b, path
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, err
+		}
+	}
 	var files [3]*os.File
 	for i, name := range []string{FileSDN, FileALT, FileUN} {
 		f, err := os.Open(filepath.Join(dir, name)) // #nosec G304 -- the operator's EMI_SANCTIONS_DIR and a fixed list file name
@@ -156,18 +172,40 @@ func LoadDir(dir string) (*Index, error) {
 			_ = f.Close()
 		}
 	}()
-	return Parse(files[0], files[1], files[2], Meta{
+	in := Inputs{SDN: files[0], ALT: files[1], UN: files[2]}
+	if opt[0] != nil {
+		in.EU = bytes.NewReader(opt[0])
+	}
+	if opt[1] != nil {
+		in.UK = bytes.NewReader(opt[1])
+	}
+	return ParseAll(in, Meta{
 		SDNSource: files[0].Name(),
 		ALTSource: files[1].Name(),
 		UNSource:  files[2].Name(),
+		EUSource:  optSrc[0],
+		UKSource:  optSrc[1],
 	})
+}
+
+// Inputs are the list files given to ParseAll; nil leaves a list out.
+type Inputs struct {
+	SDN, ALT, UN, EU, UK io.Reader
 }
 
 // Parse builds an Index from OFAC's sdn.csv and alt.csv and the UN
 // consolidated XML. sdn or un may be nil to leave that list out (not both);
 // alt may be nil (no OFAC aliases). Any parse error fails the whole call.
 func Parse(sdn, alt, un io.Reader, meta Meta) (*Index, error) {
-	if sdn == nil && un == nil {
+	return ParseAll(Inputs{SDN: sdn, ALT: alt, UN: un}, meta)
+}
+
+// ParseAll builds an Index from any of the lists: OFAC (SDN with ALT, ALT
+// optional), UN, EU and UK; at least one. Any parse error fails the whole
+// call.
+func ParseAll(in Inputs, meta Meta) (*Index, error) {
+	sdn, alt, un := in.SDN, in.ALT, in.UN
+	if sdn == nil && un == nil && in.EU == nil && in.UK == nil {
 		return nil, errors.New("screening: no list given")
 	}
 	if meta.LoadedAt.IsZero() {
@@ -220,6 +258,36 @@ func Parse(sdn, alt, un io.Reader, meta Meta) (*Index, error) {
 			Name: ListUN, Source: meta.UNSource, Published: published,
 			LoadedAt: meta.LoadedAt,
 			Files:    []FileInfo{fileInfo(FileUN, meta.UNSource, unData)},
+		}, entries)
+	}
+	type extra struct {
+		r               io.Reader
+		list, file, src string
+		pub             string
+		parse           func([]byte) ([]Entry, string, int, error)
+	}
+	for _, x := range []extra{
+		{in.EU, ListEU, FileEU, meta.EUSource, meta.EUPublished, parseEU},
+		{in.UK, ListUK, FileUK, meta.UKSource, meta.UKPublished, parseUK},
+	} {
+		if x.r == nil {
+			continue
+		}
+		data, err := io.ReadAll(x.r)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", x.file, err)
+		}
+		entries, published, unmapped, err := x.parse(data)
+		if err != nil {
+			return nil, err
+		}
+		if x.pub != "" {
+			published = x.pub
+		}
+		ix.unmapped += unmapped
+		ix.addList(ListInfo{
+			Name: x.list, Source: x.src, Published: published, LoadedAt: meta.LoadedAt,
+			Files: []FileInfo{fileInfo(x.file, x.src, data)},
 		}, entries)
 	}
 	ix.build()
@@ -321,8 +389,9 @@ func (ix *Index) build() {
 // tokens) was already added for that entry.
 func (ix *Index) addName(i int32, e *Entry, text string, alias bool, seen map[string]bool) {
 	var given, sur, galt, salt []string
-	// OFAC writes individuals (and their aliases) "SURNAME, Given Names".
-	if e.List == ListOFAC && e.Type == TypeIndividual {
+	// OFAC writes individuals (and their aliases) "SURNAME, Given Names";
+	// the EU and UK parsers write their split names the same way.
+	if e.List != ListUN && e.Type == TypeIndividual {
 		if k := strings.IndexByte(text, ','); k >= 0 {
 			sur, salt = normTokensAlt(text[:k], langAuto)
 			given, galt = normTokensAlt(text[k+1:], langAuto)
