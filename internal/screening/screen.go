@@ -133,7 +133,6 @@ type scratch struct {
 	jnames   [maxQueryTokens][]int32 // per query token: names with parts that joined give it
 	mask     []uint16                // per name: query tokens with a similar token in it
 	jmask    []uint16                // per name: query tokens found in it by the joined-form index
-	jbest    map[int32]uint16        // per entry kept: jmask of its best name
 	touched  []int32
 	buf      []byte
 	pairs    []pair
@@ -150,6 +149,7 @@ type pair struct {
 type cand struct {
 	name      int32
 	nameScore float64
+	jm        uint16 // query tokens the joined-form index found in the name
 }
 
 func (ix *Index) newScratch() *scratch {
@@ -159,7 +159,6 @@ func (ix *Index) newScratch() *scratch {
 		mask:     make([]uint16, len(ix.names)),
 		jmask:    make([]uint16, len(ix.names)),
 		best:     make(map[int32]cand),
-		jbest:    make(map[int32]uint16),
 	}
 }
 
@@ -179,7 +178,6 @@ func (sc *scratch) begin() {
 	}
 	sc.touched = sc.touched[:0]
 	clear(sc.best)
-	clear(sc.jbest)
 }
 
 // slot returns the sims row of index token t for this call.
@@ -463,10 +461,13 @@ func (ix *Index) similar(sc *scratch, qt []qtok, qi int) {
 		if p == "" || k > 0 && slices.Contains(keys[:k], p) {
 			continue
 		}
-		consider(ix.del[p])
 		if q.nparts > 0 {
-			continue // a compound: its exact forms only
+			if k == 0 || k == 2 {
+				consider(ix.del[p]) // a compound: its phonetic forms only
+			}
+			continue
 		}
+		consider(ix.del[p])
 		if joinable && (k == 0 || k == 2) {
 			sc.jnames[qi] = append(sc.jnames[qi], ix.joined[p]...)
 		}
@@ -583,7 +584,7 @@ func (ix *Index) align(sc *scratch, qt []qtok, n int, rec *nameRec, jm uint16, b
 			if j < 0 {
 				break
 			}
-			oe |= 1 << uint(j)                                          // #nosec G115 -- a token position, below maxNameTokens
+			oe |= 1 << j
 			o.qe[i], o.qn[i], o.qk[i], o.qs[i] = int8(j), 1, kSingle, 1 // #nosec G115 -- below maxNameTokens
 		}
 		ix.score(qt, n, rec, &o, oe)
@@ -606,7 +607,7 @@ func (ix *Index) align(sc *scratch, qt []qtok, n int, rec *nameRec, jm uint16, b
 		}
 	}
 	for j, t := range rec.toks {
-		if usedE&(1<<uint(j)) != 0 { // #nosec G115 -- j is a non-negative loop index
+		if usedE&(1<<j) != 0 {
 			continue
 		}
 		for i := range qt {
@@ -636,7 +637,7 @@ func (ix *Index) align(sc *scratch, qt []qtok, n int, rec *nameRec, jm uint16, b
 		for i := range a.qe {
 			a.qe[i] = -1
 		}
-		usedQ, usedE = greedy(ps, qt, n, rec, &a)
+		_, usedE = greedy(ps, qt, n, rec, &a)
 	}
 	sc.pairs = ps
 	ix.score(qt, n, rec, &a, usedE)
@@ -648,10 +649,10 @@ func (ix *Index) align(sc *scratch, qt []qtok, n int, rec *nameRec, jm uint16, b
 func (ix *Index) freePart(rec *nameRec, used uint64) int {
 	best := -1
 	for j, t := range rec.toks {
-		if used&(1<<uint(j)) != 0 || ix.toks[t].particle { // #nosec G115 -- j is a non-negative loop index
+		if used&(1<<j) != 0 || ix.toks[t].particle {
 			continue
 		}
-		if rec.surname&(1<<uint(j)) != 0 { // #nosec G115 -- j is a non-negative loop index
+		if rec.surname&(1<<j) != 0 {
 			return j
 		}
 		if best < 0 {
@@ -669,7 +670,7 @@ func (ix *Index) score(qt []qtok, n int, rec *nameRec, a *alignment, usedE uint6
 	// one of them is left unmatched.
 	given := func(j int) bool {
 		if rec.surname != 0 {
-			return rec.surname&(1<<uint(j)) == 0 // #nosec G115 -- j is a non-negative loop index
+			return rec.surname&(1<<j) == 0
 		}
 		return j < len(rec.toks)-1
 	}
@@ -679,12 +680,12 @@ func (ix *Index) score(qt []qtok, n int, rec *nameRec, a *alignment, usedE uint6
 		if ix.toks[t].particle {
 			continue
 		}
-		if usedE&(1<<uint(j)) == 0 { // #nosec G115 -- j is a non-negative loop index
+		if usedE&(1<<j) == 0 {
 			a.extra++
 			if given(j) || rec.surname == 0 {
 				givenLeft = true
 			}
-		} else if rec.surname&(1<<uint(j)) != 0 { // #nosec G115 -- j is a non-negative loop index
+		} else if rec.surname&(1<<j) != 0 {
 			surMatched = true
 		}
 	}
@@ -775,7 +776,7 @@ func (ix *Index) joinedPairs(sc *scratch, ps []pair, qt []qtok, i int, rec *name
 		l := 0
 		for x, t := range rec.toks[j:k] {
 			ti := &ix.toks[t]
-			if !ti.ascii || ti.initial || free&(1<<uint(j+x)) == 0 { // #nosec G115 -- positions below maxNameTokens
+			if !ti.ascii || ti.initial || free&(1<<(j+x)) == 0 {
 				return
 			}
 			l += len(ti.text)
@@ -1033,8 +1034,7 @@ func (ix *Index) Screen(q Query) []Hit {
 		if b, ok := sc.best[rec.entry]; ok && (b.nameScore > a.nameScore || b.nameScore == a.nameScore && b.name < nm) {
 			continue
 		}
-		sc.best[rec.entry] = cand{name: nm, nameScore: a.nameScore}
-		sc.jbest[rec.entry] = jm
+		sc.best[rec.entry] = cand{name: nm, nameScore: a.nameScore, jm: jm}
 	}
 
 	hits := make([]Hit, 0, min(len(sc.best), MaxHits))
@@ -1088,7 +1088,7 @@ func (ix *Index) Screen(q Query) []Hit {
 		h := &hits[i]
 		ei := ix.byKey[entryKey(h.List, h.EntryID)]
 		rec := &ix.names[sc.best[ei].name]
-		a := ix.align(sc, qt, n, rec, sc.jbest[ei], false)
+		a := ix.align(sc, qt, n, rec, sc.best[ei].jm, false)
 		h.Breakdown.Tokens = ix.explain(qt, n, rec, &a)
 		h.Fields = []string{"name"}
 		if h.Breakdown.Birthday == "match" || h.Breakdown.Birthday == "year_match" {
