@@ -183,7 +183,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, now)
 	a.People = postgres.NewPeopleStore(db)
 	a.Screener = screening.NewScreener()
-	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: cfg.SanctionsURLs[:]}}
+	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: nonEmpty(cfg.SanctionsURLs[:])}}
 	a.Sanctions = screener
 	a.Controls = service.NewControls(a.StaffStore, now)
 	a.OnboardingStore = postgres.NewOnboardingStore(db)
@@ -420,4 +420,16 @@ func (j jobDepth) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range emi.JobStates() {
 		ch <- prometheus.MustNewConstMetric(j.desc, prometheus.GaugeValue, float64(counts[string(st)]), string(st))
 	}
+}
+
+// nonEmpty returns the non-empty strings of l (the list addresses
+// configured; an EU or UK list may be switched off).
+func nonEmpty(l []string) []string {
+	var out []string
+	for _, s := range l {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

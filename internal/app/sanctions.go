@@ -37,7 +37,8 @@ func (a sanctions) Screen(q emi.AMLQuery) (string, []emi.AMLHit, error) {
 		b := h.Breakdown
 		toks := make([]emi.AMLTokenMatch, 0, len(b.Tokens))
 		for _, t := range b.Tokens {
-			toks = append(toks, emi.AMLTokenMatch{Query: t.Query, Entry: t.Entry, Similarity: t.Similarity})
+			toks = append(toks, emi.AMLTokenMatch{Query: t.Query, Entry: t.Entry, Similarity: t.Similarity,
+				Weight: t.Weight, Kind: t.Kind, Note: t.Note})
 		}
 		out = append(out, emi.AMLHit{List: h.List, EntryID: h.EntryID, EntryType: h.EntryType, Name: h.Name,
 			MatchedName: h.MatchedName, Alias: h.Alias, Score: h.Score, Fields: h.Fields, Fingerprint: h.Fingerprint,
@@ -110,7 +111,8 @@ func (a *App) UseSanctions(ix *screening.Index) { a.Screener.Swap(ix) }
 func (a *App) UpdateSanctions(ctx context.Context) error {
 	var changed []string
 	u := &screening.Updater{
-		Sources:  screening.Sources{SDN: a.Config.SanctionsURLs[0], ALT: a.Config.SanctionsURLs[1], UN: a.Config.SanctionsURLs[2]},
+		Sources: screening.Sources{SDN: a.Config.SanctionsURLs[0], ALT: a.Config.SanctionsURLs[1], UN: a.Config.SanctionsURLs[2],
+			EU: a.Config.SanctionsURLs[3], UK: a.Config.SanctionsURLs[4]},
 		Client:   &http.Client{Timeout: 2 * time.Minute},
 		Screener: a.Screener,
 		OnSwap: func(old, new *screening.Index) {

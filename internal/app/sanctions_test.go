@@ -49,7 +49,7 @@ func TestListUpdateRescreensUsers(t *testing.T) {
 	var sdn []byte
 	srv := listServer(t, &sdn)
 	env := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
-		c.SanctionsURLs = [3]string{srv.URL + "/sdn.csv", srv.URL + "/alt.csv", srv.URL + "/un_consolidated.xml"}
+		c.SanctionsURLs = [5]string{srv.URL + "/sdn.csv", srv.URL + "/alt.csv", srv.URL + "/un_consolidated.xml"} // no EU or UK copy here
 	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -38,8 +38,9 @@ type Config struct {
 	// SanctionsRefresh is how often emi serve downloads the official lists
 	// from SanctionsURLs (0: never; the lists of SanctionsDir are used).
 	SanctionsRefresh time.Duration
-	// SanctionsURLs are the SDN, ALT and UN list addresses.
-	SanctionsURLs [3]string
+	// SanctionsURLs are the SDN, ALT, UN, EU and UK list addresses; an
+	// empty EU or UK address leaves that list out of the downloads.
+	SanctionsURLs [5]string
 	// CompaniesHouseKey enables trade-register lookups of GB companies in
 	// Companies House (CompaniesHouseURL); without it the sandbox register
 	// answers.
@@ -86,6 +87,8 @@ var Vars = []struct{ Name, Default, Meaning string }{
 	{"EMI_SANCTIONS_SDN_URL", "https://www.treasury.gov/ofac/downloads/sdn.csv", "OFAC SDN list address"},
 	{"EMI_SANCTIONS_ALT_URL", "https://www.treasury.gov/ofac/downloads/alt.csv", "OFAC alias list address"},
 	{"EMI_SANCTIONS_UN_URL", "https://scsanctions.un.org/resources/xml/en/consolidated.xml", "UN consolidated list address"},
+	{"EMI_SANCTIONS_EU_URL", "https://webgate.ec.europa.eu/fsd/fsf/public/files/xmlFullSanctionsList_1_1/content?token=dG9rZW4tMjAxNw", "EU consolidated list address (FSF XML export); none: not downloaded"},
+	{"EMI_SANCTIONS_UK_URL", "https://ofsistorage.blob.core.windows.net/publishlive/2022format/ConList.csv", "UK consolidated list address (OFSI CSV); none: not downloaded"},
 	{"EMI_COMPANIES_HOUSE_KEY", "", "Companies House REST API key: GB companies are verified there (otherwise the sandbox register answers)"},
 	{"EMI_COMPANIES_HOUSE_URL", "https://api.company-information.service.gov.uk", "Companies House API address"},
 	{"EMI_SMS_URL", "", "HTTP SMS gateway for PIN texts (POST {to, text}); unset: sandbox outbox in sandbox mode, refused in production"},
@@ -182,11 +185,18 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 	if v := strings.TrimSpace(getenv("EMI_SANCTIONS_DIR")); v != "" {
 		c.SanctionsDir = v
 	}
-	c.SanctionsURLs = [3]string{"https://www.treasury.gov/ofac/downloads/sdn.csv",
+	c.SanctionsURLs = [5]string{"https://www.treasury.gov/ofac/downloads/sdn.csv",
 		"https://www.treasury.gov/ofac/downloads/alt.csv",
-		"https://scsanctions.un.org/resources/xml/en/consolidated.xml"}
-	for i, name := range []string{"EMI_SANCTIONS_SDN_URL", "EMI_SANCTIONS_ALT_URL", "EMI_SANCTIONS_UN_URL"} {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
+		"https://scsanctions.un.org/resources/xml/en/consolidated.xml",
+		"https://webgate.ec.europa.eu/fsd/fsf/public/files/xmlFullSanctionsList_1_1/content?token=dG9rZW4tMjAxNw",
+		"https://ofsistorage.blob.core.windows.net/publishlive/2022format/ConList.csv"}
+	for i, name := range []string{"EMI_SANCTIONS_SDN_URL", "EMI_SANCTIONS_ALT_URL", "EMI_SANCTIONS_UN_URL", "EMI_SANCTIONS_EU_URL", "EMI_SANCTIONS_UK_URL"} {
+		v := strings.TrimSpace(getenv(name))
+		if i >= 3 && strings.EqualFold(v, "none") {
+			c.SanctionsURLs[i] = ""
+			continue
+		}
+		if v != "" {
 			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				bad(name, "must be an absolute http(s) URL")
 			} else {

@@ -29,11 +29,18 @@ type AMLQuery struct {
 	Birthday    string `json:"birthday" validate:"omitempty,pastdate"`
 }
 
-// AMLTokenMatch is one aligned token pair of a name comparison.
+// AMLTokenMatch is one aligned token pair of a name comparison. Weight,
+// Kind and Note are empty in breakdowns stored before they existed.
 type AMLTokenMatch struct {
 	Query      string  `json:"query"`
 	Entry      string  `json:"entry"`
 	Similarity float64 `json:"similarity"`
+	// Weight is the token's share in the name score; Kind how it matched
+	// (exact, phonetic, fuzzy, fold, equivalent, initial, joined, split,
+	// middle, unmatched); Note says it in words.
+	Weight float64 `json:"weight,omitempty"`
+	Kind   string  `json:"kind,omitempty"`
+	Note   string  `json:"note,omitempty"`
 }
 
 // AMLBreakdown explains a hit's score.

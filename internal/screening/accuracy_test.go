@@ -359,6 +359,8 @@ func toCyrillic(s string) string {
 type cleanName struct {
 	q    Query
 	line int
+	// culture is the section heading ("# Korea") the name is under.
+	culture string
 }
 
 func loadCleanNames(tb testing.TB) []cleanName {
@@ -369,9 +371,14 @@ func loadCleanNames(tb testing.TB) []cleanName {
 	}
 	defer f.Close()
 	var out []cleanName
+	culture := ""
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
+		if h, ok := strings.CutPrefix(line, "# "); ok && !strings.Contains(h, ":") && len(h) < 80 && n > 10 {
+			culture = strings.TrimPrefix(h, "More ")
+			continue
+		}
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -379,7 +386,7 @@ func loadCleanNames(tb testing.TB) []cleanName {
 		if len(p) != 4 {
 			tb.Fatalf("clean_names.txt:%d: want 4 fields, got %d", n, len(p))
 		}
-		out = append(out, cleanName{line: n, q: Query{FirstName: p[0], LastName: p[1], Birthday: p[2], Nationality: p[3]}})
+		out = append(out, cleanName{line: n, culture: culture, q: Query{FirstName: p[0], LastName: p[1], Birthday: p[2], Nationality: p[3]}})
 	}
 	if err := sc.Err(); err != nil {
 		tb.Fatal(err)

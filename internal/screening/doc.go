@@ -1,6 +1,8 @@
 // Package screening screens natural persons against the OFAC SDN list
-// (sdn.csv + alt.csv, legacy CSV layout) and the UN Security Council
-// Consolidated List (XML), and explains every hit.
+// (sdn.csv + alt.csv, legacy CSV layout), the UN Security Council
+// Consolidated List (XML), and, when given, the EU consolidated list (FSF
+// XML export, parse_eu.go) and the UK consolidated list (OFSI CSV,
+// parse_uk.go), and explains every hit.
 //
 // # Data
 //
@@ -39,14 +41,24 @@
 // single-token query, and then only against single-token names), which keeps
 // a check well under a millisecond over ~36,000 names.
 //
+// Beyond single tokens the alignment knows name-part roles (later words of
+// the given-name field are possible middle names), one-letter initials,
+// joined and split forms (Binladen / BIN LADEN, Al Tikriti / ALTIKRITI),
+// digraph readings of č, š, ž (ch, sh, zh), a given-name equivalence table
+// (givennames.go) and scores every pair of a candidate, proposed by the
+// index or not; each pair's kind, weight and a sentence are in
+// Breakdown.Tokens (see align and explain in screen.go).
+//
 // The score of a name is explained in Hit.Breakdown (see Index.Screen):
 // weighted coverage of the query tokens by their best one-to-one alignment
 // with the listed name, minus 4% per listed name part the query lacks (a
 // patronymic or third given name does not kill a match), capped when the
 // listed surname is not matched at all, reduced by 10% when no part agrees
 // exactly or phonetically; then corroborating or excluding evidence: the
-// birthday (same date +0.10, same year +0.03, one or two years apart −0.05,
-// three or more −0.35: a namesake born decades apart is not the person) and
+// birthday (same date +0.10, same year +0.03, one year from a listing
+// without a full date 0, one or two years apart −0.05, three to five −0.10
+// for a close full-name match and −0.35 otherwise, six or more −0.35: a
+// namesake born decades apart is not the person) and
 // the nationality (+0.03 / −0.05). Entities, vessels and aircraft stay
 // searchable but lose 0.05, and 0.20 when the query has a birthday, so that
 // a person's check is not flooded with companies. Hits need Score ≥ 0.85
@@ -59,7 +71,13 @@
 // diacritics, one typo, alias, Cyrillic, with birthday) and the
 // false-positive rate on testdata/clean_names.txt (318 invented names from
 // 84 countries); it fails below 98% recall or above 2% false positives.
-// BenchmarkLoad and BenchmarkScreen (p50/p99 per call) measure speed.
+// TestRecallByVariation (variations_test.go) draws, with a fixed seed,
+// listed people written with eleven kinds of variation (extra given name,
+// initials, joined and split forms, transliteration, given-name
+// equivalents, birthday edges, two typos...) and reports recall per class,
+// the birthday veto on namesakes, and the false-positive rate on the clean
+// names (with a section of hard namesakes). BenchmarkLoad and
+// BenchmarkScreen (p50/p99 per call) measure speed.
 //
 // The tests read the lists from ../../../shared/data/sanctions (or
 // EMI_SANCTIONS_DIR) and fail when it is missing.

@@ -14,6 +14,8 @@ import (
 const (
 	ListOFAC = "ofac_sdn" // OFAC Specially Designated Nationals (sdn.csv + alt.csv)
 	ListUN   = "un_sc"    // UN Security Council Consolidated List
+	ListEU   = "eu_fsf"   // EU consolidated list (Financial Sanctions Files, XML export)
+	ListUK   = "uk_ofsi"  // UK consolidated list of financial sanctions targets (OFSI, CSV)
 )
 
 // Entry types.
@@ -134,9 +136,23 @@ type Hit struct {
 
 // TokenMatch is one aligned pair of name tokens (after Normalize).
 type TokenMatch struct {
-	Query      string
-	Entry      string // empty when the query token found no partner
+	Query string
+	// Entry is the listed part(s) matched: one token, or two or three
+	// separated by spaces for a joined form; empty when the query token
+	// found no partner.
+	Entry      string
 	Similarity float64
+	// Weight is the share of the query token in the name score (1; 0.3
+	// for a particle; 0.5 for an initial; 0.2 for a possible middle name
+	// without partner, 0.1 for such an initial).
+	Weight float64
+	// Kind is how the pair matched: KindExact, KindPhonetic, KindFuzzy,
+	// KindFold, KindEquivalent, KindInitial, KindJoined, KindSplit, or
+	// KindMiddle / KindUnmatched for a token without partner.
+	Kind string
+	// Note says it in words for the reviewer ("initial C. ↔ CARLOS,
+	// weight 0.5").
+	Note string
 }
 
 // Breakdown explains a score: Score = NameScore + BirthdayAdjust +

@@ -1,6 +1,7 @@
 package screening
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -8,10 +9,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // File names read by LoadDir.
@@ -19,6 +22,9 @@ const (
 	FileSDN = "sdn.csv"
 	FileALT = "alt.csv"
 	FileUN  = "un_consolidated.xml"
+	// Optional: read by LoadDir when present.
+	FileEU = "eu_fsf.xml"     // EU Financial Sanctions Files, XML export
+	FileUK = "uk_conlist.csv" // UK OFSI consolidated list, CSV
 )
 
 // maxNameTokens bounds the tokens kept per name (long entity names); the
@@ -38,6 +44,13 @@ type Index struct {
 	post  [][]int32          // token id -> ids of names containing it
 	del   map[string][]int32 // phonetic form and its one-deletion variants -> token ids
 	skel  map[string][]int32 // consonant skeleton -> token ids
+	// eqToks: given-name equivalence row (givennames.go) -> token ids.
+	eqToks map[int32][]int32
+	// joined: phonetic form of two adjacent name parts written as one
+	// word (bin laden -> binladen; abd al rahman -> abdalrahman, three
+	// parts when the middle one is a particle) -> ids of the names with
+	// those parts.
+	joined map[string][]int32
 
 	lists     []ListInfo
 	version   string
@@ -104,25 +117,45 @@ type tokInfo struct {
 	phon     string
 	particle bool
 	ascii    bool
+	// initial: a one-letter name part that is not a particle (a listed
+	// "C." or the query's initial).
+	initial bool
+	// alt and altPhon are the token written with the transliteration
+	// digraphs (see foldDigraph) when its source had č, š, ž...; "".
+	alt, altPhon string
+	// eq is the given-name equivalence row, -1 for none.
+	eq int32
 }
 
 // Meta describes where the data given to Parse came from.
 type Meta struct {
-	// SDNSource, ALTSource and UNSource are paths or URLs, recorded in
-	// ListInfo.Source.
-	SDNSource, ALTSource, UNSource string
-	// OFACPublished and UNPublished override ListInfo.Published (for
-	// example with an HTTP Last-Modified date).
-	OFACPublished, UNPublished string
+	// SDNSource, ALTSource, UNSource, EUSource and UKSource are paths or
+	// URLs, recorded in ListInfo.Source.
+	SDNSource, ALTSource, UNSource, EUSource, UKSource string
+	// OFACPublished, UNPublished, EUPublished and UKPublished override
+	// ListInfo.Published (for example with an HTTP Last-Modified date).
+	OFACPublished, UNPublished, EUPublished, UKPublished string
 	// LoadedAt defaults to time.Now().
 	LoadedAt time.Time
 	// Threshold overrides DefaultThreshold when > 0.
 	Threshold float64
 }
 
-// LoadDir reads sdn.csv, alt.csv and un_consolidated.xml from dir and
-// builds an Index.
+// LoadDir reads sdn.csv, alt.csv and un_consolidated.xml from dir, and
+// eu_fsf.xml and uk_conlist.csv when they are there, and builds an Index.
 func LoadDir(dir string) (*Index, error) {
+	var opt [2][]byte
+	var optSrc [2]string
+	for i, name := range []string{FileEU, FileUK} {
+		path := filepath.Join(dir, name)
+		b, err := os.ReadFile(path) // #nosec G304 -- the operator's EMI_SANCTIONS_DIR and a fixed list file name
+		switch {
+		case err == nil:
+			opt[i], optSrc[i] = b, path
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, err
+		}
+	}
 	var files [3]*os.File
 	for i, name := range []string{FileSDN, FileALT, FileUN} {
 		f, err := os.Open(filepath.Join(dir, name)) // #nosec G304 -- the operator's EMI_SANCTIONS_DIR and a fixed list file name
@@ -139,18 +172,40 @@ func LoadDir(dir string) (*Index, error) {
 			_ = f.Close()
 		}
 	}()
-	return Parse(files[0], files[1], files[2], Meta{
+	in := Inputs{SDN: files[0], ALT: files[1], UN: files[2]}
+	if opt[0] != nil {
+		in.EU = bytes.NewReader(opt[0])
+	}
+	if opt[1] != nil {
+		in.UK = bytes.NewReader(opt[1])
+	}
+	return ParseAll(in, Meta{
 		SDNSource: files[0].Name(),
 		ALTSource: files[1].Name(),
 		UNSource:  files[2].Name(),
+		EUSource:  optSrc[0],
+		UKSource:  optSrc[1],
 	})
+}
+
+// Inputs are the list files given to ParseAll; nil leaves a list out.
+type Inputs struct {
+	SDN, ALT, UN, EU, UK io.Reader
 }
 
 // Parse builds an Index from OFAC's sdn.csv and alt.csv and the UN
 // consolidated XML. sdn or un may be nil to leave that list out (not both);
 // alt may be nil (no OFAC aliases). Any parse error fails the whole call.
 func Parse(sdn, alt, un io.Reader, meta Meta) (*Index, error) {
-	if sdn == nil && un == nil {
+	return ParseAll(Inputs{SDN: sdn, ALT: alt, UN: un}, meta)
+}
+
+// ParseAll builds an Index from any of the lists: OFAC (SDN with ALT, ALT
+// optional), UN, EU and UK; at least one. Any parse error fails the whole
+// call.
+func ParseAll(in Inputs, meta Meta) (*Index, error) {
+	sdn, alt, un := in.SDN, in.ALT, in.UN
+	if sdn == nil && un == nil && in.EU == nil && in.UK == nil {
 		return nil, errors.New("screening: no list given")
 	}
 	if meta.LoadedAt.IsZero() {
@@ -205,6 +260,36 @@ func Parse(sdn, alt, un io.Reader, meta Meta) (*Index, error) {
 			Files:    []FileInfo{fileInfo(FileUN, meta.UNSource, unData)},
 		}, entries)
 	}
+	type extra struct {
+		r               io.Reader
+		list, file, src string
+		pub             string
+		parse           func([]byte) ([]Entry, string, int, error)
+	}
+	for _, x := range []extra{
+		{in.EU, ListEU, FileEU, meta.EUSource, meta.EUPublished, parseEU},
+		{in.UK, ListUK, FileUK, meta.UKSource, meta.UKPublished, parseUK},
+	} {
+		if x.r == nil {
+			continue
+		}
+		data, err := io.ReadAll(x.r)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", x.file, err)
+		}
+		entries, published, unmapped, err := x.parse(data)
+		if err != nil {
+			return nil, err
+		}
+		if x.pub != "" {
+			published = x.pub
+		}
+		ix.unmapped += unmapped
+		ix.addList(ListInfo{
+			Name: x.list, Source: x.src, Published: published, LoadedAt: meta.LoadedAt,
+			Files: []FileInfo{fileInfo(x.file, x.src, data)},
+		}, entries)
+	}
 	ix.build()
 	return ix, nil
 }
@@ -242,6 +327,8 @@ func (ix *Index) build() {
 	ix.tokID = make(map[string]int32, 1<<16)
 	ix.del = make(map[string][]int32, 1<<19)
 	ix.skel = make(map[string][]int32, 1<<16)
+	ix.eqToks = make(map[int32][]int32, len(givenNameRows))
+	ix.joined = make(map[string][]int32, 1<<17)
 	for i := range ix.entries {
 		e := &ix.entries[i]
 		ix.byKey[entryKey(e.List, e.ID)] = int32(i) // #nosec G115 -- an entry index, far below 2^31
@@ -262,6 +349,18 @@ func (ix *Index) build() {
 	ix.post = make([][]int32, len(ix.toks))
 	for n := range ix.names {
 		rec := &ix.names[n]
+		forEachSpan(len(rec.toks), func(j int) bool { return ix.toks[rec.toks[j]].particle }, func(j, k int) {
+			var b strings.Builder
+			for _, t := range rec.toks[j:k] {
+				ti := &ix.toks[t]
+				if !ti.ascii || ti.initial {
+					return
+				}
+				b.WriteString(ti.text)
+			}
+			p := phonetic(b.String())
+			ix.joined[p] = appendUnique(ix.joined[p], int32(n)) // #nosec G115 -- a name index, far below 2^31
+		})
 		for j, t := range rec.toks {
 			dup := false
 			for _, u := range rec.toks[:j] {
@@ -289,20 +388,27 @@ func (ix *Index) build() {
 // addName adds one name variant of entry i unless an equivalent one (same
 // tokens) was already added for that entry.
 func (ix *Index) addName(i int32, e *Entry, text string, alias bool, seen map[string]bool) {
-	var given, sur []string
-	// OFAC writes individuals (and their aliases) "SURNAME, Given Names".
-	if e.List == ListOFAC && e.Type == TypeIndividual {
+	var given, sur, galt, salt []string
+	// OFAC writes individuals (and their aliases) "SURNAME, Given Names";
+	// the EU and UK parsers write their split names the same way.
+	if e.List != ListUN && e.Type == TypeIndividual {
 		if k := strings.IndexByte(text, ','); k >= 0 {
-			sur = normTokens(text[:k], langAuto)
-			given = normTokens(text[k+1:], langAuto)
+			sur, salt = normTokensAlt(text[:k], langAuto)
+			given, galt = normTokensAlt(text[k+1:], langAuto)
 		}
 	}
 	if sur == nil {
-		given = normTokens(text, langAuto)
+		given, galt = normTokensAlt(text, langAuto)
 	}
 	toks := append(given, sur...)
 	if len(toks) == 0 {
 		return
+	}
+	var alts []string
+	if galt != nil || salt != nil {
+		alts = make([]string, len(toks))
+		copy(alts, galt)
+		copy(alts[len(given):], salt)
 	}
 	if len(toks) > maxNameTokens {
 		toks = toks[:maxNameTokens]
@@ -314,7 +420,11 @@ func (ix *Index) addName(i int32, e *Entry, text string, alias bool, seen map[st
 	seen[key] = true
 	rec := nameRec{entry: i, alias: alias, text: text, toks: make([]int32, len(toks))}
 	for j, t := range toks {
-		id := ix.token(t)
+		alt := ""
+		if alts != nil {
+			alt = alts[j]
+		}
+		id := ix.token(t, alt)
 		rec.toks[j] = id
 		if !ix.toks[id].particle {
 			rec.core++
@@ -326,19 +436,28 @@ func (ix *Index) addName(i int32, e *Entry, text string, alias bool, seen map[st
 	ix.names = append(ix.names, rec)
 }
 
-// token returns the id of token t, adding it and its lookup keys when new.
-func (ix *Index) token(t string) int32 {
-	if id, ok := ix.tokID[t]; ok {
+// token returns the id of token t (with its digraph spelling alt, or ""),
+// adding it and its lookup keys when new.
+func (ix *Index) token(t, alt string) int32 {
+	key := t
+	if alt != "" {
+		key = t + "\x00" + alt
+	}
+	if id, ok := ix.tokID[key]; ok {
 		return id
 	}
 	id := int32(len(ix.toks)) // #nosec G115 -- distinct tokens of the lists, far below 2^31
-	info := tokInfo{text: t, phon: phonetic(t), particle: isParticle(t), ascii: isASCII(t)}
+	info := newTokInfo(t, alt)
 	ix.toks = append(ix.toks, info)
-	ix.tokID[t] = id
-	// Lookup keys: the phonetic form and the token, each with its
-	// one-deletion variants (symmetric deletion: two tokens one edit apart
-	// share a key), and the consonant skeleton.
-	for _, p := range [2]string{info.phon, t} {
+	ix.tokID[key] = id
+	// Lookup keys: the phonetic form and the token (and its digraph
+	// spelling), each with its one-deletion variants (symmetric deletion:
+	// two tokens one edit apart share a key), and the consonant skeleton.
+	keys := [4]string{info.phon, t, info.altPhon, alt}
+	for k, p := range keys {
+		if p == "" || k > 0 && slices.Contains(keys[:k], p) {
+			continue
+		}
 		ix.del[p] = appendUnique(ix.del[p], id)
 		if info.ascii && len(p) >= minDeleteLen {
 			buf := make([]byte, len(p)-1)
@@ -348,16 +467,42 @@ func (ix *Index) token(t string) int32 {
 				ix.del[string(buf)] = appendUnique(ix.del[string(buf)], id)
 			}
 		}
-		if t == info.phon {
-			break
-		}
 	}
 	if info.ascii {
 		if s := skeleton(info.phon); len(s) >= 2 {
 			ix.skel[s] = append(ix.skel[s], id)
 		}
 	}
+	if info.eq >= 0 {
+		ix.eqToks[info.eq] = append(ix.eqToks[info.eq], id)
+	}
 	return id
+}
+
+// newTokInfo describes token t with its digraph spelling alt ("" none).
+func newTokInfo(t, alt string) tokInfo {
+	info := tokInfo{text: t, phon: phonetic(t), particle: isParticle(t), ascii: isASCII(t), eq: -1}
+	info.initial = !info.particle && utf8.RuneCountInString(t) == 1
+	if alt != "" && alt != t {
+		info.alt, info.altPhon = alt, phonetic(alt)
+	}
+	info.eq = givenGroupOf(info.phon)
+	if info.eq < 0 && info.altPhon != "" {
+		info.eq = givenGroupOf(info.altPhon)
+	}
+	return info
+}
+
+// forEachSpan calls fn(j, k) for every run toks[j:k] of a name's parts that
+// may be written as one word: two adjacent parts, or three when the middle
+// one is a particle (abd al rahman).
+func forEachSpan(n int, particle func(int) bool, fn func(j, k int)) {
+	for j := 0; j+1 < n; j++ {
+		fn(j, j+2)
+		if j+2 < n && particle(j+1) {
+			fn(j, j+3)
+		}
+	}
 }
 
 func appendUnique(l []int32, id int32) []int32 {

@@ -53,6 +53,64 @@ func normTokens(s string, lang translitLang) []string {
 	return strings.Fields(n)
 }
 
+// foldDigraph maps the Latin letters with a caron, cedilla, acute or dot
+// that transliterate Slavic and Turkish sibilants (and the German umlauts)
+// to the digraph other romanizations use for the same sound: Serbian,
+// Croatian, Czech, Slovak and Lithuanian write Ж Ч Ш as ž č š, Russian and
+// English romanizations as zh ch sh, German as sch/tsch; a person listed as
+// ZHAKYPOVICH may write Žakypovič. Stripping the diacritic (č → c, the
+// primary form) loses the h; the digraph form is kept as an alternative
+// spelling of the token (see normTokensAlt).
+var foldDigraph = map[rune]string{
+	'č': "ch", 'ć': "ch", 'ç': "ch",
+	'š': "sh", 'ś': "sh", 'ş': "sh", 'ș': "sh",
+	'ž': "zh", 'ź': "zh", 'ż': "zh",
+	'ä': "ae", 'ö': "oe", 'ü': "ue",
+}
+
+// normTokensAlt is normTokens that also returns, per token, the spelling
+// with foldDigraph applied when it differs ("" otherwise). alts is nil when
+// no token has one.
+func normTokensAlt(s string, lang translitLang) (toks, alts []string) {
+	toks = normTokens(s, lang)
+	has := false
+	for _, r := range s {
+		if r >= utf8.RuneSelf {
+			if _, ok := foldDigraph[unicode.ToLower(r)]; ok {
+				has = true
+				break
+			}
+		}
+	}
+	if !has {
+		return toks, nil
+	}
+	var b strings.Builder
+	for _, r := range norm.NFC.String(s) {
+		if f, ok := foldDigraph[unicode.ToLower(r)]; ok {
+			b.WriteString(f)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	at := normTokens(b.String(), lang)
+	if len(at) != len(toks) {
+		return toks, nil
+	}
+	alts = make([]string, len(toks))
+	any := false
+	for i := range toks {
+		if at[i] != toks[i] {
+			alts[i] = at[i]
+			any = true
+		}
+	}
+	if !any {
+		return toks, nil
+	}
+	return toks, alts
+}
+
 var stripMarks = runes.Remove(runes.In(unicode.Mn))
 
 // normString performs all character-level normalization and returns tokens
@@ -192,7 +250,19 @@ func phonetic(t string) string {
 		}
 	}
 	b := make([]byte, 0, len(t)+2)
-	for i := 0; i < len(t); i++ {
+	start := 0
+	// Arabic theophoric names "servant of ...": abd al-rahman, abdul rahman,
+	// abdel rahman, abdurrahman (the article assimilated) and abdulrahman
+	// all read abd + rahman; abdel and abdul alone read abd.
+	if strings.HasPrefix(t, "abd") && len(t) > 4 && isVowelByte(t[3]) {
+		switch {
+		case t[4] == 'l':
+			b, start = append(b, "abd"...), 5
+		case len(t) > 5 && t[4] == t[5] && !isVowelByte(t[4]):
+			b, start = append(b, "abd"...), 5
+		}
+	}
+	for i := start; i < len(t); i++ {
 		c := t[i]
 		rest := t[i:]
 		switch {
@@ -273,6 +343,14 @@ func phonetic(t string) string {
 		b = appendDedup(b, c)
 	}
 	return string(b)
+}
+
+func isVowelByte(c byte) bool {
+	switch c {
+	case 'a', 'e', 'i', 'o', 'u':
+		return true
+	}
+	return false
 }
 
 func appendDedup(b []byte, c byte) []byte {

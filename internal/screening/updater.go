@@ -17,6 +17,12 @@ const (
 	DefaultSDNURL = "https://www.treasury.gov/ofac/downloads/sdn.csv"
 	DefaultALTURL = "https://www.treasury.gov/ofac/downloads/alt.csv"
 	DefaultUNURL  = "https://scsanctions.un.org/resources/xml/en/consolidated.xml"
+	// DefaultEUURL is the EU Financial Sanctions Files XML export (the
+	// token is the public one the FSF site publishes for anonymous
+	// downloads).
+	DefaultEUURL = "https://webgate.ec.europa.eu/fsd/fsf/public/files/xmlFullSanctionsList_1_1/content?token=dG9rZW4tMjAxNw"
+	// DefaultUKURL is OFSI's consolidated list in its CSV (2022) format.
+	DefaultUKURL = "https://ofsistorage.blob.core.windows.net/publishlive/2022format/ConList.csv"
 )
 
 // Updater defaults.
@@ -27,12 +33,14 @@ const (
 	DefaultTimeout    = 2 * time.Minute
 )
 
-// Sources are the URLs of the three files.
-type Sources struct{ SDN, ALT, UN string }
+// Sources are the URLs of the list files. SDN, ALT and UN take the
+// official URLs when empty; EU and UK are downloaded only when set (the EU
+// and UK lists are then screened beside OFAC and the UN).
+type Sources struct{ SDN, ALT, UN, EU, UK string }
 
-// DefaultSources returns the official URLs.
+// DefaultSources returns the official URLs of all five files.
 func DefaultSources() Sources {
-	return Sources{SDN: DefaultSDNURL, ALT: DefaultALTURL, UN: DefaultUNURL}
+	return Sources{SDN: DefaultSDNURL, ALT: DefaultALTURL, UN: DefaultUNURL, EU: DefaultEUURL, UK: DefaultUKURL}
 }
 
 // Result describes one update attempt.
@@ -188,14 +196,17 @@ func (u *Updater) attempt(ctx context.Context) (*Index, error) {
 	if src.UN == "" {
 		src.UN = DefaultUNURL
 	}
-	urls := [3]string{src.SDN, src.ALT, src.UN}
+	urls := []string{src.SDN, src.ALT, src.UN, src.EU, src.UK}
 	var (
-		data [3][]byte
-		mod  [3]string
-		errs [3]error
+		data [5][]byte
+		mod  [5]string
+		errs [5]error
 		wg   sync.WaitGroup
 	)
 	for i, url := range urls {
+		if url == "" {
+			continue // EU or UK not configured
+		}
 		wg.Go(func() {
 			data[i], mod[i], errs[i] = u.fetch(ctx, url)
 		})
@@ -204,8 +215,15 @@ func (u *Updater) attempt(ctx context.Context) (*Index, error) {
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
-	ix, err := Parse(bytes.NewReader(data[0]), bytes.NewReader(data[1]), bytes.NewReader(data[2]), Meta{
-		SDNSource: src.SDN, ALTSource: src.ALT, UNSource: src.UN,
+	in := Inputs{SDN: bytes.NewReader(data[0]), ALT: bytes.NewReader(data[1]), UN: bytes.NewReader(data[2])}
+	if src.EU != "" {
+		in.EU = bytes.NewReader(data[3])
+	}
+	if src.UK != "" {
+		in.UK = bytes.NewReader(data[4])
+	}
+	ix, err := ParseAll(in, Meta{
+		SDNSource: src.SDN, ALTSource: src.ALT, UNSource: src.UN, EUSource: src.EU, UKSource: src.UK,
 		OFACPublished: mod[0], LoadedAt: u.now(),
 	})
 	if err != nil {

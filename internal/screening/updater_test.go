@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -242,7 +244,8 @@ func TestUpdaterRun(t *testing.T) {
 func TestDefaultSources(t *testing.T) {
 	d := DefaultSources()
 	if d.SDN != "https://www.treasury.gov/ofac/downloads/sdn.csv" || d.ALT != "https://www.treasury.gov/ofac/downloads/alt.csv" ||
-		d.UN != "https://scsanctions.un.org/resources/xml/en/consolidated.xml" {
+		d.UN != "https://scsanctions.un.org/resources/xml/en/consolidated.xml" ||
+		!strings.HasPrefix(d.EU, "https://webgate.ec.europa.eu/fsd/fsf/") || !strings.HasSuffix(d.UK, "/ConList.csv") {
 		t.Errorf("%+v", d)
 	}
 }
@@ -303,5 +306,42 @@ func TestChanged(t *testing.T) {
 	ch = Changed(old, parse(extra, alt, un))
 	if len(ch) != 1 || ch[0].ID != "99999" {
 		t.Errorf("new entry: %+v", ch)
+	}
+}
+
+// TestUpdaterEUUK: with EU and UK addresses set, the updater downloads and
+// screens those lists beside OFAC and the UN; a failing EU download fails
+// the attempt and keeps the current index.
+func TestUpdaterEUUK(t *testing.T) {
+	ls, srv := newListServer(t)
+	for path, file := range map[string]string{"/eu.xml": "eu_fsf_sample.xml", "/uk.csv": "uk_conlist_sample.csv"} {
+		b, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls.set(path, b, 0)
+	}
+	s := NewScreener()
+	u, _ := testUpdater(srv, s)
+	u.MinEntries = 3 // the fixtures are small
+	u.Sources.EU, u.Sources.UK = srv.URL+"/eu.xml", srv.URL+"/uk.csv"
+	res, err := u.Update(context.Background())
+	if err != nil || !res.Swapped {
+		t.Fatalf("update: %+v %v", res, err)
+	}
+	var names []string
+	for _, l := range s.Current().Lists() {
+		names = append(names, l.Name+" "+l.Source)
+	}
+	if len(names) != 4 || !strings.HasPrefix(names[2], ListEU+" "+srv.URL) || !strings.HasPrefix(names[3], ListUK+" "+srv.URL) {
+		t.Fatalf("lists %v", names)
+	}
+	if found(s.Current().Screen(Query{FirstName: "Uladzimir", LastName: "Tsikhanovich"}), ListEU, "EU.9001.01") < 0 {
+		t.Error("EU person not screened after the update")
+	}
+	before := s.Current()
+	ls.set("/eu.xml", nil, http.StatusBadGateway)
+	if _, err := u.Update(context.Background()); err == nil || s.Current() != before {
+		t.Errorf("a failed EU download: err %v, index swapped %v", err, s.Current() != before)
 	}
 }

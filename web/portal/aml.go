@@ -160,7 +160,11 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 		Notes: b.Notes, Suppressed: h.Suppressed, Open: h.Open(),
 		Decision: h.Decision, Reason: h.Reason, DecidedBy: h.DecidedBy}
 	for _, t := range b.Tokens {
-		hv.Tokens = append(hv.Tokens, pages.TokenRow{Query: t.Query, Entry: t.Entry, Similarity: score(t.Similarity)})
+		row := pages.TokenRow{Query: t.Query, Entry: t.Entry, Similarity: score(t.Similarity), How: t.Note}
+		if t.Weight > 0 {
+			row.Weight = strconv.FormatFloat(t.Weight, 'f', -1, 64)
+		}
+		hv.Tokens = append(hv.Tokens, row)
 	}
 	switch e := h.Entry; {
 	case e == nil:

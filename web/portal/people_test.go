@@ -844,7 +844,7 @@ func TestSanctionsScreen(t *testing.T) {
 	t.Parallel()
 	down := httptestServer(t, http.StatusServiceUnavailable)
 	env := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
-		c.SanctionsURLs = [3]string{down + "/sdn.csv", down + "/alt.csv", down + "/un.xml"}
+		c.SanctionsURLs = [5]string{down + "/sdn.csv", down + "/alt.csv", down + "/un.xml", down + "/eu.xml", down + "/uk.csv"}
 	}})
 	env.SeedStaff(t)
 	admin := env.NewBrowser()
