@@ -193,6 +193,10 @@ var (
 	ErrCurrencyMismatch          = def(14005, "service.transfers.currency_mismatch", KindConflict)
 	ErrDestinationNotFound       = def(14006, "service.transfers.destination_not_found", KindNotFound)
 	ErrTransferInvalidTransition = def(14007, "service.transfers.invalid_transition", KindConflict)
+	// ErrSameBalance: the two sides of a movement are one balance (a main
+	// account and one of its virtual accounts): nothing would move, so
+	// nothing is booked (issue 20, M1).
+	ErrSameBalance = def(14008, "service.transfers.same_balance", KindConflict)
 	// ErrAuthorizationNotFound: an unknown card authorization, or one of
 	// another partner's card (sandbox card payments).
 	ErrAuthorizationNotFound = def(14020, "service.authorizations.not_found", KindNotFound)
@@ -218,7 +222,7 @@ func Catalogue() []*Error {
 		ErrAccountNotFound, ErrProgramNotFound, ErrOwnerNotFound, ErrMainAccountInvalid,
 		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrTransferValidation, ErrTransferNotFound,
 		ErrInsufficientFunds, ErrTransferAccountUnusable, ErrCurrencyMismatch, ErrDestinationNotFound,
-		ErrTransferInvalidTransition, ErrAuthorizationNotFound, ErrUserHasProducts, ErrKYCAlreadyApproved,
+		ErrTransferInvalidTransition, ErrSameBalance, ErrAuthorizationNotFound, ErrUserHasProducts, ErrKYCAlreadyApproved,
 		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation,
 	}
 }

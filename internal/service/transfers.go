@@ -144,8 +144,14 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 		if dst.Currency != in.Currency {
 			return emi.ErrCurrencyMismatch.Field("destination", "has no "+in.Currency+" balance")
 		}
-		if src.Balance == dst.Balance && src.Account == dst.Account {
-			return emi.ErrTransferValidation.Field("destination", "is the source itself")
+		if src.Balance == dst.Balance {
+			if src.Account == dst.Account {
+				return emi.ErrTransferValidation.Field("destination", "is the source itself")
+			}
+			// A main account and its virtual account share one balance:
+			// nothing would move, and booking it would skip the funds
+			// check (issue 20, M1).
+			return emi.ErrSameBalance.Field("destination", "is held on the source's balance (a main account and its virtual account)")
 		}
 		if err := s.ledger.LockUsable(ctx, Side{"source", src}, Side{"destination", dst}); err != nil {
 			return err

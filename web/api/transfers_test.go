@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -238,11 +239,12 @@ func TestTransferVirtualAccounts(t *testing.T) {
 	r := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
 		transferBody(map[string]any{"account": virtAcc}, map[string]any{"balance": otherBal}, "1.00", "EUR"))
 	apptest.Expect(t, "virtual of a blocked main", r, 14004, http.StatusConflict)
-	// Between a virtual account and its own main balance nothing moves.
+	// Between a virtual account and its own main balance nothing would
+	// move: refused (14008, issue 20 M1).
 	apptest.Expect(t, "unblock", call(t, env, p, http.MethodPut, "/v2/accounts/"+mainAcc+"/status", "account_status", map[string]any{"status": "active"}), 0, http.StatusOK)
 	self := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
 		transferBody(map[string]any{"account": virtAcc}, map[string]any{"account": mainAcc}, "1.00", "EUR"))
-	apptest.Expect(t, "virtual to its own main", self, 0, http.StatusCreated)
+	apptest.Expect(t, "virtual to its own main", self, 14008, http.StatusConflict)
 	if available(t, env, p, mainAcc) != "15.00" {
 		t.Fatal("a movement within one balance changed it")
 	}
@@ -350,5 +352,90 @@ func TestTransferEventsAndIdempotency(t *testing.T) {
 			env.Clock.Advance(30 * time.Second)
 		}
 	})
+	checkLedger(t, env)
+}
+
+// TestTransferMainToVirtualIsRefused performs issue 20's M1 attack: from a
+// main account holding 0.01 EUR, a transfer of 1,000,000,000.00 EUR to its
+// own virtual account (both sides are one balance). The old code booked it
+// as completed (the entries netted to nothing, so the funds check never
+// ran), sent transfer.completed and wrote statement lines running to
+// -999,999,999.99. Now every form of naming the two sides is 409 / 14008
+// and nothing is written: no transfer, ledger transaction, event or audit
+// row; the ledger itself refuses such a posting from any caller, and so
+// does the database.
+func TestTransferMainToVirtualIsRefused(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	user := createUser(t, env, p, validUser(p))
+	main := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user})
+	mainAcc, mainBal, mainIBAN := main.Data["token"].(string), balancesOf(main)[0]["token"].(string), balancesOf(main)[0]["iban"].(string)
+	virt := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user, "main": mainAcc})
+	virtAcc, virtIBAN := virt.Data["token"].(string), balancesOf(virt)[0]["iban"].(string)
+	virt2 := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user, "main": mainAcc})
+	virt2Acc := virt2.Data["token"].(string)
+	env.Fund(t, mainAcc, mainBal, "EUR", 1)
+
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := env.App.DB.Get(&n, q, args...); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := [3]int{count(`SELECT count(*) FROM transfers`), count(`SELECT count(*) FROM ledger_transactions`), count(`SELECT count(*) FROM events`)}
+	cases := []struct {
+		name     string
+		src, dst map[string]any
+	}{
+		{"main to virtual by IBAN", map[string]any{"account": mainAcc}, map[string]any{"iban": virtIBAN}},
+		{"main to virtual by token", map[string]any{"balance": mainBal}, map[string]any{"account": virtAcc}},
+		{"virtual to main by IBAN", map[string]any{"account": virtAcc}, map[string]any{"iban": mainIBAN}},
+		{"virtual to virtual of one main", map[string]any{"account": virtAcc}, map[string]any{"account": virt2Acc}},
+	}
+	for _, c := range cases {
+		r := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create", transferBody(c.src, c.dst, "1000000000.00", "EUR"))
+		apptest.Expect(t, c.name, r, 14008, http.StatusConflict)
+		if r.Message != "service.transfers.same_balance" {
+			t.Fatalf("%s: message %q", c.name, r.Message)
+		}
+		apptest.ExpectField(t, c.name, r, "destination")
+	}
+	after := [3]int{count(`SELECT count(*) FROM transfers`), count(`SELECT count(*) FROM ledger_transactions`), count(`SELECT count(*) FROM events`)}
+	if before != after {
+		t.Fatalf("transfers, ledger transactions, events: %v before, %v after", before, after)
+	}
+	if got := available(t, env, p, mainAcc); got != "0.01" {
+		t.Fatalf("main account available %s", got)
+	}
+
+	// The ledger refuses a posting that nets to nothing on a balance,
+	// whoever calls it.
+	_, err := env.App.Ledger.Post(t.Context(), emi.LedgerTxn{Kind: emi.TxnTransfer, Reference: "fake", Entries: []emi.Entry{
+		{Balance: mainBal, Account: mainAcc, Currency: "EUR", Amount: -100_000_000_000},
+		{Balance: mainBal, Account: virtAcc, Currency: "EUR", Amount: 100_000_000_000},
+	}})
+	if !errors.Is(err, emi.ErrSameBalance) {
+		t.Fatalf("Ledger.Post of a netting posting: %v", err)
+	}
+	// And so does the database, at commit.
+	tx, err := env.App.DB.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var id int64
+	if err := tx.Get(&id, `INSERT INTO ledger_transactions (token, kind, reference) VALUES ($1, 'transfer', 'fake') RETURNING id`, service.NewToken()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO ledger_entries (txn, balance, account, currency, amount, balance_after) VALUES
+		($1, $2, $3, 'EUR', -100000000000, -99999999999), ($1, $2, $4, 'EUR', 100000000000, 1)`, id, mainBal, mainAcc, virtAcc); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err == nil || !strings.Contains(err.Error(), "nets to nothing") {
+		t.Fatalf("commit of a netting transaction: %v", err)
+	}
 	checkLedger(t, env)
 }
