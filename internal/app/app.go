@@ -97,8 +97,11 @@ type App struct {
 	Cards     *service.Cards
 	// LedgerStore and Ledger keep the double-entry ledger behind every
 	// balance; Transfers moves money between balances.
-	LedgerStore   *postgres.LedgerStore
-	Ledger        *service.Ledger
+	LedgerStore *postgres.LedgerStore
+	Ledger      *service.Ledger
+	// Limits decides the rolling-window limits that must hold under
+	// concurrency (reveal quota, transfer destination misses).
+	Limits        *postgres.LimitStore
 	TransferStore *postgres.TransferStore
 	Transfers     *service.Transfers
 	// AuthorizationStore and Authorizations decide card payments (sandbox
@@ -201,8 +204,9 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Accounts = service.NewAccounts(db, a.AccountStore, identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, a.Controls, a.Events, a.Audit, v, now)
 	a.Accounts.SetTerminations(a.AccountStore)
 	a.CardStore = postgres.NewCardStore(db)
+	a.Limits = postgres.NewLimitStore(db)
 	a.Cards = service.NewCards(db, a.CardStore, a.AccountStore, a.AML, a.People, keys, smsProvider(cfg), a.Events, a.Audit, v,
-		screener.Normalize, service.CardsConfig{}, now)
+		screener.Normalize, service.CardsConfig{RevealQuota: cfg.RevealQuota, Limits: a.Limits}, now)
 	a.Accounts.SetCards(a.Cards)
 	a.LedgerStore = postgres.NewLedgerStore(db)
 	a.Ledger = service.NewLedger(db, a.LedgerStore, now)

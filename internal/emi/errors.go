@@ -262,6 +262,9 @@ var (
 	// ErrSanctionsBlocked: a sanctions hit of the application is confirmed
 	// as a true match, so it cannot be approved (issue 19, C1).
 	ErrSanctionsBlocked = def(20033, "portal.review.sanctions_blocked", KindConflict)
+	// ErrRevealQuota: the staff member reached their quota of card-number
+	// reveals and full-PAN searches (issue 20, M2/M4).
+	ErrRevealQuota = def(20090, "portal.cards.reveal_quota", KindRateLimited)
 	// ErrSanctionsUndecided: a sanctions hit of the application waits for
 	// its (two-person) decision, so it cannot be approved yet (C2).
 	ErrSanctionsUndecided = def(20034, "portal.review.sanctions_undecided", KindConflict)
@@ -288,5 +291,5 @@ func PortalCatalogue() []*Error {
 		ErrKYCLinkInvalid, ErrKYCUploadInvalid, ErrKYCLinkUsed, ErrScreeningUpdate,
 		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrSanctionsBlocked, ErrSanctionsUndecided, ErrProgramValidation, ErrProgramStale,
 		ErrSuspenseNotFound, ErrSuspenseResolved, ErrAdjustmentNotFound, ErrAdjustmentDecided,
-		ErrSuspenseAssignmentPending, ErrSuspenseAssignmentNotFound, ErrSuspenseAssignmentDecided}
+		ErrSuspenseAssignmentPending, ErrSuspenseAssignmentNotFound, ErrSuspenseAssignmentDecided, ErrRevealQuota}
 }

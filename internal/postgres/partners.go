@@ -233,7 +233,15 @@ func (s *Store) PruneSignatures(ctx context.Context, now time.Time) (int64, erro
 		return 0, Translate(err)
 	}
 	n, err := res.RowsAffected()
-	return n, Translate(err)
+	if err != nil {
+		return 0, Translate(err)
+	}
+	// Counted events of rolling-window limits (LimitStore) older than any
+	// window in use (the longest is 24 hours).
+	if _, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM rate_events WHERE at < $1`, now.Add(-48*time.Hour)); err != nil {
+		return 0, Translate(err)
+	}
+	return n, nil
 }
 
 // TryLockIdempotencyKey takes a transaction-scoped advisory lock on

@@ -120,6 +120,13 @@ type CardAML interface {
 type CardsConfig struct {
 	// PINSMSPerDay caps card_send_pin per card in 24 hours (0: 5).
 	PINSMSPerDay int
+	// RevealQuota caps each staff member's card-number reveals and
+	// full-PAN searches per RevealWindow (0: 10 an hour; EMI_REVEAL_QUOTA).
+	RevealQuota  int
+	RevealWindow time.Duration
+	// Limits decides the reveal quota atomically; without it every reveal
+	// and full-PAN search is refused (fail closed).
+	Limits RateLimiter
 }
 
 // Cards issues and controls cards (seed "Card", contract §6, §7).
@@ -149,9 +156,19 @@ func NewCards(tx TxRunner, store CardStore, accounts CardAccounts, aml CardAML, 
 	if cfg.PINSMSPerDay == 0 {
 		cfg.PINSMSPerDay = 5
 	}
+	if cfg.RevealQuota == 0 {
+		cfg.RevealQuota = DefaultRevealQuota
+	}
+	if cfg.RevealWindow == 0 {
+		cfg.RevealWindow = time.Hour
+	}
 	return &Cards{tx: tx, store: store, accounts: accounts, aml: aml, users: users, vault: vault, sms: sms, events: events,
 		audit: audit, validate: v, names: names, cfg: cfg, now: now}
 }
+
+// DefaultRevealQuota is how many card numbers one staff member may reveal
+// (or look up by full PAN) per hour unless EMI_REVEAL_QUOTA says otherwise.
+const DefaultRevealQuota = 10
 
 // Seal contexts: the card token and the column are the associated data,
 // so a value copied into another row or column does not open.

@@ -757,9 +757,44 @@ type StepUp interface {
 	StepUp(ctx context.Context, staffID, secret string) error
 }
 
+// revealScope is the rate-limit scope of each staff member's reveals and
+// full-PAN searches.
+const revealScope = "card.reveal"
+
+// takeReveal counts one reveal (or full-PAN search) against the staff
+// member's quota (CardsConfig.RevealQuota per RevealWindow), atomically:
+// concurrent attempts never get more than the quota through. When the
+// quota is reached it writes a "card.reveal_quota" audit row (denied) and
+// returns emi.ErrRevealQuota; the caller's refused attempt is audited by
+// the caller.
+func (s *Cards) takeReveal(ctx context.Context, staffID, token string, fields []string) error {
+	if s.cfg.Limits == nil {
+		return emi.Internal(errors.New("card reveals need a rate limiter"))
+	}
+	ok, retry, err := s.cfg.Limits.Take(ctx, revealScope, staffID, s.cfg.RevealQuota, s.cfg.RevealWindow, s.now().UTC())
+	if err != nil {
+		return err
+	}
+	if ok {
+		return nil
+	}
+	if !validToken(token) {
+		token = ""
+	}
+	_ = s.audit.Record(ctx, emi.AuditEntry{Action: "card.reveal_quota", ResourceType: "card", ResourceToken: token,
+		Outcome: emi.OutcomeDenied, Changes: map[string]any{"fields": fields, "quota": s.cfg.RevealQuota,
+			"window": s.cfg.RevealWindow.String(), "retry_after_seconds": RetryAfter(retry).Seconds()}})
+	s.denyReveal(ctx, token, fields, "reveal quota reached")
+	return emi.ErrRevealQuota.WithDetail("%d reveals in %s", s.cfg.RevealQuota, s.cfg.RevealWindow)
+}
+
 // StaffReveal opens a card's full PAN for customer service
-// (emi.PermRevealCardData): the staff member re-enters their password or
-// TOTP code and gives a reason; the reveal is audited like the API's.
+// (emi.PermRevealCardData): the staff member enters a current TOTP code
+// and gives a reason; the reveal is audited like the API's. A step-up is
+// good for one reveal: a TOTP code works once, whereas a password could
+// be sent again with every request of a script (issue 20, M4), so a
+// password is refused here. Each reveal counts against the staff member's
+// quota (takeReveal: 10 an hour by default), decided atomically.
 func (s *Cards) StaffReveal(ctx context.Context, stepUp StepUp, token, secret, reason string) (Revealed, error) {
 	p, _ := emi.PrincipalFrom(ctx)
 	fields := []string{"pan"}
@@ -774,8 +809,16 @@ func (s *Cards) StaffReveal(ctx context.Context, stepUp StepUp, token, secret, r
 	if len(reason) > 1000 {
 		return Revealed{}, emi.ErrCardValidation.Field("reason", "must be at most 1000 characters")
 	}
-	if err := stepUp.StepUp(ctx, p.ActorID, secret); err != nil {
-		s.denyReveal(ctx, token, fields, "password or TOTP code not confirmed")
+	code := strings.ReplaceAll(strings.TrimSpace(secret), " ", "")
+	if len(code) != 6 || !allDigits(code) {
+		s.denyReveal(ctx, token, fields, "no one-time code")
+		return Revealed{}, emi.ErrCardValidation.Field("secret", "must be a current 6-digit TOTP code: each code confirms one reveal")
+	}
+	if err := stepUp.StepUp(ctx, p.ActorID, code); err != nil {
+		s.denyReveal(ctx, token, fields, "TOTP code not confirmed")
+		return Revealed{}, err
+	}
+	if err := s.takeReveal(ctx, p.ActorID, token, fields); err != nil {
 		return Revealed{}, err
 	}
 	c, err := s.store.Card(ctx, "", token, false)

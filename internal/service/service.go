@@ -21,6 +21,15 @@ type TxRunner interface {
 	InTx(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
+// RateLimiter decides rolling-window limits atomically
+// (internal/postgres.LimitStore): Take counts one event of (scope, subject)
+// when fewer than limit were counted within window before now, in a
+// transaction of its own (a refused attempt stays counted whatever the
+// caller's transaction does), and otherwise says how long to wait.
+type RateLimiter interface {
+	Take(ctx context.Context, scope, subject string, limit int, window time.Duration, now time.Time) (ok bool, retry time.Duration, err error)
+}
+
 // Sealer encrypts and decrypts small values bound to a context string (the
 // table, column and row they belong to). internal/seal implements it.
 type Sealer interface {

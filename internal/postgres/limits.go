@@ -1,0 +1,63 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// LimitStore decides rolling-window limits atomically (service.RateLimiter).
+type LimitStore struct {
+	db *DB
+}
+
+// NewLimitStore returns the limit store.
+func NewLimitStore(db *DB) *LimitStore { return &LimitStore{db: db} }
+
+// Take counts one event of (scope, subject) at now when fewer than limit
+// were counted in the window before it, and reports whether it did. When it
+// did not, retry is how long until the oldest counted event leaves the
+// window. It runs in a transaction of its own (never the caller's, which
+// may roll back: a refused attempt is counted all the same), under a
+// transaction-scoped advisory lock on (scope, subject), so concurrent
+// attempts are decided one at a time, across instances too. Events older
+// than the window are deleted on the way.
+func (s *LimitStore) Take(ctx context.Context, scope, subject string, limit int, window time.Duration, now time.Time) (ok bool, retry time.Duration, err error) {
+	ctx = WithoutTx(ctx)
+	err = s.db.InTx(ctx, func(ctx context.Context) error {
+		ext := s.db.Ext(ctx)
+		if _, err := ext.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2, 2020))`, scope, subject); err != nil {
+			return Translate(err)
+		}
+		since := now.Add(-window)
+		if _, err := ext.ExecContext(ctx, `DELETE FROM rate_events WHERE scope = $1 AND subject = $2 AND at <= $3`, scope, subject, since); err != nil {
+			return Translate(err)
+		}
+		var row struct {
+			N      int        `db:"n"`
+			Oldest *time.Time `db:"oldest"`
+		}
+		if err := sqlx.GetContext(ctx, ext, &row, `SELECT count(*) AS n, min(at) AS oldest FROM rate_events
+			WHERE scope = $1 AND subject = $2 AND at > $3`, scope, subject, since); err != nil {
+			return Translate(err)
+		}
+		if row.N >= limit {
+			ok, retry = false, window
+			if row.Oldest != nil {
+				retry = row.Oldest.Add(window).Sub(now)
+			}
+			return nil
+		}
+		if _, err := ext.ExecContext(ctx, `INSERT INTO rate_events (scope, subject, at) VALUES ($1, $2, $3)`, scope, subject, now); err != nil {
+			return Translate(err)
+		}
+		ok = true
+		return nil
+	})
+	if err != nil {
+		return false, 0, fmt.Errorf("rate limit %s: %w", scope, err)
+	}
+	return ok, retry, nil
+}
