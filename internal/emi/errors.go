@@ -176,6 +176,9 @@ var (
 	ErrCardNoMobile          = def(12010, "service.cards.no_mobile", KindConflict)
 	// ErrSMSUnavailable: the SMS gateway did not take the message (added).
 	ErrSMSUnavailable = def(12011, "service.cards.sms_unavailable", KindUnavailable)
+	// ErrPINSMSHold: no PIN text for 24 hours after a staff member changed
+	// the card's 3DS or delivery number (issue 20, M3).
+	ErrPINSMSHold = def(12012, "service.cards.pin_sms_hold", KindConflict)
 
 	ErrAccountValidation        = def(13001, "service.accounts.validation", KindInvalid)
 	ErrAccountNotFound          = def(13002, "service.accounts.not_found", KindNotFound)
@@ -218,7 +221,7 @@ func Catalogue() []*Error {
 		ErrBadRequest, ErrRouteNotFound, ErrMethodNotAllowed, ErrTooLarge, ErrRateLimited, ErrIdempotencyConflict, ErrApplicationClosed,
 		ErrNonUniqueValue, ErrCardValidation, ErrCardNotFound, ErrCardAccountUnusable,
 		ErrActiveCardExists, ErrCardInvalidTransition, ErrGroupNotInProgram, ErrDeliveryRequired,
-		ErrCardProgramMismatch, ErrCardAMLRequired, ErrCardNoMobile, ErrSMSUnavailable, ErrAccountValidation,
+		ErrCardProgramMismatch, ErrCardAMLRequired, ErrCardNoMobile, ErrSMSUnavailable, ErrPINSMSHold, ErrAccountValidation,
 		ErrAccountNotFound, ErrProgramNotFound, ErrOwnerNotFound, ErrMainAccountInvalid,
 		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrTransferValidation, ErrTransferNotFound,
 		ErrInsufficientFunds, ErrTransferAccountUnusable, ErrCurrencyMismatch, ErrDestinationNotFound,

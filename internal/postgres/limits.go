@@ -61,3 +61,14 @@ func (s *LimitStore) Take(ctx context.Context, scope, subject string, limit int,
 	}
 	return ok, retry, nil
 }
+
+// Release takes back one event of (scope, subject) counted at at: an
+// attempt that turned out not to count (a text the SMS gateway refused).
+func (s *LimitStore) Release(ctx context.Context, scope, subject string, at time.Time) error {
+	_, err := s.db.Ext(WithoutTx(ctx)).ExecContext(WithoutTx(ctx), `DELETE FROM rate_events WHERE ctid = (SELECT ctid FROM rate_events
+		WHERE scope = $1 AND subject = $2 AND at = $3 LIMIT 1)`, scope, subject, at)
+	if err != nil {
+		return fmt.Errorf("rate limit %s: release: %w", scope, Translate(err))
+	}
+	return nil
+}

@@ -38,15 +38,18 @@ type CardStore interface {
 	// any, locked.
 	OpenCardOfAccount(ctx context.Context, account string) (emi.Card, bool, error)
 	InsertCardChange(ctx context.Context, card string, c emi.CardChange) error
+	// LastChange returns the card's latest history entry among changes
+	// and whether a staff member made it.
+	LastChange(ctx context.Context, card string, changes []string) (CardChangeSeen, error)
+	// LastStaffChange returns when a staff member last made one of
+	// changes to the card (zero when never).
+	LastStaffChange(ctx context.Context, card string, changes []string) (time.Time, error)
 	CardHistory(ctx context.Context, card string) ([]emi.CardChange, error)
 	Cards(ctx context.Context, f emi.CardFilter) ([]emi.Card, int64, error)
 	// SearchCards finds cards for customer service (see Cards.Search).
 	SearchCards(ctx context.Context, q CardQuery) ([]emi.Card, error)
 	InsertWalletToken(ctx context.Context, w emi.WalletToken) error
 	InsertSMS(ctx context.Context, m emi.SMSMessage) error
-	// SMSSentSince counts the messages delivered for a card since t and
-	// returns the time of the oldest of them.
-	SMSSentSince(ctx context.Context, card string, t time.Time) (int, time.Time, error)
 	SMSMessages(ctx context.Context, card string, limit int) ([]emi.SMSMessage, error)
 	// StaffNames returns the names of staff members by id.
 	StaffNames(ctx context.Context, ids []string) (map[string]string, error)
@@ -114,6 +117,13 @@ type CardUsers interface {
 type CardAML interface {
 	AMLCheckReader
 	UserScreening(ctx context.Context, user string) (emi.UserScreening, error)
+}
+
+// CardChangeSeen is a card's latest history entry of some kinds.
+type CardChangeSeen struct {
+	Found   bool
+	At      time.Time
+	ByStaff bool
 }
 
 // CardsConfig holds the card service's limits.

@@ -217,6 +217,14 @@ func (e *cardsEnv) code(t *testing.T) string {
 	return e.env.TOTP(t, apptest.CSEmail)
 }
 
+// ageHistory moves a card's history back by d (as if it were older).
+func (e *cardsEnv) ageHistory(t *testing.T, card string, d time.Duration) {
+	t.Helper()
+	if _, err := e.env.App.DB.Exec(`UPDATE card_history SET at = at - $2::interval WHERE card = $1`, card, fmt.Sprintf("%d seconds", int(d.Seconds()))); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // wrongCode is a six-digit code that is not code.
 func wrongCode(code string) string {
 	b := []byte(code)
@@ -681,6 +689,10 @@ func TestCardGroups3DSAndPIN(t *testing.T) {
 		if n := e.count(t, `SELECT count(*) FROM cards WHERE token = $1 AND pin_errors = 0 AND cvv_errors = 0`, e.card.Token); n != 1 {
 			t.Fatal("counters not reset")
 		}
+		// The 3DS number was changed by staff above: no PIN text for 24 h.
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/pin/send", url.Values{"reason": {"Customer forgot the PIN"}}))
+		contains(t, "held after a staff change of the 3DS number", pg, portalMessage(emi.ErrPINSMSHold))
+		e.ageHistory(t, e.card.Token, 25*time.Hour)
 		pg = e.cs.follow(t, e.cs.Post(t, page+"/pin/send", url.Values{"reason": {"Customer forgot the PIN"}}))
 		contains(t, "after sending", pg, "PIN sent by SMS to "+emi.MaskPhone(maraPhone), `data-testid="sms-row"`,
 			"has PIN ••••.", "PIN by SMS to "+emi.MaskPhone(maraPhone), "Customer forgot the PIN")
@@ -848,7 +860,7 @@ func TestCardReveal(t *testing.T) {
 func TestCardErrorsHaveMessages(t *testing.T) {
 	for _, e := range []*emi.Error{emi.ErrCardValidation, emi.ErrCardNotFound, emi.ErrCardAccountUnusable, emi.ErrActiveCardExists,
 		emi.ErrCardInvalidTransition, emi.ErrGroupNotInProgram, emi.ErrDeliveryRequired, emi.ErrCardProgramMismatch,
-		emi.ErrCardAMLRequired, emi.ErrCardNoMobile, emi.ErrSMSUnavailable} {
+		emi.ErrCardAMLRequired, emi.ErrCardNoMobile, emi.ErrSMSUnavailable, emi.ErrPINSMSHold} {
 		if m := portal.Message(e); strings.Contains(m, "could not be completed") {
 			t.Errorf("%d %s has no message", e.Code, e.Key)
 		}
@@ -979,5 +991,31 @@ func TestRevealQuota(t *testing.T) {
 	noCardNumbers(t, "refused by the quota", last.Body, e.pans)
 	if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal_quota' AND actor_id = $1 AND outcome = 'denied'`, e.csID); n != 1 {
 		t.Fatalf("%d quota rows", n)
+	}
+}
+
+// TestPINTextCannotBeRedirectedByStaff performs issue 20's M3 attack: a
+// customer-service agent re-points the card's 3DS OTP number to their own
+// phone, then sends the PIN by SMS; the old code texted the PIN to the
+// agent's phone. Now no PIN text is sent for 24 hours after a staff change
+// of the 3DS (or delivery) number, and after that the PIN goes only to a
+// number the partner set (here the user's phone), never the agent's.
+func TestPINTextCannotBeRedirectedByStaff(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	page := e.page(e.card)
+	const agentPhone = "+359899000111"
+	pg := e.cs.follow(t, e.cs.Post(t, page+"/3ds/update", url.Values{"otp_sms": {agentPhone}, "reason": {"customer asked"}}))
+	contains(t, "3DS number re-pointed", pg, "3DS phone number changed.")
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/pin/send", url.Values{"reason": {"Customer forgot the PIN"}}))
+	contains(t, "PIN text right after the change", pg, portalMessage(emi.ErrPINSMSHold))
+	if n := e.count(t, `SELECT count(*) FROM sms_messages WHERE card = $1`, e.card.Token); n != 0 {
+		t.Fatalf("%d texts sent", n)
+	}
+	e.ageHistory(t, e.card.Token, 25*time.Hour)
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/pin/send", url.Values{"reason": {"Customer forgot the PIN"}}))
+	contains(t, "PIN text a day later", pg, "PIN sent by SMS to "+emi.MaskPhone(maraPhone))
+	if n := e.count(t, `SELECT count(*) FROM sms_messages WHERE card = $1 AND to_phone = $2`, e.card.Token, agentPhone); n != 0 {
+		t.Fatalf("%d PIN texts to the agent's number", n)
 	}
 }
