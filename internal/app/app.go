@@ -167,8 +167,9 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.StaffStore = postgres.NewStaffStore(db)
 	a.Sessions = postgres.NewSessionStore(db, now)
 	a.Controls = service.NewControls(a.StaffStore, now)
+	a.Limits = postgres.NewLimitStore(db)
 	a.Staff = service.NewStaff(db, a.StaffStore, keys, a.Audit, v, a.Controls,
-		service.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox}, now)
+		service.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits}, now)
 	a.Maintenance = service.NewMaintenance(a.Jobs, a.Store, a.Idempotency, a.Staff, now)
 	a.WebhookStore = postgres.NewWebhookStore(db)
 	a.Events = service.NewEvents(db, a.WebhookStore, a.Jobs, now)
@@ -204,7 +205,6 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Accounts = service.NewAccounts(db, a.AccountStore, identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, a.Controls, a.Events, a.Audit, v, now)
 	a.Accounts.SetTerminations(a.AccountStore)
 	a.CardStore = postgres.NewCardStore(db)
-	a.Limits = postgres.NewLimitStore(db)
 	a.Cards = service.NewCards(db, a.CardStore, a.AccountStore, a.AML, a.People, keys, smsProvider(cfg), a.Events, a.Audit, v,
 		screener.Normalize, service.CardsConfig{RevealQuota: cfg.RevealQuota, Limits: a.Limits}, now)
 	a.Accounts.SetCards(a.Cards)
