@@ -212,7 +212,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Ledger = service.NewLedger(db, a.LedgerStore, now)
 	a.Accounts.SetLedger(a.Ledger)
 	a.TransferStore = postgres.NewTransferStore(db)
-	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, now)
+	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, a.Limits, now)
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
 	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Audit, now)
 	a.Maintenance.SetHoldExpirer(a.Authorizations)

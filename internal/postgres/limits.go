@@ -72,3 +72,20 @@ func (s *LimitStore) Release(ctx context.Context, scope, subject string, at time
 	}
 	return nil
 }
+
+// Over reports whether (scope, subject) already has limit events in the
+// window before now, counting nothing.
+func (s *LimitStore) Over(ctx context.Context, scope, subject string, limit int, window time.Duration, now time.Time) (bool, time.Duration, error) {
+	var row struct {
+		N      int        `db:"n"`
+		Oldest *time.Time `db:"oldest"`
+	}
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT count(*) AS n, min(at) AS oldest FROM rate_events
+		WHERE scope = $1 AND subject = $2 AND at > $3`, scope, subject, now.Add(-window)); err != nil {
+		return false, 0, fmt.Errorf("rate limit %s: %w", scope, Translate(err))
+	}
+	if row.N < limit || row.Oldest == nil {
+		return false, 0, nil
+	}
+	return true, row.Oldest.Add(window).Sub(now), nil
+}

@@ -28,6 +28,9 @@ type TxRunner interface {
 // caller's transaction does), and otherwise says how long to wait.
 type RateLimiter interface {
 	Take(ctx context.Context, scope, subject string, limit int, window time.Duration, now time.Time) (ok bool, retry time.Duration, err error)
+	// Over reports, without counting anything, whether (scope, subject)
+	// already has limit events within window before now.
+	Over(ctx context.Context, scope, subject string, limit int, window time.Duration, now time.Time) (over bool, retry time.Duration, err error)
 	// Release takes back one event counted at at (an attempt that turned
 	// out not to count).
 	Release(ctx context.Context, scope, subject string, at time.Time) error
