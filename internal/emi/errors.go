@@ -209,6 +209,9 @@ var (
 	ErrPartnerNotFound    = def(10404, "service.partners.not_found", KindNotFound)
 	ErrPartnerKeyNotFound = def(10405, "service.partners.key_not_found", KindNotFound)
 	ErrPartnerValidation  = def(10406, "service.partners.validation", KindInvalid)
+	// ErrRotationInOverlap: a secret rotation while the previous secret is
+	// still inside its overlap needs a confirmation (issue 20, A4).
+	ErrRotationInOverlap = def(10407, "service.partners.rotation_in_overlap", KindConflict)
 )
 
 // Catalogue lists every catalogue error, for documentation and for the test
@@ -226,7 +229,7 @@ func Catalogue() []*Error {
 		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrTransferValidation, ErrTransferNotFound,
 		ErrInsufficientFunds, ErrTransferAccountUnusable, ErrCurrencyMismatch, ErrDestinationNotFound,
 		ErrTransferInvalidTransition, ErrSameBalance, ErrAuthorizationNotFound, ErrUserHasProducts, ErrKYCAlreadyApproved,
-		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation,
+		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation, ErrRotationInOverlap,
 	}
 }
 

@@ -23,6 +23,7 @@ var messages = map[string]string{
 	emi.ErrPartnerNotFound.Key:         "There is no such partner.",
 	emi.ErrPartnerKeyNotFound.Key:      "There is no such API key, or it is revoked.",
 	emi.ErrPartnerValidation.Key:       "Please correct the marked fields.",
+	emi.ErrRotationInOverlap.Key:       "The secret was not rotated: a rotation is still in its overlap (the previous secret stays valid until the time shown). To rotate again, confirm it on the key's row: the current secret then stops working at once.",
 	emi.ErrNonUniqueValue.Key:          "This value is already in use.",
 	emi.ErrInternal.Key:                "Something went wrong on our side. The error was logged.",
 	emi.ErrWebhookValidation.Key:       "Please correct the marked fields.",
