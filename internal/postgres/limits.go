@@ -19,13 +19,18 @@ func NewLimitStore(db *DB) *LimitStore { return &LimitStore{db: db} }
 // Take counts one event of (scope, subject) at now when fewer than limit
 // were counted in the window before it, and reports whether it did. When it
 // did not, retry is how long until the oldest counted event leaves the
-// window. It runs in a transaction of its own (never the caller's, which
-// may roll back: a refused attempt is counted all the same), under a
-// transaction-scoped advisory lock on (scope, subject), so concurrent
-// attempts are decided one at a time, across instances too. Events older
-// than the window are deleted on the way.
+// window. It runs under a transaction-scoped advisory lock on (scope,
+// subject), so concurrent attempts are decided one at a time, across
+// instances too. Events older than the window are deleted on the way.
+//
+// Without a transaction in ctx it commits on its own, so a refused
+// attempt stays counted whatever the caller does next. Inside one (an API
+// request with an Idempotency-Key runs in one) it joins it: a request then
+// needs one database connection, never two (two per request can exhaust
+// the pool under load and deadlock), and the caller's commit decides; the
+// lock is then held until that commit, which serializes the subject's
+// attempts all the same.
 func (s *LimitStore) Take(ctx context.Context, scope, subject string, limit int, window time.Duration, now time.Time) (ok bool, retry time.Duration, err error) {
-	ctx = WithoutTx(ctx)
 	err = s.db.InTx(ctx, func(ctx context.Context) error {
 		ext := s.db.Ext(ctx)
 		if _, err := ext.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2, 2020))`, scope, subject); err != nil {
@@ -65,7 +70,7 @@ func (s *LimitStore) Take(ctx context.Context, scope, subject string, limit int,
 // Release takes back one event of (scope, subject) counted at at: an
 // attempt that turned out not to count (a text the SMS gateway refused).
 func (s *LimitStore) Release(ctx context.Context, scope, subject string, at time.Time) error {
-	_, err := s.db.Ext(WithoutTx(ctx)).ExecContext(WithoutTx(ctx), `DELETE FROM rate_events WHERE ctid = (SELECT ctid FROM rate_events
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM rate_events WHERE ctid = (SELECT ctid FROM rate_events
 		WHERE scope = $1 AND subject = $2 AND at = $3 LIMIT 1)`, scope, subject, at)
 	if err != nil {
 		return fmt.Errorf("rate limit %s: release: %w", scope, Translate(err))

@@ -62,7 +62,8 @@ func TestLimitStoreTakeIsAtomic(t *testing.T) {
 			t.Fatalf("after the window: took %v, %v", took, err)
 		}
 	}
-	// A count taken inside a transaction that rolls back stays counted.
+	// Inside a caller's transaction the count joins it (one connection per
+	// request): the caller's commit keeps it, its rollback takes it back.
 	subject := "staff-" + randSuffix(t)
 	_ = dbs[0].InTx(context.Background(), func(ctx context.Context) error {
 		if took, _, err := stores[0].Take(ctx, "test", subject, 1, time.Hour, now); err != nil || !took {
@@ -70,7 +71,10 @@ func TestLimitStoreTakeIsAtomic(t *testing.T) {
 		}
 		return context.Canceled
 	})
-	if took, _, err := stores[0].Take(context.Background(), "test", subject, 1, time.Hour, now); err != nil || took {
+	if took, _, err := stores[0].Take(context.Background(), "test", subject, 1, time.Hour, now); err != nil || !took {
 		t.Fatalf("after a rolled-back caller: took %v, %v", took, err)
+	}
+	if took, _, err := stores[0].Take(context.Background(), "test", subject, 1, time.Hour, now); err != nil || took {
+		t.Fatalf("on its own, committed: took %v, %v", took, err)
 	}
 }

@@ -23,9 +23,10 @@ type TxRunner interface {
 
 // RateLimiter decides rolling-window limits atomically
 // (internal/postgres.LimitStore): Take counts one event of (scope, subject)
-// when fewer than limit were counted within window before now, in a
-// transaction of its own (a refused attempt stays counted whatever the
-// caller's transaction does), and otherwise says how long to wait.
+// when fewer than limit were counted within window before now, and
+// otherwise says how long to wait. Without a transaction in ctx it commits
+// on its own (a refused attempt stays counted whatever the caller does
+// next); inside one it joins it (one connection per request).
 type RateLimiter interface {
 	Take(ctx context.Context, scope, subject string, limit int, window time.Duration, now time.Time) (ok bool, retry time.Duration, err error)
 	// Over reports, without counting anything, whether (scope, subject)
