@@ -96,10 +96,13 @@ const MaxTransferAmount = 100_000_000_000
 // must be active.
 //
 // Errors: 14001 for malformed input (every problem at once), 14002 when the
-// source is not one of the partner's balances, 14006 when the destination
-// matches nothing, 14005 when a side has no balance in the currency, 14004
-// when an account is blocked or terminated, 14003 when funds are short.
-// Nothing changes on any error.
+// source is not one of the partner's balances; then, about the source,
+// 14005 (no balance in the currency), 14004 (blocked or terminated) and
+// 14003 (funds short); about a destination of the partner's own, 14005,
+// 14008 (the source's own balance, M1) and 14004; and for any other
+// destination one answer whatever its state, 14006 (issue 20, M5),
+// counted per API key (10029 beyond DestinationMissLimit). Nothing
+// changes on any error.
 func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Transfer, error) {
 	p, err := partnerCtx(ctx, emi.ErrForbidden)
 	if err != nil {
