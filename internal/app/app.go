@@ -102,8 +102,11 @@ type App struct {
 	Cards     *service.Cards
 	// LedgerStore and Ledger keep the double-entry ledger behind every
 	// balance; Transfers moves money between balances.
-	LedgerStore   *postgres.LedgerStore
-	Ledger        *service.Ledger
+	LedgerStore *postgres.LedgerStore
+	Ledger      *service.Ledger
+	// Limits decides the rolling-window limits that must hold under
+	// concurrency (reveal quota, transfer destination misses).
+	Limits        *postgres.LimitStore
 	TransferStore *postgres.TransferStore
 	Transfers     *service.Transfers
 	// AuthorizationStore and Authorizations decide card payments (sandbox
@@ -169,8 +172,9 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.StaffStore = postgres.NewStaffStore(db)
 	a.Sessions = postgres.NewSessionStore(db, now)
 	a.Controls = service.NewControls(a.StaffStore, now)
+	a.Limits = postgres.NewLimitStore(db)
 	a.Staff = service.NewStaff(db, a.StaffStore, keys, a.Audit, v, a.Controls,
-		service.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox}, now)
+		service.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits}, now)
 	a.Maintenance = service.NewMaintenance(a.Jobs, a.Store, a.Idempotency, a.Staff, now)
 	a.WebhookStore = postgres.NewWebhookStore(db)
 	a.Events = service.NewEvents(db, a.WebhookStore, a.Jobs, now)
@@ -210,13 +214,13 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Accounts.SetTerminations(a.AccountStore)
 	a.CardStore = postgres.NewCardStore(db)
 	a.Cards = service.NewCards(db, a.CardStore, a.AccountStore, a.AML, a.People, keys, smsProvider(cfg), a.Events, a.Audit, v,
-		screener.Normalize, service.CardsConfig{}, now)
+		screener.Normalize, service.CardsConfig{RevealQuota: cfg.RevealQuota, Limits: a.Limits}, now)
 	a.Accounts.SetCards(a.Cards)
 	a.LedgerStore = postgres.NewLedgerStore(db)
 	a.Ledger = service.NewLedger(db, a.LedgerStore, now)
 	a.Accounts.SetLedger(a.Ledger)
 	a.TransferStore = postgres.NewTransferStore(db)
-	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, now)
+	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, a.Limits, now)
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
 	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Audit, now)
 	a.Maintenance.SetHoldExpirer(a.Authorizations)

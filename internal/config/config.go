@@ -66,6 +66,9 @@ type Config struct {
 	AuthWindow time.Duration
 	// SecretOverlap is how long a rotated API secret stays valid.
 	SecretOverlap time.Duration
+	// RevealQuota is how many card numbers one staff member may reveal
+	// (or look up by full PAN) per hour.
+	RevealQuota int
 
 	ShutdownTimeout time.Duration
 	Workers         int
@@ -100,6 +103,7 @@ var Vars = []struct{ Name, Default, Meaning string }{
 	{"EMI_RATE_WINDOW", "1m", "rate-limit window (Go duration)"},
 	{"EMI_AUTH_WINDOW", "15s", "allowed distance of x-timestamp from the server clock"},
 	{"EMI_SECRET_OVERLAP", "24h", "how long a rotated API secret stays valid"},
+	{"EMI_REVEAL_QUOTA", "10", "card-number reveals and full-PAN searches per staff member per hour"},
 	{"EMI_SHUTDOWN_TIMEOUT", "20s", "how long emi serve drains requests and jobs on SIGTERM"},
 	{"EMI_WORKERS", "4", "concurrent background jobs per emi serve process"},
 	{"EMI_JOB_LEASE", "30s", "how long a job stays claimed without a heartbeat (a crashed process's jobs wait this long)"},
@@ -120,6 +124,7 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 		RateWindow:      time.Minute,
 		AuthWindow:      15 * time.Second,
 		SecretOverlap:   24 * time.Hour,
+		RevealQuota:     10,
 		ShutdownTimeout: 20 * time.Second,
 		Workers:         4,
 		JobLease:        30 * time.Second,
@@ -258,6 +263,7 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 	durVar("EMI_RATE_WINDOW", &c.RateWindow, time.Second)
 	durVar("EMI_AUTH_WINDOW", &c.AuthWindow, time.Second)
 	durVar("EMI_SECRET_OVERLAP", &c.SecretOverlap, 0)
+	intVar("EMI_REVEAL_QUOTA", &c.RevealQuota, 1)
 	durVar("EMI_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout, time.Second)
 	intVar("EMI_WORKERS", &c.Workers, 1)
 	durVar("EMI_JOB_LEASE", &c.JobLease, time.Second)

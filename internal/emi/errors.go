@@ -176,6 +176,9 @@ var (
 	ErrCardNoMobile          = def(12010, "service.cards.no_mobile", KindConflict)
 	// ErrSMSUnavailable: the SMS gateway did not take the message (added).
 	ErrSMSUnavailable = def(12011, "service.cards.sms_unavailable", KindUnavailable)
+	// ErrPINSMSHold: no PIN text for 24 hours after a staff member changed
+	// the card's 3DS or delivery number (issue 20, M3).
+	ErrPINSMSHold = def(12012, "service.cards.pin_sms_hold", KindConflict)
 
 	ErrAccountValidation        = def(13001, "service.accounts.validation", KindInvalid)
 	ErrAccountNotFound          = def(13002, "service.accounts.not_found", KindNotFound)
@@ -193,6 +196,10 @@ var (
 	ErrCurrencyMismatch          = def(14005, "service.transfers.currency_mismatch", KindConflict)
 	ErrDestinationNotFound       = def(14006, "service.transfers.destination_not_found", KindNotFound)
 	ErrTransferInvalidTransition = def(14007, "service.transfers.invalid_transition", KindConflict)
+	// ErrSameBalance: the two sides of a movement are one balance (a main
+	// account and one of its virtual accounts): nothing would move, so
+	// nothing is booked (issue 20, M1).
+	ErrSameBalance = def(14008, "service.transfers.same_balance", KindConflict)
 	// ErrTransferComplianceHold: the source account's holder has a
 	// sanctions or watch-list hit waiting for a compliance decision, or
 	// confirmed (issue 19): no money leaves until compliance decides.
@@ -206,6 +213,9 @@ var (
 	ErrPartnerNotFound    = def(10404, "service.partners.not_found", KindNotFound)
 	ErrPartnerKeyNotFound = def(10405, "service.partners.key_not_found", KindNotFound)
 	ErrPartnerValidation  = def(10406, "service.partners.validation", KindInvalid)
+	// ErrRotationInOverlap: a secret rotation while the previous secret is
+	// still inside its overlap needs a confirmation (issue 20, A4).
+	ErrRotationInOverlap = def(10407, "service.partners.rotation_in_overlap", KindConflict)
 )
 
 // Catalogue lists every catalogue error, for documentation and for the test
@@ -218,12 +228,12 @@ func Catalogue() []*Error {
 		ErrBadRequest, ErrRouteNotFound, ErrMethodNotAllowed, ErrTooLarge, ErrRateLimited, ErrIdempotencyConflict, ErrApplicationClosed,
 		ErrNonUniqueValue, ErrCardValidation, ErrCardNotFound, ErrCardAccountUnusable,
 		ErrActiveCardExists, ErrCardInvalidTransition, ErrGroupNotInProgram, ErrDeliveryRequired,
-		ErrCardProgramMismatch, ErrCardAMLRequired, ErrCardNoMobile, ErrSMSUnavailable, ErrAccountValidation,
+		ErrCardProgramMismatch, ErrCardAMLRequired, ErrCardNoMobile, ErrSMSUnavailable, ErrPINSMSHold, ErrAccountValidation,
 		ErrAccountNotFound, ErrProgramNotFound, ErrOwnerNotFound, ErrMainAccountInvalid,
 		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrTransferValidation, ErrTransferNotFound,
 		ErrInsufficientFunds, ErrTransferAccountUnusable, ErrCurrencyMismatch, ErrDestinationNotFound,
-		ErrTransferInvalidTransition, ErrAuthorizationNotFound, ErrUserHasProducts, ErrKYCAlreadyApproved,
-		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation,
+		ErrTransferInvalidTransition, ErrSameBalance, ErrAuthorizationNotFound, ErrUserHasProducts, ErrKYCAlreadyApproved,
+		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation, ErrRotationInOverlap,
 	}
 }
 
@@ -262,6 +272,9 @@ var (
 	// ErrSanctionsBlocked: a sanctions hit of the application is confirmed
 	// as a true match, so it cannot be approved (issue 19, C1).
 	ErrSanctionsBlocked = def(20033, "portal.review.sanctions_blocked", KindConflict)
+	// ErrRevealQuota: the staff member reached their quota of card-number
+	// reveals and full-PAN searches (issue 20, M2/M4).
+	ErrRevealQuota = def(20090, "portal.cards.reveal_quota", KindRateLimited)
 	// ErrSanctionsUndecided: a sanctions hit of the application waits for
 	// its (two-person) decision, so it cannot be approved yet (C2).
 	ErrSanctionsUndecided = def(20034, "portal.review.sanctions_undecided", KindConflict)
@@ -288,5 +301,5 @@ func PortalCatalogue() []*Error {
 		ErrKYCLinkInvalid, ErrKYCUploadInvalid, ErrKYCLinkUsed, ErrScreeningUpdate,
 		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrSanctionsBlocked, ErrSanctionsUndecided, ErrProgramValidation, ErrProgramStale,
 		ErrSuspenseNotFound, ErrSuspenseResolved, ErrAdjustmentNotFound, ErrAdjustmentDecided,
-		ErrSuspenseAssignmentPending, ErrSuspenseAssignmentNotFound, ErrSuspenseAssignmentDecided}
+		ErrSuspenseAssignmentPending, ErrSuspenseAssignmentNotFound, ErrSuspenseAssignmentDecided, ErrRevealQuota}
 }

@@ -198,15 +198,16 @@ func (s *AccountStore) RegisterIBAN(ctx context.Context, iban, account, balance 
 	return Translate(err)
 }
 
-// NextSerial implements service.AccountStore.
-func (s *AccountStore) NextSerial(ctx context.Context, kind string) (int64, error) {
-	seq := map[string]string{"bg": "bg_account_serial", "uk": "uk_account_serial"}[kind]
-	if seq == "" {
-		return 0, emi.Internal(errUnknownSerial)
+// ReserveSerial implements service.AccountStore.
+func (s *AccountStore) ReserveSerial(ctx context.Context, kind string, serial int64, iban string) (bool, error) {
+	if kind != "bg" && kind != "uk" {
+		return false, emi.Internal(errUnknownSerial)
 	}
-	var n int64
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT nextval('`+seq+`')`)
-	return n, Translate(err)
+	var got []int64
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &got, `INSERT INTO identifier_serials (kind, serial)
+		SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM ibans WHERE iban = $3)
+		ON CONFLICT DO NOTHING RETURNING serial`, kind, serial, iban)
+	return len(got) == 1, Translate(err)
 }
 
 var errUnknownSerial = errors.New("unknown identifier serial")

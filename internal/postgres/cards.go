@@ -288,6 +288,38 @@ func (s *CardStore) InsertCardChange(ctx context.Context, card string, c emi.Car
 	return Translate(err)
 }
 
+// LastChange implements service.CardStore: the latest history entry of the
+// card among changes, and whether a staff member made it (its actor is a
+// staff user's id); found is false when there is none.
+func (s *CardStore) LastChange(ctx context.Context, card string, changes []string) (service.CardChangeSeen, error) {
+	var row struct {
+		At      time.Time `db:"at"`
+		ByStaff bool      `db:"by_staff"`
+	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT at,
+		EXISTS (SELECT 1 FROM staff_users WHERE id::text = h.actor) AS by_staff
+		FROM card_history h WHERE card = $1 AND change = ANY($2) ORDER BY id DESC LIMIT 1`, card, pq.Array(changes))
+	if errors.Is(err, sql.ErrNoRows) {
+		return service.CardChangeSeen{}, nil
+	}
+	if err != nil {
+		return service.CardChangeSeen{}, Translate(err)
+	}
+	return service.CardChangeSeen{Found: true, At: row.At, ByStaff: row.ByStaff}, nil
+}
+
+// LastStaffChange implements service.CardStore: when a staff member last
+// made one of changes to the card (zero when never).
+func (s *CardStore) LastStaffChange(ctx context.Context, card string, changes []string) (time.Time, error) {
+	var at *time.Time
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &at, `SELECT max(at) FROM card_history h WHERE card = $1 AND change = ANY($2)
+		AND EXISTS (SELECT 1 FROM staff_users WHERE id::text = h.actor)`, card, pq.Array(changes))
+	if err != nil || at == nil {
+		return time.Time{}, Translate(err)
+	}
+	return *at, nil
+}
+
 // CardHistory implements service.CardStore.
 func (s *CardStore) CardHistory(ctx context.Context, card string) ([]emi.CardChange, error) {
 	var out []emi.CardChange
@@ -407,20 +439,6 @@ func (s *CardStore) InsertSMS(ctx context.Context, m emi.SMSMessage) error {
 		provider_ref, error, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		m.PartnerID, m.Card, m.To, m.TextMasked, m.Provider, m.Status, m.ProviderRef, m.Error, m.CreatedAt)
 	return Translate(err)
-}
-
-// SMSSentSince implements service.CardStore.
-func (s *CardStore) SMSSentSince(ctx context.Context, card string, t time.Time) (int, time.Time, error) {
-	var row struct {
-		N      int        `db:"n"`
-		Oldest *time.Time `db:"oldest"`
-	}
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT count(*) AS n, min(created_at) AS oldest FROM sms_messages
-		WHERE card = $1 AND created_at > $2 AND status = 'sent'`, card, t)
-	if row.Oldest == nil {
-		return row.N, time.Time{}, Translate(err)
-	}
-	return row.N, *row.Oldest, Translate(err)
 }
 
 // SMSMessages implements service.CardStore ("" card: every message).

@@ -233,7 +233,15 @@ func (s *Store) PruneSignatures(ctx context.Context, now time.Time) (int64, erro
 		return 0, Translate(err)
 	}
 	n, err := res.RowsAffected()
-	return n, Translate(err)
+	if err != nil {
+		return 0, Translate(err)
+	}
+	// Counted events of rolling-window limits (LimitStore) older than any
+	// window in use (the longest is 24 hours).
+	if _, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM rate_events WHERE at < $1`, now.Add(-48*time.Hour)); err != nil {
+		return 0, Translate(err)
+	}
+	return n, nil
 }
 
 // TryLockIdempotencyKey takes a transaction-scoped advisory lock on
@@ -246,17 +254,20 @@ func (s *Store) TryLockIdempotencyKey(ctx context.Context, partnerID, key string
 }
 
 // StoredResponse returns the response stored for (partner, key) created at
-// or after since.
+// or after since. Its body is sealed (BodySealed, opened by the service)
+// unless the row was stored before migration 00054.
 func (s *Store) StoredResponse(ctx context.Context, partnerID, key string, since time.Time) (service.StoredResponse, bool, error) {
 	var row struct {
+		ID          string    `db:"id"`
 		Fingerprint []byte    `db:"fingerprint"`
 		Status      int       `db:"status"`
 		Headers     []byte    `db:"headers"`
 		Body        []byte    `db:"body"`
+		BodyEnc     []byte    `db:"body_enc"`
 		CreatedAt   time.Time `db:"created_at"`
 	}
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row,
-		`SELECT fingerprint, status, headers, body, created_at FROM idempotency_keys
+		`SELECT id, fingerprint, status, headers, body, body_enc, created_at FROM idempotency_keys
 		  WHERE partner_id = $1 AND key = $2 AND created_at >= $3`, partnerID, key, since)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -264,7 +275,10 @@ func (s *Store) StoredResponse(ctx context.Context, partnerID, key string, since
 		}
 		return service.StoredResponse{}, false, Translate(err)
 	}
-	resp := service.StoredResponse{Fingerprint: row.Fingerprint, Status: row.Status, Body: row.Body, CreatedAt: row.CreatedAt}
+	resp := service.StoredResponse{ID: row.ID, Fingerprint: row.Fingerprint, Status: row.Status, Body: row.Body, CreatedAt: row.CreatedAt}
+	if row.BodyEnc != nil {
+		resp.Body, resp.BodySealed = row.BodyEnc, true
+	}
 	if err := json.Unmarshal(row.Headers, &resp.Headers); err != nil {
 		return service.StoredResponse{}, false, emi.Internal(err)
 	}
@@ -272,18 +286,22 @@ func (s *Store) StoredResponse(ctx context.Context, partnerID, key string, since
 }
 
 // SaveResponse stores resp for (partner, key), replacing an expired row.
+// resp.Body must be sealed (resp.BodySealed) under resp.ID's context.
 func (s *Store) SaveResponse(ctx context.Context, partnerID, key string, resp service.StoredResponse) error {
+	if !resp.BodySealed || resp.ID == "" {
+		return emi.Internal(errors.New("idempotency: a stored response must be sealed"))
+	}
 	h, err := json.Marshal(resp.Headers)
 	if err != nil {
 		return emi.Internal(err)
 	}
 	_, err = s.db.Ext(ctx).ExecContext(ctx,
-		`INSERT INTO idempotency_keys (partner_id, key, fingerprint, status, headers, body, created_at)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7)
+		`INSERT INTO idempotency_keys (id, partner_id, key, fingerprint, status, headers, body, body_enc, created_at)
+		 VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8)
 		 ON CONFLICT (partner_id, key) DO UPDATE
-		   SET fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, headers = EXCLUDED.headers,
-		       body = EXCLUDED.body, created_at = EXCLUDED.created_at`,
-		partnerID, key, resp.Fingerprint, resp.Status, jsonText(h), resp.Body, resp.CreatedAt)
+		   SET id = EXCLUDED.id, fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, headers = EXCLUDED.headers,
+		       body = NULL, body_enc = EXCLUDED.body_enc, created_at = EXCLUDED.created_at`,
+		resp.ID, partnerID, key, resp.Fingerprint, resp.Status, jsonText(h), resp.Body, resp.CreatedAt)
 	return Translate(err)
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -31,10 +32,19 @@ import (
 // run the same statement inside their transaction) then removes every
 // session of a user at once.
 //
-// A request already in flight while sessions are revoked may save its
-// session again afterwards; that is why revocation also stamps
-// staff_users.sessions_revoked_at, which service.Staff.Current checks on
-// every request.
+// Revocation wins over requests in flight (issue 20, A1). scs saves a
+// request's session when the request ends, so a request that started
+// before a sign-out used to write the deleted session back (the commit was
+// an upsert) and the old cookie kept working. Now every deletion (sign-out,
+// token renewal, "sign out everywhere", a revocation by an administrator)
+// leaves a tombstone in revoked_sessions until the token could no longer
+// be valid, and a commit whose token has a tombstone is dropped: the commit
+// upserts, then looks for the tombstone in a later statement (which sees
+// every revocation committed meanwhile, including one that waited on the
+// session row's lock) and rolls back when it finds one; a commit and a
+// deletion of one token also serialize on an advisory lock. Revocation
+// still stamps staff_users.sessions_revoked_at, which service.Staff.Current
+// checks on every request.
 //
 // It does not implement scs.IterableStore: All must return the tokens,
 // and the table only has their hashes.
@@ -85,13 +95,43 @@ func (s *SessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool,
 
 // CommitCtx saves the session data under token until expiry, replacing an
 // existing row, and tags it with the staff id found in the data.
+// A token that was deleted (signed out, renewed, revoked) is never saved
+// again: the commit is dropped without an error, so the request that
+// carried it ends normally and its cookie leads nowhere.
 func (s *SessionStore) CommitCtx(ctx context.Context, token string, b []byte, expiry time.Time) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx,
-		`INSERT INTO sessions (token_hash, data, expiry, staff_id) VALUES ($1, $2, $3, $4)
-		 ON CONFLICT (token_hash) DO UPDATE SET data = EXCLUDED.data, expiry = EXCLUDED.expiry, staff_id = EXCLUDED.staff_id`,
-		tokenHash(token), b, expiry, s.staffID(b))
-	return Translate(err)
+	h := tokenHash(token)
+	err := s.db.InTx(WithoutTx(ctx), func(ctx context.Context) error {
+		ext := s.db.Ext(ctx)
+		if _, err := ext.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(encode($1::bytea, 'hex'), 7))`, h); err != nil {
+			return Translate(err)
+		}
+		if _, err := ext.ExecContext(ctx,
+			`INSERT INTO sessions (token_hash, data, expiry, staff_id) VALUES ($1, $2, $3, $4)
+			 ON CONFLICT (token_hash) DO UPDATE SET data = EXCLUDED.data, expiry = EXCLUDED.expiry, staff_id = EXCLUDED.staff_id`,
+			h, b, expiry, s.staffID(b)); err != nil {
+			return Translate(err)
+		}
+		var revoked bool
+		if err := sqlx.GetContext(ctx, ext, &revoked, `SELECT EXISTS (SELECT 1 FROM revoked_sessions WHERE token_hash = $1)`, h); err != nil {
+			return Translate(err)
+		}
+		if revoked {
+			return errSessionRevoked
+		}
+		return nil
+	})
+	if errors.Is(err, errSessionRevoked) {
+		return nil
+	}
+	return err
 }
+
+// errSessionRevoked rolls back the commit of a revoked token.
+var errSessionRevoked = errors.New("session revoked")
+
+// revokedFor is how long a deleted token is remembered: longer than any
+// session can live (12 hours absolute).
+const revokedFor = 13 * time.Hour
 
 // staffID returns the staff id in the session data, or nil when there is
 // none (anonymous session, another codec, not a UUID).
@@ -108,9 +148,22 @@ func (s *SessionStore) staffID(b []byte) *string {
 }
 
 // DeleteCtx deletes the session with token; an unknown token is no error.
+// It leaves a tombstone, so a request in flight cannot save the session
+// again (CommitCtx).
 func (s *SessionStore) DeleteCtx(ctx context.Context, token string) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = $1`, tokenHash(token))
-	return Translate(err)
+	h := tokenHash(token)
+	return s.db.InTx(ctx, func(ctx context.Context) error {
+		ext := s.db.Ext(ctx)
+		if _, err := ext.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(encode($1::bytea, 'hex'), 7))`, h); err != nil {
+			return Translate(err)
+		}
+		if _, err := ext.ExecContext(ctx, `INSERT INTO revoked_sessions (token_hash, expires_at) VALUES ($1, $2)
+			ON CONFLICT (token_hash) DO NOTHING`, h, s.now().Add(revokedFor)); err != nil {
+			return Translate(err)
+		}
+		_, err := ext.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = $1`, h)
+		return Translate(err)
+	})
 }
 
 // Find implements scs.Store.
@@ -167,9 +220,15 @@ func deleteStaffSessions(ctx context.Context, ext sqlx.ExtContext, staffID strin
 	if !validUUID(staffID) {
 		return 0, nil
 	}
-	return rowsAffected(ext.ExecContext(ctx, `DELETE FROM sessions WHERE staff_id = $1`, staffID))
+	// Each deleted token leaves a tombstone (see CommitCtx).
+	return rowsAffected(ext.ExecContext(ctx, `WITH d AS (DELETE FROM sessions WHERE staff_id = $1 RETURNING token_hash)
+		INSERT INTO revoked_sessions (token_hash, expires_at) SELECT token_hash, now() + $2::interval FROM d
+		ON CONFLICT (token_hash) DO NOTHING`, staffID, fmt.Sprintf("%d seconds", int(revokedFor.Seconds()))))
 }
 
 func deleteExpiredSessions(ctx context.Context, ext sqlx.ExtContext, now time.Time) (int64, error) {
+	if _, err := ext.ExecContext(ctx, `DELETE FROM revoked_sessions WHERE expires_at <= $1`, now); err != nil {
+		return 0, Translate(err)
+	}
 	return rowsAffected(ext.ExecContext(ctx, `DELETE FROM sessions WHERE expiry <= $1`, now))
 }

@@ -248,3 +248,112 @@ func TestSessionStoreUnderSCS(t *testing.T) {
 		t.Fatal("the session still works after DeleteStaffSessions")
 	}
 }
+
+// TestSignOutWinsOverRequestsInFlight performs issue 20's A1 attack under
+// scs: a request that loaded the session before a sign-out commits it
+// after (scs saves each request's session at its end). The old commit was
+// an upsert, so it wrote the deleted session back and the old cookie kept
+// working. Now the sign-out leaves a tombstone and the in-flight commit is
+// dropped: the old cookie is refused, also with 20 such requests in
+// flight at once, and after "sign out everywhere" (DeleteStaffSessions).
+func TestSignOutWinsOverRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t)
+	store := postgres.NewSessionStore(db, nil)
+	staff := insertStaff(t, db, "inflight@x.test")
+	sm := scs.New()
+	sm.Store = store
+	loaded := make(chan struct{}, 64)
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/signin", func(w http.ResponseWriter, r *http.Request) {
+		if err := sm.RenewToken(r.Context()); err != nil {
+			t.Error(err)
+		}
+		sm.Put(r.Context(), service.SessionStaffKey, staff)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		// A request that touches its session (as every back-office page
+		// does) and is still running when the sign-out happens.
+		sm.Put(r.Context(), "last_seen", time.Now().String())
+		loaded <- struct{}{}
+		<-release
+	})
+	mux.HandleFunc("/signout", func(w http.ResponseWriter, r *http.Request) {
+		if err := sm.Destroy(r.Context()); err != nil {
+			t.Error(err)
+		}
+	})
+	mux.HandleFunc("/me", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(sm.GetString(r.Context(), service.SessionStaffKey)))
+	})
+	srv := httptest.NewServer(sm.LoadAndSave(mux))
+	defer srv.Close()
+	do := func(path string, cookie *http.Cookie) (*http.Cookie, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return nil, ""
+		}
+		defer res.Body.Close()
+		b := make([]byte, 512)
+		n, _ := res.Body.Read(b)
+		for _, c := range res.Cookies() {
+			if c.Name == sm.Cookie.Name {
+				return c, string(b[:n])
+			}
+		}
+		return cookie, string(b[:n])
+	}
+
+	for _, inFlight := range []int{1, 20} {
+		cookie, _ := do("/signin", nil)
+		if _, me := do("/me", cookie); me != staff {
+			t.Fatalf("signed in as %q", me)
+		}
+		var wg sync.WaitGroup
+		for range inFlight {
+			wg.Add(1)
+			go func() { defer wg.Done(); do("/slow", cookie) }()
+		}
+		for range inFlight {
+			<-loaded
+		}
+		do("/signout", cookie)
+		if _, me := do("/me", cookie); me != "" {
+			t.Fatalf("%d in flight: the cookie works right after sign-out", inFlight)
+		}
+		close(release)
+		wg.Wait()
+		release = make(chan struct{})
+		if _, me := do("/me", cookie); me != "" {
+			t.Fatalf("%d in flight: the signed-out cookie works again after the requests in flight ended", inFlight)
+		}
+		if n := countSessions(t, db, "token_hash = $1", tokenSHA(cookie.Value)); n != 0 {
+			t.Fatalf("%d in flight: the signed-out session was written back", inFlight)
+		}
+	}
+
+	// "Sign out everywhere" (every revocation deletes by staff user) wins too.
+	cookie, _ := do("/signin", nil)
+	done := make(chan struct{})
+	go func() { defer close(done); do("/slow", cookie) }()
+	<-loaded
+	if _, err := store.DeleteStaffSessions(context.Background(), staff); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	<-done
+	if _, me := do("/me", cookie); me != "" {
+		t.Fatal("a revoked session was written back by a request in flight")
+	}
+}
+
+func tokenSHA(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}

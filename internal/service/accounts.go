@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"math/big"
 	"strings"
 
 	"emi/internal/emi"
@@ -29,8 +31,10 @@ type AccountStore interface {
 	// RegisterIBAN records an issued IBAN; it fails with
 	// emi.ErrNonUniqueValue when the IBAN exists.
 	RegisterIBAN(ctx context.Context, iban, account, balance string, virtual bool) error
-	// NextSerial draws the next serial of an identifier kind ("bg", "uk").
-	NextSerial(ctx context.Context, kind string) (int64, error)
+	// ReserveSerial reserves serial of an identifier kind ("bg", "uk")
+	// whose IBAN is iban; ok is false when the serial was reserved before
+	// or the IBAN is already issued (draw another).
+	ReserveSerial(ctx context.Context, kind string, serial int64, iban string) (ok bool, err error)
 	// Account returns an account of the partner ("" partnerID: any) with
 	// its balances; forUpdate locks it. Returns emi.ErrAccountNotFound.
 	Account(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Account, error)
@@ -235,22 +239,36 @@ func (s *Accounts) Create(ctx context.Context, in emi.AccountCreate) (emi.Accoun
 	return s.store.Account(ctx, p.PartnerID, a.Token, false)
 }
 
-// identify gives a balance its identifiers from the next serial.
+// identify gives a balance its identifiers from a random serial (issue 20,
+// M5: sequential serials let a partner walk other partners' customers from
+// its own IBAN). The check digits and the iban and ukbank rules are those
+// of the serial's identifiers as before; uniqueness is the reservation's
+// (ReserveSerial), so a serial already drawn or issued is drawn again.
 func (s *Accounts) identify(ctx context.Context, b *emi.Balance, scheme string) error {
 	switch scheme {
 	case emi.SchemeIBANBG:
-		serial, err := s.store.NextSerial(ctx, "bg")
-		if err != nil {
-			return err
-		}
-		iban, bic, err := s.ids.BGIBAN(serial)
-		if err != nil {
-			return emi.Internal(err)
-		}
-		b.IBAN, b.BIC = &iban, bic
-	case emi.SchemeUK:
 		for attempt := 0; attempt < 20; attempt++ {
-			serial, err := s.store.NextSerial(ctx, "uk")
+			serial, err := randomSerial(maxBGSerial)
+			if err != nil {
+				return err
+			}
+			iban, bic, err := s.ids.BGIBAN(serial)
+			if err != nil {
+				return emi.Internal(err)
+			}
+			ok, err := s.store.ReserveSerial(ctx, "bg", serial, iban)
+			if err != nil {
+				return err
+			}
+			if ok {
+				b.IBAN, b.BIC = &iban, bic
+				return nil
+			}
+		}
+		return emi.Internal(errors.New("no free Bulgarian IBAN serial in 20 draws"))
+	case emi.SchemeUK:
+		for attempt := 0; attempt < 40; attempt++ {
+			serial, err := randomSerial(maxUKSerial)
 			if err != nil {
 				return err
 			}
@@ -258,14 +276,36 @@ func (s *Accounts) identify(ctx context.Context, b *emi.Balance, scheme string) 
 			if err != nil {
 				return emi.Internal(err)
 			}
+			if !ok {
+				continue // no check digit makes this serial pass the modulus rule
+			}
+			if ok, err = s.store.ReserveSerial(ctx, "uk", serial, iban); err != nil {
+				return err
+			}
 			if ok {
 				b.AccountNumber, b.SortCode, b.IBAN, b.BIC = &number, &sort, &iban, bic
 				return nil
 			}
 		}
-		return emi.Internal(errors.New("no valid UK account number in 20 serials"))
+		return emi.Internal(errors.New("no free UK account number in 40 draws"))
 	}
 	return nil
+}
+
+// Serial ranges: 8 digits in a Bulgarian IBAN, 7 (and a check digit) in a
+// UK account number (ukbank.MaxSerial).
+const (
+	maxBGSerial = 99_999_999
+	maxUKSerial = 9_999_999
+)
+
+// randomSerial draws a serial in 1..max from crypto/rand.
+func randomSerial(max int64) (int64, error) {
+	n, err := rand.Int(rand.Reader, big.NewInt(max))
+	if err != nil {
+		return 0, emi.Internal(err)
+	}
+	return n.Int64() + 1, nil
 }
 
 // issueVirtualIBAN gives a virtual account its own IBAN routed to a main

@@ -38,15 +38,18 @@ type CardStore interface {
 	// any, locked.
 	OpenCardOfAccount(ctx context.Context, account string) (emi.Card, bool, error)
 	InsertCardChange(ctx context.Context, card string, c emi.CardChange) error
+	// LastChange returns the card's latest history entry among changes
+	// and whether a staff member made it.
+	LastChange(ctx context.Context, card string, changes []string) (CardChangeSeen, error)
+	// LastStaffChange returns when a staff member last made one of
+	// changes to the card (zero when never).
+	LastStaffChange(ctx context.Context, card string, changes []string) (time.Time, error)
 	CardHistory(ctx context.Context, card string) ([]emi.CardChange, error)
 	Cards(ctx context.Context, f emi.CardFilter) ([]emi.Card, int64, error)
 	// SearchCards finds cards for customer service (see Cards.Search).
 	SearchCards(ctx context.Context, q CardQuery) ([]emi.Card, error)
 	InsertWalletToken(ctx context.Context, w emi.WalletToken) error
 	InsertSMS(ctx context.Context, m emi.SMSMessage) error
-	// SMSSentSince counts the messages delivered for a card since t and
-	// returns the time of the oldest of them.
-	SMSSentSince(ctx context.Context, card string, t time.Time) (int, time.Time, error)
 	SMSMessages(ctx context.Context, card string, limit int) ([]emi.SMSMessage, error)
 	// StaffNames returns the names of staff members by id.
 	StaffNames(ctx context.Context, ids []string) (map[string]string, error)
@@ -116,10 +119,24 @@ type CardAML interface {
 	UserScreening(ctx context.Context, user string) (emi.UserScreening, error)
 }
 
+// CardChangeSeen is a card's latest history entry of some kinds.
+type CardChangeSeen struct {
+	Found   bool
+	At      time.Time
+	ByStaff bool
+}
+
 // CardsConfig holds the card service's limits.
 type CardsConfig struct {
 	// PINSMSPerDay caps card_send_pin per card in 24 hours (0: 5).
 	PINSMSPerDay int
+	// RevealQuota caps each staff member's card-number reveals and
+	// full-PAN searches per RevealWindow (0: 10 an hour; EMI_REVEAL_QUOTA).
+	RevealQuota  int
+	RevealWindow time.Duration
+	// Limits decides the reveal quota atomically; without it every reveal
+	// and full-PAN search is refused (fail closed).
+	Limits RateLimiter
 }
 
 // Cards issues and controls cards (seed "Card", contract §6, §7).
@@ -149,9 +166,19 @@ func NewCards(tx TxRunner, store CardStore, accounts CardAccounts, aml CardAML, 
 	if cfg.PINSMSPerDay == 0 {
 		cfg.PINSMSPerDay = 5
 	}
+	if cfg.RevealQuota == 0 {
+		cfg.RevealQuota = DefaultRevealQuota
+	}
+	if cfg.RevealWindow == 0 {
+		cfg.RevealWindow = time.Hour
+	}
 	return &Cards{tx: tx, store: store, accounts: accounts, aml: aml, users: users, vault: vault, sms: sms, events: events,
 		audit: audit, validate: v, names: names, cfg: cfg, now: now}
 }
+
+// DefaultRevealQuota is how many card numbers one staff member may reveal
+// (or look up by full PAN) per hour unless EMI_REVEAL_QUOTA says otherwise.
+const DefaultRevealQuota = 10
 
 // Seal contexts: the card token and the column are the associated data,
 // so a value copied into another row or column does not open.

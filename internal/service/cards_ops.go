@@ -494,14 +494,48 @@ func (s *Cards) ResetPIN(ctx context.Context, token, reason string) (emi.Card, e
 	})
 }
 
-// mobile is where the card's texts go: the delivery phone, else the 3DS
-// OTP number, else the phone of the card's user.
-func (s *Cards) mobile(ctx context.Context, c emi.Card) (string, error) {
+// Card history changes that set a phone number a PIN text could go to.
+var (
+	threeDSNumberChanges  = []string{"3ds_enrol", "3ds_update"}
+	deliveryNumberChanges = []string{"convert"}
+)
+
+// PINSMSHold is how long no PIN text is sent after a staff member changed
+// the card's 3DS or delivery number (issue 20, M3).
+const PINSMSHold = 24 * time.Hour
+
+// pinMobile is where a PIN text may go: the mobile number the partner set
+// (the delivery phone, else the 3DS OTP number, else the user's phone),
+// never a number a staff member set: a customer-service agent could
+// re-point the 3DS number to their own phone and send the PIN there
+// (issue 20, M3). For 24 hours after a staff change of the 3DS or delivery
+// number no PIN text is sent at all (emi.ErrPINSMSHold), so a change made
+// to intercept the PIN is seen by the cardholder (their 3DS texts stop)
+// before any PIN leaves.
+func (s *Cards) pinMobile(ctx context.Context, c emi.Card, now time.Time) (string, error) {
+	last, err := s.store.LastStaffChange(ctx, c.Token, append(slices.Clone(threeDSNumberChanges), deliveryNumberChanges...))
+	if err != nil {
+		return "", err
+	}
+	if !last.IsZero() && now.Sub(last) < PINSMSHold {
+		return "", emi.ErrPINSMSHold.WithDetail("a staff member changed a phone number of the card at %s", last.Format(time.RFC3339)).
+			Wrap(RetryAfter(last.Add(PINSMSHold).Sub(now)))
+	}
+	partnerSet := func(changes []string) (bool, error) {
+		seen, err := s.store.LastChange(ctx, c.Token, changes)
+		return !seen.ByStaff, err
+	}
 	if c.Delivery != nil && c.Delivery.Phone != "" {
-		return c.Delivery.Phone, nil
+		ok, err := partnerSet(deliveryNumberChanges)
+		if err != nil || ok {
+			return c.Delivery.Phone, err
+		}
 	}
 	if c.ThreeDS.OTPSMS != "" {
-		return c.ThreeDS.OTPSMS, nil
+		ok, err := partnerSet(threeDSNumberChanges)
+		if err != nil || ok {
+			return c.ThreeDS.OTPSMS, err
+		}
 	}
 	if c.User != "" {
 		p, err := s.store.UserPhone(ctx, c.User)
@@ -509,6 +543,9 @@ func (s *Cards) mobile(ctx context.Context, c emi.Card) (string, error) {
 	}
 	return "", nil
 }
+
+// pinSMSScope is the rate-limit scope of a card's PIN texts.
+const pinSMSScope = "card.pin_sms"
 
 // SendPIN sends the card's PIN by SMS (card_send_pin) where the program
 // allows it, to the card's mobile number (12010 without one), at most
@@ -533,25 +570,33 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 	if !prog.PINBySMS {
 		return emi.SMSMessage{}, emi.ErrCardProgramMismatch.WithDetail("program %s does not send PINs by SMS", prog.Code)
 	}
-	to, err := s.mobile(ctx, c)
+	now := s.now().UTC()
+	to, err := s.pinMobile(ctx, c, now)
 	if err != nil {
 		return emi.SMSMessage{}, err
 	}
 	if to == "" {
-		return emi.SMSMessage{}, emi.ErrCardNoMobile.WithDetail("the card has no mobile number (delivery_details.phone, three_ds.otp_sms or the user's phone)")
+		return emi.SMSMessage{}, emi.ErrCardNoMobile.WithDetail("the card has no mobile number the partner set (delivery_details.phone, three_ds.otp_sms or the user's phone)")
 	}
-	now := s.now().UTC()
-	n, oldest, err := s.store.SMSSentSince(ctx, c.Token, now.Add(-24*time.Hour))
+	// The daily limit is decided atomically (50 concurrent requests send
+	// at most PINSMSPerDay texts): the text is counted before it is sent,
+	// and taken back when the gateway refuses it (the cardholder got
+	// nothing).
+	if s.cfg.Limits == nil {
+		return emi.SMSMessage{}, emi.Internal(errors.New("PIN texts need a rate limiter"))
+	}
+	ok, retry, err := s.cfg.Limits.Take(ctx, pinSMSScope, c.Token, s.cfg.PINSMSPerDay, 24*time.Hour, now)
 	if err != nil {
 		return emi.SMSMessage{}, err
 	}
-	if n >= s.cfg.PINSMSPerDay {
-		// Texts the gateway refused do not count: the cardholder got nothing.
-		return emi.SMSMessage{}, emi.ErrRateLimited.WithDetail("the PIN of this card was sent %d times in 24 hours", n).
-			Wrap(RetryAfter(oldest.Add(24 * time.Hour).Sub(now)))
+	if !ok {
+		return emi.SMSMessage{}, emi.ErrRateLimited.WithDetail("the PIN of this card was sent %d times in 24 hours", s.cfg.PINSMSPerDay).
+			Wrap(RetryAfter(retry))
 	}
+	release := func() { _ = s.cfg.Limits.Release(ctx, pinSMSScope, c.Token, now) }
 	pin, err := s.openPIN(ctx, c.Token)
 	if err != nil {
+		release()
 		return emi.SMSMessage{}, err
 	}
 	text := "Your card ending " + c.Last4 + " has PIN " + pin + ". Never share it."
@@ -568,12 +613,14 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 	}
 	if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.reveal", ResourceType: "card", ResourceToken: c.Token,
 		PartnerID: c.PartnerID, Changes: changes}); err != nil {
+		release()
 		return m, err
 	}
 	ref, sendErr := s.sms.Send(ctx, to, text)
 	m.ProviderRef = ref
 	if sendErr != nil {
 		m.Status, m.Error = "failed", truncate(sendErr.Error(), 500)
+		release()
 	}
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
 		if err := s.store.InsertSMS(ctx, m); err != nil {
@@ -757,9 +804,44 @@ type StepUp interface {
 	StepUp(ctx context.Context, staffID, secret string) error
 }
 
+// revealScope is the rate-limit scope of each staff member's reveals and
+// full-PAN searches.
+const revealScope = "card.reveal"
+
+// takeReveal counts one reveal (or full-PAN search) against the staff
+// member's quota (CardsConfig.RevealQuota per RevealWindow), atomically:
+// concurrent attempts never get more than the quota through. When the
+// quota is reached it writes a "card.reveal_quota" audit row (denied) and
+// returns emi.ErrRevealQuota; the caller's refused attempt is audited by
+// the caller.
+func (s *Cards) takeReveal(ctx context.Context, staffID, token string, fields []string) error {
+	if s.cfg.Limits == nil {
+		return emi.Internal(errors.New("card reveals need a rate limiter"))
+	}
+	ok, retry, err := s.cfg.Limits.Take(ctx, revealScope, staffID, s.cfg.RevealQuota, s.cfg.RevealWindow, s.now().UTC())
+	if err != nil {
+		return err
+	}
+	if ok {
+		return nil
+	}
+	if !validToken(token) {
+		token = ""
+	}
+	_ = s.audit.Record(ctx, emi.AuditEntry{Action: "card.reveal_quota", ResourceType: "card", ResourceToken: token,
+		Outcome: emi.OutcomeDenied, Changes: map[string]any{"fields": fields, "quota": s.cfg.RevealQuota,
+			"window": s.cfg.RevealWindow.String(), "retry_after_seconds": RetryAfter(retry).Seconds()}})
+	s.denyReveal(ctx, token, fields, "reveal quota reached")
+	return emi.ErrRevealQuota.WithDetail("%d reveals in %s", s.cfg.RevealQuota, s.cfg.RevealWindow)
+}
+
 // StaffReveal opens a card's full PAN for customer service
-// (emi.PermRevealCardData): the staff member re-enters their password or
-// TOTP code and gives a reason; the reveal is audited like the API's.
+// (emi.PermRevealCardData): the staff member enters a current TOTP code
+// and gives a reason; the reveal is audited like the API's. A step-up is
+// good for one reveal: a TOTP code works once, whereas a password could
+// be sent again with every request of a script (issue 20, M4), so a
+// password is refused here. Each reveal counts against the staff member's
+// quota (takeReveal: 10 an hour by default), decided atomically.
 func (s *Cards) StaffReveal(ctx context.Context, stepUp StepUp, token, secret, reason string) (Revealed, error) {
 	p, _ := emi.PrincipalFrom(ctx)
 	fields := []string{"pan"}
@@ -774,8 +856,16 @@ func (s *Cards) StaffReveal(ctx context.Context, stepUp StepUp, token, secret, r
 	if len(reason) > 1000 {
 		return Revealed{}, emi.ErrCardValidation.Field("reason", "must be at most 1000 characters")
 	}
-	if err := stepUp.StepUp(ctx, p.ActorID, secret); err != nil {
-		s.denyReveal(ctx, token, fields, "password or TOTP code not confirmed")
+	code := strings.ReplaceAll(strings.TrimSpace(secret), " ", "")
+	if len(code) != 6 || !allDigits(code) {
+		s.denyReveal(ctx, token, fields, "no one-time code")
+		return Revealed{}, emi.ErrCardValidation.Field("secret", "must be a current 6-digit TOTP code: each code confirms one reveal")
+	}
+	if err := stepUp.StepUp(ctx, p.ActorID, code); err != nil {
+		s.denyReveal(ctx, token, fields, "TOTP code not confirmed")
+		return Revealed{}, err
+	}
+	if err := s.takeReveal(ctx, p.ActorID, token, fields); err != nil {
 		return Revealed{}, err
 	}
 	c, err := s.store.Card(ctx, "", token, false)

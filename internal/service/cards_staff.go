@@ -14,8 +14,10 @@ import (
 // Search finds cards for customer service (emi.PermViewAccounts). q is
 // read as, in this order:
 //   - a card token;
-//   - a full PAN (13 to 19 digits, spaces and dashes allowed): found
-//     through the keyed lookup digest, never by decrypting;
+//   - a full PAN (13 to 19 digits, spaces and dashes allowed): refused
+//     here (emi.ErrCardValidation on "q"): a search that answers whether
+//     a card has a number is a reveal, so it is SearchPAN's, for staff who
+//     may reveal, counted against their quota and audited (issue 20, M2);
 //   - an IBAN of the card's account;
 //   - "1234 name-or-email": the last four digits with the owner's name or
 //     e-mail; "1234" alone lists every card ending so;
@@ -32,18 +34,60 @@ func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
 		return []emi.Card{}, nil
 	}
 	digits := stripSeparators(q)
-	pan, isPAN := PANQuery(q)
+	_, isPAN := PANQuery(q)
 	switch {
 	case validToken(strings.ToLower(q)):
 		return s.store.SearchCards(ctx, CardQuery{Token: strings.ToLower(q)})
 	case isPAN:
-		return s.store.SearchCards(ctx, CardQuery{PANLookups: s.vault.LookupAll(panLookupContext, []byte(pan))})
+		return nil, emi.ErrCardValidation.Field("q", "a full card number is looked up with the card-number search, by staff who may reveal card numbers")
 	case len(digits) >= 15 && len(digits) <= 34 && looksLikeIBAN(digits):
 		return s.store.SearchCards(ctx, CardQuery{IBAN: strings.ToUpper(digits)})
 	case len(q) >= 4 && allDigits(q[:4]) && (len(q) == 4 || q[4] == ' '):
 		return s.store.SearchCards(ctx, CardQuery{Last4: q[:4], Owner: strings.TrimSpace(q[4:])})
 	}
 	return s.store.SearchCards(ctx, CardQuery{Owner: q, Phone: normalizePhone(q)})
+}
+
+// SearchPAN finds the card with a full card number (13 to 19 digits,
+// spaces and dashes allowed) through the keyed lookup digest, never by
+// decrypting. Telling whether a card has a number is a reveal: with the
+// BIN and the last four digits about a thousand Luhn-valid candidates
+// remain, so an unlimited search recovers a PAN in seconds (issue 20, M2).
+// So it needs emi.PermRevealCardData (denied attempts audited), counts
+// against the staff member's reveal quota (emi.ErrRevealQuota once it is
+// reached) and writes a "card.reveal" audit row for every answered search,
+// naming the card found (or none), never the number. The back office
+// calls it only from a POST, so the number stays out of URLs.
+func (s *Cards) SearchPAN(ctx context.Context, q string) ([]emi.Card, error) {
+	fields := []string{"pan_search"}
+	if err := require(ctx, emi.PermRevealCardData); err != nil {
+		s.denyReveal(ctx, "", fields, "role may not search by card number")
+		return nil, err
+	}
+	pan, ok := PANQuery(q)
+	if !ok {
+		return nil, emi.ErrCardValidation.Field("q", "must be a full card number: 13 to 19 digits")
+	}
+	p, _ := emi.PrincipalFrom(ctx)
+	if err := s.takeReveal(ctx, p.ActorID, "", fields); err != nil {
+		return nil, err
+	}
+	list, err := s.store.SearchCards(ctx, CardQuery{PANLookups: s.vault.LookupAll(panLookupContext, []byte(pan))})
+	if err != nil {
+		return nil, err
+	}
+	found := make([]string, len(list))
+	for i, c := range list {
+		found[i] = c.Token
+	}
+	e := emi.AuditEntry{Action: "card.reveal", ResourceType: "card", Changes: map[string]any{"fields": fields, "found": found}}
+	if len(list) == 1 {
+		e.ResourceToken, e.PartnerID = list[0].Token, list[0].PartnerID
+	}
+	if err := s.audit.Record(ctx, e); err != nil {
+		return nil, err
+	}
+	return list, nil
 }
 
 // stripSeparators drops the spaces and dashes people type inside card

@@ -1,9 +1,14 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"image/png"
 	"strconv"
 	"strings"
 
@@ -90,7 +95,42 @@ func decodeDocument(path string, d emi.Document) (decodedDocument, *emi.FieldErr
 	if !sniffedAs(content, want) {
 		return fail("file", "content is "+got+", which does not match file_type "+d.FileType)
 	}
+	if msg := overPixelBudget(content, want); msg != "" {
+		return fail("file", msg)
+	}
 	return decodedDocument{Document: d, content: content, contentType: want}, nil
+}
+
+// MaxImagePixels is the largest image (width × height) emi accepts: 40
+// megapixels, more than any phone camera's photo of an identity document.
+// A small file can declare a huge image (a 60,000 × 60,000 PNG of one
+// colour compresses to a few kilobytes and decodes to 14 GB of pixels: a
+// decompression bomb for whatever decodes it later; issue 20, A5).
+const MaxImagePixels = 40_000_000
+
+// overPixelBudget reads only the header of a JPEG or PNG
+// (image.DecodeConfig, never the pixels) and returns why it is refused
+// when it declares more than MaxImagePixels; "" otherwise. A header that
+// does not parse is left to the magic-byte check (nothing can decode its
+// pixels either).
+func overPixelBudget(content []byte, contentType string) string {
+	var cfg image.Config
+	var err error
+	switch contentType {
+	case "image/jpeg":
+		cfg, err = jpeg.DecodeConfig(bytes.NewReader(content))
+	case "image/png":
+		cfg, err = png.DecodeConfig(bytes.NewReader(content))
+	default:
+		return ""
+	}
+	if err != nil {
+		return ""
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > MaxImagePixels {
+		return fmt.Sprintf("image is %d × %d pixels: at most %d megapixels are accepted", cfg.Width, cfg.Height, MaxImagePixels/1_000_000)
+	}
+	return ""
 }
 
 // SniffContent returns the content type the magic bytes of b show.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -26,12 +27,22 @@ type IdempotencyStore interface {
 
 // StoredResponse is a response kept for replay, byte for byte.
 type StoredResponse struct {
+	// ID is the stored row's id: the body is sealed bound to it.
+	ID          string
 	Fingerprint []byte
 	Status      int
 	Headers     map[string]string
 	Body        []byte
-	CreatedAt   time.Time
+	// BodySealed tells that Body is sealed (the store's side); Do hands
+	// out and takes bodies in clear.
+	BodySealed bool
+	CreatedAt  time.Time
 }
+
+// idempotencyBodyContext binds a stored response's sealed body to its row
+// (issue 20, A3: a stored answer may carry the hosted KYC page's
+// capability URL and personal data for 24 hours).
+func idempotencyBodyContext(id string) string { return "idempotency_keys.body:" + id }
 
 // IdempotencyTTL is how long a stored response is replayed (contract §5).
 const IdempotencyTTL = 24 * time.Hour
@@ -50,8 +61,15 @@ const MaxIdempotencyKeyLen = 255
 type Idempotency struct {
 	tx    TxRunner
 	store IdempotencyStore
-	keys  LookupKeys
+	keys  IdempotencyKeys
 	now   Clock
+}
+
+// IdempotencyKeys computes the request fingerprints and seals the stored
+// bodies (internal/seal.Keyring).
+type IdempotencyKeys interface {
+	LookupKeys
+	Sealer
 }
 
 // LookupKeys computes keyed digests (internal/seal.Keyring): under the
@@ -62,7 +80,7 @@ type LookupKeys interface {
 }
 
 // NewIdempotency returns the idempotency service.
-func NewIdempotency(tx TxRunner, store IdempotencyStore, keys LookupKeys, now Clock) *Idempotency {
+func NewIdempotency(tx TxRunner, store IdempotencyStore, keys IdempotencyKeys, now Clock) *Idempotency {
 	return &Idempotency{tx: tx, store: store, keys: keys, now: now}
 }
 
@@ -132,6 +150,13 @@ func (s *Idempotency) Do(ctx context.Context, partnerID, key string, fingerprint
 			if !slices.ContainsFunc(fingerprints, func(f []byte) bool { return bytes.Equal(f, stored.Fingerprint) }) {
 				return emi.ErrIdempotencyConflict.WithDetail("key reused with another request")
 			}
+			if stored.BodySealed {
+				body, err := s.keys.Open(stored.Body, idempotencyBodyContext(stored.ID))
+				if err != nil {
+					return emi.Internal(fmt.Errorf("idempotency: stored body does not open: %w", err))
+				}
+				stored.Body, stored.BodySealed = body, false
+			}
 			resp, replayed = stored, true
 			return nil
 		}
@@ -144,7 +169,13 @@ func (s *Idempotency) Do(ctx context.Context, partnerID, key string, fingerprint
 			return errDiscard
 		}
 		resp.Fingerprint, resp.CreatedAt = fingerprints[0], now
-		return s.store.SaveResponse(ctx, partnerID, key, resp)
+		save := resp
+		save.ID = NewToken()
+		if save.Body, err = s.keys.Seal(resp.Body, idempotencyBodyContext(save.ID)); err != nil {
+			return emi.Internal(err)
+		}
+		save.BodySealed = true
+		return s.store.SaveResponse(ctx, partnerID, key, save)
 	})
 	if errors.Is(err, errDiscard) {
 		return resp, false, nil

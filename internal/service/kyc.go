@@ -237,6 +237,11 @@ func (k *KYC) Submit(ctx context.Context, secret string, up emi.KYCUpload) (emi.
 				bad = append(bad, emi.FieldError{Field: f.field, Message: "This file is not a JPEG or PNG photo" + map[bool]string{true: " or a PDF.", false: "."}[len(f.allowed) > 2]})
 				continue
 			}
+			// The pixel budget, from the image header only (issue 20, A5).
+			if msg := overPixelBudget(f.content, ct); msg != "" {
+				bad = append(bad, emi.FieldError{Field: f.field, Message: "This photo is too large: " + msg + ". Please send a smaller photo."})
+				continue
+			}
 			ft := map[string]string{"image/jpeg": "jpg", "image/png": "png", "application/pdf": "pdf"}[ct]
 			docs = append(docs, decodedDocument{Document: emi.Document{FileType: ft, DocumentType: f.docType}, content: f.content, contentType: ct})
 		}

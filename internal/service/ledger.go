@@ -144,7 +144,8 @@ func (l *Ledger) LockStatus(ctx context.Context, sides ...Side) (map[string]emi.
 
 // Post writes t and moves the balances it names, in the transaction of ctx
 // (a savepoint of it: a refused posting leaves nothing behind). Customer
-// balances are moved in token order. Returns emi.ErrInsufficientFunds
+// balances are moved in token order. Returns emi.ErrSameBalance when the
+// entries on a balance sum to zero (nothing would move), emi.ErrInsufficientFunds
 // (naming nothing) when a debit would take a balance without overdraft
 // below zero, emi.ErrCurrencyMismatch when an entry's currency is not its
 // balance's, and an internal error for a malformed transaction (a bug of
@@ -153,6 +154,9 @@ func (l *Ledger) LockStatus(ctx context.Context, sides ...Side) (map[string]emi.
 func (l *Ledger) Post(ctx context.Context, t emi.LedgerTxn) (emi.PostedTxn, error) {
 	if err := checkTxn(t); err != nil {
 		return emi.PostedTxn{}, err
+	}
+	if b := nettingBalance(t); b != "" {
+		return emi.PostedTxn{}, emi.ErrSameBalance.WithDetail("ledger %s transaction nets to nothing on balance %s", t.Kind, b)
 	}
 	if t.Token == "" {
 		t.Token = NewToken()
@@ -271,6 +275,32 @@ func Reversal(p emi.PostedTxn, partnerID, reference string) emi.LedgerTxn {
 		t.Entries = append(t.Entries, r)
 	}
 	return t
+}
+
+// nettingBalance returns a balance whose entries in t sum to zero (a
+// debit and a credit of one balance: a main account and its virtual
+// account), or "". Such a posting moves nothing, so the funds check of the
+// guarded update never runs for it: a "completed" movement of any amount
+// would be booked from an empty balance (issue 20, M1). The ledger refuses
+// it whoever the caller is; the database refuses it too (migration 00050).
+func nettingBalance(t emi.LedgerTxn) string {
+	sums := map[string]int64{}
+	var order []string
+	for _, e := range t.Entries {
+		if e.Balance == "" {
+			continue
+		}
+		if _, ok := sums[e.Balance]; !ok {
+			order = append(order, e.Balance)
+		}
+		sums[e.Balance] += e.Amount
+	}
+	for _, b := range order {
+		if sums[b] == 0 {
+			return b
+		}
+	}
+	return ""
 }
 
 // checkTxn checks the shape of a transaction; every failure is a bug of

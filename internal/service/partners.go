@@ -201,7 +201,17 @@ func (s *Partners) CreateKey(ctx context.Context, partnerID string) (emi.Partner
 // the configured overlap, so the partner can deploy the new secret without
 // downtime. It returns the new secret (shown once). Returns
 // emi.ErrPartnerKeyNotFound for an unknown or revoked key.
-func (s *Partners) RotateSecret(ctx context.Context, keyID string) (string, error) {
+//
+// A rotation while the previous secret is still inside its overlap (a
+// reload of the credentials page re-submits the form) used to make the
+// current secret the previous one and drop the one in its overlap, which
+// the partner was most likely still signing with: cut off at once although
+// "previous valid until" showed +24 h (issue 20, A4). Now such a rotation
+// answers emi.ErrRotationInOverlap unless confirmOverlap is set, and even
+// then the secret inside its overlap keeps its slot and its deadline: the
+// new secret replaces the current one, which stops working at once (it was
+// shown once, moments ago, and is the one being replaced).
+func (s *Partners) RotateSecret(ctx context.Context, keyID string, confirmOverlap bool) (string, error) {
 	if err := require(ctx, emi.PermManagePartners); err != nil {
 		return "", err
 	}
@@ -214,19 +224,30 @@ func (s *Partners) RotateSecret(ctx context.Context, keyID string) (string, erro
 		if k.RevokedAt != nil {
 			return emi.ErrPartnerKeyNotFound
 		}
-		// The current secret becomes the previous one; it was sealed under
-		// this key's context, so it can be moved as it is.
+		now := s.now().UTC()
+		inOverlap := k.PreviousSecretEnc != nil && k.PreviousValidUntil != nil && now.Before(*k.PreviousValidUntil)
+		if inOverlap && !confirmOverlap {
+			return emi.ErrRotationInOverlap.WithDetail("previous secret valid until %s", k.PreviousValidUntil.Format(time.RFC3339))
+		}
 		secret = newAPISecret()
 		enc, err := s.sealer.Seal([]byte(secret), keySecretContext(keyID))
 		if err != nil {
 			return emi.Internal(err)
 		}
-		until := s.now().UTC().Add(s.cfg.SecretOverlap)
-		if err := s.store.UpdatePartnerKeySecret(ctx, keyID, enc, k.SecretEnc, until); err != nil {
+		// The current secret becomes the previous one; it was sealed under
+		// this key's context, so it can be moved as it is. During an
+		// overlap the previous secret keeps its slot and deadline instead.
+		previous, until := k.SecretEnc, now.Add(s.cfg.SecretOverlap)
+		changes := map[string]any{"previous_valid_until": until}
+		if inOverlap {
+			previous, until = k.PreviousSecretEnc, *k.PreviousValidUntil
+			changes = map[string]any{"previous_valid_until": until, "during_overlap": true, "current_secret": "replaced at once"}
+		}
+		if err := s.store.UpdatePartnerKeySecret(ctx, keyID, enc, previous, until); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "partner_key.rotate_secret", ResourceType: "partner_key",
-			ResourceToken: keyID, PartnerID: k.PartnerID, Changes: map[string]any{"previous_valid_until": until}})
+			ResourceToken: keyID, PartnerID: k.PartnerID, Changes: changes})
 	})
 	return secret, err
 }

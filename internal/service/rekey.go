@@ -79,6 +79,11 @@ func SealedTables() []SealedTable {
 		{Name: "documents", Key: "token", MaxBatch: 8, Columns: []SealedColumn{
 			{Name: "content_enc", Context: documentContext},
 		}},
+		// Stored idempotent responses (issue 20, A3); rows stored before
+		// migration 00054 have a clear body instead and are pruned.
+		{Name: "idempotency_keys", Key: "id", Columns: []SealedColumn{
+			{Name: "body_enc", Context: idempotencyBodyContext},
+		}},
 		{Name: "cards", Key: "token", Columns: []SealedColumn{
 			{Name: "pan_sealed", Context: panContext},
 			{Name: "cvv_sealed", Context: cvvContext},

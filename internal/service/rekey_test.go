@@ -29,7 +29,8 @@ import (
 var notSealed = map[string]string{
 	"api_signatures.hash":            "SHA-256 of a request signature (replay guard)",
 	"idempotency_keys.fingerprint":   "SHA-256 of a request",
-	"idempotency_keys.body":          "stored API answer (card data is never in one: P1)",
+	"idempotency_keys.body":          "legacy clear answer stored before migration 00054 (pruned after 24 h; new answers are sealed in body_enc)",
+	"revoked_sessions.token_hash":    "SHA-256 of a signed-out session token",
 	"staff_recovery_codes.code_hash": "hash of a recovery code",
 	"sessions.token_hash":            "SHA-256 of a session token",
 	"sessions.data":                  "scs session data",

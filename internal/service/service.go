@@ -21,6 +21,22 @@ type TxRunner interface {
 	InTx(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
+// RateLimiter decides rolling-window limits atomically
+// (internal/postgres.LimitStore): Take counts one event of (scope, subject)
+// when fewer than limit were counted within window before now, and
+// otherwise says how long to wait. Without a transaction in ctx it commits
+// on its own (a refused attempt stays counted whatever the caller does
+// next); inside one it joins it (one connection per request).
+type RateLimiter interface {
+	Take(ctx context.Context, scope, subject string, limit int, window time.Duration, now time.Time) (ok bool, retry time.Duration, err error)
+	// Over reports, without counting anything, whether (scope, subject)
+	// already has limit events within window before now.
+	Over(ctx context.Context, scope, subject string, limit int, window time.Duration, now time.Time) (over bool, retry time.Duration, err error)
+	// Release takes back one event counted at at (an attempt that turned
+	// out not to count).
+	Release(ctx context.Context, scope, subject string, at time.Time) error
+}
+
 // Sealer encrypts and decrypts small values bound to a context string (the
 // table, column and row they belong to). internal/seal implements it.
 type Sealer interface {

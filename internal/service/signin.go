@@ -68,7 +68,8 @@ func (s *Staff) SignIn(ctx context.Context, email, password string) (SignInResul
 		}
 	}
 	const action = "staff.signin"
-	if err := s.throttle(ctx, user, lookup, action); err != nil {
+	release, err := s.throttle(ctx, user, lookup, action)
+	if err != nil {
 		return SignInResult{}, err
 	}
 	hash := dummy
@@ -113,6 +114,7 @@ func (s *Staff) SignIn(ctx context.Context, email, password string) (SignInResul
 	if err != nil {
 		return SignInResult{}, err
 	}
+	release() // a success does not count against the throttle
 	return SignInResult{Staff: user.StaffUser, NeedsEnrollment: !user.TOTPEnrolled, MustChangePassword: user.PasswordTemporary,
 		At: now}, nil
 }
@@ -140,21 +142,69 @@ func locked(u StoredStaff, now time.Time) bool {
 	return u.LockedUntil != nil && now.Before(*u.LockedUntil)
 }
 
+// Rate-limit scopes of sign-in attempts (StaffConfig.Limits).
+const (
+	signInAccountScope = "signin.account"
+	signInIPScope      = "signin.ip"
+)
+
 // throttle returns emi.ErrSignInThrottled, after recording the attempt, when
 // the e-mail lookup or the request's IP has too many recent failures.
-func (s *Staff) throttle(ctx context.Context, user *StoredStaff, lookup, action string) error {
+//
+// The decision is atomic (issue 20, A2): counting recorded failures alone
+// let a burst of concurrent attempts all pass the count before any of
+// them was recorded (101 wrong passwords were evaluated against one
+// account, 15-18 TOTP guesses). So each attempt also takes a slot per
+// address and per IP (StaffConfig.Limits: MaxAccountFailures and
+// MaxIPFailures per ThrottleWindow, decided under an advisory lock) before
+// it is evaluated; a failure keeps its slots, and the caller gives them
+// back when the attempt succeeds (the release func, never nil).
+func (s *Staff) throttle(ctx context.Context, user *StoredStaff, lookup, action string) (release func(), err error) {
+	release = func() {}
 	ip := emi.RequestMetaFrom(ctx).IP
-	byEmail, byIP, err := s.store.CountSignInFailures(ctx, lookup, ip, s.now().UTC().Add(-ThrottleWindow))
+	now := s.now().UTC()
+	byEmail, byIP, err := s.store.CountSignInFailures(ctx, lookup, ip, now.Add(-ThrottleWindow))
 	if err != nil {
-		return err
+		return release, err
 	}
-	if byEmail < MaxAccountFailures && byIP < MaxIPFailures {
-		return nil
+	throttled := byEmail >= MaxAccountFailures || byIP >= MaxIPFailures
+	ipKey := ""
+	if ip.IsValid() {
+		ipKey = ip.String()
+	}
+	if !throttled && s.cfg.Limits != nil {
+		took, _, err := s.cfg.Limits.Take(ctx, signInAccountScope, lookup, MaxAccountFailures, ThrottleWindow, now)
+		if err != nil {
+			return release, err
+		}
+		tookIP := false
+		if took && ipKey != "" {
+			if tookIP, _, err = s.cfg.Limits.Take(ctx, signInIPScope, ipKey, MaxIPFailures, ThrottleWindow, now); err != nil {
+				return release, err
+			}
+		}
+		switch {
+		case took && (tookIP || ipKey == ""):
+			release = func() {
+				_ = s.cfg.Limits.Release(ctx, signInAccountScope, lookup, now)
+				if ipKey != "" {
+					_ = s.cfg.Limits.Release(ctx, signInIPScope, ipKey, now)
+				}
+			}
+		case took:
+			_ = s.cfg.Limits.Release(ctx, signInAccountScope, lookup, now)
+			throttled = true
+		default:
+			throttled = true
+		}
+	}
+	if !throttled {
+		return release, nil
 	}
 	if err := s.record(ctx, attempt{user: user, lookup: lookup, action: action, reason: reasonThrottled}); err != nil {
-		return err
+		return release, err
 	}
-	return emi.ErrSignInThrottled.WithDetail("%d failures for the address, %d from the IP", byEmail, byIP)
+	return release, emi.ErrSignInThrottled.WithDetail("%d failures for the address, %d from the IP (or as many attempts under way)", byEmail, byIP)
 }
 
 // attempt describes one authentication attempt to record.

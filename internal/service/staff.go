@@ -150,6 +150,11 @@ type StaffConfig struct {
 	Sandbox bool
 	// Issuer names the service in authenticator apps ("emi" when empty).
 	Issuer string
+	// Limits makes sign-in throttling atomic: each attempt takes a slot per
+	// address and per IP before it is evaluated (see Staff.throttle).
+	// Without it the throttle only counts recorded failures, which a
+	// concurrent burst gets past.
+	Limits RateLimiter
 }
 
 // Sign-in throttling and lockout (issue 3; PCI DSS 8.3.4; ASVS 6.3.1).
@@ -409,7 +414,8 @@ func (s *Staff) ChangePassword(ctx context.Context, staffID, current, next strin
 	if err != nil {
 		return err
 	}
-	if err := s.throttle(ctx, &u, emailLookup(u.Email), "staff.change_password"); err != nil {
+	release, err := s.throttle(ctx, &u, emailLookup(u.Email), "staff.change_password")
+	if err != nil {
 		return err
 	}
 	ok, _, err := verifyPassword(current, u.PasswordHash)
@@ -422,6 +428,7 @@ func (s *Staff) ChangePassword(ctx context.Context, staffID, current, next strin
 		}
 		return emi.ErrStaffValidation.Field("current_password", "is not correct")
 	}
+	release() // the current password was right: not a failure
 	if err := s.policy.check(next, u.Email); err != nil {
 		return err
 	}

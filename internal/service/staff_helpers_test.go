@@ -59,7 +59,7 @@ func newStaffEnv(t *testing.T, sandbox bool) *staffEnv {
 		store:    store,
 		sessions: postgres.NewSessionStore(db, clock.Now),
 		svc: service.NewStaff(db, store, keys, service.NewAuditor(postgres.NewStore(db)), validate.New(),
-			service.NewControls(store, clock.Now), service.StaffConfig{Sandbox: sandbox}, clock.Now),
+			service.NewControls(store, clock.Now), service.StaffConfig{Sandbox: sandbox, Limits: postgres.NewLimitStore(db)}, clock.Now),
 		clock: clock,
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -898,5 +899,81 @@ func TestPruneDeletesExpiredSessionsAndOldSignInAttempts(t *testing.T) {
 	}
 	if n := e.count(t, `SELECT count(*) FROM sessions`); n != 0 {
 		t.Fatalf("%d sessions left; both had expired by the clock", n)
+	}
+}
+
+// TestSignInThrottleIsAtomicUnderBursts performs issue 20's A2 attack: a
+// burst of concurrent attempts all passed the throttle's count before any
+// failure was recorded (101 wrong passwords were evaluated against one
+// account whose policy is 5 per 15 minutes, and 15-18 TOTP guesses). Now
+// each burst of 50 gets at most the limit evaluated: 5 wrong passwords per
+// account, 5 TOTP guesses per account, 20 attempts per address over many
+// accounts. On the old code every attempt of a burst was evaluated.
+func TestSignInThrottleIsAtomicUnderBursts(t *testing.T) {
+	t.Parallel()
+	e := newStaffEnv(t, false)
+	victim := e.createStaff(t, "victim@staff.test", emi.RoleAuditor)
+	totpUser := e.createStaff(t, "totp@staff.test", emi.RoleAuditor)
+	e.enroll(t, totpUser)
+	var others []string
+	for i := range 50 {
+		others = append(others, fmt.Sprintf("user%d@spray.test", i))
+	}
+	evaluated := func(where string, args ...any) int {
+		var n int
+		if err := e.db.Get(&n, `SELECT count(*) FROM signin_attempts WHERE `+where, args...); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	burst := func(fn func(i int) error) (throttled int) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		start := make(chan struct{})
+		for i := range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if errors.Is(fn(i), emi.ErrSignInThrottled) {
+					mu.Lock()
+					throttled++
+					mu.Unlock()
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		return throttled
+	}
+
+	// 50 wrong passwords for one account, from 50 addresses (the
+	// per-address limit does not help here: the account's must hold).
+	burst(func(i int) error {
+		_, err := e.svc.SignIn(fromIP(fmt.Sprintf("198.51.100.%d", i+1)), victim.Email, "wrong-password-"+strconv.Itoa(i))
+		return err
+	})
+	if n := evaluated(`email_lookup = $1 AND NOT success AND reason <> 'throttled'`, victim.Email); n > service.MaxAccountFailures {
+		t.Fatalf("%d wrong passwords evaluated against one account, limit %d", n, service.MaxAccountFailures)
+	}
+	// 50 TOTP guesses for one account.
+	burst(func(i int) error {
+		return e.svc.VerifyTOTP(fromIP(fmt.Sprintf("203.0.113.%d", i+1)), totpUser.ID, fmt.Sprintf("%06d", i))
+	})
+	if n := evaluated(`email_lookup = $1 AND NOT success AND reason <> 'throttled'`, totpUser.Email); n > service.MaxAccountFailures {
+		t.Fatalf("%d TOTP guesses evaluated against one account, limit %d", n, service.MaxAccountFailures)
+	}
+	// 50 accounts sprayed from one address.
+	burst(func(i int) error {
+		_, err := e.svc.SignIn(fromIP("192.0.2.7"), others[i], "wrong-password-1")
+		return err
+	})
+	if n := evaluated(`ip = '192.0.2.7'::inet AND NOT success AND reason <> 'throttled'`); n > service.MaxIPFailures {
+		t.Fatalf("%d attempts evaluated from one address, limit %d", n, service.MaxIPFailures)
+	}
+	// The right password still works once the window has passed.
+	e.clock.Advance(service.ThrottleWindow + time.Second)
+	if _, err := e.svc.SignIn(fromIP("198.51.100.200"), victim.Email, testPassword); err != nil {
+		t.Fatalf("sign-in after the window: %v", err)
 	}
 }

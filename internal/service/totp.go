@@ -289,7 +289,8 @@ func (s *Staff) secondFactor(ctx context.Context, staffID string, f factor) erro
 		return err
 	}
 	lookup := emailLookup(u.Email)
-	if err := s.throttle(ctx, &u, lookup, f.action); err != nil {
+	release, err := s.throttle(ctx, &u, lookup, f.action)
+	if err != nil {
 		return err
 	}
 	now := s.now().UTC()
@@ -319,7 +320,11 @@ func (s *Staff) secondFactor(ctx context.Context, staffID string, f factor) erro
 	if f.onSuccess != nil {
 		a.also = func(ctx context.Context) error { return f.onSuccess(ctx, u, now) }
 	}
-	return s.record(ctx, a)
+	if err := s.record(ctx, a); err != nil {
+		return err
+	}
+	release() // a success does not count against the throttle
+	return nil
 }
 
 // Recovery codes are 10 characters of base32 (50 bits from crypto/rand),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 	"unicode"
 
 	"emi/internal/emi"
@@ -73,6 +74,8 @@ type Transfers struct {
 	// sandbox enables the settlement actions (outgoing.go).
 	own     OwnBank
 	sandbox bool
+	// limits counts destination misses per API key (14006).
+	limits RateLimiter
 	// suspense keeps the suspense items of returned payments whose
 	// account is terminated (SetSuspense).
 	suspense IncomingStore
@@ -81,8 +84,8 @@ type Transfers struct {
 // NewTransfers returns the transfers service.
 func NewTransfers(tx TxRunner, store TransferStore, ledger *Ledger, controls *Controls, events *Events, audit *Auditor, v interface {
 	Struct(any, *emi.Error) error
-}, now Clock) *Transfers {
-	return &Transfers{tx: tx, store: store, ledger: ledger, controls: controls, events: events, audit: audit, validate: v, now: now}
+}, limits RateLimiter, now Clock) *Transfers {
+	return &Transfers{tx: tx, store: store, ledger: ledger, controls: controls, events: events, audit: audit, validate: v, limits: limits, now: now}
 }
 
 // MaxTransferAmount bounds one transfer: 1,000,000,000.00 in minor units.
@@ -98,10 +101,13 @@ const MaxTransferAmount = 100_000_000_000
 // must be active.
 //
 // Errors: 14001 for malformed input (every problem at once), 14002 when the
-// source is not one of the partner's balances, 14006 when the destination
-// matches nothing, 14005 when a side has no balance in the currency, 14004
-// when an account is blocked or terminated, 14003 when funds are short.
-// Nothing changes on any error.
+// source is not one of the partner's balances; then, about the source,
+// 14005 (no balance in the currency), 14004 (blocked or terminated) and
+// 14003 (funds short); about a destination of the partner's own, 14005,
+// 14008 (the source's own balance, M1) and 14004; and for any other
+// destination one answer whatever its state, 14006 (issue 20, M5),
+// counted per API key (10029 beyond DestinationMissLimit). Nothing
+// changes on any error.
 func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Transfer, error) {
 	p, err := partnerCtx(ctx, emi.ErrForbidden)
 	if err != nil {
@@ -123,14 +129,28 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 		return emi.Transfer{}, emi.ErrTransferValidation.WithFields(bad...)
 	}
 	amount := int64(in.Amount)
+	byIdentifier := !namedByToken(in.Destination)
+	if byIdentifier {
+		// A key whose destination misses are over the limit gets no
+		// answer about any IBAN or account number until the window
+		// moves: after the limit, a success would tell as much as 14006.
+		if err := s.missBudget(ctx, p); err != nil {
+			return emi.Transfer{}, err
+		}
+	}
 	var out emi.Transfer
+	miss := false
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		miss = false
 		src, found, err := s.store.FindParty(ctx, in.Source, in.Currency)
 		if err != nil {
 			return err
 		}
 		if !found || src.PartnerID != p.PartnerID {
 			return emi.ErrTransferNotFound.Field("source", "is not a balance or account of yours")
+		}
+		if src.Currency != in.Currency {
+			return emi.ErrCurrencyMismatch.Field("source", "has no "+in.Currency+" balance")
 		}
 		dst, found, err := s.store.FindParty(ctx, in.Destination, in.Currency)
 		if err != nil {
@@ -140,23 +160,62 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 		// partner's token is reported exactly as one that does not exist);
 		// another partner's customer is paid by its public payment
 		// identifier, the IBAN or UK account number with sort code.
-		if !found || (dst.PartnerID != p.PartnerID && namedByToken(in.Destination)) {
-			return emi.ErrDestinationNotFound.Field("destination", "matches no balance held in emi")
+		own := found && dst.PartnerID == p.PartnerID
+		if !own && !byIdentifier {
+			miss = true
+			return errDestinationMiss
 		}
-		if src.Currency != in.Currency {
-			return emi.ErrCurrencyMismatch.Field("source", "has no "+in.Currency+" balance")
+		if own {
+			if dst.Currency != in.Currency {
+				return emi.ErrCurrencyMismatch.Field("destination", "has no "+in.Currency+" balance")
+			}
+			if src.Balance == dst.Balance {
+				if src.Account == dst.Account {
+					return emi.ErrTransferValidation.Field("destination", "is the source itself")
+				}
+				// A main account and its virtual account share one balance:
+				// nothing would move, and booking it would skip the funds
+				// check (issue 20, M1).
+				return emi.ErrSameBalance.Field("destination", "is held on the source's balance (a main account and its virtual account)")
+			}
 		}
-		if dst.Currency != in.Currency {
-			return emi.ErrCurrencyMismatch.Field("destination", "has no "+in.Currency+" balance")
+		// Everything about the source is answered before anything about a
+		// destination that is not the partner's own, and every problem of
+		// such a destination (unknown, another currency, blocked,
+		// terminated, a blocked main account) is one answer, 14006: the
+		// answers about another partner's account never differ by its
+		// state (issue 20, M5).
+		sides := []Side{{"source", src}}
+		if found && dst.Currency == in.Currency {
+			sides = append(sides, Side{"destination", dst})
 		}
-		if src.Balance == dst.Balance && src.Account == dst.Account {
-			return emi.ErrTransferValidation.Field("destination", "is the source itself")
-		}
-		if err := s.ledger.LockUsable(ctx, Side{"source", src}, Side{"destination", dst}); err != nil {
+		locked, unusable, err := s.ledger.LockStatus(ctx, sides...)
+		if err != nil {
 			return err
+		}
+		if unusable != nil && unusable.Field == "source" {
+			what := "account"
+			if unusable.Main {
+				what = "main account"
+			}
+			return emi.ErrTransferAccountUnusable.Field("source", what+" is "+unusable.Status)
 		}
 		if err := s.complianceHold(ctx, src); err != nil {
 			return err
+		}
+		if b, ok := locked[src.Balance]; ok && !b.Overdraft && b.Available < amount {
+			return emi.ErrInsufficientFunds.Field("amount", "is more than the source's available balance")
+		}
+		if !own && (!found || dst.Currency != in.Currency || unusable != nil) {
+			miss = true
+			return errDestinationMiss
+		}
+		if unusable != nil {
+			what := "account"
+			if unusable.Main {
+				what = "main account"
+			}
+			return emi.ErrTransferAccountUnusable.Field(unusable.Field, what+" is "+unusable.Status)
 		}
 		posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnTransfer, PartnerID: p.PartnerID, Reference: in.Reference,
 			Entries: []emi.Entry{
@@ -188,7 +247,59 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 		out, err = PartnerView(t, p.PartnerID)
 		return err
 	})
+	if miss {
+		return emi.Transfer{}, s.destinationMiss(ctx, p)
+	}
 	return out, err
+}
+
+// errDestinationMiss ends Create's transaction when the destination is
+// not one the partner may pay; Create answers it with destinationMiss.
+var errDestinationMiss = errors.New("destination miss")
+
+// Destination misses (14006) are limited per API key: each one tells a
+// partner that an identifier is not a usable account of the currency, so
+// an unlimited stream of them walks other partners' customers (issue 20,
+// M5). DestinationMissLimit per DestinationMissWindow; beyond it 429 /
+// 10029, and while a key is over the limit every transfer to an IBAN or
+// account number answers 429 before anything is looked up.
+const (
+	DestinationMissLimit  = 20
+	DestinationMissWindow = time.Hour
+	destinationMissScope  = "transfer.destination_miss"
+)
+
+// missBudget refuses (429) a key that has used its destination misses.
+func (s *Transfers) missBudget(ctx context.Context, p emi.Principal) error {
+	if s.limits == nil {
+		return nil
+	}
+	over, retry, err := s.limits.Over(ctx, destinationMissScope, p.ActorID, DestinationMissLimit, DestinationMissWindow, s.now().UTC())
+	if err != nil {
+		return err
+	}
+	if over {
+		return emi.ErrRateLimited.WithDetail("%d destination misses in %s", DestinationMissLimit, DestinationMissWindow).Wrap(RetryAfter(retry))
+	}
+	return nil
+}
+
+// destinationMiss counts a miss against the key and answers 14006, or
+// 429 / 10029 when the key has no misses left (counted atomically, so a
+// burst gets at most DestinationMissLimit answers of 14006).
+func (s *Transfers) destinationMiss(ctx context.Context, p emi.Principal) error {
+	notFound := emi.ErrDestinationNotFound.Field("destination", "matches no balance held in emi that can receive this currency")
+	if s.limits == nil {
+		return notFound
+	}
+	ok, retry, err := s.limits.Take(ctx, destinationMissScope, p.ActorID, DestinationMissLimit, DestinationMissWindow, s.now().UTC())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return emi.ErrRateLimited.WithDetail("%d destination misses in %s", DestinationMissLimit, DestinationMissWindow).Wrap(RetryAfter(retry))
+	}
+	return notFound
 }
 
 // Details returns a transfer the calling partner sent or received

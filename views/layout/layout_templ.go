@@ -261,7 +261,7 @@ func Base(p Page, content templ.Component) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "</h1><form class=\"search\" method=\"get\" action=\"/backoffice/search\" role=\"search\"><label for=\"q\" class=\"skip\">Search</label> <input type=\"search\" id=\"q\" name=\"q\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "</h1><form class=\"search\" method=\"post\" action=\"/backoffice/search\" role=\"search\"><label for=\"q\" class=\"skip\">Search</label> <input type=\"search\" id=\"q\" name=\"q\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

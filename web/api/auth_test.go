@@ -191,7 +191,7 @@ func TestSecretRotationAndRevocation(t *testing.T) {
 	p := env.NewPartner(t, emi.PartnerCreate{})
 	ctx := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
 
-	newSecret, err := env.App.Partners.RotateSecret(ctx, p.KeyID)
+	newSecret, err := env.App.Partners.RotateSecret(ctx, p.KeyID, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestSecretRotationAndRevocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	apptest.Expect(t, "revoked key", rotated.Do(t, partnerDetails()), 10001, 401)
-	if _, err := env.App.Partners.RotateSecret(ctx, p.KeyID); err == nil {
+	if _, err := env.App.Partners.RotateSecret(ctx, p.KeyID, false); err == nil {
 		t.Fatal("rotating a revoked key: want an error")
 	}
 

@@ -202,7 +202,7 @@ func TestSignatureVersion2(t *testing.T) {
 		env.Clock.Advance(time.Second)
 		old := *p
 		ctx := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
-		secret, err := env.App.Partners.RotateSecret(ctx, p.KeyID)
+		secret, err := env.App.Partners.RotateSecret(ctx, p.KeyID, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1164,7 +1164,7 @@ func TestCardKeyRotation(t *testing.T) {
 	key1 := env.Config.MasterKey
 	env.SeedStaff(t)
 	p := env.NewPartner(t, emi.PartnerCreate{Name: "Rotation", WebhookURL: "http://127.0.0.1:9/hooks"})
-	secret, err := env.App.Partners.RotateSecret(sys, p.KeyID)
+	secret, err := env.App.Partners.RotateSecret(sys, p.KeyID, false)
 	if err != nil {
 		t.Fatal(err)
 	}

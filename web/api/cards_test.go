@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -797,3 +798,45 @@ type atomicBool struct {
 
 func (b *atomicBool) get() bool  { b.mu.Lock(); defer b.mu.Unlock(); return b.v }
 func (b *atomicBool) set(v bool) { b.mu.Lock(); b.v = v; b.mu.Unlock() }
+
+// TestCardSendPINBurst performs the race of issue 20's M3: the 5-per-24 h
+// PIN text limit counted the texts already stored, then sent, then
+// stored, so concurrent requests all passed the count (12 texts were
+// sent). Now 50 concurrent card_send_pin requests send at most 5 texts;
+// the others are 429 / 10029. On the old code more than 5 went out.
+func TestCardSendPINBurst(t *testing.T) {
+	t.Parallel()
+	c := newCardEnv(t)
+	card := c.create(t, map[string]any{"account": c.acc, "type": "virtual", "pin": "7305"}).Data["token"].(string)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	codes := make([]int, 50)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			r := c.p.Do(t, apptest.Request{Method: http.MethodPost, Path: "/v2/cards/" + card + "/pin/send", Operation: "card_send_pin",
+				SignatureVersion: 2, Nonce: fmt.Sprintf("burst%d", i)})
+			codes[i] = r.Code
+		}()
+	}
+	close(start)
+	wg.Wait()
+	sent, limited := 0, 0
+	for _, code := range codes {
+		switch code {
+		case 0:
+			sent++
+		case 10029:
+			limited++
+		default:
+			t.Errorf("code %d", code)
+		}
+	}
+	var texts int
+	_ = c.env.App.DB.Get(&texts, `SELECT count(*) FROM sms_messages WHERE card = $1`, card)
+	if sent != 5 || texts != 5 || limited != 45 {
+		t.Fatalf("%d sent, %d texts stored, %d limited of 50 (limit 5)", sent, texts, limited)
+	}
+}

@@ -3,9 +3,11 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -320,5 +322,73 @@ func TestIdempotencyKeysBeyondThePoolSizeDoNotDeadlock(t *testing.T) {
 	}
 	if countWidgets(t, env) != n {
 		t.Fatalf("%d widgets, want %d", countWidgets(t, env), n)
+	}
+}
+
+// TestStoredResponsesAreSealed performs issue 20's A3 finding: kyc_init
+// sent with an Idempotency-Key stored its answer, the hosted KYC page's
+// capability URL included, in clear in idempotency_keys.body for 24 hours
+// (and stored answers carry personal data). Now the stored body is sealed
+// (body_enc, bound to the row) and holds neither the URL nor its secret
+// nor the user's name; the retry still gets the answer byte for byte; a
+// sealed body moved to another row does not open. On the old code the
+// URL was in the clear body.
+func TestStoredResponsesAreSealed(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	body := validUser(p)
+	body["first_name"], body["last_name"] = "Zlatomira", "Kostadinova"
+	user := createUser(t, env, p, body)
+	b, _ := json.Marshal(map[string]any{"user": user})
+	rq := apptest.Request{Method: http.MethodPost, Path: "/v1/kyc", Operation: "kyc_init", Body: b,
+		Header: map[string]string{"Idempotency-Key": "kyc-1"}}
+	first := p.Do(t, rq)
+	if first.Code != 0 {
+		t.Fatalf("kyc_init: %s", first)
+	}
+	url, _ := first.Data["url"].(string)
+	secret := url[strings.LastIndex(url, "/")+1:]
+	if len(secret) < 16 {
+		t.Fatalf("kyc url %q", url)
+	}
+	var row struct {
+		Body    []byte `db:"body"`
+		BodyEnc []byte `db:"body_enc"`
+	}
+	if err := env.App.DB.Get(&row, `SELECT body, body_enc FROM idempotency_keys WHERE key = 'kyc-1'`); err != nil {
+		t.Fatal(err)
+	}
+	if row.Body != nil || len(row.BodyEnc) == 0 {
+		t.Fatalf("stored body in clear (%d bytes) or not sealed (%d bytes)", len(row.Body), len(row.BodyEnc))
+	}
+	for _, s := range []string{url, secret, user, "Kostadinova", `"code"`} {
+		if bytes.Contains(row.BodyEnc, []byte(s)) {
+			t.Fatalf("the sealed body holds %q", s)
+		}
+	}
+	env.Clock.Advance(time.Second)
+	again := p.Do(t, rq)
+	if !bytes.Equal(again.Raw, first.Raw) || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %s", again)
+	}
+	// A sealed body copied onto another row does not open there: the
+	// replay is refused as an internal error rather than served.
+	user2 := createUser(t, env, p, validUser(p))
+	b2, _ := json.Marshal(map[string]any{"user": user2})
+	rq2 := apptest.Request{Method: http.MethodPost, Path: "/v1/kyc", Operation: "kyc_init", Body: b2,
+		Header: map[string]string{"Idempotency-Key": "kyc-2"}}
+	if r := p.Do(t, rq2); r.Code != 0 {
+		t.Fatalf("second kyc_init: %s", r)
+	}
+	if _, err := env.App.DB.Exec(`UPDATE idempotency_keys SET body_enc = (SELECT body_enc FROM idempotency_keys WHERE key = 'kyc-1')
+		WHERE key = 'kyc-2'`); err != nil {
+		t.Fatal(err)
+	}
+	env.Clock.Advance(time.Second)
+	rq2.SkipOpenAPI = true
+	moved := p.Do(t, rq2)
+	if moved.Status != http.StatusInternalServerError || bytes.Contains(moved.Raw, []byte(secret)) {
+		t.Fatalf("a moved sealed body: %s", moved)
 	}
 }

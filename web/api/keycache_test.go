@@ -234,7 +234,7 @@ func TestKeyCacheRotationOnOneInstanceReachesTheOther(t *testing.T) {
 	warm(t, b, p.APIKey, p.APISecret)
 
 	sys := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
-	secret, err := a.App.Partners.RotateSecret(sys, p.KeyID)
+	secret, err := a.App.Partners.RotateSecret(sys, p.KeyID, false)
 	if err != nil {
 		t.Fatal(err)
 	}

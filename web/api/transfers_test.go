@@ -1,8 +1,11 @@
 package api_test
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,7 +15,9 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/iban"
 	"emi/internal/service"
+	"emi/internal/ukbank"
 )
 
 // openFunded opens an account of program for a new user of p and credits
@@ -238,11 +243,12 @@ func TestTransferVirtualAccounts(t *testing.T) {
 	r := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
 		transferBody(map[string]any{"account": virtAcc}, map[string]any{"balance": otherBal}, "1.00", "EUR"))
 	apptest.Expect(t, "virtual of a blocked main", r, 14004, http.StatusConflict)
-	// Between a virtual account and its own main balance nothing moves.
+	// Between a virtual account and its own main balance nothing would
+	// move: refused (14008, issue 20 M1).
 	apptest.Expect(t, "unblock", call(t, env, p, http.MethodPut, "/v2/accounts/"+mainAcc+"/status", "account_status", map[string]any{"status": "active"}), 0, http.StatusOK)
 	self := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
 		transferBody(map[string]any{"account": virtAcc}, map[string]any{"account": mainAcc}, "1.00", "EUR"))
-	apptest.Expect(t, "virtual to its own main", self, 0, http.StatusCreated)
+	apptest.Expect(t, "virtual to its own main", self, 14008, http.StatusConflict)
 	if available(t, env, p, mainAcc) != "15.00" {
 		t.Fatal("a movement within one balance changed it")
 	}
@@ -351,4 +357,266 @@ func TestTransferEventsAndIdempotency(t *testing.T) {
 		}
 	})
 	checkLedger(t, env)
+}
+
+// TestTransferMainToVirtualIsRefused performs issue 20's M1 attack: from a
+// main account holding 0.01 EUR, a transfer of 1,000,000,000.00 EUR to its
+// own virtual account (both sides are one balance). The old code booked it
+// as completed (the entries netted to nothing, so the funds check never
+// ran), sent transfer.completed and wrote statement lines running to
+// -999,999,999.99. Now every form of naming the two sides is 409 / 14008
+// and nothing is written: no transfer, ledger transaction, event or audit
+// row; the ledger itself refuses such a posting from any caller, and so
+// does the database.
+func TestTransferMainToVirtualIsRefused(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	user := createUser(t, env, p, validUser(p))
+	main := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user})
+	mainAcc, mainBal, mainIBAN := main.Data["token"].(string), balancesOf(main)[0]["token"].(string), balancesOf(main)[0]["iban"].(string)
+	virt := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user, "main": mainAcc})
+	virtAcc, virtIBAN := virt.Data["token"].(string), balancesOf(virt)[0]["iban"].(string)
+	virt2 := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user, "main": mainAcc})
+	virt2Acc := virt2.Data["token"].(string)
+	env.Fund(t, mainAcc, mainBal, "EUR", 1)
+
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := env.App.DB.Get(&n, q, args...); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := [3]int{count(`SELECT count(*) FROM transfers`), count(`SELECT count(*) FROM ledger_transactions`), count(`SELECT count(*) FROM events`)}
+	cases := []struct {
+		name     string
+		src, dst map[string]any
+	}{
+		{"main to virtual by IBAN", map[string]any{"account": mainAcc}, map[string]any{"iban": virtIBAN}},
+		{"main to virtual by token", map[string]any{"balance": mainBal}, map[string]any{"account": virtAcc}},
+		{"virtual to main by IBAN", map[string]any{"account": virtAcc}, map[string]any{"iban": mainIBAN}},
+		{"virtual to virtual of one main", map[string]any{"account": virtAcc}, map[string]any{"account": virt2Acc}},
+	}
+	for _, c := range cases {
+		r := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create", transferBody(c.src, c.dst, "1000000000.00", "EUR"))
+		apptest.Expect(t, c.name, r, 14008, http.StatusConflict)
+		if r.Message != "service.transfers.same_balance" {
+			t.Fatalf("%s: message %q", c.name, r.Message)
+		}
+		apptest.ExpectField(t, c.name, r, "destination")
+	}
+	after := [3]int{count(`SELECT count(*) FROM transfers`), count(`SELECT count(*) FROM ledger_transactions`), count(`SELECT count(*) FROM events`)}
+	if before != after {
+		t.Fatalf("transfers, ledger transactions, events: %v before, %v after", before, after)
+	}
+	if got := available(t, env, p, mainAcc); got != "0.01" {
+		t.Fatalf("main account available %s", got)
+	}
+
+	// The ledger refuses a posting that nets to nothing on a balance,
+	// whoever calls it.
+	_, err := env.App.Ledger.Post(t.Context(), emi.LedgerTxn{Kind: emi.TxnTransfer, Reference: "fake", Entries: []emi.Entry{
+		{Balance: mainBal, Account: mainAcc, Currency: "EUR", Amount: -100_000_000_000},
+		{Balance: mainBal, Account: virtAcc, Currency: "EUR", Amount: 100_000_000_000},
+	}})
+	if !errors.Is(err, emi.ErrSameBalance) {
+		t.Fatalf("Ledger.Post of a netting posting: %v", err)
+	}
+	// And so does the database, at commit.
+	tx, err := env.App.DB.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var id int64
+	if err := tx.Get(&id, `INSERT INTO ledger_transactions (token, kind, reference) VALUES ($1, 'transfer', 'fake') RETURNING id`, service.NewToken()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO ledger_entries (txn, balance, account, currency, amount, balance_after) VALUES
+		($1, $2, $3, 'EUR', -100000000000, -99999999999), ($1, $2, $4, 'EUR', 100000000000, 1)`, id, mainBal, mainAcc, virtAcc); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err == nil || !strings.Contains(err.Error(), "nets to nothing") {
+		t.Fatalf("commit of a netting transaction: %v", err)
+	}
+	checkLedger(t, env)
+}
+
+// TestTransferCrossPartnerAnswerTable performs issue 20's M5 attack: with
+// an empty source balance, transfer_create answered 14003, 14005, 14004 or
+// 14006 depending on the state of another partner's account named by IBAN
+// (active, another currency, blocked or terminated, unknown), with nothing
+// moved: an oracle over other partners' customers. Now the source is
+// answered first and every problem of a foreign destination is one answer
+// (14006), so the answer table is one row per source state whatever the
+// foreign account's state; and the old code's table had four rows.
+func TestTransferCrossPartnerAnswerTable(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Prober"})
+	q := env.NewPartner(t, emi.PartnerCreate{Name: "Other"})
+	emptyAcc, _, _ := openFunded(t, env, p, "account_eur", 0)
+	fundedAcc, _, _ := openFunded(t, env, p, "account_eur", 100000)
+
+	status := func(acc, s string) {
+		t.Helper()
+		apptest.Expect(t, s, call(t, env, q, http.MethodPut, "/v2/accounts/"+acc+"/status", "account_status", map[string]any{"status": s}), 0, http.StatusOK)
+	}
+	_, _, active := openFunded(t, env, q, "account_eur", 0)
+	_, _, gbp := openFunded(t, env, q, "account_gbp", 0)
+	blockedAcc, _, blocked := openFunded(t, env, q, "account_eur", 0)
+	status(blockedAcc, "blocked")
+	termAcc, _, terminated := openFunded(t, env, q, "account_eur", 0)
+	apptest.Expect(t, "terminate", call(t, env, q, http.MethodDelete, "/v2/accounts/"+termAcc, "account_terminate", nil), 0, http.StatusOK)
+	user := createUser(t, env, q, validUser(q))
+	mainAcc := createAccount(t, env, q, map[string]any{"program": "account_eur", "user": user}).Data["token"].(string)
+	virt := createAccount(t, env, q, map[string]any{"program": "account_eur", "user": user, "main": mainAcc})
+	virtIBAN := balancesOf(virt)[0]["iban"].(string)
+	status(mainAcc, "blocked")
+	unknown := "BG80BNBG96611020345678"
+
+	foreign := map[string]string{"active": active, "GBP only": gbp, "blocked": blocked, "terminated": terminated,
+		"virtual of a blocked main": virtIBAN, "unknown": unknown}
+	answer := func(src, iban string) string {
+		r := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
+			transferBody(map[string]any{"account": src}, map[string]any{"iban": iban}, "10.00", "EUR"))
+		return fmt.Sprintf("%d %s", r.Status, r.Raw)
+	}
+	// From an empty balance: one answer (14003) for every foreign state.
+	table := map[string][]string{}
+	for state, iban := range foreign {
+		a := answer(emptyAcc, iban)
+		table[a] = append(table[a], state)
+	}
+	if len(table) != 1 {
+		t.Fatalf("from an empty balance the answers differ by the foreign account's state: %v", table)
+	}
+	for a := range table {
+		if !strings.Contains(a, `"code":14003`) {
+			t.Fatalf("from an empty balance: %s", a)
+		}
+	}
+	// With money: every foreign account that cannot receive is one answer
+	// (14006), the same as an IBAN that does not exist.
+	table = map[string][]string{}
+	for state, iban := range foreign {
+		if state == "active" {
+			continue
+		}
+		a := answer(fundedAcc, iban)
+		table[a] = append(table[a], state)
+	}
+	if len(table) != 1 {
+		t.Fatalf("the answers differ by the foreign account's state: %v", table)
+	}
+	for a := range table {
+		if !strings.Contains(a, `"code":14006`) {
+			t.Fatalf("foreign account that cannot receive: %s", a)
+		}
+	}
+	if got := available(t, env, p, fundedAcc); got != "1000.00" {
+		t.Fatalf("source after refusals: %s", got)
+	}
+	checkLedger(t, env)
+}
+
+// TestTransferDestinationMissesAreLimited: 14006 answers tell a partner an
+// identifier is not a usable account, so they are limited per API key
+// (issue 20, M5): a burst of 50 misses gets at most DestinationMissLimit
+// answers of 14006, the rest 429 / 10029, and while the key is over the
+// limit a transfer to a valid foreign IBAN is 429 too (a success would
+// answer the same question). Another key is not affected.
+func TestTransferDestinationMissesAreLimited(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Walker"})
+	q := env.NewPartner(t, emi.PartnerCreate{Name: "Other"})
+	src, _, _ := openFunded(t, env, p, "account_eur", 100000)
+	_, _, valid := openFunded(t, env, q, "account_eur", 0)
+	qsrc, _, _ := openFunded(t, env, q, "account_eur", 100000)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	codes := make([]int, 50)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			b, _ := json.Marshal(transferBody(map[string]any{"account": src}, map[string]any{"iban": walkIBAN(i)}, "1.00", "EUR"))
+			r := p.Do(t, apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create", Body: b,
+				SignatureVersion: 2, Nonce: fmt.Sprintf("walk%d", i)})
+			codes[i] = r.Code
+		}()
+	}
+	close(start)
+	wg.Wait()
+	misses, limited := 0, 0
+	for _, c := range codes {
+		switch c {
+		case 14006:
+			misses++
+		case 10029:
+			limited++
+		default:
+			t.Errorf("code %d", c)
+		}
+	}
+	if misses != service.DestinationMissLimit || limited != 50-service.DestinationMissLimit {
+		t.Fatalf("%d answered 14006, %d limited (limit %d)", misses, limited, service.DestinationMissLimit)
+	}
+	r := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
+		transferBody(map[string]any{"account": src}, map[string]any{"iban": valid}, "1.00", "EUR"))
+	apptest.Expect(t, "valid IBAN while over the limit", r, 10029, http.StatusTooManyRequests)
+	r = call(t, env, q, http.MethodPost, "/v2/transfers", "transfer_create",
+		transferBody(map[string]any{"account": qsrc}, map[string]any{"iban": walkIBAN(99)}, "1.00", "EUR"))
+	apptest.Expect(t, "another key", r, 14006, http.StatusNotFound)
+}
+
+// walkIBAN is the i-th valid Bulgarian IBAN of emi's layout that no
+// account holds (serials far above any issued in a test).
+func walkIBAN(i int) string {
+	s, err := ukbank.DefaultBG.IBAN("10", int64(99_000_000+i))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// TestIBANSerialsAreNotWalkable: account identifiers were drawn from
+// sequences, so a partner's own IBAN told it the neighbouring ones (issue
+// 20, M5). Now serials are random: among 30 new EUR and 30 GBP accounts no
+// two serials are consecutive, and every IBAN and UK account number still
+// passes its check digits and the iban package's rules.
+func TestIBANSerialsAreNotWalkable(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	var bg, uk []int64
+	for range 30 {
+		_, _, eur := openFunded(t, env, p, "account_eur", 0)
+		_, _, gbp := openFunded(t, env, p, "account_gbp", 0)
+		for _, s := range []string{eur, gbp} {
+			if err := iban.Validate(s); err != nil {
+				t.Fatalf("IBAN %s: %v", s, err)
+			}
+		}
+		n, _ := strconv.ParseInt(eur[len(eur)-8:], 10, 64)
+		bg = append(bg, n)
+		acct := gbp[len(gbp)-8:]
+		if ok, err := ukbank.Check(ukbank.DefaultScheme.Rule, ukbank.DefaultScheme.SortCode, acct); err != nil || !ok {
+			t.Fatalf("UK account number %s fails its modulus check (%v)", acct, err)
+		}
+		m, _ := strconv.ParseInt(acct[:7], 10, 64)
+		uk = append(uk, m)
+	}
+	for _, serials := range [][]int64{bg, uk} {
+		slices.Sort(serials)
+		for i := 1; i < len(serials); i++ {
+			if d := serials[i] - serials[i-1]; d <= 1 {
+				t.Fatalf("serials %d and %d are adjacent or equal: %v", serials[i-1], serials[i], serials)
+			}
+		}
+	}
 }

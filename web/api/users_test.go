@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"strings"
 	"sync"
@@ -757,4 +759,87 @@ func TestKYCInternalNoteNeverLeaves(t *testing.T) {
 			t.Fatal("events_list does not carry the partner-facing reason")
 		}
 	})
+}
+
+// bombPNG is a PNG header declaring w × h pixels (valid signature, IHDR and
+// CRC), followed by an empty IEND: a few dozen bytes that a decoder would
+// turn into w × h × 4 bytes of pixels.
+func bombPNG(w, h uint32) []byte {
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	chunk := func(typ string, data []byte) {
+		_ = binary.Write(&b, binary.BigEndian, uint32(len(data)))
+		c := append([]byte(typ), data...)
+		b.Write(c)
+		_ = binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(c))
+	}
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], w)
+	binary.BigEndian.PutUint32(ihdr[4:], h)
+	ihdr[8], ihdr[9] = 8, 6 // 8-bit RGBA
+	chunk("IHDR", ihdr)
+	chunk("IEND", nil)
+	return b.Bytes()
+}
+
+// bombJPEG is a JPEG whose frame header (SOF0) declares w × h pixels.
+func bombJPEG(w, h uint16) []byte {
+	return []byte{0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 'J', 'F', 'I', 'F', 0, 1, 1, 0, 0, 1, 0, 1, 0, 0,
+		0xff, 0xc0, 0x00, 0x11, 8, byte(h >> 8), byte(h), byte(w >> 8), byte(w), 3,
+		1, 0x11, 0, 2, 0x11, 1, 3, 0x11, 1, 0xff, 0xd9}
+}
+
+// TestUploadsOverThePixelBudgetAreRefused performs issue 20's A5 finding:
+// the hosted KYC page (and the API's documents) accepted a 60,000 × 60,000
+// pixel image, a decompression bomb for whatever decodes it later. Now an
+// image whose header declares more than 40 megapixels is refused from the
+// header alone, before any decoding, with the field named, and nothing is
+// stored; an image within the budget is accepted. On the old code both
+// bombs were accepted and stored.
+func TestUploadsOverThePixelBudgetAreRefused(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	docs := func() int {
+		var n int
+		_ = env.App.DB.Get(&n, `SELECT count(*) FROM documents`)
+		return n
+	}
+	before := docs()
+	for name, d := range map[string]map[string]any{
+		"PNG 60000 × 60000":  {"file": b64(bombPNG(60000, 60000)), "file_type": "png", "document_type": "selfie"},
+		"JPEG 60000 × 60000": {"file": b64(bombJPEG(60000, 60000)), "file_type": "jpg", "document_type": "passport"},
+		"PNG 8000 × 5001":    {"file": b64(bombPNG(8000, 5001)), "file_type": "png", "document_type": "selfie"},
+	} {
+		body := validUser(p)
+		body["documents"] = []map[string]any{d}
+		r := call(t, env, p, http.MethodPost, "/v2/users", "user_create", body)
+		apptest.Expect(t, name, r, -3, http.StatusBadRequest)
+		apptest.ExpectField(t, name, r, "documents[0].file")
+	}
+	if docs() != before {
+		t.Fatal("a refused image was stored")
+	}
+	body := validUser(p)
+	body["documents"] = []map[string]any{{"file": b64(bombPNG(8000, 5000)), "file_type": "png", "document_type": "selfie"}}
+	apptest.Expect(t, "40 megapixels exactly", call(t, env, p, http.MethodPost, "/v2/users", "user_create", body), 0, http.StatusCreated)
+
+	// The hosted KYC page.
+	user := createUser(t, env, p, validUser(p))
+	k := call(t, env, p, http.MethodPost, "/v1/kyc", "kyc_init", map[string]any{"user": user})
+	secret := k.Data["url"].(string)[len(env.Server.URL)+len("/kyc/"):]
+	before = docs()
+	_, err := env.App.KYC.Submit(context.Background(), secret, emi.KYCUpload{Kind: "passport", Consent: true,
+		Front: bombJPEG(60000, 60000), Selfie: bombPNG(60000, 60000)})
+	e := emi.AsError(err)
+	if e == nil || e.Code != emi.ErrKYCUploadInvalid.Code || len(e.Fields) != 2 {
+		t.Fatalf("hosted KYC upload of two bombs: %v", err)
+	}
+	if docs() != before {
+		t.Fatal("the hosted page stored a refused image")
+	}
+	if _, err := env.App.KYC.Submit(context.Background(), secret, emi.KYCUpload{Kind: "passport", Consent: true,
+		Front: jpegBytes, Selfie: bombPNG(4000, 3000)}); err != nil {
+		t.Fatalf("photos within the budget: %v", err)
+	}
 }

@@ -164,7 +164,7 @@ func (p *Portal) partnerKeyCreate(w http.ResponseWriter, r *http.Request) {
 // partnerKeyRotate (POST /partners/{id}/keys/{key}/rotate).
 func (p *Portal) partnerKeyRotate(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
-	secret, err := p.d.Partners.RotateSecret(r.Context(), param(r, "key"))
+	secret, err := p.d.Partners.RotateSecret(r.Context(), param(r, "key"), r.PostFormValue("confirm") == "overlap")
 	if err != nil {
 		p.flashError(w, r, err, "/backoffice/partners/"+id)
 		return

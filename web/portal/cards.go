@@ -62,7 +62,22 @@ func (p *Portal) searchCards(r *http.Request, q string) ([]pages.Hit, error) {
 	if len(q) > maxQuery {
 		q = q[:maxQuery]
 	}
-	list, err := p.d.Cards.Search(r.Context(), q)
+	var list []emi.Card
+	var err error
+	if _, isPAN := service.PANQuery(q); isPAN {
+		// A full card number: only from the header search's POST and for
+		// staff who may reveal (Cards.SearchPAN: quota, audit). A GET
+		// (a URL holding the number) finds no card by it.
+		if r.Method != http.MethodPost || !canDo(r, emi.PermRevealCardData) {
+			return nil, nil
+		}
+		list, err = p.d.Cards.SearchPAN(r.Context(), q)
+		if err != nil && emi.AsError(err).Kind == emi.KindRateLimited {
+			return []pages.Hit{{Kind: "card", Title: "Card-number search refused", Detail: Message(emi.AsError(err))}}, nil
+		}
+	} else {
+		list, err = p.d.Cards.Search(r.Context(), q)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -91,9 +106,19 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 		r.URL = &u
 	}
 	v := pages.CardsView{Q: maskedQuery(q), Searched: q != ""}
-	list, err := p.d.Cards.Search(r.Context(), q)
+	search := p.d.Cards.Search
+	if _, isPAN := service.PANQuery(q); isPAN && r.Method == http.MethodPost {
+		// A full card number only from the form's POST (never a URL), for
+		// staff who may reveal, counted and audited as a reveal (M2).
+		search = p.d.Cards.SearchPAN
+	}
+	list, err := search(r.Context(), q)
 	if err != nil {
-		if emi.AsError(err).Kind != emi.KindInvalid {
+		if k := emi.AsError(err).Kind; k == emi.KindRateLimited {
+			v.Errs = map[string]string{"q": Message(emi.AsError(err))}
+			p.renderPrivate(w, r, http.StatusTooManyRequests, "Cards", pages.Cards(v))
+			return
+		} else if k != emi.KindInvalid {
 			p.renderError(w, r, err)
 			return
 		}

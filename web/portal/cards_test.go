@@ -2,11 +2,13 @@ package portal_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,6 +209,29 @@ func cardsEmail(name string) string {
 
 func (e *cardsEnv) page(c emi.Card) string { return "/backoffice/cards/" + c.Token }
 
+// code moves the clock to the next TOTP step and returns a fresh code of
+// the customer-service user: a reveal's step-up is a one-time code.
+func (e *cardsEnv) code(t *testing.T) string {
+	t.Helper()
+	e.env.Clock.Advance(30 * time.Second)
+	return e.env.TOTP(t, apptest.CSEmail)
+}
+
+// ageHistory moves a card's history back by d (as if it were older).
+func (e *cardsEnv) ageHistory(t *testing.T, card string, d time.Duration) {
+	t.Helper()
+	if _, err := e.env.App.DB.Exec(`UPDATE card_history SET at = at - $2::interval WHERE card = $1`, card, fmt.Sprintf("%d seconds", int(d.Seconds()))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wrongCode is a six-digit code that is not code.
+func wrongCode(code string) string {
+	b := []byte(code)
+	b[0] = '0' + (b[0]-'0'+1)%10
+	return string(b)
+}
+
 // cardRowCount counts the rows of a cards table.
 func cardRowCount(p apptest.Page) int { return strings.Count(p.Body, `data-testid="card-row"`) }
 
@@ -314,8 +339,25 @@ func TestCardSearch(t *testing.T) {
 	t.Run("a card number is never shown back, also when sent in the URL", func(t *testing.T) {
 		pg := search(e.pan)
 		contains(t, "card number search", pg, `value="`+service.MaskPAN(e.pan)+`"`)
+		// A number in a URL finds nothing: the search by number is a POST.
 		pg = e.cs.Get(t, "/backoffice/cards?q="+url.QueryEscape(groupedPAN(e.pan, " ")))
-		contains(t, "card number in the URL", pg, link(e.card), `value="`+service.MaskPAN(e.pan)+`"`)
+		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(pg.Body, `id="q-error"`) {
+			t.Fatalf("card number in the URL: HTTP %d", pg.Status)
+		}
+		contains422(t, "card number in the URL", pg, `value="`+service.MaskPAN(e.pan)+`"`)
+		lacks(t, "card number in the URL", pg, link(e.card))
+	})
+
+	t.Run("roles that may not reveal may not search by card number, and the attempt is audited", func(t *testing.T) {
+		for _, b := range []scanner{e.auditor, e.admin} {
+			if pg := b.Post(t, "/backoffice/cards", url.Values{"q": {e.pan}}); pg.Status != http.StatusForbidden {
+				t.Fatalf("HTTP %d", pg.Status)
+			}
+		}
+		if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal' AND outcome = 'denied'
+			AND changes->'fields' = '["pan_search"]'`); n != 2 {
+			t.Fatalf("%d denied card-number searches audited, want 2", n)
+		}
 	})
 
 	t.Run("GET ?q= works for links", func(t *testing.T) {
@@ -647,6 +689,10 @@ func TestCardGroups3DSAndPIN(t *testing.T) {
 		if n := e.count(t, `SELECT count(*) FROM cards WHERE token = $1 AND pin_errors = 0 AND cvv_errors = 0`, e.card.Token); n != 1 {
 			t.Fatal("counters not reset")
 		}
+		// The 3DS number was changed by staff above: no PIN text for 24 h.
+		pg = e.cs.follow(t, e.cs.Post(t, page+"/pin/send", url.Values{"reason": {"Customer forgot the PIN"}}))
+		contains(t, "held after a staff change of the 3DS number", pg, portalMessage(emi.ErrPINSMSHold))
+		e.ageHistory(t, e.card.Token, 25*time.Hour)
 		pg = e.cs.follow(t, e.cs.Post(t, page+"/pin/send", url.Values{"reason": {"Customer forgot the PIN"}}))
 		contains(t, "after sending", pg, "PIN sent by SMS to "+emi.MaskPhone(maraPhone), `data-testid="sms-row"`,
 			"has PIN ••••.", "PIN by SMS to "+emi.MaskPhone(maraPhone), "Customer forgot the PIN")
@@ -690,8 +736,8 @@ func TestCardReveal(t *testing.T) {
 			AND outcome = $3`, e.card.Token, e.csID, outcome)
 	}
 
-	t.Run("a wrong password is refused, audited as denied, and shows no number", func(t *testing.T) {
-		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {"not-my-password-1"}, "reason": {"Customer asks for the number"}}, htmx...)
+	t.Run("a wrong code is refused, audited as denied, and shows no number", func(t *testing.T) {
+		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {wrongCode(e.code(t))}, "reason": {"Customer asks for the number"}}, htmx...)
 		if pg.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("wrong password: HTTP %d", pg.Status)
 		}
@@ -709,15 +755,15 @@ func TestCardReveal(t *testing.T) {
 	})
 
 	t.Run("a reveal needs a reason", func(t *testing.T) {
-		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {service.SandboxStaffPassword}, "reason": {" "}}, htmx...)
+		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {e.code(t)}, "reason": {" "}}, htmx...)
 		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(pg.Body, `id="reason-error"`) {
 			t.Fatalf("no reason: HTTP %d", pg.Status)
 		}
 		noCardNumbers(t, "reveal without a reason", pg.Body, e.pans)
 	})
 
-	t.Run("the password and a reason show the number for 30 seconds, uncached, audited", func(t *testing.T) {
-		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"Customer asks for the number to pay online"}}, htmx...)
+	t.Run("a TOTP code and a reason show the number for 30 seconds, uncached, audited", func(t *testing.T) {
+		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {e.code(t)}, "reason": {"Customer asks for the number to pay online"}}, htmx...)
 		if pg.Status != http.StatusOK {
 			t.Fatalf("reveal: HTTP %d %s", pg.Status, pg.Body)
 		}
@@ -761,16 +807,26 @@ func TestCardReveal(t *testing.T) {
 		}
 	})
 
-	t.Run("a current TOTP code works instead of the password", func(t *testing.T) {
-		code := e.env.TOTP(t, apptest.CSEmail)
-		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {code}, "reason": {"Second call from the customer"}}, htmx...)
+	t.Run("a password is no step-up for a reveal, and a code works once", func(t *testing.T) {
+		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"Second call from the customer"}}, htmx...)
+		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(pg.Body, `id="secret-error"`) {
+			t.Fatalf("password reveal: HTTP %d", pg.Status)
+		}
+		noCardNumbers(t, "password reveal", pg.Body, e.pans)
+		code := e.code(t)
+		pg = e.cs.Reveal(t, reveal, url.Values{"secret": {code}, "reason": {"Second call from the customer"}}, htmx...)
 		if pg.Status != http.StatusOK || !strings.Contains(pg.Body, groupedPAN(e.pan, " ")) {
 			t.Fatalf("TOTP reveal: HTTP %d", pg.Status)
 		}
+		pg = e.cs.Reveal(t, reveal, url.Values{"secret": {code}, "reason": {"Second call from the customer"}}, htmx...)
+		if pg.Status == http.StatusOK {
+			t.Fatal("one TOTP code revealed twice")
+		}
+		noCardNumbers(t, "reused code", pg.Body, e.pans)
 	})
 
 	t.Run("without JavaScript the answer is a page with a way back", func(t *testing.T) {
-		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"Branch visit"}})
+		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {e.code(t)}, "reason": {"Branch visit"}})
 		if pg.Status != http.StatusOK || !strings.Contains(pg.Body, "<html") || !strings.Contains(pg.Body, groupedPAN(e.pan, " ")) ||
 			!strings.Contains(pg.Body, `href="`+page+`"`) {
 			t.Fatalf("reveal without JavaScript: HTTP %d", pg.Status)
@@ -782,7 +838,7 @@ func TestCardReveal(t *testing.T) {
 
 	t.Run("auditors and admins may not reveal", func(t *testing.T) {
 		for _, b := range []scanner{e.auditor, e.admin} {
-			pg := b.Reveal(t, reveal, url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"curious"}}, htmx...)
+			pg := b.Reveal(t, reveal, url.Values{"secret": {"123456"}, "reason": {"curious"}}, htmx...)
 			if pg.Status != http.StatusForbidden {
 				t.Fatalf("HTTP %d", pg.Status)
 			}
@@ -792,7 +848,7 @@ func TestCardReveal(t *testing.T) {
 
 	t.Run("a terminated card's number is not revealed", func(t *testing.T) {
 		e.cs.follow(t, e.cs.Post(t, e.page(e.plastic)+"/terminate", url.Values{"reason": {"Card destroyed"}}))
-		pg := e.cs.Reveal(t, e.page(e.plastic)+"/reveal", url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"Need it"}}, htmx...)
+		pg := e.cs.Reveal(t, e.page(e.plastic)+"/reveal", url.Values{"secret": {e.code(t)}, "reason": {"Need it"}}, htmx...)
 		if pg.Status != http.StatusConflict || !strings.Contains(pg.Body, portalMessage(emi.ErrCardInvalidTransition)) {
 			t.Fatalf("terminated card: HTTP %d", pg.Status)
 		}
@@ -804,7 +860,7 @@ func TestCardReveal(t *testing.T) {
 func TestCardErrorsHaveMessages(t *testing.T) {
 	for _, e := range []*emi.Error{emi.ErrCardValidation, emi.ErrCardNotFound, emi.ErrCardAccountUnusable, emi.ErrActiveCardExists,
 		emi.ErrCardInvalidTransition, emi.ErrGroupNotInProgram, emi.ErrDeliveryRequired, emi.ErrCardProgramMismatch,
-		emi.ErrCardAMLRequired, emi.ErrCardNoMobile, emi.ErrSMSUnavailable} {
+		emi.ErrCardAMLRequired, emi.ErrCardNoMobile, emi.ErrSMSUnavailable, emi.ErrPINSMSHold} {
 		if m := portal.Message(e); strings.Contains(m, "could not be completed") {
 			t.Errorf("%d %s has no message", e.Code, e.Key)
 		}
@@ -816,13 +872,19 @@ func TestGlobalSearchFindsCardsAndNeverEchoesANumber(t *testing.T) {
 	e := newCardsEnv(t)
 	masked := e.pan[:6] + "******" + e.pan[12:]
 	for name, q := range map[string]string{
-		"full number":      e.pan,
-		"grouped number":   groupedPAN(e.pan, " "),
 		"last 4 and owner": e.pan[12:] + " Velikova",
 		"token":            e.card.Token,
 	} {
 		pg := e.cs.Get(t, "/backoffice/search?q="+url.QueryEscape(q))
 		contains(t, "global search by "+name, pg, `href="/backoffice/cards/`+e.card.Token+`"`, masked)
+	}
+	// A full card number is looked up only from the header form's POST.
+	for name, q := range map[string]string{"full number": e.pan, "grouped number": groupedPAN(e.pan, " ")} {
+		pg := e.cs.Post(t, "/backoffice/search", url.Values{"q": {q}})
+		contains(t, "global search by "+name, pg, `href="/backoffice/cards/`+e.card.Token+`"`, masked)
+		if pg := e.cs.Get(t, "/backoffice/search?q="+url.QueryEscape(q)); strings.Contains(pg.Body, `href="/backoffice/cards/`+e.card.Token+`"`) {
+			t.Fatalf("a GET with the %s found the card", name)
+		}
 	}
 	// The auditor's audit log links card rows to the card page.
 	pg := e.auditor.Get(t, "/backoffice/audit?resource_type=card&resource_token="+e.card.Token)
@@ -832,5 +894,128 @@ func TestGlobalSearchFindsCardsAndNeverEchoesANumber(t *testing.T) {
 	uw.SignIn(t, apptest.UnderwriterEmail)
 	if p := uw.Get(t, "/backoffice/search?q="+url.QueryEscape(e.card.Token)); strings.Contains(p.Body, "/backoffice/cards/") {
 		t.Fatal("an underwriter's search lists cards")
+	}
+}
+
+// TestPANCandidateWalk performs issue 20's M2 attack: with the BIN (on
+// the programs page) and the last four digits (shown everywhere), about a
+// thousand Luhn-valid candidates remain, and the card search answered for
+// each whether a card had it, unaudited (a PAN was recovered in 6.5 s).
+// Now a search by full number is a reveal: 50 candidates posted at once
+// by one customer-service agent get at most the quota (10) answered, the
+// rest 429, and every attempt is audited. On the old code all 50 were
+// answered and no audit row was written.
+func TestPANCandidateWalk(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	candidates := make([]string, 0, 50)
+	for i := 0; len(candidates) < 49; i++ {
+		c := e.pan[:6] + fmt.Sprintf("%06d", i*7919%1000000) + e.pan[12:]
+		if c != e.pan && service.LuhnValid(c) {
+			candidates = append(candidates, c)
+		}
+	}
+	candidates = append(candidates, e.pan)
+	statuses := make([]int, len(candidates))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, c := range candidates {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			pg := e.cs.Browser.Post(t, "/backoffice/cards", url.Values{"q": {c}})
+			statuses[i] = pg.Status
+			if strings.Contains(pg.Body, c) {
+				t.Errorf("the answer shows the number searched for")
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	answered, limited := 0, 0
+	for _, st := range statuses {
+		switch st {
+		case http.StatusOK:
+			answered++
+		case http.StatusTooManyRequests:
+			limited++
+		default:
+			t.Errorf("HTTP %d", st)
+		}
+	}
+	if answered > service.DefaultRevealQuota || answered+limited != len(candidates) {
+		t.Fatalf("%d answered, %d limited of %d (quota %d)", answered, limited, len(candidates), service.DefaultRevealQuota)
+	}
+	audited := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal' AND actor_id = $1
+		AND changes->'fields' = '["pan_search"]'`, e.csID)
+	quota := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal_quota' AND actor_id = $1`, e.csID)
+	if audited != len(candidates) || quota != limited {
+		t.Fatalf("%d attempts audited of %d; %d quota rows for %d refusals", audited, len(candidates), quota, limited)
+	}
+	t.Logf("PAN walk: %d answered, %d refused (429), %d audited", answered, limited, audited)
+}
+
+// TestRevealQuota performs issue 20's M4 attack: one agent revealed 40
+// full card numbers in 4 s with one step-up (the password, sent again
+// with every request). Now the password is refused, each TOTP code
+// confirms one reveal, and after 10 reveals in an hour the 11th is
+// refused (429) and audited as a quota hit. On the old code all 40
+// reveals with the password succeeded.
+func TestRevealQuota(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	htmx := []string{"HX-Request", "true"}
+	revealed := 0
+	for i := 0; i < 40; i++ {
+		c := []emi.Card{e.card, e.plastic, e.loose}[i%3]
+		pg := e.cs.Reveal(t, e.page(c)+"/reveal", url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"bulk"}}, htmx...)
+		if pg.Status == http.StatusOK {
+			revealed++
+		}
+	}
+	if revealed != 0 {
+		t.Fatalf("%d reveals with a re-sent password", revealed)
+	}
+	var last apptest.Page
+	for i := 0; i < service.DefaultRevealQuota+1; i++ {
+		c := []emi.Card{e.card, e.plastic, e.loose}[i%3]
+		last = e.cs.Reveal(t, e.page(c)+"/reveal", url.Values{"secret": {e.code(t)}, "reason": {"bulk"}}, htmx...)
+		if last.Status == http.StatusOK {
+			revealed++
+		}
+	}
+	if revealed != service.DefaultRevealQuota || last.Status != http.StatusTooManyRequests {
+		t.Fatalf("%d reveals, the last HTTP %d", revealed, last.Status)
+	}
+	noCardNumbers(t, "refused by the quota", last.Body, e.pans)
+	if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal_quota' AND actor_id = $1 AND outcome = 'denied'`, e.csID); n != 1 {
+		t.Fatalf("%d quota rows", n)
+	}
+}
+
+// TestPINTextCannotBeRedirectedByStaff performs issue 20's M3 attack: a
+// customer-service agent re-points the card's 3DS OTP number to their own
+// phone, then sends the PIN by SMS; the old code texted the PIN to the
+// agent's phone. Now no PIN text is sent for 24 hours after a staff change
+// of the 3DS (or delivery) number, and after that the PIN goes only to a
+// number the partner set (here the user's phone), never the agent's.
+func TestPINTextCannotBeRedirectedByStaff(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	page := e.page(e.card)
+	const agentPhone = "+359899000111"
+	pg := e.cs.follow(t, e.cs.Post(t, page+"/3ds/update", url.Values{"otp_sms": {agentPhone}, "reason": {"customer asked"}}))
+	contains(t, "3DS number re-pointed", pg, "3DS phone number changed.")
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/pin/send", url.Values{"reason": {"Customer forgot the PIN"}}))
+	contains(t, "PIN text right after the change", pg, portalMessage(emi.ErrPINSMSHold))
+	if n := e.count(t, `SELECT count(*) FROM sms_messages WHERE card = $1`, e.card.Token); n != 0 {
+		t.Fatalf("%d texts sent", n)
+	}
+	e.ageHistory(t, e.card.Token, 25*time.Hour)
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/pin/send", url.Values{"reason": {"Customer forgot the PIN"}}))
+	contains(t, "PIN text a day later", pg, "PIN sent by SMS to "+emi.MaskPhone(maraPhone))
+	if n := e.count(t, `SELECT count(*) FROM sms_messages WHERE card = $1 AND to_phone = $2`, e.card.Token, agentPhone); n != 0 {
+		t.Fatalf("%d PIN texts to the agent's number", n)
 	}
 }

@@ -69,6 +69,7 @@ func portalDigest(t *testing.T, env *apptest.Env) map[string]string {
 			"sessions":        "the session store saves every request's session",
 			"audit_log":       "refused attempts are audited on purpose",
 			"signin_attempts": "refused sign-ins are recorded on purpose",
+			"rate_events":     "atomic limits count refused attempts on purpose (sign-in, reveals)",
 		},
 		Volatile: portalVolatile,
 		Extra: []string{

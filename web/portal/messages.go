@@ -23,6 +23,7 @@ var messages = map[string]string{
 	emi.ErrPartnerNotFound.Key:         "There is no such partner.",
 	emi.ErrPartnerKeyNotFound.Key:      "There is no such API key, or it is revoked.",
 	emi.ErrPartnerValidation.Key:       "Please correct the marked fields.",
+	emi.ErrRotationInOverlap.Key:       "The secret was not rotated: a rotation is still in its overlap (the previous secret stays valid until the time shown). To rotate again, confirm it on the key's row: the current secret then stops working at once.",
 	emi.ErrNonUniqueValue.Key:          "This value is already in use.",
 	emi.ErrInternal.Key:                "Something went wrong on our side. The error was logged.",
 	emi.ErrWebhookValidation.Key:       "Please correct the marked fields.",
@@ -69,6 +70,8 @@ var messages = map[string]string{
 	emi.ErrCardAMLRequired.Key:       "The program needs a clear AML check of the cardholder: give the token of a clear or cleared check of this person.",
 	emi.ErrCardNoMobile.Key:          "There is no mobile number for this: give one, or add it to the card's delivery details or the person's profile.",
 	emi.ErrSMSUnavailable.Key:        "The SMS gateway did not take the message; the attempt is recorded. Try again later.",
+	emi.ErrPINSMSHold.Key:            "No PIN text can be sent for 24 hours after a staff member changed the card's 3DS or delivery phone number. Nothing was sent.",
+	emi.ErrRevealQuota.Key:           "You reached your quota of card-number reveals and card-number searches for now; the attempt is recorded. Ask a colleague, or try again later.",
 	// Card payments (sandbox simulator).
 	emi.ErrAuthorizationNotFound.Key: "There is no such card payment.",
 	// Programs (administrators).

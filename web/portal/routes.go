@@ -26,6 +26,7 @@ func (p *Portal) Routes(r chi.Router) {
 		r.Use(p.requireStaff)
 		r.Get("/", p.dashboard)
 		r.Get("/search", p.search)
+		r.Post("/search", p.search) // the header's form: what is typed stays out of URLs
 
 		r.Get("/account", p.account)
 		r.Post("/account/password", p.changePassword)

@@ -119,9 +119,15 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, "Dashboard", pages.Dashboard(tiles))
 }
 
-// search (GET /search?q=) is the global search box.
+// search (POST /search from the header's form; GET /search?q= for links)
+// is the global search box. The header form posts, so what is typed (a
+// card number, say) never reaches a URL, the history or the access log;
+// a full card number finds a card only by POST (searchCards).
 func (p *Portal) search(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if r.Method == http.MethodPost {
+		q = strings.TrimSpace(r.PostFormValue("q"))
+	}
 	found, err := p.d.Search.Find(r.Context(), q, 20)
 	if err != nil {
 		p.renderError(w, r, err)

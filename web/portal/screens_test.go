@@ -422,3 +422,54 @@ func TestJobsScreenShowsDeadAndStuckJobsFirst(t *testing.T) {
 		t.Fatal("an unknown state is accepted")
 	}
 }
+
+// TestSecretRotationDuringOverlapNeedsConfirmation performs issue 20's A4
+// attack: rotating a key's secret twice (a reload of the credentials page
+// re-submits the form) made the fresh secret the previous one and dropped
+// the partner's working secret at once, although the page showed "previous
+// valid until +24 h". Now the second rotation changes nothing and says
+// why; a confirmed one replaces only the secret just shown, and the
+// partner's secret keeps its overlap. On the old code the partner's
+// original secret was refused (10001) right after the second rotation.
+func TestSecretRotationDuringOverlapNeedsConfirmation(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	env.SeedStaff(t)
+	admin := env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	partner := env.NewPartner(t, emi.PartnerCreate{Name: "Rotating Partner"})
+	rotate := "/backoffice/partners/" + partner.ID + "/keys/" + partner.KeyID + "/rotate"
+	details := apptest.Request{Method: http.MethodGet, Path: "/v2/partner", Operation: "partner_details"}
+	with := func(secret string) *apptest.Partner { q := *partner; q.APISecret = secret; return &q }
+	secretIn := func(p apptest.Page) string {
+		m := regexp.MustCompile(`data-testid="api-secret">(as_[^<]+)<`).FindStringSubmatch(p.Body)
+		if m == nil {
+			t.Fatalf("no secret shown: HTTP %d", p.Status)
+		}
+		return m[1]
+	}
+	first := secretIn(admin.Post(t, rotate, url.Values{}))
+	// The reload: the same POST again.
+	again := admin.Post(t, rotate, url.Values{})
+	if again.Status != http.StatusSeeOther || strings.Contains(again.Body, "as_") {
+		t.Fatalf("second rotation during the overlap: HTTP %d", again.Status)
+	}
+	page := admin.Get(t, again.Location)
+	if !strings.Contains(page.Body, "was not rotated") || !strings.Contains(page.Body, `data-testid="rotate-secret-confirm"`) {
+		t.Fatal("the refusal is not explained, or there is no way to confirm")
+	}
+	env.Clock.Advance(time.Second)
+	apptest.Expect(t, "the partner's secret after a reload", partner.Do(t, details), 0, 200)
+	apptest.Expect(t, "the new secret after a reload", with(first).Do(t, details), 0, 200)
+	// Confirmed: only the secret just shown is replaced.
+	second := secretIn(admin.Post(t, rotate, url.Values{"confirm": {"overlap"}}))
+	env.Clock.Advance(time.Second)
+	apptest.Expect(t, "the partner's secret, still inside its overlap", partner.Do(t, details), 0, 200)
+	apptest.Expect(t, "the replaced secret", with(first).Do(t, details), 10001, 401)
+	apptest.Expect(t, "the newest secret", with(second).Do(t, details), 0, 200)
+	// The overlap's deadline did not move.
+	env.Clock.Advance(24*time.Hour - time.Minute)
+	apptest.Expect(t, "the partner's secret just before its deadline", partner.Do(t, details), 0, 200)
+	env.Clock.Advance(2 * time.Minute)
+	apptest.Expect(t, "the partner's secret after its deadline", partner.Do(t, details), 10001, 401)
+}

@@ -597,6 +597,7 @@ func routeRoles() map[string][]string {
 	return map[string][]string{
 		"GET /":                                            {"*"},
 		"GET /search":                                      {"*"},
+		"POST /search":                                     {"*"},
 		"GET /account":                                     {"*"},
 		"POST /account/password":                           {"*"},
 		"POST /account/recovery-codes":                     {"*"},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -88,9 +89,9 @@ func groupByFour(pan, sep string) string {
 // TestCardSearchBlockAndRevealInTheBrowser: customer service finds a card
 // by its full number (which no page shows back), opens it, sets it inactive
 // with a reason behind a second click, then reveals its number with the
-// password and a reason: the number appears, the reveal is audited and
-// listed, and the number disappears after the timeout. A wrong password
-// shows the error in place.
+// a current TOTP code (one code, one reveal) and a reason: the number
+// appears, the reveal is audited and listed, and the number disappears
+// after the timeout. A wrong code shows the error in place.
 func TestCardSearchBlockAndRevealInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
@@ -157,8 +158,11 @@ func TestCardSearchBlockAndRevealInTheBrowser(t *testing.T) {
 		t.Fatalf("database status %s", st)
 	}
 
-	// A wrong password: the error shows in place, nothing is revealed.
-	b.typeInto(`[data-testid="card-reveal-form"] input[name="secret"]`, "not-the-password-1")
+	// A wrong code: the error shows in place, nothing is revealed.
+	env.Clock.Advance(30 * time.Second)
+	good := env.TOTP(t, apptest.CSEmail)
+	wrong := string('0'+(good[0]-'0'+1)%10) + good[1:]
+	b.typeInto(`[data-testid="card-reveal-form"] input[name="secret"]`, wrong)
 	writeReason(b, "Customer asks for the number")
 	b.do("reveal with a wrong password", chromedp.Click(chromedp.CSS(`[data-testid="card-reveal-button"]`)))
 	b.waitVisible(`#card-reveal #secret-error`)
@@ -177,7 +181,8 @@ func TestCardSearchBlockAndRevealInTheBrowser(t *testing.T) {
 		var el = e.target.querySelector && e.target.querySelector("[data-autohide]");
 		if (el) { window.__autohide = el.getAttribute("data-autohide"); el.setAttribute("data-autohide", "2"); }
 	}, true); true`)
-	b.typeInto(`[data-testid="card-reveal-form"] input[name="secret"]`, service.SandboxStaffPassword)
+	env.Clock.Advance(30 * time.Second)
+	b.typeInto(`[data-testid="card-reveal-form"] input[name="secret"]`, env.TOTP(t, apptest.CSEmail))
 	writeReason(b, "Customer must pay a hotel by phone")
 	b.do("reveal", chromedp.Click(chromedp.CSS(`[data-testid="card-reveal-button"]`)))
 	b.waitVisible(`[data-testid="pan"]`)
