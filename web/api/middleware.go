@@ -91,6 +91,12 @@ func (a *API) readRequest(op Operation, next http.Handler) http.Handler {
 		tctx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
 		defer cancel()
 		r = r.WithContext(tctx)
+		// Headers first: a malformed Idempotency-Key or x-* value must not
+		// reach the key lookup, the replay guard or the idempotency store.
+		if err := httpx.CheckHeaders(r.Header, service.MaxIdempotencyKeyLen); err != nil {
+			writeError(w, r, err)
+			return
+		}
 		b, err := httpx.ReadBody(w, r, op.BodyLimit)
 		if err != nil {
 			writeError(w, r, err)
