@@ -96,7 +96,9 @@ func NewHandler(d Deps) http.Handler {
 		d.Extra(r)
 	}
 	r.NotFound(api.NotFound)
-	r.MethodNotAllowed(api.MethodNotAllowed)
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		api.MethodNotAllowed(w, req, allowedMethods(r, req))
+	})
 	return r
 }
 
@@ -117,4 +119,16 @@ func healthz(check func(ctx context.Context) error) http.HandlerFunc {
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(body)
 	}
+}
+
+// allowedMethods lists the methods r routes for the request's path (the
+// Allow header of a 405). chi does not hand them to a custom handler.
+func allowedMethods(r chi.Routes, req *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
