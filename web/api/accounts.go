@@ -7,7 +7,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
-	"emi/web/httpx"
 )
 
 // balanceResponse is one balance (contract §6): identifier fields are ""
@@ -124,24 +123,13 @@ type accountsListResponse struct {
 }
 
 // accountsListFilters are the query parameters accounts_list accepts.
-var accountsListFilters = map[string]bool{"merchant": true, "user": true, "program": true}
+var accountsListFilters = []string{"merchant", "user", "program"}
 
 // accountsList (GET /v2/accounts/{page}/{limit}).
 func (a *API) accountsList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var bad []emi.FieldError
-	for k, vs := range q {
-		switch {
-		case !accountsListFilters[k]:
-			bad = append(bad, emi.FieldError{Field: k, Message: "unknown filter: the filters are merchant, user and program"})
-		case len(vs) > 1:
-			bad = append(bad, emi.FieldError{Field: k, Message: "must be given once"})
-		case !httpx.StorableText(vs[0]):
-			bad = append(bad, emi.FieldError{Field: k, Message: filterValueMessage})
-		}
-	}
-	if len(bad) > 0 {
-		writeError(w, r, emi.ErrAccountValidation.WithFields(bad...))
+	q, err := listQuery(r, accountsListFilters, emi.ErrAccountValidation)
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	f := emi.AccountFilter{Page: pathInt(r, "page"), Limit: pathInt(r, "limit"), Merchant: q.Get("merchant"), User: q.Get("user"), Program: q.Get("program")}
