@@ -19,6 +19,15 @@ import (
 type pathTable struct {
 	mu       sync.RWMutex
 	patterns []routedPattern
+	// ops are the signed operation names, each once, sorted.
+	ops []string
+}
+
+// operations returns every signed operation name of the API.
+func (t *pathTable) operations() []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.ops
 }
 
 type routedPattern struct {
@@ -26,7 +35,7 @@ type routedPattern struct {
 	methods  []string
 }
 
-func (t *pathTable) add(pattern, method string) {
+func (t *pathTable) add(pattern, method, op string) {
 	segs := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
 	for i, s := range segs {
 		if strings.HasPrefix(s, "{") {
@@ -35,6 +44,9 @@ func (t *pathTable) add(pattern, method string) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if i, found := slices.BinarySearch(t.ops, op); !found {
+		t.ops = slices.Insert(slices.Clone(t.ops), i, op)
+	}
 	for i := range t.patterns {
 		if slices.Equal(t.patterns[i].segments, segs) {
 			if !slices.Contains(t.patterns[i].methods, method) {

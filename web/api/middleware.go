@@ -143,7 +143,9 @@ func requestTarget(r *http.Request) string {
 // the context (401 / 10001 or 10002 otherwise).
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := a.auth.Authenticate(r.Context(), signedRequest(r))
+		sr := signedRequest(r)
+		sr.Operations = a.paths.operations()
+		p, err := a.auth.Authenticate(r.Context(), sr)
 		if err != nil {
 			writeError(w, r, err)
 			return

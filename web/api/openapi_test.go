@@ -107,7 +107,7 @@ func TestErrorCatalogueIsConsistentAndDocumented(t *testing.T) {
 // documentedOperation is one operation of openapi.yaml.
 type documentedOperation struct {
 	method, path string
-	// name is what the partner signs: x-operation, else operationId.
+	// name is what the partner signs: x-emi-operation.
 	name string
 	op   *v3.Operation
 }
@@ -130,9 +130,21 @@ func documentedOperations(t *testing.T, m *v3.Document) []documentedOperation {
 	var out []documentedOperation
 	for path, item := range m.Paths.PathItems.FromOldest() {
 		for method, op := range item.GetOperations().FromOldest() {
-			name := op.OperationId
-			if x := op.Extensions.GetOrZero("x-operation"); x != nil {
+			// Every operation says the name it is signed with, where a
+			// generated client finds it (issue 21, item 4).
+			name := ""
+			if x := op.Extensions.GetOrZero("x-emi-operation"); x != nil {
 				name = x.Value
+			}
+			if name == "" {
+				t.Errorf("%s %s: no x-emi-operation", method, path)
+				name = op.OperationId
+			}
+			if !strings.Contains(op.Description, "Signed operation name (`x-emi-operation`): `"+name+"`.") {
+				t.Errorf("%s %s: the description does not state the signed operation name %q", method, path, name)
+			}
+			if x := op.Extensions.GetOrZero("x-operation"); x != nil && x.Value != name {
+				t.Errorf("%s %s: x-operation %q and x-emi-operation %q disagree", method, path, x.Value, name)
 			}
 			out = append(out, documentedOperation{method: strings.ToUpper(method), path: path, name: name, op: op})
 		}

@@ -152,7 +152,7 @@ func op(name string, invalid *emi.Error, limit int64) Operation {
 // handle mounts one operation with the full middleware chain, and records
 // its full pattern (prefix + pattern) for methodGuard.
 func (a *API) handle(r chi.Router, prefix, method, pattern string, o Operation, h http.HandlerFunc) {
-	a.paths.add(prefix+pattern, method)
+	a.paths.add(prefix+pattern, method, o.Name)
 	r.Method(method, pattern, a.chain(o, h))
 }
 
