@@ -2,10 +2,10 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
