@@ -32,6 +32,9 @@ type Deps struct {
 	Metrics *httpx.Metrics
 	// OpenAPI is the API description served at /openapi.yaml.
 	OpenAPI []byte
+	// PublicURL is EMI_PUBLIC_URL: where the reference at /docs is reached
+	// (the doc_url of error answers).
+	PublicURL string
 	// Portal is the back office, mounted at /backoffice (nil: not served).
 	Portal http.Handler
 	// PortalRecover answers a panic inside the back office and the hosted
@@ -54,6 +57,7 @@ type Deps struct {
 func NewHandler(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID)
+	r.Use(api.WithDocsBase(d.PublicURL))
 	r.Use(httpx.AccessLog(d.Logger, d.Metrics))
 	r.Use(httpx.Recoverer(d.Logger, func(w http.ResponseWriter, r *http.Request) {
 		if d.PortalRecover != nil && (strings.HasPrefix(r.URL.Path, "/backoffice") || strings.HasPrefix(r.URL.Path, "/kyc/")) {

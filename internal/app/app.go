@@ -267,6 +267,7 @@ func (a *App) Handler(extra ...func(r chi.Router, api *api.API)) http.Handler {
 		Registry:      reg,
 		Metrics:       httpx.NewMetrics(reg),
 		OpenAPI:       api.OpenAPI,
+		PublicURL:     a.Config.PublicURL,
 		Extra: func(r chi.Router) {
 			for _, f := range extra {
 				f(r, apiHandler)

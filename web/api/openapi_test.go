@@ -428,3 +428,44 @@ func TestOpenAPIDocumentsEveryCardAnswer(t *testing.T) {
 		apptest.Expect(t, "gateway down", r, 12011, http.StatusServiceUnavailable)
 	})
 }
+
+// TestEveryErrorHasADescriptionAndADocURL: every catalogue error the API
+// can answer has a human description, and an answer carries it with a
+// doc_url into /docs/errors under EMI_PUBLIC_URL, beside the unchanged
+// code and message (issue 21, item 10; the old envelope had neither).
+func TestEveryErrorHasADescriptionAndADocURL(t *testing.T) {
+	t.Parallel()
+	for _, e := range emi.Catalogue() {
+		if d := e.Description(); len(d) < 20 || !strings.HasSuffix(d, ".") {
+			t.Errorf("%d %s: description %q is missing or not a sentence", e.Code, e.Key, d)
+		}
+	}
+	env := apptest.New(t, apptest.Options{NoSanctions: true})
+	p := env.NewPartner(t, emi.PartnerCreate{})
+	for _, c := range []struct {
+		rq  apptest.Request
+		err *emi.Error
+	}{
+		{apptest.Request{Method: http.MethodGet, Path: "/v2/cards/" + service.NewToken(), Operation: "card_details"}, emi.ErrCardNotFound},
+		{apptest.Request{Method: http.MethodPost, Path: "/v2/cards", Operation: "card_create", Body: []byte(`{"colour":"red"}`)}, emi.ErrCardValidation},
+		{apptest.Request{Method: http.MethodGet, Path: "/v2/partner", NoAuth: true}, emi.ErrAuthInvalid},
+		{apptest.Request{Method: http.MethodGet, Path: "/v2/nowhere", NoAuth: true, SkipOpenAPI: true}, emi.ErrRouteNotFound},
+		{apptest.Request{Method: http.MethodPost, Path: "/v2/partner", NoAuth: true, SkipOpenAPI: true}, emi.ErrMethodNotAllowed},
+	} {
+		env.Clock.Advance(time.Second)
+		r := p.Do(t, c.rq)
+		var body struct {
+			Code        int    `json:"code"`
+			Message     string `json:"message"`
+			Description string `json:"description"`
+			DocURL      string `json:"doc_url"`
+		}
+		if err := json.Unmarshal(r.Raw, &body); err != nil {
+			t.Fatal(err)
+		}
+		if body.Code != c.err.Code || body.Message != c.err.Key || body.Description != c.err.Description() ||
+			body.DocURL != env.Config.PublicURL+"/docs/errors#"+c.err.Key {
+			t.Errorf("%s %s: %s", c.rq.Method, c.rq.Path, r.Raw)
+		}
+	}
+}

@@ -182,7 +182,9 @@ func (a *API) amlCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	if c.Status == emi.AMLMatch {
 		e := emi.ErrAMLMatchFound
-		writeJSON(w, r, httpx.Status(e.Kind), envelope{Code: e.Code, Message: e.Key, Data: resp})
+		env := errorEnvelope(r, e)
+		env.Data = resp
+		writeJSON(w, r, httpx.Status(e.Kind), env)
 		return
 	}
 	writeData(w, r, http.StatusCreated, resp)

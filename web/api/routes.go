@@ -173,7 +173,7 @@ func NotFound(w http.ResponseWriter, r *http.Request) { writeError(w, r, emi.Err
 // and the methods the path accepts in Allow.
 func MethodNotAllowed(w http.ResponseWriter, r *http.Request, allowed []string) {
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	writeJSON(w, r, http.StatusMethodNotAllowed, envelope{Code: emi.ErrMethodNotAllowed.Code, Message: emi.ErrMethodNotAllowed.Key})
+	writeJSON(w, r, http.StatusMethodNotAllowed, errorEnvelope(r, emi.ErrMethodNotAllowed))
 }
 
 // WriteData and WriteError expose the envelope to extra operations (tests).

@@ -1,0 +1,65 @@
+package emi
+
+// errorDescriptions are the human sentences of the partner API's errors
+// (issue 21, item 10), keyed by message key: what happened and what to do.
+// The API sends one as `description` beside the code and the key, and the
+// reference at /docs/errors lists them; a test keeps every Catalogue
+// entry described.
+var errorDescriptions = map[string]string{
+	"services.general.validation":              "A field breaks its rule, is unknown or has the wrong type; each is named in errors. Fix those fields and send the request again.",
+	"service.applications.not_found":           "No application of yours has this token. Check the token returned by application_create.",
+	"service.members.not_found":                "The application has no company member with this token. Check the token returned by company_add_member.",
+	"service.users.not_found":                  "No user of yours has this token (or the user was removed). Check the token returned by user_create.",
+	"service.applications.validator_not_found": "Your partner account has no validator configuration yet, so applications cannot be checked. Ask your account manager to set it up.",
+	"service.users.duplicate":                  "A user with this e-mail address already exists under your master merchant. Use the existing user, or another address.",
+	"service.users.validation":                 "A user field breaks its rule, is unknown or has the wrong type; each is named in errors.",
+	"services.general.invalid_processor":       "The sanctions lists are not loaded, so nobody can be screened now. Retry later; nothing was stored.",
+	"service.aml.match.found":                  "The person may be on a sanctions list. The check is stored (its token is in data) and compliance reviews it; an aml_check.reviewed event tells you the outcome.",
+	"services.general.error":                   "Something failed on our side; nothing was changed. Retry with the same Idempotency-Key, and quote the x-request-id header if it persists.",
+	"services.auth.invalid":                    "The request could not be authenticated: errors names the header that is missing or wrong and, for a signature mismatch, what the server signed.",
+	"services.auth.expired":                    "x-timestamp is more than 15 seconds away from the server clock. Sync your clock (NTP) and sign again.",
+	"services.auth.replayed":                   "This exact request was already accepted in this second. Sign again in the next second, use signature version 2 with a new x-nonce, or retry a POST with its Idempotency-Key.",
+	"services.general.bad_request":             "The request is not well-formed: malformed JSON, not a JSON object, a wrong content type or charset, or a malformed header (named in errors).",
+	"services.general.route_not_found":         "No operation has this path (sandbox-only operations do not exist in production). Check the path against the reference.",
+	"services.general.method_not_allowed":      "The path exists, but not with this HTTP method; the Allow header lists the methods it takes.",
+	"services.general.too_large":               "The body is over the limit: 20 MiB for requests carrying documents, 1 MiB for the others.",
+	"services.general.rate_limited":            "Too many requests for this API key. Wait the seconds of the Retry-After header, then retry.",
+	"services.general.idempotency_conflict":    "This Idempotency-Key was used with another body, or its first request is still running. Use a new key for a new request.",
+	"service.applications.closed":              "The application was already decided, so it cannot change any more. Start a new application.",
+	"services.general.non_unique_value":        "A value that must be unique is already taken (named in errors).",
+	"service.cards.validation":                 "A card field breaks its rule, is unknown or has the wrong type; each is named in errors.",
+	"service.cards.not_found":                  "No card of yours has this token. Check the token returned by card_create.",
+	"service.cards.account_unusable":           "The account cannot take a card: unknown to you, blocked, terminated, virtual, or with more than one balance.",
+	"service.cards.active_card_exists":         "The account already has a card that is not terminated; an account has one card at a time.",
+	"service.cards.invalid_transition":         "The card's current state does not allow this change (for example activating an activated card, or anything on a terminated card).",
+	"service.cards.group_not_in_program":       "A group code is not associated with the card's program; nothing was changed. Use a code of the program.",
+	"service.cards.delivery_required":          "A plastic card (or a conversion to plastic) needs delivery_details.",
+	"service.cards.program_mismatch":           "The program is unknown to you, or does not allow this card type.",
+	"service.cards.aml_required":               "The program requires a clear AML check of the cardholder: pass the token of a clear aml_check as aml.",
+	"service.cards.no_mobile":                  "A PIN text or OTP 3-D Secure needs a mobile number, and the card has none. Give otp_sms or the user's mobile_phone.",
+	"service.cards.sms_unavailable":            "The SMS gateway did not take the message. Retry later.",
+	"service.accounts.validation":              "An account field or filter breaks its rule, is unknown or has the wrong type; each is named in errors.",
+	"service.accounts.not_found":               "No account of yours has this token. Check the token returned by account_create.",
+	"service.accounts.program_not_found":       "The program is unknown, or not open to your partner account.",
+	"service.accounts.owner_not_found":         "The merchant or user is unknown to you. An application's merchant exists once the application is approved.",
+	"service.accounts.main_invalid":            "The main account is unknown, virtual itself, terminated, or belongs to another owner.",
+	"service.accounts.invalid_transition":      "A terminated account cannot change status.",
+	"service.accounts.balance_not_zero":        "An account with money on a balance cannot be terminated. Move the money out first.",
+	"service.transfers.validation":             "A transfer field breaks its rule, is unknown or has the wrong type; each is named in errors.",
+	"service.transfers.not_found":              "No transfer of yours has this token.",
+	"service.transfers.insufficient_funds":     "The source balance does not hold the amount (holds of card authorizations count).",
+	"service.transfers.account_unusable":       "The source or destination account cannot move money now: blocked, terminated, or not yours.",
+	"service.transfers.currency_mismatch":      "The accounts do not hold the transfer's currency.",
+	"service.transfers.destination_not_found":  "The destination account or identifier is unknown.",
+	"service.transfers.invalid_transition":     "The transfer's current state does not allow this step (for example completing a returned payment).",
+	"service.authorizations.not_found":         "No card authorization of yours has this token.",
+	"service.users.has_products":               "The user still has accounts or cards that are not terminated. Terminate them first.",
+	"service.kyc.already_approved":             "The user's identity is already verified; no new KYC session is needed.",
+	"service.partners.not_found":               "The partner is unknown.",
+	"service.partners.key_not_found":           "The API key is unknown.",
+	"service.partners.validation":              "A partner field breaks its rule; each is named in errors.",
+}
+
+// Description returns the human sentence of the error's catalogue entry,
+// or "" when it has none.
+func (e *Error) Description() string { return errorDescriptions[e.Key] }
