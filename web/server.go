@@ -72,10 +72,11 @@ func NewHandler(d Deps) http.Handler {
 		r.Handle("/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}))
 	}
 	if d.OpenAPI != nil {
+		doc := api.ServedOpenAPI(d.OpenAPI, d.PublicURL)
 		r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml; charset=utf-8")
 			w.Header().Set("X-Content-Type-Options", "nosniff")
-			_, _ = w.Write(d.OpenAPI)
+			_, _ = w.Write(doc)
 		})
 	}
 	if d.Portal != nil {
