@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"emi/web/api"
+	"emi/web/docs"
 	"emi/web/httpx"
 )
 
@@ -78,6 +79,15 @@ func NewHandler(d Deps) http.Handler {
 			w.Header().Set("X-Content-Type-Options", "nosniff")
 			_, _ = w.Write(doc)
 		})
+		// The rendered reference (issue 21). The document is embedded and
+		// tested, so it parses; should it not, /docs is left out rather
+		// than the whole server refused.
+		if h, err := docs.Handler(docs.Deps{OpenAPI: doc, PublicURL: d.PublicURL}); err == nil {
+			r.Get("/docs", h.ServeHTTP)
+			r.Get("/docs/*", h.ServeHTTP)
+		} else if d.Logger != nil {
+			d.Logger.Error("docs: the reference cannot be rendered", "error", err)
+		}
 	}
 	if d.Portal != nil {
 		r.Mount("/backoffice", d.Portal)
