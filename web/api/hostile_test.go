@@ -246,8 +246,6 @@ var contentRefusals = map[string][]*emi.Error{
 	"card_assign": {emi.ErrCardInvalidTransition},
 	// A group code that is not one of the program's (a 100 kB one).
 	"card_groups": {emi.ErrGroupNotInProgram},
-	// otp_sms missing or empty is 409 / 12010, as documented.
-	"card_3ds_update": {emi.ErrCardNoMobile},
 }
 
 // hostileRun sends requests one at a time, each against a database digest.
