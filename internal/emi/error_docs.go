@@ -57,6 +57,10 @@ var errorDescriptions = map[string]string{
 	"service.kyc.already_approved":             "The user's identity is already verified; no new KYC session is needed.",
 	"service.partners.not_found":               "The partner is unknown.",
 	"service.partners.key_not_found":           "The API key is unknown.",
+	"service.applications.not_in_review":       "The application is not waiting for an underwriter (it is still being checked, or already decided), so the sandbox cannot decide it now. Read application_details and retry once it is in_review.",
+	"service.aml.not_found":                    "No AML check of yours has this token. Check the token returned by aml_check.",
+	"service.aml.nothing_to_review":            "The AML check has no hit waiting for a decision (it was clear, or is already reviewed).",
+	"service.kyc.no_open_session":              "The user has no identification session waiting: start one with kyc_init.",
 	"service.partners.validation":              "A partner field breaks its rule; each is named in errors.",
 }
 

@@ -197,6 +197,12 @@ var (
 	// another partner's card (sandbox card payments).
 	ErrAuthorizationNotFound = def(14020, "service.authorizations.not_found", KindNotFound)
 
+	// Sandbox outcomes (issue 21): the partner drives a staff decision.
+	ErrNotInReview        = def(11005, "service.applications.not_in_review", KindConflict)
+	ErrAPIAMLNotFound     = def(18002, "service.aml.not_found", KindNotFound)
+	ErrAMLNothingToReview = def(18003, "service.aml.nothing_to_review", KindConflict)
+	ErrNoOpenKYCSession   = def(19002, "service.kyc.no_open_session", KindConflict)
+
 	ErrUserHasProducts    = def(-4, "service.users.has_products", KindConflict)
 	ErrKYCAlreadyApproved = def(19001, "service.kyc.already_approved", KindConflict)
 	ErrPartnerNotFound    = def(10404, "service.partners.not_found", KindNotFound)
@@ -220,6 +226,7 @@ func Catalogue() []*Error {
 		ErrInsufficientFunds, ErrTransferAccountUnusable, ErrCurrencyMismatch, ErrDestinationNotFound,
 		ErrTransferInvalidTransition, ErrAuthorizationNotFound, ErrUserHasProducts, ErrKYCAlreadyApproved,
 		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation,
+		ErrNotInReview, ErrAPIAMLNotFound, ErrAMLNothingToReview, ErrNoOpenKYCSession,
 	}
 }
 

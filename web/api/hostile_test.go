@@ -77,7 +77,7 @@ func newTenant(t *testing.T, env *apptest.Env, name string) *tenant {
 	return &tenant{p: p, tok: map[string]string{
 		"user": user, "account": c.acc, "card": c.card, "authorization": auth.Data["token"].(string),
 		"transfer": tr.Data["token"].(string), "application": ar.Data["token"].(string),
-		"token": members[0].(map[string]any)["token"].(string),
+		"token": members[0].(map[string]any)["token"].(string), "aml": amlHit(t, env, p),
 	}}
 }
 
@@ -86,14 +86,14 @@ func newTenant(t *testing.T, env *apptest.Env, name string) *tenant {
 var notFound = map[string]*emi.Error{
 	"user": emi.ErrUserNotFound, "account": emi.ErrAccountNotFound, "card": emi.ErrCardNotFound,
 	"authorization": emi.ErrAuthorizationNotFound, "transfer": emi.ErrTransferNotFound,
-	"application": emi.ErrApplicationNotFound, "token": emi.ErrMemberNotFound,
+	"application": emi.ErrApplicationNotFound, "token": emi.ErrMemberNotFound, "aml": emi.ErrAPIAMLNotFound,
 }
 
 // wrongKind names, for each token parameter, a parameter whose token is of
 // another kind.
 var wrongKind = map[string]string{
 	"user": "account", "account": "card", "card": "account", "authorization": "transfer",
-	"transfer": "authorization", "application": "user", "token": "user",
+	"transfer": "authorization", "application": "user", "token": "user", "aml": "user",
 }
 
 // validationByPrefix is each route's validation error (routes.go): the
@@ -632,4 +632,12 @@ func TestHostileListFiltersRefuseNULAndInvalidUTF8(t *testing.T) {
 		r := call(t, env, p, http.MethodGet, list.path+"?program=account_eur", list.op, nil)
 		apptest.Expect(t, list.op+" with a plain filter", r, 0, http.StatusOK)
 	}
+}
+
+// amlHit makes an AML check that answers 18001 (a hit waiting for review).
+func amlHit(t *testing.T, env *apptest.Env, p *apptest.Partner) string {
+	t.Helper()
+	r := call(t, env, p, http.MethodPost, "/v1/aml", "aml_check", kimBody())
+	apptest.Expect(t, "fixture AML hit", r, emi.ErrAMLMatchFound.Code, http.StatusConflict)
+	return r.Data["token"].(string)
 }

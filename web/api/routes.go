@@ -31,6 +31,9 @@ type Deps struct {
 	Transfers   *service.Transfers
 	// Authorizations decides sandbox card payments and settles them.
 	Authorizations *service.Authorizations
+	// Review decides applications (sandbox_application_decide, through
+	// the underwriters' own method).
+	Review *service.Review
 	// Incoming books incoming payments (sandbox_incoming_credit).
 	Incoming *service.Incoming
 	// Sandbox enables the sandbox-only operations (simulated incoming
@@ -74,6 +77,8 @@ func (a *API) Routes(r chi.Router) {
 		r.Use(a.methodGuard)
 		a.handle(r, "/v1", http.MethodPost, "/aml", op("aml_check", emi.ErrValidation, SmallBody), a.amlCheck)
 		a.handle(r, "/v1", http.MethodPost, "/kyc", op("kyc_init", emi.ErrValidation, SmallBody), a.kycInit)
+		a.handle(r, "/v1", http.MethodPost, "/sandbox/kyc/{user}", op("sandbox_kyc_decide", emi.ErrValidation, SmallBody), a.sandboxOnly(a.sandboxKYCDecide))
+		a.handle(r, "/v1", http.MethodPost, "/sandbox/aml/{aml}", op("sandbox_aml_review", emi.ErrValidation, SmallBody), a.sandboxOnly(a.sandboxAMLReview))
 	})
 	r.Route("/v2", func(r chi.Router) {
 		r.Use(a.methodGuard)
@@ -129,6 +134,7 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, "/v3", http.MethodPost, "/applications/{application}/companies/members", op("company_add_member", emi.ErrValidation, DocumentBody), a.companyAddMember)
 		a.handle(r, "/v3", http.MethodPut, "/applications/{application}/companies/members/{token}", op("company_member_update", emi.ErrValidation, SmallBody), a.companyMemberUpdate)
 		a.handle(r, "/v3", http.MethodPost, "/applications/{application}/companies/members/{token}/documents", op("company_member_add_document", emi.ErrValidation, DocumentBody), a.companyMemberAddDocument)
+		a.handle(r, "/v3", http.MethodPost, "/sandbox/applications/{application}/decision", op("sandbox_application_decide", emi.ErrValidation, SmallBody), a.sandboxOnly(a.sandboxApplicationDecide))
 	})
 }
 
