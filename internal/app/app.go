@@ -210,7 +210,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.TransferStore = postgres.NewTransferStore(db)
 	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, now)
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
-	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Audit, now)
+	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Events, a.Audit, now)
 	a.Maintenance.SetHoldExpirer(a.Authorizations)
 	// Outgoing payments to emi's own identifiers are refused (they are
 	// internal transfers); settlement is simulated in the sandbox only.

@@ -12,9 +12,14 @@ import (
 // balanceResponse is one balance (contract §6): identifier fields are ""
 // where the currency or skip_iban_generation gives none.
 type balanceResponse struct {
-	Token         string `json:"token"`
-	Currency      string `json:"currency"`
-	Available     string `json:"available"`
+	Token     string `json:"token"`
+	Currency  string `json:"currency"`
+	Available string `json:"available"`
+	// Current is the ledger balance (every posted entry) and Held the
+	// card payments approved but not yet cleared: available = current -
+	// held (issue 21, as issuers show them).
+	Current       string `json:"current"`
+	Held          string `json:"held"`
 	IBAN          string `json:"iban"`
 	BIC           string `json:"bic"`
 	AccountNumber string `json:"account_number"`
@@ -49,7 +54,8 @@ func newAccountResponse(a emi.Account, withBalances bool) accountResponse {
 	}
 	r.Balances = []balanceResponse{}
 	for _, b := range a.Balances {
-		br := balanceResponse{Token: b.Token, Currency: b.Currency, Available: emi.FormatMinor(b.Available), IBAN: str(b.IBAN),
+		br := balanceResponse{Token: b.Token, Currency: b.Currency, Available: emi.FormatMinor(b.Available),
+			Current: emi.FormatMinor(b.Posted), Held: emi.FormatMinor(b.Held), IBAN: str(b.IBAN),
 			BIC: b.BIC, AccountNumber: str(b.AccountNumber), SortCode: str(b.SortCode)}
 		if a.Virtual {
 			// A virtual account shows its main balance under its own IBAN
