@@ -28,7 +28,7 @@ const (
 	EventAuthorizationCleared  EventType = "authorization.cleared"
 	EventAuthorizationReversed EventType = "authorization.reversed"
 	EventAuthorizationExpired  EventType = "authorization.expired"
-	EventWebhookTest                EventType = "webhook.test"
+	EventWebhookTest           EventType = "webhook.test"
 )
 
 // EventTypes lists every event type, in documentation order.
