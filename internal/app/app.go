@@ -321,7 +321,7 @@ func (a *App) API() *api.API {
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
 		Cards: a.Cards, Transfers: a.Transfers, Incoming: a.Incoming, Sandbox: a.Config.Mode == config.ModeSandbox, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
-		Authorizations: a.Authorizations, Review: a.Review,
+		Authorizations: a.Authorizations, Review: a.Review, Webhooks: a.Webhooks,
 	})
 }
 

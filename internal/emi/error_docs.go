@@ -61,6 +61,10 @@ var errorDescriptions = map[string]string{
 	"service.aml.not_found":                    "No AML check of yours has this token. Check the token returned by aml_check.",
 	"service.aml.nothing_to_review":            "The AML check has no hit waiting for a decision (it was clear, or is already reviewed).",
 	"service.kyc.no_open_session":              "The user has no identification session waiting: start one with kyc_init.",
+	"service.webhooks.validation":              "A webhook endpoint field breaks its rule (named in errors): the URL must be https and public (http to loopback in the sandbox), the event types from the catalogue.",
+	"service.webhooks.endpoint_not_found":      "No webhook endpoint of yours has this id (or it was deleted). List them with webhook_endpoints_list.",
+	"service.webhooks.delivery_not_found":      "The event was never delivered to this endpoint: it is not yours, or the endpoint's filter left it out, or the endpoint was added after it.",
+	"service.webhooks.endpoint_disabled":       "The endpoint is disabled (by the back office, after a 410 Gone, or after 5 days of failures): nothing is sent to it until it is enabled again.",
 	"service.partners.validation":              "A partner field breaks its rule; each is named in errors.",
 }
 

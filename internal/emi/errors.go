@@ -203,6 +203,12 @@ var (
 	ErrAMLNothingToReview = def(18003, "service.aml.nothing_to_review", KindConflict)
 	ErrNoOpenKYCSession   = def(19002, "service.kyc.no_open_session", KindConflict)
 
+	// Webhook endpoints through the partner API (issue 21).
+	ErrAPIWebhookValidation       = def(15001, "service.webhooks.validation", KindInvalid)
+	ErrAPIWebhookEndpointNotFound = def(15002, "service.webhooks.endpoint_not_found", KindNotFound)
+	ErrAPIWebhookDeliveryNotFound = def(15003, "service.webhooks.delivery_not_found", KindNotFound)
+	ErrAPIWebhookEndpointDisabled = def(15004, "service.webhooks.endpoint_disabled", KindConflict)
+
 	ErrUserHasProducts    = def(-4, "service.users.has_products", KindConflict)
 	ErrKYCAlreadyApproved = def(19001, "service.kyc.already_approved", KindConflict)
 	ErrPartnerNotFound    = def(10404, "service.partners.not_found", KindNotFound)
@@ -227,6 +233,7 @@ func Catalogue() []*Error {
 		ErrTransferInvalidTransition, ErrAuthorizationNotFound, ErrUserHasProducts, ErrKYCAlreadyApproved,
 		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation,
 		ErrNotInReview, ErrAPIAMLNotFound, ErrAMLNothingToReview, ErrNoOpenKYCSession,
+		ErrAPIWebhookValidation, ErrAPIWebhookEndpointNotFound, ErrAPIWebhookDeliveryNotFound, ErrAPIWebhookEndpointDisabled,
 	}
 }
 

@@ -23,3 +23,16 @@ type SandboxApplicationDecision struct {
 	ReasonCode string `json:"reason_code"`
 	Text       string `json:"text"`
 }
+
+// WebhookEndpointCreate is the request of webhook_endpoint_create.
+type WebhookEndpointCreate struct {
+	URL         string      `json:"url"`
+	Description string      `json:"description"`
+	EventTypes  []EventType `json:"event_types"`
+}
+
+// WebhookReplay is the request of webhook_delivery_replay: the event whose
+// delivery to the endpoint is attempted again.
+type WebhookReplay struct {
+	Event string `json:"event"`
+}

@@ -31,6 +31,8 @@ type Deps struct {
 	Transfers   *service.Transfers
 	// Authorizations decides sandbox card payments and settles them.
 	Authorizations *service.Authorizations
+	// Webhooks manages the partner's webhook endpoints.
+	Webhooks *service.Webhooks
 	// Review decides applications (sandbox_application_decide, through
 	// the underwriters' own method).
 	Review *service.Review
@@ -84,6 +86,11 @@ func (a *API) Routes(r chi.Router) {
 		r.Use(a.methodGuard)
 		a.handle(r, "/v2", http.MethodGet, "/partner", op("partner_details", emi.ErrValidation, SmallBody), a.partnerDetails)
 		a.handle(r, "/v2", http.MethodGet, "/events/{page}/{limit}", op("events_list", emi.ErrValidation, SmallBody), a.eventsList)
+		a.handle(r, "/v2", http.MethodGet, "/webhooks", op("webhook_endpoints_list", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointsList)
+		a.handle(r, "/v2", http.MethodPost, "/webhooks", op("webhook_endpoint_create", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointCreate)
+		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/rotate", op("webhook_endpoint_rotate_secret", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointRotateSecret)
+		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/test", op("webhook_endpoint_test", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointTest)
+		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/replay", op("webhook_delivery_replay", emi.ErrAPIWebhookValidation, SmallBody), a.webhookDeliveryReplay)
 		a.handle(r, "/v2", http.MethodPost, "/users", op("user_create", emi.ErrUserValidation, DocumentBody), a.userCreate)
 		a.handle(r, "/v2", http.MethodGet, "/users/{user}", op("user_details", emi.ErrUserValidation, SmallBody), a.userDetails)
 		a.handle(r, "/v2", http.MethodPut, "/users/{user}", op("user_update", emi.ErrUserValidation, SmallBody), a.userUpdate)
