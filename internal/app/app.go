@@ -194,6 +194,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Onboarding.SetIBANValidator(func(s string) error { return iban.Validate(iban.Normalize(s)) })
 	a.Onboarding.SetChecks(a.Checks)
 	a.Checks.SetFalsePositives(a.People)
+	a.Checks.SetDecisionSettle(cfg.DecisionSettle)
 	a.Checks.SetCompanyNameMatcher(registry.NamesMatch)
 	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Controls, a.Checks, a.Events, a.Audit, now)
 	a.Review.SetStores(a.OnboardingStore, a.OnboardingStore)
