@@ -52,7 +52,7 @@ help: ## Show this help (the default target)
 	@echo
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 	@echo
-	@echo 'Variables: EMI_ADDR (127.0.0.1:8080), EMI_PUBLIC_URL, EMI_DB_NAME (emi) for run;'
+	@echo 'Variables: EMI_ADDR (127.0.0.1:8080), WEBHOOK_URL (EMI_ADDR port + 1), EMI_PUBLIC_URL, EMI_DB_NAME (emi) for run;'
 	@echo '  PKG (./...) and TESTFLAGS for test; FUZZTIME (60s) for fuzz; INSTANCES (2), SHARED'
 	@echo '  (../shared) and CONFORMANCE_FLAGS for conformance; PG_ADMIN_URL or'
 	@echo '  EMI_PG_PORT (54329) to choose the PostgreSQL server; VERSION ($(VERSION)).'

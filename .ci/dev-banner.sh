@@ -2,7 +2,7 @@
 # The text `make run` prints before it serves: the URL, the sandbox logins,
 # the demo partner's credentials and signed requests to paste.
 #
-#   .ci/dev-banner.sh URL PUBLIC_URL DATABASE_URL
+#   .ci/dev-banner.sh URL PUBLIC_URL DATABASE_URL [WEBHOOK_URL]
 #
 # It reads the demo partner from .dev/partner.json in the current directory
 # (what `emi partner create --json` printed). .ci/dev-run.sh runs it from the
@@ -24,8 +24,10 @@
 # the method, the request target and the x-nonce).
 set -euo pipefail
 
-[ $# -eq 3 ] || { echo "usage: $0 URL PUBLIC_URL DATABASE_URL" >&2; exit 2; }
-url=$1 public_url=$2 database_url=$3
+[ $# -eq 3 ] || [ $# -eq 4 ] || { echo "usage: $0 URL PUBLIC_URL DATABASE_URL [WEBHOOK_URL]" >&2; exit 2; }
+url=$1 public_url=$2 database_url=$3 webhook_url=${4:-http://127.0.0.1:9999/webhooks}
+webhook_addr=${webhook_url#*://}
+webhook_addr=${webhook_addr%%/*}
 [ -s .dev/partner.json ] || { echo "$0: no .dev/partner.json in $(pwd)" >&2; exit 1; }
 
 field() { sed -n 's/.*"'"$1"'":"\([^"]*\)".*/\1/p' .dev/partner.json; }
@@ -52,7 +54,9 @@ Demo partner (.dev/partner.json):
   api_key:        $api_key
   api_secret:     $api_secret
   merchant:       $(field merchant)
-  webhook_secret: $(field webhook_secret)   (webhooks go to http://127.0.0.1:9999/webhooks)
+  webhook_secret: $(field webhook_secret)   (webhooks go to $webhook_url)
+  receive them:   bin/emi webhooks listen --addr $webhook_addr --secret $(field webhook_secret)
+                  (prints every event and whether its signature verifies; reference: $public_url/docs)
 
 A signed request to GET /v2/partner (operation partner_details). Paste it as it is: it
 signs with the current time, and x-timestamp must be within 15 s of the server's clock.

@@ -13,7 +13,8 @@
 # a development master key in .dev/master.key (git-ignored, created once,
 # never printed). The demo partner's credentials live in .dev/partner.json.
 #
-# Environment: EMI_BIN (bin/emi), EMI_ADDR (127.0.0.1:8080), EMI_PUBLIC_URL
+# Environment: EMI_BIN (bin/emi), EMI_ADDR (127.0.0.1:8080), WEBHOOK_URL
+# (the demo partner's endpoint at its creation; default EMI_ADDR's port + 1), EMI_PUBLIC_URL
 # (the server's own URL), EMI_DB_NAME (emi), EMI_LOG_FORMAT (text); PG_ADMIN_URL
 # and EMI_PG_PORT as .ci/postgres.sh reads them.
 set -euo pipefail
@@ -71,6 +72,11 @@ port=${EMI_ADDR##*:}
 case $host in "" | 0.0.0.0 | "[::]") host=127.0.0.1 ;; esac
 url="http://$host:$port"
 export EMI_PUBLIC_URL=${EMI_PUBLIC_URL:-$url}
+# The demo partner's webhooks go to WEBHOOK_URL, by default the port after
+# EMI_ADDR's on the same host (8081 beside 8080), where
+# `bin/emi webhooks listen` receives them; two checkouts on 8080 and 8090
+# then do not share a receiver (it was a fixed 127.0.0.1:9999).
+WEBHOOK_URL=${WEBHOOK_URL:-http://$host:$((port + 1))/webhooks}
 export EMI_LOG_FORMAT=${EMI_LOG_FORMAT:-text}
 
 case $cmd in
@@ -86,13 +92,17 @@ field() { sed -n 's/.*"'"$1"'":"\([^"]*\)".*/\1/p' .dev/partner.json; }
 
 if [ ! -s .dev/partner.json ] || [ -z "$(field api_secret)" ]; then
   (umask 077 && "$bin" partner create --name "Demo Partner" \
-    --webhook-url http://127.0.0.1:9999/webhooks --json >.dev/partner.json.tmp)
+    --webhook-url "$WEBHOOK_URL" --json >.dev/partner.json.tmp)
   mv .dev/partner.json.tmp .dev/partner.json
+  printf '%s\n' "$WEBHOOK_URL" >.dev/webhook_url
   log "created the demo partner; its credentials are kept in .dev/partner.json"
 fi
 # The URL, logins, credentials and examples: one script, which
 # TestReadmeAndMakeRunExamples also runs (and then runs every example it prints).
-bash .ci/dev-banner.sh "$url" "$EMI_PUBLIC_URL" "$DATABASE_URL"
+# The demo partner keeps the endpoint it was created with (a partner made
+# before WEBHOOK_URL existed has 127.0.0.1:9999).
+hooks=$(cat .dev/webhook_url 2>/dev/null || echo http://127.0.0.1:9999/webhooks)
+bash .ci/dev-banner.sh "$url" "$EMI_PUBLIC_URL" "$DATABASE_URL" "$hooks"
 command -v openssl >/dev/null 2>&1 || log "the examples need openssl: apt-get install openssl"
 
 exec "$bin" serve

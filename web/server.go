@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"emi/web/api"
+	"emi/web/docs"
 	"emi/web/httpx"
 )
 
@@ -32,6 +33,9 @@ type Deps struct {
 	Metrics *httpx.Metrics
 	// OpenAPI is the API description served at /openapi.yaml.
 	OpenAPI []byte
+	// PublicURL is EMI_PUBLIC_URL: where the reference at /docs is reached
+	// (the doc_url of error answers).
+	PublicURL string
 	// Portal is the back office, mounted at /backoffice (nil: not served).
 	Portal http.Handler
 	// PortalRecover answers a panic inside the back office and the hosted
@@ -54,6 +58,7 @@ type Deps struct {
 func NewHandler(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID)
+	r.Use(api.WithDocsBase(d.PublicURL))
 	r.Use(httpx.AccessLog(d.Logger, d.Metrics))
 	r.Use(httpx.Recoverer(d.Logger, func(w http.ResponseWriter, r *http.Request) {
 		if d.PortalRecover != nil && (strings.HasPrefix(r.URL.Path, "/backoffice") || strings.HasPrefix(r.URL.Path, "/kyc/")) {
@@ -68,11 +73,21 @@ func NewHandler(d Deps) http.Handler {
 		r.Handle("/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}))
 	}
 	if d.OpenAPI != nil {
+		doc := api.ServedOpenAPI(d.OpenAPI, d.PublicURL)
 		r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml; charset=utf-8")
 			w.Header().Set("X-Content-Type-Options", "nosniff")
-			_, _ = w.Write(d.OpenAPI)
+			_, _ = w.Write(doc)
 		})
+		// The rendered reference (issue 21). The document is embedded and
+		// tested, so it parses; should it not, /docs is left out rather
+		// than the whole server refused.
+		if h, err := docs.Handler(docs.Deps{OpenAPI: doc, PublicURL: d.PublicURL}); err == nil {
+			r.Get("/docs", h.ServeHTTP)
+			r.Get("/docs/*", h.ServeHTTP)
+		} else if d.Logger != nil {
+			d.Logger.Error("docs: the reference cannot be rendered", "error", err)
+		}
 	}
 	if d.Portal != nil {
 		r.Mount("/backoffice", d.Portal)
@@ -96,7 +111,9 @@ func NewHandler(d Deps) http.Handler {
 		d.Extra(r)
 	}
 	r.NotFound(api.NotFound)
-	r.MethodNotAllowed(api.MethodNotAllowed)
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		api.MethodNotAllowed(w, req, allowedMethods(r, req))
+	})
 	return r
 }
 
@@ -117,4 +134,16 @@ func healthz(check func(ctx context.Context) error) http.HandlerFunc {
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(body)
 	}
+}
+
+// allowedMethods lists the methods r routes for the request's path (the
+// Allow header of a 405). chi does not hand them to a custom handler.
+func allowedMethods(r chi.Routes, req *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 )
 
 var helps = map[string]string{
+	"webhooks": webhooksHelp,
 	"migrate": `emi migrate
 
 Applies every pending database migration, each in its own transaction.

@@ -45,6 +45,7 @@ Usage:
   emi generate applications   insert synthetic applications for benchmarks (sandbox only)
   emi rekey [--check]         re-seal stored secrets under the current master key (key rotation)
   emi ledger verify           check the ledger's invariants (double entry, balances = entries)
+  emi webhooks listen         receive, verify and print webhooks (development)
   emi help [command]          show help
 
 Every command reads its configuration from the environment; run
@@ -79,6 +80,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return cmdRekey(ctx, rest, getenv, stdout, stderr)
 	case "ledger":
 		return cmdLedger(ctx, rest, getenv, stdout, stderr)
+	case "webhooks":
+		return cmdWebhooks(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		return help(stdout, rest)
 	}

@@ -203,6 +203,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Onboarding.SetIBANValidator(func(s string) error { return iban.Validate(iban.Normalize(s)) })
 	a.Onboarding.SetChecks(a.Checks)
 	a.Checks.SetFalsePositives(a.People)
+	a.Checks.SetDecisionSettle(cfg.DecisionSettle)
 	a.Checks.SetCompanyNameMatcher(registry.NamesMatch)
 	a.ComplianceStore = postgres.NewComplianceStore(db)
 	a.Inbox = service.NewInbox(a.ComplianceStore, now)
@@ -222,7 +223,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.TransferStore = postgres.NewTransferStore(db)
 	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, a.Limits, now)
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
-	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Audit, now)
+	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Events, a.Audit, now)
 	a.Maintenance.SetHoldExpirer(a.Authorizations)
 	// Outgoing payments to emi's own identifiers are refused (they are
 	// internal transfers); settlement is simulated in the sandbox only.
@@ -279,6 +280,7 @@ func (a *App) Handler(extra ...func(r chi.Router, api *api.API)) http.Handler {
 		Registry:      reg,
 		Metrics:       httpx.NewMetrics(reg),
 		OpenAPI:       api.OpenAPI,
+		PublicURL:     a.Config.PublicURL,
 		Extra: func(r chi.Router) {
 			for _, f := range extra {
 				f(r, apiHandler)
@@ -334,7 +336,7 @@ func (a *App) API() *api.API {
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
 		Cards: a.Cards, Transfers: a.Transfers, Incoming: a.Incoming, Sandbox: a.Config.Mode == config.ModeSandbox, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
-		Authorizations: a.Authorizations,
+		Authorizations: a.Authorizations, Review: a.Review, Webhooks: a.Webhooks,
 	})
 }
 

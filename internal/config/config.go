@@ -41,6 +41,11 @@ type Config struct {
 	// SanctionsURLs are the SDN, ALT, UN, EU and UK list addresses; an
 	// empty EU or UK address leaves that list out of the downloads.
 	SanctionsURLs [5]string
+	// DecisionSettle is how long an application under automatic
+	// processing must stay unchanged before it is decided (issue 21): a
+	// partner sending the company, members and documents in several calls
+	// is not decided on the first of them.
+	DecisionSettle time.Duration
 	// CompaniesHouseKey enables trade-register lookups of GB companies in
 	// Companies House (CompaniesHouseURL); without it the sandbox register
 	// answers.
@@ -87,6 +92,7 @@ var Vars = []struct{ Name, Default, Meaning string }{
 	{"EMI_PUBLIC_URL", "http://localhost:8080", "address people and partners reach (KYC links)"},
 	{"EMI_SANCTIONS_DIR", "../shared/data/sanctions", "directory of the sanctions lists"},
 	{"EMI_SANCTIONS_REFRESH", "0 (sandbox), 6h (production)", "how often the official lists are downloaded (0 = never)"},
+	{"EMI_DECISION_SETTLE", "3s (sandbox), 2m (production)", "how long an automatic application must stay unchanged before it is decided"},
 	{"EMI_SANCTIONS_SDN_URL", "https://www.treasury.gov/ofac/downloads/sdn.csv", "OFAC SDN list address"},
 	{"EMI_SANCTIONS_ALT_URL", "https://www.treasury.gov/ofac/downloads/alt.csv", "OFAC alias list address"},
 	{"EMI_SANCTIONS_UN_URL", "https://scsanctions.un.org/resources/xml/en/consolidated.xml", "UN consolidated list address"},
@@ -271,6 +277,11 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 		c.SanctionsRefresh = 6 * time.Hour
 	}
 	durVar("EMI_SANCTIONS_REFRESH", &c.SanctionsRefresh, 0)
+	c.DecisionSettle = 3 * time.Second
+	if c.Mode == ModeProduction {
+		c.DecisionSettle = 2 * time.Minute
+	}
+	durVar("EMI_DECISION_SETTLE", &c.DecisionSettle, 0)
 	if c.SanctionsRefresh > 0 && c.SanctionsRefresh < time.Minute {
 		bad("EMI_SANCTIONS_REFRESH", "must be 0 or at least 1m")
 	}

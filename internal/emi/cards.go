@@ -64,14 +64,14 @@ type CardCreate struct {
 // CardGroups is the request of card_groups: nil keeps a group, "" removes
 // it, a code sets it.
 type CardGroups struct {
-	Usage          *string `json:"usage"`
-	Fees           *string `json:"fees"`
-	ScheduleFees   *string `json:"schedule_fees"`
-	WebServiceFees *string `json:"web_service_fees"`
-	Limits         *string `json:"limits"`
-	Linkage        *string `json:"linkage"`
-	MCC            *string `json:"mcc"`
-	Whitelist      *string `json:"whitelist"`
+	Usage          *string `json:"usage" nullable:"true"`
+	Fees           *string `json:"fees" nullable:"true"`
+	ScheduleFees   *string `json:"schedule_fees" nullable:"true"`
+	WebServiceFees *string `json:"web_service_fees" nullable:"true"`
+	Limits         *string `json:"limits" nullable:"true"`
+	Linkage        *string `json:"linkage" nullable:"true"`
+	MCC            *string `json:"mcc" nullable:"true"`
+	Whitelist      *string `json:"whitelist" nullable:"true"`
 }
 
 // ByKind returns the groups sent, keyed by kind (GroupKinds).

@@ -208,6 +208,18 @@ var (
 	// another partner's card (sandbox card payments).
 	ErrAuthorizationNotFound = def(14020, "service.authorizations.not_found", KindNotFound)
 
+	// Sandbox outcomes (issue 21): the partner drives a staff decision.
+	ErrNotInReview        = def(11005, "service.applications.not_in_review", KindConflict)
+	ErrAPIAMLNotFound     = def(18002, "service.aml.not_found", KindNotFound)
+	ErrAMLNothingToReview = def(18003, "service.aml.nothing_to_review", KindConflict)
+	ErrNoOpenKYCSession   = def(19002, "service.kyc.no_open_session", KindConflict)
+
+	// Webhook endpoints through the partner API (issue 21).
+	ErrAPIWebhookValidation       = def(15001, "service.webhooks.validation", KindInvalid)
+	ErrAPIWebhookEndpointNotFound = def(15002, "service.webhooks.endpoint_not_found", KindNotFound)
+	ErrAPIWebhookDeliveryNotFound = def(15003, "service.webhooks.delivery_not_found", KindNotFound)
+	ErrAPIWebhookEndpointDisabled = def(15004, "service.webhooks.endpoint_disabled", KindConflict)
+
 	ErrUserHasProducts    = def(-4, "service.users.has_products", KindConflict)
 	ErrKYCAlreadyApproved = def(19001, "service.kyc.already_approved", KindConflict)
 	ErrPartnerNotFound    = def(10404, "service.partners.not_found", KindNotFound)
@@ -232,8 +244,10 @@ func Catalogue() []*Error {
 		ErrAccountNotFound, ErrProgramNotFound, ErrOwnerNotFound, ErrMainAccountInvalid,
 		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrTransferValidation, ErrTransferNotFound,
 		ErrInsufficientFunds, ErrTransferAccountUnusable, ErrCurrencyMismatch, ErrDestinationNotFound,
-		ErrTransferInvalidTransition, ErrSameBalance, ErrAuthorizationNotFound, ErrUserHasProducts, ErrKYCAlreadyApproved,
+		ErrTransferInvalidTransition, ErrSameBalance, ErrTransferComplianceHold, ErrAuthorizationNotFound, ErrUserHasProducts, ErrKYCAlreadyApproved,
 		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation, ErrRotationInOverlap,
+		ErrNotInReview, ErrAPIAMLNotFound, ErrAMLNothingToReview, ErrNoOpenKYCSession,
+		ErrAPIWebhookValidation, ErrAPIWebhookEndpointNotFound, ErrAPIWebhookDeliveryNotFound, ErrAPIWebhookEndpointDisabled,
 	}
 }
 

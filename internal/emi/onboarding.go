@@ -123,7 +123,7 @@ func (d Decimal) Decimals() int {
 
 // PayoutDetail is one payout_details element.
 type PayoutDetail struct {
-	Amount        *Decimal `json:"amount"`
+	Amount        *Decimal `json:"amount" nullable:"true"`
 	Currency      string   `json:"currency" validate:"required,currency"`
 	IBAN          string   `json:"iban" validate:"max=34"`
 	SortCode      string   `json:"sort_code" validate:"omitempty,len=6,numeric"`
@@ -151,7 +151,7 @@ type CompanyFields struct {
 	DescriptionOfActivity string `json:"description_of_activity" validate:"max=1000"`
 	AddressOfShop         string `json:"address_of_shop" validate:"max=1000"`
 	BusinessActivity      string `json:"business_activity" validate:"max=1000"`
-	IsSIE                 *bool  `json:"is_sie"`
+	IsSIE                 *bool  `json:"is_sie" nullable:"true"`
 	UIC                   string `json:"uic" validate:"max=100"`
 	IncorporationDate     string `json:"incorporation_date" validate:"omitempty,pastdate"`
 }
@@ -170,12 +170,12 @@ type MemberFields struct {
 	Address1              string `json:"address1" validate:"max=1000"`
 	Address2              string `json:"address2" validate:"max=1000"`
 	County                string `json:"county" validate:"max=1000"`
-	Ownership             *bool  `json:"ownership"`
-	OwnershipPercentage   *int   `json:"ownership_percentage" validate:"omitempty,min=0,max=100"`
+	Ownership             *bool  `json:"ownership" nullable:"true"`
+	OwnershipPercentage   *int   `json:"ownership_percentage" validate:"omitempty,min=0,max=100" nullable:"true"`
 	LegalForm             string `json:"legal_form" validate:"omitempty,enum_legal_form"`
-	PEPDeclaration        *bool  `json:"pep_declaration"`
-	PEPRelatedDeclaration *bool  `json:"pep_related_declaration"`
-	IsSIP                 *bool  `json:"is_sip"`
+	PEPDeclaration        *bool  `json:"pep_declaration" nullable:"true"`
+	PEPRelatedDeclaration *bool  `json:"pep_related_declaration" nullable:"true"`
+	IsSIP                 *bool  `json:"is_sip" nullable:"true"`
 	ContactEmail          string `json:"contact_email" validate:"omitempty,max=254,email"`
 }
 

@@ -91,4 +91,8 @@ type SignedRequest struct {
 	// Version 1 signs it, whitespace removed, for POST and PUT only;
 	// version 2 signs it as it is, for every method.
 	Body []byte
+	// Operations are the names of every operation of the API. A request
+	// whose signature fails is checked against them too, so the answer can
+	// say "signed as X, this route expects Y" (the card_number halves).
+	Operations []string
 }

@@ -125,9 +125,9 @@ type UserFields struct {
 	ExpectedIncomingMonthlyEUR string   `json:"expected_incoming_monthly_eur" validate:"omitempty,max=255,enum_income_band"`
 	ExpectedOutgoingMonthlyEUR string   `json:"expected_outgoing_monthly_eur" validate:"omitempty,max=255,enum_income_band"`
 	ExpectedMonthlyFrequency   string   `json:"expected_monthly_frequency_incoming_transfer" validate:"omitempty,max=255,enum_transfer_frequency"`
-	SanctionMediaScreening     *bool    `json:"sanction_media_screening"`
+	SanctionMediaScreening     *bool    `json:"sanction_media_screening" nullable:"true"`
 	RiskScore                  string   `json:"risk_score" validate:"omitempty,max=100,enum_risk_score"`
-	SpecifiedUSPerson          *bool    `json:"specified_us_person"`
+	SpecifiedUSPerson          *bool    `json:"specified_us_person" nullable:"true"`
 }
 
 // UserCreate is the request of user_create: the fields plus the create-only

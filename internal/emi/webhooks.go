@@ -21,14 +21,22 @@ const (
 	EventCardConverted              EventType = "card.converted"
 	EventTransferCompleted          EventType = "transfer.completed"
 	EventTransferReturned           EventType = "transfer.returned"
-	EventWebhookTest                EventType = "webhook.test"
+	// Card payments (issue 21): the decision on an authorization, then its
+	// end: cleared (the money moved), reversed (the merchant cancelled) or
+	// expired (never cleared; the hold is released).
+	EventAuthorizationDecided  EventType = "authorization.decided"
+	EventAuthorizationCleared  EventType = "authorization.cleared"
+	EventAuthorizationReversed EventType = "authorization.reversed"
+	EventAuthorizationExpired  EventType = "authorization.expired"
+	EventWebhookTest           EventType = "webhook.test"
 )
 
 // EventTypes lists every event type, in documentation order.
 func EventTypes() []EventType {
 	return []EventType{EventApplicationChecksCompleted, EventApplicationInReview, EventApplicationInfoRequested,
 		EventApplicationApproved, EventApplicationRejected, EventUserKYCUpdated, EventAMLCheckReviewed,
-		EventAccountStatusChanged, EventCardStatusChanged, EventCardActivated, EventCardConverted, EventTransferCompleted, EventTransferReturned, EventWebhookTest}
+		EventAccountStatusChanged, EventCardStatusChanged, EventCardActivated, EventCardConverted, EventTransferCompleted, EventTransferReturned,
+		EventAuthorizationDecided, EventAuthorizationCleared, EventAuthorizationReversed, EventAuthorizationExpired, EventWebhookTest}
 }
 
 // Event is one event of a partner: `{"id", "type", "created_at", "data"}`

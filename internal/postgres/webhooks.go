@@ -293,6 +293,19 @@ func (s *WebhookStore) InsertDelivery(ctx context.Context, d service.StoredDeliv
 
 // DeliveryForUpdate returns the delivery with its row locked until the
 // transaction ends. Returns emi.ErrWebhookDeliveryNotFound.
+// DeliveryFor returns the id of the delivery of an event to an endpoint.
+func (s *WebhookStore) DeliveryFor(ctx context.Context, eventID, endpointID string) (string, error) {
+	if !validUUID(eventID) || !validUUID(endpointID) {
+		return "", emi.ErrWebhookDeliveryNotFound
+	}
+	var id string
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &id, `SELECT id FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2`, eventID, endpointID)
+	if err != nil {
+		return "", NotFound(err, emi.ErrWebhookDeliveryNotFound)
+	}
+	return id, nil
+}
+
 func (s *WebhookStore) DeliveryForUpdate(ctx context.Context, id string) (service.StoredDelivery, error) {
 	return s.delivery(ctx, id, "FOR UPDATE")
 }

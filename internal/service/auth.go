@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -51,11 +52,12 @@ func NewAuth(keys PartnerStore, sigs SignatureStore, sealer Sealer, cfg AuthConf
 // signature whose timestamp is outside the window.
 func (a *Auth) Authenticate(ctx context.Context, r emi.SignedRequest) (emi.Principal, error) {
 	if r.APIKey == "" || r.Timestamp == "" || r.Hash == "" || r.Operation == "" {
-		return emi.Principal{}, emi.ErrAuthInvalid.WithDetail("missing authentication header")
+		return emi.Principal{}, missingHeaders(r)
 	}
 	ts, err := strconv.ParseInt(r.Timestamp, 10, 64)
 	if err != nil {
-		return emi.Principal{}, emi.ErrAuthInvalid.WithDetail("x-timestamp is not UNIX seconds")
+		return emi.Principal{}, emi.ErrAuthInvalid.Field("x-timestamp", "must be UNIX seconds, a whole number such as 1700000000").
+			WithDetail("x-timestamp is not UNIX seconds")
 	}
 	version, err := signatureVersion(r)
 	if err != nil {
@@ -63,27 +65,34 @@ func (a *Auth) Authenticate(ctx context.Context, r emi.SignedRequest) (emi.Princ
 	}
 	k, err := a.keys.PartnerKeyByAPIKey(ctx, r.APIKey)
 	if errors.Is(err, emi.ErrPartnerKeyNotFound) {
-		return emi.Principal{}, emi.ErrAuthInvalid.WithDetail("unknown api key")
+		return emi.Principal{}, emi.ErrAuthInvalid.Field("x-api-key", "is not a known API key").WithDetail("unknown api key")
 	}
 	if err != nil {
 		return emi.Principal{}, err
 	}
 	if k.RevokedAt != nil {
-		return emi.Principal{}, emi.ErrAuthInvalid.WithDetail("revoked api key")
+		return emi.Principal{}, emi.ErrAuthInvalid.Field("x-api-key", "has been revoked").WithDetail("revoked api key")
 	}
 	now := a.now()
 	if !a.verify(k, r, version, now) {
-		return emi.Principal{}, emi.ErrAuthInvalid.WithDetail("signature mismatch")
+		return emi.Principal{}, emi.ErrAuthInvalid.Field("x-hash", a.mismatch(k, r, version)).WithDetail("signature mismatch")
 	}
 	// Checked after the signature, as the window below: only the key's
 	// owner learns what the key requires.
 	if version < k.MinSignatureVersion {
-		return emi.Principal{}, emi.ErrAuthInvalid.WithDetail("this api key requires signature version %d", k.MinSignatureVersion)
+		return emi.Principal{}, emi.ErrAuthInvalid.Field("x-signature-version", fmt.Sprintf("this API key requires signature version %d", k.MinSignatureVersion)).
+			WithDetail("this api key requires signature version %d", k.MinSignatureVersion)
 	}
 	// The window is checked after the signature, so that only the key's
 	// owner learns that the clock, not the secret, is wrong.
 	if d := now.Sub(time.Unix(ts, 0)); d > a.cfg.Window || d < -a.cfg.Window {
-		return emi.Principal{}, emi.ErrAuthExpired.WithDetail("timestamp %ds from server clock", int64(-d.Seconds()))
+		dir, secs := "behind", int64(d.Seconds())
+		if secs < 0 {
+			dir, secs = "ahead of", -secs
+		}
+		return emi.Principal{}, emi.ErrAuthExpired.Field("x-timestamp", fmt.Sprintf("is %d s %s the server clock (%d); the window is %d s either way",
+			secs, dir, now.Unix(), int64(a.cfg.Window.Seconds()))).
+			WithDetail("timestamp %ds from server clock", int64(-d.Seconds()))
 	}
 	return emi.Principal{
 		Type:           emi.ActorPartnerKey,
@@ -106,14 +115,16 @@ func signatureVersion(r emi.SignedRequest) (int, error) {
 		return emi.SignatureV1, nil
 	case "2":
 	default:
-		return 0, emi.ErrAuthInvalid.WithDetail("unsupported x-signature-version: use 1 or 2")
+		return 0, emi.ErrAuthInvalid.Field("x-signature-version", "must be 1 or 2").WithDetail("unsupported x-signature-version: use 1 or 2")
 	}
 	if len(r.Nonce) > MaxNonceLen {
-		return 0, emi.ErrAuthInvalid.WithDetail("x-nonce must be 1 to %d characters of A-Z, a-z, 0-9, _ and -", MaxNonceLen)
+		return 0, emi.ErrAuthInvalid.Field("x-nonce", fmt.Sprintf("must be 1 to %d characters of A-Z, a-z, 0-9, _ and -", MaxNonceLen)).
+			WithDetail("x-nonce must be 1 to %d characters of A-Z, a-z, 0-9, _ and -", MaxNonceLen)
 	}
 	for i := 0; i < len(r.Nonce); i++ {
 		if c := r.Nonce[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return 0, emi.ErrAuthInvalid.WithDetail("x-nonce must be 1 to %d characters of A-Z, a-z, 0-9, _ and -", MaxNonceLen)
+			return 0, emi.ErrAuthInvalid.Field("x-nonce", fmt.Sprintf("must be 1 to %d characters of A-Z, a-z, 0-9, _ and -", MaxNonceLen)).
+				WithDetail("x-nonce must be 1 to %d characters of A-Z, a-z, 0-9, _ and -", MaxNonceLen)
 		}
 	}
 	return emi.SignatureV2, nil

@@ -54,13 +54,31 @@ type Authorizations struct {
 	store  AuthorizationStore
 	cards  *Cards
 	ledger *Ledger
+	events *Events
 	audit  *Auditor
 	now    Clock
 }
 
 // NewAuthorizations returns the card authorization service.
-func NewAuthorizations(tx TxRunner, store AuthorizationStore, cards *Cards, ledger *Ledger, audit *Auditor, now Clock) *Authorizations {
-	return &Authorizations{tx: tx, store: store, cards: cards, ledger: ledger, audit: audit, now: now}
+func NewAuthorizations(tx TxRunner, store AuthorizationStore, cards *Cards, ledger *Ledger, events *Events, audit *Auditor, now Clock) *Authorizations {
+	return &Authorizations{tx: tx, store: store, cards: cards, ledger: ledger, events: events, audit: audit, now: now}
+}
+
+// authorizationEvents maps an authorization's end status to its event.
+var authorizationEvents = map[string]emi.EventType{emi.AuthCleared: emi.EventAuthorizationCleared,
+	emi.AuthReleased: emi.EventAuthorizationReversed, emi.AuthExpired: emi.EventAuthorizationExpired}
+
+// emit writes an authorization's event in the transaction of its change.
+func (s *Authorizations) emit(ctx context.Context, typ emi.EventType, au emi.Authorization) error {
+	data := map[string]any{"card": au.Card, "account": au.Account, "status": au.Status, "decision": au.Decision,
+		"reason_code": au.ReasonCode, "amount": emi.FormatMinor(au.Amount), "currency": au.Currency, "channel": au.Channel,
+		"mcc": au.MCC, "merchant_name": au.MerchantName, "merchant_country": au.MerchantCountry,
+		"held": emi.FormatMinor(au.HoldAmount)}
+	if au.Status == emi.AuthCleared {
+		data["cleared"] = emi.FormatMinor(au.ClearedAmount)
+	}
+	_, err := s.events.Emit(ctx, au.PartnerID, typ, "authorization", au.Token, data)
+	return err
 }
 
 // errCardMoved: the card was given an account between its first read and
@@ -191,6 +209,9 @@ func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, accou
 		ResourceToken: au.Token, PartnerID: c.PartnerID, Changes: map[string]any{"card": c.Token, "decision": au.Decision,
 			"reason_code": au.ReasonCode, "amount": emi.FormatMinor(au.Amount), "currency": au.Currency, "channel": au.Channel,
 			"mcc": au.MCC}}); err != nil {
+		return emi.Authorization{}, err
+	}
+	if err := s.emit(ctx, emi.EventAuthorizationDecided, au); err != nil {
 		return emi.Authorization{}, err
 	}
 	return au, nil
@@ -445,7 +466,7 @@ func (s *Authorizations) settle(ctx context.Context, a cardActor, token, status 
 		}
 		au.Status, au.ClearedAmount, au.ClearingTxn, au.SettledAt = status, cleared, txn, &now
 		out = au
-		return nil
+		return s.emit(ctx, authorizationEvents[status], au)
 	})
 	return out, err
 }

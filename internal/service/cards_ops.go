@@ -423,7 +423,10 @@ func (s *Cards) Update3DS(ctx context.Context, token, otpSMS, reason string) (em
 		return emi.Card{}, err
 	}
 	if otpSMS == "" {
-		return emi.Card{}, emi.ErrCardNoMobile.WithDetail("give otp_sms, the new mobile number")
+		// A required field left out is a validation error, as openapi.yaml's
+		// schema says (it answered 409 / 12010 "no mobile", found by the
+		// spec-driven negative test).
+		return emi.Card{}, emi.ErrCardValidation.Field("otp_sms", "is required: the new mobile number")
 	}
 	if err := s.validate.Struct(emi.ThreeDSEnrol{OTPSMS: otpSMS}, emi.ErrCardValidation); err != nil {
 		return emi.Card{}, err

@@ -62,6 +62,9 @@ type Checks struct {
 	// slaTarget is the business time an application may wait for an
 	// underwriter.
 	slaTarget time.Duration
+	// settle is how long an automatic application stays unchanged before
+	// it is decided (SetDecisionSettle; checks_settle.go).
+	settle time.Duration
 }
 
 // FalsePositiveReader reads remembered false positives of a person.
@@ -113,6 +116,7 @@ func (c *Checks) Run(ctx context.Context, job emi.Job) error {
 		results, base := c.evaluate(ctx, a)
 		stale := false
 		errored := false
+		var settling time.Duration
 		err = c.tx.InTx(ctx, func(ctx context.Context) error {
 			cur, err := c.store.Application(ctx, "", a.Token, true)
 			if err != nil {
@@ -148,6 +152,9 @@ func (c *Checks) Run(ctx context.Context, job emi.Job) error {
 			if !ended {
 				return c.store.SetApplicationStatus(ctx, a.Token, emi.AppChecking, a.Revision, "", "")
 			}
+			if settling = c.settleLeft(cur); settling > 0 {
+				return nil // the results are stored; the decision waits (checks_settle.go)
+			}
 			return c.decide(ctx, cur, results, score)
 		})
 		if err != nil {
@@ -158,6 +165,9 @@ func (c *Checks) Run(ctx context.Context, job emi.Job) error {
 		}
 		if errored {
 			return worker.RetryAfter(0, fmt.Errorf("application %s: a check provider failed; retrying", a.Token))
+		}
+		if settling > 0 {
+			return worker.RetryAfter(settling, fmt.Errorf("application %s: decided once unchanged for %s", a.Token, c.settle))
 		}
 		return nil
 	}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -263,6 +264,10 @@ func (o *Onboarding) UpdateMember(ctx context.Context, token, member string, pat
 	if err != nil {
 		return emi.Member{}, err
 	}
+	cfg, err := o.partners.ValidatorConfig(ctx, p.PartnerID)
+	if err != nil && !errors.Is(err, emi.ErrValidatorConfigMissing) {
+		return emi.Member{}, err
+	}
 	var out emi.Member
 	err = o.tx.InTx(ctx, func(ctx context.Context) error {
 		a, err := o.open(ctx, p.PartnerID, token)
@@ -285,6 +290,7 @@ func (o *Onboarding) UpdateMember(ctx context.Context, token, member string, pat
 			return err
 		}
 		checkOwnership(&bad, "", m.Type, m.MemberFields)
+		checkMemberNotCleared(&bad, m, patch.Present, cfg)
 		if len(bad) > 0 {
 			slices.SortStableFunc(bad, func(x, y emi.FieldError) int { return strings.Compare(x.Field, y.Field) })
 			return emi.ErrValidation.WithFields(dedupe(bad)...)
@@ -297,6 +303,38 @@ func (o *Onboarding) UpdateMember(ctx context.Context, token, member string, pat
 		return o.changed(ctx, a, "member.update", map[string]any{"member": m.Token, "fields": sortedKeys(patch.Present)})
 	})
 	return out, err
+}
+
+// checkMemberNotCleared refuses an update that empties a field the member
+// must have: a field the partner's validator configuration requires for
+// the member's client type (as company_add_member does), and the names of
+// a natural person whatever the configuration, since the person could no
+// longer be screened against the sanctions lists (issue 21: first_name
+// and last_name "" on the only owner left the sanctions check passed for a
+// person with no name). Only fields the patch sends are checked, so an
+// older member is not blocked by a rule added since.
+func checkMemberNotCleared(p *problems, m emi.Member, present map[string]bool, cfg *emi.ValidatorConfig) {
+	client := emi.ClientIndividual
+	if m.IsLegalEntity() {
+		client = emi.ClientLegalEntity
+	}
+	required := map[string]string{}
+	if client == emi.ClientIndividual {
+		required["first_name"] = "must not be empty: a person is screened by name"
+		required["last_name"] = "must not be empty: a person is screened by name"
+	}
+	if cfg != nil {
+		for _, f := range cfg.Members[client] {
+			if _, ok := required[f]; !ok {
+				required[f] = "is required by your validator configuration for " + strings.ReplaceAll(client, "_", " ") + " members"
+			}
+		}
+	}
+	for f, msg := range required {
+		if present[f] && !jsonFieldSet(m.MemberFields, f) && !p.has(f) {
+			p.add(f, msg)
+		}
+	}
 }
 
 // AddMemberDocument adds a document to a member (company_member_add_document).

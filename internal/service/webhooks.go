@@ -61,6 +61,9 @@ type WebhookStore interface {
 	// endpoint with secrets and its event with body.
 	// Returns emi.ErrWebhookDeliveryNotFound.
 	DeliveryWork(ctx context.Context, id string) (DeliveryWork, error)
+	// DeliveryFor returns the id of the delivery of an event to an
+	// endpoint. Returns emi.ErrWebhookDeliveryNotFound.
+	DeliveryFor(ctx context.Context, eventID, endpointID string) (string, error)
 	// DeliveryForUpdate locks the delivery row.
 	// Returns emi.ErrWebhookDeliveryNotFound.
 	DeliveryForUpdate(ctx context.Context, id string) (StoredDelivery, error)

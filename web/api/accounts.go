@@ -7,15 +7,19 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
-	"emi/web/httpx"
 )
 
 // balanceResponse is one balance (contract §6): identifier fields are ""
 // where the currency or skip_iban_generation gives none.
 type balanceResponse struct {
-	Token         string `json:"token"`
-	Currency      string `json:"currency"`
-	Available     string `json:"available"`
+	Token     string `json:"token"`
+	Currency  string `json:"currency"`
+	Available string `json:"available"`
+	// Current is the ledger balance (every posted entry) and Held the
+	// card payments approved but not yet cleared: available = current -
+	// held (issue 21, as issuers show them).
+	Current       string `json:"current"`
+	Held          string `json:"held"`
 	IBAN          string `json:"iban"`
 	BIC           string `json:"bic"`
 	AccountNumber string `json:"account_number"`
@@ -50,7 +54,8 @@ func newAccountResponse(a emi.Account, withBalances bool) accountResponse {
 	}
 	r.Balances = []balanceResponse{}
 	for _, b := range a.Balances {
-		br := balanceResponse{Token: b.Token, Currency: b.Currency, Available: emi.FormatMinor(b.Available), IBAN: str(b.IBAN),
+		br := balanceResponse{Token: b.Token, Currency: b.Currency, Available: emi.FormatMinor(b.Available),
+			Current: emi.FormatMinor(b.Posted), Held: emi.FormatMinor(b.Held), IBAN: str(b.IBAN),
 			BIC: b.BIC, AccountNumber: str(b.AccountNumber), SortCode: str(b.SortCode)}
 		if a.Virtual {
 			// A virtual account shows its main balance under its own IBAN
@@ -124,24 +129,13 @@ type accountsListResponse struct {
 }
 
 // accountsListFilters are the query parameters accounts_list accepts.
-var accountsListFilters = map[string]bool{"merchant": true, "user": true, "program": true}
+var accountsListFilters = []string{"merchant", "user", "program"}
 
 // accountsList (GET /v2/accounts/{page}/{limit}).
 func (a *API) accountsList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var bad []emi.FieldError
-	for k, vs := range q {
-		switch {
-		case !accountsListFilters[k]:
-			bad = append(bad, emi.FieldError{Field: k, Message: "unknown filter: the filters are merchant, user and program"})
-		case len(vs) > 1:
-			bad = append(bad, emi.FieldError{Field: k, Message: "must be given once"})
-		case !httpx.StorableText(vs[0]):
-			bad = append(bad, emi.FieldError{Field: k, Message: filterValueMessage})
-		}
-	}
-	if len(bad) > 0 {
-		writeError(w, r, emi.ErrAccountValidation.WithFields(bad...))
+	q, err := listQuery(r, accountsListFilters, emi.ErrAccountValidation)
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	f := emi.AccountFilter{Page: pathInt(r, "page"), Limit: pathInt(r, "limit"), Merchant: q.Get("merchant"), User: q.Get("user"), Program: q.Get("program")}

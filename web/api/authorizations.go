@@ -107,12 +107,8 @@ type authorizationListResponse struct {
 
 // cardAuthorizations (GET /v2/cards/{card}/authorizations/{page}/{limit}).
 func (a *API) cardAuthorizations(w http.ResponseWriter, r *http.Request) {
-	var bad []emi.FieldError
-	for k := range r.URL.Query() {
-		bad = append(bad, emi.FieldError{Field: k, Message: "unknown filter: this list has none"})
-	}
-	if len(bad) > 0 {
-		writeError(w, r, emi.ErrCardValidation.WithFields(bad...))
+	if _, err := listQuery(r, nil, emi.ErrCardValidation); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	page, limit := pathInt(r, "page"), pathInt(r, "limit")

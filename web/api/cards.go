@@ -10,7 +10,6 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service"
-	"emi/web/httpx"
 )
 
 // threeDSResponse is a card's 3DS enrolment.
@@ -322,24 +321,13 @@ type cardsListResponse struct {
 	Total int64          `json:"total"`
 }
 
-var cardsListFilters = map[string]bool{"merchant": true, "user": true, "account": true, "program": true}
+var cardsListFilters = []string{"merchant", "user", "account", "program"}
 
 // cardsList (GET /v2/cards/{page}/{limit}).
 func (a *API) cardsList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var bad []emi.FieldError
-	for k, vs := range q {
-		switch {
-		case !cardsListFilters[k]:
-			bad = append(bad, emi.FieldError{Field: k, Message: "unknown filter: the filters are merchant, user, account and program"})
-		case len(vs) > 1:
-			bad = append(bad, emi.FieldError{Field: k, Message: "must be given once"})
-		case !httpx.StorableText(vs[0]):
-			bad = append(bad, emi.FieldError{Field: k, Message: filterValueMessage})
-		}
-	}
-	if len(bad) > 0 {
-		writeError(w, r, emi.ErrCardValidation.WithFields(bad...))
+	q, err := listQuery(r, cardsListFilters, emi.ErrCardValidation)
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	f := emi.CardFilter{Page: pathInt(r, "page"), Limit: pathInt(r, "limit"), Merchant: q.Get("merchant"), User: q.Get("user"),

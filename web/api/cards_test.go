@@ -473,7 +473,7 @@ func TestCard3DSRules(t *testing.T) {
 		t.Fatalf("biometric enrolment: %v", s)
 	}
 	apptest.Expect(t, "enrol", c.do(t, http.MethodPost, path, "card_3ds_enrol", map[string]any{"otp_sms": "+46 70 123 45 67", "biometric": true}), 0, 200)
-	apptest.Expect(t, "update without number", c.do(t, http.MethodPut, path, "card_3ds_update", map[string]any{}), 12010, 409)
+	apptest.Expect(t, "update without number", c.do(t, http.MethodPut, path, "card_3ds_update", map[string]any{}), 12001, 400)
 	apptest.Expect(t, "update with a bad number", c.do(t, http.MethodPut, path, "card_3ds_update", map[string]any{"otp_sms": "call me"}), 12001, 400)
 	apptest.Expect(t, "update", c.do(t, http.MethodPut, path, "card_3ds_update", map[string]any{"otp_sms": "+46709999999"}), 0, 200)
 	if s := tds(); s["otp_sms"] != "+46709999999" {

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"emi/internal/emi"
 	"emi/web/httpx"
@@ -13,7 +15,36 @@ type envelope struct {
 	Code    int              `json:"code"`
 	Message string           `json:"message,omitempty"`
 	Errors  []emi.FieldError `json:"errors,omitempty"`
-	Data    any              `json:"data,omitempty"`
+	// Description and DocURL explain an error to a person: what happened
+	// and what to do, and where the reference says more (issue 21, item 10).
+	Description string `json:"description,omitempty"`
+	DocURL      string `json:"doc_url,omitempty"`
+	Data        any    `json:"data,omitempty"`
+}
+
+type docsBaseKey struct{}
+
+// WithDocsBase puts the public address of the reference (EMI_PUBLIC_URL)
+// in the request context, for the doc_url of every error answer, those of
+// the router's 404 and 405 included. The request's Host is not used: the
+// client chooses it.
+func WithDocsBase(publicURL string) func(http.Handler) http.Handler {
+	base := strings.TrimRight(publicURL, "/")
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), docsBaseKey{}, base)))
+		})
+	}
+}
+
+// ErrorDocPath is where the reference describes an error: the /docs/errors
+// page, at the anchor of its message key.
+func ErrorDocPath(key string) string { return "/docs/errors#" + key }
+
+// errorEnvelope is the answer of a catalogue error.
+func errorEnvelope(r *http.Request, e *emi.Error) envelope {
+	base, _ := r.Context().Value(docsBaseKey{}).(string)
+	return envelope{Code: e.Code, Message: e.Key, Errors: e.Fields, Description: e.Description(), DocURL: base + ErrorDocPath(e.Key)}
 }
 
 // writeJSON writes an envelope with status. Every API answer passes here, so
@@ -23,7 +54,7 @@ func writeJSON(w http.ResponseWriter, r *http.Request, status int, env envelope)
 	if err != nil {
 		// Only a bug in a data type can get here; answer without the data.
 		httpx.Fields(r.Context()).SetError(err)
-		status, env = http.StatusInternalServerError, envelope{Code: emi.ErrInternal.Code, Message: emi.ErrInternal.Key}
+		status, env = http.StatusInternalServerError, errorEnvelope(r, emi.ErrInternal)
 		b, _ = json.Marshal(env)
 	}
 	httpx.Fields(r.Context()).SetCode(env.Code)
@@ -55,10 +86,10 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 			status = httpx.Status(ae.Kind)
 		}
 	}
-	writeJSON(w, r, status, envelope{Code: e.Code, Message: e.Key, Errors: e.Fields})
+	writeJSON(w, r, status, errorEnvelope(r, e))
 }
 
 // writePanic is the recoverer's answer.
 func writePanic(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, r, http.StatusInternalServerError, envelope{Code: emi.ErrInternal.Code, Message: emi.ErrInternal.Key})
+	writeJSON(w, r, http.StatusInternalServerError, errorEnvelope(r, emi.ErrInternal))
 }

@@ -20,23 +20,14 @@ type eventsListResponse struct {
 }
 
 // eventsListFilters are the query parameters events_list accepts.
-var eventsListFilters = map[string]bool{"type": true, "after": true}
+var eventsListFilters = []string{"type", "after"}
 
 // eventsList (GET /v2/events/{page}/{limit}) returns the caller's events, so
 // a partner can reconcile the webhooks it missed. Filters: type, after.
 func (a *API) eventsList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var bad []emi.FieldError
-	for k, vs := range q {
-		switch {
-		case !eventsListFilters[k]:
-			bad = append(bad, emi.FieldError{Field: k, Message: "unknown filter: the filters are type and after"})
-		case len(vs) > 1:
-			bad = append(bad, emi.FieldError{Field: k, Message: "must be given once"})
-		}
-	}
-	if len(bad) > 0 {
-		writeError(w, r, emi.ErrValidation.WithFields(bad...))
+	q, err := listQuery(r, eventsListFilters, emi.ErrValidation)
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	page, err := a.events.List(r.Context(), emi.EventList{

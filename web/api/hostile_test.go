@@ -80,7 +80,8 @@ func newTenant(t *testing.T, env *apptest.Env, name string) *tenant {
 	return &tenant{p: p, tok: map[string]string{
 		"user": user, "account": c.acc, "card": c.card, "authorization": auth.Data["token"].(string),
 		"transfer": tr.Data["token"].(string), "application": ar.Data["token"].(string),
-		"token": members[0].(map[string]any)["token"].(string),
+		"token": members[0].(map[string]any)["token"].(string), "aml": amlHit(t, env, p),
+		"endpoint": webhookEndpoint(t, env, p),
 	}}
 }
 
@@ -89,14 +90,15 @@ func newTenant(t *testing.T, env *apptest.Env, name string) *tenant {
 var notFound = map[string]*emi.Error{
 	"user": emi.ErrUserNotFound, "account": emi.ErrAccountNotFound, "card": emi.ErrCardNotFound,
 	"authorization": emi.ErrAuthorizationNotFound, "transfer": emi.ErrTransferNotFound,
-	"application": emi.ErrApplicationNotFound, "token": emi.ErrMemberNotFound,
+	"application": emi.ErrApplicationNotFound, "token": emi.ErrMemberNotFound, "aml": emi.ErrAPIAMLNotFound,
+	"endpoint": emi.ErrAPIWebhookEndpointNotFound,
 }
 
 // wrongKind names, for each token parameter, a parameter whose token is of
 // another kind.
 var wrongKind = map[string]string{
 	"user": "account", "account": "card", "card": "account", "authorization": "transfer",
-	"transfer": "authorization", "application": "user", "token": "user",
+	"transfer": "authorization", "application": "user", "token": "user", "aml": "user", "endpoint": "user",
 }
 
 // validationByPrefix is each route's validation error (routes.go): the
@@ -106,7 +108,7 @@ var validationByPrefix = []struct {
 	err    *emi.Error
 }{
 	{"/v1/", emi.ErrValidation}, {"/v3/", emi.ErrValidation},
-	{"/v2/partner", emi.ErrValidation}, {"/v2/events/", emi.ErrValidation},
+	{"/v2/partner", emi.ErrValidation}, {"/v2/events/", emi.ErrValidation}, {"/v2/webhooks", emi.ErrAPIWebhookValidation},
 	{"/v2/users", emi.ErrUserValidation},
 	{"/v2/accounts", emi.ErrAccountValidation},
 	{"/v2/cards", emi.ErrCardValidation}, {"/v2/sandbox/cards/", emi.ErrCardValidation},
@@ -249,8 +251,6 @@ var contentRefusals = map[string][]*emi.Error{
 	"card_assign": {emi.ErrCardInvalidTransition},
 	// A group code that is not one of the program's (a 100 kB one).
 	"card_groups": {emi.ErrGroupNotInProgram},
-	// otp_sms missing or empty is 409 / 12010, as documented.
-	"card_3ds_update": {emi.ErrCardNoMobile},
 }
 
 // hostileRun sends requests one at a time, each against a database digest.
@@ -637,4 +637,20 @@ func TestHostileListFiltersRefuseNULAndInvalidUTF8(t *testing.T) {
 		r := call(t, env, p, http.MethodGet, list.path+"?program=account_eur", list.op, nil)
 		apptest.Expect(t, list.op+" with a plain filter", r, 0, http.StatusOK)
 	}
+}
+
+// amlHit makes an AML check that answers 18001 (a hit waiting for review).
+func amlHit(t *testing.T, env *apptest.Env, p *apptest.Partner) string {
+	t.Helper()
+	r := call(t, env, p, http.MethodPost, "/v1/aml", "aml_check", kimBody())
+	apptest.Expect(t, "fixture AML hit", r, emi.ErrAMLMatchFound.Code, http.StatusConflict)
+	return r.Data["token"].(string)
+}
+
+// webhookEndpoint registers a (loopback, sandbox) endpoint for p.
+func webhookEndpoint(t *testing.T, env *apptest.Env, p *apptest.Partner) string {
+	t.Helper()
+	r := call(t, env, p, http.MethodPost, "/v2/webhooks", "webhook_endpoint_create", map[string]any{"url": "http://127.0.0.1:9/hooks"})
+	apptest.Expect(t, "fixture webhook endpoint", r, 0, http.StatusCreated)
+	return r.Data["id"].(string)
 }

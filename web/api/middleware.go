@@ -91,6 +91,12 @@ func (a *API) readRequest(op Operation, next http.Handler) http.Handler {
 		tctx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
 		defer cancel()
 		r = r.WithContext(tctx)
+		// Headers first: a malformed Idempotency-Key or x-* value must not
+		// reach the key lookup, the replay guard or the idempotency store.
+		if err := httpx.CheckHeaders(r.Header, service.MaxIdempotencyKeyLen); err != nil {
+			writeError(w, r, err)
+			return
+		}
 		b, err := httpx.ReadBody(w, r, op.BodyLimit)
 		if err != nil {
 			writeError(w, r, err)
@@ -137,7 +143,9 @@ func requestTarget(r *http.Request) string {
 // the context (401 / 10001 or 10002 otherwise).
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := a.auth.Authenticate(r.Context(), signedRequest(r))
+		sr := signedRequest(r)
+		sr.Operations = a.paths.operations()
+		p, err := a.auth.Authenticate(r.Context(), sr)
 		if err != nil {
 			writeError(w, r, err)
 			return

@@ -61,6 +61,9 @@ type applicationResponse struct {
 	DecidedAt         *time.Time `json:"decided_at,omitempty"`
 	CreatedAt         time.Time  `json:"created_at"`
 	UpdatedAt         time.Time  `json:"updated_at"`
+	// WaitingFor is what an undecided application still waits for
+	// (application_details only; issue 21).
+	WaitingFor []string `json:"waiting_for,omitempty"`
 }
 
 func newApplicationResponse(a emi.Application) applicationResponse {
@@ -122,7 +125,9 @@ func (a *API) applicationDetails(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeData(w, r, http.StatusOK, newApplicationResponse(app))
+	resp := newApplicationResponse(app)
+	resp.WaitingFor = a.d.Onboarding.WaitingFor(app)
+	writeData(w, r, http.StatusOK, resp)
 }
 
 // presentKeys returns the top-level keys of the body, and the problems of

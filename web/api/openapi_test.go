@@ -107,7 +107,7 @@ func TestErrorCatalogueIsConsistentAndDocumented(t *testing.T) {
 // documentedOperation is one operation of openapi.yaml.
 type documentedOperation struct {
 	method, path string
-	// name is what the partner signs: x-operation, else operationId.
+	// name is what the partner signs: x-emi-operation.
 	name string
 	op   *v3.Operation
 }
@@ -130,9 +130,21 @@ func documentedOperations(t *testing.T, m *v3.Document) []documentedOperation {
 	var out []documentedOperation
 	for path, item := range m.Paths.PathItems.FromOldest() {
 		for method, op := range item.GetOperations().FromOldest() {
-			name := op.OperationId
-			if x := op.Extensions.GetOrZero("x-operation"); x != nil {
+			// Every operation says the name it is signed with, where a
+			// generated client finds it (issue 21, item 4).
+			name := ""
+			if x := op.Extensions.GetOrZero("x-emi-operation"); x != nil {
 				name = x.Value
+			}
+			if name == "" {
+				t.Errorf("%s %s: no x-emi-operation", method, path)
+				name = op.OperationId
+			}
+			if !strings.Contains(op.Description, "Signed operation name (`x-emi-operation`): `"+name+"`.") {
+				t.Errorf("%s %s: the description does not state the signed operation name %q", method, path, name)
+			}
+			if x := op.Extensions.GetOrZero("x-operation"); x != nil && x.Value != name {
+				t.Errorf("%s %s: x-operation %q and x-emi-operation %q disagree", method, path, x.Value, name)
 			}
 			out = append(out, documentedOperation{method: strings.ToUpper(method), path: path, name: name, op: op})
 		}
@@ -415,4 +427,45 @@ func TestOpenAPIDocumentsEveryCardAnswer(t *testing.T) {
 		r := call(t, down, q, http.MethodPost, "/v2/cards/"+c.Data["token"].(string)+"/pin/send", "card_send_pin", nil)
 		apptest.Expect(t, "gateway down", r, 12011, http.StatusServiceUnavailable)
 	})
+}
+
+// TestEveryErrorHasADescriptionAndADocURL: every catalogue error the API
+// can answer has a human description, and an answer carries it with a
+// doc_url into /docs/errors under EMI_PUBLIC_URL, beside the unchanged
+// code and message (issue 21, item 10; the old envelope had neither).
+func TestEveryErrorHasADescriptionAndADocURL(t *testing.T) {
+	t.Parallel()
+	for _, e := range emi.Catalogue() {
+		if d := e.Description(); len(d) < 20 || !strings.HasSuffix(d, ".") {
+			t.Errorf("%d %s: description %q is missing or not a sentence", e.Code, e.Key, d)
+		}
+	}
+	env := apptest.New(t, apptest.Options{NoSanctions: true})
+	p := env.NewPartner(t, emi.PartnerCreate{})
+	for _, c := range []struct {
+		rq  apptest.Request
+		err *emi.Error
+	}{
+		{apptest.Request{Method: http.MethodGet, Path: "/v2/cards/" + service.NewToken(), Operation: "card_details"}, emi.ErrCardNotFound},
+		{apptest.Request{Method: http.MethodPost, Path: "/v2/cards", Operation: "card_create", Body: []byte(`{"colour":"red"}`)}, emi.ErrCardValidation},
+		{apptest.Request{Method: http.MethodGet, Path: "/v2/partner", NoAuth: true}, emi.ErrAuthInvalid},
+		{apptest.Request{Method: http.MethodGet, Path: "/v2/nowhere", NoAuth: true, SkipOpenAPI: true}, emi.ErrRouteNotFound},
+		{apptest.Request{Method: http.MethodPost, Path: "/v2/partner", NoAuth: true, SkipOpenAPI: true}, emi.ErrMethodNotAllowed},
+	} {
+		env.Clock.Advance(time.Second)
+		r := p.Do(t, c.rq)
+		var body struct {
+			Code        int    `json:"code"`
+			Message     string `json:"message"`
+			Description string `json:"description"`
+			DocURL      string `json:"doc_url"`
+		}
+		if err := json.Unmarshal(r.Raw, &body); err != nil {
+			t.Fatal(err)
+		}
+		if body.Code != c.err.Code || body.Message != c.err.Key || body.Description != c.err.Description() ||
+			body.DocURL != env.Config.PublicURL+"/docs/errors#"+c.err.Key {
+			t.Errorf("%s %s: %s", c.rq.Method, c.rq.Path, r.Raw)
+		}
+	}
 }

@@ -90,22 +90,13 @@ type statementResponse struct {
 
 // accountTransactionsFilters are the query parameters account_transactions
 // accepts.
-var accountTransactionsFilters = map[string]bool{"from": true, "to": true}
+var accountTransactionsFilters = []string{"from", "to"}
 
 // accountTransactions (GET /v2/accounts/{account}/transactions/{page}/{limit}).
 func (a *API) accountTransactions(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var bad []emi.FieldError
-	for k, vs := range q {
-		switch {
-		case !accountTransactionsFilters[k]:
-			bad = append(bad, emi.FieldError{Field: k, Message: "unknown filter: the filters are from and to"})
-		case len(vs) > 1:
-			bad = append(bad, emi.FieldError{Field: k, Message: "must be given once"})
-		}
-	}
-	if len(bad) > 0 {
-		writeError(w, r, emi.ErrAccountValidation.WithFields(bad...))
+	q, err := listQuery(r, accountTransactionsFilters, emi.ErrAccountValidation)
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	sq := service.StatementQuery{From: q.Get("from"), To: q.Get("to"), Page: pathInt(r, "page"), Limit: pathInt(r, "limit")}

@@ -169,6 +169,18 @@ func (a *API) amlCheck(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	resp := newAMLCheckResponse(c)
+	if c.Status == emi.AMLMatch {
+		e := emi.ErrAMLMatchFound
+		env := errorEnvelope(r, e)
+		env.Data = resp
+		writeJSON(w, r, httpx.Status(e.Kind), env)
+		return
+	}
+	writeData(w, r, http.StatusCreated, resp)
+}
+
+func newAMLCheckResponse(c emi.AMLCheck) amlCheckResponse {
 	resp := amlCheckResponse{Token: c.Token, Status: c.Status, Matches: []amlHitResponse{}, ListVersion: c.ListVersion, CreatedAt: c.CreatedAt}
 	for _, h := range c.Hits {
 		if h.Suppressed {
@@ -180,12 +192,7 @@ func (a *API) amlCheck(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Matches = append(resp.Matches, amlHitResponse{List: h.List, EntryID: h.EntryID, Name: h.Name, Matched: h.MatchedName, Score: h.Score, Fields: fields})
 	}
-	if c.Status == emi.AMLMatch {
-		e := emi.ErrAMLMatchFound
-		writeJSON(w, r, httpx.Status(e.Kind), envelope{Code: e.Code, Message: e.Key, Data: resp})
-		return
-	}
-	writeData(w, r, http.StatusCreated, resp)
+	return resp
 }
 
 // kycRequest is the request of kyc_init.

@@ -6,6 +6,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -30,6 +31,11 @@ type Deps struct {
 	Transfers   *service.Transfers
 	// Authorizations decides sandbox card payments and settles them.
 	Authorizations *service.Authorizations
+	// Webhooks manages the partner's webhook endpoints.
+	Webhooks *service.Webhooks
+	// Review decides applications (sandbox_application_decide, through
+	// the underwriters' own method).
+	Review *service.Review
 	// Incoming books incoming payments (sandbox_incoming_credit).
 	Incoming *service.Incoming
 	// Sandbox enables the sandbox-only operations (simulated incoming
@@ -49,11 +55,13 @@ type API struct {
 	events   *service.Events
 	limiter  *httprate.RateLimiter
 	d        Deps
+	// paths are the routed patterns with their methods (methodGuard).
+	paths *pathTable
 }
 
 // New returns the API.
 func New(d Deps) *API {
-	a := &API{auth: d.Auth, idem: d.Idempotency, partners: d.Partners, events: d.Events, d: d}
+	a := &API{auth: d.Auth, idem: d.Idempotency, partners: d.Partners, events: d.Events, d: d, paths: &pathTable{}}
 	if d.RateLimit > 0 {
 		a.limiter = httprate.NewRateLimiter(d.RateLimit, d.RateWindow,
 			httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
@@ -68,61 +76,72 @@ func New(d Deps) *API {
 // architecture.md). The operation name on each line is what partners sign.
 func (a *API) Routes(r chi.Router) {
 	r.Route("/v1", func(r chi.Router) {
-		a.handle(r, http.MethodPost, "/aml", op("aml_check", emi.ErrValidation, SmallBody), a.amlCheck)
-		a.handle(r, http.MethodPost, "/kyc", op("kyc_init", emi.ErrValidation, SmallBody), a.kycInit)
+		r.Use(a.methodGuard)
+		a.handle(r, "/v1", http.MethodPost, "/aml", op("aml_check", emi.ErrValidation, SmallBody), a.amlCheck)
+		a.handle(r, "/v1", http.MethodPost, "/kyc", op("kyc_init", emi.ErrValidation, SmallBody), a.kycInit)
+		a.handle(r, "/v1", http.MethodPost, "/sandbox/kyc/{user}", op("sandbox_kyc_decide", emi.ErrValidation, SmallBody), a.sandboxOnly(a.sandboxKYCDecide))
+		a.handle(r, "/v1", http.MethodPost, "/sandbox/aml/{aml}", op("sandbox_aml_review", emi.ErrValidation, SmallBody), a.sandboxOnly(a.sandboxAMLReview))
 	})
 	r.Route("/v2", func(r chi.Router) {
-		a.handle(r, http.MethodGet, "/partner", op("partner_details", emi.ErrValidation, SmallBody), a.partnerDetails)
-		a.handle(r, http.MethodGet, "/events/{page}/{limit}", op("events_list", emi.ErrValidation, SmallBody), a.eventsList)
-		a.handle(r, http.MethodPost, "/users", op("user_create", emi.ErrUserValidation, DocumentBody), a.userCreate)
-		a.handle(r, http.MethodGet, "/users/{user}", op("user_details", emi.ErrUserValidation, SmallBody), a.userDetails)
-		a.handle(r, http.MethodPut, "/users/{user}", op("user_update", emi.ErrUserValidation, SmallBody), a.userUpdate)
-		a.handle(r, http.MethodDelete, "/users/{user}", op("user_remove", emi.ErrUserValidation, SmallBody), a.userRemove)
-		a.handle(r, http.MethodPost, "/accounts", op("account_create", emi.ErrAccountValidation, SmallBody), a.accountCreate)
-		a.handle(r, http.MethodGet, "/accounts/{account}", op("account_details", emi.ErrAccountValidation, SmallBody), a.accountDetails)
-		a.handle(r, http.MethodPut, "/accounts/{account}/status", op("account_status", emi.ErrAccountValidation, SmallBody), a.accountStatus)
-		a.handle(r, http.MethodDelete, "/accounts/{account}", op("account_terminate", emi.ErrAccountValidation, SmallBody), a.accountTerminate)
-		a.handle(r, http.MethodGet, "/accounts/{page}/{limit}", op("accounts_list", emi.ErrAccountValidation, SmallBody), a.accountsList)
-		a.handle(r, http.MethodPost, "/cards", op("card_create", emi.ErrCardValidation, SmallBody), a.cardCreate)
-		a.handle(r, http.MethodGet, "/cards/{card}", op("card_details", emi.ErrCardValidation, SmallBody), a.cardDetails)
-		a.handle(r, http.MethodDelete, "/cards/{card}", op("card_terminate", emi.ErrCardValidation, SmallBody), a.cardTerminate)
-		a.handle(r, http.MethodPut, "/cards/{card}/convert", op("card_convert", emi.ErrCardValidation, SmallBody), a.cardConvert)
-		a.handle(r, http.MethodPut, "/cards/{card}/activate", op("card_activate", emi.ErrCardValidation, SmallBody), a.cardActivate)
-		a.handle(r, http.MethodPut, "/cards/{card}/status", op("card_status", emi.ErrCardValidation, SmallBody), a.cardStatus)
-		a.handle(r, http.MethodPut, "/cards/{card}/assign", op("card_assign", emi.ErrCardValidation, SmallBody), a.cardAssign)
-		a.handle(r, http.MethodPut, "/cards/{card}/groups", op("card_groups", emi.ErrCardValidation, SmallBody), a.cardGroups)
-		a.handle(r, http.MethodGet, "/cards/{card}/pin", op("card_retrieve_pin", emi.ErrCardValidation, SmallBody), a.cardRetrievePIN)
-		a.handle(r, http.MethodPost, "/cards/{card}/pin/send", op("card_send_pin", emi.ErrCardValidation, SmallBody), a.cardSendPIN)
-		a.handle(r, http.MethodDelete, "/cards/{card}/pin/reset", op("card_reset_pin", emi.ErrCardValidation, SmallBody), a.cardResetPIN)
-		a.handle(r, http.MethodPost, "/cards/{card}/3ds", op("card_3ds_enrol", emi.ErrCardValidation, SmallBody), a.card3DSEnrol)
-		a.handle(r, http.MethodPut, "/cards/{card}/3ds", op("card_3ds_update", emi.ErrCardValidation, SmallBody), a.card3DSUpdate)
-		a.handle(r, http.MethodDelete, "/cards/{card}/3ds", op("card_3ds_remove", emi.ErrCardValidation, SmallBody), a.card3DSRemove)
-		a.handle(r, http.MethodGet, "/cards/{card}/first-half", op("card_number", emi.ErrCardValidation, SmallBody), a.cardFirstHalf)
-		a.handle(r, http.MethodGet, "/cards/{card}/second-half", op("card_number", emi.ErrCardValidation, SmallBody), a.cardSecondHalf)
-		a.handle(r, http.MethodPost, "/cards/{card}/wallets", op("card_wallet_provision", emi.ErrCardValidation, SmallBody), a.cardWalletProvision)
-		a.handle(r, http.MethodGet, "/cards/{page}/{limit}", op("cards_list", emi.ErrCardValidation, SmallBody), a.cardsList)
-		a.handle(r, http.MethodPost, "/transfers", op("transfer_create", emi.ErrTransferValidation, SmallBody), a.transferCreate)
-		a.handle(r, http.MethodGet, "/transfers/{transfer}", op("transfer_details", emi.ErrTransferValidation, SmallBody), a.transferDetails)
-		a.handle(r, http.MethodGet, "/cards/{card}/authorizations/{page}/{limit}", op("card_authorizations", emi.ErrCardValidation, SmallBody), a.cardAuthorizations)
-		a.handle(r, http.MethodPost, "/sandbox/cards/{card}/authorizations", op("sandbox_card_authorize", emi.ErrCardValidation, SmallBody), a.sandboxOnly(a.sandboxCardAuthorize))
-		a.handle(r, http.MethodPost, "/sandbox/authorizations/{authorization}/clear", op("sandbox_authorization_clear", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxAuthorizationClear))
-		a.handle(r, http.MethodPost, "/sandbox/authorizations/{authorization}/reverse", op("sandbox_authorization_reverse", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxAuthorizationReverse))
-		a.handle(r, http.MethodPost, "/transfers/external", op("transfer_external_create", emi.ErrTransferValidation, SmallBody), a.transferExternalCreate)
-		a.handle(r, http.MethodPost, "/sandbox/transfers/{transfer}/complete", op("sandbox_transfer_complete", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferComplete))
-		a.handle(r, http.MethodPost, "/sandbox/transfers/{transfer}/return", op("sandbox_transfer_return", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferReturn))
-		a.handle(r, http.MethodGet, "/accounts/{account}/transactions/{page}/{limit}", op("account_transactions", emi.ErrAccountValidation, SmallBody), a.accountTransactions)
-		a.handle(r, http.MethodPost, "/sandbox/incoming", op("sandbox_incoming_credit", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxIncomingCredit))
+		r.Use(a.methodGuard)
+		a.handle(r, "/v2", http.MethodGet, "/partner", op("partner_details", emi.ErrValidation, SmallBody), a.partnerDetails)
+		a.handle(r, "/v2", http.MethodGet, "/events/{page}/{limit}", op("events_list", emi.ErrValidation, SmallBody), a.eventsList)
+		a.handle(r, "/v2", http.MethodGet, "/webhooks", op("webhook_endpoints_list", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointsList)
+		a.handle(r, "/v2", http.MethodPost, "/webhooks", op("webhook_endpoint_create", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointCreate)
+		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/rotate", op("webhook_endpoint_rotate_secret", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointRotateSecret)
+		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/test", op("webhook_endpoint_test", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointTest)
+		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/replay", op("webhook_delivery_replay", emi.ErrAPIWebhookValidation, SmallBody), a.webhookDeliveryReplay)
+		a.handle(r, "/v2", http.MethodPost, "/users", op("user_create", emi.ErrUserValidation, DocumentBody), a.userCreate)
+		a.handle(r, "/v2", http.MethodGet, "/users/{user}", op("user_details", emi.ErrUserValidation, SmallBody), a.userDetails)
+		a.handle(r, "/v2", http.MethodPut, "/users/{user}", op("user_update", emi.ErrUserValidation, SmallBody), a.userUpdate)
+		a.handle(r, "/v2", http.MethodDelete, "/users/{user}", op("user_remove", emi.ErrUserValidation, SmallBody), a.userRemove)
+		a.handle(r, "/v2", http.MethodPost, "/accounts", op("account_create", emi.ErrAccountValidation, SmallBody), a.accountCreate)
+		a.handle(r, "/v2", http.MethodGet, "/accounts/{account}", op("account_details", emi.ErrAccountValidation, SmallBody), a.accountDetails)
+		a.handle(r, "/v2", http.MethodPut, "/accounts/{account}/status", op("account_status", emi.ErrAccountValidation, SmallBody), a.accountStatus)
+		a.handle(r, "/v2", http.MethodDelete, "/accounts/{account}", op("account_terminate", emi.ErrAccountValidation, SmallBody), a.accountTerminate)
+		a.handle(r, "/v2", http.MethodGet, "/accounts/{page}/{limit}", op("accounts_list", emi.ErrAccountValidation, SmallBody), a.accountsList)
+		a.handle(r, "/v2", http.MethodPost, "/cards", op("card_create", emi.ErrCardValidation, SmallBody), a.cardCreate)
+		a.handle(r, "/v2", http.MethodGet, "/cards/{card}", op("card_details", emi.ErrCardValidation, SmallBody), a.cardDetails)
+		a.handle(r, "/v2", http.MethodDelete, "/cards/{card}", op("card_terminate", emi.ErrCardValidation, SmallBody), a.cardTerminate)
+		a.handle(r, "/v2", http.MethodPut, "/cards/{card}/convert", op("card_convert", emi.ErrCardValidation, SmallBody), a.cardConvert)
+		a.handle(r, "/v2", http.MethodPut, "/cards/{card}/activate", op("card_activate", emi.ErrCardValidation, SmallBody), a.cardActivate)
+		a.handle(r, "/v2", http.MethodPut, "/cards/{card}/status", op("card_status", emi.ErrCardValidation, SmallBody), a.cardStatus)
+		a.handle(r, "/v2", http.MethodPut, "/cards/{card}/assign", op("card_assign", emi.ErrCardValidation, SmallBody), a.cardAssign)
+		a.handle(r, "/v2", http.MethodPut, "/cards/{card}/groups", op("card_groups", emi.ErrCardValidation, SmallBody), a.cardGroups)
+		a.handle(r, "/v2", http.MethodGet, "/cards/{card}/pin", op("card_retrieve_pin", emi.ErrCardValidation, SmallBody), a.cardRetrievePIN)
+		a.handle(r, "/v2", http.MethodPost, "/cards/{card}/pin/send", op("card_send_pin", emi.ErrCardValidation, SmallBody), a.cardSendPIN)
+		a.handle(r, "/v2", http.MethodDelete, "/cards/{card}/pin/reset", op("card_reset_pin", emi.ErrCardValidation, SmallBody), a.cardResetPIN)
+		a.handle(r, "/v2", http.MethodPost, "/cards/{card}/3ds", op("card_3ds_enrol", emi.ErrCardValidation, SmallBody), a.card3DSEnrol)
+		a.handle(r, "/v2", http.MethodPut, "/cards/{card}/3ds", op("card_3ds_update", emi.ErrCardValidation, SmallBody), a.card3DSUpdate)
+		a.handle(r, "/v2", http.MethodDelete, "/cards/{card}/3ds", op("card_3ds_remove", emi.ErrCardValidation, SmallBody), a.card3DSRemove)
+		a.handle(r, "/v2", http.MethodGet, "/cards/{card}/first-half", op("card_number", emi.ErrCardValidation, SmallBody), a.cardFirstHalf)
+		a.handle(r, "/v2", http.MethodGet, "/cards/{card}/second-half", op("card_number", emi.ErrCardValidation, SmallBody), a.cardSecondHalf)
+		a.handle(r, "/v2", http.MethodPost, "/cards/{card}/wallets", op("card_wallet_provision", emi.ErrCardValidation, SmallBody), a.cardWalletProvision)
+		a.handle(r, "/v2", http.MethodGet, "/cards/{page}/{limit}", op("cards_list", emi.ErrCardValidation, SmallBody), a.cardsList)
+		a.handle(r, "/v2", http.MethodPost, "/transfers", op("transfer_create", emi.ErrTransferValidation, SmallBody), a.transferCreate)
+		a.handle(r, "/v2", http.MethodGet, "/transfers/{transfer}", op("transfer_details", emi.ErrTransferValidation, SmallBody), a.transferDetails)
+		a.handle(r, "/v2", http.MethodGet, "/cards/{card}/authorizations/{page}/{limit}", op("card_authorizations", emi.ErrCardValidation, SmallBody), a.cardAuthorizations)
+		a.handle(r, "/v2", http.MethodPost, "/sandbox/cards/{card}/authorizations", op("sandbox_card_authorize", emi.ErrCardValidation, SmallBody), a.sandboxOnly(a.sandboxCardAuthorize))
+		a.handle(r, "/v2", http.MethodPost, "/sandbox/authorizations/{authorization}/clear", op("sandbox_authorization_clear", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxAuthorizationClear))
+		a.handle(r, "/v2", http.MethodPost, "/sandbox/authorizations/{authorization}/reverse", op("sandbox_authorization_reverse", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxAuthorizationReverse))
+		a.handle(r, "/v2", http.MethodPost, "/transfers/external", op("transfer_external_create", emi.ErrTransferValidation, SmallBody), a.transferExternalCreate)
+		a.handle(r, "/v2", http.MethodPost, "/sandbox/transfers/{transfer}/complete", op("sandbox_transfer_complete", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferComplete))
+		a.handle(r, "/v2", http.MethodPost, "/sandbox/transfers/{transfer}/return", op("sandbox_transfer_return", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferReturn))
+		a.handle(r, "/v2", http.MethodGet, "/accounts/{account}/transactions/{page}/{limit}", op("account_transactions", emi.ErrAccountValidation, SmallBody), a.accountTransactions)
+		a.handle(r, "/v2", http.MethodPost, "/sandbox/incoming", op("sandbox_incoming_credit", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxIncomingCredit))
 	})
 	r.Route("/v3", func(r chi.Router) {
+		r.Use(a.methodGuard)
 		// application_create may carry the company's members with their
 		// documents (contract §8), so it gets the document body limit.
-		a.handle(r, http.MethodPost, "/applications", op("application_create", emi.ErrValidation, DocumentBody), a.applicationCreate)
-		a.handle(r, http.MethodGet, "/applications/{application}", op("application_details", emi.ErrValidation, SmallBody), a.applicationDetails)
-		a.handle(r, http.MethodPut, "/applications/{application}/companies", op("company_update", emi.ErrValidation, SmallBody), a.companyUpdate)
-		a.handle(r, http.MethodPost, "/applications/{application}/companies/documents", op("company_add_document", emi.ErrValidation, DocumentBody), a.companyAddDocument)
-		a.handle(r, http.MethodPost, "/applications/{application}/companies/members", op("company_add_member", emi.ErrValidation, DocumentBody), a.companyAddMember)
-		a.handle(r, http.MethodPut, "/applications/{application}/companies/members/{token}", op("company_member_update", emi.ErrValidation, SmallBody), a.companyMemberUpdate)
-		a.handle(r, http.MethodPost, "/applications/{application}/companies/members/{token}/documents", op("company_member_add_document", emi.ErrValidation, DocumentBody), a.companyMemberAddDocument)
+		a.handle(r, "/v3", http.MethodPost, "/applications", op("application_create", emi.ErrValidation, DocumentBody), a.applicationCreate)
+		a.handle(r, "/v3", http.MethodGet, "/applications/{application}", op("application_details", emi.ErrValidation, SmallBody), a.applicationDetails)
+		a.handle(r, "/v3", http.MethodPut, "/applications/{application}/companies", op("company_update", emi.ErrValidation, SmallBody), a.companyUpdate)
+		a.handle(r, "/v3", http.MethodPost, "/applications/{application}/companies/documents", op("company_add_document", emi.ErrValidation, DocumentBody), a.companyAddDocument)
+		a.handle(r, "/v3", http.MethodPost, "/applications/{application}/companies/members", op("company_add_member", emi.ErrValidation, DocumentBody), a.companyAddMember)
+		a.handle(r, "/v3", http.MethodPut, "/applications/{application}/companies/members/{token}", op("company_member_update", emi.ErrValidation, SmallBody), a.companyMemberUpdate)
+		a.handle(r, "/v3", http.MethodPost, "/applications/{application}/companies/members/{token}/documents", op("company_member_add_document", emi.ErrValidation, DocumentBody), a.companyMemberAddDocument)
+		a.handle(r, "/v3", http.MethodPost, "/sandbox/applications/{application}/decision", op("sandbox_application_decide", emi.ErrValidation, SmallBody), a.sandboxOnly(a.sandboxApplicationDecide))
 	})
 }
 
@@ -143,8 +162,10 @@ func op(name string, invalid *emi.Error, limit int64) Operation {
 	return Operation{Name: name, Invalid: invalid, BodyLimit: limit}
 }
 
-// handle mounts one operation with the full middleware chain.
-func (a *API) handle(r chi.Router, method, pattern string, o Operation, h http.HandlerFunc) {
+// handle mounts one operation with the full middleware chain, and records
+// its full pattern (prefix + pattern) for methodGuard.
+func (a *API) handle(r chi.Router, prefix, method, pattern string, o Operation, h http.HandlerFunc) {
+	a.paths.add(prefix+pattern, method, o.Name)
 	r.Method(method, pattern, a.chain(o, h))
 }
 
@@ -152,7 +173,7 @@ func (a *API) handle(r chi.Router, method, pattern string, o Operation, h http.H
 // it to exercise the middleware with an operation of their own; production
 // routes are all listed in Routes.
 func (a *API) Handle(r chi.Router, method, pattern string, o Operation, h http.HandlerFunc) {
-	a.handle(r, method, pattern, o, h)
+	a.handle(r, "", method, pattern, o, h)
 }
 
 // Recover is the API's panic answer (500 / 10000 envelope).
@@ -161,10 +182,11 @@ func Recover(w http.ResponseWriter, r *http.Request) { writePanic(w, r) }
 // NotFound answers an unknown path with the envelope (404 / 10004).
 func NotFound(w http.ResponseWriter, r *http.Request) { writeError(w, r, emi.ErrRouteNotFound) }
 
-// MethodNotAllowed answers a known path with the wrong method (405 / 10006).
-func MethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Allow", r.Header.Get("Allow"))
-	writeJSON(w, r, http.StatusMethodNotAllowed, envelope{Code: emi.ErrMethodNotAllowed.Code, Message: emi.ErrMethodNotAllowed.Key})
+// MethodNotAllowed answers a known path with the wrong method (405 / 10006)
+// and the methods the path accepts in Allow.
+func MethodNotAllowed(w http.ResponseWriter, r *http.Request, allowed []string) {
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	writeJSON(w, r, http.StatusMethodNotAllowed, errorEnvelope(r, emi.ErrMethodNotAllowed))
 }
 
 // WriteData and WriteError expose the envelope to extra operations (tests).

@@ -66,9 +66,12 @@ func CheckJSONContentType(r *http.Request, body []byte) error {
 //     validation (the endpoint's validation error) listing every such field
 //     with its JSON path, e.g. payout_details[0].iban.
 //
-// An empty body decodes as {}. null is accepted for any field and leaves it
-// unset. Unknown fields include create-only fields sent to an update, since
-// update inputs do not declare them.
+// An empty body decodes as {}. null is refused (validation, "must not be
+// null") except for a field tagged `nullable:"true"` (where openapi.yaml
+// allows null, and null leaves it unset) and inside free-form values: Go
+// would silently keep the zero value, so a client's null would mean
+// something the schema does not say. Unknown fields include create-only
+// fields sent to an update, since update inputs do not declare them.
 func DecodeJSON(body []byte, dst any, validation *emi.Error) error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
@@ -143,7 +146,7 @@ func join(path, key string) string {
 // FieldError for every unknown key and every value of the wrong JSON type.
 func check(v any, t reflect.Type, path string, out *[]emi.FieldError) {
 	if v == nil {
-		return // null leaves the field unset
+		return // a nullable field: null leaves it unset (callers refuse the others)
 	}
 	if nul(v, path, out) {
 		return
@@ -178,12 +181,16 @@ func check(v any, t reflect.Type, path string, out *[]emi.FieldError) {
 		}
 		fields := structFields(t)
 		for _, k := range sortedKeys(obj) {
-			ft, ok := fields[k]
+			f, ok := fields[k]
 			if !ok {
 				*out = append(*out, emi.FieldError{Field: join(path, k), Message: "is not a known field"})
 				continue
 			}
-			check(obj[k], ft, join(path, k), out)
+			if obj[k] == nil && !f.nullable && f.typ.Kind() != reflect.Interface {
+				*out = append(*out, emi.FieldError{Field: join(path, k), Message: nullMessage})
+				continue
+			}
+			check(obj[k], f.typ, join(path, k), out)
 		}
 	case reflect.Slice, reflect.Array:
 		arr, ok := v.([]any)
@@ -195,6 +202,10 @@ func check(v any, t reflect.Type, path string, out *[]emi.FieldError) {
 			*out = append(*out, emi.FieldError{Field: path, Message: "has too many elements"})
 		}
 		for i, e := range arr {
+			if e == nil && t.Elem().Kind() != reflect.Interface {
+				*out = append(*out, emi.FieldError{Field: path + "[" + strconv.Itoa(i) + "]", Message: nullMessage})
+				continue
+			}
 			check(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", out)
 		}
 	case reflect.Map:
@@ -206,6 +217,10 @@ func check(v any, t reflect.Type, path string, out *[]emi.FieldError) {
 		for _, k := range sortedKeys(obj) {
 			if strings.IndexByte(k, 0) >= 0 {
 				*out = append(*out, emi.FieldError{Field: join(path, k), Message: nulMessage})
+				continue
+			}
+			if obj[k] == nil && t.Elem().Kind() != reflect.Interface {
+				*out = append(*out, emi.FieldError{Field: join(path, k), Message: nullMessage})
 				continue
 			}
 			check(obj[k], t.Elem(), join(path, k), out)
@@ -313,10 +328,21 @@ func unmarshalerMessage(err error) string {
 	return "is invalid"
 }
 
-// structFields maps JSON names to field types, following embedded structs as
+// nullMessage is the answer for null where the schema does not allow it.
+const nullMessage = "must not be null"
+
+// structField is a JSON field of a request struct.
+type structField struct {
+	typ reflect.Type
+	// nullable: the field's `nullable:"true"` tag; null is accepted and
+	// leaves it unset.
+	nullable bool
+}
+
+// structFields maps JSON names to fields, following embedded structs as
 // encoding/json does.
-func structFields(t reflect.Type) map[string]reflect.Type {
-	m := map[string]reflect.Type{}
+func structFields(t reflect.Type) map[string]structField {
+	m := map[string]structField{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -344,7 +370,7 @@ func structFields(t reflect.Type) map[string]reflect.Type {
 		if name == "" {
 			name = f.Name
 		}
-		m[name] = f.Type
+		m[name] = structField{typ: f.Type, nullable: f.Tag.Get("nullable") == "true"}
 	}
 	return m
 }

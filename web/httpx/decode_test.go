@@ -42,7 +42,7 @@ type sample struct {
 	Count   int8              `json:"count"`
 	Size    uint              `json:"size"`
 	Ratio   float64           `json:"ratio"`
-	Active  *bool             `json:"active"`
+	Active  *bool             `json:"active" nullable:"true"`
 	Tags    []string          `json:"tags"`
 	Payout  []inner           `json:"payout_details"`
 	Meta    map[string]string `json:"meta"`
@@ -54,7 +54,7 @@ func TestDecodeJSON(t *testing.T) {
 	ok := []string{
 		``, `{}`, ` {"name":"x"} `, `{"alias":"embedded field"}`, `{"count":-128,"size":0,"ratio":1.5e3}`,
 		`{"payout_details":[{"iban":"X","amount":12.5},{"amount":"0.10"}]}`, `{"meta":{"k":"v"},"any":[1,{"x":null}]}`,
-		`{"active":null,"tags":null,"name":null}`, `{"active":false}`,
+		`{"active":null}`, `{"active":false}`, `{"any":null}`,
 	}
 	for _, body := range ok {
 		var s sample
@@ -85,6 +85,13 @@ func TestDecodeJSON(t *testing.T) {
 		`{"meta":{"k":1}}`:                      {"meta.k"},
 		`{"meta":[]}`:                           {"meta"},
 		`{"a":1,"b":2,"name":3}`:                {"a", "b", "name"},
+		// null only where the field is tagged nullable (issue 21: Go kept
+		// the zero value, so null silently meant "" or false).
+		`{"tags":null,"name":null}`:          {"tags", "name"},
+		`{"tags":["a",null]}`:                {"tags[1]"},
+		`{"payout_details":[null]}`:          {"payout_details[0]"},
+		`{"payout_details":[{"iban":null}]}`: {"payout_details[0].iban"},
+		`{"meta":{"k":null}}`:                {"meta.k"},
 		// NUL characters: PostgreSQL text and jsonb refuse them, so the
 		// decoder does (a PUT /v2/users/{user} with one was a 500).
 		`{"name":"a\u0000b"}`:                       {"name"},

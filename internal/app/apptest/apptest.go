@@ -145,6 +145,11 @@ func New(t testing.TB, opts Options) *Env {
 			return "sandbox"
 		case "EMI_RATE_LIMIT":
 			return "0"
+		case "EMI_DECISION_SETTLE":
+			// Decide at once, as before issue 21, so tests that wait for an
+			// automatic decision stay fast; the settle period's own tests
+			// set it through Options.Configure.
+			return "0s"
 		case "EMI_LOG_LEVEL":
 			return "debug"
 		}

@@ -1,0 +1,38 @@
+package emi
+
+// SandboxKYCDecision is the request of sandbox_kyc_decide: the outcome a
+// compliance officer would give the user's open identification session,
+// and the reason sent to the partner in user.kyc_updated.
+type SandboxKYCDecision struct {
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason"`
+}
+
+// SandboxAMLReview is the request of sandbox_aml_review: every open hit a
+// false positive (cleared) or a true match (confirmed).
+type SandboxAMLReview struct {
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason"`
+}
+
+// SandboxApplicationDecision is the request of sandbox_application_decide:
+// an underwriter's decision (approved, rejected with reason_code and text,
+// information_requested with text, the message for the partner).
+type SandboxApplicationDecision struct {
+	Outcome    string `json:"outcome"`
+	ReasonCode string `json:"reason_code"`
+	Text       string `json:"text"`
+}
+
+// WebhookEndpointCreate is the request of webhook_endpoint_create.
+type WebhookEndpointCreate struct {
+	URL         string      `json:"url"`
+	Description string      `json:"description"`
+	EventTypes  []EventType `json:"event_types"`
+}
+
+// WebhookReplay is the request of webhook_delivery_replay: the event whose
+// delivery to the endpoint is attempted again.
+type WebhookReplay struct {
+	Event string `json:"event"`
+}

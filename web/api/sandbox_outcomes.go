@@ -1,0 +1,66 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"emi/internal/emi"
+)
+
+// The sandbox outcomes (issue 21, item 6): the human decisions a partner
+// needs to test its webhooks, made through the back office's own service
+// methods by the reviewers the sandbox plays. Sandbox only (404 / 10004 in
+// production, like the other sandbox operations).
+
+type sandboxKYCResponse struct {
+	Session string        `json:"session"`
+	User    string        `json:"user"`
+	Status  emi.KYCStatus `json:"status"`
+	Reason  string        `json:"reason"`
+}
+
+// sandboxKYCDecide (POST /v1/sandbox/kyc/{user}).
+func (a *API) sandboxKYCDecide(w http.ResponseWriter, r *http.Request) {
+	var in emi.SandboxKYCDecision
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s, err := a.d.KYC.SandboxDecide(r.Context(), chi.URLParam(r, "user"), in)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusOK, sandboxKYCResponse{Session: s.Token, User: s.UserToken, Status: s.Status, Reason: s.Reason})
+}
+
+// sandboxAMLReview (POST /v1/sandbox/aml/{aml}).
+func (a *API) sandboxAMLReview(w http.ResponseWriter, r *http.Request) {
+	var in emi.SandboxAMLReview
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	c, err := a.d.AML.SandboxReview(r.Context(), chi.URLParam(r, "aml"), in)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusOK, newAMLCheckResponse(c))
+}
+
+// sandboxApplicationDecide (POST /v3/sandbox/applications/{application}/decision).
+func (a *API) sandboxApplicationDecide(w http.ResponseWriter, r *http.Request) {
+	var in emi.SandboxApplicationDecision
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	app, err := a.d.Review.SandboxDecide(r.Context(), chi.URLParam(r, "application"), in)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusOK, newApplicationResponse(app))
+}

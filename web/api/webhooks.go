@@ -1,0 +1,124 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"emi/internal/emi"
+)
+
+// A partner's webhook endpoints (issue 21, item 8): the back office's
+// operations, signed like every other.
+
+type webhookEndpointResponse struct {
+	ID             string          `json:"id"`
+	URL            string          `json:"url"`
+	Description    string          `json:"description"`
+	EventTypes     []emi.EventType `json:"event_types"`
+	Enabled        bool            `json:"enabled"`
+	DisabledReason string          `json:"disabled_reason"`
+	FailingSince   *time.Time      `json:"failing_since"`
+	CreatedAt      time.Time       `json:"created_at"`
+	// Secret is in webhook_endpoint_create's answer only.
+	Secret string `json:"secret,omitempty"`
+}
+
+func newWebhookEndpointResponse(ep emi.WebhookEndpoint) webhookEndpointResponse {
+	types := ep.EventTypes
+	if types == nil {
+		types = []emi.EventType{}
+	}
+	return webhookEndpointResponse{ID: ep.ID, URL: ep.URL, Description: ep.Description, EventTypes: types, Enabled: ep.Enabled,
+		DisabledReason: ep.DisabledReason, FailingSince: ep.FailingSince, CreatedAt: ep.CreatedAt}
+}
+
+type webhookEndpointsResponse struct {
+	Items []webhookEndpointResponse `json:"items"`
+}
+
+// webhookEndpointsList (GET /v2/webhooks).
+func (a *API) webhookEndpointsList(w http.ResponseWriter, r *http.Request) {
+	if _, err := listQuery(r, nil, emi.ErrAPIWebhookValidation); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	eps, err := a.d.Webhooks.PartnerEndpoints(r.Context())
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	resp := webhookEndpointsResponse{Items: []webhookEndpointResponse{}}
+	for _, ep := range eps {
+		resp.Items = append(resp.Items, newWebhookEndpointResponse(ep))
+	}
+	writeData(w, r, http.StatusOK, resp)
+}
+
+// webhookEndpointCreate (POST /v2/webhooks).
+func (a *API) webhookEndpointCreate(w http.ResponseWriter, r *http.Request) {
+	var in emi.WebhookEndpointCreate
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ep, secret, err := a.d.Webhooks.PartnerAddEndpoint(r.Context(), in)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	resp := newWebhookEndpointResponse(ep)
+	resp.Secret = secret
+	writeData(w, r, http.StatusCreated, resp)
+}
+
+type webhookSecretResponse struct {
+	Secret             string    `json:"secret"`
+	PreviousValidUntil time.Time `json:"previous_valid_until"`
+}
+
+// webhookEndpointRotateSecret (POST /v2/webhooks/{endpoint}/rotate).
+func (a *API) webhookEndpointRotateSecret(w http.ResponseWriter, r *http.Request) {
+	var in struct{}
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	secret, until, err := a.d.Webhooks.PartnerRotateEndpointSecret(r.Context(), chi.URLParam(r, "endpoint"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusOK, webhookSecretResponse{Secret: secret, PreviousValidUntil: until})
+}
+
+// webhookEndpointTest (POST /v2/webhooks/{endpoint}/test).
+func (a *API) webhookEndpointTest(w http.ResponseWriter, r *http.Request) {
+	var in struct{}
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ev, err := a.d.Webhooks.PartnerSendTest(r.Context(), chi.URLParam(r, "endpoint"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusAccepted, map[string]string{"event": ev.ID})
+}
+
+// webhookDeliveryReplay (POST /v2/webhooks/{endpoint}/replay).
+func (a *API) webhookDeliveryReplay(w http.ResponseWriter, r *http.Request) {
+	var in emi.WebhookReplay
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	id, err := a.d.Webhooks.PartnerReplay(r.Context(), chi.URLParam(r, "endpoint"), in)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusAccepted, map[string]string{"delivery": id, "event": in.Event})
+}

@@ -1,0 +1,265 @@
+// Package docs serves the partner reference at /docs: openapi.yaml
+// rendered on the server with templ (no script, no CDN), the error
+// catalogue every error's doc_url points into, and the getting-started page
+// whose signing programs are the files under examples/, which a test runs
+// against a live server.
+package docs
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/pb33f/libopenapi"
+	"github.com/pb33f/libopenapi/datamodel/high/base"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+
+	"emi/internal/emi"
+	view "emi/views/docs"
+	"emi/web/httpx"
+)
+
+// Examples are the getting-started programs, shown as they are run.
+//
+//go:embed examples/go/main.go examples/python/sign.py examples/node/sign.mjs examples/curl/sign.sh
+var Examples embed.FS
+
+// Samples lists the getting-started programs: file, language, title and
+// how to run it from its directory.
+var Samples = []struct{ File, Lang, Title, Run string }{
+	{"examples/go/main.go", "go", "Go", "go run main.go"},
+	{"examples/python/sign.py", "python", "Python (standard library only)", "python3 sign.py"},
+	{"examples/node/sign.mjs", "javascript", "Node.js (18 or later)", "node sign.mjs"},
+	{"examples/curl/sign.sh", "bash", "curl and openssl", "bash sign.sh"},
+}
+
+// Deps are what the reference needs.
+type Deps struct {
+	// OpenAPI is the document as /openapi.yaml serves it.
+	OpenAPI []byte
+	// PublicURL is EMI_PUBLIC_URL.
+	PublicURL string
+}
+
+// Handler returns the /docs pages. The document is rendered once, here.
+// Returns an error when the document does not parse.
+func Handler(d Deps) (http.Handler, error) {
+	ref, err := reference(d.OpenAPI)
+	if err != nil {
+		return nil, err
+	}
+	var rows []view.ErrorRow
+	for _, e := range emi.Catalogue() {
+		rows = append(rows, view.ErrorRow{Code: e.Code, Key: e.Key, Status: httpx.Status(e.Kind), Description: e.Description()})
+	}
+	gs := view.GettingStarted{Base: d.PublicURL}
+	for _, s := range Samples {
+		b, err := Examples.ReadFile(s.File)
+		if err != nil {
+			return nil, err
+		}
+		gs.Samples = append(gs.Samples, view.Sample{ID: s.Lang, Lang: s.Lang, Title: s.Title, Run: s.Run, Code: string(b)})
+	}
+	nav := func(active string) view.Frame {
+		f := view.Frame{Title: "emi partner API"}
+		for _, l := range []view.Link{{Href: "/docs", Label: "Reference"}, {Href: "/docs/getting-started", Label: "Getting started"},
+			{Href: "/docs/errors", Label: "Errors"}, {Href: "/openapi.yaml", Label: "openapi.yaml"}} {
+			l.Active = l.Href == active
+			if l.Active {
+				f.Title = l.Label + " · emi partner API"
+			}
+			f.Nav = append(f.Nav, l)
+		}
+		return f
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /docs", page(view.ReferencePage(nav("/docs"), ref)))
+	mux.Handle("GET /docs/errors", page(view.ErrorsPage(nav("/docs/errors"), rows)))
+	mux.Handle("GET /docs/getting-started", page(view.GettingStartedPage(nav("/docs/getting-started"), gs)))
+	return mux, nil
+}
+
+// page serves a component with the headers of a public page: no script
+// and no inline style are needed, so the policy allows neither.
+func page(c templ.Component) http.Handler {
+	h := templ.Handler(c)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Cache-Control", "public, max-age=300")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// reference builds the view model of the whole document.
+func reference(doc []byte) (view.Reference, error) {
+	d, err := libopenapi.NewDocument(doc)
+	if err != nil {
+		return view.Reference{}, fmt.Errorf("docs: %w", err)
+	}
+	m, err := d.BuildV3Model()
+	if err != nil {
+		return view.Reference{}, fmt.Errorf("docs: %w", err)
+	}
+	model := m.Model
+	ref := view.Reference{Title: model.Info.Title, Version: model.Info.Version, Summary: model.Info.Summary,
+		Intro: markdown(model.Info.Description)}
+	if len(model.Servers) > 0 {
+		ref.Server = model.Servers[0].URL
+	}
+	groups := map[string]*view.Group{}
+	var order []string
+	for _, t := range model.Tags {
+		groups[t.Name] = &view.Group{Name: t.Name, Description: markdown(t.Description)}
+		order = append(order, t.Name)
+	}
+	for path, item := range model.Paths.PathItems.FromOldest() {
+		for method, op := range item.GetOperations().FromOldest() {
+			o := operation(strings.ToUpper(method), path, op)
+			tag := "other"
+			if len(op.Tags) > 0 {
+				tag = op.Tags[0]
+			}
+			if groups[tag] == nil {
+				groups[tag] = &view.Group{Name: tag}
+				order = append(order, tag)
+			}
+			groups[tag].Ops = append(groups[tag].Ops, o)
+		}
+	}
+	for _, name := range order {
+		if g := groups[name]; len(g.Ops) > 0 {
+			ref.Groups = append(ref.Groups, *g)
+		}
+	}
+	return ref, nil
+}
+
+func operation(method, path string, op *v3.Operation) view.Operation {
+	signed := op.OperationId
+	if x := op.Extensions.GetOrZero("x-emi-operation"); x != nil {
+		signed = x.Value
+	}
+	o := view.Operation{Anchor: op.OperationId, Method: method, Path: path, Summary: op.Summary, Signed: signed,
+		OperationID: op.OperationId, Description: markdown(op.Description)}
+	for _, p := range op.Parameters {
+		f := view.Field{Name: p.Name, In: p.In, Required: p.Required != nil && *p.Required, Description: inline(oneLine(p.Description))}
+		if p.Schema != nil {
+			f.Type = typeOf(p.Schema.Schema())
+		}
+		o.Params = append(o.Params, f)
+	}
+	if op.RequestBody != nil {
+		if mt := op.RequestBody.Content.GetOrZero("application/json"); mt != nil {
+			if mt.Schema != nil {
+				o.Body = bodyFields(mt.Schema.Schema())
+			}
+			if mt.Examples != nil {
+				for name, ex := range mt.Examples.FromOldest() {
+					o.Examples = append(o.Examples, view.Example{Name: name, Summary: ex.Summary, JSON: exampleJSON(ex.Value)})
+				}
+			}
+		}
+	}
+	if op.Responses != nil {
+		for status, r := range op.Responses.Codes.FromOldest() {
+			o.Responses = append(o.Responses, view.Response{Status: status, Description: oneLine(r.Description)})
+		}
+	}
+	return o
+}
+
+// bodyFields lists the top-level fields of a request schema (allOf
+// merged), required ones first.
+func bodyFields(s *base.Schema) []view.Field {
+	var out []view.Field
+	var walk func(s *base.Schema)
+	walk = func(s *base.Schema) {
+		if s == nil {
+			return
+		}
+		for _, sub := range s.AllOf {
+			walk(sub.Schema())
+		}
+		if s.Properties == nil {
+			return
+		}
+		for name, p := range s.Properties.FromOldest() {
+			ps := p.Schema()
+			f := view.Field{Name: name, Required: slices.Contains(s.Required, name), Type: typeOf(ps)}
+			if ps != nil {
+				f.Description = inline(oneLine(ps.Description))
+			}
+			out = append(out, f)
+		}
+	}
+	walk(s)
+	slices.SortStableFunc(out, func(a, b view.Field) int {
+		switch {
+		case a.Required == b.Required:
+			return 0
+		case a.Required:
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// typeOf describes a schema in a few words: its type(s), format, enum,
+// bounds, or the name of the schema it refers to.
+func typeOf(s *base.Schema) string {
+	if s == nil {
+		return ""
+	}
+	var parts []string
+	if len(s.Type) > 0 {
+		parts = append(parts, strings.Join(s.Type, " or "))
+	} else if len(s.OneOf) > 0 || len(s.AnyOf) > 0 {
+		parts = append(parts, "one of several shapes")
+	} else {
+		parts = append(parts, "object")
+	}
+	if s.Format != "" {
+		parts = append(parts, s.Format)
+	}
+	if len(s.Enum) > 0 {
+		var vs []string
+		for _, e := range s.Enum {
+			vs = append(vs, e.Value)
+		}
+		parts = append(parts, "one of "+strings.Join(vs, ", "))
+	}
+	if s.MaxLength != nil {
+		parts = append(parts, fmt.Sprintf("at most %d characters", *s.MaxLength))
+	}
+	if s.Items != nil && s.Items.IsA() {
+		if it := s.Items.A.Schema(); it != nil && len(it.Type) > 0 {
+			parts = append(parts, "of "+strings.Join(it.Type, " or "))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func exampleJSON(n interface{ Decode(any) error }) string {
+	if n == nil {
+		return ""
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return ""
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
