@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"emi/internal/emi"
@@ -82,8 +83,15 @@ func Redact(m map[string]any) map[string]any {
 	return out
 }
 
+// settingKeys name settings about sensitive data, not the data: a
+// program's "PIN by SMS" switch is a yes or no an auditor must see change.
+var settingKeys = []string{"pin_by_sms"}
+
 func isSensitiveKey(k string) bool {
 	k = strings.ToLower(k)
+	if slices.Contains(settingKeys, k) {
+		return false
+	}
 	for _, s := range sensitiveKeys {
 		if k == s || strings.HasPrefix(k, s+"_") || strings.HasSuffix(k, "_"+s) || strings.Contains(k, "_"+s+"_") {
 			return true

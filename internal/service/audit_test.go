@@ -17,6 +17,7 @@ func TestRedactHidesSensitiveKeysAtAnyDepth(t *testing.T) {
 		"delivery":    map[string]any{"totp_code": "123456", "city": "Oslo"},
 		"masked_pan":  "411111******1111",
 		"description": "no secret here",
+		"pin_by_sms":  map[string]any{"from": true, "to": false}, // a program setting, not a PIN
 	}
 	out := Redact(in)
 	redacted := []string{"api_secret", "pan", "cvv", "new_pin", "password", "file", "masked_pan"}
@@ -29,6 +30,9 @@ func TestRedactHidesSensitiveKeysAtAnyDepth(t *testing.T) {
 		if out[k] != in[k] {
 			t.Errorf("%s was changed to %v", k, out[k])
 		}
+	}
+	if m, ok := out["pin_by_sms"].(map[string]any); !ok || m["to"] != false {
+		t.Errorf("the PIN-by-SMS setting's change was hidden: %v", out["pin_by_sms"])
 	}
 	item := out["items"].([]any)[0].(map[string]any)
 	if item["webhook_secret"] != "[redacted]" || item["label"] != "ok" {
