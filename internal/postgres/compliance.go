@@ -85,6 +85,24 @@ func (s *ComplianceStore) ApplicationsWithHits(ctx context.Context, limit int) (
 	return out, Translate(err)
 }
 
+// CountApplicationsWithOpenHits implements service.AlertStore: the
+// applications ApplicationsWithHits returns that still have a hit without
+// a final decision (a true match, or a confirmed false positive). The hit
+// key is service.HitKey's, built in SQL.
+func (s *ComplianceStore) CountApplicationsWithOpenHits(ctx context.Context) (int64, error) {
+	var n int64
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM applications a
+		WHERE a.has_sanctions_hit AND a.status NOT IN ('approved', 'rejected') AND EXISTS (
+			SELECT 1 FROM application_checks c,
+				jsonb_array_elements(CASE WHEN jsonb_typeof(c.details->'hits') = 'array' THEN c.details->'hits' ELSE '[]'::jsonb END) h
+			WHERE c.application = a.token AND c.name = 'sanctions' AND NOT EXISTS (
+				SELECT 1 FROM application_hit_decisions d
+				WHERE d.application = a.token
+				AND d.hit_key = concat_ws('|', h->>'list', h->>'entry_id', coalesce(nullif(h->>'member', ''), 'company'), h->>'fingerprint')
+				AND (d.decision = 'true_match' OR d.confirmed_by IS NOT NULL)))`)
+	return n, Translate(err)
+}
+
 // Notify implements service.InboxStore.
 func (s *ComplianceStore) Notify(ctx context.Context, it emi.InboxItem) error {
 	var by any

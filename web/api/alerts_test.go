@@ -48,6 +48,17 @@ func TestComplianceAlertQueueAndInbox(t *testing.T) {
 		}
 		return nil
 	}
+	countMatches := func(what string) {
+		t.Helper()
+		q, err := env.App.Alerts.Queue(c1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := env.App.Alerts.Count(c1); err != nil || n != len(q) {
+			t.Fatalf("%s: the navigation counts %d alerts, the queue lists %d (%v)", what, n, len(q), err)
+		}
+	}
+	countMatches("two alerts")
 	appAlert, checkAlert := find(c1, emi.AlertApplication, app), find(c1, emi.AlertAMLCheck, check)
 	if appAlert == nil || checkAlert == nil {
 		t.Fatalf("the queue lacks the application (%v) or the API check (%v)", appAlert, checkAlert)
@@ -146,7 +157,15 @@ func TestComplianceAlertQueueAndInbox(t *testing.T) {
 				continue
 			}
 			for _, h := range c.Details["hits"].([]any) {
-				if err := env.App.Review.DecideHit(c1, app, service.HitKey(h.(map[string]any)), emi.HitTrueMatch, "same person"); err != nil {
+				key := service.HitKey(h.(map[string]any))
+				if err := env.App.Review.DecideHit(u1, app, key, emi.HitFalsePositive, "another person"); err != nil {
+					t.Fatal(err)
+				}
+				if find(c1, emi.AlertApplication, app) == nil {
+					t.Fatal("a proposed false positive took the application out of the queue")
+				}
+				countMatches("a proposal")
+				if err := env.App.Review.DecideHit(c1, app, key, emi.HitTrueMatch, "same person"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -154,5 +173,6 @@ func TestComplianceAlertQueueAndInbox(t *testing.T) {
 		if a := find(c1, emi.AlertApplication, app); a != nil {
 			t.Fatalf("decided application still queued: %+v", a)
 		}
+		countMatches("after the decision")
 	})
 }
