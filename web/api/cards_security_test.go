@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -1012,9 +1013,14 @@ func TestCardCiphertextIsRandomAndBoundToItsRow(t *testing.T) {
 	if bytes.Equal(aLookup, other.Lookup("cards.pan", []byte(a.pan))) {
 		t.Fatal("the PAN lookup does not depend on the key")
 	}
-	found, err := env.App.Cards.Search(secCSCtx(), a.pan[:4]+" "+a.pan[4:8]+" "+a.pan[8:12]+" "+a.pan[12:])
+	spaced := a.pan[:4] + " " + a.pan[4:8] + " " + a.pan[8:12] + " " + a.pan[12:]
+	found, err := env.App.Cards.SearchPAN(secCSCtx(), spaced)
 	if err != nil || len(found) != 1 || found[0].Token != a.token {
 		t.Fatalf("search by PAN: %v %v", found, err)
+	}
+	// The plain search refuses a full PAN (issue 20, M2: it is a reveal).
+	if _, err := env.App.Cards.Search(secCSCtx(), spaced); !errors.Is(err, emi.ErrCardValidation) {
+		t.Fatalf("plain search by PAN: %v", err)
 	}
 }
 
@@ -1184,6 +1190,12 @@ func TestCardKeyRotation(t *testing.T) {
 	if kyc.Code != 0 {
 		t.Fatalf("kyc_init: %s", kyc)
 	}
+	// A stored idempotent answer (sealed since issue 20, A3).
+	if keyed := p.Do(t, apptest.Request{Method: http.MethodPost, Path: "/v1/aml", Operation: "aml_check",
+		JSON:   map[string]any{"first_name": "Elin", "last_name": "Sandqvist", "nationality": "SE", "birthday": "1987-03-02"},
+		Header: map[string]string{"Idempotency-Key": "rekey-1"}}); keyed.Status >= 500 {
+		t.Fatalf("keyed aml_check: %s", keyed)
+	}
 	var doc string
 	if err := env.App.DB.Get(&doc, `SELECT token::text FROM documents WHERE owner_token = $1`, user); err != nil {
 		t.Fatal(err)
@@ -1323,7 +1335,7 @@ func TestCardKeyRotation(t *testing.T) {
 		}
 	})
 	r2.ok("partner_details", r2.do(http.MethodGet, "/v2/partner", "partner_details", nil), http.StatusOK)
-	found, err := env2.App.Cards.Search(secCSCtx(), cards[50].pan)
+	found, err := env2.App.Cards.SearchPAN(secCSCtx(), cards[50].pan)
 	if err != nil || len(found) != 1 || found[0].Token != cards[50].token {
 		t.Fatalf("search by PAN with key 2 alone: %v %v", found, err)
 	}

@@ -878,6 +878,9 @@ func TestGlobalSearchFindsCardsAndNeverEchoesANumber(t *testing.T) {
 		pg := e.cs.Get(t, "/backoffice/search?q="+url.QueryEscape(q))
 		contains(t, "global search by "+name, pg, `href="/backoffice/cards/`+e.card.Token+`"`, masked)
 	}
+	// The header's search form posts, so what is typed (a card number)
+	// never reaches the address bar or the history (issue 20, M2).
+	contains(t, "header search form", e.cs.Get(t, "/backoffice/"), `<form class="search" method="post" action="/backoffice/search"`)
 	// A full card number is looked up only from the header form's POST.
 	for name, q := range map[string]string{"full number": e.pan, "grouped number": groupedPAN(e.pan, " ")} {
 		pg := e.cs.Post(t, "/backoffice/search", url.Values{"q": {q}})

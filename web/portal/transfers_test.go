@@ -260,15 +260,19 @@ func TestTransferPage(t *testing.T) {
 		">returned payment<")
 
 	t.Run("an internal transfer shows both accounts and no settlement", func(t *testing.T) {
+		// To another account: a main account and its virtual account are
+		// one balance, and a transfer between them is refused (14008).
+		other := openAccount(t, a.env, a.p, map[string]any{"program": "account_eur", "user": a.user})
+		otherTok := other["token"].(string)
 		r := api(t, a.env, a.p, http.MethodPost, "/v2/transfers", "transfer_create", map[string]any{
-			"source": map[string]any{"account": a.eurTok}, "destination": map[string]any{"account": a.virtualTok},
+			"source": map[string]any{"account": a.eurTok}, "destination": map[string]any{"account": otherTok},
 			"amount": "1.00", "currency": "EUR"})
 		if r.Status != http.StatusCreated {
 			t.Fatalf("transfer_create: %s", r)
 		}
 		pg := a.cs.Get(t, "/backoffice/transfers/"+r.Data["token"].(string))
 		contains(t, "internal", pg, `class="badge ok">completed<`, `href="/backoffice/accounts/`+a.eurTok+`"`,
-			`href="/backoffice/accounts/`+a.virtualTok+`"`, balance(a.virtual, "iban"))
+			`href="/backoffice/accounts/`+otherTok+`"`, balance(other, "iban"))
 		lacks(t, "internal", pg, `data-testid="transfer-actions"`, "(external)")
 		if p := a.cs.Post(t, "/backoffice/transfers/"+r.Data["token"].(string)+"/complete", url.Values{}); p.Status != http.StatusNotFound {
 			t.Fatalf("complete an internal transfer: HTTP %d", p.Status)
