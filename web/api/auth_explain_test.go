@@ -34,7 +34,6 @@ func TestAuthenticationFailuresSayWhich(t *testing.T) {
 		code   int
 		field  string
 		says   []string
-		status int
 	}
 	unknown := *p
 	unknown.APIKey = "ak_unknown"
