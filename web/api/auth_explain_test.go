@@ -28,13 +28,12 @@ func TestAuthenticationFailuresSayWhich(t *testing.T) {
 	now := func() string { env.Clock.Advance(time.Second); return strconv.FormatInt(env.Clock.Now().Unix(), 10) }
 	secret := []byte(p.APISecret)
 	type check struct {
-		what   string
-		rq     apptest.Request
-		as     *apptest.Partner
-		code   int
-		field  string
-		says   []string
-		status int
+		what  string
+		rq    apptest.Request
+		as    *apptest.Partner
+		code  int
+		field string
+		says  []string
 	}
 	unknown := *p
 	unknown.APIKey = "ak_unknown"
