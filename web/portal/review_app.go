@@ -149,7 +149,7 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 			v.AuditHref = "/backoffice/audit?resource_type=application&resource_token=" + url.QueryEscape(a.Token)
 		}
 		for _, e := range entries {
-			v.Audit = append(v.Audit, auditRow(e))
+			v.Audit = append(v.Audit, auditRow(r, e))
 		}
 	}
 	p.renderPrivate(w, r, status, "Application · "+v.CompanyName, pages.ApplicationDetail(v))
