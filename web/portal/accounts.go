@@ -226,6 +226,9 @@ func fmtSortCode(s string) string {
 type accountForm struct {
 	which, reason string
 	errs          map[string]string
+	// adjust is a refused adjustment request, shown again in its open
+	// form (which is "adjust").
+	adjust *pages.AdjustmentForm
 }
 
 // accountDetail (GET /accounts/{account}).
@@ -355,7 +358,7 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 	if canDo(r, emi.PermManageAccounts) {
 		v.Actions = accountActions(a, me, f)
 	}
-	if v.Money, err = p.accountMoney(r, a); err != nil {
+	if v.Money, err = p.accountMoney(r, a, f); err != nil {
 		p.renderError(w, r, err)
 		return
 	}
