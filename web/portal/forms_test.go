@@ -57,3 +57,33 @@ func TestRefusedAdjustmentKeepsWhatWasTyped(t *testing.T) {
 		t.Fatalf("12,50 was requested as %d minor units (%v)", amount, err)
 	}
 }
+
+// TestWatchlistSourceIsAWebLink (issue 23, item 8): a watch-list source is
+// an http(s) address shown as a link; javascript:, data: and other schemes
+// are refused at input, beside the field, with the entry kept. The old
+// code stored "javascript:alert(1)": this test failed there.
+func TestWatchlistSourceIsAWebLink(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := f.env.NewBrowser()
+	c.SignIn(t, "compliance@sandbox.emi")
+	for _, src := range []string{"javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,<b>x</b>", "file:///etc/passwd",
+		"ftp://news.example/x", "news.example/article", "https://", "https://user:pw@news.example/"} {
+		p := c.Post(t, "/backoffice/watchlist", url.Values{"name": {"Ivo Hostile"}, "category": {"fraud"}, "note": {"kept"}, "source": {src}})
+		if p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, `id="source-error">must be a web address`) ||
+			!strings.Contains(p.Body, `value="Ivo Hostile"`) {
+			t.Errorf("source %q: HTTP %d, want 422 with the reason beside the source and the name kept", src, p.Status)
+		}
+	}
+	var n int
+	if err := f.env.App.DB.Get(&n, `SELECT count(*) FROM adverse_media_watchlist WHERE name = 'Ivo Hostile'`); err != nil || n != 0 {
+		t.Fatalf("refused sources stored %d entries (%v)", n, err)
+	}
+	p := c.Post(t, "/backoffice/watchlist", url.Values{"name": {"Ivo Linked"}, "category": {"fraud"}, "source": {"https://news.example/ivo?a=1&b=2"}})
+	if p.Status != http.StatusSeeOther {
+		t.Fatalf("an https source: HTTP %d", p.Status)
+	}
+	if l := c.Get(t, "/backoffice/watchlist"); !strings.Contains(l.Body, `href="https://news.example/ivo?a=1&amp;b=2"`) {
+		t.Error("the source is not a link")
+	}
+}
