@@ -116,7 +116,7 @@ func (p *Portal) cardSimulate(w http.ResponseWriter, r *http.Request) {
 	if amt, ok := emi.ParseTypedAmount(strings.TrimSpace(r.PostFormValue("amount"))); ok {
 		in.Amount = emi.Amount(amt)
 	} else {
-		bad = append(bad, emi.FieldError{Field: "amount", Message: "must be a decimal amount with at most two decimals (12.50)"})
+		bad = append(bad, emi.FieldError{Field: "amount", Message: "must be a decimal amount with at most two decimals (12.50 or 12,50)"})
 	}
 	switch r.PostFormValue("three_ds") {
 	case "passed":
