@@ -174,6 +174,10 @@ func (p *Portal) accountRows(r *http.Request, list []emi.Account) ([]pages.Accou
 				return nil, err
 			}
 			row.Identifiers = identifiersOf(full.Account)
+			row.Looked = true
+			for _, b := range full.Balances {
+				row.Balances = append(row.Balances, emi.FormatMinor(b.Available)+" "+b.Currency)
+			}
 		}
 		rows[i] = row
 	}
