@@ -91,8 +91,18 @@ esac
 field() { sed -n 's/.*"'"$1"'":"\([^"]*\)".*/\1/p' .dev/partner.json; }
 
 if [ ! -s .dev/partner.json ] || [ -z "$(field api_secret)" ]; then
-  (umask 077 && "$bin" partner create --name "Demo Partner" \
-    --webhook-url "$WEBHOOK_URL" --json >.dev/partner.json.tmp)
+  # Partner names are unique (ignoring case): when the database already has
+  # a "Demo Partner" whose secret was lost with .dev/, the new one is named
+  # after the time instead.
+  demo="Demo Partner"
+  if ! (umask 077 && "$bin" partner create --name "$demo" \
+    --webhook-url "$WEBHOOK_URL" --json >.dev/partner.json.tmp 2>.dev/partner.err); then
+    grep -q 'already the name of another partner' .dev/partner.err || { cat .dev/partner.err >&2; exit 1; }
+    demo="Demo Partner $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    (umask 077 && "$bin" partner create --name "$demo" \
+      --webhook-url "$WEBHOOK_URL" --json >.dev/partner.json.tmp)
+  fi
+  rm -f .dev/partner.err
   mv .dev/partner.json.tmp .dev/partner.json
   printf '%s\n' "$WEBHOOK_URL" >.dev/webhook_url
   log "created the demo partner; its credentials are kept in .dev/partner.json"

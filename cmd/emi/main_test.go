@@ -131,6 +131,11 @@ func TestMigrateSeedAndPartnerCreate(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"webhook_secret":""`) {
 		t.Fatalf("partner create without a webhook: %v %q", err, out)
 	}
+	// Partner names are unique ignoring case (issue 23): a clear message.
+	_, _, err = runCmd(t, vars, "partner", "create", "--name", "  no HOOKS ", "--json")
+	if ue := (usageError{}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "name is already the name of another partner") {
+		t.Fatalf("a second partner named no HOOKS: want a usage error naming the name, got %v", err)
+	}
 	// --signature-version 2: the first key refuses version 1 (contract §2).
 	db, err := sql.Open("postgres", vars["DATABASE_URL"])
 	if err != nil {

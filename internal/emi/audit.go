@@ -29,11 +29,21 @@ type AuditEntry struct {
 	RequestID     string         `db:"request_id"`
 	IP            netip.Addr     `db:"-"`
 	Changes       map[string]any `db:"-"`
+	// ActorName is filled when listing: a staff actor's name, or the name
+	// of the partner whose API key acted ("" for the system or a deleted
+	// actor).
+	ActorName string `db:"actor_name"`
+	// ResourceName is filled when listing, for a partner's or staff
+	// user's row: their name.
+	ResourceName string `db:"resource_name"`
 }
 
 // AuditFilter selects audit rows; zero fields match everything. Rows come
 // newest first; BeforeID pages backwards (keyset pagination).
 type AuditFilter struct {
+	// ActorID matches the actor's id exactly, a staff actor whose name or
+	// e-mail contains it, or a partner API key whose partner's name
+	// contains it (case-insensitive).
 	ActorID       string
 	Action        string
 	ResourceType  string

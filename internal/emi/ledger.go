@@ -136,6 +136,22 @@ func ParseAmount(s string) (int64, bool) {
 	return v, true
 }
 
+// ParseTypedAmount reads an amount a person typed into a back-office form:
+// what ParseAmount reads, surrounding spaces, and a decimal comma where it
+// cannot be a thousands separator ("12,50" and "12,5" are 12.50; "1,250"
+// and "1,250.00" are refused, since they mean 1.25 to some readers and
+// 1250 to others). The partner API keeps ParseAmount's strict form.
+func ParseTypedAmount(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	if whole, frac, ok := strings.Cut(s, ","); ok {
+		if strings.ContainsAny(frac, ",.") || len(frac) == 0 || len(frac) > 2 {
+			return 0, false
+		}
+		s = whole + "." + frac
+	}
+	return ParseAmount(s)
+}
+
 // UnmarshalJSON reads "12.50" or 12.50 exactly.
 func (a *Amount) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)

@@ -23,6 +23,22 @@ func TestParseAmount(t *testing.T) {
 	}
 }
 
+// TestParseTypedAmount: a back-office form takes "12,50" (issue 23) but
+// never a comma that could be a thousands separator.
+func TestParseTypedAmount(t *testing.T) {
+	good := map[string]int64{"12,50": 1250, "12,5": 1250, " 12.50 ": 1250, "0,01": 1, "7": 700, "-3,07": -307}
+	for in, want := range good {
+		if got, ok := emi.ParseTypedAmount(in); !ok || got != want {
+			t.Errorf("ParseTypedAmount(%q) = %d, %v; want %d", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"1,250", "1,250.00", "1.250,00", "12,", ",5", "1,2,3", "12,50.1", "1 250,00", "abc"} {
+		if v, ok := emi.ParseTypedAmount(in); ok {
+			t.Errorf("ParseTypedAmount(%q) accepted as %d", in, v)
+		}
+	}
+}
+
 func TestAmountJSON(t *testing.T) {
 	for in, want := range map[string]int64{`"12.50"`: 1250, `12.5`: 1250, `0.1`: 10, `"7"`: 700} {
 		var a emi.Amount

@@ -21,6 +21,11 @@ type Partner struct {
 	CreatedAt      time.Time  `db:"created_at" json:"created_at"`
 }
 
+// MsgPartnerNameTaken is the field message on "name" when another partner
+// has the same name, ignoring case (names are unique so that people can
+// tell partners apart in lists and filters).
+const MsgPartnerNameTaken = "is already the name of another partner (names are unique, ignoring case)"
+
 // PartnerKey is an API key of a partner, without its secret.
 type PartnerKey struct {
 	ID                 string     `db:"id"`

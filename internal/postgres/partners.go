@@ -31,6 +31,9 @@ func (s *Store) InsertPartner(ctx context.Context, p emi.Partner) error {
 		_, err := s.db.Ext(ctx).ExecContext(ctx,
 			`INSERT INTO partners (id, name, master_merchant, processing, created_at) VALUES ($1, $2, $3, $4, $5)`,
 			p.ID, p.Name, p.MasterMerchant, p.Processing, p.CreatedAt)
+		if UniqueViolation(err, "partners_name_lower_key") {
+			return emi.ErrPartnerValidation.Field("name", emi.MsgPartnerNameTaken).Wrap(err)
+		}
 		if err != nil {
 			return Translate(err)
 		}
@@ -353,14 +356,27 @@ func (s *Store) AuditEntries(ctx context.Context, f emi.AuditFilter) ([]emi.Audi
 		ChangesRaw []byte  `db:"changes_raw"`
 	}
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows,
-		`SELECT id, at, actor_type, actor_id, partner_id::text AS partner_id_n, action, resource_type, resource_token,
-		        outcome, request_id, host(ip) AS ip_n, changes AS changes_raw
-		   FROM audit_log
-		  WHERE ($1 = '' OR actor_id = $1) AND ($2 = '' OR action = $2) AND ($3 = '' OR resource_type = $3)
-		    AND ($4 = '' OR resource_token = $4)
-		    AND ($5::timestamptz IS NULL OR at >= $5) AND ($6::timestamptz IS NULL OR at < $6)
-		    AND ($7 = 0 OR id < $7)
-		  ORDER BY id DESC LIMIT $8`,
+		`SELECT a.id, a.at, a.actor_type, a.actor_id, a.partner_id::text AS partner_id_n, a.action, a.resource_type,
+		        a.resource_token, a.outcome, a.request_id, host(a.ip) AS ip_n, a.changes AS changes_raw,
+		        COALESCE(CASE a.actor_type
+		            WHEN 'staff' THEN (SELECT s.name FROM staff_users s WHERE s.id::text = a.actor_id)
+		            WHEN 'partner_key' THEN (SELECT p.name FROM partner_keys k JOIN partners p ON p.id = k.partner_id
+		                                      WHERE k.id::text = a.actor_id) END, '') AS actor_name,
+		        COALESCE(CASE a.resource_type
+		            WHEN 'partner' THEN (SELECT p.name FROM partners p WHERE p.id::text = a.resource_token)
+		            WHEN 'staff_user' THEN (SELECT s.name FROM staff_users s WHERE s.id::text = a.resource_token) END, '')
+		          AS resource_name
+		   FROM audit_log a
+		  WHERE ($1 = '' OR a.actor_id = $1
+		         OR (a.actor_type = 'staff' AND a.actor_id IN (SELECT s.id::text FROM staff_users s
+		               WHERE strpos(lower(s.name), lower($1)) > 0 OR strpos(lower(s.email), lower($1)) > 0))
+		         OR (a.actor_type = 'partner_key' AND a.actor_id IN (SELECT k.id::text FROM partner_keys k
+		               JOIN partners p ON p.id = k.partner_id WHERE strpos(lower(p.name), lower($1)) > 0)))
+		    AND ($2 = '' OR a.action = $2) AND ($3 = '' OR a.resource_type = $3)
+		    AND ($4 = '' OR a.resource_token = $4)
+		    AND ($5::timestamptz IS NULL OR a.at >= $5) AND ($6::timestamptz IS NULL OR a.at < $6)
+		    AND ($7 = 0 OR a.id < $7)
+		  ORDER BY a.id DESC LIMIT $8`,
 		f.ActorID, f.Action, f.ResourceType, f.ResourceToken, nullTime(f.From), nullTime(f.To), f.BeforeID, f.Limit)
 	if err != nil {
 		return nil, Translate(err)

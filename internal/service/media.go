@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"net/url"
 	"strings"
 
 	"emi/internal/emi"
@@ -97,7 +98,18 @@ func (w *Watchlist) List(ctx context.Context) ([]emi.WatchlistEntry, error) {
 	return w.store.Watchlist(ctx)
 }
 
+// webAddress reports whether s is an absolute http or https URL with a
+// host: the back office shows a watch-list source as a link, so a
+// javascript:, data: or file: address must never be stored (issue 23).
+func webAddress(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil &&
+		!strings.ContainsAny(s, " \t\r\n<>\"")
+}
+
 // Add records a name (emi.PermReviewAML: compliance maintains the list).
+// Returns emi.ErrReviewValidation for a missing name or category, or a
+// source that is not an http(s) address.
 func (w *Watchlist) Add(ctx context.Context, e emi.WatchlistEntry) (emi.WatchlistEntry, error) {
 	if err := require(ctx, emi.PermReviewAML); err != nil {
 		return e, err
@@ -105,6 +117,9 @@ func (w *Watchlist) Add(ctx context.Context, e emi.WatchlistEntry) (emi.Watchlis
 	e.Name, e.Note, e.Source = strings.TrimSpace(e.Name), strings.TrimSpace(e.Note), strings.TrimSpace(e.Source)
 	if err := w.validate.Struct(e, emi.ErrReviewValidation); err != nil {
 		return e, err
+	}
+	if e.Source != "" && !webAddress(e.Source) {
+		return e, emi.ErrReviewValidation.Field("source", "must be a web address starting with https:// or http:// (anything else goes in the note)")
 	}
 	p, _ := emi.PrincipalFrom(ctx)
 	e.ID, e.CreatedAt = NewToken(), w.now().UTC()

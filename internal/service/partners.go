@@ -91,7 +91,8 @@ func defaultProcessing(p emi.Processing) emi.Processing {
 // when in.WebhookURL is given, a webhook endpoint. The returned credentials
 // hold the only clear copy of the API secret and webhook secret that will
 // ever exist. Returns emi.ErrPartnerValidation (with fields) for invalid
-// input.
+// input, and with a field error on "name" when another partner has the
+// same name ignoring case (emi.MsgPartnerNameTaken).
 func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.PartnerCredentials, error) {
 	if err := require(ctx, emi.PermManagePartners); err != nil {
 		return emi.PartnerCredentials{}, err
@@ -337,6 +338,27 @@ func (s *Partners) Details(ctx context.Context) (emi.Partner, error) {
 		return emi.Partner{}, emi.ErrPartnerNotFound
 	}
 	return s.store.Partner(ctx, p.PartnerID)
+}
+
+// Names returns every partner's name by id, for any staff member: the back
+// office shows a partner by name wherever it shows one (issue 23), also to
+// roles that may not open the partner's page (customer service). A name is
+// not a secret; keys, webhooks and settings stay behind
+// emi.PermViewPartners. Returns emi.ErrForbidden for a principal that is
+// not staff.
+func (s *Partners) Names(ctx context.Context) (map[string]string, error) {
+	if err := require(ctx, emi.PermViewDashboard); err != nil {
+		return nil, err
+	}
+	ps, err := s.store.Partners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ps))
+	for _, p := range ps {
+		out[p.ID] = p.Name
+	}
+	return out, nil
 }
 
 // List returns every partner, newest first (emi.PermViewPartners).

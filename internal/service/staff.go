@@ -293,6 +293,25 @@ func (s *Staff) List(ctx context.Context) ([]emi.StaffUser, error) {
 	return s.store.ListStaff(ctx)
 }
 
+// Names returns every staff member's name by id, for any staff member:
+// the back office names colleagues wherever it shows who did something
+// (issue 23), also to roles that may not open the staff pages. Returns
+// emi.ErrForbidden for a principal that is not staff.
+func (s *Staff) Names(ctx context.Context) (map[string]string, error) {
+	if err := require(ctx, emi.PermViewDashboard); err != nil {
+		return nil, err
+	}
+	list, err := s.store.ListStaff(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(list))
+	for _, u := range list {
+		out[u.ID] = u.Name
+	}
+	return out, nil
+}
+
 // Get returns one staff user. Needs emi.PermViewStaff, or to be that user
 // (else emi.ErrForbidden, checked before the lookup). Returns
 // emi.ErrStaffNotFound.

@@ -177,10 +177,12 @@ func (e *hookEnv) run(t *testing.T) {
 
 // partner creates a partner through Partners.Create with a webhook URL, as
 // `emi partner create --webhook-url` does, and returns its id, the id of
-// that endpoint and its secret.
+// that endpoint and its secret. The name ends with the token's random
+// part: its first characters are the time (UUIDv7), alike for partners
+// made in the same minute, and names are unique.
 func (e *hookEnv) partner(t *testing.T) (partnerID, endpointID, whsec string) {
 	t.Helper()
-	creds, err := e.partners.Create(sys(), emi.PartnerCreate{Name: "Partner " + service.NewToken()[:8], WebhookURL: "http://127.0.0.1:9/hooks"})
+	creds, err := e.partners.Create(sys(), emi.PartnerCreate{Name: "Partner " + service.NewToken()[24:], WebhookURL: "http://127.0.0.1:9/hooks"})
 	if err != nil {
 		t.Fatalf("create partner: %v", err)
 	}

@@ -174,6 +174,10 @@ func (p *Portal) accountRows(r *http.Request, list []emi.Account) ([]pages.Accou
 				return nil, err
 			}
 			row.Identifiers = identifiersOf(full.Account)
+			row.Looked = true
+			for _, b := range full.Balances {
+				row.Balances = append(row.Balances, emi.FormatMinor(b.Available)+" "+b.Currency)
+			}
 		}
 		rows[i] = row
 	}
@@ -226,25 +230,14 @@ func fmtSortCode(s string) string {
 type accountForm struct {
 	which, reason string
 	errs          map[string]string
+	// adjust is a refused adjustment request, shown again in its open
+	// form (which is "adjust").
+	adjust *pages.AdjustmentForm
 }
 
 // accountDetail (GET /accounts/{account}).
 func (p *Portal) accountDetail(w http.ResponseWriter, r *http.Request) {
 	p.renderAccountPage(w, r, http.StatusOK, nil)
-}
-
-// staffNames names staff users for roles that may list them (others see
-// ids); the signed-in user is always named.
-func (p *Portal) staffNames(r *http.Request) map[string]string {
-	out := map[string]string{}
-	if canDo(r, emi.PermViewStaff) {
-		if list, err := p.d.Staff.List(r.Context()); err == nil {
-			for _, u := range list {
-				out[u.ID] = u.Name
-			}
-		}
-	}
-	return out
 }
 
 // historyActor names who changed an account's status from the name the
@@ -278,6 +271,9 @@ func actorOf(r *http.Request, id string, staff, keys map[string]string) (string,
 		return u.Name + " (you)", ""
 	}
 	if n, ok := staff[id]; ok {
+		if !canDo(r, emi.PermViewStaff) {
+			return n, ""
+		}
 		return n, "/backoffice/staff/" + id
 	}
 	if k, ok := keys[id]; ok {
@@ -325,10 +321,7 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 		}
 	}
 	v := pages.AccountView{Token: a.Token, Status: a.Status, StatusTone: accountTone(a.Status), Alias: a.Alias, Virtual: a.Virtual}
-	partner := pages.KV{Label: "Partner", Value: p.partnerNames(r).name(a.PartnerID)}
-	if canDo(r, emi.PermViewPartners) {
-		partner.Href = "/backoffice/partners/" + a.PartnerID
-	}
+	partner := p.partnerNames(r).kv(r, "Partner", a.PartnerID)
 	owner := pages.KV{Label: "Owner", Value: firstNonEmpty(a.OwnerName, "(no name)"), Href: ownerHref}
 	ownerToken := pages.KV{Label: "Owner token", Value: firstNonEmpty(a.User, a.Merchant), Mono: true}
 	v.Details = []pages.KV{owner, {Label: "Owner type", Value: kind}, ownerToken, partner,
@@ -369,7 +362,7 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 	if canDo(r, emi.PermManageAccounts) {
 		v.Actions = accountActions(a, me, f)
 	}
-	if v.Money, err = p.accountMoney(r, a); err != nil {
+	if v.Money, err = p.accountMoney(r, a, f); err != nil {
 		p.renderError(w, r, err)
 		return
 	}
@@ -399,7 +392,7 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 			v.AuditHref = "/backoffice/audit?resource_type=account&resource_token=" + url.QueryEscape(a.Token)
 		}
 		for _, e := range entries {
-			v.Audit = append(v.Audit, auditRow(e))
+			v.Audit = append(v.Audit, auditRow(r, e))
 		}
 	}
 	title := "Account · " + firstNonEmpty(a.OwnerName, shortID(a.Token))

@@ -148,6 +148,9 @@ func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, 
 		}
 		v.Hits = append(v.Hits, hv)
 	}
+	if canDo(r, emi.PermReviewAML) {
+		v.NextCase = p.nextAMLCheck(r, c.Token)
+	}
 	p.renderPrivate(w, r, status, "AML check · "+strings.TrimSpace(c.FirstName+" "+c.LastName), pages.AMLCheck(v))
 }
 
@@ -264,6 +267,39 @@ func (p *Portal) amlDecide(w http.ResponseWriter, r *http.Request) {
 	if c.Status != emi.AMLMatch {
 		msg = "Hit " + strconv.Itoa(n) + " recorded; the check is now " + string(c.Status) + " and the partner was notified."
 	}
+	if r.PostFormValue("then") == "next" && c.Status != emi.AMLMatch {
+		p.takeNext(w, r, msg, p.nextAMLCheck(r, token), "/backoffice/aml", "No other AML check waits for a review.")
+		return
+	}
 	p.flash(r.Context(), "ok", msg)
 	redirect(w, r, "/backoffice/aml/"+token+"#hit-"+strconv.Itoa(n))
+}
+
+// nextAMLCheck is the page of the first check of the AML queue (hits to
+// review, in the queue's order) other than token, or "".
+func (p *Portal) nextAMLCheck(r *http.Request, token string) string {
+	checks, err := p.d.AML.List(r.Context(), emi.AMLFilter{Status: emi.AMLMatch, Limit: 100})
+	if err != nil {
+		return ""
+	}
+	for _, c := range checks {
+		if c.Token != token {
+			return "/backoffice/aml/" + c.Token
+		}
+	}
+	return ""
+}
+
+// takeNext answers a decision made with "and take the next case" (issue
+// 23): the next case's page, or the queue, with what was recorded. A
+// check with hits left to decide stays on its page instead (the caller
+// decides that).
+func (p *Portal) takeNext(w http.ResponseWriter, r *http.Request, msg, next, queue, empty string) {
+	if next == "" {
+		p.flash(r.Context(), "ok", msg+" "+empty)
+		redirect(w, r, queue)
+		return
+	}
+	p.flash(r.Context(), "ok", msg+" This is the next case.")
+	redirect(w, r, next)
 }

@@ -113,10 +113,10 @@ func (p *Portal) cardSimulate(w http.ResponseWriter, r *http.Request) {
 		Channel: r.PostFormValue("channel"), PIN: r.PostFormValue("pin"), MerchantName: r.PostFormValue("merchant_name"),
 		MerchantCountry: r.PostFormValue("merchant_country")}
 	var bad []emi.FieldError
-	if amt, ok := emi.ParseAmount(strings.TrimSpace(r.PostFormValue("amount"))); ok {
+	if amt, ok := emi.ParseTypedAmount(strings.TrimSpace(r.PostFormValue("amount"))); ok {
 		in.Amount = emi.Amount(amt)
 	} else {
-		bad = append(bad, emi.FieldError{Field: "amount", Message: "must be a decimal amount with at most two decimals (12.50)"})
+		bad = append(bad, emi.FieldError{Field: "amount", Message: "must be a decimal amount with at most two decimals (12.50 or 12,50)"})
 	}
 	switch r.PostFormValue("three_ds") {
 	case "passed":
@@ -180,7 +180,7 @@ func (p *Portal) cardAuthorizationSettle(w http.ResponseWriter, r *http.Request,
 	if clear {
 		var amount *int64
 		if s := strings.TrimSpace(r.PostFormValue("amount")); s != "" {
-			v, ok := emi.ParseAmount(s)
+			v, ok := emi.ParseTypedAmount(s)
 			if !ok {
 				p.flash(r.Context(), "bad", "Not cleared: the amount must be a decimal amount with at most two decimals (12.50), or empty for the whole hold.")
 				redirect(w, r, cardHref(card))

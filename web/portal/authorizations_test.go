@@ -82,12 +82,13 @@ func TestCardPaymentSimulator(t *testing.T) {
 	contains(t, "no 3DS", pg, "Declined (1A 3DS authentication required)")
 
 	// Invalid input comes back on the open form, without the PIN.
-	bad := e.cs.Post(t, page+"/authorizations", url.Values{"amount": {"12,50"}, "currency": {"EUR"}, "mcc": {"54"}, "channel": {"pos"},
+	// (12,50 is an amount since issue 23; 1,250 is ambiguous and refused.)
+	bad := e.cs.Post(t, page+"/authorizations", url.Values{"amount": {"1,250"}, "currency": {"EUR"}, "mcc": {"54"}, "channel": {"pos"},
 		"pin": {wrongPIN}, "merchant_name": {"Kiosk"}})
 	if bad.Status != http.StatusUnprocessableEntity {
 		t.Fatalf("invalid simulation: HTTP %d", bad.Status)
 	}
-	if !strings.Contains(bad.Body, `value="12,50"`) || !strings.Contains(bad.Body, `value="Kiosk"`) || !strings.Contains(bad.Body, "must be a decimal amount") ||
+	if !strings.Contains(bad.Body, `value="1,250"`) || !strings.Contains(bad.Body, `value="Kiosk"`) || !strings.Contains(bad.Body, "must be a decimal amount") ||
 		!strings.Contains(bad.Body, `open data-testid="payment-simulator-details"`) {
 		t.Fatalf("invalid simulation form: %.2000s", bad.Body)
 	}

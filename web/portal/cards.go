@@ -234,10 +234,7 @@ func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pag
 	} else {
 		account.Value, account.Mono = "not assigned", false
 	}
-	partner := pages.KV{Label: "Partner", Value: p.partnerNames(r).name(c.PartnerID)}
-	if canDo(r, emi.PermViewPartners) {
-		partner.Href = "/backoffice/partners/" + c.PartnerID
-	}
+	partner := p.partnerNames(r).kv(r, "Partner", c.PartnerID)
 	aml := pages.KV{Label: "AML check", Value: c.AML, Mono: true}
 	if c.AML != "" && canDo(r, emi.PermViewPeople) {
 		aml.Href = "/backoffice/aml/" + c.AML
@@ -342,7 +339,7 @@ func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pag
 	}
 	v.SMS = smsRows(c.SMS)
 	for _, e := range c.Reveals {
-		row := pages.RevealRow{At: fmtTime(e.At), Outcome: string(e.Outcome), OutcomeTone: auditRow(e).OutcomeTone}
+		row := pages.RevealRow{At: fmtTime(e.At), Outcome: string(e.Outcome), OutcomeTone: auditRow(r, e).OutcomeTone}
 		switch e.ActorType {
 		case emi.ActorStaff:
 			row.Actor, row.ActorHref = who(e.ActorID)
@@ -360,7 +357,7 @@ func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pag
 		v.Reveals = append(v.Reveals, row)
 	}
 	for _, e := range c.Audit {
-		v.Audit = append(v.Audit, auditRow(e))
+		v.Audit = append(v.Audit, auditRow(r, e))
 	}
 	if canDo(r, emi.PermViewAudit) {
 		v.AuditHref = "/backoffice/audit?resource_type=card&resource_token=" + url.QueryEscape(c.Token)

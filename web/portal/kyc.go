@@ -137,6 +137,9 @@ func (p *Portal) renderKYCSession(w http.ResponseWriter, r *http.Request, status
 	if canDo(r, emi.PermViewPartners) {
 		v.Session[1].Href = "/backoffice/partners/" + s.PartnerID
 	}
+	if canDo(r, emi.PermReviewKYC) {
+		v.NextCase = p.nextKYCSession(r, s.Token)
+	}
 	p.renderPrivate(w, r, status, "KYC · "+u.FullName(), pages.KYCSession(v))
 }
 
@@ -175,6 +178,26 @@ func (p *Portal) kycDecide(w http.ResponseWriter, r *http.Request) {
 		p.renderKYCSession(w, r, http.StatusUnprocessableEntity, d, errs)
 		return
 	}
-	p.flash(r.Context(), "ok", "The identification is "+string(s.Status)+"; the partner was notified.")
+	msg := "The identification is " + string(s.Status) + "; the partner was notified."
+	if r.PostFormValue("then") == "next" {
+		p.takeNext(w, r, msg, p.nextKYCSession(r, token), "/backoffice/kyc", "No other identification waits for a review.")
+		return
+	}
+	p.flash(r.Context(), "ok", msg)
 	redirect(w, r, "/backoffice/kyc/"+token)
+}
+
+// nextKYCSession is the page of the first submitted identification of the
+// KYC queue other than token, or "".
+func (p *Portal) nextKYCSession(r *http.Request, token string) string {
+	list, err := p.d.KYC.List(r.Context(), emi.KYCFilter{Status: emi.KYCSubmitted, Limit: 100})
+	if err != nil {
+		return ""
+	}
+	for _, s := range list {
+		if s.Token != token {
+			return "/backoffice/kyc/" + s.Token
+		}
+	}
+	return ""
 }

@@ -357,7 +357,7 @@ func (p *Portal) accountSimulate(w http.ResponseWriter, r *http.Request) {
 
 // simulate books the simulated payment of the form with destination dest.
 func (p *Portal) simulate(w http.ResponseWriter, r *http.Request, dest emi.TransferParty, back string) {
-	minor, ok := emi.ParseAmount(strings.TrimSpace(r.PostFormValue("amount")))
+	minor, ok := emi.ParseTypedAmount(strings.TrimSpace(r.PostFormValue("amount")))
 	if !ok {
 		p.flash(r.Context(), "bad", "The payment was not made: amount must be a decimal amount with at most two decimals (12.50).")
 		redirect(w, r, back)
@@ -486,21 +486,58 @@ func (p *Portal) adjustmentRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	back := accountHref(token)
-	minor, ok := emi.ParseAmount(strings.TrimSpace(r.PostFormValue("amount")))
+	form := &pages.AdjustmentForm{Direction: r.PostFormValue("direction"), Currency: r.PostFormValue("currency"),
+		Amount: strings.TrimSpace(r.PostFormValue("amount")), Reason: r.PostFormValue("reason"), Errs: map[string]string{}}
+	minor, ok := emi.ParseTypedAmount(form.Amount)
 	if !ok {
-		p.flash(r.Context(), "bad", "Nothing was requested: amount must be a decimal amount with at most two decimals (12.50).")
-		redirect(w, r, back)
-		return
+		// The service's own checks still run, so every refused field is
+		// named at once.
+		form.Errs["amount"] = "must be an amount with at most two decimals: 12.50 or 12,50"
 	}
-	a, err := p.d.Adjustments.Request(r.Context(), emi.AdjustmentRequest{Account: token, Currency: r.PostFormValue("currency"),
-		Direction: r.PostFormValue("direction"), Amount: minor, Reason: r.PostFormValue("reason")})
+	a, err := p.d.Adjustments.Request(r.Context(), emi.AdjustmentRequest{Account: token, Currency: form.Currency,
+		Direction: form.Direction, Amount: minor, Reason: form.Reason})
+	if !ok && (err == nil || emi.AsError(err).Kind != emi.KindInvalid) {
+		// An unparsable amount reached the service as 0 and was refused
+		// there; if it was not (never expected), nothing may be kept.
+		err = emi.ErrReviewValidation
+	}
 	if err != nil {
-		p.moneyRefused(w, r, err, back)
+		p.adjustmentRefused(w, r, err, form, token)
 		return
 	}
 	p.flash(r.Context(), "ok", "Adjustment requested ("+a.Direction+" "+emi.FormatMinor(a.Amount)+" "+a.Currency+
 		"). Awaiting a second staff member: someone other than you must approve it.")
 	redirect(w, r, back)
+}
+
+// adjustmentRefused answers a refused adjustment request (issue 23): the
+// account page again (422) with the form open, what was typed kept, and
+// each error beside its field: invalid input by the service's field
+// names, a debit over the available balance on the amount, a currency the
+// account has no balance in on the balance. Other refusals are the usual
+// flash on the page.
+func (p *Portal) adjustmentRefused(w http.ResponseWriter, r *http.Request, err error, form *pages.AdjustmentForm, token string) {
+	e := emi.AsError(err)
+	if e.Kind != emi.KindInvalid && e.Kind != emi.KindConflict {
+		p.moneyRefused(w, r, err, accountHref(token))
+		return
+	}
+	errs, banner := fieldErrors(err)
+	for k, v := range errs {
+		if form.Errs[k] == "" {
+			form.Errs[k] = v
+		}
+	}
+	switch {
+	case form.Amount == "":
+		form.Errs["amount"] = "is required: 12.50 or 12,50"
+	case len(form.Errs) == 0 && errorIs(err, emi.ErrCurrencyMismatch):
+		form.Errs["currency"] = banner
+	case len(form.Errs) == 0:
+		form.General = banner
+	}
+	p.flash(r.Context(), "bad", "Nothing was requested: "+banner+" See the adjustment form below.")
+	p.renderAccountPage(w, r, http.StatusUnprocessableEntity, &accountForm{which: "adjust", adjust: form})
 }
 
 // adjustmentApprove (POST /adjustments/{adjustment}/approve).
@@ -539,7 +576,7 @@ func (p *Portal) adjustmentDecide(w http.ResponseWriter, r *http.Request, approv
 // accountMoney is the money section of an account page: its pending
 // adjustments, the request form and the sandbox's simulator, for roles
 // that see or move money.
-func (p *Portal) accountMoney(r *http.Request, a service.AccountView) (*pages.AccountMoney, error) {
+func (p *Portal) accountMoney(r *http.Request, a service.AccountView, f *accountForm) (*pages.AccountMoney, error) {
 	if p.d.Adjustments == nil || !canDo(r, emi.PermViewMoney) {
 		return nil, nil
 	}
@@ -556,6 +593,9 @@ func (p *Portal) accountMoney(r *http.Request, a service.AccountView) (*pages.Ac
 		m.Currencies = append(m.Currencies, b.Currency)
 	}
 	m.CanRequest = manage && a.Status != emi.AccountTerminated && len(m.Currencies) > 0
+	if f != nil && f.which == "adjust" {
+		m.Request = f.adjust
+	}
 	if manage && p.d.Sandbox && p.d.Incoming != nil {
 		m.Simulate = &pages.SimulateForm{Action: accountHref(a.Token) + "/incoming", Identifiers: accountIdentifiers(a.Account),
 			Currencies: m.Currencies}

@@ -281,12 +281,18 @@ func TestAdjustmentPages(t *testing.T) {
 	contains(t, "card top-up's page", a.cs.Get(t, "/backoffice/transfers/"+topUp), "Source (external)", "card •••• 4242", ">Mara<")
 	contains(t, "card top-up on the statement", a.cs.Get(t, accountHref(a.virtualTok)), "card •••• 4242")
 
+	// A refused request answers the page itself (422, the form kept open,
+	// issue 23); an accepted one redirects to it.
 	request := func(b *apptest.Browser, dir, amount, reason string) apptest.Page {
-		return follow(t, b, b.Post(t, acc+"/adjustments", url.Values{"direction": {dir}, "currency": {"EUR"}, "amount": {amount}, "reason": {reason}}))
+		p := b.Post(t, acc+"/adjustments", url.Values{"direction": {dir}, "currency": {"EUR"}, "amount": {amount}, "reason": {reason}})
+		if p.Status == http.StatusUnprocessableEntity {
+			return p
+		}
+		return follow(t, b, p)
 	}
-	contains(t, "debit over available", request(a.cs, "debit", "31.01", "fee"), "more than the balance&#39;s available amount", "an adjustment never overdraws")
-	contains(t, "no reason", request(a.cs, "credit", "5.00", ""), "reason: give a reason")
-	contains(t, "bad amount", request(a.cs, "credit", "abc", "goodwill"), "amount must be a decimal amount")
+	contains422(t, "debit over available", request(a.cs, "debit", "31.01", "fee"), "more than the balance&#39;s available amount", "an adjustment never overdraws")
+	contains422(t, "no reason", request(a.cs, "credit", "5.00", ""), `id="reason-error">give a reason`)
+	contains422(t, "bad amount", request(a.cs, "credit", "abc", "goodwill"), `id="amount-error">must be an amount with at most two decimals`)
 	page = request(a.cs, "credit", "5.00", "goodwill for the outage")
 	contains(t, "requested", page, "Adjustment requested (credit 5.00 EUR)", `data-testid="adjustment-awaiting-second"`, "goodwill for the outage",
 		"Sandbox Customer Service (you)")

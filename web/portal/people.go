@@ -51,7 +51,7 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 	rows := make([]pages.UserRow, len(users))
 	for i, u := range users {
 		rows[i] = pages.UserRow{Token: u.Token, Name: u.FullName(), Email: u.Email, Phone: firstNonEmpty(u.MobilePhone, u.Phone),
-			Partner: names.name(u.PartnerID), KYCStatus: string(u.KYCStatus), KYCTone: kycTone(u.KYCStatus),
+			Partner: names.name(u.PartnerID), PartnerID: u.PartnerID, KYCStatus: string(u.KYCStatus), KYCTone: kycTone(u.KYCStatus),
 			Created: fmtTime(u.CreatedAt), Removed: u.Status == emi.UserRemoved}
 	}
 	var prev, next string
@@ -93,13 +93,7 @@ func (p *Portal) userDetail(w http.ResponseWriter, r *http.Request) {
 	}
 	v := pages.UserView{Token: u.Token, Name: u.FullName(), Removed: u.Status == emi.UserRemoved,
 		KYCStatus: string(u.KYCStatus), KYCTone: kycTone(u.KYCStatus), Docs: docViews(docs)}
-	partner := p.partnerNames(r).name(u.PartnerID)
-	for _, s := range sessions {
-		if s.PartnerName != "" {
-			partner = s.PartnerName
-		}
-	}
-	v.Groups = userGroups(r, u, partner)
+	v.Groups = userGroups(r, u, p.partnerNames(r).kv(r, "Partner", u.PartnerID))
 	for _, c := range checks {
 		v.Checks = append(v.Checks, amlRow(c, p.d.Now()))
 	}
@@ -115,7 +109,7 @@ func (p *Portal) userDetail(w http.ResponseWriter, r *http.Request) {
 		v.ShowAudit = true
 		v.AuditHref = "/backoffice/audit?resource_type=user&resource_token=" + u.Token
 		for _, e := range entries {
-			v.Audit = append(v.Audit, auditRow(e))
+			v.Audit = append(v.Audit, auditRow(r, e))
 		}
 	}
 	if v.ShowAccounts, v.Accounts, err = p.ownerAccounts(r, u.Token, ""); err != nil {
@@ -201,7 +195,7 @@ func docViews(docs []emi.StoredDocument) []pages.DocView {
 }
 
 // userGroups arranges a profile in the sections a reviewer reads.
-func userGroups(r *http.Request, u emi.User, partner string) []pages.FieldGroup {
+func userGroups(r *http.Request, u emi.User, partnerKV pages.KV) []pages.FieldGroup {
 	yesNo := func(b *bool) string {
 		if b == nil {
 			return ""
@@ -211,10 +205,6 @@ func userGroups(r *http.Request, u emi.User, partner string) []pages.FieldGroup 
 	status := pages.KV{Label: "Status", Value: string(u.Status), Tone: "ok"}
 	if u.Status == emi.UserRemoved {
 		status.Tone = "bad"
-	}
-	partnerKV := pages.KV{Label: "Partner", Value: partner}
-	if canDo(r, emi.PermViewPartners) {
-		partnerKV.Href = "/backoffice/partners/" + u.PartnerID
 	}
 	amlKV := pages.KV{Label: "AML check", Value: u.AML, Mono: true}
 	if u.AML != "" {
@@ -296,10 +286,13 @@ func toneOrNeutral(t string) string {
 	return t
 }
 
-// partnerNameMap names partners for roles that may see them; others see a
-// shortened id.
+// partnerNameMap names partners. Every staff member sees partner names
+// (issue 23: customer service saw "01a217a1…"); only roles that may open a
+// partner's page get a link to it (partnerKV).
 type partnerNameMap map[string]string
 
+// name returns the partner's name; an id that names no partner (never
+// expected: partners are never deleted) is shown shortened.
 func (m partnerNameMap) name(id string) string {
 	if n, ok := m[id]; ok {
 		return n
@@ -310,19 +303,32 @@ func (m partnerNameMap) name(id string) string {
 	return id
 }
 
+// kv is a labelled partner: its name, the id on hover, and a link to the
+// partner's page for roles that may see it.
+func (m partnerNameMap) kv(r *http.Request, label, id string) pages.KV {
+	kv := pages.KV{Label: label, Value: m.name(id), Title: id}
+	if id != "" && canDo(r, emi.PermViewPartners) {
+		kv.Href = "/backoffice/partners/" + id
+	}
+	return kv
+}
+
 func (p *Portal) partnerNames(r *http.Request) partnerNameMap {
-	out := partnerNameMap{}
-	if !canDo(r, emi.PermViewPartners) {
-		return out
-	}
-	list, err := p.d.Partners.List(r.Context())
+	names, err := p.d.Partners.Names(r.Context())
 	if err != nil {
-		return out // names are a convenience; the page works without them
+		return partnerNameMap{} // names are a convenience; the page works without them
 	}
-	for _, pt := range list {
-		out[pt.ID] = pt.Name
+	return names
+}
+
+// staffNames names staff members by id for any signed-in role (an empty
+// map when the lookup fails: who() then shows the id).
+func (p *Portal) staffNames(r *http.Request) map[string]string {
+	names, err := p.d.Staff.Names(r.Context())
+	if err != nil {
+		return map[string]string{}
 	}
-	return out
+	return names
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -55,6 +55,7 @@ type StaffService interface {
 	RegenerateRecoveryCodes(ctx context.Context, staffID, totpCode string) ([]string, error)
 	Create(ctx context.Context, in emi.StaffCreate) (emi.StaffOutcome, error)
 	List(ctx context.Context) ([]emi.StaffUser, error)
+	Names(ctx context.Context) (map[string]string, error)
 	Get(ctx context.Context, id string) (emi.StaffUser, error)
 	SetRoles(ctx context.Context, staffID string, roles []emi.Role) (emi.StaffOutcome, error)
 	Disable(ctx context.Context, staffID string) error

@@ -305,7 +305,7 @@ func (p *Portal) programUpdate(w http.ResponseWriter, r *http.Request) {
 // decide it (another administrator approves; anyone who manages programs
 // may reject, the proposer withdrawing it included).
 func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c emi.ProgramChange, names partnerNameMap) *pages.PendingProgramChange {
-	v := &pages.PendingProgramChange{Risk: c.Risk, ProposedBy: who(r, c.ProposedBy, ""), ProposedAt: fmtTime(c.ProposedAt),
+	v := &pages.PendingProgramChange{Risk: c.Risk, ProposedBy: who(r, c.ProposedBy, p.staffNames(r)[c.ProposedBy]), ProposedAt: fmtTime(c.ProposedAt),
 		Action: programAction(cur.Code) + "/change"}
 	after := programView(emi.Program{Code: cur.Code, Name: c.Input.Name, Currencies: c.Input.Currencies, Schemes: cur.Schemes,
 		CardsAllowed: c.Input.CardsAllowed, CardTypes: c.Input.CardTypes, BINPrefix: c.Input.BINPrefix,

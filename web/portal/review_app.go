@@ -149,7 +149,7 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 			v.AuditHref = "/backoffice/audit?resource_type=application&resource_token=" + url.QueryEscape(a.Token)
 		}
 		for _, e := range entries {
-			v.Audit = append(v.Audit, auditRow(e))
+			v.Audit = append(v.Audit, auditRow(r, e))
 		}
 	}
 	p.renderPrivate(w, r, status, "Application · "+v.CompanyName, pages.ApplicationDetail(v))
@@ -631,6 +631,24 @@ func (p *Portal) reviewDecide(w http.ResponseWriter, r *http.Request) {
 		msg = "First approval recorded. This application needs a second approval by another underwriter; it is back in the queue."
 	default:
 		msg = "Decision recorded."
+	}
+	if f.Get("then") == "next" {
+		// The next case is claimed, as "Take next" on the queue does, so
+		// two underwriters never work on the same one.
+		next, err := p.d.Review.Next(r.Context(), queueParams{Tab: emi.AppInReview}.filter())
+		if err == nil && next == token {
+			// Back in the queue after a first approval and the only one
+			// left: a second approval must be someone else's, so it is
+			// not taken.
+			_ = p.d.Review.Release(r.Context(), token)
+			next = ""
+		}
+		if err != nil || next == "" {
+			p.takeNext(w, r, msg, "", "/backoffice/review", "No unclaimed application in review is left.")
+			return
+		}
+		p.takeNext(w, r, msg, applicationHref(next), "", "")
+		return
 	}
 	p.flash(r.Context(), "ok", msg)
 	redirect(w, r, applicationHref(token))

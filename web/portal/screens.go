@@ -181,7 +181,11 @@ func (p *Portal) audit(w http.ResponseWriter, r *http.Request) {
 	}
 	view := pages.AuditFilter{Actor: f.ActorID, Action: f.Action, ResourceType: f.ResourceType, ResourceToken: f.ResourceToken,
 		From: q.Get("from"), To: q.Get("to")}
-	f.From, f.To = dateRange(q)
+	f.From, f.To, view.Errors = dateRange(q)
+	if len(view.Errors) > 0 {
+		p.render(w, r, http.StatusUnprocessableEntity, "Audit log", pages.Audit(view, nil, "", ""))
+		return
+	}
 	if b, err := strconv.ParseInt(q.Get("before"), 10, 64); err == nil && b > 0 {
 		f.BeforeID = b
 	}
@@ -192,7 +196,7 @@ func (p *Portal) audit(w http.ResponseWriter, r *http.Request) {
 	}
 	rows := make([]pages.AuditRow, len(entries))
 	for i, e := range entries {
-		rows[i] = auditRow(e)
+		rows[i] = auditRow(r, e)
 	}
 	var prev, next string
 	if len(entries) == f.Limit {
@@ -216,11 +220,19 @@ func cloneQuery(q url.Values) url.Values {
 	return c
 }
 
-func auditRow(e emi.AuditEntry) pages.AuditRow {
+// auditRow is one audit line as people read it (issue 23): the actor by
+// name (a staff member's, or "API key of" the partner's) with the id on
+// hover, a partner's or staff user's row by their name, the system as
+// "system (test)". Staff actors link to their page for roles that see
+// staff.
+func auditRow(r *http.Request, e emi.AuditEntry) pages.AuditRow {
 	row := pages.AuditRow{
-		ID: strconv.FormatInt(e.ID, 10), At: fmtTime(e.At), Actor: string(e.ActorType) + " " + e.ActorID,
+		ID: strconv.FormatInt(e.ID, 10), At: fmtTime(e.At), Actor: auditActor(e), ActorTitle: e.ActorID,
 		Action: e.Action, Resource: e.ResourceType + " " + e.ResourceToken, Outcome: string(e.Outcome),
 		RequestID: e.RequestID,
+	}
+	if e.ResourceName != "" {
+		row.Resource, row.ResourceTitle = e.ResourceType+" "+e.ResourceName, e.ResourceToken
 	}
 	if e.IP.IsValid() {
 		row.IP = e.IP.String()
@@ -231,7 +243,7 @@ func auditRow(e emi.AuditEntry) pages.AuditRow {
 	case emi.OutcomeDenied, emi.OutcomeFailure:
 		row.OutcomeTone = "bad"
 	}
-	if e.ActorType == emi.ActorStaff {
+	if e.ActorType == emi.ActorStaff && canDo(r, emi.PermViewStaff) {
 		row.ActorHref = "/backoffice/staff/" + e.ActorID
 	}
 	switch e.ResourceType {
@@ -269,6 +281,19 @@ func auditRow(e emi.AuditEntry) pages.AuditRow {
 		row.Changes = string(b)
 	}
 	return row
+}
+
+// auditActor names an audit row's actor.
+func auditActor(e emi.AuditEntry) string {
+	switch {
+	case e.ActorType == emi.ActorSystem:
+		return "system (" + e.ActorID + ")"
+	case e.ActorName == "":
+		return string(e.ActorType) + " " + e.ActorID // a deleted actor: the id is all there is
+	case e.ActorType == emi.ActorPartnerKey:
+		return "API key of " + e.ActorName
+	}
+	return e.ActorName
 }
 
 // account (GET /account) is the signed-in user's own page.
@@ -334,14 +359,33 @@ func (p *Portal) signOutEverywhere(w http.ResponseWriter, r *http.Request) {
 func param(r *http.Request, name string) string { return chi.URLParam(r, name) }
 
 // dateRange reads the from and to filters (YYYY-MM-DD, UTC) as a half-open
-// range [from, to+1 day), so "to" includes the whole day. A missing or
-// malformed date leaves that end open.
-func dateRange(q url.Values) (from, to time.Time) {
-	if t, err := time.Parse("2006-01-02", q.Get("from")); err == nil {
-		from = t
+// range [from, to+1 day), so "to" includes the whole day. An empty date
+// leaves that end open. A date that does not parse, or a range that ends
+// before it starts, is refused (issue 23: it used to be ignored silently,
+// so the page listed everything while the form showed a filter): errs then
+// holds the message for the field, and the caller answers 422 with the form.
+func dateRange(q url.Values) (from, to time.Time, errs map[string]string) {
+	errs = map[string]string{}
+	parse := func(field string) time.Time {
+		v := strings.TrimSpace(q.Get(field))
+		if v == "" {
+			return time.Time{}
+		}
+		t, err := time.Parse("2006-01-02", v)
+		if err != nil {
+			errs[field] = "is not a date: write it as YYYY-MM-DD, e.g. 2026-03-31"
+		}
+		return t
 	}
-	if t, err := time.Parse("2006-01-02", q.Get("to")); err == nil {
-		to = t.AddDate(0, 0, 1)
+	from, to = parse("from"), parse("to")
+	if !from.IsZero() && !to.IsZero() && to.Before(from) {
+		errs["to"] = "is before the start date"
 	}
-	return from, to
+	if len(errs) > 0 {
+		return time.Time{}, time.Time{}, errs
+	}
+	if !to.IsZero() {
+		to = to.AddDate(0, 0, 1)
+	}
+	return from, to, nil
 }

@@ -210,10 +210,7 @@ func (p *Portal) renderTransferPage(w http.ResponseWriter, r *http.Request, stat
 		return
 	}
 	v := pages.TransferView{Token: t.Token, Status: t.Status, StatusTone: transferTone(t.Status)}
-	partner := pages.KV{Label: "Partner (sender)", Value: p.partnerNames(r).name(firstNonEmpty(t.PartnerID, t.DestinationPartner))}
-	if canDo(r, emi.PermViewPartners) && firstNonEmpty(t.PartnerID, t.DestinationPartner) != "" {
-		partner.Href = "/backoffice/partners/" + firstNonEmpty(t.PartnerID, t.DestinationPartner)
-	}
+	partner := p.partnerNames(r).kv(r, "Partner (sender)", firstNonEmpty(t.PartnerID, t.DestinationPartner))
 	if t.PartnerID == "" {
 		partner.Label = "Partner (receiver)"
 	}
@@ -245,7 +242,7 @@ func (p *Portal) renderTransferPage(w http.ResponseWriter, r *http.Request, stat
 		v.Entries = append(v.Entries, row)
 	}
 	for _, e := range t.Audit {
-		v.Audit = append(v.Audit, auditRow(e))
+		v.Audit = append(v.Audit, auditRow(r, e))
 	}
 	if canDo(r, emi.PermViewAudit) {
 		v.AuditHref = "/backoffice/audit?resource_type=transfer&resource_token=" + url.QueryEscape(t.Token)
@@ -302,7 +299,7 @@ func (p *Portal) transferSide(r *http.Request, title, account, balance, ibanOf s
 	s.Details = []pages.KV{{Label: "Account", Value: account, Href: accountHref(account), Mono: true},
 		{Label: "Owner", Value: firstNonEmpty(a.OwnerName, "(no name)"), Href: ownerHref}, {Label: "Owner type", Value: kind},
 		{Label: "Account status", Value: a.Status, Tone: toneOrNeutral(accountTone(a.Status))},
-		{Label: "Partner", Value: p.partnerNames(r).name(a.PartnerID)}}
+		p.partnerNames(r).kv(r, "Partner", a.PartnerID)}
 	if ibanOf != "" {
 		s.Details = append(s.Details, pages.KV{Label: "IBAN", Value: ibanOf, Mono: true})
 	}

@@ -26,9 +26,10 @@ func (p *Portal) renderWatchlist(w http.ResponseWriter, r *http.Request, status 
 		return
 	}
 	v := pages.WatchlistView{Categories: watchCategories, CanEdit: canDo(r, emi.PermReviewAML), Form: form, Errors: errs, General: general}
+	staff := p.staffNames(r)
 	for _, e := range list {
 		v.Rows = append(v.Rows, pages.WatchlistRow{ID: e.ID, Name: e.Name, Category: e.Category, Note: e.Note,
-			Source: e.Source, SourceHref: webURL(e.Source), AddedBy: who(r, e.CreatedBy, ""), Added: fmtTime(e.CreatedAt)})
+			Source: e.Source, SourceHref: webURL(e.Source), AddedBy: who(r, e.CreatedBy, staff[e.CreatedBy]), Added: fmtTime(e.CreatedAt)})
 	}
 	p.renderPrivate(w, r, status, "Adverse-media watch list", pages.Watchlist(v))
 }

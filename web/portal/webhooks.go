@@ -167,7 +167,7 @@ func (p *Portal) eventsLog(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := emi.EventLogFilter{PartnerID: id, Type: emi.EventType(q.Get("type")), ResourceToken: q.Get("resource"), Limit: 20}
 	view := pages.EventsFilter{Type: q.Get("type"), Resource: q.Get("resource"), From: q.Get("from"), To: q.Get("to")}
-	f.From, f.To = dateRange(q)
+	f.From, f.To, view.Errors = dateRange(q)
 	f.Page, _ = strconv.Atoi(q.Get("page"))
 	if f.Page < 1 {
 		f.Page = 1
@@ -175,6 +175,11 @@ func (p *Portal) eventsLog(w http.ResponseWriter, r *http.Request) {
 	pt, _, err := p.d.Partners.Get(r.Context(), id)
 	if err != nil {
 		p.renderError(w, r, err)
+		return
+	}
+	if len(view.Errors) > 0 {
+		p.render(w, r, http.StatusUnprocessableEntity, "Delivery log · "+pt.Name,
+			pages.Events(id, view, emi.EventTypeNames(), nil, false, "", ""))
 		return
 	}
 	log, err := p.d.Webhooks.EventsLog(r.Context(), f)
