@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -176,7 +177,7 @@ func (s *Alerts) Queue(ctx context.Context) ([]emi.Alert, error) {
 				if sc, ok := h["score"].(float64); ok && sc > a.TopScore {
 					a.TopScore = sc
 				}
-				if n := hitSubjectName(app, h); n != "" && !containsString(names, n) {
+				if n := hitSubjectName(app, h); n != "" && !slices.Contains(names, n) {
 					names = append(names, n)
 				}
 			}
@@ -189,15 +190,6 @@ func (s *Alerts) Queue(ctx context.Context) ([]emi.Alert, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].RaisedAt.Before(out[j].RaisedAt) })
 	return out, nil
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Count is the number of open alerts, for the navigation: two counting
@@ -318,17 +310,7 @@ func (s *Alerts) Assignees(ctx context.Context) ([]emi.StaffUser, error) {
 	if err := require(ctx, emi.PermReviewAML); err != nil {
 		return nil, err
 	}
-	all, err := s.staff.ListStaff(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []emi.StaffUser
-	for _, u := range all {
-		if !u.Disabled && emi.Can(u.Roles, emi.PermReviewAML) {
-			out = append(out, emi.StaffUser{ID: u.ID, Name: u.Name, Email: u.Email, Roles: u.Roles})
-		}
-	}
-	return out, nil
+	return activeStaffWith(ctx, s.staff, emi.PermReviewAML)
 }
 
 // hitSubjectName is the name of the person or company an application's hit

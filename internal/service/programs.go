@@ -159,21 +159,9 @@ func (s *Accounts) UpdateProgram(ctx context.Context, code string, in emi.Progra
 		if !cur.UpdatedAt.Equal(in.Version) {
 			return emi.ErrProgramStale.WithDetail("program %s: version %s, edited %s", code, cur.UpdatedAt, in.Version)
 		}
-		next := programOf(cur.Code, in)
-		next.Schemes = cur.Schemes
-		if !slices.Equal(cur.Currencies, next.Currencies) {
-			used, err := s.store.ProgramsInUse(ctx, cur.Code)
-			if err != nil {
-				return err
-			}
-			if len(used) > 0 {
-				bad.add("currencies", "cannot change: accounts use this program, and their balances were opened in "+
-					strings.Join(cur.Currencies, ", ")+" (create a new program for other currencies)")
-			}
-			next.Schemes = schemesOf(next.Currencies)
-		}
-		if len(bad) > 0 {
-			return nil
+		next, err := s.nextProgram(ctx, &bad, cur, in)
+		if err != nil || len(bad) > 0 {
+			return err
 		}
 		changes := programChanges(cur, next, false)
 		if len(changes) == 0 {
@@ -468,18 +456,9 @@ func (s *Accounts) ApproveProgramChange(ctx context.Context, code string) (emi.P
 		if err := s.checkProgram(ctx, &bad, c.Input); err != nil {
 			return err
 		}
-		next := programOf(cur.Code, c.Input)
-		next.Schemes = cur.Schemes
-		if !slices.Equal(cur.Currencies, next.Currencies) {
-			if used, err := s.store.ProgramsInUse(ctx, cur.Code); err != nil {
-				return err
-			} else if len(used) > 0 {
-				bad.add("currencies", "cannot change: accounts use this program")
-			}
-			next.Schemes = schemesOf(next.Currencies)
-		}
-		if len(bad) > 0 {
-			return nil
+		next, err := s.nextProgram(ctx, &bad, cur, c.Input)
+		if err != nil || len(bad) > 0 {
+			return err
 		}
 		changes := programChanges(cur, next, false)
 		if err := s.store.DeleteProgramChange(ctx, cur.Code); err != nil {
@@ -532,4 +511,33 @@ func (s *Accounts) RejectProgramChange(ctx context.Context, code string) error {
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "program.change_rejected", ResourceType: "program", ResourceToken: c.Program,
 			Changes: map[string]any{"proposed_by": c.ProposedBy, "risk": c.Risk}})
 	})
+}
+
+// nextProgram is cur with the settings of in, as UpdateProgram and
+// ApproveProgramChange apply them: the currencies (and their schemes)
+// change only while no account uses the program (else a field error in
+// bad). The caller holds the program's lock.
+func (s *Accounts) nextProgram(ctx context.Context, bad *problems, cur emi.Program, in emi.ProgramInput) (emi.Program, error) {
+	next := ProgramAfter(cur, in)
+	if !slices.Equal(cur.Currencies, next.Currencies) {
+		used, err := s.store.ProgramsInUse(ctx, cur.Code)
+		if err != nil {
+			return next, err
+		}
+		if len(used) > 0 {
+			bad.add("currencies", "cannot change: accounts use this program, and their balances were opened in "+
+				strings.Join(cur.Currencies, ", ")+" (create a new program for other currencies)")
+		}
+		next.Schemes = schemesOf(next.Currencies)
+	}
+	return next, nil
+}
+
+// ProgramAfter is cur with the settings of in (its schemes kept): what a
+// proposed change would make of the program, for the page that shows it.
+func ProgramAfter(cur emi.Program, in emi.ProgramInput) emi.Program {
+	next := programOf(cur.Code, in)
+	next.Schemes = cur.Schemes
+	next.UpdatedAt = cur.UpdatedAt
+	return next
 }

@@ -653,13 +653,19 @@ func (r *Review) Assignees(ctx context.Context) ([]emi.StaffUser, error) {
 	if err := require(ctx, emi.PermDecideApps); err != nil && require(ctx, emi.PermManageStaff) != nil {
 		return nil, err
 	}
-	all, err := r.staff.ListStaff(ctx)
+	return activeStaffWith(ctx, r.staff, emi.PermDecideApps)
+}
+
+// activeStaffWith returns the active staff users holding perm (id, name,
+// e-mail, roles): the colleagues a case may be assigned to.
+func activeStaffWith(ctx context.Context, dir StaffDirectory, perm emi.Permission) ([]emi.StaffUser, error) {
+	all, err := dir.ListStaff(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []emi.StaffUser
 	for _, u := range all {
-		if !u.Disabled && emi.Can(u.Roles, emi.PermDecideApps) {
+		if !u.Disabled && emi.Can(u.Roles, perm) {
 			out = append(out, emi.StaffUser{ID: u.ID, Name: u.Name, Email: u.Email, Roles: u.Roles})
 		}
 	}

@@ -95,6 +95,18 @@ func TestComplianceAlertQueueAndInbox(t *testing.T) {
 		if err := env.App.Alerts.Release(c1, emi.AlertAMLCheck, check); !is(err, emi.ErrForbidden) {
 			t.Fatalf("release by someone who does not hold it: %v", err)
 		}
+		// The holder releases it; then it is free for anyone.
+		for _, o := range officers {
+			if err := env.App.Alerts.Release(o, emi.AlertAMLCheck, check); err != nil && !is(err, emi.ErrForbidden) {
+				t.Fatalf("release: %v", err)
+			}
+		}
+		if a := find(c1, emi.AlertAMLCheck, check); a == nil || a.Claim != nil {
+			t.Fatalf("after the holder's release: %+v", a)
+		}
+		if err := env.App.Alerts.Claim(c1, emi.AlertAMLCheck, check); err != nil {
+			t.Fatalf("claim of a released alert: %v", err)
+		}
 	})
 
 	t.Run("roles: an underwriter or an auditor neither claims nor assigns", func(t *testing.T) {

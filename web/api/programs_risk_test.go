@@ -113,6 +113,37 @@ func TestProgramRiskChangeTakesTwoAdministrators(t *testing.T) {
 			t.Fatal("a void proposal was applied")
 		}
 	}
+	// A rejected proposal changes nothing and leaves nothing to approve;
+	// rejecting it twice, or by someone who may not manage programs, fails.
+	in = read().Input()
+	in.Overdraft = false
+	if _, err := env.App.Accounts.UpdateProgram(a1, "account_eur", in); err != nil {
+		t.Fatal(err)
+	}
+	cur = read()
+	in = cur.Input()
+	in.AMLRequired = false
+	if cur.AMLRequired {
+		if got, err := env.App.Accounts.UpdateProgram(a1, "account_eur", in); err != nil || got.Pending == nil {
+			t.Fatalf("proposal: %v %+v", err, got.Pending)
+		}
+		auditor := staffCtx(t, env, "aud@programs.test", emi.RoleAuditor)
+		if err := env.App.Accounts.RejectProgramChange(auditor, "account_eur"); !is(err, emi.ErrForbidden) {
+			t.Fatalf("reject by an auditor: %v", err)
+		}
+		if err := env.App.Accounts.RejectProgramChange(a2, "account_eur"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.App.Accounts.RejectProgramChange(a2, "account_eur"); !is(err, emi.ErrProgramStale) {
+			t.Fatalf("second reject: %v", err)
+		}
+		if _, err := env.App.Accounts.ApproveProgramChange(a2, "account_eur"); !is(err, emi.ErrProgramStale) {
+			t.Fatalf("approval of a rejected proposal: %v", err)
+		}
+		if !read().AMLRequired {
+			t.Fatal("a rejected proposal was applied")
+		}
+	}
 	// A new program cannot start with an overdraft.
 	create := read().Input()
 	create.Code, create.Overdraft, create.BINPrefix = "new_overdraft", true, ""

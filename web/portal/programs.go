@@ -307,10 +307,7 @@ func (p *Portal) programUpdate(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c emi.ProgramChange, names partnerNameMap) *pages.PendingProgramChange {
 	v := &pages.PendingProgramChange{Risk: c.Risk, ProposedBy: who(r, c.ProposedBy, p.staffNames(r)[c.ProposedBy]), ProposedAt: fmtTime(c.ProposedAt),
 		Action: programAction(cur.Code) + "/change"}
-	after := programView(emi.Program{Code: cur.Code, Name: c.Input.Name, Currencies: c.Input.Currencies, Schemes: cur.Schemes,
-		CardsAllowed: c.Input.CardsAllowed, CardTypes: c.Input.CardTypes, BINPrefix: c.Input.BINPrefix,
-		CardValidityMonths: c.Input.CardValidityMonths, AMLRequired: c.Input.AMLRequired, Overdraft: c.Input.Overdraft,
-		PINBySMS: c.Input.PINBySMS, WalletProvisioning: c.Input.WalletProvisioning, AllowedPartners: c.Input.AllowedPartners}, names)
+	after := programView(service.ProgramAfter(cur, c.Input), names)
 	before := programView(cur, names)
 	for i, kv := range after.Details {
 		if i < len(before.Details) && before.Details[i].Value != kv.Value {
