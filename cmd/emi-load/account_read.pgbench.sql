@@ -3,6 +3,7 @@
 -- picked inside the statement from bench_accounts (the Bench Partner's
 -- accounts, i = 1..naccounts; `make bench` creates it), so each transaction
 -- is one statement.
---   pgbench -n -c 16 -j 2 -T 6 -D naccounts=N -f cmd/emi-load/account_read.pgbench.sql "$DATABASE_URL"
+-- Run with -M prepared, the protocol emi's own read uses.
+--   pgbench -n -M prepared -c 16 -j 2 -T 6 -D naccounts=N -f cmd/emi-load/account_read.pgbench.sql "$DATABASE_URL"
 \set i random(1, :naccounts)
 SELECT a.token, a.partner_id, a.program, a.status FROM accounts a WHERE a.token = (SELECT token FROM bench_accounts WHERE i = :i);

@@ -534,6 +534,17 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 	}
 	r.Partner = m[1]
 	logf("%s", strings.TrimSpace(genOut))
+	// The cluster's postmaster, whose processes' CPU time the report
+	// splits from emi's and the load generator's (cpu.go).
+	postmaster := 0
+	var backend int
+	if err := benchDB.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err == nil {
+		if _, _, ppid, err := procStat(backend); err == nil {
+			postmaster = ppid
+		} else {
+			logf("CPU accounting off: %v", err)
+		}
+	}
 
 	// The server, built to the temporary directory.
 	srvLog, err := os.Create(filepath.Join(tmp, "serve.log")) // #nosec G304 -- our own temporary directory
@@ -589,12 +600,18 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 		}
 		logf("scenario %s, %s", s.op, s.sh)
 		var finish func() (string, error)
+		var meter *cpuMeter
 		prof := s.sh.rate == 0 && profiled(s.op, s.sh.clients)
 		if prof {
 			if _, err := benchDB.ExecContext(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 				return err
 			}
 			finish = startProfile(ctx, "http://"+debugAddr, bin, tmp, fmt.Sprintf("%s-%d", s.op, s.sh.clients), s.sh.d-500*time.Millisecond)
+			if postmaster > 0 {
+				if meter, err = startCPU(srv.Process.Pid, os.Getpid(), postmaster); err != nil {
+					logf("CPU accounting: %v", err)
+				}
+			}
 		}
 		res, err := h.scenario(ctx, c, s.op, s.sh)
 		if err != nil {
@@ -603,6 +620,11 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 		if prof {
 			pr := profile{Scenario: s.op, Shape: s.sh.String(), Flows: res.Total().Count}
 			var errs []string
+			if meter != nil {
+				if pr.CPU, err = meter.stop(0); err != nil {
+					errs = append(errs, "CPU accounting: "+err.Error())
+				}
+			}
 			top, err := finish()
 			if err != nil {
 				errs = append(errs, "CPU profile: "+err.Error())
@@ -648,7 +670,7 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 
 	if _, err := exec.LookPath("pgbench"); err != nil {
 		r.PGSkipped = "pgbench is not installed"
-	} else if err := runPGBench(ctx, &r, dbURL, root, tmp, *dur, logf); err != nil {
+	} else if err := runPGBench(ctx, &r, dbURL, root, tmp, *dur, postmaster, logf); err != nil {
 		return err
 	}
 
@@ -727,7 +749,7 @@ var (
 // Partner's users, accounts, cards, and its accounts still without a card)
 // and runs every script of the issue 18 targets, with the clients of the
 // emi scenario it is compared with, for d each.
-func runPGBench(ctx context.Context, r *report, dbURL, root, tmp string, d time.Duration, logf func(string, ...any)) error {
+func runPGBench(ctx context.Context, r *report, dbURL, root, tmp string, d time.Duration, postmaster int, logf func(string, ...any)) error {
 	if !uuidLike.MatchString(r.Partner) {
 		return fmt.Errorf("partner id %q", r.Partner)
 	}
@@ -775,11 +797,17 @@ func runPGBench(ctx context.Context, r *report, dbURL, root, tmp string, d time.
 			continue // the scenario did not run (-only)
 		}
 		logf("pgbench %s, %d clients", t.script, t.clients)
-		res := runPGBenchScript(ctx, root, dbURL, tmp, t.script, t.clients, d, defs, red)
+		res := runPGBenchScript(ctx, root, dbURL, tmp, t.script, t.mode, t.clients, d, defs, red, postmaster)
 		if res.FailedMessage != "" {
 			r.GoFailed = append(r.GoFailed, fmt.Sprintf("`%s`: %s", res.Command, res.FailedMessage))
 		}
-		r.Targets = append(r.Targets, ratioRow{t: t, emi: emiStats(t.op, t.clients), pg: res})
+		row := ratioRow{t: t, emi: emiStats(t.op, t.clients), pg: res}
+		for _, pr := range r.Profiles {
+			if pr.Scenario == t.op && pr.Shape == fmt.Sprintf("%d clients", t.clients) {
+				row.emiCPU = pr.CPU
+			}
+		}
+		r.Targets = append(r.Targets, row)
 	}
 	if nfree < 1000*max(1, int(d.Seconds())) {
 		r.Notes = append(r.Notes, fmt.Sprintf("card_create's pgbench had %d accounts without a card for %s", nfree, d))

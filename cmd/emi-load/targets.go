@@ -29,15 +29,21 @@ type target struct {
 	script  string // pgbench script in cmd/emi-load
 	what    string // what the script runs
 	goal    float64
+	// mode is pgbench's query protocol (-M): the one emi uses for these
+	// statements. The reads and the replay guard run as prepared
+	// statements (postgres.DB.getPrepared), so their scripts do too;
+	// account_create and card_create send unnamed statements, which cost
+	// the server what simple ones do.
+	mode string
 }
 
 var targets = []target{
-	{"account_details", 16, "account_read.pgbench.sql", "one account read by token", 0.35},
-	{"card_details", 16, "card_read.pgbench.sql", "one card read by token", 0.35},
-	{"account_details", 16, "account_details.pgbench.sql", "the statements account_details executes", 0.8},
-	{"card_details", 16, "card_details.pgbench.sql", "the statements card_details executes", 0.8},
-	{"account_create", 32, "account_create.pgbench.sql", "the statements account_create executes", 0.8},
-	{"card_create", 32, "card_create.pgbench.sql", "the statements card_create executes", 0.8},
+	{"account_details", 16, "account_read.pgbench.sql", "one account read by token", 0.35, "prepared"},
+	{"card_details", 16, "card_read.pgbench.sql", "one card read by token", 0.35, "prepared"},
+	{"account_details", 16, "account_details.pgbench.sql", "the statements account_details executes", 0.8, "prepared"},
+	{"card_details", 16, "card_details.pgbench.sql", "the statements card_details executes", 0.8, "prepared"},
+	{"account_create", 32, "account_create.pgbench.sql", "the statements account_create executes", 0.8, "simple"},
+	{"card_create", 32, "card_create.pgbench.sql", "the statements card_create executes", 0.8, "simple"},
 }
 
 // profiled reports whether a scenario run gets a CPU profile and its
@@ -61,6 +67,7 @@ type pgbenchResult struct {
 	Command       string
 	Transactions  int
 	FailedMessage string
+	CPU           cpuUse // where the cores went during the run
 }
 
 // statement is one line of pg_stat_statements.
@@ -78,6 +85,7 @@ type profile struct {
 	Flows      int
 	Statements []statement
 	Top        string // go tool pprof -top
+	CPU        cpuUse // where the cores went during the run
 	Err        string
 }
 
@@ -230,10 +238,10 @@ func statements(ctx context.Context, db *sql.DB, flows int) ([]statement, error)
 
 // runPGBenchScript runs one script for d with n clients and computes the
 // latency percentiles from pgbench's per-transaction log.
-func runPGBenchScript(ctx context.Context, root, dbURL, dir, script string, n int, d time.Duration, defs []string, redactor *strings.Replacer) pgbenchResult {
+func runPGBenchScript(ctx context.Context, root, dbURL, dir, script, mode string, n int, d time.Duration, defs []string, redactor *strings.Replacer, postmaster int) pgbenchResult {
 	secs := max(1, int(d.Seconds()))
 	prefix := filepath.Join(dir, strings.TrimSuffix(script, ".pgbench.sql")+"-"+strconv.Itoa(n))
-	args := []string{"-n", "-c", strconv.Itoa(n), "-j", "2", "-T", strconv.Itoa(secs), "-l", "--log-prefix", prefix}
+	args := []string{"-n", "-M", mode, "-c", strconv.Itoa(n), "-j", "2", "-T", strconv.Itoa(secs), "-l", "--log-prefix", prefix}
 	for _, def := range defs {
 		args = append(args, "-D", def)
 	}
@@ -243,7 +251,14 @@ func runPGBenchScript(ctx context.Context, root, dbURL, dir, script string, n in
 	res.Command = strings.ReplaceAll(res.Command, prefix, "$TMP/"+filepath.Base(prefix))
 	cmd := exec.CommandContext(ctx, "pgbench", append(args, dbURL)...) // #nosec G204 -- fixed arguments and our database
 	cmd.Dir = root
+	var meter *cpuMeter
+	if postmaster > 0 {
+		meter, _ = startCPU(0, 0, postmaster) // nil when /proc cannot say: the report then leaves the CPU columns out
+	}
 	out, err := cmd.CombinedOutput()
+	if meter != nil && cmd.ProcessState != nil {
+		res.CPU, _ = meter.stop(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime())
+	}
 	if err != nil {
 		o := strings.TrimSpace(string(out))
 		res.FailedMessage = fmt.Sprintf("%v: %s", err, o[max(0, len(o)-300):])
@@ -296,9 +311,22 @@ func pgbenchLatencies(prefix string) ([]time.Duration, error) {
 
 // ratioRow is one line of the report's first table.
 type ratioRow struct {
-	t   target
-	emi Stats
-	pg  pgbenchResult
+	t      target
+	emi    Stats
+	emiCPU cpuUse // of the emi run, from its profile
+	pg     pgbenchResult
+}
+
+// serverRatio is the ratio of the server sides alone (an estimate, see
+// serverSideCapacity): emi serve and PostgreSQL against PostgreSQL under
+// pgbench, each per request, without either load generator's CPU.
+func (r ratioRow) serverRatio() float64 {
+	e := serverSideCapacity(r.emiCPU, r.emi.Count)
+	p := serverSideCapacity(r.pg.CPU, r.pg.Transactions)
+	if e <= 0 || p <= 0 {
+		return 0
+	}
+	return e / p
 }
 
 func (r ratioRow) ratio() float64 {
@@ -325,6 +353,7 @@ func renderTargets(w io.Writer, rows []ratioRow, profiles []profile) {
 			p("| %s | %d | %s | %s / %s | %s (`%s`) | %.0f tps | %s / %s | %.2f | ≥ %.2f | %s |\n",
 				r.t.op, r.t.clients, rate(r.emi), ms(r.emi.P50), ms(r.emi.P99), r.t.what, r.t.script, r.pg.TPS, ms(r.pg.P50), ms(r.pg.P99), r.ratio(), r.t.goal, met)
 		}
+		renderCPU(w, rows)
 		p("\nThe pgbench runs:\n\n```sh\n")
 		for _, r := range rows {
 			p("%s\n", r.pg.Command)
@@ -350,5 +379,44 @@ func renderTargets(w io.Writer, rows []ratioRow, profiles []profile) {
 		if pr.Top != "" {
 			p("<details><summary>CPU profile of emi serve (go tool pprof -top)</summary>\n\n```\n%s```\n\n</details>\n\n", pr.Top)
 		}
+	}
+}
+
+// renderCPU writes where the cores went in each compared run: CPU time per
+// request of emi serve, of the load generator and of PostgreSQL (cpu.go),
+// and the ratio of the server sides alone.
+func renderCPU(w io.Writer, rows []ratioRow) {
+	measured := false
+	for _, r := range rows {
+		measured = measured || (r.emiCPU.Wall > 0 && r.pg.CPU.Wall > 0)
+	}
+	if !measured {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("\n### Where the cores went in each compared run\n\n")
+	p("CPU time per request (emi) or per transaction (pgbench), from /proc: of `emi serve`, of the load generator (emi-load, or pgbench's own C client) and of the PostgreSQL cluster's processes; \"cores busy\" is the whole machine's, other programs included. ")
+	p("\"Server side\" divides the cores by emi serve's and PostgreSQL's CPU per request, leaving the load generator out: an estimate of what the cores would serve with the client on another machine, assuming CPU is the bound. ")
+	p("Its ratio compares emi with pgbench on that footing.\n\n")
+	p("| operation | clients | run | per second | emi serve | load generator | PostgreSQL | cores busy | server side (estimate) | server-side ratio |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if r.emiCPU.Wall <= 0 || r.pg.CPU.Wall <= 0 {
+			continue
+		}
+		key := fmt.Sprintf("%s-%d", r.t.op, r.t.clients)
+		if !seen[key] {
+			seen[key] = true
+			u, n := r.emiCPU, r.emi.Count
+			p("| %s | %d | emi | %.0f | %.0f µs | %.0f µs | %.0f µs | %.2f of %d | %.0f/s | |\n", r.t.op, r.t.clients, r.emi.Rate,
+				per(u.Server, n), per(u.Client, n), per(u.Database, n), u.Busy.Seconds()/u.Wall.Seconds(), u.Cores, serverSideCapacity(u, n))
+		}
+		u, n := r.pg.CPU, r.pg.Transactions
+		ratio := "–"
+		if v := r.serverRatio(); v > 0 {
+			ratio = fmt.Sprintf("%.2f (target %.2f)", v, r.t.goal)
+		}
+		p("| %s | %d | pgbench `%s` | %.0f | – | %.0f µs | %.0f µs | %.2f of %d | %.0f/s | %s |\n", r.t.op, r.t.clients, r.t.script, r.pg.TPS,
+			per(u.Client, n), per(u.Database, n), u.Busy.Seconds()/u.Wall.Seconds(), u.Cores, serverSideCapacity(u, n), ratio)
 	}
 }

@@ -272,7 +272,7 @@ func (s *AccountStore) Account(ctx context.Context, partnerID, token string, for
 		accountRow
 		Balances []byte `db:"balances_json"`
 	}
-	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, args...); err != nil {
+	if err := s.db.getPrepared(ctx, &r, q, args...); err != nil { // q is one of four fixed texts
 		return emi.Account{}, NotFound(err, emi.ErrAccountNotFound)
 	}
 	a := r.account()

@@ -185,7 +185,7 @@ func (s *CardStore) Card(ctx context.Context, partnerID, token string, forUpdate
 		cardRow
 		Wallets []byte `db:"wallets_json"`
 	}
-	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, args...); err != nil {
+	if err := s.db.getPrepared(ctx, &r, q, args...); err != nil { // q is one of four fixed texts
 		return emi.Card{}, NotFound(err, emi.ErrCardNotFound)
 	}
 	c, err := r.card()

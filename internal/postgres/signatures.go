@@ -163,7 +163,7 @@ func (b *sigBatcher) flush(batch []*sigRequest) {
 	// set_config(..., true) lasts until the end of this statement's own
 	// transaction, its commit included: the batch commits asynchronously
 	// (see flush).
-	rows, err := b.db.QueryContext(ctx, `INSERT INTO api_signatures (hash, expires_at)
+	rows, err := b.db.queryPrepared(ctx, `INSERT INTO api_signatures (hash, expires_at)
 		SELECT h, e::timestamptz FROM unnest($1::bytea[], $2::text[]) WITH ORDINALITY AS t (h, e, n),
 		     (SELECT set_config('synchronous_commit', 'off', true)) AS async (setting)
 		ORDER BY n

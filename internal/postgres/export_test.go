@@ -1,0 +1,15 @@
+package postgres
+
+import "context"
+
+// GetPrepared exposes getPrepared to the package's external tests.
+func GetPrepared(ctx context.Context, db *DB, dest any, query string, args ...any) error {
+	return db.getPrepared(ctx, dest, query, args...)
+}
+
+// PreparedCount is how many statements db keeps prepared.
+func PreparedCount(db *DB) int {
+	n := 0
+	db.stmts.Range(func(any, any) bool { n++; return true })
+	return n
+}
