@@ -294,7 +294,10 @@ func (s *Webhooks) SetEndpointEnabled(ctx context.Context, endpointID string, en
 // it (shown once) with the time until which the previous secret keeps
 // signing too: every message then carries two signatures, so the partner
 // can deploy the new secret without missing an event
-// (emi.PermManageWebhooks). Returns emi.ErrWebhookEndpointNotFound.
+// (emi.PermManageWebhooks). Rotating again during the overlap replaces
+// only the new secret: the previous one keeps signing until the same time
+// and the replaced one stops at once. Returns
+// emi.ErrWebhookEndpointNotFound.
 func (s *Webhooks) RotateEndpointSecret(ctx context.Context, endpointID string) (string, time.Time, error) {
 	if err := require(ctx, emi.PermManageWebhooks); err != nil {
 		return "", time.Time{}, err
@@ -307,9 +310,24 @@ func (s *Webhooks) RotateEndpointSecret(ctx context.Context, endpointID string) 
 		if err != nil {
 			return "", nil, emi.Internal(err)
 		}
+		now := s.now().UTC()
+		if ep.PreviousSecretEnc != nil && ep.PreviousValidUntil != nil && now.Before(*ep.PreviousValidUntil) {
+			// A second rotation inside the overlap: the previous secret
+			// is the one the partner's receiver still verifies with (a
+			// rotation is followed by a deployment that takes hours), and
+			// the secret being replaced was shown once minutes ago, most
+			// likely lost or exposed, which is why it is rotated again.
+			// So the previous secret stays, with its end unchanged (a
+			// chain of rotations must not keep an old secret alive), and
+			// the replaced one stops signing at once.
+			until = *ep.PreviousValidUntil
+			ep.SecretEnc = enc
+			whsec = secret
+			return "webhook_endpoint.rotate_secret", map[string]any{"previous_valid_until": until, "replaced_unconfirmed_secret": true}, nil
+		}
 		// The current secret becomes the previous one; it is sealed under
 		// this endpoint's context, so it moves as it is.
-		until = s.now().UTC().Add(s.cfg.SecretOverlap)
+		until = now.Add(s.cfg.SecretOverlap)
 		ep.PreviousSecretEnc, ep.PreviousValidUntil, ep.SecretEnc = ep.SecretEnc, &until, enc
 		whsec = secret
 		return "webhook_endpoint.rotate_secret", map[string]any{"previous_valid_until": until}, nil

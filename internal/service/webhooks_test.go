@@ -492,6 +492,61 @@ func TestRotatedSecretsSignTogetherFor24Hours(t *testing.T) {
 	}
 }
 
+// A second rotation during the overlap (the secret just shown was lost or
+// exposed) must not drop the secret the partner's receiver still verifies
+// with, nor extend its life: the old secret keeps signing until the first
+// rotation's end, the replaced one stops at once, and once the overlap is
+// over a rotation starts a new one. The old code made the replaced secret
+// the previous one: deliveries to a receiver still on the original secret
+// failed at once, and this test failed there.
+func TestRotatingTwiceKeepsTheDeployedSecret(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t)
+	partnerID, epID, original := e.partner(t)
+	lost, until1, err := e.hooks.RotateEndpointSecret(sys(), epID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(10 * time.Minute)
+	fresh, until2, err := e.hooks.RotateEndpointSecret(sys(), epID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !until2.Equal(until1) {
+		t.Fatalf("the second rotation moved the original secret's end from %v to %v", until1, until2)
+	}
+	secrets := func() [][]byte {
+		ev := e.emit(t, partnerID, emi.EventCardActivated, service.NewToken(), nil)
+		e.waitAttempts(t, e.delivery(t, ev.ID).ID, 1)
+		msgs := e.recv.messages()
+		return msgs[len(msgs)-1].Msg.Secrets
+	}
+	got := secrets()
+	if len(got) != 2 || !bytes.Equal(got[0], rawSecret(t, fresh)) || !bytes.Equal(got[1], rawSecret(t, original)) {
+		t.Fatal("after two rotations a message is not signed with the newest and the original secret")
+	}
+	for _, g := range got {
+		if bytes.Equal(g, rawSecret(t, lost)) {
+			t.Fatal("the replaced secret still signs")
+		}
+	}
+	if n := e.auditCount(t, "webhook_endpoint.rotate_secret", epID); n != 2 {
+		t.Fatalf("%d audit rows, want 2", n)
+	}
+	e.clock.Advance(24 * time.Hour)
+	newest, until3, err := e.hooks.RotateEndpointSecret(sys(), epID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !until3.Equal(e.clock.Now().Add(24 * time.Hour)) {
+		t.Fatalf("a rotation after the overlap: previous valid until %v", until3)
+	}
+	got = secrets()
+	if len(got) != 2 || !bytes.Equal(got[0], rawSecret(t, newest)) || !bytes.Equal(got[1], rawSecret(t, fresh)) {
+		t.Fatal("a rotation after the overlap does not sign with the newest and the one it replaced")
+	}
+}
+
 func TestAttemptLogKeepsTextThePostgreSQLWay(t *testing.T) {
 	t.Parallel()
 	e := newHookEnv(t)
