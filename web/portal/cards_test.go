@@ -413,7 +413,7 @@ func TestCardPage(t *testing.T) {
 		`data-testid="card-reveals"`, "first half of the number, CVV2", "second half of the number, expiry",
 		`data-testid="card-audit"`, ">card.create<", ">card.reveal<", ">card.wallet_added<",
 		// Customer service acts and reveals.
-		`data-testid="card-actions"`, `data-testid="card-reveal-form"`, `data-testid="card-inactive-form"`, `data-testid="card-terminate-form"`,
+		`data-testid="card-actions"`, `data-testid="card-reveal-form"`, `data-testid="card-block-form"`, `data-testid="card-terminate-form"`,
 		`data-testid="card-convert-form"`, `data-testid="card-groups-form"`, `data-testid="card-3ds-enrol-form"`,
 		`data-testid="card-3ds-update-form"`, `data-testid="card-3ds-remove-form"`, `data-testid="card-pin-reset-form"`,
 		`data-testid="card-pin-send-form"`)
@@ -475,7 +475,7 @@ func TestCardPage(t *testing.T) {
 	})
 
 	t.Run("the wallet token is suspended while the card is inactive", func(t *testing.T) {
-		e.cs.follow(t, e.cs.Post(t, e.page(e.card)+"/status", url.Values{"status": {"inactive"}, "reason": {"Customer lost the phone"}}))
+		e.cs.follow(t, e.cs.Post(t, e.page(e.card)+"/block", url.Values{"reason_code": {"other"}, "reason": {"Customer lost the phone"}}))
 		pg := e.cs.Get(t, e.page(e.card))
 		contains(t, "inactive card", pg, `class="badge warn">suspended<`)
 	})
@@ -516,33 +516,59 @@ func TestCardStatusAndTermination(t *testing.T) {
 	e := newCardsEnv(t)
 	page := e.page(e.card)
 
-	for _, reason := range []string{"", "   "} {
-		pg := e.cs.Post(t, page+"/status", url.Values{"status": {"inactive"}, "reason": {reason}})
-		if pg.Status != http.StatusUnprocessableEntity {
-			t.Fatalf("inactive with reason %q: HTTP %d", reason, pg.Status)
+	// A block needs a reason code; other needs a note too. Refused forms
+	// keep their input and change nothing.
+	for _, c := range []struct {
+		form        url.Values
+		field, says string
+	}{
+		{url.Values{"reason_code": {""}, "reason": {"Customer called"}}, "reason_code", "is required"},
+		{url.Values{"reason_code": {"misplaced"}, "reason": {"Customer called"}}, "reason_code", "must be one of lost, stolen, fraud_suspected, customer_request, other"},
+		{url.Values{"reason_code": {"other"}, "reason": {"   "}}, "reason", "is required with the reason other"},
+		// The old "Set inactive" form (status and a note, no reason code),
+		// sent again: refused like the block form without a code.
+		{url.Values{"status": {"inactive"}, "reason": {"Customer called"}}, "reason_code", "is required"},
+	} {
+		path := page + "/block"
+		if c.form.Has("status") {
+			path = page + "/status"
 		}
-		contains422(t, "inactive without a reason", pg, `id="reason-error"`, "is required", `open data-testid="card-inactive-details"`,
+		pg := e.cs.Post(t, path, c.form)
+		if pg.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("block %v: HTTP %d", c.form, pg.Status)
+		}
+		contains422(t, "refused block", pg, `id="`+c.field+`-error"`, c.says, `open data-testid="card-block-details"`,
 			portalMessage(emi.ErrCardValidation))
+		if note := c.form.Get("reason"); strings.TrimSpace(note) != "" {
+			contains(t, "refused block keeps the note", pg, ">"+note+"</textarea>")
+		}
+		if code := c.form.Get("reason_code"); code == "other" {
+			contains(t, "refused block keeps the code", pg, `<option value="other" selected>`)
+		}
 	}
 	if st := e.cardStatus(t, e.card.Token); st != emi.CardActive {
 		t.Fatalf("status after refused changes: %s", st)
 	}
 
-	pg := e.cs.follow(t, e.cs.Post(t, page+"/status", url.Values{"status": {"inactive"}, "reason": {"Customer reported the card lost"}}))
-	contains(t, "after set inactive", pg, "Card set inactive", `data-testid="card-status"><span class="badge warn">inactive<`,
-		"Customer reported the card lost", "Sandbox Customer Service (you)", `data-testid="card-active-form"`)
-	lacks(t, "after set inactive", pg, `data-testid="card-inactive-form"`)
+	pg := e.cs.follow(t, e.cs.Post(t, page+"/block", url.Values{"reason_code": {"fraud_suspected"}, "reason": {"Two declined payments abroad"}}))
+	contains(t, "after the block", pg, "Card blocked (fraud suspected)", `data-testid="card-status"><span class="badge warn">inactive<`,
+		`data-testid="card-status-reason"><span class="badge warn">blocked: fraud suspected<`,
+		`data-testid="card-history-reason-code"><span class="badge">fraud suspected<`,
+		"Two declined payments abroad", "Sandbox Customer Service (you)", `data-testid="card-active-form"`, `data-testid="card-block-form"`)
 	if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.status' AND resource_token = $1 AND actor_id = $2
-		AND changes->>'to' = 'inactive' AND changes->>'reason' = 'Customer reported the card lost'`, e.card.Token, e.csID); n != 1 {
+		AND changes->>'to' = 'inactive' AND changes->>'reason' = 'Two declined payments abroad' AND changes->>'reason_code' = 'fraud_suspected'`,
+		e.card.Token, e.csID); n != 1 {
 		t.Fatalf("%d audit rows of the change", n)
 	}
-	if n := e.count(t, `SELECT count(*) FROM events WHERE type = $1 AND resource_token = $2`, emi.EventCardStatusChanged, e.card.Token); n != 1 {
-		t.Fatalf("%d card.status_changed events", n)
+	if n := e.count(t, `SELECT count(*) FROM events WHERE type = $1 AND resource_token = $2 AND data->>'reason_code' = 'fraud_suspected'`,
+		emi.EventCardStatusChanged, e.card.Token); n != 1 {
+		t.Fatalf("%d card.status_changed events with the reason code", n)
 	}
 
 	// Setting it active again needs no reason.
 	pg = e.cs.follow(t, e.cs.Post(t, page+"/status", url.Values{"status": {"active"}}))
-	contains(t, "after set active", pg, "Card set active", `data-testid="card-status"><span class="badge ok">active<`)
+	contains(t, "after the unblock", pg, "Card unblocked", `data-testid="card-status"><span class="badge ok">active<`)
+	lacks(t, "after the unblock", pg, `data-testid="card-status-reason"`)
 	if pg := e.cs.Post(t, page+"/status", url.Values{"status": {"frozen"}, "reason": {"x"}}); pg.Status != http.StatusUnprocessableEntity {
 		t.Fatalf("unknown status: HTTP %d", pg.Status)
 	}
