@@ -900,7 +900,7 @@ func CardDetail(v CardView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = components.Badge(h.ReasonCode, "").Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = components.Badge(h.ReasonCode, "neutral").Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

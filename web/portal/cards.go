@@ -561,9 +561,20 @@ func (p *Portal) cardRefused(w http.ResponseWriter, r *http.Request, err error, 
 		p.flash(r.Context(), "bad", Message(e))
 		p.renderCardPage(w, r, formStatus(e), f)
 	default:
-		p.flash(r.Context(), "bad", Message(e))
+		p.flash(r.Context(), "bad", conflictMessage(e))
 		redirect(w, r, cardHref(token))
 	}
+}
+
+// conflictMessage is a refusal by the card's state with the service's
+// reason ("the card was reported stolen: …"), which says what to do
+// instead; other refusals keep their message alone.
+func conflictMessage(e *emi.Error) string {
+	msg := Message(e)
+	if e.Kind != emi.KindConflict || e.Detail == "" {
+		return msg
+	}
+	return msg + " " + strings.ToUpper(e.Detail[:1]) + e.Detail[1:] + "."
 }
 
 // formStatus is the status of a form shown back with its errors: 422 for

@@ -540,10 +540,10 @@ func TestCardStatusAndTermination(t *testing.T) {
 		contains422(t, "refused block", pg, `id="`+c.field+`-error"`, c.says, `open data-testid="card-block-details"`,
 			portalMessage(emi.ErrCardValidation))
 		if note := c.form.Get("reason"); strings.TrimSpace(note) != "" {
-			contains(t, "refused block keeps the note", pg, ">"+note+"</textarea>")
+			contains422(t, "refused block keeps the note", pg, ">"+note+"</textarea>")
 		}
 		if code := c.form.Get("reason_code"); code == "other" {
-			contains(t, "refused block keeps the code", pg, `<option value="other" selected>`)
+			contains422(t, "refused block keeps the code", pg, `<option value="other" selected>`)
 		}
 	}
 	if st := e.cardStatus(t, e.card.Token); st != emi.CardActive {
@@ -553,7 +553,7 @@ func TestCardStatusAndTermination(t *testing.T) {
 	pg := e.cs.follow(t, e.cs.Post(t, page+"/block", url.Values{"reason_code": {"fraud_suspected"}, "reason": {"Two declined payments abroad"}}))
 	contains(t, "after the block", pg, "Card blocked (fraud suspected)", `data-testid="card-status"><span class="badge warn">inactive<`,
 		`data-testid="card-status-reason"><span class="badge warn">blocked: fraud suspected<`,
-		`data-testid="card-history-reason-code"><span class="badge">fraud suspected<`,
+		`data-testid="card-history-reason-code"><span class="badge neutral">fraud suspected<`,
 		"Two declined payments abroad", "Sandbox Customer Service (you)", `data-testid="card-active-form"`, `data-testid="card-block-form"`)
 	if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.status' AND resource_token = $1 AND actor_id = $2
 		AND changes->>'to' = 'inactive' AND changes->>'reason' = 'Two declined payments abroad' AND changes->>'reason_code' = 'fraud_suspected'`,
@@ -601,6 +601,131 @@ func TestCardStatusAndTermination(t *testing.T) {
 			contains(t, c.path, pg, portalMessage(emi.ErrCardInvalidTransition))
 		}
 	})
+}
+
+// TestCardStolenAndReplacementPages: customer service blocks the card as
+// stolen from its page: the card is terminated at once, the history shows
+// the reason code, the page offers a replacement and no unblock; the
+// replacement is issued on the account and its page links the old card.
+// The old page (issue 23) had only "Set inactive…" with free text, 1,600 px
+// down, and no replacement: this test failed there.
+func TestCardStolenAndReplacementPages(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	page := e.page(e.card)
+	pg := e.cs.Get(t, page)
+	contains(t, "card page", pg, `data-testid="card-block-form"`, `<option value="stolen">Stolen: terminates the card`,
+		`<option value="fraud_suspected">`, `name="reason_code" required`)
+	lacks(t, "card page", pg, "Set inactive", `data-testid="card-replace-offer"`)
+	// The action bar comes before the card's details.
+	if i, j := strings.Index(pg.Body, `data-testid="card-actions"`), strings.Index(pg.Body, `data-testid="card-details"`); i < 0 || i > j {
+		t.Fatalf("the actions (at %d) are not above the card's details (at %d)", i, j)
+	}
+
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/block", url.Values{"reason_code": {"stolen"}, "reason": {"Wallet stolen at the station"}}))
+	contains(t, "after the stolen block", pg, "Card reported stolen and terminated", `data-testid="card-status"><span class="badge bad">terminated<`,
+		`data-testid="card-status-reason"><span class="badge bad">reported stolen<`,
+		`data-testid="card-history-reason-code"><span class="badge neutral">stolen<`, "Wallet stolen at the station",
+		`data-testid="card-replace-offer"`, "The card was reported stolen.", `data-testid="card-replace-form"`)
+	lacks(t, "after the stolen block", pg, `data-testid="card-active-form"`, `data-testid="card-block-form"`, `data-testid="card-reveal-form"`)
+
+	// Unblocking it is refused, with the reason, and changes nothing.
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/status", url.Values{"status": {"active"}}))
+	contains(t, "unblock of a stolen card", pg, portalMessage(emi.ErrCardInvalidTransition), "reported stolen", "can never be unblocked")
+	if st := e.cardStatus(t, e.card.Token); st != emi.CardTerminated {
+		t.Fatalf("status after the unblock attempt: %s", st)
+	}
+
+	// A bad AML token: the form comes back open with the error beside it.
+	bad := e.cs.Post(t, page+"/replace", url.Values{"aml": {"nope"}, "reason": {"New card for the customer"}})
+	contains422(t, "replace with a bad AML token", bad, `id="aml-error"`, "must be an AML check token", `open data-testid="card-replace-details"`,
+		">New card for the customer</textarea>")
+
+	res := e.cs.Post(t, page+"/replace", url.Values{"reason": {"New card for the customer"}})
+	if res.Status != http.StatusSeeOther || !strings.HasPrefix(res.Location, "/backoffice/cards/") || res.Location == page {
+		t.Fatalf("replace: HTTP %d to %q", res.Status, res.Location)
+	}
+	newTok := strings.TrimPrefix(res.Location, "/backoffice/cards/")
+	e.pans = append(e.pans, cardPAN(t, e.env, e.p, newTok))
+	pg = e.cs.Get(t, res.Location)
+	contains(t, "the replacement's page", pg, "Replacement card", "issued on the account", "(card.replaced)",
+		`data-testid="card-status"><span class="badge ok">active<`, `href="`+page+`" data-testid="card-replaces"`, "replaces card "+e.card.MaskedPAN(),
+		`href="/backoffice/accounts/`+e.account+`"`, `data-testid="card-block-form"`)
+	pg = e.cs.Get(t, page)
+	contains(t, "the old card's page", pg, `href="/backoffice/cards/`+newTok+`" data-testid="card-replaced-by"`, `data-testid="card-replaced-note"`,
+		">replaced<", ">card.replace<")
+	lacks(t, "the old card's page", pg, `data-testid="card-replace-form"`)
+}
+
+// TestCardBlockAndReplaceAttacks: an insider tries the new actions the
+// way around their rules. A second session replays the replacement form
+// (one card only); the old "Set inactive" form without a reason code is
+// refused; roles that may not manage cards are refused before the
+// service; a lost card cannot be revived to pay.
+func TestCardBlockAndReplaceAttacks(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	page := e.page(e.card)
+
+	t.Run("auditor and admin may not block or replace", func(t *testing.T) {
+		for _, b := range []scanner{e.auditor, e.admin} {
+			for _, path := range []string{"/block", "/replace"} {
+				if pg := b.Post(t, page+path, url.Values{"reason_code": {"lost"}}); pg.Status != http.StatusForbidden {
+					t.Fatalf("%s: HTTP %d", path, pg.Status)
+				}
+			}
+		}
+		if st := e.cardStatus(t, e.card.Token); st != emi.CardActive {
+			t.Fatalf("status: %s", st)
+		}
+	})
+
+	e.cs.follow(t, e.cs.Post(t, page+"/block", url.Values{"reason_code": {"lost"}}))
+	other := env2(t, e)
+	// Two sessions send the replacement form at once, then again.
+	var wg sync.WaitGroup
+	pages := make([]apptest.Page, 2)
+	for i, b := range []scanner{e.cs, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pages[i] = b.Browser.Post(t, page+"/replace", url.Values{"reason": {"replay"}})
+		}()
+	}
+	wg.Wait()
+	for _, pg := range pages {
+		if pg.Status != http.StatusSeeOther {
+			t.Fatalf("replace: HTTP %d", pg.Status)
+		}
+	}
+	if pg := e.cs.follow(t, e.cs.Post(t, page+"/replace", url.Values{"reason": {"replay"}})); !strings.Contains(pg.Body, "already replaced") {
+		t.Fatal("a replayed replacement is not refused as already replaced")
+	}
+	if n := e.count(t, `SELECT count(*) FROM cards WHERE replaces = $1`, e.card.Token); n != 1 {
+		t.Fatalf("%d replacements", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM cards WHERE account = $1 AND status <> 'terminated'`, e.account); n != 1 {
+		t.Fatalf("%d open cards on the account", n)
+	}
+	// The lost card stays terminated, whatever form is sent.
+	for _, f := range []url.Values{{"status": {"active"}}, {"reason_code": {"customer_request"}}} {
+		path := page + "/block"
+		if f.Has("status") {
+			path = page + "/status"
+		}
+		e.cs.follow(t, e.cs.Post(t, path, f))
+	}
+	if st := e.cardStatus(t, e.card.Token); st != emi.CardTerminated {
+		t.Fatalf("the lost card is %s", st)
+	}
+}
+
+// env2 is a second customer-service session of the same sandbox user.
+func env2(t *testing.T, e *cardsEnv) scanner {
+	t.Helper()
+	b := e.env.NewBrowser()
+	b.SignIn(t, apptest.CSEmail)
+	return scanner{Browser: b, pans: &e.pans}
 }
 
 func TestCardActivateConvertAssign(t *testing.T) {
