@@ -16,6 +16,29 @@ const (
 	CardTerminated = "terminated"
 )
 
+// Block reason codes: why staff blocked a card (issue 23). Lost and stolen
+// terminate the card (its number is compromised) and it may be replaced;
+// the others make it inactive until it is set active again. Other needs a
+// note.
+const (
+	BlockLost            = "lost"
+	BlockStolen          = "stolen"
+	BlockFraudSuspected  = "fraud_suspected"
+	BlockCustomerRequest = "customer_request"
+	BlockOther           = "other"
+)
+
+// BlockReasons lists the block reason codes in the order staff are offered
+// them.
+var BlockReasons = []string{BlockLost, BlockStolen, BlockFraudSuspected, BlockCustomerRequest, BlockOther}
+
+// BlockTerminates reports whether a block with this reason code terminates
+// the card (lost or stolen: the card can never be used again).
+func BlockTerminates(code string) bool { return code == BlockLost || code == BlockStolen }
+
+// BlockReasonLabel is a reason code as people read it ("fraud suspected").
+func BlockReasonLabel(code string) string { return strings.ReplaceAll(code, "_", " ") }
+
 // Delivery is where a plastic card is sent (contract §7).
 type Delivery struct {
 	FirstName string `json:"first_name" validate:"required,max=100"`
@@ -122,6 +145,12 @@ type Card struct {
 	UpdatedAt       time.Time
 	ActivatedAt     *time.Time
 	TerminatedAt    *time.Time
+	// StatusReason is the block reason code of the card's current status
+	// ("" while active, or when the partner API set the status).
+	StatusReason string
+	// Replaces is the terminated card this one replaced ("" when none);
+	// ReplacedBy the card that replaced this one.
+	Replaces, ReplacedBy string
 	// AccountStatus is the status of the card's account ("" without one).
 	AccountStatus string
 	// OwnerName is filled for the back office.
@@ -203,7 +232,9 @@ type CardChange struct {
 	From   string `db:"from_value"`
 	To     string `db:"to_value"`
 	Reason string `db:"reason"`
-	Actor  string `db:"actor"`
+	// ReasonCode is a staff block's reason code (BlockReasons), "" else.
+	ReasonCode string `db:"reason_code"`
+	Actor      string `db:"actor"`
 	// ActorName names a staff actor, or says "partner API".
 	ActorName string    `db:"actor_name"`
 	At        time.Time `db:"at"`

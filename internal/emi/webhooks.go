@@ -19,8 +19,12 @@ const (
 	EventCardStatusChanged          EventType = "card.status_changed"
 	EventCardActivated              EventType = "card.activated"
 	EventCardConverted              EventType = "card.converted"
-	EventTransferCompleted          EventType = "transfer.completed"
-	EventTransferReturned           EventType = "transfer.returned"
+	// EventCardReplaced: staff issued a replacement for a terminated card
+	// (lost, stolen...); data names the new card and the card it replaces
+	// (issue 23).
+	EventCardReplaced      EventType = "card.replaced"
+	EventTransferCompleted EventType = "transfer.completed"
+	EventTransferReturned  EventType = "transfer.returned"
 	// Card payments (issue 21): the decision on an authorization, then its
 	// end: cleared (the money moved), reversed (the merchant cancelled) or
 	// expired (never cleared; the hold is released).
@@ -35,8 +39,8 @@ const (
 func EventTypes() []EventType {
 	return []EventType{EventApplicationChecksCompleted, EventApplicationInReview, EventApplicationInfoRequested,
 		EventApplicationApproved, EventApplicationRejected, EventUserKYCUpdated, EventAMLCheckReviewed,
-		EventAccountStatusChanged, EventCardStatusChanged, EventCardActivated, EventCardConverted, EventTransferCompleted, EventTransferReturned,
-		EventAuthorizationDecided, EventAuthorizationCleared, EventAuthorizationReversed, EventAuthorizationExpired, EventWebhookTest}
+		EventAccountStatusChanged, EventCardStatusChanged, EventCardActivated, EventCardConverted, EventCardReplaced, EventTransferCompleted,
+		EventTransferReturned, EventAuthorizationDecided, EventAuthorizationCleared, EventAuthorizationReversed, EventAuthorizationExpired, EventWebhookTest}
 }
 
 // Event is one event of a partner: `{"id", "type", "created_at", "data"}`

@@ -61,6 +61,9 @@ type cardRow struct {
 	UpdatedAt       time.Time  `db:"updated_at"`
 	ActivatedAt     *time.Time `db:"activated_at"`
 	TerminatedAt    *time.Time `db:"terminated_at"`
+	StatusReason    string     `db:"status_reason"`
+	Replaces        *string    `db:"replaces"`
+	ReplacedBy      *string    `db:"replaced_by"`
 	AccountStatus   string     `db:"account_status"`
 	OwnerName       string     `db:"owner_name"`
 }
@@ -69,7 +72,8 @@ const cardColumns = `c.token, c.partner_id, c.program, c.account::text AS accoun
 	c.user_token::text AS user_token, c.type, c.status, c.activated, c.pan_first6, c.pan_last4, c.expiry_month, c.expiry_year,
 	c.pin_errors, c.cvv_errors, c.aml::text AS aml, c.emboss_name, c.emboss_name_line4, c.fulfil1, c.fulfil2, c.thermal_line1,
 	c.thermal_line2, c.first_name, c.last_name, c.alias, c.url, c.delivery, c.groups, c.tds_otp_sms, c.tds_biometric,
-	c.created_at, c.updated_at, c.activated_at, c.terminated_at,
+	c.created_at, c.updated_at, c.activated_at, c.terminated_at, c.status_reason, c.replaces::text AS replaces,
+	(SELECT n.token::text FROM cards n WHERE n.replaces = c.token) AS replaced_by,
 	coalesce((SELECT a.status FROM accounts a WHERE a.token = c.account), '') AS account_status,
 	coalesce((SELECT u.first_name || ' ' || u.last_name FROM users u WHERE u.token = c.user_token),
 	         (SELECT m.name FROM merchants m WHERE m.token = c.merchant), '') AS owner_name`
@@ -88,7 +92,8 @@ func (r cardRow) card() (emi.Card, error) {
 		EmbossName: r.EmbossName, EmbossNameLine4: r.EmbossNameLine4, Fulfil1: r.Fulfil1, Fulfil2: r.Fulfil2,
 		ThermalLine1: r.ThermalLine1, ThermalLine2: r.ThermalLine2, FirstName: r.FirstName, LastName: r.LastName, Alias: r.Alias,
 		URL: r.URL, ThreeDS: emi.ThreeDS{OTPSMS: r.OTPSMS, Biometric: r.Biometric}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		ActivatedAt: r.ActivatedAt, TerminatedAt: r.TerminatedAt, AccountStatus: r.AccountStatus, OwnerName: r.OwnerName,
+		ActivatedAt: r.ActivatedAt, TerminatedAt: r.TerminatedAt, StatusReason: r.StatusReason, Replaces: deref(r.Replaces),
+		ReplacedBy: deref(r.ReplacedBy), AccountStatus: r.AccountStatus, OwnerName: r.OwnerName,
 		Groups: map[string]string{}}
 	if len(r.Delivery) > 0 {
 		c.Delivery = &emi.Delivery{}
@@ -137,16 +142,19 @@ func (s *CardStore) InsertCard(ctx context.Context, c emi.Card, sc service.Seale
 	res, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO cards (token, partner_id, program, account, merchant, user_token, type,
 		status, activated, pan_sealed, pan_lookup, pan_first6, pan_last4, expiry_month, expiry_year, cvv_sealed, pin_sealed, aml,
 		emboss_name, emboss_name_line4, fulfil1, fulfil2, thermal_line1, thermal_line2, first_name, last_name, alias, url,
-		delivery, groups, tds_otp_sms, tds_biometric, created_at, updated_at, activated_at)
+		delivery, groups, tds_otp_sms, tds_biometric, created_at, updated_at, activated_at, replaces)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
-		$25, $26, $27, $28, $29, $30, $31, $32, $33, $33, $34)
+		$25, $26, $27, $28, $29, $30, $31, $32, $33, $33, $34, $35)
 		ON CONFLICT (pan_lookup) DO NOTHING`,
 		c.Token, c.PartnerID, c.Program, nullUUID(c.Account), nullUUID(c.Merchant), nullUUID(c.User), c.Type, c.Status, c.Activated,
 		sc.PAN, sc.PANLookup, c.First6, c.Last4, c.ExpiryMonth, c.ExpiryYear, sc.CVV, sc.PIN, nullUUID(c.AML),
 		c.EmbossName, c.EmbossNameLine4, c.Fulfil1, c.Fulfil2, c.ThermalLine1, c.ThermalLine2, c.FirstName, c.LastName, c.Alias, c.URL,
-		delivery, groups, c.ThreeDS.OTPSMS, c.ThreeDS.Biometric, c.CreatedAt, c.ActivatedAt)
+		delivery, groups, c.ThreeDS.OTPSMS, c.ThreeDS.Biometric, c.CreatedAt, c.ActivatedAt, nullUUID(c.Replaces))
 	if UniqueViolation(err, "cards_one_per_account") {
 		return false, emi.ErrActiveCardExists
+	}
+	if UniqueViolation(err, "cards_replaces") {
+		return false, emi.ErrCardInvalidTransition.WithDetail("the card was already replaced")
 	}
 	if err != nil {
 		return false, Translate(err)
@@ -249,12 +257,13 @@ func (s *CardStore) UpdateCard(ctx context.Context, c emi.Card) error {
 	_, err = s.db.Ext(ctx).ExecContext(ctx, `UPDATE cards SET account = $2, merchant = $3, user_token = $4, type = $5, status = $6,
 		activated = $7, expiry_month = $8, expiry_year = $9, pin_errors = $10, cvv_errors = $11, aml = $12, delivery = $13,
 		groups = $14, tds_otp_sms = $15, tds_biometric = $16, updated_at = $17, activated_at = $18, terminated_at = $19,
+		status_reason = $20,
 		cvv_sealed = CASE WHEN $6 = 'terminated' THEN NULL ELSE cvv_sealed END,
 		pin_sealed = CASE WHEN $6 = 'terminated' THEN NULL ELSE pin_sealed END
 		WHERE token = $1`,
 		c.Token, nullUUID(c.Account), nullUUID(c.Merchant), nullUUID(c.User), c.Type, c.Status, c.Activated, c.ExpiryMonth,
 		c.ExpiryYear, c.PINErrors, c.CVVErrors, nullUUID(c.AML), delivery, groups, c.ThreeDS.OTPSMS, c.ThreeDS.Biometric,
-		c.UpdatedAt, c.ActivatedAt, c.TerminatedAt)
+		c.UpdatedAt, c.ActivatedAt, c.TerminatedAt, c.StatusReason)
 	if UniqueViolation(err, "cards_one_per_account") {
 		return emi.ErrActiveCardExists
 	}
@@ -283,8 +292,8 @@ func (s *CardStore) OpenCardOfAccount(ctx context.Context, account string) (emi.
 
 // InsertCardChange implements service.CardStore.
 func (s *CardStore) InsertCardChange(ctx context.Context, card string, c emi.CardChange) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO card_history (card, change, from_value, to_value, reason, actor, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, card, c.Change, c.From, c.To, c.Reason, c.Actor, c.At)
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO card_history (card, change, from_value, to_value, reason, reason_code, actor, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, card, c.Change, c.From, c.To, c.Reason, c.ReasonCode, c.Actor, c.At)
 	return Translate(err)
 }
 
@@ -323,7 +332,7 @@ func (s *CardStore) LastStaffChange(ctx context.Context, card string, changes []
 // CardHistory implements service.CardStore.
 func (s *CardStore) CardHistory(ctx context.Context, card string) ([]emi.CardChange, error) {
 	var out []emi.CardChange
-	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT change, from_value, to_value, reason, actor,
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT change, from_value, to_value, reason, reason_code, actor,
 		coalesce((SELECT name FROM staff_users WHERE id::text = h.actor),
 		         CASE WHEN EXISTS (SELECT 1 FROM partner_keys k WHERE k.id::text = h.actor) THEN 'partner API' END, h.actor) AS actor_name,
 		at FROM card_history h WHERE card = $1 ORDER BY id`, card)

@@ -219,7 +219,13 @@ func (p *Portal) renderCardPage(w http.ResponseWriter, r *http.Request, status i
 // cardView lays out a card for its page.
 func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pages.CardView, error) {
 	v := pages.CardView{Token: c.Token, Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status, StatusTone: cardTone(c.Status),
-		Activated: c.Activated}
+		Activated: c.Activated, StatusReason: blockReasonText(c.Status, c.StatusReason)}
+	if c.Replaces != "" {
+		v.ReplacesHref = cardHref(c.Replaces)
+	}
+	if c.ReplacedBy != "" {
+		v.ReplacedByHref = cardHref(c.ReplacedBy)
+	}
 	kind, ownerHref, err := p.ownerLinks(r).of(emi.Account{User: c.User, Merchant: c.Merchant})
 	if err != nil {
 		return v, err
@@ -255,6 +261,7 @@ func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pag
 		{Label: "Expiry", Value: c.Expiry(), Mono: true},
 		{Label: "Type", Value: c.Type},
 		{Label: "Status", Value: c.Status, Tone: toneOrNeutral(cardTone(c.Status))},
+		{Label: "Block reason", Value: emi.BlockReasonLabel(c.StatusReason)},
 		{Label: "Activated", Value: activated},
 		{Label: "Can pay", Value: yesOrNo(c.CanPay(p.d.Now().UTC()))},
 		account,
@@ -322,7 +329,8 @@ func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pag
 	}
 	for i := len(c.History) - 1; i >= 0; i-- {
 		h := c.History[i]
-		row := pages.CardHistoryRow{At: fmtTime(h.At), Change: h.Change, From: h.From, To: h.To, Reason: h.Reason}
+		row := pages.CardHistoryRow{At: fmtTime(h.At), Change: h.Change, From: h.From, To: h.To, Reason: h.Reason,
+			ReasonCode: emi.BlockReasonLabel(h.ReasonCode)}
 		if h.Change == "status" || h.Change == "issued" {
 			row.ToTone = toneOrNeutral(cardTone(h.To))
 		}
@@ -370,6 +378,35 @@ func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pag
 			HideAfter: revealSeconds}
 	}
 	return v, nil
+}
+
+// blockReasonText says why a blocked or terminated card is so ("reported
+// stolen", "blocked: fraud suspected"); "" when it has no reason code.
+func blockReasonText(status, code string) string {
+	switch {
+	case code == "":
+		return ""
+	case emi.BlockTerminates(code):
+		return "reported " + emi.BlockReasonLabel(code)
+	case status == emi.CardTerminated:
+		return "terminated: " + emi.BlockReasonLabel(code)
+	}
+	return "blocked: " + emi.BlockReasonLabel(code)
+}
+
+// blockReasonChoice is a reason code as the block form offers it.
+func blockReasonChoice(code string) string {
+	switch code {
+	case emi.BlockLost:
+		return "Lost: terminates the card, a replacement can be issued"
+	case emi.BlockStolen:
+		return "Stolen: terminates the card, a replacement can be issued"
+	case emi.BlockFraudSuspected:
+		return "Fraud suspected: blocked until unblocked"
+	case emi.BlockCustomerRequest:
+		return "Customer request: blocked until unblocked"
+	}
+	return "Other (say why in the note)"
 }
 
 // revealFields names what a reveal opened ("card number", "PIN by SMS").
@@ -431,8 +468,16 @@ func yesOrNo(b bool) string {
 func cardActions(c service.CardView, f *cardForm) *pages.CardActions {
 	a := &pages.CardActions{Base: cardHref(c.Token), Terminated: c.Status == emi.CardTerminated}
 	a.CanActivate = !c.Activated
-	a.CanDeactivate = c.Status == emi.CardActive
+	a.CanDeactivate = c.Status != emi.CardTerminated
 	a.CanReactivate = c.Status == emi.CardInactive
+	a.CanReplace = service.CanReplace(c.Card)
+	a.Reported = blockReasonText(c.Status, c.StatusReason)
+	for _, code := range emi.BlockReasons {
+		a.BlockReasons = append(a.BlockReasons, pages.CardChoice{Value: code, Label: blockReasonChoice(code)})
+	}
+	if c.ReplacedBy != "" {
+		a.ReplacedByHref = cardHref(c.ReplacedBy)
+	}
 	a.CanConvert = c.Type == emi.CardVirtual
 	a.CanAssign = c.Account == ""
 	a.CanSendPIN = c.Program.PINBySMS
@@ -475,6 +520,16 @@ func postedValues(r *http.Request) map[string]string {
 // goes back to the page with the form open (invalid input, or a rule about
 // a field), or as a flash (a state that does not allow it).
 func (p *Portal) cardChange(w http.ResponseWriter, r *http.Request, which string, fn func(ctx context.Context, token, reason string) (string, error)) {
+	p.cardChangeTo(w, r, which, func(ctx context.Context, token, reason string) (string, string, error) {
+		done, err := fn(ctx, token, reason)
+		return done, "", err
+	})
+}
+
+// cardChangeTo is cardChange for an action that leads to another page
+// (a replacement leads to the new card): fn returns where to go, "" for
+// the card's own page.
+func (p *Portal) cardChangeTo(w http.ResponseWriter, r *http.Request, which string, fn func(ctx context.Context, token, reason string) (string, string, error)) {
 	token := param(r, "card")
 	if !looksLikeToken(token) {
 		p.renderError(w, r, emi.ErrCardNotFound)
@@ -484,13 +539,13 @@ func (p *Portal) cardChange(w http.ResponseWriter, r *http.Request, which string
 		p.renderError(w, r, emi.ErrBadRequest)
 		return
 	}
-	done, err := fn(r.Context(), token, r.PostFormValue("reason"))
+	done, next, err := fn(r.Context(), token, r.PostFormValue("reason"))
 	if err != nil {
 		p.cardRefused(w, r, err, which, token)
 		return
 	}
 	p.flash(r.Context(), "ok", done)
-	redirect(w, r, cardHref(token))
+	redirect(w, r, firstNonEmpty(next, cardHref(token)))
 }
 
 func (p *Portal) cardRefused(w http.ResponseWriter, r *http.Request, err error, which, token string) {
@@ -506,9 +561,20 @@ func (p *Portal) cardRefused(w http.ResponseWriter, r *http.Request, err error, 
 		p.flash(r.Context(), "bad", Message(e))
 		p.renderCardPage(w, r, formStatus(e), f)
 	default:
-		p.flash(r.Context(), "bad", Message(e))
+		p.flash(r.Context(), "bad", conflictMessage(e))
 		redirect(w, r, cardHref(token))
 	}
+}
+
+// conflictMessage is a refusal by the card's state with the service's
+// reason ("the card was reported stolen: …"), which says what to do
+// instead; other refusals keep their message alone.
+func conflictMessage(e *emi.Error) string {
+	msg := Message(e)
+	if e.Kind != emi.KindConflict || e.Detail == "" {
+		return msg
+	}
+	return msg + " " + strings.ToUpper(e.Detail[:1]) + e.Detail[1:] + "."
 }
 
 // formStatus is the status of a form shown back with its errors: 422 for
@@ -528,19 +594,35 @@ func (p *Portal) cardActivate(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// cardStatus (POST /cards/{card}/status) sets the card active or inactive.
+// cardStatus (POST /cards/{card}/status) unblocks the card (status
+// active). status inactive is a block and needs a reason code as the block
+// form does (cardBlock): an old "Set inactive" form sent again without one
+// is refused, and changes nothing.
 func (p *Portal) cardStatus(w http.ResponseWriter, r *http.Request) {
-	status := r.PostFormValue("status")
-	which := "active"
-	if status != emi.CardActive {
-		which = "inactive"
+	if r.PostFormValue("status") == emi.CardInactive {
+		p.cardBlock(w, r)
+		return
 	}
-	p.cardChange(w, r, which, func(ctx context.Context, token, reason string) (string, error) {
+	status := r.PostFormValue("status")
+	p.cardChange(w, r, "active", func(ctx context.Context, token, reason string) (string, error) {
 		_, err := p.d.Cards.SetStatus(ctx, token, status, reason)
-		if status == emi.CardInactive {
-			return "Card set inactive: payments are refused until it is set active again. The partner is told (card.status_changed).", err
+		return "Card unblocked: it accepts payments again. The partner is told (card.status_changed).", err
+	})
+}
+
+// cardBlock (POST /cards/{card}/block) blocks the card with a reason code
+// and a note (required with other). Lost and stolen terminate the card
+// (service.Cards.Block): the page then offers a replacement.
+func (p *Portal) cardBlock(w http.ResponseWriter, r *http.Request) {
+	code := strings.TrimSpace(r.PostFormValue("reason_code"))
+	p.cardChange(w, r, "block", func(ctx context.Context, token, reason string) (string, error) {
+		_, err := p.d.Cards.Block(ctx, token, code, reason)
+		if emi.BlockTerminates(code) {
+			return "Card reported " + emi.BlockReasonLabel(code) + " and terminated: it can never be used again, its CVV2 and PIN are erased. " +
+				"The partner is told (card.status_changed, reason " + code + "). Issue a replacement card from the actions above.", err
 		}
-		return "Card set active. The partner is told (card.status_changed).", err
+		return "Card blocked (" + emi.BlockReasonLabel(code) + "): payments are refused until it is unblocked. " +
+			"The partner is told (card.status_changed, reason " + code + ").", err
 	})
 }
 
@@ -549,6 +631,23 @@ func (p *Portal) cardTerminate(w http.ResponseWriter, r *http.Request) {
 	p.cardChange(w, r, "terminate", func(ctx context.Context, token, reason string) (string, error) {
 		_, err := p.d.Cards.Terminate(ctx, token, reason)
 		return "Card terminated: this is final. Its CVV2 and PIN are erased. The partner is told (card.status_changed).", err
+	})
+}
+
+// cardReplace (POST /cards/{card}/replace) issues the replacement of a
+// terminated card and goes to the new card's page.
+func (p *Portal) cardReplace(w http.ResponseWriter, r *http.Request) {
+	p.cardChangeTo(w, r, "replace", func(ctx context.Context, token, reason string) (string, string, error) {
+		c, err := p.d.Cards.Replace(ctx, token, r.PostFormValue("aml"), reason)
+		if err != nil {
+			return "", "", err
+		}
+		done := "Replacement card " + c.MaskedPAN() + " issued on the account"
+		if c.Type == emi.CardPlastic {
+			done += ": it is sent to the old card's delivery address and is activated once the cardholder has it"
+		}
+		return done + ". The cardholder gets its PIN from the partner's app or by SMS. The partner is told (card.replaced).",
+			cardHref(c.Token), nil
 	})
 }
 

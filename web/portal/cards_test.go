@@ -413,7 +413,7 @@ func TestCardPage(t *testing.T) {
 		`data-testid="card-reveals"`, "first half of the number, CVV2", "second half of the number, expiry",
 		`data-testid="card-audit"`, ">card.create<", ">card.reveal<", ">card.wallet_added<",
 		// Customer service acts and reveals.
-		`data-testid="card-actions"`, `data-testid="card-reveal-form"`, `data-testid="card-inactive-form"`, `data-testid="card-terminate-form"`,
+		`data-testid="card-actions"`, `data-testid="card-reveal-form"`, `data-testid="card-block-form"`, `data-testid="card-terminate-form"`,
 		`data-testid="card-convert-form"`, `data-testid="card-groups-form"`, `data-testid="card-3ds-enrol-form"`,
 		`data-testid="card-3ds-update-form"`, `data-testid="card-3ds-remove-form"`, `data-testid="card-pin-reset-form"`,
 		`data-testid="card-pin-send-form"`)
@@ -475,7 +475,7 @@ func TestCardPage(t *testing.T) {
 	})
 
 	t.Run("the wallet token is suspended while the card is inactive", func(t *testing.T) {
-		e.cs.follow(t, e.cs.Post(t, e.page(e.card)+"/status", url.Values{"status": {"inactive"}, "reason": {"Customer lost the phone"}}))
+		e.cs.follow(t, e.cs.Post(t, e.page(e.card)+"/block", url.Values{"reason_code": {"other"}, "reason": {"Customer lost the phone"}}))
 		pg := e.cs.Get(t, e.page(e.card))
 		contains(t, "inactive card", pg, `class="badge warn">suspended<`)
 	})
@@ -516,33 +516,59 @@ func TestCardStatusAndTermination(t *testing.T) {
 	e := newCardsEnv(t)
 	page := e.page(e.card)
 
-	for _, reason := range []string{"", "   "} {
-		pg := e.cs.Post(t, page+"/status", url.Values{"status": {"inactive"}, "reason": {reason}})
-		if pg.Status != http.StatusUnprocessableEntity {
-			t.Fatalf("inactive with reason %q: HTTP %d", reason, pg.Status)
+	// A block needs a reason code; other needs a note too. Refused forms
+	// keep their input and change nothing.
+	for _, c := range []struct {
+		form        url.Values
+		field, says string
+	}{
+		{url.Values{"reason_code": {""}, "reason": {"Customer called"}}, "reason_code", "is required"},
+		{url.Values{"reason_code": {"misplaced"}, "reason": {"Customer called"}}, "reason_code", "must be one of lost, stolen, fraud_suspected, customer_request, other"},
+		{url.Values{"reason_code": {"other"}, "reason": {"   "}}, "reason", "is required with the reason other"},
+		// The old "Set inactive" form (status and a note, no reason code),
+		// sent again: refused like the block form without a code.
+		{url.Values{"status": {"inactive"}, "reason": {"Customer called"}}, "reason_code", "is required"},
+	} {
+		path := page + "/block"
+		if c.form.Has("status") {
+			path = page + "/status"
 		}
-		contains422(t, "inactive without a reason", pg, `id="reason-error"`, "is required", `open data-testid="card-inactive-details"`,
+		pg := e.cs.Post(t, path, c.form)
+		if pg.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("block %v: HTTP %d", c.form, pg.Status)
+		}
+		contains422(t, "refused block", pg, `id="`+c.field+`-error"`, c.says, `open data-testid="card-block-details"`,
 			portalMessage(emi.ErrCardValidation))
+		if note := c.form.Get("reason"); strings.TrimSpace(note) != "" {
+			contains422(t, "refused block keeps the note", pg, ">"+note+"</textarea>")
+		}
+		if code := c.form.Get("reason_code"); code == "other" {
+			contains422(t, "refused block keeps the code", pg, `<option value="other" selected>`)
+		}
 	}
 	if st := e.cardStatus(t, e.card.Token); st != emi.CardActive {
 		t.Fatalf("status after refused changes: %s", st)
 	}
 
-	pg := e.cs.follow(t, e.cs.Post(t, page+"/status", url.Values{"status": {"inactive"}, "reason": {"Customer reported the card lost"}}))
-	contains(t, "after set inactive", pg, "Card set inactive", `data-testid="card-status"><span class="badge warn">inactive<`,
-		"Customer reported the card lost", "Sandbox Customer Service (you)", `data-testid="card-active-form"`)
-	lacks(t, "after set inactive", pg, `data-testid="card-inactive-form"`)
+	pg := e.cs.follow(t, e.cs.Post(t, page+"/block", url.Values{"reason_code": {"fraud_suspected"}, "reason": {"Two declined payments abroad"}}))
+	contains(t, "after the block", pg, "Card blocked (fraud suspected)", `data-testid="card-status"><span class="badge warn">inactive<`,
+		`data-testid="card-status-reason"><span class="badge warn">blocked: fraud suspected<`,
+		`data-testid="card-history-reason-code"><span class="badge neutral">fraud suspected<`,
+		"Two declined payments abroad", "Sandbox Customer Service (you)", `data-testid="card-active-form"`, `data-testid="card-block-form"`)
 	if n := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.status' AND resource_token = $1 AND actor_id = $2
-		AND changes->>'to' = 'inactive' AND changes->>'reason' = 'Customer reported the card lost'`, e.card.Token, e.csID); n != 1 {
+		AND changes->>'to' = 'inactive' AND changes->>'reason' = 'Two declined payments abroad' AND changes->>'reason_code' = 'fraud_suspected'`,
+		e.card.Token, e.csID); n != 1 {
 		t.Fatalf("%d audit rows of the change", n)
 	}
-	if n := e.count(t, `SELECT count(*) FROM events WHERE type = $1 AND resource_token = $2`, emi.EventCardStatusChanged, e.card.Token); n != 1 {
-		t.Fatalf("%d card.status_changed events", n)
+	if n := e.count(t, `SELECT count(*) FROM events WHERE type = $1 AND resource_token = $2 AND data->>'reason_code' = 'fraud_suspected'`,
+		emi.EventCardStatusChanged, e.card.Token); n != 1 {
+		t.Fatalf("%d card.status_changed events with the reason code", n)
 	}
 
 	// Setting it active again needs no reason.
 	pg = e.cs.follow(t, e.cs.Post(t, page+"/status", url.Values{"status": {"active"}}))
-	contains(t, "after set active", pg, "Card set active", `data-testid="card-status"><span class="badge ok">active<`)
+	contains(t, "after the unblock", pg, "Card unblocked", `data-testid="card-status"><span class="badge ok">active<`)
+	lacks(t, "after the unblock", pg, `data-testid="card-status-reason"`)
 	if pg := e.cs.Post(t, page+"/status", url.Values{"status": {"frozen"}, "reason": {"x"}}); pg.Status != http.StatusUnprocessableEntity {
 		t.Fatalf("unknown status: HTTP %d", pg.Status)
 	}
@@ -575,6 +601,131 @@ func TestCardStatusAndTermination(t *testing.T) {
 			contains(t, c.path, pg, portalMessage(emi.ErrCardInvalidTransition))
 		}
 	})
+}
+
+// TestCardStolenAndReplacementPages: customer service blocks the card as
+// stolen from its page: the card is terminated at once, the history shows
+// the reason code, the page offers a replacement and no unblock; the
+// replacement is issued on the account and its page links the old card.
+// The old page (issue 23) had only "Set inactive…" with free text, 1,600 px
+// down, and no replacement: this test failed there.
+func TestCardStolenAndReplacementPages(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	page := e.page(e.card)
+	pg := e.cs.Get(t, page)
+	contains(t, "card page", pg, `data-testid="card-block-form"`, `<option value="stolen">Stolen: terminates the card`,
+		`<option value="fraud_suspected">`, `name="reason_code" required`)
+	lacks(t, "card page", pg, "Set inactive", `data-testid="card-replace-offer"`)
+	// The action bar comes before the card's details.
+	if i, j := strings.Index(pg.Body, `data-testid="card-actions"`), strings.Index(pg.Body, `data-testid="card-details"`); i < 0 || i > j {
+		t.Fatalf("the actions (at %d) are not above the card's details (at %d)", i, j)
+	}
+
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/block", url.Values{"reason_code": {"stolen"}, "reason": {"Wallet stolen at the station"}}))
+	contains(t, "after the stolen block", pg, "Card reported stolen and terminated", `data-testid="card-status"><span class="badge bad">terminated<`,
+		`data-testid="card-status-reason"><span class="badge bad">reported stolen<`,
+		`data-testid="card-history-reason-code"><span class="badge neutral">stolen<`, "Wallet stolen at the station",
+		`data-testid="card-replace-offer"`, "The card was reported stolen.", `data-testid="card-replace-form"`)
+	lacks(t, "after the stolen block", pg, `data-testid="card-active-form"`, `data-testid="card-block-form"`, `data-testid="card-reveal-form"`)
+
+	// Unblocking it is refused, with the reason, and changes nothing.
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/status", url.Values{"status": {"active"}}))
+	contains(t, "unblock of a stolen card", pg, portalMessage(emi.ErrCardInvalidTransition), "reported stolen", "can never be unblocked")
+	if st := e.cardStatus(t, e.card.Token); st != emi.CardTerminated {
+		t.Fatalf("status after the unblock attempt: %s", st)
+	}
+
+	// A bad AML token: the form comes back open with the error beside it.
+	bad := e.cs.Post(t, page+"/replace", url.Values{"aml": {"nope"}, "reason": {"New card for the customer"}})
+	contains422(t, "replace with a bad AML token", bad, `id="aml-error"`, "must be an AML check token", `open data-testid="card-replace-details"`,
+		">New card for the customer</textarea>")
+
+	res := e.cs.Post(t, page+"/replace", url.Values{"reason": {"New card for the customer"}})
+	if res.Status != http.StatusSeeOther || !strings.HasPrefix(res.Location, "/backoffice/cards/") || res.Location == page {
+		t.Fatalf("replace: HTTP %d to %q", res.Status, res.Location)
+	}
+	newTok := strings.TrimPrefix(res.Location, "/backoffice/cards/")
+	e.pans = append(e.pans, cardPAN(t, e.env, e.p, newTok))
+	pg = e.cs.Get(t, res.Location)
+	contains(t, "the replacement's page", pg, "Replacement card", "issued on the account", "(card.replaced)",
+		`data-testid="card-status"><span class="badge ok">active<`, `href="`+page+`" data-testid="card-replaces"`, "replaces card "+e.card.MaskedPAN(),
+		`href="/backoffice/accounts/`+e.account+`"`, `data-testid="card-block-form"`)
+	pg = e.cs.Get(t, page)
+	contains(t, "the old card's page", pg, `href="/backoffice/cards/`+newTok+`" data-testid="card-replaced-by"`, `data-testid="card-replaced-note"`,
+		">replaced<", ">card.replace<")
+	lacks(t, "the old card's page", pg, `data-testid="card-replace-form"`)
+}
+
+// TestCardBlockAndReplaceAttacks: an insider tries the new actions the
+// way around their rules. A second session replays the replacement form
+// (one card only); the old "Set inactive" form without a reason code is
+// refused; roles that may not manage cards are refused before the
+// service; a lost card cannot be revived to pay.
+func TestCardBlockAndReplaceAttacks(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	page := e.page(e.card)
+
+	t.Run("auditor and admin may not block or replace", func(t *testing.T) {
+		for _, b := range []scanner{e.auditor, e.admin} {
+			for _, path := range []string{"/block", "/replace"} {
+				if pg := b.Post(t, page+path, url.Values{"reason_code": {"lost"}}); pg.Status != http.StatusForbidden {
+					t.Fatalf("%s: HTTP %d", path, pg.Status)
+				}
+			}
+		}
+		if st := e.cardStatus(t, e.card.Token); st != emi.CardActive {
+			t.Fatalf("status: %s", st)
+		}
+	})
+
+	e.cs.follow(t, e.cs.Post(t, page+"/block", url.Values{"reason_code": {"lost"}}))
+	other := env2(t, e)
+	// Two sessions send the replacement form at once, then again.
+	var wg sync.WaitGroup
+	pages := make([]apptest.Page, 2)
+	for i, b := range []scanner{e.cs, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pages[i] = b.Browser.Post(t, page+"/replace", url.Values{"reason": {"replay"}})
+		}()
+	}
+	wg.Wait()
+	for _, pg := range pages {
+		if pg.Status != http.StatusSeeOther {
+			t.Fatalf("replace: HTTP %d", pg.Status)
+		}
+	}
+	if pg := e.cs.follow(t, e.cs.Post(t, page+"/replace", url.Values{"reason": {"replay"}})); !strings.Contains(pg.Body, "already replaced") {
+		t.Fatal("a replayed replacement is not refused as already replaced")
+	}
+	if n := e.count(t, `SELECT count(*) FROM cards WHERE replaces = $1`, e.card.Token); n != 1 {
+		t.Fatalf("%d replacements", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM cards WHERE account = $1 AND status <> 'terminated'`, e.account); n != 1 {
+		t.Fatalf("%d open cards on the account", n)
+	}
+	// The lost card stays terminated, whatever form is sent.
+	for _, f := range []url.Values{{"status": {"active"}}, {"reason_code": {"customer_request"}}} {
+		path := page + "/block"
+		if f.Has("status") {
+			path = page + "/status"
+		}
+		e.cs.follow(t, e.cs.Post(t, path, f))
+	}
+	if st := e.cardStatus(t, e.card.Token); st != emi.CardTerminated {
+		t.Fatalf("the lost card is %s", st)
+	}
+}
+
+// env2 is a second customer-service session of the same sandbox user.
+func env2(t *testing.T, e *cardsEnv) scanner {
+	t.Helper()
+	b := e.env.NewBrowser()
+	b.SignIn(t, apptest.CSEmail)
+	return scanner{Browser: b, pans: &e.pans}
 }
 
 func TestCardActivateConvertAssign(t *testing.T) {

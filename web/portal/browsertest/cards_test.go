@@ -87,9 +87,9 @@ func groupByFour(pan, sep string) string {
 }
 
 // TestCardSearchBlockAndRevealInTheBrowser: customer service finds a card
-// by its full number (which no page shows back), opens it, sets it inactive
-// with a reason behind a second click, then reveals its number with the
-// a current TOTP code (one code, one reveal) and a reason: the number
+// by its full number (which no page shows back), opens it, blocks it with a
+// reason code (fraud suspected) and a note behind a second click, then
+// reveals its number (an action of the bar) with a current TOTP code (one code, one reveal) and a reason: the number
 // appears, the reveal is audited and listed, and the number disappears
 // after the timeout. A wrong code shows the error in place.
 func TestCardSearchBlockAndRevealInTheBrowser(t *testing.T) {
@@ -128,35 +128,41 @@ func TestCardSearchBlockAndRevealInTheBrowser(t *testing.T) {
 	}
 	noCardNumber(b, "card page", pan)
 
-	// Set inactive: behind a second click, and the reason is required.
-	if eval[bool](b, `document.querySelector('[data-testid="card-inactive-form"] button').checkVisibility()`) {
-		t.Fatal("the set-inactive button is visible before the details are opened")
+	// Block: behind a second click, and the reason code is required.
+	if eval[bool](b, `document.querySelector('[data-testid="card-block-form"] button').checkVisibility()`) {
+		t.Fatal("the block button is visible before the details are opened")
 	}
-	b.do("open the form", chromedp.Click(chromedp.CSS(`[data-testid="card-inactive-details"] > summary`)))
-	b.waitVisible(`[data-testid="card-inactive-form"] textarea[name="reason"]`)
-	b.do("submit without a reason", chromedp.Click(chromedp.CSS(`[data-testid="card-inactive"]`)))
-	if !eval[bool](b, `document.querySelector('[data-testid="card-inactive-form"] textarea[name="reason"]').validity.valueMissing`) {
-		t.Fatal("the reason is not required by the form")
+	b.do("open the form", chromedp.Click(chromedp.CSS(`[data-testid="card-block-details"] > summary`)))
+	b.waitVisible(`[data-testid="card-block-form"] select[name="reason_code"]`)
+	b.do("submit without a reason code", chromedp.Click(chromedp.CSS(`[data-testid="card-block"]`)))
+	if !eval[bool](b, `document.querySelector('[data-testid="card-block-form"] select[name="reason_code"]').validity.valueMissing`) {
+		t.Fatal("the reason code is not required by the form")
 	}
 	if st := dbCardStatus(t, env, card.Token); st != emi.CardActive {
 		t.Fatalf("status after the empty submit: %s", st)
 	}
-	b.do("write the reason", sendKeys(`[data-testid="card-inactive-form"] textarea[name="reason"]`, "Customer reported the card stolen"))
-	screenshot(b, "card-inactive-form")
-	b.clickNav(`[data-testid="card-inactive"]`)
-	if f := flashText(b); !strings.Contains(f, "Card set inactive") {
+	b.do("choose the reason", chromedp.SetValue(chromedp.CSS(`[data-testid="card-block-form"] select[name="reason_code"]`), emi.BlockFraudSuspected))
+	b.do("write the note", sendKeys(`[data-testid="card-block-form"] textarea[name="reason"]`, "Customer reports payments they did not make"))
+	screenshot(b, "card-block-form")
+	b.clickNav(`[data-testid="card-block"]`)
+	if f := flashText(b); !strings.Contains(f, "Card blocked (fraud suspected)") {
 		t.Fatalf("flash %q", f)
 	}
 	if got := b.text(`[data-testid="card-status"]`); got != "inactive" {
 		t.Fatalf("status after the change %q", got)
 	}
 	hist := b.texts(`[data-testid="card-history-row"]`)
-	if len(hist) < 2 || !strings.Contains(hist[0], "Customer reported the card stolen") || !strings.Contains(hist[0], "Sandbox Customer Service (you)") {
+	if len(hist) < 2 || !strings.Contains(hist[0], "Customer reports payments they did not make") || !strings.Contains(hist[0], "fraud suspected") ||
+		!strings.Contains(hist[0], "Sandbox Customer Service (you)") {
 		t.Fatalf("history %q", hist)
 	}
 	if st := dbCardStatus(t, env, card.Token); st != emi.CardInactive {
 		t.Fatalf("database status %s", st)
 	}
+
+	// The reveal is an action of the bar too: behind a second click.
+	b.do("open the reveal", chromedp.Click(chromedp.CSS(`[data-testid="card-reveal-details"] > summary`)))
+	b.waitVisible(`[data-testid="card-reveal-form"] input[name="secret"]`)
 
 	// A wrong code: the error shows in place, nothing is revealed.
 	env.Clock.Advance(30 * time.Second)
@@ -243,4 +249,120 @@ func dbCardStatus(t *testing.T, env *apptest.Env, token string) string {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// TestCardActionBarStolenAndReplacementInTheBrowser (issue 23, item 4): at
+// 1440 px the card's actions sit at the top of its page, within the first
+// viewport, beside its status; customer service blocks the card as stolen
+// (a reason code), the history shows it, the card is terminated and the
+// bar offers a replacement, which is issued on the account and links back
+// to the old card. No horizontal page scroll at 390 px. The old page put
+// "Set inactive…" 1,600 px down, without reason codes or replacement:
+// this test failed there.
+func TestCardActionBarStolenAndReplacementInTheBrowser(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Stolen Cards Partner"})
+	card, pan := cardHolder(t, env, p)
+	page := "/backoffice/cards/" + card.Token
+
+	b := newTab(t, env)
+	b.signIn(env, apptest.CSEmail)
+	b.do("viewport", chromedp.EmulateViewport(1440, 900))
+	b.open(page)
+	inFirstViewport := func(sel string) bool {
+		return eval[bool](b, `(() => { const r = document.querySelector('`+sel+`').getBoundingClientRect();
+			return window.scrollY === 0 && r.top >= 0 && r.top < window.innerHeight && r.bottom <= window.innerHeight; })()`)
+	}
+	for _, sel := range []string{`[data-testid="card-actions"] h2`, `[data-testid="card-block-details"] > summary`,
+		`[data-testid="card-reveal-details"] > summary`, `[data-testid="card-pin-send-details"] > summary`} {
+		if !inFirstViewport(sel) {
+			t.Fatalf("%s is not in the first viewport at 1440 px (top %v)", sel,
+				eval[float64](b, `document.querySelector('`+sel+`').getBoundingClientRect().top`))
+		}
+	}
+	if top, details := eval[float64](b, `document.querySelector('[data-testid="card-actions"]').getBoundingClientRect().top`),
+		eval[float64](b, `document.querySelector('[data-testid="card-details"]').getBoundingClientRect().top`); top > details {
+		t.Fatalf("the actions (top %v) are below the card's details (top %v)", top, details)
+	}
+	shootAt(b, "card-actionbar", 1440)
+	shootAt(b, "card-actionbar", 390)
+	if w := eval[int](b, `document.documentElement.scrollWidth`); w > 390 {
+		t.Errorf("the card page is %d px wide at 390 px", w)
+	}
+	b.do("viewport", chromedp.EmulateViewport(1440, 900))
+
+	// Block as stolen, with a note.
+	b.do("open the block form", chromedp.Click(chromedp.CSS(`[data-testid="card-block-details"] > summary`)))
+	b.waitVisible(`[data-testid="card-block-form"] select[name="reason_code"]`)
+	b.do("choose stolen", chromedp.SetValue(chromedp.CSS(`[data-testid="card-block-form"] select[name="reason_code"]`), emi.BlockStolen))
+	b.do("write the note", sendKeys(`[data-testid="card-block-form"] textarea[name="reason"]`, "Handbag stolen on the tram"))
+	shootAt(b, "card-block-stolen", 1440)
+	b.clickNav(`[data-testid="card-block"]`)
+	if f := flashText(b); !strings.Contains(f, "Card reported stolen and terminated") {
+		t.Fatalf("flash %q", f)
+	}
+	if got := b.text(`[data-testid="card-status"]`); got != "terminated" {
+		t.Fatalf("status %q", got)
+	}
+	if got := b.text(`[data-testid="card-status-reason"]`); got != "reported stolen" {
+		t.Fatalf("status reason %q", got)
+	}
+	hist := b.texts(`[data-testid="card-history-row"]`)
+	if len(hist) < 2 || !strings.Contains(hist[0], "stolen") || !strings.Contains(hist[0], "Handbag stolen on the tram") ||
+		!strings.Contains(hist[0], "terminated") {
+		t.Fatalf("history %q", hist)
+	}
+	if st := dbCardStatus(t, env, card.Token); st != emi.CardTerminated {
+		t.Fatalf("database status %s", st)
+	}
+	// No unblock is offered; the replacement is, at the top.
+	if n := b.count(`[data-testid="card-active-form"]`); n != 0 {
+		t.Fatal("a stolen card offers an unblock")
+	}
+	if !inFirstViewport(`[data-testid="card-replace-offer"]`) {
+		t.Fatal("the replacement offer is not in the first viewport")
+	}
+	shootAt(b, "card-stolen", 1440)
+	shootAt(b, "card-stolen", 390)
+	if w := eval[int](b, `document.documentElement.scrollWidth`); w > 390 {
+		t.Errorf("the stolen card's page is %d px wide at 390 px", w)
+	}
+	b.do("viewport", chromedp.EmulateViewport(1440, 900))
+
+	b.do("open the replacement form", chromedp.Click(chromedp.CSS(`[data-testid="card-replace-details"] > summary`)))
+	b.waitVisible(`[data-testid="card-replace"]`)
+	b.do("write the reason", sendKeys(`[data-testid="card-replace-form"] textarea[name="reason"]`, "Replacement after the theft"))
+	b.clickNav(`[data-testid="card-replace"]`)
+	if f := flashText(b); !strings.Contains(f, "Replacement card") || !strings.Contains(f, "card.replaced") {
+		t.Fatalf("flash %q", f)
+	}
+	newPath := b.path()
+	if newPath == page || !strings.HasPrefix(newPath, "/backoffice/cards/") {
+		t.Fatalf("after the replacement the browser is at %s", newPath)
+	}
+	if got := b.text(`[data-testid="card-status"]`); got != "active" {
+		t.Fatalf("replacement status %q", got)
+	}
+	if href := eval[string](b, `document.querySelector('[data-testid="card-replaces"]').getAttribute("href")`); href != page {
+		t.Fatalf("the replacement links %q, want the old card", href)
+	}
+	var replaces string
+	if err := env.App.DB.Get(&replaces, `SELECT replaces::text FROM cards WHERE token = $1`, strings.TrimPrefix(newPath, "/backoffice/cards/")); err != nil ||
+		replaces != card.Token {
+		t.Fatalf("replaces %q %v", replaces, err)
+	}
+	noCardNumber(b, "the replacement's page", pan)
+	shootAt(b, "card-replacement", 1440)
+	shootAt(b, "card-replacement", 390)
+	b.do("viewport", chromedp.EmulateViewport(1440, 900))
+
+	b.open(page)
+	if href := eval[string](b, `document.querySelector('[data-testid="card-replaced-by"]').getAttribute("href")`); href != newPath {
+		t.Fatalf("the old card links %q, want the replacement", href)
+	}
+	if n := b.count(`[data-testid="card-replace-form"]`); n != 0 {
+		t.Fatal("a replaced card still offers a replacement")
+	}
+	noCSPViolations(t, b)
 }
