@@ -54,6 +54,10 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 			Partner: names.name(u.PartnerID), PartnerID: u.PartnerID, KYCStatus: string(u.KYCStatus), KYCTone: kycTone(u.KYCStatus),
 			Created: fmtTime(u.CreatedAt), Removed: u.Status == emi.UserRemoved}
 	}
+	if err := p.personCards(r, f.Q, rows); err != nil {
+		p.renderError(w, r, err)
+		return
+	}
 	var prev, next string
 	if len(users) == f.Limit {
 		last := users[len(users)-1]
@@ -69,6 +73,40 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 		prev = "/backoffice/users?" + pq.Encode()
 	}
 	p.render(w, r, http.StatusOK, "People", pages.Users(view, statuses, rows, prev, next, nil))
+}
+
+// personCards lists under each person a search found their cards (issue 23:
+// a name search shows the person's cards, masked, with status and account,
+// linked to the card page), for roles that see cards. They are the cards
+// the cards search finds for the same query (a person's name, e-mail or
+// phone; each card belongs to a person of its own partner), so a search by
+// a person's token lists no cards: the person's page does. A query the
+// cards search refuses (a full card number) lists none.
+func (p *Portal) personCards(r *http.Request, q string, rows []pages.UserRow) error {
+	if q == "" || len(rows) == 0 || p.d.Cards == nil || !canDo(r, emi.PermViewAccounts) {
+		return nil
+	}
+	list, err := p.d.Cards.Search(r.Context(), q)
+	if err != nil {
+		if emi.AsError(err).Kind == emi.KindInvalid {
+			return nil
+		}
+		return err
+	}
+	cards, err := p.cardRows(r, list)
+	if err != nil {
+		return err
+	}
+	byUser := map[string][]pages.CardRow{}
+	for i, c := range list {
+		if c.User != "" {
+			byUser[c.User] = append(byUser[c.User], cards[i])
+		}
+	}
+	for i := range rows {
+		rows[i].Cards = byUser[rows[i].Token]
+	}
+	return nil
 }
 
 // userDetail (GET /users/{user}) is a person's page: the profile, documents,
