@@ -29,7 +29,13 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 			f.KYCStatus = st
 		}
 	}
-	if at, err := time.Parse(time.RFC3339Nano, q.Get("before_at")); err == nil && looksLikeToken(q.Get("before_token")) {
+	sort := readSort(r, "created", "desc", "name", "email", "kyc", "created")
+	if q.Get("sort") != "" && sort.Err == "" {
+		f.Sort = sort.order()
+		if looksLikeToken(q.Get("before_token")) {
+			f.BeforeToken = q.Get("before_token")
+		}
+	} else if at, err := time.Parse(time.RFC3339Nano, q.Get("before_at")); err == nil && looksLikeToken(q.Get("before_token")) {
 		f.BeforeAt, f.BeforeToken = at, q.Get("before_token")
 	}
 	view := pages.UsersFilter{Q: f.Q, KYCStatus: string(f.KYCStatus)}
@@ -44,7 +50,7 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		errs, _ := fieldErrors(err)
-		p.render(w, r, http.StatusUnprocessableEntity, "People", pages.Users(view, statuses, nil, "", "", errs))
+		p.render(w, r, http.StatusUnprocessableEntity, "People", pages.Users(view, statuses, nil, "", "", errs, sort.view(r)))
 		return
 	}
 	names := p.partnerNames(r)
@@ -62,17 +68,19 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 	if len(users) == f.Limit {
 		last := users[len(users)-1]
 		nq := cloneQuery(q)
-		nq.Set("before_at", last.CreatedAt.UTC().Format(time.RFC3339Nano))
+		if f.Sort.Key == "" {
+			nq.Set("before_at", last.CreatedAt.UTC().Format(time.RFC3339Nano))
+		}
 		nq.Set("before_token", last.Token)
 		next = "/backoffice/users?" + nq.Encode()
 	}
-	if !f.BeforeAt.IsZero() {
+	if f.BeforeToken != "" {
 		pq := cloneQuery(q)
 		pq.Del("before_at")
 		pq.Del("before_token")
 		prev = "/backoffice/users?" + pq.Encode()
 	}
-	p.render(w, r, http.StatusOK, "People", pages.Users(view, statuses, rows, prev, next, nil))
+	p.render(w, r, sort.status(), "People", pages.Users(view, statuses, rows, prev, next, nil, sort.view(r)))
 }
 
 // personCards lists under each person a search found their cards (issue 23:
