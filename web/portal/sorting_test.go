@@ -125,6 +125,8 @@ func TestUnknownSortIsAMessage(t *testing.T) {
 		{admin, "/backoffice/partners?sort=secret"},
 		{admin, "/backoffice/partners?sort=name&dir=up"},
 		{admin, "/backoffice/staff?sort=password"},
+		{a.cs, "/backoffice/accounts?sort=balance_secret"},
+		{a.cs, "/backoffice/accounts?sort=status&dir=" + url.QueryEscape("desc;")},
 	} {
 		p := c.b.Get(t, c.path)
 		if p.Status != http.StatusUnprocessableEntity {
@@ -148,5 +150,47 @@ func TestUnknownSortIsAMessage(t *testing.T) {
 	p := doc(t, admin.Get(t, "/backoffice/partners?sort=name&dir=asc").Body)
 	if first := strings.TrimSpace(p.Find(`[data-testid="partners-table"] tbody tr:first-child td:first-child`).Text()); first != "Aardvark Sorting Ltd" {
 		t.Errorf("partners by name: first is %q", first)
+	}
+}
+
+// TestAccountListSortsByColumn (issue 23, item 6): the account list sorts
+// server-side by program, status and creation, both ways, and its headers
+// keep the search. The old list had one fixed order: this test failed
+// there.
+func TestAccountListSortsByColumn(t *testing.T) {
+	t.Parallel()
+	a := newAccountsEnv(t)
+	order := func(path string) []string {
+		t.Helper()
+		p := a.cs.Get(t, path)
+		if p.Status != http.StatusOK {
+			t.Fatalf("%s: HTTP %d", path, p.Status)
+		}
+		var out []string
+		doc(t, p.Body).Find(`[data-testid="accounts-table"] [data-testid="account-row"] td:first-child > a`).Each(func(_ int, s *goquery.Selection) {
+			out = append(out, strings.TrimPrefix(s.AttrOr("href", ""), "/backoffice/accounts/"))
+		})
+		return out
+	}
+	// The GBP account is the only account_gbp one; the others are account_eur.
+	byProgram := order("/backoffice/accounts?q=velikova&sort=program&dir=desc")
+	if len(byProgram) != 3 || byProgram[0] != a.gbpTok {
+		t.Errorf("by program, descending: %v, want the GBP account (%s) first", byProgram, a.gbpTok)
+	}
+	if asc := order("/backoffice/accounts?q=velikova&sort=program&dir=asc"); len(asc) != 3 || asc[2] != a.gbpTok {
+		t.Errorf("by program, ascending: %v, want the GBP account last", asc)
+	}
+	oldest := order("/backoffice/accounts?q=velikova&sort=created&dir=asc")
+	newest := order("/backoffice/accounts?q=velikova")
+	slices.Reverse(newest)
+	if !slices.Equal(oldest, newest) || oldest[0] != a.eurTok {
+		t.Errorf("oldest first %v is not the default order reversed %v", oldest, newest)
+	}
+	page := doc(t, a.cs.Get(t, "/backoffice/accounts?q=velikova&sort=status&dir=asc").Body)
+	if th := page.Find(`th[aria-sort]`); th.AttrOr("data-sort", "") != "status" || th.AttrOr("aria-sort", "") != "ascending" {
+		t.Errorf("aria-sort on %q", th.AttrOr("data-sort", ""))
+	}
+	if h := page.Find(`[data-testid="sort-created"]`).AttrOr("href", ""); !strings.Contains(h, "q=velikova") {
+		t.Errorf("a header drops the search: %q", h)
 	}
 }
