@@ -9,6 +9,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service"
+	"emi/views/components"
 	"emi/views/pages"
 )
 
@@ -235,9 +236,9 @@ func fmtSortCode(s string) string {
 type accountForm struct {
 	which, reason string
 	errs          map[string]string
-	// adjust is a refused adjustment request, shown again in its open
-	// form (which is "adjust").
-	adjust *pages.AdjustmentForm
+	// kept is a refused adjustment request or simulated payment, shown
+	// again in its open form (which is "adjust" or "simulate").
+	kept *components.Form
 }
 
 // accountDetail (GET /accounts/{account}).

@@ -77,8 +77,12 @@ func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs
 		}
 		rows[i] = row
 	}
-	return pages.Webhooks(pages.WebhooksView{PartnerID: partnerID, Endpoints: rows,
-		CanManage: canDo(r, emi.PermManageWebhooks), NewURL: newURL, Errors: errs}), nil
+	v := pages.WebhooksView{PartnerID: partnerID, Endpoints: rows, CanManage: canDo(r, emi.PermManageWebhooks), NewURL: newURL, Errors: errs}
+	if len(errs) > 0 {
+		// A refused new endpoint (webhookAdd): its event types as typed.
+		v.NewTypes = strings.TrimSpace(r.PostFormValue("event_types"))
+	}
+	return pages.Webhooks(v), nil
 }
 
 // webhookAdd (POST /partners/{id}/webhooks) registers an endpoint and shows
