@@ -125,6 +125,9 @@ type AccountFilter struct {
 	Q         string
 	Page      int
 	Limit     int
+	// Sort is another order than the newest first (program, status,
+	// created; issue 23).
+	Sort SortOrder
 }
 
 // AccountStatusChange is one entry of an account's status history.

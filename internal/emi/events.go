@@ -131,6 +131,10 @@ const (
 	DeliveryCanceled DeliveryState = "canceled"
 )
 
+// DeliveryStates are the delivery states, in the order a delivery goes
+// through them (the back office's status filter lists them so).
+var DeliveryStates = []DeliveryState{DeliveryPending, DeliverySucceeded, DeliveryFailed, DeliveryCanceled}
+
 // WebhookDelivery is one event's delivery to one endpoint, with its attempts
 // (oldest first) when listed in the events log.
 type WebhookDelivery struct {
@@ -185,8 +189,10 @@ type EventLogFilter struct {
 	PartnerID     string
 	Type          EventType
 	ResourceToken string
-	From, To      time.Time
-	Page          int
+	// State keeps the events with a delivery in that state ("" any).
+	State    DeliveryState
+	From, To time.Time
+	Page     int
 	Limit         int
 }
 

@@ -214,6 +214,10 @@ type UserFilter struct {
 	// Before pages backwards: the created_at and token of the last row seen.
 	BeforeAt    time.Time
 	BeforeToken string
+	// Sort is another order than the newest first (name, email, kyc,
+	// created); with it, BeforeToken alone names the last row seen and the
+	// page holds the rows after it in that order.
+	Sort SortOrder
 }
 
 // ApplyUserPatch copies the fields named in p.Present from p.Fields onto f.

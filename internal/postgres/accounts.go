@@ -409,7 +409,11 @@ func (s *AccountStore) Accounts(ctx context.Context, f emi.AccountFilter) ([]emi
 	}
 	limit := max(f.Limit, 1)
 	page := max(f.Page, 1)
-	q := `SELECT ` + accountColumns + ` FROM accounts a` + w + ` ORDER BY a.created_at DESC, a.token DESC LIMIT ` + arg(limit) + ` OFFSET ` + arg((page-1)*limit)
+	order := " ORDER BY a.created_at DESC, a.token DESC"
+	if f.Sort.Key != "" {
+		order = accountSort.orderBy(f.Sort)
+	}
+	q := `SELECT ` + accountColumns + ` FROM accounts a` + w + order + ` LIMIT ` + arg(limit) + ` OFFSET ` + arg((page-1)*limit)
 	var rows []accountRow
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, q, args...); err != nil {
 		return nil, 0, Translate(err)
@@ -519,3 +523,10 @@ func (s *AccountStore) GenerateAccounts(ctx context.Context, partnerID, merchant
 	}
 	return nil
 }
+
+// accountSort is the account list's orders (issue 23); it pages by offset.
+var accountSort = sortable{def: "created", table: "accounts a", tie: "a.token", cols: map[string]string{
+	"program": "a.program",
+	"status":  "a.status",
+	"created": "a.created_at",
+}}

@@ -423,6 +423,15 @@ func (s *CardStore) SearchCards(ctx context.Context, q service.CardQuery) ([]emi
 		} else {
 			cond += ")"
 		}
+		if len([]rune(owner)) >= 3 {
+			// A name (issue 23): the cards of the people (and merchants) of
+			// the card's own partner whose name holds it.
+			like := "%" + escapeLike(owner) + "%"
+			cond += " OR EXISTS (SELECT 1 FROM users u WHERE u.token = c.user_token AND u.partner_id = c.partner_id" +
+				" AND lower(u.first_name || ' ' || u.last_name) LIKE " + arg(like) + ")" +
+				" OR EXISTS (SELECT 1 FROM merchants m WHERE m.token = c.merchant AND m.partner_id = c.partner_id" +
+				" AND lower(m.name) LIKE " + arg(like) + ")"
+		}
 		where = "(" + cond + ")"
 	default:
 		return []emi.Card{}, nil

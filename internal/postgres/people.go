@@ -200,16 +200,31 @@ func (s *PeopleStore) Users(ctx context.Context, f emi.UserFilter) ([]emi.User, 
 	if f.KYCStatus != "" {
 		where = append(where, "kyc_status = "+arg(f.KYCStatus))
 	}
-	if !f.BeforeAt.IsZero() && validUUID(f.BeforeToken) {
+	order := " ORDER BY created_at DESC, token DESC"
+	switch {
+	case f.Sort.Key != "":
+		if validUUID(f.BeforeToken) {
+			where = append(where, userSort.after(f.Sort, arg(f.BeforeToken)))
+		}
+		order = userSort.orderBy(f.Sort)
+	case !f.BeforeAt.IsZero() && validUUID(f.BeforeToken):
 		where = append(where, "(created_at, token) < ("+arg(f.BeforeAt)+", "+arg(f.BeforeToken)+")")
 	}
 	q := `SELECT ` + userColumns + ` FROM users`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY created_at DESC, token DESC LIMIT " + arg(f.Limit)
+	q += order + " LIMIT " + arg(f.Limit)
 	return s.users(ctx, q, args...)
 }
+
+// userSort is the people list's orders (issue 23).
+var userSort = sortable{def: "created", table: "users", tie: "token", cols: map[string]string{
+	"name":    "lower(last_name || ' ' || first_name)",
+	"email":   "lower(email)",
+	"kyc":     "kyc_status",
+	"created": "created_at",
+}}
 
 func (s *PeopleStore) users(ctx context.Context, q string, args ...any) ([]emi.User, error) {
 	var rows []userRow

@@ -481,6 +481,9 @@ func (s *WebhookStore) EventLog(ctx context.Context, f emi.EventLogFilter) (emi.
 	if f.ResourceToken != "" {
 		conds = append(conds, "e.resource_token = "+arg(f.ResourceToken))
 	}
+	if f.State != "" {
+		conds = append(conds, "EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = "+arg(string(f.State))+")")
+	}
 	if !f.From.IsZero() {
 		conds = append(conds, "e.created_at >= "+arg(f.From))
 	}
@@ -521,6 +524,50 @@ func (s *WebhookStore) EventLog(ctx context.Context, f emi.EventLogFilter) (emi.
 		log.Items = append(log.Items, emi.EventLogEntry{StoredEvent: e.stored(), Deliveries: byEvent[e.ID]})
 	}
 	return log, nil
+}
+
+// FailedDeliveriesForReplay locks and returns up to limit failed
+// deliveries of f's partner (of events of f.Type, created in [f.From,
+// f.To) when set) to enabled endpoints with no replay asked for, oldest
+// first. Rows another transaction holds are skipped (SKIP LOCKED), so two
+// bulk replays at once share the deliveries instead of both taking them.
+func (s *WebhookStore) FailedDeliveriesForReplay(ctx context.Context, f emi.EventLogFilter, limit int) ([]service.StoredDelivery, error) {
+	if !validUUID(f.PartnerID) {
+		return nil, nil
+	}
+	args := []any{f.PartnerID, limit}
+	cond := ""
+	if f.Type != "" {
+		args = append(args, string(f.Type))
+		cond += " AND e.type = $" + strconv.Itoa(len(args))
+	}
+	if !f.From.IsZero() {
+		args = append(args, f.From)
+		cond += " AND e.created_at >= $" + strconv.Itoa(len(args))
+	}
+	if !f.To.IsZero() {
+		args = append(args, f.To)
+		cond += " AND e.created_at < $" + strconv.Itoa(len(args))
+	}
+	var rows []deliveryRow
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `
+		SELECT `+deliveryColumns+`
+		FROM webhook_deliveries d
+		JOIN events e ON e.id = d.event_id
+		JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
+		WHERE e.partner_id = $1 AND d.state = 'failed' AND d.replay_requested_at IS NULL
+		  AND ep.enabled AND ep.deleted_at IS NULL`+cond+`
+		ORDER BY d.created_at, d.id
+		LIMIT $2
+		FOR UPDATE OF d SKIP LOCKED`, args...)
+	if err != nil {
+		return nil, Translate(fmt.Errorf("failed deliveries: %w", err))
+	}
+	out := make([]service.StoredDelivery, len(rows))
+	for i, r := range rows {
+		out[i] = r.stored()
+	}
+	return out, nil
 }
 
 // Delivery returns a delivery with its attempts.

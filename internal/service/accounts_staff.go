@@ -21,8 +21,9 @@ func (s *Accounts) SetTerminations(t TerminationStore) { s.terms = t }
 
 // Search finds accounts for customer service (emi.PermViewAccounts): q is
 // a token, an IBAN, an account number (with or without sort code), or the
-// owner's name or e-mail.
-func (s *Accounts) Search(ctx context.Context, q string, page int) ([]emi.Account, int64, error) {
+// owner's name or e-mail. sort, when given, orders the pages (program,
+// status, created; the zero order is the newest first).
+func (s *Accounts) Search(ctx context.Context, q string, page int, sort ...emi.SortOrder) ([]emi.Account, int64, error) {
 	if err := require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, 0, err
 	}
@@ -30,7 +31,11 @@ func (s *Accounts) Search(ctx context.Context, q string, page int) ([]emi.Accoun
 	if len(q) > 200 {
 		return nil, 0, emi.ErrReviewValidation.Field("q", "must be at most 200 characters")
 	}
-	return s.store.Accounts(ctx, emi.AccountFilter{Q: q, Page: max(page, 1), Limit: 50})
+	f := emi.AccountFilter{Q: q, Page: max(page, 1), Limit: 50}
+	if len(sort) > 0 {
+		f.Sort = sort[0]
+	}
+	return s.store.Accounts(ctx, f)
 }
 
 // ForOwner lists the accounts of a user or a merchant (emi.PermViewAccounts).

@@ -21,7 +21,9 @@ import (
 //   - an IBAN of the card's account;
 //   - "1234 name-or-email": the last four digits with the owner's name or
 //     e-mail; "1234" alone lists every card ending so;
-//   - an owner's e-mail or phone number.
+//   - an owner's e-mail or phone number, or a part of a person's or
+//     merchant's name (3 characters or more; issue 23: a name search
+//     lists the person's cards).
 func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
 	if err := require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err

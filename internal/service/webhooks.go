@@ -78,6 +78,11 @@ type WebhookStore interface {
 	// Delivery returns a delivery with its attempts.
 	// Returns emi.ErrWebhookDeliveryNotFound.
 	Delivery(ctx context.Context, id string) (emi.WebhookDelivery, error)
+	// FailedDeliveriesForReplay locks and returns up to limit failed
+	// deliveries of f's partner (f.Type, f.From and f.To narrow them) to
+	// enabled endpoints with no replay asked for, oldest first, skipping
+	// rows another transaction has locked.
+	FailedDeliveriesForReplay(ctx context.Context, f emi.EventLogFilter, limit int) ([]StoredDelivery, error)
 }
 
 // DeliveryWork is what one attempt needs.
@@ -457,7 +462,6 @@ func (s *Webhooks) Replay(ctx context.Context, deliveryID string) error {
 	if err := require(ctx, emi.PermManageWebhooks); err != nil {
 		return err
 	}
-	p, _ := emi.PrincipalFrom(ctx)
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		w, err := s.store.DeliveryWork(ctx, deliveryID)
 		if err != nil {
@@ -470,24 +474,91 @@ func (s *Webhooks) Replay(ctx context.Context, deliveryID string) error {
 		if err != nil {
 			return err
 		}
-		now := s.now().UTC()
-		d.ReplayRequestedAt, d.ReplayRequestedBy, d.UpdatedAt = &now, p.ActorID, now
-		if err := s.store.SaveDelivery(ctx, d); err != nil {
+		if err := s.requestReplay(ctx, d); err != nil {
 			return err
-		}
-		if _, created, err := s.jobs.Enqueue(ctx, deliveryJobSpec(d.ID)); err != nil {
-			return err
-		} else if !created {
-			// The delivery's job is waiting for its next retry (or running:
-			// then it makes the replay as soon as its attempt ends).
-			if err := s.store.HurryJob(ctx, deliveryJobKey(d.ID)); err != nil {
-				return err
-			}
 		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "webhook_delivery.replay", ResourceType: "webhook_delivery",
 			ResourceToken: d.ID, PartnerID: w.Event.PartnerID,
 			Changes: map[string]any{"event": d.EventID, "endpoint": d.EndpointID, "state": d.State}})
 	})
+}
+
+// requestReplay records a replay request on a locked delivery and makes
+// its job due now.
+func (s *Webhooks) requestReplay(ctx context.Context, d StoredDelivery) error {
+	p, _ := emi.PrincipalFrom(ctx)
+	now := s.now().UTC()
+	d.ReplayRequestedAt, d.ReplayRequestedBy, d.UpdatedAt = &now, p.ActorID, now
+	if err := s.store.SaveDelivery(ctx, d); err != nil {
+		return err
+	}
+	if _, created, err := s.jobs.Enqueue(ctx, deliveryJobSpec(d.ID)); err != nil {
+		return err
+	} else if !created {
+		// The delivery's job is waiting for its next retry (or running:
+		// then it makes the replay as soon as its attempt ends).
+		return s.store.HurryJob(ctx, deliveryJobKey(d.ID))
+	}
+	return nil
+}
+
+// MaxBulkReplay bounds one bulk replay: the oldest failed deliveries first,
+// this many per request; staff replay again for the rest.
+const MaxBulkReplay = 100
+
+// ReplayFailed asks for a new attempt of the partner's failed deliveries
+// (issue 23), optionally only those of one event type and of events created
+// in [From, To), oldest first and at most MaxBulkReplay, and audits it once
+// with the count and the deliveries (emi.PermManageWebhooks, as Replay).
+// Deliveries to disabled or deleted endpoints are left (enable the endpoint
+// first, as for one replay), and so are deliveries whose replay is already
+// asked for: two bulk replays at once, or one submitted twice, ask for each
+// delivery's replay once (the rows are locked and skipped by the other).
+// Returns the number asked for (0: none to replay, nothing audited), and
+// emi.ErrWebhookValidation naming type, and emi.ErrPartnerNotFound.
+func (s *Webhooks) ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int, error) {
+	if err := require(ctx, emi.PermManageWebhooks); err != nil {
+		return 0, err
+	}
+	if f.Type != "" && !emi.ValidEventType(f.Type) {
+		return 0, emi.ErrWebhookValidation.WithFields(emi.FieldError{Field: "type", Message: "must be one of: " + strings.Join(emi.EventTypeNames(), ", ")})
+	}
+	if ok, err := s.store.PartnerExists(ctx, f.PartnerID); err != nil {
+		return 0, err
+	} else if !ok {
+		return 0, emi.ErrPartnerNotFound
+	}
+	var n int
+	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+		ds, err := s.store.FailedDeliveriesForReplay(ctx, f, MaxBulkReplay)
+		if err != nil || len(ds) == 0 {
+			return err
+		}
+		ids := make([]string, len(ds))
+		for i, d := range ds {
+			if err := s.requestReplay(ctx, d); err != nil {
+				return err
+			}
+			ids[i] = d.ID
+		}
+		n = len(ds)
+		changes := map[string]any{"count": n, "deliveries": ids}
+		if f.Type != "" {
+			changes["type"] = f.Type
+		}
+		if !f.From.IsZero() {
+			changes["from"] = f.From
+		}
+		if !f.To.IsZero() {
+			changes["to"] = f.To
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "webhook_delivery.bulk_replay", ResourceType: "partner",
+			ResourceToken: f.PartnerID, PartnerID: f.PartnerID, Changes: changes})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // EventsLog returns a page of events for the back office's delivery log,
@@ -515,6 +586,9 @@ func (s *Webhooks) EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.Eve
 	}
 	if f.Type != "" && !emi.ValidEventType(f.Type) {
 		fields = append(fields, emi.FieldError{Field: "type", Message: "must be one of: " + strings.Join(emi.EventTypeNames(), ", ")})
+	}
+	if f.State != "" && !slices.Contains(emi.DeliveryStates, f.State) {
+		fields = append(fields, emi.FieldError{Field: "status", Message: "must be one of: pending, succeeded, failed, canceled"})
 	}
 	if len(fields) > 0 {
 		return emi.EventLog{}, emi.ErrWebhookValidation.WithFields(fields...)

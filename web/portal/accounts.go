@@ -9,6 +9,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service"
+	"emi/views/components"
 	"emi/views/pages"
 )
 
@@ -51,8 +52,9 @@ func (p *Portal) accountList(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	page = min(max(page, 1), maxAccountPage)
-	v := pages.AccountsView{Q: q}
-	list, total, err := p.d.Accounts.Search(r.Context(), q, page)
+	sort := readSort(r, "created", "desc", "program", "status", "created")
+	v := pages.AccountsView{Q: q, Sort: sort.view(r)}
+	list, total, err := p.d.Accounts.Search(r.Context(), q, page, sort.order())
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
 			p.renderError(w, r, err)
@@ -76,6 +78,10 @@ func (p *Portal) accountList(w http.ResponseWriter, r *http.Request) {
 		if q != "" {
 			lq.Set("q", q)
 		}
+		if r.URL.Query().Get("sort") != "" && sort.Err == "" {
+			lq.Set("sort", sort.Key)
+			lq.Set("dir", sort.Dir)
+		}
 		if n > 1 {
 			lq.Set("page", strconv.Itoa(n))
 		}
@@ -90,7 +96,7 @@ func (p *Portal) accountList(w http.ResponseWriter, r *http.Request) {
 	if int64(page) < pagesN {
 		v.Next = link(page + 1)
 	}
-	p.renderPrivate(w, r, http.StatusOK, "Accounts", pages.Accounts(v))
+	p.renderPrivate(w, r, sort.status(), "Accounts", pages.Accounts(v))
 }
 
 // ownerLinks finds where an account's owner is shown: a person's page, the
@@ -230,9 +236,9 @@ func fmtSortCode(s string) string {
 type accountForm struct {
 	which, reason string
 	errs          map[string]string
-	// adjust is a refused adjustment request, shown again in its open
-	// form (which is "adjust").
-	adjust *pages.AdjustmentForm
+	// kept is a refused adjustment request or simulated payment, shown
+	// again in its open form (which is "adjust" or "simulate").
+	kept *components.Form
 }
 
 // accountDetail (GET /accounts/{account}).

@@ -32,7 +32,7 @@ func (p *Portal) partnerList(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, err)
 		return
 	}
-	sort := sortParam(r, "created", "desc", "name", "processing", "created")
+	sort := readSort(r, "created", "desc", "name", "processing", "created")
 	slices.SortStableFunc(list, func(a, b emi.Partner) int {
 		var c int
 		switch sort.Key {
@@ -43,13 +43,13 @@ func (p *Portal) partnerList(w http.ResponseWriter, r *http.Request) {
 		default:
 			c = a.CreatedAt.Compare(b.CreatedAt)
 		}
-		return sort.apply(c)
+		return sort.apply(c, strings.Compare(a.ID, b.ID))
 	})
 	rows := make([]pages.PartnerRow, len(list))
 	for i, pt := range list {
 		rows[i] = partnerRow(pt)
 	}
-	p.render(w, r, http.StatusOK, "Partners", pages.Partners(rows, canDo(r, emi.PermManagePartners), sort.view()))
+	p.render(w, r, sort.status(), "Partners", pages.Partners(rows, canDo(r, emi.PermManagePartners), sort.view(r)))
 }
 
 // partnerNew (GET /partners/new).
@@ -316,7 +316,7 @@ func (p *Portal) staffList(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, err)
 		return
 	}
-	sort := sortParam(r, "name", "asc", "name", "email", "last_sign_in")
+	sort := readSort(r, "name", "asc", "name", "email", "last_sign_in")
 	slices.SortStableFunc(list, func(a, b emi.StaffUser) int {
 		var c int
 		switch sort.Key {
@@ -327,13 +327,13 @@ func (p *Portal) staffList(w http.ResponseWriter, r *http.Request) {
 		default:
 			c = strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
 		}
-		return sort.apply(c)
+		return sort.apply(c, strings.Compare(a.ID, b.ID))
 	})
 	rows := make([]pages.StaffRow, len(list))
 	for i, u := range list {
 		rows[i] = staffRow(u)
 	}
-	p.render(w, r, http.StatusOK, "Staff", pages.StaffList(rows, changes, canDo(r, emi.PermManageStaff), sort.view()))
+	p.render(w, r, sort.status(), "Staff", pages.StaffList(rows, changes, canDo(r, emi.PermManageStaff), sort.view(r)))
 }
 
 // staffNew (GET /staff/new).
@@ -504,31 +504,6 @@ func (p *Portal) staffChangeReject(w http.ResponseWriter, r *http.Request) {
 	p.flash(r.Context(), "ok", "Rejected: nothing changed.")
 	redirect(w, r, "/backoffice/staff")
 }
-
-// tableSort is a table's order from ?sort=&dir=, limited to known keys.
-// Partner and staff lists are short, so they are sorted here after the
-// service returns them; long lists (the audit log) are ordered by the query.
-type tableSort struct{ Key, Dir string }
-
-func sortParam(r *http.Request, defKey, defDir string, keys ...string) tableSort {
-	s := tableSort{Key: defKey, Dir: defDir}
-	if k := r.URL.Query().Get("sort"); slices.Contains(keys, k) {
-		s.Key = k
-	}
-	if d := r.URL.Query().Get("dir"); d == "asc" || d == "desc" {
-		s.Dir = d
-	}
-	return s
-}
-
-func (s tableSort) apply(c int) int {
-	if s.Dir == "desc" {
-		return -c
-	}
-	return c
-}
-
-func (s tableSort) view() pages.Sort { return pages.Sort{Key: s.Key, Dir: s.Dir} }
 
 func timeOrZero(t *time.Time) time.Time {
 	if t == nil {

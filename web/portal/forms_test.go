@@ -32,7 +32,7 @@ func TestRefusedAdjustmentKeepsWhatWasTyped(t *testing.T) {
 
 	body := post(url.Values{"direction": {"debit"}, "currency": {"EUR"}, "amount": {"999,99"}, "reason": {"refund of the double fee"}})
 	for _, want := range []string{`<option value="debit" selected>`, `value="999,99"`, `refund of the double fee</textarea>`,
-		`id="amount-error">is more than the available balance`, `aria-describedby="amount-error" autofocus`} {
+		`id="amount-error">is more than the available balance`, `aria-describedby="amount-error" aria-invalid="true" autofocus`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("a debit over the balance: %s missing", want)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service"
+	"emi/views/components"
 	"emi/views/pages"
 )
 
@@ -118,6 +119,8 @@ func (p *Portal) suspense(w http.ResponseWriter, r *http.Request) {
 // message.
 type suspenseForm struct {
 	item, which, to, reason, message string
+	// kept is a refused simulated payment (which is "simulate").
+	kept *components.Form
 }
 
 // renderSuspense renders a page of the suspense queue; form, when set,
@@ -202,6 +205,9 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 	}
 	if p.d.Sandbox && canDo(r, emi.PermManageMoney) {
 		v.Simulate = &pages.SimulateForm{Action: "/backoffice/suspense/simulate", Currencies: []string{"EUR", "GBP", "BGN"}}
+		if form != nil && form.which == "simulate" {
+			v.Simulate.Kept = form.kept
+		}
 	}
 	p.renderPrivate(w, r, status, "Suspense", pages.Suspense(v))
 }
@@ -338,7 +344,9 @@ func (p *Portal) suspenseSimulate(w http.ResponseWriter, r *http.Request) {
 	}
 	dest := emi.TransferParty{IBAN: r.PostFormValue("to_iban"), SortCode: r.PostFormValue("to_sort_code"),
 		AccountNumber: r.PostFormValue("to_account_number"), Account: r.PostFormValue("to_account"), Balance: r.PostFormValue("to_balance")}
-	p.simulate(w, r, dest, "/backoffice/suspense")
+	p.simulate(w, r, dest, "/backoffice/suspense", func(kept *components.Form) {
+		p.renderSuspense(w, r, http.StatusUnprocessableEntity, true, 1, &suspenseForm{which: "simulate", kept: kept})
+	})
 }
 
 // accountSimulate (POST /accounts/{account}/incoming, sandbox only)
@@ -352,24 +360,54 @@ func (p *Portal) accountSimulate(w http.ResponseWriter, r *http.Request) {
 	if token == "" {
 		return
 	}
-	p.simulate(w, r, identifierParty(r.PostFormValue("to")), accountHref(token))
+	p.simulate(w, r, identifierParty(r.PostFormValue("to")), accountHref(token), func(kept *components.Form) {
+		p.renderAccountPage(w, r, http.StatusUnprocessableEntity, &accountForm{which: "simulate", kept: kept})
+	})
 }
 
+// simulateFields are the simulator's fields, in form order.
+var simulateFields = []string{"scheme", "amount", "currency", "reference", "payer_name", "payer_iban", "payer_sort_code",
+	"payer_account_number", "payer_card_last4", "to", "to_iban", "to_sort_code", "to_account_number", "to_account", "to_balance"}
+
 // simulate books the simulated payment of the form with destination dest.
-func (p *Portal) simulate(w http.ResponseWriter, r *http.Request, dest emi.TransferParty, back string) {
-	minor, ok := emi.ParseTypedAmount(strings.TrimSpace(r.PostFormValue("amount")))
+// A refused payment answers the page again (422, by again) with the form
+// open, what was typed kept and each error beside its field (issue 23).
+func (p *Portal) simulate(w http.ResponseWriter, r *http.Request, dest emi.TransferParty, back string, again func(*components.Form)) {
+	form := components.KeepForm("simulate", r.PostForm, simulateFields...)
+	minor, ok := emi.ParseTypedAmount(form.Value("amount"))
 	if !ok {
-		p.flash(r.Context(), "bad", "The payment was not made: amount must be a decimal amount with at most two decimals (12.50).")
-		redirect(w, r, back)
+		form.Refuse("amount", amountFormat)
+		p.flash(r.Context(), "bad", "The payment was not made: please correct the marked fields.")
+		again(form)
 		return
 	}
-	in := emi.IncomingCredit{Scheme: r.PostFormValue("scheme"), Amount: emi.Amount(minor), Currency: r.PostFormValue("currency"),
-		Reference: r.PostFormValue("reference"), Destination: dest, Payer: emi.IncomingPayer{Name: r.PostFormValue("payer_name"),
-			IBAN: r.PostFormValue("payer_iban"), SortCode: r.PostFormValue("payer_sort_code"),
-			AccountNumber: r.PostFormValue("payer_account_number"), CardLast4: r.PostFormValue("payer_card_last4")}}
+	in := emi.IncomingCredit{Scheme: form.Value("scheme"), Amount: emi.Amount(minor), Currency: form.Value("currency"),
+		Reference: form.Value("reference"), Destination: dest, Payer: emi.IncomingPayer{Name: form.Value("payer_name"),
+			IBAN: form.Value("payer_iban"), SortCode: form.Value("payer_sort_code"),
+			AccountNumber: form.Value("payer_account_number"), CardLast4: form.Value("payer_card_last4")}}
 	res, err := p.d.Incoming.Credit(r.Context(), in)
 	if err != nil {
-		p.moneyRefused(w, r, err, back)
+		switch emi.AsError(err).Kind {
+		case emi.KindForbidden, emi.KindInternal:
+			p.moneyRefused(w, r, err, back)
+			return
+		}
+		banner := keepErrors(form, err, func(field string) string {
+			// The destination is the identifier chosen (account page) or
+			// typed (suspense page: to_iban, to_sort_code…).
+			if rest, ok := strings.CutPrefix(field, "destination."); ok {
+				if form.Value("to_"+rest) != "" {
+					return "to_" + rest
+				}
+				return "to"
+			}
+			return field
+		})
+		if !form.Refused() {
+			form.General = banner
+		}
+		p.flash(r.Context(), "bad", "The payment was not made: "+banner)
+		again(form)
 		return
 	}
 	if res.Status == emi.IncomingCredited {
@@ -486,16 +524,15 @@ func (p *Portal) adjustmentRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	back := accountHref(token)
-	form := &pages.AdjustmentForm{Direction: r.PostFormValue("direction"), Currency: r.PostFormValue("currency"),
-		Amount: strings.TrimSpace(r.PostFormValue("amount")), Reason: r.PostFormValue("reason"), Errs: map[string]string{}}
-	minor, ok := emi.ParseTypedAmount(form.Amount)
+	form := components.KeepForm("adjust", r.PostForm, "direction", "currency", "amount", "reason")
+	minor, ok := emi.ParseTypedAmount(form.Value("amount"))
 	if !ok {
 		// The service's own checks still run, so every refused field is
 		// named at once.
-		form.Errs["amount"] = "must be an amount with at most two decimals: 12.50 or 12,50"
+		form.Refuse("amount", amountFormat)
 	}
-	a, err := p.d.Adjustments.Request(r.Context(), emi.AdjustmentRequest{Account: token, Currency: form.Currency,
-		Direction: form.Direction, Amount: minor, Reason: form.Reason})
+	a, err := p.d.Adjustments.Request(r.Context(), emi.AdjustmentRequest{Account: token, Currency: form.Value("currency"),
+		Direction: form.Value("direction"), Amount: minor, Reason: form.Value("reason")})
 	if !ok && (err == nil || emi.AsError(err).Kind != emi.KindInvalid) {
 		// An unparsable amount reached the service as 0 and was refused
 		// there; if it was not (never expected), nothing may be kept.
@@ -516,20 +553,15 @@ func (p *Portal) adjustmentRequest(w http.ResponseWriter, r *http.Request) {
 // names, a debit over the available balance on the amount, a currency the
 // account has no balance in on the balance. Other refusals are the usual
 // flash on the page.
-func (p *Portal) adjustmentRefused(w http.ResponseWriter, r *http.Request, err error, form *pages.AdjustmentForm, token string) {
+func (p *Portal) adjustmentRefused(w http.ResponseWriter, r *http.Request, err error, form *components.Form, token string) {
 	e := emi.AsError(err)
 	if e.Kind != emi.KindInvalid && e.Kind != emi.KindConflict {
 		p.moneyRefused(w, r, err, accountHref(token))
 		return
 	}
-	errs, banner := fieldErrors(err)
-	for k, v := range errs {
-		if form.Errs[k] == "" {
-			form.Errs[k] = v
-		}
-	}
+	banner := keepErrors(form, err, nil)
 	switch {
-	case form.Amount == "":
+	case form.Value("amount") == "":
 		form.Errs["amount"] = "is required: 12.50 or 12,50"
 	case len(form.Errs) == 0 && errorIs(err, emi.ErrCurrencyMismatch):
 		form.Errs["currency"] = banner
@@ -537,7 +569,7 @@ func (p *Portal) adjustmentRefused(w http.ResponseWriter, r *http.Request, err e
 		form.General = banner
 	}
 	p.flash(r.Context(), "bad", "Nothing was requested: "+banner+" See the adjustment form below.")
-	p.renderAccountPage(w, r, http.StatusUnprocessableEntity, &accountForm{which: "adjust", adjust: form})
+	p.renderAccountPage(w, r, http.StatusUnprocessableEntity, &accountForm{which: "adjust", kept: form})
 }
 
 // adjustmentApprove (POST /adjustments/{adjustment}/approve).
@@ -594,11 +626,14 @@ func (p *Portal) accountMoney(r *http.Request, a service.AccountView, f *account
 	}
 	m.CanRequest = manage && a.Status != emi.AccountTerminated && len(m.Currencies) > 0
 	if f != nil && f.which == "adjust" {
-		m.Request = f.adjust
+		m.Request = f.kept
 	}
 	if manage && p.d.Sandbox && p.d.Incoming != nil {
 		m.Simulate = &pages.SimulateForm{Action: accountHref(a.Token) + "/incoming", Identifiers: accountIdentifiers(a.Account),
 			Currencies: m.Currencies}
+		if f != nil && f.which == "simulate" {
+			m.Simulate.Kept = f.kept
+		}
 	}
 	return m, nil
 }

@@ -90,12 +90,19 @@ func TestSuspenseQueuePage(t *testing.T) {
 		t.Fatalf("items %v", items)
 	}
 
-	// A simulated payment the service refuses is a flash, and nothing moves.
+	// A simulated payment the service refuses comes back (422) with the
+	// form open, what was typed kept and the error beside its field
+	// (issue 23), and nothing moves.
 	bad := simulateForm("12.50", "not an iban")
 	p = a.cs.Post(t, "/backoffice/suspense/simulate", bad)
-	contains(t, "refused simulation", follow(t, a.cs, p), "please correct the marked fields", "destination.iban")
+	if p.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("refused simulation: HTTP %d, want 422", p.Status)
+	}
+	contains422(t, "refused simulation", p, "please correct the marked fields", `id="to_iban-error"`, `value="not an iban"`,
+		`data-testid="simulate-details" open`)
 	bad = simulateForm("12.5.0", eurIBAN)
-	contains(t, "bad amount", follow(t, a.cs, a.cs.Post(t, "/backoffice/suspense/simulate", bad)), "amount must be a decimal amount")
+	p = a.cs.Post(t, "/backoffice/suspense/simulate", bad)
+	contains422(t, "bad amount", p, `id="amount-error">must be an amount`, `value="12.5.0"`, `value="`+eurIBAN+`"`)
 
 	// The auditor sees the queue but cannot act; the underwriter does not see it.
 	auditor := a.env.NewBrowser()

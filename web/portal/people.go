@@ -29,7 +29,13 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 			f.KYCStatus = st
 		}
 	}
-	if at, err := time.Parse(time.RFC3339Nano, q.Get("before_at")); err == nil && looksLikeToken(q.Get("before_token")) {
+	sort := readSort(r, "created", "desc", "name", "email", "kyc", "created")
+	if q.Get("sort") != "" && sort.Err == "" {
+		f.Sort = sort.order()
+		if looksLikeToken(q.Get("before_token")) {
+			f.BeforeToken = q.Get("before_token")
+		}
+	} else if at, err := time.Parse(time.RFC3339Nano, q.Get("before_at")); err == nil && looksLikeToken(q.Get("before_token")) {
 		f.BeforeAt, f.BeforeToken = at, q.Get("before_token")
 	}
 	view := pages.UsersFilter{Q: f.Q, KYCStatus: string(f.KYCStatus)}
@@ -44,7 +50,7 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		errs, _ := fieldErrors(err)
-		p.render(w, r, http.StatusUnprocessableEntity, "People", pages.Users(view, statuses, nil, "", "", errs))
+		p.render(w, r, http.StatusUnprocessableEntity, "People", pages.Users(view, statuses, nil, "", "", errs, sort.view(r)))
 		return
 	}
 	names := p.partnerNames(r)
@@ -54,21 +60,61 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 			Partner: names.name(u.PartnerID), PartnerID: u.PartnerID, KYCStatus: string(u.KYCStatus), KYCTone: kycTone(u.KYCStatus),
 			Created: fmtTime(u.CreatedAt), Removed: u.Status == emi.UserRemoved}
 	}
+	if err := p.personCards(r, f.Q, rows); err != nil {
+		p.renderError(w, r, err)
+		return
+	}
 	var prev, next string
 	if len(users) == f.Limit {
 		last := users[len(users)-1]
 		nq := cloneQuery(q)
-		nq.Set("before_at", last.CreatedAt.UTC().Format(time.RFC3339Nano))
+		if f.Sort.Key == "" {
+			nq.Set("before_at", last.CreatedAt.UTC().Format(time.RFC3339Nano))
+		}
 		nq.Set("before_token", last.Token)
 		next = "/backoffice/users?" + nq.Encode()
 	}
-	if !f.BeforeAt.IsZero() {
+	if f.BeforeToken != "" {
 		pq := cloneQuery(q)
 		pq.Del("before_at")
 		pq.Del("before_token")
 		prev = "/backoffice/users?" + pq.Encode()
 	}
-	p.render(w, r, http.StatusOK, "People", pages.Users(view, statuses, rows, prev, next, nil))
+	p.render(w, r, sort.status(), "People", pages.Users(view, statuses, rows, prev, next, nil, sort.view(r)))
+}
+
+// personCards lists under each person a search found their cards (issue 23:
+// a name search shows the person's cards, masked, with status and account,
+// linked to the card page), for roles that see cards. They are the cards
+// the cards search finds for the same query (a person's name, e-mail or
+// phone; each card belongs to a person of its own partner), so a search by
+// a person's token lists no cards: the person's page does. A query the
+// cards search refuses (a full card number) lists none.
+func (p *Portal) personCards(r *http.Request, q string, rows []pages.UserRow) error {
+	if q == "" || len(rows) == 0 || p.d.Cards == nil || !canDo(r, emi.PermViewAccounts) {
+		return nil
+	}
+	list, err := p.d.Cards.Search(r.Context(), q)
+	if err != nil {
+		if emi.AsError(err).Kind == emi.KindInvalid {
+			return nil
+		}
+		return err
+	}
+	cards, err := p.cardRows(r, list)
+	if err != nil {
+		return err
+	}
+	byUser := map[string][]pages.CardRow{}
+	for i, c := range list {
+		if c.User != "" {
+			byUser[c.User] = append(byUser[c.User], cards[i])
+		}
+	}
+	for i := range rows {
+		rows[i].Cards = byUser[rows[i].Token]
+	}
+	return nil
 }
 
 // userDetail (GET /users/{user}) is a person's page: the profile, documents,

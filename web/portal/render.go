@@ -11,6 +11,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/views/layout"
+	"emi/views/components"
 	"emi/views/pages"
 	"emi/web/httpx"
 )
@@ -172,6 +173,38 @@ func fieldErrors(err error) (map[string]string, string) {
 		}
 	}
 	return errs, Message(e)
+}
+
+// amountFormat is the message of an amount that is not one (issue 23: a
+// decimal comma is an amount where it cannot be a thousands separator).
+const amountFormat = "must be an amount with at most two decimals: 12.50 or 12,50"
+
+// keepErrors puts a service's field errors beside the fields of a kept
+// form and returns the banner: a field named with a dot (payer.name) is the
+// form's payer_name, one with an index (roles[1]) is roles; a message for
+// no field of the form becomes the form's general one. Messages the
+// portal set already win. rename, when set, names the form field of a
+// service field first (a form whose inputs are not named as the service's
+// fields).
+func keepErrors(f *components.Form, err error, rename func(string) string) string {
+	e := emi.AsError(err)
+	for _, fe := range e.Fields {
+		if rename != nil {
+			fe.Field = rename(fe.Field)
+		}
+		name := strings.ReplaceAll(fe.Field, ".", "_")
+		if _, ok := f.Values[name]; !ok {
+			if i := strings.IndexAny(fe.Field, "[."); i > 0 {
+				name = fe.Field[:i]
+			}
+		}
+		if _, ok := f.Values[name]; ok {
+			f.Refuse(name, fe.Message)
+		} else if f.General == "" {
+			f.General = fe.Field + ": " + fe.Message
+		}
+	}
+	return Message(e)
 }
 
 // renderError answers an error from a service for a page (not a form):

@@ -62,6 +62,7 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks/{ep}/disable", p.webhookDisable)
 		r.With(p.requirePerm(emi.PermViewWebhooks)).Get("/partners/{id}/events", p.eventsLog)
 		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/deliveries/{delivery}/replay", p.replayDelivery)
+		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/deliveries/replay-failed", p.replayFailed)
 
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/users", p.userList)
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/users/{user}", p.userDetail)

@@ -631,6 +631,7 @@ func routeRoles() map[string][]string {
 		"POST /partners/{id}/webhooks/{ep}/disable":        {apptest.AdminEmail},
 		"GET /partners/{id}/events":                        {apptest.AdminEmail, apptest.AuditorEmail},
 		"POST /partners/{id}/deliveries/{delivery}/replay": {apptest.AdminEmail},
+		"POST /partners/{id}/deliveries/replay-failed":     {apptest.AdminEmail},
 		"GET /users":                                       {"*"},
 		"GET /users/{user}":                                {"*"},
 		"GET /documents/{doc}":                             {"*"},

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/a-h/templ"
 
 	"emi/internal/emi"
+	"emi/internal/service"
 	"emi/views/pages"
 )
 
@@ -23,6 +26,7 @@ type WebhookService interface {
 	Endpoints(ctx context.Context, partnerID string) ([]emi.WebhookEndpoint, error)
 	SendTest(ctx context.Context, endpointID string) (emi.Event, error)
 	Replay(ctx context.Context, deliveryID string) error
+	ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int, error)
 	EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error)
 	// ApplicationEvents are the events sent about an application, for the
 	// staff who review applications (emi.PermViewApps).
@@ -73,8 +77,12 @@ func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs
 		}
 		rows[i] = row
 	}
-	return pages.Webhooks(pages.WebhooksView{PartnerID: partnerID, Endpoints: rows,
-		CanManage: canDo(r, emi.PermManageWebhooks), NewURL: newURL, Errors: errs}), nil
+	v := pages.WebhooksView{PartnerID: partnerID, Endpoints: rows, CanManage: canDo(r, emi.PermManageWebhooks), NewURL: newURL, Errors: errs}
+	if len(errs) > 0 {
+		// A refused new endpoint (webhookAdd): its event types as typed.
+		v.NewTypes = strings.TrimSpace(r.PostFormValue("event_types"))
+	}
+	return pages.Webhooks(v), nil
 }
 
 // webhookAdd (POST /partners/{id}/webhooks) registers an endpoint and shows
@@ -161,25 +169,57 @@ func (p *Portal) replayDelivery(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, "/backoffice/partners/"+id+"/events")
 }
 
-// eventsLog (GET /partners/{id}/events) is the delivery log.
+// eventsLog (GET /partners/{id}/events) is the delivery log: events
+// newest first, filtered by type, resource, delivery status (issue 23) and
+// date; a pending delivery shows when its next retry is due.
 func (p *Portal) eventsLog(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
-	q := r.URL.Query()
-	f := emi.EventLogFilter{PartnerID: id, Type: emi.EventType(q.Get("type")), ResourceToken: q.Get("resource"), Limit: 20}
-	view := pages.EventsFilter{Type: q.Get("type"), Resource: q.Get("resource"), From: q.Get("from"), To: q.Get("to")}
+	p.renderEventsLog(w, r, http.StatusOK, r.URL.Query(), nil)
+}
+
+// eventsFilter reads the delivery log's filter from q: the service's filter
+// (page 1 unless q says otherwise), the form's state, and the fields refused
+// (a date that is not one, a status that does not exist).
+func eventsFilter(partnerID string, q url.Values) (emi.EventLogFilter, pages.EventsFilter) {
+	f := emi.EventLogFilter{PartnerID: partnerID, Type: emi.EventType(q.Get("type")), ResourceToken: q.Get("resource"),
+		State: emi.DeliveryState(q.Get("status")), Limit: 20}
+	view := pages.EventsFilter{Type: q.Get("type"), Resource: q.Get("resource"), Status: q.Get("status"), From: q.Get("from"), To: q.Get("to")}
 	f.From, f.To, view.Errors = dateRange(q)
+	if view.Errors == nil {
+		view.Errors = map[string]string{}
+	}
+	if f.State != "" && !slices.Contains(emi.DeliveryStates, f.State) {
+		view.Errors["status"] = "is not a delivery status: choose pending, succeeded, failed or canceled"
+	}
+	if f.Type != "" && !emi.ValidEventType(f.Type) {
+		view.Errors["type"] = "is not an event type: choose one from the list"
+	}
 	f.Page, _ = strconv.Atoi(q.Get("page"))
 	if f.Page < 1 {
 		f.Page = 1
+	}
+	for _, st := range emi.DeliveryStates {
+		view.Statuses = append(view.Statuses, string(st))
+	}
+	view.Types = emi.EventTypeNames()
+	return f, view
+}
+
+// renderEventsLog renders the delivery log for the filter in q; errs (a
+// refused bulk replay's) are added to the filter's own.
+func (p *Portal) renderEventsLog(w http.ResponseWriter, r *http.Request, status int, q url.Values, errs map[string]string) {
+	id := param(r, "id")
+	f, filter := eventsFilter(id, q)
+	for k, v := range errs {
+		filter.Errors[k] = v
 	}
 	pt, _, err := p.d.Partners.Get(r.Context(), id)
 	if err != nil {
 		p.renderError(w, r, err)
 		return
 	}
-	if len(view.Errors) > 0 {
-		p.render(w, r, http.StatusUnprocessableEntity, "Delivery log · "+pt.Name,
-			pages.Events(id, view, emi.EventTypeNames(), nil, false, "", ""))
+	v := pages.EventsView{PartnerID: id, Filter: filter, CanReplay: canDo(r, emi.PermManageWebhooks), MaxBulk: service.MaxBulkReplay}
+	if len(filter.Errors) > 0 {
+		p.render(w, r, http.StatusUnprocessableEntity, "Delivery log · "+pt.Name, pages.Events(v))
 		return
 	}
 	log, err := p.d.Webhooks.EventsLog(r.Context(), f)
@@ -187,12 +227,16 @@ func (p *Portal) eventsLog(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, err)
 		return
 	}
-	rows := make([]pages.EventRow, len(log.Items))
+	v.Rows = make([]pages.EventRow, len(log.Items))
 	for i, e := range log.Items {
 		data, _ := json.Marshal(e.Data)
 		row := pages.EventRow{ID: e.ID, Type: string(e.Type), Resource: e.ResourceToken, CreatedAt: fmtTime(e.CreatedAt), Data: string(data)}
 		for _, d := range e.Deliveries {
-			dr := pages.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL, State: string(d.State), StateTone: deliveryTone(d.State)}
+			dr := pages.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL, State: string(d.State), StateTone: deliveryTone(d.State),
+				ReplayAsked: d.ReplayRequested}
+			if d.State == emi.DeliveryPending && d.NextAttemptAt != nil {
+				dr.NextRetry = fmtTime(*d.NextAttemptAt)
+			}
 			for _, a := range d.AttemptLog {
 				ar := pages.AttemptRow{At: fmtTime(a.StartedAt), Latency: a.Latency.Round(time.Millisecond).String(),
 					Response: a.ResponseExcerpt, Error: a.Error, Replay: a.Replay, Status: "no answer", StatusTone: "bad"}
@@ -206,21 +250,63 @@ func (p *Portal) eventsLog(w http.ResponseWriter, r *http.Request) {
 			}
 			row.Deliveries = append(row.Deliveries, dr)
 		}
-		rows[i] = row
+		v.Rows[i] = row
 	}
-	var prev, next string
 	if int64(f.Page*f.Limit) < log.Total {
 		nq := cloneQuery(q)
 		nq.Set("page", strconv.Itoa(f.Page+1))
-		next = "/backoffice/partners/" + id + "/events?" + nq.Encode()
+		v.Next = "/backoffice/partners/" + id + "/events?" + nq.Encode()
 	}
 	if f.Page > 1 {
 		pq := cloneQuery(q)
 		pq.Set("page", strconv.Itoa(f.Page-1))
-		prev = "/backoffice/partners/" + id + "/events?" + pq.Encode()
+		v.Prev = "/backoffice/partners/" + id + "/events?" + pq.Encode()
 	}
-	p.render(w, r, http.StatusOK, "Delivery log · "+pt.Name,
-		pages.Events(id, view, emi.EventTypeNames(), rows, canDo(r, emi.PermManageWebhooks), prev, next))
+	p.render(w, r, status, "Delivery log · "+pt.Name, pages.Events(v))
+}
+
+// replayFailed (POST /partners/{id}/deliveries/replay-failed) asks for a
+// new attempt of the partner's failed deliveries (issue 23), of the event
+// type and dates of the log's filter, at most service.MaxBulkReplay at a
+// time (audited with the count by the service). A refused filter answers
+// the log again (422) with the reason beside the field; a second submit
+// finds the deliveries already asked for and replays nothing more.
+func (p *Portal) replayFailed(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	q := url.Values{"status": {string(emi.DeliveryFailed)}}
+	for _, k := range []string{"type", "from", "to"} {
+		if v := strings.TrimSpace(r.PostFormValue(k)); v != "" {
+			q.Set(k, v)
+		}
+	}
+	f, filter := eventsFilter(id, q)
+	if len(filter.Errors) > 0 {
+		p.flash(r.Context(), "bad", "Nothing was replayed: please correct the marked fields.")
+		p.renderEventsLog(w, r, http.StatusUnprocessableEntity, q, nil)
+		return
+	}
+	n, err := p.d.Webhooks.ReplayFailed(r.Context(), f)
+	if err != nil {
+		if emi.AsError(err).Kind == emi.KindInvalid {
+			errs, banner := fieldErrors(err)
+			p.flash(r.Context(), "bad", "Nothing was replayed: "+banner)
+			p.renderEventsLog(w, r, http.StatusUnprocessableEntity, q, errs)
+			return
+		}
+		p.renderError(w, r, err)
+		return
+	}
+	switch {
+	case n == 0:
+		p.flash(r.Context(), "info", "No failed deliveries to replay: none match, their endpoint is disabled, or their replay was already asked for (perhaps by a colleague just now).")
+	case n == service.MaxBulkReplay:
+		p.flash(r.Context(), "ok", fmt.Sprintf("New attempts were queued for the %d oldest failed deliveries (the most one replay takes). Replay again for the rest.", n))
+	case n == 1:
+		p.flash(r.Context(), "ok", "A new attempt was queued for 1 failed delivery.")
+	default:
+		p.flash(r.Context(), "ok", fmt.Sprintf("New attempts were queued for %d failed deliveries.", n))
+	}
+	redirect(w, r, "/backoffice/partners/"+id+"/events?"+q.Encode())
 }
 
 func deliveryTone(s emi.DeliveryState) string {

@@ -1,0 +1,97 @@
+package portal
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/views/components"
+)
+
+// Sortable tables (issue 23). Every list that sorts reads its order here
+// from ?sort=<key>&dir=asc|desc, limited to the keys the list names, and
+// shows its headers with components.SortHeader. Short lists (partners,
+// staff) are sorted in Go after the service returns them, with the id as
+// the tie-breaker; long ones pass sort.order() to their store, which maps
+// the key to an SQL expression (postgres.sortable) with the token as the
+// tie-breaker, and pages by keyset on (expression, token).
+//
+// An unknown key or direction is not ignored: the list is shown in its
+// default order with a message saying what may be chosen, answered 422.
+
+// tableSort is a table's order and, when the asked one was refused, why.
+type tableSort struct {
+	Key, Dir string
+	Err      string
+}
+
+// pagingParams are the query parameters a new order drops: it starts at
+// the first page.
+var pagingParams = []string{"sort", "dir", "page", "before_at", "before_token"}
+
+// readSort reads the order of a list that sorts by keys (the first is not
+// special); defKey and defDir are its default.
+func readSort(r *http.Request, defKey, defDir string, keys ...string) tableSort {
+	s := tableSort{Key: defKey, Dir: defDir}
+	q := r.URL.Query()
+	k, d := q.Get("sort"), q.Get("dir")
+	switch {
+	case k != "" && !slices.Contains(keys, k):
+		s.Err = "This list cannot be sorted by “" + clip(k, 40) + "”: choose one of " + strings.Join(keys, ", ") + ". It is shown in its usual order."
+	case d != "" && d != "asc" && d != "desc":
+		s.Err = "The direction of a sort is asc or desc, not “" + clip(d, 40) + "”. The list is shown in its usual order."
+	default:
+		if k != "" {
+			s.Key = k
+			if d == "" {
+				d = "asc"
+			}
+		}
+		if d != "" {
+			s.Dir = d
+		}
+	}
+	return s
+}
+
+// clip shortens what was typed for a message.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// status is the answer's status: 422 when the asked order was refused.
+func (s tableSort) status() int {
+	if s.Err != "" {
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusOK
+}
+
+// apply orders a comparison c by the direction, ties broken by tie (the
+// rows' ids) in the same direction, so equal values keep one order.
+func (s tableSort) apply(c, tie int) int {
+	if c == 0 {
+		c = tie
+	}
+	if s.Dir == "desc" {
+		return -c
+	}
+	return c
+}
+
+// order is the order for a store.
+func (s tableSort) order() emi.SortOrder { return emi.SortOrder{Key: s.Key, Desc: s.Dir == "desc"} }
+
+// view is the order for the headers: the list's address and filters of r,
+// without the order and paging.
+func (s tableSort) view(r *http.Request) components.Sorting {
+	q := r.URL.Query()
+	for _, k := range pagingParams {
+		q.Del(k)
+	}
+	return components.Sorting{Key: s.Key, Dir: s.Dir, Path: r.URL.Path, Query: q, Error: s.Err}
+}
