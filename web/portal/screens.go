@@ -302,21 +302,24 @@ func (p *Portal) nameAuditIDs(r *http.Request, rows []pages.AuditRow) {
 		if staff == nil {
 			staff, partners = p.staffNames(r), p.partnerNames(r)
 		}
-		named := uuidInJSON.ReplaceAllStringFunc(rows[i].Changes, func(id string) string {
-			// A name is a JSON string's content here: escape what would
-			// end it.
-			if n, ok := staff[id]; ok {
-				return jsonStringContent(n)
-			}
-			if n, ok := partners[id]; ok {
-				return jsonStringContent(n)
-			}
-			return id
-		})
+		named := nameIDsIn(rows[i].Changes, staff, partners)
 		if named != rows[i].Changes {
 			rows[i].ChangesTitle, rows[i].Changes = rows[i].Changes, named
 		}
 	}
+}
+
+// nameIDsIn replaces the whole ids in changes (JSON) that names has, the
+// first map first, by the names, escaped for a JSON string. Other ids stay.
+func nameIDsIn(changes string, names ...map[string]string) string {
+	return uuidInJSON.ReplaceAllStringFunc(changes, func(id string) string {
+		for _, m := range names {
+			if n, ok := m[id]; ok {
+				return jsonStringContent(n)
+			}
+		}
+		return id
+	})
 }
 
 // jsonStringContent is s as it reads inside a JSON string, without the
