@@ -131,6 +131,9 @@ func TestKeyboardOnlyUnderwriterInTheBrowser(t *testing.T) {
 	if f := flashText(b); !strings.Contains(f, "Approved") || !strings.Contains(f, "This is the next case.") {
 		t.Fatalf("flash after approve and next %q", f)
 	}
+	for _, c := range eval[[]string](b, lowContrast) {
+		t.Errorf("the next case with its flash: contrast %s", c)
+	}
 	if got := b.text(`[data-testid="review-holder"]`); !strings.Contains(got, "(you)") {
 		t.Fatalf("the next case is held by %q, not claimed for the underwriter", got)
 	}

@@ -156,6 +156,54 @@ const shortIDs = `(() => {
 	}
 	return out; })()`
 
+// lowContrast is axe's color-contrast rule over the text of the page: for
+// every visible text, its colour against the background it is drawn on
+// (the nearest ancestor backgrounds, blended), 4.5:1 for normal text and
+// 3:1 for large (24 px, or 18.66 px bold), WCAG 1.4.3. Text on a
+// background image, SVG text and disabled controls are left out, as axe
+// does. Each failing colour pair is reported once, with an example.
+const lowContrast = `(() => {
+	const parse = c => { const m = c.match(/rgba?\(([^)]+)\)/); if (!m) return null;
+		const p = m[1].split(',').map(parseFloat); return {r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1}; };
+	const over = (c, under) => ({r: c.r * c.a + under.r * (1 - c.a), g: c.g * c.a + under.g * (1 - c.a), b: c.b * c.a + under.b * (1 - c.a), a: 1});
+	const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+		return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); };
+	const background = el => {
+		const layers = [];
+		for (let e = el; e; e = e.parentElement) {
+			const s = getComputedStyle(e);
+			if (s.backgroundImage !== 'none') return null;
+			const c = parse(s.backgroundColor);
+			if (c && c.a > 0) { layers.push(c); if (c.a >= 1) break; }
+		}
+		let out = {r: 255, g: 255, b: 255, a: 1};
+		for (let i = layers.length - 1; i >= 0; i--) out = over(layers[i], out);
+		return out;
+	};
+	const hex = c => '#' + [c.r, c.g, c.b].map(v => Math.round(v).toString(16).padStart(2, '0')).join('');
+	const seen = new Set(), out = [];
+	const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+	for (let n = w.nextNode(); n; n = w.nextNode()) {
+		const el = n.parentElement;
+		if (!n.textContent.trim() || !el || !el.getClientRects().length || el.closest('svg, .skip, [disabled], [aria-hidden="true"]')) continue;
+		const s = getComputedStyle(el);
+		if (s.visibility === 'hidden') continue;
+		let opacity = 1;
+		for (let e = el; e; e = e.parentElement) opacity *= parseFloat(getComputedStyle(e).opacity);
+		if (opacity === 0) continue;
+		const bg = background(el), fg = parse(s.color);
+		if (!bg || !fg) continue;
+		const f = over(fg, bg), l1 = lum(f), l2 = lum(bg);
+		const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+		const size = parseFloat(s.fontSize), large = size >= 24 || (parseInt(s.fontWeight, 10) >= 700 && size >= 18.66);
+		if (ratio >= (large ? 3 : 4.5) - 0.005) continue;
+		const key = hex(f) + ' on ' + hex(bg);
+		if (seen.has(key)) continue;
+		seen.add(key);
+		out.push(key + ' ' + ratio.toFixed(2) + ':1 at ' + size + 'px (' + el.tagName.toLowerCase() + '.' + el.className + ' "' + n.textContent.trim().slice(0, 30) + '")');
+	}
+	return out; })()`
+
 // widest names the elements that stick out of a 390 px page.
 const widest = `Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right > 391)
 	.slice(-5).map(e => e.tagName + '.' + e.className + '#' + (e.getAttribute('data-testid') || '')).join(', ')`
@@ -182,7 +230,8 @@ var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}
 //     and its 8 characters are those of a partner or staff id (they are
 //     UUIDv7, time first, so that cannot be told apart and is refused);
 //   - the first role that may open the page saves it at 1440 and 390 px
-//     as test-artifacts/screens/<page>-1440.png and -390.png.
+//     as test-artifacts/screens/<page>-1440.png and -390.png, and checks
+//     the contrast of every text on it as axe does (lowContrast).
 //
 // It replaces TestPhoneLayoutInTheBrowser (queues, a person, an account
 // and a card at 390 px) and the 1280/768 px screenshots of a dozen admin
@@ -243,6 +292,9 @@ func TestEveryPageInTheBrowser(t *testing.T) {
 				shot[name] = true
 				shootAt(b, name, 390)
 				shootAt(b, name, 1440)
+				for _, c := range eval[[]string](b, lowContrast) {
+					t.Errorf("%s: contrast %s", path, c)
+				}
 				b.do("viewport", chromedp.EmulateViewport(390, 900))
 			}
 			eval[bool](b, `document.querySelectorAll('details').forEach(d => { d.open = true; }) || true`)
