@@ -29,9 +29,10 @@ func staffPrincipal(t *testing.T, env *apptest.Env, email string) context.Contex
 
 // everyPage is an app with something behind every back-office page: an
 // application in review claimed by an underwriter with a note on it, a
-// person with a submitted KYC session, a card holder with a funded account
-// and an outgoing payment, an AML check with a decided hit, a watch-list
-// name, a partner whose webhook deliveries fail. fill turns a route
+// person with a submitted KYC session, a card holder with a funded account,
+// an outgoing payment, an adjustment and a termination waiting for a
+// second person, an AML check with a decided hit and a claimed alert on
+// a company whose owner is a sanctions match, a watch-list name, a partner whose webhook deliveries fail. fill turns a route
 // pattern into a path with those tokens.
 type everyPage struct {
 	env     *apptest.Env
@@ -88,6 +89,30 @@ func newEveryPage(t *testing.T) *everyPage {
 	}
 	if _, err := env.App.Watchlist.Add(staffPrincipal(t, env, apptest.ComplianceEmail),
 		emi.WatchlistEntry{Name: "Every Page Watch Name", Category: "fraud", Note: "press report", Source: "https://news.example/every-page"}); err != nil {
+		t.Fatal(err)
+	}
+	// Staff at work: a claimed alert, an adjustment and an account
+	// termination waiting for a second person.
+	queueApplication(t, env, p, func(b map[string]any) {
+		c := b["company"].(map[string]any)
+		c["uic"], c["legal_name"], c["trade_name"] = "100000003", "Pyongyang Trading Ltd", "Pyongyang Trading"
+		m := b["members"].([]map[string]any)[0]
+		m["first_name"], m["last_name"], m["birthday"], m["nationality"], m["unique_identifier"] = "Kim", "Jong Un", "1984-01-08", "KP", "KP1"
+	})
+	co := staffPrincipal(t, env, apptest.ComplianceEmail)
+	alerts, err := env.App.Alerts.Queue(co)
+	if err != nil || len(alerts) == 0 {
+		t.Fatalf("alert queue: %v, %d alerts", err, len(alerts))
+	}
+	if err := env.App.Alerts.Claim(co, alerts[0].Kind, alerts[0].Subject); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.App.Adjustments.Request(staffPrincipal(t, env, apptest.CSEmail), emi.AdjustmentRequest{Account: card.Account,
+		Currency: "EUR", Direction: "credit", Amount: 500, Reason: "Goodwill for the card fee"}); err != nil {
+		t.Fatal(err)
+	}
+	spare := openAccountVia(t, env, p, map[string]any{"program": "account_eur", "user": card.User})["token"].(string)
+	if err := env.App.Accounts.RequestTermination(staffPrincipal(t, env, apptest.CSEmail), spare, "The customer moves abroad"); err != nil {
 		t.Fatal(err)
 	}
 	for k, q := range map[string]string{
