@@ -167,3 +167,68 @@ func TestKeyboardOnlyUnderwriterInTheBrowser(t *testing.T) {
 	}
 	noCSPViolations(t, b)
 }
+
+// TestKeyboardOnlyAMLReviewInTheBrowser (issue 23, the AML queue as the
+// underwriter's test does the applications queue): a compliance officer
+// with only the keyboard opens the first check of the AML queue (j,
+// Enter), reaches the first hit's reason with Tab, writes it (j and n only
+// type), reaches True match and "and take the next case" with Tab, ticks
+// it with Space, goes back with Shift+Tab and sends with Enter: the check
+// is decided and the browser is on the other waiting check. The pages
+// before issue 23 had no shortcuts and no "and take the next case": this
+// test failed there.
+func TestKeyboardOnlyAMLReviewInTheBrowser(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Keyboard Screening Partner"})
+	var checks []string
+	for _, birthday := range []string{"1984-01-08", "1983-01-08"} {
+		r := partnerCall(t, env, p, "/v1/aml", "aml_check", map[string]any{"first_name": "Kim", "last_name": "Jong Un", "nationality": "KP", "birthday": birthday})
+		if r.Code != emi.ErrAMLMatchFound.Code {
+			t.Fatalf("aml_check: %s", r)
+		}
+		checks = append(checks, r.Data["token"].(string))
+	}
+
+	b := newTab(t, env)
+	b.signIn(env, apptest.ComplianceEmail)
+	b.open("/backoffice/aml")
+	b.do("j", chromedp.KeyEvent("j"))
+	opened := strings.TrimPrefix(eval[string](b, `document.activeElement.getAttribute('href')`), "/backoffice/aml/")
+	next := checks[0]
+	if opened == checks[0] {
+		next = checks[1]
+	}
+	b.keyNav("\r")
+	if b.path() != "/backoffice/aml/"+opened {
+		t.Fatalf("Enter on the current row opened %s", b.path())
+	}
+	tabs := b.tabTo(`[data-testid="decide-1"] textarea[name="reason"]`, 40)
+	t.Logf("the first hit's reason is %d Tab presses from the top of the check", tabs)
+	b.typeKeys("jn: same birthday, nationality and name")
+	if b.path() != "/backoffice/aml/"+opened {
+		t.Fatalf("typing the reason moved the browser to %s", b.path())
+	}
+	b.tabTo(`[data-testid="decide-1"] [data-testid="true-match"]`, 2)
+	b.tabTo(`[data-testid="decide-1"] [data-testid="then-next"]`, 1)
+	b.do("Space", chromedp.KeyEvent(" "))
+	b.shiftTab()
+	if !b.focused(`[data-testid="decide-1"] [data-testid="true-match"]`) {
+		t.Fatal("Shift+Tab from the box does not return to True match")
+	}
+	b.keyNav("\r")
+	var status string
+	if err := env.App.DB.Get(&status, `SELECT status FROM aml_checks WHERE token = $1`, opened); err != nil {
+		t.Fatal(err)
+	}
+	if status == string(emi.AMLMatch) {
+		t.Fatalf("the check is still %s after a true match", status)
+	}
+	if b.path() != "/backoffice/aml/"+next {
+		t.Fatalf("true match and take the next case landed on %s, want the check %s (flash %q)", b.path(), next, flashText(b))
+	}
+	if f := flashText(b); !strings.Contains(f, "This is the next case.") {
+		t.Fatalf("flash %q", f)
+	}
+	noCSPViolations(t, b)
+}
