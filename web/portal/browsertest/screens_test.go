@@ -365,7 +365,7 @@ func pageName(path string) string {
 		name = "every-dashboard"
 	}
 	if query != "" {
-		name += "-" + regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(query, "-")
+		name += "-" + regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(query), "-")
 	}
 	return name
 }
