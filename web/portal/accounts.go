@@ -401,6 +401,7 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 			v.Audit = append(v.Audit, auditRow(r, e))
 		}
 	}
+	p.nameAuditIDs(r, v.Audit)
 	title := "Account · " + firstNonEmpty(a.OwnerName, shortID(a.Token))
 	p.renderPrivate(w, r, status, title, pages.AccountDetail(v))
 }
@@ -615,7 +616,7 @@ func (p *Portal) searchAccounts(r *http.Request, q string) ([]pages.Hit, error) 
 		if a.Virtual {
 			kind = "virtual account"
 		}
-		hits = append(hits, pages.Hit{Kind: kind, Title: firstNonEmpty(a.OwnerName, "(no name)"), Detail: detail, Href: accountHref(a.Token)})
+		hits = append(hits, pages.Hit{Kind: kind, Title: firstNonEmpty(a.OwnerName, "(no name)"), Detail: detail, Href: accountHref(a.Token), Token: a.Token})
 	}
 	return hits, nil
 }

@@ -367,6 +367,7 @@ func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pag
 	for _, e := range c.Audit {
 		v.Audit = append(v.Audit, auditRow(r, e))
 	}
+	p.nameAuditIDs(r, v.Audit)
 	if canDo(r, emi.PermViewAudit) {
 		v.AuditHref = "/backoffice/audit?resource_type=card&resource_token=" + url.QueryEscape(c.Token)
 	}

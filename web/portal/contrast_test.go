@@ -90,3 +90,80 @@ func TestBadgeColoursContrast(t *testing.T) {
 		t.Fatalf("only %d badge rules found in app.css", checked)
 	}
 }
+
+// TestTextOnColouredBackgroundsContrast (issue 23) extends the badge check
+// to every rule of app.css that paints a background under text: flash
+// messages, banners, notices, buttons (primary, secondary, danger), the
+// navigation and its queue counts, highlighted rows, mentions. The text
+// colour is the rule's own, else what it inherits: the button's white for
+// button rules, the sidebar's text in the sidebar, the ink elsewhere.
+// Where running text with links and hints sits on the background (flash,
+// banner, notice, secret, consent, note, confirm), links (accent) and
+// hints (muted) are checked too. 4.5:1 everywhere (WCAG 1.4.3, normal
+// text); chart bars (fill, no text) are left out.
+func TestTextOnColouredBackgroundsContrast(t *testing.T) {
+	raw, err := os.ReadFile("../../static/css/app.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	css := regexp.MustCompile(`(?s)/\*.*?\*/`).ReplaceAllString(string(raw), "")
+	vars := map[string]string{}
+	for _, m := range regexp.MustCompile(`(--[a-z-]+):\s*(#[0-9a-fA-F]{3,6})\b`).FindAllStringSubmatch(css, -1) {
+		vars[m[1]] = m[2]
+	}
+	colour := func(v string) string {
+		v = strings.TrimSpace(v)
+		if strings.HasPrefix(v, "var(") {
+			return vars[strings.TrimSuffix(strings.TrimPrefix(v, "var("), ")")]
+		}
+		if regexp.MustCompile(`^#[0-9a-fA-F]{3}(?:[0-9a-fA-F]{3})?$`).MatchString(v) {
+			return v
+		}
+		return ""
+	}
+	decl := func(body, prop string) string {
+		m := regexp.MustCompile(`(?:^|[;{\s])` + prop + `:\s*([^;}]+)`).FindStringSubmatch(body)
+		if m == nil {
+			return ""
+		}
+		return colour(m[1])
+	}
+	text := regexp.MustCompile(`\.(flash|banner|notice|secret|consent|note|confirm)\b`)
+	checked := 0
+	for _, m := range regexp.MustCompile(`([^{}]+)\{([^}]*)\}`).FindAllStringSubmatch(css, -1) {
+		sel, body := strings.TrimSpace(m[1]), m[2]
+		if strings.HasPrefix(sel, ":root") || strings.HasPrefix(sel, "@") || strings.Contains(sel, ".bar-") || strings.Contains(sel, "::backdrop") {
+			continue
+		}
+		bg := decl(body, "background")
+		if bg == "" {
+			bg = decl(body, "background-color")
+		}
+		if bg == "" {
+			continue
+		}
+		fg := decl(body, "color")
+		switch {
+		case fg != "":
+		case strings.HasPrefix(sel, "button") || strings.HasPrefix(sel, ".button"):
+			fg = vars["--accent-ink"]
+		case strings.HasPrefix(sel, ".side"):
+			fg = "#dfe6ef"
+		default:
+			fg = vars["--ink"]
+		}
+		pairs := map[string]string{"text": fg}
+		if text.MatchString(sel) {
+			pairs["link"], pairs["hint"] = vars["--accent"], vars["--muted"]
+		}
+		for what, c := range pairs {
+			checked++
+			if r := contrastRatio(t, c, bg); r < 4.5 {
+				t.Errorf("%s: %s %s on %s is %.2f:1, below 4.5:1", sel, what, c, bg, r)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d colour pairs found in app.css", checked)
+	}
+}

@@ -176,3 +176,39 @@ func TestAuditLogNamesActorsAndFiltersByNameOrEmail(t *testing.T) {
 		t.Errorf("delivery log with a bad date: HTTP %d", p.Status)
 	}
 }
+
+// TestAuditChangesNameTheStaffMembersTheyMention (issue 23): a note that
+// mentions a colleague is audited with the colleague's id
+// ({"mentions":["01a2…"]}); the audit log and the application's audit
+// trail show the colleague's name there, and the changes as recorded, id
+// and all, on hover. The old pages printed the id: this test failed there.
+func TestAuditChangesNameTheStaffMembersTheyMention(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var complianceID, complianceName string
+	if err := f.env.App.DB.QueryRow(`SELECT id::text, name FROM staff_users WHERE email = $1`, apptest.ComplianceEmail).Scan(&complianceID, &complianceName); err != nil {
+		t.Fatal(err)
+	}
+	app := f.onboarding.application
+	if _, err := f.env.App.Review.AddNote(staffCtx(t, f.env, apptest.UnderwriterEmail), app, 0, "@"+apptest.ComplianceEmail+" please look at the owner"); err != nil {
+		t.Fatal(err)
+	}
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	named := html.EscapeString(`{"mentions":["` + complianceName + `"],"note":`)
+	for _, path := range []string{"/backoffice/audit?action=application.note", "/backoffice/applications/" + app} {
+		p := admin.Get(t, path)
+		if p.Status != http.StatusOK {
+			t.Fatalf("%s: HTTP %d", path, p.Status)
+		}
+		if !strings.Contains(p.Body, named) {
+			t.Errorf("%s: the note's changes do not name %s", path, complianceName)
+		}
+		if strings.Contains(visibleText(p.Body), complianceID) {
+			t.Errorf("%s shows the id %s as text", path, complianceID)
+		}
+		if !regexp.MustCompile(`title="[^"]*` + complianceID + `[^"]*">` + regexp.QuoteMeta(named)).MatchString(p.Body) {
+			t.Errorf("%s: the changes as recorded are not on hover", path)
+		}
+	}
+}

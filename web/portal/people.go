@@ -158,6 +158,7 @@ func (p *Portal) userDetail(w http.ResponseWriter, r *http.Request) {
 			v.Audit = append(v.Audit, auditRow(r, e))
 		}
 	}
+	p.nameAuditIDs(r, v.Audit)
 	if v.ShowAccounts, v.Accounts, err = p.ownerAccounts(r, u.Token, ""); err != nil {
 		p.renderError(w, r, err)
 		return

@@ -152,6 +152,7 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 			v.Audit = append(v.Audit, auditRow(r, e))
 		}
 	}
+	p.nameAuditIDs(r, v.Audit)
 	p.renderPrivate(w, r, status, "Application · "+v.CompanyName, pages.ApplicationDetail(v))
 }
 

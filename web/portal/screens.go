@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -198,6 +199,7 @@ func (p *Portal) audit(w http.ResponseWriter, r *http.Request) {
 	for i, e := range entries {
 		rows[i] = auditRow(r, e)
 	}
+	p.nameAuditIDs(r, rows)
 	var prev, next string
 	if len(entries) == f.Limit {
 		nq := cloneQuery(q)
@@ -281,6 +283,50 @@ func auditRow(r *http.Request, e emi.AuditEntry) pages.AuditRow {
 		row.Changes = string(b)
 	}
 	return row
+}
+
+// uuidInJSON is a whole id inside an audit entry's changes.
+var uuidInJSON = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// nameAuditIDs writes the names of staff members and partners in place of
+// their ids in the rows' changes ({"mentions":["Sandbox Compliance"]}),
+// and keeps the changes as recorded, ids and all, on hover (issue 23: no
+// partner or staff id where a name exists). Ids of other things stay: they
+// have no name. The names are looked up only when a row has an id.
+func (p *Portal) nameAuditIDs(r *http.Request, rows []pages.AuditRow) {
+	var staff, partners map[string]string
+	for i := range rows {
+		if !uuidInJSON.MatchString(rows[i].Changes) {
+			continue
+		}
+		if staff == nil {
+			staff, partners = p.staffNames(r), p.partnerNames(r)
+		}
+		named := nameIDsIn(rows[i].Changes, staff, partners)
+		if named != rows[i].Changes {
+			rows[i].ChangesTitle, rows[i].Changes = rows[i].Changes, named
+		}
+	}
+}
+
+// nameIDsIn replaces the whole ids in changes (JSON) that names has, the
+// first map first, by the names, escaped for a JSON string. Other ids stay.
+func nameIDsIn(changes string, names ...map[string]string) string {
+	return uuidInJSON.ReplaceAllStringFunc(changes, func(id string) string {
+		for _, m := range names {
+			if n, ok := m[id]; ok {
+				return jsonStringContent(n)
+			}
+		}
+		return id
+	})
+}
+
+// jsonStringContent is s as it reads inside a JSON string, without the
+// quotes.
+func jsonStringContent(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
 }
 
 // auditActor names an audit row's actor.

@@ -233,10 +233,10 @@ func (p *Portal) renderTransferPage(w http.ResponseWriter, r *http.Request, stat
 	}
 	v.Sides = []pages.TransferSideView{src, dst}
 	for _, e := range t.Entries {
-		row := pages.LedgerEntryRow{Txn: shortID(e.TxnToken), Kind: txnKindLabel(e.Kind), Entry: strconv.FormatInt(e.ID, 10),
+		row := pages.LedgerEntryRow{Txn: shortID(e.TxnToken), TxnID: e.TxnToken, Kind: txnKindLabel(e.Kind), Entry: strconv.FormatInt(e.ID, 10),
 			Internal: e.Internal, Amount: emi.FormatMinor(e.Amount) + " " + e.Currency, At: fmtTime(e.CreatedAt)}
 		if e.Account != "" {
-			row.Account, row.AccountHref, row.Balance = e.Account, accountHref(e.Account), shortID(e.Balance)
+			row.Account, row.AccountHref, row.Balance, row.BalanceID = e.Account, accountHref(e.Account), shortID(e.Balance), e.Balance
 			row.BalanceAfter = emi.FormatMinor(e.BalanceAfter)
 		}
 		v.Entries = append(v.Entries, row)
@@ -244,6 +244,7 @@ func (p *Portal) renderTransferPage(w http.ResponseWriter, r *http.Request, stat
 	for _, e := range t.Audit {
 		v.Audit = append(v.Audit, auditRow(r, e))
 	}
+	p.nameAuditIDs(r, v.Audit)
 	if canDo(r, emi.PermViewAudit) {
 		v.AuditHref = "/backoffice/audit?resource_type=transfer&resource_token=" + url.QueryEscape(t.Token)
 	}

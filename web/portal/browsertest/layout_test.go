@@ -2,7 +2,6 @@ package browser_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -60,55 +59,4 @@ func TestApplicationPageLayoutInTheBrowser(t *testing.T) {
 		t.Errorf("the application page is %d px wide at 390 px", w)
 	}
 	noCSPViolations(t, b)
-}
-
-// TestPhoneLayoutInTheBrowser (issue 23, item 7): at 390 px the queues, a
-// person, an account and a card lay out without horizontal page scroll
-// (wide tables scroll inside their card); each page is saved at 1440 and
-// 390 px in test-artifacts/screens. The old pages laid out at 711 to
-// 1,021 px: this test failed there.
-func TestPhoneLayoutInTheBrowser(t *testing.T) {
-	t.Parallel()
-	env, p := reviewEnv(t)
-	queueApplication(t, env, p, nil)
-	card, _ := cardHolder(t, env, p)
-	pages := map[string][]struct{ name, path string }{
-		apptest.CSEmail: {
-			{"people", "/backoffice/users"},
-			{"person", "/backoffice/users/" + card.User},
-			{"accounts", "/backoffice/accounts"},
-			{"account", "/backoffice/accounts/" + card.Account},
-			{"cards", "/backoffice/cards?q=Dimova"},
-			{"card", "/backoffice/cards/" + card.Token},
-		},
-		apptest.ComplianceEmail: {
-			{"aml-queue", "/backoffice/aml"},
-			{"kyc-queue", "/backoffice/kyc"},
-		},
-		apptest.UnderwriterEmail: {
-			{"review-queue", "/backoffice/review"},
-			{"applications", "/backoffice/applications"},
-		},
-	}
-	for email, list := range pages {
-		b := newTab(t, env)
-		b.signIn(env, email)
-		for _, pg := range list {
-			b.do("viewport", chromedp.EmulateViewport(1440, 900))
-			if st := b.open(pg.path); st != 200 {
-				t.Errorf("%s: HTTP %d", pg.path, st)
-				continue
-			}
-			shootAt(b, "phone-"+pg.name, 1440)
-			shootAt(b, "phone-"+pg.name, 390)
-			w := eval[int](b, `document.documentElement.scrollWidth`)
-			t.Logf("%s at 390 px: scrollWidth %d", pg.path, w)
-			if w > 390 {
-				wide := eval[string](b, `Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right > 391)
-					.slice(0, 5).map(e => e.tagName + '.' + e.className + '#' + (e.getAttribute('data-testid') || '')).join(', ')`)
-				t.Errorf("%s lays out at %d px at 390 px (widest: %s)", pg.path, w, strings.TrimSpace(wide))
-			}
-		}
-		noCSPViolations(t, b)
-	}
 }

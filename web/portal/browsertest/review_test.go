@@ -44,8 +44,14 @@ func newUnderwriter(t *testing.T, env *apptest.Env, email, name string) {
 // waits for an underwriter) and its workers running.
 func reviewEnv(t *testing.T) (*apptest.Env, *apptest.Partner) {
 	t.Helper()
+	return workingEnv(t, emi.PartnerCreate{Name: "Review Partner", Processing: emi.ProcessingSemiAutomatic})
+}
+
+// workingEnv is an app with the partner pc and its workers running.
+func workingEnv(t *testing.T, pc emi.PartnerCreate) (*apptest.Env, *apptest.Partner) {
+	t.Helper()
 	env := newEnv(t)
-	p := env.NewPartner(t, emi.PartnerCreate{Name: "Review Partner", Processing: emi.ProcessingSemiAutomatic})
+	p := env.NewPartner(t, pc)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = env.App.RunWorkers(ctx); close(done) }()
