@@ -134,6 +134,7 @@ func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, 
 	if c.ReviewedAt != nil {
 		v.Reviewed = fmtTime(*c.ReviewedAt)
 	}
+	v.Merchant = merchantKVs(r, c)
 	for _, h := range c.Hits {
 		hv := hitView(h)
 		hv.DecidedBy = who(r, h.DecidedBy, h.DecidedByName)
