@@ -269,3 +269,93 @@ func hasMerchantAlert(alerts []emi.Alert, check, name, href string) bool {
 	}
 	return false
 }
+
+// The company's own name is screened against entity entries, and a person
+// only against individual entries: a list update adding the company as an
+// entity (and an entity that bears the UBO's name) raises one check for
+// the company, without member, and none for the UBO. The jobs refuse a bad
+// payload for good and wait for a list version this instance has not
+// loaded; a watch-list entry removed before its job ran screens nobody.
+func TestMerchantCompanyRescreenedAgainstEntities(t *testing.T) {
+	t.Parallel()
+	orig, err := os.ReadFile(filepath.Join(apptest.SanctionsDir(), "sdn.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sdn []byte
+	srv := sanctionsServer(t, &sdn)
+	env := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
+		c.SanctionsURLs = [5]string{srv.URL + "/sdn.csv", srv.URL + "/alt.csv", srv.URL + "/un_consolidated.xml"}
+	}})
+	startWorkers(t, env)
+	ctx := context.Background()
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	_, merchant, _ := approvedMerchant(t, env, p)
+
+	// The jobs' error paths.
+	for _, job := range []struct {
+		run  func(context.Context, emi.Job) error
+		body string
+		want string
+	}{
+		{env.App.MerchantScreening.Rescreen, `not json`, "bad payload"},
+		{env.App.MerchantScreening.Rescreen, `{"version":"not-loaded","entries":["x|1"]}`, `this instance has`},
+		{env.App.MerchantScreening.ScreenWatchlistEntry, `{}`, "bad payload"},
+	} {
+		if err := job.run(ctx, emi.Job{ID: 7, Payload: []byte(job.body)}); err == nil || !strings.Contains(err.Error(), job.want) {
+			t.Fatalf("job with %s: %v, want %q", job.body, err, job.want)
+		}
+	}
+	officer := complianceCtx()
+	// A watch-list entry removed before its job ran screens nobody; a live
+	// one of the same name raises the company's check. (Stored directly,
+	// without the jobs an addition enqueues, so that only these runs count.)
+	hitsOn := func(entry string) int {
+		var n int
+		_ = env.App.DB.Get(&n, `SELECT count(*) FROM aml_hits h JOIN aml_checks c ON c.token = h.check_token
+			WHERE c.merchant_token = $1 AND h.entry_id = $2`, merchant, entry)
+		return n
+	}
+	for _, removed := range []bool{true, false} {
+		e := emi.WatchlistEntry{ID: service.NewToken(), Name: "Sandbox Trading", Category: "fraud", Note: "report", CreatedAt: time.Now().UTC()}
+		if err := env.App.OnboardingStore.InsertWatchlistEntry(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if removed {
+			if err := env.App.OnboardingStore.RemoveWatchlistEntry(ctx, e.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := env.App.MerchantScreening.ScreenWatchlistEntry(ctx, emi.Job{ID: 8, Payload: []byte(`{"entry":"` + e.ID + `"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if n := hitsOn(e.ID); n != map[bool]int{true: 0, false: 1}[removed] {
+			t.Fatalf("watch-list entry (removed %v): %d hits raised for the merchant", removed, n)
+		}
+	}
+	before := len(merchantChecks(t, env, merchant))
+
+	entity := func(id, name string) []byte {
+		return []byte(id + `,"` + name + `","-0- ","SDGT","-0- ","-0- ","-0- ","-0- ","-0- ","-0- ","-0- ","-0- "` + "\r\n")
+	}
+	body := append([]byte{}, bytes.TrimSuffix(orig, []byte{0x1a})...)
+	body = append(body, entity("99997", "SANDBOX TRADING LTD")...)
+	body = append(body, entity("99996", "ELIN SANDQVIST")...)
+	sdn = append(body, 0x1a)
+	if err := env.App.UpdateSanctions(ctx); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	checks := waitMerchantChecks(t, env, merchant, before+1)
+	time.Sleep(300 * time.Millisecond)
+	checks = merchantChecks(t, env, merchant)[before:]
+	if len(checks) != 1 || checks[0].MemberToken != "" || checks[0].Source != emi.AMLSourceRescreen {
+		t.Fatalf("checks after the entities were added: %+v", checks)
+	}
+	got, err := env.App.AML.Get(officer, checks[0].Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LastName != "Sandbox Trading Ltd" && got.LastName != "Sandbox Trading" || len(got.Hits) != 1 || got.Hits[0].EntryID != "99997" {
+		t.Fatalf("the company's check: %+v", got)
+	}
+}
