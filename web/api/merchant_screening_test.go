@@ -140,9 +140,9 @@ func TestMerchantPeopleAreRescreened(t *testing.T) {
 	if err := env.App.UpdateSanctions(ctx); err != nil {
 		t.Fatalf("update: %v", err)
 	}
-	checks := waitMerchantChecks(t, env, merchant, 1)
+	waitMerchantChecks(t, env, merchant, 1)
 	time.Sleep(300 * time.Millisecond) // a duplicate would land now
-	checks = merchantChecks(t, env, merchant)
+	checks := merchantChecks(t, env, merchant)
 	if len(checks) != 1 || checks[0].MemberToken != member || checks[0].Source != emi.AMLSourceRescreen ||
 		checks[0].Status != emi.AMLMatch || checks[0].PartnerID != p.ID {
 		t.Fatalf("checks of the merchant after the update: %+v", checks)
@@ -345,9 +345,9 @@ func TestMerchantCompanyRescreenedAgainstEntities(t *testing.T) {
 	if err := env.App.UpdateSanctions(ctx); err != nil {
 		t.Fatalf("update: %v", err)
 	}
-	checks := waitMerchantChecks(t, env, merchant, before+1)
+	waitMerchantChecks(t, env, merchant, before+1)
 	time.Sleep(300 * time.Millisecond)
-	checks = merchantChecks(t, env, merchant)[before:]
+	checks := merchantChecks(t, env, merchant)[before:]
 	if len(checks) != 1 || checks[0].MemberToken != "" || checks[0].Source != emi.AMLSourceRescreen {
 		t.Fatalf("checks after the entities were added: %+v", checks)
 	}
