@@ -234,6 +234,11 @@ func TestMerchantPeopleAreRescreened(t *testing.T) {
 	if evOther != 0 || evOwner != 1 {
 		t.Fatalf("aml_check.reviewed: %d to the owner, %d to another partner", evOwner, evOther)
 	}
+	var evMerchant string
+	_ = env.App.DB.Get(&evMerchant, `SELECT data->>'merchant' FROM events WHERE resource_token = $1 AND type = $2`, check, emi.EventAMLCheckReviewed)
+	if evMerchant != merchant {
+		t.Fatalf("aml_check.reviewed names merchant %q, want %s", evMerchant, merchant)
+	}
 
 	// The remembered false positive (two people) answers the same person in
 	// a later merchant of the partner: its application is approved, and the
