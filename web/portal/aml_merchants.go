@@ -33,3 +33,12 @@ func merchantKVs(r *http.Request, c emi.AMLCheck) []pages.KV {
 	}
 	return []pages.KV{merchant, {Label: "Merchant token", Value: c.MerchantToken, Mono: true}, member}
 }
+
+// sourceOf is a check's source as the AML queue shows it: a merchant's
+// re-screening names the merchant.
+func sourceOf(c emi.AMLCheck) string {
+	if c.MerchantToken != "" && c.MerchantName != "" {
+		return c.Source + " · merchant " + c.MerchantName
+	}
+	return c.Source
+}

@@ -53,6 +53,10 @@ func TestAlertNamesTheMerchantOfARescreenedMember(t *testing.T) {
 		!strings.Contains(page.Body, `href="/backoffice/companies/`+app+`"`) || !strings.Contains(page.Body, "/backoffice/aml/"+check) {
 		t.Fatalf("the alert queue does not name the merchant %q:\n%s", m.Name, page.Body)
 	}
+	queue := officer.Get(t, "/backoffice/aml")
+	if !strings.Contains(queue.Body, "merchant "+m.Name) || !strings.Contains(queue.Body, "/backoffice/aml/"+check) {
+		t.Fatalf("the AML queue does not name the merchant:\n%s", queue.Body)
+	}
 	detail := officer.Get(t, "/backoffice/aml/"+check)
 	if detail.Status != 200 || !strings.Contains(detail.Body, `data-testid="aml-merchant"`) || !strings.Contains(detail.Body, m.Name) ||
 		!strings.Contains(detail.Body, "/backoffice/applications/"+app+"/members/"+member) || !strings.Contains(detail.Body, "Elin Sandqvist") {
