@@ -75,7 +75,10 @@ type App struct {
 	Screener *screening.Screener
 	Users    *service.Users
 	AML      *service.AML
-	KYC      *service.KYC
+	// MerchantScreening re-screens onboarded merchants' companies and
+	// people when the lists or the watch list change.
+	MerchantScreening *service.MerchantScreening
+	KYC               *service.KYC
 
 	// Onboarding runs applications; Checks their automatic checks;
 	// Watchlist is the adverse-media watch list; Registry the trade
@@ -197,6 +200,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.KYC = service.NewKYC(db, a.People, a.People, a.People, keys, service.HostedKYC{PublicURL: cfg.PublicURL},
 		a.Events, a.Audit, now)
 	a.Registry = newRegistry(cfg, logger)
+	a.MerchantScreening = service.NewMerchantScreening(db, a.People, a.OnboardingStore, screener, a.Watchlist, a.Audit, now)
 	a.Checks = service.NewChecks(db, a.OnboardingStore, screener, a.Registry, a.Watchlist, a.Events, a.Audit,
 		service.DefaultRiskModel(now), now)
 	a.Onboarding = service.NewOnboarding(db, a.OnboardingStore, a.Store, a.People, a.People, keys, a.Jobs, a.Audit, v, now)
@@ -349,6 +353,8 @@ func (a *App) Pool() *worker.Pool {
 	pool.Handle(service.JobApplicationChecks, a.Checks.Run)
 	pool.Handle(service.JobRescreenApplications, a.Onboarding.RescreenApplications)
 	pool.Handle(service.JobWatchlistScreenUsers, a.AML.ScreenWatchlistEntry)
+	pool.Handle(service.JobAMLRescreenMerchants, a.MerchantScreening.Rescreen)
+	pool.Handle(service.JobWatchlistScreenMerchants, a.MerchantScreening.ScreenWatchlistEntry)
 	return pool
 }
 

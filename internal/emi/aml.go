@@ -128,6 +128,14 @@ type AMLCheck struct {
 	Hits           []AMLHit `db:"-"`
 	// PartnerName is filled for the back office.
 	PartnerName string `db:"partner_name"`
+	// MerchantToken names the onboarded merchant whose company or person a
+	// re-screening found, MemberToken the member (a person or legal entity
+	// of its application; "" for the company's own name). MerchantName and
+	// MerchantApplication are filled for the back office.
+	MerchantToken       string `db:"merchant_token"`
+	MemberToken         string `db:"member_token"`
+	MerchantName        string `db:"merchant_name"`
+	MerchantApplication string `db:"merchant_application"`
 }
 
 // OpenHits returns the hits still waiting for a decision.

@@ -178,6 +178,9 @@ type Alert struct {
 	TopScore            float64
 	RaisedAt            time.Time
 	Claim               *AlertClaim
+	// Merchant is the onboarded merchant an AML check is about ("" for a
+	// user's or an API check), MerchantHref its page.
+	Merchant, MerchantHref string
 }
 
 // InboxItem is one notification of a staff user: a mention in an internal

@@ -298,7 +298,10 @@ type amlCheckRow struct {
 const amlCheckColumns = `c.token, c.partner_id, c.source, c.user_token AS user_tok, c.first_name, c.last_name, c.nationality,
 	to_char(c.birthday, 'YYYY-MM-DD') AS bday, c.person_key, c.status, c.list_version, c.created_at, c.reviewed_at,
 	c.reviewed_by::text AS reviewer, p.name AS pname,
-	coalesce((SELECT name FROM staff_users s WHERE s.id = c.reviewed_by), '') AS reviewed_by_name`
+	coalesce((SELECT name FROM staff_users s WHERE s.id = c.reviewed_by), '') AS reviewed_by_name,
+	coalesce(c.merchant_token::text, '') AS merchant_token, coalesce(c.member_token::text, '') AS member_token,
+	coalesce((SELECT m.name FROM merchants m WHERE m.token = c.merchant_token), '') AS merchant_name,
+	coalesce((SELECT m.application::text FROM merchants m WHERE m.token = c.merchant_token), '') AS merchant_application`
 
 func (r amlCheckRow) check() emi.AMLCheck {
 	c := r.AMLCheck
@@ -321,10 +324,10 @@ func (r amlCheckRow) check() emi.AMLCheck {
 func (s *PeopleStore) InsertAMLCheck(ctx context.Context, c emi.AMLCheck) error {
 	return s.db.InTx(ctx, func(ctx context.Context) error {
 		_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO aml_checks (token, partner_id, source, user_token,
-			first_name, last_name, nationality, birthday, person_key, status, list_version, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			first_name, last_name, nationality, birthday, person_key, status, list_version, created_at, merchant_token, member_token)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			c.Token, c.PartnerID, c.Source, nullUUID(c.UserToken), c.FirstName, c.LastName, c.Nationality,
-			nullDate(c.Birthday), c.PersonKey, c.Status, c.ListVersion, c.CreatedAt)
+			nullDate(c.Birthday), c.PersonKey, c.Status, c.ListVersion, c.CreatedAt, nullUUID(c.MerchantToken), nullUUID(c.MemberToken))
 		if err != nil {
 			return Translate(err)
 		}

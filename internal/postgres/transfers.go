@@ -252,7 +252,7 @@ func (s *TransferStore) HolderOnHold(ctx context.Context, account string) (bool,
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &held, `SELECT EXISTS (
 		SELECT 1 FROM accounts a
 		JOIN accounts m ON m.token = coalesce(a.main, a.token)
-		JOIN aml_checks c ON c.user_token = m.user_token
+		JOIN aml_checks c ON c.user_token = m.user_token OR c.merchant_token = m.merchant
 		WHERE a.token = $1 AND c.status IN ('match', 'confirmed'))`, account)
 	return held, Translate(err)
 }

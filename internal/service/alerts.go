@@ -137,6 +137,9 @@ func (s *Alerts) Queue(ctx context.Context) ([]emi.Alert, error) {
 		a := emi.Alert{Kind: emi.AlertAMLCheck, Subject: c.Token, Href: "/backoffice/aml/" + c.Token, PartnerID: c.PartnerID,
 			Partner: c.PartnerName, Subjects: strings.TrimSpace(c.FirstName + " " + c.LastName), Source: c.Source,
 			Hits: len(c.Hits), Open: c.OpenHits(), RaisedAt: c.CreatedAt}
+		if c.MerchantToken != "" {
+			a.Merchant, a.MerchantHref = c.MerchantName, "/backoffice/companies/"+c.MerchantApplication
+		}
 		for _, h := range c.Hits {
 			if !h.Suppressed && h.Score > a.TopScore {
 				a.TopScore = h.Score

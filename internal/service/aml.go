@@ -56,6 +56,9 @@ type AMLStore interface {
 	RaisedForUser(ctx context.Context, userToken string) (map[string]bool, error)
 	// UserScreening returns the AML state of a user (checks linked to it).
 	UserScreening(ctx context.Context, user string) (emi.UserScreening, error)
+	// MerchantScreening returns the AML state of an onboarded merchant
+	// (checks naming it; IdentitySince unused).
+	MerchantScreening(ctx context.Context, merchant string) (emi.UserScreening, error)
 	InsertSanctionsUpdate(ctx context.Context, u emi.SanctionsUpdate) error
 	SanctionsUpdates(ctx context.Context, limit int) ([]emi.SanctionsUpdate, error)
 }
@@ -339,6 +342,9 @@ func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.
 			if c.UserToken != "" {
 				fields["user"] = c.UserToken
 			}
+			if c.MerchantToken != "" {
+				fields["merchant"] = c.MerchantToken
+			}
 			if _, err := a.events.Emit(ctx, c.PartnerID, emi.EventAMLCheckReviewed, "aml_check", c.Token, fields); err != nil {
 				return err
 			}
@@ -390,6 +396,10 @@ func (a *AML) ListsUpdated(ctx context.Context, u emi.SanctionsUpdate, changed [
 		}
 		// Pending applications are screened again too (issue 19, C6).
 		if err := EnqueueRescreenApplications(ctx, a.jobs, "lists:"+u.Version); err != nil {
+			return err
+		}
+		// And the onboarded merchants' companies and people.
+		if err := enqueueRescreenMerchants(ctx, a.jobs, u.Version, changed); err != nil {
 			return err
 		}
 		_, _, err := a.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobAMLRescreen, UniqueKey: "aml.rescreen:" + u.Version,

@@ -117,6 +117,7 @@ type CardUsers interface {
 type CardAML interface {
 	AMLCheckReader
 	UserScreening(ctx context.Context, user string) (emi.UserScreening, error)
+	MerchantScreening(ctx context.Context, merchant string) (emi.UserScreening, error)
 }
 
 // CardChangeSeen is a card's latest history entry of some kinds.
@@ -280,6 +281,9 @@ func (s *Cards) Create(ctx context.Context, in emi.CardCreate) (emi.Card, error)
 		deferred := in.Account == "" && c.User == "" && c.Merchant == "" && c.Type == emi.CardPlastic && !c.Activated
 		holder, err := s.holder(ctx, p.PartnerID, c.User)
 		if err != nil {
+			return err
+		}
+		if err := s.merchantHold(ctx, c.Merchant); err != nil {
 			return err
 		}
 		if (prog.AMLRequired && !deferred) || in.AML != "" {

@@ -257,6 +257,9 @@ func (s *Cards) Activate(ctx context.Context, token, aml, reason string) (emi.Ca
 		if err != nil {
 			return err
 		}
+		if err := s.merchantHold(ctx, c.Merchant); err != nil {
+			return err
+		}
 		link := aml
 		if link == "" {
 			link = c.AML
@@ -359,6 +362,9 @@ func (s *Cards) Assign(ctx context.Context, token, account, aml, reason string) 
 		c.Account, c.Merchant, c.User = acc.Token, acc.Merchant, acc.User
 		holder, err := s.holder(ctx, c.PartnerID, c.User)
 		if err != nil {
+			return err
+		}
+		if err := s.merchantHold(ctx, c.Merchant); err != nil {
 			return err
 		}
 		link := aml

@@ -137,6 +137,9 @@ func (w *Watchlist) Add(ctx context.Context, e emi.WatchlistEntry) (emi.Watchlis
 			Payload: watchlistScreenPayload{Entry: e.ID}}); err != nil {
 			return err
 		}
+		if err := enqueueWatchlistScreenMerchants(ctx, w.jobs, e.ID); err != nil {
+			return err
+		}
 		return w.audit.Record(ctx, emi.AuditEntry{Action: "watchlist.add", ResourceType: "watchlist_entry", ResourceToken: e.ID,
 			Changes: map[string]any{"name": e.Name, "category": e.Category, "source": e.Source}})
 	})

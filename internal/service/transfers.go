@@ -19,10 +19,10 @@ type TransferStore interface {
 	// matches; a match in another currency is returned as it is.
 	FindParty(ctx context.Context, p emi.TransferParty, currency string) (party Party, found bool, err error)
 	InsertTransfer(ctx context.Context, t emi.Transfer) error
-	// HolderOnHold reports whether the user who holds account (or the
-	// main account behind a virtual one) has a screening check waiting
-	// for a compliance decision or confirmed a true match (as
-	// UserScreening counts them); false for a merchant's account.
+	// HolderOnHold reports whether the user or onboarded merchant who
+	// holds account (or the main account behind a virtual one) has a
+	// screening check waiting for a compliance decision or confirmed a
+	// true match (as UserScreening and MerchantScreening count them).
 	HolderOnHold(ctx context.Context, account string) (bool, error)
 	// Transfer returns a transfer with the IBANs and partners of its sides;
 	// forUpdate locks it. Returns emi.ErrTransferNotFound.

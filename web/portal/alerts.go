@@ -59,7 +59,8 @@ func (p *Portal) renderAlerts(w http.ResponseWriter, r *http.Request, status int
 	for _, a := range alerts {
 		row := pages.AlertRow{Kind: a.Kind, Subject: a.Subject, Href: a.Href, Kindlabel: alertKindLabels[a.Kind], Source: a.Source,
 			Partner: a.Partner, Subjects: a.Subjects, TopScore: fmt.Sprintf("%.3f", a.TopScore), Raised: fmtTime(a.RaisedAt),
-			Age: age(now, a.RaisedAt), Hits: strconv.Itoa(a.Hits), Open: strconv.Itoa(a.Open), Holder: "nobody"}
+			Age: age(now, a.RaisedAt), Hits: strconv.Itoa(a.Hits), Open: strconv.Itoa(a.Open), Holder: "nobody",
+			Merchant: a.Merchant, MerchantHref: a.MerchantHref}
 		if row.Subjects == "" {
 			row.Subjects = a.Subject
 		}

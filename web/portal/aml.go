@@ -93,7 +93,7 @@ func (p *Portal) amlQueue(w http.ResponseWriter, r *http.Request) {
 func amlRow(c emi.AMLCheck, now time.Time) pages.AMLRow {
 	return pages.AMLRow{Token: c.Token, Created: fmtTime(c.CreatedAt), Age: age(now, c.CreatedAt), Partner: c.PartnerName,
 		Person: strings.TrimSpace(c.FirstName + " " + c.LastName), Birthday: c.Birthday, Nationality: c.Nationality,
-		Source: c.Source, Status: string(c.Status), StatusTone: amlTone(c.Status), Hits: len(c.Hits), Open: c.OpenHits()}
+		Source: sourceOf(c), Status: string(c.Status), StatusTone: amlTone(c.Status), Hits: len(c.Hits), Open: c.OpenHits()}
 }
 
 func amlTone(s emi.AMLStatus) string {
@@ -134,6 +134,7 @@ func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, 
 	if c.ReviewedAt != nil {
 		v.Reviewed = fmtTime(*c.ReviewedAt)
 	}
+	v.Merchant = merchantKVs(r, c)
 	for _, h := range c.Hits {
 		hv := hitView(h)
 		hv.DecidedBy = who(r, h.DecidedBy, h.DecidedByName)

@@ -63,6 +63,15 @@ func workingEnv(t *testing.T, pc emi.PartnerCreate) (*apptest.Env, *apptest.Part
 // mutate), its UBO with a PDF passport, and waits until it is in review.
 func queueApplication(t *testing.T, env *apptest.Env, p *apptest.Partner, mutate func(map[string]any)) string {
 	t.Helper()
+	app := submitApplication(t, env, p, mutate)
+	waitApplication(t, env, app, emi.AppInReview)
+	return app
+}
+
+// submitApplication creates Sandbox Trading Ltd's application (changed by
+// mutate) and its UBO with a PDF passport.
+func submitApplication(t *testing.T, env *apptest.Env, p *apptest.Partner, mutate func(map[string]any)) string {
+	t.Helper()
 	body := map[string]any{
 		"merchant": p.Merchant, "products": []string{"account-opening", "card-issuing"}, "due_diligence": "CDD",
 		"company": map[string]any{"uic": "100000001", "legal_name": "Sandbox Trading Ltd", "trade_name": "Sandbox Trading",
@@ -80,9 +89,7 @@ func queueApplication(t *testing.T, env *apptest.Env, p *apptest.Partner, mutate
 	if r.Status != http.StatusCreated {
 		t.Fatalf("application_create: %s", r)
 	}
-	app := r.Data["token"].(string)
-	waitApplication(t, env, app, emi.AppInReview)
-	return app
+	return r.Data["token"].(string)
 }
 
 // eventCount counts the partner's events of a type about an application.
