@@ -343,3 +343,49 @@ func TestCardReplacementRace(t *testing.T) {
 		t.Fatalf("%d card.replaced events", n)
 	}
 }
+
+// TestCardFraudBlockIsLiftedByStaffOnly: emi blocked the card on
+// suspicion of fraud, so the partner (or a fraudster who talks the
+// partner's support into it) cannot undo that with card_status active,
+// not even after blocking the card again itself; emi's customer service
+// can. A block for another reason, or the partner's own block, the
+// partner lifts as before. Before this rule the partner's call
+// reactivated the card: this test failed there.
+func TestCardFraudBlockIsLiftedByStaffOnly(t *testing.T) {
+	t.Parallel()
+	b := newBlockApp(t)
+	cards := b.env.App.Cards
+	tok := b.card.Token
+	if _, err := cards.Block(b.cs, tok, emi.BlockFraudSuspected, "Card testing pattern"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cards.SetStatus(b.partner(), tok, emi.CardActive, ""); !errors.Is(err, emi.ErrCardInvalidTransition) ||
+		!strings.Contains(emi.AsError(err).Detail, "suspicion of fraud") {
+		t.Fatalf("the partner lifts a fraud block: %v", err)
+	}
+	if _, err := cards.SetStatus(b.partner(), tok, emi.CardInactive, "customer called"); err != nil {
+		t.Fatalf("the partner blocks the blocked card again: %v", err)
+	}
+	if _, err := cards.SetStatus(b.partner(), tok, emi.CardActive, ""); !errors.Is(err, emi.ErrCardInvalidTransition) {
+		t.Fatalf("the partner lifts a fraud block after blocking it again itself: %v", err)
+	}
+	if c := b.get(t, tok); c.Status != emi.CardInactive || c.StatusReason != emi.BlockFraudSuspected {
+		t.Fatalf("after the partner's attempts: %s %q", c.Status, c.StatusReason)
+	}
+	if c, err := cards.SetStatus(b.cs2, tok, emi.CardActive, "Cleared with the cardholder"); err != nil || c.Status != emi.CardActive || c.StatusReason != "" {
+		t.Fatalf("customer service lifts the fraud block: %+v %v", c.Status, err)
+	}
+	// Other blocks: the partner lifts them.
+	if _, err := cards.Block(b.cs, tok, emi.BlockCustomerRequest, ""); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := cards.SetStatus(b.partner(), tok, emi.CardActive, ""); err != nil || c.Status != emi.CardActive {
+		t.Fatalf("the partner lifts a customer-request block: %v", err)
+	}
+	if _, err := cards.SetStatus(b.partner(), tok, emi.CardInactive, "customer called"); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := cards.SetStatus(b.partner(), tok, emi.CardActive, ""); err != nil || c.Status != emi.CardActive {
+		t.Fatalf("the partner lifts its own block: %v", err)
+	}
+}

@@ -148,6 +148,8 @@ func (s *Cards) historyCode(ctx context.Context, a cardActor, c emi.Card, change
 // a reason code (Block): a staff request to set it inactive without one is
 // refused on "reason_code" (issue 23). The partner API has no reason codes
 // (seed card_status takes `status` alone), so a partner's block keeps none.
+// A card staff blocked as fraud_suspected is unblocked by staff only: a
+// partner's card_status active answers 12005 until then.
 func (s *Cards) SetStatus(ctx context.Context, token, status, reason string) (emi.Card, error) {
 	a, err := s.actor(ctx, emi.PermManageCards)
 	if err != nil {
@@ -165,6 +167,13 @@ func (s *Cards) SetStatus(ctx context.Context, token, status, reason string) (em
 		}
 	}
 	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
+		if status == emi.CardActive && !a.staff && c.Status == emi.CardInactive && c.StatusReason == emi.BlockFraudSuspected {
+			// emi blocked the card because it suspects fraud: only emi,
+			// having investigated, lifts that block (as issuers do). A
+			// partner could otherwise undo a risk decision with one
+			// card_status call, or be talked into it by the fraudster.
+			return emi.ErrCardInvalidTransition.WithDetail("emi blocked this card on suspicion of fraud: only emi's customer service can unblock it")
+		}
 		return s.setStatus(ctx, a, c, status, "", reason)
 	})
 }
