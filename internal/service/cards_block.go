@@ -133,9 +133,15 @@ func (s *Cards) Replace(ctx context.Context, token, aml, reason string) (emi.Car
 		if err != nil {
 			return err
 		}
+		// Staff read these refusals: cards are named by their masked
+		// number, as on the back office's pages.
 		switch {
 		case old.ReplacedBy != "":
-			return emi.ErrCardInvalidTransition.WithDetail("the card was already replaced by card %s", old.ReplacedBy)
+			by, err := s.store.Card(ctx, "", old.ReplacedBy, false)
+			if err != nil {
+				return err
+			}
+			return emi.ErrCardInvalidTransition.WithDetail("the card was already replaced by card %s", by.MaskedPAN())
 		case old.Status != emi.CardTerminated:
 			return emi.ErrCardInvalidTransition.WithDetail("only a terminated card is replaced: block it as lost or stolen, or terminate it, first")
 		case old.Account == "":
@@ -155,7 +161,7 @@ func (s *Cards) Replace(ctx context.Context, token, aml, reason string) (emi.Car
 		if open, ok, err := s.store.OpenCardOfAccount(ctx, acc.Token); err != nil {
 			return err
 		} else if ok {
-			return emi.ErrActiveCardExists.WithDetail("card %s of the account is not terminated", open.Token)
+			return emi.ErrActiveCardExists.WithDetail("the account already has card %s, which is not terminated", open.MaskedPAN())
 		}
 		if old.Type == emi.CardPlastic && old.Delivery == nil {
 			return emi.ErrDeliveryRequired.WithDetail("the card has no delivery details: the partner issues a new plastic card (card_create)")

@@ -672,6 +672,15 @@ func TestCardStolenAndReplacementPages(t *testing.T) {
 	contains(t, "the old card's page", pg, `href="/backoffice/cards/`+newTok+`" data-testid="card-replaced-by"`, `data-testid="card-replaced-note"`,
 		">replaced<", ">card.replace<")
 	lacks(t, "the old card's page", pg, `data-testid="card-replace-form"`)
+
+	// Sent again, the form is refused, naming the replacement by its
+	// masked number (never a token).
+	var masked string
+	if err := e.env.App.DB.Get(&masked, `SELECT pan_first6 || '******' || pan_last4 FROM cards WHERE token = $1`, newTok); err != nil {
+		t.Fatal(err)
+	}
+	pg = e.cs.follow(t, e.cs.Post(t, page+"/replace", url.Values{}))
+	contains(t, "a second replacement", pg, portalMessage(emi.ErrCardInvalidTransition), "The card was already replaced by card "+masked+".")
 }
 
 // TestCardBlockAndReplaceAttacks: an insider tries the new actions the
