@@ -42,7 +42,7 @@ const (
 	ReasonCardNotUsable     = "14" // card terminated, or without an account to pay from
 	ReasonCardRestricted    = "62" // card inactive, or plastic card not activated yet
 	ReasonCardExpired       = "54" // past the card's expiry month
-	ReasonAccountBlocked    = "78" // the card's account (or its main account) is not active
+	ReasonAccountBlocked    = "78" // the card's account (or its main account) is not active, or its holder is on compliance hold
 	ReasonPINTriesExceeded  = "75" // three wrong PINs in a row: PIN use blocked until card_reset_pin
 	ReasonIncorrectPIN      = "55" // wrong PIN (counts against the card)
 	ReasonNotEnrolled3DS    = "65" // online payment with a card not enrolled in 3DS (SCA impossible)

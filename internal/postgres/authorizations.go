@@ -28,6 +28,12 @@ const authorizationColumns = `token, card, partner_id, coalesce(account::text, '
 
 // CardBalance implements service.AuthorizationStore: the account's first
 // balance, on its main account for a virtual account.
+// HolderOnHold reports whether the account's holder is on compliance
+// hold (see holderOnHold).
+func (s *AuthorizationStore) HolderOnHold(ctx context.Context, account string) (bool, error) {
+	return holderOnHold(ctx, s.db, account)
+}
+
 func (s *AuthorizationStore) CardBalance(ctx context.Context, account string) (service.Party, bool, error) {
 	if !validUUID(account) {
 		return service.Party{}, false, nil

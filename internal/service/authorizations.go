@@ -34,6 +34,10 @@ type AuthorizationStore interface {
 	// ExpiredHolds returns up to limit approved authorizations whose hold
 	// expired at now.
 	ExpiredHolds(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// HolderOnHold reports whether the account's holder (user or
+	// onboarded merchant) has an AML check waiting for compliance or
+	// confirmed: the compliance hold (TransferStore.HolderOnHold).
+	HolderOnHold(ctx context.Context, account string) (bool, error)
 }
 
 // MaxPINErrors is the number of wrong PINs in a row after which PIN use is
@@ -237,6 +241,15 @@ func (s *Authorizations) decide(ctx context.Context, a cardActor, c emi.Card, pa
 		return "", err
 	}
 	if st[party.Account] != emi.AccountActive || st[party.Main] != emi.AccountActive {
+		return emi.ReasonAccountBlocked, nil
+	}
+	// A compliance hold stops card payments as it stops transfers: the
+	// holder matched a sanctions or watch-list entry and compliance has
+	// not cleared them. Declined as a blocked account (78), which tells
+	// the merchant nothing about why.
+	if held, err := s.store.HolderOnHold(ctx, party.Account); err != nil {
+		return "", err
+	} else if held {
 		return emi.ReasonAccountBlocked, nil
 	}
 	switch in.Channel {

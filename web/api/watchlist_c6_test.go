@@ -46,6 +46,10 @@ func TestC6WatchlistAdditionReachesApplicationsAndCustomers(t *testing.T) {
 	other, _, _ := openFunded(t, env, p, "account_eur", 0)
 	apptest.Expect(t, "a transfer before the addition", call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
 		transferBody(map[string]any{"account": accTok}, map[string]any{"account": other}, "1.00", "EUR")), 0, http.StatusCreated)
+	cr := call(t, env, p, http.MethodPost, "/v2/cards", "card_create", map[string]any{"account": accTok, "type": "virtual", "pin": payPIN})
+	apptest.Expect(t, "a card before the addition", cr, 0, http.StatusCreated)
+	pc := payCard{env: env, p: p, acc: accTok, bal: bal, card: cr.Data["token"].(string)}
+	pc.decide(t, "a card payment before the addition", pos("1.00"), emi.ReasonApproved)
 
 	officer := complianceCtx()
 	for _, name := range []string{"Elin Sandqvist", "Dragan Vukotic"} {
@@ -78,8 +82,13 @@ func TestC6WatchlistAdditionReachesApplicationsAndCustomers(t *testing.T) {
 	apptest.Expect(t, "a transfer while the hit is undecided", call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
 		transferBody(map[string]any{"account": accTok}, map[string]any{"account": other}, "1.00", "EUR")), 14030, http.StatusConflict)
 	apptest.Expect(t, "a payment out while the hit is undecided", payOut(t, env, p, sepa(accTok, "1.00")), 14030, http.StatusConflict)
-	apptest.Expect(t, "a card while the hit is undecided", call(t, env, p, http.MethodPost, "/v2/cards", "card_create",
-		map[string]any{"account": accTok, "type": "virtual", "pin": "4821"}), 12009, http.StatusConflict)
+	// The card issued before the hit pays nothing either: declined as a
+	// blocked account (78), nothing held. Before this rule the payment
+	// was approved: this step failed there.
+	pc.decide(t, "a card payment while the hit is undecided", pos("1.00"), emi.ReasonAccountBlocked)
+	acc2 := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user}).Data["token"].(string)
+	apptest.Expect(t, "a new card while the hit is undecided", call(t, env, p, http.MethodPost, "/v2/cards", "card_create",
+		map[string]any{"account": acc2, "type": "virtual", "pin": "4821"}), 12009, http.StatusConflict)
 	// Adding the same name again (or a re-run of the job) raises nothing new.
 	if err := env.App.AML.ScreenWatchlistEntry(context.Background(), emi.Job{ID: 99, Payload: []byte(`{"entry":"` + entryID(t, env, "Dragan Vukotic") + `"}`)}); err != nil {
 		t.Fatal(err)
@@ -107,6 +116,7 @@ func TestC6WatchlistAdditionReachesApplicationsAndCustomers(t *testing.T) {
 	}
 	apptest.Expect(t, "a transfer once compliance decided", call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
 		transferBody(map[string]any{"account": accTok}, map[string]any{"account": other}, "1.00", "EUR")), 0, http.StatusCreated)
+	pc.decide(t, "a card payment once compliance decided", pos("1.00"), emi.ReasonApproved)
 }
 
 func entryID(t *testing.T, env *apptest.Env, name string) string {
