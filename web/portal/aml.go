@@ -171,6 +171,12 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 		hv.Tokens = append(hv.Tokens, row)
 	}
 	switch e := h.Entry; {
+	case h.List == emi.WatchlistListName:
+		// emi's own watch list (issue 19): entries are compared by name
+		// alone, so the name score is the hit's score, and the entry is
+		// on the watch-list page, not in the sanctions lists.
+		hv.NameScore = hv.Score
+		hv.EntryNote = "An entry of emi's own watch list, compared by name only: its category, note and source are on the Watch list page."
 	case e == nil:
 		hv.EntryNote = "This entry is no longer on the loaded lists."
 	default:

@@ -62,4 +62,9 @@ func TestAlertNamesTheMerchantOfARescreenedMember(t *testing.T) {
 		!strings.Contains(detail.Body, "/backoffice/applications/"+app+"/members/"+member) || !strings.Contains(detail.Body, "Elin Sandqvist") {
 		t.Fatalf("the AML check page does not say which merchant and member: HTTP %d\n%s", detail.Status, detail.Body)
 	}
+	// A watch-list hit is explained as one: it said the entry was no
+	// longer on the loaded lists, with a name score of 0.000.
+	if strings.Contains(detail.Body, "no longer on the loaded lists") || !strings.Contains(detail.Body, "emi&#39;s own watch list") {
+		t.Fatalf("the watch-list hit is explained as a vanished sanctions entry:\n%s", detail.Body)
+	}
 }
