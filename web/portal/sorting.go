@@ -28,7 +28,7 @@ type tableSort struct {
 
 // pagingParams are the query parameters a new order drops: it starts at
 // the first page.
-var pagingParams = []string{"sort", "dir", "page", "before_at", "before_token"}
+var pagingParams = []string{"sort", "dir", "page", "before", "before_at", "before_token"}
 
 // readSort reads the order of a list that sorts by keys (the first is not
 // special); defKey and defDir are its default.
