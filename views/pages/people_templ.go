@@ -855,7 +855,7 @@ func UserDetail(v UserView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = AMLTable(v.Checks, "No AML check of this person.").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = AMLTable(v.Checks, "No AML check of this person.", nil).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -863,7 +863,7 @@ func UserDetail(v UserView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = KYCTable(v.Sessions, "No KYC session for this person.").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = KYCTable(v.Sessions, "No KYC session for this person.", nil).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -95,3 +95,17 @@ func (s tableSort) view(r *http.Request) components.Sorting {
 	}
 	return components.Sorting{Key: s.Key, Dir: s.Dir, Path: r.URL.Path, Query: q, Error: s.Err}
 }
+
+// sortRows orders rows of a bounded list in Go by the text of the order's
+// column (case-insensitive; times are written 2006-01-02 15:04:05, which
+// sort as text), ties broken by id. Without ?sort= the rows keep the
+// service's order, which is the list's default.
+func sortRows[T any](r *http.Request, rows []T, s tableSort, cols map[string]func(T) string, id func(T) string) {
+	key := cols[s.Key]
+	if key == nil || r.URL.Query().Get("sort") == "" || s.Err != "" {
+		return
+	}
+	slices.SortStableFunc(rows, func(a, b T) int {
+		return s.apply(strings.Compare(strings.ToLower(key(a)), strings.ToLower(key(b))), strings.Compare(id(a), id(b)))
+	})
+}
