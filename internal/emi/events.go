@@ -193,7 +193,7 @@ type EventLogFilter struct {
 	State    DeliveryState
 	From, To time.Time
 	Page     int
-	Limit         int
+	Limit    int
 }
 
 // EventLogEntry is one event with its deliveries and their attempts.

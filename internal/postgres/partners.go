@@ -349,6 +349,10 @@ func (s *Store) AuditEntries(ctx context.Context, f emi.AuditFilter) ([]emi.Audi
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 100
 	}
+	after, order := "a.id < $7", " ORDER BY a.id DESC"
+	if f.Sort.Key != "" {
+		after, order = auditSort.after(f.Sort, "$7"), auditSort.orderBy(f.Sort)
+	}
 	var rows []struct {
 		emi.AuditEntry
 		PartnerIDN *string `db:"partner_id_n"`
@@ -375,8 +379,8 @@ func (s *Store) AuditEntries(ctx context.Context, f emi.AuditFilter) ([]emi.Audi
 		    AND ($2 = '' OR a.action = $2) AND ($3 = '' OR a.resource_type = $3)
 		    AND ($4 = '' OR a.resource_token = $4)
 		    AND ($5::timestamptz IS NULL OR a.at >= $5) AND ($6::timestamptz IS NULL OR a.at < $6)
-		    AND ($7 = 0 OR a.id < $7)
-		  ORDER BY a.id DESC LIMIT $8`,
+		    AND ($7 = 0 OR `+after+`)
+		 `+order+` LIMIT $8`,
 		f.ActorID, f.Action, f.ResourceType, f.ResourceToken, nullTime(f.From), nullTime(f.To), f.BeforeID, f.Limit)
 	if err != nil {
 		return nil, Translate(err)
@@ -395,6 +399,15 @@ func (s *Store) AuditEntries(ctx context.Context, f emi.AuditFilter) ([]emi.Audi
 	}
 	return out, nil
 }
+
+// auditSort is the audit log's orders (issue 23), paged by keyset on
+// (expression, id).
+var auditSort = sortable{def: "time", table: "audit_log a", tie: "a.id", cols: map[string]string{
+	"time":     "a.at",
+	"action":   "a.action",
+	"resource": "a.resource_type",
+	"outcome":  "a.outcome",
+}}
 
 func nullTime(t time.Time) *time.Time {
 	if t.IsZero() {

@@ -11,8 +11,10 @@ type sortable struct {
 	// def is the default key; cols the expression of every key.
 	def  string
 	cols map[string]string
-	// table and tie name the table (as the query's FROM names it) and its
-	// unique column, the tie-breaker and the keyset cursor.
+	// table and tie name the table (as the query's FROM names it, alias
+	// included: the cursor row is read under the same alias, which shadows
+	// the outer one) and its unique column, the tie-breaker and the keyset
+	// cursor.
 	table, tie string
 }
 

@@ -84,10 +84,20 @@ func (p *Portal) amlQueue(w http.ResponseWriter, r *http.Request) {
 		rows[i] = amlRow(c, p.d.Now())
 	}
 	empty := "No checks with this status."
+	dir := "desc"
 	if f.Status == emi.AMLMatch {
-		empty = "No check waits for review."
+		empty, dir = "No check waits for review.", "asc" // the queue: oldest first
 	}
-	p.renderPrivate(w, r, http.StatusOK, "AML reviews", pages.AMLQueue(tabs, rows, empty))
+	// The tab's 100 checks the store returns (the queue's oldest) are
+	// sorted here (issue 23).
+	sort := readSort(r, "created", dir, "person", "partner", "status", "created")
+	sortRows(r, rows, sort, map[string]func(pages.AMLRow) string{
+		"person":  func(a pages.AMLRow) string { return a.Person },
+		"partner": func(a pages.AMLRow) string { return a.Partner },
+		"status":  func(a pages.AMLRow) string { return a.Status },
+		"created": func(a pages.AMLRow) string { return a.Created },
+	}, func(a pages.AMLRow) string { return a.Token })
+	p.renderPrivate(w, r, sort.status(), "AML reviews", pages.AMLQueue(tabs, rows, empty, sort.view(r)))
 }
 
 func amlRow(c emi.AMLCheck, now time.Time) pages.AMLRow {

@@ -56,10 +56,21 @@ func (p *Portal) kycQueue(w http.ResponseWriter, r *http.Request) {
 		rows[i] = kycRow(s, p.d.Now())
 	}
 	empty := "No sessions with this status."
+	key, dir := "started", "desc"
 	if f.Status == emi.KYCSubmitted {
-		empty = "No identification waits for review."
+		empty, key, dir = "No identification waits for review.", "submitted", "asc" // the queue: oldest first
 	}
-	p.renderPrivate(w, r, http.StatusOK, "KYC reviews", pages.KYCQueue(tabs, rows, empty))
+	// The tab's 100 sessions the store returns (the queue's oldest) are
+	// sorted here (issue 23).
+	sort := readSort(r, key, dir, "person", "partner", "status", "started", "submitted")
+	sortRows(r, rows, sort, map[string]func(pages.KYCRow) string{
+		"person":    func(k pages.KYCRow) string { return k.User },
+		"partner":   func(k pages.KYCRow) string { return k.Partner },
+		"status":    func(k pages.KYCRow) string { return k.Status },
+		"started":   func(k pages.KYCRow) string { return k.Created },
+		"submitted": func(k pages.KYCRow) string { return k.Submitted },
+	}, func(k pages.KYCRow) string { return k.Token })
+	p.renderPrivate(w, r, sort.status(), "KYC reviews", pages.KYCQueue(tabs, rows, empty, sort.view(r)))
 }
 
 func kycRow(s emi.KYCSession, now time.Time) pages.KYCRow {

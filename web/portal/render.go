@@ -10,8 +10,8 @@ import (
 	"github.com/a-h/templ"
 
 	"emi/internal/emi"
-	"emi/views/layout"
 	"emi/views/components"
+	"emi/views/layout"
 	"emi/views/pages"
 	"emi/web/httpx"
 )

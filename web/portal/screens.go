@@ -180,8 +180,12 @@ func (p *Portal) audit(w http.ResponseWriter, r *http.Request) {
 		ResourceType: strings.TrimSpace(q.Get("resource_type")), ResourceToken: strings.TrimSpace(q.Get("resource_token")),
 		Limit: 50,
 	}
+	sort := readSort(r, "time", "desc", "time", "action", "resource", "outcome")
+	if q.Get("sort") != "" && sort.Err == "" {
+		f.Sort = sort.order()
+	}
 	view := pages.AuditFilter{Actor: f.ActorID, Action: f.Action, ResourceType: f.ResourceType, ResourceToken: f.ResourceToken,
-		From: q.Get("from"), To: q.Get("to")}
+		From: q.Get("from"), To: q.Get("to"), Sort: sort.view(r)}
 	f.From, f.To, view.Errors = dateRange(q)
 	if len(view.Errors) > 0 {
 		p.render(w, r, http.StatusUnprocessableEntity, "Audit log", pages.Audit(view, nil, "", ""))
@@ -211,7 +215,7 @@ func (p *Portal) audit(w http.ResponseWriter, r *http.Request) {
 		pq.Del("before")
 		prev = "/backoffice/audit?" + pq.Encode()
 	}
-	p.render(w, r, http.StatusOK, "Audit log", pages.Audit(view, rows, prev, next))
+	p.render(w, r, sort.status(), "Audit log", pages.Audit(view, rows, prev, next))
 }
 
 func cloneQuery(q url.Values) url.Values {

@@ -28,7 +28,7 @@ type tableSort struct {
 
 // pagingParams are the query parameters a new order drops: it starts at
 // the first page.
-var pagingParams = []string{"sort", "dir", "page", "before_at", "before_token"}
+var pagingParams = []string{"sort", "dir", "page", "before", "before_at", "before_token"}
 
 // readSort reads the order of a list that sorts by keys (the first is not
 // special); defKey and defDir are its default.
@@ -94,4 +94,18 @@ func (s tableSort) view(r *http.Request) components.Sorting {
 		q.Del(k)
 	}
 	return components.Sorting{Key: s.Key, Dir: s.Dir, Path: r.URL.Path, Query: q, Error: s.Err}
+}
+
+// sortRows orders rows of a bounded list in Go by the text of the order's
+// column (case-insensitive; times are written 2006-01-02 15:04:05, which
+// sort as text), ties broken by id. Without ?sort= the rows keep the
+// service's order, which is the list's default.
+func sortRows[T any](r *http.Request, rows []T, s tableSort, cols map[string]func(T) string, id func(T) string) {
+	key := cols[s.Key]
+	if key == nil || r.URL.Query().Get("sort") == "" || s.Err != "" {
+		return
+	}
+	slices.SortStableFunc(rows, func(a, b T) int {
+		return s.apply(strings.Compare(strings.ToLower(key(a)), strings.ToLower(key(b))), strings.Compare(id(a), id(b)))
+	})
 }
