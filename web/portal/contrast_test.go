@@ -153,7 +153,12 @@ func TestTextOnColouredBackgroundsContrast(t *testing.T) {
 			fg = vars["--ink"]
 		}
 		pairs := map[string]string{"text": fg}
-		if text.MatchString(sel) {
+		// Links and hints sit in the message box itself, so the class must
+		// be on the element the rule paints (the selector's last part):
+		// ".confirm[open] > summary" paints a button-like summary, which
+		// holds a label only.
+		last := sel[strings.LastIndexAny(sel, " >+~")+1:]
+		if text.MatchString(last) {
 			pairs["link"], pairs["hint"] = vars["--accent"], vars["--muted"]
 		}
 		for what, c := range pairs {
