@@ -17,7 +17,7 @@ type AccountStore interface {
 	Program(ctx context.Context, code string) (emi.Program, error)
 	Programs(ctx context.Context) ([]emi.Program, error)
 	UpsertProgram(ctx context.Context, p emi.Program) error
-	// ProgramStore is what managing programs needs (programs.go).
+	// ProgramStore is what managing programs needs (accounts_programs.go).
 	ProgramStore
 	// MerchantForAccounts reports whether merchant belongs to the partner
 	// and may hold accounts (the master merchant, or one onboarded for

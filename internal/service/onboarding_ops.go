@@ -10,15 +10,6 @@ import (
 	"emi/internal/emi"
 )
 
-// partnerCtx returns the calling partner, or not-found for anyone else.
-func partnerCtx(ctx context.Context, notFound *emi.Error) (emi.Principal, error) {
-	p, ok := emi.PrincipalFrom(ctx)
-	if !ok || p.PartnerID == "" {
-		return p, notFound
-	}
-	return p, nil
-}
-
 // Create creates an application (application_create), with its company
 // and members when sent, and starts the automatic checks. Every problem is
 // reported at once (11001); a partner without a validator configuration

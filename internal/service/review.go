@@ -70,11 +70,6 @@ func NewReview(tx TxRunner, store ReviewStore, staff StaffDirectory, controls *C
 	return &Review{tx: tx, store: store, staff: staff, controls: controls, checks: checks, events: events, audit: audit, inbox: inbox, now: now}
 }
 
-func staffOf(ctx context.Context) emi.Principal {
-	p, _ := emi.PrincipalFrom(ctx)
-	return p
-}
-
 // Queue returns a page of the queue (emi.PermViewApps).
 func (r *Review) Queue(ctx context.Context, f emi.QueueFilter) (emi.QueuePage, error) {
 	if err := require(ctx, emi.PermViewApps); err != nil {

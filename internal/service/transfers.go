@@ -71,7 +71,7 @@ type Transfers struct {
 	}
 	now Clock
 	// own is emi's identifiers (outgoing payments to them are refused);
-	// sandbox enables the settlement actions (outgoing.go).
+	// sandbox enables the settlement actions (transfers_outgoing.go).
 	own     OwnBank
 	sandbox bool
 	// limits counts destination misses per API key (14006).

@@ -550,14 +550,6 @@ func (p *Portal) reviewClaim(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, back)
 }
 
-func errorIs(err error, target *emi.Error) bool {
-	if err == nil {
-		return false
-	}
-	e := emi.AsError(err)
-	return e.Code == target.Code && e.Key == target.Key
-}
-
 // reviewRelease (POST /review/{application}/release).
 func (p *Portal) reviewRelease(w http.ResponseWriter, r *http.Request) {
 	token := p.reviewToken(w, r)

@@ -1,0 +1,293 @@
+package portal
+
+import (
+	"context"
+
+	"net/http"
+	"slices"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// --- staff ---
+
+func staffRow(u emi.StaffUser) pages.StaffRow {
+	roles := make([]string, len(u.Roles))
+	for i, role := range u.Roles {
+		roles[i] = string(role)
+	}
+	row := pages.StaffRow{ID: u.ID, Name: u.Name, Email: u.Email, Roles: strings.Join(roles, ", "),
+		Status: "active", StatusTone: "ok", LastSignIn: fmtTimePtr(u.LastSignInAt)}
+	switch {
+	case u.Disabled:
+		row.Status, row.StatusTone = "disabled", "bad"
+	case !u.TOTPEnrolled:
+		row.Status, row.StatusTone = "2FA not enrolled", "warn"
+	}
+	return row
+}
+
+func roleOptions(checked []emi.Role) []pages.RoleOption {
+	var out []pages.RoleOption
+	for _, r := range emi.Roles() {
+		c := false
+		for _, x := range checked {
+			c = c || x == r
+		}
+		out = append(out, pages.RoleOption{Value: string(r), Checked: c})
+	}
+	return out
+}
+
+// staffChangeRow is the view of a staff change; names maps staff ids to
+// names for the proposer and decider columns.
+func staffChangeRow(c emi.StaffChange, names map[string]string) pages.StaffChangeRow {
+	join := func(rs []emi.Role) string {
+		out := make([]string, len(rs))
+		for i, r := range rs {
+			out[i] = string(r)
+		}
+		return strings.Join(out, ", ")
+	}
+	name := func(id string) string {
+		if n, ok := names[id]; ok {
+			return n
+		}
+		return id
+	}
+	row := pages.StaffChangeRow{ID: c.ID, Kind: strings.ReplaceAll(string(c.Kind), "_", " "), StaffID: c.StaffID, Email: c.Email,
+		Roles: join(c.Roles), FromRoles: join(c.FromRoles), Status: string(c.Status), ProposedBy: name(c.ProposedBy),
+		ProposedAt: fmtTime(c.ProposedAt), Pending: c.Status == emi.StaffChangePending}
+	if c.DecidedBy != "" {
+		row.DecidedBy = name(c.DecidedBy)
+	}
+	switch c.Status {
+	case emi.StaffChangePending:
+		row.Status, row.StatusTone = "waiting for a second administrator", "warn"
+	case emi.StaffChangeApplied:
+		row.StatusTone = "ok"
+	default:
+		row.StatusTone = "bad"
+	}
+	return row
+}
+
+// staffChanges returns the staff changes as rows, with the names of users.
+func (p *Portal) staffChanges(r *http.Request, users []emi.StaffUser) ([]pages.StaffChangeRow, error) {
+	changes, err := p.d.Staff.Changes(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{}
+	for _, u := range users {
+		names[u.ID] = u.Name
+	}
+	rows := make([]pages.StaffChangeRow, len(changes))
+	for i, c := range changes {
+		rows[i] = staffChangeRow(c, names)
+	}
+	return rows, nil
+}
+
+// staffList (GET /staff): the users, and the staff changes (pending first).
+func (p *Portal) staffList(w http.ResponseWriter, r *http.Request) {
+	list, err := p.d.Staff.List(r.Context())
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	changes, err := p.staffChanges(r, list)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	sort := sortParam(r, "name", "asc", "name", "email", "last_sign_in")
+	slices.SortStableFunc(list, func(a, b emi.StaffUser) int {
+		var c int
+		switch sort.Key {
+		case "email":
+			c = strings.Compare(a.Email, b.Email)
+		case "last_sign_in":
+			c = timeOrZero(a.LastSignInAt).Compare(timeOrZero(b.LastSignInAt))
+		default:
+			c = strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
+		}
+		return sort.apply(c)
+	})
+	rows := make([]pages.StaffRow, len(list))
+	for i, u := range list {
+		rows[i] = staffRow(u)
+	}
+	p.render(w, r, http.StatusOK, "Staff", pages.StaffList(rows, changes, canDo(r, emi.PermManageStaff), sort.view()))
+}
+
+// staffNew (GET /staff/new).
+func (p *Portal) staffNew(w http.ResponseWriter, r *http.Request) {
+	p.render(w, r, http.StatusOK, "New staff user", pages.StaffNew("", "", roleOptions(nil), nil))
+}
+
+// staffCreate (POST /staff). An auditor-only user exists at once and the
+// temporary password is shown once; any other role waits for a second
+// administrator, and this administrator sees the first half.
+func (p *Portal) staffCreate(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		p.renderError(w, r, emi.ErrStaffValidation)
+		return
+	}
+	in := emi.StaffCreate{
+		Email: strings.TrimSpace(r.PostFormValue("email")), Name: strings.TrimSpace(r.PostFormValue("name")),
+		Roles: rolesFrom(r.PostForm["roles"]),
+	}
+	out, err := p.d.Staff.Create(r.Context(), in)
+	if err != nil {
+		if k := emi.AsError(err).Kind; k == emi.KindForbidden || k == emi.KindInternal {
+			p.renderError(w, r, err)
+			return
+		}
+		errs, banner := fieldErrors(err)
+		if len(errs) == 0 {
+			errs = map[string]string{"email": banner}
+		}
+		p.render(w, r, http.StatusUnprocessableEntity, "New staff user", pages.StaffNew(in.Email, in.Name, roleOptions(in.Roles), errs))
+		return
+	}
+	if out.Change.Status == emi.StaffChangePending {
+		p.flash(r.Context(), "ok", "Proposed. The user is created when a second administrator approves on the staff page.")
+		p.render(w, r, http.StatusOK, "Staff change proposed", pages.TempSecret(out.Secret, "first"))
+		return
+	}
+	p.flash(r.Context(), "ok", "Staff user created. They choose their own password and enrol two-factor authentication at their first sign-in.")
+	p.renderStaff(w, r, http.StatusOK, out.User.ID, out.Secret, "")
+}
+
+// staffDetail (GET /staff/{id}).
+func (p *Portal) staffDetail(w http.ResponseWriter, r *http.Request) {
+	p.renderStaff(w, r, http.StatusOK, param(r, "id"), "", "")
+}
+
+// renderStaff renders a staff user's page, with a secret just issued
+// (half: "first", "second" or "" for the whole) and their pending change.
+func (p *Portal) renderStaff(w http.ResponseWriter, r *http.Request, status int, id, secret, half string) {
+	u, err := p.d.Staff.Get(r.Context(), id)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	v := pages.StaffDetailView{Row: staffRow(u), Roles: roleOptions(u.Roles), CanManage: canDo(r, emi.PermManageStaff),
+		IsSelf: u.ID == current(r).ID, Disabled: u.Disabled, TempSecret: secret, SecretHalf: half}
+	if canDo(r, emi.PermViewStaff) {
+		users, err := p.d.Staff.List(r.Context())
+		if err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+		changes, err := p.staffChanges(r, users)
+		if err != nil {
+			p.renderError(w, r, err)
+			return
+		}
+		for i, c := range changes {
+			if c.StaffID == id && c.Pending {
+				v.Pending = &changes[i]
+			}
+		}
+	}
+	p.render(w, r, status, u.Name, pages.StaffDetail(v, nil))
+}
+
+// staffRoles (POST /staff/{id}/roles).
+func (p *Portal) staffRoles(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	if err := r.ParseForm(); err != nil {
+		p.renderError(w, r, emi.ErrStaffValidation)
+		return
+	}
+	out, err := p.d.Staff.SetRoles(r.Context(), id, rolesFrom(r.PostForm["roles"]))
+	if err != nil {
+		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		return
+	}
+	if out.Change.Status == emi.StaffChangePending {
+		// A privileged grant reissues the credentials in two halves: this
+		// administrator's half is shown once, here.
+		p.flash(r.Context(), "ok", "Proposed. The new roles apply when a second administrator approves; the user then signs in with a new temporary password made of two halves, this one and the approver's.")
+		p.renderStaff(w, r, http.StatusOK, id, out.Secret, "first")
+		return
+	}
+	p.flash(r.Context(), "ok", "Roles saved. They apply at the user's next sign-in; their sessions were ended.")
+	redirect(w, r, "/backoffice/staff/"+id)
+}
+
+// staffDisable (POST /staff/{id}/disable).
+func (p *Portal) staffDisable(w http.ResponseWriter, r *http.Request) {
+	p.staffAction(w, r, p.d.Staff.Disable, "The user was disabled and signed out everywhere.")
+}
+
+// staffEnable (POST /staff/{id}/enable).
+func (p *Portal) staffEnable(w http.ResponseWriter, r *http.Request) {
+	p.staffAction(w, r, p.d.Staff.Enable, "The user was enabled.")
+}
+
+// staffRevoke (POST /staff/{id}/revoke-sessions).
+func (p *Portal) staffRevoke(w http.ResponseWriter, r *http.Request) {
+	p.staffAction(w, r, p.d.Staff.RevokeSessions, "All sessions of the user were ended.")
+}
+
+// staffAction runs one action on the staff user of the path and returns to
+// their page with a flash.
+func (p *Portal) staffAction(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, id string) error, done string) {
+	id := param(r, "id")
+	if err := act(r.Context(), id); err != nil {
+		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		return
+	}
+	p.flash(r.Context(), "ok", done)
+	redirect(w, r, "/backoffice/staff/"+id)
+}
+
+// staffReset (POST /staff/{id}/reset) issues a temporary password (or, for
+// a privileged user, proposes the reset and shows the first half), shown
+// once in this answer.
+func (p *Portal) staffReset(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	out, err := p.d.Staff.ResetCredentials(r.Context(), id)
+	if err != nil {
+		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		return
+	}
+	half := ""
+	if out.Change.Status == emi.StaffChangePending {
+		half = "first"
+		p.flash(r.Context(), "ok", "Proposed. The reset takes effect when a second administrator approves; until then the user keeps their credentials.")
+	}
+	p.renderStaff(w, r, http.StatusOK, id, out.Secret, half)
+}
+
+// staffChangeApprove (POST /staff/changes/{change}/approve): the second
+// administrator approves; the change takes effect and the second half of a
+// temporary password is shown once.
+func (p *Portal) staffChangeApprove(w http.ResponseWriter, r *http.Request) {
+	out, err := p.d.Staff.ApproveChange(r.Context(), param(r, "change"))
+	if err != nil {
+		p.flashError(w, r, err, "/backoffice/staff")
+		return
+	}
+	p.flash(r.Context(), "ok", "Approved: the change is in effect.")
+	half := ""
+	if out.Secret != "" {
+		half = "second"
+	}
+	p.renderStaff(w, r, http.StatusOK, out.User.ID, out.Secret, half)
+}
+
+// staffChangeReject (POST /staff/changes/{change}/reject).
+func (p *Portal) staffChangeReject(w http.ResponseWriter, r *http.Request) {
+	if err := p.d.Staff.RejectChange(r.Context(), param(r, "change"), r.PostFormValue("reason")); err != nil {
+		p.flashError(w, r, err, "/backoffice/staff")
+		return
+	}
+	p.flash(r.Context(), "ok", "Rejected: nothing changed.")
+	redirect(w, r, "/backoffice/staff")
+}
