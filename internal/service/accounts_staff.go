@@ -15,10 +15,6 @@ type TerminationStore interface {
 	DeleteTerminationRequest(ctx context.Context, account string) error
 }
 
-// SetTerminations installs the termination-request store (composition
-// root).
-func (s *Accounts) SetTerminations(t TerminationStore) { s.terms = t }
-
 // Search finds accounts for customer service (emi.PermViewAccounts): q is
 // a token, an IBAN, an account number (with or without sort code), or the
 // owner's name or e-mail.
@@ -78,14 +74,12 @@ func (s *Accounts) Get(ctx context.Context, token string) (AccountView, error) {
 			return v, err
 		}
 	}
-	if s.terms != nil {
-		t, found, err := s.terms.TerminationRequest(ctx, a.Token)
-		if err != nil {
-			return v, err
-		}
-		if found {
-			v.PendingTermination = &t
-		}
+	t, found, err := s.terms.TerminationRequest(ctx, a.Token)
+	if err != nil {
+		return v, err
+	}
+	if found {
+		v.PendingTermination = &t
 	}
 	return v, nil
 }

@@ -77,11 +77,30 @@ type Onboarding struct {
 	iban     IBANValidator
 }
 
+// OnboardingDeps is what the onboarding service needs.
+type OnboardingDeps struct {
+	Tx       TxRunner
+	Store    ApplicationStore
+	Partners PartnerStore
+	Users    UserStore
+	Docs     DocumentStore
+	Sealer   Sealer
+	Jobs     Enqueuer
+	Audit    *Auditor
+	Validate *validate.Validator
+	// Checks explains an application's pending decision (its settle
+	// period); build it first.
+	Checks *Checks
+	// IBAN checks payout IBANs (internal/iban).
+	IBAN IBANValidator
+	Now  Clock
+}
+
 // NewOnboarding returns the onboarding service.
-func NewOnboarding(tx TxRunner, store ApplicationStore, partners PartnerStore, users UserStore, docs DocumentStore,
-	sealer Sealer, jobs Enqueuer, audit *Auditor, v *validate.Validator, now Clock) *Onboarding {
-	return &Onboarding{tx: tx, store: store, partners: partners, users: users, docs: docs, sealer: sealer,
-		jobs: jobs, audit: audit, validate: v, now: now}
+func NewOnboarding(d OnboardingDeps) *Onboarding {
+	mustHave("Onboarding", d)
+	return &Onboarding{tx: d.Tx, store: d.Store, partners: d.Partners, users: d.Users, docs: d.Docs, sealer: d.Sealer,
+		jobs: d.Jobs, audit: d.Audit, validate: d.Validate, now: d.Now, checks: d.Checks, iban: d.IBAN}
 }
 
 // JobApplicationChecks runs an application's automatic checks.
@@ -280,9 +299,3 @@ func (o *Onboarding) checkCompany(p *problems, path string, c emi.CompanyFields,
 
 // IBANValidator checks an IBAN; internal/iban implements it.
 type IBANValidator func(string) error
-
-// SetIBANValidator installs the IBAN check (composition root).
-func (o *Onboarding) SetIBANValidator(v IBANValidator) { o.iban = v }
-
-// SetChecks installs the checks runner (composition root).
-func (o *Onboarding) SetChecks(c *Checks) { o.checks = c }

@@ -64,10 +64,29 @@ type Review struct {
 	metrics MetricsStore
 }
 
+// ReviewDeps is what the review service needs.
+type ReviewDeps struct {
+	Tx       TxRunner
+	Store    ReviewStore
+	Staff    StaffDirectory
+	Controls *Controls
+	// Checks keeps the review SLA's calendar.
+	Checks *Checks
+	Events *Events
+	Audit  *Auditor
+	// Inbox is where mentions and assignments reach the person.
+	Inbox *Inbox
+	// Views keeps saved queue views; Metrics reads the queue's figures.
+	Views   SavedViewStore
+	Metrics MetricsStore
+	Now     Clock
+}
+
 // NewReview returns the review service.
-// Mentions and assignments reach the person's inbox.
-func NewReview(tx TxRunner, store ReviewStore, staff StaffDirectory, controls *Controls, checks *Checks, events *Events, audit *Auditor, inbox *Inbox, now Clock) *Review {
-	return &Review{tx: tx, store: store, staff: staff, controls: controls, checks: checks, events: events, audit: audit, inbox: inbox, now: now}
+func NewReview(d ReviewDeps) *Review {
+	mustHave("Review", d)
+	return &Review{tx: d.Tx, store: d.Store, staff: d.Staff, controls: d.Controls, checks: d.Checks, events: d.Events,
+		audit: d.Audit, inbox: d.Inbox, views: d.Views, metrics: d.Metrics, now: d.Now}
 }
 
 // Queue returns a page of the queue (emi.PermViewApps).
@@ -384,7 +403,7 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 			}
 			left := time.Duration(0)
 			if a.Review.SLADueAt != nil {
-				left = r.checks.cal.Between(now, *a.Review.SLADueAt)
+				left = r.checks.slaLeft(now, *a.Review.SLADueAt)
 			}
 			if err := r.store.PauseSLA(ctx, a.Token, left); err != nil {
 				return err

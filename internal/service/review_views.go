@@ -64,11 +64,6 @@ type SavedViewStore interface {
 	DeleteSavedView(ctx context.Context, staff, id string) error
 }
 
-// SetStores installs the saved-view and metrics stores (composition root).
-func (r *Review) SetStores(views SavedViewStore, metrics MetricsStore) {
-	r.views, r.metrics = views, metrics
-}
-
 // Views returns the caller's saved views (emi.PermViewApps).
 func (r *Review) Views(ctx context.Context) ([]emi.SavedView, error) {
 	if err := require(ctx, emi.PermViewApps); err != nil {

@@ -49,9 +49,6 @@ type StatementStore interface {
 	PostedBefore(ctx context.Context, balances []string, t time.Time) (map[string]int64, error)
 }
 
-// SetStatements installs the statement store (composition root).
-func (s *Accounts) SetStatements(st StatementStore) { s.statements = st }
-
 // MaxStatementLimit bounds a page of account_transactions.
 const MaxStatementLimit = 100
 
@@ -179,9 +176,6 @@ func (s *Accounts) StaffStatementExport(ctx context.Context, token, from, to str
 	if err != nil {
 		return emi.Statement{}, err
 	}
-	if s.statements == nil {
-		return emi.Statement{}, emi.ErrInternal.WithDetail("accounts: no statement store installed")
-	}
 	accounts, err := s.statementAccounts(ctx, a)
 	if err != nil {
 		return emi.Statement{}, err
@@ -238,9 +232,6 @@ func (s *Accounts) statement(ctx context.Context, a emi.Account, f emi.Statement
 // statementOn reads the lines of accounts (a and, for a main account, its
 // virtual accounts) and the figures of a's balances.
 func (s *Accounts) statementOn(ctx context.Context, a emi.Account, accounts []string, f emi.StatementFilter) (emi.Statement, error) {
-	if s.statements == nil {
-		return emi.Statement{}, emi.ErrInternal.WithDetail("accounts: no statement store installed")
-	}
 	end := dayAfter(f.To)
 	lines, total, err := s.statements.StatementLines(ctx, accounts, f.From, end, f.Limit, (f.Page-1)*f.Limit)
 	if err != nil {
