@@ -135,7 +135,8 @@ func (s *Accounts) RequestTermination(ctx context.Context, token, reason string)
 		if _, found, err := s.terms.TerminationRequest(ctx, a.Token); err != nil {
 			return err
 		} else if found {
-			return emi.ErrReviewClosed.WithDetail("a termination is already requested")
+			return emi.ErrReviewClosed.WithDetail("a termination is already requested").WithPublic(
+				"A termination of this account is already requested: it waits for a second staff member. Nothing was changed.")
 		}
 		if err := s.terms.InsertTerminationRequest(ctx, a.Token, me, reason); err != nil {
 			return err
@@ -166,7 +167,8 @@ func (s *Accounts) ApproveTermination(ctx context.Context, token string, reject 
 		}
 		by, reason := t.RequestedBy, t.Reason
 		if !found {
-			return emi.ErrReviewClosed.WithDetail("no termination requested")
+			return emi.ErrReviewClosed.WithDetail("no termination requested").WithPublic(
+				"No termination of this account is pending any more (it was approved or withdrawn meanwhile): nothing was changed.")
 		}
 		if reject {
 			if err := s.terms.DeleteTerminationRequest(ctx, a.Token); err != nil {

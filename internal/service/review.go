@@ -119,7 +119,8 @@ var tokenRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 func validToken(s string) bool { return tokenRe.MatchString(s) }
 
 // Claim takes an application for the caller (emi.PermDecideApps): refused
-// (emi.ErrReviewClosed) while a colleague holds a live claim.
+// (emi.ErrReviewClosed, its public detail naming the colleague) while a
+// colleague holds a live claim.
 func (r *Review) Claim(ctx context.Context, token string) error {
 	if err := require(ctx, emi.PermDecideApps); err != nil {
 		return err
@@ -138,7 +139,17 @@ func (r *Review) Claim(ctx context.Context, token string) error {
 			if a.Status.Decided() {
 				return emi.ErrReviewClosed.WithDetail("application is %s", a.Status)
 			}
-			return emi.ErrReviewClosed.WithDetail("claimed by %s", a.Review.Assignee)
+			// Read again: the colleague may have claimed it since a was read.
+			if cur, err := r.store.Application(ctx, "", token, false); err == nil {
+				a = cur
+			}
+			e := emi.ErrReviewClosed.WithDetail("claimed by %s", a.Review.Assignee)
+			if a.Review.Assignee == "" {
+				return e
+			}
+			return e.WithPublic("%s holds this application, so it was not claimed. "+
+				"It is free again when they release it or after 30 minutes without activity.",
+				staffName(a.Review.AssigneeName, a.Review.Assignee))
 		}
 		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.claim", ResourceType: "application", ResourceToken: a.Token, PartnerID: a.PartnerID})
 	})
@@ -306,7 +317,12 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 		}
 		now := r.now().UTC()
 		if a.Status != emi.AppInReview {
-			return emi.ErrReviewClosed.WithDetail("application is %s", a.Status)
+			e := emi.ErrReviewClosed.WithDetail("application is %s", a.Status)
+			if !a.Status.Decided() {
+				e = e.WithPublic("The application is %s, not waiting for a decision: nothing was recorded.",
+					strings.ReplaceAll(string(a.Status), "_", " "))
+			}
+			return e
 		}
 		if !a.Review.ClaimedBy(me, now) {
 			return emi.ErrNotAssignee
