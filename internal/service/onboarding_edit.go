@@ -66,18 +66,10 @@ func (o *Onboarding) EditMember(ctx context.Context, token, member string, patch
 			return err
 		}
 		before := m
-		applyPatch(&m.MemberFields, patch.Fields, patch.Present)
 		var bad problems
-		if patch.Present["status"] {
-			if patch.Status != "active" && patch.Status != "inactive" {
-				bad.add("status", "must be one of: active, inactive")
-			}
-			m.Status = patch.Status
-		}
-		if err := bad.addErr("", o.validate.Struct(m.MemberFields, emi.ErrValidation)); err != nil {
+		if err := o.patchMember(&bad, &m, patch); err != nil {
 			return err
 		}
-		checkOwnership(&bad, "", m.Type, m.MemberFields)
 		if len(bad) > 0 {
 			return emi.ErrReviewValidation.WithFields(dedupe(bad)...)
 		}
@@ -94,6 +86,28 @@ func (o *Onboarding) EditMember(ctx context.Context, token, member string, patch
 		return o.changed(ctx, a, "member.staff_edit", map[string]any{"member": m.Token, "before": b, "after": af})
 	})
 	return out, err
+}
+
+// patchMember applies a member patch and collects what is wrong with the
+// result: the status, the field rules and the ownership rule. The one rule
+// for both edits: the partner's company_member_update (UpdateMember, whose
+// problems answer 11001 with the partner API's own extra checks) and
+// compliance's correction in the back office (EditMember, whose problems
+// answer the back office's review validation error). Each caller maps the
+// problems to its surface's code; err is an error other than a rule's.
+func (o *Onboarding) patchMember(bad *problems, m *emi.Member, patch emi.MemberPatch) error {
+	applyPatch(&m.MemberFields, patch.Fields, patch.Present)
+	if patch.Present["status"] {
+		if patch.Status != "active" && patch.Status != "inactive" {
+			bad.add("status", "must be one of: active, inactive")
+		}
+		m.Status = patch.Status
+	}
+	if err := bad.addErr("", o.validate.Struct(m.MemberFields, emi.ErrValidation)); err != nil {
+		return err
+	}
+	checkOwnership(bad, "", m.Type, m.MemberFields)
+	return nil
 }
 
 // changedValues returns the values (before or after) of the present fields

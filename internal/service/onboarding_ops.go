@@ -270,17 +270,9 @@ func (o *Onboarding) UpdateMember(ctx context.Context, token, member string, pat
 			return err
 		}
 		bad := problems(append([]emi.FieldError(nil), patch.Refused...))
-		applyPatch(&m.MemberFields, patch.Fields, patch.Present)
-		if patch.Present["status"] {
-			if patch.Status != "active" && patch.Status != "inactive" {
-				bad.add("status", "must be one of: active, inactive")
-			}
-			m.Status = patch.Status
-		}
-		if err := bad.addErr("", o.validate.Struct(m.MemberFields, emi.ErrValidation)); err != nil {
+		if err := o.patchMember(&bad, &m, patch); err != nil {
 			return err
 		}
-		checkOwnership(&bad, "", m.Type, m.MemberFields)
 		checkMemberNotCleared(&bad, m, patch.Present, cfg)
 		if len(bad) > 0 {
 			slices.SortStableFunc(bad, func(x, y emi.FieldError) int { return strings.Compare(x.Field, y.Field) })

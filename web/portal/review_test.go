@@ -517,6 +517,16 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			t.Fatalf("information requested tab: %v", got)
 		}
 		contains(t, "information requested tab", tab, "Information requested (1)", ">paused<")
+		// Deciding while the partner is asked is refused with the reason
+		// the review service wrote (emi.Error's public detail; the page
+		// used to ask the onboarding service for the status itself).
+		pg = after(t, uw1, "/backoffice/review/"+otherApp+"/decide", url.Values{"action": {"approve"}, "stamp": {stamp}})
+		if f := flashes(pg); !strings.Contains(f, "The application is information requested, not waiting for a decision: nothing was recorded.") {
+			t.Errorf("decision on an application not in review: %q", f)
+		}
+		if evs := eventsOf(t, env, emi.EventApplicationApproved, otherApp); len(evs) != 0 {
+			t.Fatalf("approved while information was requested: %v", evs)
+		}
 		if r := api(t, env, other, http.MethodPut, "/v3/applications/"+otherApp+"/companies", "company_update",
 			map[string]any{"city": "Leeds"}); r.Status != http.StatusOK {
 			t.Fatalf("company_update: %s", r)
@@ -642,6 +652,18 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		m := formValues(t, pg.Body, `action="/backoffice/review/`+evil+`/members/`+ceo+`"`)
 		if m.Get("first_name") != "Oskar" || m.Get("status") != "active" {
 			t.Fatalf("the member's form: %v", m)
+		}
+		// The member rule is the partner API's (company_member_update),
+		// answered with the back office's validation error: a status
+		// other than active or inactive is refused and nothing changes.
+		wrong := cloneValues(m)
+		wrong.Set("status", "deleted")
+		if r := compliance.Post(t, "/backoffice/review/"+evil+"/members/"+ceo, wrong); r.Status != http.StatusUnprocessableEntity ||
+			!strings.Contains(r.Body, "must be one of: active, inactive") {
+			t.Fatalf("a member with status deleted: HTTP %d", r.Status)
+		}
+		if n := auditCount(t, env, "member.staff_edit", evil); n != 0 {
+			t.Fatalf("a refused member edit was audited (%d rows)", n)
 		}
 		m.Set("status", "inactive")
 		pg = after(t, compliance, "/backoffice/review/"+evil+"/members/"+ceo, m)
@@ -879,4 +901,14 @@ func TestReviewQueuePagingSLAAndAge(t *testing.T) {
 	if !strings.Contains(d.Body, `data-testid="nav-count">`+strconv.Itoa(total)+`<`) {
 		t.Errorf("the navigation does not count %d in review", total)
 	}
+}
+
+// auditCount counts the audit rows of action on resource.
+func auditCount(t *testing.T, env *apptest.Env, action, resource string) int {
+	t.Helper()
+	var n int
+	if err := env.App.DB.Get(&n, `SELECT count(*) FROM audit_log WHERE action = $1 AND resource_token = $2`, action, resource); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
