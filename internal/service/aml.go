@@ -492,12 +492,12 @@ func (a *AML) ScreenWatchlistEntry(ctx context.Context, job emi.Job) error {
 			return nil
 		}
 		for _, u := range users {
-			score := a.watch.similar(u.FirstName+" "+u.LastName, e.Name)
-			if score < WatchlistThreshold {
+			score, ok := a.watch.match(u.FirstName+" "+u.LastName, e)
+			if !ok {
 				continue
 			}
 			h := emi.AMLHit{List: emi.WatchlistListName, EntryID: e.ID, EntryType: "individual", Name: e.Name,
-				MatchedName: u.FirstName + " " + u.LastName, Score: float64(int(score*1000+0.5)) / 1000, Fingerprint: fingerprint,
+				MatchedName: u.FirstName + " " + u.LastName, Score: score, Fingerprint: fingerprint,
 				Fields: []string{"name"}}
 			if err := a.raiseForUser(ctx, u, emi.AMLSourceWatchlist, "watch list "+e.Category, []emi.AMLHit{h}); err != nil {
 				return err
