@@ -32,18 +32,6 @@ func accountHref(token string) string { return "/backoffice/accounts/" + token }
 
 func programHref(code string) string { return "/backoffice/programs#program-" + url.PathEscape(code) }
 
-func accountTone(status string) string {
-	switch status {
-	case emi.AccountActive:
-		return "ok"
-	case emi.AccountBlocked:
-		return "warn"
-	case emi.AccountTerminated:
-		return "bad"
-	}
-	return ""
-}
-
 // accountList (GET /accounts) searches accounts: token, IBAN, account
 // number with or without sort code, owner name or e-mail; newest first,
 // 50 a page.
