@@ -357,12 +357,7 @@ func (s *Accounts) List(ctx context.Context, f emi.AccountFilter) ([]emi.Account
 		return nil, 0, err
 	}
 	var bad problems
-	if f.Page < 1 {
-		bad.add("page", "must be 1 or more")
-	}
-	if f.Limit < 1 || f.Limit > 10 {
-		bad.add("limit", "must be from 1 to 10")
-	}
+	bad.checkPage(f.Page, f.Limit, 10)
 	if len(bad) > 0 {
 		return nil, 0, emi.ErrAccountValidation.WithFields(bad...)
 	}

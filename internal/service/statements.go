@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"time"
 
@@ -83,12 +82,7 @@ func (q StatementQuery) parse(maxLimit int) (emi.StatementFilter, error) {
 	if !f.From.IsZero() && !f.To.IsZero() && f.From.After(f.To) {
 		bad.add("from", "must not be after to")
 	}
-	if f.Page < 1 {
-		bad.add("page", "must be 1 or more")
-	}
-	if f.Limit < 1 || f.Limit > maxLimit {
-		bad.add("limit", "must be from 1 to "+strconv.Itoa(maxLimit))
-	}
+	bad.checkPage(f.Page, f.Limit, maxLimit)
 	if len(bad) > 0 {
 		return f, emi.ErrAccountValidation.WithFields(bad...)
 	}
