@@ -178,7 +178,6 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Limits = postgres.NewLimitStore(db)
 	a.Staff = service.NewStaff(db, a.StaffStore, keys, a.Audit, v, a.Controls,
 		service.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits}, now)
-	a.Maintenance = service.NewMaintenance(a.Jobs, a.Store, a.Idempotency, a.Staff, now)
 	a.WebhookStore = postgres.NewWebhookStore(db)
 	a.Events = service.NewEvents(db, a.WebhookStore, a.Jobs, now)
 	a.WebhookClient = webhook.NewClient(guard, "emi-webhooks/1", webhook.WithClock(now))
@@ -192,7 +191,6 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Screener = screening.NewScreener()
 	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: nonEmpty(cfg.SanctionsURLs[:])}}
 	a.Sanctions = screener
-	a.Controls = service.NewControls(a.StaffStore, now)
 	a.OnboardingStore = postgres.NewOnboardingStore(db)
 	a.Watchlist = service.NewWatchlist(db, a.OnboardingStore, a.Audit, a.Jobs, screening.NameSimilarity, v, now)
 	a.AML = service.NewAML(db, a.People, a.People, screener, a.Watchlist, a.Controls, a.Events, a.Jobs, a.Audit, v, now)
@@ -201,43 +199,45 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		a.Events, a.Audit, now)
 	a.Registry = newRegistry(cfg, logger)
 	a.MerchantScreening = service.NewMerchantScreening(db, a.People, a.OnboardingStore, screener, a.Watchlist, a.Audit, now)
-	a.Checks = service.NewChecks(db, a.OnboardingStore, screener, a.Registry, a.Watchlist, a.Events, a.Audit,
-		service.DefaultRiskModel(now), now)
-	a.Onboarding = service.NewOnboarding(db, a.OnboardingStore, a.Store, a.People, a.People, keys, a.Jobs, a.Audit, v, now)
-	a.Onboarding.SetIBANValidator(func(s string) error { return iban.Validate(iban.Normalize(s)) })
-	a.Onboarding.SetChecks(a.Checks)
-	a.Checks.SetFalsePositives(a.People)
-	a.Checks.SetDecisionSettle(cfg.DecisionSettle)
-	a.Checks.SetCompanyNameMatcher(registry.NamesMatch)
+	// Services are built in dependency order, each with all it needs
+	// (New(Deps), no setters): Checks before Onboarding and Review, Cards
+	// and Ledger before Accounts, Authorizations before Maintenance.
+	a.Checks = service.NewChecks(service.ChecksDeps{Tx: db, Store: a.OnboardingStore, Screener: screener,
+		Registry: a.Registry, Media: a.Watchlist, Events: a.Events, Audit: a.Audit, Risk: service.DefaultRiskModel(now),
+		FalsePositives: a.People, NamesMatch: registry.NamesMatch, Settle: cfg.DecisionSettle, Now: now})
+	a.Onboarding = service.NewOnboarding(service.OnboardingDeps{Tx: db, Store: a.OnboardingStore, Partners: a.Store,
+		Users: a.People, Docs: a.People, Sealer: keys, Jobs: a.Jobs, Audit: a.Audit, Validate: v, Checks: a.Checks,
+		IBAN: func(s string) error { return iban.Validate(iban.Normalize(s)) }, Now: now})
 	a.ComplianceStore = postgres.NewComplianceStore(db)
 	a.Inbox = service.NewInbox(a.ComplianceStore, now)
-	a.Review = service.NewReview(db, a.OnboardingStore, a.StaffStore, a.Controls, a.Checks, a.Events, a.Audit, a.Inbox, now)
+	a.Review = service.NewReview(service.ReviewDeps{Tx: db, Store: a.OnboardingStore, Staff: a.StaffStore,
+		Controls: a.Controls, Checks: a.Checks, Events: a.Events, Audit: a.Audit, Inbox: a.Inbox,
+		Views: a.OnboardingStore, Metrics: a.OnboardingStore, Now: now})
 	a.Alerts = service.NewAlerts(db, a.ComplianceStore, a.People, a.OnboardingStore, a.StaffStore, a.Inbox, a.Audit, now)
-	a.Review.SetStores(a.OnboardingStore, a.OnboardingStore)
 	a.AccountStore = postgres.NewAccountStore(db)
-	a.Accounts = service.NewAccounts(db, a.AccountStore, identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, a.Controls, a.Events, a.Audit, v, now)
-	a.Accounts.SetTerminations(a.AccountStore)
 	a.CardStore = postgres.NewCardStore(db)
-	a.Cards = service.NewCards(db, a.CardStore, a.AccountStore, a.AML, a.People, keys, smsProvider(cfg), a.Events, a.Audit, v,
-		screener.Normalize, service.CardsConfig{RevealQuota: cfg.RevealQuota, Limits: a.Limits}, now)
-	a.Accounts.SetCards(a.Cards)
+	a.Cards = service.NewCards(service.CardsDeps{Tx: db, Store: a.CardStore, Accounts: a.AccountStore, AML: a.AML,
+		Users: a.People, Vault: keys, SMS: smsProvider(cfg), Events: a.Events, Audit: a.Audit, Validate: v,
+		Names: screener.Normalize, Config: service.CardsConfig{RevealQuota: cfg.RevealQuota, Limits: a.Limits}, Now: now})
 	a.LedgerStore = postgres.NewLedgerStore(db)
 	a.Ledger = service.NewLedger(db, a.LedgerStore, now)
-	a.Accounts.SetLedger(a.Ledger)
+	a.Accounts = service.NewAccounts(service.AccountsDeps{Tx: db, Store: a.AccountStore,
+		Ids: identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, Controls: a.Controls, Events: a.Events,
+		Audit: a.Audit, Validate: v, Terminations: a.AccountStore, Cards: a.Cards, Ledger: a.Ledger,
+		Statements: postgres.NewStatementStore(db), Now: now})
 	a.TransferStore = postgres.NewTransferStore(db)
-	a.Transfers = service.NewTransfers(db, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, a.Limits, now)
-	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
-	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Events, a.Audit, now)
-	a.Maintenance.SetHoldExpirer(a.Authorizations)
+	a.IncomingStore = postgres.NewIncomingStore(db)
 	// Outgoing payments to emi's own identifiers are refused (they are
 	// internal transfers); settlement is simulated in the sandbox only.
 	own := service.OwnBank{UK: ukbank.DefaultScheme,
 		IBANBankCodes: map[string]string{"BG": ukbank.DefaultBG.BankCode, "GB": ukbank.DefaultScheme.BankCode}}
-	a.Transfers.SetOwnBank(own)
-	a.Transfers.SetSandbox(cfg.Mode == config.ModeSandbox)
-	a.Accounts.SetStatements(postgres.NewStatementStore(db))
-	a.IncomingStore = postgres.NewIncomingStore(db)
-	a.Transfers.SetSuspense(a.IncomingStore)
+	a.Transfers = service.NewTransfers(service.TransfersDeps{Tx: db, Store: a.TransferStore, Ledger: a.Ledger,
+		Controls: a.Controls, Events: a.Events, Audit: a.Audit, Validate: v, Limits: a.Limits, Own: own,
+		Sandbox: cfg.Mode == config.ModeSandbox, Suspense: a.IncomingStore, Now: now})
+	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
+	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Events, a.Audit, now)
+	a.Maintenance = service.NewMaintenance(service.MaintenanceDeps{Jobs: a.Jobs, Sigs: a.Store, Idem: a.Idempotency,
+		Staff: a.Staff, Holds: a.Authorizations, Now: now})
 	a.Incoming = service.NewIncoming(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, service.IncomingConfig{
 		Sandbox: cfg.Mode == config.ModeSandbox,
 		Own:     own,

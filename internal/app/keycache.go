@@ -158,9 +158,9 @@ func (c *keyCache) UpdatePartnerKeySecret(ctx context.Context, keyID string, sec
 	return c.PartnerStore.UpdatePartnerKeySecret(ctx, keyID, secretEnc, previousEnc, previousValidUntil)
 }
 
-func (c *keyCache) SetPartnerKeySignatureVersion(ctx context.Context, keyID string, version int) error {
+func (c *keyCache) UpdatePartnerKeySignatureVersion(ctx context.Context, keyID string, version int) error {
 	defer c.PartnerChanged("")
-	return c.PartnerStore.SetPartnerKeySignatureVersion(ctx, keyID, version)
+	return c.PartnerStore.UpdatePartnerKeySignatureVersion(ctx, keyID, version)
 }
 
 func (c *keyCache) RevokePartnerKey(ctx context.Context, keyID string) error {

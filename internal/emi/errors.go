@@ -57,13 +57,15 @@ type FieldError struct {
 // Error is the one error type that crosses layers. Code and Key are public
 // (they reach clients); Kind decides the status; Fields lists validation
 // problems; the wrapped cause and Detail are for logs only and never reach a
-// client.
+// client. Public is a sentence safe to show the person who asked (the
+// back office shows it instead of the catalogue message; see WithPublic).
 type Error struct {
 	Code   int
 	Key    string
 	Kind   Kind
 	Fields []FieldError
 	Detail string
+	Public string
 	cause  error
 }
 
@@ -105,6 +107,19 @@ func (e *Error) Field(field, message string) *Error {
 func (e *Error) WithDetail(format string, args ...any) *Error {
 	c := *e
 	c.Detail = fmt.Sprintf(format, args...)
+	return &c
+}
+
+// WithPublic returns a copy with a public detail: a sentence that explains
+// this occurrence of the error and is safe to show the staff user who made
+// the request (as GoToSocial's errors carry a safe message beside the
+// logged one). The service that knows the reason writes it, so a screen
+// need not ask a second service why it failed. It never holds secrets or
+// another partner's data; the partner API's error envelope (contract §3)
+// does not carry it.
+func (e *Error) WithPublic(format string, args ...any) *Error {
+	c := *e
+	c.Public = fmt.Sprintf(format, args...)
 	return &c
 }
 

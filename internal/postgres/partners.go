@@ -200,9 +200,9 @@ func (s *Store) UpdatePartnerKeySecret(ctx context.Context, keyID string, secret
 	return Translate(err)
 }
 
-// SetPartnerKeySignatureVersion sets the lowest signature version the key
+// UpdatePartnerKeySignatureVersion sets the lowest signature version the key
 // accepts (contract §2).
-func (s *Store) SetPartnerKeySignatureVersion(ctx context.Context, keyID string, version int) error {
+func (s *Store) UpdatePartnerKeySignatureVersion(ctx context.Context, keyID string, version int) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE partner_keys SET min_signature_version = $2 WHERE id = $1`, keyID, version)
 	return Translate(err)
 }

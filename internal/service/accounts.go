@@ -17,7 +17,7 @@ type AccountStore interface {
 	Program(ctx context.Context, code string) (emi.Program, error)
 	Programs(ctx context.Context) ([]emi.Program, error)
 	UpsertProgram(ctx context.Context, p emi.Program) error
-	// ProgramStore is what managing programs needs (programs.go).
+	// ProgramStore is what managing programs needs (accounts_programs.go).
 	ProgramStore
 	// MerchantForAccounts reports whether merchant belongs to the partner
 	// and may hold accounts (the master merchant, or one onboarded for
@@ -83,10 +83,6 @@ type CardCascade interface {
 	TerminateForAccount(ctx context.Context, account, reason string) error
 }
 
-// SetLedger installs the ledger, whose balances decide whether an account
-// may be terminated (composition root).
-func (s *Accounts) SetLedger(l *Ledger) { s.ledger = l }
-
 // checkEmpty refuses to terminate an account whose balances hold money,
 // owe money (overdraft) or have card payments on hold (13007). The
 // balances are locked first, so a transfer in flight either commits before
@@ -95,9 +91,6 @@ func (s *Accounts) checkEmpty(ctx context.Context, a emi.Account) error {
 	tokens := make([]string, 0, len(a.Balances))
 	for _, b := range a.Balances {
 		tokens = append(tokens, b.Token)
-	}
-	if s.ledger == nil {
-		return emi.Internal(errors.New("accounts: no ledger installed"))
 	}
 	st, err := s.ledger.Lock(ctx, tokens...)
 	if err != nil {
@@ -111,14 +104,33 @@ func (s *Accounts) checkEmpty(ctx context.Context, a emi.Account) error {
 	return nil
 }
 
-// SetCards installs the card cascade (composition root).
-func (s *Accounts) SetCards(c CardCascade) { s.cards = c }
+// AccountsDeps is what the accounts service needs.
+type AccountsDeps struct {
+	Tx       TxRunner
+	Store    AccountStore
+	Ids      Identifiers
+	Controls *Controls
+	Events   *Events
+	Audit    *Auditor
+	Validate StructValidator
+	// Terminations keeps staff termination requests (four-eyes).
+	Terminations TerminationStore
+	// Cards terminates an account's cards with it (*Cards, built before:
+	// the card service reads accounts through the account store, not
+	// through this service, so there is no cycle).
+	Cards CardCascade
+	// Ledger's balances decide whether an account may be terminated.
+	Ledger *Ledger
+	// Statements reads account statements (statements.go).
+	Statements StatementStore
+	Now        Clock
+}
 
 // NewAccounts returns the accounts service.
-func NewAccounts(tx TxRunner, store AccountStore, ids Identifiers, controls *Controls, events *Events, audit *Auditor, v interface {
-	Struct(any, *emi.Error) error
-}, now Clock) *Accounts {
-	return &Accounts{tx: tx, store: store, ids: ids, controls: controls, events: events, audit: audit, validate: v, now: now}
+func NewAccounts(d AccountsDeps) *Accounts {
+	mustHave("Accounts", d)
+	return &Accounts{tx: d.Tx, store: d.Store, ids: d.Ids, controls: d.Controls, events: d.Events, audit: d.Audit,
+		validate: d.Validate, now: d.Now, terms: d.Terminations, cards: d.Cards, ledger: d.Ledger, statements: d.Statements}
 }
 
 // Create opens an account (account_create): one balance per program
@@ -345,12 +357,7 @@ func (s *Accounts) List(ctx context.Context, f emi.AccountFilter) ([]emi.Account
 		return nil, 0, err
 	}
 	var bad problems
-	if f.Page < 1 {
-		bad.add("page", "must be 1 or more")
-	}
-	if f.Limit < 1 || f.Limit > 10 {
-		bad.add("limit", "must be from 1 to 10")
-	}
+	bad.checkPage(f.Page, f.Limit, 10)
 	if len(bad) > 0 {
 		return nil, 0, emi.ErrAccountValidation.WithFields(bad...)
 	}
@@ -402,7 +409,7 @@ func (s *Accounts) changeStatus(ctx context.Context, partnerID, token, status, r
 		if err := s.apply(ctx, a, status, reason, actor); err != nil {
 			return err
 		}
-		if status == emi.AccountTerminated && s.cards != nil {
+		if status == emi.AccountTerminated {
 			if err := s.cards.TerminateForAccount(ctx, a.Token, "account terminated"); err != nil {
 				return err
 			}
@@ -431,7 +438,7 @@ func (s *Accounts) apply(ctx context.Context, a emi.Account, status, reason, act
 	if err := s.store.SetAccountStatus(ctx, a.Token, status); err != nil {
 		return err
 	}
-	if status == emi.AccountTerminated && s.terms != nil {
+	if status == emi.AccountTerminated {
 		// A staff request to terminate is answered by the termination.
 		if err := s.terms.DeleteTerminationRequest(ctx, a.Token); err != nil {
 			return err

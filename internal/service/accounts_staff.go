@@ -15,10 +15,6 @@ type TerminationStore interface {
 	DeleteTerminationRequest(ctx context.Context, account string) error
 }
 
-// SetTerminations installs the termination-request store (composition
-// root).
-func (s *Accounts) SetTerminations(t TerminationStore) { s.terms = t }
-
 // Search finds accounts for customer service (emi.PermViewAccounts): q is
 // a token, an IBAN, an account number (with or without sort code), or the
 // owner's name or e-mail. sort, when given, orders the pages (program,
@@ -83,14 +79,12 @@ func (s *Accounts) Get(ctx context.Context, token string) (AccountView, error) {
 			return v, err
 		}
 	}
-	if s.terms != nil {
-		t, found, err := s.terms.TerminationRequest(ctx, a.Token)
-		if err != nil {
-			return v, err
-		}
-		if found {
-			v.PendingTermination = &t
-		}
+	t, found, err := s.terms.TerminationRequest(ctx, a.Token)
+	if err != nil {
+		return v, err
+	}
+	if found {
+		v.PendingTermination = &t
 	}
 	return v, nil
 }
@@ -146,7 +140,8 @@ func (s *Accounts) RequestTermination(ctx context.Context, token, reason string)
 		if _, found, err := s.terms.TerminationRequest(ctx, a.Token); err != nil {
 			return err
 		} else if found {
-			return emi.ErrReviewClosed.WithDetail("a termination is already requested")
+			return emi.ErrReviewClosed.WithDetail("a termination is already requested").WithPublic(
+				"A termination of this account is already requested: it waits for a second staff member. Nothing was changed.")
 		}
 		if err := s.terms.InsertTerminationRequest(ctx, a.Token, me, reason); err != nil {
 			return err
@@ -177,7 +172,8 @@ func (s *Accounts) ApproveTermination(ctx context.Context, token string, reject 
 		}
 		by, reason := t.RequestedBy, t.Reason
 		if !found {
-			return emi.ErrReviewClosed.WithDetail("no termination requested")
+			return emi.ErrReviewClosed.WithDetail("no termination requested").WithPublic(
+				"No termination of this account is pending any more (it was approved or withdrawn meanwhile): nothing was changed.")
 		}
 		if reject {
 			if err := s.terms.DeleteTerminationRequest(ctx, a.Token); err != nil {

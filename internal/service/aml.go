@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -114,17 +115,27 @@ func (a *AML) Check(ctx context.Context, q emi.AMLQuery) (emi.AMLCheck, error) {
 	if err := a.validate.Struct(q, emi.ErrValidation); err != nil {
 		return emi.AMLCheck{}, err
 	}
+	c, err := a.record(ctx, q, emi.AMLCheck{PartnerID: p.PartnerID, Source: "api"}, "aml_check.create", "", nil)
+	if err != nil {
+		return emi.AMLCheck{}, err
+	}
+	return c, nil
+}
+
+// record screens q and stores the check c (its partner, source and user
+// set by the caller) with the person, the hits and the list version, the
+// hits remembered as false positives for this person kept suppressed; it
+// audits action with the outcome and extra. The one path of Check (the
+// partner's aml_check) and ScreenUser (a user's changed identity).
+func (a *AML) record(ctx context.Context, q emi.AMLQuery, c emi.AMLCheck, action, auditPartner string, extra map[string]any) (emi.AMLCheck, error) {
 	version, hits, err := a.screener.Screen(q)
 	if err != nil {
 		return emi.AMLCheck{}, err
 	}
-	c := emi.AMLCheck{
-		Token: NewToken(), PartnerID: p.PartnerID, Source: "api", FirstName: q.FirstName, LastName: q.LastName,
-		Nationality: q.Nationality, Birthday: q.Birthday, PersonKey: a.personKey(q.FirstName, q.LastName, q.Birthday),
-		ListVersion: version, CreatedAt: a.now().UTC(),
-	}
+	c.Token, c.FirstName, c.LastName, c.Nationality, c.Birthday = NewToken(), q.FirstName, q.LastName, q.Nationality, q.Birthday
+	c.PersonKey, c.ListVersion, c.CreatedAt = a.personKey(q.FirstName, q.LastName, q.Birthday), version, a.now().UTC()
 	err = a.tx.InTx(ctx, func(ctx context.Context) error {
-		fps, err := a.store.FalsePositives(ctx, p.PartnerID, c.PersonKey)
+		fps, err := a.store.FalsePositives(ctx, c.PartnerID, c.PersonKey)
 		if err != nil {
 			return err
 		}
@@ -132,13 +143,12 @@ func (a *AML) Check(ctx context.Context, q emi.AMLQuery) (emi.AMLCheck, error) {
 		if err := a.store.InsertAMLCheck(ctx, c); err != nil {
 			return err
 		}
-		return a.audit.Record(ctx, emi.AuditEntry{Action: "aml_check.create", ResourceType: "aml_check", ResourceToken: c.Token,
-			Changes: map[string]any{"status": c.Status, "hits": len(hits), "open_hits": c.OpenHits(), "list_version": version}})
+		changes := map[string]any{"status": c.Status, "hits": len(hits), "open_hits": c.OpenHits(), "list_version": version}
+		maps.Copy(changes, extra)
+		return a.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "aml_check", ResourceToken: c.Token,
+			PartnerID: auditPartner, Changes: changes})
 	})
-	if err != nil {
-		return emi.AMLCheck{}, err
-	}
-	return c, nil
+	return c, err
 }
 
 // PeopleForFalsePositive is the number of people a false-positive decision
@@ -177,27 +187,8 @@ func markSuppressed(hits []emi.AMLHit, fps map[string]int) ([]emi.AMLHit, emi.AM
 // is loaded: the change is refused rather than left unscreened.
 func (a *AML) ScreenUser(ctx context.Context, u emi.User) (emi.AMLCheck, error) {
 	q := emi.AMLQuery{FirstName: u.FirstName, LastName: u.LastName, Nationality: u.Nationality, Birthday: u.Birthday}
-	version, hits, err := a.screener.Screen(q)
-	if err != nil {
-		return emi.AMLCheck{}, err
-	}
-	c := emi.AMLCheck{Token: NewToken(), PartnerID: u.PartnerID, Source: emi.AMLSourceUserUpdate, UserToken: u.Token,
-		FirstName: u.FirstName, LastName: u.LastName, Nationality: u.Nationality, Birthday: u.Birthday,
-		PersonKey: a.personKey(u.FirstName, u.LastName, u.Birthday), ListVersion: version, CreatedAt: a.now().UTC()}
-	err = a.tx.InTx(ctx, func(ctx context.Context) error {
-		fps, err := a.store.FalsePositives(ctx, u.PartnerID, c.PersonKey)
-		if err != nil {
-			return err
-		}
-		c.Hits, c.Status = markSuppressed(hits, fps)
-		if err := a.store.InsertAMLCheck(ctx, c); err != nil {
-			return err
-		}
-		return a.audit.Record(ctx, emi.AuditEntry{Action: "aml_check.user_update", ResourceType: "aml_check", ResourceToken: c.Token,
-			PartnerID: u.PartnerID, Changes: map[string]any{"user": u.Token, "status": c.Status, "hits": len(hits),
-				"open_hits": c.OpenHits(), "list_version": version}})
-	})
-	return c, err
+	return a.record(ctx, q, emi.AMLCheck{PartnerID: u.PartnerID, Source: emi.AMLSourceUserUpdate, UserToken: u.Token},
+		"aml_check.user_update", u.PartnerID, map[string]any{"user": u.Token})
 }
 
 // UserScreening returns the AML state of a user for card operations.
@@ -502,12 +493,12 @@ func (a *AML) ScreenWatchlistEntry(ctx context.Context, job emi.Job) error {
 			return nil
 		}
 		for _, u := range users {
-			score := a.watch.similar(u.FirstName+" "+u.LastName, e.Name)
-			if score < WatchlistThreshold {
+			score, ok := a.watch.match(u.FirstName+" "+u.LastName, e)
+			if !ok {
 				continue
 			}
 			h := emi.AMLHit{List: emi.WatchlistListName, EntryID: e.ID, EntryType: "individual", Name: e.Name,
-				MatchedName: u.FirstName + " " + u.LastName, Score: float64(int(score*1000+0.5)) / 1000, Fingerprint: fingerprint,
+				MatchedName: u.FirstName + " " + u.LastName, Score: score, Fingerprint: fingerprint,
 				Fields: []string{"name"}}
 			if err := a.raiseForUser(ctx, u, emi.AMLSourceWatchlist, "watch list "+e.Category, []emi.AMLHit{h}); err != nil {
 				return err

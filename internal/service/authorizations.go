@@ -532,12 +532,7 @@ func (s *Authorizations) ForCard(ctx context.Context, card string, page, limit i
 		return nil, 0, err
 	}
 	var bad problems
-	if page < 1 {
-		bad.add("page", "must be 1 or more")
-	}
-	if limit < 1 || limit > 100 {
-		bad.add("limit", "must be from 1 to 100")
-	}
+	bad.checkPage(page, limit, 100)
 	if len(bad) > 0 {
 		return nil, 0, emi.ErrCardValidation.WithFields(bad...)
 	}

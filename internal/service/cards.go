@@ -159,11 +159,32 @@ type Cards struct {
 	now   Clock
 }
 
+// CardsDeps is what the card service needs.
+type CardsDeps struct {
+	Tx    TxRunner
+	Store CardStore
+	// Accounts reads the card's account (the account store: the accounts
+	// service depends on this one for its card cascade, not the reverse).
+	Accounts CardAccounts
+	AML      CardAML
+	Users    CardUsers
+	// Vault seals PANs, CVVs and PINs.
+	Vault Vault
+	// SMS sends PINs.
+	SMS      SMSProvider
+	Events   *Events
+	Audit    *Auditor
+	Validate StructValidator
+	// Names normalizes a cardholder's name for screening.
+	Names  NameNormalizer
+	Config CardsConfig
+	Now    Clock
+}
+
 // NewCards returns the card service.
-func NewCards(tx TxRunner, store CardStore, accounts CardAccounts, aml CardAML, users CardUsers, vault Vault, sms SMSProvider,
-	events *Events, audit *Auditor, v interface {
-		Struct(any, *emi.Error) error
-	}, names NameNormalizer, cfg CardsConfig, now Clock) *Cards {
+func NewCards(d CardsDeps) *Cards {
+	mustHave("Cards", d)
+	cfg := d.Config
 	if cfg.PINSMSPerDay == 0 {
 		cfg.PINSMSPerDay = 5
 	}
@@ -173,8 +194,8 @@ func NewCards(tx TxRunner, store CardStore, accounts CardAccounts, aml CardAML, 
 	if cfg.RevealWindow == 0 {
 		cfg.RevealWindow = time.Hour
 	}
-	return &Cards{tx: tx, store: store, accounts: accounts, aml: aml, users: users, vault: vault, sms: sms, events: events,
-		audit: audit, validate: v, names: names, cfg: cfg, now: now}
+	return &Cards{tx: d.Tx, store: d.Store, accounts: d.Accounts, aml: d.AML, users: d.Users, vault: d.Vault, sms: d.SMS,
+		events: d.Events, audit: d.Audit, validate: d.Validate, names: d.Names, cfg: cfg, now: d.Now}
 }
 
 // DefaultRevealQuota is how many card numbers one staff member may reveal

@@ -63,7 +63,7 @@ type Checks struct {
 	// underwriter.
 	slaTarget time.Duration
 	// settle is how long an automatic application stays unchanged before
-	// it is decided (SetDecisionSettle; checks_settle.go).
+	// it is decided (ChecksDeps.Settle; checks_settle.go).
 	settle time.Duration
 }
 
@@ -72,19 +72,41 @@ type FalsePositiveReader interface {
 	FalsePositives(ctx context.Context, partnerID string, personKey []byte) (map[string]int, error)
 }
 
-// SetFalsePositives installs the false-positive memory (composition root).
-func (c *Checks) SetFalsePositives(f FalsePositiveReader) { c.fps = f }
-
-// SetSLA sets the review calendar and target (default: DefaultCalendar,
-// 24 business hours).
-func (c *Checks) SetSLA(cal BusinessCalendar, target time.Duration) { c.cal, c.slaTarget = cal, target }
-
-// NewChecks returns the checks runner.
-func NewChecks(tx TxRunner, store ApplicationStore, screener Screener, registry Registry, media AdverseMedia,
-	events *Events, audit *Auditor, risk RiskModel, now Clock) *Checks {
-	return &Checks{tx: tx, store: store, screener: screener, registry: registry, media: media, events: events,
-		audit: audit, risk: risk, now: now, cal: DefaultCalendar(), slaTarget: 24 * time.Hour}
+// ChecksDeps is what the checks runner needs.
+type ChecksDeps struct {
+	Tx       TxRunner
+	Store    ApplicationStore
+	Screener Screener
+	Registry Registry
+	// Media is the adverse-media search (the watch list).
+	Media  AdverseMedia
+	Events *Events
+	Audit  *Auditor
+	Risk   RiskModel
+	// FalsePositives is the remembered false positives of people (the
+	// people store; a store, not the Users service, so no cycle).
+	FalsePositives FalsePositiveReader
+	// NamesMatch compares a submitted legal name with a registered one
+	// (internal/registry's rule); nil: equal ignoring case.
+	NamesMatch func(submitted, registered string) bool `deps:"optional"`
+	// Settle is how long an automatic application stays unchanged before
+	// it is decided (EMI_DECISION_SETTLE; 0: at once; checks_settle.go).
+	Settle time.Duration
+	Now    Clock
 }
+
+// NewChecks returns the checks runner. The review SLA counts business
+// hours of DefaultCalendar, 24 of them per application.
+func NewChecks(d ChecksDeps) *Checks {
+	mustHave("Checks", d)
+	return &Checks{tx: d.Tx, store: d.Store, screener: d.Screener, registry: d.Registry, media: d.Media, events: d.Events,
+		audit: d.Audit, risk: d.Risk, now: d.Now, fps: d.FalsePositives, namesMatch: d.NamesMatch, settle: d.Settle,
+		cal: DefaultCalendar(), slaTarget: 24 * time.Hour}
+}
+
+// slaLeft is the business time left between now and due on the review
+// calendar (an information request pauses the SLA with it).
+func (c *Checks) slaLeft(now, due time.Time) time.Duration { return c.cal.Between(now, due) }
 
 // maxRuns bounds how often one job re-runs the checks because the
 // application changed while they ran; then it retries later.
@@ -432,10 +454,6 @@ func (c *Checks) tradeRegister(ctx context.Context, a emi.Application, res resul
 	}
 	return res(emi.CheckTradeRegister, emi.CheckPassed, d)
 }
-
-// SetCompanyNameMatcher installs the company-name comparison
-// (internal/registry's rule; by default names must be equal ignoring case).
-func (c *Checks) SetCompanyNameMatcher(f func(submitted, registered string) bool) { c.namesMatch = f }
 
 func (c *Checks) companyNamesMatch(a, b string) bool {
 	if c.namesMatch != nil {

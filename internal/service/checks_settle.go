@@ -17,10 +17,6 @@ import (
 // production). Semi-automatic processing and applications an underwriter
 // took over go to review as before: a review decision is a person's.
 
-// SetDecisionSettle sets the settle period (composition root; 0: decide at
-// once).
-func (c *Checks) SetDecisionSettle(d time.Duration) { c.settle = d }
-
 // settles reports whether a's next decision is automatic, and so waits
 // for the settle period.
 func settles(a emi.Application) bool {

@@ -39,13 +39,22 @@ type Maintenance struct {
 	now   Clock
 }
 
-// NewMaintenance returns the maintenance service.
-func NewMaintenance(jobs Enqueuer, sigs SignaturePruner, idem *Idempotency, staff *Staff, now Clock) *Maintenance {
-	return &Maintenance{jobs: jobs, sigs: sigs, idem: idem, staff: staff, now: now}
+// MaintenanceDeps is what the clean-up job needs.
+type MaintenanceDeps struct {
+	Jobs  Enqueuer
+	Sigs  SignaturePruner
+	Idem  *Idempotency
+	Staff *Staff
+	// Holds releases expired card holds (*Authorizations, built first).
+	Holds HoldExpirer
+	Now   Clock
 }
 
-// SetHoldExpirer makes every run release expired card holds.
-func (m *Maintenance) SetHoldExpirer(h HoldExpirer) { m.holds = h }
+// NewMaintenance returns the maintenance service.
+func NewMaintenance(d MaintenanceDeps) *Maintenance {
+	mustHave("Maintenance", d)
+	return &Maintenance{jobs: d.Jobs, sigs: d.Sigs, idem: d.Idem, staff: d.Staff, holds: d.Holds, now: d.Now}
+}
 
 // Schedule enqueues the clean-up job unless one is already pending (the
 // unique key makes several emi processes share one).
@@ -66,10 +75,6 @@ func (m *Maintenance) Run(ctx context.Context, _ emi.Job) error {
 	if err := m.staff.Prune(ctx); err != nil {
 		return err
 	}
-	if m.holds != nil {
-		if _, err := m.holds.ExpireHolds(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := m.holds.ExpireHolds(ctx)
+	return err
 }

@@ -77,11 +77,30 @@ type Onboarding struct {
 	iban     IBANValidator
 }
 
+// OnboardingDeps is what the onboarding service needs.
+type OnboardingDeps struct {
+	Tx       TxRunner
+	Store    ApplicationStore
+	Partners PartnerStore
+	Users    UserStore
+	Docs     DocumentStore
+	Sealer   Sealer
+	Jobs     Enqueuer
+	Audit    *Auditor
+	Validate *validate.Validator
+	// Checks explains an application's pending decision (its settle
+	// period); build it first.
+	Checks *Checks
+	// IBAN checks payout IBANs (internal/iban).
+	IBAN IBANValidator
+	Now  Clock
+}
+
 // NewOnboarding returns the onboarding service.
-func NewOnboarding(tx TxRunner, store ApplicationStore, partners PartnerStore, users UserStore, docs DocumentStore,
-	sealer Sealer, jobs Enqueuer, audit *Auditor, v *validate.Validator, now Clock) *Onboarding {
-	return &Onboarding{tx: tx, store: store, partners: partners, users: users, docs: docs, sealer: sealer,
-		jobs: jobs, audit: audit, validate: v, now: now}
+func NewOnboarding(d OnboardingDeps) *Onboarding {
+	mustHave("Onboarding", d)
+	return &Onboarding{tx: d.Tx, store: d.Store, partners: d.Partners, users: d.Users, docs: d.Docs, sealer: d.Sealer,
+		jobs: d.Jobs, audit: d.Audit, validate: d.Validate, now: d.Now, checks: d.Checks, iban: d.IBAN}
 }
 
 // JobApplicationChecks runs an application's automatic checks.
@@ -140,38 +159,6 @@ func (o *Onboarding) RescreenApplications(ctx context.Context, job emi.Job) erro
 		}
 	}
 	return nil
-}
-
-// problems collects field errors under a path prefix.
-type problems []emi.FieldError
-
-func (p *problems) add(field, msg string) {
-	*p = append(*p, emi.FieldError{Field: field, Message: msg})
-}
-
-func (p *problems) addErr(prefix string, err error) error {
-	if err == nil {
-		return nil
-	}
-	e := emi.AsError(err)
-	if e.Kind != emi.KindInvalid {
-		return err
-	}
-	for _, f := range e.Fields {
-		field := f.Field
-		if prefix != "" {
-			field = prefix + "." + field
-			if f.Field == "" {
-				field = prefix
-			}
-		}
-		*p = append(*p, emi.FieldError{Field: field, Message: f.Message})
-	}
-	return nil
-}
-
-func (p problems) has(field string) bool {
-	return slices.ContainsFunc(p, func(f emi.FieldError) bool { return f.Field == field })
 }
 
 // jsonFieldValue returns the value of the field with JSON name of a struct,
@@ -312,9 +299,3 @@ func (o *Onboarding) checkCompany(p *problems, path string, c emi.CompanyFields,
 
 // IBANValidator checks an IBAN; internal/iban implements it.
 type IBANValidator func(string) error
-
-// SetIBANValidator installs the IBAN check (composition root).
-func (o *Onboarding) SetIBANValidator(v IBANValidator) { o.iban = v }
-
-// SetChecks installs the checks runner (composition root).
-func (o *Onboarding) SetChecks(c *Checks) { o.checks = c }

@@ -10,15 +10,6 @@ import (
 	"emi/internal/emi"
 )
 
-// partnerCtx returns the calling partner, or not-found for anyone else.
-func partnerCtx(ctx context.Context, notFound *emi.Error) (emi.Principal, error) {
-	p, ok := emi.PrincipalFrom(ctx)
-	if !ok || p.PartnerID == "" {
-		return p, notFound
-	}
-	return p, nil
-}
-
 // Create creates an application (application_create), with its company
 // and members when sent, and starts the automatic checks. Every problem is
 // reported at once (11001); a partner without a validator configuration
@@ -279,17 +270,9 @@ func (o *Onboarding) UpdateMember(ctx context.Context, token, member string, pat
 			return err
 		}
 		bad := problems(append([]emi.FieldError(nil), patch.Refused...))
-		applyPatch(&m.MemberFields, patch.Fields, patch.Present)
-		if patch.Present["status"] {
-			if patch.Status != "active" && patch.Status != "inactive" {
-				bad.add("status", "must be one of: active, inactive")
-			}
-			m.Status = patch.Status
-		}
-		if err := bad.addErr("", o.validate.Struct(m.MemberFields, emi.ErrValidation)); err != nil {
+		if err := o.patchMember(&bad, &m, patch); err != nil {
 			return err
 		}
-		checkOwnership(&bad, "", m.Type, m.MemberFields)
 		checkMemberNotCleared(&bad, m, patch.Present, cfg)
 		if len(bad) > 0 {
 			slices.SortStableFunc(bad, func(x, y emi.FieldError) int { return strings.Compare(x.Field, y.Field) })

@@ -21,7 +21,7 @@ type PartnerStore interface {
 	PartnerKeyForUpdate(ctx context.Context, keyID string) (StoredKey, error)
 	UpdatePartnerKeySecret(ctx context.Context, keyID string, secretEnc, previousEnc []byte, previousValidUntil time.Time) error
 	RevokePartnerKey(ctx context.Context, keyID string) error
-	SetPartnerKeySignatureVersion(ctx context.Context, keyID string, version int) error
+	UpdatePartnerKeySignatureVersion(ctx context.Context, keyID string, version int) error
 	Partner(ctx context.Context, id string) (emi.Partner, error)
 	UpdatePartnerProcessing(ctx context.Context, id string, p emi.Processing) error
 	// ValidatorConfig returns the partner's configuration (nil: none).
@@ -298,7 +298,7 @@ func (s *Partners) SetKeySignatureVersion(ctx context.Context, keyID string, ver
 		if k.MinSignatureVersion == version {
 			return nil
 		}
-		if err := s.store.SetPartnerKeySignatureVersion(ctx, keyID, version); err != nil {
+		if err := s.store.UpdatePartnerKeySignatureVersion(ctx, keyID, version); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "partner_key.set_signature_version", ResourceType: "partner_key",

@@ -64,15 +64,29 @@ type Review struct {
 	metrics MetricsStore
 }
 
-// NewReview returns the review service.
-// Mentions and assignments reach the person's inbox.
-func NewReview(tx TxRunner, store ReviewStore, staff StaffDirectory, controls *Controls, checks *Checks, events *Events, audit *Auditor, inbox *Inbox, now Clock) *Review {
-	return &Review{tx: tx, store: store, staff: staff, controls: controls, checks: checks, events: events, audit: audit, inbox: inbox, now: now}
+// ReviewDeps is what the review service needs.
+type ReviewDeps struct {
+	Tx       TxRunner
+	Store    ReviewStore
+	Staff    StaffDirectory
+	Controls *Controls
+	// Checks keeps the review SLA's calendar.
+	Checks *Checks
+	Events *Events
+	Audit  *Auditor
+	// Inbox is where mentions and assignments reach the person.
+	Inbox *Inbox
+	// Views keeps saved queue views; Metrics reads the queue's figures.
+	Views   SavedViewStore
+	Metrics MetricsStore
+	Now     Clock
 }
 
-func staffOf(ctx context.Context) emi.Principal {
-	p, _ := emi.PrincipalFrom(ctx)
-	return p
+// NewReview returns the review service.
+func NewReview(d ReviewDeps) *Review {
+	mustHave("Review", d)
+	return &Review{tx: d.Tx, store: d.Store, staff: d.Staff, controls: d.Controls, checks: d.Checks, events: d.Events,
+		audit: d.Audit, inbox: d.Inbox, views: d.Views, metrics: d.Metrics, now: d.Now}
 }
 
 // Queue returns a page of the queue (emi.PermViewApps).
@@ -105,7 +119,8 @@ var tokenRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 func validToken(s string) bool { return tokenRe.MatchString(s) }
 
 // Claim takes an application for the caller (emi.PermDecideApps): refused
-// (emi.ErrReviewClosed) while a colleague holds a live claim.
+// (emi.ErrReviewClosed, its public detail naming the colleague) while a
+// colleague holds a live claim.
 func (r *Review) Claim(ctx context.Context, token string) error {
 	if err := require(ctx, emi.PermDecideApps); err != nil {
 		return err
@@ -124,7 +139,17 @@ func (r *Review) Claim(ctx context.Context, token string) error {
 			if a.Status.Decided() {
 				return emi.ErrReviewClosed.WithDetail("application is %s", a.Status)
 			}
-			return emi.ErrReviewClosed.WithDetail("claimed by %s", a.Review.Assignee)
+			// Read again: the colleague may have claimed it since a was read.
+			if cur, err := r.store.Application(ctx, "", token, false); err == nil {
+				a = cur
+			}
+			e := emi.ErrReviewClosed.WithDetail("claimed by %s", a.Review.Assignee)
+			if a.Review.Assignee == "" {
+				return e
+			}
+			return e.WithPublic("%s holds this application, so it was not claimed. "+
+				"It is free again when they release it or after 30 minutes without activity.",
+				staffName(a.Review.AssigneeName, a.Review.Assignee))
 		}
 		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.claim", ResourceType: "application", ResourceToken: a.Token, PartnerID: a.PartnerID})
 	})
@@ -292,7 +317,12 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 		}
 		now := r.now().UTC()
 		if a.Status != emi.AppInReview {
-			return emi.ErrReviewClosed.WithDetail("application is %s", a.Status)
+			e := emi.ErrReviewClosed.WithDetail("application is %s", a.Status)
+			if !a.Status.Decided() {
+				e = e.WithPublic("The application is %s, not waiting for a decision: nothing was recorded.",
+					strings.ReplaceAll(string(a.Status), "_", " "))
+			}
+			return e
 		}
 		if !a.Review.ClaimedBy(me, now) {
 			return emi.ErrNotAssignee
@@ -389,7 +419,7 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 			}
 			left := time.Duration(0)
 			if a.Review.SLADueAt != nil {
-				left = r.checks.cal.Between(now, *a.Review.SLADueAt)
+				left = r.checks.slaLeft(now, *a.Review.SLADueAt)
 			}
 			if err := r.store.PauseSLA(ctx, a.Token, left); err != nil {
 				return err

@@ -10,8 +10,6 @@ import (
 	"encoding/base64"
 	"time"
 
-	"emi/internal/emi"
-
 	"github.com/google/uuid"
 )
 
@@ -65,13 +63,3 @@ func randomString(n int) string { return base64.RawURLEncoding.EncodeToString(ra
 
 // b64 is standard padded base64.
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
-
-// require returns emi.ErrForbidden unless the principal in ctx may do perm.
-// System principals (commands, workers) may do everything.
-func require(ctx context.Context, perm emi.Permission) error {
-	p, ok := emi.PrincipalFrom(ctx)
-	if !ok || !p.Can(perm) {
-		return emi.ErrForbidden.WithDetail("needs %s", perm)
-	}
-	return nil
-}

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"time"
 
@@ -49,9 +48,6 @@ type StatementStore interface {
 	PostedBefore(ctx context.Context, balances []string, t time.Time) (map[string]int64, error)
 }
 
-// SetStatements installs the statement store (composition root).
-func (s *Accounts) SetStatements(st StatementStore) { s.statements = st }
-
 // MaxStatementLimit bounds a page of account_transactions.
 const MaxStatementLimit = 100
 
@@ -86,12 +82,7 @@ func (q StatementQuery) parse(maxLimit int) (emi.StatementFilter, error) {
 	if !f.From.IsZero() && !f.To.IsZero() && f.From.After(f.To) {
 		bad.add("from", "must not be after to")
 	}
-	if f.Page < 1 {
-		bad.add("page", "must be 1 or more")
-	}
-	if f.Limit < 1 || f.Limit > maxLimit {
-		bad.add("limit", "must be from 1 to "+strconv.Itoa(maxLimit))
-	}
+	bad.checkPage(f.Page, f.Limit, maxLimit)
 	if len(bad) > 0 {
 		return f, emi.ErrAccountValidation.WithFields(bad...)
 	}
@@ -179,9 +170,6 @@ func (s *Accounts) StaffStatementExport(ctx context.Context, token, from, to str
 	if err != nil {
 		return emi.Statement{}, err
 	}
-	if s.statements == nil {
-		return emi.Statement{}, emi.ErrInternal.WithDetail("accounts: no statement store installed")
-	}
 	accounts, err := s.statementAccounts(ctx, a)
 	if err != nil {
 		return emi.Statement{}, err
@@ -238,9 +226,6 @@ func (s *Accounts) statement(ctx context.Context, a emi.Account, f emi.Statement
 // statementOn reads the lines of accounts (a and, for a main account, its
 // virtual accounts) and the figures of a's balances.
 func (s *Accounts) statementOn(ctx context.Context, a emi.Account, accounts []string, f emi.StatementFilter) (emi.Statement, error) {
-	if s.statements == nil {
-		return emi.Statement{}, emi.ErrInternal.WithDetail("accounts: no statement store installed")
-	}
 	end := dayAfter(f.To)
 	lines, total, err := s.statements.StatementLines(ctx, accounts, f.From, end, f.Limit, (f.Page-1)*f.Limit)
 	if err != nil {

@@ -71,21 +71,43 @@ type Transfers struct {
 	}
 	now Clock
 	// own is emi's identifiers (outgoing payments to them are refused);
-	// sandbox enables the settlement actions (outgoing.go).
+	// sandbox enables the settlement actions (transfers_outgoing.go).
 	own     OwnBank
 	sandbox bool
 	// limits counts destination misses per API key (14006).
 	limits RateLimiter
 	// suspense keeps the suspense items of returned payments whose
-	// account is terminated (SetSuspense).
+	// account is terminated (TransfersDeps.Suspense).
 	suspense IncomingStore
 }
 
+// TransfersDeps is what the transfers service needs.
+type TransfersDeps struct {
+	Tx       TxRunner
+	Store    TransferStore
+	Ledger   *Ledger
+	Controls *Controls
+	Events   *Events
+	Audit    *Auditor
+	Validate StructValidator
+	// Limits counts destination misses per API key (14006).
+	Limits RateLimiter
+	// Own is emi's identifiers: outgoing payments to them are refused.
+	Own OwnBank
+	// Sandbox enables the settlement actions; in production they answer
+	// emi.ErrRouteNotFound, as the API's sandbox-only routes do.
+	Sandbox bool
+	// Suspense keeps the suspense items of returned payments whose
+	// account is terminated (the incoming store).
+	Suspense IncomingStore
+	Now      Clock
+}
+
 // NewTransfers returns the transfers service.
-func NewTransfers(tx TxRunner, store TransferStore, ledger *Ledger, controls *Controls, events *Events, audit *Auditor, v interface {
-	Struct(any, *emi.Error) error
-}, limits RateLimiter, now Clock) *Transfers {
-	return &Transfers{tx: tx, store: store, ledger: ledger, controls: controls, events: events, audit: audit, validate: v, limits: limits, now: now}
+func NewTransfers(d TransfersDeps) *Transfers {
+	mustHave("Transfers", d)
+	return &Transfers{tx: d.Tx, store: d.Store, ledger: d.Ledger, controls: d.Controls, events: d.Events, audit: d.Audit,
+		validate: d.Validate, limits: d.Limits, now: d.Now, own: d.Own, sandbox: d.Sandbox, suspense: d.Suspense}
 }
 
 // MaxTransferAmount bounds one transfer: 1,000,000,000.00 in minor units.

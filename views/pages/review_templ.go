@@ -1851,7 +1851,7 @@ func ReviewSection(v *ReviewPanel) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if v.FirstIsMe {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 162, "<p>You gave the first approval: another underwriter must give the second.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 162, "<p data-testid=\"first-approval-mine\">You gave the first approval: another underwriter must give the second.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -274,6 +274,16 @@ func TestAccountsListPaging(t *testing.T) {
 	for _, path := range []string{"/v2/accounts/1/11", "/v2/accounts/0/10", "/v2/accounts/x/10", "/v2/accounts/1/0", "/v2/accounts/1/10?colour=red"} {
 		apptest.Expect(t, path, list(path), 13001, 400)
 	}
+	// The paging words are the same on every partner list (one rule in
+	// the service, each list's own code).
+	r = list("/v2/accounts/0/11")
+	got := map[string]string{}
+	for _, f := range r.Errors {
+		got[f.Field] = f.Message
+	}
+	if got["page"] != "must be 1 or more" || got["limit"] != "must be from 1 to 10" || len(got) != 2 {
+		t.Fatalf("paging problems %v", got)
+	}
 	if r := call(t, env, other, http.MethodGet, "/v2/accounts/1/10?user="+user, "accounts_list", nil); len(r.Data["items"].([]any)) != 0 || r.Data["total"] != float64(0) {
 		t.Fatalf("another partner sees accounts: %s", r)
 	}

@@ -3,7 +3,9 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,6 +54,54 @@ func body(r *http.Request) []byte { return fromContext(r.Context()).body }
 func decode(r *http.Request, dst any) error {
 	rq := fromContext(r.Context())
 	return httpx.DecodeJSON(rq.body, dst, rq.op.Invalid)
+}
+
+// decodeAll decodes the body into dst as decode does, except that fields of
+// the wrong type do not stop it: they are left out of dst and returned as
+// problems, and every other field is decoded, so an update reports every
+// problem at once (the service adds its own to these). invalid is the
+// operation's validation error; any other error is returned as err.
+func decodeAll[T any](r *http.Request, dst *T, invalid *emi.Error) (bad []emi.FieldError, err error) {
+	err = decode(r, dst)
+	if err == nil {
+		return nil, nil
+	}
+	e := emi.AsError(err)
+	if e.Code != invalid.Code {
+		return nil, err
+	}
+	bad = e.Fields
+	var zero T
+	*dst = zero
+	var keys map[string]json.RawMessage
+	_ = json.Unmarshal(body(r), &keys)
+	for k, v := range keys {
+		if slices.ContainsFunc(bad, func(f emi.FieldError) bool {
+			return f.Field == k || strings.HasPrefix(f.Field, k+"[") || strings.HasPrefix(f.Field, k+".")
+		}) {
+			continue
+		}
+		one, _ := json.Marshal(map[string]json.RawMessage{k: v})
+		_ = json.Unmarshal(one, dst)
+	}
+	return bad, nil
+}
+
+// presentKeys returns the top-level keys of the body, and the problems of
+// the keys that are not allowed (refused, each named with msg).
+func presentKeys(r *http.Request, refused []string, msg string) (map[string]bool, []emi.FieldError) {
+	var keys map[string]json.RawMessage
+	_ = json.Unmarshal(body(r), &keys) // decode has checked the body
+	present := map[string]bool{}
+	var bad []emi.FieldError
+	for k := range keys {
+		if slices.Contains(refused, k) {
+			bad = append(bad, emi.FieldError{Field: k, Message: msg})
+			continue
+		}
+		present[k] = true
+	}
+	return present, bad
 }
 
 // filterValueMessage is the field message of a query filter value that

@@ -3,8 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -130,23 +128,6 @@ func (a *API) applicationDetails(w http.ResponseWriter, r *http.Request) {
 	writeData(w, r, http.StatusOK, resp)
 }
 
-// presentKeys returns the top-level keys of the body, and the problems of
-// the keys that are not allowed (refused, each named with msg).
-func presentKeys(r *http.Request, refused []string, msg string) (map[string]bool, []emi.FieldError) {
-	var keys map[string]json.RawMessage
-	_ = json.Unmarshal(body(r), &keys) // decode has checked the body
-	present := map[string]bool{}
-	var bad []emi.FieldError
-	for k := range keys {
-		if slices.Contains(refused, k) {
-			bad = append(bad, emi.FieldError{Field: k, Message: msg})
-			continue
-		}
-		present[k] = true
-	}
-	return present, bad
-}
-
 // companyUpdate (PUT /v3/applications/{application}/companies): the fields
 // sent change, the others stay.
 func (a *API) companyUpdate(w http.ResponseWriter, r *http.Request) {
@@ -213,26 +194,10 @@ type memberUpdateRequest struct {
 // companyMemberUpdate (PUT /v3/applications/{application}/companies/members/{token}).
 func (a *API) companyMemberUpdate(w http.ResponseWriter, r *http.Request) {
 	var in memberUpdateRequest
-	var bad []emi.FieldError
-	if err := decode(r, &in); err != nil {
-		e := emi.AsError(err)
-		if e.Code != emi.ErrValidation.Code {
-			writeError(w, r, err)
-			return
-		}
-		bad = e.Fields
-		in = memberUpdateRequest{}
-		var keys map[string]json.RawMessage
-		_ = json.Unmarshal(body(r), &keys)
-		for k, v := range keys {
-			if slices.ContainsFunc(bad, func(f emi.FieldError) bool {
-				return f.Field == k || strings.HasPrefix(f.Field, k+".") || strings.HasPrefix(f.Field, k+"[")
-			}) {
-				continue
-			}
-			one, _ := json.Marshal(map[string]json.RawMessage{k: v})
-			_ = json.Unmarshal(one, &in)
-		}
+	bad, err := decodeAll(r, &in, emi.ErrValidation)
+	if err != nil {
+		writeError(w, r, err)
+		return
 	}
 	present, refused := presentKeys(r, emi.MemberAddOnlyFields, "is set when the member is added and cannot be changed")
 	bad = append(bad, refused...)

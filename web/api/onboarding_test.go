@@ -14,6 +14,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/registry"
 	"emi/internal/service"
 )
 
@@ -526,8 +527,11 @@ func TestProviderOutageIsRetried(t *testing.T) {
 	flaky := &flakyRegistry{next: env.App.Registry}
 	flaky.fail.Store(2)
 	a := env.App
-	a.Checks = service.NewChecks(a.DB, a.OnboardingStore, a.Sanctions, flaky, a.Watchlist, a.Events, a.Audit,
-		service.DefaultRiskModel(a.Now), a.Now)
+	// The app's checks with a flaky register, decided at once (no settle
+	// period, so the test need not wait for one).
+	a.Checks = service.NewChecks(service.ChecksDeps{Tx: a.DB, Store: a.OnboardingStore, Screener: a.Sanctions,
+		Registry: flaky, Media: a.Watchlist, Events: a.Events, Audit: a.Audit, Risk: service.DefaultRiskModel(a.Now),
+		FalsePositives: a.People, NamesMatch: registry.NamesMatch, Now: a.Now})
 	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
 	app := createApplication(t, env, p, sandboxApplication(p))
 	// Before the workers run, drive one attempt by hand: the register is

@@ -86,39 +86,13 @@ type userUpdateRequest struct {
 // stay; create-only fields are refused, each named, with any other problem.
 func (a *API) userUpdate(w http.ResponseWriter, r *http.Request) {
 	var in userUpdateRequest
-	var bad []emi.FieldError
-	if err := decode(r, &in); err != nil {
-		e := emi.AsError(err)
-		if e.Code != emi.ErrUserValidation.Code {
-			writeError(w, r, err)
-			return
-		}
-		// Fields of the wrong type are refused; the rest is still checked
-		// so that every problem is reported at once.
-		bad = e.Fields
-		in = userUpdateRequest{}
-		var keys map[string]json.RawMessage
-		_ = json.Unmarshal(body(r), &keys)
-		for k, v := range keys {
-			if slices.ContainsFunc(bad, func(f emi.FieldError) bool {
-				return f.Field == k || strings.HasPrefix(f.Field, k+"[") || strings.HasPrefix(f.Field, k+".")
-			}) {
-				continue
-			}
-			one, _ := json.Marshal(map[string]json.RawMessage{k: v})
-			_ = json.Unmarshal(one, &in)
-		}
+	bad, err := decodeAll(r, &in, emi.ErrUserValidation)
+	if err != nil {
+		writeError(w, r, err)
+		return
 	}
-	var keys map[string]json.RawMessage
-	_ = json.Unmarshal(body(r), &keys) // decode above has checked the body
-	present := make(map[string]bool, len(keys))
-	for k := range keys {
-		if slices.Contains(emi.UserCreateOnlyFields, k) {
-			bad = append(bad, emi.FieldError{Field: k, Message: "is set at creation and cannot be changed"})
-			continue
-		}
-		present[k] = true
-	}
+	present, refused := presentKeys(r, emi.UserCreateOnlyFields, "is set at creation and cannot be changed")
+	bad = append(bad, refused...)
 	slices.SortStableFunc(bad, func(x, y emi.FieldError) int { return strings.Compare(x.Field, y.Field) })
 	u, err := a.d.Users.Update(r.Context(), chi.URLParam(r, "user"), emi.UserPatch{Fields: in.UserFields, Present: present, Refused: bad})
 	if err != nil {

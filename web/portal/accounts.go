@@ -33,18 +33,6 @@ func accountHref(token string) string { return "/backoffice/accounts/" + token }
 
 func programHref(code string) string { return "/backoffice/programs#program-" + url.PathEscape(code) }
 
-func accountTone(status string) string {
-	switch status {
-	case emi.AccountActive:
-		return "ok"
-	case emi.AccountBlocked:
-		return "warn"
-	case emi.AccountTerminated:
-		return "bad"
-	}
-	return ""
-}
-
 // accountList (GET /accounts) searches accounts: token, IBAN, account
 // number with or without sort code, owner name or e-mail; newest first,
 // 50 a page.
@@ -474,11 +462,10 @@ func (p *Portal) accountRefused(w http.ResponseWriter, r *http.Request, err erro
 	case errorIs(err, emi.ErrFourEyes):
 		p.flash(r.Context(), "bad", "You asked for this termination, so you cannot approve it: another staff member must (four-eyes).")
 		redirect(w, r, back)
-	case errorIs(err, emi.ErrReviewClosed) && f != nil && f.which == "terminate":
-		p.flash(r.Context(), "bad", "A termination of this account is already requested: it waits for a second staff member. Nothing was changed.")
-		redirect(w, r, back)
 	case errorIs(err, emi.ErrReviewClosed):
-		p.flash(r.Context(), "bad", "No termination of this account is pending any more (it was approved or withdrawn meanwhile): nothing was changed.")
+		// The service says which: a request already waits, or none does
+		// any more (emi.Error's public detail).
+		p.flash(r.Context(), "bad", Message(emi.AsError(err)))
 		redirect(w, r, back)
 	case emi.AsError(err).Kind == emi.KindInvalid && f != nil:
 		errs, banner := fieldErrors(err)

@@ -106,18 +106,6 @@ func amlRow(c emi.AMLCheck, now time.Time) pages.AMLRow {
 		Source: sourceOf(c), Status: string(c.Status), StatusTone: amlTone(c.Status), Hits: len(c.Hits), Open: c.OpenHits()}
 }
 
-func amlTone(s emi.AMLStatus) string {
-	switch s {
-	case emi.AMLClear, emi.AMLCleared:
-		return "ok"
-	case emi.AMLMatch:
-		return "warn"
-	case emi.AMLConfirmed:
-		return "bad"
-	}
-	return ""
-}
-
 // amlCheck (GET /aml/{check}) is the review page of one check.
 func (p *Portal) amlCheck(w http.ResponseWriter, r *http.Request) {
 	p.renderAMLCheck(w, r, http.StatusOK, 0, "", nil)

@@ -28,16 +28,6 @@ func authorizationHref(card, token string) string {
 	return cardHref(card) + "/authorizations/" + token
 }
 
-func holdTone(status string) string {
-	switch status {
-	case emi.AuthApproved:
-		return "warn"
-	case emi.AuthCleared:
-		return "ok"
-	}
-	return "neutral"
-}
-
 // holdLabel names the hold's state for people: an approved authorization
 // holds money until it is cleared, released or expired.
 func holdLabel(status string) string {

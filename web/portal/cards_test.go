@@ -242,7 +242,7 @@ func wrongCode(code string) string {
 }
 
 // cardRowCount counts the rows of a cards table.
-func cardRowCount(p apptest.Page) int { return strings.Count(p.Body, `data-testid="card-row"`) }
+func cardRowCount(t *testing.T, p apptest.Page) int { return testID(dom(t, p), "card-row").Length() }
 
 func (e *cardsEnv) cardStatus(t *testing.T, token string) string {
 	t.Helper()
@@ -322,7 +322,7 @@ func TestCardSearch(t *testing.T) {
 		if pg.Status != http.StatusOK {
 			t.Fatalf("%s: HTTP %d", c.what, pg.Status)
 		}
-		if n := cardRowCount(pg); n != c.n {
+		if n := cardRowCount(t, pg); n != c.n {
 			t.Errorf("%s: %d rows, want %d", c.what, n, c.n)
 		}
 		for _, want := range c.want {
@@ -348,9 +348,11 @@ func TestCardSearch(t *testing.T) {
 
 	t.Run("the form explains the accepted forms and posts the query", func(t *testing.T) {
 		pg := e.cs.Get(t, "/backoffice/cards")
-		contains(t, "empty search", pg, `method="post" action="/backoffice/cards"`, `data-testid="cards-search-help"`, "a card token",
+		contains(t, "empty search", pg, `method="post" action="/backoffice/cards"`, "a card token",
 			"a full card number", "an IBAN", "the last 4 digits and the owner", "e-mail or phone")
-		lacks(t, "empty search", pg, `data-testid="card-row"`, "No cards match.")
+		hasTestIDs(t, "empty search", pg, "cards-search-help")
+		lacks(t, "empty search", pg, "No cards match.")
+		lacksTestIDs(t, "empty search", pg, "card-row")
 	})
 
 	t.Run("a card number is never shown back, also when sent in the URL", func(t *testing.T) {
@@ -420,26 +422,26 @@ func TestCardPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	pg := e.cs.Get(t, e.page(e.card))
-	contains(t, "card page", pg, `data-testid="card-masked">`+e.card.MaskedPAN()+"<", `data-testid="card-status"><span class="badge ok">active<`,
-		">virtual<", ">activated<", e.card.Expiry(), `href="/backoffice/accounts/`+e.account+`"`, `href="/backoffice/users/`+e.user+`"`,
-		">Mara Velikova<", `href="/backoffice/programs#program-account_eur"`,
-		`data-testid="group-usage">usage_std<`, `data-testid="group-limits">limits_std<`, `data-testid="group-linkage"><span class="muted">none<`,
+	contains(t, "card page", pg, ">virtual<", ">activated<", e.card.Expiry(), `href="/backoffice/accounts/`+e.account+`"`,
+		`href="/backoffice/users/`+e.user+`"`, ">Mara Velikova<", `href="/backoffice/programs#program-account_eur"`,
 		emi.MaskPhone(otpPhone), ">enrolled<", "Wrong PIN entries", ">2<", ">1<",
-		"No delivery details.", `data-testid="wallet-row"`, ">apple_pay<", "Mara&#39;s phone", `class="badge ok">active<`,
-		`data-testid="card-history-row"`, ">issued<", "partner API",
-		`data-testid="card-reveals"`, "first half of the number, CVV2", "second half of the number, expiry",
-		`data-testid="card-audit"`, ">card.create<", ">card.reveal<", ">card.wallet_added<",
+		"No delivery details.", ">apple_pay<", "Mara&#39;s phone", `class="badge ok">active<`, ">issued<", "partner API",
+		"first half of the number, CVV2", "second half of the number, expiry", ">card.create<", ">card.reveal<", ">card.wallet_added<")
+	hasTestIDs(t, "card page", pg, "wallet-row", "card-history-row", "card-reveals", "card-audit",
 		// Customer service acts and reveals.
-		`data-testid="card-actions"`, `data-testid="card-reveal-form"`, `data-testid="card-block-form"`, `data-testid="card-terminate-form"`,
-		`data-testid="card-convert-form"`, `data-testid="card-groups-form"`, `data-testid="card-3ds-enrol-form"`,
-		`data-testid="card-3ds-update-form"`, `data-testid="card-3ds-remove-form"`, `data-testid="card-pin-reset-form"`,
-		`data-testid="card-pin-send-form"`)
-	lacks(t, "card page", pg, otpPhone, `data-testid="card-activate-form"`, `data-testid="card-assign-form"`,
-		`data-testid="card-active-form"`, `data-testid="revealed-pan"`)
+		"card-actions", "card-reveal-form", "card-block-form", "card-terminate-form", "card-convert-form", "card-groups-form",
+		"card-3ds-enrol-form", "card-3ds-update-form", "card-3ds-remove-form", "card-pin-reset-form", "card-pin-send-form")
+	textIs(t, "card page", pg, "card-masked", e.card.MaskedPAN())
+	badgeIs(t, "card page", pg, "card-status", "ok", "active")
+	textIs(t, "card page", pg, "group-usage", "usage_std")
+	textIs(t, "card page", pg, "group-limits", "limits_std")
+	textIs(t, "card page", pg, "group-linkage", "none")
+	lacks(t, "card page", pg, otpPhone)
+	lacksTestIDs(t, "card page", pg, "card-activate-form", "card-assign-form", "card-active-form", "revealed-pan")
 
 	t.Run("every select of the groups form offers keep, none and the program's codes", func(t *testing.T) {
 		for _, kind := range emi.GroupKinds {
-			if !strings.Contains(pg.Body, `data-testid="group-select-`+kind+`"`) {
+			if testID(dom(t, pg), "group-select-"+kind).Length() == 0 {
 				t.Errorf("no select for %s", kind)
 			}
 		}
@@ -448,22 +450,25 @@ func TestCardPage(t *testing.T) {
 
 	t.Run("the plastic card shows its delivery details, masked phone", func(t *testing.T) {
 		pg := e.cs.Get(t, e.page(e.plastic))
-		contains(t, "plastic card", pg, ">plastic<", ">not activated<", "1 Vitosha Blvd", ">Sofia<", ">courier<",
-			emi.MaskPhone(courierTel), "IVO PETROV", `data-testid="card-activate-form"`)
-		lacks(t, "plastic card", pg, courierTel, `data-testid="card-convert-form"`)
+		contains(t, "plastic card", pg, ">plastic<", ">not activated<", "1 Vitosha Blvd", ">Sofia<", ">courier<", emi.MaskPhone(courierTel), "IVO PETROV")
+		hasTestIDs(t, "plastic card", pg, "card-activate-form")
+		lacks(t, "plastic card", pg, courierTel)
+		lacksTestIDs(t, "plastic card", pg, "card-convert-form")
 	})
 
 	t.Run("the non-personalized card offers assignment", func(t *testing.T) {
 		pg := e.cs.Get(t, e.page(e.loose))
-		contains(t, "non-personalized card", pg, "not assigned", "non-personalized, no owner yet", `data-testid="card-assign-form"`)
+		contains(t, "non-personalized card", pg, "not assigned", "non-personalized, no owner yet")
+		hasTestIDs(t, "non-personalized card", pg, "card-assign-form")
 	})
 
 	t.Run("auditors and admins read it without actions or reveal", func(t *testing.T) {
 		for _, b := range []scanner{e.auditor, e.admin} {
 			pg := b.Get(t, e.page(e.card))
-			contains(t, "read-only card page", pg, e.card.MaskedPAN(), `data-testid="card-audit"`, ">card.create<", ">Cards Partner<",
+			contains(t, "read-only card page", pg, e.card.MaskedPAN(), ">card.create<", ">Cards Partner<",
 				`href="/backoffice/audit?resource_type=card&amp;resource_token=`+e.card.Token+`"`)
-			lacks(t, "read-only card page", pg, `data-testid="card-actions"`, `data-testid="card-reveal-form"`)
+			hasTestIDs(t, "read-only card page", pg, "card-audit")
+			lacksTestIDs(t, "read-only card page", pg, "card-actions", "card-reveal-form")
 		}
 	})
 
@@ -478,17 +483,19 @@ func TestCardPage(t *testing.T) {
 
 	t.Run("the person's and the account's pages list the cards", func(t *testing.T) {
 		pg := e.cs.Get(t, "/backoffice/users/"+e.user)
-		contains(t, "person's page", pg, `data-testid="owner-cards"`, `href="/backoffice/cards/`+e.card.Token+`"`, e.card.MaskedPAN(), ">virtual<")
-		if n := cardRowCount(pg); n != 1 {
+		contains(t, "person's page", pg, `href="/backoffice/cards/`+e.card.Token+`"`, e.card.MaskedPAN(), ">virtual<")
+		hasTestIDs(t, "person's page", pg, "owner-cards")
+		if n := cardRowCount(t, pg); n != 1 {
 			t.Fatalf("%d card rows on the person's page", n)
 		}
 		pg = e.cs.Get(t, "/backoffice/accounts/"+e.account)
-		contains(t, "account page", pg, `data-testid="owner-cards"`, `href="/backoffice/cards/`+e.card.Token+`"`, e.card.MaskedPAN())
+		contains(t, "account page", pg, `href="/backoffice/cards/`+e.card.Token+`"`, e.card.MaskedPAN())
+		hasTestIDs(t, "account page", pg, "owner-cards")
 		nobody := createPerson(t, e.env, e.p, map[string]any{"first_name": "No", "last_name": "Cards", "email": cardsEmail("nobody")})
 		contains(t, "a person without cards", e.cs.Get(t, "/backoffice/users/"+nobody), "This person has no card.")
 		uw := e.env.NewBrowser()
 		uw.SignIn(t, apptest.UnderwriterEmail)
-		lacks(t, "underwriter's view of the person", uw.Get(t, "/backoffice/users/"+e.user), `data-testid="owner-cards"`)
+		lacksTestIDs(t, "underwriter's view of the person", uw.Get(t, "/backoffice/users/"+e.user), "owner-cards")
 	})
 
 	t.Run("the wallet token is suspended while the card is inactive", func(t *testing.T) {
@@ -523,7 +530,8 @@ func TestCompanyPageListsItsCards(t *testing.T) {
 	admin := env.NewBrowser()
 	admin.SignIn(t, apptest.AdminEmail)
 	pg := admin.Get(t, "/backoffice/companies/"+app)
-	contains(t, "company page", pg, `data-testid="owner-cards"`, `href="/backoffice/cards/`+card.Token+`"`, card.MaskedPAN())
+	contains(t, "company page", pg, `href="/backoffice/cards/`+card.Token+`"`, card.MaskedPAN())
+	hasTestIDs(t, "company page", pg, "owner-cards")
 	pg = admin.Get(t, "/backoffice/cards/"+card.Token)
 	contains(t, "merchant's card", pg, `href="/backoffice/companies/`+app+`"`, ">company<")
 }
@@ -592,13 +600,13 @@ func TestCardStatusAndTermination(t *testing.T) {
 
 	// Termination: a reason, then final.
 	if pg := e.cs.Post(t, page+"/terminate", url.Values{"reason": {""}}); pg.Status != http.StatusUnprocessableEntity ||
-		!strings.Contains(pg.Body, `open data-testid="card-terminate-details"`) {
+		!opened(t, pg, "card-terminate-details") {
 		t.Fatalf("termination without a reason: HTTP %d", pg.Status)
 	}
 	pg = e.cs.follow(t, e.cs.Post(t, page+"/terminate", url.Values{"reason": {"Customer closes the card"}}))
-	contains(t, "after termination", pg, "Card terminated", `data-testid="card-status"><span class="badge bad">terminated<`,
-		"The card is terminated: nothing can change any more.", "Customer closes the card")
-	lacks(t, "after termination", pg, `data-testid="card-reveal-form"`, `data-testid="card-terminate-form"`)
+	contains(t, "after termination", pg, "Card terminated", "The card is terminated: nothing can change any more.", "Customer closes the card")
+	badgeIs(t, "after termination", pg, "card-status", "bad", "terminated")
+	lacksTestIDs(t, "after termination", pg, "card-reveal-form", "card-terminate-form")
 	if n := e.count(t, `SELECT count(*) FROM cards WHERE token = $1 AND cvv_sealed IS NULL AND pin_sealed IS NULL`, e.card.Token); n != 1 {
 		t.Fatal("the terminated card keeps its CVV2 or PIN")
 	}
@@ -763,7 +771,7 @@ func TestCardActivateConvertAssign(t *testing.T) {
 		contains(t, "activated card", pg, portalMessage(emi.ErrCardInvalidTransition))
 		pg = e.cs.follow(t, e.cs.Post(t, e.page(e.plastic)+"/activate", url.Values{"reason": {"Customer received the card"}}))
 		contains(t, "activation", pg, "Card activated", ">activated<", "Customer received the card")
-		lacks(t, "activation", pg, `data-testid="card-activate-form"`)
+		lacksTestIDs(t, "activation", pg, "card-activate-form")
 		if n := e.count(t, `SELECT count(*) FROM cards WHERE token = $1 AND activated`, e.plastic.Token); n != 1 {
 			t.Fatal("not activated in the database")
 		}
@@ -775,7 +783,10 @@ func TestCardActivateConvertAssign(t *testing.T) {
 		if pg.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("convert without delivery: HTTP %d", pg.Status)
 		}
-		contains422(t, "convert without delivery", pg, portalMessage(emi.ErrDeliveryRequired), `open data-testid="card-convert-details"`)
+		contains422(t, "convert without delivery", pg, portalMessage(emi.ErrDeliveryRequired))
+		if !opened(t, pg, "card-convert-details") {
+			t.Errorf("convert without delivery: the form is not open")
+		}
 		pg = e.cs.Post(t, page+"/convert", url.Values{"delivery_details.first_name": {"Mara"}, "delivery_details.last_name": {"Velikova"},
 			"delivery_details.address1": {"2 Rakovski St"}, "delivery_details.city": {"Plovdiv"}, "delivery_details.zip": {"4000"},
 			"delivery_details.country": {"ZZ"}})
@@ -787,7 +798,7 @@ func TestCardActivateConvertAssign(t *testing.T) {
 			"delivery_details.last_name": {"Velikova"}, "delivery_details.address1": {"2 Rakovski St"}, "delivery_details.city": {"Plovdiv"},
 			"delivery_details.zip": {"4000"}, "delivery_details.country": {"BG"}, "reason": {"Customer wants a plastic card"}}))
 		contains(t, "after conversion", pg, "Card converted to plastic", ">plastic<", "2 Rakovski St", ">converted<")
-		lacks(t, "after conversion", pg, `data-testid="card-convert-form"`)
+		lacksTestIDs(t, "after conversion", pg, "card-convert-form")
 		// Converting again: not virtual any more.
 		pg = e.cs.follow(t, e.cs.Post(t, page+"/convert", url.Values{}))
 		contains(t, "second conversion", pg, portalMessage(emi.ErrCardInvalidTransition))
@@ -799,13 +810,16 @@ func TestCardActivateConvertAssign(t *testing.T) {
 		if pg.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("assign without account: HTTP %d", pg.Status)
 		}
-		contains422(t, "assign without account", pg, `id="account-error"`, `open data-testid="card-assign-details"`)
+		contains422(t, "assign without account", pg, `id="account-error"`)
+		if !opened(t, pg, "card-assign-details") {
+			t.Errorf("assign without account: the form is not open")
+		}
 		pg = e.cs.follow(t, e.cs.Post(t, page+"/assign", url.Values{"account": {e.account}}))
 		contains(t, "assign to an account with a card", pg, portalMessage(emi.ErrActiveCardExists))
 		free := openAccount(t, e.env, e.p, map[string]any{"program": "account_eur", "user": e.other})["token"].(string)
 		pg = e.cs.follow(t, e.cs.Post(t, page+"/assign", url.Values{"account": {free}, "reason": {"Handed out at the branch"}}))
 		contains(t, "after assignment", pg, "Card assigned", `href="/backoffice/accounts/`+free+`"`, ">assigned<", "Handed out at the branch")
-		lacks(t, "after assignment", pg, `data-testid="card-assign-form"`)
+		lacksTestIDs(t, "after assignment", pg, "card-assign-form")
 	})
 }
 
@@ -817,15 +831,20 @@ func TestCardGroups3DSAndPIN(t *testing.T) {
 	t.Run("groups: a code of the program, a foreign code, nothing", func(t *testing.T) {
 		pg := e.cs.follow(t, e.cs.Post(t, page+"/groups", url.Values{"limits": {"limits_high"}, "mcc": {pagesGroupNone},
 			"usage": {pagesGroupKeep}, "reason": {"Customer asked for higher limits"}}))
-		contains(t, "after groups", pg, "Groups saved.", `data-testid="group-limits">limits_high<`, `data-testid="group-mcc"><span class="muted">none<`,
-			`data-testid="group-usage">usage_std<`, ">card.groups<", "Customer asked for higher limits")
+		contains(t, "after groups", pg, "Groups saved.", ">card.groups<", "Customer asked for higher limits")
+		textIs(t, "after groups", pg, "group-limits", "limits_high")
+		textIs(t, "after groups", pg, "group-mcc", "none")
+		textIs(t, "after groups", pg, "group-usage", "usage_std")
 		pg = e.cs.Post(t, page+"/groups", url.Values{"limits": {"limits_std"}, "fees": {"fees_gold"}})
 		if pg.Status != http.StatusConflict {
 			t.Fatalf("foreign code: HTTP %d", pg.Status)
 		}
 		pg.Status = http.StatusOK
-		contains(t, "foreign code", pg, `id="fees-error"`, "fees_gold is not associated", portalMessage(emi.ErrGroupNotInProgram),
-			`open data-testid="card-groups-details"`, `data-testid="group-limits">limits_high<`)
+		contains(t, "foreign code", pg, `id="fees-error"`, "fees_gold is not associated", portalMessage(emi.ErrGroupNotInProgram))
+		if !opened(t, pg, "card-groups-details") {
+			t.Errorf("foreign code: the groups form is not open")
+		}
+		textIs(t, "foreign code", pg, "group-limits", "limits_high")
 		pg = e.cs.Post(t, page+"/groups", url.Values{"usage": {pagesGroupKeep}})
 		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(pg.Body, "give at least one group") {
 			t.Fatalf("nothing to change: HTTP %d", pg.Status)
@@ -841,12 +860,12 @@ func TestCardGroups3DSAndPIN(t *testing.T) {
 		contains(t, "after update", pg, "3DS phone number changed.", emi.MaskPhone("+359877555222"))
 		lacks(t, "after update", pg, "+359877555222")
 		if pg := e.cs.Post(t, page+"/3ds/remove", url.Values{"type": {"all"}}); pg.Status != http.StatusUnprocessableEntity ||
-			!strings.Contains(pg.Body, `open data-testid="card-3ds-remove-details"`) || !strings.Contains(pg.Body, `id="reason-error"`) {
+			!opened(t, pg, "card-3ds-remove-details") || !strings.Contains(pg.Body, `id="reason-error"`) {
 			t.Fatalf("removal without a reason: HTTP %d", pg.Status)
 		}
 		pg = e.cs.follow(t, e.cs.Post(t, page+"/3ds/remove", url.Values{"type": {"all"}, "reason": {"Customer changed phones"}}))
 		contains(t, "after removal", pg, "3DS removed.", ">not enrolled<", "Customer changed phones")
-		lacks(t, "after removal", pg, `data-testid="card-3ds-remove-form"`, `data-testid="card-3ds-update-form"`)
+		lacksTestIDs(t, "after removal", pg, "card-3ds-remove-form", "card-3ds-update-form")
 		// Updating what is not enrolled: wrong state.
 		pg = e.cs.follow(t, e.cs.Post(t, page+"/3ds/update", url.Values{"otp_sms": {"+359877555222"}}))
 		contains(t, "update when not enrolled", pg, portalMessage(emi.ErrCardInvalidTransition))
@@ -871,12 +890,14 @@ func TestCardGroups3DSAndPIN(t *testing.T) {
 		contains(t, "held after a staff change of the 3DS number", pg, portalMessage(emi.ErrPINSMSHold))
 		e.ageHistory(t, e.card.Token, 25*time.Hour)
 		pg = e.cs.follow(t, e.cs.Post(t, page+"/pin/send", url.Values{"reason": {"Customer forgot the PIN"}}))
-		contains(t, "after sending", pg, "PIN sent by SMS to "+emi.MaskPhone(maraPhone), `data-testid="sms-row"`,
+		contains(t, "after sending", pg, "PIN sent by SMS to "+emi.MaskPhone(maraPhone),
 			"has PIN ••••.", "PIN by SMS to "+emi.MaskPhone(maraPhone), "Customer forgot the PIN")
+		hasTestIDs(t, "after sending", pg, "sms-row")
 		lacks(t, "after sending", pg, chosenPIN, maraPhone)
 		out := e.cs.Get(t, "/backoffice/sms")
-		contains(t, "SMS outbox", out, `data-testid="sms-outbox"`, "Your card ending "+e.card.Last4+" has PIN ••••.",
+		contains(t, "SMS outbox", out, "Your card ending "+e.card.Last4+" has PIN ••••.",
 			emi.MaskPhone(maraPhone), `href="/backoffice/cards/`+e.card.Token+`"`, ">sandbox<")
+		hasTestIDs(t, "SMS outbox", out, "sms-outbox")
 		lacks(t, "SMS outbox", out, chosenPIN, maraPhone)
 		for _, b := range []scanner{e.auditor, e.admin} {
 			contains(t, "outbox for read-only roles", b.Get(t, "/backoffice/sms"), "has PIN ••••.")
@@ -947,7 +968,7 @@ func TestCardReveal(t *testing.T) {
 		if cc := pg.Header.Get("Cache-Control"); cc != "no-store" {
 			t.Errorf("Cache-Control %q", cc)
 		}
-		if !strings.Contains(pg.Body, `data-testid="pan">`+groupedPAN(e.pan, " ")+"<") || !strings.Contains(pg.Body, `data-autohide="30"`) {
+		if d := dom(t, pg); squash(testID(d, "pan").Text()) != groupedPAN(e.pan, " ") || d.Find(`[data-autohide="30"]`).Length() == 0 {
 			t.Fatalf("reveal fragment: %s", pg.Body)
 		}
 		if strings.Contains(pg.Body, "<html") || strings.Contains(pg.Body, `name="secret" value`) {
@@ -972,10 +993,13 @@ func TestCardReveal(t *testing.T) {
 		}
 		// The card page lists the reveal, and still shows no number.
 		cp := e.cs.Get(t, page)
-		contains(t, "card page after the reveal", cp, `data-testid="reveal-row"`, "Sandbox Customer Service (you)", ">card number<",
+		contains(t, "card page after the reveal", cp, "Sandbox Customer Service (you)", ">card number<",
 			"Customer asks for the number to pay online", `class="badge ok">success<`, `class="badge bad">denied<`)
+		hasTestIDs(t, "card page after the reveal", cp, "reveal-row")
 		// A colleague who may not list staff sees who revealed it, by name.
-		contains(t, "card page seen by the auditor", e.auditor.Get(t, page), `data-testid="reveal-row"`, "Sandbox Customer Service")
+		seen := e.auditor.Get(t, page)
+		contains(t, "card page seen by the auditor", seen, "Sandbox Customer Service")
+		hasTestIDs(t, "card page seen by the auditor", seen, "reveal-row")
 		// And the session holds no number.
 		var leaks int
 		_ = e.env.App.DB.Get(&leaks, `SELECT count(*) FROM sessions WHERE strpos(encode(data, 'escape'), $1) > 0`, e.pan)

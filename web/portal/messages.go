@@ -79,9 +79,13 @@ var messages = map[string]string{
 	emi.ErrProgramStale.Key:      "Someone saved this program after you opened it, so your changes were not saved. The form now shows the saved settings: make your changes again on them.",
 }
 
-// Message returns the text for an error's key (a generic text for keys
-// without one, never the internal detail).
+// Message returns the public detail the service wrote for this occurrence
+// (emi.Error.WithPublic), else the text for the error's key (a generic
+// text for keys without one), never the internal detail.
 func Message(e *emi.Error) string {
+	if e.Public != "" {
+		return e.Public
+	}
 	if m, ok := messages[e.Key]; ok {
 		return m
 	}

@@ -124,18 +124,6 @@ func companyNames(c *emi.CompanyFields) (string, string) {
 	return firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), c.TradeName
 }
 
-func appTone(s emi.ApplicationStatus) string {
-	switch s {
-	case emi.AppApproved:
-		return "ok"
-	case emi.AppRejected:
-		return "bad"
-	case emi.AppInReview, emi.AppInfoRequested:
-		return "warn"
-	}
-	return ""
-}
-
 func riskTone(score string) string {
 	switch score {
 	case "Low":
@@ -144,18 +132,6 @@ func riskTone(score string) string {
 		return "warn"
 	case "High":
 		return "bad"
-	}
-	return ""
-}
-
-func checkTone(status string) string {
-	switch status {
-	case emi.CheckPassed:
-		return "ok"
-	case emi.CheckFailed, emi.CheckError:
-		return "bad"
-	case emi.CheckReview:
-		return "warn"
 	}
 	return ""
 }
@@ -351,13 +327,6 @@ func memberRows(a emi.Application, docs map[string][]emi.StoredDocument) []pages
 		rows = append(rows, row)
 	}
 	return rows
-}
-
-func memberTone(status string) string {
-	if status == "active" {
-		return "ok"
-	}
-	return ""
 }
 
 func ownership(m emi.Member) string {

@@ -314,18 +314,6 @@ func userGroups(r *http.Request, u emi.User, partnerKV pages.KV) []pages.FieldGr
 	}
 }
 
-func kycTone(s emi.KYCStatus) string {
-	switch s {
-	case emi.KYCApproved:
-		return "ok"
-	case emi.KYCRejected, emi.KYCExpired:
-		return "bad"
-	case emi.KYCSubmitted, emi.KYCPending:
-		return "warn"
-	}
-	return ""
-}
-
 func toneOrNeutral(t string) string {
 	if t == "" {
 		return "neutral"

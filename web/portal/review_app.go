@@ -534,29 +534,12 @@ func (p *Portal) reviewClaim(w http.ResponseWriter, r *http.Request) {
 	}
 	back := applicationHref(token)
 	err := p.d.Review.Claim(r.Context(), token)
-	if errorIs(err, emi.ErrReviewClosed) {
-		a, _, err2 := p.d.Onboarding.Get(r.Context(), token)
-		if err2 == nil && !a.Status.Decided() && a.Review.Assignee != "" {
-			p.flash(r.Context(), "bad", who(r, a.Review.Assignee, a.Review.AssigneeName)+
-				" holds this application, so it was not claimed. It is free again when they release it or after 30 minutes without activity.")
-			redirect(w, r, back)
-			return
-		}
-	}
 	if err != nil {
 		p.flashError(w, r, err, back)
 		return
 	}
 	p.flash(r.Context(), "ok", "You hold this application now: nobody else can decide it while you work on it.")
 	redirect(w, r, back)
-}
-
-func errorIs(err error, target *emi.Error) bool {
-	if err == nil {
-		return false
-	}
-	e := emi.AsError(err)
-	return e.Code == target.Code && e.Key == target.Key
 }
 
 // reviewRelease (POST /review/{application}/release).
@@ -609,11 +592,8 @@ func (p *Portal) reviewDecide(w http.ResponseWriter, r *http.Request) {
 		p.renderApplication(w, r, http.StatusConflict, st)
 		return
 	case errorIs(err, emi.ErrReviewClosed):
-		msg := Message(emi.AsError(err))
-		if cur, _, err2 := p.d.Onboarding.Get(r.Context(), token); err2 == nil && !cur.Status.Decided() {
-			msg = "The application is " + strings.ReplaceAll(string(cur.Status), "_", " ") + ", not waiting for a decision: nothing was recorded."
-		}
-		p.flash(r.Context(), "bad", msg)
+		// The service says why when the application is still open.
+		p.flash(r.Context(), "bad", Message(emi.AsError(err)))
 		redirect(w, r, applicationHref(token))
 		return
 	case err != nil:

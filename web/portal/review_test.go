@@ -4,15 +4,16 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"html"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 
@@ -82,26 +83,24 @@ func sanctioned(b map[string]any) {
 	m["first_name"], m["last_name"], m["birthday"], m["nationality"], m["unique_identifier"] = "Kim", "Jong Un", "1984-01-08", "KP", "KP1"
 }
 
-var stampRe = regexp.MustCompile(`name="stamp" value="([^"]*)"`)
-
 // stampIn returns the evidence stamp of the page's decision forms.
 func stampIn(t *testing.T, body string) string {
 	t.Helper()
-	m := stampRe.FindStringSubmatch(body)
-	if m == nil {
+	stamp, ok := dom(t, apptest.Page{Body: body}).Find(`input[name="stamp"]`).First().Attr("value")
+	if !ok {
 		t.Fatal("the page has no decision form with a stamp")
 	}
-	return html.UnescapeString(m[1])
+	return stamp
 }
 
-// flashOf follows nothing: it returns the flash texts of a page.
-var flashRe = regexp.MustCompile(`<div class="flash [a-z]+" role="[a-z]+">([^<]*)</div>`)
-
+// flashes returns the flash texts of a page, joined by " | ".
 func flashes(p apptest.Page) string {
-	var out []string
-	for _, m := range flashRe.FindAllStringSubmatch(p.Body, -1) {
-		out = append(out, html.UnescapeString(m[1]))
+	d, err := goquery.NewDocumentFromReader(strings.NewReader(p.Body))
+	if err != nil {
+		return ""
 	}
+	var out []string
+	d.Find("div.flash[role]").Each(func(_ int, s *goquery.Selection) { out = append(out, s.Text()) })
 	return strings.Join(out, " | ")
 }
 
@@ -116,44 +115,30 @@ func after(t *testing.T, b *apptest.Browser, path string, form url.Values) appte
 	return b.Get(t, r.Location)
 }
 
-var (
-	inputRe  = regexp.MustCompile(`<input type="(?:text|number|hidden)" name="([^"]+)" value="([^"]*)"`)
-	selectRe = regexp.MustCompile(`(?s)<select name="([^"]+)"[^>]*>(.*?)</select>`)
-	chosenRe = regexp.MustCompile(`<option value="([^"]*)" selected`)
-)
-
-// formValues reads the inputs and selects of the first form after marker
-// (its data-testid or action attribute), as a browser would submit it.
+// formValues reads the form marked by marker, an attribute such as
+// data-testid="hit-form" or action="/backoffice/...": the form with it,
+// else the first form inside the element with it, as a browser would
+// submit it.
 func formValues(t *testing.T, body, marker string) url.Values {
 	t.Helper()
-	i := strings.Index(body, marker)
-	if i < 0 {
+	s := dom(t, apptest.Page{Body: body}).Find("[" + marker + "]").First()
+	if !s.Is("form") {
+		s = s.Find("form").First()
+	}
+	if s.Length() == 0 {
 		t.Fatalf("no form %s", marker)
 	}
-	form := body[i:]
-	form = form[:strings.Index(form, "</form>")]
-	v := url.Values{}
-	for _, m := range inputRe.FindAllStringSubmatch(form, -1) {
-		v.Set(m[1], html.UnescapeString(m[2]))
-	}
-	for _, m := range selectRe.FindAllStringSubmatch(form, -1) {
-		val := ""
-		if c := chosenRe.FindStringSubmatch(m[2]); c != nil {
-			val = html.UnescapeString(c[1])
-		}
-		v.Set(m[1], val)
-	}
-	return v
+	return formOf(s)
 }
 
 // rowsOf returns the application tokens of the queue page, in order.
-var rowRe = regexp.MustCompile(`data-testid="queue-row" data-token="([0-9a-f-]{36})"`)
-
 func rowsOf(p apptest.Page) []string {
-	var out []string
-	for _, m := range rowRe.FindAllStringSubmatch(p.Body, -1) {
-		out = append(out, m[1])
+	d, err := goquery.NewDocumentFromReader(strings.NewReader(p.Body))
+	if err != nil {
+		return nil
 	}
+	var out []string
+	d.Find(`[data-testid="queue-row"]`).Each(func(_ int, s *goquery.Selection) { out = append(out, s.AttrOr("data-token", "")) })
 	return out
 }
 
@@ -275,8 +260,8 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 
 	t.Run("the queue has tabs with counts, filters kept in the URL and the navigation count", func(t *testing.T) {
 		q := uw1.Get(t, "/backoffice/review")
-		contains(t, "the queue", q, "In review (5)", "Information requested (0)", "Checking (0)", `data-testid="next-application"`,
-			`data-testid="queue-csv"`, "Review Partner", "Other Partner", ">on time<")
+		contains(t, "the queue", q, "In review (5)", "Information requested (0)", "Checking (0)", "Review Partner", "Other Partner", ">on time<")
+		hasTestIDs(t, "the queue", q, "next-application", "queue-csv")
 		for _, app := range all {
 			contains(t, "the queue", q, link(app))
 		}
@@ -286,7 +271,7 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		if !regexp.MustCompile(`href="/backoffice/review"[^>]*>\s*Review queue\s*<span class="nav-count" data-testid="nav-count">5</span>`).MatchString(q.Body) {
 			t.Error("the navigation does not show the review queue with its count")
 		}
-		lacks(t, "the underwriter's queue", q, `data-testid="bulk-form"`)
+		lacksTestIDs(t, "the underwriter's queue", q, "bulk-form")
 		for _, c := range []struct {
 			query     string
 			want, not []string
@@ -375,7 +360,7 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		_ = env.App.DB.Get(&id, `SELECT id FROM saved_views WHERE name = 'High risk'`)
 		pg = after(t, uw1, "/backoffice/review/views/"+id+"/delete", url.Values{})
 		contains(t, "after deleting", pg, "The saved view was deleted")
-		lacks(t, "after deleting", pg, `data-testid="saved-view"`)
+		lacksTestIDs(t, "after deleting", pg, "saved-view")
 	})
 
 	t.Run("next claims the oldest unclaimed application, with the queue's filters", func(t *testing.T) {
@@ -384,8 +369,11 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			t.Fatalf("next: HTTP %d to %q, want %s", r.Status, r.Location, low)
 		}
 		pg := uw1.Get(t, r.Location)
-		contains(t, "the claimed application", pg, "This application is yours now", "Sandbox Underwriter (you)",
-			`data-testid="approve-form"`, `data-testid="reject-form"`, `data-testid="request-info-form"`, `data-testid="release"`)
+		if f := flashes(pg); !strings.Contains(f, "This application is yours now") {
+			t.Errorf("claim flash %q", f)
+		}
+		textHas(t, "the claimed application", pg, "review-holder", "Sandbox Underwriter (you)")
+		hasTestIDs(t, "the claimed application", pg, "approve-form", "reject-form", "request-info-form", "release")
 		r = uw2.Post(t, "/backoffice/review/next", url.Values{"risk": {"High"}})
 		if r.Location != "/backoffice/applications/"+high {
 			t.Fatalf("next with risk=High: %q, want %s", r.Location, high)
@@ -408,8 +396,9 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 
 	t.Run("a colleague's claim is refused with the holder's name", func(t *testing.T) {
 		pg := uw2.Get(t, "/backoffice/applications/"+low)
-		contains(t, "a colleague's application", pg, "Sandbox Underwriter", "Claim this application to decide it")
-		lacks(t, "a colleague's application", pg, `data-testid="claim"`, `data-testid="approve-form"`, `data-testid="release"`)
+		textHas(t, "a colleague's application", pg, "review-holder", "Sandbox Underwriter")
+		textHas(t, "a colleague's application", pg, "decide-hint", "Claim this application to decide it")
+		lacksTestIDs(t, "a colleague's application", pg, "claim", "approve-form", "release")
 		pg = after(t, uw2, "/backoffice/review/"+low+"/claim", url.Values{})
 		if f := flashes(pg); !strings.Contains(f, "Sandbox Underwriter holds this application, so it was not claimed") {
 			t.Errorf("claim conflict flash %q", f)
@@ -459,11 +448,11 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			"choose a reason from the list", "explain the rejection")
 		pg := after(t, uw1, "/backoffice/review/"+low+"/decide", url.Values{"action": {"reject"}, "stamp": {stamp},
 			"reason_code": {"prohibited_activity"}, "text": {"Sells replica weapons"}})
-		contains(t, "the rejected application", pg, "Rejected: the partner is told", `data-testid="read-only"`,
-			`data-testid="decisions-history"`, ">rejected<", "prohibited activity", "Sells replica weapons", `data-testid="snapshot"`,
-			"&#34;risk_score&#34;")
-		lacks(t, "the rejected application", pg, `data-testid="approve-form"`, `data-testid="reject-form"`, `data-testid="claim"`,
-			`data-testid="note-form"`, `data-testid="hit-form"`, `data-testid="release"`)
+		contains(t, "the rejected application", pg, "Rejected: the partner is told")
+		hasTestIDs(t, "the rejected application", pg, "read-only", "snapshot")
+		textHas(t, "the rejected application", pg, "decisions-history", "rejected", "prohibited activity", "Sells replica weapons")
+		textHas(t, "the rejected application", pg, "snapshot", `"risk_score"`)
+		lacksTestIDs(t, "the rejected application", pg, "approve-form", "reject-form", "claim", "note-form", "hit-form", "release")
 		if evs := eventsOf(t, env, emi.EventApplicationRejected, low); len(evs) != 1 || evs[0]["reason"] != "prohibited_activity: Sells replica weapons" {
 			t.Fatalf("application.rejected: %v", evs)
 		}
@@ -471,7 +460,9 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 
 	t.Run("four-eyes: the first approval waits for a second underwriter, who sees why", func(t *testing.T) {
 		pg := uw2.Get(t, "/backoffice/applications/"+high)
-		contains(t, "the High-risk application", pg, "Approve (first of two)", "the second approver reads it", `data-testid="four-eyes"`)
+		hasTestIDs(t, "the High-risk application", pg, "four-eyes")
+		textIs(t, "the High-risk application", pg, "approve", "Approve (first of two)")
+		textHas(t, "the High-risk application", pg, "approve-form", "the second approver reads it")
 		pg = after(t, uw2, "/backoffice/review/"+high+"/decide", url.Values{"action": {"approve"}, "stamp": {stampIn(t, pg.Body)},
 			"text": {"Licensed operator, Malta licence checked"}})
 		contains(t, "after the first approval", pg, "First approval recorded", `data-testid="awaiting-second"`,
@@ -482,18 +473,22 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		contains(t, "the queue", uw1.Get(t, "/backoffice/review?risk=High"), "awaiting second approval")
 		// The first approver may not approve again, even holding it.
 		pg = after(t, uw2, "/backoffice/review/"+high+"/claim", url.Values{})
-		contains(t, "the first approver's page", pg, "You gave the first approval")
-		lacks(t, "the first approver's page", pg, `data-testid="approve-form"`)
+		textHas(t, "the first approver's page", pg, "first-approval-mine", "You gave the first approval")
+		lacksTestIDs(t, "the first approver's page", pg, "approve-form")
 		pg = after(t, uw2, "/backoffice/review/"+high+"/decide", url.Values{"action": {"approve"}, "stamp": {stampIn(t, pg.Body)}})
 		if f := flashes(pg); !strings.Contains(f, "needs a second, independent person") {
 			t.Errorf("second approval by the same underwriter: %q", f)
 		}
 		after(t, uw2, "/backoffice/review/"+high+"/release", url.Values{})
 		pg = after(t, uw1, "/backoffice/review/"+high+"/claim", url.Values{})
-		contains(t, "the second reviewer's page", pg, `data-testid="awaiting-second"`, `<span data-testid="first-approver">Second Underwriter</span>`,
-			"Licensed operator, Malta licence checked", `data-testid="approve-form"`)
+		contains(t, "the second reviewer's page", pg, "Licensed operator, Malta licence checked")
+		hasTestIDs(t, "the second reviewer's page", pg, "awaiting-second", "approve-form")
+		if got := textOf(t, "the second reviewer's page", pg, "first-approver"); got != "Second Underwriter" {
+			t.Errorf("first approver %q", got)
+		}
 		pg = after(t, uw1, "/backoffice/review/"+high+"/decide", url.Values{"action": {"approve"}, "stamp": {stampIn(t, pg.Body)}})
-		contains(t, "the approved application", pg, "Approved: the merchant is onboarded", `data-testid="read-only"`)
+		contains(t, "the approved application", pg, "Approved: the merchant is onboarded")
+		hasTestIDs(t, "the approved application", pg, "read-only")
 		if statusOf(t, env, high) != emi.AppApproved || len(eventsOf(t, env, emi.EventApplicationApproved, high)) != 1 {
 			t.Fatal("the second approval did not approve or send application.approved")
 		}
@@ -517,6 +512,16 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			t.Fatalf("information requested tab: %v", got)
 		}
 		contains(t, "information requested tab", tab, "Information requested (1)", ">paused<")
+		// Deciding while the partner is asked is refused with the reason
+		// the review service wrote (emi.Error's public detail; the page
+		// used to ask the onboarding service for the status itself).
+		pg = after(t, uw1, "/backoffice/review/"+otherApp+"/decide", url.Values{"action": {"approve"}, "stamp": {stamp}})
+		if f := flashes(pg); !strings.Contains(f, "The application is information requested, not waiting for a decision: nothing was recorded.") {
+			t.Errorf("decision on an application not in review: %q", f)
+		}
+		if evs := eventsOf(t, env, emi.EventApplicationApproved, otherApp); len(evs) != 0 {
+			t.Fatalf("approved while information was requested: %v", evs)
+		}
 		if r := api(t, env, other, http.MethodPut, "/v3/applications/"+otherApp+"/companies", "company_update",
 			map[string]any{"city": "Leeds"}); r.Status != http.StatusOK {
 			t.Fatalf("company_update: %s", r)
@@ -535,8 +540,10 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			t.Fatal(err)
 		}
 		pg = uw2.Get(t, "/backoffice/applications/"+evil)
-		contains(t, "the mentioned colleague's page", pg, `<mark class="mention" data-testid="mention">@second.underwriter@review.test</mark>`,
-			"mentions you", `id="note-`+strconv.FormatInt(id, 10)+`"`, "please look at the name")
+		contains(t, "the mentioned colleague's page", pg, "mentions you", `id="note-`+strconv.FormatInt(id, 10)+`"`, "please look at the name")
+		if got := textsOf(t, pg, "mention"); !slices.Contains(got, "@second.underwriter@review.test") {
+			t.Errorf("the page's mentions %q lack the note's", got)
+		}
 		after(t, uw2, "/backoffice/review/"+evil+"/notes", url.Values{"parent": {strconv.FormatInt(id, 10)},
 			"body": {"@underwriter@sandbox.emi it is a formula: reject?"}})
 		// The reply sits in the thread under its note, and mentions the first
@@ -546,7 +553,10 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		if i < 0 || j < i || !strings.Contains(pg.Body[i:j], `<ul class="thread">`) {
 			t.Error("the reply is not threaded under its note")
 		}
-		contains(t, "the first underwriter's page", pg, "mentions you", `<mark class="mention" data-testid="mention">@underwriter@sandbox.emi</mark>`)
+		contains(t, "the first underwriter's page", pg, "mentions you")
+		if got := textsOf(t, pg, "mention"); !slices.Contains(got, "@underwriter@sandbox.emi") {
+			t.Errorf("the page's mentions %q lack the reply's", got)
+		}
 		// A note without a mention.
 		r := uw1.Post(t, "/backoffice/review/"+evil+"/notes", url.Values{"body": {"Plain note without a mention"}})
 		if r.Status != http.StatusSeeOther {
@@ -560,8 +570,9 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			t.Errorf("a reply to another application's note: HTTP %d", r.Status)
 		}
 		au := auditor.Get(t, "/backoffice/applications/"+evil)
-		contains(t, "the auditor's page", au, "please look at the name", `data-testid="application-audit"`, "application.note")
-		lacks(t, "the auditor's page", au, `data-testid="note-form"`, `data-testid="reply-form"`, `data-testid="claim"`)
+		contains(t, "the auditor's page", au, "please look at the name", "application.note")
+		hasTestIDs(t, "the auditor's page", au, "application-audit")
+		lacksTestIDs(t, "the auditor's page", au, "note-form", "reply-form", "claim")
 		if r := cs.Post(t, "/backoffice/review/"+evil+"/notes", url.Values{"body": {"hello"}}); r.Status != http.StatusForbidden {
 			t.Errorf("customer service's note: HTTP %d", r.Status)
 		}
@@ -569,8 +580,8 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 
 	t.Run("each sanctions hit gets a decision with a reason", func(t *testing.T) {
 		pg := uw1.Get(t, "/backoffice/applications/"+kim)
-		contains(t, "the sanctioned application", pg, `data-testid="sanction-hits"`, `data-testid="hit-form"`)
-		n := strings.Count(pg.Body, `data-testid="hit-form"`)
+		hasTestIDs(t, "the sanctioned application", pg, "sanction-hits", "hit-form")
+		n := testID(dom(t, pg), "hit-form").Length()
 		key := formValues(t, pg.Body, `data-testid="hit-form"`).Get("key")
 		if key == "" || !strings.Contains(key, "|") {
 			t.Fatalf("hit key %q", key)
@@ -585,7 +596,7 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		// by one person and confirmed by a second from compliance.
 		contains(t, "after the hit decision", pg, "False positive recorded. It takes two people", `data-testid="hit-decision"`,
 			">false positive proposed: needs a second person (compliance)<", "Different person: born 1990, passport seen", "Sandbox Underwriter (you)")
-		if got := strings.Count(pg.Body, `data-testid="hit-form"`); got != n-1 {
+		if got := testID(dom(t, pg), "hit-form").Length(); got != n-1 {
 			t.Errorf("%d hit forms left for the proposer, want %d", got, n-1)
 		}
 		pg = compliance.Get(t, "/backoffice/applications/"+kim)
@@ -607,9 +618,9 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("compliance corrects the company and suspends a member, audited", func(t *testing.T) {
-		lacks(t, "the underwriter's page", uw1.Get(t, "/backoffice/applications/"+evil), `data-testid="company-edit-form"`)
+		lacksTestIDs(t, "the underwriter's page", uw1.Get(t, "/backoffice/applications/"+evil), "company-edit-form")
 		pg := compliance.Get(t, "/backoffice/applications/"+evil)
-		contains(t, "compliance's page", pg, `data-testid="company-edit-form"`, `data-testid="member-edit-form"`)
+		hasTestIDs(t, "compliance's page", pg, "company-edit-form", "member-edit-form")
 		form := formValues(t, pg.Body, `data-testid="company-edit-form"`)
 		if form.Get("city") != "London" || form.Get("legal_name") != `=HYPERLINK("http://evil.example","Click")` || form.Get("is_sie") != "no" {
 			t.Fatalf("the form does not hold the current values: %v", form)
@@ -643,6 +654,18 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		if m.Get("first_name") != "Oskar" || m.Get("status") != "active" {
 			t.Fatalf("the member's form: %v", m)
 		}
+		// The member rule is the partner API's (company_member_update),
+		// answered with the back office's validation error: a status
+		// other than active or inactive is refused and nothing changes.
+		wrong := cloneValues(m)
+		wrong.Set("status", "deleted")
+		if r := compliance.Post(t, "/backoffice/review/"+evil+"/members/"+ceo, wrong); r.Status != http.StatusUnprocessableEntity ||
+			!strings.Contains(r.Body, "must be one of: active, inactive") {
+			t.Fatalf("a member with status deleted: HTTP %d", r.Status)
+		}
+		if n := auditCount(t, env, "member.staff_edit", evil); n != 0 {
+			t.Fatalf("a refused member edit was audited (%d rows)", n)
+		}
 		m.Set("status", "inactive")
 		pg = after(t, compliance, "/backoffice/review/"+evil+"/members/"+ceo, m)
 		contains(t, "after the suspension", pg, "Member suspended (status)")
@@ -662,14 +685,15 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			!strings.Contains(flashes(compliance.Get(t, r.Location)), "decided") {
 			t.Errorf("a correction of a decided application: HTTP %d", r.Status)
 		}
-		lacks(t, "a decided application", compliance.Get(t, "/backoffice/applications/"+low), `data-testid="company-edit-form"`)
+		lacksTestIDs(t, "a decided application", compliance.Get(t, "/backoffice/applications/"+low), "company-edit-form")
 	})
 
 	t.Run("admins and underwriters assign with a reason", func(t *testing.T) {
-		contains(t, "the underwriter's page", uw1.Get(t, "/backoffice/applications/"+evil), `data-testid="assign-form"`)
+		hasTestIDs(t, "the underwriter's page", uw1.Get(t, "/backoffice/applications/"+evil), "assign-form")
 		pg := admin.Get(t, "/backoffice/applications/"+evil)
-		contains(t, "the admin's page", pg, `data-testid="assign-form"`, "Second Underwriter &lt;second.underwriter@review.test&gt;")
-		lacks(t, "the admin's page", pg, `data-testid="claim"`, `data-testid="approve-form"`)
+		contains(t, "the admin's page", pg, "Second Underwriter &lt;second.underwriter@review.test&gt;")
+		hasTestIDs(t, "the admin's page", pg, "assign-form")
+		lacksTestIDs(t, "the admin's page", pg, "claim", "approve-form")
 		r := admin.Post(t, "/backoffice/review/"+evil+"/assign", url.Values{"to": {uw2ID}, "reason": {""}})
 		if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `id="reason-error"`) {
 			t.Fatalf("assign without reason: HTTP %d", r.Status)
@@ -679,7 +703,7 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		if assigneeOf(t, env, evil) != uw2ID {
 			t.Fatal("not assigned")
 		}
-		contains(t, "the assignee's page", uw2.Get(t, "/backoffice/applications/"+evil), `data-testid="approve-form"`)
+		hasTestIDs(t, "the assignee's page", uw2.Get(t, "/backoffice/applications/"+evil), "approve-form")
 		after(t, admin, "/backoffice/review/"+evil+"/release", url.Values{})
 		if assigneeOf(t, env, evil) != "" {
 			t.Fatal("the admin's release did not release")
@@ -688,7 +712,8 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 
 	t.Run("admins reassign and release in bulk", func(t *testing.T) {
 		q := admin.Get(t, "/backoffice/review")
-		contains(t, "the admin's queue", q, `data-testid="bulk-form"`, `name="application" value="`+kim+`" form="bulk"`)
+		contains(t, "the admin's queue", q, `name="application" value="`+kim+`" form="bulk"`)
+		hasTestIDs(t, "the admin's queue", q, "bulk-form")
 		pg := after(t, admin, "/backoffice/review/bulk", url.Values{"application": {kim, evil}, "to": {uw1ID}, "reason": {"holiday cover"},
 			"op": {"reassign"}, "back": {"hit=1"}})
 		contains(t, "after reassigning", pg, "2 application(s) reassigned")
@@ -716,7 +741,7 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		}
 		for _, action := range []string{"claim", "decide", "release", "assign", "hits", "company"} {
 			r := cs.Post(t, "/backoffice/review/"+kim+"/"+action, url.Values{"action": {"approve"}, "stamp": {"x"}, "to": {uw1ID}, "reason": {"x y z"}})
-			if r.Status != http.StatusForbidden || !strings.Contains(r.Body, `data-testid="error-403"`) {
+			if r.Status != http.StatusForbidden || testID(dom(t, apptest.Page{Body: r.Body}), "error-403").Length() == 0 {
 				t.Errorf("customer service %s: HTTP %d", action, r.Status)
 			}
 		}
@@ -739,7 +764,7 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		if n := strings.Count(pg.Body, "<rect "); n < 5+3+2 {
 			t.Errorf("%d bars", n)
 		}
-		if !regexp.MustCompile(`data-testid="tile-In review"><div class="n">3<`).MatchString(pg.Body) {
+		if got := squash(testID(dom(t, pg), "tile-In review").Find(".n").Text()); got != "3" {
 			t.Error("the in-review tile is not 3")
 		}
 		rows := readCSV(t, uw1.Get(t, "/backoffice/review/decisions.csv"))
@@ -751,7 +776,7 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			t.Errorf("decisions CSV %v", got)
 		}
 		d := uw1.Get(t, "/backoffice/")
-		contains(t, "the dashboard", d, `data-testid="tile-Review SLA breaches"`)
+		hasTestIDs(t, "the dashboard", d, "tile-Review SLA breaches")
 	})
 
 	t.Run("the review pages have no inline script or style (CSP)", func(t *testing.T) {
@@ -823,16 +848,20 @@ func TestReviewQueuePagingSLAAndAge(t *testing.T) {
 	uw.SignIn(t, apptest.UnderwriterEmail)
 
 	first := uw.Get(t, "/backoffice/review")
-	contains(t, "the first page", first, "In review ("+strconv.Itoa(total)+")", `data-testid="queue-next-page"`, ">breached<")
+	contains(t, "the first page", first, "In review ("+strconv.Itoa(total)+")", ">breached<")
+	hasTestIDs(t, "the first page", first, "queue-next-page")
 	one := rowsOf(first)
 	if len(one) != 50 {
 		t.Fatalf("first page: %d rows", len(one))
 	}
-	next := regexp.MustCompile(`href="([^"]+)" data-testid="queue-next-page"`).FindStringSubmatch(first.Body)
-	second := uw.Get(t, html.UnescapeString(next[1]))
+	next := attrsOf(t, first, "queue-next-page", "href")
+	if len(next) != 1 {
+		t.Fatalf("%d next-page links", len(next))
+	}
+	second := uw.Get(t, next[0])
 	two := rowsOf(second)
 	contains(t, "the second page", second, "← First page")
-	lacks(t, "the second page", second, `data-testid="queue-next-page"`)
+	lacksTestIDs(t, "the second page", second, "queue-next-page")
 	if len(one)+len(two) != total {
 		t.Fatalf("%d + %d rows, want %d", len(one), len(two), total)
 	}
@@ -873,10 +902,20 @@ func TestReviewQueuePagingSLAAndAge(t *testing.T) {
 	}
 	breaches := count("sla_due_at < $1", now)
 	d := uw.Get(t, "/backoffice/")
-	if !regexp.MustCompile(`data-testid="tile-Review SLA breaches"><div class="n">` + strconv.Itoa(breaches) + `<`).MatchString(d.Body) {
+	if got := squash(testID(dom(t, d), "tile-Review SLA breaches").Find(".n").Text()); got != strconv.Itoa(breaches) {
 		t.Errorf("the dashboard does not show %d SLA breaches", breaches)
 	}
-	if !strings.Contains(d.Body, `data-testid="nav-count">`+strconv.Itoa(total)+`<`) {
+	if got := textOf(t, "the dashboard", d, "nav-count"); got != strconv.Itoa(total) {
 		t.Errorf("the navigation does not count %d in review", total)
 	}
+}
+
+// auditCount counts the audit rows of action on resource.
+func auditCount(t *testing.T, env *apptest.Env, action, resource string) int {
+	t.Helper()
+	var n int
+	if err := env.App.DB.Get(&n, `SELECT count(*) FROM audit_log WHERE action = $1 AND resource_token = $2`, action, resource); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"emi/internal/emi"
 	"emi/views/components"
@@ -108,4 +109,13 @@ func sortRows[T any](r *http.Request, rows []T, s tableSort, cols map[string]fun
 	slices.SortStableFunc(rows, func(a, b T) int {
 		return s.apply(strings.Compare(strings.ToLower(key(a)), strings.ToLower(key(b))), strings.Compare(id(a), id(b)))
 	})
+}
+
+// timeOrZero is *t, or the zero time for nil (sorting by an optional
+// time: never signed in sorts first).
+func timeOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }

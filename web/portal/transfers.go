@@ -22,18 +22,6 @@ const statementPerPage = 50
 
 func transferHref(token string) string { return "/backoffice/transfers/" + token }
 
-func transferTone(status string) string {
-	switch status {
-	case emi.TransferCompleted:
-		return "ok"
-	case emi.TransferPending:
-		return "warn"
-	case emi.TransferReturned:
-		return "bad"
-	}
-	return ""
-}
-
 // txnKindLabels name ledger transaction kinds on statements.
 var txnKindLabels = map[string]string{
 	emi.TxnTransfer:       "internal transfer",

@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/postgres"
-	"emi/internal/postgres/pgtest"
 	"emi/internal/service"
-	"emi/internal/validate"
 )
 
 // programEnv is the accounts service on a fresh database with the sandbox
@@ -28,10 +27,10 @@ type programEnv struct {
 
 func newProgramEnv(t *testing.T) *programEnv {
 	t.Helper()
-	db := pgtest.DB(t)
-	clock := &fakeClock{t: time.Now().UTC()}
-	svc := service.NewAccounts(db, postgres.NewAccountStore(db), nil, nil, nil, service.NewAuditor(postgres.NewStore(db)),
-		validate.New(), clock.Now)
+	// The application's own accounts service (built with all it needs),
+	// on a fresh database.
+	env := apptest.New(t, apptest.Options{NoSanctions: true})
+	db, svc := env.App.DB, env.App.Accounts
 	if _, err := svc.SeedSandbox(sys()); err != nil {
 		t.Fatal(err)
 	}

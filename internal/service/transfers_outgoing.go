@@ -73,17 +73,6 @@ func checkSchemeCurrency(bad *problems, scheme, currency string) {
 	}
 }
 
-// SetOwnBank installs emi's identifiers (composition root).
-func (s *Transfers) SetOwnBank(b OwnBank) { s.own = b }
-
-// SetSuspense installs the store of suspense items, where a returned
-// payment whose account is terminated is parked (composition root).
-func (s *Transfers) SetSuspense(store IncomingStore) { s.suspense = store }
-
-// SetSandbox enables the sandbox settlement actions; in production they
-// answer emi.ErrRouteNotFound, as the API's sandbox-only routes do.
-func (s *Transfers) SetSandbox(on bool) { s.sandbox = on }
-
 // MaxReturnReason bounds a return's reason (the length SEPA gives a
 // remittance line).
 const MaxReturnReason = 140
@@ -484,9 +473,6 @@ func (s *Transfers) returnCredit(ctx context.Context, t emi.Transfer) (emi.Entry
 // bank that sent it back); partnerID is the partner whose sandbox call
 // returned it ("" for staff).
 func (s *Transfers) returnToSuspense(ctx context.Context, t emi.Transfer, partnerID string) (emi.SuspenseItem, error) {
-	if s.suspense == nil {
-		return emi.SuspenseItem{}, emi.Internal(errors.New("return to suspense: no suspense store (SetSuspense)"))
-	}
 	ident := emi.TransferParty{IBAN: t.SourceIBAN}
 	if ident.IBAN == "" {
 		ident = emi.TransferParty{Balance: t.SourceBalance}

@@ -67,13 +67,20 @@ func (w *Watchlist) Search(ctx context.Context, names []string) ([]MediaHit, err
 	var out []MediaHit
 	for _, n := range names {
 		for _, e := range list {
-			if s := w.similar(n, e.Name); s >= WatchlistThreshold {
-				out = append(out, MediaHit{Name: n, Matched: e.Name, Category: e.Category, Note: e.Note, Source: e.Source,
-					Score: float64(int(s*1000+0.5)) / 1000})
+			if s, ok := w.match(n, e); ok {
+				out = append(out, MediaHit{Name: n, Matched: e.Name, Category: e.Category, Note: e.Note, Source: e.Source, Score: s})
 			}
 		}
 	}
 	return out, nil
+}
+
+// match scores name against the entry e: ok when it is at least
+// WatchlistThreshold, with the score rounded to three decimals. The one
+// rule for applications (Search) and for users (AML.ScreenWatchlistEntry).
+func (w *Watchlist) match(name string, e emi.WatchlistEntry) (score float64, ok bool) {
+	s := w.similar(name, e.Name)
+	return float64(int(s*1000+0.5)) / 1000, s >= WatchlistThreshold
 }
 
 // entry returns the live entry id ("" when removed or unknown).

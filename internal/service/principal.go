@@ -1,0 +1,32 @@
+package service
+
+import (
+	"context"
+
+	"emi/internal/emi"
+)
+
+// partnerCtx returns the calling partner, or not-found for anyone else.
+func partnerCtx(ctx context.Context, notFound *emi.Error) (emi.Principal, error) {
+	p, ok := emi.PrincipalFrom(ctx)
+	if !ok || p.PartnerID == "" {
+		return p, notFound
+	}
+	return p, nil
+}
+
+// require returns emi.ErrForbidden unless the principal in ctx may do perm.
+// System principals (commands, workers) may do everything.
+func require(ctx context.Context, perm emi.Permission) error {
+	p, ok := emi.PrincipalFrom(ctx)
+	if !ok || !p.Can(perm) {
+		return emi.ErrForbidden.WithDetail("needs %s", perm)
+	}
+	return nil
+}
+
+// staffOf returns the calling staff user (zero when none).
+func staffOf(ctx context.Context) emi.Principal {
+	p, _ := emi.PrincipalFrom(ctx)
+	return p
+}

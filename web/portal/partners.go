@@ -1,0 +1,198 @@
+package portal
+
+import (
+	"strconv"
+
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/a-h/templ"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// --- partners ---
+
+func partnerRow(p emi.Partner) pages.PartnerRow {
+	return pages.PartnerRow{ID: p.ID, Name: p.Name, Merchant: p.MasterMerchant, Processing: string(p.Processing), Created: fmtTime(p.CreatedAt)}
+}
+
+// partnerList (GET /partners).
+func (p *Portal) partnerList(w http.ResponseWriter, r *http.Request) {
+	list, err := p.d.Partners.List(r.Context())
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	sort := readSort(r, "created", "desc", "name", "processing", "created")
+	slices.SortStableFunc(list, func(a, b emi.Partner) int {
+		var c int
+		switch sort.Key {
+		case "name":
+			c = strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
+		case "processing":
+			c = strings.Compare(string(a.Processing), string(b.Processing))
+		default:
+			c = a.CreatedAt.Compare(b.CreatedAt)
+		}
+		return sort.apply(c, strings.Compare(a.ID, b.ID))
+	})
+	rows := make([]pages.PartnerRow, len(list))
+	for i, pt := range list {
+		rows[i] = partnerRow(pt)
+	}
+	p.render(w, r, sort.status(), "Partners", pages.Partners(rows, canDo(r, emi.PermManagePartners), sort.view(r)))
+}
+
+// partnerNew (GET /partners/new).
+func (p *Portal) partnerNew(w http.ResponseWriter, r *http.Request) {
+	p.render(w, r, http.StatusOK, "New partner", pages.PartnerNew("", "automatic", "", nil))
+}
+
+// partnerCreate (POST /partners) creates the partner and shows its
+// credentials once (through a session slot that is read exactly once).
+func (p *Portal) partnerCreate(w http.ResponseWriter, r *http.Request) {
+	in := emi.PartnerCreate{
+		Name:       strings.TrimSpace(r.PostFormValue("name")),
+		Processing: emi.Processing(r.PostFormValue("processing")),
+		WebhookURL: strings.TrimSpace(r.PostFormValue("webhook_url")),
+	}
+	creds, err := p.d.Partners.Create(r.Context(), in)
+	if err != nil {
+		if k := emi.AsError(err).Kind; k != emi.KindInvalid {
+			p.renderError(w, r, err)
+			return
+		}
+		errs, _ := fieldErrors(err)
+		p.render(w, r, http.StatusUnprocessableEntity, "New partner", pages.PartnerNew(in.Name, string(in.Processing), in.WebhookURL, errs))
+		return
+	}
+	p.showCredentialsOnce(w, r, pages.Credentials{APIKey: creds.APIKey, APISecret: creds.APISecret,
+		WebhookSecret: creds.WebhookSecret, Merchant: creds.Merchant}, "/backoffice/partners/"+creds.Partner.ID)
+}
+
+// showCredentialsOnce renders the secrets in the answer to the POST itself:
+// they are never stored anywhere in clear, so a reload or the back button
+// cannot show them again (the response is no-store).
+func (p *Portal) showCredentialsOnce(w http.ResponseWriter, r *http.Request, c pages.Credentials, back string) {
+	p.render(w, r, http.StatusOK, "Credentials", pages.CredentialsOnce(c, back))
+}
+
+// partnerDetail (GET /partners/{id}).
+func (p *Portal) partnerDetail(w http.ResponseWriter, r *http.Request) {
+	p.renderPartner(w, r, http.StatusOK, param(r, "id"), "", nil)
+}
+
+// renderPartner renders a partner's page: details, keys and, for roles that
+// may see them, its validator configuration and webhook endpoints (with the
+// endpoint form's state).
+func (p *Portal) renderPartner(w http.ResponseWriter, r *http.Request, status int, id, newURL string, errs map[string]string) {
+	p.renderPartnerPage(w, r, status, id, newURL, errs, nil)
+}
+
+// renderPartnerPage is renderPartner with the validator form's state of a
+// refused save (nil: the stored configuration).
+func (p *Portal) renderPartnerPage(w http.ResponseWriter, r *http.Request, status int, id, newURL string, errs map[string]string, vc *validatorState) {
+	pt, keys, err := p.d.Partners.Get(r.Context(), id)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	rows := make([]pages.KeyRow, len(keys))
+	for i, k := range keys {
+		row := pages.KeyRow{ID: k.ID, APIKey: k.APIKey, Created: fmtTime(k.CreatedAt), Status: "active", StatusTone: "ok",
+			MinSignatureVersion: k.MinSignatureVersion}
+		if k.RevokedAt != nil {
+			row.Status, row.StatusTone, row.Revoked = "revoked", "bad", true
+		}
+		if k.PreviousValidUntil != nil && p.d.Now().Before(*k.PreviousValidUntil) && !row.Revoked {
+			row.Overlap = fmtTime(*k.PreviousValidUntil)
+			row.Status, row.StatusTone = "rotating", "warn"
+		}
+		rows[i] = row
+	}
+	content := []templ.Component{pages.PartnerDetail(partnerRow(pt), rows, canDo(r, emi.PermManagePartners))}
+	onboarding, err := p.validatorSection(r, id, vc)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	if onboarding != nil {
+		content = append(content, onboarding)
+	}
+	hooks, err := p.webhooksSection(r, id, newURL, errs)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	if hooks != nil {
+		content = append(content, hooks)
+	}
+	p.render(w, r, status, pt.Name, templ.Join(content...))
+}
+
+// partnerProcessing (POST /partners/{id}/processing).
+func (p *Portal) partnerProcessing(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	if err := p.d.Partners.SetProcessing(r.Context(), id, emi.Processing(r.PostFormValue("processing"))); err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	p.flash(r.Context(), "ok", "Processing mode saved.")
+	redirect(w, r, "/backoffice/partners/"+id)
+}
+
+// partnerKeyCreate (POST /partners/{id}/keys).
+func (p *Portal) partnerKeyCreate(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	creds, err := p.d.Partners.CreateKey(r.Context(), id)
+	if err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	p.showCredentialsOnce(w, r, pages.Credentials{APIKey: creds.APIKey, APISecret: creds.APISecret}, "/backoffice/partners/"+id)
+}
+
+// partnerKeyRotate (POST /partners/{id}/keys/{key}/rotate).
+func (p *Portal) partnerKeyRotate(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	secret, err := p.d.Partners.RotateSecret(r.Context(), param(r, "key"), r.PostFormValue("confirm") == "overlap")
+	if err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	p.showCredentialsOnce(w, r, pages.Credentials{APISecret: secret}, "/backoffice/partners/"+id)
+}
+
+// partnerKeyRevoke (POST /partners/{id}/keys/{key}/revoke).
+func (p *Portal) partnerKeyRevoke(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	if err := p.d.Partners.RevokeKey(r.Context(), param(r, "key")); err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	p.flash(r.Context(), "ok", "The API key was revoked.")
+	redirect(w, r, "/backoffice/partners/"+id)
+}
+
+// partnerKeySignatureVersion (POST /partners/{id}/keys/{key}/signature-version):
+// sets the lowest signature version the key accepts (contract §2).
+func (p *Portal) partnerKeySignatureVersion(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	v, err := strconv.Atoi(r.PostFormValue("signature_version"))
+	if err != nil {
+		v = 0 // refused by the service as a validation error
+	}
+	if err := p.d.Partners.SetKeySignatureVersion(r.Context(), param(r, "key"), v); err != nil {
+		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		return
+	}
+	msg := "The API key accepts signature versions 1 and 2."
+	if v == emi.SignatureV2 {
+		msg = "The API key now requires signature version 2: version 1 requests are refused with 10001."
+	}
+	p.flash(r.Context(), "ok", msg)
+	redirect(w, r, "/backoffice/partners/"+id)
+}
