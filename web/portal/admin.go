@@ -383,12 +383,30 @@ func (p *Portal) staffDetail(w http.ResponseWriter, r *http.Request) {
 // renderStaff renders a staff user's page, with a secret just issued
 // (half: "first", "second" or "" for the whole) and their pending change.
 func (p *Portal) renderStaff(w http.ResponseWriter, r *http.Request, status int, id, secret, half string) {
+	p.renderStaffPage(w, r, status, id, secret, half, nil)
+}
+
+// staffKept is a refused roles change: the roles as ticked and the
+// messages by field (issue 23, item 5).
+type staffKept struct {
+	roles []emi.Role
+	errs  map[string]string
+}
+
+// renderStaffPage renders a staff user's page; kept, when set, shows a
+// refused roles change as it was ticked, with its reason beside it.
+func (p *Portal) renderStaffPage(w http.ResponseWriter, r *http.Request, status int, id, secret, half string, kept *staffKept) {
 	u, err := p.d.Staff.Get(r.Context(), id)
 	if err != nil {
 		p.renderError(w, r, err)
 		return
 	}
-	v := pages.StaffDetailView{Row: staffRow(u), Roles: roleOptions(u.Roles), CanManage: canDo(r, emi.PermManageStaff),
+	roles := u.Roles
+	var errs map[string]string
+	if kept != nil {
+		roles, errs = kept.roles, kept.errs
+	}
+	v := pages.StaffDetailView{Row: staffRow(u), Roles: roleOptions(roles), CanManage: canDo(r, emi.PermManageStaff),
 		IsSelf: u.ID == current(r).ID, Disabled: u.Disabled, TempSecret: secret, SecretHalf: half}
 	if canDo(r, emi.PermViewStaff) {
 		users, err := p.d.Staff.List(r.Context())
@@ -407,7 +425,7 @@ func (p *Portal) renderStaff(w http.ResponseWriter, r *http.Request, status int,
 			}
 		}
 	}
-	p.render(w, r, status, u.Name, pages.StaffDetail(v, nil))
+	p.render(w, r, status, u.Name, pages.StaffDetail(v, errs))
 }
 
 // staffRoles (POST /staff/{id}/roles).
@@ -417,9 +435,22 @@ func (p *Portal) staffRoles(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, emi.ErrStaffValidation)
 		return
 	}
-	out, err := p.d.Staff.SetRoles(r.Context(), id, rolesFrom(r.PostForm["roles"]))
+	roles := rolesFrom(r.PostForm["roles"])
+	out, err := p.d.Staff.SetRoles(r.Context(), id, roles)
 	if err != nil {
-		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		switch emi.AsError(err).Kind {
+		case emi.KindInvalid, emi.KindConflict:
+			// The page again (422) with the roles as ticked and the reason
+			// beside them, instead of the user's current roles (issue 23).
+			errs, banner := fieldErrors(err)
+			if errs["roles"] == "" {
+				errs["roles"] = banner
+			}
+			p.flash(r.Context(), "bad", "The roles were not changed: "+banner)
+			p.renderStaffPage(w, r, http.StatusUnprocessableEntity, id, "", "", &staffKept{roles: roles, errs: errs})
+		default:
+			p.flashError(w, r, err, "/backoffice/staff/"+id)
+		}
 		return
 	}
 	if out.Change.Status == emi.StaffChangePending {
