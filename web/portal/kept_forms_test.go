@@ -122,3 +122,42 @@ func fieldValue(form *goquery.Selection, name string) string {
 	}
 	return f.AttrOr("value", "")
 }
+
+// TestRefusedRolesKeepWhatWasTicked (issue 23, item 5): a refused roles
+// change (an unknown role posted beside a real one, or none) answers the
+// staff page again (422) with the roles as ticked, not the user's current
+// ones, and the reason beside the boxes; nothing changes. The old page
+// redirected with a flash and the current roles: this test failed there.
+func TestRefusedRolesKeepWhatWasTicked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	admin := f.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	var before int
+	if err := f.env.App.DB.Get(&before, `SELECT count(*) FROM staff_changes`); err != nil {
+		t.Fatal(err)
+	}
+	for _, roles := range [][]string{{"compliance", "superuser"}, {}} {
+		p := admin.Post(t, "/backoffice/staff/"+f.targetID+"/roles", url.Values{"roles": roles})
+		if p.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("roles %q: HTTP %d (to %q), want 422", roles, p.Status, p.Location)
+		}
+		form := doc(t, p.Body).Find(`form[data-testid="roles-form"]`)
+		var ticked []string
+		form.Find(`input[name="roles"][checked]`).Each(func(_ int, s *goquery.Selection) { ticked = append(ticked, s.AttrOr("value", "")) })
+		want := []string{}
+		if len(roles) > 0 {
+			want = []string{"compliance"} // the real role ticked; the unknown one has no box
+		}
+		if strings.Join(ticked, ",") != strings.Join(want, ",") {
+			t.Errorf("roles %q: ticked %q, want %q (the auditor's current role must not come back)", roles, ticked, want)
+		}
+		if msg := form.Find("#roles-error").Text(); msg == "" || form.Find(`[data-testid="role-boxes"]`).AttrOr("aria-describedby", "") != "roles-error" {
+			t.Errorf("roles %q: no message beside the boxes (%q)", roles, msg)
+		}
+	}
+	var after int
+	if err := f.env.App.DB.Get(&after, `SELECT count(*) FROM staff_changes`); err != nil || after != before {
+		t.Fatalf("refused role changes left %d staff changes, had %d (%v)", after, before, err)
+	}
+}

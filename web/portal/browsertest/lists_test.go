@@ -213,3 +213,36 @@ func TestRefusedSimulatedPaymentKeepsWhatWasTypedInTheBrowser(t *testing.T) {
 		t.Fatalf("after the correction: %q", f)
 	}
 }
+
+// TestSortedListsInTheBrowser (issue 23, items 6 and 7): the lists that
+// sort (accounts, audit log, AML and KYC queues, partners, staff), each
+// sorted by a column, show aria-sort on it and fit a 390 px screen without
+// a sideways page scroll; each is saved at 1440 and 390 px.
+func TestSortedListsInTheBrowser(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Sorted Lists Partner"})
+	accountHolder(t, env, p)
+	b := newTab(t, env)
+	b.signIn(env, apptest.AdminEmail)
+	for _, c := range []struct{ name, path, col string }{
+		{"accounts-sorted", "/backoffice/accounts?sort=program&dir=asc", "program"},
+		{"audit-sorted", "/backoffice/audit?sort=action&dir=asc", "action"},
+		{"aml-sorted", "/backoffice/aml?status=all&sort=person&dir=asc", "person"},
+		{"kyc-sorted", "/backoffice/kyc?status=all&sort=status&dir=desc", "status"},
+		{"partners-sorted", "/backoffice/partners?sort=name&dir=asc", "name"},
+		{"staff-sorted", "/backoffice/staff?sort=email&dir=desc", "email"},
+	} {
+		b.do("viewport", chromedp.EmulateViewport(1440, 900))
+		if status := b.open(c.path); status != http.StatusOK {
+			t.Errorf("%s: HTTP %d", c.path, status)
+			continue
+		}
+		if b.count(`table`) > 0 && b.count(`th[aria-sort][data-sort="`+c.col+`"]`) != 1 {
+			t.Errorf("%s: no aria-sort on %s", c.path, c.col)
+		}
+		shootAt(b, c.name, 1440)
+		shootAt(b, c.name, 390)
+		noPageScroll(b, c.path)
+	}
+}
