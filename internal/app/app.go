@@ -75,6 +75,9 @@ type App struct {
 	Screener *screening.Screener
 	Users    *service.Users
 	AML      *service.AML
+	// SandboxOutcomes makes the sandbox's human decisions; nil outside
+	// EMI_MODE=sandbox (service.NewSandboxOutcomes refuses to build it).
+	SandboxOutcomes *service.SandboxOutcomes
 	// MerchantScreening re-screens onboarded merchants' companies and
 	// people when the lists or the watch list change.
 	MerchantScreening *service.MerchantScreening
@@ -213,6 +216,12 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Review = service.NewReview(service.ReviewDeps{Tx: db, Store: a.OnboardingStore, Staff: a.StaffStore,
 		Controls: a.Controls, Checks: a.Checks, Events: a.Events, Audit: a.Audit, Inbox: a.Inbox,
 		Views: a.OnboardingStore, Metrics: a.OnboardingStore, Now: now})
+	// The sandbox's decisions exist in a sandbox only (nil otherwise).
+	so, err := service.NewSandboxOutcomes(service.SandboxOutcomesDeps{Sandbox: cfg.Mode == config.ModeSandbox,
+		KYC: a.KYC, AML: a.AML, Review: a.Review})
+	if err == nil {
+		a.SandboxOutcomes = so
+	}
 	a.Alerts = service.NewAlerts(db, a.ComplianceStore, a.People, a.OnboardingStore, a.StaffStore, a.Inbox, a.Audit, now)
 	a.AccountStore = postgres.NewAccountStore(db)
 	a.CardStore = postgres.NewCardStore(db)
@@ -339,7 +348,7 @@ func (a *App) API() *api.API {
 	return api.New(api.Deps{
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
-		Cards: a.Cards, Transfers: a.Transfers, Incoming: a.Incoming, Sandbox: a.Config.Mode == config.ModeSandbox, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
+		Cards: a.Cards, Transfers: a.Transfers, Incoming: a.Incoming, Sandbox: a.Config.Mode == config.ModeSandbox, SandboxOutcomes: a.SandboxOutcomes, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 		Authorizations: a.Authorizations, Review: a.Review, Webhooks: a.Webhooks,
 	})
 }

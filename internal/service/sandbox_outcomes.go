@@ -19,6 +19,58 @@ import (
 // rules (four eyes included) are those of a real decision. The API offers
 // them only in EMI_MODE=sandbox.
 
+// SandboxOutcomes makes the sandbox's human decisions. It exists only in a
+// sandbox: NewSandboxOutcomes refuses to build it otherwise, so a
+// production instance has no object through which the fixed sandbox
+// reviewers (who satisfy every two-person rule between them) could
+// decide anything, whatever routes are mounted. The API's sandboxOnly
+// guard answers 404 before that; this is the second wall.
+type SandboxOutcomes struct {
+	kyc    *KYC
+	aml    *AML
+	review *Review
+}
+
+// SandboxOutcomesDeps is what NewSandboxOutcomes needs; Sandbox is the
+// instance's mode (config.ModeSandbox).
+type SandboxOutcomesDeps struct {
+	Sandbox bool
+	KYC     *KYC
+	AML     *AML
+	Review  *Review
+}
+
+// ErrNotSandbox is NewSandboxOutcomes' refusal outside a sandbox.
+var ErrNotSandbox = errors.New("sandbox outcomes exist only in EMI_MODE=sandbox")
+
+// NewSandboxOutcomes returns the sandbox decisions, or ErrNotSandbox
+// when d.Sandbox is false.
+func NewSandboxOutcomes(d SandboxOutcomesDeps) (*SandboxOutcomes, error) {
+	if !d.Sandbox {
+		return nil, ErrNotSandbox
+	}
+	mustHave("SandboxOutcomes", d)
+	return &SandboxOutcomes{kyc: d.KYC, aml: d.AML, review: d.Review}, nil
+}
+
+// KYCDecide decides the calling partner's user's open identification
+// session (sandbox_kyc_decide; see KYC.sandboxDecide).
+func (s *SandboxOutcomes) KYCDecide(ctx context.Context, userToken string, in emi.SandboxKYCDecision) (emi.KYCSession, error) {
+	return s.kyc.sandboxDecide(ctx, userToken, in)
+}
+
+// AMLReview decides the open hits of the calling partner's AML check
+// (sandbox_aml_review; see AML.sandboxReview).
+func (s *SandboxOutcomes) AMLReview(ctx context.Context, token string, in emi.SandboxAMLReview) (emi.AMLCheck, error) {
+	return s.aml.sandboxReview(ctx, token, in)
+}
+
+// ApplicationDecide decides the calling partner's application in review
+// (sandbox_application_decide; see Review.sandboxDecide).
+func (s *SandboxOutcomes) ApplicationDecide(ctx context.Context, token string, in emi.SandboxApplicationDecision) (emi.Application, error) {
+	return s.review.sandboxDecide(ctx, token, in)
+}
+
 // Sandbox reviewers: the two people the sandbox plays. Two, because a
 // false positive on a strong sanctions hit and the approval of a High-risk
 // application take two distinct people; they are system principals (no
@@ -43,13 +95,13 @@ func sandboxPartner(ctx context.Context, notFound *emi.Error) (emi.Principal, er
 	return p, nil
 }
 
-// SandboxDecide decides the user's open identification session as
+// sandboxDecide decides the user's open identification session as
 // compliance would: approved, or rejected with reason (sent to the
 // partner in user.kyc_updated). A pending session (the person never
 // uploaded) is first marked submitted, as the hosted page does. Returns
 // emi.ErrUserNotFound for an unknown or foreign user and
 // emi.ErrNoOpenKYCSession when there is no session to decide.
-func (k *KYC) SandboxDecide(ctx context.Context, userToken string, in emi.SandboxKYCDecision) (emi.KYCSession, error) {
+func (k *KYC) sandboxDecide(ctx context.Context, userToken string, in emi.SandboxKYCDecision) (emi.KYCSession, error) {
 	p, err := sandboxPartner(ctx, emi.ErrUserNotFound)
 	if err != nil {
 		return emi.KYCSession{}, err
@@ -93,13 +145,13 @@ func (k *KYC) SandboxDecide(ctx context.Context, userToken string, in emi.Sandbo
 	return out, err
 }
 
-// SandboxReview decides every open hit of an AML check as compliance
+// sandboxReview decides every open hit of an AML check as compliance
 // would: "cleared" (each a false positive; a strong hit takes the
 // sandbox's two reviewers, as the two-person rule wants) or "confirmed"
 // (each a true match). aml_check.reviewed follows. Returns
 // emi.ErrAPIAMLNotFound for an unknown or foreign check and
 // emi.ErrAMLNothingToReview when no hit waits.
-func (a *AML) SandboxReview(ctx context.Context, token string, in emi.SandboxAMLReview) (emi.AMLCheck, error) {
+func (a *AML) sandboxReview(ctx context.Context, token string, in emi.SandboxAMLReview) (emi.AMLCheck, error) {
 	p, err := sandboxPartner(ctx, emi.ErrAPIAMLNotFound)
 	if err != nil {
 		return emi.AMLCheck{}, err
@@ -150,7 +202,7 @@ func (a *AML) SandboxReview(ctx context.Context, token string, in emi.SandboxAML
 	return out, err
 }
 
-// SandboxDecide decides an application waiting for an underwriter as one
+// sandboxDecide decides an application waiting for an underwriter as one
 // would: it claims it and decides on the evidence it sees (approve,
 // reject with reason code and text, or request_information with the
 // message); an approval that takes two people gets the sandbox's second
@@ -158,7 +210,7 @@ func (a *AML) SandboxReview(ctx context.Context, token string, in emi.SandboxAML
 // final decision, or one confirmed, blocks approval. Returns
 // emi.ErrApplicationNotFound for an unknown or foreign application and
 // emi.ErrNotInReview when it is not in_review.
-func (r *Review) SandboxDecide(ctx context.Context, token string, in emi.SandboxApplicationDecision) (emi.Application, error) {
+func (r *Review) sandboxDecide(ctx context.Context, token string, in emi.SandboxApplicationDecision) (emi.Application, error) {
 	p, err := sandboxPartner(ctx, emi.ErrApplicationNotFound)
 	if err != nil {
 		return emi.Application{}, err

@@ -42,6 +42,9 @@ type Deps struct {
 	// payments, card authorizations, settlement of outgoing payments);
 	// in production they answer 404 / 10004 like an unknown route.
 	Sandbox bool
+	// SandboxOutcomes makes the sandbox's human decisions (KYC, AML,
+	// application); nil outside a sandbox, where its routes answer 404.
+	SandboxOutcomes *service.SandboxOutcomes
 	// RateLimit requests per RateWindow per API key; 0 disables limiting.
 	RateLimit  int
 	RateWindow time.Duration

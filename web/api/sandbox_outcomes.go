@@ -27,7 +27,7 @@ func (a *API) sandboxKYCDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	s, err := a.d.KYC.SandboxDecide(r.Context(), chi.URLParam(r, "user"), in)
+	s, err := a.d.SandboxOutcomes.KYCDecide(r.Context(), chi.URLParam(r, "user"), in)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -42,7 +42,7 @@ func (a *API) sandboxAMLReview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	c, err := a.d.AML.SandboxReview(r.Context(), chi.URLParam(r, "aml"), in)
+	c, err := a.d.SandboxOutcomes.AMLReview(r.Context(), chi.URLParam(r, "aml"), in)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -57,7 +57,7 @@ func (a *API) sandboxApplicationDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	app, err := a.d.Review.SandboxDecide(r.Context(), chi.URLParam(r, "application"), in)
+	app, err := a.d.SandboxOutcomes.ApplicationDecide(r.Context(), chi.URLParam(r, "application"), in)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 
@@ -123,6 +124,17 @@ func TestSandboxOutcomes(t *testing.T) {
 			{"/v3/sandbox/applications/" + service.NewToken() + "/decision", "sandbox_application_decide"}} {
 			apptest.Expect(t, rq.op+" in production", call(t, prod, q, http.MethodPost, rq.path, rq.op, map[string]any{"outcome": "approved"}),
 				emi.ErrRouteNotFound.Code, http.StatusNotFound)
+		}
+		// The second wall: a production instance has no sandbox decider
+		// at all, and none can be built outside a sandbox, so no code
+		// path can reach the sandbox reviewers (who satisfy every
+		// two-person rule between them) whatever routes are mounted.
+		if prod.App.SandboxOutcomes != nil {
+			t.Fatal("a production instance holds the sandbox outcomes")
+		}
+		if so, err := service.NewSandboxOutcomes(service.SandboxOutcomesDeps{KYC: prod.App.KYC, AML: prod.App.AML,
+			Review: prod.App.Review}); so != nil || !errors.Is(err, service.ErrNotSandbox) {
+			t.Fatalf("sandbox outcomes built outside a sandbox: %v, %v", so, err)
 		}
 	})
 }
