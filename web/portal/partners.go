@@ -122,7 +122,16 @@ func (p *Portal) renderPartnerPage(w http.ResponseWriter, r *http.Request, statu
 	if onboarding != nil {
 		content = append(content, onboarding)
 	}
-	hooks, err := p.webhooksSection(r, id, newURL, errs)
+	// The endpoints are the page's one sortable table; a role that does not
+	// see them has no order to ask for.
+	var sort tableSort
+	if canDo(r, emi.PermViewWebhooks) {
+		sort = readSort(r, "", "", "url", "events", "status", "last_attempt")
+	}
+	if status == http.StatusOK {
+		status = sort.status()
+	}
+	hooks, err := p.webhooksSection(r, id, newURL, errs, sort)
 	if err != nil {
 		p.renderError(w, r, err)
 		return
