@@ -369,7 +369,7 @@ func TestMoreListsSortByColumn(t *testing.T) {
 			page := doc(t, p.Body)
 			table := page.Find(`table[data-testid="` + c.table + `"]`)
 			key := strings.SplitN(strings.SplitN(c.path, "sort=", 2)[1], "&", 2)[0]
-			if got := table.Find(`th[data-sort="` + key + `"]`).AttrOr("aria-sort", ""); got != map[string]string{"asc": "ascending", "desc": "descending"}[dir] {
+			if got := table.Find(`th[data-sort="`+key+`"]`).AttrOr("aria-sort", ""); got != map[string]string{"asc": "ascending", "desc": "descending"}[dir] {
 				t.Errorf("%s: aria-sort %q", path, got)
 			}
 			var vals []string
