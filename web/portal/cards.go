@@ -10,6 +10,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service"
+	"emi/views/components"
 	"emi/views/pages"
 	"emi/web/httpx"
 )
@@ -207,6 +208,9 @@ type cardForm struct {
 	vals   map[string]string
 	errs   map[string]string
 	banner string
+	// kept is a refused form of a payment's row (which "clear"), named
+	// "clear:<authorization>".
+	kept *components.Form
 }
 
 // cardDetail (GET /cards/{card}).
