@@ -720,9 +720,20 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		if assigneeOf(t, env, kim) != uw1ID || assigneeOf(t, env, evil) != uw1ID {
 			t.Fatal("not reassigned")
 		}
-		pg = after(t, admin, "/backoffice/review/bulk", url.Values{"application": {kim, evil}, "op": {"release"}, "reason": {""}})
-		if !strings.Contains(flashes(pg), "say why") || assigneeOf(t, env, kim) != uw1ID {
-			t.Errorf("release without reason: %q", flashes(pg))
+		// Refused (issue 23): the queue again (422) with the applications
+		// still ticked and the reason beside its field.
+		pg = admin.Post(t, "/backoffice/review/bulk", url.Values{"application": {kim, evil}, "op": {"release"}, "reason": {""}})
+		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(flashes(pg), "Nothing was reassigned") || assigneeOf(t, env, kim) != uw1ID {
+			t.Errorf("release without reason: HTTP %d, %q", pg.Status, flashes(pg))
+		}
+		if why := dom(t, pg).Find("#reason-error").Text(); !strings.Contains(why, "say why") {
+			t.Errorf("beside the reason: %q", why)
+		}
+		if bulk := dom(t, pg).Find(`form[data-testid="bulk-form"] [name="reason"]`); bulk.AttrOr("aria-invalid", "") != "true" {
+			t.Error("the reason is not marked refused")
+		}
+		if n := dom(t, pg).Find(`input[name="application"][checked]`).Length(); n != 2 {
+			t.Errorf("%d applications still ticked, want 2", n)
 		}
 		after(t, admin, "/backoffice/review/bulk", url.Values{"application": {kim, evil}, "op": {"release"}, "reason": {"back to the pool"}})
 		if assigneeOf(t, env, kim) != "" || assigneeOf(t, env, evil) != "" {
