@@ -222,11 +222,16 @@ func (p *Portal) reviewQueue(w http.ResponseWriter, r *http.Request) {
 	p.renderReviewQueue(w, r, http.StatusOK, r.URL.Query(), nil, nil)
 }
 
-// renderReviewQueue renders the queue with the filters of query; bulk,
-// when set, is a refused bulk action shown again (issue 23): colleague
-// and reason as typed, the chosen applications still ticked, the reason
-// beside its field.
-func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, status int, query url.Values, bulk *components.Form, chosen []string) {
+// renderReviewQueue renders the queue with the filters of query; kept,
+// when set, is a refused form shown again (issue 23): a bulk action
+// ("bulk": colleague and reason as typed, the chosen applications still
+// ticked) or a saved view ("view": its name, the section open), each
+// reason beside its field.
+func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, status int, query url.Values, kept *components.Form, chosen []string) {
+	var bulk *components.Form
+	if kept.Is("bulk") {
+		bulk = kept
+	}
 	ctx := r.Context()
 	qp := readQueue(query)
 	page, err := p.d.Review.Queue(ctx, qp.filter())
@@ -328,6 +333,9 @@ func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, statu
 		q, _ := url.ParseQuery(sv.Query)
 		v.Views = append(v.Views, pages.SavedViewRow{ID: sv.ID, Name: sv.Name, Href: queueHref(readQueue(q).values()),
 			Active: readQueue(q).values().Encode() == base.Encode()})
+	}
+	if kept.Is("view") {
+		v.ViewForm = kept
 	}
 	r = withReviewCount(r, page.Counts[emi.AppInReview])
 	p.renderPrivate(w, r, status, "Review queue", pages.Queue(v))
@@ -466,9 +474,21 @@ func (p *Portal) reviewNext(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) reviewSaveView(w http.ResponseWriter, r *http.Request) {
 	q, _ := url.ParseQuery(r.PostFormValue("query"))
 	back := queueHref(readQueue(q).values())
-	v, err := p.d.Review.SaveView(r.Context(), r.PostFormValue("name"), readQueue(q).values().Encode())
+	form := components.KeepForm("view", r.PostForm, "name")
+	v, err := p.d.Review.SaveView(r.Context(), form.Value("name"), readQueue(q).values().Encode())
 	if err != nil {
-		p.flashError(w, r, err, back)
+		if e := emi.AsError(err); e.Kind != emi.KindInvalid && e.Kind != emi.KindConflict {
+			p.renderError(w, r, err)
+			return
+		}
+		// The queue again (422) with the name as typed beside the reason
+		// (issue 23).
+		banner := keepErrors(form, err, nil)
+		if !form.Invalid("name") {
+			form.Errs["name"] = banner
+		}
+		p.flash(r.Context(), "bad", "The view was not saved: "+form.Errs["name"])
+		p.renderReviewQueue(w, r, http.StatusUnprocessableEntity, q, form, nil)
 		return
 	}
 	p.flash(r.Context(), "ok", "View “"+v.Name+"” saved.")

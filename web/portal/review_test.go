@@ -352,8 +352,10 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			t.Errorf("the saved view does not show its filter: %v", got)
 		}
 		lacks(t, "another underwriter's views", uw2.Get(t, "/backoffice/review"), "High risk")
-		if r := uw1.Post(t, "/backoffice/review/views", url.Values{"name": {""}, "query": {"risk=High"}}); r.Status != http.StatusSeeOther ||
-			!strings.Contains(flashes(uw1.Get(t, r.Location)), "name") {
+		// Refused, the queue answers again (422) with the reason beside the
+		// name (issue 23).
+		if r := uw1.Post(t, "/backoffice/review/views", url.Values{"name": {""}, "query": {"risk=High"}}); r.Status != http.StatusUnprocessableEntity ||
+			!strings.Contains(dom(t, r).Find("#name-error").Text(), "name") {
 			t.Errorf("a view without a name: HTTP %d", r.Status)
 		}
 		var id string
