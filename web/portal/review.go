@@ -447,7 +447,8 @@ func writeCSV(w http.ResponseWriter, name string, rows [][]string) {
 }
 
 // reviewNext (POST /review/next) claims the oldest unclaimed application in
-// review that matches the form's filter and opens it.
+// review that matches the form's filter and opens it. A button (the
+// filters are the queue's own, hidden): a refusal is a flash.
 func (p *Portal) reviewNext(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		p.errorPage(w, r, http.StatusBadRequest, "The form could not be read.")
@@ -495,7 +496,8 @@ func (p *Portal) reviewSaveView(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, back)
 }
 
-// reviewDeleteView (POST /review/views/{view}/delete).
+// reviewDeleteView (POST /review/views/{view}/delete). A button: a
+// refusal is a flash.
 func (p *Portal) reviewDeleteView(w http.ResponseWriter, r *http.Request) {
 	if err := p.d.Review.DeleteView(r.Context(), param(r, "view")); err != nil {
 		p.flashError(w, r, err, "/backoffice/review")

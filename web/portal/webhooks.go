@@ -132,6 +132,9 @@ func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
 }
 
 // webhookTest (POST /partners/{id}/webhooks/{ep}/test) sends a test event.
+// Test, rotate, enable, disable and replay are buttons with nothing typed:
+// a refusal is a flash (issue 23; a refused new endpoint keeps what was
+// typed: webhookAdd).
 func (p *Portal) webhookTest(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
 	if _, err := p.d.Webhooks.SendTest(r.Context(), param(r, "ep")); err != nil {
