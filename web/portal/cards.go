@@ -110,12 +110,13 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 	// The results sort by their columns (issue 23) through GET links that
 	// carry the query, so the search form's POST (which keeps a card
 	// number out of addresses) is followed by sortable links for any query
-	// but a card number: that search finds one card and its headers do not
-	// sort (a number is never put in a link). A new search starts in the
-	// usual order.
+	// but one holding a long run of digits: a card number (that search
+	// finds one card) or anything that could be one, an IBAN's account
+	// digits included. Those headers do not sort: a number is never put in
+	// a link. A new search starts in the usual order.
 	sort := readSort(r, "", "", "card", "owner", "account", "program", "type", "status", "activated", "created")
 	_, isPAN := service.PANQuery(q)
-	if !isPAN {
+	if !isPAN && !longDigitRun(q) {
 		order := sort.view(r)
 		order.Query = url.Values{}
 		if q != "" {
@@ -160,6 +161,25 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 		"created":   func(c pages.CardRow) string { return c.Created },
 	}, func(c pages.CardRow) string { return c.Token })
 	p.renderPrivate(w, r, sort.status(), "Cards", pages.Cards(v))
+}
+
+// longDigitRun reports whether q holds 13 digits or more in a row,
+// spaces and dashes between them ignored: as long as the shortest card
+// number.
+func longDigitRun(q string) bool {
+	n := 0
+	for _, c := range q {
+		switch {
+		case c >= '0' && c <= '9':
+			if n++; n >= 13 {
+				return true
+			}
+		case c == ' ' || c == '-':
+		default:
+			n = 0
+		}
+	}
+	return false
 }
 
 // cardRows makes list rows.

@@ -416,4 +416,12 @@ func TestMoreListsSortByColumn(t *testing.T) {
 	if strings.Contains(p.Body, pans[0]) {
 		t.Error("the card number is on the page")
 	}
+	// Nor is anything that could be one: an IBAN's account digits, or a
+	// card number beside a word.
+	for _, q := range []string{balance(a.eur, "iban"), pans[1] + " velikova"} {
+		p := a.cs.Get(t, "/backoffice/cards?q="+url.QueryEscape(q))
+		if n := doc(t, p.Body).Find(`a[data-testid^="sort-"]`).Length(); p.Status != http.StatusOK || n != 0 {
+			t.Errorf("search %.6s…: HTTP %d, %d sort links", q, p.Status, n)
+		}
+	}
 }
