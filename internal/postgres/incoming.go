@@ -106,11 +106,24 @@ func (s *IncomingStore) SuspenseItem(ctx context.Context, token string, forUpdat
 	return r.item(), nil
 }
 
+// suspenseSort is the suspense queue's orders (issue 23); it pages by
+// offset. An order without a key is the tab's usual one.
+var suspenseSort = sortable{def: "received", table: "suspense_items s", tie: "s.token", cols: map[string]string{
+	"received": "s.created_at",
+	"amount":   "s.currency || lpad(s.amount::text, 19, '0')",
+	"payer":    "lower(coalesce(s.payer->>'name', ''))",
+	"reason":   "s.reason",
+	"resolved": "coalesce(s.resolved_at, s.created_at)",
+}}
+
 // SuspenseItems implements service.IncomingStore.
-func (s *IncomingStore) SuspenseItems(ctx context.Context, open bool, page, limit int) ([]emi.SuspenseItem, int64, error) {
-	where, order := `s.status = 'open'`, `s.created_at, s.token`
+func (s *IncomingStore) SuspenseItems(ctx context.Context, open bool, page, limit int, o emi.SortOrder) ([]emi.SuspenseItem, int64, error) {
+	where, order := `s.status = 'open'`, ` ORDER BY s.created_at, s.token`
 	if !open {
-		where, order = `s.status <> 'open'`, `s.resolved_at DESC, s.token`
+		where, order = `s.status <> 'open'`, ` ORDER BY s.resolved_at DESC, s.token`
+	}
+	if o.Key != "" {
+		order = suspenseSort.orderBy(o)
 	}
 	var total int64
 	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &total, `SELECT count(*) FROM suspense_items s WHERE `+where); err != nil {
@@ -118,7 +131,7 @@ func (s *IncomingStore) SuspenseItems(ctx context.Context, open bool, page, limi
 	}
 	var rows []suspenseRow
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+suspenseColumns+` WHERE `+where+
-		` ORDER BY `+order+` LIMIT $1 OFFSET $2`, limit, (page-1)*limit); err != nil {
+		order+` LIMIT $1 OFFSET $2`, limit, (page-1)*limit); err != nil {
 		return nil, 0, Translate(err)
 	}
 	out := make([]emi.SuspenseItem, len(rows))

@@ -20,7 +20,8 @@ type IncomingStore interface {
 	SuspenseItem(ctx context.Context, token string, forUpdate bool) (emi.SuspenseItem, error)
 	// SuspenseItems returns a page (from 1) of open items, oldest first, or
 	// of resolved ones, newest first, with the total.
-	SuspenseItems(ctx context.Context, open bool, page, limit int) ([]emi.SuspenseItem, int64, error)
+	// An order with a key sorts by that column (issue 23).
+	SuspenseItems(ctx context.Context, open bool, page, limit int, order emi.SortOrder) ([]emi.SuspenseItem, int64, error)
 	// ResolveSuspenseItem writes the resolution of an open item.
 	ResolveSuspenseItem(ctx context.Context, token string, r emi.SuspenseResolution) error
 	// CountOpenSuspense counts open items.
@@ -460,12 +461,13 @@ func digitsOnly(s string) string {
 const SuspensePageSize = 50
 
 // SuspenseItems lists open suspense items, oldest first (open=true), or
-// resolved ones, newest first (emi.PermViewMoney).
-func (s *Incoming) SuspenseItems(ctx context.Context, open bool, page int) ([]emi.SuspenseItem, int64, error) {
+// resolved ones, newest first (emi.PermViewMoney), or in order when it
+// has a key (the store's whitelist maps it to a column).
+func (s *Incoming) SuspenseItems(ctx context.Context, open bool, page int, order emi.SortOrder) ([]emi.SuspenseItem, int64, error) {
 	if err := require(ctx, emi.PermViewMoney); err != nil {
 		return nil, 0, err
 	}
-	items, total, err := s.store.SuspenseItems(ctx, open, max(page, 1), SuspensePageSize)
+	items, total, err := s.store.SuspenseItems(ctx, open, max(page, 1), SuspensePageSize, order)
 	if err != nil || !open || len(items) == 0 {
 		return items, total, err
 	}

@@ -180,10 +180,10 @@ func TestSuspenseAssign(t *testing.T) {
 	item := m.park(t, 1250)
 
 	// Who may see, request and decide.
-	if _, _, err := inc.SuspenseItems(m.auditor, true, 1); err != nil {
+	if _, _, err := inc.SuspenseItems(m.auditor, true, 1, emi.SortOrder{}); err != nil {
 		t.Fatalf("auditor list: %v", err)
 	}
-	_, _, err := inc.SuspenseItems(m.underwriter, true, 1)
+	_, _, err := inc.SuspenseItems(m.underwriter, true, 1, emi.SortOrder{})
 	wantErr(t, "underwriter list", err, emi.ErrForbidden)
 	for _, ctx := range []context.Context{m.auditor, m.admin, m.underwriter} {
 		_, err := inc.RequestSuspenseAssignment(ctx, item, iban, "found the customer")
@@ -230,7 +230,7 @@ func TestSuspenseAssign(t *testing.T) {
 	if m.available(t, bal) != 0 || m.position(t, emi.LedgerSuspense, "EUR") != 1250 {
 		t.Fatal("a request moved money")
 	}
-	open, _, err := inc.SuspenseItems(m.auditor, true, 1)
+	open, _, err := inc.SuspenseItems(m.auditor, true, 1, emi.SortOrder{})
 	if err != nil || len(open) != 1 || open[0].Status != emi.SuspenseOpen || open[0].Pending == nil ||
 		open[0].Pending.Token != a.Token || open[0].Pending.Reason != "customer called with the payment slip" {
 		t.Fatalf("open items %+v %v", open, err)
@@ -312,11 +312,11 @@ func TestSuspenseAssign(t *testing.T) {
 	m.setStatus(t, blocked.Token, emi.AccountActive)
 	m.assign(t, m.cs, m.comp, m.park(t, 100), blocked.Token, "unblocked")
 
-	open, total, err := inc.SuspenseItems(m.auditor, true, 1)
+	open, total, err := inc.SuspenseItems(m.auditor, true, 1, emi.SortOrder{})
 	if err != nil || len(open) != 0 || total != 0 {
 		t.Fatalf("open items %d %d %v", len(open), total, err)
 	}
-	done, total, err := inc.SuspenseItems(m.auditor, false, 1)
+	done, total, err := inc.SuspenseItems(m.auditor, false, 1, emi.SortOrder{})
 	if err != nil || total != 5 || done[0].Status != emi.SuspenseAssigned || done[0].ResolvedAt == nil ||
 		done[0].AssignRequestedBy != staffOf(m.cs) || done[0].ResolvedBy != staffOf(m.comp) {
 		t.Fatalf("resolved items %d %+v %v", total, done, err)

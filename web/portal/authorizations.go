@@ -6,6 +6,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service"
+	"emi/views/components"
 	"emi/views/pages"
 )
 
@@ -72,6 +73,9 @@ func (p *Portal) cardPayments(r *http.Request, card emi.Card, currency string, f
 		}
 		if manage && a.Open() {
 			row.ClearAction, row.ReverseAction = authorizationHref(card.Token, a.Token)+"/clear", authorizationHref(card.Token, a.Token)+"/reverse"
+			if f != nil && f.kept.Is("clear:"+a.Token) {
+				row.Clear = f.kept
+			}
 		}
 		v.Rows = append(v.Rows, row)
 	}
@@ -168,21 +172,40 @@ func (p *Portal) cardAuthorizationSettle(w http.ResponseWriter, r *http.Request,
 	var au emi.Authorization
 	var err error
 	if clear {
+		// The amount is typed: a refused one comes back on the page (422)
+		// in its row's form, as typed, the reason beside it (issue 23).
+		form := components.KeepForm("clear:"+token, r.PostForm, "amount")
 		var amount *int64
-		if s := strings.TrimSpace(r.PostFormValue("amount")); s != "" {
+		if s := form.Value("amount"); s != "" {
 			v, ok := emi.ParseTypedAmount(s)
 			if !ok {
-				p.flash(r.Context(), "bad", "Not cleared: the amount must be a decimal amount with at most two decimals (12.50), or empty for the whole hold.")
-				redirect(w, r, cardHref(card))
+				const why = "must be a decimal amount with at most two decimals (12.50 or 12,50), or empty for the whole hold"
+				form.Refuse("amount", why)
+				// The flash says why too: the hold may have closed meanwhile,
+				// and its row with it.
+				p.flash(r.Context(), "bad", "Not cleared: the amount "+why+".")
+				p.renderCardPage(w, r, http.StatusUnprocessableEntity, &cardForm{which: "clear", kept: form})
 				return
 			}
 			amount = &v
 		}
 		au, err = p.d.Authorizations.Clear(r.Context(), token, amount)
+		if e := emi.AsError(err); err != nil && (e.Kind == emi.KindInvalid || len(e.Fields) > 0) && !e.Is(emi.ErrAuthorizationNotFound) {
+			banner := keepErrors(form, err, nil)
+			if !form.Invalid("amount") {
+				form.Errs["amount"] = banner
+			}
+			p.flash(r.Context(), "bad", "Not cleared: "+banner)
+			p.renderCardPage(w, r, formStatus(e), &cardForm{which: "clear", kept: form})
+			return
+		}
 	} else {
+		// Reverse has nothing typed (one button): a refusal is a flash.
 		au, err = p.d.Authorizations.Reverse(r.Context(), token)
 	}
 	if err != nil {
+		// The hold is no longer open (its row has no form any more), or
+		// the payment is not found: a flash on the card's page.
 		e := emi.AsError(err)
 		switch {
 		case e.Kind == emi.KindForbidden || e.Kind == emi.KindInternal:
@@ -190,14 +213,8 @@ func (p *Portal) cardAuthorizationSettle(w http.ResponseWriter, r *http.Request,
 			return
 		case e.Is(emi.ErrTransferInvalidTransition):
 			p.flash(r.Context(), "bad", "Nothing changed: the payment is no longer held (it was declined, or already cleared, reversed or expired).")
-		case e.Is(emi.ErrAuthorizationNotFound):
-			p.flash(r.Context(), "bad", Message(e))
 		default:
-			msg := "Not cleared."
-			for _, f := range e.Fields {
-				msg += " " + f.Field + " " + f.Message + "."
-			}
-			p.flash(r.Context(), "bad", msg)
+			p.flash(r.Context(), "bad", Message(e))
 		}
 		redirect(w, r, cardHref(card))
 		return

@@ -10,6 +10,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service"
+	"emi/views/components"
 	"emi/views/pages"
 	"emi/web/httpx"
 )
@@ -106,8 +107,27 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 		r.URL = &u
 	}
 	v := pages.CardsView{Q: maskedQuery(q), Searched: q != ""}
+	// The results sort by their columns (issue 23) through GET links that
+	// carry the query, so the search form's POST (which keeps a card
+	// number out of addresses) is followed by sortable links for any query
+	// but one holding a long run of digits: a card number (that search
+	// finds one card) or anything that could be one, an IBAN's account
+	// digits included. Those headers do not sort: a number is never put in
+	// a link. A new search starts in the usual order.
+	sort := readSort(r, "", "", "card", "owner", "account", "program", "type", "status", "activated", "created")
+	_, isPAN := service.PANQuery(q)
+	if !isPAN && !longDigitRun(q) {
+		order := sort.view(r)
+		order.Query = url.Values{}
+		if q != "" {
+			order.Query.Set("q", q)
+		}
+		v.Sort = &order
+	} else {
+		sort = tableSort{}
+	}
 	search := p.d.Cards.Search
-	if _, isPAN := service.PANQuery(q); isPAN && r.Method == http.MethodPost {
+	if isPAN && r.Method == http.MethodPost {
 		// A full card number only from the form's POST (never a URL), for
 		// staff who may reveal, counted and audited as a reveal (M2).
 		search = p.d.Cards.SearchPAN
@@ -130,7 +150,36 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, err)
 		return
 	}
-	p.renderPrivate(w, r, http.StatusOK, "Cards", pages.Cards(v))
+	sortRows(r, v.Rows, sort, map[string]func(pages.CardRow) string{
+		"card":      func(c pages.CardRow) string { return c.Masked[max(len(c.Masked)-4, 0):] },
+		"owner":     func(c pages.CardRow) string { return c.Owner },
+		"account":   func(c pages.CardRow) string { return c.Account },
+		"program":   func(c pages.CardRow) string { return c.Program },
+		"type":      func(c pages.CardRow) string { return c.Type },
+		"status":    func(c pages.CardRow) string { return c.Status },
+		"activated": func(c pages.CardRow) string { return strconv.FormatBool(c.Activated) },
+		"created":   func(c pages.CardRow) string { return c.Created },
+	}, func(c pages.CardRow) string { return c.Token })
+	p.renderPrivate(w, r, sort.status(), "Cards", pages.Cards(v))
+}
+
+// longDigitRun reports whether q holds 13 digits or more in a row,
+// spaces and dashes between them ignored: as long as the shortest card
+// number.
+func longDigitRun(q string) bool {
+	n := 0
+	for _, c := range q {
+		switch {
+		case c >= '0' && c <= '9':
+			if n++; n >= 13 {
+				return true
+			}
+		case c == ' ' || c == '-':
+		default:
+			n = 0
+		}
+	}
+	return false
 }
 
 // cardRows makes list rows.
@@ -179,6 +228,9 @@ type cardForm struct {
 	vals   map[string]string
 	errs   map[string]string
 	banner string
+	// kept is a refused form of a payment's row (which "clear"), named
+	// "clear:<authorization>".
+	kept *components.Form
 }
 
 // cardDetail (GET /cards/{card}).

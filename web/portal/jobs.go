@@ -3,6 +3,7 @@ package portal
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"emi/internal/emi"
 	"emi/views/pages"
@@ -10,7 +11,11 @@ import (
 
 // jobs (GET /jobs) shows the job queue: counts by state, then dead and
 // stuck jobs first (a running job past its lease is stuck: its worker died).
+// The list (at most 100 jobs) sorts by its columns in Go (issue 23); its
+// usual order, dead and stuck first, is no column's, so no header is
+// marked sorted until one is chosen.
 func (p *Portal) jobs(w http.ResponseWriter, r *http.Request) {
+	sort := readSort(r, "", "", "id", "kind", "state", "attempt", "run_at", "updated")
 	state := r.URL.Query().Get("state")
 	counts, list, err := p.d.Jobs.Overview(r.Context(), state, 100)
 	if err != nil {
@@ -38,7 +43,15 @@ func (p *Portal) jobs(w http.ResponseWriter, r *http.Request) {
 		}
 		rows[i] = row
 	}
-	p.render(w, r, http.StatusOK, "Background jobs", pages.Jobs(tiles, state, rows))
+	sortRows(r, rows, sort, map[string]func(pages.JobRow) string{
+		"id":      func(j pages.JobRow) string { return padNumber(j.ID) },
+		"kind":    func(j pages.JobRow) string { return j.Kind },
+		"state":   func(j pages.JobRow) string { return j.State },
+		"attempt": func(j pages.JobRow) string { return padNumber(strings.SplitN(j.Attempt, " ", 2)[0]) },
+		"run_at":  func(j pages.JobRow) string { return j.RunAt },
+		"updated": func(j pages.JobRow) string { return j.Updated },
+	}, func(j pages.JobRow) string { return padNumber(j.ID) })
+	p.render(w, r, sort.status(), "Background jobs", pages.Jobs(tiles, state, rows, sort.view(r)))
 }
 
 // firstLine keeps the first line of an error (stacks stay in the database).

@@ -9,6 +9,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"emi/internal/app/apptest"
+	"emi/internal/emi"
 )
 
 // TestEveryRefusedFormKeepsWhatWasTyped (issue 23, item 5): each refusable
@@ -28,6 +29,16 @@ func TestEveryRefusedFormKeepsWhatWasTyped(t *testing.T) {
 	compliance.SignIn(t, apptest.ComplianceEmail)
 	acc := accountHref(a.eurTok)
 	partner := "/backoffice/partners/" + a.p.ID
+	// A card with a payment held, for the sandbox's clear form.
+	card := issueCard(t, a.env, a.p, emi.CardCreate{Account: a.eurTok, Type: emi.CardVirtual, PIN: chosenPIN})
+	a.env.Fund(t, a.eurTok, balance(a.eur, "token"), "EUR", 100_00)
+	if p := a.cs.Post(t, "/backoffice/cards/"+card.Token+"/authorizations", simulation("12.50", "pos", chosenPIN, "passed")); p.Status != http.StatusSeeOther {
+		t.Fatalf("simulated payment: HTTP %d", p.Status)
+	}
+	var held string
+	if err := a.env.App.DB.Get(&held, `SELECT token::text FROM card_authorizations WHERE card = $1 AND status = 'approved'`, card.Token); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, c := range []struct {
 		name    string
@@ -60,6 +71,12 @@ func TestEveryRefusedFormKeepsWhatWasTyped(t *testing.T) {
 		{"webhook endpoint", admin, partner + "/webhooks",
 			url.Values{"url": {"ftp://hooks.example/x"}, "event_types": {"card.activated, account.status_changed"}},
 			"endpoint-form", "url", []string{"url", "event_types"}},
+		{"clearing a held card payment (sandbox)", a.cs, "/backoffice/cards/" + card.Token + "/authorizations/" + held + "/clear",
+			url.Values{"amount": {"1,250"}}, "payment-clear-form", "amount", []string{"amount"}},
+		{"clearing more than is held (sandbox)", a.cs, "/backoffice/cards/" + card.Token + "/authorizations/" + held + "/clear",
+			url.Values{"amount": {"99,00"}}, "payment-clear-form", "amount", []string{"amount"}},
+		{"saved review view", admin, "/backoffice/review/views",
+			url.Values{"name": {strings.Repeat("high risk ", 11)}, "query": {"risk=high"}}, "save-view-form", "name", []string{"name"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := c.b.Post(t, c.path, c.form)
@@ -77,7 +94,7 @@ func TestEveryRefusedFormKeepsWhatWasTyped(t *testing.T) {
 				}
 			}
 			for _, name := range c.kept {
-				if got := fieldValue(form, name); got != c.form.Get(name) {
+				if got := fieldValue(form, name); got != strings.TrimSpace(c.form.Get(name)) {
 					t.Errorf("%s is %q, typed %q", name, got, c.form.Get(name))
 				}
 			}
@@ -92,7 +109,8 @@ func TestEveryRefusedFormKeepsWhatWasTyped(t *testing.T) {
 		})
 	}
 	var n int
-	if err := a.env.App.DB.Get(&n, `SELECT (SELECT count(*) FROM adjustment_requests) + (SELECT count(*) FROM suspense_items)`); err != nil || n != 0 {
+	if err := a.env.App.DB.Get(&n, `SELECT (SELECT count(*) FROM adjustment_requests) + (SELECT count(*) FROM suspense_items)
+		+ (SELECT count(*) FROM card_authorizations WHERE status <> 'approved')`); err != nil || n != 0 {
 		t.Fatalf("refused forms left %d rows (%v)", n, err)
 	}
 

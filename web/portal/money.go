@@ -125,9 +125,22 @@ type suspenseForm struct {
 
 // renderSuspense renders a page of the suspense queue; form, when set,
 // fills a refused form of its item with what was typed and opens it.
+//
+// The queue sorts by its columns in SQL (issue 23), by offset pages that
+// keep the order; without ?sort= each tab has its usual order (open:
+// oldest first; resolved: last resolved first), so no header is marked
+// sorted. An action's redirect shows the queue in its usual order.
 func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status int, open bool, page int, form *suspenseForm) {
 	page = min(max(page, 1), maxAccountPage)
-	items, total, err := p.d.Incoming.SuspenseItems(r.Context(), open, page)
+	keys := []string{"received", "amount", "payer", "reason"}
+	if !open {
+		keys = append(keys, "resolved")
+	}
+	sort := readSort(r, "", "", keys...)
+	if status == http.StatusOK {
+		status = sort.status()
+	}
+	items, total, err := p.d.Incoming.SuspenseItems(r.Context(), open, page, sort.order())
 	if err != nil {
 		p.renderError(w, r, err)
 		return
@@ -135,7 +148,13 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 	v := pages.SuspenseView{Open: open, Page: strconv.Itoa(page), Tabs: []pages.Tab{
 		{Label: "Open", Href: "/backoffice/suspense", Active: open},
 		{Label: "Resolved", Href: "/backoffice/suspense?status=resolved", Active: !open},
-	}}
+	}, Sort: sort.view(r)}
+	// The headers link to the queue's tab, also when the page answers a
+	// refused form's POST.
+	v.Sort.Path, v.Sort.Query = "/backoffice/suspense", url.Values{}
+	if !open {
+		v.Sort.Query.Set("status", "resolved")
+	}
 	canResolve := canDo(r, emi.PermManageMoney)
 	me := current(r).ID
 	now := p.d.Now()
@@ -191,6 +210,10 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 		}
 		if n > 1 {
 			q.Set("page", strconv.Itoa(n))
+		}
+		if sort.Key != "" {
+			q.Set("sort", sort.Key)
+			q.Set("dir", sort.Dir)
 		}
 		if len(q) == 0 {
 			return "/backoffice/suspense"
@@ -465,8 +488,11 @@ func accountIdentifiers(a emi.Account) []pages.Option {
 // --- adjustments ---
 
 // adjustments (GET /adjustments) lists pending adjustment requests and
-// the latest decided ones.
+// the latest decided ones. Both lists are bounded and sort by the same
+// column in Go (issue 23); their usual orders (the service's) differ, so
+// no header is marked sorted until one is chosen.
 func (p *Portal) adjustments(w http.ResponseWriter, r *http.Request) {
+	sort := readSort(r, "", "", "requested", "account", "direction", "amount", "requested_by")
 	pending, err := p.d.Adjustments.Pending(r.Context(), "")
 	if err != nil {
 		p.renderError(w, r, err)
@@ -477,8 +503,18 @@ func (p *Portal) adjustments(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, err)
 		return
 	}
-	p.renderPrivate(w, r, http.StatusOK, "Adjustments", pages.Adjustments(pages.AdjustmentsView{
-		Pending: p.adjustmentRows(r, pending), Decided: p.adjustmentRows(r, decided)}))
+	v := pages.AdjustmentsView{Pending: p.adjustmentRows(r, pending), Decided: p.adjustmentRows(r, decided), Sort: sort.view(r)}
+	cols := map[string]func(pages.AdjustmentRow) string{
+		"requested":    func(a pages.AdjustmentRow) string { return a.Requested },
+		"account":      func(a pages.AdjustmentRow) string { return a.Account },
+		"direction":    func(a pages.AdjustmentRow) string { return a.Direction },
+		"amount":       func(a pages.AdjustmentRow) string { return a.Currency + padNumber(a.Amount) },
+		"requested_by": func(a pages.AdjustmentRow) string { return a.RequestedBy },
+	}
+	token := func(a pages.AdjustmentRow) string { return a.Token }
+	sortRows(r, v.Pending, sort, cols, token)
+	sortRows(r, v.Decided, sort, cols, token)
+	p.renderPrivate(w, r, sort.status(), "Adjustments", pages.Adjustments(v))
 }
 
 // adjustmentRows lays out adjustment requests with the actions the

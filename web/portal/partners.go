@@ -122,7 +122,16 @@ func (p *Portal) renderPartnerPage(w http.ResponseWriter, r *http.Request, statu
 	if onboarding != nil {
 		content = append(content, onboarding)
 	}
-	hooks, err := p.webhooksSection(r, id, newURL, errs)
+	// The endpoints are the page's one sortable table; a role that does not
+	// see them has no order to ask for.
+	var sort tableSort
+	if canDo(r, emi.PermViewWebhooks) {
+		sort = readSort(r, "", "", "url", "events", "status", "last_attempt")
+	}
+	if status == http.StatusOK {
+		status = sort.status()
+	}
+	hooks, err := p.webhooksSection(r, id, newURL, errs, sort)
 	if err != nil {
 		p.renderError(w, r, err)
 		return
@@ -133,7 +142,8 @@ func (p *Portal) renderPartnerPage(w http.ResponseWriter, r *http.Request, statu
 	p.render(w, r, status, pt.Name, templ.Join(content...))
 }
 
-// partnerProcessing (POST /partners/{id}/processing).
+// partnerProcessing (POST /partners/{id}/processing). Nothing is typed
+// (a select of the modes): a refusal is a flash (issue 23).
 func (p *Portal) partnerProcessing(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
 	if err := p.d.Partners.SetProcessing(r.Context(), id, emi.Processing(r.PostFormValue("processing"))); err != nil {
@@ -144,7 +154,8 @@ func (p *Portal) partnerProcessing(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, "/backoffice/partners/"+id)
 }
 
-// partnerKeyCreate (POST /partners/{id}/keys).
+// partnerKeyCreate (POST /partners/{id}/keys). The key forms (create,
+// rotate, revoke) are buttons, nothing typed: a refusal is a flash.
 func (p *Portal) partnerKeyCreate(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
 	creds, err := p.d.Partners.CreateKey(r.Context(), id)
@@ -178,7 +189,8 @@ func (p *Portal) partnerKeyRevoke(w http.ResponseWriter, r *http.Request) {
 }
 
 // partnerKeySignatureVersion (POST /partners/{id}/keys/{key}/signature-version):
-// sets the lowest signature version the key accepts (contract §2).
+// sets the lowest signature version the key accepts (contract §2). A
+// choice between the versions, nothing typed: a refusal is a flash.
 func (p *Portal) partnerKeySignatureVersion(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
 	v, err := strconv.Atoi(r.PostFormValue("signature_version"))

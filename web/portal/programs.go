@@ -346,7 +346,9 @@ func (p *Portal) programChangeReject(w http.ResponseWriter, r *http.Request) {
 }
 
 // programDecisionRefused shows a refused approval or rejection as a flash
-// on the programs page (rule errors), the error page otherwise.
+// on the programs page (rule errors), the error page otherwise: both are
+// buttons, nothing typed (a refused program form keeps what was typed:
+// programRefused).
 func (p *Portal) programDecisionRefused(w http.ResponseWriter, r *http.Request, code string, err error) {
 	e := emi.AsError(err)
 	switch e.Kind {

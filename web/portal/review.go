@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/views/components"
 	"emi/views/pages"
 )
 
@@ -218,8 +219,21 @@ func (p *Portal) colleagues(r *http.Request, selected string) ([]pages.Option, e
 
 // reviewQueue (GET /review) is the underwriters' queue.
 func (p *Portal) reviewQueue(w http.ResponseWriter, r *http.Request) {
+	p.renderReviewQueue(w, r, http.StatusOK, r.URL.Query(), nil, nil)
+}
+
+// renderReviewQueue renders the queue with the filters of query; kept,
+// when set, is a refused form shown again (issue 23): a bulk action
+// ("bulk": colleague and reason as typed, the chosen applications still
+// ticked) or a saved view ("view": its name, the section open), each
+// reason beside its field.
+func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, status int, query url.Values, kept *components.Form, chosen []string) {
+	var bulk *components.Form
+	if kept.Is("bulk") {
+		bulk = kept
+	}
 	ctx := r.Context()
-	qp := readQueue(r.URL.Query())
+	qp := readQueue(query)
 	page, err := p.d.Review.Queue(ctx, qp.filter())
 	if err != nil {
 		p.renderError(w, r, err)
@@ -276,10 +290,17 @@ func (p *Portal) reviewQueue(w http.ResponseWriter, r *http.Request) {
 		for _, c := range cs {
 			v.Filter.Assignees = append(v.Filter.Assignees, pages.Option{Value: c.Value, Label: "held by " + c.Label, Selected: c.Value == qp.Assignee})
 		}
-		v.Bulk = &pages.BulkView{Colleagues: cs, Back: base.Encode()}
+		v.Bulk = &pages.BulkView{Colleagues: cs, Back: base.Encode(), Kept: bulk}
+		if to := bulk.Value("to"); to != "" {
+			for i := range v.Bulk.Colleagues {
+				v.Bulk.Colleagues[i].Selected = v.Bulk.Colleagues[i].Value == to
+			}
+		}
 	}
 	for _, row := range page.Rows {
-		v.Rows = append(v.Rows, queueRow(row, me, now))
+		qr := queueRow(row, me, now)
+		qr.Chosen = slices.Contains(chosen, row.Token)
+		v.Rows = append(v.Rows, qr)
 	}
 	if page.Next != "" {
 		nq := cloneQuery(base)
@@ -313,8 +334,11 @@ func (p *Portal) reviewQueue(w http.ResponseWriter, r *http.Request) {
 		v.Views = append(v.Views, pages.SavedViewRow{ID: sv.ID, Name: sv.Name, Href: queueHref(readQueue(q).values()),
 			Active: readQueue(q).values().Encode() == base.Encode()})
 	}
+	if kept.Is("view") {
+		v.ViewForm = kept
+	}
 	r = withReviewCount(r, page.Counts[emi.AppInReview])
-	p.renderPrivate(w, r, http.StatusOK, "Review queue", pages.Queue(v))
+	p.renderPrivate(w, r, status, "Review queue", pages.Queue(v))
 }
 
 func queueRow(row emi.QueueRow, me string, now time.Time) pages.QueueRow {
@@ -423,7 +447,8 @@ func writeCSV(w http.ResponseWriter, name string, rows [][]string) {
 }
 
 // reviewNext (POST /review/next) claims the oldest unclaimed application in
-// review that matches the form's filter and opens it.
+// review that matches the form's filter and opens it. A button (the
+// filters are the queue's own, hidden): a refusal is a flash.
 func (p *Portal) reviewNext(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		p.errorPage(w, r, http.StatusBadRequest, "The form could not be read.")
@@ -450,16 +475,29 @@ func (p *Portal) reviewNext(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) reviewSaveView(w http.ResponseWriter, r *http.Request) {
 	q, _ := url.ParseQuery(r.PostFormValue("query"))
 	back := queueHref(readQueue(q).values())
-	v, err := p.d.Review.SaveView(r.Context(), r.PostFormValue("name"), readQueue(q).values().Encode())
+	form := components.KeepForm("view", r.PostForm, "name")
+	v, err := p.d.Review.SaveView(r.Context(), form.Value("name"), readQueue(q).values().Encode())
 	if err != nil {
-		p.flashError(w, r, err, back)
+		if e := emi.AsError(err); e.Kind != emi.KindInvalid && e.Kind != emi.KindConflict {
+			p.renderError(w, r, err)
+			return
+		}
+		// The queue again (422) with the name as typed beside the reason
+		// (issue 23).
+		banner := keepErrors(form, err, nil)
+		if !form.Invalid("name") {
+			form.Errs["name"] = banner
+		}
+		p.flash(r.Context(), "bad", "The view was not saved: "+form.Errs["name"])
+		p.renderReviewQueue(w, r, http.StatusUnprocessableEntity, q, form, nil)
 		return
 	}
 	p.flash(r.Context(), "ok", "View “"+v.Name+"” saved.")
 	redirect(w, r, back)
 }
 
-// reviewDeleteView (POST /review/views/{view}/delete).
+// reviewDeleteView (POST /review/views/{view}/delete). A button: a
+// refusal is a flash.
 func (p *Portal) reviewDeleteView(w http.ResponseWriter, r *http.Request) {
 	if err := p.d.Review.DeleteView(r.Context(), param(r, "view")); err != nil {
 		p.flashError(w, r, err, "/backoffice/review")
@@ -484,18 +522,37 @@ func (p *Portal) reviewBulk(w http.ResponseWriter, r *http.Request) {
 			tokens = append(tokens, t)
 		}
 	}
+	form := components.KeepForm("bulk", r.PostForm, "to", "reason", "application")
 	to := ""
 	if r.PostForm.Get("op") != "release" {
-		to = r.PostForm.Get("to")
+		to = form.Value("to")
 		if to == "" {
-			p.flash(r.Context(), "bad", "Choose the colleague to give the applications to, or release them.")
-			redirect(w, r, back)
-			return
+			form.Refuse("to", "choose the colleague to give the applications to, or release them")
 		}
 	}
-	n, err := p.d.Review.BulkReassign(r.Context(), tokens, to, r.PostForm.Get("reason"))
-	if err != nil {
-		p.flashError(w, r, err, back)
+	var n int
+	var err error
+	if !form.Refused() {
+		n, err = p.d.Review.BulkReassign(r.Context(), tokens, to, form.Value("reason"))
+	}
+	if form.Refused() || err != nil {
+		// A refused bulk action (issue 23) answers the queue again (422)
+		// with what was chosen and typed kept; a forbidden one its page.
+		if e := emi.AsError(err); err != nil && e.Kind != emi.KindInvalid && e.Kind != emi.KindConflict {
+			p.renderError(w, r, err)
+			return
+		}
+		banner := "Choose the colleague to give the applications to, or release them."
+		if err != nil {
+			banner = keepErrors(form, err, func(f string) string {
+				if f == "applications" {
+					return "application"
+				}
+				return f
+			})
+		}
+		p.flash(r.Context(), "bad", "Nothing was reassigned: "+banner)
+		p.renderReviewQueue(w, r, http.StatusUnprocessableEntity, q, form, tokens)
 		return
 	}
 	msg := strconv.Itoa(n) + " application(s) released."

@@ -526,7 +526,8 @@ func (p *Portal) reviewRefused(w http.ResponseWriter, r *http.Request, err error
 	p.flashError(w, r, err, back)
 }
 
-// reviewClaim (POST /review/{application}/claim).
+// reviewClaim (POST /review/{application}/claim). Claim and release are
+// buttons, nothing typed: a refusal is a flash.
 func (p *Portal) reviewClaim(w http.ResponseWriter, r *http.Request) {
 	token := p.reviewToken(w, r)
 	if token == "" {

@@ -352,8 +352,10 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			t.Errorf("the saved view does not show its filter: %v", got)
 		}
 		lacks(t, "another underwriter's views", uw2.Get(t, "/backoffice/review"), "High risk")
-		if r := uw1.Post(t, "/backoffice/review/views", url.Values{"name": {""}, "query": {"risk=High"}}); r.Status != http.StatusSeeOther ||
-			!strings.Contains(flashes(uw1.Get(t, r.Location)), "name") {
+		// Refused, the queue answers again (422) with the reason beside the
+		// name (issue 23).
+		if r := uw1.Post(t, "/backoffice/review/views", url.Values{"name": {""}, "query": {"risk=High"}}); r.Status != http.StatusUnprocessableEntity ||
+			!strings.Contains(dom(t, r).Find("#name-error").Text(), "name") {
 			t.Errorf("a view without a name: HTTP %d", r.Status)
 		}
 		var id string
@@ -720,9 +722,20 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		if assigneeOf(t, env, kim) != uw1ID || assigneeOf(t, env, evil) != uw1ID {
 			t.Fatal("not reassigned")
 		}
-		pg = after(t, admin, "/backoffice/review/bulk", url.Values{"application": {kim, evil}, "op": {"release"}, "reason": {""}})
-		if !strings.Contains(flashes(pg), "say why") || assigneeOf(t, env, kim) != uw1ID {
-			t.Errorf("release without reason: %q", flashes(pg))
+		// Refused (issue 23): the queue again (422) with the applications
+		// still ticked and the reason beside its field.
+		pg = admin.Post(t, "/backoffice/review/bulk", url.Values{"application": {kim, evil}, "op": {"release"}, "reason": {""}})
+		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(flashes(pg), "Nothing was reassigned") || assigneeOf(t, env, kim) != uw1ID {
+			t.Errorf("release without reason: HTTP %d, %q", pg.Status, flashes(pg))
+		}
+		if why := dom(t, pg).Find("#reason-error").Text(); !strings.Contains(why, "say why") {
+			t.Errorf("beside the reason: %q", why)
+		}
+		if bulk := dom(t, pg).Find(`form[data-testid="bulk-form"] [name="reason"]`); bulk.AttrOr("aria-invalid", "") != "true" {
+			t.Error("the reason is not marked refused")
+		}
+		if n := dom(t, pg).Find(`input[name="application"][checked]`).Length(); n != 2 {
+			t.Errorf("%d applications still ticked, want 2", n)
 		}
 		after(t, admin, "/backoffice/review/bulk", url.Values{"application": {kim, evil}, "op": {"release"}, "reason": {"back to the pool"}})
 		if assigneeOf(t, env, kim) != "" || assigneeOf(t, env, evil) != "" {

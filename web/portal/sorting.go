@@ -119,3 +119,21 @@ func timeOrZero(t *time.Time) time.Time {
 	}
 	return *t
 }
+
+// padNumber writes a decimal number (digits, an optional minus sign and
+// fraction, as the lists show ids and amounts) so that it sorts as text
+// in numeric order: sortRows compares text. Negative numbers sort before
+// the others (their order among themselves is not needed by any list).
+func padNumber(n string) string {
+	n = strings.TrimSpace(n)
+	neg := strings.HasPrefix(n, "-")
+	n = strings.TrimPrefix(n, "-")
+	whole, frac, _ := strings.Cut(n, ".")
+	if len(whole) < 20 {
+		whole = strings.Repeat("0", 20-len(whole)) + whole
+	}
+	if neg {
+		return "0" + whole + "." + frac
+	}
+	return "1" + whole + "." + frac
+}

@@ -267,7 +267,8 @@ func (p *Portal) staffRevoke(w http.ResponseWriter, r *http.Request) {
 }
 
 // staffAction runs one action on the staff user of the path and returns to
-// their page with a flash.
+// their page with a flash. Disable, enable and sign out everywhere are
+// buttons with nothing typed, so a refusal is a flash too (issue 23).
 func (p *Portal) staffAction(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, id string) error, done string) {
 	id := param(r, "id")
 	if err := act(r.Context(), id); err != nil {
@@ -280,7 +281,7 @@ func (p *Portal) staffAction(w http.ResponseWriter, r *http.Request, act func(ct
 
 // staffReset (POST /staff/{id}/reset) issues a temporary password (or, for
 // a privileged user, proposes the reset and shows the first half), shown
-// once in this answer.
+// once in this answer. A button, nothing typed: a refusal is a flash.
 func (p *Portal) staffReset(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
 	out, err := p.d.Staff.ResetCredentials(r.Context(), id)
@@ -313,7 +314,9 @@ func (p *Portal) staffChangeApprove(w http.ResponseWriter, r *http.Request) {
 	p.renderStaff(w, r, http.StatusOK, out.User.ID, out.Secret, half)
 }
 
-// staffChangeReject (POST /staff/changes/{change}/reject).
+// staffChangeReject (POST /staff/changes/{change}/reject). The approve
+// and reject forms are confirmed buttons, nothing typed: a refusal is a
+// flash.
 func (p *Portal) staffChangeReject(w http.ResponseWriter, r *http.Request) {
 	if err := p.d.Staff.RejectChange(r.Context(), param(r, "change"), r.PostFormValue("reason")); err != nil {
 		p.flashError(w, r, err, "/backoffice/staff")

@@ -387,7 +387,8 @@ func (p *Portal) transferReversalRequest(w http.ResponseWriter, r *http.Request)
 
 // transferReversalDecide (POST /transfers/{transfer}/reversal/approve and
 // .../reject) decides a pending reversal: approval by someone other than
-// the requester moves the money back.
+// the requester moves the money back. Buttons, nothing typed: a refusal is
+// a flash.
 func (p *Portal) transferReversalDecide(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token := p.transferToken(w, r)

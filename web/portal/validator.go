@@ -199,7 +199,8 @@ func (p *Portal) validatorSave(w http.ResponseWriter, r *http.Request) {
 
 // validatorRemove (POST /partners/{id}/validator-config/remove) removes the
 // configuration: the partner's application_create answers 11008 until one
-// is saved again.
+// is saved again. A confirmed button, nothing typed: a refusal is a flash
+// (a refused save keeps what was typed: validatorSave).
 func (p *Portal) validatorRemove(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
 	if err := p.d.Onboarding.SetValidatorConfig(r.Context(), id, nil); err != nil {

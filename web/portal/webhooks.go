@@ -34,8 +34,9 @@ type WebhookService interface {
 }
 
 // webhooksSection renders the partner's endpoints for its page (nil when
-// the role may not see webhooks).
-func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs map[string]string) (templ.Component, error) {
+// the role may not see webhooks), in the order sort asks (issue 23: a
+// partner has a handful, sorted in Go; the usual order is the service's).
+func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs map[string]string, sort tableSort) (templ.Component, error) {
 	if !canDo(r, emi.PermViewWebhooks) {
 		return nil, nil
 	}
@@ -77,7 +78,18 @@ func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs
 		}
 		rows[i] = row
 	}
-	v := pages.WebhooksView{PartnerID: partnerID, Endpoints: rows, CanManage: canDo(r, emi.PermManageWebhooks), NewURL: newURL, Errors: errs}
+	sortRows(r, rows, sort, map[string]func(pages.EndpointRow) string{
+		"url":          func(e pages.EndpointRow) string { return e.URL },
+		"events":       func(e pages.EndpointRow) string { return e.Types },
+		"status":       func(e pages.EndpointRow) string { return e.Status },
+		"last_attempt": func(e pages.EndpointRow) string { return e.LastAttempt },
+	}, func(e pages.EndpointRow) string { return e.ID })
+	// The headers link to the partner's page itself, also when it answers
+	// a refused form's POST.
+	order := sort.view(r)
+	order.Path, order.Query = "/backoffice/partners/"+partnerID, nil
+	v := pages.WebhooksView{PartnerID: partnerID, Endpoints: rows, CanManage: canDo(r, emi.PermManageWebhooks), NewURL: newURL,
+		Errors: errs, Sort: order}
 	if len(errs) > 0 {
 		// A refused new endpoint (webhookAdd): its event types as typed.
 		v.NewTypes = strings.TrimSpace(r.PostFormValue("event_types"))
@@ -120,6 +132,9 @@ func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
 }
 
 // webhookTest (POST /partners/{id}/webhooks/{ep}/test) sends a test event.
+// Test, rotate, enable, disable and replay are buttons with nothing typed:
+// a refusal is a flash (issue 23; a refused new endpoint keeps what was
+// typed: webhookAdd).
 func (p *Portal) webhookTest(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
 	if _, err := p.d.Webhooks.SendTest(r.Context(), param(r, "ep")); err != nil {

@@ -215,14 +215,23 @@ func TestRefusedSimulatedPaymentKeepsWhatWasTypedInTheBrowser(t *testing.T) {
 }
 
 // TestSortedListsInTheBrowser (issue 23, items 6 and 7): the lists that
-// sort (accounts, audit log, AML and KYC queues, partners, staff), each
+// sort (accounts, audit log, AML and KYC queues, partners, staff, jobs,
+// adjustments, suspense, the cards search, a partner's webhook endpoints), each
 // sorted by a column, show aria-sort on it and fit a 390 px screen without
 // a sideways page scroll; each is saved at 1440 and 390 px.
 func TestSortedListsInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
-	p := env.NewPartner(t, emi.PartnerCreate{Name: "Sorted Lists Partner"})
+	// The webhook endpoint gives the partner's page its sortable table.
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Sorted Lists Partner", WebhookURL: "http://127.0.0.1:9/hooks"})
 	accountHolder(t, env, p)
+	cardHolder(t, env, p) // Elena Dimova's card, for the cards search
+	for _, kind := range []string{"sort.b", "sort.a"} {
+		if _, err := env.App.DB.Exec(`INSERT INTO jobs (kind, payload, state, attempt, max_attempts, run_at)
+			VALUES ($1, '{}', 'available', 1, 3, now() + interval '1 hour')`, kind); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b := newTab(t, env)
 	b.signIn(env, apptest.AdminEmail)
 	for _, c := range []struct{ name, path, col string }{
@@ -232,6 +241,11 @@ func TestSortedListsInTheBrowser(t *testing.T) {
 		{"kyc-sorted", "/backoffice/kyc?status=all&sort=status&dir=desc", "status"},
 		{"partners-sorted", "/backoffice/partners?sort=name&dir=asc", "name"},
 		{"staff-sorted", "/backoffice/staff?sort=email&dir=desc", "email"},
+		{"jobs-sorted", "/backoffice/jobs?sort=kind&dir=asc", "kind"},
+		{"adjustments-sorted", "/backoffice/adjustments?sort=amount&dir=desc", "amount"},
+		{"suspense-sorted", "/backoffice/suspense?status=resolved&sort=resolved&dir=desc", "resolved"},
+		{"cards-sorted", "/backoffice/cards?q=Dimova&sort=status&dir=asc", "status"},
+		{"endpoints-sorted", "/backoffice/partners/" + p.ID + "?sort=url&dir=asc", "url"},
 	} {
 		b.do("viewport", chromedp.EmulateViewport(1440, 900))
 		if status := b.open(c.path); status != http.StatusOK {

@@ -58,7 +58,27 @@ func TestCardPaymentSimulatorInTheBrowser(t *testing.T) {
 	noCardNumber(b, "card page with payments", pan)
 	screenshot(b, "card-payments")
 
-	b.typeInto(`[data-testid="payment-clear-form"] input[name="amount"]`, "40")
+	// A refused amount (issue 23) comes back in the payment's row as typed,
+	// marked and explained, focused; the page fits 390 px. The old page
+	// redirected and lost it: this part failed there.
+	b.typeInto(`[data-testid="payment-clear-form"] input[name="amount"]`, "1,250")
+	b.clickNav(`[data-testid="payment-clear"]`)
+	clearAmount := `[data-testid="payment-clear-form"] input[name="amount"]`
+	if got := eval[string](b, `document.querySelector('`+clearAmount+`').value`); got != "1,250" {
+		t.Fatalf("the refused amount is %q", got)
+	}
+	if eval[string](b, `document.querySelector('`+clearAmount+`').getAttribute('aria-invalid')`) != "true" ||
+		!strings.Contains(b.text(`[data-testid="payment-clear-form"] #amount-error`), "at most two decimals") {
+		t.Fatal("the refused amount is not marked and explained beside it")
+	}
+	if !eval[bool](b, `document.activeElement === document.querySelector('`+clearAmount+`')`) {
+		t.Error("the refused amount is not focused")
+	}
+	shootAt(b, "card-clear-refused", 1440)
+	shootAt(b, "card-clear-refused", 390)
+	noPageScroll(b, "the card page with a refused clear amount")
+	b.do("viewport", chromedp.EmulateViewport(1440, 900))
+	b.do("correct the amount", chromedp.SetValue(chromedp.CSS(clearAmount), "40"))
 	b.clickNav(`[data-testid="payment-clear"]`)
 	if f := flashText(b); !strings.Contains(f, "Cleared: 40.00 EUR paid to card clearing, the other 2.50 EUR released.") {
 		t.Fatalf("flash %q", f)

@@ -352,3 +352,47 @@ func TestCustomerServiceCannotDecideInTheBrowser(t *testing.T) {
 		t.Fatalf("customer service changed the application: %s %q", st, assignee)
 	}
 }
+
+// TestRefusedBulkReassignKeepsTheChoiceInTheBrowser (issue 23, item 5): an
+// administrator ticks an application, chooses a colleague, forgets the
+// reason and presses Reassign: the queue comes back with the application
+// still ticked, the colleague still chosen, the reason marked and focused,
+// and nothing reassigned; the page fits 390 px. The old queue redirected
+// with a flash and lost the selection: this test failed there.
+func TestRefusedBulkReassignKeepsTheChoiceInTheBrowser(t *testing.T) {
+	t.Parallel()
+	env, p := reviewEnv(t)
+	app := queueApplication(t, env, p, nil)
+	b := newTab(t, env)
+	b.signIn(env, apptest.AdminEmail)
+	b.open("/backoffice/review")
+	box := `input[name="application"][value="` + app + `"]`
+	b.do("tick the application", chromedp.Click(chromedp.CSS(box)))
+	colleague := eval[string](b, `document.querySelector('[data-testid="bulk-form"] select[name="to"] option:nth-child(2)').value`)
+	if colleague == "" {
+		t.Fatal("no colleague to choose")
+	}
+	b.do("choose the colleague", chromedp.SetValue(chromedp.CSS(`[data-testid="bulk-form"] select[name="to"]`), colleague))
+	b.clickNav(`[data-testid="bulk-reassign"]`)
+	if f := flashText(b); !strings.Contains(f, "Nothing was reassigned") {
+		t.Fatalf("flash %q", f)
+	}
+	if !eval[bool](b, `document.querySelector('`+box+`').checked`) {
+		t.Error("the application is no longer ticked")
+	}
+	if got := eval[string](b, `document.querySelector('[data-testid="bulk-form"] select[name="to"]').value`); got != colleague {
+		t.Errorf("the colleague is %q, chose %q", got, colleague)
+	}
+	reason := `[data-testid="bulk-form"] input[name="reason"]`
+	if !eval[bool](b, `document.activeElement === document.querySelector('`+reason+`')`) ||
+		!strings.Contains(b.text(`#reason-error`), "say why") {
+		t.Error("the reason is not focused and explained")
+	}
+	var assignee string
+	if err := env.App.DB.Get(&assignee, `SELECT coalesce(assignee::text, '') FROM applications WHERE token = $1`, app); err != nil || assignee != "" {
+		t.Fatalf("assignee %q (%v)", assignee, err)
+	}
+	shootAt(b, "review-bulk-refused", 1440)
+	shootAt(b, "review-bulk-refused", 390)
+	noPageScroll(b, "the review queue with a refused bulk action")
+}
