@@ -70,6 +70,10 @@ func (o *Onboarding) EditMember(ctx context.Context, token, member string, patch
 		if err := o.patchMember(&bad, &m, patch); err != nil {
 			return err
 		}
+		// A person's names stay set (they are what screening compares);
+		// the partner's validator configuration binds the partner's own
+		// edits, not compliance's corrections.
+		checkMemberNotCleared(&bad, m, patch.Present, nil)
 		if len(bad) > 0 {
 			return emi.ErrReviewValidation.WithFields(dedupe(bad)...)
 		}

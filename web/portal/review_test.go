@@ -668,6 +668,18 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		if n := auditCount(t, env, "member.staff_edit", evil); n != 0 {
 			t.Fatalf("a refused member edit was audited (%d rows)", n)
 		}
+		// A person's names cannot be blanked from the back office either:
+		// a person without a name is never screened (the partner API's
+		// rule, issue 21). The back office skipped it: this step failed.
+		blank := cloneValues(m)
+		blank.Set("first_name", "")
+		if r := compliance.Post(t, "/backoffice/review/"+evil+"/members/"+ceo, blank); r.Status != http.StatusUnprocessableEntity ||
+			!strings.Contains(r.Body, "a person is screened by name") {
+			t.Fatalf("a member's first name blanked: HTTP %d", r.Status)
+		}
+		if n := auditCount(t, env, "member.staff_edit", evil); n != 0 {
+			t.Fatalf("a refused member edit was audited (%d rows)", n)
+		}
 		m.Set("status", "inactive")
 		pg = after(t, compliance, "/backoffice/review/"+evil+"/members/"+ceo, m)
 		contains(t, "after the suspension", pg, "Member suspended (status)")
