@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -481,8 +480,7 @@ func (a *AML) ScreenWatchlistEntry(ctx context.Context, job emi.Job) error {
 		return err
 	}
 	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("watchlist.screen"))
-	fp := sha256.Sum256([]byte(e.Name + "\x00" + e.Category + "\x00" + e.Note))
-	fingerprint := hex.EncodeToString(fp[:8])
+	fingerprint := watchlistFingerprint(e)
 	after := ""
 	for {
 		users, err := a.users.ActiveUsersAfter(ctx, after, rescreenBatch)

@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -219,14 +217,6 @@ func (s *MerchantScreening) Rescreen(ctx context.Context, job emi.Job) error {
 		}
 		return nil
 	})
-}
-
-// watchlistFingerprint is the fingerprint of a watch-list entry's hit, as
-// AML.ScreenWatchlistEntry computes it: a changed name, category or note
-// is a new entry for the memory.
-func watchlistFingerprint(e emi.WatchlistEntry) string {
-	fp := sha256.Sum256([]byte(e.Name + "\x00" + e.Category + "\x00" + e.Note))
-	return hex.EncodeToString(fp[:8])
 }
 
 // ScreenWatchlistEntry is the JobWatchlistScreenMerchants handler: every

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/url"
 	"strings"
 
@@ -168,4 +170,12 @@ func (w *Watchlist) Remove(ctx context.Context, id string) error {
 		}
 		return w.audit.Record(ctx, emi.AuditEntry{Action: "watchlist.remove", ResourceType: "watchlist_entry", ResourceToken: id})
 	})
+}
+
+// watchlistFingerprint is the fingerprint of a hit on a watch-list entry,
+// for users (AML.ScreenWatchlistEntry) and merchants alike: a changed
+// name, category or note is a new entry for the false-positive memory.
+func watchlistFingerprint(e emi.WatchlistEntry) string {
+	fp := sha256.Sum256([]byte(e.Name + "\x00" + e.Category + "\x00" + e.Note))
+	return hex.EncodeToString(fp[:8])
 }
