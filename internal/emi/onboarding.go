@@ -416,3 +416,15 @@ type WatchlistEntry struct {
 	CreatedBy string    `db:"created_by" json:"created_by"`
 	CreatedAt time.Time `db:"created_at" json:"created_at"`
 }
+
+// ActiveMembers returns the application's members whose status is active
+// (those screened and counted for ownership).
+func (a Application) ActiveMembers() []Member {
+	var out []Member
+	for _, m := range a.Members {
+		if m.Status == "active" {
+			out = append(out, m)
+		}
+	}
+	return out
+}

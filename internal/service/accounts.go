@@ -128,7 +128,7 @@ type AccountsDeps struct {
 
 // NewAccounts returns the accounts service.
 func NewAccounts(d AccountsDeps) *Accounts {
-	mustHave("Accounts", d)
+	MustHave("Accounts", d)
 	return &Accounts{tx: d.Tx, store: d.Store, ids: d.Ids, controls: d.Controls, events: d.Events, audit: d.Audit,
 		validate: d.Validate, now: d.Now, terms: d.Terminations, cards: d.Cards, ledger: d.Ledger, statements: d.Statements}
 }
@@ -137,20 +137,20 @@ func NewAccounts(d AccountsDeps) *Accounts {
 // currency with its identifiers, or, for a virtual account (main), its own
 // IBANs routed to the main account's balances.
 func (s *Accounts) Create(ctx context.Context, in emi.AccountCreate) (emi.Account, error) {
-	p, err := partnerCtx(ctx, emi.ErrForbidden)
+	p, err := PartnerCtx(ctx, emi.ErrForbidden)
 	if err != nil {
 		return emi.Account{}, err
 	}
 	in.Program, in.Alias = strings.TrimSpace(in.Program), strings.TrimSpace(in.Alias)
-	var bad problems
-	if err := bad.addErr("", s.validate.Struct(in, emi.ErrAccountValidation)); err != nil {
+	var bad Problems
+	if err := bad.AddErr("", s.validate.Struct(in, emi.ErrAccountValidation)); err != nil {
 		return emi.Account{}, err
 	}
 	switch {
 	case in.Merchant == "" && in.User == "":
-		bad.add("merchant", "give the owner: merchant or user")
+		bad.Add("merchant", "give the owner: merchant or user")
 	case in.Merchant != "" && in.User != "":
-		bad.add("user", "give one owner only: merchant or user, not both")
+		bad.Add("user", "give one owner only: merchant or user, not both")
 	}
 	if len(bad) > 0 {
 		return emi.Account{}, emi.ErrAccountValidation.WithFields(bad...)
@@ -342,7 +342,7 @@ func (s *Accounts) issueVirtualIBAN(ctx context.Context, a emi.Account, main emi
 
 // Details returns an account of the caller (account_details).
 func (s *Accounts) Details(ctx context.Context, token string) (emi.Account, error) {
-	p, err := partnerCtx(ctx, emi.ErrAccountNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrAccountNotFound)
 	if err != nil {
 		return emi.Account{}, err
 	}
@@ -352,12 +352,12 @@ func (s *Accounts) Details(ctx context.Context, token string) (emi.Account, erro
 // List returns a page of the caller's accounts (accounts_list): page from
 // 1, limit 1..10, filters merchant, user, program; newest first.
 func (s *Accounts) List(ctx context.Context, f emi.AccountFilter) ([]emi.Account, int64, error) {
-	p, err := partnerCtx(ctx, emi.ErrForbidden)
+	p, err := PartnerCtx(ctx, emi.ErrForbidden)
 	if err != nil {
 		return nil, 0, err
 	}
-	var bad problems
-	bad.checkPage(f.Page, f.Limit, 10)
+	var bad Problems
+	bad.CheckPage(f.Page, f.Limit, 10)
 	if len(bad) > 0 {
 		return nil, 0, emi.ErrAccountValidation.WithFields(bad...)
 	}
@@ -368,7 +368,7 @@ func (s *Accounts) List(ctx context.Context, f emi.AccountFilter) ([]emi.Account
 // SetStatus blocks or unblocks an account (account_status): a terminated
 // account refuses any change (13006). Blocking freezes its cards.
 func (s *Accounts) SetStatus(ctx context.Context, token, status string) (emi.Account, error) {
-	p, err := partnerCtx(ctx, emi.ErrAccountNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrAccountNotFound)
 	if err != nil {
 		return emi.Account{}, err
 	}
@@ -382,7 +382,7 @@ func (s *Accounts) SetStatus(ctx context.Context, token, status string) (emi.Acc
 // while a balance holds money (13007); its virtual accounts are
 // terminated with it.
 func (s *Accounts) Terminate(ctx context.Context, token string) (emi.Account, error) {
-	p, err := partnerCtx(ctx, emi.ErrAccountNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrAccountNotFound)
 	if err != nil {
 		return emi.Account{}, err
 	}
@@ -458,7 +458,7 @@ func (s *Accounts) apply(ctx context.Context, a emi.Account, status, reason, act
 
 // Programs returns every program (emi.PermViewAccounts).
 func (s *Accounts) Programs(ctx context.Context) ([]emi.Program, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
 	}
 	return s.store.Programs(ctx)

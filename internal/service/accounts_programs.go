@@ -67,13 +67,13 @@ const maxGroupCodes = 50
 // field errors when a setting breaks a rule (see UpdateProgram), or when
 // the code (2 to 40 of a-z, 0-9, _) is malformed or already taken.
 func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.Program, error) {
-	if err := require(ctx, emi.PermManagePrograms); err != nil {
+	if err := Require(ctx, emi.PermManagePrograms); err != nil {
 		return emi.Program{}, err
 	}
 	in = normalizeProgram(in)
-	var bad problems
+	var bad Problems
 	if !programCodeRe.MatchString(in.Code) {
-		bad.add("code", "must be 2 to 40 characters: lower-case letters, digits and _")
+		bad.Add("code", "must be 2 to 40 characters: lower-case letters, digits and _")
 	}
 	if err := s.checkProgram(ctx, &bad, in); err != nil {
 		return emi.Program{}, err
@@ -81,16 +81,16 @@ func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.
 	if in.Overdraft {
 		// Turning an overdraft on takes two administrators (issue 19):
 		// create the program without it, then propose it.
-		bad.add("overdraft", "cannot be on in a new program: create it without, then turn the overdraft on (a second administrator approves)")
+		bad.Add("overdraft", "cannot be on in a new program: create it without, then turn the overdraft on (a second administrator approves)")
 	}
 	p := programOf(in.Code, in)
 	p.Schemes = schemesOf(in.Currencies)
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
-		if bad.has("code") {
+		if bad.Has("code") {
 			return nil
 		}
 		if _, err := s.store.Program(ctx, in.Code); err == nil {
-			bad.add("code", "is taken: a program with this code exists")
+			bad.Add("code", "is taken: a program with this code exists")
 			return nil
 		} else if !errors.Is(err, emi.ErrProgramNotFound) {
 			return err
@@ -99,7 +99,7 @@ func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.
 			return nil
 		}
 		if err := s.store.InsertProgram(ctx, p); errors.Is(err, emi.ErrNonUniqueValue) {
-			bad.add("code", "is taken: a program with this code exists") // created meanwhile
+			bad.Add("code", "is taken: a program with this code exists") // created meanwhile
 			return nil
 		} else if err != nil {
 			return err
@@ -111,7 +111,7 @@ func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.
 		return emi.Program{}, err
 	}
 	if len(bad) > 0 {
-		return emi.Program{}, emi.ErrProgramValidation.WithFields(dedupe(bad)...)
+		return emi.Program{}, emi.ErrProgramValidation.WithFields(Dedupe(bad)...)
 	}
 	return s.store.Program(ctx, p.Code)
 }
@@ -142,11 +142,11 @@ func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.
 // keep the group codes they have, and the cards feature checks a card's
 // groups against its program when the card's groups change.
 func (s *Accounts) UpdateProgram(ctx context.Context, code string, in emi.ProgramInput) (emi.Program, error) {
-	if err := require(ctx, emi.PermManagePrograms); err != nil {
+	if err := Require(ctx, emi.PermManagePrograms); err != nil {
 		return emi.Program{}, err
 	}
 	in = normalizeProgram(in)
-	var bad problems
+	var bad Problems
 	if err := s.checkProgram(ctx, &bad, in); err != nil {
 		return emi.Program{}, err
 	}
@@ -173,7 +173,7 @@ func (s *Accounts) UpdateProgram(ctx context.Context, code string, in emi.Progra
 			// (ApproveProgramChange).
 			in.Version = cur.UpdatedAt
 			c := emi.ProgramChange{Program: cur.Code, Input: in, BaseVersion: cur.UpdatedAt, Risk: risk,
-				ProposedBy: staffOf(ctx).ActorID, ProposedAt: s.now().UTC()}
+				ProposedBy: StaffOf(ctx).ActorID, ProposedAt: s.now().UTC()}
 			if err := s.store.InsertProgramChange(ctx, c); errors.Is(err, emi.ErrNonUniqueValue) {
 				return emi.ErrProgramStale.WithDetail("a change of %s waits for approval", cur.Code)
 			} else if err != nil {
@@ -201,7 +201,7 @@ func (s *Accounts) UpdateProgram(ctx context.Context, code string, in emi.Progra
 		return emi.Program{}, err
 	}
 	if len(bad) > 0 {
-		return emi.Program{}, emi.ErrProgramValidation.WithFields(dedupe(bad)...)
+		return emi.Program{}, emi.ErrProgramValidation.WithFields(Dedupe(bad)...)
 	}
 	return out, nil
 }
@@ -209,7 +209,7 @@ func (s *Accounts) UpdateProgram(ctx context.Context, code string, in emi.Progra
 // ProgramsInUse returns the codes of the programs that accounts use, whose
 // currencies are locked (emi.PermViewAccounts).
 func (s *Accounts) ProgramsInUse(ctx context.Context) (map[string]bool, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
 	}
 	codes, err := s.store.ProgramsInUse(ctx)
@@ -254,53 +254,53 @@ func normalizeProgram(in emi.ProgramInput) emi.ProgramInput {
 
 // checkProgram adds the problems of in's settings to bad (see
 // UpdateProgram); it returns an error only when a check cannot run.
-func (s *Accounts) checkProgram(ctx context.Context, bad *problems, in emi.ProgramInput) error {
-	if err := bad.addErr("", s.validate.Struct(in, emi.ErrProgramValidation)); err != nil {
+func (s *Accounts) checkProgram(ctx context.Context, bad *Problems, in emi.ProgramInput) error {
+	if err := bad.AddErr("", s.validate.Struct(in, emi.ErrProgramValidation)); err != nil {
 		return err
 	}
 	if len(in.Currencies) == 0 || len(in.Currencies) > len(emi.ProgramCurrencies) {
-		bad.add("currencies", "choose one to three currencies: EUR, BGN, GBP")
+		bad.Add("currencies", "choose one to three currencies: EUR, BGN, GBP")
 	} else if repeated(in.Currencies) != "" {
-		bad.add("currencies", "lists "+repeated(in.Currencies)+" twice: a balance per currency")
+		bad.Add("currencies", "lists "+repeated(in.Currencies)+" twice: a balance per currency")
 	}
 	if d := repeated(in.CardTypes); d != "" {
-		bad.add("card_types", "lists "+d+" twice")
+		bad.Add("card_types", "lists "+d+" twice")
 	}
 	if in.BINPrefix != "" && !binPrefixRe.MatchString(in.BINPrefix) {
-		bad.add("bin_prefix", "must be 6 to 8 digits")
+		bad.Add("bin_prefix", "must be 6 to 8 digits")
 	}
 	if in.CardsAllowed {
 		if len(in.CardTypes) == 0 {
-			bad.add("card_types", "choose at least one card type when cards are allowed")
+			bad.Add("card_types", "choose at least one card type when cards are allowed")
 		}
 		if in.BINPrefix == "" {
-			bad.add("bin_prefix", "is required when cards are allowed (6 to 8 digits)")
+			bad.Add("bin_prefix", "is required when cards are allowed (6 to 8 digits)")
 		}
 	}
 	if d := repeated(in.AllowedPartners); d != "" {
-		bad.add("allowed_partners", "lists a partner twice")
+		bad.Add("allowed_partners", "lists a partner twice")
 	}
 	for kind, codes := range in.Groups {
 		if !slices.Contains(emi.GroupKinds, kind) {
-			bad.add("groups", "names an unknown kind "+strconv.Quote(kind)+" (one of "+strings.Join(emi.GroupKinds, ", ")+")")
+			bad.Add("groups", "names an unknown kind "+strconv.Quote(kind)+" (one of "+strings.Join(emi.GroupKinds, ", ")+")")
 			continue
 		}
 		field := "groups." + kind
 		if len(codes) > maxGroupCodes {
-			bad.add(field, "must have at most "+strconv.Itoa(maxGroupCodes)+" codes")
+			bad.Add(field, "must have at most "+strconv.Itoa(maxGroupCodes)+" codes")
 		}
 		for _, c := range codes {
 			if !groupCodeRe.MatchString(c) {
-				bad.add(field, strconv.Quote(c)+" is not a group code: 1 to 40 of lower-case letters, digits and _")
+				bad.Add(field, strconv.Quote(c)+" is not a group code: 1 to 40 of lower-case letters, digits and _")
 			}
 		}
 		if d := repeated(codes); d != "" {
-			bad.add(field, "lists "+d+" twice")
+			bad.Add(field, "lists "+d+" twice")
 		}
 	}
 	for kind, c := range in.Defaults {
 		if !slices.Contains(emi.GroupKinds, kind) {
-			bad.add("defaults", "names an unknown kind "+strconv.Quote(kind))
+			bad.Add("defaults", "names an unknown kind "+strconv.Quote(kind))
 			continue
 		}
 		if !slices.Contains(in.Groups[kind], c) {
@@ -310,16 +310,16 @@ func (s *Accounts) checkProgram(ctx context.Context, bad *problems, in emi.Progr
 			} else {
 				msg += " (" + strings.Join(in.Groups[kind], ", ") + ")"
 			}
-			bad.add("defaults."+kind, msg)
+			bad.Add("defaults."+kind, msg)
 		}
 	}
-	if len(in.AllowedPartners) > 0 && !bad.has("allowed_partners") {
+	if len(in.AllowedPartners) > 0 && !bad.Has("allowed_partners") {
 		missing, err := s.store.MissingPartners(ctx, in.AllowedPartners)
 		if err != nil {
 			return err
 		}
 		if len(missing) > 0 {
-			bad.add("allowed_partners", "names no partner: "+strings.Join(missing, ", "))
+			bad.Add("allowed_partners", "names no partner: "+strings.Join(missing, ", "))
 		}
 	}
 	return nil
@@ -412,7 +412,7 @@ func programChanges(before, after emi.Program, created bool) map[string]any {
 // ProgramChanges returns the proposals waiting for a second administrator,
 // by program (emi.PermViewAccounts).
 func (s *Accounts) ProgramChanges(ctx context.Context) (map[string]emi.ProgramChange, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
 	}
 	return s.store.ProgramChanges(ctx)
@@ -427,7 +427,7 @@ func (s *Accounts) ProgramChanges(ctx context.Context) (map[string]emi.ProgramCh
 // people.
 func (s *Accounts) ApproveProgramChange(ctx context.Context, code string) (emi.Program, error) {
 	var out emi.Program
-	var bad problems
+	var bad Problems
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
 		cur, err := s.store.LockProgram(ctx, code)
 		if err != nil {
@@ -467,7 +467,7 @@ func (s *Accounts) ApproveProgramChange(ctx context.Context, code string) (emi.P
 		if err := s.store.UpdateProgram(ctx, next); err != nil {
 			return err
 		}
-		changes["proposed_by"], changes["approved_by"], changes["risk"] = c.ProposedBy, staffOf(ctx).ActorID, c.Risk
+		changes["proposed_by"], changes["approved_by"], changes["risk"] = c.ProposedBy, StaffOf(ctx).ActorID, c.Risk
 		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.update", ResourceType: "program", ResourceToken: cur.Code,
 			Changes: changes}); err != nil {
 			return err
@@ -483,7 +483,7 @@ func (s *Accounts) ApproveProgramChange(ctx context.Context, code string) (emi.P
 		return emi.Program{}, err
 	}
 	if len(bad) > 0 {
-		return emi.Program{}, emi.ErrProgramValidation.WithFields(dedupe(bad)...)
+		return emi.Program{}, emi.ErrProgramValidation.WithFields(Dedupe(bad)...)
 	}
 	return out, nil
 }
@@ -494,7 +494,7 @@ var errVoided = errors.New("program change voided")
 // RejectProgramChange drops a proposal (emi.PermManagePrograms: the
 // proposer withdrawing it, or another administrator refusing it).
 func (s *Accounts) RejectProgramChange(ctx context.Context, code string) error {
-	if err := require(ctx, emi.PermManagePrograms); err != nil {
+	if err := Require(ctx, emi.PermManagePrograms); err != nil {
 		return err
 	}
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
@@ -517,7 +517,7 @@ func (s *Accounts) RejectProgramChange(ctx context.Context, code string) error {
 // ApproveProgramChange apply them: the currencies (and their schemes)
 // change only while no account uses the program (else a field error in
 // bad). The caller holds the program's lock.
-func (s *Accounts) nextProgram(ctx context.Context, bad *problems, cur emi.Program, in emi.ProgramInput) (emi.Program, error) {
+func (s *Accounts) nextProgram(ctx context.Context, bad *Problems, cur emi.Program, in emi.ProgramInput) (emi.Program, error) {
 	next := ProgramAfter(cur, in)
 	if !slices.Equal(cur.Currencies, next.Currencies) {
 		used, err := s.store.ProgramsInUse(ctx, cur.Code)
@@ -525,7 +525,7 @@ func (s *Accounts) nextProgram(ctx context.Context, bad *problems, cur emi.Progr
 			return next, err
 		}
 		if len(used) > 0 {
-			bad.add("currencies", "cannot change: accounts use this program, and their balances were opened in "+
+			bad.Add("currencies", "cannot change: accounts use this program, and their balances were opened in "+
 				strings.Join(cur.Currencies, ", ")+" (create a new program for other currencies)")
 		}
 		next.Schemes = schemesOf(next.Currencies)

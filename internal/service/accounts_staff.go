@@ -20,7 +20,7 @@ type TerminationStore interface {
 // owner's name or e-mail. sort, when given, orders the pages (program,
 // status, created; the zero order is the newest first).
 func (s *Accounts) Search(ctx context.Context, q string, page int, sort ...emi.SortOrder) ([]emi.Account, int64, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, 0, err
 	}
 	q = strings.TrimSpace(q)
@@ -36,7 +36,7 @@ func (s *Accounts) Search(ctx context.Context, q string, page int, sort ...emi.S
 
 // ForOwner lists the accounts of a user or a merchant (emi.PermViewAccounts).
 func (s *Accounts) ForOwner(ctx context.Context, user, merchant string) ([]emi.Account, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
 	}
 	items, _, err := s.store.Accounts(ctx, emi.AccountFilter{User: user, Merchant: merchant, Page: 1, Limit: 200})
@@ -63,7 +63,7 @@ type TerminationRequest struct {
 // Get returns an account with its history and virtual accounts
 // (emi.PermViewAccounts).
 func (s *Accounts) Get(ctx context.Context, token string) (AccountView, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return AccountView{}, err
 	}
 	a, err := s.store.Account(ctx, "", token, false)
@@ -89,41 +89,33 @@ func (s *Accounts) Get(ctx context.Context, token string) (AccountView, error) {
 	return v, nil
 }
 
-func staffReason(reason string) (string, error) {
-	reason = strings.TrimSpace(reason)
-	if len(reason) < 3 || len(reason) > 2000 {
-		return "", emi.ErrReviewValidation.Field("reason", "give a reason (3 to 2,000 characters)")
-	}
-	return reason, nil
-}
-
 // StaffSetStatus blocks or unblocks an account for customer service
 // (emi.PermManageAccounts), with a mandatory reason.
 func (s *Accounts) StaffSetStatus(ctx context.Context, token, status, reason string) (emi.Account, error) {
-	if err := require(ctx, emi.PermManageAccounts); err != nil {
+	if err := Require(ctx, emi.PermManageAccounts); err != nil {
 		return emi.Account{}, err
 	}
-	reason, err := staffReason(reason)
+	reason, err := StaffReason(reason)
 	if err != nil {
 		return emi.Account{}, err
 	}
 	if status != emi.AccountActive && status != emi.AccountBlocked {
 		return emi.Account{}, emi.ErrReviewValidation.Field("status", "must be active or blocked")
 	}
-	return s.changeStatus(ctx, "", token, status, reason, staffOf(ctx).ActorID)
+	return s.changeStatus(ctx, "", token, status, reason, StaffOf(ctx).ActorID)
 }
 
 // RequestTermination asks for an account's termination
 // (emi.PermManageAccounts); a second staff member approves it.
 func (s *Accounts) RequestTermination(ctx context.Context, token, reason string) error {
-	if err := require(ctx, emi.PermManageAccounts); err != nil {
+	if err := Require(ctx, emi.PermManageAccounts); err != nil {
 		return err
 	}
-	reason, err := staffReason(reason)
+	reason, err := StaffReason(reason)
 	if err != nil {
 		return err
 	}
-	me := staffOf(ctx).ActorID
+	me := StaffOf(ctx).ActorID
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		a, err := s.store.Account(ctx, "", token, true)
 		if err != nil {
@@ -156,10 +148,10 @@ func (s *Accounts) RequestTermination(ctx context.Context, token, reason string)
 // (Controls; emi.ErrFourEyes).
 // reject=true withdraws the request instead.
 func (s *Accounts) ApproveTermination(ctx context.Context, token string, reject bool) (emi.Account, error) {
-	if err := require(ctx, emi.PermManageAccounts); err != nil {
+	if err := Require(ctx, emi.PermManageAccounts); err != nil {
 		return emi.Account{}, err
 	}
-	me := staffOf(ctx).ActorID
+	me := StaffOf(ctx).ActorID
 	var out emi.Account
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
 		a, err := s.store.Account(ctx, "", token, true)
@@ -198,8 +190,8 @@ func (s *Accounts) ApproveTermination(ctx context.Context, token string, reject 
 // AuditTrail returns the audit rows of an account, newest first, for
 // customer service (emi.PermViewAccounts).
 func (s *Accounts) AuditTrail(ctx context.Context, token string) ([]emi.AuditEntry, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
 	}
-	return s.audit.store.AuditEntries(ctx, emi.AuditFilter{ResourceType: "account", ResourceToken: token, Limit: 200})
+	return s.audit.Trail(ctx, emi.AuditFilter{ResourceType: "account", ResourceToken: token, Limit: 200})
 }

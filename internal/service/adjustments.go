@@ -59,22 +59,22 @@ func NewAdjustments(tx TxRunner, store AdjustmentStore, transfers TransferStore,
 // account; 14005 when it has no balance in the currency; 14004 when it is
 // terminated; 14003 for a debit over the available balance.
 func (s *Adjustments) Request(ctx context.Context, in emi.AdjustmentRequest) (emi.Adjustment, error) {
-	if err := require(ctx, emi.PermManageMoney); err != nil {
+	if err := Require(ctx, emi.PermManageMoney); err != nil {
 		return emi.Adjustment{}, err
 	}
 	in.Currency, in.Reason = strings.ToUpper(strings.TrimSpace(in.Currency)), strings.TrimSpace(in.Reason)
-	var bad problems
+	var bad Problems
 	if !slices.Contains([]string{emi.AdjustmentCredit, emi.AdjustmentDebit}, in.Direction) {
-		bad.add("direction", "must be credit or debit")
+		bad.Add("direction", "must be credit or debit")
 	}
-	checkAmount(&bad, in.Amount)
-	if _, err := staffReason(in.Reason); err != nil {
-		bad.add("reason", "give a reason (3 to 2,000 characters)")
+	CheckAmount(&bad, in.Amount)
+	if _, err := StaffReason(in.Reason); err != nil {
+		bad.Add("reason", "give a reason (3 to 2,000 characters)")
 	}
 	if len(bad) > 0 {
 		return emi.Adjustment{}, emi.ErrReviewValidation.WithFields(bad...)
 	}
-	if !validToken(in.Account) {
+	if !ValidToken(in.Account) {
 		return emi.Adjustment{}, emi.ErrAccountNotFound
 	}
 	var out emi.Adjustment
@@ -86,7 +86,7 @@ func (s *Adjustments) Request(ctx context.Context, in emi.AdjustmentRequest) (em
 		if err := s.check(ctx, party, in.Direction, in.Amount); err != nil {
 			return err
 		}
-		me := staffOf(ctx)
+		me := StaffOf(ctx)
 		out = emi.Adjustment{Token: NewToken(), Account: party.Account, Balance: party.Balance, PartnerID: party.PartnerID,
 			Direction: in.Direction, Amount: in.Amount, Currency: in.Currency, Reason: in.Reason, Status: emi.AdjustmentPending,
 			RequestedBy: me.ActorID, RequestedAt: s.now().UTC()}
@@ -143,22 +143,22 @@ func (s *Adjustments) check(ctx context.Context, party Party, direction string, 
 // request answers emi.ErrAdjustmentDecided: its row is locked first, so
 // two concurrent decisions give exactly one.
 func (s *Adjustments) Decide(ctx context.Context, token string, approve bool, note string) (emi.Adjustment, error) {
-	if err := require(ctx, emi.PermManageMoney); err != nil {
+	if err := Require(ctx, emi.PermManageMoney); err != nil {
 		return emi.Adjustment{}, err
 	}
 	note = strings.TrimSpace(note)
 	if !approve {
 		var err error
-		if note, err = staffReason(note); err != nil {
+		if note, err = StaffReason(note); err != nil {
 			return emi.Adjustment{}, err
 		}
 	} else if len(note) > 2000 {
 		return emi.Adjustment{}, emi.ErrReviewValidation.Field("reason", "must be at most 2,000 characters")
 	}
-	if !validToken(token) {
+	if !ValidToken(token) {
 		return emi.Adjustment{}, emi.ErrAdjustmentNotFound
 	}
-	me := staffOf(ctx).ActorID
+	me := StaffOf(ctx).ActorID
 	var out emi.Adjustment
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
 		a, err := s.store.Adjustment(ctx, token, true)
@@ -215,10 +215,10 @@ func (s *Adjustments) Decide(ctx context.Context, token string, approve bool, no
 // Pending lists pending adjustments, oldest first: of one account, or of
 // every account for account "" (emi.PermViewMoney).
 func (s *Adjustments) Pending(ctx context.Context, account string) ([]emi.Adjustment, error) {
-	if err := require(ctx, emi.PermViewMoney); err != nil {
+	if err := Require(ctx, emi.PermViewMoney); err != nil {
 		return nil, err
 	}
-	if account != "" && !validToken(account) {
+	if account != "" && !ValidToken(account) {
 		return nil, nil
 	}
 	return s.store.Adjustments(ctx, account, true, 200)
@@ -227,7 +227,7 @@ func (s *Adjustments) Pending(ctx context.Context, account string) ([]emi.Adjust
 // Decided lists the latest decided adjustments, newest first
 // (emi.PermViewMoney).
 func (s *Adjustments) Decided(ctx context.Context) ([]emi.Adjustment, error) {
-	if err := require(ctx, emi.PermViewMoney); err != nil {
+	if err := Require(ctx, emi.PermViewMoney); err != nil {
 		return nil, err
 	}
 	return s.store.Adjustments(ctx, "", false, 50)
@@ -235,7 +235,7 @@ func (s *Adjustments) Decided(ctx context.Context) ([]emi.Adjustment, error) {
 
 // CountPending counts pending adjustments (emi.PermViewMoney).
 func (s *Adjustments) CountPending(ctx context.Context) (int64, error) {
-	if err := require(ctx, emi.PermViewMoney); err != nil {
+	if err := Require(ctx, emi.PermViewMoney); err != nil {
 		return 0, err
 	}
 	return s.store.CountPendingAdjustments(ctx)

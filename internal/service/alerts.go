@@ -29,71 +29,6 @@ type AlertStore interface {
 	CountApplicationsWithOpenHits(ctx context.Context) (int64, error)
 }
 
-// InboxStore keeps the staff inbox.
-type InboxStore interface {
-	Notify(ctx context.Context, it emi.InboxItem) error
-	Inbox(ctx context.Context, staff string, unreadOnly bool, limit int) ([]emi.InboxItem, error)
-	UnreadCount(ctx context.Context, staff string) (int64, error)
-	// MarkRead marks one item (id) or all (id 0) of staff read.
-	MarkRead(ctx context.Context, staff string, id int64, at time.Time) error
-}
-
-// Inbox is each staff user's notifications: mentions in internal notes and
-// assignments of applications and alerts reach the person named, on the
-// dashboard and as a count in the navigation (issue 19, C6).
-type Inbox struct {
-	store InboxStore
-	now   Clock
-}
-
-// NewInbox returns the inbox service.
-func NewInbox(store InboxStore, now Clock) *Inbox { return &Inbox{store: store, now: now} }
-
-// notify records an item for staff, in the caller's transaction. Nobody
-// is notified of their own action. A nil inbox notifies nobody (tests that
-// build services without one).
-func (i *Inbox) notify(ctx context.Context, staff, kind, href, body string) error {
-	by := staffOf(ctx).ActorID
-	if i == nil || staff == "" || staff == by {
-		return nil
-	}
-	if len(body) > 500 {
-		body = body[:497] + "…"
-	}
-	return i.store.Notify(ctx, emi.InboxItem{StaffID: staff, Kind: kind, Href: href, Body: body, By: by, At: i.now().UTC()})
-}
-
-// Mine returns the caller's items, newest first (unread only when asked).
-func (i *Inbox) Mine(ctx context.Context, unreadOnly bool, limit int) ([]emi.InboxItem, error) {
-	p, ok := emi.PrincipalFrom(ctx)
-	if !ok || p.Type != emi.ActorStaff {
-		return nil, emi.ErrForbidden
-	}
-	if limit <= 0 || limit > 200 {
-		limit = 50
-	}
-	return i.store.Inbox(ctx, p.ActorID, unreadOnly, limit)
-}
-
-// Unread counts the caller's unread items.
-func (i *Inbox) Unread(ctx context.Context) (int64, error) {
-	p, ok := emi.PrincipalFrom(ctx)
-	if !ok || p.Type != emi.ActorStaff {
-		return 0, emi.ErrForbidden
-	}
-	return i.store.UnreadCount(ctx, p.ActorID)
-}
-
-// MarkRead marks one of the caller's items (id) or all of them (0) read;
-// another person's item is left alone.
-func (i *Inbox) MarkRead(ctx context.Context, id int64) error {
-	p, ok := emi.PrincipalFrom(ctx)
-	if !ok || p.Type != emi.ActorStaff {
-		return emi.ErrForbidden
-	}
-	return i.store.MarkRead(ctx, p.ActorID, id, i.now().UTC())
-}
-
 // Alerts is the compliance alert queue (issue 19): every screening hit
 // that waits for compliance, whatever raised it: API checks, re-screenings
 // after list or watch-list changes and identity changes (AML checks in
@@ -121,7 +56,7 @@ const alertLimit = 200
 
 // Queue returns the open alerts, oldest first (emi.PermViewPeople).
 func (s *Alerts) Queue(ctx context.Context) ([]emi.Alert, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return nil, err
 	}
 	claims, err := s.store.AlertClaims(ctx)
@@ -163,7 +98,7 @@ func (s *Alerts) Queue(ctx context.Context) ([]emi.Alert, error) {
 		if err != nil {
 			return nil, err
 		}
-		open := openHits(app, decided)
+		open := OpenHits(app, decided)
 		if len(open) == 0 {
 			continue
 		}
@@ -175,7 +110,7 @@ func (s *Alerts) Queue(ctx context.Context) ([]emi.Alert, error) {
 				continue
 			}
 			a.RaisedAt = c.UpdatedAt
-			for _, h := range sanctionsHitsOf(c) {
+			for _, h := range SanctionsHitsOf(c) {
 				a.Hits++
 				if sc, ok := h["score"].(float64); ok && sc > a.TopScore {
 					a.TopScore = sc
@@ -198,7 +133,7 @@ func (s *Alerts) Queue(ctx context.Context) ([]emi.Alert, error) {
 // Count is the number of open alerts, for the navigation: two counting
 // statements, not the queue (which reads each application).
 func (s *Alerts) Count(ctx context.Context) (int, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return 0, err
 	}
 	checks, err := s.aml.CountAMLChecks(ctx, emi.AMLMatch)
@@ -216,13 +151,13 @@ func validAlertKind(kind string) bool {
 // Claim takes a free alert for the caller (emi.PermReviewAML); refused
 // (emi.ErrReviewClosed) while a colleague holds it.
 func (s *Alerts) Claim(ctx context.Context, kind, subject string) error {
-	if err := require(ctx, emi.PermReviewAML); err != nil {
+	if err := Require(ctx, emi.PermReviewAML); err != nil {
 		return err
 	}
-	if !validAlertKind(kind) || !validToken(subject) {
+	if !validAlertKind(kind) || !ValidToken(subject) {
 		return emi.ErrReviewValidation.Field("alert", "is not an alert")
 	}
-	me := staffOf(ctx).ActorID
+	me := StaffOf(ctx).ActorID
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		ok, err := s.store.ClaimAlert(ctx, kind, subject, me, s.now().UTC())
 		if err != nil {
@@ -244,13 +179,13 @@ func (s *Alerts) Claim(ctx context.Context, kind, subject string) error {
 
 // Release gives an alert back (its holder, or an admin).
 func (s *Alerts) Release(ctx context.Context, kind, subject string) error {
-	if err := require(ctx, emi.PermReviewAML); err != nil && require(ctx, emi.PermManageStaff) != nil {
+	if err := Require(ctx, emi.PermReviewAML); err != nil && Require(ctx, emi.PermManageStaff) != nil {
 		return err
 	}
-	if !validAlertKind(kind) || !validToken(subject) {
+	if !validAlertKind(kind) || !ValidToken(subject) {
 		return emi.ErrReviewValidation.Field("alert", "is not an alert")
 	}
-	me := staffOf(ctx)
+	me := StaffOf(ctx)
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		cl, ok, err := s.store.AlertClaim(ctx, kind, subject)
 		if err != nil || !ok {
@@ -270,20 +205,20 @@ func (s *Alerts) Release(ctx context.Context, kind, subject string) error {
 // Assign gives an alert to a compliance colleague, with a reason; the
 // colleague finds it in their inbox.
 func (s *Alerts) Assign(ctx context.Context, kind, subject, to, reason string) error {
-	if err := require(ctx, emi.PermReviewAML); err != nil {
+	if err := Require(ctx, emi.PermReviewAML); err != nil {
 		return err
 	}
 	reason = strings.TrimSpace(reason)
-	var bad problems
-	if !validAlertKind(kind) || !validToken(subject) {
-		bad.add("alert", "is not an alert")
+	var bad Problems
+	if !validAlertKind(kind) || !ValidToken(subject) {
+		bad.Add("alert", "is not an alert")
 	}
 	if len(reason) < 3 || len(reason) > 500 {
-		bad.add("reason", "say why you assign it (3 to 500 characters)")
+		bad.Add("reason", "say why you assign it (3 to 500 characters)")
 	}
 	target, err := s.staff.StaffByID(ctx, to)
 	if err != nil || target.Disabled || !emi.Can(target.Roles, emi.PermReviewAML) {
-		bad.add("to", "must be an active colleague in compliance")
+		bad.Add("to", "must be an active colleague in compliance")
 	}
 	if len(bad) > 0 {
 		return emi.ErrReviewValidation.WithFields(bad...)
@@ -297,10 +232,10 @@ func (s *Alerts) Assign(ctx context.Context, kind, subject, to, reason string) e
 		if err != nil {
 			return err
 		}
-		if err := s.store.AssignAlert(ctx, kind, subject, target.ID, staffOf(ctx).ActorID, s.now().UTC()); err != nil {
+		if err := s.store.AssignAlert(ctx, kind, subject, target.ID, StaffOf(ctx).ActorID, s.now().UTC()); err != nil {
 			return err
 		}
-		if err := s.inbox.notify(ctx, target.ID, "assignment", href, fmt.Sprintf("Alert assigned to you: %s", reason)); err != nil {
+		if err := s.inbox.Notify(ctx, target.ID, "assignment", href, fmt.Sprintf("Alert assigned to you: %s", reason)); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "alert.assign", ResourceType: kind, ResourceToken: subject,
@@ -310,10 +245,10 @@ func (s *Alerts) Assign(ctx context.Context, kind, subject, to, reason string) e
 
 // Assignees returns the active colleagues an alert may be assigned to.
 func (s *Alerts) Assignees(ctx context.Context) ([]emi.StaffUser, error) {
-	if err := require(ctx, emi.PermReviewAML); err != nil {
+	if err := Require(ctx, emi.PermReviewAML); err != nil {
 		return nil, err
 	}
-	return activeStaffWith(ctx, s.staff, emi.PermReviewAML)
+	return ActiveStaffWith(ctx, s.staff, emi.PermReviewAML)
 }
 
 // hitSubjectName is the name of the person or company an application's hit

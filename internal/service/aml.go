@@ -84,21 +84,21 @@ func NewAML(tx TxRunner, store AMLStore, users UserStore, screener Screener, wat
 	return &AML{tx: tx, store: store, users: users, screener: screener, watch: watch, controls: controls, events: events, jobs: jobs, audit: audit, validate: v, now: now}
 }
 
-func hitKey(list, entry, fingerprint string) string {
+func FalsePositiveKey(list, entry, fingerprint string) string {
 	return list + "\x00" + entry + "\x00" + fingerprint
 }
 
 // personKey identifies a person for the false-positive memory: the
 // normalised name (token order ignored) and the birthday.
 func (a *AML) personKey(first, last, birthday string) []byte {
-	return personKey(a.screener.Normalize, first, last, birthday)
+	return PersonKey(a.screener.Normalize, first, last, birthday)
 }
 
 // personKey is the person of the false-positive memory, shared by AML
 // checks and the sanctions check of applications: SHA-256 of the
 // normalised name (token order ignored) and the birthday.
-func personKey(norm NameNormalizer, first, last, birthday string) []byte {
-	sum := sha256.Sum256([]byte(normalizedName(norm, first+" "+last) + "|" + birthday))
+func PersonKey(norm NameNormalizer, first, last, birthday string) []byte {
+	sum := sha256.Sum256([]byte(NormalizedName(norm, first+" "+last) + "|" + birthday))
 	return sum[:]
 }
 
@@ -167,7 +167,7 @@ func markSuppressed(hits []emi.AMLHit, fps map[string]int) ([]emi.AMLHit, emi.AM
 	st := emi.AMLClear
 	for i := range hits {
 		hits[i].N = i + 1
-		if fps[hitKey(hits[i].List, hits[i].EntryID, hits[i].Fingerprint)] >= PeopleForFalsePositive(hits[i].Score) {
+		if fps[FalsePositiveKey(hits[i].List, hits[i].EntryID, hits[i].Fingerprint)] >= PeopleForFalsePositive(hits[i].Score) {
 			hits[i].Suppressed = true
 			continue
 		}
@@ -202,7 +202,7 @@ func (a *AML) AMLCheck(ctx context.Context, partnerID, token string) (emi.AMLChe
 
 // Get returns any check with its hits, for compliance (emi.PermViewPeople).
 func (a *AML) Get(ctx context.Context, token string) (emi.AMLCheck, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return emi.AMLCheck{}, err
 	}
 	c, err := a.store.AMLCheck(ctx, "", token)
@@ -220,7 +220,7 @@ func (a *AML) Get(ctx context.Context, token string) (emi.AMLCheck, error) {
 // List lists checks for the back office: the review queue is status match,
 // oldest first (emi.PermViewPeople).
 func (a *AML) List(ctx context.Context, f emi.AMLFilter) ([]emi.AMLCheck, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return nil, err
 	}
 	if f.Limit <= 0 || f.Limit > 200 {
@@ -231,7 +231,7 @@ func (a *AML) List(ctx context.Context, f emi.AMLFilter) ([]emi.AMLCheck, error)
 
 // QueueSize counts the checks waiting for review.
 func (a *AML) QueueSize(ctx context.Context) (int64, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return 0, err
 	}
 	return a.store.CountAMLChecks(ctx, emi.AMLMatch)
@@ -243,7 +243,7 @@ func (a *AML) QueueSize(ctx context.Context) (int64, error) {
 // is now. When no hit is left open the check becomes cleared (all false
 // positives) or confirmed (any true match) and aml_check.reviewed is sent.
 func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.AMLCheck, error) {
-	if err := require(ctx, emi.PermReviewAML); err != nil {
+	if err := Require(ctx, emi.PermReviewAML); err != nil {
 		return emi.AMLCheck{}, err
 	}
 	d.Reason = strings.TrimSpace(d.Reason)
@@ -351,7 +351,7 @@ func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.
 
 // Status describes the loaded lists and the latest update attempts.
 func (a *AML) Status(ctx context.Context) (emi.SanctionsStatus, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return emi.SanctionsStatus{}, err
 	}
 	st := a.screener.Status()
@@ -522,7 +522,7 @@ func (a *AML) raiseForUser(ctx context.Context, u emi.User, source, version stri
 		}
 		var open []emi.AMLHit
 		for _, h := range hits {
-			k := hitKey(h.List, h.EntryID, h.Fingerprint)
+			k := FalsePositiveKey(h.List, h.EntryID, h.Fingerprint)
 			if fps[k] < PeopleForFalsePositive(h.Score) && !raised[k] {
 				open = append(open, h)
 			}

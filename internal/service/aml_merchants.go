@@ -135,11 +135,11 @@ func (s merchantSubject) fits(typ string) bool {
 func merchantSubjects(a emi.Application) []merchantSubject {
 	var out []merchantSubject
 	if a.Company != nil {
-		for _, n := range uniqueNonEmpty(a.Company.LegalName, a.Company.TradeName) {
+		for _, n := range UniqueNonEmpty(a.Company.LegalName, a.Company.TradeName) {
 			out = append(out, merchantSubject{query: emi.AMLQuery{LastName: n}})
 		}
 	}
-	for _, m := range activeMembers(a) {
+	for _, m := range a.ActiveMembers() {
 		sub := merchantSubject{member: m.Token, person: true,
 			query: emi.AMLQuery{FirstName: m.FirstName, LastName: m.LastName, Birthday: m.Birthday, Nationality: m.Nationality}}
 		if m.IsLegalEntity() || (m.FirstName == "" && m.LastName == "") {
@@ -264,7 +264,7 @@ func (s *MerchantScreening) ScreenWatchlistEntry(ctx context.Context, job emi.Jo
 func (s *MerchantScreening) raise(ctx context.Context, m ScreenedMerchant, sub merchantSubject, source, version string, hits []emi.AMLHit) error {
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		q := sub.query
-		key := personKey(s.screener.Normalize, q.FirstName, q.LastName, q.Birthday)
+		key := PersonKey(s.screener.Normalize, q.FirstName, q.LastName, q.Birthday)
 		fps, err := s.store.FalsePositives(ctx, m.PartnerID, key)
 		if err != nil {
 			return err
@@ -275,7 +275,7 @@ func (s *MerchantScreening) raise(ctx context.Context, m ScreenedMerchant, sub m
 		}
 		var open []emi.AMLHit
 		for _, h := range hits {
-			k := hitKey(h.List, h.EntryID, h.Fingerprint)
+			k := FalsePositiveKey(h.List, h.EntryID, h.Fingerprint)
 			if fps[k] < PeopleForFalsePositive(h.Score) && !raised[sub.member+"\x00"+k] {
 				open = append(open, h)
 			}
@@ -303,27 +303,4 @@ func (s *MerchantScreening) raise(ctx context.Context, m ScreenedMerchant, sub m
 // card operations: its checks waiting for a decision or confirmed.
 func (a *AML) MerchantScreening(ctx context.Context, merchant string) (emi.UserScreening, error) {
 	return a.store.MerchantScreening(ctx, merchant)
-}
-
-// merchantHold refuses a card on the accounts of an onboarded merchant
-// with a screening hit waiting for a compliance decision or confirmed a
-// true match (12009), as holder does for a user.
-func (s *Cards) merchantHold(ctx context.Context, merchant string) error {
-	if merchant == "" {
-		return nil
-	}
-	if s.aml == nil {
-		return emi.Internal(errors.New("cards: no AML service for the merchant's check"))
-	}
-	st, err := s.aml.MerchantScreening(ctx, merchant)
-	if err != nil {
-		return err
-	}
-	switch {
-	case st.Confirmed > 0:
-		return emi.ErrCardAMLRequired.WithDetail("the card's merchant is a confirmed sanctions match")
-	case st.Open > 0:
-		return emi.ErrCardAMLRequired.WithDetail("the card's merchant has a sanctions screening hit waiting for a compliance decision")
-	}
-	return nil
 }

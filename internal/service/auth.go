@@ -133,13 +133,13 @@ func signatureVersion(r emi.SignedRequest) (int, error) {
 // verify checks the signature against the current secret and, during a
 // rotation's overlap, the previous one.
 func (a *Auth) verify(k StoredKey, r emi.SignedRequest, version int, now time.Time) bool {
-	if secret, err := a.sealer.Open(k.SecretEnc, keySecretContext(k.ID)); err == nil && verifyWith(secret, r, version) {
+	if secret, err := a.sealer.Open(k.SecretEnc, KeySecretContext(k.ID)); err == nil && verifyWith(secret, r, version) {
 		return true
 	}
 	if k.PreviousSecretEnc == nil || k.PreviousValidUntil == nil || !now.Before(*k.PreviousValidUntil) {
 		return false
 	}
-	secret, err := a.sealer.Open(k.PreviousSecretEnc, keySecretContext(k.ID))
+	secret, err := a.sealer.Open(k.PreviousSecretEnc, KeySecretContext(k.ID))
 	return err == nil && verifyWith(secret, r, version)
 }
 

@@ -46,14 +46,14 @@ func (a *Auth) mismatch(k StoredKey, r emi.SignedRequest, version int) string {
 	} else {
 		fmt.Fprintf(&b, "api_key + timestamp + %q (version 1 signs no body for %s)", r.Operation, r.Method)
 	}
-	secret, err := a.sealer.Open(k.SecretEnc, keySecretContext(k.ID))
+	secret, err := a.sealer.Open(k.SecretEnc, KeySecretContext(k.ID))
 	if err != nil {
 		return b.String()
 	}
 	if hint := mismatchHint(secret, r, version); hint != "" {
 		b.WriteString("; " + hint)
 	} else if k.PreviousSecretEnc != nil {
-		if prev, err := a.sealer.Open(k.PreviousSecretEnc, keySecretContext(k.ID)); err == nil && verifyWith(prev, r, version) {
+		if prev, err := a.sealer.Open(k.PreviousSecretEnc, KeySecretContext(k.ID)); err == nil && verifyWith(prev, r, version) {
 			b.WriteString("; it was signed with the previous secret, whose overlap has ended: sign with the current one")
 		}
 	}

@@ -331,32 +331,32 @@ func (s *Authorizations) pinMatches(ctx context.Context, card, pin string) (bool
 func (s *Authorizations) checkRequest(in *emi.AuthorizationRequest) error {
 	in.Currency, in.MCC, in.Channel = strings.TrimSpace(in.Currency), strings.TrimSpace(in.MCC), strings.TrimSpace(in.Channel)
 	in.MerchantName, in.MerchantCountry = strings.TrimSpace(in.MerchantName), strings.ToUpper(strings.TrimSpace(in.MerchantCountry))
-	var bad problems
-	if err := bad.addErr("", s.cards.validate.Struct(*in, emi.ErrCardValidation)); err != nil {
+	var bad Problems
+	if err := bad.AddErr("", s.cards.validate.Struct(*in, emi.ErrCardValidation)); err != nil {
 		return err
 	}
-	checkAmount(&bad, int64(in.Amount))
-	if len(in.MCC) != 4 || !allDigits(in.MCC) {
-		bad.add("mcc", "must be a merchant category code of four digits")
+	CheckAmount(&bad, int64(in.Amount))
+	if len(in.MCC) != 4 || !AllDigits(in.MCC) {
+		bad.Add("mcc", "must be a merchant category code of four digits")
 	}
 	switch in.Channel {
 	case emi.ChannelPOS, emi.ChannelATM:
 		if in.PIN == "" {
-			bad.add("pin", "is required for "+in.Channel+" payments")
+			bad.Add("pin", "is required for "+in.Channel+" payments")
 		}
 		if in.ThreeDS != nil {
-			bad.add("three_ds", "is for online payments only")
+			bad.Add("three_ds", "is for online payments only")
 		}
 	case emi.ChannelOnline:
 		if in.PIN != "" {
-			bad.add("pin", "is for pos and atm payments only")
+			bad.Add("pin", "is for pos and atm payments only")
 		}
 	default:
-		bad.add("channel", "must be one of: "+strings.Join(emi.AuthorizationChannels, ", "))
+		bad.Add("channel", "must be one of: "+strings.Join(emi.AuthorizationChannels, ", "))
 	}
 	for _, r := range in.MerchantName {
 		if !unicode.IsPrint(r) {
-			bad.add("merchant_name", "must be printable text without control characters")
+			bad.Add("merchant_name", "must be printable text without control characters")
 			break
 		}
 	}
@@ -380,8 +380,8 @@ func (s *Authorizations) Clear(ctx context.Context, token string, amount *int64)
 		return emi.Authorization{}, err
 	}
 	if amount != nil {
-		var bad problems
-		checkAmount(&bad, *amount)
+		var bad Problems
+		CheckAmount(&bad, *amount)
 		if len(bad) > 0 {
 			return emi.Authorization{}, emi.ErrTransferValidation.WithFields(bad...)
 		}
@@ -531,8 +531,8 @@ func (s *Authorizations) ForCard(ctx context.Context, card string, page, limit i
 	if err != nil {
 		return nil, 0, err
 	}
-	var bad problems
-	bad.checkPage(page, limit, 100)
+	var bad Problems
+	bad.CheckPage(page, limit, 100)
 	if len(bad) > 0 {
 		return nil, 0, emi.ErrCardValidation.WithFields(bad...)
 	}

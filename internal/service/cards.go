@@ -183,7 +183,7 @@ type CardsDeps struct {
 
 // NewCards returns the card service.
 func NewCards(d CardsDeps) *Cards {
-	mustHave("Cards", d)
+	MustHave("Cards", d)
 	cfg := d.Config
 	if cfg.PINSMSPerDay == 0 {
 		cfg.PINSMSPerDay = 5
@@ -204,36 +204,36 @@ const DefaultRevealQuota = 10
 
 // Seal contexts: the card token and the column are the associated data,
 // so a value copied into another row or column does not open.
-func panContext(card string) string { return "cards.pan:" + card }
-func cvvContext(card string) string { return "cards.cvv:" + card }
-func pinContext(card string) string { return "cards.pin:" + card }
+func PANContext(card string) string { return "cards.pan:" + card }
+func CVVContext(card string) string { return "cards.cvv:" + card }
+func PINContext(card string) string { return "cards.pin:" + card }
 
 // panLookupContext is the same for every card: the lookup finds a PAN
 // whatever row holds it.
-const panLookupContext = "cards.pan"
+const PANLookupContext = "cards.pan"
 
 // Create issues a card (card_create): for a customer account, or
 // non-personalized from a program, optionally owned by a merchant or user
 // at once.
 func (s *Cards) Create(ctx context.Context, in emi.CardCreate) (emi.Card, error) {
-	p, err := partnerCtx(ctx, emi.ErrForbidden)
+	p, err := PartnerCtx(ctx, emi.ErrForbidden)
 	if err != nil {
 		return emi.Card{}, err
 	}
 	in.Program, in.Alias = strings.TrimSpace(in.Program), strings.TrimSpace(in.Alias)
-	var bad problems
-	if err := bad.addErr("", s.validate.Struct(in, emi.ErrCardValidation)); err != nil {
+	var bad Problems
+	if err := bad.AddErr("", s.validate.Struct(in, emi.ErrCardValidation)); err != nil {
 		return emi.Card{}, err
 	}
 	switch {
 	case in.Account == "" && in.Program == "":
-		bad.add("account", "give account for a customer card, or program for a non-personalized card")
+		bad.Add("account", "give account for a customer card, or program for a non-personalized card")
 	case in.Account != "" && in.Merchant != "":
-		bad.add("merchant", "only for a non-personalized card (without account)")
+		bad.Add("merchant", "only for a non-personalized card (without account)")
 	case in.Account != "" && in.User != "":
-		bad.add("user", "only for a non-personalized card (without account)")
+		bad.Add("user", "only for a non-personalized card (without account)")
 	case in.Merchant != "" && in.User != "":
-		bad.add("user", "give one owner only: merchant or user, not both")
+		bad.Add("user", "give one owner only: merchant or user, not both")
 	}
 	if len(bad) > 0 {
 		return emi.Card{}, emi.ErrCardValidation.WithFields(bad...)
@@ -344,7 +344,7 @@ func (s *Cards) issue(ctx context.Context, c *emi.Card, bin, pin string) error {
 	}
 	for attempt := 0; attempt < 16; attempt++ {
 		pan := NewPAN(bin)
-		taken, err := s.store.PANTaken(ctx, s.vault.LookupAll(panLookupContext, []byte(pan)))
+		taken, err := s.store.PANTaken(ctx, s.vault.LookupAll(PANLookupContext, []byte(pan)))
 		if err != nil {
 			return err
 		}
@@ -370,16 +370,16 @@ func (s *Cards) issue(ctx context.Context, c *emi.Card, bin, pin string) error {
 func (s *Cards) seal(card, pan, cvv, pin string) (SealedCard, error) {
 	var out SealedCard
 	var err error
-	if out.PAN, err = s.vault.Seal([]byte(pan), panContext(card)); err != nil {
+	if out.PAN, err = s.vault.Seal([]byte(pan), PANContext(card)); err != nil {
 		return out, emi.Internal(err)
 	}
-	if out.CVV, err = s.vault.Seal([]byte(cvv), cvvContext(card)); err != nil {
+	if out.CVV, err = s.vault.Seal([]byte(cvv), CVVContext(card)); err != nil {
 		return out, emi.Internal(err)
 	}
-	if out.PIN, err = s.vault.Seal([]byte(pin), pinContext(card)); err != nil {
+	if out.PIN, err = s.vault.Seal([]byte(pin), PINContext(card)); err != nil {
 		return out, emi.Internal(err)
 	}
-	out.PANLookup = s.vault.Lookup(panLookupContext, []byte(pan))
+	out.PANLookup = s.vault.Lookup(PANLookupContext, []byte(pan))
 	return out, nil
 }
 
@@ -487,7 +487,7 @@ func (s *Cards) checkAML(ctx context.Context, partnerID, token string, holder *c
 		return nil
 	}
 	u := holder.user
-	if normalizedName(s.names, u.FirstName+" "+u.LastName) != normalizedName(s.names, c.FirstName+" "+c.LastName) ||
+	if NormalizedName(s.names, u.FirstName+" "+u.LastName) != NormalizedName(s.names, c.FirstName+" "+c.LastName) ||
 		(u.Birthday != "" && c.Birthday != "" && u.Birthday != c.Birthday) {
 		return emi.ErrCardAMLRequired.WithDetail("aml is an AML check of another person than the card's user")
 	}

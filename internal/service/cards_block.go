@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -119,7 +120,7 @@ func (s *Cards) Replace(ctx context.Context, token, aml, reason string) (emi.Car
 	if len(reason) > 1000 {
 		return emi.Card{}, emi.ErrCardValidation.Field("reason", "must be at most 1000 characters")
 	}
-	if aml != "" && !validToken(strings.ToLower(aml)) {
+	if aml != "" && !ValidToken(strings.ToLower(aml)) {
 		return emi.Card{}, emi.ErrCardValidation.Field("aml", "must be an AML check token")
 	}
 	var out emi.Card
@@ -232,4 +233,27 @@ func (s *Cards) Replace(ctx context.Context, token, aml, reason string) (emi.Car
 		return err
 	})
 	return out, err
+}
+
+// merchantHold refuses a card on the accounts of an onboarded merchant
+// with a screening hit waiting for a compliance decision or confirmed a
+// true match (12009), as holder does for a user.
+func (s *Cards) merchantHold(ctx context.Context, merchant string) error {
+	if merchant == "" {
+		return nil
+	}
+	if s.aml == nil {
+		return emi.Internal(errors.New("cards: no AML service for the merchant's check"))
+	}
+	st, err := s.aml.MerchantScreening(ctx, merchant)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Confirmed > 0:
+		return emi.ErrCardAMLRequired.WithDetail("the card's merchant is a confirmed sanctions match")
+	case st.Open > 0:
+		return emi.ErrCardAMLRequired.WithDetail("the card's merchant has a sanctions screening hit waiting for a compliance decision")
+	}
+	return nil
 }

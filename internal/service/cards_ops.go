@@ -38,7 +38,7 @@ func (s *Cards) actor(ctx context.Context, perm emi.Permission) (cardActor, erro
 	case p.IsPartner():
 		return cardActor{partnerID: p.PartnerID, actorID: p.ActorID}, nil
 	case p.Type == emi.ActorStaff:
-		if err := require(ctx, perm); err != nil {
+		if err := Require(ctx, perm); err != nil {
 			return cardActor{}, err
 		}
 		return cardActor{actorID: p.ActorID, staff: true}, nil
@@ -71,16 +71,16 @@ func (s *Cards) Details(ctx context.Context, token string) (emi.Card, error) {
 // List returns a page of the caller's cards (cards_list): page from 1,
 // limit 1..100, filters merchant and user (and account); newest first.
 func (s *Cards) List(ctx context.Context, f emi.CardFilter) ([]emi.Card, int64, error) {
-	p, err := partnerCtx(ctx, emi.ErrForbidden)
+	p, err := PartnerCtx(ctx, emi.ErrForbidden)
 	if err != nil {
 		return nil, 0, err
 	}
-	var bad problems
+	var bad Problems
 	if f.Page < 1 {
-		bad.add("page", "must be 1 or more")
+		bad.Add("page", "must be 1 or more")
 	}
 	if f.Limit < 1 || f.Limit > 100 {
-		bad.add("limit", "must be from 1 to 100")
+		bad.Add("limit", "must be from 1 to 100")
 	}
 	if len(bad) > 0 {
 		return nil, 0, emi.ErrCardValidation.WithFields(bad...)
@@ -317,7 +317,7 @@ func (s *Cards) Convert(ctx context.Context, token string, d *emi.Delivery, reas
 		}
 		c.Type = emi.CardPlastic
 		c.ExpiryMonth, c.ExpiryYear = expiryFrom(s.now().UTC(), prog.CardValidityMonths)
-		cvv, err := s.vault.Seal([]byte(secretDigits(3)), cvvContext(c.Token))
+		cvv, err := s.vault.Seal([]byte(secretDigits(3)), CVVContext(c.Token))
 		if err != nil {
 			return emi.Internal(err)
 		}
@@ -695,14 +695,6 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 	return m, nil
 }
 
-// RetryAfter is the wait a rate-limited caller is told (Retry-After).
-type RetryAfter time.Duration
-
-func (r RetryAfter) Error() string { return "retry after " + time.Duration(r).String() }
-
-// Seconds is the wait in whole seconds, at least 1.
-func (r RetryAfter) Seconds() int { return max(1, int((time.Duration(r)+time.Second-1)/time.Second)) }
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -713,7 +705,7 @@ func truncate(s string, n int) string {
 // SMSMessages lists the texts sent for a card (emi.PermViewAccounts),
 // PINs masked.
 func (s *Cards) SMSMessages(ctx context.Context, card string) ([]emi.SMSMessage, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
 	}
 	return s.store.SMSMessages(ctx, card, 200)
@@ -742,7 +734,7 @@ const (
 // unknown card writes a "denied" row and answers 12002. A terminated card
 // has no CVV2 or PIN any more and answers 12005.
 func (s *Cards) Reveal(ctx context.Context, token, what string) (Revealed, error) {
-	p, err := partnerCtx(ctx, emi.ErrCardNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrCardNotFound)
 	if err != nil {
 		return Revealed{}, err
 	}
@@ -761,7 +753,7 @@ func (s *Cards) Reveal(ctx context.Context, token, what string) (Revealed, error
 }
 
 func (s *Cards) denyReveal(ctx context.Context, token string, fields []string, why string) {
-	if !validToken(token) {
+	if !ValidToken(token) {
 		token = ""
 	}
 	// Best effort outside any transaction: the refusal stands either way.
@@ -791,18 +783,18 @@ func (s *Cards) reveal(ctx context.Context, c emi.Card, fields []string, reason 
 		switch f {
 		case "pan_first_half", "pan_second_half", "pan":
 			if out.PAN == "" {
-				if out.PAN, err = s.open(sealed.PAN, panContext(c.Token)); err != nil {
+				if out.PAN, err = s.open(sealed.PAN, PANContext(c.Token)); err != nil {
 					return Revealed{}, err
 				}
 			}
 			half := len(out.PAN) / 2
 			out.FirstHalf, out.SecondHalf = out.PAN[:half], out.PAN[half:]
 		case "cvv":
-			if out.CVV, err = s.open(sealed.CVV, cvvContext(c.Token)); err != nil {
+			if out.CVV, err = s.open(sealed.CVV, CVVContext(c.Token)); err != nil {
 				return Revealed{}, err
 			}
 		case "pin":
-			if out.PIN, err = s.open(sealed.PIN, pinContext(c.Token)); err != nil {
+			if out.PIN, err = s.open(sealed.PIN, PINContext(c.Token)); err != nil {
 				return Revealed{}, err
 			}
 		case "expiry":
@@ -836,7 +828,7 @@ func (s *Cards) openPIN(ctx context.Context, card string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return s.open(sealed.PIN, pinContext(card))
+	return s.open(sealed.PIN, PINContext(card))
 }
 
 // open opens a sealed card value; a value that does not open (moved from
@@ -879,7 +871,7 @@ func (s *Cards) takeReveal(ctx context.Context, staffID, token string, fields []
 	if ok {
 		return nil
 	}
-	if !validToken(token) {
+	if !ValidToken(token) {
 		token = ""
 	}
 	_ = s.audit.Record(ctx, emi.AuditEntry{Action: "card.reveal_quota", ResourceType: "card", ResourceToken: token,
@@ -899,7 +891,7 @@ func (s *Cards) takeReveal(ctx context.Context, staffID, token string, fields []
 func (s *Cards) StaffReveal(ctx context.Context, stepUp StepUp, token, secret, reason string) (Revealed, error) {
 	p, _ := emi.PrincipalFrom(ctx)
 	fields := []string{"pan"}
-	if err := require(ctx, emi.PermRevealCardData); err != nil {
+	if err := Require(ctx, emi.PermRevealCardData); err != nil {
 		s.denyReveal(ctx, token, fields, "role may not reveal card data")
 		return Revealed{}, err
 	}
@@ -911,7 +903,7 @@ func (s *Cards) StaffReveal(ctx context.Context, stepUp StepUp, token, secret, r
 		return Revealed{}, emi.ErrCardValidation.Field("reason", "must be at most 1000 characters")
 	}
 	code := strings.ReplaceAll(strings.TrimSpace(secret), " ", "")
-	if len(code) != 6 || !allDigits(code) {
+	if len(code) != 6 || !AllDigits(code) {
 		s.denyReveal(ctx, token, fields, "no one-time code")
 		return Revealed{}, emi.ErrCardValidation.Field("secret", "must be a current 6-digit TOTP code: each code confirms one reveal")
 	}
@@ -1007,7 +999,7 @@ func prefixFields(err error, prefix string) error {
 	if e.Kind != emi.KindInvalid {
 		return err
 	}
-	var bad problems
-	_ = bad.addErr(prefix, err)
+	var bad Problems
+	_ = bad.AddErr(prefix, err)
 	return e.WithFields(bad...)
 }

@@ -25,7 +25,7 @@ import (
 //     merchant's name (3 characters or more; issue 23: a name search
 //     lists the person's cards).
 func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
 	}
 	q = strings.TrimSpace(q)
@@ -38,13 +38,13 @@ func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
 	digits := stripSeparators(q)
 	_, isPAN := PANQuery(q)
 	switch {
-	case validToken(strings.ToLower(q)):
+	case ValidToken(strings.ToLower(q)):
 		return s.store.SearchCards(ctx, CardQuery{Token: strings.ToLower(q)})
 	case isPAN:
 		return nil, emi.ErrCardValidation.Field("q", "a full card number is looked up with the card-number search, by staff who may reveal card numbers")
 	case len(digits) >= 15 && len(digits) <= 34 && looksLikeIBAN(digits):
 		return s.store.SearchCards(ctx, CardQuery{IBAN: strings.ToUpper(digits)})
-	case len(q) >= 4 && allDigits(q[:4]) && (len(q) == 4 || q[4] == ' '):
+	case len(q) >= 4 && AllDigits(q[:4]) && (len(q) == 4 || q[4] == ' '):
 		return s.store.SearchCards(ctx, CardQuery{Last4: q[:4], Owner: strings.TrimSpace(q[4:])})
 	}
 	return s.store.SearchCards(ctx, CardQuery{Owner: q, Phone: normalizePhone(q)})
@@ -62,7 +62,7 @@ func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
 // calls it only from a POST, so the number stays out of URLs.
 func (s *Cards) SearchPAN(ctx context.Context, q string) ([]emi.Card, error) {
 	fields := []string{"pan_search"}
-	if err := require(ctx, emi.PermRevealCardData); err != nil {
+	if err := Require(ctx, emi.PermRevealCardData); err != nil {
 		s.denyReveal(ctx, "", fields, "role may not search by card number")
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (s *Cards) SearchPAN(ctx context.Context, q string) ([]emi.Card, error) {
 	if err := s.takeReveal(ctx, p.ActorID, "", fields); err != nil {
 		return nil, err
 	}
-	list, err := s.store.SearchCards(ctx, CardQuery{PANLookups: s.vault.LookupAll(panLookupContext, []byte(pan))})
+	list, err := s.store.SearchCards(ctx, CardQuery{PANLookups: s.vault.LookupAll(PANLookupContext, []byte(pan))})
 	if err != nil {
 		return nil, err
 	}
@@ -109,16 +109,7 @@ func stripSeparators(q string) string {
 // shows it back unmasked.
 func PANQuery(q string) (string, bool) {
 	d := stripSeparators(strings.TrimSpace(q))
-	return d, len(d) >= 13 && len(d) <= 19 && allDigits(d)
-}
-
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
+	return d, len(d) >= 13 && len(d) <= 19 && AllDigits(d)
 }
 
 func isLetter(b byte) bool { return (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') }
@@ -127,7 +118,7 @@ func isLetter(b byte) bool { return (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 
 // check digits, then letters and digits only (so an e-mail address that
 // starts with two letters is not taken for one).
 func looksLikeIBAN(s string) bool {
-	if len(s) < 4 || !isLetter(s[0]) || !isLetter(s[1]) || !allDigits(s[2:4]) {
+	if len(s) < 4 || !isLetter(s[0]) || !isLetter(s[1]) || !AllDigits(s[2:4]) {
 		return false
 	}
 	for i := 4; i < len(s); i++ {
@@ -141,7 +132,7 @@ func looksLikeIBAN(s string) bool {
 // ForOwner lists the cards of a user, a merchant or an account
 // (emi.PermViewAccounts).
 func (s *Cards) ForOwner(ctx context.Context, user, merchant, account string) ([]emi.Card, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
 	}
 	items, _, err := s.store.Cards(ctx, emi.CardFilter{User: user, Merchant: merchant, Account: account, Page: 1, Limit: 200})
@@ -168,7 +159,7 @@ type CardView struct {
 // (emi.PermViewAccounts; the audit needs no extra permission here because
 // customer service must see who revealed the card).
 func (s *Cards) Get(ctx context.Context, token string) (CardView, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return CardView{}, err
 	}
 	c, err := s.store.Card(ctx, "", token, false)
@@ -185,7 +176,7 @@ func (s *Cards) Get(ctx context.Context, token string) (CardView, error) {
 	if v.SMS, err = s.store.SMSMessages(ctx, c.Token, 50); err != nil {
 		return v, err
 	}
-	if v.Audit, err = s.audit.store.AuditEntries(ctx, emi.AuditFilter{ResourceType: "card", ResourceToken: c.Token, Limit: 200}); err != nil {
+	if v.Audit, err = s.audit.Trail(ctx, emi.AuditFilter{ResourceType: "card", ResourceToken: c.Token, Limit: 200}); err != nil {
 		return v, err
 	}
 	var staff []string
@@ -204,7 +195,7 @@ func (s *Cards) Get(ctx context.Context, token string) (CardView, error) {
 // Outbox lists the latest texts sent to cardholders, PINs masked
 // (emi.PermViewAccounts): the sandbox SMS outbox.
 func (s *Cards) Outbox(ctx context.Context) ([]emi.SMSMessage, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
 	}
 	return s.store.SMSMessages(ctx, "", 200)

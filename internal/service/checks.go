@@ -26,16 +26,6 @@ type Registry interface {
 	Lookup(ctx context.Context, country, uic string) (emi.RegistryRecord, error)
 }
 
-// MediaHit is one adverse-media finding about a name.
-type MediaHit struct {
-	Name     string  `json:"name"`
-	Matched  string  `json:"matched"`
-	Category string  `json:"category"`
-	Note     string  `json:"note,omitempty"`
-	Source   string  `json:"source,omitempty"`
-	Score    float64 `json:"score"`
-}
-
 // AdverseMedia searches adverse media for names. The embedded provider is
 // the watch list compliance keeps in the back office; a vendor (Dow Jones,
 // ComplyAdvantage...) implements the same interface.
@@ -98,7 +88,7 @@ type ChecksDeps struct {
 // NewChecks returns the checks runner. The review SLA counts business
 // hours of DefaultCalendar, 24 of them per application.
 func NewChecks(d ChecksDeps) *Checks {
-	mustHave("Checks", d)
+	MustHave("Checks", d)
 	return &Checks{tx: d.Tx, store: d.Store, screener: d.Screener, registry: d.Registry, media: d.Media, events: d.Events,
 		audit: d.Audit, risk: d.Risk, now: d.Now, fps: d.FalsePositives, namesMatch: d.NamesMatch, settle: d.Settle,
 		cal: DefaultCalendar(), slaTarget: 24 * time.Hour}
@@ -343,16 +333,6 @@ func ready(a emi.Application) bool {
 	return false
 }
 
-func activeMembers(a emi.Application) []emi.Member {
-	var out []emi.Member
-	for _, m := range a.Members {
-		if m.Status == "active" {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // evaluate runs every check on a snapshot. The risk check comes first and
 // is completed by scoreRisk (it needs the screening's hits and their
 // decisions); base is the risk model's factors before the screening.
@@ -472,7 +452,7 @@ func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFun
 			return err
 		}
 		version = v
-		key := personKey(c.screener.Normalize, q.FirstName, q.LastName, q.Birthday)
+		key := PersonKey(c.screener.Normalize, q.FirstName, q.LastName, q.Birthday)
 		var fps map[string]int
 		if c.fps != nil && len(hs) > 0 {
 			if fps, err = c.fps.FalsePositives(ctx, a.PartnerID, key); err != nil {
@@ -483,7 +463,7 @@ func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFun
 			// Every hit inside an application takes two people: only a
 			// two-person memory answers it (issue 19, C2). A one-person
 			// memory is shown beside the hit, which stays open.
-			people := fps[hitKey(h.List, h.EntryID, h.Fingerprint)]
+			people := fps[FalsePositiveKey(h.List, h.EntryID, h.Fingerprint)]
 			if people >= 2 {
 				suppressed++
 				continue
@@ -502,12 +482,12 @@ func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFun
 	if co.IsSIE != nil && *co.IsSIE {
 		declared = append(declared, "the company is declared as appearing on a sanctions list (is_sie)")
 	}
-	for _, n := range uniqueNonEmpty(co.LegalName, co.TradeName) {
+	for _, n := range UniqueNonEmpty(co.LegalName, co.TradeName) {
 		if err := add("company", "", emi.AMLQuery{LastName: n}); err != nil {
 			return screeningError(res, err)
 		}
 	}
-	for _, m := range activeMembers(a) {
+	for _, m := range a.ActiveMembers() {
 		if m.IsSIP != nil && *m.IsSIP {
 			declared = append(declared, "member "+m.DisplayName()+" is declared as appearing on a sanctions list (is_sip)")
 		}
@@ -522,7 +502,7 @@ func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFun
 			return screeningError(res, err)
 		}
 	}
-	d := map[string]any{"list_version": version, "hits": hits, "screened": 1 + len(activeMembers(a)),
+	d := map[string]any{"list_version": version, "hits": hits, "screened": 1 + len(a.ActiveMembers()),
 		"suppressed_false_positives": suppressed}
 	switch {
 	case len(declared) > 0:
@@ -540,11 +520,11 @@ func screeningError(res resultFunc, err error) emi.CheckResult {
 }
 
 func (c *Checks) adverseMedia(ctx context.Context, a emi.Application, res resultFunc) emi.CheckResult {
-	names := uniqueNonEmpty(a.Company.LegalName, a.Company.TradeName)
-	for _, m := range activeMembers(a) {
+	names := UniqueNonEmpty(a.Company.LegalName, a.Company.TradeName)
+	for _, m := range a.ActiveMembers() {
 		names = append(names, m.DisplayName())
 	}
-	names = uniqueNonEmpty(names...)
+	names = UniqueNonEmpty(names...)
 	hits, err := c.media.Search(ctx, names)
 	if err != nil {
 		return res(emi.CheckAdverseMedia, emi.CheckError, map[string]any{"reason": "adverse-media provider unavailable; retrying", "error": err.Error()})
@@ -555,17 +535,6 @@ func (c *Checks) adverseMedia(ctx context.Context, a emi.Application, res result
 		return res(emi.CheckAdverseMedia, emi.CheckReview, d)
 	}
 	return res(emi.CheckAdverseMedia, emi.CheckPassed, d)
-}
-
-func uniqueNonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		s = strings.TrimSpace(s)
-		if s != "" && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // applyPatch copies the fields of src whose JSON names are in present onto

@@ -143,13 +143,13 @@ func NewControls(links StaffLinkStore, now Clock) *Controls {
 // fails open.
 func (c *Controls) Approve(ctx context.Context, control Control, participants ...string) error {
 	pol := PolicyOf(control)
-	if err := require(ctx, pol.Approve); err != nil {
+	if err := Require(ctx, pol.Approve); err != nil {
 		return err
 	}
 	if c == nil {
 		return emi.Internal(errors.New("controls: no decision engine configured"))
 	}
-	return c.Distinct(ctx, staffOf(ctx).ActorID, participants...)
+	return c.Distinct(ctx, StaffOf(ctx).ActorID, participants...)
 }
 
 // Distinct returns emi.ErrFourEyes unless me is a person distinct from

@@ -20,7 +20,7 @@ import (
 // func or channel field is required unless tagged `deps:"optional"`, whose
 // doc comment says what nil means; other fields (flags, durations,
 // configuration structs) are never checked.
-func mustHave(service string, deps any) {
+func MustHave(service string, deps any) {
 	v := reflect.ValueOf(deps)
 	t := v.Type()
 	var missing []string

@@ -41,7 +41,7 @@ var fileTypeMIME = map[string]string{
 }
 
 // decodedDocument is a document checked and ready to seal.
-type decodedDocument struct {
+type DecodedDocument struct {
 	emi.Document
 	content     []byte
 	contentType string
@@ -55,12 +55,12 @@ const maxEncodedDocument = (emi.MaxDocumentBytes+2)/3*4 + emi.MaxDocumentBytes/3
 // decodeDocuments decodes and checks every document of a request (field
 // path prefix, e.g. "documents"): base64, size 1 byte to 10 MiB decoded, and
 // content that sniffs as the declared file_type. It returns every problem.
-func decodeDocuments(prefix string, docs []emi.Document) ([]decodedDocument, []emi.FieldError) {
-	var out []decodedDocument
+func DecodeDocuments(prefix string, docs []emi.Document) ([]DecodedDocument, []emi.FieldError) {
+	var out []DecodedDocument
 	var bad []emi.FieldError
 	for i, d := range docs {
 		path := prefix + "[" + strconv.Itoa(i) + "]"
-		dd, fe := decodeDocument(path, d)
+		dd, fe := DecodeDocument(path, d)
 		if fe != nil {
 			bad = append(bad, *fe)
 			continue
@@ -70,9 +70,9 @@ func decodeDocuments(prefix string, docs []emi.Document) ([]decodedDocument, []e
 	return out, bad
 }
 
-func decodeDocument(path string, d emi.Document) (decodedDocument, *emi.FieldError) {
-	fail := func(field, msg string) (decodedDocument, *emi.FieldError) {
-		return decodedDocument{}, &emi.FieldError{Field: path + "." + field, Message: msg}
+func DecodeDocument(path string, d emi.Document) (DecodedDocument, *emi.FieldError) {
+	fail := func(field, msg string) (DecodedDocument, *emi.FieldError) {
+		return DecodedDocument{}, &emi.FieldError{Field: path + "." + field, Message: msg}
 	}
 	want, ok := fileTypeMIME[d.FileType]
 	if !ok {
@@ -98,7 +98,7 @@ func decodeDocument(path string, d emi.Document) (decodedDocument, *emi.FieldErr
 	if msg := overPixelBudget(content, want); msg != "" {
 		return fail("file", msg)
 	}
-	return decodedDocument{Document: d, content: content, contentType: want}, nil
+	return DecodedDocument{Document: d, content: content, contentType: want}, nil
 }
 
 // MaxImagePixels is the largest image (width × height) emi accepts: 40
@@ -148,10 +148,10 @@ func sniffedAs(b []byte, want string) bool {
 }
 
 // documentContext binds a document's sealed content to its row.
-func documentContext(token string) string { return "documents.content:" + token }
+func DocumentContext(token string) string { return "documents.content:" + token }
 
 // storeDocuments seals and inserts checked documents for an owner.
-func storeDocuments(ctx context.Context, store DocumentStore, sealer Sealer, partnerID, ownerType, ownerToken string, docs []decodedDocument, now Clock) ([]emi.StoredDocument, error) {
+func StoreDocuments(ctx context.Context, store DocumentStore, sealer Sealer, partnerID, ownerType, ownerToken string, docs []DecodedDocument, now Clock) ([]emi.StoredDocument, error) {
 	out := make([]emi.StoredDocument, 0, len(docs))
 	for _, d := range docs {
 		sum := sha256.Sum256(d.content)
@@ -160,7 +160,7 @@ func storeDocuments(ctx context.Context, store DocumentStore, sealer Sealer, par
 			DocumentType: d.DocumentType, FileType: d.FileType, ContentType: d.contentType,
 			Size: len(d.content), SHA256: sum[:], CreatedAt: now().UTC(),
 		}
-		enc, err := sealer.Seal(d.content, documentContext(sd.Token))
+		enc, err := sealer.Seal(d.content, DocumentContext(sd.Token))
 		if err != nil {
 			return nil, emi.Internal(err)
 		}

@@ -28,7 +28,7 @@ const maxEventBody = 64 << 10
 // Events list limits (events_list).
 const (
 	MaxEventsPerPage = 100
-	maxEventsPage    = math.MaxInt32
+	MaxEventsPage    = math.MaxInt32
 )
 
 // EventStore keeps the outbox: events, deliveries and the endpoints they go
@@ -98,19 +98,19 @@ func NewEvents(tx TxRunner, store EventStore, jobs Enqueuer, now Clock) *Events 
 }
 
 // deliveryJob is the payload of a JobWebhookDeliver job.
-type deliveryJob struct {
+type DeliveryJob struct {
 	Delivery string `json:"delivery"`
 }
 
 // deliveryJobSpec returns the job that makes the attempts of delivery id.
 // The unique key keeps one pending job per delivery, so its attempts never
 // run side by side; a replay reuses (and hurries) that job.
-func deliveryJobSpec(id string) emi.JobSpec {
-	return emi.JobSpec{Kind: JobWebhookDeliver, Payload: deliveryJob{Delivery: id},
-		MaxAttempts: deliveryJobMaxAttempts, UniqueKey: deliveryJobKey(id)}
+func DeliveryJobSpec(id string) emi.JobSpec {
+	return emi.JobSpec{Kind: JobWebhookDeliver, Payload: DeliveryJob{Delivery: id},
+		MaxAttempts: deliveryJobMaxAttempts, UniqueKey: DeliveryJobKey(id)}
 }
 
-func deliveryJobKey(id string) string { return JobWebhookDeliver + ":" + id }
+func DeliveryJobKey(id string) string { return JobWebhookDeliver + ":" + id }
 
 // Emit records an event of the partner in the transaction carried by ctx,
 // and a delivery (with its job) for each of the partner's enabled endpoints
@@ -188,7 +188,7 @@ func (e *Events) Emit(ctx context.Context, partnerID string, typ emi.EventType, 
 			if err := e.store.InsertDelivery(ctx, d); err != nil {
 				return err
 			}
-			if _, _, err := e.jobs.Enqueue(ctx, deliveryJobSpec(d.ID)); err != nil {
+			if _, _, err := e.jobs.Enqueue(ctx, DeliveryJobSpec(d.ID)); err != nil {
 				return err
 			}
 		}
@@ -215,8 +215,8 @@ func (e *Events) List(ctx context.Context, in emi.EventList) (emi.EventPage, err
 		return emi.EventPage{}, emi.ErrForbidden.WithDetail("events_list needs a partner")
 	}
 	var fields []emi.FieldError
-	if in.Page < 1 || in.Page > maxEventsPage {
-		fields = append(fields, emi.FieldError{Field: "page", Message: fmt.Sprintf("must be a whole number from 1 to %d", maxEventsPage)})
+	if in.Page < 1 || in.Page > MaxEventsPage {
+		fields = append(fields, emi.FieldError{Field: "page", Message: fmt.Sprintf("must be a whole number from 1 to %d", MaxEventsPage)})
 	}
 	if in.Limit < 1 || in.Limit > MaxEventsPerPage {
 		fields = append(fields, emi.FieldError{Field: "limit", Message: fmt.Sprintf("must be a whole number from 1 to %d", MaxEventsPerPage)})

@@ -28,7 +28,7 @@ func ApprovalGrounds(a emi.Application, hits map[string]emi.HitDecisionRecord) s
 		}
 		part := checkLabel(c.Name) + ": " + c.Status
 		if c.Name == emi.CheckSanctions {
-			if hs := sanctionsHitsOf(c); len(hs) > 0 {
+			if hs := SanctionsHitsOf(c); len(hs) > 0 {
 				part += " (" + hitGrounds(hs, hits) + ")"
 			}
 		} else if reason, _ := c.Details["reason"].(string); reason != "" && c.Status != emi.CheckPassed {
@@ -62,7 +62,7 @@ func checkLabel(name string) string {
 	return strings.ReplaceAll(name, "_", " ")
 }
 
-func sanctionsHitsOf(c emi.CheckResult) []map[string]any {
+func SanctionsHitsOf(c emi.CheckResult) []map[string]any {
 	var out []map[string]any
 	switch hs := c.Details["hits"].(type) {
 	case []any:

@@ -42,7 +42,7 @@ type StoredResponse struct {
 // idempotencyBodyContext binds a stored response's sealed body to its row
 // (issue 20, A3: a stored answer may carry the hosted KYC page's
 // capability URL and personal data for 24 hours).
-func idempotencyBodyContext(id string) string { return "idempotency_keys.body:" + id }
+func IdempotencyBodyContext(id string) string { return "idempotency_keys.body:" + id }
 
 // IdempotencyTTL is how long a stored response is replayed (contract §5).
 const IdempotencyTTL = 24 * time.Hour
@@ -151,7 +151,7 @@ func (s *Idempotency) Do(ctx context.Context, partnerID, key string, fingerprint
 				return emi.ErrIdempotencyConflict.WithDetail("key reused with another request")
 			}
 			if stored.BodySealed {
-				body, err := s.keys.Open(stored.Body, idempotencyBodyContext(stored.ID))
+				body, err := s.keys.Open(stored.Body, IdempotencyBodyContext(stored.ID))
 				if err != nil {
 					return emi.Internal(fmt.Errorf("idempotency: stored body does not open: %w", err))
 				}
@@ -171,7 +171,7 @@ func (s *Idempotency) Do(ctx context.Context, partnerID, key string, fingerprint
 		resp.Fingerprint, resp.CreatedAt = fingerprints[0], now
 		save := resp
 		save.ID = NewToken()
-		if save.Body, err = s.keys.Seal(resp.Body, idempotencyBodyContext(save.ID)); err != nil {
+		if save.Body, err = s.keys.Seal(resp.Body, IdempotencyBodyContext(save.ID)); err != nil {
 			return emi.Internal(err)
 		}
 		save.BodySealed = true

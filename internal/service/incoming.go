@@ -195,7 +195,7 @@ func (s *Incoming) creditor(ctx context.Context) (string, error) {
 		}
 		return p.PartnerID, nil
 	}
-	if err := require(ctx, emi.PermManageMoney); err != nil {
+	if err := Require(ctx, emi.PermManageMoney); err != nil {
 		return "", err
 	}
 	if !s.cfg.Sandbox {
@@ -215,60 +215,60 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 	d.Account, d.Balance, d.IBAN = strings.ToLower(strings.TrimSpace(d.Account)), strings.ToLower(strings.TrimSpace(d.Balance)), iban.Normalize(d.IBAN)
 	d.AccountNumber, d.SortCode = digitsOnly(d.AccountNumber), digitsOnly(d.SortCode)
 
-	var bad problems
-	if err := bad.addErr("", s.validate.Struct(*in, emi.ErrTransferValidation)); err != nil {
+	var bad Problems
+	if err := bad.AddErr("", s.validate.Struct(*in, emi.ErrTransferValidation)); err != nil {
 		return "", err
 	}
-	checkAmount(&bad, int64(in.Amount))
+	CheckAmount(&bad, int64(in.Amount))
 	checkReference(&bad, in.Reference)
 	switch {
-	case in.Currency == "" || bad.has("currency"):
+	case in.Currency == "" || bad.Has("currency"):
 	case !emi.ValidCurrency(in.Currency):
-		bad.add("currency", "must be EUR, BGN or GBP")
+		bad.Add("currency", "must be EUR, BGN or GBP")
 	default:
 		checkSchemeCurrency(&bad, in.Scheme, in.Currency)
 	}
 	if in.Scheme != "" && !slices.Contains(emi.IncomingSchemes, in.Scheme) {
-		bad.add("scheme", "must be sepa, faster_payments or card")
+		bad.Add("scheme", "must be sepa, faster_payments or card")
 	}
 
 	// The payer.
 	if pay.Name == "" {
-		bad.add("payer.name", "is required")
+		bad.Add("payer.name", "is required")
 	}
 	checkPrintable(&bad, "payer.name", pay.Name)
 	if pay.IBAN != "" && iban.Validate(pay.IBAN) != nil {
-		bad.add("payer.iban", "is not a valid IBAN")
+		bad.Add("payer.iban", "is not a valid IBAN")
 	}
 	if pay.AccountNumber != "" || pay.SortCode != "" {
 		if !iban.ValidUKAccountNumber(pay.AccountNumber) || !iban.ValidSortCode(pay.SortCode) {
-			bad.add("payer.account_number", "a UK account number (8 digits) goes with its sort code (6 digits)")
+			bad.Add("payer.account_number", "a UK account number (8 digits) goes with its sort code (6 digits)")
 		}
 	}
 	if pay.CardLast4 != "" && !cardLast4(pay.CardLast4) {
-		bad.add("payer.card_last4", "must be the last 4 digits of the card")
+		bad.Add("payer.card_last4", "must be the last 4 digits of the card")
 	}
 	switch in.Scheme {
 	case emi.SchemeSEPA:
 		if pay.AccountNumber != "" || pay.SortCode != "" || pay.CardLast4 != "" {
-			bad.add("payer", "a SEPA payer is known by name and IBAN only")
+			bad.Add("payer", "a SEPA payer is known by name and IBAN only")
 		}
 	case emi.SchemeFasterPayments:
 		if pay.CardLast4 != "" {
-			bad.add("payer.card_last4", "is for card top-ups only")
+			bad.Add("payer.card_last4", "is for card top-ups only")
 		}
 		if pay.IBAN != "" && !strings.HasPrefix(pay.IBAN, "GB") {
-			bad.add("payer.iban", "must be a GB IBAN for a Faster Payment")
+			bad.Add("payer.iban", "must be a GB IBAN for a Faster Payment")
 		}
 		if pay.IBAN != "" && pay.AccountNumber != "" {
-			bad.add("payer", "give an IBAN or an account number with sort code, not both")
+			bad.Add("payer", "give an IBAN or an account number with sort code, not both")
 		}
 	case emi.SchemeCard:
-		if pay.CardLast4 == "" && !bad.has("payer.card_last4") {
-			bad.add("payer.card_last4", "is required for a card top-up")
+		if pay.CardLast4 == "" && !bad.Has("payer.card_last4") {
+			bad.Add("payer.card_last4", "is required for a card top-up")
 		}
 		if pay.IBAN != "" || pay.AccountNumber != "" || pay.SortCode != "" {
-			bad.add("payer", "a card top-up's payer is known by name and card_last4 only")
+			bad.Add("payer", "a card top-up's payer is known by name and card_last4 only")
 		}
 	}
 
@@ -279,29 +279,29 @@ func (s *Incoming) checkCredit(in *emi.IncomingCredit) (string, error) {
 		switch {
 		case d.IBAN != "":
 			if iban.Validate(d.IBAN) != nil {
-				bad.add("destination.iban", "is not a valid IBAN")
+				bad.Add("destination.iban", "is not a valid IBAN")
 			}
 		case d.AccountNumber != "":
 			if !iban.ValidUKAccountNumber(d.AccountNumber) || !iban.ValidSortCode(d.SortCode) {
-				bad.add("destination", "a UK account number has 8 digits and its sort code 6")
+				bad.Add("destination", "a UK account number has 8 digits and its sort code 6")
 			}
-		case d.Account != "" && !validToken(d.Account):
-			bad.add("destination.account", "must be an account token")
-		case d.Balance != "" && !validToken(d.Balance):
-			bad.add("destination.balance", "must be a balance token")
+		case d.Account != "" && !ValidToken(d.Account):
+			bad.Add("destination.account", "must be an account token")
+		case d.Balance != "" && !ValidToken(d.Balance):
+			bad.Add("destination.balance", "must be a balance token")
 		}
 		switch in.Scheme {
 		case emi.SchemeSEPA:
 			if d.IBAN == "" {
-				bad.add("destination", "a SEPA credit is sent to an iban")
+				bad.Add("destination", "a SEPA credit is sent to an iban")
 			}
 		case emi.SchemeFasterPayments:
 			if d.AccountNumber == "" && !strings.HasPrefix(d.IBAN, "GB") {
-				bad.add("destination", "a Faster Payment is sent to an account_number with sort_code, or a GB iban")
+				bad.Add("destination", "a Faster Payment is sent to an account_number with sort_code, or a GB iban")
 			}
 		case emi.SchemeCard:
 			if d.Account == "" && d.Balance == "" {
-				bad.add("destination", "a card top-up is sent to an account or a balance")
+				bad.Add("destination", "a card top-up is sent to an account or a balance")
 			}
 		}
 	}
@@ -464,7 +464,7 @@ const SuspensePageSize = 50
 // resolved ones, newest first (emi.PermViewMoney), or in order when it
 // has a key (the store's whitelist maps it to a column).
 func (s *Incoming) SuspenseItems(ctx context.Context, open bool, page int, order emi.SortOrder) ([]emi.SuspenseItem, int64, error) {
-	if err := require(ctx, emi.PermViewMoney); err != nil {
+	if err := Require(ctx, emi.PermViewMoney); err != nil {
 		return nil, 0, err
 	}
 	items, total, err := s.store.SuspenseItems(ctx, open, max(page, 1), SuspensePageSize, order)
@@ -490,7 +490,7 @@ func (s *Incoming) SuspenseItems(ctx context.Context, open bool, page int, order
 // OpenSuspense counts open suspense items (emi.PermViewMoney), for the
 // navigation's badge.
 func (s *Incoming) OpenSuspense(ctx context.Context) (int64, error) {
-	if err := require(ctx, emi.PermViewMoney); err != nil {
+	if err := Require(ctx, emi.PermViewMoney); err != nil {
 		return 0, err
 	}
 	return s.store.CountOpenSuspense(ctx)
@@ -509,10 +509,10 @@ func (s *Incoming) OpenSuspense(ctx context.Context) (int64, error) {
 // resolved item is emi.ErrSuspenseResolved. Audited
 // (suspense.assign_requested).
 func (s *Incoming) RequestSuspenseAssignment(ctx context.Context, token, to, reason string) (emi.SuspenseAssignment, error) {
-	if err := require(ctx, PolicyOf(ControlSuspenseAssign).Propose); err != nil {
+	if err := Require(ctx, PolicyOf(ControlSuspenseAssign).Propose); err != nil {
 		return emi.SuspenseAssignment{}, err
 	}
-	reason, err := staffReason(reason)
+	reason, err := StaffReason(reason)
 	if err != nil {
 		return emi.SuspenseAssignment{}, err
 	}
@@ -520,7 +520,7 @@ func (s *Incoming) RequestSuspenseAssignment(ctx context.Context, token, to, rea
 	if err != nil {
 		return emi.SuspenseAssignment{}, err
 	}
-	me := staffOf(ctx).ActorID
+	me := StaffOf(ctx).ActorID
 	var out emi.SuspenseAssignment
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
 		it, err := s.openItem(ctx, token)
@@ -607,22 +607,22 @@ func (s *Incoming) usableTarget(ctx context.Context, target emi.TransferParty, c
 // suspense.assign (the approval that posted it), suspense.assign_rejected
 // or suspense.assign_withdrawn.
 func (s *Incoming) DecideSuspenseAssignment(ctx context.Context, request string, approve bool, note string) (emi.SuspenseAssignment, *emi.Transfer, error) {
-	if err := require(ctx, PolicyOf(ControlSuspenseAssign).Approve); err != nil {
+	if err := Require(ctx, PolicyOf(ControlSuspenseAssign).Approve); err != nil {
 		return emi.SuspenseAssignment{}, nil, err
 	}
 	note = strings.TrimSpace(note)
 	if !approve {
 		var err error
-		if note, err = staffReason(note); err != nil {
+		if note, err = StaffReason(note); err != nil {
 			return emi.SuspenseAssignment{}, nil, err
 		}
 	} else if len(note) > 2000 {
 		return emi.SuspenseAssignment{}, nil, emi.ErrReviewValidation.Field("reason", "must be at most 2,000 characters")
 	}
-	if !validToken(request) {
+	if !ValidToken(request) {
 		return emi.SuspenseAssignment{}, nil, emi.ErrSuspenseAssignmentNotFound
 	}
-	me := staffOf(ctx).ActorID
+	me := StaffOf(ctx).ActorID
 	var out emi.SuspenseAssignment
 	var posted *emi.Transfer
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
@@ -723,14 +723,14 @@ func targetText(t emi.TransferParty) string {
 // wants it returned rejects the request first, with a reason (one step,
 // open to anyone with the permission, audited), then returns it.
 func (s *Incoming) ReturnSuspense(ctx context.Context, token, reason string) error {
-	if err := require(ctx, emi.PermManageMoney); err != nil {
+	if err := Require(ctx, emi.PermManageMoney); err != nil {
 		return err
 	}
-	reason, err := staffReason(reason)
+	reason, err := StaffReason(reason)
 	if err != nil {
 		return err
 	}
-	me := staffOf(ctx).ActorID
+	me := StaffOf(ctx).ActorID
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		it, err := s.openItem(ctx, token)
 		if err != nil {
@@ -758,7 +758,7 @@ func (s *Incoming) ReturnSuspense(ctx context.Context, token, reason string) err
 
 // openItem locks an item and refuses a resolved one.
 func (s *Incoming) openItem(ctx context.Context, token string) (emi.SuspenseItem, error) {
-	if !validToken(token) {
+	if !ValidToken(token) {
 		return emi.SuspenseItem{}, emi.ErrSuspenseNotFound
 	}
 	it, err := s.store.SuspenseItem(ctx, token, true)
@@ -775,7 +775,7 @@ func (s *Incoming) openItem(ctx context.Context, token string) (emi.SuspenseItem
 // an account) or an IBAN.
 func (s *Incoming) assignTarget(to string) (emi.TransferParty, error) {
 	to = strings.TrimSpace(to)
-	if t := strings.ToLower(to); validToken(t) {
+	if t := strings.ToLower(to); ValidToken(t) {
 		return emi.TransferParty{Balance: t, Account: t}, nil
 	}
 	i := iban.Normalize(to)

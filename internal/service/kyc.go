@@ -71,7 +71,7 @@ func NewKYC(tx TxRunner, store KYCStore, users UserStore, docs DocumentStore, se
 	return &KYC{tx: tx, store: store, users: users, docs: docs, sealer: sealer, provider: provider, events: events, audit: audit, now: now}
 }
 
-func kycSecretContext(token string) string { return "kyc_sessions.secret:" + token }
+func KYCSecretContext(token string) string { return "kyc_sessions.secret:" + token }
 func secretHash(secret string) []byte      { h := sha256.Sum256([]byte(secret)); return h[:] }
 
 // Init starts identification for a user of the caller (kyc_init): the open
@@ -96,7 +96,7 @@ func (k *KYC) Init(ctx context.Context, userToken string) (out emi.KYCSession, c
 		s, enc, err := k.store.OpenKYCSession(ctx, u.Token)
 		switch {
 		case err == nil && (s.Status == emi.KYCSubmitted || now.Before(s.ExpiresAt)):
-			secret, err := k.sealer.Open(enc, kycSecretContext(s.Token))
+			secret, err := k.sealer.Open(enc, KYCSecretContext(s.Token))
 			if err != nil {
 				return emi.Internal(err)
 			}
@@ -110,10 +110,10 @@ func (k *KYC) Init(ctx context.Context, userToken string) (out emi.KYCSession, c
 		case !errors.Is(err, emi.ErrKYCSessionNotFound):
 			return err
 		}
-		secret := randomString(32)
+		secret := RandomString(32)
 		s = emi.KYCSession{Token: NewToken(), PartnerID: p.PartnerID, UserToken: u.Token, Provider: k.provider.Name(),
 			Status: emi.KYCPending, ExpiresAt: now.Add(KYCSessionTTL), CreatedAt: now, UpdatedAt: now}
-		enc, err = k.sealer.Seal([]byte(secret), kycSecretContext(s.Token))
+		enc, err = k.sealer.Seal([]byte(secret), KYCSecretContext(s.Token))
 		if err != nil {
 			return emi.Internal(err)
 		}
@@ -219,7 +219,7 @@ func (k *KYC) Submit(ctx context.Context, secret string, up emi.KYCUpload) (emi.
 		bad = append(bad, emi.FieldError{Field: "kind", Message: "Choose a passport or an ID card."})
 	}
 	files = append(files, file{"selfie", "selfie", up.Selfie, kycSelfieTypes})
-	var docs []decodedDocument
+	var docs []DecodedDocument
 	for _, f := range files {
 		switch {
 		case len(f.content) == 0:
@@ -243,7 +243,7 @@ func (k *KYC) Submit(ctx context.Context, secret string, up emi.KYCUpload) (emi.
 				continue
 			}
 			ft := map[string]string{"image/jpeg": "jpg", "image/png": "png", "application/pdf": "pdf"}[ct]
-			docs = append(docs, decodedDocument{Document: emi.Document{FileType: ft, DocumentType: f.docType}, content: f.content, contentType: ct})
+			docs = append(docs, DecodedDocument{Document: emi.Document{FileType: ft, DocumentType: f.docType}, content: f.content, contentType: ct})
 		}
 	}
 	s, err := k.Page(ctx, secret)
@@ -265,7 +265,7 @@ func (k *KYC) Submit(ctx context.Context, secret string, up emi.KYCUpload) (emi.
 		if s.Status != emi.KYCPending {
 			return emi.ErrKYCLinkUsed
 		}
-		if _, err := storeDocuments(ctx, k.docs, k.sealer, s.PartnerID, "kyc_session", s.Token, docs, k.now); err != nil {
+		if _, err := StoreDocuments(ctx, k.docs, k.sealer, s.PartnerID, "kyc_session", s.Token, docs, k.now); err != nil {
 			return err
 		}
 		now := k.now().UTC()
@@ -282,7 +282,7 @@ func (k *KYC) Submit(ctx context.Context, secret string, up emi.KYCUpload) (emi.
 // Get returns a session with its documents, for compliance
 // (emi.PermViewPeople).
 func (k *KYC) Get(ctx context.Context, token string) (emi.KYCSession, []emi.StoredDocument, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return emi.KYCSession{}, nil, err
 	}
 	s, err := k.store.KYCSession(ctx, token, false)
@@ -296,7 +296,7 @@ func (k *KYC) Get(ctx context.Context, token string) (emi.KYCSession, []emi.Stor
 // List lists sessions for the back office; the review queue is status
 // submitted, oldest first (emi.PermViewPeople).
 func (k *KYC) List(ctx context.Context, f emi.KYCFilter) ([]emi.KYCSession, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return nil, err
 	}
 	if f.Limit <= 0 || f.Limit > 200 {
@@ -307,7 +307,7 @@ func (k *KYC) List(ctx context.Context, f emi.KYCFilter) ([]emi.KYCSession, erro
 
 // QueueSize counts the sessions waiting for review.
 func (k *KYC) QueueSize(ctx context.Context) (int64, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return 0, err
 	}
 	return k.store.CountKYCSessions(ctx, emi.KYCSubmitted)
@@ -320,19 +320,19 @@ func (k *KYC) QueueSize(ctx context.Context) (int64, error) {
 // session for staff and in the audit row. The user's kyc_status follows;
 // after a rejection the partner may start a new session.
 func (k *KYC) Decide(ctx context.Context, token string, d emi.KYCDecision) (emi.KYCSession, error) {
-	if err := require(ctx, PolicyOf(ControlKYCDecision).Approve); err != nil {
+	if err := Require(ctx, PolicyOf(ControlKYCDecision).Approve); err != nil {
 		return emi.KYCSession{}, err
 	}
 	reason, note := strings.TrimSpace(d.Reason), strings.TrimSpace(d.InternalNote)
-	var bad problems
+	var bad Problems
 	if len(reason) < 3 || len(reason) > 2000 {
-		bad.add("reason", "must be 3 to 2,000 characters")
+		bad.Add("reason", "must be 3 to 2,000 characters")
 	}
 	switch {
 	case len(note) > 4000:
-		bad.add("internal_note", "must be at most 4,000 characters")
+		bad.Add("internal_note", "must be at most 4,000 characters")
 	case !d.Approve && len(note) < 3:
-		bad.add("internal_note", "a rejection needs an internal note with the real grounds (3 to 4,000 characters; never sent to the partner)")
+		bad.Add("internal_note", "a rejection needs an internal note with the real grounds (3 to 4,000 characters; never sent to the partner)")
 	}
 	if len(bad) > 0 {
 		return emi.KYCSession{}, emi.ErrReviewValidation.WithFields(bad...)

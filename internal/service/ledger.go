@@ -340,3 +340,30 @@ func checkTxn(t emi.LedgerTxn) error {
 	}
 	return nil
 }
+
+// Party is a resolved side of a transfer.
+type Party struct {
+	// Account is where the money shows (a virtual account for its own
+	// IBAN or token); Main is the account that holds Balance.
+	Account   string
+	Main      string
+	Virtual   bool
+	Balance   string
+	Currency  string
+	PartnerID string
+	// IBAN of the side: a virtual account's own IBAN, else the balance's.
+	IBAN string
+}
+
+// checkAmount adds a problem unless v is a positive amount within the cap.
+func CheckAmount(bad *Problems, v int64) {
+	switch {
+	case v <= 0:
+		bad.Add("amount", "must be more than zero")
+	case v > MaxTransferAmount:
+		bad.Add("amount", "must be at most "+emi.FormatMinor(MaxTransferAmount))
+	}
+}
+
+// MaxTransferAmount bounds one transfer: 1,000,000,000.00 in minor units.
+const MaxTransferAmount = 100_000_000_000

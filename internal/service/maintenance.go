@@ -7,12 +7,6 @@ import (
 	"emi/internal/emi"
 )
 
-// Enqueuer adds background jobs; it joins the transaction in ctx, so a job
-// exists if and only if the change that asked for it committed.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, spec emi.JobSpec) (id int64, created bool, err error)
-}
-
 // SignaturePruner deletes expired replay-guard rows.
 type SignaturePruner interface {
 	PruneSignatures(ctx context.Context, now time.Time) (int64, error)
@@ -52,7 +46,7 @@ type MaintenanceDeps struct {
 
 // NewMaintenance returns the maintenance service.
 func NewMaintenance(d MaintenanceDeps) *Maintenance {
-	mustHave("Maintenance", d)
+	MustHave("Maintenance", d)
 	return &Maintenance{jobs: d.Jobs, sigs: d.Sigs, idem: d.Idem, staff: d.Staff, holds: d.Holds, now: d.Now}
 }
 

@@ -98,7 +98,7 @@ type OnboardingDeps struct {
 
 // NewOnboarding returns the onboarding service.
 func NewOnboarding(d OnboardingDeps) *Onboarding {
-	mustHave("Onboarding", d)
+	MustHave("Onboarding", d)
 	return &Onboarding{tx: d.Tx, store: d.Store, partners: d.Partners, users: d.Users, docs: d.Docs, sealer: d.Sealer,
 		jobs: d.Jobs, audit: d.Audit, validate: d.Validate, now: d.Now, checks: d.Checks, iban: d.IBAN}
 }
@@ -118,24 +118,6 @@ func (o *Onboarding) enqueueChecks(ctx context.Context, token string) error {
 	return err
 }
 
-// JobRescreenApplications re-runs the checks of every pending application
-// after the sanctions lists or the watch list changed (issue 19, C6).
-const JobRescreenApplications = "screening.rescreen_applications"
-
-// RescreenPayload says why pending applications are re-checked.
-type rescreenApplicationsPayload struct {
-	Reason string `json:"reason"`
-}
-
-// EnqueueRescreenApplications asks for the re-check of every pending
-// application, in the caller's transaction. reason names the change (and
-// makes the job unique: one per change).
-func EnqueueRescreenApplications(ctx context.Context, jobs Enqueuer, reason string) error {
-	_, _, err := jobs.Enqueue(ctx, emi.JobSpec{Kind: JobRescreenApplications, UniqueKey: JobRescreenApplications + ":" + reason,
-		Payload: rescreenApplicationsPayload{Reason: reason}})
-	return err
-}
-
 // RescreenApplications is the JobRescreenApplications handler: it queues a
 // checks run for every application in checking or in review. Information
 // requested waits for the partner, whose change runs the checks anyway;
@@ -144,7 +126,7 @@ func EnqueueRescreenApplications(ctx context.Context, jobs Enqueuer, reason stri
 // change does not swallow this one: it may have read the lists before the
 // change).
 func (o *Onboarding) RescreenApplications(ctx context.Context, job emi.Job) error {
-	var pl rescreenApplicationsPayload
+	var pl RescreenApplicationsPayload
 	if err := json.Unmarshal(job.Payload, &pl); err != nil {
 		return worker.Permanent(fmt.Errorf("%s job %d: bad payload: %w", JobRescreenApplications, job.ID, err))
 	}
@@ -191,31 +173,31 @@ func jsonFieldSet(v any, name string) bool {
 // checkPayouts applies the payout rules: GBP needs sort code and account
 // number, other currencies an IBAN; an amount is >= 0 with at most the
 // currency's minor units.
-func checkPayouts(p *problems, pds []emi.PayoutDetail, validIBAN func(string) error) {
+func checkPayouts(p *Problems, pds []emi.PayoutDetail, validIBAN func(string) error) {
 	for i, pd := range pds {
 		path := "payout_details[" + strconv.Itoa(i) + "]"
 		if pd.Amount != nil {
 			switch {
 			case pd.Amount.Negative():
-				p.add(path+".amount", "must be at least 0")
+				p.Add(path+".amount", "must be at least 0")
 			case pd.Amount.Decimals() > minorUnits(pd.Currency):
-				p.add(path+".amount", fmt.Sprintf("must have at most %d decimals for %s", minorUnits(pd.Currency), pd.Currency))
+				p.Add(path+".amount", fmt.Sprintf("must have at most %d decimals for %s", minorUnits(pd.Currency), pd.Currency))
 			}
 		}
 		if pd.IBAN != "" {
 			if err := validIBAN(pd.IBAN); err != nil {
-				p.add(path+".iban", "must be a valid IBAN: "+err.Error())
+				p.Add(path+".iban", "must be a valid IBAN: "+err.Error())
 			}
 		}
 		if pd.Currency == "GBP" {
-			if pd.SortCode == "" && !p.has(path+".sort_code") {
-				p.add(path+".sort_code", "is required for GBP payouts")
+			if pd.SortCode == "" && !p.Has(path+".sort_code") {
+				p.Add(path+".sort_code", "is required for GBP payouts")
 			}
-			if pd.AccountNumber == "" && !p.has(path+".account_number") {
-				p.add(path+".account_number", "is required for GBP payouts")
+			if pd.AccountNumber == "" && !p.Has(path+".account_number") {
+				p.Add(path+".account_number", "is required for GBP payouts")
 			}
 		} else if pd.Currency != "" && pd.IBAN == "" {
-			p.add(path+".iban", "is required for payouts in "+pd.Currency)
+			p.Add(path+".iban", "is required for payouts in "+pd.Currency)
 		}
 	}
 }
@@ -235,14 +217,14 @@ func minorUnits(cur string) int {
 }
 
 // checkMember applies the member rules that tags cannot express.
-func (o *Onboarding) checkMember(ctx context.Context, p *problems, path, partnerID string, m emi.MemberAdd, cfg *emi.ValidatorConfig) error {
-	if err := p.addErr(path, o.validate.Struct(m, emi.ErrValidation)); err != nil {
+func (o *Onboarding) checkMember(ctx context.Context, p *Problems, path, partnerID string, m emi.MemberAdd, cfg *emi.ValidatorConfig) error {
+	if err := p.AddErr(path, o.validate.Struct(m, emi.ErrValidation)); err != nil {
 		return err
 	}
 	checkOwnership(p, path, m.Type, m.MemberFields)
-	if m.User != "" && !p.has(path+".user") {
+	if m.User != "" && !p.Has(path+".user") {
 		if _, err := o.users.User(ctx, partnerID, m.User); errors.Is(err, emi.ErrUserNotFound) {
-			p.add(path+".user", "is not a user of yours")
+			p.Add(path+".user", "is not a user of yours")
 		} else if err != nil {
 			return err
 		}
@@ -253,8 +235,8 @@ func (o *Onboarding) checkMember(ctx context.Context, p *problems, path, partner
 			client = emi.ClientLegalEntity
 		}
 		for _, f := range cfg.Members[client] {
-			if !jsonFieldSet(m, f) && !p.has(path+"."+f) {
-				p.add(path+"."+f, "is required by your validator configuration for "+strings.ReplaceAll(client, "_", " ")+" members")
+			if !jsonFieldSet(m, f) && !p.Has(path+"."+f) {
+				p.Add(path+"."+f, "is required by your validator configuration for "+strings.ReplaceAll(client, "_", " ")+" members")
 			}
 		}
 	}
@@ -262,15 +244,15 @@ func (o *Onboarding) checkMember(ctx context.Context, p *problems, path, partner
 }
 
 // checkOwnership: ownership and its percentage are for UBOs only.
-func checkOwnership(p *problems, path string, types []string, f emi.MemberFields) {
+func checkOwnership(p *Problems, path string, types []string, f emi.MemberFields) {
 	if slices.Contains(types, "ubo") {
 		return
 	}
 	if f.Ownership != nil && *f.Ownership {
-		p.add(join(path, "ownership"), "is for UBO members only")
+		p.Add(join(path, "ownership"), "is for UBO members only")
 	}
 	if f.OwnershipPercentage != nil {
-		p.add(join(path, "ownership_percentage"), "is for UBO members only")
+		p.Add(join(path, "ownership_percentage"), "is for UBO members only")
 	}
 }
 
@@ -283,14 +265,14 @@ func join(prefix, field string) string {
 
 // checkCompany applies the company rules and the configuration's
 // mandatory fields (by the application's products).
-func (o *Onboarding) checkCompany(p *problems, path string, c emi.CompanyFields, products []string, cfg *emi.ValidatorConfig) error {
-	if err := p.addErr(path, o.validate.Struct(c, emi.ErrValidation)); err != nil {
+func (o *Onboarding) checkCompany(p *Problems, path string, c emi.CompanyFields, products []string, cfg *emi.ValidatorConfig) error {
+	if err := p.AddErr(path, o.validate.Struct(c, emi.ErrValidation)); err != nil {
 		return err
 	}
 	if cfg != nil {
 		for _, f := range cfg.Company.Mandatory(products) {
-			if !jsonFieldSet(c, f) && !p.has(join(path, f)) {
-				p.add(join(path, f), "is required by your validator configuration")
+			if !jsonFieldSet(c, f) && !p.Has(join(path, f)) {
+				p.Add(join(path, f), "is required by your validator configuration")
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 // (emi.PermReviewAML). The fields sent change; the audit row holds the
 // values before and after; the checks run again.
 func (o *Onboarding) EditCompany(ctx context.Context, token string, in emi.CompanyFields, present map[string]bool) (emi.Application, error) {
-	if err := require(ctx, emi.PermReviewAML); err != nil {
+	if err := Require(ctx, emi.PermReviewAML); err != nil {
 		return emi.Application{}, err
 	}
 	err := o.tx.InTx(ctx, func(ctx context.Context) error {
@@ -27,7 +27,7 @@ func (o *Onboarding) EditCompany(ctx context.Context, token string, in emi.Compa
 		}
 		after := before
 		applyPatch(&after, in, present)
-		var bad problems
+		var bad Problems
 		if err := o.checkCompany(&bad, "", after, a.Products, nil); err != nil {
 			return err
 		}
@@ -49,7 +49,7 @@ func (o *Onboarding) EditCompany(ctx context.Context, token string, in emi.Compa
 // EditMember lets compliance correct a member's data or suspend it
 // (status inactive) (emi.PermReviewAML), audited with before and after.
 func (o *Onboarding) EditMember(ctx context.Context, token, member string, patch emi.MemberPatch) (emi.Member, error) {
-	if err := require(ctx, emi.PermReviewAML); err != nil {
+	if err := Require(ctx, emi.PermReviewAML); err != nil {
 		return emi.Member{}, err
 	}
 	var out emi.Member
@@ -66,7 +66,7 @@ func (o *Onboarding) EditMember(ctx context.Context, token, member string, patch
 			return err
 		}
 		before := m
-		var bad problems
+		var bad Problems
 		if err := o.patchMember(&bad, &m, patch); err != nil {
 			return err
 		}
@@ -75,7 +75,7 @@ func (o *Onboarding) EditMember(ctx context.Context, token, member string, patch
 		// edits, not compliance's corrections.
 		checkMemberNotCleared(&bad, m, patch.Present, nil)
 		if len(bad) > 0 {
-			return emi.ErrReviewValidation.WithFields(dedupe(bad)...)
+			return emi.ErrReviewValidation.WithFields(Dedupe(bad)...)
 		}
 		m.UpdatedAt = o.now().UTC()
 		if err := o.store.UpdateMember(ctx, m); err != nil {
@@ -99,15 +99,15 @@ func (o *Onboarding) EditMember(ctx context.Context, token, member string, patch
 // compliance's correction in the back office (EditMember, whose problems
 // answer the back office's review validation error). Each caller maps the
 // problems to its surface's code; err is an error other than a rule's.
-func (o *Onboarding) patchMember(bad *problems, m *emi.Member, patch emi.MemberPatch) error {
+func (o *Onboarding) patchMember(bad *Problems, m *emi.Member, patch emi.MemberPatch) error {
 	applyPatch(&m.MemberFields, patch.Fields, patch.Present)
 	if patch.Present["status"] {
 		if patch.Status != "active" && patch.Status != "inactive" {
-			bad.add("status", "must be one of: active, inactive")
+			bad.Add("status", "must be one of: active, inactive")
 		}
 		m.Status = patch.Status
 	}
-	if err := bad.addErr("", o.validate.Struct(m.MemberFields, emi.ErrValidation)); err != nil {
+	if err := bad.AddErr("", o.validate.Struct(m.MemberFields, emi.ErrValidation)); err != nil {
 		return err
 	}
 	checkOwnership(bad, "", m.Type, m.MemberFields)

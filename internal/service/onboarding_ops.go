@@ -15,7 +15,7 @@ import (
 // reported at once (11001); a partner without a validator configuration
 // gets 11008.
 func (o *Onboarding) Create(ctx context.Context, in emi.ApplicationCreate) (emi.Application, error) {
-	p, err := partnerCtx(ctx, emi.ErrForbidden)
+	p, err := PartnerCtx(ctx, emi.ErrForbidden)
 	if err != nil {
 		return emi.Application{}, err
 	}
@@ -30,22 +30,22 @@ func (o *Onboarding) Create(ctx context.Context, in emi.ApplicationCreate) (emi.
 	if err != nil {
 		return emi.Application{}, err
 	}
-	var bad problems
-	if err := bad.addErr("", o.validate.Struct(in, emi.ErrValidation)); err != nil {
+	var bad Problems
+	if err := bad.AddErr("", o.validate.Struct(in, emi.ErrValidation)); err != nil {
 		return emi.Application{}, err
 	}
 	if in.Merchant == "" {
 		in.Merchant = p.MasterMerchant
-	} else if in.Merchant != p.MasterMerchant && !bad.has("merchant") {
-		bad.add("merchant", "must be your master merchant")
+	} else if in.Merchant != p.MasterMerchant && !bad.Has("merchant") {
+		bad.Add("merchant", "must be your master merchant")
 	}
 	for _, f := range cfg.Application.Mandatory(in.Products) {
-		if !jsonFieldSet(in, f) && !bad.has(f) {
-			bad.add(f, "is required by your validator configuration")
+		if !jsonFieldSet(in, f) && !bad.Has(f) {
+			bad.Add(f, "is required by your validator configuration")
 		}
 	}
 	checkPayouts(&bad, in.PayoutDetails, o.iban)
-	var docsByMember [][]decodedDocument
+	var docsByMember [][]DecodedDocument
 	if in.Company != nil {
 		if err := o.checkCompany(&bad, "company", *in.Company, in.Products, cfg); err != nil {
 			return emi.Application{}, err
@@ -56,7 +56,7 @@ func (o *Onboarding) Create(ctx context.Context, in emi.ApplicationCreate) (emi.
 		if err := o.checkMember(ctx, &bad, path, p.PartnerID, m, cfg); err != nil {
 			return emi.Application{}, err
 		}
-		docs, derr := decodeDocuments(path+".documents", m.Documents)
+		docs, derr := DecodeDocuments(path+".documents", m.Documents)
 		bad = append(bad, derr...)
 		docsByMember = append(docsByMember, docs)
 	}
@@ -94,7 +94,7 @@ func (o *Onboarding) Create(ctx context.Context, in emi.ApplicationCreate) (emi.
 	return o.store.Application(ctx, p.PartnerID, a.Token, false)
 }
 
-func (o *Onboarding) insertMember(ctx context.Context, a emi.Application, in emi.MemberAdd, docs []decodedDocument) (emi.Member, error) {
+func (o *Onboarding) insertMember(ctx context.Context, a emi.Application, in emi.MemberAdd, docs []DecodedDocument) (emi.Member, error) {
 	now := o.now().UTC()
 	m := emi.Member{MemberFields: in.MemberFields, Token: NewToken(), Application: a.Token, PartnerID: a.PartnerID,
 		Status: "active", Type: in.Type, UIC: in.UIC, UniqueIdentifier: in.UniqueIdentifier, User: in.User,
@@ -102,7 +102,7 @@ func (o *Onboarding) insertMember(ctx context.Context, a emi.Application, in emi
 	if err := o.store.InsertMember(ctx, m); err != nil {
 		return m, err
 	}
-	if _, err := storeDocuments(ctx, o.docs, o.sealer, a.PartnerID, "member", m.Token, docs, o.now); err != nil {
+	if _, err := StoreDocuments(ctx, o.docs, o.sealer, a.PartnerID, "member", m.Token, docs, o.now); err != nil {
 		return m, err
 	}
 	return m, nil
@@ -136,7 +136,7 @@ func (o *Onboarding) changed(ctx context.Context, a emi.Application, action stri
 // UpdateCompany sets the company's fields (company_update): the fields sent
 // change, the others stay; the result is checked as a whole.
 func (o *Onboarding) UpdateCompany(ctx context.Context, token string, in emi.CompanyFields, present map[string]bool) (emi.Application, error) {
-	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrApplicationNotFound)
 	if err != nil {
 		return emi.Application{}, err
 	}
@@ -154,7 +154,7 @@ func (o *Onboarding) UpdateCompany(ctx context.Context, token string, in emi.Com
 			c = *a.Company
 		}
 		applyPatch(&c, in, present)
-		var bad problems
+		var bad Problems
 		if err := o.checkCompany(&bad, "", c, a.Products, cfg); err != nil {
 			return err
 		}
@@ -174,7 +174,7 @@ func (o *Onboarding) UpdateCompany(ctx context.Context, token string, in emi.Com
 
 // AddCompanyDocument adds a document to the company (company_add_document).
 func (o *Onboarding) AddCompanyDocument(ctx context.Context, token string, d emi.Document) (emi.StoredDocument, error) {
-	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrApplicationNotFound)
 	if err != nil {
 		return emi.StoredDocument{}, err
 	}
@@ -188,7 +188,7 @@ func (o *Onboarding) AddCompanyDocument(ctx context.Context, token string, d emi
 		if err != nil {
 			return err
 		}
-		stored, err := storeDocuments(ctx, o.docs, o.sealer, p.PartnerID, "company", a.Token, []decodedDocument{doc}, o.now)
+		stored, err := StoreDocuments(ctx, o.docs, o.sealer, p.PartnerID, "company", a.Token, []DecodedDocument{doc}, o.now)
 		if err != nil {
 			return err
 		}
@@ -199,25 +199,25 @@ func (o *Onboarding) AddCompanyDocument(ctx context.Context, token string, d emi
 }
 
 // checkDocument validates one document request (11001 with fields).
-func (o *Onboarding) checkDocument(d emi.Document) (decodedDocument, error) {
-	var bad problems
-	if err := bad.addErr("", o.validate.Struct(d, emi.ErrValidation)); err != nil {
-		return decodedDocument{}, err
+func (o *Onboarding) checkDocument(d emi.Document) (DecodedDocument, error) {
+	var bad Problems
+	if err := bad.AddErr("", o.validate.Struct(d, emi.ErrValidation)); err != nil {
+		return DecodedDocument{}, err
 	}
 	if len(bad) == 0 {
-		doc, fe := decodeDocument("", d)
+		doc, fe := DecodeDocument("", d)
 		if fe == nil {
 			return doc, nil
 		}
 		fe.Field = strings.TrimPrefix(fe.Field, ".")
 		bad = append(bad, *fe)
 	}
-	return decodedDocument{}, emi.ErrValidation.WithFields(bad...)
+	return DecodedDocument{}, emi.ErrValidation.WithFields(bad...)
 }
 
 // AddMember adds a member to the company (company_add_member).
 func (o *Onboarding) AddMember(ctx context.Context, token string, in emi.MemberAdd) (emi.Member, error) {
-	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrApplicationNotFound)
 	if err != nil {
 		return emi.Member{}, err
 	}
@@ -231,11 +231,11 @@ func (o *Onboarding) AddMember(ctx context.Context, token string, in emi.MemberA
 		if err != nil {
 			return err
 		}
-		var bad problems
+		var bad Problems
 		if err := o.checkMember(ctx, &bad, "", p.PartnerID, in, cfg); err != nil {
 			return err
 		}
-		docs, derr := decodeDocuments("documents", in.Documents)
+		docs, derr := DecodeDocuments("documents", in.Documents)
 		bad = append(bad, derr...)
 		if len(bad) > 0 {
 			return emi.ErrValidation.WithFields(bad...)
@@ -251,7 +251,7 @@ func (o *Onboarding) AddMember(ctx context.Context, token string, in emi.MemberA
 // UpdateMember changes a member (company_member_update): the fields sent
 // change, status active/inactive included; add-only fields are refused.
 func (o *Onboarding) UpdateMember(ctx context.Context, token, member string, patch emi.MemberPatch) (emi.Member, error) {
-	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrApplicationNotFound)
 	if err != nil {
 		return emi.Member{}, err
 	}
@@ -269,14 +269,14 @@ func (o *Onboarding) UpdateMember(ctx context.Context, token, member string, pat
 		if err != nil {
 			return err
 		}
-		bad := problems(append([]emi.FieldError(nil), patch.Refused...))
+		bad := Problems(append([]emi.FieldError(nil), patch.Refused...))
 		if err := o.patchMember(&bad, &m, patch); err != nil {
 			return err
 		}
 		checkMemberNotCleared(&bad, m, patch.Present, cfg)
 		if len(bad) > 0 {
 			slices.SortStableFunc(bad, func(x, y emi.FieldError) int { return strings.Compare(x.Field, y.Field) })
-			return emi.ErrValidation.WithFields(dedupe(bad)...)
+			return emi.ErrValidation.WithFields(Dedupe(bad)...)
 		}
 		m.UpdatedAt = o.now().UTC()
 		if err := o.store.UpdateMember(ctx, m); err != nil {
@@ -296,7 +296,7 @@ func (o *Onboarding) UpdateMember(ctx context.Context, token, member string, pat
 // and last_name "" on the only owner left the sanctions check passed for a
 // person with no name). Only fields the patch sends are checked, so an
 // older member is not blocked by a rule added since.
-func checkMemberNotCleared(p *problems, m emi.Member, present map[string]bool, cfg *emi.ValidatorConfig) {
+func checkMemberNotCleared(p *Problems, m emi.Member, present map[string]bool, cfg *emi.ValidatorConfig) {
 	client := emi.ClientIndividual
 	if m.IsLegalEntity() {
 		client = emi.ClientLegalEntity
@@ -314,15 +314,15 @@ func checkMemberNotCleared(p *problems, m emi.Member, present map[string]bool, c
 		}
 	}
 	for f, msg := range required {
-		if present[f] && !jsonFieldSet(m.MemberFields, f) && !p.has(f) {
-			p.add(f, msg)
+		if present[f] && !jsonFieldSet(m.MemberFields, f) && !p.Has(f) {
+			p.Add(f, msg)
 		}
 	}
 }
 
 // AddMemberDocument adds a document to a member (company_member_add_document).
 func (o *Onboarding) AddMemberDocument(ctx context.Context, token, member string, d emi.Document) (emi.StoredDocument, error) {
-	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrApplicationNotFound)
 	if err != nil {
 		return emi.StoredDocument{}, err
 	}
@@ -340,7 +340,7 @@ func (o *Onboarding) AddMemberDocument(ctx context.Context, token, member string
 		if err != nil {
 			return err
 		}
-		stored, err := storeDocuments(ctx, o.docs, o.sealer, p.PartnerID, "member", m.Token, []decodedDocument{doc}, o.now)
+		stored, err := StoreDocuments(ctx, o.docs, o.sealer, p.PartnerID, "member", m.Token, []DecodedDocument{doc}, o.now)
 		if err != nil {
 			return err
 		}
@@ -352,7 +352,7 @@ func (o *Onboarding) AddMemberDocument(ctx context.Context, token, member string
 
 // Details returns an application of the caller (application_details).
 func (o *Onboarding) Details(ctx context.Context, token string) (emi.Application, error) {
-	p, err := partnerCtx(ctx, emi.ErrApplicationNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrApplicationNotFound)
 	if err != nil {
 		return emi.Application{}, err
 	}
@@ -362,7 +362,7 @@ func (o *Onboarding) Details(ctx context.Context, token string) (emi.Application
 // Get returns any application, for staff (emi.PermViewApps), with the
 // documents of the company and of each member.
 func (o *Onboarding) Get(ctx context.Context, token string) (emi.Application, map[string][]emi.StoredDocument, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return emi.Application{}, nil, err
 	}
 	a, err := o.store.Application(ctx, "", token, false)
@@ -384,7 +384,7 @@ func (o *Onboarding) Get(ctx context.Context, token string) (emi.Application, ma
 // CheckHistory returns every stored check result of an application, for
 // staff (emi.PermViewApps).
 func (o *Onboarding) CheckHistory(ctx context.Context, token string) ([]emi.CheckResult, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return nil, err
 	}
 	return o.store.CheckHistory(ctx, token)
@@ -392,7 +392,7 @@ func (o *Onboarding) CheckHistory(ctx context.Context, token string) ([]emi.Chec
 
 // List lists applications for staff (emi.PermViewApps), newest first.
 func (o *Onboarding) List(ctx context.Context, f emi.ApplicationFilter) ([]emi.Application, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return nil, err
 	}
 	if f.Limit <= 0 || f.Limit > 200 {
@@ -404,7 +404,7 @@ func (o *Onboarding) List(ctx context.Context, f emi.ApplicationFilter) ([]emi.A
 // Companies lists companies for staff (emi.PermViewApps): q matches the
 // legal or trade name, uic, merchant token or partner name.
 func (o *Onboarding) Companies(ctx context.Context, q string, limit int) ([]emi.CompanyRow, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return nil, err
 	}
 	if limit <= 0 || limit > 200 {
@@ -417,7 +417,7 @@ func (o *Onboarding) Companies(ctx context.Context, q string, limit int) ([]emi.
 // looks like the same person (same unique identifier, or names and
 // birthday), for staff (emi.PermViewApps).
 func (o *Onboarding) MemberRoles(ctx context.Context, application, member string) (emi.Member, []emi.Member, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return emi.Member{}, nil, err
 	}
 	m, err := o.store.Member(ctx, application, member)
@@ -430,7 +430,7 @@ func (o *Onboarding) MemberRoles(ctx context.Context, application, member string
 
 // CountByStatus counts applications with a status, for the dashboard.
 func (o *Onboarding) CountByStatus(ctx context.Context, st emi.ApplicationStatus) (int64, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return 0, err
 	}
 	return o.store.CountApplications(ctx, st)
@@ -438,7 +438,7 @@ func (o *Onboarding) CountByStatus(ctx context.Context, st emi.ApplicationStatus
 
 // ValidatorConfig returns a partner's configuration (emi.PermViewPartners).
 func (o *Onboarding) ValidatorConfig(ctx context.Context, partnerID string) (*emi.ValidatorConfig, error) {
-	if err := require(ctx, emi.PermViewPartners); err != nil {
+	if err := Require(ctx, emi.PermViewPartners); err != nil {
 		return nil, err
 	}
 	return o.partners.ValidatorConfig(ctx, partnerID)
@@ -448,43 +448,43 @@ func (o *Onboarding) ValidatorConfig(ctx context.Context, partnerID string) (*em
 // (emi.PermManagePartners); nil removes it. Every field it names must be a
 // field of the application, company or member.
 func (o *Onboarding) SetValidatorConfig(ctx context.Context, partnerID string, c *emi.ValidatorConfig) error {
-	if err := require(ctx, emi.PermManagePartners); err != nil {
+	if err := Require(ctx, emi.PermManagePartners); err != nil {
 		return err
 	}
 	if _, err := o.partners.Partner(ctx, partnerID); err != nil {
 		return err
 	}
 	if c != nil {
-		var bad problems
+		var bad Problems
 		known := func(path string, v any, fields []string) {
 			for _, f := range fields {
 				if !hasJSONField(v, f) {
-					bad.add(path, "names an unknown field "+strconv.Quote(f))
+					bad.Add(path, "names an unknown field "+strconv.Quote(f))
 				}
 			}
 		}
 		known("application.always", emi.ApplicationCreate{}, c.Application.Always)
 		for prod, fs := range c.Application.ByProduct {
 			if !slices.Contains(emi.Products, prod) {
-				bad.add("application.by_product", "names an unknown product "+strconv.Quote(prod))
+				bad.Add("application.by_product", "names an unknown product "+strconv.Quote(prod))
 			}
 			known("application.by_product."+prod, emi.ApplicationCreate{}, fs)
 		}
 		known("company.always", emi.CompanyFields{}, c.Company.Always)
 		for prod, fs := range c.Company.ByProduct {
 			if !slices.Contains(emi.Products, prod) {
-				bad.add("company.by_product", "names an unknown product "+strconv.Quote(prod))
+				bad.Add("company.by_product", "names an unknown product "+strconv.Quote(prod))
 			}
 			known("company.by_product."+prod, emi.CompanyFields{}, fs)
 		}
 		for client, fs := range c.Members {
 			if client != emi.ClientIndividual && client != emi.ClientLegalEntity {
-				bad.add("members", "names an unknown client type "+strconv.Quote(client)+" (individual or legal_entity)")
+				bad.Add("members", "names an unknown client type "+strconv.Quote(client)+" (individual or legal_entity)")
 			}
 			known("members."+client, emi.MemberAdd{}, fs)
 		}
 		if len(bad) > 0 {
-			return emi.ErrPartnerValidation.WithFields(dedupe(bad)...)
+			return emi.ErrPartnerValidation.WithFields(Dedupe(bad)...)
 		}
 	}
 	return o.tx.InTx(ctx, func(ctx context.Context) error {
@@ -494,16 +494,6 @@ func (o *Onboarding) SetValidatorConfig(ctx context.Context, partnerID string, c
 		return o.audit.Record(ctx, emi.AuditEntry{Action: "partner.validator_config", ResourceType: "partner", ResourceToken: partnerID,
 			PartnerID: partnerID, Changes: map[string]any{"config": c}})
 	})
-}
-
-func dedupe(fs []emi.FieldError) []emi.FieldError {
-	var out []emi.FieldError
-	for _, f := range fs {
-		if !slices.Contains(out, f) {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 func sortedKeys(m map[string]bool) []string {

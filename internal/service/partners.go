@@ -72,11 +72,11 @@ func NewPartners(tx TxRunner, store PartnerStore, sealer Sealer, audit *Auditor,
 	return &Partners{tx: tx, store: store, sealer: sealer, audit: audit, validate: v, cfg: cfg, now: now}
 }
 
-func keySecretContext(keyID string) string    { return "partner_keys.secret:" + keyID }
-func webhookSecretContext(epID string) string { return "webhook_endpoints.secret:" + epID }
-func newAPIKey() string                       { return "ak_" + randomString(18) }
-func newAPISecret() string                    { return "as_" + randomString(32) }
-func newWebhookSecret() (string, []byte)      { raw := randomBytes(32); return "whsec_" + b64(raw), raw }
+func KeySecretContext(keyID string) string    { return "partner_keys.secret:" + keyID }
+func WebhookSecretContext(epID string) string { return "webhook_endpoints.secret:" + epID }
+func newAPIKey() string                       { return "ak_" + RandomString(18) }
+func newAPISecret() string                    { return "as_" + RandomString(32) }
+func newWebhookSecret() (string, []byte)      { raw := RandomBytes(32); return "whsec_" + B64(raw), raw }
 func validProcessing(p emi.Processing) bool {
 	return p == emi.ProcessingAutomatic || p == emi.ProcessingSemiAutomatic
 }
@@ -94,7 +94,7 @@ func defaultProcessing(p emi.Processing) emi.Processing {
 // input, and with a field error on "name" when another partner has the
 // same name ignoring case (emi.MsgPartnerNameTaken).
 func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.PartnerCredentials, error) {
-	if err := require(ctx, emi.PermManagePartners); err != nil {
+	if err := Require(ctx, emi.PermManagePartners); err != nil {
 		return emi.PartnerCredentials{}, err
 	}
 	in.Name = strings.TrimSpace(in.Name)
@@ -149,7 +149,7 @@ func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.Partne
 
 func (s *Partners) insertKey(ctx context.Context, partnerID string, minVersion int) (keyID, apiKey, secret string, err error) {
 	keyID, apiKey, secret = NewToken(), newAPIKey(), newAPISecret()
-	enc, err := s.sealer.Seal([]byte(secret), keySecretContext(keyID))
+	enc, err := s.sealer.Seal([]byte(secret), KeySecretContext(keyID))
 	if err != nil {
 		return "", "", "", emi.Internal(err)
 	}
@@ -178,7 +178,7 @@ func asPartnerField(err error, field string) error {
 // CreateKey adds an API key to a partner and returns its credentials (the
 // secret shown once). Returns emi.ErrPartnerNotFound for an unknown partner.
 func (s *Partners) CreateKey(ctx context.Context, partnerID string) (emi.PartnerCredentials, error) {
-	if err := require(ctx, emi.PermManagePartners); err != nil {
+	if err := Require(ctx, emi.PermManagePartners); err != nil {
 		return emi.PartnerCredentials{}, err
 	}
 	var creds emi.PartnerCredentials
@@ -213,7 +213,7 @@ func (s *Partners) CreateKey(ctx context.Context, partnerID string) (emi.Partner
 // new secret replaces the current one, which stops working at once (it was
 // shown once, moments ago, and is the one being replaced).
 func (s *Partners) RotateSecret(ctx context.Context, keyID string, confirmOverlap bool) (string, error) {
-	if err := require(ctx, emi.PermManagePartners); err != nil {
+	if err := Require(ctx, emi.PermManagePartners); err != nil {
 		return "", err
 	}
 	var secret string
@@ -231,7 +231,7 @@ func (s *Partners) RotateSecret(ctx context.Context, keyID string, confirmOverla
 			return emi.ErrRotationInOverlap.WithDetail("previous secret valid until %s", k.PreviousValidUntil.Format(time.RFC3339))
 		}
 		secret = newAPISecret()
-		enc, err := s.sealer.Seal([]byte(secret), keySecretContext(keyID))
+		enc, err := s.sealer.Seal([]byte(secret), KeySecretContext(keyID))
 		if err != nil {
 			return emi.Internal(err)
 		}
@@ -255,7 +255,7 @@ func (s *Partners) RotateSecret(ctx context.Context, keyID string, confirmOverla
 
 // RevokeKey makes the key unusable at once. Returns emi.ErrPartnerKeyNotFound.
 func (s *Partners) RevokeKey(ctx context.Context, keyID string) error {
-	if err := require(ctx, emi.PermManagePartners); err != nil {
+	if err := Require(ctx, emi.PermManagePartners); err != nil {
 		return err
 	}
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
@@ -281,7 +281,7 @@ func (s *Partners) RevokeKey(ctx context.Context, keyID string) error {
 // Returns emi.ErrPartnerKeyNotFound for an unknown or revoked key, and
 // emi.ErrPartnerValidation for another version.
 func (s *Partners) SetKeySignatureVersion(ctx context.Context, keyID string, version int) error {
-	if err := require(ctx, emi.PermManagePartners); err != nil {
+	if err := Require(ctx, emi.PermManagePartners); err != nil {
 		return err
 	}
 	if version != emi.SignatureV1 && version != emi.SignatureV2 {
@@ -310,7 +310,7 @@ func (s *Partners) SetKeySignatureVersion(ctx context.Context, keyID string, ver
 // SetProcessing changes how the partner's applications are decided.
 // Returns emi.ErrPartnerNotFound, or a validation error for an unknown mode.
 func (s *Partners) SetProcessing(ctx context.Context, partnerID string, mode emi.Processing) error {
-	if err := require(ctx, emi.PermManagePartners); err != nil {
+	if err := Require(ctx, emi.PermManagePartners); err != nil {
 		return err
 	}
 	if !validProcessing(mode) {
@@ -347,7 +347,7 @@ func (s *Partners) Details(ctx context.Context) (emi.Partner, error) {
 // emi.PermViewPartners. Returns emi.ErrForbidden for a principal that is
 // not staff.
 func (s *Partners) Names(ctx context.Context) (map[string]string, error) {
-	if err := require(ctx, emi.PermViewDashboard); err != nil {
+	if err := Require(ctx, emi.PermViewDashboard); err != nil {
 		return nil, err
 	}
 	ps, err := s.store.Partners(ctx)
@@ -363,7 +363,7 @@ func (s *Partners) Names(ctx context.Context) (map[string]string, error) {
 
 // List returns every partner, newest first (emi.PermViewPartners).
 func (s *Partners) List(ctx context.Context) ([]emi.Partner, error) {
-	if err := require(ctx, emi.PermViewPartners); err != nil {
+	if err := Require(ctx, emi.PermViewPartners); err != nil {
 		return nil, err
 	}
 	return s.store.Partners(ctx)
@@ -372,7 +372,7 @@ func (s *Partners) List(ctx context.Context) ([]emi.Partner, error) {
 // Get returns a partner and its API keys, without secrets
 // (emi.PermViewPartners). Returns emi.ErrPartnerNotFound.
 func (s *Partners) Get(ctx context.Context, id string) (emi.Partner, []emi.PartnerKey, error) {
-	if err := require(ctx, emi.PermViewPartners); err != nil {
+	if err := Require(ctx, emi.PermViewPartners); err != nil {
 		return emi.Partner{}, nil, err
 	}
 	p, err := s.store.Partner(ctx, id)
@@ -385,7 +385,7 @@ func (s *Partners) Get(ctx context.Context, id string) (emi.Partner, []emi.Partn
 
 // Count returns the number of partners (emi.PermViewPartners).
 func (s *Partners) Count(ctx context.Context) (int64, error) {
-	if err := require(ctx, emi.PermViewPartners); err != nil {
+	if err := Require(ctx, emi.PermViewPartners); err != nil {
 		return 0, err
 	}
 	return s.store.CountPartners(ctx)
@@ -394,7 +394,7 @@ func (s *Partners) Count(ctx context.Context) (int64, error) {
 // Search finds partners by name, token or API key for the global search
 // (emi.PermViewPartners; without it, no hits and no error).
 func (s *Partners) Search(ctx context.Context, q string, limit int) ([]emi.SearchHit, error) {
-	if require(ctx, emi.PermViewPartners) != nil {
+	if Require(ctx, emi.PermViewPartners) != nil {
 		return nil, nil
 	}
 	ps, err := s.store.SearchPartners(ctx, q, limit)

@@ -2,12 +2,13 @@ package service
 
 import (
 	"context"
+	"strings"
 
 	"emi/internal/emi"
 )
 
 // partnerCtx returns the calling partner, or not-found for anyone else.
-func partnerCtx(ctx context.Context, notFound *emi.Error) (emi.Principal, error) {
+func PartnerCtx(ctx context.Context, notFound *emi.Error) (emi.Principal, error) {
 	p, ok := emi.PrincipalFrom(ctx)
 	if !ok || p.PartnerID == "" {
 		return p, notFound
@@ -17,7 +18,7 @@ func partnerCtx(ctx context.Context, notFound *emi.Error) (emi.Principal, error)
 
 // require returns emi.ErrForbidden unless the principal in ctx may do perm.
 // System principals (commands, workers) may do everything.
-func require(ctx context.Context, perm emi.Permission) error {
+func Require(ctx context.Context, perm emi.Permission) error {
 	p, ok := emi.PrincipalFrom(ctx)
 	if !ok || !p.Can(perm) {
 		return emi.ErrForbidden.WithDetail("needs %s", perm)
@@ -26,7 +27,15 @@ func require(ctx context.Context, perm emi.Permission) error {
 }
 
 // staffOf returns the calling staff user (zero when none).
-func staffOf(ctx context.Context) emi.Principal {
+func StaffOf(ctx context.Context) emi.Principal {
 	p, _ := emi.PrincipalFrom(ctx)
 	return p
+}
+
+func StaffReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	if len(reason) < 3 || len(reason) > 2000 {
+		return "", emi.ErrReviewValidation.Field("reason", "give a reason (3 to 2,000 characters)")
+	}
+	return reason, nil
 }

@@ -58,37 +58,37 @@ type SealedTable struct {
 func SealedTables() []SealedTable {
 	return []SealedTable{
 		{Name: "partner_keys", Key: "id", Columns: []SealedColumn{
-			{Name: "secret_enc", Context: keySecretContext},
-			{Name: "previous_secret_enc", Context: keySecretContext},
+			{Name: "secret_enc", Context: KeySecretContext},
+			{Name: "previous_secret_enc", Context: KeySecretContext},
 		}},
 		{Name: "webhook_endpoints", Key: "id", Columns: []SealedColumn{
-			{Name: "secret_enc", Context: webhookSecretContext},
-			{Name: "previous_secret_enc", Context: webhookSecretContext},
+			{Name: "secret_enc", Context: WebhookSecretContext},
+			{Name: "previous_secret_enc", Context: WebhookSecretContext},
 		}},
 		{Name: "staff_users", Key: "id", Columns: []SealedColumn{
-			{Name: "totp_secret_enc", Context: totpSecretContext},
+			{Name: "totp_secret_enc", Context: TOTPSecretContext},
 		}},
 		// The approver's half of a pending privileged change's temporary
 		// password (cleared when the change is decided).
 		{Name: "staff_changes", Key: "id", Columns: []SealedColumn{
-			{Name: "second_half_enc", Context: secondHalfContext},
+			{Name: "second_half_enc", Context: SecondHalfContext},
 		}},
 		{Name: "kyc_sessions", Key: "token", Columns: []SealedColumn{
-			{Name: "secret_enc", Context: kycSecretContext},
+			{Name: "secret_enc", Context: KYCSecretContext},
 		}},
 		{Name: "documents", Key: "token", MaxBatch: 8, Columns: []SealedColumn{
-			{Name: "content_enc", Context: documentContext},
+			{Name: "content_enc", Context: DocumentContext},
 		}},
 		// Stored idempotent responses (issue 20, A3); rows stored before
 		// migration 00054 have a clear body instead and are pruned.
 		{Name: "idempotency_keys", Key: "id", Columns: []SealedColumn{
-			{Name: "body_enc", Context: idempotencyBodyContext},
+			{Name: "body_enc", Context: IdempotencyBodyContext},
 		}},
 		{Name: "cards", Key: "token", Columns: []SealedColumn{
-			{Name: "pan_sealed", Context: panContext},
-			{Name: "cvv_sealed", Context: cvvContext},
-			{Name: "pin_sealed", Context: pinContext},
-		}, Lookup: &SealedLookup{Column: "pan_lookup", Of: "pan_sealed", Context: panLookupContext}},
+			{Name: "pan_sealed", Context: PANContext},
+			{Name: "cvv_sealed", Context: CVVContext},
+			{Name: "pin_sealed", Context: PINContext},
+		}, Lookup: &SealedLookup{Column: "pan_lookup", Of: "pan_sealed", Context: PANLookupContext}},
 	}
 }
 

@@ -84,14 +84,14 @@ type ReviewDeps struct {
 
 // NewReview returns the review service.
 func NewReview(d ReviewDeps) *Review {
-	mustHave("Review", d)
+	MustHave("Review", d)
 	return &Review{tx: d.Tx, store: d.Store, staff: d.Staff, controls: d.Controls, checks: d.Checks, events: d.Events,
 		audit: d.Audit, inbox: d.Inbox, views: d.Views, metrics: d.Metrics, now: d.Now}
 }
 
 // Queue returns a page of the queue (emi.PermViewApps).
 func (r *Review) Queue(ctx context.Context, f emi.QueueFilter) (emi.QueuePage, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return emi.QueuePage{}, err
 	}
 	switch f.Tab {
@@ -105,27 +105,23 @@ func (r *Review) Queue(ctx context.Context, f emi.QueueFilter) (emi.QueuePage, e
 	if f.Product != "" && !slices.Contains(emi.Products, f.Product) {
 		return emi.QueuePage{}, emi.ErrReviewValidation.Field("product", "is not a product")
 	}
-	if f.Assignee != "" && f.Assignee != "me" && f.Assignee != "none" && !validToken(f.Assignee) {
+	if f.Assignee != "" && f.Assignee != "me" && f.Assignee != "none" && !ValidToken(f.Assignee) {
 		return emi.QueuePage{}, emi.ErrReviewValidation.Field("assignee", "must be me, none or a staff id")
 	}
 	if f.Sort != "" && f.Sort != "age" && f.Sort != "risk" {
 		return emi.QueuePage{}, emi.ErrReviewValidation.Field("sort", "must be age or risk")
 	}
-	return r.store.Queue(ctx, f, staffOf(ctx).ActorID, r.now().UTC())
+	return r.store.Queue(ctx, f, StaffOf(ctx).ActorID, r.now().UTC())
 }
-
-var tokenRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-func validToken(s string) bool { return tokenRe.MatchString(s) }
 
 // Claim takes an application for the caller (emi.PermDecideApps): refused
 // (emi.ErrReviewClosed, its public detail naming the colleague) while a
 // colleague holds a live claim.
 func (r *Review) Claim(ctx context.Context, token string) error {
-	if err := require(ctx, emi.PermDecideApps); err != nil {
+	if err := Require(ctx, emi.PermDecideApps); err != nil {
 		return err
 	}
-	me := staffOf(ctx).ActorID
+	me := StaffOf(ctx).ActorID
 	return r.tx.InTx(ctx, func(ctx context.Context) error {
 		a, err := r.store.Application(ctx, "", token, false)
 		if err != nil {
@@ -158,10 +154,10 @@ func (r *Review) Claim(ctx context.Context, token string) error {
 // Release gives a claim back (the assignee, or an admin with
 // emi.PermManageStaff).
 func (r *Review) Release(ctx context.Context, token string) error {
-	if err := require(ctx, emi.PermDecideApps); err != nil && require(ctx, emi.PermManageStaff) != nil {
+	if err := Require(ctx, emi.PermDecideApps); err != nil && Require(ctx, emi.PermManageStaff) != nil {
 		return err
 	}
-	me := staffOf(ctx)
+	me := StaffOf(ctx)
 	return r.tx.InTx(ctx, func(ctx context.Context) error {
 		a, err := r.store.Application(ctx, "", token, true)
 		if err != nil {
@@ -181,17 +177,17 @@ func (r *Review) Release(ctx context.Context, token string) error {
 // Assign gives an application to a colleague who may decide, with a
 // mandatory reason (an underwriter or an admin).
 func (r *Review) Assign(ctx context.Context, token, to, reason string) error {
-	if err := require(ctx, emi.PermDecideApps); err != nil && require(ctx, emi.PermManageStaff) != nil {
+	if err := Require(ctx, emi.PermDecideApps); err != nil && Require(ctx, emi.PermManageStaff) != nil {
 		return err
 	}
 	reason = strings.TrimSpace(reason)
-	var bad problems
+	var bad Problems
 	if len(reason) < 3 {
-		bad.add("reason", "say why you assign it (3 characters or more)")
+		bad.Add("reason", "say why you assign it (3 characters or more)")
 	}
 	target, err := r.staff.StaffByID(ctx, to)
 	if err != nil || target.Disabled || !emi.Can(target.Roles, emi.PermDecideApps) {
-		bad.add("to", "must be an active colleague who may decide applications")
+		bad.Add("to", "must be an active colleague who may decide applications")
 	}
 	if len(bad) > 0 {
 		return emi.ErrReviewValidation.WithFields(bad...)
@@ -207,7 +203,7 @@ func (r *Review) Assign(ctx context.Context, token, to, reason string) error {
 		if err := r.store.Assign(ctx, a.Token, target.ID, r.now().UTC()); err != nil {
 			return err
 		}
-		if err := r.inbox.notify(ctx, target.ID, "assignment", "/backoffice/applications/"+a.Token,
+		if err := r.inbox.Notify(ctx, target.ID, "assignment", "/backoffice/applications/"+a.Token,
 			"Application of "+a.PartnerName+" assigned to you: "+reason); err != nil {
 			return err
 		}
@@ -220,10 +216,10 @@ func (r *Review) Assign(ctx context.Context, token, to, reason string) error {
 // its token ("" when there is none). Two underwriters asking at once get
 // different applications.
 func (r *Review) Next(ctx context.Context, f emi.QueueFilter) (string, error) {
-	if err := require(ctx, emi.PermDecideApps); err != nil {
+	if err := Require(ctx, emi.PermDecideApps); err != nil {
 		return "", err
 	}
-	me := staffOf(ctx).ActorID
+	me := StaffOf(ctx).ActorID
 	var token string
 	err := r.tx.InTx(ctx, func(ctx context.Context) error {
 		now := r.now().UTC()
@@ -245,7 +241,7 @@ func (r *Review) Next(ctx context.Context, f emi.QueueFilter) (string, error) {
 // evidence stamp, decisions and notes; the assignee's view keeps the claim
 // alive (emi.PermViewApps).
 func (r *Review) Evidence(ctx context.Context, token string) (emi.Application, string, []emi.DecisionRecord, []emi.Note, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return emi.Application{}, "", nil, nil, err
 	}
 	a, err := r.store.Application(ctx, "", token, false)
@@ -264,7 +260,7 @@ func (r *Review) Evidence(ctx context.Context, token string) (emi.Application, s
 	if err != nil {
 		return a, "", nil, nil, err
 	}
-	_ = r.store.TouchClaim(ctx, token, staffOf(ctx).ActorID, r.now().UTC())
+	_ = r.store.TouchClaim(ctx, token, StaffOf(ctx).ActorID, r.now().UTC())
 	return a, stamp, ds, ns, nil
 }
 
@@ -281,34 +277,34 @@ func NeedsFourEyes(a emi.Application) bool {
 // reason code and text; request_information needs the message for the
 // partner. Each decision stores a snapshot of the evidence.
 func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision) (emi.Application, error) {
-	if err := require(ctx, emi.PermDecideApps); err != nil {
+	if err := Require(ctx, emi.PermDecideApps); err != nil {
 		return emi.Application{}, err
 	}
 	d.Text, d.ReasonCode = strings.TrimSpace(d.Text), strings.TrimSpace(d.ReasonCode)
-	var bad problems
+	var bad Problems
 	switch d.Action {
 	case "approve":
 	case "reject":
 		if !slices.Contains(emi.RejectReasons, d.ReasonCode) {
-			bad.add("reason_code", "choose a reason from the list")
+			bad.Add("reason_code", "choose a reason from the list")
 		}
 		if len(d.Text) < 3 {
-			bad.add("text", "explain the rejection")
+			bad.Add("text", "explain the rejection")
 		}
 	case "request_information":
 		if len(d.Text) < 3 {
-			bad.add("text", "write the message to the partner")
+			bad.Add("text", "write the message to the partner")
 		}
 	default:
-		bad.add("action", "must be approve, reject or request_information")
+		bad.Add("action", "must be approve, reject or request_information")
 	}
 	if len(d.Text) > 5000 {
-		bad.add("text", "must be at most 5,000 characters")
+		bad.Add("text", "must be at most 5,000 characters")
 	}
 	if len(bad) > 0 {
 		return emi.Application{}, emi.ErrReviewValidation.WithFields(bad...)
 	}
-	me := staffOf(ctx).ActorID
+	me := StaffOf(ctx).ActorID
 	var out emi.Application
 	err := r.tx.InTx(ctx, func(ctx context.Context) error {
 		a, err := r.store.Application(ctx, "", token, true)
@@ -355,7 +351,7 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 				}
 			}
 			// C2: every hit waits for its two-person decision first.
-			if open := openHits(a, hits); len(open) > 0 {
+			if open := OpenHits(a, hits); len(open) > 0 {
 				return emi.ErrSanctionsUndecided.WithDetail("%d hit(s) without a final decision", len(open))
 			}
 			// C3: an approval is bound to the evidence it was given on; a
@@ -485,10 +481,10 @@ var mentionRe = regexp.MustCompile(`@([A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-
 // addresses of colleagues are recorded as mentions (emi.PermViewApps, staff
 // who may decide or review).
 func (r *Review) AddNote(ctx context.Context, token string, parent int64, body string) (emi.Note, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return emi.Note{}, err
 	}
-	p := staffOf(ctx)
+	p := StaffOf(ctx)
 	if !p.Can(emi.PermDecideApps) && !p.Can(emi.PermReviewAML) {
 		return emi.Note{}, emi.ErrForbidden.WithDetail("notes are for underwriters and compliance")
 	}
@@ -523,7 +519,7 @@ func (r *Review) AddNote(ctx context.Context, token string, parent int64, body s
 		}
 		_ = r.store.TouchClaim(ctx, a.Token, p.ActorID, n.CreatedAt)
 		for _, m := range n.Mentions {
-			if err := r.inbox.notify(ctx, m, "mention", fmt.Sprintf("/backoffice/applications/%s#note-%d", a.Token, n.ID),
+			if err := r.inbox.Notify(ctx, m, "mention", fmt.Sprintf("/backoffice/applications/%s#note-%d", a.Token, n.ID),
 				"Mentioned in a note on the application of "+a.PartnerName+": "+n.Body); err != nil {
 				return err
 			}
@@ -546,7 +542,7 @@ func HitKey(h map[string]any) string {
 // HitDecisions returns the decisions on an application's sanctions hits by
 // hit key (emi.PermViewApps).
 func (r *Review) HitDecisions(ctx context.Context, token string) (map[string]emi.HitDecisionRecord, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return nil, err
 	}
 	return r.store.HitDecisions(ctx, token)
@@ -562,17 +558,17 @@ func (r *Review) HitDecisions(ctx context.Context, token string) (map[string]emi
 // confirmed false positive is remembered for that person and list entry,
 // so a remembered decision never stands in for a second person.
 func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason string) error {
-	p, pol := staffOf(ctx), PolicyOf(ControlHitFalsePositive)
+	p, pol := StaffOf(ctx), PolicyOf(ControlHitFalsePositive)
 	if !p.Can(pol.Propose) && !p.Can(pol.Approve) {
 		return emi.ErrForbidden.WithDetail("needs %s or %s", pol.Propose, pol.Approve)
 	}
 	reason = strings.TrimSpace(reason)
-	var bad problems
+	var bad Problems
 	if decision != emi.HitFalsePositive && decision != emi.HitTrueMatch {
-		bad.add("decision", "must be false_positive or true_match")
+		bad.Add("decision", "must be false_positive or true_match")
 	}
 	if len(reason) < 3 || len(reason) > 2000 {
-		bad.add("reason", "every decision needs a reason (3 to 2,000 characters)")
+		bad.Add("reason", "every decision needs a reason (3 to 2,000 characters)")
 	}
 	if len(bad) > 0 {
 		return emi.ErrReviewValidation.WithFields(bad...)
@@ -657,7 +653,7 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 // openHits returns the keys of the application's current sanctions hits
 // that have no final decision (a true match, or a confirmed false
 // positive).
-func openHits(a emi.Application, decided map[string]emi.HitDecisionRecord) []string {
+func OpenHits(a emi.Application, decided map[string]emi.HitDecisionRecord) []string {
 	var open []string
 	for _, c := range a.Checks {
 		if c.Name != emi.CheckSanctions {
@@ -680,15 +676,15 @@ func hexDecode(s string) ([]byte, error) { return hex.DecodeString(s) }
 // Assignees returns the active colleagues who may decide applications, for
 // the assign form (underwriters and admins).
 func (r *Review) Assignees(ctx context.Context) ([]emi.StaffUser, error) {
-	if err := require(ctx, emi.PermDecideApps); err != nil && require(ctx, emi.PermManageStaff) != nil {
+	if err := Require(ctx, emi.PermDecideApps); err != nil && Require(ctx, emi.PermManageStaff) != nil {
 		return nil, err
 	}
-	return activeStaffWith(ctx, r.staff, emi.PermDecideApps)
+	return ActiveStaffWith(ctx, r.staff, emi.PermDecideApps)
 }
 
 // activeStaffWith returns the active staff users holding perm (id, name,
 // e-mail, roles): the colleagues a case may be assigned to.
-func activeStaffWith(ctx context.Context, dir StaffDirectory, perm emi.Permission) ([]emi.StaffUser, error) {
+func ActiveStaffWith(ctx context.Context, dir StaffDirectory, perm emi.Permission) ([]emi.StaffUser, error) {
 	all, err := dir.ListStaff(ctx)
 	if err != nil {
 		return nil, err
@@ -705,7 +701,7 @@ func activeStaffWith(ctx context.Context, dir StaffDirectory, perm emi.Permissio
 // Decisions returns the decisions made between from and to, oldest first,
 // at most limit (1..100,000), for the decisions export (emi.PermViewApps).
 func (r *Review) Decisions(ctx context.Context, from, to time.Time, limit int) ([]emi.DecisionRecord, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return nil, err
 	}
 	if limit <= 0 || limit > 100000 {
@@ -717,8 +713,8 @@ func (r *Review) Decisions(ctx context.Context, from, to time.Time, limit int) (
 // AuditTrail returns the audit rows of an application, newest first, for
 // the staff who review applications (emi.PermViewApps).
 func (r *Review) AuditTrail(ctx context.Context, token string) ([]emi.AuditEntry, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return nil, err
 	}
-	return r.audit.store.AuditEntries(ctx, emi.AuditFilter{ResourceType: "application", ResourceToken: token, Limit: 200})
+	return r.audit.Trail(ctx, emi.AuditFilter{ResourceType: "application", ResourceToken: token, Limit: 200})
 }

@@ -12,7 +12,7 @@ import (
 // BulkReassign gives applications to a colleague (admins,
 // emi.PermManageStaff), with a reason; to "" releases them.
 func (r *Review) BulkReassign(ctx context.Context, tokens []string, to, reason string) (int, error) {
-	if err := require(ctx, emi.PermManageStaff); err != nil {
+	if err := Require(ctx, emi.PermManageStaff); err != nil {
 		return 0, err
 	}
 	reason = strings.TrimSpace(reason)
@@ -66,40 +66,40 @@ type SavedViewStore interface {
 
 // Views returns the caller's saved views (emi.PermViewApps).
 func (r *Review) Views(ctx context.Context) ([]emi.SavedView, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return nil, err
 	}
-	return r.views.SavedViews(ctx, staffOf(ctx).ActorID)
+	return r.views.SavedViews(ctx, StaffOf(ctx).ActorID)
 }
 
 // DeleteView deletes one of the caller's saved views.
 func (r *Review) DeleteView(ctx context.Context, id string) error {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return err
 	}
-	return r.views.DeleteSavedView(ctx, staffOf(ctx).ActorID, id)
+	return r.views.DeleteSavedView(ctx, StaffOf(ctx).ActorID, id)
 }
 
 // SaveView saves the caller's queue filter under a name (its URL query);
 // saving a name again replaces it.
 func (r *Review) SaveView(ctx context.Context, name, query string) (emi.SavedView, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return emi.SavedView{}, err
 	}
 	name = strings.TrimSpace(name)
-	var bad problems
+	var bad Problems
 	if name == "" || len(name) > 100 {
-		bad.add("name", "give the view a name of 1 to 100 characters")
+		bad.Add("name", "give the view a name of 1 to 100 characters")
 	}
 	q, err := url.ParseQuery(strings.TrimPrefix(query, "?"))
 	if err != nil || len(query) > 2000 {
-		bad.add("query", "is not a queue filter")
+		bad.Add("query", "is not a queue filter")
 	}
 	if len(bad) > 0 {
 		return emi.SavedView{}, emi.ErrReviewValidation.WithFields(bad...)
 	}
 	v := emi.SavedView{ID: NewToken(), Name: name, Query: q.Encode()}
-	if err := r.views.InsertSavedView(ctx, staffOf(ctx).ActorID, v); err != nil {
+	if err := r.views.InsertSavedView(ctx, StaffOf(ctx).ActorID, v); err != nil {
 		return v, err
 	}
 	return v, nil
@@ -140,7 +140,7 @@ type MetricsStore interface {
 
 // Metrics returns the review dashboard's figures (emi.PermViewApps).
 func (r *Review) Metrics(ctx context.Context) (Metrics, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return Metrics{}, err
 	}
 	return r.metrics.ReviewMetrics(ctx, r.now().UTC())

@@ -116,9 +116,9 @@ func (r RiskModel) Assess(a emi.Application) ([]emi.RiskFactor, int, string) {
 		add("sanctions_declared", "the company declares a sanctions listing", r.SanctionsDeclared)
 	}
 	coverage, percentages := 0, 0
-	for _, m := range activeMembers(a) {
+	for _, m := range a.ActiveMembers() {
 		name := m.DisplayName()
-		for _, c := range uniqueNonEmpty(m.Country, m.CountryOfResidence, m.Nationality) {
+		for _, c := range UniqueNonEmpty(m.Country, m.CountryOfResidence, m.Nationality) {
 			switch {
 			case slices.Contains(r.HighRisk, c):
 				add("member_country", name+": "+c+" is a high-risk jurisdiction", r.MemberHighRisk)

@@ -52,14 +52,22 @@ func NewToken() string {
 }
 
 // randomBytes returns n bytes from crypto/rand.
-func randomBytes(n int) []byte {
+func RandomBytes(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
 	return b
 }
 
 // randomString returns n random bytes as unpadded base64url.
-func randomString(n int) string { return base64.RawURLEncoding.EncodeToString(randomBytes(n)) }
+func RandomString(n int) string { return base64.RawURLEncoding.EncodeToString(RandomBytes(n)) }
 
 // b64 is standard padded base64.
-func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+func B64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// RetryAfter is the wait a rate-limited caller is told (Retry-After).
+type RetryAfter time.Duration
+
+func (r RetryAfter) Error() string { return "retry after " + time.Duration(r).String() }
+
+// Seconds is the wait in whole seconds, at least 1.
+func (r RetryAfter) Seconds() int { return max(1, int((time.Duration(r)+time.Second-1)/time.Second)) }

@@ -134,7 +134,7 @@ func verifyPassword(password, hash string) (ok, rehash bool, err error) {
 
 // dummy returns a hash of a random password with the current parameters.
 func (s *Staff) dummy() (string, error) {
-	s.dummyOnce.Do(func() { s.dummyHash, s.dummyErr = hashPassword(randomString(24)) })
+	s.dummyOnce.Do(func() { s.dummyHash, s.dummyErr = hashPassword(RandomString(24)) })
 	return s.dummyHash, s.dummyErr
 }
 

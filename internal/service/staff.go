@@ -208,7 +208,7 @@ func NewStaff(tx TxRunner, store StaffStore, sealer Sealer, audit *Auditor, v *v
 		policy: newPasswordPolicy()}
 }
 
-func totpSecretContext(staffID string) string { return "staff_users.totp:" + staffID }
+func TOTPSecretContext(staffID string) string { return "staff_users.totp:" + staffID }
 
 // emailLookup is the form of an e-mail address used for lookups and
 // throttling.
@@ -298,7 +298,7 @@ func (s *Staff) List(ctx context.Context) ([]emi.StaffUser, error) {
 // (issue 23), also to roles that may not open the staff pages. Returns
 // emi.ErrForbidden for a principal that is not staff.
 func (s *Staff) Names(ctx context.Context) (map[string]string, error) {
-	if err := require(ctx, emi.PermViewDashboard); err != nil {
+	if err := Require(ctx, emi.PermViewDashboard); err != nil {
 		return nil, err
 	}
 	list, err := s.store.ListStaff(ctx)
@@ -484,7 +484,7 @@ func (s *Staff) Prune(ctx context.Context) error {
 // or id, for the global search (emi.PermViewStaff; without it, no hits and
 // no error). Staff lists are small, so this filters the full list.
 func (s *Staff) Search(ctx context.Context, q string, limit int) ([]emi.SearchHit, error) {
-	if require(ctx, emi.PermViewStaff) != nil {
+	if Require(ctx, emi.PermViewStaff) != nil {
 		return nil, nil
 	}
 	all, err := s.List(ctx)

@@ -38,7 +38,7 @@ type StoredStaffChange struct {
 	SecondHalfEnc []byte
 }
 
-func secondHalfContext(changeID string) string { return "staff_changes.second_half:" + changeID }
+func SecondHalfContext(changeID string) string { return "staff_changes.second_half:" + changeID }
 
 // byStaff reports whether the principal in ctx is a staff user (not the
 // system): only staff principals are held to the second-administrator rule.
@@ -162,7 +162,7 @@ func (s *Staff) propose(ctx context.Context, c StoredStaffChange, temp, hash str
 	var first string
 	if temp != "" {
 		half := len(temp) / 2
-		enc, err := s.sealer.Seal([]byte(temp[half:]), secondHalfContext(c.ID))
+		enc, err := s.sealer.Seal([]byte(temp[half:]), SecondHalfContext(c.ID))
 		if err != nil {
 			return emi.StaffOutcome{}, err
 		}
@@ -417,7 +417,7 @@ func (s *Staff) ApproveChange(ctx context.Context, changeID string) (emi.StaffOu
 		if c.SecondHalfEnc != nil {
 			// Opened inside the transaction: a half that does not open rolls
 			// the change back instead of applying it with the half lost.
-			half, err := s.sealer.Open(c.SecondHalfEnc, secondHalfContext(c.ID))
+			half, err := s.sealer.Open(c.SecondHalfEnc, SecondHalfContext(c.ID))
 			if err != nil {
 				return emi.Internal(err)
 			}

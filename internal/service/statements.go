@@ -64,7 +64,7 @@ type StatementQuery struct {
 
 // parse checks q (13001 with every problem at once).
 func (q StatementQuery) parse(maxLimit int) (emi.StatementFilter, error) {
-	var bad problems
+	var bad Problems
 	f := emi.StatementFilter{Page: q.Page, Limit: q.Limit}
 	day := func(field, v string) time.Time {
 		v = strings.TrimSpace(v)
@@ -73,16 +73,16 @@ func (q StatementQuery) parse(maxLimit int) (emi.StatementFilter, error) {
 		}
 		d, ok := validate.ParseDate(v)
 		if !ok {
-			bad.add(field, "must be a date as YYYY-MM-DD")
+			bad.Add(field, "must be a date as YYYY-MM-DD")
 			return time.Time{}
 		}
 		return d
 	}
 	f.From, f.To = day("from", q.From), day("to", q.To)
 	if !f.From.IsZero() && !f.To.IsZero() && f.From.After(f.To) {
-		bad.add("from", "must not be after to")
+		bad.Add("from", "must not be after to")
 	}
-	bad.checkPage(f.Page, f.Limit, maxLimit)
+	bad.CheckPage(f.Page, f.Limit, maxLimit)
 	if len(bad) > 0 {
 		return f, emi.ErrAccountValidation.WithFields(bad...)
 	}
@@ -93,7 +93,7 @@ func (q StatementQuery) parse(maxLimit int) (emi.StatementFilter, error) {
 // accounts (account_transactions). 13001 for a bad query, 13002 for an
 // account that is not the caller's.
 func (s *Accounts) Statement(ctx context.Context, token string, q StatementQuery) (emi.Statement, error) {
-	p, err := partnerCtx(ctx, emi.ErrAccountNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrAccountNotFound)
 	if err != nil {
 		return emi.Statement{}, err
 	}
@@ -119,7 +119,7 @@ func (s *Accounts) Statement(ctx context.Context, token string, q StatementQuery
 // StaffStatement is Statement for the back office (emi.PermViewAccounts),
 // on any account.
 func (s *Accounts) StaffStatement(ctx context.Context, token string, q StatementQuery) (emi.Statement, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return emi.Statement{}, err
 	}
 	f, err := q.parse(MaxStatementLimit)
@@ -136,7 +136,7 @@ func (s *Accounts) StaffStatement(ctx context.Context, token string, q Statement
 // StaffStatementOf is StaffStatement on an account the caller has just
 // read with Get: its balances and virtual accounts are not read again.
 func (s *Accounts) StaffStatementOf(ctx context.Context, v AccountView, q StatementQuery) (emi.Statement, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return emi.Statement{}, err
 	}
 	f, err := q.parse(MaxStatementLimit)
@@ -158,7 +158,7 @@ func (s *Accounts) StaffStatementOf(ctx context.Context, v AccountView, q Statem
 // office's CSV export (emi.PermViewAccounts), and records the export in the
 // audit log: a statement is personal data leaving emi.
 func (s *Accounts) StaffStatementExport(ctx context.Context, token, from, to string) (emi.Statement, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return emi.Statement{}, err
 	}
 	limit := MaxStatementExport

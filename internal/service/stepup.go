@@ -34,7 +34,7 @@ func (s *Staff) StepUp(ctx context.Context, staffID, secret string) error {
 	if secret == "" {
 		return emi.ErrStaffValidation.Field("secret", "is required: your password or a current TOTP code")
 	}
-	if code := strings.ReplaceAll(strings.TrimSpace(secret), " ", ""); len(code) == 6 && allDigits(code) {
+	if code := strings.ReplaceAll(strings.TrimSpace(secret), " ", ""); len(code) == 6 && AllDigits(code) {
 		// Six digits can only be a TOTP code: a password has at least 12
 		// characters, letters among them. A user without TOTP gets "not
 		// correct" and a counted failure, as for a wrong password.

@@ -49,7 +49,7 @@ func totpSecretString(raw []byte) string {
 
 // openTOTPSecret returns the base32 secret of u.
 func (s *Staff) openTOTPSecret(u StoredStaff) (string, error) {
-	raw, err := s.sealer.Open(u.TOTPSecretEnc, totpSecretContext(u.ID))
+	raw, err := s.sealer.Open(u.TOTPSecretEnc, TOTPSecretContext(u.ID))
 	if err != nil {
 		return "", emi.Internal(err)
 	}
@@ -59,8 +59,8 @@ func (s *Staff) openTOTPSecret(u StoredStaff) (string, error) {
 // newTOTPSecret returns a new random 160-bit secret (RFC 4226's
 // recommended length), raw and sealed for u.
 func (s *Staff) newTOTPSecret(staffID string) (raw, sealed []byte, err error) {
-	raw = randomBytes(20)
-	sealed, err = s.sealer.Seal(raw, totpSecretContext(staffID))
+	raw = RandomBytes(20)
+	sealed, err = s.sealer.Seal(raw, TOTPSecretContext(staffID))
 	if err != nil {
 		return nil, nil, emi.Internal(err)
 	}
@@ -113,7 +113,7 @@ func (s *Staff) BeginEnrollment(ctx context.Context, staffID string) (Enrollment
 		return Enrollment{}, emi.ErrForbidden.WithDetail("enrolment of a disabled or enrolled user")
 	}
 	if u.TOTPSecretEnc != nil {
-		raw, err := s.sealer.Open(u.TOTPSecretEnc, totpSecretContext(u.ID))
+		raw, err := s.sealer.Open(u.TOTPSecretEnc, TOTPSecretContext(u.ID))
 		if err != nil {
 			return Enrollment{}, emi.Internal(err)
 		}

@@ -43,20 +43,6 @@ type TransferStore interface {
 	TxnEntries(ctx context.Context, ids []int64) ([]emi.LedgerEntryView, error)
 }
 
-// Party is a resolved side of a transfer.
-type Party struct {
-	// Account is where the money shows (a virtual account for its own
-	// IBAN or token); Main is the account that holds Balance.
-	Account   string
-	Main      string
-	Virtual   bool
-	Balance   string
-	Currency  string
-	PartnerID string
-	// IBAN of the side: a virtual account's own IBAN, else the balance's.
-	IBAN string
-}
-
 // Transfers moves money between balances held in emi (transfer_create) and
 // reads transfers (transfer_details).
 type Transfers struct {
@@ -105,13 +91,10 @@ type TransfersDeps struct {
 
 // NewTransfers returns the transfers service.
 func NewTransfers(d TransfersDeps) *Transfers {
-	mustHave("Transfers", d)
+	MustHave("Transfers", d)
 	return &Transfers{tx: d.Tx, store: d.Store, ledger: d.Ledger, controls: d.Controls, events: d.Events, audit: d.Audit,
 		validate: d.Validate, limits: d.Limits, now: d.Now, own: d.Own, sandbox: d.Sandbox, suspense: d.Suspense}
 }
-
-// MaxTransferAmount bounds one transfer: 1,000,000,000.00 in minor units.
-const MaxTransferAmount = 100_000_000_000
 
 // Create sends money from a balance of the calling partner to any balance
 // held in emi (transfer_create): one of the partner's own, named by token,
@@ -131,18 +114,18 @@ const MaxTransferAmount = 100_000_000_000
 // counted per API key (10029 beyond DestinationMissLimit). Nothing
 // changes on any error.
 func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Transfer, error) {
-	p, err := partnerCtx(ctx, emi.ErrForbidden)
+	p, err := PartnerCtx(ctx, emi.ErrForbidden)
 	if err != nil {
 		return emi.Transfer{}, err
 	}
 	in.Currency, in.Reference = strings.TrimSpace(in.Currency), strings.TrimSpace(in.Reference)
-	var bad problems
-	if err := bad.addErr("", s.validate.Struct(in, emi.ErrTransferValidation)); err != nil {
+	var bad Problems
+	if err := bad.AddErr("", s.validate.Struct(in, emi.ErrTransferValidation)); err != nil {
 		return emi.Transfer{}, err
 	}
-	checkAmount(&bad, int64(in.Amount))
+	CheckAmount(&bad, int64(in.Amount))
 	if in.Currency != "" && !emi.ValidCurrency(in.Currency) {
-		bad.add("currency", "must be EUR, BGN or GBP")
+		bad.Add("currency", "must be EUR, BGN or GBP")
 	}
 	checkReference(&bad, in.Reference)
 	checkParty(&bad, "source", in.Source)
@@ -327,7 +310,7 @@ func (s *Transfers) destinationMiss(ctx context.Context, p emi.Principal) error 
 // Details returns a transfer the calling partner sent or received
 // (transfer_details). A partner sees the other partner's side by IBAN only.
 func (s *Transfers) Details(ctx context.Context, token string) (emi.Transfer, error) {
-	p, err := partnerCtx(ctx, emi.ErrTransferNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrTransferNotFound)
 	if err != nil {
 		return emi.Transfer{}, err
 	}
@@ -355,27 +338,17 @@ func PartnerView(t emi.Transfer, partnerID string) (emi.Transfer, error) {
 	return t, nil
 }
 
-// checkAmount adds a problem unless v is a positive amount within the cap.
-func checkAmount(bad *problems, v int64) {
-	switch {
-	case v <= 0:
-		bad.add("amount", "must be more than zero")
-	case v > MaxTransferAmount:
-		bad.add("amount", "must be at most "+emi.FormatMinor(MaxTransferAmount))
-	}
-}
-
 // checkReference allows printable text only (it reaches statements, other
 // banks and CSV exports).
-func checkReference(bad *problems, ref string) { checkPrintable(bad, "reference", ref) }
+func checkReference(bad *Problems, ref string) { checkPrintable(bad, "reference", ref) }
 
 // checkPrintable adds a problem for field unless s is printable text
 // (names, references and reasons reach statements, other banks, events
 // and CSV exports). The one copy of this rule.
-func checkPrintable(bad *problems, field, s string) {
+func checkPrintable(bad *Problems, field, s string) {
 	for _, r := range s {
 		if !unicode.IsPrint(r) {
-			bad.add(field, "must be printable text without control characters")
+			bad.Add(field, "must be printable text without control characters")
 			return
 		}
 	}
@@ -388,7 +361,7 @@ func namedByToken(p emi.TransferParty) bool {
 	return strings.TrimSpace(p.Account) != "" || strings.TrimSpace(p.Balance) != ""
 }
 
-func checkParty(bad *problems, field string, p emi.TransferParty) {
+func checkParty(bad *Problems, field string, p emi.TransferParty) {
 	n := 0
 	for _, v := range []string{p.Account, p.Balance, p.IBAN} {
 		if strings.TrimSpace(v) != "" {
@@ -398,15 +371,15 @@ func checkParty(bad *problems, field string, p emi.TransferParty) {
 	if p.AccountNumber != "" || p.SortCode != "" {
 		n++
 		if p.AccountNumber == "" || p.SortCode == "" {
-			bad.add(field, "account_number and sort_code go together")
+			bad.Add(field, "account_number and sort_code go together")
 			return
 		}
 	}
 	switch {
 	case n == 0:
-		bad.add(field, "give one of balance, account, iban, or account_number with sort_code")
+		bad.Add(field, "give one of balance, account, iban, or account_number with sort_code")
 	case n > 1:
-		bad.add(field, "give only one of balance, account, iban, or account_number with sort_code")
+		bad.Add(field, "give only one of balance, account, iban, or account_number with sort_code")
 	}
 }
 

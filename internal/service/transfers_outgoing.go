@@ -63,13 +63,13 @@ func (b OwnBank) UKIBAN(sortCode, accountNumber string) (string, bool) {
 // checkSchemeCurrency refuses a currency the scheme does not carry: SEPA
 // moves EUR, Faster Payments GBP (card top-ups any of emi's currencies).
 // Incoming payers and outgoing destinations share it.
-func checkSchemeCurrency(bad *problems, scheme, currency string) {
+func checkSchemeCurrency(bad *Problems, scheme, currency string) {
 	switch {
 	case currency == "":
 	case scheme == emi.SchemeSEPA && currency != "EUR":
-		bad.add("currency", "must be EUR for a SEPA payment (to or from an IBAN)")
+		bad.Add("currency", "must be EUR for a SEPA payment (to or from an IBAN)")
 	case scheme == emi.SchemeFasterPayments && currency != "GBP":
-		bad.add("currency", "must be GBP for a Faster Payment (to or from a UK account number and sort code)")
+		bad.Add("currency", "must be GBP for a Faster Payment (to or from a UK account number and sort code)")
 	}
 }
 
@@ -97,19 +97,19 @@ const MaxReturnReason = 140
 // account behind a virtual one) is blocked or terminated, 14003 when funds
 // are short. Nothing changes on any error.
 func (s *Transfers) CreateExternal(ctx context.Context, in emi.TransferExternalCreate) (emi.Transfer, error) {
-	p, err := partnerCtx(ctx, emi.ErrForbidden)
+	p, err := PartnerCtx(ctx, emi.ErrForbidden)
 	if err != nil {
 		return emi.Transfer{}, err
 	}
 	in.Currency, in.Reference = strings.TrimSpace(in.Currency), strings.TrimSpace(in.Reference)
 	in.Destination.Name = strings.TrimSpace(in.Destination.Name)
-	var bad problems
-	if err := bad.addErr("", s.validate.Struct(in, emi.ErrTransferValidation)); err != nil {
+	var bad Problems
+	if err := bad.AddErr("", s.validate.Struct(in, emi.ErrTransferValidation)); err != nil {
 		return emi.Transfer{}, err
 	}
-	checkAmount(&bad, int64(in.Amount))
+	CheckAmount(&bad, int64(in.Amount))
 	if in.Currency != "" && !emi.ValidCurrency(in.Currency) {
-		bad.add("currency", "must be EUR, BGN or GBP")
+		bad.Add("currency", "must be EUR, BGN or GBP")
 	}
 	checkReference(&bad, in.Reference)
 	checkParty(&bad, "source", in.Source)
@@ -170,7 +170,7 @@ func (s *Transfers) CreateExternal(ctx context.Context, in emi.TransferExternalC
 
 // checkExternal checks the destination of an outgoing payment and returns
 // it normalised as the counterparty, with the party to look up in emi.
-func (s *Transfers) checkExternal(bad *problems, currency string, d emi.ExternalParty) (emi.Counterparty, emi.TransferParty) {
+func (s *Transfers) checkExternal(bad *Problems, currency string, d emi.ExternalParty) (emi.Counterparty, emi.TransferParty) {
 	const f = "destination"
 	cp := emi.Counterparty{Name: d.Name}
 	checkPrintable(bad, f+".name", d.Name)
@@ -178,21 +178,21 @@ func (s *Transfers) checkExternal(bad *problems, currency string, d emi.External
 	hasUK := strings.TrimSpace(d.AccountNumber) != "" || strings.TrimSpace(d.SortCode) != ""
 	switch {
 	case hasIBAN && hasUK:
-		bad.add(f, "give either iban (SEPA, EUR) or account_number with sort_code (Faster Payments, GBP), not both")
+		bad.Add(f, "give either iban (SEPA, EUR) or account_number with sort_code (Faster Payments, GBP), not both")
 		return cp, emi.TransferParty{}
 	case !hasIBAN && !hasUK:
-		bad.add(f, "give iban (SEPA, EUR) or account_number with sort_code (Faster Payments, GBP)")
+		bad.Add(f, "give iban (SEPA, EUR) or account_number with sort_code (Faster Payments, GBP)")
 		return cp, emi.TransferParty{}
 	case hasIBAN:
 		cp.Scheme = emi.PaymentSchemeSEPA
 		cp.IBAN = iban.Normalize(d.IBAN)
 		if err := iban.Validate(cp.IBAN); err != nil {
-			bad.add(f+".iban", "must be a valid IBAN: "+err.Error())
+			bad.Add(f+".iban", "must be a valid IBAN: "+err.Error())
 		}
 		if strings.TrimSpace(d.BIC) != "" {
 			cp.BIC = strings.ToUpper(strings.TrimSpace(d.BIC))
 			if !ValidBIC(cp.BIC) {
-				bad.add(f+".bic", "must be a BIC: 4 letters (bank), 2 letters (country), 2 letters or digits (location), optionally 3 more (branch)")
+				bad.Add(f+".bic", "must be a BIC: 4 letters (bank), 2 letters (country), 2 letters or digits (location), optionally 3 more (branch)")
 			}
 		}
 		checkSchemeCurrency(bad, cp.Scheme, currency)
@@ -202,21 +202,21 @@ func (s *Transfers) checkExternal(bad *problems, currency string, d emi.External
 	cp.AccountNumber = strings.NewReplacer(" ", "", "-", "").Replace(d.AccountNumber)
 	cp.SortCode = strings.NewReplacer(" ", "", "-", "").Replace(d.SortCode)
 	if d.BIC != "" {
-		bad.add(f+".bic", "goes with iban only (SEPA)")
+		bad.Add(f+".bic", "goes with iban only (SEPA)")
 	}
 	if cp.AccountNumber == "" || cp.SortCode == "" {
-		bad.add(f, "account_number and sort_code go together")
+		bad.Add(f, "account_number and sort_code go together")
 		return cp, emi.TransferParty{}
 	}
 	okNum, okSort := iban.ValidUKAccountNumber(cp.AccountNumber), iban.ValidSortCode(cp.SortCode)
 	if !okNum {
-		bad.add(f+".account_number", "must be 8 digits")
+		bad.Add(f+".account_number", "must be 8 digits")
 	}
 	if !okSort {
-		bad.add(f+".sort_code", "must be 6 digits (dashes and spaces allowed)")
+		bad.Add(f+".sort_code", "must be 6 digits (dashes and spaces allowed)")
 	}
 	if okNum && okSort && s.own.UK.SortCode != "" && cp.SortCode == s.own.UK.SortCode && !s.own.UK.Valid(cp.AccountNumber) {
-		bad.add(f+".account_number", "fails the modulus check of sort code "+fmtSortCode(cp.SortCode))
+		bad.Add(f+".account_number", "fails the modulus check of sort code "+fmtSortCode(cp.SortCode))
 	}
 	checkSchemeCurrency(bad, cp.Scheme, currency)
 	return cp, emi.TransferParty{AccountNumber: cp.AccountNumber, SortCode: cp.SortCode}
@@ -287,7 +287,7 @@ const (
 // acceptance would. 14002 for a transfer that is not the partner's
 // outgoing payment, 14007 unless it is pending.
 func (s *Transfers) SandboxComplete(ctx context.Context, token string) (emi.Transfer, error) {
-	p, err := partnerCtx(ctx, emi.ErrTransferNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrTransferNotFound)
 	if err != nil {
 		return emi.Transfer{}, err
 	}
@@ -305,7 +305,7 @@ func (s *Transfers) SandboxComplete(ctx context.Context, token string) (emi.Tran
 // for a transfer that is not the partner's outgoing payment, 14007 when
 // it is already returned.
 func (s *Transfers) SandboxReturn(ctx context.Context, token string, in emi.TransferReturn) (emi.Transfer, error) {
-	p, err := partnerCtx(ctx, emi.ErrTransferNotFound)
+	p, err := PartnerCtx(ctx, emi.ErrTransferNotFound)
 	if err != nil {
 		return emi.Transfer{}, err
 	}
@@ -323,7 +323,7 @@ func (s *Transfers) SandboxReturn(ctx context.Context, token string, in emi.Tran
 // StaffComplete is SandboxComplete for the back office's sandbox button
 // (emi.PermManageAccounts), on any partner's outgoing payment.
 func (s *Transfers) StaffComplete(ctx context.Context, token string) (emi.Transfer, error) {
-	if err := require(ctx, emi.PermManageAccounts); err != nil {
+	if err := Require(ctx, emi.PermManageAccounts); err != nil {
 		return emi.Transfer{}, err
 	}
 	return s.settle(ctx, token, "", settleComplete, "")
@@ -332,7 +332,7 @@ func (s *Transfers) StaffComplete(ctx context.Context, token string) (emi.Transf
 // StaffReturn is SandboxReturn for the back office's sandbox button
 // (emi.PermManageAccounts), on any partner's outgoing payment.
 func (s *Transfers) StaffReturn(ctx context.Context, token, reason string) (emi.Transfer, error) {
-	if err := require(ctx, emi.PermManageAccounts); err != nil {
+	if err := Require(ctx, emi.PermManageAccounts); err != nil {
 		return emi.Transfer{}, err
 	}
 	reason, err := returnReason(reason)
@@ -344,12 +344,12 @@ func (s *Transfers) StaffReturn(ctx context.Context, token, reason string) (emi.
 
 func returnReason(reason string) (string, error) {
 	reason = strings.TrimSpace(reason)
-	var bad problems
+	var bad Problems
 	switch {
 	case reason == "":
-		bad.add("reason", "is required: why the receiving bank returned the payment")
+		bad.Add("reason", "is required: why the receiving bank returned the payment")
 	case len([]rune(reason)) > MaxReturnReason:
-		bad.add("reason", "must be at most 140 characters")
+		bad.Add("reason", "must be at most 140 characters")
 	default:
 		checkReference(&bad, reason)
 	}
@@ -494,7 +494,7 @@ type StaffTransfer struct {
 
 // StaffGet returns a transfer for the back office (emi.PermViewAccounts).
 func (s *Transfers) StaffGet(ctx context.Context, token string) (StaffTransfer, error) {
-	if err := require(ctx, emi.PermViewAccounts); err != nil {
+	if err := Require(ctx, emi.PermViewAccounts); err != nil {
 		return StaffTransfer{}, err
 	}
 	t, err := s.store.Transfer(ctx, token, false)
@@ -509,7 +509,7 @@ func (s *Transfers) StaffGet(ctx context.Context, token string) (StaffTransfer, 
 	if v.Entries, err = s.store.TxnEntries(ctx, ids); err != nil {
 		return v, err
 	}
-	v.Audit, err = s.audit.store.AuditEntries(ctx, emi.AuditFilter{ResourceType: "transfer", ResourceToken: t.Token, Limit: 200})
+	v.Audit, err = s.audit.Trail(ctx, emi.AuditFilter{ResourceType: "transfer", ResourceToken: t.Token, Limit: 200})
 	return v, err
 }
 

@@ -22,14 +22,14 @@ type ReversalRequest struct {
 // 14007 when the transfer is not a completed internal transfer or a
 // request is already pending.
 func (s *Transfers) RequestReversal(ctx context.Context, token, reason string) error {
-	if err := require(ctx, emi.PermManageMoney); err != nil {
+	if err := Require(ctx, emi.PermManageMoney); err != nil {
 		return err
 	}
-	reason, err := staffReason(reason)
+	reason, err := StaffReason(reason)
 	if err != nil {
 		return err
 	}
-	me := staffOf(ctx).ActorID
+	me := StaffOf(ctx).ActorID
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		t, err := s.store.Transfer(ctx, token, true)
 		if err != nil {
@@ -53,7 +53,7 @@ func (s *Transfers) RequestReversal(ctx context.Context, token, reason string) e
 // PendingReversal returns the pending reversal request of a transfer
 // (emi.PermViewMoney).
 func (s *Transfers) PendingReversal(ctx context.Context, token string) (ReversalRequest, bool, error) {
-	if err := require(ctx, emi.PermViewMoney); err != nil {
+	if err := Require(ctx, emi.PermViewMoney); err != nil {
 		return ReversalRequest{}, false, err
 	}
 	return s.store.ReversalRequest(ctx, token)
@@ -75,7 +75,7 @@ func (s *Transfers) PendingReversal(ctx context.Context, token string) (Reversal
 // recovery case, not a reversal) and with 14004 when an account of either
 // side is not active; the request then stays pending.
 func (s *Transfers) DecideReversal(ctx context.Context, token string, approve bool) (emi.Transfer, error) {
-	if err := require(ctx, emi.PermManageMoney); err != nil {
+	if err := Require(ctx, emi.PermManageMoney); err != nil {
 		return emi.Transfer{}, err
 	}
 	var out emi.Transfer

@@ -95,7 +95,7 @@ func (s *Users) Create(ctx context.Context, in emi.UserCreate) (emi.User, error)
 		}
 		bad = append(bad, e.Fields...)
 	}
-	docs, docErrs := decodeDocuments("documents", in.Documents)
+	docs, docErrs := DecodeDocuments("documents", in.Documents)
 	bad = append(bad, docErrs...)
 	partner, err := partnerOf(ctx)
 	if err != nil {
@@ -134,7 +134,7 @@ func (s *Users) Create(ctx context.Context, in emi.UserCreate) (emi.User, error)
 		if err := s.store.InsertUser(ctx, u); err != nil {
 			return err
 		}
-		stored, err := storeDocuments(ctx, s.docs, s.sealer, p.PartnerID, "user", u.Token, docs, s.now)
+		stored, err := StoreDocuments(ctx, s.docs, s.sealer, p.PartnerID, "user", u.Token, docs, s.now)
 		if err != nil {
 			return err
 		}
@@ -195,10 +195,10 @@ func (s *Users) checkAML(ctx context.Context, partnerID, token string, f emi.Use
 
 // personKey is the normalised name as a sorted set of tokens.
 func (s *Users) personKey(first, last string) string {
-	return normalizedName(s.names, first+" "+last)
+	return NormalizedName(s.names, first+" "+last)
 }
 
-func normalizedName(norm NameNormalizer, name string) string {
+func NormalizedName(norm NameNormalizer, name string) string {
 	toks := strings.Fields(norm(name))
 	slices.Sort(toks)
 	return strings.Join(toks, " ")
@@ -333,7 +333,7 @@ func (s *Users) Remove(ctx context.Context, token string) error {
 
 // Get returns any user, removed ones included, for staff (emi.PermViewPeople).
 func (s *Users) Get(ctx context.Context, token string) (emi.User, []emi.StoredDocument, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return emi.User{}, nil, err
 	}
 	u, err := s.store.User(ctx, "", token)
@@ -346,7 +346,7 @@ func (s *Users) Get(ctx context.Context, token string) (emi.User, []emi.StoredDo
 
 // List lists users for staff, newest first (emi.PermViewPeople).
 func (s *Users) List(ctx context.Context, f emi.UserFilter) ([]emi.User, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return nil, err
 	}
 	if f.Limit <= 0 || f.Limit > 100 {
@@ -361,7 +361,7 @@ func (s *Users) List(ctx context.Context, f emi.UserFilter) ([]emi.User, error) 
 
 // Search finds users for the back office's global search.
 func (s *Users) Search(ctx context.Context, q string, limit int) ([]emi.SearchHit, error) {
-	if require(ctx, emi.PermViewPeople) != nil {
+	if Require(ctx, emi.PermViewPeople) != nil {
 		return nil, nil
 	}
 	us, err := s.store.Users(ctx, emi.UserFilter{Q: q, Limit: limit})
@@ -383,14 +383,14 @@ func (s *Users) Search(ctx context.Context, q string, limit int) ([]emi.SearchHi
 // (emi.PermViewPeople). Every view is audited: identity documents are the
 // most sensitive data emi keeps.
 func (s *Users) Document(ctx context.Context, token string) (emi.StoredDocument, []byte, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return emi.StoredDocument{}, nil, err
 	}
 	d, enc, err := s.docs.Document(ctx, token)
 	if err != nil {
 		return d, nil, err
 	}
-	content, err := s.sealer.Open(enc, documentContext(d.Token))
+	content, err := s.sealer.Open(enc, DocumentContext(d.Token))
 	if err != nil {
 		return d, nil, emi.Internal(err)
 	}

@@ -101,7 +101,7 @@ func (w *Watchlist) entry(ctx context.Context, id string) (emi.WatchlistEntry, b
 
 // List returns the watch list (emi.PermViewPeople).
 func (w *Watchlist) List(ctx context.Context) ([]emi.WatchlistEntry, error) {
-	if err := require(ctx, emi.PermViewPeople); err != nil {
+	if err := Require(ctx, emi.PermViewPeople); err != nil {
 		return nil, err
 	}
 	return w.store.Watchlist(ctx)
@@ -120,7 +120,7 @@ func webAddress(s string) bool {
 // Returns emi.ErrReviewValidation for a missing name or category, or a
 // source that is not an http(s) address.
 func (w *Watchlist) Add(ctx context.Context, e emi.WatchlistEntry) (emi.WatchlistEntry, error) {
-	if err := require(ctx, emi.PermReviewAML); err != nil {
+	if err := Require(ctx, emi.PermReviewAML); err != nil {
 		return e, err
 	}
 	e.Name, e.Note, e.Source = strings.TrimSpace(e.Name), strings.TrimSpace(e.Note), strings.TrimSpace(e.Source)
@@ -157,7 +157,7 @@ func (w *Watchlist) Add(ctx context.Context, e emi.WatchlistEntry) (emi.Watchlis
 
 // Remove takes a name off the list (emi.PermReviewAML).
 func (w *Watchlist) Remove(ctx context.Context, id string) error {
-	if err := require(ctx, emi.PermReviewAML); err != nil {
+	if err := Require(ctx, emi.PermReviewAML); err != nil {
 		return err
 	}
 	return w.tx.InTx(ctx, func(ctx context.Context) error {
@@ -178,4 +178,14 @@ func (w *Watchlist) Remove(ctx context.Context, id string) error {
 func watchlistFingerprint(e emi.WatchlistEntry) string {
 	fp := sha256.Sum256([]byte(e.Name + "\x00" + e.Category + "\x00" + e.Note))
 	return hex.EncodeToString(fp[:8])
+}
+
+// MediaHit is one adverse-media finding about a name.
+type MediaHit struct {
+	Name     string  `json:"name"`
+	Matched  string  `json:"matched"`
+	Category string  `json:"category"`
+	Note     string  `json:"note,omitempty"`
+	Source   string  `json:"source,omitempty"`
+	Score    float64 `json:"score"`
 }

@@ -208,7 +208,7 @@ func (s *Webhooks) checkEndpoint(ctx context.Context, rawURL, description string
 // emi.ErrWebhookValidation naming url (the URL checker's reason),
 // description or event_types[i], and emi.ErrPartnerNotFound.
 func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, string, error) {
-	if err := require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := Require(ctx, emi.PermManageWebhooks); err != nil {
 		return emi.WebhookEndpoint{}, "", err
 	}
 	in, err := s.checkEndpoint(ctx, url, description, types)
@@ -225,7 +225,7 @@ func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description 
 	ep := StoredEndpoint{WebhookEndpoint: emi.WebhookEndpoint{ID: NewToken(), PartnerID: partnerID, URL: in.url,
 		Description: in.description, EventTypes: in.types, Enabled: true, CreatedAt: now, UpdatedAt: now}}
 	whsec, raw := newWebhookSecret()
-	if ep.SecretEnc, err = s.sealer.Seal(raw, webhookSecretContext(ep.ID)); err != nil {
+	if ep.SecretEnc, err = s.sealer.Seal(raw, WebhookSecretContext(ep.ID)); err != nil {
 		return emi.WebhookEndpoint{}, "", emi.Internal(err)
 	}
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
@@ -246,7 +246,7 @@ func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description 
 // filter (emi.PermManageWebhooks), with the checks of AddEndpoint.
 // Returns emi.ErrWebhookValidation and emi.ErrWebhookEndpointNotFound.
 func (s *Webhooks) UpdateEndpoint(ctx context.Context, endpointID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, error) {
-	if err := require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := Require(ctx, emi.PermManageWebhooks); err != nil {
 		return emi.WebhookEndpoint{}, err
 	}
 	in, err := s.checkEndpoint(ctx, url, description, types)
@@ -277,7 +277,7 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, endpointID, url, descript
 // the failure streak. Setting the current state again changes nothing.
 // Returns emi.ErrWebhookEndpointNotFound.
 func (s *Webhooks) SetEndpointEnabled(ctx context.Context, endpointID string, enabled bool) error {
-	if err := require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := Require(ctx, emi.PermManageWebhooks); err != nil {
 		return err
 	}
 	return s.changeEndpoint(ctx, endpointID, func(ctx context.Context, ep *StoredEndpoint) (string, map[string]any, error) {
@@ -304,14 +304,14 @@ func (s *Webhooks) SetEndpointEnabled(ctx context.Context, endpointID string, en
 // and the replaced one stops at once. Returns
 // emi.ErrWebhookEndpointNotFound.
 func (s *Webhooks) RotateEndpointSecret(ctx context.Context, endpointID string) (string, time.Time, error) {
-	if err := require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := Require(ctx, emi.PermManageWebhooks); err != nil {
 		return "", time.Time{}, err
 	}
 	var whsec string
 	var until time.Time
 	err := s.changeEndpoint(ctx, endpointID, func(ctx context.Context, ep *StoredEndpoint) (string, map[string]any, error) {
 		secret, raw := newWebhookSecret()
-		enc, err := s.sealer.Seal(raw, webhookSecretContext(ep.ID))
+		enc, err := s.sealer.Seal(raw, WebhookSecretContext(ep.ID))
 		if err != nil {
 			return "", nil, emi.Internal(err)
 		}
@@ -348,7 +348,7 @@ func (s *Webhooks) RotateEndpointSecret(ctx context.Context, endpointID string) 
 // and its delivery history stays in the log. Returns
 // emi.ErrWebhookEndpointNotFound.
 func (s *Webhooks) DeleteEndpoint(ctx context.Context, endpointID string) error {
-	if err := require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := Require(ctx, emi.PermManageWebhooks); err != nil {
 		return err
 	}
 	return s.changeEndpoint(ctx, endpointID, func(ctx context.Context, ep *StoredEndpoint) (string, map[string]any, error) {
@@ -386,7 +386,7 @@ func (s *Webhooks) changeEndpoint(ctx context.Context, id string, change func(ct
 // first, each with its health over the last 24 hours
 // (emi.PermViewWebhooks). Returns emi.ErrPartnerNotFound.
 func (s *Webhooks) Endpoints(ctx context.Context, partnerID string) ([]emi.WebhookEndpoint, error) {
-	if err := require(ctx, emi.PermViewWebhooks); err != nil {
+	if err := Require(ctx, emi.PermViewWebhooks); err != nil {
 		return nil, err
 	}
 	ok, err := s.store.PartnerExists(ctx, partnerID)
@@ -402,7 +402,7 @@ func (s *Webhooks) Endpoints(ctx context.Context, partnerID string) ([]emi.Webho
 // Endpoint returns one endpoint with its health (emi.PermViewWebhooks).
 // Returns emi.ErrWebhookEndpointNotFound, also for a deleted one.
 func (s *Webhooks) Endpoint(ctx context.Context, endpointID string) (emi.WebhookEndpoint, error) {
-	if err := require(ctx, emi.PermViewWebhooks); err != nil {
+	if err := Require(ctx, emi.PermViewWebhooks); err != nil {
 		return emi.WebhookEndpoint{}, err
 	}
 	ep, err := s.store.Endpoint(ctx, endpointID)
@@ -427,7 +427,7 @@ func (s *Webhooks) Endpoint(ctx context.Context, endpointID string) (emi.Webhook
 // does not count towards the endpoint's failure streak. Returns the event,
 // or emi.ErrWebhookEndpointNotFound.
 func (s *Webhooks) SendTest(ctx context.Context, endpointID string) (emi.Event, error) {
-	if err := require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := Require(ctx, emi.PermManageWebhooks); err != nil {
 		return emi.Event{}, err
 	}
 	var ev emi.Event
@@ -459,7 +459,7 @@ func (s *Webhooks) SendTest(ctx context.Context, endpointID string) (emi.Event, 
 // emi.ErrWebhookDeliveryNotFound, and emi.ErrWebhookEndpointDisabled when
 // the endpoint is disabled or deleted (enable it first).
 func (s *Webhooks) Replay(ctx context.Context, deliveryID string) error {
-	if err := require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := Require(ctx, emi.PermManageWebhooks); err != nil {
 		return err
 	}
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
@@ -492,12 +492,12 @@ func (s *Webhooks) requestReplay(ctx context.Context, d StoredDelivery) error {
 	if err := s.store.SaveDelivery(ctx, d); err != nil {
 		return err
 	}
-	if _, created, err := s.jobs.Enqueue(ctx, deliveryJobSpec(d.ID)); err != nil {
+	if _, created, err := s.jobs.Enqueue(ctx, DeliveryJobSpec(d.ID)); err != nil {
 		return err
 	} else if !created {
 		// The delivery's job is waiting for its next retry (or running:
 		// then it makes the replay as soon as its attempt ends).
-		return s.store.HurryJob(ctx, deliveryJobKey(d.ID))
+		return s.store.HurryJob(ctx, DeliveryJobKey(d.ID))
 	}
 	return nil
 }
@@ -517,7 +517,7 @@ const MaxBulkReplay = 100
 // Returns the number asked for (0: none to replay, nothing audited), and
 // emi.ErrWebhookValidation naming type, and emi.ErrPartnerNotFound.
 func (s *Webhooks) ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int, error) {
-	if err := require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := Require(ctx, emi.PermManageWebhooks); err != nil {
 		return 0, err
 	}
 	if f.Type != "" && !emi.ValidEventType(f.Type) {
@@ -567,7 +567,7 @@ func (s *Webhooks) ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int,
 // means 1 and Limit 0 means 50. Returns emi.ErrWebhookValidation naming
 // page, limit or type.
 func (s *Webhooks) EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error) {
-	if err := require(ctx, emi.PermViewWebhooks); err != nil {
+	if err := Require(ctx, emi.PermViewWebhooks); err != nil {
 		return emi.EventLog{}, err
 	}
 	if f.Page == 0 {
@@ -578,7 +578,7 @@ func (s *Webhooks) EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.Eve
 	}
 	f.ResourceToken = strings.TrimSpace(f.ResourceToken)
 	var fields []emi.FieldError
-	if f.Page < 1 || f.Page > maxEventsPage {
+	if f.Page < 1 || f.Page > MaxEventsPage {
 		fields = append(fields, emi.FieldError{Field: "page", Message: "must be at least 1"})
 	}
 	if f.Limit < 1 || f.Limit > MaxEventsPerPage {
@@ -599,7 +599,7 @@ func (s *Webhooks) EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.Eve
 // Delivery returns one delivery with its attempts (emi.PermViewWebhooks).
 // Returns emi.ErrWebhookDeliveryNotFound.
 func (s *Webhooks) Delivery(ctx context.Context, deliveryID string) (emi.WebhookDelivery, error) {
-	if err := require(ctx, emi.PermViewWebhooks); err != nil {
+	if err := Require(ctx, emi.PermViewWebhooks); err != nil {
 		return emi.WebhookDelivery{}, err
 	}
 	return s.store.Delivery(ctx, deliveryID)
@@ -626,7 +626,7 @@ func (s *Webhooks) Delivery(ctx context.Context, deliveryID string) (emi.Webhook
 // nor the failure streak, and the job runs again at once elsewhere. Returns a permanent error for a
 // job whose payload or delivery does not exist.
 func (s *Webhooks) Deliver(ctx context.Context, job emi.Job) error {
-	var p deliveryJob
+	var p DeliveryJob
 	if err := json.Unmarshal(job.Payload, &p); err != nil || p.Delivery == "" {
 		return worker.Permanent(fmt.Errorf("webhook delivery job %d: bad payload %s", job.ID, job.Payload))
 	}
@@ -660,13 +660,13 @@ func (s *Webhooks) Deliver(ctx context.Context, job emi.Job) error {
 // secrets opens the endpoint's signing keys: the current one, and the
 // previous one while its overlap lasts.
 func (s *Webhooks) secrets(ep StoredEndpoint, now time.Time) ([][]byte, error) {
-	cur, err := s.sealer.Open(ep.SecretEnc, webhookSecretContext(ep.ID))
+	cur, err := s.sealer.Open(ep.SecretEnc, WebhookSecretContext(ep.ID))
 	if err != nil {
 		return nil, emi.Internal(fmt.Errorf("open secret of webhook endpoint %s: %w", ep.ID, err))
 	}
 	out := [][]byte{cur}
 	if ep.PreviousSecretEnc != nil && ep.PreviousValidUntil != nil && now.Before(*ep.PreviousValidUntil) {
-		prev, err := s.sealer.Open(ep.PreviousSecretEnc, webhookSecretContext(ep.ID))
+		prev, err := s.sealer.Open(ep.PreviousSecretEnc, WebhookSecretContext(ep.ID))
 		if err != nil {
 			return nil, emi.Internal(fmt.Errorf("open previous secret of webhook endpoint %s: %w", ep.ID, err))
 		}
@@ -871,7 +871,7 @@ func cleanText(s string, n int) string {
 // (emi.PermViewApps: underwriters and compliance see what the partner was
 // told without the webhook administration permission).
 func (s *Webhooks) ApplicationEvents(ctx context.Context, token string) (emi.EventLog, error) {
-	if err := require(ctx, emi.PermViewApps); err != nil {
+	if err := Require(ctx, emi.PermViewApps); err != nil {
 		return emi.EventLog{}, err
 	}
 	return s.store.EventLog(ctx, emi.EventLogFilter{ResourceToken: strings.TrimSpace(token), Page: 1, Limit: MaxEventsPerPage})

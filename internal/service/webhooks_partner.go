@@ -105,7 +105,7 @@ func (s *Webhooks) PartnerSendTest(ctx context.Context, endpointID string) (emi.
 // emi.ErrAPIWebhookEndpointNotFound, emi.ErrAPIWebhookDeliveryNotFound and
 // emi.ErrAPIWebhookEndpointDisabled.
 func (s *Webhooks) PartnerReplay(ctx context.Context, endpointID string, in emi.WebhookReplay) (string, error) {
-	if !validToken(in.Event) {
+	if !ValidToken(in.Event) {
 		return "", emi.ErrAPIWebhookValidation.Field("event", "must be an event id (events_list)")
 	}
 	p, err := s.partnerEndpoint(ctx, endpointID)
