@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"emi/internal/service/partners"
 	"fmt"
 	"math"
 	"net/http"
@@ -13,8 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"emi/internal/service"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -284,10 +283,10 @@ func TestStamperNeverSignsTheSameRequestTwiceInASecond(t *testing.T) {
 			if method == "POST" || method == "PUT" {
 				v1 = body
 			}
-			if sig.hash != service.Signature([]byte(kk.secret), kk.apiKey, sig.ts, op, v1) {
+			if sig.hash != partners.Signature([]byte(kk.secret), kk.apiKey, sig.ts, op, v1) {
 				t.Fatalf("%s %s: wrong version 1 signature", method, target)
 			}
-		} else if sig.hash != service.SignatureV2([]byte(kk.secret), kk.apiKey, sig.ts, op, method, target, sig.nonce, body) {
+		} else if sig.hash != partners.SignatureV2([]byte(kk.secret), kk.apiKey, sig.ts, op, method, target, sig.nonce, body) {
 			t.Fatalf("%s %s: wrong version 2 signature", method, target)
 		}
 		return sig

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"emi/internal/service/partners"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,8 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"emi/internal/service"
 )
 
 // caller sends signed requests for the flows of one run and records each.
@@ -275,7 +274,7 @@ func (s *stamper) sign(ctx context.Context, keyIdx int, k key, method, target, o
 	for {
 		sec := s.now().Unix()
 		ts := strconv.FormatInt(sec, 10)
-		hash := service.Signature([]byte(k.secret), k.apiKey, ts, op, v1Body)
+		hash := partners.Signature([]byte(k.secret), k.apiKey, ts, op, v1Body)
 		id := requestID(keyIdx, method, target, hash)
 		s.mu.Lock()
 		if ahead := s.sec; sec < ahead {
@@ -301,7 +300,7 @@ func (s *stamper) sign(ctx context.Context, keyIdx int, k key, method, target, o
 		s.repeats.Add(1)
 		nonce := "emi-load-" + strconv.FormatInt(s.nonces.Add(1), 36)
 		return signature{ts: ts, nonce: nonce,
-			hash: service.SignatureV2([]byte(k.secret), k.apiKey, ts, op, method, target, nonce, body)}, true
+			hash: partners.SignatureV2([]byte(k.secret), k.apiKey, ts, op, method, target, nonce, body)}, true
 	}
 }
 

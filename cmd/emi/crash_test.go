@@ -19,7 +19,7 @@ import (
 	"emi/internal/config"
 	"emi/internal/emi"
 	"emi/internal/postgres/pgtest"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 // hookSink counts webhook deliveries by id and checks duplicates carry the
@@ -94,7 +94,7 @@ func newDeliveryRig(t *testing.T, events int) *deliveryRig {
 	}
 	for i := 0; i < events; i++ {
 		err := a.DB.InTx(context.Background(), func(ctx context.Context) error {
-			_, err := a.Events.Emit(ctx, partnerID, emi.EventCardStatusChanged, "card", service.NewToken(), map[string]any{"status": "inactive"})
+			_, err := a.Events.Emit(ctx, partnerID, emi.EventCardStatusChanged, "card", kernel.NewToken(), map[string]any{"status": "inactive"})
 			return err
 		})
 		if err != nil {

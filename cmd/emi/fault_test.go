@@ -26,7 +26,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/postgres/pgtest"
-	"emi/internal/service"
+	cardssvc "emi/internal/service/cards"
 )
 
 // pgCluster is a private PostgreSQL cluster of one test, run by
@@ -879,15 +879,15 @@ func (f *faultRun) scanForCardData(t *testing.T, dbURL string) {
 	}
 	partner := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorPartnerKey, ActorID: "fault-test", PartnerID: f.r.partner})
 	for _, c := range f.cards {
-		first, err := f.r.a.Cards.Reveal(partner, c.token, service.RevealFirstHalf)
+		first, err := f.r.a.Cards.Reveal(partner, c.token, cardssvc.RevealFirstHalf)
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := f.r.a.Cards.Reveal(partner, c.token, service.RevealSecondHalf)
+		second, err := f.r.a.Cards.Reveal(partner, c.token, cardssvc.RevealSecondHalf)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pin, err := f.r.a.Cards.Reveal(partner, c.token, service.RevealPIN)
+		pin, err := f.r.a.Cards.Reveal(partner, c.token, cardssvc.RevealPIN)
 		if err != nil {
 			t.Fatal(err)
 		}

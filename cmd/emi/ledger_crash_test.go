@@ -23,7 +23,7 @@ import (
 	"emi/internal/config"
 	"emi/internal/emi"
 	"emi/internal/postgres/pgtest"
-	"emi/internal/service"
+	"emi/internal/service/partners"
 )
 
 // ledgerRig is a migrated, seeded database with funded accounts of one
@@ -165,7 +165,7 @@ func (s *signer) sign(req *http.Request, op string, body []byte) bool {
 			off = 10 - i
 		}
 		ts := strconv.FormatInt(now-off, 10)
-		sig := service.Signature([]byte(s.secret), s.apiKey, ts, op, body)
+		sig := partners.Signature([]byte(s.secret), s.apiKey, ts, op, body)
 		if s.used[sig] {
 			continue
 		}

@@ -25,7 +25,9 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/postgres/pgtest"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	"emi/internal/service/ops"
+	partnerssvc "emi/internal/service/partners"
 )
 
 // Several `emi serve` processes on one database behind a round-robin proxy
@@ -330,7 +332,7 @@ func (c *apiClient) signed(t *testing.T, base, method, path, op string, body any
 				off = -off
 			}
 			ts = strconv.FormatInt(now+off, 10)
-			h := service.Signature([]byte(c.secret), c.key, ts, op, raw)
+			h := partnerssvc.Signature([]byte(c.secret), c.key, ts, op, raw)
 			if !c.used[h] {
 				c.used[h], hash = true, h
 			}
@@ -581,7 +583,7 @@ func multiReplay(t *testing.T, r *multiRig) {
 func multiReplayTuple(t *testing.T, r *multiRig) {
 	c := r.partner(t, "")
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	hash := service.Signature([]byte(c.secret), c.key, ts, "accounts_list", nil)
+	hash := partnerssvc.Signature([]byte(c.secret), c.key, ts, "accounts_list", nil)
 	page := func(base string, n int) *http.Request {
 		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/v2/accounts/%d/10", base, n), nil)
 		if err != nil {
@@ -615,7 +617,7 @@ func multiReplayTuple(t *testing.T, r *multiRig) {
 	// once: one answer per page is 200, the others 10003.
 	c = r.partner(t, "")
 	ts = strconv.FormatInt(time.Now().Unix(), 10)
-	hash = service.Signature([]byte(c.secret), c.key, ts, "accounts_list", nil)
+	hash = partnerssvc.Signature([]byte(c.secret), c.key, ts, "accounts_list", nil)
 	for p := 1; p <= 10; p++ {
 		answers := make([]answer, 2*n)
 		var wg sync.WaitGroup
@@ -710,7 +712,7 @@ func multiJobs(t *testing.T, r *multiRig) {
 	}
 	rows, err := r.db.Query(`SELECT split_part(locked_by, '-', array_length(string_to_array(locked_by, '-'), 1) - 1) AS pid,
 		count(*), max(attempt), bool_and(state = 'succeeded')
-		FROM jobs WHERE kind = $1 GROUP BY 1 ORDER BY 1`, service.JobWebhookDeliver)
+		FROM jobs WHERE kind = $1 GROUP BY 1 ORDER BY 1`, kernel.JobWebhookDeliver)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -737,10 +739,10 @@ func multiJobs(t *testing.T, r *multiRig) {
 		}
 	}
 	var maint, maxAttempt, pendingTwice int
-	if err := r.db.QueryRow(`SELECT count(*), coalesce(max(attempt), 0) FROM jobs WHERE kind = $1`, service.JobMaintenance).Scan(&maint, &maxAttempt); err != nil {
+	if err := r.db.QueryRow(`SELECT count(*), coalesce(max(attempt), 0) FROM jobs WHERE kind = $1`, ops.JobMaintenance).Scan(&maint, &maxAttempt); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.db.QueryRow(`SELECT count(*) FROM jobs WHERE kind = $1 AND state IN ('available', 'running')`, service.JobMaintenance).Scan(&pendingTwice); err != nil {
+	if err := r.db.QueryRow(`SELECT count(*) FROM jobs WHERE kind = $1 AND state IN ('available', 'running')`, ops.JobMaintenance).Scan(&pendingTwice); err != nil {
 		t.Fatal(err)
 	}
 	if maint == 0 || maxAttempt > 1 || pendingTwice > 1 {

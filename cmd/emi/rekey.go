@@ -10,7 +10,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/postgres"
-	"emi/internal/service"
+	"emi/internal/service/ops"
 )
 
 func init() {
@@ -64,13 +64,13 @@ func cmdRekey(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer a.Close()
-	r := service.NewRekeyer(a.DB, postgres.NewRekeyStore(a.DB), a.Keys)
+	r := ops.NewRekeyer(a.DB, postgres.NewRekeyStore(a.DB), a.Keys)
 	name := "rekey"
 	if *check {
 		name = "rekey --check"
 	}
 	fmt.Fprintf(stdout, "%s: current key %s, %d previous key(s) loaded\n", name, a.Keys.CurrentKeyID(), len(a.Config.PreviousKeys))
-	opts := service.RekeyOptions{Batch: *batch, Progress: progress(stderr, name)}
+	opts := ops.RekeyOptions{Batch: *batch, Progress: progress(stderr, name)}
 
 	if *check {
 		rep, err := r.Check(ctx, opts)
@@ -127,7 +127,7 @@ func cmdRekey(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	// Values written meanwhile by an instance still running under the old
 	// key would be missed: count what remains.
-	after, err := r.Check(ctx, service.RekeyOptions{Batch: *batch})
+	after, err := r.Check(ctx, ops.RekeyOptions{Batch: *batch})
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func cmdRekey(ctx context.Context, args []string, getenv func(string) string, st
 
 // reportFailures lists the values that did not open, one per line, and
 // returns an error when there are any.
-func reportFailures(stderr io.Writer, name string, failures []service.RekeyFailure) error {
+func reportFailures(stderr io.Writer, name string, failures []ops.RekeyFailure) error {
 	for _, f := range failures {
 		fmt.Fprintf(stderr, "%s: FAILED %s\n", name, f)
 	}
@@ -158,9 +158,9 @@ func reportFailures(stderr io.Writer, name string, failures []service.RekeyFailu
 }
 
 // progress prints the running totals of a table at most every two seconds.
-func progress(w io.Writer, name string) func(service.RekeyTableReport) {
+func progress(w io.Writer, name string) func(ops.RekeyTableReport) {
 	last := time.Now()
-	return func(t service.RekeyTableReport) {
+	return func(t ops.RekeyTableReport) {
 		if time.Since(last) < 2*time.Second {
 			return
 		}

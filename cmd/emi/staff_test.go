@@ -11,7 +11,7 @@ import (
 	"emi/internal/app"
 	"emi/internal/config"
 	"emi/internal/postgres/pgtest"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 )
 
 func runCmdIn(t *testing.T, vars map[string]string, stdin string, args ...string) (string, string, error) {
@@ -91,8 +91,8 @@ func TestSeedCreatesSandboxStaffOnceAndStaffTOTPPrintsAWorkingCode(t *testing.T)
 	if err != nil || len(list) != 5 {
 		t.Fatalf("%d staff users after two seeds (%v), want 5", len(list), err)
 	}
-	for _, in := range service.SandboxStaff() {
-		res, err := a.Staff.SignIn(context.Background(), in.Email, service.SandboxStaffPassword)
+	for _, in := range staff.SandboxStaff() {
+		res, err := a.Staff.SignIn(context.Background(), in.Email, staff.SandboxStaffPassword)
 		if err != nil || res.NeedsEnrollment {
 			t.Fatalf("%s signs in with the documented password: %+v %v", in.Email, res, err)
 		}

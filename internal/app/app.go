@@ -25,7 +25,15 @@ import (
 	"emi/internal/registry"
 	"emi/internal/screening"
 	"emi/internal/seal"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
+	"emi/internal/service/cards"
+	"emi/internal/service/kernel"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/ops"
+	"emi/internal/service/partners"
+	"emi/internal/service/people"
+	"emi/internal/service/staff"
+	"emi/internal/service/transfers"
 	"emi/internal/sms"
 	"emi/internal/ukbank"
 	"emi/internal/validate"
@@ -46,7 +54,7 @@ type App struct {
 	Keys   *seal.Keyring
 	Store  *postgres.Store
 	Jobs   *postgres.Jobs
-	Now    service.Clock
+	Now    kernel.Clock
 	// StaffStore keeps staff users; Sessions is the back office's scs store.
 	StaffStore *postgres.StaffStore
 	Sessions   *postgres.SessionStore
@@ -55,80 +63,80 @@ type App struct {
 	// authentication, live while RunKeyCache runs (see keycache.go).
 	keyCache *keyCache
 
-	Audit       *service.Auditor
-	Partners    *service.Partners
-	Auth        *service.Auth
-	Idempotency *service.Idempotency
-	Maintenance *service.Maintenance
-	Staff       *service.Staff
+	Audit       *kernel.Auditor
+	Partners    *partners.Partners
+	Auth        *partners.Auth
+	Idempotency *kernel.Idempotency
+	Maintenance *ops.Maintenance
+	Staff       *staff.Staff
 
 	// WebhookStore keeps events, endpoints, deliveries and attempts;
 	// WebhookClient makes the HTTP attempts (behind the SSRF guard).
 	WebhookStore  *postgres.WebhookStore
 	WebhookClient *webhook.Client
-	Events        *service.Events
-	Webhooks      *service.Webhooks
+	Events        *kernel.Events
+	Webhooks      *partners.Webhooks
 
 	// People keeps merchants, users, documents, AML checks and KYC
 	// sessions; Screener holds the loaded sanctions index.
 	People   *postgres.PeopleStore
 	Screener *screening.Screener
-	Users    *service.Users
-	AML      *service.AML
+	Users    *people.Users
+	AML      *people.AML
 	// SandboxOutcomes makes the sandbox's human decisions; nil outside
 	// EMI_MODE=sandbox (service.NewSandboxOutcomes refuses to build it).
-	SandboxOutcomes *service.SandboxOutcomes
+	SandboxOutcomes *ops.SandboxOutcomes
 	// MerchantScreening re-screens onboarded merchants' companies and
 	// people when the lists or the watch list change.
-	MerchantScreening *service.MerchantScreening
-	KYC               *service.KYC
+	MerchantScreening *people.MerchantScreening
+	KYC               *people.KYC
 
 	// Onboarding runs applications; Checks their automatic checks;
 	// Watchlist is the adverse-media watch list; Registry the trade
 	// register (sandbox, or Companies House for GB when configured).
 	OnboardingStore *postgres.OnboardingStore
-	Onboarding      *service.Onboarding
-	Checks          *service.Checks
-	Watchlist       *service.Watchlist
-	Registry        service.Registry
+	Onboarding      *onboarding.Onboarding
+	Checks          *onboarding.Checks
+	Watchlist       *people.Watchlist
+	Registry        onboarding.Registry
 	// Sanctions is the screening engine as the services see it.
-	Sanctions service.Screener
+	Sanctions people.Screener
 	// Review is the underwriters' queue.
-	Review *service.Review
+	Review *onboarding.Review
 	// Alerts is the compliance alert queue; Inbox each staff user's
 	// mentions and assignments; ComplianceStore keeps both.
-	Alerts          *service.Alerts
-	Inbox           *service.Inbox
+	Alerts          *ops.Alerts
+	Inbox           *staff.Inbox
 	ComplianceStore *postgres.ComplianceStore
 	// AccountStore keeps programs, accounts and balances.
 	AccountStore *postgres.AccountStore
-	Accounts     *service.Accounts
+	Accounts     *accounts.Accounts
 	// CardStore keeps cards; Cards issues and controls them.
 	CardStore *postgres.CardStore
-	Cards     *service.Cards
+	Cards     *cards.Cards
 	// LedgerStore and Ledger keep the double-entry ledger behind every
 	// balance; Transfers moves money between balances.
 	LedgerStore *postgres.LedgerStore
-	Ledger      *service.Ledger
+	Ledger      *accounts.Ledger
 	// Limits decides the rolling-window limits that must hold under
 	// concurrency (reveal quota, transfer destination misses).
 	Limits        *postgres.LimitStore
 	TransferStore *postgres.TransferStore
-	Transfers     *service.Transfers
+	Transfers     *transfers.Transfers
 	// AuthorizationStore and Authorizations decide card payments (sandbox
 	// simulator), hold their money and settle it; the maintenance job
 	// releases expired holds.
 	AuthorizationStore *postgres.AuthorizationStore
-	Authorizations     *service.Authorizations
+	Authorizations     *cards.Authorizations
 	// IncomingStore keeps suspense items and manual adjustments; Incoming
 	// takes money from outside (simulated in the sandbox) and runs the
 	// suspense queue; Adjustments are four-eyes manual corrections.
 	IncomingStore *postgres.IncomingStore
-	Incoming      *service.Incoming
-	Adjustments   *service.Adjustments
+	Incoming      *transfers.Incoming
+	Adjustments   *transfers.Adjustments
 	// Controls is the decision engine: who may approve a sensitive
 	// decision, and whether the approvers are distinct people.
-	Controls *service.Controls
+	Controls *staff.Controls
 }
 
 // NewLogger returns the structured logger the configuration asks for.
@@ -142,7 +150,7 @@ func NewLogger(cfg config.Config, w io.Writer) *slog.Logger {
 
 // Open connects to the database and builds the services. now is the clock
 // (time.Now in production). The caller closes the App.
-func Open(ctx context.Context, cfg config.Config, logger *slog.Logger, now service.Clock) (*App, error) {
+func Open(ctx context.Context, cfg config.Config, logger *slog.Logger, now kernel.Clock) (*App, error) {
 	keys, err := seal.NewKeyring(cfg.MasterKey, cfg.PreviousKeys...)
 	if err != nil {
 		return nil, fmt.Errorf("EMI_MASTER_KEY: %w", err)
@@ -162,75 +170,75 @@ func OpenDB(ctx context.Context, cfg config.Config) (*postgres.DB, error) {
 	return postgres.Open(ctx, cfg.DatabaseURL)
 }
 
-func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.Keyring, now service.Clock) *App {
+func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.Keyring, now kernel.Clock) *App {
 	a := &App{Config: cfg, Logger: logger, DB: db, Keys: keys, Now: now}
 	a.Store = postgres.NewStore(db)
 	a.Jobs = postgres.NewJobs(db)
 	v := validate.New()
-	a.Audit = service.NewAuditor(a.Store)
+	a.Audit = kernel.NewAuditor(a.Store)
 	// Sandbox mode lets webhooks reach loopback over plain http (make run,
 	// tests); production only public https addresses, checked at
 	// registration and again at every dial (DNS rebinding).
 	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
 	a.keyCache = newKeyCache(a.Store, nil)
-	a.Auth = service.NewAuth(a.keyCache, a.Store, keys, service.AuthConfig{Window: cfg.AuthWindow}, now)
-	a.Idempotency = service.NewIdempotency(db, a.Store, keys, now)
+	a.Auth = partners.NewAuth(a.keyCache, a.Store, keys, partners.AuthConfig{Window: cfg.AuthWindow}, now)
+	a.Idempotency = kernel.NewIdempotency(db, a.Store, keys, now)
 	a.StaffStore = postgres.NewStaffStore(db)
 	a.Sessions = postgres.NewSessionStore(db, now)
-	a.Controls = service.NewControls(a.StaffStore, now)
+	a.Controls = staff.NewControls(a.StaffStore, now)
 	a.Limits = postgres.NewLimitStore(db)
-	a.Staff = service.NewStaff(db, a.StaffStore, keys, a.Audit, v, a.Controls,
-		service.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits}, now)
+	a.Staff = staff.NewStaff(db, a.StaffStore, keys, a.Audit, v, a.Controls,
+		staff.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits}, now)
 	a.WebhookStore = postgres.NewWebhookStore(db)
-	a.Events = service.NewEvents(db, a.WebhookStore, a.Jobs, now)
+	a.Events = kernel.NewEvents(db, a.WebhookStore, a.Jobs, now)
 	a.WebhookClient = webhook.NewClient(guard, "emi-webhooks/1", webhook.WithClock(now))
-	a.Webhooks = service.NewWebhooks(db, a.WebhookStore, a.Events, a.Jobs, keys, a.Audit, a.WebhookClient, guard,
+	a.Webhooks = partners.NewWebhooks(db, a.WebhookStore, a.Events, a.Jobs, keys, a.Audit, a.WebhookClient, guard,
 		func(res emi.WebhookResult, failed int, elapsed time.Duration) (time.Duration, bool) {
 			return webhook.DelayAfter(res, failed, elapsed, nil)
-		}, service.WebhooksConfig{}, now)
-	a.Partners = service.NewPartners(db, a.keyCache, keys, a.Audit, v,
-		service.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, now)
+		}, partners.WebhooksConfig{}, now)
+	a.Partners = partners.NewPartners(db, a.keyCache, keys, a.Audit, v,
+		partners.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, now)
 	a.People = postgres.NewPeopleStore(db)
 	a.Screener = screening.NewScreener()
 	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: nonEmpty(cfg.SanctionsURLs[:])}}
 	a.Sanctions = screener
 	a.OnboardingStore = postgres.NewOnboardingStore(db)
-	a.Watchlist = service.NewWatchlist(db, a.OnboardingStore, a.Audit, a.Jobs, screening.NameSimilarity, v, now)
-	a.AML = service.NewAML(db, a.People, a.People, screener, a.Watchlist, a.Controls, a.Events, a.Jobs, a.Audit, v, now)
-	a.Users = service.NewUsers(db, a.People, a.People, a.AML, keys, a.Audit, v, screener.Normalize, now)
-	a.KYC = service.NewKYC(db, a.People, a.People, a.People, keys, service.HostedKYC{PublicURL: cfg.PublicURL},
+	a.Watchlist = people.NewWatchlist(db, a.OnboardingStore, a.Audit, a.Jobs, screening.NameSimilarity, v, now)
+	a.AML = people.NewAML(db, a.People, a.People, screener, a.Watchlist, a.Controls, a.Events, a.Jobs, a.Audit, v, now)
+	a.Users = people.NewUsers(db, a.People, a.People, a.AML, keys, a.Audit, v, screener.Normalize, now)
+	a.KYC = people.NewKYC(db, a.People, a.People, a.People, keys, people.HostedKYC{PublicURL: cfg.PublicURL},
 		a.Events, a.Audit, now)
 	a.Registry = newRegistry(cfg, logger)
-	a.MerchantScreening = service.NewMerchantScreening(db, a.People, a.OnboardingStore, screener, a.Watchlist, a.Audit, now)
+	a.MerchantScreening = people.NewMerchantScreening(db, a.People, a.OnboardingStore, screener, a.Watchlist, a.Audit, now)
 	// Services are built in dependency order, each with all it needs
 	// (New(Deps), no setters): Checks before Onboarding and Review, Cards
 	// and Ledger before Accounts, Authorizations before Maintenance.
-	a.Checks = service.NewChecks(service.ChecksDeps{Tx: db, Store: a.OnboardingStore, Screener: screener,
-		Registry: a.Registry, Media: a.Watchlist, Events: a.Events, Audit: a.Audit, Risk: service.DefaultRiskModel(now),
+	a.Checks = onboarding.NewChecks(onboarding.ChecksDeps{Tx: db, Store: a.OnboardingStore, Screener: screener,
+		Registry: a.Registry, Media: a.Watchlist, Events: a.Events, Audit: a.Audit, Risk: onboarding.DefaultRiskModel(now),
 		FalsePositives: a.People, NamesMatch: registry.NamesMatch, Settle: cfg.DecisionSettle, Now: now})
-	a.Onboarding = service.NewOnboarding(service.OnboardingDeps{Tx: db, Store: a.OnboardingStore, Partners: a.Store,
+	a.Onboarding = onboarding.NewOnboarding(onboarding.OnboardingDeps{Tx: db, Store: a.OnboardingStore, Partners: a.Store,
 		Users: a.People, Docs: a.People, Sealer: keys, Jobs: a.Jobs, Audit: a.Audit, Validate: v, Checks: a.Checks,
 		IBAN: func(s string) error { return iban.Validate(iban.Normalize(s)) }, Now: now})
 	a.ComplianceStore = postgres.NewComplianceStore(db)
-	a.Inbox = service.NewInbox(a.ComplianceStore, now)
-	a.Review = service.NewReview(service.ReviewDeps{Tx: db, Store: a.OnboardingStore, Staff: a.StaffStore,
+	a.Inbox = staff.NewInbox(a.ComplianceStore, now)
+	a.Review = onboarding.NewReview(onboarding.ReviewDeps{Tx: db, Store: a.OnboardingStore, Staff: a.StaffStore,
 		Controls: a.Controls, Checks: a.Checks, Events: a.Events, Audit: a.Audit, Inbox: a.Inbox,
 		Views: a.OnboardingStore, Metrics: a.OnboardingStore, Now: now})
 	// The sandbox's decisions exist in a sandbox only (nil otherwise).
-	so, err := service.NewSandboxOutcomes(service.SandboxOutcomesDeps{Sandbox: cfg.Mode == config.ModeSandbox,
+	so, err := ops.NewSandboxOutcomes(ops.SandboxOutcomesDeps{Sandbox: cfg.Mode == config.ModeSandbox,
 		KYC: a.KYC, AML: a.AML, Review: a.Review})
 	if err == nil {
 		a.SandboxOutcomes = so
 	}
-	a.Alerts = service.NewAlerts(db, a.ComplianceStore, a.People, a.OnboardingStore, a.StaffStore, a.Inbox, a.Audit, now)
+	a.Alerts = ops.NewAlerts(db, a.ComplianceStore, a.People, a.OnboardingStore, a.StaffStore, a.Inbox, a.Audit, now)
 	a.AccountStore = postgres.NewAccountStore(db)
 	a.CardStore = postgres.NewCardStore(db)
-	a.Cards = service.NewCards(service.CardsDeps{Tx: db, Store: a.CardStore, Accounts: a.AccountStore, AML: a.AML,
+	a.Cards = cards.NewCards(cards.CardsDeps{Tx: db, Store: a.CardStore, Accounts: a.AccountStore, AML: a.AML,
 		Users: a.People, Vault: keys, SMS: smsProvider(cfg), Events: a.Events, Audit: a.Audit, Validate: v,
-		Names: screener.Normalize, Config: service.CardsConfig{RevealQuota: cfg.RevealQuota, Limits: a.Limits}, Now: now})
+		Names: screener.Normalize, Config: cards.CardsConfig{RevealQuota: cfg.RevealQuota, Limits: a.Limits}, Now: now})
 	a.LedgerStore = postgres.NewLedgerStore(db)
-	a.Ledger = service.NewLedger(db, a.LedgerStore, now)
-	a.Accounts = service.NewAccounts(service.AccountsDeps{Tx: db, Store: a.AccountStore,
+	a.Ledger = accounts.NewLedger(db, a.LedgerStore, now)
+	a.Accounts = accounts.NewAccounts(accounts.AccountsDeps{Tx: db, Store: a.AccountStore,
 		Ids: identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, Controls: a.Controls, Events: a.Events,
 		Audit: a.Audit, Validate: v, Terminations: a.AccountStore, Cards: a.Cards, Ledger: a.Ledger,
 		Statements: postgres.NewStatementStore(db), Now: now})
@@ -238,25 +246,25 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.IncomingStore = postgres.NewIncomingStore(db)
 	// Outgoing payments to emi's own identifiers are refused (they are
 	// internal transfers); settlement is simulated in the sandbox only.
-	own := service.OwnBank{UK: ukbank.DefaultScheme,
+	own := transfers.OwnBank{UK: ukbank.DefaultScheme,
 		IBANBankCodes: map[string]string{"BG": ukbank.DefaultBG.BankCode, "GB": ukbank.DefaultScheme.BankCode}}
-	a.Transfers = service.NewTransfers(service.TransfersDeps{Tx: db, Store: a.TransferStore, Ledger: a.Ledger,
+	a.Transfers = transfers.NewTransfers(transfers.TransfersDeps{Tx: db, Store: a.TransferStore, Ledger: a.Ledger,
 		Controls: a.Controls, Events: a.Events, Audit: a.Audit, Validate: v, Limits: a.Limits, Own: own,
 		Sandbox: cfg.Mode == config.ModeSandbox, Suspense: a.IncomingStore, Now: now})
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
-	a.Authorizations = service.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Events, a.Audit, now)
-	a.Maintenance = service.NewMaintenance(service.MaintenanceDeps{Jobs: a.Jobs, Sigs: a.Store, Idem: a.Idempotency,
+	a.Authorizations = cards.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Events, a.Audit, now)
+	a.Maintenance = ops.NewMaintenance(ops.MaintenanceDeps{Jobs: a.Jobs, Sigs: a.Store, Idem: a.Idempotency,
 		Staff: a.Staff, Holds: a.Authorizations, Now: now})
-	a.Incoming = service.NewIncoming(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, service.IncomingConfig{
+	a.Incoming = transfers.NewIncoming(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, transfers.IncomingConfig{
 		Sandbox: cfg.Mode == config.ModeSandbox,
 		Own:     own,
 	}, now)
-	a.Adjustments = service.NewAdjustments(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Audit, now)
+	a.Adjustments = transfers.NewAdjustments(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Audit, now)
 	return a
 }
 
 // smsProvider picks the SMS provider of PIN texts (see config.SMSURL).
-func smsProvider(cfg config.Config) service.SMSProvider {
+func smsProvider(cfg config.Config) cards.SMSProvider {
 	switch {
 	case cfg.SMSURL != "":
 		return sms.NewGateway(cfg.SMSURL, cfg.SMSToken)
@@ -310,9 +318,9 @@ func (a *App) Portal() *portal.Portal {
 		Staff:      a.Staff,
 		Partners:   a.Partners,
 		Audit:      a.Audit,
-		Search:     service.NewSearch(a.Partners.Search, a.Staff.Search, a.Users.Search),
+		Search:     kernel.NewSearch(a.Partners.Search, a.Staff.Search, a.Users.Search),
 		JobCounts:  a.Jobs.CountByState,
-		Jobs:       service.NewJobs(a.Jobs),
+		Jobs:       kernel.NewJobs(a.Jobs),
 		Webhooks:   a.Webhooks,
 		Sessions:   a.Sessions,
 		TagSession: a.Sessions.TagSession,
@@ -356,14 +364,14 @@ func (a *App) API() *api.API {
 // Pool builds the worker pool with every job handler registered.
 func (a *App) Pool() *worker.Pool {
 	pool := worker.New(a.Jobs, worker.Config{Concurrency: a.Config.Workers, ShutdownTimeout: a.Config.ShutdownTimeout, Lease: a.Config.JobLease}, a.Logger)
-	pool.Handle(service.JobMaintenance, a.Maintenance.Run)
-	pool.Handle(service.JobWebhookDeliver, a.Webhooks.Deliver)
-	pool.Handle(service.JobAMLRescreen, a.AML.Rescreen)
-	pool.Handle(service.JobApplicationChecks, a.Checks.Run)
-	pool.Handle(service.JobRescreenApplications, a.Onboarding.RescreenApplications)
-	pool.Handle(service.JobWatchlistScreenUsers, a.AML.ScreenWatchlistEntry)
-	pool.Handle(service.JobAMLRescreenMerchants, a.MerchantScreening.Rescreen)
-	pool.Handle(service.JobWatchlistScreenMerchants, a.MerchantScreening.ScreenWatchlistEntry)
+	pool.Handle(ops.JobMaintenance, a.Maintenance.Run)
+	pool.Handle(kernel.JobWebhookDeliver, a.Webhooks.Deliver)
+	pool.Handle(people.JobAMLRescreen, a.AML.Rescreen)
+	pool.Handle(onboarding.JobApplicationChecks, a.Checks.Run)
+	pool.Handle(kernel.JobRescreenApplications, a.Onboarding.RescreenApplications)
+	pool.Handle(people.JobWatchlistScreenUsers, a.AML.ScreenWatchlistEntry)
+	pool.Handle(people.JobAMLRescreenMerchants, a.MerchantScreening.Rescreen)
+	pool.Handle(people.JobWatchlistScreenMerchants, a.MerchantScreening.ScreenWatchlistEntry)
 	return pool
 }
 

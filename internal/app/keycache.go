@@ -2,10 +2,9 @@ package app
 
 import (
 	"context"
+	"emi/internal/service/partners"
 	"sync"
 	"time"
-
-	"emi/internal/service"
 )
 
 // KeyCacheBound is the longest an instance may go on accepting a key after
@@ -41,11 +40,11 @@ const keyCacheMax = 100_000
 // Only successful lookups are cached: an unknown key reads the store every
 // time, as before (and a key created later needs no invalidation).
 type keyCache struct {
-	service.PartnerStore
+	partners.PartnerStore
 	now func() time.Time
 
 	mu      sync.Mutex
-	entries map[string]service.StoredKey
+	entries map[string]partners.StoredKey
 	gen     uint64
 	// liveUntil is when the last confirmation runs out; lostAt is when
 	// the listener last reported its connection lost: confirmations of
@@ -54,17 +53,17 @@ type keyCache struct {
 	hits, misses      uint64
 }
 
-func newKeyCache(store service.PartnerStore, now func() time.Time) *keyCache {
+func newKeyCache(store partners.PartnerStore, now func() time.Time) *keyCache {
 	if now == nil {
 		now = time.Now
 	}
-	return &keyCache{PartnerStore: store, now: now, entries: map[string]service.StoredKey{}}
+	return &keyCache{PartnerStore: store, now: now, entries: map[string]partners.StoredKey{}}
 }
 
 // PartnerKeyByAPIKey returns the key from memory when the cache is live
 // and holds it, and from the store otherwise. The StoredKey returned is
 // shared: callers must not modify it (service.Auth only reads it).
-func (c *keyCache) PartnerKeyByAPIKey(ctx context.Context, apiKey string) (service.StoredKey, error) {
+func (c *keyCache) PartnerKeyByAPIKey(ctx context.Context, apiKey string) (partners.StoredKey, error) {
 	c.mu.Lock()
 	if c.liveLocked() {
 		if k, ok := c.entries[apiKey]; ok {

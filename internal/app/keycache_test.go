@@ -7,28 +7,28 @@ import (
 	"time"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/partners"
 )
 
 // fakeKeys is a partner store holding one key, whose lookups can be held
 // half-way (read done, not yet returned) to open the race a cache must
 // close.
 type fakeKeys struct {
-	service.PartnerStore
+	partners.PartnerStore
 	mu      sync.Mutex
-	key     service.StoredKey
+	key     partners.StoredKey
 	reads   int
 	hold    chan struct{} // when set, a lookup waits on it after reading
 	reading chan struct{} // signalled when a held lookup has read
 }
 
-func (f *fakeKeys) PartnerKeyByAPIKey(_ context.Context, apiKey string) (service.StoredKey, error) {
+func (f *fakeKeys) PartnerKeyByAPIKey(_ context.Context, apiKey string) (partners.StoredKey, error) {
 	f.mu.Lock()
 	f.reads++
 	k, hold, reading := f.key, f.hold, f.reading
 	f.mu.Unlock()
 	if k.APIKey != apiKey {
-		return service.StoredKey{}, emi.ErrPartnerKeyNotFound
+		return partners.StoredKey{}, emi.ErrPartnerKeyNotFound
 	}
 	if hold != nil {
 		reading <- struct{}{}
@@ -56,11 +56,11 @@ func (c *testClock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.
 
 func newTestCache() (*keyCache, *fakeKeys, *testClock) {
 	clock := &testClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
-	store := &fakeKeys{key: service.StoredKey{PartnerKey: emi.PartnerKey{ID: "k1", PartnerID: "p1", APIKey: "ak_1"}}}
+	store := &fakeKeys{key: partners.StoredKey{PartnerKey: emi.PartnerKey{ID: "k1", PartnerID: "p1", APIKey: "ak_1"}}}
 	return newKeyCache(store, clock.now), store, clock
 }
 
-func lookup(t *testing.T, c *keyCache) service.StoredKey {
+func lookup(t *testing.T, c *keyCache) partners.StoredKey {
 	t.Helper()
 	k, err := c.PartnerKeyByAPIKey(context.Background(), "ak_1")
 	if err != nil {
@@ -161,7 +161,7 @@ func TestKeyCacheLoadStartedBeforeAnInvalidationIsNotStored(t *testing.T) {
 	store.hold, store.reading = make(chan struct{}), make(chan struct{})
 	hold := store.hold
 	store.mu.Unlock()
-	done := make(chan service.StoredKey)
+	done := make(chan partners.StoredKey)
 	go func() {
 		k, _ := c.PartnerKeyByAPIKey(context.Background(), "ak_1")
 		done <- k

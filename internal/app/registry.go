@@ -7,13 +7,13 @@ import (
 
 	"emi/internal/config"
 	"emi/internal/registry"
-	"emi/internal/service"
+	"emi/internal/service/onboarding"
 )
 
 // newRegistry builds the trade register: the embedded sandbox register of
 // contract §11 for every country, and Companies House for GB companies when
 // EMI_COMPANIES_HOUSE_KEY is set.
-func newRegistry(cfg config.Config, logger *slog.Logger) service.Registry {
+func newRegistry(cfg config.Config, logger *slog.Logger) onboarding.Registry {
 	sandbox := registry.NewSandbox()
 	routes := map[string]registry.Provider{}
 	if cfg.CompaniesHouseKey != "" {

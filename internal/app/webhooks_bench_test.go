@@ -14,7 +14,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 // hookReceiver records when each webhook-id first arrived.
@@ -47,7 +47,7 @@ func newHookReceiver(tb testing.TB) *hookReceiver {
 func emit(tb testing.TB, env *apptest.Env, partnerID string) (string, time.Time) {
 	var id string
 	err := env.App.DB.InTx(context.Background(), func(ctx context.Context) error {
-		ev, err := env.App.Events.Emit(ctx, partnerID, emi.EventCardStatusChanged, "card", service.NewToken(), map[string]any{"status": "inactive"})
+		ev, err := env.App.Events.Emit(ctx, partnerID, emi.EventCardStatusChanged, "card", kernel.NewToken(), map[string]any{"status": "inactive"})
 		id = ev.ID
 		return err
 	})

@@ -12,7 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
 )
 
 // AccountStore keeps programs, accounts, balances and issued identifiers.
@@ -440,8 +440,8 @@ func (s *AccountStore) VirtualsOf(ctx context.Context, main string) ([]emi.Accou
 }
 
 // TerminationRequest implements service.TerminationStore.
-func (s *AccountStore) TerminationRequest(ctx context.Context, account string) (service.TerminationRequest, bool, error) {
-	var row service.TerminationRequest
+func (s *AccountStore) TerminationRequest(ctx context.Context, account string) (accounts.TerminationRequest, bool, error) {
+	var row accounts.TerminationRequest
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT t.requested_by::text AS requested_by, t.reason,
 		coalesce(st.name, '') AS requested_by_name FROM account_termination_requests t
 		LEFT JOIN staff_users st ON st.id = t.requested_by WHERE t.account = $1`, account)

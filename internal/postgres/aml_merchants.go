@@ -6,17 +6,17 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/people"
 )
 
 // OnboardedMerchantsAfter implements service.MerchantScreeningApps: the
 // onboarded merchants whose application is approved, in token order after
 // after ("" from the start).
-func (s *OnboardingStore) OnboardedMerchantsAfter(ctx context.Context, after string, limit int) ([]service.ScreenedMerchant, error) {
+func (s *OnboardingStore) OnboardedMerchantsAfter(ctx context.Context, after string, limit int) ([]people.ScreenedMerchant, error) {
 	if after != "" && !validUUID(after) {
 		return nil, nil
 	}
-	var out []service.ScreenedMerchant
+	var out []people.ScreenedMerchant
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT m.token::text AS token, m.partner_id::text AS partner_id,
 		m.name, a.token::text AS application
 		FROM merchants m JOIN applications a ON a.token = m.application

@@ -9,14 +9,14 @@ import (
 	"emi/internal/emi"
 	"emi/internal/postgres"
 	"emi/internal/postgres/pgtest"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 func TestAuditLogIsAppendOnly(t *testing.T) {
 	t.Parallel()
 	db := pgtest.DB(t)
 	store := postgres.NewStore(db)
-	audit := service.NewAuditor(store)
+	audit := kernel.NewAuditor(store)
 	ctx := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: "staff-1"})
 	ctx = emi.WithRequestMeta(ctx, emi.RequestMeta{RequestID: "req-42", IP: netip.MustParseAddr("203.0.113.9")})
 	if err := audit.Record(ctx, emi.AuditEntry{Action: "card.reveal", ResourceType: "card", ResourceToken: "tok-1",
@@ -58,7 +58,7 @@ func TestAuditRowCommitsWithItsChangeOnly(t *testing.T) {
 	t.Parallel()
 	db := pgtest.DB(t)
 	store := postgres.NewStore(db)
-	audit := service.NewAuditor(store)
+	audit := kernel.NewAuditor(store)
 	ctx := context.Background()
 	boom := emi.ErrValidation
 	err := db.InTx(ctx, func(ctx context.Context) error {

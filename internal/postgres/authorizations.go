@@ -9,7 +9,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
+	"emi/internal/service/cards"
 )
 
 // AuthorizationStore implements service.AuthorizationStore.
@@ -20,7 +21,7 @@ type AuthorizationStore struct {
 // NewAuthorizationStore returns the card authorization store.
 func NewAuthorizationStore(db *DB) *AuthorizationStore { return &AuthorizationStore{db: db} }
 
-var _ service.AuthorizationStore = (*AuthorizationStore)(nil)
+var _ cards.AuthorizationStore = (*AuthorizationStore)(nil)
 
 const authorizationColumns = `token, card, partner_id, coalesce(account::text, '') AS account, coalesce(balance::text, '') AS balance,
 	channel, amount, currency, mcc, merchant_name, merchant_country, three_ds, pin_entered, decision, reason_code, status,
@@ -34,20 +35,20 @@ func (s *AuthorizationStore) HolderOnHold(ctx context.Context, account string) (
 	return holderOnHold(ctx, s.db, account)
 }
 
-func (s *AuthorizationStore) CardBalance(ctx context.Context, account string) (service.Party, bool, error) {
+func (s *AuthorizationStore) CardBalance(ctx context.Context, account string) (accounts.Party, bool, error) {
 	if !validUUID(account) {
-		return service.Party{}, false, nil
+		return accounts.Party{}, false, nil
 	}
 	var r partyRow
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, partySelect+` FROM accounts a JOIN balances b ON b.account = coalesce(a.main, a.token)
 		WHERE a.token = $1 ORDER BY b.position LIMIT 1`, account)
 	if errors.Is(err, sql.ErrNoRows) {
-		return service.Party{}, false, nil
+		return accounts.Party{}, false, nil
 	}
 	if err != nil {
-		return service.Party{}, false, Translate(err)
+		return accounts.Party{}, false, Translate(err)
 	}
-	return service.Party{Account: r.Account, Main: r.Main, Virtual: r.Virtual, Balance: r.Balance, Currency: r.Currency,
+	return accounts.Party{Account: r.Account, Main: r.Main, Virtual: r.Virtual, Balance: r.Balance, Currency: r.Currency,
 		PartnerID: r.PartnerID, IBAN: r.IBAN.String}, true, nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/cards"
 )
 
 // CardStore keeps cards, their sealed data, history, wallet tokens and
@@ -24,7 +24,7 @@ type CardStore struct {
 // NewCardStore returns the card store.
 func NewCardStore(db *DB) *CardStore { return &CardStore{db: db} }
 
-var _ service.CardStore = (*CardStore)(nil)
+var _ cards.CardStore = (*CardStore)(nil)
 
 type cardRow struct {
 	Token           string     `db:"token"`
@@ -130,7 +130,7 @@ func deliveryText(d *emi.Delivery) (any, error) {
 }
 
 // InsertCard implements service.CardStore.
-func (s *CardStore) InsertCard(ctx context.Context, c emi.Card, sc service.SealedCard) (bool, error) {
+func (s *CardStore) InsertCard(ctx context.Context, c emi.Card, sc cards.SealedCard) (bool, error) {
 	delivery, err := deliveryText(c.Delivery)
 	if err != nil {
 		return false, err
@@ -224,7 +224,7 @@ type walletJSON struct {
 }
 
 // Sealed implements service.CardStore.
-func (s *CardStore) Sealed(ctx context.Context, token string) (service.SealedCard, error) {
+func (s *CardStore) Sealed(ctx context.Context, token string) (cards.SealedCard, error) {
 	var row struct {
 		PAN    []byte `db:"pan_sealed"`
 		Lookup []byte `db:"pan_lookup"`
@@ -233,9 +233,9 @@ func (s *CardStore) Sealed(ctx context.Context, token string) (service.SealedCar
 	}
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT pan_sealed, pan_lookup, cvv_sealed, pin_sealed FROM cards WHERE token = $1`, token)
 	if err != nil {
-		return service.SealedCard{}, NotFound(err, emi.ErrCardNotFound)
+		return cards.SealedCard{}, NotFound(err, emi.ErrCardNotFound)
 	}
-	return service.SealedCard{PAN: row.PAN, PANLookup: row.Lookup, CVV: row.CVV, PIN: row.PIN}, nil
+	return cards.SealedCard{PAN: row.PAN, PANLookup: row.Lookup, CVV: row.CVV, PIN: row.PIN}, nil
 }
 
 // SetPINErrors implements service.CardStore.
@@ -300,7 +300,7 @@ func (s *CardStore) InsertCardChange(ctx context.Context, card string, c emi.Car
 // LastChange implements service.CardStore: the latest history entry of the
 // card among changes, and whether a staff member made it (its actor is a
 // staff user's id); found is false when there is none.
-func (s *CardStore) LastChange(ctx context.Context, card string, changes []string) (service.CardChangeSeen, error) {
+func (s *CardStore) LastChange(ctx context.Context, card string, changes []string) (cards.CardChangeSeen, error) {
 	var row struct {
 		At      time.Time `db:"at"`
 		ByStaff bool      `db:"by_staff"`
@@ -309,12 +309,12 @@ func (s *CardStore) LastChange(ctx context.Context, card string, changes []strin
 		EXISTS (SELECT 1 FROM staff_users WHERE id::text = h.actor) AS by_staff
 		FROM card_history h WHERE card = $1 AND change = ANY($2) ORDER BY id DESC LIMIT 1`, card, pq.Array(changes))
 	if errors.Is(err, sql.ErrNoRows) {
-		return service.CardChangeSeen{}, nil
+		return cards.CardChangeSeen{}, nil
 	}
 	if err != nil {
-		return service.CardChangeSeen{}, Translate(err)
+		return cards.CardChangeSeen{}, Translate(err)
 	}
-	return service.CardChangeSeen{Found: true, At: row.At, ByStaff: row.ByStaff}, nil
+	return cards.CardChangeSeen{Found: true, At: row.At, ByStaff: row.ByStaff}, nil
 }
 
 // LastStaffChange implements service.CardStore: when a staff member last
@@ -389,7 +389,7 @@ func (s *CardStore) list(ctx context.Context, total int64, q string, args ...any
 }
 
 // SearchCards implements service.CardStore.
-func (s *CardStore) SearchCards(ctx context.Context, q service.CardQuery) ([]emi.Card, error) {
+func (s *CardStore) SearchCards(ctx context.Context, q cards.CardQuery) ([]emi.Card, error) {
 	var where string
 	var args []any
 	arg := func(v any) string { args = append(args, v); return "$" + itoa(len(args)) }

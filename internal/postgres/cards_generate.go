@@ -7,7 +7,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	cardssvc "emi/internal/service/cards"
 )
 
 // AccountsWithoutCard implements service.CardGenerator: up to limit
@@ -35,7 +35,7 @@ func (s *CardStore) AccountsWithoutCard(ctx context.Context, partnerID, after st
 
 // CopyCards implements service.CardGenerator: a batch of generated cards
 // through COPY, in one transaction.
-func (s *CardStore) CopyCards(ctx context.Context, cards []emi.Card, sealed []service.SealedCard) error {
+func (s *CardStore) CopyCards(ctx context.Context, cards []emi.Card, sealed []cardssvc.SealedCard) error {
 	return s.db.InTx(ctx, func(ctx context.Context) error {
 		tx, ok := s.db.Ext(ctx).(*sqlx.Tx)
 		if !ok {

@@ -12,7 +12,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	"emi/internal/service/partners"
 )
 
 // Store implements the service layer's store interfaces for the foundation
@@ -142,8 +143,8 @@ type keyRow struct {
 	PCreatedAt        time.Time      `db:"p_created_at"`
 }
 
-func (r keyRow) stored() service.StoredKey {
-	return service.StoredKey{
+func (r keyRow) stored() partners.StoredKey {
+	return partners.StoredKey{
 		PartnerKey:        r.PartnerKey,
 		Partner:           emi.Partner{ID: r.PartnerID, Name: r.PName, MasterMerchant: r.PMerchant, Processing: r.PProcessing, CreatedAt: r.PCreatedAt},
 		SecretEnc:         r.SecretEnc,
@@ -159,25 +160,25 @@ const keySelect = `SELECT k.id, k.partner_id, k.api_key, k.created_at, k.rotated
 
 // PartnerKeyByAPIKey returns the key with that x-api-key value. Returns
 // emi.ErrPartnerKeyNotFound.
-func (s *Store) PartnerKeyByAPIKey(ctx context.Context, apiKey string) (service.StoredKey, error) {
+func (s *Store) PartnerKeyByAPIKey(ctx context.Context, apiKey string) (partners.StoredKey, error) {
 	var r keyRow
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, keySelect+` WHERE k.api_key = $1`, apiKey)
 	if err != nil {
-		return service.StoredKey{}, NotFound(err, emi.ErrPartnerKeyNotFound)
+		return partners.StoredKey{}, NotFound(err, emi.ErrPartnerKeyNotFound)
 	}
 	return r.stored(), nil
 }
 
 // PartnerKeyForUpdate returns the key with id, locked for the transaction.
 // Returns emi.ErrPartnerKeyNotFound.
-func (s *Store) PartnerKeyForUpdate(ctx context.Context, keyID string) (service.StoredKey, error) {
+func (s *Store) PartnerKeyForUpdate(ctx context.Context, keyID string) (partners.StoredKey, error) {
 	if !validUUID(keyID) {
-		return service.StoredKey{}, emi.ErrPartnerKeyNotFound
+		return partners.StoredKey{}, emi.ErrPartnerKeyNotFound
 	}
 	var r keyRow
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, keySelect+` WHERE k.id = $1 FOR UPDATE OF k`, keyID)
 	if err != nil {
-		return service.StoredKey{}, NotFound(err, emi.ErrPartnerKeyNotFound)
+		return partners.StoredKey{}, NotFound(err, emi.ErrPartnerKeyNotFound)
 	}
 	return r.stored(), nil
 }
@@ -259,7 +260,7 @@ func (s *Store) TryLockIdempotencyKey(ctx context.Context, partnerID, key string
 // StoredResponse returns the response stored for (partner, key) created at
 // or after since. Its body is sealed (BodySealed, opened by the service)
 // unless the row was stored before migration 00054.
-func (s *Store) StoredResponse(ctx context.Context, partnerID, key string, since time.Time) (service.StoredResponse, bool, error) {
+func (s *Store) StoredResponse(ctx context.Context, partnerID, key string, since time.Time) (kernel.StoredResponse, bool, error) {
 	var row struct {
 		ID          string    `db:"id"`
 		Fingerprint []byte    `db:"fingerprint"`
@@ -274,23 +275,23 @@ func (s *Store) StoredResponse(ctx context.Context, partnerID, key string, since
 		  WHERE partner_id = $1 AND key = $2 AND created_at >= $3`, partnerID, key, since)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return service.StoredResponse{}, false, nil
+			return kernel.StoredResponse{}, false, nil
 		}
-		return service.StoredResponse{}, false, Translate(err)
+		return kernel.StoredResponse{}, false, Translate(err)
 	}
-	resp := service.StoredResponse{ID: row.ID, Fingerprint: row.Fingerprint, Status: row.Status, Body: row.Body, CreatedAt: row.CreatedAt}
+	resp := kernel.StoredResponse{ID: row.ID, Fingerprint: row.Fingerprint, Status: row.Status, Body: row.Body, CreatedAt: row.CreatedAt}
 	if row.BodyEnc != nil {
 		resp.Body, resp.BodySealed = row.BodyEnc, true
 	}
 	if err := json.Unmarshal(row.Headers, &resp.Headers); err != nil {
-		return service.StoredResponse{}, false, emi.Internal(err)
+		return kernel.StoredResponse{}, false, emi.Internal(err)
 	}
 	return resp, true, nil
 }
 
 // SaveResponse stores resp for (partner, key), replacing an expired row.
 // resp.Body must be sealed (resp.BodySealed) under resp.ID's context.
-func (s *Store) SaveResponse(ctx context.Context, partnerID, key string, resp service.StoredResponse) error {
+func (s *Store) SaveResponse(ctx context.Context, partnerID, key string, resp kernel.StoredResponse) error {
 	if !resp.BodySealed || resp.ID == "" {
 		return emi.Internal(errors.New("idempotency: a stored response must be sealed"))
 	}

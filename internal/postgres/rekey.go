@@ -11,7 +11,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/ops"
 )
 
 // RekeyStore reads and writes the sealed columns of the tables listed by
@@ -25,7 +25,7 @@ type RekeyStore struct {
 // NewRekeyStore returns the store of the re-encryption job.
 func NewRekeyStore(db *DB) *RekeyStore { return &RekeyStore{db: db} }
 
-var _ service.RekeyStore = (*RekeyStore)(nil)
+var _ ops.RekeyStore = (*RekeyStore)(nil)
 
 var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
@@ -38,13 +38,13 @@ func ident(name string) (string, error) {
 
 // whole reports whether column c of t is read whole by SealedRows (the
 // lookup digest and the column it is computed from).
-func whole(t service.SealedTable, c string) bool {
+func whole(t ops.SealedTable, c string) bool {
 	return t.Lookup != nil && (c == t.Lookup.Column || c == t.Lookup.Of)
 }
 
 // rekeyColumns is every column SealedRows reads: the sealed columns, then
 // the lookup digest.
-func rekeyColumns(t service.SealedTable) []string {
+func rekeyColumns(t ops.SealedTable) []string {
 	cols := make([]string, 0, len(t.Columns)+1)
 	for _, c := range t.Columns {
 		cols = append(cols, c.Name)
@@ -56,7 +56,7 @@ func rekeyColumns(t service.SealedTable) []string {
 }
 
 // SealedRows implements service.RekeyStore.
-func (s *RekeyStore) SealedRows(ctx context.Context, t service.SealedTable, after string, limit, prefix int, lock bool) ([]service.SealedRow, error) {
+func (s *RekeyStore) SealedRows(ctx context.Context, t ops.SealedTable, after string, limit, prefix int, lock bool) ([]ops.SealedRow, error) {
 	table, err := ident(t.Name)
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func (s *RekeyStore) SealedRows(ctx context.Context, t service.SealedTable, afte
 		return nil, Translate(err)
 	}
 	defer rows.Close()
-	var out []service.SealedRow
+	var out []ops.SealedRow
 	for rows.Next() {
 		var k string
 		vals := make([][]byte, len(cols))
@@ -105,7 +105,7 @@ func (s *RekeyStore) SealedRows(ctx context.Context, t service.SealedTable, afte
 		if err := rows.Scan(dest...); err != nil {
 			return nil, Translate(err)
 		}
-		r := service.SealedRow{Key: k, Values: make(map[string][]byte, len(cols))}
+		r := ops.SealedRow{Key: k, Values: make(map[string][]byte, len(cols))}
 		for i, c := range cols {
 			r.Values[c] = vals[i]
 		}
@@ -115,7 +115,7 @@ func (s *RekeyStore) SealedRows(ctx context.Context, t service.SealedTable, afte
 }
 
 // SealedValues implements service.RekeyStore.
-func (s *RekeyStore) SealedValues(ctx context.Context, t service.SealedTable, columns, keys []string) (map[string]map[string][]byte, error) {
+func (s *RekeyStore) SealedValues(ctx context.Context, t ops.SealedTable, columns, keys []string) (map[string]map[string][]byte, error) {
 	table, err := ident(t.Name)
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (s *RekeyStore) SealedValues(ctx context.Context, t service.SealedTable, co
 // UpdateSealed implements service.RekeyStore: one UPDATE ... FROM
 // (VALUES ...) for the rows, coalesce keeping the columns a row does not
 // set.
-func (s *RekeyStore) UpdateSealed(ctx context.Context, t service.SealedTable, rows []service.SealedRow) error {
+func (s *RekeyStore) UpdateSealed(ctx context.Context, t ops.SealedTable, rows []ops.SealedRow) error {
 	if len(rows) == 0 {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/onboarding"
 )
 
 // EnterQueue implements service.ReviewStore: the application waits for an
@@ -395,8 +395,8 @@ func (s *OnboardingStore) DeleteSavedView(ctx context.Context, staff, id string)
 }
 
 // ReviewMetrics implements service.MetricsStore.
-func (s *OnboardingStore) ReviewMetrics(ctx context.Context, now time.Time) (service.Metrics, error) {
-	m := service.Metrics{Counts: map[emi.ApplicationStatus]int64{}}
+func (s *OnboardingStore) ReviewMetrics(ctx context.Context, now time.Time) (onboarding.Metrics, error) {
+	m := onboarding.Metrics{Counts: map[emi.ApplicationStatus]int64{}}
 	var counts []struct {
 		Status string `db:"status"`
 		N      int64  `db:"n"`
@@ -423,7 +423,7 @@ func (s *OnboardingStore) ReviewMetrics(ctx context.Context, now time.Time) (ser
 		FROM (SELECT $1 - coalesce(queued_at, created_at) AS w FROM applications WHERE status = 'in_review') q`, now); err != nil {
 		return m, Translate(err)
 	}
-	m.Ageing = []service.Bucket{{Label: "< 4 h", Count: age.A}, {Label: "4 h – 1 d", Count: age.B}, {Label: "1 – 3 d", Count: age.C},
+	m.Ageing = []onboarding.Bucket{{Label: "< 4 h", Count: age.A}, {Label: "4 h – 1 d", Count: age.B}, {Label: "1 – 3 d", Count: age.C},
 		{Label: "3 – 7 d", Count: age.D}, {Label: "> 7 d", Count: age.E}}
 	var days []struct {
 		Day      time.Time `db:"day"`
@@ -441,7 +441,7 @@ func (s *OnboardingStore) ReviewMetrics(ctx context.Context, now time.Time) (ser
 		return m, Translate(err)
 	}
 	for _, d := range days {
-		m.DecisionsPerDay = append(m.DecisionsPerDay, service.DayCount{Day: d.Day, Approved: d.Approved, Rejected: d.Rejected, InfoRequested: d.Info})
+		m.DecisionsPerDay = append(m.DecisionsPerDay, onboarding.DayCount{Day: d.Day, Approved: d.Approved, Rejected: d.Rejected, InfoRequested: d.Info})
 	}
 	var median *float64
 	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &median, `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM decided_at - coalesce(queued_at, created_at)))
@@ -464,7 +464,7 @@ func (s *OnboardingStore) ReviewMetrics(ctx context.Context, now time.Time) (ser
 		return m, Translate(err)
 	}
 	for _, p := range per {
-		m.PerUnderwriter = append(m.PerUnderwriter, service.NamedCount{Name: p.Name, Count: p.Count})
+		m.PerUnderwriter = append(m.PerUnderwriter, onboarding.NamedCount{Name: p.Name, Count: p.Count})
 	}
 	return m, nil
 }

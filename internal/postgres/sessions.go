@@ -4,14 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"emi/internal/service/staff"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/jmoiron/sqlx"
-
-	"emi/internal/service"
 )
 
 // SessionStore keeps the back office's scs sessions in the sessions table.
@@ -140,7 +139,7 @@ func (s *SessionStore) staffID(b []byte) *string {
 	if err != nil {
 		return nil
 	}
-	id, ok := values[service.SessionStaffKey].(string)
+	id, ok := values[staff.SessionStaffKey].(string)
 	if !ok || !validUUID(id) {
 		return nil
 	}

@@ -14,7 +14,8 @@ import (
 
 	"emi/internal/postgres"
 	"emi/internal/postgres/pgtest"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	staffsvc "emi/internal/service/staff"
 )
 
 // testClock is a settable clock.
@@ -29,7 +30,7 @@ func (c *testClock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.
 // insertStaff adds a bare staff user row (sessions reference staff users).
 func insertStaff(t *testing.T, db *postgres.DB, email string) string {
 	t.Helper()
-	id := service.NewToken()
+	id := kernel.NewToken()
 	_, err := db.ExecContext(context.Background(),
 		`INSERT INTO staff_users (id, email, name, password_hash, roles, password_set_at)
 		 VALUES ($1, $2, 'T', '$argon2id$v=19$m=19456,t=2,p=1$x$y', '{auditor}', now())`, id, email)
@@ -118,11 +119,11 @@ func TestSessionStore(t *testing.T) {
 			token string
 			data  map[string]any
 		}{
-			{"alice-1", map[string]any{service.SessionStaffKey: alice, "stage": "full"}},
-			{"alice-2", map[string]any{service.SessionStaffKey: alice}},
-			{"bob-1", map[string]any{service.SessionStaffKey: bob}},
+			{"alice-1", map[string]any{staffsvc.SessionStaffKey: alice, "stage": "full"}},
+			{"alice-2", map[string]any{staffsvc.SessionStaffKey: alice}},
+			{"bob-1", map[string]any{staffsvc.SessionStaffKey: bob}},
 			{"anonymous", map[string]any{"flash": "hello"}},
-			{"not-a-uuid", map[string]any{service.SessionStaffKey: "admin"}},
+			{"not-a-uuid", map[string]any{staffsvc.SessionStaffKey: "admin"}},
 		} {
 			if err := store.CommitCtx(ctx, s.token, sessionData(t, s.data), exp); err != nil {
 				t.Fatalf("%s: %v", s.token, err)
@@ -194,10 +195,10 @@ func TestSessionStoreUnderSCS(t *testing.T) {
 		if err := sm.RenewToken(r.Context()); err != nil {
 			t.Error(err)
 		}
-		sm.Put(r.Context(), service.SessionStaffKey, staff)
+		sm.Put(r.Context(), staffsvc.SessionStaffKey, staff)
 	})
 	mux.HandleFunc("/me", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte(sm.GetString(r.Context(), service.SessionStaffKey)))
+		_, _ = w.Write([]byte(sm.GetString(r.Context(), staffsvc.SessionStaffKey)))
 	})
 	srv := httptest.NewServer(sm.LoadAndSave(mux))
 	defer srv.Close()
@@ -270,7 +271,7 @@ func TestSignOutWinsOverRequestsInFlight(t *testing.T) {
 		if err := sm.RenewToken(r.Context()); err != nil {
 			t.Error(err)
 		}
-		sm.Put(r.Context(), service.SessionStaffKey, staff)
+		sm.Put(r.Context(), staffsvc.SessionStaffKey, staff)
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		// A request that touches its session (as every back-office page
@@ -285,7 +286,7 @@ func TestSignOutWinsOverRequestsInFlight(t *testing.T) {
 		}
 	})
 	mux.HandleFunc("/me", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte(sm.GetString(r.Context(), service.SessionStaffKey)))
+		_, _ = w.Write([]byte(sm.GetString(r.Context(), staffsvc.SessionStaffKey)))
 	})
 	srv := httptest.NewServer(sm.LoadAndSave(mux))
 	defer srv.Close()

@@ -10,7 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 )
 
 // StaffStore implements service.StaffStore: staff users, their second
@@ -22,7 +22,7 @@ type StaffStore struct {
 // NewStaffStore returns the staff store.
 func NewStaffStore(db *DB) *StaffStore { return &StaffStore{db: db} }
 
-var _ service.StaffStore = (*StaffStore)(nil)
+var _ staff.StaffStore = (*StaffStore)(nil)
 
 type staffRow struct {
 	emi.StaffUser
@@ -35,10 +35,10 @@ type staffRow struct {
 	SessionsRevokedAt *time.Time     `db:"sessions_revoked_at"`
 }
 
-func (r staffRow) stored() service.StoredStaff {
+func (r staffRow) stored() staff.StoredStaff {
 	u := r.StaffUser
 	u.Roles = roles(r.RoleList)
-	return service.StoredStaff{
+	return staff.StoredStaff{
 		StaffUser: u, PasswordHash: r.PasswordHash, TOTPSecretEnc: r.TOTPSecretEnc, TOTPLastStep: r.TOTPLastStep,
 		FailedAttempts: r.FailedAttempts, DisabledAt: r.DisabledAt, SessionsRevokedAt: r.SessionsRevokedAt,
 	}
@@ -71,7 +71,7 @@ const staffSelect = `SELECT ` + staffColumns + `, s.password_hash, s.totp_secret
 
 // InsertStaff inserts u. Returns emi.ErrDuplicateStaff when the e-mail
 // address is taken, in any case.
-func (s *StaffStore) InsertStaff(ctx context.Context, u service.StoredStaff) error {
+func (s *StaffStore) InsertStaff(ctx context.Context, u staff.StoredStaff) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx,
 		`INSERT INTO staff_users (id, email, name, password_hash, password_temporary, roles, password_set_at, created_at)
 		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
@@ -82,27 +82,27 @@ func (s *StaffStore) InsertStaff(ctx context.Context, u service.StoredStaff) err
 	return Translate(err)
 }
 
-func (s *StaffStore) one(ctx context.Context, where string, arg any) (service.StoredStaff, error) {
+func (s *StaffStore) one(ctx context.Context, where string, arg any) (staff.StoredStaff, error) {
 	var r staffRow
 	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, staffSelect+` WHERE `+where, arg); err != nil {
-		return service.StoredStaff{}, NotFound(err, emi.ErrStaffNotFound)
+		return staff.StoredStaff{}, NotFound(err, emi.ErrStaffNotFound)
 	}
 	return r.stored(), nil
 }
 
 // StaffByID returns the user with id. Returns emi.ErrStaffNotFound.
-func (s *StaffStore) StaffByID(ctx context.Context, id string) (service.StoredStaff, error) {
+func (s *StaffStore) StaffByID(ctx context.Context, id string) (staff.StoredStaff, error) {
 	if !validUUID(id) {
-		return service.StoredStaff{}, emi.ErrStaffNotFound
+		return staff.StoredStaff{}, emi.ErrStaffNotFound
 	}
 	return s.one(ctx, `s.id = $1`, id)
 }
 
 // StaffForUpdate returns the user with id and locks its row. Returns
 // emi.ErrStaffNotFound.
-func (s *StaffStore) StaffForUpdate(ctx context.Context, id string) (service.StoredStaff, error) {
+func (s *StaffStore) StaffForUpdate(ctx context.Context, id string) (staff.StoredStaff, error) {
 	if !validUUID(id) {
-		return service.StoredStaff{}, emi.ErrStaffNotFound
+		return staff.StoredStaff{}, emi.ErrStaffNotFound
 	}
 	return s.one(ctx, `s.id = $1 FOR UPDATE OF s`, id)
 }
@@ -110,7 +110,7 @@ func (s *StaffStore) StaffForUpdate(ctx context.Context, id string) (service.Sto
 // StaffByEmail returns the user with that e-mail address, compared
 // case-insensitively (through the unique index on lower(email)). Returns
 // emi.ErrStaffNotFound.
-func (s *StaffStore) StaffByEmail(ctx context.Context, email string) (service.StoredStaff, error) {
+func (s *StaffStore) StaffByEmail(ctx context.Context, email string) (staff.StoredStaff, error) {
 	return s.one(ctx, `lower(s.email) = lower($1)`, email)
 }
 
@@ -223,7 +223,7 @@ func (s *StaffStore) UseRecoveryCode(ctx context.Context, id string, hash []byte
 }
 
 // InsertSignInAttempt records one attempt.
-func (s *StaffStore) InsertSignInAttempt(ctx context.Context, a service.SignInAttempt) error {
+func (s *StaffStore) InsertSignInAttempt(ctx context.Context, a staff.SignInAttempt) error {
 	var staffID, ip *string
 	if a.StaffID != "" {
 		staffID = &a.StaffID

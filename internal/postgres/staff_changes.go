@@ -8,7 +8,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 )
 
 type staffChangeRow struct {
@@ -19,10 +19,10 @@ type staffChangeRow struct {
 	SecondHalfEnc []byte         `db:"second_half_enc"`
 }
 
-func (r staffChangeRow) stored() service.StoredStaffChange {
+func (r staffChangeRow) stored() staff.StoredStaffChange {
 	c := r.StaffChange
 	c.Roles, c.FromRoles = roles(r.RoleList), roles(r.FromRoleList)
-	out := service.StoredStaffChange{StaffChange: c, SecondHalfEnc: r.SecondHalfEnc}
+	out := staff.StoredStaffChange{StaffChange: c, SecondHalfEnc: r.SecondHalfEnc}
 	if r.PasswordHash != nil {
 		out.PasswordHash = *r.PasswordHash
 	}
@@ -36,7 +36,7 @@ const staffChangeSelect = `SELECT id, kind, staff_id, email, name, roles, from_r
 // InsertStaffChange stores a proposed change. Returns
 // emi.ErrStaffChangePending when the user (or, for a create, the e-mail
 // address) already has a pending change.
-func (s *StaffStore) InsertStaffChange(ctx context.Context, c service.StoredStaffChange) error {
+func (s *StaffStore) InsertStaffChange(ctx context.Context, c staff.StoredStaffChange) error {
 	var hash *string
 	if c.PasswordHash != "" {
 		hash = &c.PasswordHash
@@ -55,13 +55,13 @@ func (s *StaffStore) InsertStaffChange(ctx context.Context, c service.StoredStaf
 
 // StaffChangeForUpdate returns the change and locks it. Returns
 // emi.ErrStaffChangeNotFound.
-func (s *StaffStore) StaffChangeForUpdate(ctx context.Context, id string) (service.StoredStaffChange, error) {
+func (s *StaffStore) StaffChangeForUpdate(ctx context.Context, id string) (staff.StoredStaffChange, error) {
 	if !validUUID(id) {
-		return service.StoredStaffChange{}, emi.ErrStaffChangeNotFound
+		return staff.StoredStaffChange{}, emi.ErrStaffChangeNotFound
 	}
 	var r staffChangeRow
 	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, staffChangeSelect+` WHERE id = $1 FOR UPDATE`, id); err != nil {
-		return service.StoredStaffChange{}, NotFound(err, emi.ErrStaffChangeNotFound)
+		return staff.StoredStaffChange{}, NotFound(err, emi.ErrStaffChangeNotFound)
 	}
 	return r.stored(), nil
 }

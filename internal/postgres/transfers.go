@@ -13,7 +13,8 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
+	"emi/internal/service/transfers"
 )
 
 // TransferStore implements service.TransferStore.
@@ -42,18 +43,18 @@ const partySelect = `SELECT a.token AS account, coalesce(a.main, a.token) AS mai
 	a.partner_id, coalesce((SELECT i.iban FROM ibans i WHERE i.account = a.token AND i.balance = b.token AND i.virtual LIMIT 1), b.iban) AS iban`
 
 // FindParty implements service.TransferStore.
-func (s *TransferStore) FindParty(ctx context.Context, p emi.TransferParty, currency string) (service.Party, bool, error) {
+func (s *TransferStore) FindParty(ctx context.Context, p emi.TransferParty, currency string) (accounts.Party, bool, error) {
 	var q string
 	var args []any
 	switch {
 	case strings.TrimSpace(p.Balance) != "":
 		if !validUUID(p.Balance) {
-			return service.Party{}, false, nil
+			return accounts.Party{}, false, nil
 		}
 		q, args = partySelect+` FROM balances b JOIN accounts a ON a.token = b.account WHERE b.token = $1`, []any{p.Balance}
 	case strings.TrimSpace(p.Account) != "":
 		if !validUUID(p.Account) {
-			return service.Party{}, false, nil
+			return accounts.Party{}, false, nil
 		}
 		// The balance in the currency, else any (reported as a mismatch).
 		q, args = partySelect+` FROM accounts a JOIN balances b ON b.account = coalesce(a.main, a.token)
@@ -71,11 +72,11 @@ func (s *TransferStore) FindParty(ctx context.Context, p emi.TransferParty, curr
 	var r partyRow
 	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, args...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return service.Party{}, false, nil
+			return accounts.Party{}, false, nil
 		}
-		return service.Party{}, false, Translate(err)
+		return accounts.Party{}, false, Translate(err)
 	}
-	return service.Party{Account: r.Account, Main: r.Main, Virtual: r.Virtual, Balance: r.Balance, Currency: r.Currency,
+	return accounts.Party{Account: r.Account, Main: r.Main, Virtual: r.Virtual, Balance: r.Balance, Currency: r.Currency,
 		PartnerID: r.PartnerID, IBAN: r.IBAN.String}, true, nil
 }
 
@@ -213,25 +214,25 @@ func (s *TransferStore) SetTransferStatus(ctx context.Context, token, status str
 }
 
 // InsertReversalRequest implements service.TransferStore.
-func (s *TransferStore) InsertReversalRequest(ctx context.Context, r service.ReversalRequest) error {
+func (s *TransferStore) InsertReversalRequest(ctx context.Context, r transfers.ReversalRequest) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO transfer_reversal_requests (transfer, requested_by, reason, requested_at)
 		VALUES ($1, $2, $3, $4)`, r.Transfer, r.RequestedBy, r.Reason, r.RequestedAt)
 	return Translate(err)
 }
 
 // ReversalRequest implements service.TransferStore.
-func (s *TransferStore) ReversalRequest(ctx context.Context, transfer string) (service.ReversalRequest, bool, error) {
+func (s *TransferStore) ReversalRequest(ctx context.Context, transfer string) (transfers.ReversalRequest, bool, error) {
 	if !validUUID(transfer) {
-		return service.ReversalRequest{}, false, nil
+		return transfers.ReversalRequest{}, false, nil
 	}
-	var r service.ReversalRequest
+	var r transfers.ReversalRequest
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT transfer, requested_by, reason, requested_at FROM transfer_reversal_requests
 		WHERE transfer = $1`, transfer)
 	if errors.Is(err, sql.ErrNoRows) {
-		return service.ReversalRequest{}, false, nil
+		return transfers.ReversalRequest{}, false, nil
 	}
 	if err != nil {
-		return service.ReversalRequest{}, false, Translate(err)
+		return transfers.ReversalRequest{}, false, Translate(err)
 	}
 	r.RequestedAt = r.RequestedAt.UTC()
 	return r, true, nil

@@ -14,7 +14,8 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	"emi/internal/service/partners"
 )
 
 // WebhookStore implements service.EventStore and service.WebhookStore over
@@ -109,8 +110,8 @@ func (r endpointRow) endpoint() emi.WebhookEndpoint {
 		PreviousValidUntil: timePtr(r.PreviousValidUntil), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
-func (r endpointRow) stored() service.StoredEndpoint {
-	return service.StoredEndpoint{WebhookEndpoint: r.endpoint(), SecretEnc: r.SecretEnc,
+func (r endpointRow) stored() kernel.StoredEndpoint {
+	return kernel.StoredEndpoint{WebhookEndpoint: r.endpoint(), SecretEnc: r.SecretEnc,
 		PreviousSecretEnc: r.PreviousSecretEnc, Deleted: r.DeletedAt.Valid}
 }
 
@@ -132,24 +133,24 @@ func eventTypes(ts []emi.EventType) pq.StringArray {
 
 // Endpoint returns an endpoint with its sealed secrets, deleted ones
 // included. Returns emi.ErrWebhookEndpointNotFound.
-func (s *WebhookStore) Endpoint(ctx context.Context, id string) (service.StoredEndpoint, error) {
+func (s *WebhookStore) Endpoint(ctx context.Context, id string) (kernel.StoredEndpoint, error) {
 	return s.endpoint(ctx, id, "")
 }
 
 // EndpointForUpdate is Endpoint with the row locked until the transaction
 // ends.
-func (s *WebhookStore) EndpointForUpdate(ctx context.Context, id string) (service.StoredEndpoint, error) {
+func (s *WebhookStore) EndpointForUpdate(ctx context.Context, id string) (kernel.StoredEndpoint, error) {
 	return s.endpoint(ctx, id, "FOR UPDATE")
 }
 
-func (s *WebhookStore) endpoint(ctx context.Context, id, lock string) (service.StoredEndpoint, error) {
+func (s *WebhookStore) endpoint(ctx context.Context, id, lock string) (kernel.StoredEndpoint, error) {
 	if !validUUID(id) {
-		return service.StoredEndpoint{}, emi.ErrWebhookEndpointNotFound
+		return kernel.StoredEndpoint{}, emi.ErrWebhookEndpointNotFound
 	}
 	var r endpointRow
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT `+endpointColumns+` FROM webhook_endpoints e WHERE e.id = $1 `+lock, id)
 	if err != nil {
-		return service.StoredEndpoint{}, NotFound(err, emi.ErrWebhookEndpointNotFound)
+		return kernel.StoredEndpoint{}, NotFound(err, emi.ErrWebhookEndpointNotFound)
 	}
 	return r.stored(), nil
 }
@@ -165,7 +166,7 @@ func (s *WebhookStore) PartnerExists(ctx context.Context, id string) (bool, erro
 }
 
 // InsertEndpoint stores a new endpoint.
-func (s *WebhookStore) InsertEndpoint(ctx context.Context, ep service.StoredEndpoint) error {
+func (s *WebhookStore) InsertEndpoint(ctx context.Context, ep kernel.StoredEndpoint) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `
 		INSERT INTO webhook_endpoints (id, partner_id, url, description, secret_enc, event_types, enabled, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -175,7 +176,7 @@ func (s *WebhookStore) InsertEndpoint(ctx context.Context, ep service.StoredEndp
 
 // UpdateEndpoint writes every mutable column of ep. deleted_at keeps the time
 // of the first deletion.
-func (s *WebhookStore) UpdateEndpoint(ctx context.Context, ep service.StoredEndpoint) error {
+func (s *WebhookStore) UpdateEndpoint(ctx context.Context, ep kernel.StoredEndpoint) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `
 		UPDATE webhook_endpoints
 		SET url = $2, description = $3, event_types = $4, enabled = $5, disabled_reason = $6, failing_since = $7,
@@ -264,8 +265,8 @@ type deliveryRow struct {
 	SucceededAt       sql.NullTime  `db:"succeeded_at"`
 }
 
-func (r deliveryRow) stored() service.StoredDelivery {
-	return service.StoredDelivery{
+func (r deliveryRow) stored() kernel.StoredDelivery {
+	return kernel.StoredDelivery{
 		WebhookDelivery: emi.WebhookDelivery{ID: r.ID, EventID: r.EventID, EndpointID: r.EndpointID,
 			State: emi.DeliveryState(r.State), Attempts: r.Attempts, NextAttemptAt: timePtr(r.NextAttemptAt),
 			LastStatus: int(r.LastStatus.Int64), LastError: r.LastError, ReplayRequested: r.ReplayRequestedAt.Valid,
@@ -283,7 +284,7 @@ func nullStatus(status int) sql.NullInt64 {
 }
 
 // InsertDelivery stores a new delivery.
-func (s *WebhookStore) InsertDelivery(ctx context.Context, d service.StoredDelivery) error {
+func (s *WebhookStore) InsertDelivery(ctx context.Context, d kernel.StoredDelivery) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `
 		INSERT INTO webhook_deliveries (id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
@@ -306,24 +307,24 @@ func (s *WebhookStore) DeliveryFor(ctx context.Context, eventID, endpointID stri
 	return id, nil
 }
 
-func (s *WebhookStore) DeliveryForUpdate(ctx context.Context, id string) (service.StoredDelivery, error) {
+func (s *WebhookStore) DeliveryForUpdate(ctx context.Context, id string) (kernel.StoredDelivery, error) {
 	return s.delivery(ctx, id, "FOR UPDATE")
 }
 
-func (s *WebhookStore) delivery(ctx context.Context, id, lock string) (service.StoredDelivery, error) {
+func (s *WebhookStore) delivery(ctx context.Context, id, lock string) (kernel.StoredDelivery, error) {
 	if !validUUID(id) {
-		return service.StoredDelivery{}, emi.ErrWebhookDeliveryNotFound
+		return kernel.StoredDelivery{}, emi.ErrWebhookDeliveryNotFound
 	}
 	var r deliveryRow
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT `+deliveryColumns+` FROM webhook_deliveries d WHERE d.id = $1 `+lock, id)
 	if err != nil {
-		return service.StoredDelivery{}, NotFound(err, emi.ErrWebhookDeliveryNotFound)
+		return kernel.StoredDelivery{}, NotFound(err, emi.ErrWebhookDeliveryNotFound)
 	}
 	return r.stored(), nil
 }
 
 // SaveDelivery writes every mutable column of d.
-func (s *WebhookStore) SaveDelivery(ctx context.Context, d service.StoredDelivery) error {
+func (s *WebhookStore) SaveDelivery(ctx context.Context, d kernel.StoredDelivery) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `
 		UPDATE webhook_deliveries
 		SET state = $2, attempts = $3, schedule_step = $4, next_attempt_at = $5, first_attempt_at = $6,
@@ -353,21 +354,21 @@ func (s *WebhookStore) CancelPendingDeliveries(ctx context.Context, endpointID, 
 
 // DeliveryWork returns the delivery, its endpoint (with secrets) and its
 // event (with body). Returns emi.ErrWebhookDeliveryNotFound.
-func (s *WebhookStore) DeliveryWork(ctx context.Context, id string) (service.DeliveryWork, error) {
+func (s *WebhookStore) DeliveryWork(ctx context.Context, id string) (partners.DeliveryWork, error) {
 	d, err := s.delivery(ctx, id, "")
 	if err != nil {
-		return service.DeliveryWork{}, err
+		return partners.DeliveryWork{}, err
 	}
 	ep, err := s.Endpoint(ctx, d.EndpointID)
 	if err != nil {
-		return service.DeliveryWork{}, err
+		return partners.DeliveryWork{}, err
 	}
 	var ev eventRow
 	err = sqlx.GetContext(ctx, s.db.Ext(ctx), &ev, `SELECT `+eventColumns+` FROM events e WHERE e.id = $1`, d.EventID)
 	if err != nil {
-		return service.DeliveryWork{}, Translate(fmt.Errorf("event %s of delivery %s: %w", d.EventID, id, err))
+		return partners.DeliveryWork{}, Translate(fmt.Errorf("event %s of delivery %s: %w", d.EventID, id, err))
 	}
-	return service.DeliveryWork{Delivery: d, Endpoint: ep, Event: ev.stored()}, nil
+	return partners.DeliveryWork{Delivery: d, Endpoint: ep, Event: ev.stored()}, nil
 }
 
 // InsertAttempt appends an attempt to the log.
@@ -531,7 +532,7 @@ func (s *WebhookStore) EventLog(ctx context.Context, f emi.EventLogFilter) (emi.
 // f.To) when set) to enabled endpoints with no replay asked for, oldest
 // first. Rows another transaction holds are skipped (SKIP LOCKED), so two
 // bulk replays at once share the deliveries instead of both taking them.
-func (s *WebhookStore) FailedDeliveriesForReplay(ctx context.Context, f emi.EventLogFilter, limit int) ([]service.StoredDelivery, error) {
+func (s *WebhookStore) FailedDeliveriesForReplay(ctx context.Context, f emi.EventLogFilter, limit int) ([]kernel.StoredDelivery, error) {
 	if !validUUID(f.PartnerID) {
 		return nil, nil
 	}
@@ -563,7 +564,7 @@ func (s *WebhookStore) FailedDeliveriesForReplay(ctx context.Context, f emi.Even
 	if err != nil {
 		return nil, Translate(fmt.Errorf("failed deliveries: %w", err))
 	}
-	out := make([]service.StoredDelivery, len(rows))
+	out := make([]kernel.StoredDelivery, len(rows))
 	for i, r := range rows {
 		out[i] = r.stored()
 	}
@@ -645,6 +646,6 @@ func (s *WebhookStore) deliveriesWithAttempts(ctx context.Context, cond string, 
 
 // Interface checks: the store is what the services need.
 var (
-	_ service.EventStore   = (*WebhookStore)(nil)
-	_ service.WebhookStore = (*WebhookStore)(nil)
+	_ kernel.EventStore     = (*WebhookStore)(nil)
+	_ partners.WebhookStore = (*WebhookStore)(nil)
 )

@@ -10,7 +10,8 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/iban"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
+	"emi/internal/service/kernel"
 	"emi/internal/ukbank"
 )
 
@@ -107,7 +108,7 @@ func TestAccountCreateRules(t *testing.T) {
 		{"no program", map[string]any{"user": user}, 13001, 400},
 		{"unknown field", map[string]any{"program": "account_eur", "user": user, "currency": "EUR"}, 13001, 400},
 		{"unknown program", map[string]any{"program": "account_xyz", "user": user}, 13003, 404},
-		{"unknown user", map[string]any{"program": "account_eur", "user": service.NewToken()}, 13004, 404},
+		{"unknown user", map[string]any{"program": "account_eur", "user": kernel.NewToken()}, 13004, 404},
 		{"foreign user", map[string]any{"program": "account_eur", "user": foreignUser}, 13004, 404},
 		{"foreign merchant", map[string]any{"program": "account_eur", "merchant": other.Merchant}, 13004, 404},
 		{"malformed user", map[string]any{"program": "account_eur", "user": "x"}, 13004, 404},
@@ -116,7 +117,7 @@ func TestAccountCreateRules(t *testing.T) {
 		apptest.Expect(t, c.name, r, c.code, c.status)
 	}
 	t.Run("a program restricted to other partners is not found", func(t *testing.T) {
-		prog := service.SandboxPrograms()[0]
+		prog := accounts.SandboxPrograms()[0]
 		prog.Code, prog.AllowedPartners = "account_private", []string{other.ID}
 		if err := env.App.AccountStore.UpsertProgram(complianceCtx(), prog); err != nil {
 			t.Fatal(err)
@@ -172,7 +173,7 @@ func TestVirtualAccounts(t *testing.T) {
 		"another owner":   {"program": "account_eur", "user": other2, "main": mainTok},
 		"a virtual main":  {"program": "account_eur", "user": user, "main": v.Data["token"]},
 		"another program": {"program": "account_bgn", "user": user, "main": mainTok},
-		"an unknown main": {"program": "account_eur", "user": user, "main": service.NewToken()},
+		"an unknown main": {"program": "account_eur", "user": user, "main": kernel.NewToken()},
 	} {
 		apptest.Expect(t, name, call(t, env, p, http.MethodPost, "/v2/accounts", "account_create", body), 13005, http.StatusConflict)
 	}
@@ -213,7 +214,7 @@ func TestAccountStatusLifecycle(t *testing.T) {
 		call(t, env, other, http.MethodGet, path, "account_details", nil),
 		call(t, env, other, http.MethodPut, path+"/status", "account_status", map[string]any{"status": "blocked"}),
 		call(t, env, other, http.MethodDelete, path, "account_terminate", nil),
-		call(t, env, p, http.MethodGet, "/v2/accounts/"+service.NewToken(), "account_details", nil),
+		call(t, env, p, http.MethodGet, "/v2/accounts/"+kernel.NewToken(), "account_details", nil),
 	} {
 		apptest.Expect(t, "foreign or unknown", r, 13002, http.StatusNotFound)
 	}

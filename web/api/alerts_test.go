@@ -10,7 +10,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/onboarding"
 )
 
 // Issue 19, "compliance sees every hit": one alert queue holds API checks
@@ -169,7 +169,7 @@ func TestComplianceAlertQueueAndInbox(t *testing.T) {
 				continue
 			}
 			for _, h := range c.Details["hits"].([]any) {
-				key := service.HitKey(h.(map[string]any))
+				key := onboarding.HitKey(h.(map[string]any))
 				if err := env.App.Review.DecideHit(u1, app, key, emi.HitFalsePositive, "another person"); err != nil {
 					t.Fatal(err)
 				}

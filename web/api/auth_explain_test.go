@@ -9,7 +9,8 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	"emi/internal/service/partners"
 )
 
 // TestAuthenticationFailuresSayWhich: every authentication failure keeps
@@ -23,7 +24,7 @@ func TestAuthenticationFailuresSayWhich(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{NoSanctions: true})
 	p := env.NewPartner(t, emi.PartnerCreate{})
-	card := service.NewToken()
+	card := kernel.NewToken()
 	aml := []byte(`{"first_name": "Elin", "last_name": "Sandqvist"}`)
 	now := func() string { env.Clock.Advance(time.Second); return strconv.FormatInt(env.Clock.Now().Unix(), 10) }
 	secret := []byte(p.APISecret)
@@ -58,16 +59,16 @@ func TestAuthenticationFailuresSayWhich(t *testing.T) {
 			field: "x-hash", says: []string{`signed for operation "accounts_list", and this route is "partner_details"`}},
 		{what: "a body signed with its whitespace in version 1", rq: apptest.Request{Method: http.MethodPost, Path: "/v1/aml",
 			Operation: "aml_check", Body: aml, Timestamp: ts,
-			Hash: service.SignatureV2(secret, p.APIKey, ts, "aml_check", "", "", "", aml)},
+			Hash: partners.SignatureV2(secret, p.APIKey, ts, "aml_check", "", "", "", aml)},
 			field: "x-hash", says: []string{`"aml_check"`, "body (45 bytes after removing spaces, tabs, CR and LF from the 48 received)",
 				"the body was signed with its whitespace"}},
 		{what: "a version 2 signature without its header", rq: apptest.Request{Method: http.MethodPost, Path: "/v1/aml",
 			Operation: "aml_check", Body: aml, Timestamp: ts,
-			Hash: service.SignatureV2(secret, p.APIKey, ts, "aml_check", http.MethodPost, "/v1/aml", "", aml)},
+			Hash: partners.SignatureV2(secret, p.APIKey, ts, "aml_check", http.MethodPost, "/v1/aml", "", aml)},
 			field: "x-hash", says: []string{"it is a version 2 signature: send x-signature-version: 2"}},
 		{what: "a version 1 signature sent as version 2", rq: apptest.Request{Method: http.MethodPost, Path: "/v1/aml",
 			Operation: "aml_check", Body: aml, Timestamp: ts, Header: map[string]string{"x-signature-version": "2"},
-			Hash: service.Signature(secret, p.APIKey, ts, "aml_check", aml)},
+			Hash: partners.Signature(secret, p.APIKey, ts, "aml_check", aml)},
 			field: "x-hash", says: []string{`signature version 2`, `"POST" + "/v1/aml" + "" + body (48 bytes, as received)`, "it is a version 1 signature"}},
 		{what: "a wrong secret", rq: apptest.Request{Method: http.MethodPut, Path: "/v2/cards/" + card + "/status", Operation: "card_status",
 			Body: []byte(`{"status": "inactive"}`), Hash: strings.Repeat("ab", 32)},
@@ -106,7 +107,7 @@ func TestAuthenticationFailuresSayWhich(t *testing.T) {
 			}
 		}
 		raw := string(r.Raw)
-		good := service.Signature(secret, p.APIKey, c.rq.Timestamp, c.rq.Operation, c.rq.Body)
+		good := partners.Signature(secret, p.APIKey, c.rq.Timestamp, c.rq.Operation, c.rq.Body)
 		if strings.Contains(raw, p.APISecret) || strings.Contains(raw, good) {
 			t.Errorf("%s: the answer leaks the secret or the expected hash: %s", c.what, raw)
 		}

@@ -12,7 +12,8 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	"emi/internal/service/partners"
 )
 
 func accountsPage(n int) apptest.Request {
@@ -96,7 +97,7 @@ func TestSignatureVersion2(t *testing.T) {
 		env.Clock.Advance(time.Second)
 		spaced := []byte("{\"name\": \"a b\"}\n")
 		rq := v2(widgetRequest(nil, ""), "")
-		rq.Body = service.StripWhitespace(spaced)
+		rq.Body = partners.StripWhitespace(spaced)
 		p.Sign(&rq)
 		rq.Body = spaced // signed without its whitespace, sent with it
 		apptest.Expect(t, "signed over the stripped body", p.Do(t, rq), 10001, 401)
@@ -117,7 +118,7 @@ func TestSignatureVersion2(t *testing.T) {
 		rq = v2(partnerDetails(), "")
 		rq.Body = []byte(`{"x":1}`)
 		apptest.Expect(t, "GET with a signed body", p.Do(t, rq), 0, 200)
-		del := v2(apptest.Request{Method: http.MethodDelete, Path: "/v2/users/" + service.NewToken(), Operation: "user_remove"}, "")
+		del := v2(apptest.Request{Method: http.MethodDelete, Path: "/v2/users/" + kernel.NewToken(), Operation: "user_remove"}, "")
 		p.Sign(&del)
 		del.Body = []byte(`{}`)
 		apptest.Expect(t, "DELETE with a body added after signing", p.Do(t, del), 10001, 401)
@@ -157,7 +158,7 @@ func TestSignatureVersion2(t *testing.T) {
 	t.Run("nonces: two nonces are two requests, one nonce twice a replay", func(t *testing.T) {
 		env.Clock.Advance(time.Second)
 		ts := strconv.FormatInt(env.Clock.Now().Unix(), 10)
-		for _, n := range []string{"n-1", "n-2", "N_3", strings.Repeat("z", service.MaxNonceLen)} {
+		for _, n := range []string{"n-1", "n-2", "N_3", strings.Repeat("z", partners.MaxNonceLen)} {
 			rq := v2(partnerDetails(), n)
 			rq.Timestamp = ts
 			apptest.Expect(t, "nonce "+n, p.Do(t, rq), 0, 200)
@@ -172,7 +173,7 @@ func TestSignatureVersion2(t *testing.T) {
 	})
 	t.Run("malformed nonces and unknown versions are refused", func(t *testing.T) {
 		env.Clock.Advance(time.Second)
-		for _, n := range []string{strings.Repeat("z", service.MaxNonceLen+1), "a b", "a.b", "é", "a/b", "a+b", "a=b"} {
+		for _, n := range []string{strings.Repeat("z", partners.MaxNonceLen+1), "a b", "a.b", "é", "a/b", "a+b", "a=b"} {
 			apptest.Expect(t, "nonce "+strconv.Quote(n), p.Do(t, v2(partnerDetails(), n)), 10001, 401)
 		}
 		for _, v := range []string{"3", "0", "02", " 2", "2.0", "v2", "-1", "１"} {
@@ -261,13 +262,13 @@ func TestKeyRequiresSignatureVersion2(t *testing.T) {
 			t.Fatalf("version %d: %v", v, err)
 		}
 	}
-	if err := env.App.Partners.SetKeySignatureVersion(sys, service.NewToken(), emi.SignatureV2); !errors.Is(err, emi.ErrPartnerKeyNotFound) {
+	if err := env.App.Partners.SetKeySignatureVersion(sys, kernel.NewToken(), emi.SignatureV2); !errors.Is(err, emi.ErrPartnerKeyNotFound) {
 		t.Fatalf("unknown key: %v", err)
 	}
 	// A partner's own key cannot lower its requirement: the partner API has
 	// no such operation, and a staff member without the partners
 	// permission is refused.
-	cs := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: service.NewToken(), StaffRoles: []string{string(emi.RoleCustomerService)}})
+	cs := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: kernel.NewToken(), StaffRoles: []string{string(emi.RoleCustomerService)}})
 	if err := env.App.Partners.SetKeySignatureVersion(cs, strict.KeyID, emi.SignatureV1); !errors.Is(err, emi.ErrForbidden) {
 		t.Fatalf("customer service lowered a key's requirement: %v", err)
 	}

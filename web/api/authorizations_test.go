@@ -13,7 +13,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 // payPIN is distinctive (six digits that occur nowhere else) so that the
@@ -245,7 +245,7 @@ func TestCardPaymentHoldClearAndReverse(t *testing.T) {
 		14007, http.StatusConflict)
 
 	// Scoping: unknown and foreign payments and cards.
-	apptest.Expect(t, "unknown payment", call(t, env, p, http.MethodPost, "/v2/sandbox/authorizations/"+service.NewToken()+"/clear", "sandbox_authorization_clear", nil),
+	apptest.Expect(t, "unknown payment", call(t, env, p, http.MethodPost, "/v2/sandbox/authorizations/"+kernel.NewToken()+"/clear", "sandbox_authorization_clear", nil),
 		14020, http.StatusNotFound)
 	apptest.Expect(t, "malformed token", call(t, env, p, http.MethodPost, "/v2/sandbox/authorizations/nope/reverse", "sandbox_authorization_reverse", nil),
 		14020, http.StatusNotFound)
@@ -459,7 +459,7 @@ func TestCardPaymentDeclines(t *testing.T) {
 		if after != before {
 			t.Fatalf("refused requests were recorded: %d -> %d", before, after)
 		}
-		apptest.Expect(t, "unknown card", call(t, env, p, http.MethodPost, "/v2/sandbox/cards/"+service.NewToken()+"/authorizations", "sandbox_card_authorize", pos("1.00")),
+		apptest.Expect(t, "unknown card", call(t, env, p, http.MethodPost, "/v2/sandbox/cards/"+kernel.NewToken()+"/authorizations", "sandbox_card_authorize", pos("1.00")),
 			12002, http.StatusNotFound)
 	})
 	// Every decision is recorded with its reason code; the PIN is never
@@ -608,7 +608,7 @@ func TestCardPaymentsAreSandboxOnly(t *testing.T) {
 	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
 	c := newPayCard(t, env, p, "account_eur", 10_00, nil)
 	apptest.Expect(t, "authorize", c.authorize(t, pos("1.00")), 10004, http.StatusNotFound)
-	tok := service.NewToken()
+	tok := kernel.NewToken()
 	apptest.Expect(t, "clear", call(t, env, p, http.MethodPost, "/v2/sandbox/authorizations/"+tok+"/clear", "sandbox_authorization_clear", nil),
 		10004, http.StatusNotFound)
 	apptest.Expect(t, "reverse", call(t, env, p, http.MethodPost, "/v2/sandbox/authorizations/"+tok+"/reverse", "sandbox_authorization_reverse", nil),

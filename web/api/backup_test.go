@@ -16,7 +16,8 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/postgres/pgtest"
-	"emi/internal/service"
+	"emi/internal/service/cards"
+	"emi/internal/service/kernel"
 )
 
 // pgTool finds a PostgreSQL client program: on PATH, or in Debian's
@@ -58,12 +59,12 @@ func TestBackupAndRestore(t *testing.T) {
 
 	partnerCtx := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorPartnerKey, ActorID: p.KeyID,
 		PartnerID: p.ID, MasterMerchant: p.Merchant})
-	staffCtx := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: service.NewToken(),
+	staffCtx := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: kernel.NewToken(),
 		StaffRoles: []string{string(emi.RoleCompliance)}})
 	// snapshot reads what a restore must give back, through the services.
 	snapshot := func(a *app.App) (string, error) {
 		var out strings.Builder
-		for _, what := range []string{service.RevealFirstHalf, service.RevealSecondHalf, service.RevealPIN} {
+		for _, what := range []string{cards.RevealFirstHalf, cards.RevealSecondHalf, cards.RevealPIN} {
 			r, err := a.Cards.Reveal(partnerCtx, cardTok, what)
 			if err != nil {
 				return "", fmt.Errorf("reveal %s: %w", what, err)

@@ -16,7 +16,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/partners"
 	"emi/web/api"
 )
 
@@ -66,7 +66,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 	p := env.NewPartner(b, emi.PartnerCreate{})
 	ts := strconv.FormatInt(env.Clock.Now().Unix(), 10)
 	sr := emi.SignedRequest{APIKey: p.APIKey, Timestamp: ts, Operation: "partner_details",
-		Hash: service.Signature([]byte(p.APISecret), p.APIKey, ts, "partner_details", nil)}
+		Hash: partners.Signature([]byte(p.APISecret), p.APIKey, ts, "partner_details", nil)}
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -82,10 +82,10 @@ func BenchmarkVerifySignature(b *testing.B) {
 	for i := range body {
 		body[i] = "{ \"ab\":1}"[i%9]
 	}
-	h := service.Signature([]byte("as_secret"), "ak_1", "1700000000", "user_create", body)
+	h := partners.Signature([]byte("as_secret"), "ak_1", "1700000000", "user_create", body)
 	b.SetBytes(int64(len(body)))
 	for i := 0; i < b.N; i++ {
-		if !service.VerifySignature([]byte("as_secret"), "ak_1", "1700000000", "user_create", body, h) {
+		if !partners.VerifySignature([]byte("as_secret"), "ak_1", "1700000000", "user_create", body, h) {
 			b.Fatal("verify failed")
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 // threeDSResponse is a card's 3DS enrolment.
@@ -232,7 +232,7 @@ type smsResponse struct {
 func (a *API) cardSendPIN(w http.ResponseWriter, r *http.Request) {
 	m, err := a.d.Cards.SendPIN(r.Context(), card(r), "")
 	if err != nil {
-		var wait service.RetryAfter
+		var wait kernel.RetryAfter
 		if errors.As(err, &wait) {
 			w.Header().Set("Retry-After", strconv.Itoa(wait.Seconds()))
 		}

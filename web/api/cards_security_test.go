@@ -31,7 +31,9 @@ import (
 	"emi/internal/emi"
 	"emi/internal/postgres"
 	"emi/internal/seal"
-	"emi/internal/service"
+	cardssvc "emi/internal/service/cards"
+	"emi/internal/service/kernel"
+	"emi/internal/service/ops"
 )
 
 // Card data security: checks P1, P3, P4, P5 and P6 of
@@ -98,7 +100,7 @@ func (r *secRun) reveal(c *secCard) {
 	b := r.ok("second-half", r.do(http.MethodGet, base+"/second-half", "card_number", nil), http.StatusOK)
 	p := r.ok("pin", r.do(http.MethodGet, base+"/pin", "card_retrieve_pin", nil), http.StatusOK)
 	pan := a.Data["first_half"].(string) + b.Data["second_half"].(string)
-	if len(pan) != 16 || !service.LuhnValid(pan) {
+	if len(pan) != 16 || !cardssvc.LuhnValid(pan) {
 		r.t.Fatalf("card %s: the halves do not make a Luhn-valid 16-digit PAN", c.token)
 	}
 	if c.pan != "" && pan != c.pan {
@@ -184,7 +186,7 @@ func (r *secRun) lifecycle(other *apptest.Partner) []*secCard {
 			t.Fatalf("the refusal of a PIN repeats it: %s", res.Raw)
 		}
 	}
-	unknown := service.NewToken()
+	unknown := kernel.NewToken()
 	for _, op := range []struct{ path, op string }{{"/first-half", "card_number"}, {"/second-half", "card_number"}, {"/pin", "card_retrieve_pin"}} {
 		apptest.Expect(t, "reveal of an unknown card", r.do(http.MethodGet, "/v2/cards/"+unknown+op.path, op.op, nil), 12002, http.StatusNotFound)
 		r.env.Clock.Advance(time.Second)
@@ -451,7 +453,7 @@ func secLuhnRuns(s string) []string {
 		if loc[0] > 0 && secAlnum(s[loc[0]-1]) || loc[1] < len(s) && secAlnum(s[loc[1]]) {
 			continue
 		}
-		if service.LuhnValid(run) {
+		if cardssvc.LuhnValid(run) {
 			out = append(out, run)
 		}
 	}
@@ -556,7 +558,7 @@ func secMajor(path string) int {
 func secBytea(t *testing.T, env *apptest.Env) []secHaystack {
 	t.Helper()
 	sealed := map[string]bool{}
-	for _, tb := range service.SealedTables() {
+	for _, tb := range ops.SealedTables() {
 		for _, c := range tb.Columns {
 			sealed[tb.Name+"."+c.Name] = true
 		}
@@ -596,7 +598,7 @@ func secBytea(t *testing.T, env *apptest.Env) []secHaystack {
 // something.
 func TestCardSearchFindsPlantedCardData(t *testing.T) {
 	t.Parallel()
-	c := &secCard{token: service.NewToken(), pan: service.NewPAN("53999404"), cvv: "042", pin: "73920", oldCVVs: []string{"913"}}
+	c := &secCard{token: kernel.NewToken(), pan: cardssvc.NewPAN("53999404"), cvv: "042", pin: "73920", oldCVVs: []string{"913"}}
 	last4 := c.pan[12:]
 	planted := []string{
 		"x " + c.pan + " y",
@@ -616,8 +618,8 @@ func TestCardSearchFindsPlantedCardData(t *testing.T) {
 		}
 	}
 	clean := []string{
-		`{"token":"` + c.token + `","masked_pan":"` + service.MaskPAN(c.pan) + `","created_at":"2026-11-22T19:39:00.484509Z"}`,
-		c.token + "\t" + service.NewToken() + "\tcard_eur\t" + c.pan[:6] + "\t" + last4 + "\t11\t2029\t\\x01deadbeef042\t0\t0",
+		`{"token":"` + c.token + `","masked_pan":"` + cardssvc.MaskPAN(c.pan) + `","created_at":"2026-11-22T19:39:00.484509Z"}`,
+		c.token + "\t" + kernel.NewToken() + "\tcard_eur\t" + c.pan[:6] + "\t" + last4 + "\t11\t2029\t\\x01deadbeef042\t0\t0",
 	}
 	for _, p := range clean {
 		if hits := secSearch([]secHaystack{{name: "clean", text: p}}, []*secCard{c}); len(hits) > 0 {
@@ -625,7 +627,7 @@ func TestCardSearchFindsPlantedCardData(t *testing.T) {
 		}
 	}
 	longer := c.pan + "0" // a 17-digit run that fails the Luhn check
-	if service.LuhnValid(longer) {
+	if cardssvc.LuhnValid(longer) {
 		longer = c.pan + "1"
 	}
 	if got := secLuhnRuns("pan=" + c.pan + "; iban BG80EMIB96611012345678; " + longer); len(got) != 1 || got[0] != c.pan {
@@ -882,7 +884,7 @@ func TestCardRevealsAreAudited(t *testing.T) {
 		check("another partner's reveal "+rv.path, secAudit(t, env, before), "denied", other.KeyID, other.ID, c.token, rv.fields)
 
 		before = secLastAudit(t, env)
-		unknown := service.NewToken()
+		unknown := kernel.NewToken()
 		apptest.Expect(t, "unknown card", r.do(http.MethodGet, "/v2/cards/"+unknown+rv.path, rv.op, nil), 12002, http.StatusNotFound)
 		check("reveal of an unknown card "+rv.path, secAudit(t, env, before), "denied", p.KeyID, p.ID, unknown, rv.fields)
 	}
@@ -1026,7 +1028,7 @@ func TestCardCiphertextIsRandomAndBoundToItsRow(t *testing.T) {
 
 // secCSCtx is a customer-service staff member's context.
 func secCSCtx() context.Context {
-	return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: service.NewToken(),
+	return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: kernel.NewToken(),
 		StaffRoles: []string{string(emi.RoleCustomerService)}})
 }
 
@@ -1134,7 +1136,7 @@ func secCount(t *testing.T, db *postgres.DB) map[string]int {
 func secSealedValues(t *testing.T, db *postgres.DB) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for _, tb := range service.SealedTables() {
+	for _, tb := range ops.SealedTables() {
 		for _, c := range tb.Columns {
 			rows, err := db.Query(fmt.Sprintf(`SELECT %s::text, %s FROM %s WHERE %[2]s IS NOT NULL`, tb.Key, c.Name, tb.Name))
 			if err != nil {
@@ -1218,7 +1220,7 @@ func TestCardKeyRotation(t *testing.T) {
 	}
 	// A pending privileged staff change holds the approver's sealed half of
 	// its temporary password (staff_changes.second_half_enc).
-	admin := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: service.NewToken(),
+	admin := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: kernel.NewToken(),
 		StaffRoles: []string{string(emi.RoleAdmin)}})
 	if out, err := env.App.Staff.Create(admin, emi.StaffCreate{Email: "pending@rekey.test", Name: "Pending Agent",
 		Roles: []emi.Role{emi.RoleCustomerService}}); err != nil || out.Change.Status != emi.StaffChangePending {
@@ -1239,8 +1241,8 @@ func TestCardKeyRotation(t *testing.T) {
 	for name := range before {
 		tables[name[:strings.Index(name, ".")]] = true
 	}
-	if len(tables) != len(service.SealedTables()) {
-		t.Fatalf("the fixture has sealed values in %d tables, want every one of %d: %v", len(tables), len(service.SealedTables()), tables)
+	if len(tables) != len(ops.SealedTables()) {
+		t.Fatalf("the fixture has sealed values in %d tables, want every one of %d: %v", len(tables), len(ops.SealedTables()), tables)
 	}
 
 	// Key 2 current, key 1 previous: the rekey job.
@@ -1252,13 +1254,13 @@ func TestCardKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a2.Close()
-	rk := service.NewRekeyer(a2.DB, postgres.NewRekeyStore(a2.DB), a2.Keys)
-	chk, err := rk.Check(ctx, service.RekeyOptions{})
+	rk := ops.NewRekeyer(a2.DB, postgres.NewRekeyStore(a2.DB), a2.Keys)
+	chk, err := rk.Check(ctx, ops.RekeyOptions{})
 	if err != nil || chk.Totals().Remaining != len(before) {
 		t.Fatalf("check before the rekey: %d remaining of %d values (%v)", chk.Totals().Remaining, len(before), err)
 	}
 	startRekey := time.Now()
-	rep, err := rk.Rekey(ctx, service.RekeyOptions{Batch: 64})
+	rep, err := rk.Rekey(ctx, ops.RekeyOptions{Batch: 64})
 	took := time.Since(startRekey)
 	if err != nil {
 		t.Fatalf("rekey: %v (%v)", err, rep.Failures)
@@ -1288,11 +1290,11 @@ func TestCardKeyRotation(t *testing.T) {
 			t.Fatalf("card %s: the PAN lookup is not key 2's", c.token)
 		}
 	}
-	again, err := rk.Rekey(ctx, service.RekeyOptions{})
+	again, err := rk.Rekey(ctx, ops.RekeyOptions{})
 	if err != nil || again.Totals().Resealed != 0 || again.Totals().Lookups != 0 || again.Totals().Current != len(before) {
 		t.Fatalf("a second rekey must change nothing: %+v (%v)", again.Totals(), err)
 	}
-	if c, err := rk.Check(ctx, service.RekeyOptions{}); err != nil || c.Remaining() != 0 {
+	if c, err := rk.Check(ctx, ops.RekeyOptions{}); err != nil || c.Remaining() != 0 {
 		t.Fatalf("check after the rekey: %d remaining (%v)", c.Remaining(), err)
 	}
 	if got := secCount(t, a2.DB); fmt.Sprint(got) != fmt.Sprint(counts) {
@@ -1304,7 +1306,7 @@ func TestCardKeyRotation(t *testing.T) {
 	only2.Config.MasterKey, only2.Config.PreviousKeys = key2, nil
 	env2 := apptest.Attach(t, &only2)
 	k2 := env2.App.Keys
-	for _, tb := range service.SealedTables() {
+	for _, tb := range ops.SealedTables() {
 		for _, c := range tb.Columns {
 			for name, v := range after {
 				prefix := tb.Name + "." + c.Name + ":"

@@ -15,7 +15,8 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/cards"
+	"emi/internal/service/kernel"
 )
 
 // cardEnv is a test environment with a partner, a user and an EUR account.
@@ -120,8 +121,8 @@ func TestCardIssueVirtualAndPlastic(t *testing.T) {
 		t.Errorf("3DS at creation: %v", tds)
 	}
 	pan, cvv, expiry, pin := reveal(t, c, card)
-	if len(pan) != 16 || !service.LuhnValid(pan) || !strings.HasPrefix(pan, "53999401") {
-		t.Fatalf("PAN %s: 16 digits, Luhn, BIN 53999401", service.MaskPAN(pan))
+	if len(pan) != 16 || !cards.LuhnValid(pan) || !strings.HasPrefix(pan, "53999401") {
+		t.Fatalf("PAN %s: 16 digits, Luhn, BIN 53999401", cards.MaskPAN(pan))
 	}
 	if masked := r.Data["masked_pan"].(string); masked != pan[:6]+"******"+pan[12:] {
 		t.Fatalf("masked_pan %s", masked)
@@ -190,7 +191,7 @@ func TestCardCreateValidation(t *testing.T) {
 		"account and user":    {map[string]any{"account": c.acc, "user": c.user, "type": "virtual"}, "user"},
 		"account and merch":   {map[string]any{"account": c.acc, "merchant": c.p.Merchant, "type": "virtual"}, "merchant"},
 		"merchant and user":   {map[string]any{"program": "card_eur", "merchant": c.p.Merchant, "user": c.user, "type": "virtual"}, "user"},
-		"unknown owner":       {map[string]any{"program": "card_eur", "user": service.NewToken(), "type": "virtual"}, "user"},
+		"unknown owner":       {map[string]any{"program": "card_eur", "user": kernel.NewToken(), "type": "virtual"}, "user"},
 		"wrong type of field": {map[string]any{"account": c.acc, "type": "virtual", "active": "yes"}, "active"},
 	} {
 		r := c.do(t, http.MethodPost, "/v2/cards", "card_create", tc.body)
@@ -223,7 +224,7 @@ func TestCardAccountAndProgramRules(t *testing.T) {
 		code   int
 		status int
 	}{
-		"unknown account":     {map[string]any{"account": service.NewToken(), "type": "virtual"}, 12003, 409},
+		"unknown account":     {map[string]any{"account": kernel.NewToken(), "type": "virtual"}, 12003, 409},
 		"malformed account":   {map[string]any{"account": "nope", "type": "virtual"}, 12003, 409},
 		"foreign account":     {map[string]any{"account": foreign, "type": "virtual"}, 12003, 409},
 		"blocked account":     {map[string]any{"account": blocked, "type": "virtual"}, 12003, 409},
@@ -284,7 +285,7 @@ func TestCardAMLRequiredByProgram(t *testing.T) {
 	foreign := call(t, c.env, other, http.MethodPost, "/v1/aml", "aml_check", amlBody())
 
 	for name, aml := range map[string]any{"missing": nil, "match": kim.Data["token"], "another person": elin.Data["token"],
-		"foreign": foreign.Data["token"], "unknown": service.NewToken()} {
+		"foreign": foreign.Data["token"], "unknown": kernel.NewToken()} {
 		body := map[string]any{"account": acc, "type": "virtual"}
 		if aml != nil {
 			body["aml"] = aml
@@ -723,25 +724,25 @@ func TestCardWalletProvisioning(t *testing.T) {
 
 func TestPANHelpers(t *testing.T) {
 	for i := 0; i < 1000; i++ {
-		pan := service.NewPAN("53999401")
-		if len(pan) != 16 || !service.LuhnValid(pan) || !strings.HasPrefix(pan, "53999401") {
-			t.Fatalf("NewPAN %s", service.MaskPAN(pan))
+		pan := cards.NewPAN("53999401")
+		if len(pan) != 16 || !cards.LuhnValid(pan) || !strings.HasPrefix(pan, "53999401") {
+			t.Fatalf("NewPAN %s", cards.MaskPAN(pan))
 		}
 	}
 	// Published test numbers.
 	for _, pan := range []string{"4111111111111111", "5500005555555559", "378282246310005", "6011111111111117"} {
-		if !service.LuhnValid(pan) {
+		if !cards.LuhnValid(pan) {
 			t.Errorf("%s must pass Luhn", pan)
 		}
 	}
 	for _, pan := range []string{"4111111111111112", "1234", "", "41111111111x1111"} {
-		if service.LuhnValid(pan) {
+		if cards.LuhnValid(pan) {
 			t.Errorf("%q must fail Luhn", pan)
 		}
 	}
 	for n := 13; n <= 19; n++ {
 		pan := strings.Repeat("4", n)
-		m := service.MaskPAN(pan)
+		m := cards.MaskPAN(pan)
 		if len(m) != n || m[:6] != pan[:6] || m[n-4:] != pan[n-4:] || strings.Count(m, "*") != n-10 {
 			t.Errorf("MaskPAN length %d: %s", n, m)
 		}

@@ -16,7 +16,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 // emitEvent emits one event of the partner in a transaction of its own, as
@@ -27,7 +27,7 @@ func emitEvent(t *testing.T, env *apptest.Env, partnerID string, typ emi.EventTy
 	ctx := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
 	err := env.App.DB.InTx(ctx, func(ctx context.Context) error {
 		var err error
-		ev, err = env.App.Events.Emit(ctx, partnerID, typ, typ.Resource(), service.NewToken(), fields)
+		ev, err = env.App.Events.Emit(ctx, partnerID, typ, typ.Resource(), kernel.NewToken(), fields)
 		return err
 	})
 	if err != nil {
@@ -90,7 +90,7 @@ func TestEventsList(t *testing.T) {
 		emi.EventApplicationApproved, emi.EventCardActivated} {
 		fields := map[string]any{"n": i}
 		if typ == emi.EventApplicationApproved {
-			fields = map[string]any{"status": "approved", "merchant": service.NewToken(), "mid": "M1", "tid": "T1"}
+			fields = map[string]any{"status": "approved", "merchant": kernel.NewToken(), "mid": "M1", "tid": "T1"}
 		}
 		evs = append(evs, emitEvent(t, env, a.ID, typ, fields))
 		env.Clock.Advance(time.Second)
@@ -147,7 +147,7 @@ func TestEventsList(t *testing.T) {
 		{"limit 101 is refused", "/v2/events/1/101", []string{"limit"}},
 		{"an unknown type is refused", "/v2/events/1/10?type=card.exploded", []string{"type"}},
 		{"an after that is not an event id is refused", "/v2/events/1/10?after=nope", []string{"after"}},
-		{"an after no event has is refused", "/v2/events/1/10?after=" + service.NewToken(), []string{"after"}},
+		{"an after no event has is refused", "/v2/events/1/10?after=" + kernel.NewToken(), []string{"after"}},
 		{"an unknown filter is refused", "/v2/events/1/10?typ=card.activated", []string{"typ"}},
 		{"a filter given twice is refused", "/v2/events/1/10?type=card.activated&type=card.converted", []string{"type"}},
 		{"every problem is reported", "/v2/events/0/1000?type=x", []string{"page", "limit", "type"}},

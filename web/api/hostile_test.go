@@ -20,7 +20,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 	"emi/web/httpx"
 )
 
@@ -523,7 +523,7 @@ func TestHostileInputSweep(t *testing.T) {
 			} else {
 				nf := notFound[param]
 				for i, v := range []struct{ what, value string }{
-					{"random token", service.NewToken()},
+					{"random token", kernel.NewToken()},
 					{"another partner's token", b.tok[param]},
 					{"a token of another kind", a.tok[wrongKind[param]]},
 					{"another partner's token in upper case", strings.ToUpper(b.tok[param])},

@@ -10,7 +10,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 // moneyEnv starts an application and checks the ledger when the test ends:
@@ -266,7 +266,7 @@ func TestSandboxIncomingSuspense(t *testing.T) {
 			"destination": map[string]any{"account_number": "12345678", "sort_code": "040069"}}), emi.SuspenseUnknownIdentifier)
 		suspended("unknown token", incoming(t, env, p, map[string]any{"scheme": "card", "amount": "1.00", "currency": "EUR",
 			"payer":       map[string]any{"name": "J Smith", "card_last4": "1234"},
-			"destination": map[string]any{"account": service.NewToken()}}), emi.SuspenseUnknownIdentifier)
+			"destination": map[string]any{"account": kernel.NewToken()}}), emi.SuspenseUnknownIdentifier)
 	})
 	t.Run("blocked account", func(t *testing.T) {
 		acc, _, iban := openFunded(t, env, p, "account_eur", 0)

@@ -18,7 +18,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/partners"
 	"emi/web/api"
 )
 
@@ -52,7 +52,7 @@ func ping(env *apptest.Env, apiKey, secret string) (int, int, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-api-key", apiKey)
 	req.Header.Set("x-timestamp", ts)
-	req.Header.Set("x-hash", service.Signature([]byte(secret), apiKey, ts, "ping", body))
+	req.Header.Set("x-hash", partners.Signature([]byte(secret), apiKey, ts, "ping", body))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, 0, err

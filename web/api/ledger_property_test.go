@@ -9,7 +9,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
 )
 
 // TestLedgerProperties drives the real services with random sequences of
@@ -116,7 +116,7 @@ func TestLedgerProperties(t *testing.T) {
 				}
 				d := rapid.SampledFrom(candidates).Draw(rt, "undo")
 				if op == "return" {
-					_, err := env.App.Ledger.Post(ctx, service.Reversal(d.txn, "", "returned by the receiving bank"))
+					_, err := env.App.Ledger.Post(ctx, accounts.Reversal(d.txn, "", "returned by the receiving bank"))
 					expect(op, err, !d.undone)
 					if !d.undone {
 						model[bals[d.from].bal] += d.amount

@@ -13,7 +13,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 // init raises the test client's idle connections per host (before any
@@ -312,7 +312,7 @@ func TestLedgerDoubleSpend(t *testing.T) {
 // moneyStaff is a customer-service staff member (money.manage), each call
 // another person.
 func moneyStaff() context.Context {
-	return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: service.NewToken(),
+	return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: kernel.NewToken(),
 		StaffRoles: []string{string(emi.RoleCustomerService)}})
 }
 
@@ -339,7 +339,7 @@ func TestLedgerEntriesImmutable(t *testing.T) {
 	// A transaction that does not sum to zero is refused at commit.
 	tx := env.App.DB.MustBegin()
 	var id int64
-	if err := tx.Get(&id, `INSERT INTO ledger_transactions (token, kind) VALUES ($1, 'incoming') RETURNING id`, service.NewToken()); err != nil {
+	if err := tx.Get(&id, `INSERT INTO ledger_transactions (token, kind) VALUES ($1, 'incoming') RETURNING id`, kernel.NewToken()); err != nil {
 		t.Fatal(err)
 	}
 	tx.MustExec(`INSERT INTO ledger_entries (txn, internal, currency, amount) VALUES ($1, 'incoming_clearing', 'EUR', -100)`, id)

@@ -15,7 +15,8 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	"emi/internal/service/people"
 )
 
 // sanctionsServer serves the shared lists as the publishers would, with
@@ -188,7 +189,7 @@ func TestMerchantPeopleAreRescreened(t *testing.T) {
 	if err := env.App.UpdateSanctions(ctx); err != nil {
 		t.Fatal(err)
 	}
-	payload, _ := json.Marshal(service.RescreenPayload{Version: got.ListVersion, Entries: []string{hit.List + "|" + hit.EntryID}})
+	payload, _ := json.Marshal(people.RescreenPayload{Version: got.ListVersion, Entries: []string{hit.List + "|" + hit.EntryID}})
 	if err := env.App.MerchantScreening.Rescreen(ctx, emi.Job{ID: 1, Payload: payload}); err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +323,7 @@ func TestMerchantCompanyRescreenedAgainstEntities(t *testing.T) {
 		return n
 	}
 	for _, removed := range []bool{true, false} {
-		e := emi.WatchlistEntry{ID: service.NewToken(), Name: "Sandbox Trading", Category: "fraud", Note: "report", CreatedAt: time.Now().UTC()}
+		e := emi.WatchlistEntry{ID: kernel.NewToken(), Name: "Sandbox Trading", Category: "fraud", Note: "report", CreatedAt: time.Now().UTC()}
 		if err := env.App.OnboardingStore.InsertWatchlistEntry(ctx, e); err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 	"emi/web/httpx"
 )
 
@@ -143,7 +143,7 @@ func (a *API) readRequest(op Operation, next http.Handler) http.Handler {
 		r = r.WithContext(tctx)
 		// Headers first: a malformed Idempotency-Key or x-* value must not
 		// reach the key lookup, the replay guard or the idempotency store.
-		if err := httpx.CheckHeaders(r.Header, service.MaxIdempotencyKeyLen); err != nil {
+		if err := httpx.CheckHeaders(r.Header, kernel.MaxIdempotencyKeyLen); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -236,12 +236,12 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 			return
 		}
 		k := strings.TrimSpace(strings.Join(key, ","))
-		if k == "" || len(k) > service.MaxIdempotencyKeyLen {
+		if k == "" || len(k) > kernel.MaxIdempotencyKeyLen {
 			writeError(w, r, emi.ErrBadRequest.WithDetail("Idempotency-Key must be 1 to 255 characters"))
 			return
 		}
 		fp := a.idem.Fingerprints(r.Method, r.URL.Path, body(r))
-		resp, replayed, err := a.idem.Do(r.Context(), p.PartnerID, k, fp, guard, func(ctx context.Context) service.StoredResponse {
+		resp, replayed, err := a.idem.Do(r.Context(), p.PartnerID, k, fp, guard, func(ctx context.Context) kernel.StoredResponse {
 			rec := &bufferedWriter{header: http.Header{}}
 			next.ServeHTTP(rec, r.WithContext(ctx))
 			return rec.response()
@@ -288,7 +288,7 @@ func (b *bufferedWriter) WriteHeader(code int) {
 	}
 }
 
-func (b *bufferedWriter) response() service.StoredResponse {
+func (b *bufferedWriter) response() kernel.StoredResponse {
 	status := b.status
 	if status == 0 {
 		status = http.StatusOK
@@ -299,5 +299,5 @@ func (b *bufferedWriter) response() service.StoredResponse {
 			hs[k] = v
 		}
 	}
-	return service.StoredResponse{Status: status, Headers: hs, Body: b.buf.Bytes()}
+	return kernel.StoredResponse{Status: status, Headers: hs, Body: b.buf.Bytes()}
 }

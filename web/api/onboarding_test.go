@@ -15,7 +15,8 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/registry"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	"emi/internal/service/onboarding"
 )
 
 func sandboxCompany() map[string]any {
@@ -193,7 +194,7 @@ func TestApplicationValidation(t *testing.T) {
 		{"member place of birth", "members[0].place_of_birth", false, member(func(m map[string]any) { m["place_of_birth"] = "Stockholm" })},
 		{"member birthday", "members[0].birthday", false, member(func(m map[string]any) { m["birthday"] = "1987-02-30" })},
 		{"member birthday (configuration)", "members[0].birthday", false, member(func(m map[string]any) { delete(m, "birthday") })},
-		{"member user of another partner", "members[0].user", false, member(func(m map[string]any) { m["user"] = service.NewToken() })},
+		{"member user of another partner", "members[0].user", false, member(func(m map[string]any) { m["user"] = kernel.NewToken() })},
 		{"legal-entity member (configuration)", "members[0].uic", false, member(func(m map[string]any) {
 			m["type"] = []string{"legal-entity"}
 			m["legal_name"] = "Holding AB"
@@ -278,7 +279,7 @@ func TestApplicationNotFound(t *testing.T) {
 	for _, tc := range []struct {
 		name, app string
 		p         *apptest.Partner
-	}{{"unknown", service.NewToken(), owner}, {"foreign", app, other}, {"malformed", "x", owner}} {
+	}{{"unknown", kernel.NewToken(), owner}, {"foreign", app, other}, {"malformed", "x", owner}} {
 		base := "/v3/applications/" + tc.app
 		for _, r := range []apptest.Response{
 			call(t, env, tc.p, http.MethodGet, base, "application_details", nil),
@@ -295,8 +296,8 @@ func TestApplicationNotFound(t *testing.T) {
 		}
 	}
 	for _, r := range []apptest.Response{
-		call(t, env, owner, http.MethodPut, "/v3/applications/"+app+"/companies/members/"+service.NewToken(), "company_member_update", map[string]any{"status": "inactive"}),
-		call(t, env, owner, http.MethodPost, "/v3/applications/"+app+"/companies/members/"+service.NewToken()+"/documents", "company_member_add_document", doc),
+		call(t, env, owner, http.MethodPut, "/v3/applications/"+app+"/companies/members/"+kernel.NewToken(), "company_member_update", map[string]any{"status": "inactive"}),
+		call(t, env, owner, http.MethodPost, "/v3/applications/"+app+"/companies/members/"+kernel.NewToken()+"/documents", "company_member_add_document", doc),
 	} {
 		apptest.Expect(t, "unknown member", r, 11002, http.StatusNotFound)
 		if r.Message != "service.members.not_found" {
@@ -510,7 +511,7 @@ func TestAdverseMediaWatchlist(t *testing.T) {
 type flakyRegistry struct {
 	fail  atomic.Int32
 	calls atomic.Int32
-	next  service.Registry
+	next  onboarding.Registry
 }
 
 func (f *flakyRegistry) Lookup(ctx context.Context, country, uic string) (emi.RegistryRecord, error) {
@@ -529,8 +530,8 @@ func TestProviderOutageIsRetried(t *testing.T) {
 	a := env.App
 	// The app's checks with a flaky register, decided at once (no settle
 	// period, so the test need not wait for one).
-	a.Checks = service.NewChecks(service.ChecksDeps{Tx: a.DB, Store: a.OnboardingStore, Screener: a.Sanctions,
-		Registry: flaky, Media: a.Watchlist, Events: a.Events, Audit: a.Audit, Risk: service.DefaultRiskModel(a.Now),
+	a.Checks = onboarding.NewChecks(onboarding.ChecksDeps{Tx: a.DB, Store: a.OnboardingStore, Screener: a.Sanctions,
+		Registry: flaky, Media: a.Watchlist, Events: a.Events, Audit: a.Audit, Risk: onboarding.DefaultRiskModel(a.Now),
 		FalsePositives: a.People, NamesMatch: registry.NamesMatch, Now: a.Now})
 	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
 	app := createApplication(t, env, p, sandboxApplication(p))

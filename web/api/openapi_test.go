@@ -22,7 +22,8 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/cards"
+	"emi/internal/service/kernel"
 	"emi/web/api"
 )
 
@@ -161,7 +162,7 @@ func samplePath(template string) string {
 		if p == "{page}" || p == "{limit}" {
 			return "1"
 		}
-		return service.NewToken()
+		return kernel.NewToken()
 	})
 }
 
@@ -342,12 +343,12 @@ func TestOpenAPIDocumentsEveryCardAnswer(t *testing.T) {
 	expect("plastic without delivery", call(t, env, p, http.MethodPost, "/v2/cards", "card_create",
 		map[string]any{"account": account(), "type": "plastic"}), 12007, http.StatusBadRequest)
 	expect("unusable account", call(t, env, p, http.MethodPost, "/v2/cards", "card_create",
-		map[string]any{"account": service.NewToken(), "type": "virtual"}), 12003, http.StatusConflict)
+		map[string]any{"account": kernel.NewToken(), "type": "virtual"}), 12003, http.StatusConflict)
 	expect("program mismatch", call(t, env, p, http.MethodPost, "/v2/cards", "card_create",
 		map[string]any{"program": "account_multi", "type": "virtual"}), 12008, http.StatusConflict)
 
 	expect("details", cardOp(http.MethodGet, v, "", "card_details", nil), 0, http.StatusOK)
-	expect("unknown card", cardOp(http.MethodGet, service.NewToken(), "", "card_details", nil), 12002, http.StatusNotFound)
+	expect("unknown card", cardOp(http.MethodGet, kernel.NewToken(), "", "card_details", nil), 12002, http.StatusNotFound)
 	list := expect("list", call(t, env, p, http.MethodGet, "/v2/cards/1/100?user="+user, "cards_list", nil), 0, http.StatusOK)
 	if list.Data["total"].(float64) != 1 {
 		t.Fatalf("list: %s", list)
@@ -357,7 +358,7 @@ func TestOpenAPIDocumentsEveryCardAnswer(t *testing.T) {
 
 	first := expect("first half", cardOp(http.MethodGet, v, "/first-half", "card_number", nil), 0, http.StatusOK)
 	second := expect("second half", cardOp(http.MethodGet, v, "/second-half", "card_number", nil), 0, http.StatusOK)
-	if pan := first.Data["first_half"].(string) + second.Data["second_half"].(string); !service.LuhnValid(pan) {
+	if pan := first.Data["first_half"].(string) + second.Data["second_half"].(string); !cards.LuhnValid(pan) {
 		t.Fatalf("halves %s %s", first, second)
 	}
 	expect("pin", cardOp(http.MethodGet, v, "/pin", "card_retrieve_pin", nil), 0, http.StatusOK)
@@ -446,7 +447,7 @@ func TestEveryErrorHasADescriptionAndADocURL(t *testing.T) {
 		rq  apptest.Request
 		err *emi.Error
 	}{
-		{apptest.Request{Method: http.MethodGet, Path: "/v2/cards/" + service.NewToken(), Operation: "card_details"}, emi.ErrCardNotFound},
+		{apptest.Request{Method: http.MethodGet, Path: "/v2/cards/" + kernel.NewToken(), Operation: "card_details"}, emi.ErrCardNotFound},
 		{apptest.Request{Method: http.MethodPost, Path: "/v2/cards", Operation: "card_create", Body: []byte(`{"colour":"red"}`)}, emi.ErrCardValidation},
 		{apptest.Request{Method: http.MethodGet, Path: "/v2/partner", NoAuth: true}, emi.ErrAuthInvalid},
 		{apptest.Request{Method: http.MethodGet, Path: "/v2/nowhere", NoAuth: true, SkipOpenAPI: true}, emi.ErrRouteNotFound},

@@ -7,7 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
 )
 
 // transferExternalCreate (POST /v2/transfers/external).
@@ -99,7 +99,7 @@ func (a *API) accountTransactions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	sq := service.StatementQuery{From: q.Get("from"), To: q.Get("to"), Page: pathInt(r, "page"), Limit: pathInt(r, "limit")}
+	sq := accounts.StatementQuery{From: q.Get("from"), To: q.Get("to"), Page: pathInt(r, "page"), Limit: pathInt(r, "limit")}
 	st, err := a.d.Accounts.Statement(r.Context(), chi.URLParam(r, "account"), sq)
 	if err != nil {
 		writeError(w, r, err)

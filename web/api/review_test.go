@@ -12,7 +12,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/onboarding"
 )
 
 // staffCtx is the context of a new staff user with roles.
@@ -347,7 +347,7 @@ func TestReviewHitsEditsBulkAndMetrics(t *testing.T) {
 		for _, c := range a.Checks {
 			if c.Name == emi.CheckSanctions {
 				for _, h := range c.Details["hits"].([]any) {
-					keys = append(keys, service.HitKey(h.(map[string]any)))
+					keys = append(keys, onboarding.HitKey(h.(map[string]any)))
 				}
 			}
 		}
@@ -406,7 +406,7 @@ func TestReviewHitsEditsBulkAndMetrics(t *testing.T) {
 				t.Fatalf("sanctions after the false positives: %+v", c)
 			}
 		}
-		if !service.NeedsFourEyes(a) {
+		if !onboarding.NeedsFourEyes(a) {
 			t.Fatal("an application whose hits were cleared needs four eyes")
 		}
 	})
@@ -535,7 +535,7 @@ func TestReviewTrueMatchBlocksAndMaterialChangeVoidsFirstApproval(t *testing.T) 
 		for _, c := range a.Checks {
 			if c.Name == emi.CheckSanctions {
 				for _, h := range c.Details["hits"].([]any) {
-					key = service.HitKey(h.(map[string]any))
+					key = onboarding.HitKey(h.(map[string]any))
 				}
 			}
 		}
@@ -625,7 +625,7 @@ func TestC2OneUnderwriterCannotDismissAnExactMatch(t *testing.T) {
 			if c.Name == emi.CheckSanctions {
 				hs, _ := c.Details["hits"].([]any)
 				for _, h := range hs {
-					keys = append(keys, service.HitKey(h.(map[string]any)))
+					keys = append(keys, onboarding.HitKey(h.(map[string]any)))
 				}
 			}
 		}
@@ -727,7 +727,7 @@ func TestApprovalStatesItsGrounds(t *testing.T) {
 	for _, c := range a.Checks {
 		if c.Name == emi.CheckSanctions {
 			for _, h := range c.Details["hits"].([]any) {
-				key := service.HitKey(h.(map[string]any))
+				key := onboarding.HitKey(h.(map[string]any))
 				if err := env.App.Review.DecideHit(u1, app, key, emi.HitFalsePositive, "another person: passport differs"); err != nil {
 					t.Fatal(err)
 				}

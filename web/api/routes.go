@@ -13,38 +13,45 @@ import (
 	"github.com/go-chi/httprate"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
+	"emi/internal/service/cards"
+	"emi/internal/service/kernel"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/ops"
+	partnerssvc "emi/internal/service/partners"
+	"emi/internal/service/people"
+	"emi/internal/service/transfers"
 )
 
 // Deps are what the API needs.
 type Deps struct {
-	Auth        *service.Auth
-	Idempotency *service.Idempotency
-	Partners    *service.Partners
-	Events      *service.Events
-	Users       *service.Users
-	AML         *service.AML
-	KYC         *service.KYC
-	Onboarding  *service.Onboarding
-	Accounts    *service.Accounts
-	Cards       *service.Cards
-	Transfers   *service.Transfers
+	Auth        *partnerssvc.Auth
+	Idempotency *kernel.Idempotency
+	Partners    *partnerssvc.Partners
+	Events      *kernel.Events
+	Users       *people.Users
+	AML         *people.AML
+	KYC         *people.KYC
+	Onboarding  *onboarding.Onboarding
+	Accounts    *accounts.Accounts
+	Cards       *cards.Cards
+	Transfers   *transfers.Transfers
 	// Authorizations decides sandbox card payments and settles them.
-	Authorizations *service.Authorizations
+	Authorizations *cards.Authorizations
 	// Webhooks manages the partner's webhook endpoints.
-	Webhooks *service.Webhooks
+	Webhooks *partnerssvc.Webhooks
 	// Review decides applications (sandbox_application_decide, through
 	// the underwriters' own method).
-	Review *service.Review
+	Review *onboarding.Review
 	// Incoming books incoming payments (sandbox_incoming_credit).
-	Incoming *service.Incoming
+	Incoming *transfers.Incoming
 	// Sandbox enables the sandbox-only operations (simulated incoming
 	// payments, card authorizations, settlement of outgoing payments);
 	// in production they answer 404 / 10004 like an unknown route.
 	Sandbox bool
 	// SandboxOutcomes makes the sandbox's human decisions (KYC, AML,
 	// application); nil outside a sandbox, where its routes answer 404.
-	SandboxOutcomes *service.SandboxOutcomes
+	SandboxOutcomes *ops.SandboxOutcomes
 	// RateLimit requests per RateWindow per API key; 0 disables limiting.
 	RateLimit  int
 	RateWindow time.Duration
@@ -52,10 +59,10 @@ type Deps struct {
 
 // API holds the handlers and middleware of the partner API.
 type API struct {
-	auth     *service.Auth
-	idem     *service.Idempotency
-	partners *service.Partners
-	events   *service.Events
+	auth     *partnerssvc.Auth
+	idem     *kernel.Idempotency
+	partners *partnerssvc.Partners
+	events   *kernel.Events
 	limiter  *httprate.RateLimiter
 	d        Deps
 	// paths are the routed patterns with their methods (methodGuard).

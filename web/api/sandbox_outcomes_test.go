@@ -8,7 +8,8 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	"emi/internal/service/ops"
 )
 
 // auditedAsSandbox counts the audit rows of action on token written by the
@@ -17,7 +18,7 @@ func auditedAsSandbox(t *testing.T, env *apptest.Env, action, token string) int 
 	t.Helper()
 	var n int
 	if err := env.App.DB.Get(&n, `SELECT count(*) FROM audit_log WHERE action = $1 AND resource_token = $2 AND actor_id IN ($3, $4)`,
-		action, token, service.SandboxReviewerID, service.SandboxSecondReviewerID); err != nil {
+		action, token, kernel.SandboxReviewerID, kernel.SandboxSecondReviewerID); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -105,7 +106,7 @@ func TestSandboxOutcomes(t *testing.T) {
 			apptest.Expect(t, "decided twice", call(t, env, p, http.MethodPost, "/v3/sandbox/applications/"+app+"/decision",
 				"sandbox_application_decide", c.body), emi.ErrNotInReview.Code, http.StatusConflict)
 		}
-		apptest.Expect(t, "bad outcome", call(t, env, p, http.MethodPost, "/v3/sandbox/applications/"+service.NewToken()+"/decision",
+		apptest.Expect(t, "bad outcome", call(t, env, p, http.MethodPost, "/v3/sandbox/applications/"+kernel.NewToken()+"/decision",
 			"sandbox_application_decide", map[string]any{"outcome": "maybe"}), emi.ErrValidation.Code, http.StatusBadRequest)
 	})
 
@@ -119,9 +120,9 @@ func TestSandboxOutcomes(t *testing.T) {
 	t.Run("production answers 404 like an unknown route", func(t *testing.T) {
 		prod := apptest.New(t, apptest.Options{NoSanctions: true, Configure: func(c *config.Config) { c.Mode = config.ModeProduction }})
 		q := prod.NewPartner(t, emi.PartnerCreate{Name: "Prod"})
-		for _, rq := range []struct{ path, op string }{{"/v1/sandbox/kyc/" + service.NewToken(), "sandbox_kyc_decide"},
-			{"/v1/sandbox/aml/" + service.NewToken(), "sandbox_aml_review"},
-			{"/v3/sandbox/applications/" + service.NewToken() + "/decision", "sandbox_application_decide"}} {
+		for _, rq := range []struct{ path, op string }{{"/v1/sandbox/kyc/" + kernel.NewToken(), "sandbox_kyc_decide"},
+			{"/v1/sandbox/aml/" + kernel.NewToken(), "sandbox_aml_review"},
+			{"/v3/sandbox/applications/" + kernel.NewToken() + "/decision", "sandbox_application_decide"}} {
 			apptest.Expect(t, rq.op+" in production", call(t, prod, q, http.MethodPost, rq.path, rq.op, map[string]any{"outcome": "approved"}),
 				emi.ErrRouteNotFound.Code, http.StatusNotFound)
 		}
@@ -132,8 +133,8 @@ func TestSandboxOutcomes(t *testing.T) {
 		if prod.App.SandboxOutcomes != nil {
 			t.Fatal("a production instance holds the sandbox outcomes")
 		}
-		if so, err := service.NewSandboxOutcomes(service.SandboxOutcomesDeps{KYC: prod.App.KYC, AML: prod.App.AML,
-			Review: prod.App.Review}); so != nil || !errors.Is(err, service.ErrNotSandbox) {
+		if so, err := ops.NewSandboxOutcomes(ops.SandboxOutcomesDeps{KYC: prod.App.KYC, AML: prod.App.AML,
+			Review: prod.App.Review}); so != nil || !errors.Is(err, ops.ErrNotSandbox) {
 			t.Fatalf("sandbox outcomes built outside a sandbox: %v, %v", so, err)
 		}
 	})

@@ -9,7 +9,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 // callNow signs with version 2 and a fresh nonce instead of advancing the
@@ -18,7 +18,7 @@ import (
 func callNow(t *testing.T, env *apptest.Env, p *apptest.Partner, method, path, op string, body any) apptest.Response {
 	t.Helper()
 	return p.Do(t, apptest.Request{Method: method, Path: path, Operation: op, JSON: body, SignatureVersion: emi.SignatureV2,
-		Nonce: strings.ReplaceAll(service.NewToken(), "-", "")})
+		Nonce: strings.ReplaceAll(kernel.NewToken(), "-", "")})
 }
 
 // waitingFor reads application_details' waiting_for.

@@ -9,7 +9,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 // bodyRefs says, for every operation whose request names a resource of the
@@ -93,7 +93,7 @@ func TestS4EveryResourceOfAnotherPartnerIsNotFound(t *testing.T) {
 		// code of the resource, and nothing changes.
 		for _, param := range resourceParams {
 			nf := notFound[param]
-			for _, v := range []struct{ what, tok string }{{"partner A's", a.tok[param]}, {"an unknown", service.NewToken()}} {
+			for _, v := range []struct{ what, tok string }{{"partner A's", a.tok[param]}, {"an unknown", kernel.NewToken()}} {
 				s := sent{what: "B's key, " + v.what + " {" + param + "}", path: fill(rt.pattern, b.tok, param, v.tok),
 					status: http.StatusNotFound, code: nf.Code}
 				if rt.body {
@@ -118,7 +118,7 @@ func TestS4EveryResourceOfAnotherPartnerIsNotFound(t *testing.T) {
 		for _, ref := range refs {
 			// The answer for a token that does not exist, first.
 			unknown := ref.body(b)
-			setPath(unknown, ref.field, service.NewToken())
+			setPath(unknown, ref.field, kernel.NewToken())
 			foreign := ref.body(b)
 			setPath(foreign, ref.field, tokenOfA(a, ref.field))
 			path := fill(rt.pattern, b.tok, "", "")
@@ -164,7 +164,7 @@ func TestS4EveryResourceOfAnotherPartnerIsNotFound(t *testing.T) {
 		t.Fatalf("A's balance %q, IBAN %q (%v)", balOfA, ibanOfA, err)
 	}
 	posted := balanceOfA()
-	for _, dest := range []map[string]any{{"account": a.tok["account"]}, {"account": service.NewToken()}} {
+	for _, dest := range []map[string]any{{"account": a.tok["account"]}, {"account": kernel.NewToken()}} {
 		credit := call(t, env, b.p, http.MethodPost, "/v2/sandbox/incoming", "sandbox_incoming_credit", map[string]any{
 			"scheme": "card", "amount": "1.00", "currency": "EUR", "payer": map[string]any{"name": "J Smith", "card_last4": "1234"},
 			"destination": dest})

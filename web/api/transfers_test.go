@@ -16,7 +16,8 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/iban"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	"emi/internal/service/transfers"
 	"emi/internal/ukbank"
 )
 
@@ -160,7 +161,7 @@ func TestTransferRules(t *testing.T) {
 	})
 	t.Run("source and destination lookups", func(t *testing.T) {
 		apptest.Expect(t, "foreign source", send(transferBody(map[string]any{"account": foreignAcc}, dst, "1.00", "EUR")), 14002, http.StatusNotFound)
-		apptest.Expect(t, "unknown source", send(transferBody(map[string]any{"balance": service.NewToken()}, dst, "1.00", "EUR")), 14002, http.StatusNotFound)
+		apptest.Expect(t, "unknown source", send(transferBody(map[string]any{"balance": kernel.NewToken()}, dst, "1.00", "EUR")), 14002, http.StatusNotFound)
 		apptest.Expect(t, "unknown IBAN", send(transferBody(src, map[string]any{"iban": "BG80BNBG96611020345678"}, "1.00", "EUR")), 14006, http.StatusNotFound)
 		apptest.Expect(t, "malformed token", send(transferBody(src, map[string]any{"account": "nope"}, "1.00", "EUR")), 14006, http.StatusNotFound)
 		apptest.Expect(t, "source without the currency", send(transferBody(map[string]any{"account": gbpAcc}, dst, "1.00", "EUR")), 14005, http.StatusConflict)
@@ -431,7 +432,7 @@ func TestTransferMainToVirtualIsRefused(t *testing.T) {
 	}
 	defer func() { _ = tx.Rollback() }()
 	var id int64
-	if err := tx.Get(&id, `INSERT INTO ledger_transactions (token, kind, reference) VALUES ($1, 'transfer', 'fake') RETURNING id`, service.NewToken()); err != nil {
+	if err := tx.Get(&id, `INSERT INTO ledger_transactions (token, kind, reference) VALUES ($1, 'transfer', 'fake') RETURNING id`, kernel.NewToken()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Exec(`INSERT INTO ledger_entries (txn, balance, account, currency, amount, balance_after) VALUES
@@ -563,8 +564,8 @@ func TestTransferDestinationMissesAreLimited(t *testing.T) {
 			t.Errorf("code %d", c)
 		}
 	}
-	if misses != service.DestinationMissLimit || limited != 50-service.DestinationMissLimit {
-		t.Fatalf("%d answered 14006, %d limited (limit %d)", misses, limited, service.DestinationMissLimit)
+	if misses != transfers.DestinationMissLimit || limited != 50-transfers.DestinationMissLimit {
+		t.Fatalf("%d answered 14006, %d limited (limit %d)", misses, limited, transfers.DestinationMissLimit)
 	}
 	r := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
 		transferBody(map[string]any{"account": src}, map[string]any{"iban": valid}, "1.00", "EUR"))

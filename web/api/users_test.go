@@ -18,7 +18,8 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	"emi/internal/service/people"
 )
 
 // Small but real files, so that content sniffing accepts them.
@@ -104,7 +105,7 @@ func TestUserLifecycle(t *testing.T) {
 	})
 	t.Run("update refuses every create-only field by name and changes nothing", func(t *testing.T) {
 		u := call(t, env, p, http.MethodPut, "/v2/users/"+token, "user_update", map[string]any{
-			"email": "new@example.com", "type": "card-usage", "aml": service.NewToken(), "registration_ip": "1.2.3.4",
+			"email": "new@example.com", "type": "card-usage", "aml": kernel.NewToken(), "registration_ip": "1.2.3.4",
 			"company": "X", "documents": []any{}, "city": "Varna", "country": "XX"})
 		apptest.Expect(t, "user_update create-only", u, -3, http.StatusBadRequest)
 		for _, f := range []string{"email", "type", "aml", "registration_ip", "company", "documents", "country"} {
@@ -192,7 +193,7 @@ func TestUserValidation(t *testing.T) {
 		{"additional_nationality element", "additional_nationality", "additional_nationality[1]", []string{"DE", "XK1"}},
 		{"merchant under 32", "merchant", "", "abc"},
 		{"merchant of another partner", "merchant", "", other.Merchant},
-		{"merchant unknown", "merchant", "", service.NewToken()},
+		{"merchant unknown", "merchant", "", kernel.NewToken()},
 		{"email syntax", "email", "", "not-an-email"},
 		{"registration_ip", "registration_ip", "", "999.1.1.1"},
 		{"registration_lat", "registration_lat", "", "91.5"},
@@ -364,7 +365,7 @@ func kimBody() map[string]any {
 // complianceCtx is a compliance officer's context, for the review
 // service calls the back office makes.
 func complianceCtx() context.Context {
-	return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: service.NewToken(), StaffRoles: []string{string(emi.RoleCompliance)}})
+	return emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: kernel.NewToken(), StaffRoles: []string{string(emi.RoleCompliance)}})
 }
 
 func TestAMLCheck(t *testing.T) {
@@ -472,7 +473,7 @@ func TestAMLCheck(t *testing.T) {
 		if _, err := env.App.AML.Decide(complianceCtx(), token, emi.HitDecision{N: 1, Decision: emi.HitTrueMatch}); !errorsIs(err, emi.ErrReviewValidation) {
 			t.Fatalf("decision without reason: %v", err)
 		}
-		auditor := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: service.NewToken(), StaffRoles: []string{"auditor"}})
+		auditor := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: kernel.NewToken(), StaffRoles: []string{"auditor"}})
 		if _, err := env.App.AML.Decide(auditor, token, emi.HitDecision{N: 1, Decision: emi.HitTrueMatch, Reason: "is him"}); !errorsIs(err, emi.ErrForbidden) {
 			t.Fatalf("auditor decided: %v", err)
 		}
@@ -550,7 +551,7 @@ func TestUserWithAMLToken(t *testing.T) {
 	otherAML := call(t, env, other, http.MethodPost, "/v1/aml", "aml_check", amlBody()).Data["token"].(string)
 	match := call(t, env, p, http.MethodPost, "/v1/aml", "aml_check", kimBody()).Data["token"].(string)
 	for name, b := range map[string]map[string]any{
-		"unknown token":        person(map[string]any{"aml": service.NewToken()}),
+		"unknown token":        person(map[string]any{"aml": kernel.NewToken()}),
 		"another partner's":    person(map[string]any{"aml": otherAML}),
 		"another person":       person(map[string]any{"first_name": "Anna"}),
 		"another birthday":     person(map[string]any{"birthday": "1987-03-03"}),
@@ -588,14 +589,14 @@ func TestKYCInit(t *testing.T) {
 	if d := call(t, env, p, http.MethodGet, "/v2/users/"+user, "user_details", nil); d.Data["kyc_status"] != "pending" {
 		t.Fatalf("kyc_status: %s", d)
 	}
-	nf := call(t, env, p, http.MethodPost, "/v1/kyc", "kyc_init", map[string]any{"user": service.NewToken()})
+	nf := call(t, env, p, http.MethodPost, "/v1/kyc", "kyc_init", map[string]any{"user": kernel.NewToken()})
 	apptest.Expect(t, "unknown user", nf, 11002, http.StatusNotFound)
 	if nf.Message != "service.users.not_found" {
 		t.Fatalf("message %q", nf.Message)
 	}
 
 	t.Run("an expired session is replaced", func(t *testing.T) {
-		env.Clock.Advance(service.KYCSessionTTL)
+		env.Clock.Advance(people.KYCSessionTTL)
 		n := call(t, env, p, http.MethodPost, "/v1/kyc", "kyc_init", map[string]any{"user": user})
 		apptest.Expect(t, "after expiry", n, 0, http.StatusCreated)
 		if n.Data["token"] == r.Data["token"] {

@@ -11,7 +11,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/postgres"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 	"emi/internal/validate"
 	"emi/web/api"
 )
@@ -33,7 +33,7 @@ type widgetCreate struct {
 
 type widgets struct {
 	db     *postgres.DB
-	audit  *service.Auditor
+	audit  *kernel.Auditor
 	v      *validate.Validator
 	panics atomic.Int32 // panic on the next N calls, before anything commits
 	calls  atomic.Int32
@@ -51,7 +51,7 @@ func (wg *widgets) create(ctx context.Context, in widgetCreate) (string, error) 
 		return "", err
 	}
 	p, _ := emi.PrincipalFrom(ctx)
-	token := service.NewToken()
+	token := kernel.NewToken()
 	err := wg.db.InTx(ctx, func(ctx context.Context) error {
 		_, err := wg.db.Ext(ctx).ExecContext(ctx, `INSERT INTO widgets (token, partner_id, name) VALUES ($1, $2, $3)`, token, p.PartnerID, in.Name)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
 	"emi/views/components"
 	"emi/views/pages"
 )
@@ -424,7 +424,7 @@ func balanceViews(a emi.Account) []pages.BalanceView {
 
 // accountActions are the actions the signed-in customer-service user may
 // take on the account.
-func accountActions(a service.AccountView, me string, f *accountForm) *pages.AccountActions {
+func accountActions(a accounts.AccountView, me string, f *accountForm) *pages.AccountActions {
 	act := &pages.AccountActions{Base: accountHref(a.Token), Virtuals: len(a.Virtuals)}
 	open := a.Status != emi.AccountTerminated
 	act.CanBlock = open && a.Status == emi.AccountActive

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/cards"
 	"emi/views/components"
 	"emi/views/pages"
 )
@@ -81,7 +81,7 @@ func (p *Portal) cardPayments(r *http.Request, card emi.Card, currency string, f
 	}
 	if manage {
 		sim := &pages.PaymentSimulator{Action: cardHref(card.Token) + "/authorizations", Currency: currency,
-			Channels: emi.AuthorizationChannels, HoldDays: emi.AuthorizationHoldDays, PINTries: service.MaxPINErrors, Vals: map[string]string{}}
+			Channels: emi.AuthorizationChannels, HoldDays: emi.AuthorizationHoldDays, PINTries: cards.MaxPINErrors, Vals: map[string]string{}}
 		if f != nil && f.which == simulateForm {
 			sim.Open, sim.Vals, sim.Errs, sim.Banner = true, f.vals, f.errs, f.banner
 		}

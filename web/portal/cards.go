@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/cards"
 	"emi/views/components"
 	"emi/views/pages"
 	"emi/web/httpx"
@@ -48,8 +48,8 @@ func cardTone(status string) string {
 // a full card number (13 to 19 digits once spaces and dashes are dropped)
 // comes back masked, so no page echoes a card number.
 func maskedQuery(q string) string {
-	if pan, ok := service.PANQuery(q); ok {
-		return service.MaskPAN(pan)
+	if pan, ok := cards.PANQuery(q); ok {
+		return cards.MaskPAN(pan)
 	}
 	return q
 }
@@ -65,7 +65,7 @@ func (p *Portal) searchCards(r *http.Request, q string) ([]pages.Hit, error) {
 	}
 	var list []emi.Card
 	var err error
-	if _, isPAN := service.PANQuery(q); isPAN {
+	if _, isPAN := cards.PANQuery(q); isPAN {
 		// A full card number: only from the header search's POST and for
 		// staff who may reveal (Cards.SearchPAN: quota, audit). A GET
 		// (a URL holding the number) finds no card by it.
@@ -115,7 +115,7 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 	// digits included. Those headers do not sort: a number is never put in
 	// a link. A new search starts in the usual order.
 	sort := readSort(r, "", "", "card", "owner", "account", "program", "type", "status", "activated", "created")
-	_, isPAN := service.PANQuery(q)
+	_, isPAN := cards.PANQuery(q)
 	if !isPAN && !longDigitRun(q) {
 		order := sort.view(r)
 		order.Query = url.Values{}
@@ -269,7 +269,7 @@ func (p *Portal) renderCardPage(w http.ResponseWriter, r *http.Request, status i
 }
 
 // cardView lays out a card for its page.
-func (p *Portal) cardView(r *http.Request, c service.CardView, f *cardForm) (pages.CardView, error) {
+func (p *Portal) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.CardView, error) {
 	v := pages.CardView{Token: c.Token, Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status, StatusTone: cardTone(c.Status),
 		Activated: c.Activated, StatusReason: blockReasonText(c.Status, c.StatusReason)}
 	if c.Replaces != "" {
@@ -518,12 +518,12 @@ func yesOrNo(b bool) string {
 
 // cardActions are the actions the signed-in customer-service user may
 // take on the card, by its state (the service refuses the rest anyway).
-func cardActions(c service.CardView, f *cardForm) *pages.CardActions {
+func cardActions(c cards.CardView, f *cardForm) *pages.CardActions {
 	a := &pages.CardActions{Base: cardHref(c.Token), Terminated: c.Status == emi.CardTerminated}
 	a.CanActivate = !c.Activated
 	a.CanDeactivate = c.Status != emi.CardTerminated
 	a.CanReactivate = c.Status == emi.CardInactive
-	a.CanReplace = service.CanReplace(c.Card)
+	a.CanReplace = cards.CanReplace(c.Card)
 	a.Reported = blockReasonText(c.Status, c.StatusReason)
 	for _, code := range emi.BlockReasons {
 		a.BlockReasons = append(a.BlockReasons, pages.CardChoice{Value: code, Label: blockReasonChoice(code)})
@@ -821,7 +821,7 @@ func (p *Portal) cardReveal(w http.ResponseWriter, r *http.Request) {
 		p.renderReveal(w, r, formStatus(e), v)
 		return
 	}
-	v.PAN, v.Masked = groupDigits(got.PAN), service.MaskPAN(got.PAN)
+	v.PAN, v.Masked = groupDigits(got.PAN), cards.MaskPAN(got.PAN)
 	p.renderReveal(w, r, http.StatusOK, v)
 }
 

@@ -14,7 +14,8 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/cards"
+	"emi/internal/service/staff"
 	"emi/web/portal"
 )
 
@@ -37,11 +38,11 @@ func issueCard(t testing.TB, env *apptest.Env, p *apptest.Partner, in emi.CardCr
 // cardPAN reads a card's number through the partner's two reveal halves.
 func cardPAN(t testing.TB, env *apptest.Env, p *apptest.Partner, card string) string {
 	t.Helper()
-	first, err := env.App.Cards.Reveal(partnerCtx(p), card, service.RevealFirstHalf)
+	first, err := env.App.Cards.Reveal(partnerCtx(p), card, cards.RevealFirstHalf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := env.App.Cards.Reveal(partnerCtx(p), card, service.RevealSecondHalf)
+	second, err := env.App.Cards.Reveal(partnerCtx(p), card, cards.RevealSecondHalf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func luhnRuns(body string) []string {
 			continue // the account digits of an IBAN written in groups
 		}
 		d := strings.ReplaceAll(body[m[0]:m[1]], " ", "")
-		if len(d) >= 13 && len(d) <= 19 && service.LuhnValid(d) {
+		if len(d) >= 13 && len(d) <= 19 && cards.LuhnValid(d) {
 			out = append(out, d)
 		}
 	}
@@ -103,7 +104,7 @@ func noCardNumbers(t testing.TB, what string, body string, pans []string) {
 	for _, pan := range pans {
 		for _, form := range []string{pan, groupedPAN(pan, " "), groupedPAN(pan, "-")} {
 			if strings.Contains(body, form) {
-				t.Errorf("%s shows the card number %s", what, service.MaskPAN(pan))
+				t.Errorf("%s shows the card number %s", what, cards.MaskPAN(pan))
 			}
 		}
 	}
@@ -263,10 +264,10 @@ func (e *cardsEnv) count(t *testing.T, q string, args ...any) int {
 }
 
 func TestLuhnRunScanner(t *testing.T) {
-	pan := service.NewPAN("53999401")
+	pan := cards.NewPAN("53999401")
 	luhn14 := ""
 	for d := '0'; d <= '9' && luhn14 == ""; d++ {
-		if service.LuhnValid("1234567890123" + string(d)) {
+		if cards.LuhnValid("1234567890123" + string(d)) {
 			luhn14 = "1234567890123" + string(d)
 		}
 	}
@@ -276,7 +277,7 @@ func TestLuhnRunScanner(t *testing.T) {
 	}{
 		{"<td>" + pan + "</td>", 1},
 		{"<p>" + groupedPAN(pan, " ") + "</p>", 1},
-		{"<td>" + service.MaskPAN(pan) + "</td>", 0},
+		{"<td>" + cards.MaskPAN(pan) + "</td>", 0},
 		{"BG80EMIB" + pan[:14], 0},                      // inside an IBAN
 		{"bg80 emib " + groupedPAN(luhn14, " "), 0},     // an IBAN in groups, its account digits Luhn-valid
 		{"<td>" + groupedPAN(luhn14, " ") + "</td>", 1}, // the same digits alone
@@ -357,13 +358,13 @@ func TestCardSearch(t *testing.T) {
 
 	t.Run("a card number is never shown back, also when sent in the URL", func(t *testing.T) {
 		pg := search(e.pan)
-		contains(t, "card number search", pg, `value="`+service.MaskPAN(e.pan)+`"`)
+		contains(t, "card number search", pg, `value="`+cards.MaskPAN(e.pan)+`"`)
 		// A number in a URL finds nothing: the search by number is a POST.
 		pg = e.cs.Get(t, "/backoffice/cards?q="+url.QueryEscape(groupedPAN(e.pan, " ")))
 		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(pg.Body, `id="q-error"`) {
 			t.Fatalf("card number in the URL: HTTP %d", pg.Status)
 		}
-		contains422(t, "card number in the URL", pg, `value="`+service.MaskPAN(e.pan)+`"`)
+		contains422(t, "card number in the URL", pg, `value="`+cards.MaskPAN(e.pan)+`"`)
 		lacks(t, "card number in the URL", pg, link(e.card))
 	})
 
@@ -1009,7 +1010,7 @@ func TestCardReveal(t *testing.T) {
 	})
 
 	t.Run("a password is no step-up for a reveal, and a code works once", func(t *testing.T) {
-		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"Second call from the customer"}}, htmx...)
+		pg := e.cs.Reveal(t, reveal, url.Values{"secret": {staff.SandboxStaffPassword}, "reason": {"Second call from the customer"}}, htmx...)
 		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(pg.Body, `id="secret-error"`) {
 			t.Fatalf("password reveal: HTTP %d", pg.Status)
 		}
@@ -1115,7 +1116,7 @@ func TestPANCandidateWalk(t *testing.T) {
 	candidates := make([]string, 0, 50)
 	for i := 0; len(candidates) < 49; i++ {
 		c := e.pan[:6] + fmt.Sprintf("%06d", i*7919%1000000) + e.pan[12:]
-		if c != e.pan && service.LuhnValid(c) {
+		if c != e.pan && cards.LuhnValid(c) {
 			candidates = append(candidates, c)
 		}
 	}
@@ -1148,8 +1149,8 @@ func TestPANCandidateWalk(t *testing.T) {
 			t.Errorf("HTTP %d", st)
 		}
 	}
-	if answered > service.DefaultRevealQuota || answered+limited != len(candidates) {
-		t.Fatalf("%d answered, %d limited of %d (quota %d)", answered, limited, len(candidates), service.DefaultRevealQuota)
+	if answered > cards.DefaultRevealQuota || answered+limited != len(candidates) {
+		t.Fatalf("%d answered, %d limited of %d (quota %d)", answered, limited, len(candidates), cards.DefaultRevealQuota)
 	}
 	audited := e.count(t, `SELECT count(*) FROM audit_log WHERE action = 'card.reveal' AND actor_id = $1
 		AND changes->'fields' = '["pan_search"]'`, e.csID)
@@ -1173,7 +1174,7 @@ func TestRevealQuota(t *testing.T) {
 	revealed := 0
 	for i := 0; i < 40; i++ {
 		c := []emi.Card{e.card, e.plastic, e.loose}[i%3]
-		pg := e.cs.Reveal(t, e.page(c)+"/reveal", url.Values{"secret": {service.SandboxStaffPassword}, "reason": {"bulk"}}, htmx...)
+		pg := e.cs.Reveal(t, e.page(c)+"/reveal", url.Values{"secret": {staff.SandboxStaffPassword}, "reason": {"bulk"}}, htmx...)
 		if pg.Status == http.StatusOK {
 			revealed++
 		}
@@ -1182,14 +1183,14 @@ func TestRevealQuota(t *testing.T) {
 		t.Fatalf("%d reveals with a re-sent password", revealed)
 	}
 	var last apptest.Page
-	for i := 0; i < service.DefaultRevealQuota+1; i++ {
+	for i := 0; i < cards.DefaultRevealQuota+1; i++ {
 		c := []emi.Card{e.card, e.plastic, e.loose}[i%3]
 		last = e.cs.Reveal(t, e.page(c)+"/reveal", url.Values{"secret": {e.code(t)}, "reason": {"bulk"}}, htmx...)
 		if last.Status == http.StatusOK {
 			revealed++
 		}
 	}
-	if revealed != service.DefaultRevealQuota || last.Status != http.StatusTooManyRequests {
+	if revealed != cards.DefaultRevealQuota || last.Status != http.StatusTooManyRequests {
 		t.Fatalf("%d reveals, the last HTTP %d", revealed, last.Status)
 	}
 	noCardNumbers(t, "refused by the quota", last.Body, e.pans)

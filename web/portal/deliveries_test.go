@@ -13,7 +13,8 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
+	"emi/internal/service/partners"
 )
 
 // deliveryEnv is a partner whose endpoint has failed deliveries: n
@@ -49,7 +50,7 @@ func newDeliveryEnv(t *testing.T, n int) *deliveryEnv {
 		next_attempt_at = NULL WHERE endpoint_id = $1`, d.endpointID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`UPDATE jobs SET state = 'succeeded', finished_at = now() WHERE kind = $1`, service.JobWebhookDeliver); err != nil {
+	if _, err := db.Exec(`UPDATE jobs SET state = 'succeeded', finished_at = now() WHERE kind = $1`, kernel.JobWebhookDeliver); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Select(&d.failed, `SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id`, d.endpointID); err != nil {
@@ -66,7 +67,7 @@ func (d *deliveryEnv) replaysAsked(t *testing.T) (asked, jobs int) {
 		d.endpointID); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.env.App.DB.Get(&jobs, `SELECT count(*) FROM jobs WHERE kind = $1 AND state = 'available'`, service.JobWebhookDeliver); err != nil {
+	if err := d.env.App.DB.Get(&jobs, `SELECT count(*) FROM jobs WHERE kind = $1 AND state = 'available'`, kernel.JobWebhookDeliver); err != nil {
 		t.Fatal(err)
 	}
 	return asked, jobs
@@ -286,7 +287,7 @@ func TestConcurrentBulkReplaysAskOnce(t *testing.T) {
 // the next one takes the rest.
 func TestBulkReplayIsBounded(t *testing.T) {
 	t.Parallel()
-	d := newDeliveryEnv(t, service.MaxBulkReplay+3)
+	d := newDeliveryEnv(t, partners.MaxBulkReplay+3)
 	replay := d.log[:strings.LastIndex(d.log, "/")] + "/deliveries/replay-failed"
 	admin := d.env.NewBrowser()
 	admin.SignIn(t, apptest.AdminEmail)
@@ -297,11 +298,11 @@ func TestBulkReplayIsBounded(t *testing.T) {
 	if !strings.Contains(admin.Get(t, p.Location).Body, "Replay again for the rest") {
 		t.Error("a bounded replay does not say there are more")
 	}
-	if asked, _ := d.replaysAsked(t); asked != service.MaxBulkReplay {
+	if asked, _ := d.replaysAsked(t); asked != partners.MaxBulkReplay {
 		t.Fatalf("the first replay asked for %d", asked)
 	}
 	admin.Post(t, replay, url.Values{})
-	if asked, _ := d.replaysAsked(t); asked != service.MaxBulkReplay+3 {
+	if asked, _ := d.replaysAsked(t); asked != partners.MaxBulkReplay+3 {
 		t.Fatalf("the second replay left %d asked", asked)
 	}
 }

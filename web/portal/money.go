@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
+	"emi/internal/service/transfers"
 	"emi/views/components"
 	"emi/views/pages"
 )
@@ -223,7 +224,7 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 	if page > 1 {
 		v.Prev = link(page - 1)
 	}
-	if int64(page*service.SuspensePageSize) < total {
+	if int64(page*transfers.SuspensePageSize) < total {
 		v.Next = link(page + 1)
 	}
 	if p.d.Sandbox && canDo(r, emi.PermManageMoney) {
@@ -644,7 +645,7 @@ func (p *Portal) adjustmentDecide(w http.ResponseWriter, r *http.Request, approv
 // accountMoney is the money section of an account page: its pending
 // adjustments, the request form and the sandbox's simulator, for roles
 // that see or move money.
-func (p *Portal) accountMoney(r *http.Request, a service.AccountView, f *accountForm) (*pages.AccountMoney, error) {
+func (p *Portal) accountMoney(r *http.Request, a accounts.AccountView, f *accountForm) (*pages.AccountMoney, error) {
 	if p.d.Adjustments == nil || !canDo(r, emi.PermViewMoney) {
 		return nil, nil
 	}

@@ -9,7 +9,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/config"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 // moneyLedgerBalanced registers the ledger check for the end of the test:
@@ -186,13 +186,13 @@ func TestSuspenseQueuePage(t *testing.T) {
 	// Customer service sees the assigned account as a link.
 	contains(t, "resolved tab for customer service", a.cs.Get(t, "/backoffice/suspense?status=resolved"), `href="/backoffice/accounts/`+a.eurTok+`"`)
 	// Unknown items.
-	if p := comp.Post(t, "/backoffice/suspense/"+service.NewToken()+"/return", url.Values{"reason": {"x y z"}}); p.Status != http.StatusNotFound {
+	if p := comp.Post(t, "/backoffice/suspense/"+kernel.NewToken()+"/return", url.Values{"reason": {"x y z"}}); p.Status != http.StatusNotFound {
 		t.Fatalf("unknown item: HTTP %d", p.Status)
 	}
 	if p := comp.Post(t, "/backoffice/suspense/nope/assign", url.Values{"reason": {"x y z"}}); p.Status != http.StatusNotFound {
 		t.Fatalf("malformed item: HTTP %d", p.Status)
 	}
-	for _, tok := range []string{service.NewToken(), "nope"} {
+	for _, tok := range []string{kernel.NewToken(), "nope"} {
 		if p := comp.Post(t, "/backoffice/suspense/assignments/"+tok+"/approve", nil); p.Status != http.StatusNotFound {
 			t.Fatalf("unknown assignment %s: HTTP %d", tok, p.Status)
 		}
@@ -369,7 +369,7 @@ func TestAdjustmentPages(t *testing.T) {
 	if p := under.Get(t, "/backoffice/adjustments"); p.Status != http.StatusForbidden {
 		t.Fatalf("underwriter: HTTP %d", p.Status)
 	}
-	if p := comp.Post(t, "/backoffice/adjustments/"+service.NewToken()+"/approve", nil); p.Status != http.StatusNotFound {
+	if p := comp.Post(t, "/backoffice/adjustments/"+kernel.NewToken()+"/approve", nil); p.Status != http.StatusNotFound {
 		t.Fatalf("unknown adjustment: HTTP %d", p.Status)
 	}
 	// The navigation counts the pending request.

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/onboarding"
 	"emi/views/pages"
 )
 
@@ -456,11 +456,11 @@ func hitKeys(details map[string]any) []string {
 				out = append(out, "")
 				continue
 			}
-			out = append(out, service.HitKey(h))
+			out = append(out, onboarding.HitKey(h))
 		}
 	case []map[string]any:
 		for _, h := range hs {
-			out = append(out, service.HitKey(h))
+			out = append(out, onboarding.HitKey(h))
 		}
 	}
 	return out
@@ -869,7 +869,7 @@ func (p *Portal) approvalGrounds(r *http.Request, a emi.Application) (string, er
 			return "", err
 		}
 	}
-	return service.ApprovalGrounds(a, hits), nil
+	return onboarding.ApprovalGrounds(a, hits), nil
 }
 
 func hasSanctionHitsIn(a emi.Application) bool {

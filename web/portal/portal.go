@@ -14,7 +14,15 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
+	"emi/internal/service/cards"
+	"emi/internal/service/kernel"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/ops"
+	"emi/internal/service/partners"
+	"emi/internal/service/people"
+	"emi/internal/service/staff"
+	"emi/internal/service/transfers"
 	"emi/web/httpx"
 )
 
@@ -45,8 +53,8 @@ const (
 
 // StaffService is what the portal needs of service.Staff.
 type StaffService interface {
-	SignIn(ctx context.Context, email, password string) (service.SignInResult, error)
-	BeginEnrollment(ctx context.Context, staffID string) (service.Enrollment, error)
+	SignIn(ctx context.Context, email, password string) (staff.SignInResult, error)
+	BeginEnrollment(ctx context.Context, staffID string) (staff.Enrollment, error)
 	ConfirmEnrollment(ctx context.Context, staffID, code string) ([]string, error)
 	VerifyTOTP(ctx context.Context, staffID, code string) error
 	UseRecoveryCode(ctx context.Context, staffID, code string) error
@@ -72,52 +80,52 @@ type StaffService interface {
 type Deps struct {
 	Logger   *slog.Logger
 	Staff    StaffService
-	Partners *service.Partners
-	Audit    *service.Auditor
-	Search   *service.Search
-	Jobs     *service.Jobs
+	Partners *partners.Partners
+	Audit    *kernel.Auditor
+	Search   *kernel.Search
+	Jobs     *kernel.Jobs
 	Webhooks WebhookService
 	// Users, AML and KYC are the people screens' services: profiles and
 	// documents, the AML and KYC review queues, and the hosted KYC page.
-	Users *service.Users
-	AML   *service.AML
-	KYC   *service.KYC
+	Users *people.Users
+	AML   *people.AML
+	KYC   *people.KYC
 	// Onboarding and Watchlist are the company onboarding screens'
 	// services: applications, companies, members, partners' validator
 	// configurations, and the adverse-media watch list.
-	Onboarding *service.Onboarding
-	Watchlist  *service.Watchlist
+	Onboarding *onboarding.Onboarding
+	Watchlist  *people.Watchlist
 	// Review is the underwriters' queue: claims, decisions with four-eyes,
 	// notes, hit decisions, saved views and the dashboard's metrics.
-	Review *service.Review
+	Review *onboarding.Review
 	// Alerts is the compliance alert queue (every screening hit waiting
 	// for compliance); Inbox each person's mentions and assignments.
-	Alerts *service.Alerts
-	Inbox  *service.Inbox
+	Alerts *ops.Alerts
+	Inbox  *staff.Inbox
 	// Accounts is customer service's accounts: search, an account with its
 	// history, block and unblock, four-eyes termination, and programs.
-	Accounts *service.Accounts
+	Accounts *accounts.Accounts
 	// Cards is customer service's cards: search, a card with its history,
 	// texts, reveals and audit trail, every card action, the SMS outbox.
-	Cards *service.Cards
+	Cards *cards.Cards
 	// Authorizations lists a card's payments (authorization decisions
 	// and their holds) and, in the sandbox, simulates, clears and reverses
 	// them.
-	Authorizations *service.Authorizations
+	Authorizations *cards.Authorizations
 	// Transfers is the transfer page (both sides, ledger entries, audit)
 	// and, in the sandbox, the settlement of outgoing payments.
-	Transfers *service.Transfers
+	Transfers *transfers.Transfers
 	// Incoming runs the suspense queue and the sandbox's incoming payment
 	// simulator; Adjustments are four-eyes manual adjustments of balances.
-	Incoming    *service.Incoming
-	Adjustments *service.Adjustments
+	Incoming    *transfers.Incoming
+	Adjustments *transfers.Adjustments
 	// Sandbox shows the sandbox's simulators (incoming payments, card
 	// authorizations, settlement of outgoing payments); production hides
 	// them and refuses their routes.
 	Sandbox bool
 	// StepUp re-checks the signed-in staff member's password or TOTP code
 	// before a card number is revealed (service.Staff).
-	StepUp service.StepUp
+	StepUp cards.StepUp
 	// UpdateSanctions downloads the official sanctions lists now (the
 	// admin's "Update now"); nil hides the button. It returns a catalogue
 	// error (emi.ErrScreeningUpdate) when the update failed.

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
+	"emi/internal/service/staff"
 	"emi/views/pages"
 )
 
@@ -307,7 +308,7 @@ func (p *Portal) programUpdate(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c emi.ProgramChange, names partnerNameMap) *pages.PendingProgramChange {
 	v := &pages.PendingProgramChange{Risk: c.Risk, ProposedBy: who(r, c.ProposedBy, p.staffNames(r)[c.ProposedBy]), ProposedAt: fmtTime(c.ProposedAt),
 		Action: programAction(cur.Code) + "/change"}
-	after := programView(service.ProgramAfter(cur, c.Input), names)
+	after := programView(accounts.ProgramAfter(cur, c.Input), names)
 	before := programView(cur, names)
 	for i, kv := range after.Details {
 		if i < len(before.Details) && before.Details[i].Value != kv.Value {
@@ -315,7 +316,7 @@ func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c emi.Pr
 		}
 	}
 	me := current(r).ID
-	v.CanApprove = canDo(r, approve(service.ControlProgramRisk)) && me != c.ProposedBy
+	v.CanApprove = canDo(r, approve(staff.ControlProgramRisk)) && me != c.ProposedBy
 	v.CanReject = canDo(r, emi.PermManagePrograms)
 	return v
 }

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/staff"
 	"emi/views/pages"
 )
 
@@ -79,7 +80,7 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 	}
 	now := p.d.Now()
 	open := !a.Status.Decided()
-	hitsOK := open && (canDo(r, propose(service.ControlHitFalsePositive)) || canDo(r, approve(service.ControlHitFalsePositive)))
+	hitsOK := open && (canDo(r, propose(staff.ControlHitFalsePositive)) || canDo(r, approve(staff.ControlHitFalsePositive)))
 	if hasSanctionHits(v.Checks) {
 		hd, err := p.d.Review.HitDecisions(ctx, a.Token)
 		if err != nil {
@@ -102,7 +103,7 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 						// Issue 19, C2: a proposal waits for a second
 						// person from compliance.
 						h.Decision, h.DecisionTone, h.Pending = "false positive proposed: needs a second person (compliance)", "warn", true
-						h.CanDecide = hitsOK && h.Key != "" && canDo(r, approve(service.ControlHitFalsePositive)) && d.StaffID != current(r).ID
+						h.CanDecide = hitsOK && h.Key != "" && canDo(r, approve(staff.ControlHitFalsePositive)) && d.StaffID != current(r).ID
 					}
 				} else {
 					h.CanDecide = hitsOK && h.Key != ""
@@ -172,7 +173,7 @@ func (p *Portal) reviewPanel(r *http.Request, a emi.Application, stamp string, n
 	rs := a.Review
 	open := !a.Status.Decided()
 	v := &pages.ReviewPanel{Action: reviewBase(a.Token), Stamp: stamp, Status: string(a.Status), Open: open,
-		InReview: a.Status == emi.AppInReview, FourEyes: service.NeedsFourEyes(a)}
+		InReview: a.Status == emi.AppInReview, FourEyes: onboarding.NeedsFourEyes(a)}
 	if rs.QueuedAt != nil {
 		v.Queued = fmtTime(*rs.QueuedAt) + " (" + age(now, *rs.QueuedAt) + " ago)"
 	}

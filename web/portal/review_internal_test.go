@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/onboarding"
 )
 
 func TestCSVCellDefusesFormulas(t *testing.T) {
@@ -79,11 +79,11 @@ func TestReadQueueKeepsKnownValuesOnly(t *testing.T) {
 
 func TestChartsHaveTextAlternatives(t *testing.T) {
 	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	c := decisionsChart([]service.DayCount{{Day: day, Approved: 3, Rejected: 1}, {Day: day.AddDate(0, 0, 1), InfoRequested: 2}})
+	c := decisionsChart([]onboarding.DayCount{{Day: day, Approved: 3, Rejected: 1}, {Day: day.AddDate(0, 0, 1), InfoRequested: 2}})
 	if len(c.Bars) != 3 || len(c.Rows) != 2 || c.Rows[0][1] != "3" || c.Desc == "" || len(c.Legend) != 3 {
 		t.Fatalf("decisions chart %+v", c)
 	}
-	a := ageingChart([]service.Bucket{{Label: "< 4 h", Count: 7}, {Label: "> 7 d", Count: 0}})
+	a := ageingChart([]onboarding.Bucket{{Label: "< 4 h", Count: 7}, {Label: "> 7 d", Count: 0}})
 	if len(a.Bars) != 2 || a.Bars[1].H != "0.0" || a.Rows[0][1] != "7" {
 		t.Fatalf("ageing chart %+v", a)
 	}

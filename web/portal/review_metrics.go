@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/onboarding"
 	"emi/views/pages"
 )
 
@@ -83,7 +83,7 @@ func yAxis(c *pages.Chart, left, right, top, plotH float64, maxV, step int64) {
 
 // ageingChart is the histogram of how long the applications in review
 // have waited.
-func ageingChart(buckets []service.Bucket) *pages.Chart {
+func ageingChart(buckets []onboarding.Bucket) *pages.Chart {
 	c := &pages.Chart{ID: "chart-ageing", Title: "Ageing of the applications in review",
 		Width: 640, Height: 250, Head: []string{"Waiting", "Applications"}}
 	const left, right, top, bottom = 48.0, 12.0, 14.0, 40.0
@@ -111,7 +111,7 @@ func ageingChart(buckets []service.Bucket) *pages.Chart {
 
 // decisionsChart stacks each day's approvals, rejections and information
 // requests.
-func decisionsChart(days []service.DayCount) *pages.Chart {
+func decisionsChart(days []onboarding.DayCount) *pages.Chart {
 	c := &pages.Chart{ID: "chart-decisions", Title: "Decisions per day, last 30 days",
 		Width: 760, Height: 270, Head: []string{"Day", "Approved", "Rejected", "Information requested"},
 		Legend: []pages.LegendItem{{Class: "bar-approved", Label: "approved"}, {Class: "bar-rejected", Label: "rejected"},
@@ -155,7 +155,7 @@ func decisionsChart(days []service.DayCount) *pages.Chart {
 
 // underwriterChart is a horizontal bar per staff user: their decisions of
 // the last 30 days.
-func underwriterChart(per []service.NamedCount) *pages.Chart {
+func underwriterChart(per []onboarding.NamedCount) *pages.Chart {
 	c := &pages.Chart{ID: "chart-underwriters", Title: "Decisions per underwriter, last 30 days",
 		Width: 640, Head: []string{"Underwriter", "Decisions"}}
 	const left, right, top, rowH = 190.0, 50.0, 8.0, 28.0

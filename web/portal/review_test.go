@@ -19,7 +19,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 )
 
 // newStaff creates a staff user with the sandbox password and an enrolled
@@ -28,7 +28,7 @@ import (
 func newStaff(t testing.TB, env *apptest.Env, email, name string, roles ...emi.Role) string {
 	t.Helper()
 	sys := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
-	created, err := env.App.Staff.Create(sys, emi.StaffCreate{Email: email, Name: name, Roles: roles, Password: service.SandboxStaffPassword})
+	created, err := env.App.Staff.Create(sys, emi.StaffCreate{Email: email, Name: name, Roles: roles, Password: staff.SandboxStaffPassword})
 	if err != nil {
 		t.Fatal(err)
 	}

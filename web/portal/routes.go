@@ -4,7 +4,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 )
 
 // Routes maps the whole back office, one line per screen or action. Every
@@ -42,7 +42,7 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/enable", p.staffEnable)
 		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/reset", p.staffReset)
 		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/{id}/revoke-sessions", p.staffRevoke)
-		r.With(p.requirePerm(approve(service.ControlStaffPrivileged))).Post("/staff/changes/{change}/approve", p.staffChangeApprove)
+		r.With(p.requirePerm(approve(staff.ControlStaffPrivileged))).Post("/staff/changes/{change}/approve", p.staffChangeApprove)
 		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/changes/{change}/reject", p.staffChangeReject)
 
 		r.With(p.requirePerm(emi.PermViewPartners)).Get("/partners", p.partnerList)
@@ -75,10 +75,10 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermViewDashboard)).Post("/inbox/read", p.inboxRead)
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/aml", p.amlQueue)
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/aml/{check}", p.amlCheck)
-		r.With(p.requirePerm(approve(service.ControlAMLHitFalsePositive))).Post("/aml/{check}/decide", p.amlDecide)
+		r.With(p.requirePerm(approve(staff.ControlAMLHitFalsePositive))).Post("/aml/{check}/decide", p.amlDecide)
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/kyc", p.kycQueue)
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/kyc/{session}", p.kycSession)
-		r.With(p.requirePerm(approve(service.ControlKYCDecision))).Post("/kyc/{session}/decide", p.kycDecide)
+		r.With(p.requirePerm(approve(staff.ControlKYCDecision))).Post("/kyc/{session}/decide", p.kycDecide)
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/sanctions", p.sanctions)
 		// Admin only: PermManagePartners is the admin's operational permission
 		// (there is no dedicated one for the screening lists).
@@ -98,9 +98,9 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermDecideApps)).Post("/review/{application}/claim", p.reviewClaim)
 		r.With(p.requireAny(emi.PermDecideApps, emi.PermManageStaff)).Post("/review/{application}/release", p.reviewRelease)
 		r.With(p.requireAny(emi.PermDecideApps, emi.PermManageStaff)).Post("/review/{application}/assign", p.reviewAssign)
-		r.With(p.requirePerm(approve(service.ControlApplicationApproval))).Post("/review/{application}/decide", p.reviewDecide)
+		r.With(p.requirePerm(approve(staff.ControlApplicationApproval))).Post("/review/{application}/decide", p.reviewDecide)
 		r.With(p.requireAny(emi.PermDecideApps, emi.PermReviewAML)).Post("/review/{application}/notes", p.reviewNote)
-		r.With(p.requireAny(propose(service.ControlHitFalsePositive), approve(service.ControlHitFalsePositive))).Post("/review/{application}/hits", p.reviewHit)
+		r.With(p.requireAny(propose(staff.ControlHitFalsePositive), approve(staff.ControlHitFalsePositive))).Post("/review/{application}/hits", p.reviewHit)
 		r.With(p.requirePerm(emi.PermReviewAML)).Post("/review/{application}/company", p.reviewEditCompany)
 		r.With(p.requirePerm(emi.PermReviewAML)).Post("/review/{application}/members/{member}", p.reviewEditMember)
 		r.With(p.requirePerm(emi.PermViewApps)).Get("/companies", p.companyList)
@@ -115,25 +115,25 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/accounts/{account}", p.accountDetail)
 		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/block", p.accountBlock)
 		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/unblock", p.accountUnblock)
-		r.With(p.requirePerm(propose(service.ControlAccountTermination))).Post("/accounts/{account}/terminate", p.accountTerminate)
-		r.With(p.requirePerm(approve(service.ControlAccountTermination))).Post("/accounts/{account}/terminate/approve", p.accountTerminateApprove)
+		r.With(p.requirePerm(propose(staff.ControlAccountTermination))).Post("/accounts/{account}/terminate", p.accountTerminate)
+		r.With(p.requirePerm(approve(staff.ControlAccountTermination))).Post("/accounts/{account}/terminate/approve", p.accountTerminateApprove)
 		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate/withdraw", p.accountTerminateWithdraw)
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/accounts/{account}/statement.csv", p.accountStatementCSV)
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/transfers/{transfer}", p.transferDetail)
-		r.With(p.requirePerm(propose(service.ControlTransferReversal))).Post("/transfers/{transfer}/reversal", p.transferReversalRequest)
-		r.With(p.requirePerm(approve(service.ControlTransferReversal))).Post("/transfers/{transfer}/reversal/approve", p.transferReversalDecide(true))
+		r.With(p.requirePerm(propose(staff.ControlTransferReversal))).Post("/transfers/{transfer}/reversal", p.transferReversalRequest)
+		r.With(p.requirePerm(approve(staff.ControlTransferReversal))).Post("/transfers/{transfer}/reversal/approve", p.transferReversalDecide(true))
 		r.With(p.requirePerm(emi.PermManageMoney)).Post("/transfers/{transfer}/reversal/reject", p.transferReversalDecide(false))
 		if p.d.Sandbox {
 			// The receiving bank's answer to an outgoing payment, simulated.
 			r.With(p.requirePerm(emi.PermManageAccounts)).Post("/transfers/{transfer}/complete", p.transferComplete)
 			r.With(p.requirePerm(emi.PermManageAccounts)).Post("/transfers/{transfer}/return", p.transferReturn)
 		}
-		r.With(p.requirePerm(propose(service.ControlAdjustment))).Post("/accounts/{account}/adjustments", p.adjustmentRequest)
+		r.With(p.requirePerm(propose(staff.ControlAdjustment))).Post("/accounts/{account}/adjustments", p.adjustmentRequest)
 		r.With(p.requirePerm(emi.PermManageMoney)).Post("/accounts/{account}/incoming", p.accountSimulate) // sandbox only
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/programs", p.programs)
 		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs", p.programCreate)
 		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs/{program}", p.programUpdate)
-		r.With(p.requirePerm(approve(service.ControlProgramRisk))).Post("/programs/{program}/change/approve", p.programChangeApprove)
+		r.With(p.requirePerm(approve(staff.ControlProgramRisk))).Post("/programs/{program}/change/approve", p.programChangeApprove)
 		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs/{program}/change/reject", p.programChangeReject)
 
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/cards", p.cardList)
@@ -165,12 +165,12 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageMoney)).Post("/suspense/simulate", p.suspenseSimulate) // sandbox only
 		// Assignment takes two people (service.ControlSuspenseAssign): a
 		// request, then another's approval or anyone's rejection.
-		r.With(p.requirePerm(propose(service.ControlSuspenseAssign))).Post("/suspense/{item}/assign", p.suspenseAssign)
-		r.With(p.requirePerm(approve(service.ControlSuspenseAssign))).Post("/suspense/assignments/{assignment}/approve", p.suspenseAssignmentApprove)
-		r.With(p.requirePerm(service.PolicyOf(service.ControlSuspenseAssign).Approve)).Post("/suspense/assignments/{assignment}/reject", p.suspenseAssignmentReject)
+		r.With(p.requirePerm(propose(staff.ControlSuspenseAssign))).Post("/suspense/{item}/assign", p.suspenseAssign)
+		r.With(p.requirePerm(approve(staff.ControlSuspenseAssign))).Post("/suspense/assignments/{assignment}/approve", p.suspenseAssignmentApprove)
+		r.With(p.requirePerm(staff.PolicyOf(staff.ControlSuspenseAssign).Approve)).Post("/suspense/assignments/{assignment}/reject", p.suspenseAssignmentReject)
 		r.With(p.requirePerm(emi.PermManageMoney)).Post("/suspense/{item}/return", p.suspenseReturn)
 		r.With(p.requirePerm(emi.PermViewMoney)).Get("/adjustments", p.adjustments)
-		r.With(p.requirePerm(approve(service.ControlAdjustment))).Post("/adjustments/{adjustment}/approve", p.adjustmentApprove)
+		r.With(p.requirePerm(approve(staff.ControlAdjustment))).Post("/adjustments/{adjustment}/approve", p.adjustmentApprove)
 		r.With(p.requirePerm(emi.PermManageMoney)).Post("/adjustments/{adjustment}/reject", p.adjustmentReject)
 
 		r.With(p.requirePerm(emi.PermViewAudit)).Get("/audit", p.audit)
@@ -182,5 +182,5 @@ func (p *Portal) Routes(r chi.Router) {
 // (service.Policies) gives the first and the further people of a control:
 // the routes of sensitive decisions take their guard from it, so the
 // portal and the services cannot disagree (TestDecisionRoutesFollowTheTable).
-func propose(c service.Control) emi.Permission { return service.PolicyOf(c).Propose }
-func approve(c service.Control) emi.Permission { return service.PolicyOf(c).Approve }
+func propose(c staff.Control) emi.Permission { return staff.PolicyOf(c).Propose }
+func approve(c staff.Control) emi.Permission { return staff.PolicyOf(c).Approve }

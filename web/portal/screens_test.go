@@ -13,7 +13,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 )
 
 func sysCtx() context.Context {
@@ -317,7 +317,7 @@ func TestStaffAndAccountScreens(t *testing.T) {
 			t.Fatal("the user's old session survived a role change")
 		}
 		nb := f.env.NewBrowser()
-		if s := nb.Post(t, "/backoffice/signin", url.Values{"email": {apptest.UnderwriterEmail}, "password": {service.SandboxStaffPassword}}); s.Status != http.StatusUnauthorized {
+		if s := nb.Post(t, "/backoffice/signin", url.Values{"email": {apptest.UnderwriterEmail}, "password": {staff.SandboxStaffPassword}}); s.Status != http.StatusUnauthorized {
 			t.Fatalf("the old password after a privileged grant: HTTP %d", s.Status)
 		}
 		if s := nb.Post(t, "/backoffice/signin", url.Values{"email": {apptest.UnderwriterEmail}, "password": {first[1] + second[1]}}); s.Location != "/backoffice/signin/password" {

@@ -15,7 +15,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 	"emi/web/portal"
 )
 
@@ -739,30 +739,30 @@ func routeRoles() map[string][]string {
 func TestDecisionRoutesFollowTheTable(t *testing.T) {
 	t.Parallel()
 	steps := map[string]struct {
-		control service.Control
+		control staff.Control
 		approve bool
 	}{
-		"POST /review/{application}/decide":               {service.ControlApplicationApproval, true},
-		"POST /adjustments/{adjustment}/approve":          {service.ControlAdjustment, true},
-		"POST /accounts/{account}/adjustments":            {service.ControlAdjustment, false},
-		"POST /transfers/{transfer}/reversal":             {service.ControlTransferReversal, false},
-		"POST /transfers/{transfer}/reversal/approve":     {service.ControlTransferReversal, true},
-		"POST /accounts/{account}/terminate":              {service.ControlAccountTermination, false},
-		"POST /accounts/{account}/terminate/approve":      {service.ControlAccountTermination, true},
-		"POST /aml/{check}/decide":                        {service.ControlAMLHitFalsePositive, true},
-		"POST /staff/changes/{change}/approve":            {service.ControlStaffPrivileged, true},
-		"POST /suspense/{item}/assign":                    {service.ControlSuspenseAssign, false},
-		"POST /suspense/assignments/{assignment}/approve": {service.ControlSuspenseAssign, true},
-		"POST /programs/{program}":                        {service.ControlProgramRisk, false},
-		"POST /programs/{program}/change/approve":         {service.ControlProgramRisk, true},
-		"POST /kyc/{session}/decide":                      {service.ControlKYCDecision, true},
+		"POST /review/{application}/decide":               {staff.ControlApplicationApproval, true},
+		"POST /adjustments/{adjustment}/approve":          {staff.ControlAdjustment, true},
+		"POST /accounts/{account}/adjustments":            {staff.ControlAdjustment, false},
+		"POST /transfers/{transfer}/reversal":             {staff.ControlTransferReversal, false},
+		"POST /transfers/{transfer}/reversal/approve":     {staff.ControlTransferReversal, true},
+		"POST /accounts/{account}/terminate":              {staff.ControlAccountTermination, false},
+		"POST /accounts/{account}/terminate/approve":      {staff.ControlAccountTermination, true},
+		"POST /aml/{check}/decide":                        {staff.ControlAMLHitFalsePositive, true},
+		"POST /staff/changes/{change}/approve":            {staff.ControlStaffPrivileged, true},
+		"POST /suspense/{item}/assign":                    {staff.ControlSuspenseAssign, false},
+		"POST /suspense/assignments/{assignment}/approve": {staff.ControlSuspenseAssign, true},
+		"POST /programs/{program}":                        {staff.ControlProgramRisk, false},
+		"POST /programs/{program}/change/approve":         {staff.ControlProgramRisk, true},
+		"POST /kyc/{session}/decide":                      {staff.ControlKYCDecision, true},
 	}
 	emails := map[emi.Role]string{emi.RoleAdmin: apptest.AdminEmail, emi.RoleUnderwriter: apptest.UnderwriterEmail,
 		emi.RoleCompliance: apptest.ComplianceEmail, emi.RoleCustomerService: apptest.CSEmail, emi.RoleAuditor: apptest.AuditorEmail}
 	roles := routeRoles()
-	reached := map[service.Control]bool{}
+	reached := map[staff.Control]bool{}
 	for route, st := range steps {
-		pol := service.PolicyOf(st.control)
+		pol := staff.PolicyOf(st.control)
 		perm := pol.Propose
 		if st.approve {
 			perm = pol.Approve
@@ -788,7 +788,7 @@ func TestDecisionRoutesFollowTheTable(t *testing.T) {
 	}
 	// The hit decision route takes both steps of the application hit
 	// control: anyone who may propose or confirm.
-	hit := service.PolicyOf(service.ControlHitFalsePositive)
+	hit := staff.PolicyOf(staff.ControlHitFalsePositive)
 	var want []string
 	for _, r := range emi.Roles() {
 		if emi.Can([]emi.Role{r}, hit.Propose) || emi.Can([]emi.Role{r}, hit.Approve) {
@@ -801,8 +801,8 @@ func TestDecisionRoutesFollowTheTable(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("POST /review/{application}/hits allows %v; the decision table gives %v", got, want)
 	}
-	reached[service.ControlHitFalsePositive] = true
-	for _, pol := range service.Policies {
+	reached[staff.ControlHitFalsePositive] = true
+	for _, pol := range staff.Policies {
 		if !reached[pol.Control] {
 			t.Errorf("control %s has no back-office route in this test: add its approval route", pol.Control)
 		}

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
+	"emi/internal/service/transfers"
 	"emi/views/pages"
 )
 
@@ -80,13 +81,13 @@ func statementLink(account, from, to string, n int) string {
 // accountStatement lays out the statement section of an account's page
 // from the query (from, to, page). invalid is true when the range was
 // refused (its errors are in the view).
-func (p *Portal) accountStatement(r *http.Request, a service.AccountView) (v *pages.StatementView, invalid bool, err error) {
+func (p *Portal) accountStatement(r *http.Request, a accounts.AccountView) (v *pages.StatementView, invalid bool, err error) {
 	q := r.URL.Query()
 	from, to := q.Get("from"), q.Get("to") // the service trims them
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = min(max(page, 1), maxAccountPage)
 	v = &pages.StatementView{Action: accountHref(a.Token), From: from, To: to, OnMain: !a.Virtual}
-	st, err := p.d.Accounts.StaffStatementOf(r.Context(), a, service.StatementQuery{From: from, To: to, Page: page, Limit: statementPerPage})
+	st, err := p.d.Accounts.StaffStatementOf(r.Context(), a, accounts.StatementQuery{From: from, To: to, Page: page, Limit: statementPerPage})
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
 			return nil, false, err
@@ -347,7 +348,7 @@ func (p *Portal) transferReturn(w http.ResponseWriter, r *http.Request) {
 }
 
 // transferReversal builds the reversal panel of an internal transfer.
-func (p *Portal) transferReversal(r *http.Request, t service.StaffTransfer, f *transferForm) (*pages.TransferReversal, error) {
+func (p *Portal) transferReversal(r *http.Request, t transfers.StaffTransfer, f *transferForm) (*pages.TransferReversal, error) {
 	rv := &pages.TransferReversal{Base: transferHref(t.Token), CanRequest: t.Status == emi.TransferCompleted}
 	req, pending, err := p.d.Transfers.PendingReversal(r.Context(), t.Token)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/accounts"
 )
 
 var statementLineRe = regexp.MustCompile(`data-testid="statement-line"`)
@@ -411,9 +411,9 @@ func TestTransferReversalFourEyes(t *testing.T) {
 // service.MaxStatementExport, which parallel tests only read after it is
 // restored.
 func TestAccountStatementCSVTruncated(t *testing.T) {
-	saved := service.MaxStatementExport
-	service.MaxStatementExport = 2
-	t.Cleanup(func() { service.MaxStatementExport = saved })
+	saved := accounts.MaxStatementExport
+	accounts.MaxStatementExport = 2
+	t.Cleanup(func() { accounts.MaxStatementExport = saved })
 	a := newAccountsEnv(t)
 	bal := balance(a.eur, "token")
 	csvPath := "/backoffice/accounts/" + a.eurTok + "/statement.csv"

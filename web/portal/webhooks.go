@@ -14,7 +14,7 @@ import (
 	"github.com/a-h/templ"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/partners"
 	"emi/views/pages"
 )
 
@@ -232,7 +232,7 @@ func (p *Portal) renderEventsLog(w http.ResponseWriter, r *http.Request, status 
 		p.renderError(w, r, err)
 		return
 	}
-	v := pages.EventsView{PartnerID: id, Filter: filter, CanReplay: canDo(r, emi.PermManageWebhooks), MaxBulk: service.MaxBulkReplay}
+	v := pages.EventsView{PartnerID: id, Filter: filter, CanReplay: canDo(r, emi.PermManageWebhooks), MaxBulk: partners.MaxBulkReplay}
 	if len(filter.Errors) > 0 {
 		p.render(w, r, http.StatusUnprocessableEntity, "Delivery log · "+pt.Name, pages.Events(v))
 		return
@@ -314,7 +314,7 @@ func (p *Portal) replayFailed(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case n == 0:
 		p.flash(r.Context(), "info", "No failed deliveries to replay: none match, their endpoint is disabled, or their replay was already asked for (perhaps by a colleague just now).")
-	case n == service.MaxBulkReplay:
+	case n == partners.MaxBulkReplay:
 		p.flash(r.Context(), "ok", fmt.Sprintf("New attempts were queued for the %d oldest failed deliveries (the most one replay takes). Replay again for the rest.", n))
 	case n == 1:
 		p.flash(r.Context(), "ok", "A new attempt was queued for 1 failed delivery.")

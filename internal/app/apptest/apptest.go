@@ -33,7 +33,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/postgres/pgtest"
 	"emi/internal/screening"
-	"emi/internal/service"
+	"emi/internal/service/partners"
 	"emi/web/api"
 )
 
@@ -334,14 +334,14 @@ func (p *Partner) Sign(rq *Request) {
 		rq.Timestamp = strconv.FormatInt(p.env.Clock.Now().Unix(), 10)
 	}
 	if rq.Hash == "" && rq.SignatureVersion == emi.SignatureV2 {
-		rq.Hash = service.SignatureV2([]byte(p.APISecret), p.APIKey, rq.Timestamp, rq.Operation, rq.Method, rq.Path, rq.Nonce, rq.Body)
+		rq.Hash = partners.SignatureV2([]byte(p.APISecret), p.APIKey, rq.Timestamp, rq.Operation, rq.Method, rq.Path, rq.Nonce, rq.Body)
 	}
 	if rq.Hash == "" {
 		var signed []byte
 		if rq.Method == http.MethodPost || rq.Method == http.MethodPut {
 			signed = rq.Body
 		}
-		rq.Hash = service.Signature([]byte(p.APISecret), p.APIKey, rq.Timestamp, rq.Operation, signed)
+		rq.Hash = partners.Signature([]byte(p.APISecret), p.APIKey, rq.Timestamp, rq.Operation, signed)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 )
 
 // Sandbox staff e-mails, one per role (service.SandboxStaff).
@@ -106,7 +106,7 @@ func (b *Browser) do(t testing.TB, method, path string, form url.Values, headers
 // fails the test unless both factors pass.
 func (b *Browser) SignIn(t testing.TB, email string) {
 	t.Helper()
-	p := b.Post(t, "/backoffice/signin", url.Values{"email": {email}, "password": {service.SandboxStaffPassword}})
+	p := b.Post(t, "/backoffice/signin", url.Values{"email": {email}, "password": {staff.SandboxStaffPassword}})
 	if p.Status != http.StatusSeeOther || p.Location != "/backoffice/signin/totp" {
 		t.Fatalf("sign-in of %s: HTTP %d to %q", email, p.Status, p.Location)
 	}

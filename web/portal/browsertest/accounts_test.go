@@ -12,7 +12,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 )
 
 // newStaffMember creates a staff user with the sandbox password and an
@@ -20,7 +20,7 @@ import (
 func newStaffMember(t *testing.T, env *apptest.Env, email, name string, role emi.Role) {
 	t.Helper()
 	created, err := env.App.Staff.Create(systemCtx(), emi.StaffCreate{Email: email, Name: name, Roles: []emi.Role{role},
-		Password: service.SandboxStaffPassword})
+		Password: staff.SandboxStaffPassword})
 	if err != nil {
 		t.Fatal(err)
 	}

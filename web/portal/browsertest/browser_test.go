@@ -21,7 +21,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 	"emi/web/portal"
 )
 
@@ -55,7 +55,7 @@ func TestSignInWithPasswordAndTOTPOpensTheDashboard(t *testing.T) {
 	b.waitVisible(`[data-testid="signin-form"]`)
 
 	b.typeInto(`[data-testid="signin-form"] input[name="email"]`, apptest.AdminEmail)
-	b.typeInto(`[data-testid="signin-form"] input[name="password"]`, service.SandboxStaffPassword)
+	b.typeInto(`[data-testid="signin-form"] input[name="password"]`, staff.SandboxStaffPassword)
 	if st := b.clickNav(`[data-testid="signin-form"] button[type="submit"]`); st != http.StatusOK {
 		t.Fatalf("after the password: HTTP %d", st)
 	}
@@ -103,7 +103,7 @@ func TestWrongPasswordShowsTheGenericErrorAndRepeatedFailuresAreThrottled(t *tes
 		b.typeInto(`[data-testid="signin-form"] input[name="password"]`, password)
 		return b.clickNav(`[data-testid="signin-form"] button[type="submit"]`)
 	}
-	for i := 1; i <= service.MaxAccountFailures; i++ {
+	for i := 1; i <= staff.MaxAccountFailures; i++ {
 		st := signIn(fmt.Sprintf("wrong-password-%d", i))
 		if st != http.StatusUnauthorized {
 			t.Fatalf("failure %d: HTTP %d, want 401", i, st)
@@ -120,9 +120,9 @@ func TestWrongPasswordShowsTheGenericErrorAndRepeatedFailuresAreThrottled(t *tes
 	}
 	// Now even the right password is refused, and the page says why
 	// without saying whether the address exists.
-	st := signIn(service.SandboxStaffPassword)
+	st := signIn(staff.SandboxStaffPassword)
 	if st != http.StatusTooManyRequests {
-		t.Fatalf("after %d failures: HTTP %d, want 429", service.MaxAccountFailures, st)
+		t.Fatalf("after %d failures: HTTP %d, want 429", staff.MaxAccountFailures, st)
 	}
 	if p := b.path(); p != "/backoffice/signin" {
 		t.Fatalf("throttled: the browser is at %s, want /backoffice/signin", p)

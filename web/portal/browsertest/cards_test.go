@@ -13,7 +13,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/cards"
 )
 
 // cardPartnerCtx acts as the partner's API key, as the partner API does.
@@ -38,11 +38,11 @@ func cardHolder(t *testing.T, env *apptest.Env, p *apptest.Partner) (emi.Card, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := env.App.Cards.Reveal(ctx, c.Token, service.RevealFirstHalf)
+	first, err := env.App.Cards.Reveal(ctx, c.Token, cards.RevealFirstHalf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := env.App.Cards.Reveal(ctx, c.Token, service.RevealSecondHalf)
+	second, err := env.App.Cards.Reveal(ctx, c.Token, cards.RevealSecondHalf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func cardNumbersIn(html string) []string {
 	var out []string
 	for _, m := range luhnRun.FindAllStringSubmatch(html, -1) {
 		d := strings.ReplaceAll(m[1], " ", "")
-		if len(d) >= 13 && len(d) <= 19 && service.LuhnValid(d) {
+		if len(d) >= 13 && len(d) <= 19 && cards.LuhnValid(d) {
 			out = append(out, d)
 		}
 	}
@@ -116,7 +116,7 @@ func TestCardSearchBlockAndRevealInTheBrowser(t *testing.T) {
 	if len(rows) != 1 || !strings.Contains(rows[0], card.MaskedPAN()) || !strings.Contains(rows[0], "Elena Dimova") {
 		t.Fatalf("search rows %q", rows)
 	}
-	if v := eval[string](b, `document.querySelector('[data-testid="cards-search"] input[name="q"]').value`); v != service.MaskPAN(pan) {
+	if v := eval[string](b, `document.querySelector('[data-testid="cards-search"] input[name="q"]').value`); v != cards.MaskPAN(pan) {
 		t.Fatalf("the search box shows %q, want the masked number", v)
 	}
 	noCardNumber(b, "search results", pan)
@@ -193,7 +193,7 @@ func TestCardSearchBlockAndRevealInTheBrowser(t *testing.T) {
 	b.do("reveal", chromedp.Click(chromedp.CSS(`[data-testid="card-reveal-button"]`)))
 	b.waitVisible(`[data-testid="pan"]`)
 	if got := b.text(`[data-testid="pan"]`); got != groupByFour(pan, " ") {
-		t.Fatalf("revealed %q, want the card number in groups of four", service.MaskPAN(strings.ReplaceAll(got, " ", "")))
+		t.Fatalf("revealed %q, want the card number in groups of four", cards.MaskPAN(strings.ReplaceAll(got, " ", "")))
 	}
 	if got := eval[string](b, `window.__autohide || ""`); got != "30" {
 		t.Fatalf("the server asked to hide the number after %q seconds, want 30", got)

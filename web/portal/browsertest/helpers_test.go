@@ -23,7 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"emi/internal/app/apptest"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 )
 
 // actionTimeout bounds one browser step (a navigation, a click, a query).
@@ -428,7 +428,7 @@ func (b *tab) signIn(env *apptest.Env, email string) {
 	b.t.Helper()
 	b.open("/backoffice/signin")
 	b.typeInto(`[data-testid="signin-form"] input[name="email"]`, email)
-	b.typeInto(`[data-testid="signin-form"] input[name="password"]`, service.SandboxStaffPassword)
+	b.typeInto(`[data-testid="signin-form"] input[name="password"]`, staff.SandboxStaffPassword)
 	b.clickNav(`[data-testid="signin-form"] button[type="submit"]`)
 	if p := b.path(); p != "/backoffice/signin/totp" {
 		b.t.Fatalf("after the password of %s the browser is at %s, want /backoffice/signin/totp", email, p)

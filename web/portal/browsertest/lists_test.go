@@ -10,7 +10,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/kernel"
 )
 
 // noPageScroll fails the test when the page scrolls sideways at 390 px.
@@ -116,7 +116,7 @@ func TestDeliveryLogFilterAndBulkReplayInTheBrowser(t *testing.T) {
 	if _, err := env.App.DB.Exec(`UPDATE webhook_deliveries SET next_attempt_at = now() + interval '5 minutes' WHERE state = 'pending'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.App.DB.Exec(`UPDATE jobs SET state = 'succeeded', finished_at = now() WHERE kind = $1`, service.JobWebhookDeliver); err != nil {
+	if _, err := env.App.DB.Exec(`UPDATE jobs SET state = 'succeeded', finished_at = now() WHERE kind = $1`, kernel.JobWebhookDeliver); err != nil {
 		t.Fatal(err)
 	}
 

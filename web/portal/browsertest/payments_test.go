@@ -8,7 +8,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/cards"
 )
 
 // TestCardPaymentSimulatorInTheBrowser: customer service sends a payment
@@ -20,7 +20,7 @@ func TestCardPaymentSimulatorInTheBrowser(t *testing.T) {
 	env := newEnv(t)
 	p := env.NewPartner(t, emi.PartnerCreate{Name: "Payments Partner"})
 	card, pan := cardHolder(t, env, p)
-	pin, err := env.App.Cards.Reveal(cardPartnerCtx(p), card.Token, service.RevealPIN)
+	pin, err := env.App.Cards.Reveal(cardPartnerCtx(p), card.Token, cards.RevealPIN)
 	if err != nil {
 		t.Fatal(err)
 	}

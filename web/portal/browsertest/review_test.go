@@ -14,7 +14,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/internal/service"
+	"emi/internal/service/staff"
 )
 
 // newUnderwriter creates a second underwriter with the sandbox password and
@@ -22,7 +22,7 @@ import (
 func newUnderwriter(t *testing.T, env *apptest.Env, email, name string) {
 	t.Helper()
 	created, err := env.App.Staff.Create(systemCtx(), emi.StaffCreate{Email: email, Name: name, Roles: []emi.Role{emi.RoleUnderwriter},
-		Password: service.SandboxStaffPassword})
+		Password: staff.SandboxStaffPassword})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,545 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/internal/service/kernel"
+	"emi/internal/service/staff"
+)
+
+// ProgramStore keeps programs for the administrators who manage them. It
+// is part of AccountStore.
+type ProgramStore interface {
+	// LockProgram returns a program with its groups and locks its row
+	// until the transaction in ctx ends. Returns emi.ErrProgramNotFound.
+	LockProgram(ctx context.Context, code string) (emi.Program, error)
+	// InsertProgram adds a program with its groups. Returns
+	// emi.ErrNonUniqueValue when a program has the code.
+	InsertProgram(ctx context.Context, p emi.Program) error
+	// UpdateProgram replaces a program's settings and groups and moves its
+	// UpdatedAt strictly forward. Returns emi.ErrProgramNotFound.
+	UpdateProgram(ctx context.Context, p emi.Program) error
+	// ProgramsInUse returns the codes of the programs (among codes; all
+	// when none are given) that at least one account uses.
+	ProgramsInUse(ctx context.Context, codes ...string) ([]string, error)
+	// MissingPartners returns the ids among ids that name no partner.
+	MissingPartners(ctx context.Context, ids []string) ([]string, error)
+	// InsertProgramChange records a proposal (emi.ErrNonUniqueValue when
+	// one waits for the program); ProgramChange returns it, locked;
+	// ProgramChanges every waiting one by program.
+	InsertProgramChange(ctx context.Context, c emi.ProgramChange) error
+	ProgramChange(ctx context.Context, code string) (emi.ProgramChange, bool, error)
+	ProgramChanges(ctx context.Context) (map[string]emi.ProgramChange, error)
+	DeleteProgramChange(ctx context.Context, code string) error
+}
+
+// programRisk names what a change from before to after does to risk that
+// takes two administrators (issue 19, ControlProgramRisk): an overdraft
+// turned on (balances may go below zero), or the AML check for cards
+// turned off. "" when neither.
+func programRisk(before, after emi.Program) string {
+	var moves []string
+	if after.Overdraft && !before.Overdraft {
+		moves = append(moves, "overdraft turned on")
+	}
+	if before.AMLRequired && !after.AMLRequired {
+		moves = append(moves, "AML check for cards turned off")
+	}
+	return strings.Join(moves, "; ")
+}
+
+var (
+	programCodeRe = regexp.MustCompile(`^[a-z0-9_]{2,40}$`)
+	groupCodeRe   = regexp.MustCompile(`^[a-z0-9_]{1,40}$`)
+	binPrefixRe   = regexp.MustCompile(`^[0-9]{6,8}$`)
+)
+
+// maxGroupCodes bounds the codes of one group kind.
+const maxGroupCodes = 50
+
+// CreateProgram adds a program (emi.PermManagePrograms), audited as
+// program.create with every setting. Returns emi.ErrProgramValidation with
+// field errors when a setting breaks a rule (see UpdateProgram), or when
+// the code (2 to 40 of a-z, 0-9, _) is malformed or already taken.
+func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.Program, error) {
+	if err := kernel.Require(ctx, emi.PermManagePrograms); err != nil {
+		return emi.Program{}, err
+	}
+	in = normalizeProgram(in)
+	var bad kernel.Problems
+	if !programCodeRe.MatchString(in.Code) {
+		bad.Add("code", "must be 2 to 40 characters: lower-case letters, digits and _")
+	}
+	if err := s.checkProgram(ctx, &bad, in); err != nil {
+		return emi.Program{}, err
+	}
+	if in.Overdraft {
+		// Turning an overdraft on takes two administrators (issue 19):
+		// create the program without it, then propose it.
+		bad.Add("overdraft", "cannot be on in a new program: create it without, then turn the overdraft on (a second administrator approves)")
+	}
+	p := programOf(in.Code, in)
+	p.Schemes = schemesOf(in.Currencies)
+	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+		if bad.Has("code") {
+			return nil
+		}
+		if _, err := s.store.Program(ctx, in.Code); err == nil {
+			bad.Add("code", "is taken: a program with this code exists")
+			return nil
+		} else if !errors.Is(err, emi.ErrProgramNotFound) {
+			return err
+		}
+		if len(bad) > 0 {
+			return nil
+		}
+		if err := s.store.InsertProgram(ctx, p); errors.Is(err, emi.ErrNonUniqueValue) {
+			bad.Add("code", "is taken: a program with this code exists") // created meanwhile
+			return nil
+		} else if err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "program.create", ResourceType: "program", ResourceToken: p.Code,
+			Changes: programChanges(emi.Program{}, p, true)})
+	})
+	if err != nil {
+		return emi.Program{}, err
+	}
+	if len(bad) > 0 {
+		return emi.Program{}, emi.ErrProgramValidation.WithFields(kernel.Dedupe(bad)...)
+	}
+	return s.store.Program(ctx, p.Code)
+}
+
+// UpdateProgram replaces the settings of a program (emi.PermManagePrograms)
+// with in, audited as program.update with the changed settings, each from
+// its old value to the new one; saving unchanged settings changes and
+// records nothing.
+//
+// in.Version must be the program's UpdatedAt as the editor loaded it:
+// otherwise someone saved it meanwhile and emi.ErrProgramStale is returned,
+// so no update is lost silently. Returns emi.ErrProgramNotFound for an
+// unknown code, and emi.ErrProgramValidation with field errors when:
+//   - name is empty or longer than 200 characters;
+//   - currencies are not one to three distinct of EUR, BGN, GBP, or differ
+//     from the program's while an account uses it (its balances were opened
+//     in them; the identifier schemes follow the currencies);
+//   - card_types are not distinct of virtual, plastic, or cards are
+//     allowed without a card type or a bin_prefix;
+//   - bin_prefix is not empty or 6 to 8 digits; card_validity_months is
+//     not 1 to 120;
+//   - allowed_partners names a partner that does not exist (nil allows
+//     every partner; an empty list none);
+//   - groups name an unknown kind or a code outside ^[a-z0-9_]{1,40}$, or
+//     repeat a code; a default is not one of its kind's codes.
+//
+// Removing a group code is allowed even though cards may use it: cards
+// keep the group codes they have, and the cards feature checks a card's
+// groups against its program when the card's groups change.
+func (s *Accounts) UpdateProgram(ctx context.Context, code string, in emi.ProgramInput) (emi.Program, error) {
+	if err := kernel.Require(ctx, emi.PermManagePrograms); err != nil {
+		return emi.Program{}, err
+	}
+	in = normalizeProgram(in)
+	var bad kernel.Problems
+	if err := s.checkProgram(ctx, &bad, in); err != nil {
+		return emi.Program{}, err
+	}
+	var out emi.Program
+	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+		cur, err := s.store.LockProgram(ctx, code)
+		if err != nil {
+			return err
+		}
+		if !cur.UpdatedAt.Equal(in.Version) {
+			return emi.ErrProgramStale.WithDetail("program %s: version %s, edited %s", code, cur.UpdatedAt, in.Version)
+		}
+		next, err := s.nextProgram(ctx, &bad, cur, in)
+		if err != nil || len(bad) > 0 {
+			return err
+		}
+		changes := programChanges(cur, next, false)
+		if len(changes) == 0 {
+			out = cur
+			return nil
+		}
+		if risk := programRisk(cur, next); risk != "" {
+			// Proposed, not applied: a second administrator approves
+			// (ApproveProgramChange).
+			in.Version = cur.UpdatedAt
+			c := emi.ProgramChange{Program: cur.Code, Input: in, BaseVersion: cur.UpdatedAt, Risk: risk,
+				ProposedBy: kernel.StaffOf(ctx).ActorID, ProposedAt: s.now().UTC()}
+			if err := s.store.InsertProgramChange(ctx, c); errors.Is(err, emi.ErrNonUniqueValue) {
+				return emi.ErrProgramStale.WithDetail("a change of %s waits for approval", cur.Code)
+			} else if err != nil {
+				return err
+			}
+			if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.change_proposed", ResourceType: "program", ResourceToken: cur.Code,
+				Changes: map[string]any{"risk": risk, "changes": changes}}); err != nil {
+				return err
+			}
+			out = cur
+			out.Pending = &c
+			return nil
+		}
+		if err := s.store.UpdateProgram(ctx, next); err != nil {
+			return err
+		}
+		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.update", ResourceType: "program", ResourceToken: cur.Code,
+			Changes: changes}); err != nil {
+			return err
+		}
+		out, err = s.store.Program(ctx, cur.Code)
+		return err
+	})
+	if err != nil {
+		return emi.Program{}, err
+	}
+	if len(bad) > 0 {
+		return emi.Program{}, emi.ErrProgramValidation.WithFields(kernel.Dedupe(bad)...)
+	}
+	return out, nil
+}
+
+// ProgramsInUse returns the codes of the programs that accounts use, whose
+// currencies are locked (emi.PermViewAccounts).
+func (s *Accounts) ProgramsInUse(ctx context.Context) (map[string]bool, error) {
+	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+		return nil, err
+	}
+	codes, err := s.store.ProgramsInUse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(codes))
+	for _, c := range codes {
+		out[c] = true
+	}
+	return out, nil
+}
+
+// normalizeProgram trims the texts of in and drops empty group entries.
+func normalizeProgram(in emi.ProgramInput) emi.ProgramInput {
+	in.Code, in.Name, in.BINPrefix = strings.TrimSpace(in.Code), strings.TrimSpace(in.Name), strings.TrimSpace(in.BINPrefix)
+	in.AllowedPartners = slices.Clone(in.AllowedPartners) // the caller's stays as it is
+	for i, id := range in.AllowedPartners {
+		in.AllowedPartners[i] = strings.ToLower(strings.TrimSpace(id))
+	}
+	groups := map[string][]string{}
+	for kind, codes := range in.Groups {
+		var cs []string
+		for _, c := range codes {
+			if c = strings.TrimSpace(c); c != "" {
+				cs = append(cs, c)
+			}
+		}
+		if len(cs) > 0 {
+			groups[kind] = cs
+		}
+	}
+	defaults := map[string]string{}
+	for kind, c := range in.Defaults {
+		if c = strings.TrimSpace(c); c != "" {
+			defaults[kind] = c
+		}
+	}
+	in.Groups, in.Defaults = groups, defaults
+	return in
+}
+
+// checkProgram adds the problems of in's settings to bad (see
+// UpdateProgram); it returns an error only when a check cannot run.
+func (s *Accounts) checkProgram(ctx context.Context, bad *kernel.Problems, in emi.ProgramInput) error {
+	if err := bad.AddErr("", s.validate.Struct(in, emi.ErrProgramValidation)); err != nil {
+		return err
+	}
+	if len(in.Currencies) == 0 || len(in.Currencies) > len(emi.ProgramCurrencies) {
+		bad.Add("currencies", "choose one to three currencies: EUR, BGN, GBP")
+	} else if repeated(in.Currencies) != "" {
+		bad.Add("currencies", "lists "+repeated(in.Currencies)+" twice: a balance per currency")
+	}
+	if d := repeated(in.CardTypes); d != "" {
+		bad.Add("card_types", "lists "+d+" twice")
+	}
+	if in.BINPrefix != "" && !binPrefixRe.MatchString(in.BINPrefix) {
+		bad.Add("bin_prefix", "must be 6 to 8 digits")
+	}
+	if in.CardsAllowed {
+		if len(in.CardTypes) == 0 {
+			bad.Add("card_types", "choose at least one card type when cards are allowed")
+		}
+		if in.BINPrefix == "" {
+			bad.Add("bin_prefix", "is required when cards are allowed (6 to 8 digits)")
+		}
+	}
+	if d := repeated(in.AllowedPartners); d != "" {
+		bad.Add("allowed_partners", "lists a partner twice")
+	}
+	for kind, codes := range in.Groups {
+		if !slices.Contains(emi.GroupKinds, kind) {
+			bad.Add("groups", "names an unknown kind "+strconv.Quote(kind)+" (one of "+strings.Join(emi.GroupKinds, ", ")+")")
+			continue
+		}
+		field := "groups." + kind
+		if len(codes) > maxGroupCodes {
+			bad.Add(field, "must have at most "+strconv.Itoa(maxGroupCodes)+" codes")
+		}
+		for _, c := range codes {
+			if !groupCodeRe.MatchString(c) {
+				bad.Add(field, strconv.Quote(c)+" is not a group code: 1 to 40 of lower-case letters, digits and _")
+			}
+		}
+		if d := repeated(codes); d != "" {
+			bad.Add(field, "lists "+d+" twice")
+		}
+	}
+	for kind, c := range in.Defaults {
+		if !slices.Contains(emi.GroupKinds, kind) {
+			bad.Add("defaults", "names an unknown kind "+strconv.Quote(kind))
+			continue
+		}
+		if !slices.Contains(in.Groups[kind], c) {
+			msg := "must be one of the " + strings.ReplaceAll(kind, "_", " ") + " codes"
+			if len(in.Groups[kind]) == 0 {
+				msg = "needs the code among the " + strings.ReplaceAll(kind, "_", " ") + " codes (there are none)"
+			} else {
+				msg += " (" + strings.Join(in.Groups[kind], ", ") + ")"
+			}
+			bad.Add("defaults."+kind, msg)
+		}
+	}
+	if len(in.AllowedPartners) > 0 && !bad.Has("allowed_partners") {
+		missing, err := s.store.MissingPartners(ctx, in.AllowedPartners)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			bad.Add("allowed_partners", "names no partner: "+strings.Join(missing, ", "))
+		}
+	}
+	return nil
+}
+
+// repeated returns the first value of list that appears twice, or "".
+func repeated(list []string) string {
+	for i, v := range list {
+		if slices.Contains(list[:i], v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// programOf is the program code with the settings of in (schemes apart).
+func programOf(code string, in emi.ProgramInput) emi.Program {
+	p := emi.Program{Code: code, Name: in.Name, Currencies: slices.Clone(in.Currencies), CardsAllowed: in.CardsAllowed,
+		CardTypes: slices.Clone(in.CardTypes), BINPrefix: in.BINPrefix, CardValidityMonths: in.CardValidityMonths,
+		AMLRequired: in.AMLRequired, Overdraft: in.Overdraft, PINBySMS: in.PINBySMS, WalletProvisioning: in.WalletProvisioning,
+		Groups: map[string][]string{}, Defaults: map[string]string{}}
+	if in.AllowedPartners != nil {
+		p.AllowedPartners = slices.Clone(in.AllowedPartners)
+	}
+	for kind, codes := range in.Groups {
+		p.Groups[kind] = slices.Clone(codes)
+	}
+	for kind, c := range in.Defaults {
+		p.Defaults[kind] = c
+	}
+	return p
+}
+
+// schemesOf returns the identifier scheme of each currency.
+func schemesOf(currencies []string) []string {
+	out := make([]string, len(currencies))
+	for i, c := range currencies {
+		out[i] = emi.SchemeFor(c)
+	}
+	return out
+}
+
+// programFields are a program's settings by the names the audit log and
+// the field errors use. Lists compare as sets where order means nothing
+// (card types, partners, group codes); currencies keep their order, which
+// is the order of the balances.
+func programFields(p emi.Program) map[string]any {
+	sorted := func(s []string) []string {
+		out := append([]string{}, s...)
+		slices.Sort(out)
+		return out
+	}
+	m := map[string]any{"name": p.Name, "currencies": append([]string{}, p.Currencies...), "schemes": append([]string{}, p.Schemes...),
+		"cards_allowed": p.CardsAllowed, "card_types": sorted(p.CardTypes), "bin_prefix": p.BINPrefix,
+		"card_validity_months": p.CardValidityMonths, "aml_required": p.AMLRequired, "overdraft": p.Overdraft,
+		"pin_by_sms": p.PINBySMS, "wallet_provisioning": p.WalletProvisioning}
+	if p.AllowedPartners == nil {
+		m["allowed_partners"] = "all"
+	} else {
+		m["allowed_partners"] = sorted(p.AllowedPartners)
+	}
+	for _, kind := range emi.GroupKinds {
+		m["groups."+kind] = sorted(p.Groups[kind])
+		m["defaults."+kind] = p.Defaults[kind]
+	}
+	return m
+}
+
+// programChanges lists the settings that differ between before and
+// after, each as {"from": old, "to": new}; created lists the settings
+// after has (every one that is not empty or false), from null.
+func programChanges(before, after emi.Program, created bool) map[string]any {
+	out := map[string]any{}
+	b, a := programFields(before), programFields(after)
+	for k, av := range a {
+		if created {
+			if v := reflect.ValueOf(av); v.IsZero() || v.Kind() == reflect.Slice && v.Len() == 0 {
+				continue
+			}
+			out[k] = map[string]any{"from": nil, "to": av}
+			continue
+		}
+		if bv := b[k]; !reflect.DeepEqual(bv, av) {
+			out[k] = map[string]any{"from": bv, "to": av}
+		}
+	}
+	return out
+}
+
+// ProgramChanges returns the proposals waiting for a second administrator,
+// by program (emi.PermViewAccounts).
+func (s *Accounts) ProgramChanges(ctx context.Context) (map[string]emi.ProgramChange, error) {
+	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+		return nil, err
+	}
+	return s.store.ProgramChanges(ctx)
+}
+
+// ApproveProgramChange applies a program change that moves risk, proposed
+// by another administrator (ControlProgramRisk: a distinct person, the
+// engine's links included). The proposal is bound to the program as it was
+// proposed on: when the program changed since, the proposal is void
+// (deleted, audited) and emi.ErrProgramStale is returned. The settings are
+// checked again as an update would be, audited as program.update with both
+// people.
+func (s *Accounts) ApproveProgramChange(ctx context.Context, code string) (emi.Program, error) {
+	var out emi.Program
+	var bad kernel.Problems
+	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+		cur, err := s.store.LockProgram(ctx, code)
+		if err != nil {
+			return err
+		}
+		c, ok, err := s.store.ProgramChange(ctx, cur.Code)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return emi.ErrProgramStale.WithDetail("no change of %s waits", cur.Code)
+		}
+		if err := s.controls.Approve(ctx, staff.ControlProgramRisk, c.ProposedBy); err != nil {
+			return err
+		}
+		if !cur.UpdatedAt.Equal(c.BaseVersion) {
+			if err := s.store.DeleteProgramChange(ctx, cur.Code); err != nil {
+				return err
+			}
+			if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.change_voided", ResourceType: "program", ResourceToken: cur.Code,
+				Changes: map[string]any{"proposed_by": c.ProposedBy, "risk": c.Risk}}); err != nil {
+				return err
+			}
+			return errVoided
+		}
+		if err := s.checkProgram(ctx, &bad, c.Input); err != nil {
+			return err
+		}
+		next, err := s.nextProgram(ctx, &bad, cur, c.Input)
+		if err != nil || len(bad) > 0 {
+			return err
+		}
+		changes := programChanges(cur, next, false)
+		if err := s.store.DeleteProgramChange(ctx, cur.Code); err != nil {
+			return err
+		}
+		if err := s.store.UpdateProgram(ctx, next); err != nil {
+			return err
+		}
+		changes["proposed_by"], changes["approved_by"], changes["risk"] = c.ProposedBy, kernel.StaffOf(ctx).ActorID, c.Risk
+		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.update", ResourceType: "program", ResourceToken: cur.Code,
+			Changes: changes}); err != nil {
+			return err
+		}
+		out, err = s.store.Program(ctx, cur.Code)
+		return err
+	})
+	if errors.Is(err, errVoided) {
+		// The void is committed; the approver is told.
+		return emi.Program{}, emi.ErrProgramStale.WithDetail("the program changed after the proposal: it is void")
+	}
+	if err != nil {
+		return emi.Program{}, err
+	}
+	if len(bad) > 0 {
+		return emi.Program{}, emi.ErrProgramValidation.WithFields(kernel.Dedupe(bad)...)
+	}
+	return out, nil
+}
+
+// errVoided commits a voided proposal's deletion and then reports it.
+var errVoided = errors.New("program change voided")
+
+// RejectProgramChange drops a proposal (emi.PermManagePrograms: the
+// proposer withdrawing it, or another administrator refusing it).
+func (s *Accounts) RejectProgramChange(ctx context.Context, code string) error {
+	if err := kernel.Require(ctx, emi.PermManagePrograms); err != nil {
+		return err
+	}
+	return s.tx.InTx(ctx, func(ctx context.Context) error {
+		c, ok, err := s.store.ProgramChange(ctx, code)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return emi.ErrProgramStale.WithDetail("no change of %s waits", code)
+		}
+		if err := s.store.DeleteProgramChange(ctx, c.Program); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "program.change_rejected", ResourceType: "program", ResourceToken: c.Program,
+			Changes: map[string]any{"proposed_by": c.ProposedBy, "risk": c.Risk}})
+	})
+}
+
+// nextProgram is cur with the settings of in, as UpdateProgram and
+// ApproveProgramChange apply them: the currencies (and their schemes)
+// change only while no account uses the program (else a field error in
+// bad). The caller holds the program's lock.
+func (s *Accounts) nextProgram(ctx context.Context, bad *kernel.Problems, cur emi.Program, in emi.ProgramInput) (emi.Program, error) {
+	next := ProgramAfter(cur, in)
+	if !slices.Equal(cur.Currencies, next.Currencies) {
+		used, err := s.store.ProgramsInUse(ctx, cur.Code)
+		if err != nil {
+			return next, err
+		}
+		if len(used) > 0 {
+			bad.Add("currencies", "cannot change: accounts use this program, and their balances were opened in "+
+				strings.Join(cur.Currencies, ", ")+" (create a new program for other currencies)")
+		}
+		next.Schemes = schemesOf(next.Currencies)
+	}
+	return next, nil
+}
+
+// ProgramAfter is cur with the settings of in (its schemes kept): what a
+// proposed change would make of the program, for the page that shows it.
+func ProgramAfter(cur emi.Program, in emi.ProgramInput) emi.Program {
+	next := programOf(cur.Code, in)
+	next.Schemes = cur.Schemes
+	next.UpdatedAt = cur.UpdatedAt
+	return next
+}

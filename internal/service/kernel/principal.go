@@ -1,0 +1,41 @@
+package kernel
+
+import (
+	"context"
+	"strings"
+
+	"emi/internal/emi"
+)
+
+// partnerCtx returns the calling partner, or not-found for anyone else.
+func PartnerCtx(ctx context.Context, notFound *emi.Error) (emi.Principal, error) {
+	p, ok := emi.PrincipalFrom(ctx)
+	if !ok || p.PartnerID == "" {
+		return p, notFound
+	}
+	return p, nil
+}
+
+// require returns emi.ErrForbidden unless the principal in ctx may do perm.
+// System principals (commands, workers) may do everything.
+func Require(ctx context.Context, perm emi.Permission) error {
+	p, ok := emi.PrincipalFrom(ctx)
+	if !ok || !p.Can(perm) {
+		return emi.ErrForbidden.WithDetail("needs %s", perm)
+	}
+	return nil
+}
+
+// staffOf returns the calling staff user (zero when none).
+func StaffOf(ctx context.Context) emi.Principal {
+	p, _ := emi.PrincipalFrom(ctx)
+	return p
+}
+
+func StaffReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	if len(reason) < 3 || len(reason) > 2000 {
+		return "", emi.ErrReviewValidation.Field("reason", "give a reason (3 to 2,000 characters)")
+	}
+	return reason, nil
+}

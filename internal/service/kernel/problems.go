@@ -1,0 +1,87 @@
+package kernel
+
+import (
+	"emi/internal/emi"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// problems collects field errors under a path prefix.
+type Problems []emi.FieldError
+
+func (p *Problems) Add(field, msg string) {
+	*p = append(*p, emi.FieldError{Field: field, Message: msg})
+}
+
+func (p *Problems) AddErr(prefix string, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := emi.AsError(err)
+	if e.Kind != emi.KindInvalid {
+		return err
+	}
+	for _, f := range e.Fields {
+		field := f.Field
+		if prefix != "" {
+			field = prefix + "." + field
+			if f.Field == "" {
+				field = prefix
+			}
+		}
+		*p = append(*p, emi.FieldError{Field: field, Message: f.Message})
+	}
+	return nil
+}
+
+func (p Problems) Has(field string) bool {
+	return slices.ContainsFunc(p, func(f emi.FieldError) bool { return f.Field == field })
+}
+
+// checkPage adds the problems of a page of a partner API list: page from 1,
+// limit from 1 to maxLimit (the same words on every list; the caller
+// answers them with its own validation code).
+func (p *Problems) CheckPage(page, limit, maxLimit int) {
+	if page < 1 {
+		p.Add("page", "must be 1 or more")
+	}
+	if limit < 1 || limit > maxLimit {
+		p.Add("limit", "must be from 1 to "+strconv.Itoa(maxLimit))
+	}
+}
+
+var tokenRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+func ValidToken(s string) bool { return tokenRe.MatchString(s) }
+
+func Dedupe(fs []emi.FieldError) []emi.FieldError {
+	var out []emi.FieldError
+	for _, f := range fs {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func AllDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func UniqueNonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		s = strings.TrimSpace(s)
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

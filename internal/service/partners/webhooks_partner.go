@@ -1,0 +1,121 @@
+package partners
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"emi/internal/emi"
+	"emi/internal/service/kernel"
+)
+
+// The partner's own webhook endpoints through the API (issue 21, item 8):
+// the back office's operations (AddEndpoint, RotateEndpointSecret,
+// SendTest, Replay), scoped to the calling partner, another partner's
+// endpoint being reported as unknown. They run as the system (the
+// partner's key is the audit row's requester, in the request metadata and
+// the changes), and the back office's errors become the partner
+// catalogue's 15001-15004.
+
+// partnerEndpoint returns the caller and checks that endpointID is one of
+// its endpoints. Returns emi.ErrAPIWebhookEndpointNotFound.
+func (s *Webhooks) partnerEndpoint(ctx context.Context, endpointID string) (emi.Principal, error) {
+	p, ok := emi.PrincipalFrom(ctx)
+	if !ok || !p.IsPartner() {
+		return emi.Principal{}, emi.ErrAPIWebhookEndpointNotFound
+	}
+	if endpointID == "" {
+		return p, nil
+	}
+	ep, err := s.store.Endpoint(ctx, endpointID)
+	if errors.Is(err, emi.ErrWebhookEndpointNotFound) || err == nil && (ep.PartnerID != p.PartnerID || ep.Deleted) {
+		return emi.Principal{}, emi.ErrAPIWebhookEndpointNotFound
+	}
+	return p, err
+}
+
+// asPartnerSystem runs a back-office operation for the partner's own
+// endpoint as the system, naming the key in the principal's id.
+func asPartnerSystem(ctx context.Context, p emi.Principal) context.Context {
+	return emi.WithPrincipal(ctx, emi.Principal{Type: emi.ActorSystem, ActorID: p.ActorID})
+}
+
+// partnerWebhookError maps the back office's webhook errors to the
+// partner catalogue's.
+func partnerWebhookError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, emi.ErrWebhookValidation):
+		return emi.ErrAPIWebhookValidation.WithFields(emi.AsError(err).Fields...)
+	case errors.Is(err, emi.ErrWebhookEndpointNotFound):
+		return emi.ErrAPIWebhookEndpointNotFound
+	case errors.Is(err, emi.ErrWebhookDeliveryNotFound):
+		return emi.ErrAPIWebhookDeliveryNotFound
+	case errors.Is(err, emi.ErrWebhookEndpointDisabled):
+		return emi.ErrAPIWebhookEndpointDisabled
+	}
+	return err
+}
+
+// PartnerEndpoints lists the caller's endpoints with their health.
+func (s *Webhooks) PartnerEndpoints(ctx context.Context) ([]emi.WebhookEndpoint, error) {
+	p, err := s.partnerEndpoint(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	eps, err := s.Endpoints(asPartnerSystem(ctx, p), p.PartnerID)
+	return eps, partnerWebhookError(err)
+}
+
+// PartnerAddEndpoint registers an endpoint for the caller and returns it
+// with its signing secret, shown this once.
+func (s *Webhooks) PartnerAddEndpoint(ctx context.Context, in emi.WebhookEndpointCreate) (emi.WebhookEndpoint, string, error) {
+	p, err := s.partnerEndpoint(ctx, "")
+	if err != nil {
+		return emi.WebhookEndpoint{}, "", err
+	}
+	ep, secret, err := s.AddEndpoint(asPartnerSystem(ctx, p), p.PartnerID, in.URL, in.Description, in.EventTypes)
+	return ep, secret, partnerWebhookError(err)
+}
+
+// PartnerRotateEndpointSecret gives the caller's endpoint a new secret
+// (the previous one signs too until the returned time).
+func (s *Webhooks) PartnerRotateEndpointSecret(ctx context.Context, endpointID string) (string, time.Time, error) {
+	p, err := s.partnerEndpoint(ctx, endpointID)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	secret, until, err := s.RotateEndpointSecret(asPartnerSystem(ctx, p), endpointID)
+	return secret, until, partnerWebhookError(err)
+}
+
+// PartnerSendTest sends a webhook.test event to the caller's endpoint.
+func (s *Webhooks) PartnerSendTest(ctx context.Context, endpointID string) (emi.Event, error) {
+	p, err := s.partnerEndpoint(ctx, endpointID)
+	if err != nil {
+		return emi.Event{}, err
+	}
+	ev, err := s.SendTest(asPartnerSystem(ctx, p), endpointID)
+	return ev, partnerWebhookError(err)
+}
+
+// PartnerReplay attempts the delivery of one of the caller's events to one
+// of its endpoints again now (a failed one, typically, once the receiver
+// is fixed). Returns emi.ErrAPIWebhookValidation for a malformed event id,
+// emi.ErrAPIWebhookEndpointNotFound, emi.ErrAPIWebhookDeliveryNotFound and
+// emi.ErrAPIWebhookEndpointDisabled.
+func (s *Webhooks) PartnerReplay(ctx context.Context, endpointID string, in emi.WebhookReplay) (string, error) {
+	if !kernel.ValidToken(in.Event) {
+		return "", emi.ErrAPIWebhookValidation.Field("event", "must be an event id (events_list)")
+	}
+	p, err := s.partnerEndpoint(ctx, endpointID)
+	if err != nil {
+		return "", err
+	}
+	id, err := s.store.DeliveryFor(ctx, in.Event, endpointID)
+	if err != nil {
+		return "", partnerWebhookError(err)
+	}
+	return id, partnerWebhookError(s.Replay(asPartnerSystem(ctx, p), id))
+}
