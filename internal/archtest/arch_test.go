@@ -47,6 +47,7 @@ const (
 	whyRootOnly     = "only the composition root (cmd/emi, internal/app) and test helpers may wire in the whole application or the database"
 	whyWorker       = "background workers call service methods, as handlers do"
 	whyMigrations   = "migrations only embed SQL files"
+	whyServiceTest  = "internal/service/servicetest holds helpers for tests: only _test.go files import it"
 )
 
 var rules = []rule{
@@ -79,6 +80,9 @@ var rules = []rule{
 		forbid: "emi/internal/app/...", reason: whyRootOnly},
 	{pkg: "emi/...", except: []string{"emi/cmd/...", "emi/internal/app/...", "emi/internal/postgres/..."},
 		forbid: "emi/internal/postgres/...", reason: whyRootOnly},
+
+	{pkg: "emi/...", except: []string{"emi/internal/service/servicetest"},
+		forbid: "emi/internal/service/servicetest", reason: whyServiceTest},
 }
 
 // notYetBuilt lists rule patterns that may match no package yet. Any other

@@ -1,7 +1,3 @@
-// Package service holds emi's use cases. Both surfaces (the partner API and
-// the back office) call these methods; all validation, business rules,
-// partner scoping and audit happen here, once. The package declares the
-// store and provider interfaces it needs; internal/postgres implements them.
 package kernel
 
 import (
