@@ -356,7 +356,7 @@ type Party struct {
 	IBAN string
 }
 
-// checkAmount adds a problem unless v is a positive amount within the cap.
+// CheckAmount adds a problem unless v is a positive amount within the cap.
 func CheckAmount(bad *kernel.Problems, v int64) {
 	switch {
 	case v <= 0:

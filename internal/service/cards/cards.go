@@ -207,10 +207,12 @@ const DefaultRevealQuota = 10
 // Seal contexts: the card token and the column are the associated data,
 // so a value copied into another row or column does not open.
 func PANContext(card string) string { return "cards.pan:" + card }
+
+// CVVContext and PINContext bind a card's sealed CVV2 and PIN to its row.
 func CVVContext(card string) string { return "cards.cvv:" + card }
 func PINContext(card string) string { return "cards.pin:" + card }
 
-// panLookupContext is the same for every card: the lookup finds a PAN
+// PANLookupContext is the same for every card: the lookup finds a PAN
 // whatever row holds it.
 const PANLookupContext = "cards.pan"
 

@@ -14,7 +14,7 @@ import (
 // dependency order. A service that needs another's data through a cycle
 // depends on a narrow interface of a store instead of on the service.
 //
-// mustHave panics, naming the service and the fields, when a required
+// MustHave panics, naming the service and the fields, when a required
 // dependency in deps (a struct) is nil: a wiring mistake stops emi at
 // startup instead of panicking on nil at first use. A pointer, interface,
 // func or channel field is required unless tagged `deps:"optional"`, whose

@@ -61,7 +61,7 @@ type EventStore interface {
 }
 
 // StoredEndpoint is a webhook endpoint as stored: metadata plus sealed
-// secrets (both sealed under webhookSecretContext(ID)).
+// secrets (both sealed under WebhookSecretContext(ID)).
 type StoredEndpoint struct {
 	emi.WebhookEndpoint
 	SecretEnc         []byte
@@ -97,12 +97,12 @@ func NewEvents(tx TxRunner, store EventStore, jobs Enqueuer, now Clock) *Events 
 	return &Events{tx: tx, store: store, jobs: jobs, now: now}
 }
 
-// deliveryJob is the payload of a JobWebhookDeliver job.
+// DeliveryJob is the payload of a JobWebhookDeliver job.
 type DeliveryJob struct {
 	Delivery string `json:"delivery"`
 }
 
-// deliveryJobSpec returns the job that makes the attempts of delivery id.
+// DeliveryJobSpec returns the job that makes the attempts of delivery id.
 // The unique key keeps one pending job per delivery, so its attempts never
 // run side by side; a replay reuses (and hurries) that job.
 func DeliveryJobSpec(id string) emi.JobSpec {
@@ -110,6 +110,7 @@ func DeliveryJobSpec(id string) emi.JobSpec {
 		MaxAttempts: deliveryJobMaxAttempts, UniqueKey: DeliveryJobKey(id)}
 }
 
+// DeliveryJobKey is the unique key of a delivery's job.
 func DeliveryJobKey(id string) string { return JobWebhookDeliver + ":" + id }
 
 // Emit records an event of the partner in the transaction carried by ctx,

@@ -39,7 +39,7 @@ type StoredResponse struct {
 	CreatedAt  time.Time
 }
 
-// idempotencyBodyContext binds a stored response's sealed body to its row
+// IdempotencyBodyContext binds a stored response's sealed body to its row
 // (issue 20, A3: a stored answer may carry the hosted KYC page's
 // capability URL and personal data for 24 hours).
 func IdempotencyBodyContext(id string) string { return "idempotency_keys.body:" + id }

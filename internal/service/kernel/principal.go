@@ -7,7 +7,7 @@ import (
 	"emi/internal/emi"
 )
 
-// partnerCtx returns the calling partner, or not-found for anyone else.
+// PartnerCtx returns the calling partner, or not-found for anyone else.
 func PartnerCtx(ctx context.Context, notFound *emi.Error) (emi.Principal, error) {
 	p, ok := emi.PrincipalFrom(ctx)
 	if !ok || p.PartnerID == "" {
@@ -26,12 +26,14 @@ func Require(ctx context.Context, perm emi.Permission) error {
 	return nil
 }
 
-// staffOf returns the calling staff user (zero when none).
+// StaffOf returns the calling staff user (zero when none).
 func StaffOf(ctx context.Context) emi.Principal {
 	p, _ := emi.PrincipalFrom(ctx)
 	return p
 }
 
+// StaffReason checks the reason a staff user gives for an action
+// (required, trimmed, bounded) and returns it trimmed.
 func StaffReason(reason string) (string, error) {
 	reason = strings.TrimSpace(reason)
 	if len(reason) < 3 || len(reason) > 2000 {

@@ -11,10 +11,13 @@ import (
 // problems collects field errors under a path prefix.
 type Problems []emi.FieldError
 
+// Add records a problem with field.
 func (p *Problems) Add(field, msg string) {
 	*p = append(*p, emi.FieldError{Field: field, Message: msg})
 }
 
+// AddErr records the field errors of err (a validation error) under
+// prefix, and returns any other error unchanged.
 func (p *Problems) AddErr(prefix string, err error) error {
 	if err == nil {
 		return nil
@@ -36,11 +39,12 @@ func (p *Problems) AddErr(prefix string, err error) error {
 	return nil
 }
 
+// Has reports whether a problem with field is recorded.
 func (p Problems) Has(field string) bool {
 	return slices.ContainsFunc(p, func(f emi.FieldError) bool { return f.Field == field })
 }
 
-// checkPage adds the problems of a page of a partner API list: page from 1,
+// CheckPage adds the problems of a page of a partner API list: page from 1,
 // limit from 1 to maxLimit (the same words on every list; the caller
 // answers them with its own validation code).
 func (p *Problems) CheckPage(page, limit, maxLimit int) {
@@ -54,8 +58,12 @@ func (p *Problems) CheckPage(page, limit, maxLimit int) {
 
 var tokenRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
+// ValidToken reports whether s is a token as emi issues them (a
+// lower-case UUID).
 func ValidToken(s string) bool { return tokenRe.MatchString(s) }
 
+// Dedupe drops repeated field errors (same field and message), keeping
+// the first.
 func Dedupe(fs []emi.FieldError) []emi.FieldError {
 	var out []emi.FieldError
 	for _, f := range fs {
@@ -66,6 +74,7 @@ func Dedupe(fs []emi.FieldError) []emi.FieldError {
 	return out
 }
 
+// AllDigits reports whether s is non-empty and only ASCII digits.
 func AllDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
@@ -75,6 +84,8 @@ func AllDigits(s string) bool {
 	return s != ""
 }
 
+// UniqueNonEmpty returns the trimmed, non-empty strings of ss, each once,
+// in order.
 func UniqueNonEmpty(ss ...string) []string {
 	var out []string
 	for _, s := range ss {

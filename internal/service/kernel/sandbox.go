@@ -9,13 +9,13 @@ import (
 	"strings"
 )
 
-// sandboxAs returns ctx with a sandbox reviewer as the principal, keeping
+// SandboxAs returns ctx with a sandbox reviewer as the principal, keeping
 // the request's metadata for the audit log.
 func SandboxAs(ctx context.Context, id string) context.Context {
 	return emi.WithPrincipal(ctx, emi.Principal{Type: emi.ActorSystem, ActorID: id})
 }
 
-// sandboxPartner returns the calling partner.
+// SandboxPartner returns the calling partner.
 func SandboxPartner(ctx context.Context, notFound *emi.Error) (emi.Principal, error) {
 	p, ok := emi.PrincipalFrom(ctx)
 	if !ok || !p.IsPartner() {
@@ -24,7 +24,7 @@ func SandboxPartner(ctx context.Context, notFound *emi.Error) (emi.Principal, er
 	return p, nil
 }
 
-// sandboxReviewError turns the back office's refusals, which a partner's
+// SandboxReviewError turns the back office's refusals, which a partner's
 // catalogue does not have, into the sandbox's: a decision the rules refuse
 // (a sanctions hit open or confirmed) is a conflict the partner can read.
 func SandboxReviewError(err error) error {
@@ -40,14 +40,14 @@ func SandboxReviewError(err error) error {
 	return err
 }
 
-// checkOutcome adds a problem unless outcome is one of allowed.
+// CheckOutcome adds a problem unless outcome is one of allowed.
 func CheckOutcome(p *Problems, outcome string, allowed ...string) {
 	if !slices.Contains(allowed, outcome) {
 		p.Add("outcome", "must be one of: "+strings.Join(allowed, ", "))
 	}
 }
 
-// sandboxText returns the trimmed text, or def when it is empty; a text
+// SandboxText returns the trimmed text, or def when it is empty; a text
 // of 1 or 2 characters, or over max, is a problem (the back office's
 // decisions take at least 3).
 func SandboxText(p *Problems, field, text, def string, limit int) string {

@@ -47,14 +47,14 @@ func NewToken() string {
 	return uuid.Must(uuid.NewV7()).String()
 }
 
-// randomBytes returns n bytes from crypto/rand.
+// RandomBytes returns n bytes from crypto/rand.
 func RandomBytes(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
 	return b
 }
 
-// randomString returns n random bytes as unpadded base64url.
+// RandomString returns n random bytes as unpadded base64url.
 func RandomString(n int) string { return base64.RawURLEncoding.EncodeToString(RandomBytes(n)) }
 
 // b64 is standard padded base64.

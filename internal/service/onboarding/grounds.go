@@ -62,6 +62,7 @@ func checkLabel(name string) string {
 	return strings.ReplaceAll(name, "_", " ")
 }
 
+// SanctionsHitsOf returns the hits of a sanctions check's result.
 func SanctionsHitsOf(c emi.CheckResult) []map[string]any {
 	var out []map[string]any
 	switch hs := c.Details["hits"].(type) {

@@ -652,7 +652,7 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 	})
 }
 
-// openHits returns the keys of the application's current sanctions hits
+// OpenHits returns the keys of the application's current sanctions hits
 // that have no final decision (a true match, or a confirmed false
 // positive).
 func OpenHits(a emi.Application, decided map[string]emi.HitDecisionRecord) []string {
@@ -684,7 +684,7 @@ func (r *Review) Assignees(ctx context.Context) ([]emi.StaffUser, error) {
 	return ActiveStaffWith(ctx, r.staff, emi.PermDecideApps)
 }
 
-// activeStaffWith returns the active staff users holding perm (id, name,
+// ActiveStaffWith returns the active staff users holding perm (id, name,
 // e-mail, roles): the colleagues a case may be assigned to.
 func ActiveStaffWith(ctx context.Context, dir StaffDirectory, perm emi.Permission) ([]emi.StaffUser, error) {
 	all, err := dir.ListStaff(ctx)

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// sandboxDecide decides an application waiting for an underwriter as one
+// SandboxDecide decides an application waiting for an underwriter as one
 // would: it claims it and decides on the evidence it sees (approve,
 // reject with reason code and text, or request_information with the
 // message); an approval that takes two people gets the sandbox's second

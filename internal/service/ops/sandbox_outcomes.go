@@ -54,19 +54,19 @@ func NewSandboxOutcomes(d SandboxOutcomesDeps) (*SandboxOutcomes, error) {
 }
 
 // KYCDecide decides the calling partner's user's open identification
-// session (sandbox_kyc_decide; see KYC.sandboxDecide).
+// session (sandbox_kyc_decide; see KYC.SandboxDecide).
 func (s *SandboxOutcomes) KYCDecide(ctx context.Context, userToken string, in emi.SandboxKYCDecision) (emi.KYCSession, error) {
 	return s.kyc.SandboxDecide(ctx, userToken, in)
 }
 
 // AMLReview decides the open hits of the calling partner's AML check
-// (sandbox_aml_review; see AML.sandboxReview).
+// (sandbox_aml_review; see AML.SandboxReview).
 func (s *SandboxOutcomes) AMLReview(ctx context.Context, token string, in emi.SandboxAMLReview) (emi.AMLCheck, error) {
 	return s.aml.SandboxReview(ctx, token, in)
 }
 
 // ApplicationDecide decides the calling partner's application in review
-// (sandbox_application_decide; see Review.sandboxDecide).
+// (sandbox_application_decide; see Review.SandboxDecide).
 func (s *SandboxOutcomes) ApplicationDecide(ctx context.Context, token string, in emi.SandboxApplicationDecision) (emi.Application, error) {
 	return s.review.SandboxDecide(ctx, token, in)
 }

@@ -73,6 +73,8 @@ func NewPartners(tx kernel.TxRunner, store PartnerStore, sealer kernel.Sealer, a
 	return &Partners{tx: tx, store: store, sealer: sealer, audit: audit, validate: v, cfg: cfg, now: now}
 }
 
+// KeySecretContext and WebhookSecretContext bind a sealed API-key or
+// webhook secret to its row.
 func KeySecretContext(keyID string) string    { return "partner_keys.secret:" + keyID }
 func WebhookSecretContext(epID string) string { return "webhook_endpoints.secret:" + epID }
 func newAPIKey() string                       { return "ak_" + kernel.RandomString(18) }

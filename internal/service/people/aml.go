@@ -46,7 +46,7 @@ type AMLStore interface {
 	// FalsePositives returns the remembered false positives of a person as
 	// "list\x00entry\x00fingerprint" keys.
 	// FalsePositives returns the remembered false positives of a person
-	// by hitKey, with the number of people who decided each (1 or 2).
+	// by FalsePositiveKey, with the number of people who decided each (1 or 2).
 	FalsePositives(ctx context.Context, partnerID string, personKey []byte) (map[string]int, error)
 	// InsertFalsePositive remembers a false positive decided by by and,
 	// for a two-person decision, confirmed by confirmedBy ("" otherwise).
@@ -86,17 +86,19 @@ func NewAML(tx kernel.TxRunner, store AMLStore, users UserStore, screener Screen
 	return &AML{tx: tx, store: store, users: users, screener: screener, watch: watch, controls: controls, events: events, jobs: jobs, audit: audit, validate: v, now: now}
 }
 
+// FalsePositiveKey identifies a list entry's hit in the false-positive
+// memory: list, entry and the entry's fingerprint.
 func FalsePositiveKey(list, entry, fingerprint string) string {
 	return list + "\x00" + entry + "\x00" + fingerprint
 }
 
-// personKey identifies a person for the false-positive memory: the
+// PersonKey identifies a person for the false-positive memory: the
 // normalised name (token order ignored) and the birthday.
 func (a *AML) personKey(first, last, birthday string) []byte {
 	return PersonKey(a.screener.Normalize, first, last, birthday)
 }
 
-// personKey is the person of the false-positive memory, shared by AML
+// PersonKey is the person of the false-positive memory, shared by AML
 // checks and the sanctions check of applications: SHA-256 of the
 // normalised name (token order ignored) and the birthday.
 func PersonKey(norm NameNormalizer, first, last, birthday string) []byte {

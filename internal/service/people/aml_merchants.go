@@ -29,7 +29,7 @@ import (
 // added) are raised, and not those already raised for that merchant and
 // member, nor those remembered as false positives for that person or
 // company (the memory the application checks and the AML checks share:
-// the partner, the person key of personKey, the list entry and its
+// the partner, the person key of PersonKey, the list entry and its
 // fingerprint) by as many people as the hit takes.
 //
 // A hit is an AML check (source rescreen or watchlist) naming the merchant

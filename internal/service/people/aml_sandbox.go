@@ -7,7 +7,7 @@ import (
 	"errors"
 )
 
-// sandboxReview decides every open hit of an AML check as compliance
+// SandboxReview decides every open hit of an AML check as compliance
 // would: "cleared" (each a false positive; a strong hit takes the
 // sandbox's two reviewers, as the two-person rule wants) or "confirmed"
 // (each a true match). aml_check.reviewed follows. Returns

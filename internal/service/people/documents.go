@@ -41,7 +41,7 @@ var fileTypeMIME = map[string]string{
 	"mp4":  "video/mp4",
 }
 
-// decodedDocument is a document checked and ready to seal.
+// DecodedDocument is a document checked and ready to seal.
 type DecodedDocument struct {
 	emi.Document
 	content     []byte
@@ -53,7 +53,7 @@ type DecodedDocument struct {
 // before any decoding.
 const maxEncodedDocument = (emi.MaxDocumentBytes+2)/3*4 + emi.MaxDocumentBytes/38
 
-// decodeDocuments decodes and checks every document of a request (field
+// DecodeDocuments decodes and checks every document of a request (field
 // path prefix, e.g. "documents"): base64, size 1 byte to 10 MiB decoded, and
 // content that sniffs as the declared file_type. It returns every problem.
 func DecodeDocuments(prefix string, docs []emi.Document) ([]DecodedDocument, []emi.FieldError) {
@@ -71,6 +71,8 @@ func DecodeDocuments(prefix string, docs []emi.Document) ([]DecodedDocument, []e
 	return out, bad
 }
 
+// DecodeDocument checks one uploaded document (base64, size, sniffed
+// type) at path and returns it decoded, or the field error.
 func DecodeDocument(path string, d emi.Document) (DecodedDocument, *emi.FieldError) {
 	fail := func(field, msg string) (DecodedDocument, *emi.FieldError) {
 		return DecodedDocument{}, &emi.FieldError{Field: path + "." + field, Message: msg}
@@ -148,10 +150,10 @@ func sniffedAs(b []byte, want string) bool {
 	return false
 }
 
-// documentContext binds a document's sealed content to its row.
+// DocumentContext binds a document's sealed content to its row.
 func DocumentContext(token string) string { return "documents.content:" + token }
 
-// storeDocuments seals and inserts checked documents for an owner.
+// StoreDocuments seals and inserts checked documents for an owner.
 func StoreDocuments(ctx context.Context, store DocumentStore, sealer kernel.Sealer, partnerID, ownerType, ownerToken string, docs []DecodedDocument, now kernel.Clock) ([]emi.StoredDocument, error) {
 	out := make([]emi.StoredDocument, 0, len(docs))
 	for _, d := range docs {

@@ -73,6 +73,7 @@ func NewKYC(tx kernel.TxRunner, store KYCStore, users UserStore, docs DocumentSt
 	return &KYC{tx: tx, store: store, users: users, docs: docs, sealer: sealer, provider: provider, events: events, audit: audit, now: now}
 }
 
+// KYCSecretContext binds a KYC session's sealed secret to its row.
 func KYCSecretContext(token string) string { return "kyc_sessions.secret:" + token }
 func secretHash(secret string) []byte      { h := sha256.Sum256([]byte(secret)); return h[:] }
 

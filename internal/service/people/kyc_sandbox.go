@@ -7,7 +7,7 @@ import (
 	"errors"
 )
 
-// sandboxDecide decides the user's open identification session as
+// SandboxDecide decides the user's open identification session as
 // compliance would: approved, or rejected with reason (sent to the
 // partner in user.kyc_updated). A pending session (the person never
 // uploaded) is first marked submitted, as the hosted page does. Returns

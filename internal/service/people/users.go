@@ -194,11 +194,13 @@ func (s *Users) checkAML(ctx context.Context, partnerID, token string, f emi.Use
 	return nil, nil
 }
 
-// personKey is the normalised name as a sorted set of tokens.
+// PersonKey is the normalised name as a sorted set of tokens.
 func (s *Users) personKey(first, last string) string {
 	return NormalizedName(s.names, first+" "+last)
 }
 
+// NormalizedName is name as screening compares it: normalised by norm,
+// its words sorted (word order ignored).
 func NormalizedName(norm NameNormalizer, name string) string {
 	toks := strings.Fields(norm(name))
 	slices.Sort(toks)

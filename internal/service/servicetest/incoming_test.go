@@ -670,7 +670,7 @@ func TestAdjustmentDecidedOnceUnderConcurrency(t *testing.T) {
 	}
 }
 
-// staffOf is the staff id of a context.
+// StaffOf is the staff id of a context.
 func staffOf(ctx context.Context) string {
 	p, _ := emi.PrincipalFrom(ctx)
 	return p.ActorID

@@ -209,6 +209,7 @@ func NewStaff(tx kernel.TxRunner, store StaffStore, sealer kernel.Sealer, audit 
 		policy: newPasswordPolicy()}
 }
 
+// TOTPSecretContext binds a staff user's sealed TOTP secret to its row.
 func TOTPSecretContext(staffID string) string { return "staff_users.totp:" + staffID }
 
 // emailLookup is the form of an e-mail address used for lookups and

@@ -39,6 +39,7 @@ type StoredStaffChange struct {
 	SecondHalfEnc []byte
 }
 
+// SecondHalfContext binds a staff change's sealed second half to its row.
 func SecondHalfContext(changeID string) string { return "staff_changes.second_half:" + changeID }
 
 // byStaff reports whether the principal in ctx is a staff user (not the
