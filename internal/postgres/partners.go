@@ -216,7 +216,7 @@ func (s *Store) RevokePartnerKey(ctx context.Context, keyID string) error {
 
 // RememberSignature implements the replay guard: true when digest was new.
 // Outside a transaction, concurrent calls share one statement and one
-// commit (signatures.go); inside one, the row is written in it.
+// commit (partners_signatures.go); inside one, the row is written in it.
 func (s *Store) RememberSignature(ctx context.Context, digest []byte, expires time.Time) (bool, error) {
 	if !InTransaction(ctx) {
 		return s.sigs.remember(ctx, digest, expires)
