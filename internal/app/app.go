@@ -52,9 +52,10 @@ type App struct {
 	Logger *slog.Logger
 	DB     *postgres.DB
 	Keys   *seal.Keyring
-	Store  *postgres.Store
-	Jobs   *postgres.Jobs
-	Now    kernel.Clock
+	// PartnerStore keeps partners, their API keys and the replay guard.
+	PartnerStore *postgres.PartnerStore
+	Jobs         *postgres.Jobs
+	Now          kernel.Clock
 	// StaffStore keeps staff users; Sessions is the back office's scs store.
 	StaffStore *postgres.StaffStore
 	Sessions   *postgres.SessionStore
@@ -172,17 +173,17 @@ func OpenDB(ctx context.Context, cfg config.Config) (*postgres.DB, error) {
 
 func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.Keyring, now kernel.Clock) *App {
 	a := &App{Config: cfg, Logger: logger, DB: db, Keys: keys, Now: now}
-	a.Store = postgres.NewStore(db)
+	a.PartnerStore = postgres.NewPartnerStore(db)
 	a.Jobs = postgres.NewJobs(db)
 	v := validate.New()
-	a.Audit = kernel.NewAuditor(a.Store)
+	a.Audit = kernel.NewAuditor(postgres.NewAuditStore(db))
 	// Sandbox mode lets webhooks reach loopback over plain http (make run,
 	// tests); production only public https addresses, checked at
 	// registration and again at every dial (DNS rebinding).
 	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
-	a.keyCache = newKeyCache(a.Store, nil)
-	a.Auth = partners.NewAuth(a.keyCache, a.Store, keys, partners.AuthConfig{Window: cfg.AuthWindow}, now)
-	a.Idempotency = kernel.NewIdempotency(db, a.Store, keys, now)
+	a.keyCache = newKeyCache(a.PartnerStore, nil)
+	a.Auth = partners.NewAuth(a.keyCache, a.PartnerStore, keys, partners.AuthConfig{Window: cfg.AuthWindow}, now)
+	a.Idempotency = kernel.NewIdempotency(db, postgres.NewIdempotencyStore(db), keys, now)
 	a.StaffStore = postgres.NewStaffStore(db)
 	a.Sessions = postgres.NewSessionStore(db, now)
 	a.Controls = staff.NewControls(a.StaffStore, now)
@@ -216,7 +217,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Checks = onboarding.NewChecks(onboarding.ChecksDeps{Tx: db, Store: a.OnboardingStore, Screener: screener,
 		Registry: a.Registry, Media: a.Watchlist, Events: a.Events, Audit: a.Audit, Risk: onboarding.DefaultRiskModel(now),
 		FalsePositives: a.People, NamesMatch: registry.NamesMatch, Settle: cfg.DecisionSettle, Now: now})
-	a.Onboarding = onboarding.NewOnboarding(onboarding.OnboardingDeps{Tx: db, Store: a.OnboardingStore, Partners: a.Store,
+	a.Onboarding = onboarding.NewOnboarding(onboarding.OnboardingDeps{Tx: db, Store: a.OnboardingStore, Partners: a.PartnerStore,
 		Users: a.People, Docs: a.People, Sealer: keys, Jobs: a.Jobs, Audit: a.Audit, Validate: v, Checks: a.Checks,
 		IBAN: func(s string) error { return iban.Validate(iban.Normalize(s)) }, Now: now})
 	a.ComplianceStore = postgres.NewComplianceStore(db)
@@ -253,7 +254,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		Sandbox: cfg.Mode == config.ModeSandbox, Suspense: a.IncomingStore, Now: now})
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
 	a.Authorizations = cards.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Events, a.Audit, now)
-	a.Maintenance = ops.NewMaintenance(ops.MaintenanceDeps{Jobs: a.Jobs, Sigs: a.Store, Idem: a.Idempotency,
+	a.Maintenance = ops.NewMaintenance(ops.MaintenanceDeps{Jobs: a.Jobs, Sigs: a.PartnerStore, Idem: a.Idempotency,
 		Staff: a.Staff, Holds: a.Authorizations, Now: now})
 	a.Incoming = transfers.NewIncoming(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, transfers.IncomingConfig{
 		Sandbox: cfg.Mode == config.ModeSandbox,

@@ -427,3 +427,24 @@ func UniqueViolation(err error, constraint string) bool {
 	}
 	return constraint == "" || pe.Constraint == constraint
 }
+
+// validUUID reports whether s is a syntactically valid UUID, so that a
+// malformed token in a path is "not found" instead of a database error.
+func validUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
