@@ -105,10 +105,9 @@ type App struct {
 	// Review is the underwriters' queue.
 	Review *onboarding.Review
 	// Alerts is the compliance alert queue; Inbox each staff user's
-	// mentions and assignments; ComplianceStore keeps both.
-	Alerts          *ops.Alerts
-	Inbox           *staff.Inbox
-	ComplianceStore *postgres.ComplianceStore
+	// mentions and assignments.
+	Alerts *ops.Alerts
+	Inbox  *staff.Inbox
 	// AccountStore keeps programs, accounts and balances.
 	AccountStore *postgres.AccountStore
 	Accounts     *accounts.Accounts
@@ -204,7 +203,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: nonEmpty(cfg.SanctionsURLs[:])}}
 	a.Sanctions = screener
 	a.OnboardingStore = postgres.NewOnboardingStore(db)
-	a.Watchlist = people.NewWatchlist(db, a.OnboardingStore, a.Audit, a.Jobs, screening.NameSimilarity, v, now)
+	a.Watchlist = people.NewWatchlist(db, a.People, a.Audit, a.Jobs, screening.NameSimilarity, v, now)
 	a.AML = people.NewAML(db, a.People, a.People, screener, a.Watchlist, a.Controls, a.Events, a.Jobs, a.Audit, v, now)
 	a.Users = people.NewUsers(db, a.People, a.People, a.AML, keys, a.Audit, v, screener.Normalize, now)
 	a.KYC = people.NewKYC(db, a.People, a.People, a.People, keys, people.HostedKYC{PublicURL: cfg.PublicURL},
@@ -220,8 +219,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Onboarding = onboarding.NewOnboarding(onboarding.OnboardingDeps{Tx: db, Store: a.OnboardingStore, Partners: a.PartnerStore,
 		Users: a.People, Docs: a.People, Sealer: keys, Jobs: a.Jobs, Audit: a.Audit, Validate: v, Checks: a.Checks,
 		IBAN: func(s string) error { return iban.Validate(iban.Normalize(s)) }, Now: now})
-	a.ComplianceStore = postgres.NewComplianceStore(db)
-	a.Inbox = staff.NewInbox(a.ComplianceStore, now)
+	a.Inbox = staff.NewInbox(postgres.NewInboxStore(db), now)
 	a.Review = onboarding.NewReview(onboarding.ReviewDeps{Tx: db, Store: a.OnboardingStore, Staff: a.StaffStore,
 		Controls: a.Controls, Checks: a.Checks, Events: a.Events, Audit: a.Audit, Inbox: a.Inbox,
 		Views: a.OnboardingStore, Metrics: a.OnboardingStore, Now: now})
@@ -231,7 +229,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	if err == nil {
 		a.SandboxOutcomes = so
 	}
-	a.Alerts = ops.NewAlerts(db, a.ComplianceStore, a.People, a.OnboardingStore, a.StaffStore, a.Inbox, a.Audit, now)
+	a.Alerts = ops.NewAlerts(db, postgres.NewAlertStore(db), a.People, a.OnboardingStore, a.StaffStore, a.Inbox, a.Audit, now)
 	a.AccountStore = postgres.NewAccountStore(db)
 	a.CardStore = postgres.NewCardStore(db)
 	a.Cards = cards.NewCards(cards.CardsDeps{Tx: db, Store: a.CardStore, Accounts: a.AccountStore, AML: a.AML,

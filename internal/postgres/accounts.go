@@ -530,3 +530,20 @@ var accountSort = sortable{def: "created", table: "accounts a", tie: "a.token", 
 	"status":  "a.status",
 	"created": "a.created_at",
 }}
+
+// holderOnHold is the compliance hold of the account's holder: a user or
+// onboarded merchant with an AML check waiting for compliance or confirmed
+// (a virtual account is its main account's holder's). Transfers and card
+// authorizations both ask it.
+func holderOnHold(ctx context.Context, db *DB, account string) (bool, error) {
+	if !validUUID(account) {
+		return false, nil
+	}
+	var held bool
+	err := sqlx.GetContext(ctx, db.Ext(ctx), &held, `SELECT EXISTS (
+		SELECT 1 FROM accounts a
+		JOIN accounts m ON m.token = coalesce(a.main, a.token)
+		JOIN aml_checks c ON c.user_token = m.user_token OR c.merchant_token = m.merchant
+		WHERE a.token = $1 AND c.status IN ('match', 'confirmed'))`, account)
+	return held, Translate(err)
+}

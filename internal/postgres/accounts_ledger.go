@@ -161,10 +161,6 @@ func (s *LedgerStore) InsertLedgerTxn(ctx context.Context, t emi.LedgerTxn, entr
 	return id, ids, nil
 }
 
-func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
-
-func nullString(v string) sql.NullString { return sql.NullString{String: v, Valid: v != ""} }
-
 // nullArray is a text[] parameter with NULL elements.
 func nullArray(v []sql.NullString) any {
 	a := make([]*string, len(v))

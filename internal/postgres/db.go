@@ -448,3 +448,29 @@ func validUUID(s string) bool {
 	}
 	return true
 }
+
+func nullDate(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullUUID(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// escapeLike escapes LIKE wildcards so a search for "50%" means 50%.
+func escapeLike(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
+
+func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
+
+func nullString(v string) sql.NullString { return sql.NullString{String: v, Valid: v != ""} }

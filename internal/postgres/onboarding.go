@@ -10,6 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/people"
 )
 
 // OnboardingStore keeps applications, companies, members, check results
@@ -497,32 +498,18 @@ func (s *OnboardingStore) CountApplications(ctx context.Context, st emi.Applicat
 	return n, Translate(err)
 }
 
-// Watchlist implements service.WatchlistStore.
-func (s *OnboardingStore) Watchlist(ctx context.Context) ([]emi.WatchlistEntry, error) {
-	var out []emi.WatchlistEntry
-	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT id, name, category, note, source,
-		coalesce(created_by::text, '') AS created_by, created_at FROM adverse_media_watchlist WHERE removed_at IS NULL ORDER BY name`)
+// OnboardedMerchantsAfter implements service.MerchantScreeningApps: the
+// onboarded merchants whose application is approved, in token order after
+// after ("" from the start).
+func (s *OnboardingStore) OnboardedMerchantsAfter(ctx context.Context, after string, limit int) ([]people.ScreenedMerchant, error) {
+	if after != "" && !validUUID(after) {
+		return nil, nil
+	}
+	var out []people.ScreenedMerchant
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT m.token::text AS token, m.partner_id::text AS partner_id,
+		m.name, a.token::text AS application
+		FROM merchants m JOIN applications a ON a.token = m.application
+		WHERE m.kind = 'onboarded' AND a.status = 'approved' AND ($1 = '' OR m.token > $1::uuid)
+		ORDER BY m.token LIMIT $2`, after, limit)
 	return out, Translate(err)
-}
-
-// InsertWatchlistEntry implements service.WatchlistStore.
-func (s *OnboardingStore) InsertWatchlistEntry(ctx context.Context, e emi.WatchlistEntry) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO adverse_media_watchlist (id, name, category, note, source, created_by, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.ID, e.Name, e.Category, e.Note, e.Source, nullUUID(e.CreatedBy), e.CreatedAt)
-	return Translate(err)
-}
-
-// RemoveWatchlistEntry implements service.WatchlistStore.
-func (s *OnboardingStore) RemoveWatchlistEntry(ctx context.Context, id string) error {
-	if !validUUID(id) {
-		return emi.ErrReviewValidation.Field("id", "is not an entry of the watch list")
-	}
-	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE adverse_media_watchlist SET removed_at = now() WHERE id = $1 AND removed_at IS NULL`, id)
-	if err != nil {
-		return Translate(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return emi.ErrReviewValidation.Field("id", "is not an entry of the watch list")
-	}
-	return nil
 }

@@ -335,11 +335,6 @@ func (s *OnboardingStore) OverrideHitDecision(ctx context.Context, application, 
 	return nil
 }
 
-// FalsePositives implements service.FalsePositiveReader.
-func (s *OnboardingStore) FalsePositives(ctx context.Context, partnerID string, key []byte) (map[string]int, error) {
-	return NewPeopleStore(s.db).FalsePositives(ctx, partnerID, key)
-}
-
 // InsertHitDecision implements service.ReviewStore. Returns
 // emi.ErrReviewClosed when the hit is already decided.
 func (s *OnboardingStore) InsertHitDecision(ctx context.Context, application, key, decision, reason, by string, at time.Time) error {

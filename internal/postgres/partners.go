@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -125,12 +124,6 @@ func (s *PartnerStore) SearchPartners(ctx context.Context, q string, limit int) 
 		     OR EXISTS (SELECT 1 FROM partner_keys k WHERE k.partner_id = p.id AND k.api_key = $1)
 		  ORDER BY p.created_at DESC LIMIT $3`, q, escapeLike(q), limit)
 	return ps, Translate(err)
-}
-
-// escapeLike escapes LIKE wildcards so a search for "50%" means 50%.
-func escapeLike(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return r.Replace(s)
 }
 
 // Counts returns the number of rows of a few tables for the dashboard.

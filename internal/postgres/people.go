@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,20 +73,6 @@ func (r userRow) user() (emi.User, error) {
 		u.AML = *r.AML
 	}
 	return u, nil
-}
-
-func nullDate(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nullUUID(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // InsertUser implements service.UserStore.
@@ -691,8 +676,6 @@ func (s *PeopleStore) CountKYCSessions(ctx context.Context, st emi.KYCStatus) (i
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM kyc_sessions WHERE status = $1`, st)
 	return n, Translate(err)
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // onlyDigits keeps the digits of s.
 func onlyDigits(s string) string {

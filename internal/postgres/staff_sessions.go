@@ -4,13 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"emi/internal/service/staff"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/jmoiron/sqlx"
+
+	"emi/internal/service/staff"
 )
 
 // SessionStore keeps the back office's scs sessions in the sessions table.
