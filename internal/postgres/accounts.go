@@ -13,6 +13,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
+	"emi/internal/service/cards"
 )
 
 // AccountStore keeps programs, accounts, balances and issued identifiers.
@@ -22,6 +23,14 @@ type AccountStore struct {
 
 // NewAccountStore returns the account store.
 func NewAccountStore(db *DB) *AccountStore { return &AccountStore{db: db} }
+
+var (
+	_ accounts.AccountStore     = (*AccountStore)(nil)
+	_ accounts.ProgramStore     = (*AccountStore)(nil)
+	_ accounts.TerminationStore = (*AccountStore)(nil)
+	// Cards read the card's account and program through it.
+	_ cards.CardAccounts = (*AccountStore)(nil)
+)
 
 type programRow struct {
 	Code               string         `db:"code"`

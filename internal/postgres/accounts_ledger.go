@@ -11,6 +11,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
 )
 
 // balanceQueueLock is the advisory lock class of the per-balance queues
@@ -24,6 +25,8 @@ type LedgerStore struct {
 
 // NewLedgerStore returns the ledger store.
 func NewLedgerStore(db *DB) *LedgerStore { return &LedgerStore{db: db} }
+
+var _ accounts.LedgerStore = (*LedgerStore)(nil)
 
 // LockBalances implements service.LedgerStore. The rows are locked in
 // token order (LockRows sits above the sort), then the account statuses

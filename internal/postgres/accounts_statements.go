@@ -11,6 +11,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
 )
 
 // StatementStore implements service.StatementStore.
@@ -20,6 +21,8 @@ type StatementStore struct {
 
 // NewStatementStore returns the statement store.
 func NewStatementStore(db *DB) *StatementStore { return &StatementStore{db: db} }
+
+var _ accounts.StatementStore = (*StatementStore)(nil)
 
 // statementWhere is the filter of a statement's entries: the accounts
 // ($1) through ledger_entries_account (account, created_at, id), and the

@@ -24,7 +24,10 @@ type CardStore struct {
 // NewCardStore returns the card store.
 func NewCardStore(db *DB) *CardStore { return &CardStore{db: db} }
 
-var _ cards.CardStore = (*CardStore)(nil)
+var (
+	_ cards.CardStore     = (*CardStore)(nil)
+	_ cards.CardGenerator = (*CardStore)(nil)
+)
 
 type cardRow struct {
 	Token           string     `db:"token"`

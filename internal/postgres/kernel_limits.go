@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"emi/internal/service/kernel"
+
 	"github.com/jmoiron/sqlx"
 )
 
@@ -15,6 +17,8 @@ type LimitStore struct {
 
 // NewLimitStore returns the limit store.
 func NewLimitStore(db *DB) *LimitStore { return &LimitStore{db: db} }
+
+var _ kernel.RateLimiter = (*LimitStore)(nil)
 
 // Take counts one event of (scope, subject) at now when fewer than limit
 // were counted in the window before it, and reports whether it did. When it

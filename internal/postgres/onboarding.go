@@ -10,6 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/onboarding"
 	"emi/internal/service/people"
 )
 
@@ -21,6 +22,16 @@ type OnboardingStore struct {
 
 // NewOnboardingStore returns the onboarding store.
 func NewOnboardingStore(db *DB) *OnboardingStore { return &OnboardingStore{db: db} }
+
+var (
+	_ onboarding.ApplicationStore = (*OnboardingStore)(nil)
+	_ onboarding.ReviewStore      = (*OnboardingStore)(nil)
+	_ onboarding.SavedViewStore   = (*OnboardingStore)(nil)
+	_ onboarding.MetricsStore     = (*OnboardingStore)(nil)
+	// The merchants' ongoing screening (people) lists the onboarded
+	// merchants and reads their applications through it.
+	_ people.MerchantScreeningApps = (*OnboardingStore)(nil)
+)
 
 type applicationRow struct {
 	Token           string         `db:"token"`

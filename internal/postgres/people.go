@@ -9,16 +9,33 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"emi/internal/emi"
+	"emi/internal/service/cards"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/people"
 )
 
-// PeopleStore keeps merchants, users, documents, AML checks and KYC
-// sessions.
+// PeopleStore is the people area's store: merchants, users, documents
+// (people_documents.go), AML checks (people_aml.go, people_merchants.go),
+// KYC sessions (people_kyc.go) and the watch list (people_watchlist.go).
 type PeopleStore struct {
 	db *DB
 }
 
 // NewPeopleStore returns the people store.
 func NewPeopleStore(db *DB) *PeopleStore { return &PeopleStore{db: db} }
+
+var (
+	_ people.UserStore        = (*PeopleStore)(nil)
+	_ people.AMLStore         = (*PeopleStore)(nil)
+	_ people.MerchantAMLStore = (*PeopleStore)(nil)
+	_ people.DocumentStore    = (*PeopleStore)(nil)
+	_ people.KYCStore         = (*PeopleStore)(nil)
+	_ people.WatchlistStore   = (*PeopleStore)(nil)
+	// Other areas read people through it: the onboarding checks the
+	// remembered false positives, cards the card holder.
+	_ onboarding.FalsePositiveReader = (*PeopleStore)(nil)
+	_ cards.CardUsers                = (*PeopleStore)(nil)
+)
 
 // MerchantUsable implements service.UserStore.
 func (s *PeopleStore) MerchantUsable(ctx context.Context, partnerID, merchant string) (bool, error) {

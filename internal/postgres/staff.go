@@ -10,6 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/onboarding"
 	"emi/internal/service/staff"
 )
 
@@ -22,7 +23,12 @@ type StaffStore struct {
 // NewStaffStore returns the staff store.
 func NewStaffStore(db *DB) *StaffStore { return &StaffStore{db: db} }
 
-var _ staff.StaffStore = (*StaffStore)(nil)
+var (
+	_ staff.StaffStore     = (*StaffStore)(nil)
+	_ staff.StaffLinkStore = (*StaffStore)(nil)
+	// The review names the underwriters through it.
+	_ onboarding.StaffDirectory = (*StaffStore)(nil)
+)
 
 type staffRow struct {
 	emi.StaffUser

@@ -25,6 +25,8 @@ type TransferStore struct {
 // NewTransferStore returns the transfer store.
 func NewTransferStore(db *DB) *TransferStore { return &TransferStore{db: db} }
 
+var _ transfers.TransferStore = (*TransferStore)(nil)
+
 type partyRow struct {
 	Account   string         `db:"account"`
 	Main      string         `db:"main"`

@@ -11,6 +11,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/transfers"
 )
 
 // IncomingStore implements service.IncomingStore (suspense items) and
@@ -21,6 +22,11 @@ type IncomingStore struct {
 
 // NewIncomingStore returns the store.
 func NewIncomingStore(db *DB) *IncomingStore { return &IncomingStore{db: db} }
+
+var (
+	_ transfers.IncomingStore   = (*IncomingStore)(nil)
+	_ transfers.AdjustmentStore = (*IncomingStore)(nil)
+)
 
 // InsertSuspenseItem implements service.IncomingStore.
 func (s *IncomingStore) InsertSuspenseItem(ctx context.Context, it emi.SuspenseItem) error {
