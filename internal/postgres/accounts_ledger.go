@@ -18,7 +18,7 @@ import (
 // (LockBalances); see partnerEventsLock for the other classes.
 const balanceQueueLock = 0x62616c // "bal"
 
-// LedgerStore implements service.LedgerStore.
+// LedgerStore implements accounts.LedgerStore.
 type LedgerStore struct {
 	db *DB
 }
@@ -28,7 +28,7 @@ func NewLedgerStore(db *DB) *LedgerStore { return &LedgerStore{db: db} }
 
 var _ accounts.LedgerStore = (*LedgerStore)(nil)
 
-// LockBalances implements service.LedgerStore. The rows are locked in
+// LockBalances implements accounts.LedgerStore. The rows are locked in
 // token order (LockRows sits above the sort), then the account statuses
 // are read in a second statement: in READ COMMITTED a new statement sees
 // every change committed before the locks were granted, where the first
@@ -74,7 +74,7 @@ func (s *LedgerStore) LockBalances(ctx context.Context, tokens []string) (map[st
 	return out, nil
 }
 
-// AccountStatuses implements service.LedgerStore.
+// AccountStatuses implements accounts.LedgerStore.
 func (s *LedgerStore) AccountStatuses(ctx context.Context, accounts []string) (map[string]string, error) {
 	out := map[string]string{}
 	var valid []string
@@ -100,7 +100,7 @@ func (s *LedgerStore) AccountStatuses(ctx context.Context, accounts []string) (m
 	return out, nil
 }
 
-// MoveBalance implements service.LedgerStore with one guarded UPDATE: the
+// MoveBalance implements accounts.LedgerStore with one guarded UPDATE: the
 // guard and the change are one statement under the row lock, so no
 // concurrent debit can slip between a check and a write (the
 // balances_no_overdraft CHECK is the last line of defence).
@@ -129,7 +129,7 @@ func (s *LedgerStore) MoveBalance(ctx context.Context, token string, posted, hel
 	return emi.BalanceState{}, false, nil
 }
 
-// InsertLedgerTxn implements service.LedgerStore: the transaction, then
+// InsertLedgerTxn implements accounts.LedgerStore: the transaction, then
 // its entries in one statement (unnest keeps their order, so the ids
 // follow it).
 func (s *LedgerStore) InsertLedgerTxn(ctx context.Context, t emi.LedgerTxn, entries []emi.PostedEntry, at time.Time) (int64, []int64, error) {
@@ -188,7 +188,7 @@ func nullIntArray(v []sql.NullInt64) any {
 	return pq.GenericArray{A: a}
 }
 
-// LedgerTxn implements service.LedgerStore.
+// LedgerTxn implements accounts.LedgerStore.
 func (s *LedgerStore) LedgerTxn(ctx context.Context, id int64) (emi.PostedTxn, error) {
 	var t struct {
 		ID        int64     `db:"id"`
@@ -220,7 +220,7 @@ func (s *LedgerStore) LedgerTxn(ctx context.Context, id int64) (emi.PostedTxn, e
 	return out, nil
 }
 
-// VerifyLedger implements service.LedgerStore: each rule is one query,
+// VerifyLedger implements accounts.LedgerStore: each rule is one query,
 // all in one REPEATABLE READ read-only transaction, so the checks see the
 // same committed state while transfers go on.
 func (s *LedgerStore) VerifyLedger(ctx context.Context) (emi.LedgerReport, error) {

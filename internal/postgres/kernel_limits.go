@@ -10,7 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// LimitStore decides rolling-window limits atomically (service.RateLimiter).
+// LimitStore decides rolling-window limits atomically (kernel.RateLimiter).
 type LimitStore struct {
 	db *DB
 }

@@ -131,7 +131,7 @@ func (r applicationRow) application() (emi.Application, error) {
 	return a, nil
 }
 
-// InsertApplication implements service.ApplicationStore.
+// InsertApplication implements onboarding.ApplicationStore.
 func (s *OnboardingStore) InsertApplication(ctx context.Context, a emi.Application) error {
 	pd, err := json.Marshal(a.PayoutDetails)
 	if err != nil {
@@ -148,7 +148,7 @@ func (s *OnboardingStore) InsertApplication(ctx context.Context, a emi.Applicati
 	return Translate(err)
 }
 
-// Application implements service.ApplicationStore.
+// Application implements onboarding.ApplicationStore.
 func (s *OnboardingStore) Application(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Application, error) {
 	if !validUUID(token) {
 		return emi.Application{}, emi.ErrApplicationNotFound
@@ -213,7 +213,7 @@ func sortChecks(cs []emi.CheckResult, order map[string]int) {
 	}
 }
 
-// CheckHistory implements service.ApplicationStore.
+// CheckHistory implements onboarding.ApplicationStore.
 func (s *OnboardingStore) CheckHistory(ctx context.Context, application string) ([]emi.CheckResult, error) {
 	if !validUUID(application) {
 		return nil, emi.ErrApplicationNotFound
@@ -222,7 +222,7 @@ func (s *OnboardingStore) CheckHistory(ctx context.Context, application string) 
 		WHERE application = $1 ORDER BY at, id`, application)
 }
 
-// TouchApplication implements service.ApplicationStore.
+// TouchApplication implements onboarding.ApplicationStore.
 func (s *OnboardingStore) TouchApplication(ctx context.Context, token string) (int, error) {
 	var rev int
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &rev, `UPDATE applications SET revision = revision + 1, updated_at = now(),
@@ -231,7 +231,7 @@ func (s *OnboardingStore) TouchApplication(ctx context.Context, token string) (i
 	return rev, Translate(err)
 }
 
-// UpsertCompany implements service.ApplicationStore.
+// UpsertCompany implements onboarding.ApplicationStore.
 func (s *OnboardingStore) UpsertCompany(ctx context.Context, partnerID, application string, c emi.CompanyFields) error {
 	raw, err := json.Marshal(c)
 	if err != nil {
@@ -305,7 +305,7 @@ func memberFields(m emi.Member) ([]byte, error) {
 	return raw, nil
 }
 
-// InsertMember implements service.ApplicationStore.
+// InsertMember implements onboarding.ApplicationStore.
 func (s *OnboardingStore) InsertMember(ctx context.Context, m emi.Member) error {
 	raw, err := memberFields(m)
 	if err != nil {
@@ -319,7 +319,7 @@ func (s *OnboardingStore) InsertMember(ctx context.Context, m emi.Member) error 
 	return Translate(err)
 }
 
-// Member implements service.ApplicationStore.
+// Member implements onboarding.ApplicationStore.
 func (s *OnboardingStore) Member(ctx context.Context, application, token string) (emi.Member, error) {
 	if !validUUID(token) || !validUUID(application) {
 		return emi.Member{}, emi.ErrMemberNotFound
@@ -334,7 +334,7 @@ func (s *OnboardingStore) Member(ctx context.Context, application, token string)
 	return ms[0], nil
 }
 
-// UpdateMember implements service.ApplicationStore.
+// UpdateMember implements onboarding.ApplicationStore.
 func (s *OnboardingStore) UpdateMember(ctx context.Context, m emi.Member) error {
 	raw, err := memberFields(m)
 	if err != nil {
@@ -346,7 +346,7 @@ func (s *OnboardingStore) UpdateMember(ctx context.Context, m emi.Member) error 
 	return Translate(err)
 }
 
-// SaveChecks implements service.ApplicationStore: the latest result per
+// SaveChecks implements onboarding.ApplicationStore: the latest result per
 // check, and a history row whenever a result differs from the previous.
 func (s *OnboardingStore) SaveChecks(ctx context.Context, application string, revision int, checks []emi.CheckResult) error {
 	for _, c := range checks {
@@ -372,7 +372,7 @@ func (s *OnboardingStore) SaveChecks(ctx context.Context, application string, re
 	return nil
 }
 
-// SetRisk implements service.ApplicationStore.
+// SetRisk implements onboarding.ApplicationStore.
 func (s *OnboardingStore) SetRisk(ctx context.Context, application, score string, points int, factors []emi.RiskFactor) error {
 	raw, err := json.Marshal(factors)
 	if err != nil {
@@ -386,7 +386,7 @@ func (s *OnboardingStore) SetRisk(ctx context.Context, application, score string
 	return Translate(err)
 }
 
-// SetApplicationStatus implements service.ApplicationStore.
+// SetApplicationStatus implements onboarding.ApplicationStore.
 func (s *OnboardingStore) SetApplicationStatus(ctx context.Context, token string, st emi.ApplicationStatus, checked int, reason, merchant string) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET status = $2, checked_revision = $3,
 		decision_reason = CASE WHEN $4 = '' THEN decision_reason ELSE $4 END,
@@ -396,7 +396,7 @@ func (s *OnboardingStore) SetApplicationStatus(ctx context.Context, token string
 	return Translate(err)
 }
 
-// InsertOnboardedMerchant implements service.ApplicationStore.
+// InsertOnboardedMerchant implements onboarding.ApplicationStore.
 func (s *OnboardingStore) InsertOnboardedMerchant(ctx context.Context, partnerID, token, name, application, mid, tid string) error {
 	null := func(v string) any {
 		if v == "" {
@@ -412,7 +412,7 @@ func (s *OnboardingStore) InsertOnboardedMerchant(ctx context.Context, partnerID
 	return Translate(err)
 }
 
-// Applications implements service.ApplicationStore.
+// Applications implements onboarding.ApplicationStore.
 func (s *OnboardingStore) Applications(ctx context.Context, f emi.ApplicationFilter) ([]emi.Application, error) {
 	var where []string
 	var args []any
@@ -454,7 +454,7 @@ func (s *OnboardingStore) Applications(ctx context.Context, f emi.ApplicationFil
 	return out, nil
 }
 
-// Companies implements service.ApplicationStore.
+// Companies implements onboarding.ApplicationStore.
 func (s *OnboardingStore) Companies(ctx context.Context, q string, limit int) ([]emi.CompanyRow, error) {
 	var where []string
 	var args []any
@@ -480,7 +480,7 @@ func (s *OnboardingStore) Companies(ctx context.Context, q string, limit int) ([
 	return out, Translate(err)
 }
 
-// MembersLike implements service.ApplicationStore.
+// MembersLike implements onboarding.ApplicationStore.
 func (s *OnboardingStore) MembersLike(ctx context.Context, m emi.Member) ([]emi.Member, error) {
 	if m.UniqueIdentifier != "" {
 		return s.members(ctx, `WHERE unique_identifier = $1 OR (lower(last_name) = lower($2) AND lower(first_name) = lower($3)
@@ -494,7 +494,7 @@ func (s *OnboardingStore) MembersLike(ctx context.Context, m emi.Member) ([]emi.
 		AND birthday IS NOT DISTINCT FROM $3::date ORDER BY created_at`, m.LastName, m.FirstName, nullDate(m.Birthday))
 }
 
-// PendingApplications implements service.ApplicationStore.
+// PendingApplications implements onboarding.ApplicationStore.
 func (s *OnboardingStore) PendingApplications(ctx context.Context) ([]string, error) {
 	var out []string
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT token::text FROM applications
@@ -502,14 +502,14 @@ func (s *OnboardingStore) PendingApplications(ctx context.Context) ([]string, er
 	return out, Translate(err)
 }
 
-// CountApplications implements service.ApplicationStore.
+// CountApplications implements onboarding.ApplicationStore.
 func (s *OnboardingStore) CountApplications(ctx context.Context, st emi.ApplicationStatus) (int64, error) {
 	var n int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM applications WHERE status = $1`, st)
 	return n, Translate(err)
 }
 
-// OnboardedMerchantsAfter implements service.MerchantScreeningApps: the
+// OnboardedMerchantsAfter implements people.MerchantScreeningApps: the
 // onboarded merchants whose application is approved, in token order after
 // after ("" from the start).
 func (s *OnboardingStore) OnboardedMerchantsAfter(ctx context.Context, after string, limit int) ([]people.ScreenedMerchant, error) {

@@ -21,7 +21,7 @@ func NewAlertStore(db *DB) *AlertStore { return &AlertStore{db: db} }
 
 var _ ops.AlertStore = (*AlertStore)(nil)
 
-// AlertClaims implements service.AlertStore: every claim by "kind|subject".
+// AlertClaims implements ops.AlertStore: every claim by "kind|subject".
 func (s *AlertStore) AlertClaims(ctx context.Context) (map[string]emi.AlertClaim, error) {
 	var rows []emi.AlertClaim
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT c.subject_kind, c.subject::text AS subject, c.staff_id::text AS staff_id,
@@ -37,7 +37,7 @@ func (s *AlertStore) AlertClaims(ctx context.Context) (map[string]emi.AlertClaim
 	return out, nil
 }
 
-// AlertClaim implements service.AlertStore: the claim of one alert, locked.
+// AlertClaim implements ops.AlertStore: the claim of one alert, locked.
 func (s *AlertStore) AlertClaim(ctx context.Context, kind, subject string) (emi.AlertClaim, bool, error) {
 	var c emi.AlertClaim
 	if !validUUID(subject) {
@@ -52,7 +52,7 @@ func (s *AlertStore) AlertClaim(ctx context.Context, kind, subject string) (emi.
 	return c, err == nil, Translate(err)
 }
 
-// ClaimAlert implements service.AlertStore: it takes a free alert (false
+// ClaimAlert implements ops.AlertStore: it takes a free alert (false
 // when someone holds it).
 func (s *AlertStore) ClaimAlert(ctx context.Context, kind, subject, staff string, at time.Time) (bool, error) {
 	res, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO compliance_claims (subject_kind, subject, staff_id, claimed_at)
@@ -64,7 +64,7 @@ func (s *AlertStore) ClaimAlert(ctx context.Context, kind, subject, staff string
 	return n == 1, Translate(err)
 }
 
-// AssignAlert implements service.AlertStore: staff holds the alert now,
+// AssignAlert implements ops.AlertStore: staff holds the alert now,
 // whoever held it before.
 func (s *AlertStore) AssignAlert(ctx context.Context, kind, subject, staff, by string, at time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO compliance_claims (subject_kind, subject, staff_id, assigned_by, claimed_at)
@@ -73,13 +73,13 @@ func (s *AlertStore) AssignAlert(ctx context.Context, kind, subject, staff, by s
 	return Translate(err)
 }
 
-// ReleaseAlert implements service.AlertStore.
+// ReleaseAlert implements ops.AlertStore.
 func (s *AlertStore) ReleaseAlert(ctx context.Context, kind, subject string) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM compliance_claims WHERE subject_kind = $1 AND subject = $2`, kind, subject)
 	return Translate(err)
 }
 
-// ApplicationsWithHits implements service.AlertStore: applications not
+// ApplicationsWithHits implements ops.AlertStore: applications not
 // decided whose sanctions check raised hits, oldest first.
 func (s *AlertStore) ApplicationsWithHits(ctx context.Context, limit int) ([]string, error) {
 	var out []string
@@ -88,10 +88,10 @@ func (s *AlertStore) ApplicationsWithHits(ctx context.Context, limit int) ([]str
 	return out, Translate(err)
 }
 
-// CountApplicationsWithOpenHits implements service.AlertStore: the
+// CountApplicationsWithOpenHits implements ops.AlertStore: the
 // applications ApplicationsWithHits returns that still have a hit without
 // a final decision (a true match, or a confirmed false positive). The hit
-// key is service.HitKey's, built in SQL.
+// key is onboarding.HitKey's, built in SQL.
 func (s *AlertStore) CountApplicationsWithOpenHits(ctx context.Context) (int64, error) {
 	var n int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM applications a

@@ -68,7 +68,7 @@ func (s *PartnerStore) UpdatePartnerProcessing(ctx context.Context, id string, m
 	return Translate(err)
 }
 
-// ValidatorConfig implements service.PartnerStore.
+// ValidatorConfig implements partners.PartnerStore.
 func (s *PartnerStore) ValidatorConfig(ctx context.Context, partnerID string) (*emi.ValidatorConfig, error) {
 	var raw []byte
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &raw, `SELECT validator_config FROM partners WHERE id = $1`, partnerID)
@@ -85,7 +85,7 @@ func (s *PartnerStore) ValidatorConfig(ctx context.Context, partnerID string) (*
 	return &c, nil
 }
 
-// SetValidatorConfig implements service.PartnerStore (nil removes it).
+// SetValidatorConfig implements partners.PartnerStore (nil removes it).
 func (s *PartnerStore) SetValidatorConfig(ctx context.Context, partnerID string, c *emi.ValidatorConfig) error {
 	var raw []byte
 	if c != nil {

@@ -12,7 +12,7 @@ import (
 
 // The replay guard's write, batched.
 //
-// Every authenticated request remembers its request digest (service.Auth's
+// Every authenticated request remembers its request digest (partners.Auth's
 // Consume): one INSERT into api_signatures, which used to be one statement,
 // one transaction and one WAL flush per request. Concurrent requests now
 // share them: a request queues its digest, and whoever finds a flush slot
@@ -29,7 +29,7 @@ import (
 // the others are replays. With no concurrency a batch is one request and
 // costs what the single INSERT did.
 //
-// Inside a transaction (a POST with an Idempotency-Key: service.Idempotency
+// Inside a transaction (a POST with an Idempotency-Key: kernel.Idempotency
 // runs the guard in the request's transaction) the digest is written in
 // that transaction, unbatched, as before: its fate is the transaction's,
 // which commits anyway, and Idempotency.Do records it again on its own when

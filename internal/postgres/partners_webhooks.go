@@ -18,7 +18,7 @@ import (
 	"emi/internal/service/partners"
 )
 
-// WebhookStore implements service.EventStore and service.WebhookStore over
+// WebhookStore implements kernel.EventStore and partners.WebhookStore over
 // the tables events, webhook_endpoints, webhook_deliveries and
 // webhook_attempts (migration 00004).
 type WebhookStore struct {

@@ -37,7 +37,7 @@ var (
 	_ cards.CardUsers                = (*PeopleStore)(nil)
 )
 
-// MerchantUsable implements service.UserStore.
+// MerchantUsable implements people.UserStore.
 func (s *PeopleStore) MerchantUsable(ctx context.Context, partnerID, merchant string) (bool, error) {
 	if !validUUID(merchant) {
 		return false, nil
@@ -91,7 +91,7 @@ func (r userRow) user() (emi.User, error) {
 	return u, nil
 }
 
-// InsertUser implements service.UserStore.
+// InsertUser implements people.UserStore.
 func (s *PeopleStore) InsertUser(ctx context.Context, u emi.User) error {
 	profile, err := json.Marshal(storedProfile{UserFields: u.UserFields, Company: u.Company})
 	if err != nil {
@@ -118,7 +118,7 @@ func (s *PeopleStore) user(ctx context.Context, query string, args ...any) (emi.
 	return r.user()
 }
 
-// User implements service.UserStore.
+// User implements people.UserStore.
 func (s *PeopleStore) User(ctx context.Context, partnerID, token string) (emi.User, error) {
 	if !validUUID(token) {
 		return emi.User{}, emi.ErrUserNotFound
@@ -129,7 +129,7 @@ func (s *PeopleStore) User(ctx context.Context, partnerID, token string) (emi.Us
 	return s.user(ctx, `SELECT `+userColumns+` FROM users WHERE token = $1 AND partner_id = $2 AND status = 'active'`, token, partnerID)
 }
 
-// UserForUpdate implements service.UserStore.
+// UserForUpdate implements people.UserStore.
 func (s *PeopleStore) UserForUpdate(ctx context.Context, partnerID, token string) (emi.User, error) {
 	if !validUUID(token) {
 		return emi.User{}, emi.ErrUserNotFound
@@ -137,7 +137,7 @@ func (s *PeopleStore) UserForUpdate(ctx context.Context, partnerID, token string
 	return s.user(ctx, `SELECT `+userColumns+` FROM users WHERE token = $1 AND partner_id = $2 AND status = 'active' FOR UPDATE`, token, partnerID)
 }
 
-// UpdateUser implements service.UserStore.
+// UpdateUser implements people.UserStore.
 func (s *PeopleStore) UpdateUser(ctx context.Context, u emi.User) error {
 	profile, err := json.Marshal(storedProfile{UserFields: u.UserFields, Company: u.Company})
 	if err != nil {
@@ -151,14 +151,14 @@ func (s *PeopleStore) UpdateUser(ctx context.Context, u emi.User) error {
 	return Translate(err)
 }
 
-// RemoveUser implements service.UserStore.
+// RemoveUser implements people.UserStore.
 func (s *PeopleStore) RemoveUser(ctx context.Context, u emi.User) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx,
 		`UPDATE users SET status = 'removed', removed_at = $2, updated_at = $2 WHERE token = $1`, u.Token, u.RemovedAt)
 	return Translate(err)
 }
 
-// UserHasProducts implements service.UserStore: a non-terminated account
+// UserHasProducts implements people.UserStore: a non-terminated account
 // or card.
 func (s *PeopleStore) UserHasProducts(ctx context.Context, token string) (bool, error) {
 	var has bool
@@ -167,13 +167,13 @@ func (s *PeopleStore) UserHasProducts(ctx context.Context, token string) (bool, 
 	return has, Translate(err)
 }
 
-// SetUserKYCStatus implements service.UserStore.
+// SetUserKYCStatus implements people.UserStore.
 func (s *PeopleStore) SetUserKYCStatus(ctx context.Context, token string, st emi.KYCStatus) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE users SET kyc_status = $2 WHERE token = $1`, token, st)
 	return Translate(err)
 }
 
-// Users implements service.UserStore: q matches a token exactly, or a
+// Users implements people.UserStore: q matches a token exactly, or a
 // prefix of the e-mail, a phone number's digits, or the name.
 func (s *PeopleStore) Users(ctx context.Context, f emi.UserFilter) ([]emi.User, error) {
 	var where []string
@@ -243,7 +243,7 @@ func (s *PeopleStore) users(ctx context.Context, q string, args ...any) ([]emi.U
 	return out, nil
 }
 
-// ActiveUsersAfter implements service.UserStore.
+// ActiveUsersAfter implements people.UserStore.
 func (s *PeopleStore) ActiveUsersAfter(ctx context.Context, after string, limit int) ([]emi.User, error) {
 	if after == "" {
 		after = "00000000-0000-0000-0000-000000000000"

@@ -48,7 +48,7 @@ func (r amlCheckRow) check() emi.AMLCheck {
 	return c
 }
 
-// InsertAMLCheck implements service.AMLStore.
+// InsertAMLCheck implements people.AMLStore.
 func (s *PeopleStore) InsertAMLCheck(ctx context.Context, c emi.AMLCheck) error {
 	return s.db.InTx(ctx, func(ctx context.Context) error {
 		_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO aml_checks (token, partner_id, source, user_token,
@@ -125,7 +125,7 @@ func (s *PeopleStore) amlHits(ctx context.Context, token string) ([]emi.AMLHit, 
 	return out, nil
 }
 
-// AMLCheck implements service.AMLStore.
+// AMLCheck implements people.AMLStore.
 func (s *PeopleStore) AMLCheck(ctx context.Context, partnerID, token string) (emi.AMLCheck, error) {
 	if !validUUID(token) {
 		return emi.AMLCheck{}, emi.ErrAMLCheckNotFound
@@ -137,7 +137,7 @@ func (s *PeopleStore) AMLCheck(ctx context.Context, partnerID, token string) (em
 	return s.amlCheck(ctx, q+` AND c.partner_id = $2`, token, partnerID)
 }
 
-// AMLCheckForUpdate implements service.AMLStore.
+// AMLCheckForUpdate implements people.AMLStore.
 func (s *PeopleStore) AMLCheckForUpdate(ctx context.Context, token string) (emi.AMLCheck, error) {
 	if !validUUID(token) {
 		return emi.AMLCheck{}, emi.ErrAMLCheckNotFound
@@ -146,7 +146,7 @@ func (s *PeopleStore) AMLCheckForUpdate(ctx context.Context, token string) (emi.
 		WHERE c.token = $1 FOR UPDATE OF c`, token)
 }
 
-// DecideAMLHit implements service.AMLStore.
+// DecideAMLHit implements people.AMLStore.
 func (s *PeopleStore) DecideAMLHit(ctx context.Context, token string, h emi.AMLHit) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE aml_hits SET decision = $3, reason = $4, decided_by = $5, decided_at = $6,
 		confirmed_by = $7, confirmed_at = $8 WHERE check_token = $1 AND n = $2`,
@@ -154,14 +154,14 @@ func (s *PeopleStore) DecideAMLHit(ctx context.Context, token string, h emi.AMLH
 	return Translate(err)
 }
 
-// SetAMLCheckStatus implements service.AMLStore.
+// SetAMLCheckStatus implements people.AMLStore.
 func (s *PeopleStore) SetAMLCheckStatus(ctx context.Context, token string, st emi.AMLStatus, by string, at time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE aml_checks SET status = $2, reviewed_by = $3, reviewed_at = $4 WHERE token = $1`,
 		token, st, nullUUID(by), at)
 	return Translate(err)
 }
 
-// FalsePositives implements service.AMLStore.
+// FalsePositives implements people.AMLStore.
 func (s *PeopleStore) FalsePositives(ctx context.Context, partnerID string, key []byte) (map[string]int, error) {
 	var rows []struct {
 		List        string `db:"list"`
@@ -179,7 +179,7 @@ func (s *PeopleStore) FalsePositives(ctx context.Context, partnerID string, key 
 	return out, Translate(err)
 }
 
-// InsertFalsePositive implements service.AMLStore.
+// InsertFalsePositive implements people.AMLStore.
 func (s *PeopleStore) InsertFalsePositive(ctx context.Context, partnerID string, key []byte, h emi.AMLHit, check, reason, by, confirmedBy string, at time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO aml_false_positives (partner_id, person_key, list, entry_id,
 		fingerprint, check_token, reason, decided_by, confirmed_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -191,7 +191,7 @@ func (s *PeopleStore) InsertFalsePositive(ctx context.Context, partnerID string,
 	return Translate(err)
 }
 
-// AMLChecks implements service.AMLStore: the match queue oldest first,
+// AMLChecks implements people.AMLStore: the match queue oldest first,
 // anything else newest first.
 func (s *PeopleStore) AMLChecks(ctx context.Context, f emi.AMLFilter) ([]emi.AMLCheck, error) {
 	var where []string
@@ -238,14 +238,14 @@ func (s *PeopleStore) AMLChecks(ctx context.Context, f emi.AMLFilter) ([]emi.AML
 	return out, nil
 }
 
-// CountAMLChecks implements service.AMLStore.
+// CountAMLChecks implements people.AMLStore.
 func (s *PeopleStore) CountAMLChecks(ctx context.Context, st emi.AMLStatus) (int64, error) {
 	var n int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM aml_checks WHERE status = $1`, st)
 	return n, Translate(err)
 }
 
-// RaisedForUser implements service.AMLStore.
+// RaisedForUser implements people.AMLStore.
 func (s *PeopleStore) RaisedForUser(ctx context.Context, user string) (map[string]bool, error) {
 	var rows []struct {
 		List        string `db:"list"`
@@ -262,7 +262,7 @@ func (s *PeopleStore) RaisedForUser(ctx context.Context, user string) (map[strin
 	return out, Translate(err)
 }
 
-// UserScreening implements service.AMLStore.
+// UserScreening implements people.AMLStore.
 func (s *PeopleStore) UserScreening(ctx context.Context, user string) (emi.UserScreening, error) {
 	var out emi.UserScreening
 	if !validUUID(user) {
@@ -276,14 +276,14 @@ func (s *PeopleStore) UserScreening(ctx context.Context, user string) (emi.UserS
 	return out, Translate(err)
 }
 
-// InsertSanctionsUpdate implements service.AMLStore.
+// InsertSanctionsUpdate implements people.AMLStore.
 func (s *PeopleStore) InsertSanctionsUpdate(ctx context.Context, u emi.SanctionsUpdate) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO sanctions_updates (at, instance, ok, error, version, changed)
 		VALUES ($1, $2, $3, $4, $5, $6)`, u.At, u.Instance, u.OK, u.Error, u.Version, u.Changed)
 	return Translate(err)
 }
 
-// SanctionsUpdates implements service.AMLStore.
+// SanctionsUpdates implements people.AMLStore.
 func (s *PeopleStore) SanctionsUpdates(ctx context.Context, limit int) ([]emi.SanctionsUpdate, error) {
 	var out []emi.SanctionsUpdate
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT at, instance, ok, error, version, changed

@@ -11,7 +11,7 @@ import (
 // Documents of users, KYC sessions, companies and members
 // (people.DocumentStore), their content sealed at rest.
 
-// InsertDocument implements service.DocumentStore.
+// InsertDocument implements people.DocumentStore.
 func (s *PeopleStore) InsertDocument(ctx context.Context, d emi.StoredDocument, enc []byte) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO documents (token, partner_id, owner_type, owner_token,
 		document_type, file_type, content_type, size, sha256, content_enc, created_at)
@@ -22,7 +22,7 @@ func (s *PeopleStore) InsertDocument(ctx context.Context, d emi.StoredDocument, 
 
 const documentColumns = `token, partner_id, owner_type, owner_token, document_type, file_type, content_type, size, sha256, created_at`
 
-// Documents implements service.DocumentStore.
+// Documents implements people.DocumentStore.
 func (s *PeopleStore) Documents(ctx context.Context, ownerType, ownerToken string) ([]emi.StoredDocument, error) {
 	var out []emi.StoredDocument
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT `+documentColumns+` FROM documents
@@ -30,7 +30,7 @@ func (s *PeopleStore) Documents(ctx context.Context, ownerType, ownerToken strin
 	return out, Translate(err)
 }
 
-// Document implements service.DocumentStore.
+// Document implements people.DocumentStore.
 func (s *PeopleStore) Document(ctx context.Context, token string) (emi.StoredDocument, []byte, error) {
 	var row struct {
 		emi.StoredDocument

@@ -47,7 +47,7 @@ func (s *PeopleStore) kyc(ctx context.Context, q string, args ...any) (emi.KYCSe
 	return r.session(), nil
 }
 
-// OpenKYCSession implements service.KYCStore.
+// OpenKYCSession implements people.KYCStore.
 func (s *PeopleStore) OpenKYCSession(ctx context.Context, user string) (emi.KYCSession, []byte, error) {
 	var row struct {
 		kycRow
@@ -61,7 +61,7 @@ func (s *PeopleStore) OpenKYCSession(ctx context.Context, user string) (emi.KYCS
 	return row.session(), row.Enc, nil
 }
 
-// InsertKYCSession implements service.KYCStore.
+// InsertKYCSession implements people.KYCStore.
 func (s *PeopleStore) InsertKYCSession(ctx context.Context, k emi.KYCSession, hash, enc []byte) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO kyc_sessions (token, partner_id, user_token, provider,
 		secret_hash, secret_enc, status, expires_at, created_at, updated_at)
@@ -70,12 +70,12 @@ func (s *PeopleStore) InsertKYCSession(ctx context.Context, k emi.KYCSession, ha
 	return Translate(err)
 }
 
-// KYCSessionBySecret implements service.KYCStore.
+// KYCSessionBySecret implements people.KYCStore.
 func (s *PeopleStore) KYCSessionBySecret(ctx context.Context, hash []byte) (emi.KYCSession, error) {
 	return s.kyc(ctx, `SELECT `+kycColumns+kycFrom+` WHERE k.secret_hash = $1 FOR UPDATE OF k`, hash)
 }
 
-// KYCSession implements service.KYCStore.
+// KYCSession implements people.KYCStore.
 func (s *PeopleStore) KYCSession(ctx context.Context, token string, forUpdate bool) (emi.KYCSession, error) {
 	if !validUUID(token) {
 		return emi.KYCSession{}, emi.ErrKYCSessionNotFound
@@ -87,7 +87,7 @@ func (s *PeopleStore) KYCSession(ctx context.Context, token string, forUpdate bo
 	return s.kyc(ctx, q, token)
 }
 
-// UpdateKYCSession implements service.KYCStore.
+// UpdateKYCSession implements people.KYCStore.
 func (s *PeopleStore) UpdateKYCSession(ctx context.Context, k emi.KYCSession) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE kyc_sessions SET status = $2, document_kind = $3, consent_at = $4,
 		submitted_at = $5, reviewed_at = $6, reviewed_by = $7, reason = $8, internal_note = $9, updated_at = $10 WHERE token = $1`,
@@ -95,7 +95,7 @@ func (s *PeopleStore) UpdateKYCSession(ctx context.Context, k emi.KYCSession) er
 	return Translate(err)
 }
 
-// KYCSessions implements service.KYCStore: the submitted queue oldest
+// KYCSessions implements people.KYCStore: the submitted queue oldest
 // first, anything else newest first.
 func (s *PeopleStore) KYCSessions(ctx context.Context, f emi.KYCFilter) ([]emi.KYCSession, error) {
 	var where []string
@@ -131,7 +131,7 @@ func (s *PeopleStore) KYCSessions(ctx context.Context, f emi.KYCFilter) ([]emi.K
 	return out, nil
 }
 
-// CountKYCSessions implements service.KYCStore.
+// CountKYCSessions implements people.KYCStore.
 func (s *PeopleStore) CountKYCSessions(ctx context.Context, st emi.KYCStatus) (int64, error) {
 	var n int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM kyc_sessions WHERE status = $1`, st)

@@ -8,7 +8,7 @@ import (
 	"emi/internal/emi"
 )
 
-// RaisedForMerchant implements service.MerchantAMLStore: the hits already
+// RaisedForMerchant implements people.MerchantAMLStore: the hits already
 // raised in any check of the merchant, by member ("" for the company) and
 // "list\x00entry\x00fingerprint".
 func (s *PeopleStore) RaisedForMerchant(ctx context.Context, merchant string) (map[string]bool, error) {
@@ -32,7 +32,7 @@ func (s *PeopleStore) RaisedForMerchant(ctx context.Context, merchant string) (m
 	return out, Translate(err)
 }
 
-// MerchantScreening implements service.AMLStore: the merchant's checks
+// MerchantScreening implements people.AMLStore: the merchant's checks
 // waiting for a decision and confirmed true matches.
 func (s *PeopleStore) MerchantScreening(ctx context.Context, merchant string) (emi.UserScreening, error) {
 	var out emi.UserScreening

@@ -11,7 +11,7 @@ import (
 // The adverse-media watch list (people.Watchlist; the onboarding checks
 // and the merchants' screening read it through that service).
 
-// Watchlist implements service.WatchlistStore.
+// Watchlist implements people.WatchlistStore.
 func (s *PeopleStore) Watchlist(ctx context.Context) ([]emi.WatchlistEntry, error) {
 	var out []emi.WatchlistEntry
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT id, name, category, note, source,
@@ -19,14 +19,14 @@ func (s *PeopleStore) Watchlist(ctx context.Context) ([]emi.WatchlistEntry, erro
 	return out, Translate(err)
 }
 
-// InsertWatchlistEntry implements service.WatchlistStore.
+// InsertWatchlistEntry implements people.WatchlistStore.
 func (s *PeopleStore) InsertWatchlistEntry(ctx context.Context, e emi.WatchlistEntry) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO adverse_media_watchlist (id, name, category, note, source, created_by, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.ID, e.Name, e.Category, e.Note, e.Source, nullUUID(e.CreatedBy), e.CreatedAt)
 	return Translate(err)
 }
 
-// RemoveWatchlistEntry implements service.WatchlistStore.
+// RemoveWatchlistEntry implements people.WatchlistStore.
 func (s *PeopleStore) RemoveWatchlistEntry(ctx context.Context, id string) error {
 	if !validUUID(id) {
 		return emi.ErrReviewValidation.Field("id", "is not an entry of the watch list")

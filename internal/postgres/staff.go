@@ -14,7 +14,7 @@ import (
 	"emi/internal/service/staff"
 )
 
-// StaffStore implements service.StaffStore: staff users, their second
+// StaffStore implements staff.StaffStore: staff users, their second
 // factors, sign-in attempts, and the revocation of their sessions.
 type StaffStore struct {
 	db *DB
@@ -317,7 +317,7 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 	return n, Translate(err)
 }
 
-// StaffControllers implements service.StaffLinkStore from the audit log,
+// StaffControllers implements staff.StaffLinkStore from the audit log,
 // which is append-only (its triggers refuse UPDATE and DELETE), so a link
 // cannot be erased by the people it links. Uses audit_log_resource. A
 // change two administrators took (proposed by one, approved by the other)

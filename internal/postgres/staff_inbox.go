@@ -19,7 +19,7 @@ func NewInboxStore(db *DB) *InboxStore { return &InboxStore{db: db} }
 
 var _ staff.InboxStore = (*InboxStore)(nil)
 
-// Notify implements service.InboxStore.
+// Notify implements staff.InboxStore.
 func (s *InboxStore) Notify(ctx context.Context, it emi.InboxItem) error {
 	var by any
 	if it.By != "" {
@@ -30,7 +30,7 @@ func (s *InboxStore) Notify(ctx context.Context, it emi.InboxItem) error {
 	return Translate(err)
 }
 
-// Inbox implements service.InboxStore: a person's items, newest first.
+// Inbox implements staff.InboxStore: a person's items, newest first.
 func (s *InboxStore) Inbox(ctx context.Context, staff string, unreadOnly bool, limit int) ([]emi.InboxItem, error) {
 	var out []emi.InboxItem
 	if !validUUID(staff) {
@@ -43,7 +43,7 @@ func (s *InboxStore) Inbox(ctx context.Context, staff string, unreadOnly bool, l
 	return out, Translate(err)
 }
 
-// UnreadCount implements service.InboxStore.
+// UnreadCount implements staff.InboxStore.
 func (s *InboxStore) UnreadCount(ctx context.Context, staff string) (int64, error) {
 	var n int64
 	if !validUUID(staff) {
@@ -53,7 +53,7 @@ func (s *InboxStore) UnreadCount(ctx context.Context, staff string) (int64, erro
 	return n, Translate(err)
 }
 
-// MarkRead implements service.InboxStore: id 0 marks every item.
+// MarkRead implements staff.InboxStore: id 0 marks every item.
 func (s *InboxStore) MarkRead(ctx context.Context, staff string, id int64, at time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE staff_inbox SET read_at = $3
 		WHERE staff_id = $1 AND read_at IS NULL AND ($2 = 0 OR id = $2)`, staff, id, at)

@@ -12,7 +12,7 @@ import (
 // Staff adjustments (transfers.AdjustmentStore), kept by IncomingStore
 // beside the suspense queue (transfers_incoming.go): one store, two files.
 
-// InsertAdjustment implements service.AdjustmentStore.
+// InsertAdjustment implements transfers.AdjustmentStore.
 func (s *IncomingStore) InsertAdjustment(ctx context.Context, a emi.Adjustment) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO adjustment_requests (token, account, balance, partner_id, direction,
 		amount, currency, reason, status, requested_by, requested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10)`,
@@ -38,7 +38,7 @@ func (r adjustmentRow) adjustment() emi.Adjustment {
 	return a
 }
 
-// Adjustment implements service.AdjustmentStore.
+// Adjustment implements transfers.AdjustmentStore.
 func (s *IncomingStore) Adjustment(ctx context.Context, token string, forUpdate bool) (emi.Adjustment, error) {
 	if !validUUID(token) {
 		return emi.Adjustment{}, emi.ErrAdjustmentNotFound
@@ -54,7 +54,7 @@ func (s *IncomingStore) Adjustment(ctx context.Context, token string, forUpdate 
 	return r.adjustment(), nil
 }
 
-// Adjustments implements service.AdjustmentStore.
+// Adjustments implements transfers.AdjustmentStore.
 func (s *IncomingStore) Adjustments(ctx context.Context, account string, pending bool, limit int) ([]emi.Adjustment, error) {
 	q := `SELECT ` + adjustmentColumns + ` WHERE r.status = 'pending'`
 	order := ` ORDER BY r.requested_at, r.token`
@@ -81,7 +81,7 @@ func (s *IncomingStore) Adjustments(ctx context.Context, account string, pending
 	return out, nil
 }
 
-// DecideAdjustment implements service.AdjustmentStore.
+// DecideAdjustment implements transfers.AdjustmentStore.
 func (s *IncomingStore) DecideAdjustment(ctx context.Context, a emi.Adjustment) error {
 	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE adjustment_requests SET status = $2, decided_by = $3, decided_at = $4,
 		decision_note = $5, txn = $6 WHERE token = $1 AND status = 'pending'`,
@@ -95,7 +95,7 @@ func (s *IncomingStore) DecideAdjustment(ctx context.Context, a emi.Adjustment) 
 	return nil
 }
 
-// CountPendingAdjustments implements service.AdjustmentStore.
+// CountPendingAdjustments implements transfers.AdjustmentStore.
 func (s *IncomingStore) CountPendingAdjustments(ctx context.Context) (int64, error) {
 	var n int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM adjustment_requests WHERE status = 'pending'`)

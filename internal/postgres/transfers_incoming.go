@@ -14,8 +14,8 @@ import (
 	"emi/internal/service/transfers"
 )
 
-// IncomingStore implements service.IncomingStore (suspense items) and
-// service.AdjustmentStore (manual adjustments).
+// IncomingStore implements transfers.IncomingStore (suspense items) and
+// transfers.AdjustmentStore (manual adjustments).
 type IncomingStore struct {
 	db *DB
 }
@@ -28,7 +28,7 @@ var (
 	_ transfers.AdjustmentStore = (*IncomingStore)(nil)
 )
 
-// InsertSuspenseItem implements service.IncomingStore.
+// InsertSuspenseItem implements transfers.IncomingStore.
 func (s *IncomingStore) InsertSuspenseItem(ctx context.Context, it emi.SuspenseItem) error {
 	payer, err := json.Marshal(it.Payer)
 	if err != nil {
@@ -96,7 +96,7 @@ const suspenseColumns = `s.token, s.scheme, s.amount, s.currency, s.payer, s.ide
 	LEFT JOIN suspense_assignment_requests ar ON ar.item = s.token AND ar.status = 'approved'
 	LEFT JOIN staff_users ars ON ars.id = ar.requested_by`
 
-// SuspenseItem implements service.IncomingStore.
+// SuspenseItem implements transfers.IncomingStore.
 func (s *IncomingStore) SuspenseItem(ctx context.Context, token string, forUpdate bool) (emi.SuspenseItem, error) {
 	if !validUUID(token) {
 		return emi.SuspenseItem{}, emi.ErrSuspenseNotFound
@@ -122,7 +122,7 @@ var suspenseSort = sortable{def: "received", table: "suspense_items s", tie: "s.
 	"resolved": "coalesce(s.resolved_at, s.created_at)",
 }}
 
-// SuspenseItems implements service.IncomingStore.
+// SuspenseItems implements transfers.IncomingStore.
 func (s *IncomingStore) SuspenseItems(ctx context.Context, open bool, page, limit int, o emi.SortOrder) ([]emi.SuspenseItem, int64, error) {
 	where, order := `s.status = 'open'`, ` ORDER BY s.created_at, s.token`
 	if !open {
@@ -147,7 +147,7 @@ func (s *IncomingStore) SuspenseItems(ctx context.Context, open bool, page, limi
 	return out, total, nil
 }
 
-// ResolveSuspenseItem implements service.IncomingStore. The status guard
+// ResolveSuspenseItem implements transfers.IncomingStore. The status guard
 // is a second line behind the caller's row lock.
 func (s *IncomingStore) ResolveSuspenseItem(ctx context.Context, token string, r emi.SuspenseResolution) error {
 	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE suspense_items SET status = $2, resolved_by = $3, resolved_at = $4,
@@ -162,14 +162,14 @@ func (s *IncomingStore) ResolveSuspenseItem(ctx context.Context, token string, r
 	return nil
 }
 
-// CountOpenSuspense implements service.IncomingStore.
+// CountOpenSuspense implements transfers.IncomingStore.
 func (s *IncomingStore) CountOpenSuspense(ctx context.Context) (int64, error) {
 	var n int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM suspense_items WHERE status = 'open'`)
 	return n, Translate(err)
 }
 
-// InsertSuspenseAssignment implements service.IncomingStore. A second
+// InsertSuspenseAssignment implements transfers.IncomingStore. A second
 // pending request for the item is emi.ErrSuspenseAssignmentPending (the
 // partial unique index; the caller's item lock is the first line).
 func (s *IncomingStore) InsertSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error {
@@ -206,7 +206,7 @@ const assignmentColumns = `r.token, r.item, r.target, r.target_account, r.target
 	FROM suspense_assignment_requests r LEFT JOIN staff_users rq ON rq.id = r.requested_by
 	LEFT JOIN staff_users dc ON dc.id = r.decided_by`
 
-// SuspenseAssignment implements service.IncomingStore.
+// SuspenseAssignment implements transfers.IncomingStore.
 func (s *IncomingStore) SuspenseAssignment(ctx context.Context, token string, forUpdate bool) (emi.SuspenseAssignment, error) {
 	if !validUUID(token) {
 		return emi.SuspenseAssignment{}, emi.ErrSuspenseAssignmentNotFound
@@ -222,7 +222,7 @@ func (s *IncomingStore) SuspenseAssignment(ctx context.Context, token string, fo
 	return r.assignment(), nil
 }
 
-// PendingSuspenseAssignments implements service.IncomingStore.
+// PendingSuspenseAssignments implements transfers.IncomingStore.
 func (s *IncomingStore) PendingSuspenseAssignments(ctx context.Context, items []string) (map[string]emi.SuspenseAssignment, error) {
 	out := map[string]emi.SuspenseAssignment{}
 	if len(items) == 0 {
@@ -239,7 +239,7 @@ func (s *IncomingStore) PendingSuspenseAssignments(ctx context.Context, items []
 	return out, nil
 }
 
-// DecideSuspenseAssignment implements service.IncomingStore. The status
+// DecideSuspenseAssignment implements transfers.IncomingStore. The status
 // guard is a second line behind the caller's row locks.
 func (s *IncomingStore) DecideSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error {
 	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE suspense_assignment_requests SET status = $2, decided_by = $3,
