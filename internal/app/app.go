@@ -52,9 +52,10 @@ type App struct {
 	Logger *slog.Logger
 	DB     *postgres.DB
 	Keys   *seal.Keyring
-	Store  *postgres.Store
-	Jobs   *postgres.Jobs
-	Now    kernel.Clock
+	// PartnerStore keeps partners, their API keys and the replay guard.
+	PartnerStore *postgres.PartnerStore
+	Jobs         *postgres.Jobs
+	Now          kernel.Clock
 	// StaffStore keeps staff users; Sessions is the back office's scs store.
 	StaffStore *postgres.StaffStore
 	Sessions   *postgres.SessionStore
@@ -104,10 +105,9 @@ type App struct {
 	// Review is the underwriters' queue.
 	Review *onboarding.Review
 	// Alerts is the compliance alert queue; Inbox each staff user's
-	// mentions and assignments; ComplianceStore keeps both.
-	Alerts          *ops.Alerts
-	Inbox           *staff.Inbox
-	ComplianceStore *postgres.ComplianceStore
+	// mentions and assignments.
+	Alerts *ops.Alerts
+	Inbox  *staff.Inbox
 	// AccountStore keeps programs, accounts and balances.
 	AccountStore *postgres.AccountStore
 	Accounts     *accounts.Accounts
@@ -172,17 +172,17 @@ func OpenDB(ctx context.Context, cfg config.Config) (*postgres.DB, error) {
 
 func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.Keyring, now kernel.Clock) *App {
 	a := &App{Config: cfg, Logger: logger, DB: db, Keys: keys, Now: now}
-	a.Store = postgres.NewStore(db)
+	a.PartnerStore = postgres.NewPartnerStore(db)
 	a.Jobs = postgres.NewJobs(db)
 	v := validate.New()
-	a.Audit = kernel.NewAuditor(a.Store)
+	a.Audit = kernel.NewAuditor(postgres.NewAuditStore(db))
 	// Sandbox mode lets webhooks reach loopback over plain http (make run,
 	// tests); production only public https addresses, checked at
 	// registration and again at every dial (DNS rebinding).
 	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
-	a.keyCache = newKeyCache(a.Store, nil)
-	a.Auth = partners.NewAuth(a.keyCache, a.Store, keys, partners.AuthConfig{Window: cfg.AuthWindow}, now)
-	a.Idempotency = kernel.NewIdempotency(db, a.Store, keys, now)
+	a.keyCache = newKeyCache(a.PartnerStore, nil)
+	a.Auth = partners.NewAuth(a.keyCache, a.PartnerStore, keys, partners.AuthConfig{Window: cfg.AuthWindow}, now)
+	a.Idempotency = kernel.NewIdempotency(db, postgres.NewIdempotencyStore(db), keys, now)
 	a.StaffStore = postgres.NewStaffStore(db)
 	a.Sessions = postgres.NewSessionStore(db, now)
 	a.Controls = staff.NewControls(a.StaffStore, now)
@@ -203,7 +203,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: nonEmpty(cfg.SanctionsURLs[:])}}
 	a.Sanctions = screener
 	a.OnboardingStore = postgres.NewOnboardingStore(db)
-	a.Watchlist = people.NewWatchlist(db, a.OnboardingStore, a.Audit, a.Jobs, screening.NameSimilarity, v, now)
+	a.Watchlist = people.NewWatchlist(db, a.People, a.Audit, a.Jobs, screening.NameSimilarity, v, now)
 	a.AML = people.NewAML(db, a.People, a.People, screener, a.Watchlist, a.Controls, a.Events, a.Jobs, a.Audit, v, now)
 	a.Users = people.NewUsers(db, a.People, a.People, a.AML, keys, a.Audit, v, screener.Normalize, now)
 	a.KYC = people.NewKYC(db, a.People, a.People, a.People, keys, people.HostedKYC{PublicURL: cfg.PublicURL},
@@ -216,11 +216,10 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Checks = onboarding.NewChecks(onboarding.ChecksDeps{Tx: db, Store: a.OnboardingStore, Screener: screener,
 		Registry: a.Registry, Media: a.Watchlist, Events: a.Events, Audit: a.Audit, Risk: onboarding.DefaultRiskModel(now),
 		FalsePositives: a.People, NamesMatch: registry.NamesMatch, Settle: cfg.DecisionSettle, Now: now})
-	a.Onboarding = onboarding.NewOnboarding(onboarding.OnboardingDeps{Tx: db, Store: a.OnboardingStore, Partners: a.Store,
+	a.Onboarding = onboarding.NewOnboarding(onboarding.OnboardingDeps{Tx: db, Store: a.OnboardingStore, Partners: a.PartnerStore,
 		Users: a.People, Docs: a.People, Sealer: keys, Jobs: a.Jobs, Audit: a.Audit, Validate: v, Checks: a.Checks,
 		IBAN: func(s string) error { return iban.Validate(iban.Normalize(s)) }, Now: now})
-	a.ComplianceStore = postgres.NewComplianceStore(db)
-	a.Inbox = staff.NewInbox(a.ComplianceStore, now)
+	a.Inbox = staff.NewInbox(postgres.NewInboxStore(db), now)
 	a.Review = onboarding.NewReview(onboarding.ReviewDeps{Tx: db, Store: a.OnboardingStore, Staff: a.StaffStore,
 		Controls: a.Controls, Checks: a.Checks, Events: a.Events, Audit: a.Audit, Inbox: a.Inbox,
 		Views: a.OnboardingStore, Metrics: a.OnboardingStore, Now: now})
@@ -230,7 +229,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	if err == nil {
 		a.SandboxOutcomes = so
 	}
-	a.Alerts = ops.NewAlerts(db, a.ComplianceStore, a.People, a.OnboardingStore, a.StaffStore, a.Inbox, a.Audit, now)
+	a.Alerts = ops.NewAlerts(db, postgres.NewAlertStore(db), a.People, a.OnboardingStore, a.StaffStore, a.Inbox, a.Audit, now)
 	a.AccountStore = postgres.NewAccountStore(db)
 	a.CardStore = postgres.NewCardStore(db)
 	a.Cards = cards.NewCards(cards.CardsDeps{Tx: db, Store: a.CardStore, Accounts: a.AccountStore, AML: a.AML,
@@ -253,7 +252,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		Sandbox: cfg.Mode == config.ModeSandbox, Suspense: a.IncomingStore, Now: now})
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
 	a.Authorizations = cards.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Events, a.Audit, now)
-	a.Maintenance = ops.NewMaintenance(ops.MaintenanceDeps{Jobs: a.Jobs, Sigs: a.Store, Idem: a.Idempotency,
+	a.Maintenance = ops.NewMaintenance(ops.MaintenanceDeps{Jobs: a.Jobs, Sigs: a.PartnerStore, Idem: a.Idempotency,
 		Staff: a.Staff, Holds: a.Authorizations, Now: now})
 	a.Incoming = transfers.NewIncoming(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, transfers.IncomingConfig{
 		Sandbox: cfg.Mode == config.ModeSandbox,

@@ -13,6 +13,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
+	"emi/internal/service/cards"
 )
 
 // AccountStore keeps programs, accounts, balances and issued identifiers.
@@ -22,6 +23,14 @@ type AccountStore struct {
 
 // NewAccountStore returns the account store.
 func NewAccountStore(db *DB) *AccountStore { return &AccountStore{db: db} }
+
+var (
+	_ accounts.AccountStore     = (*AccountStore)(nil)
+	_ accounts.ProgramStore     = (*AccountStore)(nil)
+	_ accounts.TerminationStore = (*AccountStore)(nil)
+	// Cards read the card's account and program through it.
+	_ cards.CardAccounts = (*AccountStore)(nil)
+)
 
 type programRow struct {
 	Code               string         `db:"code"`
@@ -75,7 +84,7 @@ func (s *AccountStore) programs(ctx context.Context, where string, args ...any) 
 	return out, nil
 }
 
-// Program implements service.AccountStore.
+// Program implements accounts.AccountStore.
 func (s *AccountStore) Program(ctx context.Context, code string) (emi.Program, error) {
 	ps, err := s.programs(ctx, `WHERE code = $1`, code)
 	if err != nil {
@@ -87,12 +96,12 @@ func (s *AccountStore) Program(ctx context.Context, code string) (emi.Program, e
 	return ps[0], nil
 }
 
-// Programs implements service.AccountStore.
+// Programs implements accounts.AccountStore.
 func (s *AccountStore) Programs(ctx context.Context) ([]emi.Program, error) {
 	return s.programs(ctx, "")
 }
 
-// UpsertProgram implements service.AccountStore: the program and its
+// UpsertProgram implements accounts.AccountStore: the program and its
 // groups as given.
 func (s *AccountStore) UpsertProgram(ctx context.Context, p emi.Program) error {
 	return s.db.InTx(ctx, func(ctx context.Context) error {
@@ -131,7 +140,7 @@ func (s *AccountStore) UpsertProgram(ctx context.Context, p emi.Program) error {
 	})
 }
 
-// MerchantForAccounts implements service.AccountStore.
+// MerchantForAccounts implements accounts.AccountStore.
 func (s *AccountStore) MerchantForAccounts(ctx context.Context, partnerID, merchant string) (bool, bool, error) {
 	if !validUUID(merchant) {
 		return false, false, nil
@@ -159,7 +168,7 @@ func (s *AccountStore) MerchantForAccounts(ctx context.Context, partnerID, merch
 	return true, false, nil
 }
 
-// ActiveUser implements service.AccountStore.
+// ActiveUser implements accounts.AccountStore.
 func (s *AccountStore) ActiveUser(ctx context.Context, partnerID, user string) (bool, error) {
 	if !validUUID(user) {
 		return false, nil
@@ -169,7 +178,7 @@ func (s *AccountStore) ActiveUser(ctx context.Context, partnerID, user string) (
 	return ok, Translate(err)
 }
 
-// InsertAccount implements service.AccountStore.
+// InsertAccount implements accounts.AccountStore.
 func (s *AccountStore) InsertAccount(ctx context.Context, a emi.Account) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO accounts (token, partner_id, program, merchant, user_token, main, virtual,
 		alias, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
@@ -177,7 +186,7 @@ func (s *AccountStore) InsertAccount(ctx context.Context, a emi.Account) error {
 	return Translate(err)
 }
 
-// InsertBalance implements service.AccountStore.
+// InsertBalance implements accounts.AccountStore.
 func (s *AccountStore) InsertBalance(ctx context.Context, b emi.Balance) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO balances (token, account, position, currency, iban, bic,
 		account_number, sort_code, overdraft) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -188,7 +197,7 @@ func (s *AccountStore) InsertBalance(ctx context.Context, b emi.Balance) error {
 	return Translate(err)
 }
 
-// RegisterIBAN implements service.AccountStore.
+// RegisterIBAN implements accounts.AccountStore.
 func (s *AccountStore) RegisterIBAN(ctx context.Context, iban, account, balance string, virtual bool) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO ibans (iban, account, balance, virtual) VALUES ($1, $2, $3, $4)`,
 		iban, account, balance, virtual)
@@ -198,7 +207,7 @@ func (s *AccountStore) RegisterIBAN(ctx context.Context, iban, account, balance 
 	return Translate(err)
 }
 
-// ReserveSerial implements service.AccountStore.
+// ReserveSerial implements accounts.AccountStore.
 func (s *AccountStore) ReserveSerial(ctx context.Context, kind string, serial int64, iban string) (bool, error) {
 	if kind != "bg" && kind != "uk" {
 		return false, emi.Internal(errUnknownSerial)
@@ -248,7 +257,7 @@ func (r accountRow) account() emi.Account {
 	return a
 }
 
-// Account implements service.AccountStore.
+// Account implements accounts.AccountStore.
 func (s *AccountStore) Account(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Account, error) {
 	if !validUUID(token) {
 		return emi.Account{}, emi.ErrAccountNotFound
@@ -326,21 +335,21 @@ func (s *AccountStore) virtualIBANs(ctx context.Context, a *emi.Account) error {
 	return nil
 }
 
-// SetAccountStatus implements service.AccountStore.
+// SetAccountStatus implements accounts.AccountStore.
 func (s *AccountStore) SetAccountStatus(ctx context.Context, token, status string) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE accounts SET status = $2, updated_at = now(),
 		terminated_at = CASE WHEN $2 = 'terminated' THEN now() ELSE NULL END WHERE token = $1`, token, status)
 	return Translate(err)
 }
 
-// InsertStatusChange implements service.AccountStore.
+// InsertStatusChange implements accounts.AccountStore.
 func (s *AccountStore) InsertStatusChange(ctx context.Context, account string, c emi.AccountStatusChange) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO account_status_history (account, from_status, to_status, reason, actor, at)
 		VALUES ($1, $2, $3, $4, $5, $6)`, account, c.From, c.To, c.Reason, c.Actor, c.At)
 	return Translate(err)
 }
 
-// StatusHistory implements service.AccountStore.
+// StatusHistory implements accounts.AccountStore.
 func (s *AccountStore) StatusHistory(ctx context.Context, account string) ([]emi.AccountStatusChange, error) {
 	var out []emi.AccountStatusChange
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT from_status, to_status, reason, actor,
@@ -350,7 +359,7 @@ func (s *AccountStore) StatusHistory(ctx context.Context, account string) ([]emi
 	return out, Translate(err)
 }
 
-// VirtualAccounts implements service.AccountStore.
+// VirtualAccounts implements accounts.AccountStore.
 func (s *AccountStore) VirtualAccounts(ctx context.Context, main string) ([]emi.Account, error) {
 	var rows []accountRow
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+accountColumns+` FROM accounts a
@@ -364,7 +373,7 @@ func (s *AccountStore) VirtualAccounts(ctx context.Context, main string) ([]emi.
 	return out, nil
 }
 
-// Accounts implements service.AccountStore: a page, newest first, and the
+// Accounts implements accounts.AccountStore: a page, newest first, and the
 // total. q (back office) matches a token, an IBAN, an account number with
 // or without its sort code, or the owner's name or e-mail.
 func (s *AccountStore) Accounts(ctx context.Context, f emi.AccountFilter) ([]emi.Account, int64, error) {
@@ -425,7 +434,7 @@ func (s *AccountStore) Accounts(ctx context.Context, f emi.AccountFilter) ([]emi
 	return out, total, nil
 }
 
-// VirtualsOf implements service.AccountStore.
+// VirtualsOf implements accounts.AccountStore.
 func (s *AccountStore) VirtualsOf(ctx context.Context, main string) ([]emi.Account, error) {
 	var rows []accountRow
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+accountColumns+` FROM accounts a
@@ -439,7 +448,7 @@ func (s *AccountStore) VirtualsOf(ctx context.Context, main string) ([]emi.Accou
 	return out, nil
 }
 
-// TerminationRequest implements service.TerminationStore.
+// TerminationRequest implements accounts.TerminationStore.
 func (s *AccountStore) TerminationRequest(ctx context.Context, account string) (accounts.TerminationRequest, bool, error) {
 	var row accounts.TerminationRequest
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT t.requested_by::text AS requested_by, t.reason,
@@ -454,14 +463,14 @@ func (s *AccountStore) TerminationRequest(ctx context.Context, account string) (
 	return row, true, nil
 }
 
-// InsertTerminationRequest implements service.TerminationStore.
+// InsertTerminationRequest implements accounts.TerminationStore.
 func (s *AccountStore) InsertTerminationRequest(ctx context.Context, account, by, reason string) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO account_termination_requests (account, requested_by, reason)
 		VALUES ($1, $2, $3)`, account, by, reason)
 	return Translate(err)
 }
 
-// DeleteTerminationRequest implements service.TerminationStore.
+// DeleteTerminationRequest implements accounts.TerminationStore.
 func (s *AccountStore) DeleteTerminationRequest(ctx context.Context, account string) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM account_termination_requests WHERE account = $1`, account)
 	return Translate(err)
@@ -530,3 +539,20 @@ var accountSort = sortable{def: "created", table: "accounts a", tie: "a.token", 
 	"status":  "a.status",
 	"created": "a.created_at",
 }}
+
+// holderOnHold is the compliance hold of the account's holder: a user or
+// onboarded merchant with an AML check waiting for compliance or confirmed
+// (a virtual account is its main account's holder's). Transfers and card
+// authorizations both ask it.
+func holderOnHold(ctx context.Context, db *DB, account string) (bool, error) {
+	if !validUUID(account) {
+		return false, nil
+	}
+	var held bool
+	err := sqlx.GetContext(ctx, db.Ext(ctx), &held, `SELECT EXISTS (
+		SELECT 1 FROM accounts a
+		JOIN accounts m ON m.token = coalesce(a.main, a.token)
+		JOIN aml_checks c ON c.user_token = m.user_token OR c.merchant_token = m.merchant
+		WHERE a.token = $1 AND c.status IN ('match', 'confirmed'))`, account)
+	return held, Translate(err)
+}

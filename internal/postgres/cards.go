@@ -24,7 +24,10 @@ type CardStore struct {
 // NewCardStore returns the card store.
 func NewCardStore(db *DB) *CardStore { return &CardStore{db: db} }
 
-var _ cards.CardStore = (*CardStore)(nil)
+var (
+	_ cards.CardStore     = (*CardStore)(nil)
+	_ cards.CardGenerator = (*CardStore)(nil)
+)
 
 type cardRow struct {
 	Token           string     `db:"token"`
@@ -129,7 +132,7 @@ func deliveryText(d *emi.Delivery) (any, error) {
 	return jsonParam(d)
 }
 
-// InsertCard implements service.CardStore.
+// InsertCard implements cards.CardStore.
 func (s *CardStore) InsertCard(ctx context.Context, c emi.Card, sc cards.SealedCard) (bool, error) {
 	delivery, err := deliveryText(c.Delivery)
 	if err != nil {
@@ -163,7 +166,7 @@ func (s *CardStore) InsertCard(ctx context.Context, c emi.Card, sc cards.SealedC
 	return n == 1, Translate(err)
 }
 
-// PANTaken implements service.CardStore.
+// PANTaken implements cards.CardStore.
 func (s *CardStore) PANTaken(ctx context.Context, lookups [][]byte) (bool, error) {
 	var taken bool
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &taken, `SELECT EXISTS (SELECT 1 FROM cards WHERE pan_lookup = ANY($1))`,
@@ -171,7 +174,7 @@ func (s *CardStore) PANTaken(ctx context.Context, lookups [][]byte) (bool, error
 	return taken, Translate(err)
 }
 
-// Card implements service.CardStore.
+// Card implements cards.CardStore.
 func (s *CardStore) Card(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Card, error) {
 	if !validUUID(token) {
 		return emi.Card{}, emi.ErrCardNotFound
@@ -223,7 +226,7 @@ type walletJSON struct {
 	CreatedAt  time.Time `json:"created_at"`
 }
 
-// Sealed implements service.CardStore.
+// Sealed implements cards.CardStore.
 func (s *CardStore) Sealed(ctx context.Context, token string) (cards.SealedCard, error) {
 	var row struct {
 		PAN    []byte `db:"pan_sealed"`
@@ -238,13 +241,13 @@ func (s *CardStore) Sealed(ctx context.Context, token string) (cards.SealedCard,
 	return cards.SealedCard{PAN: row.PAN, PANLookup: row.Lookup, CVV: row.CVV, PIN: row.PIN}, nil
 }
 
-// SetPINErrors implements service.CardStore.
+// SetPINErrors implements cards.CardStore.
 func (s *CardStore) SetPINErrors(ctx context.Context, card string, n int, at time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE cards SET pin_errors = $2, updated_at = $3 WHERE token = $1`, card, n, at)
 	return Translate(err)
 }
 
-// UpdateCard implements service.CardStore.
+// UpdateCard implements cards.CardStore.
 func (s *CardStore) UpdateCard(ctx context.Context, c emi.Card) error {
 	delivery, err := deliveryText(c.Delivery)
 	if err != nil {
@@ -270,13 +273,13 @@ func (s *CardStore) UpdateCard(ctx context.Context, c emi.Card) error {
 	return Translate(err)
 }
 
-// ReplaceCVV implements service.CardStore.
+// ReplaceCVV implements cards.CardStore.
 func (s *CardStore) ReplaceCVV(ctx context.Context, token string, cvv []byte) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE cards SET cvv_sealed = $2, cvv_errors = 0 WHERE token = $1`, token, cvv)
 	return Translate(err)
 }
 
-// OpenCardOfAccount implements service.CardStore.
+// OpenCardOfAccount implements cards.CardStore.
 func (s *CardStore) OpenCardOfAccount(ctx context.Context, account string) (emi.Card, bool, error) {
 	var token string
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &token, `SELECT token::text FROM cards WHERE account = $1 AND status <> 'terminated'`, account)
@@ -290,14 +293,14 @@ func (s *CardStore) OpenCardOfAccount(ctx context.Context, account string) (emi.
 	return c, err == nil, err
 }
 
-// InsertCardChange implements service.CardStore.
+// InsertCardChange implements cards.CardStore.
 func (s *CardStore) InsertCardChange(ctx context.Context, card string, c emi.CardChange) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO card_history (card, change, from_value, to_value, reason, reason_code, actor, at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, card, c.Change, c.From, c.To, c.Reason, c.ReasonCode, c.Actor, c.At)
 	return Translate(err)
 }
 
-// LastChange implements service.CardStore: the latest history entry of the
+// LastChange implements cards.CardStore: the latest history entry of the
 // card among changes, and whether a staff member made it (its actor is a
 // staff user's id); found is false when there is none.
 func (s *CardStore) LastChange(ctx context.Context, card string, changes []string) (cards.CardChangeSeen, error) {
@@ -317,7 +320,7 @@ func (s *CardStore) LastChange(ctx context.Context, card string, changes []strin
 	return cards.CardChangeSeen{Found: true, At: row.At, ByStaff: row.ByStaff}, nil
 }
 
-// LastStaffChange implements service.CardStore: when a staff member last
+// LastStaffChange implements cards.CardStore: when a staff member last
 // made one of changes to the card (zero when never).
 func (s *CardStore) LastStaffChange(ctx context.Context, card string, changes []string) (time.Time, error) {
 	var at *time.Time
@@ -329,7 +332,7 @@ func (s *CardStore) LastStaffChange(ctx context.Context, card string, changes []
 	return *at, nil
 }
 
-// CardHistory implements service.CardStore.
+// CardHistory implements cards.CardStore.
 func (s *CardStore) CardHistory(ctx context.Context, card string) ([]emi.CardChange, error) {
 	var out []emi.CardChange
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT change, from_value, to_value, reason, reason_code, actor,
@@ -339,7 +342,7 @@ func (s *CardStore) CardHistory(ctx context.Context, card string) ([]emi.CardCha
 	return out, Translate(err)
 }
 
-// Cards implements service.CardStore.
+// Cards implements cards.CardStore.
 func (s *CardStore) Cards(ctx context.Context, f emi.CardFilter) ([]emi.Card, int64, error) {
 	var where []string
 	var args []any
@@ -388,7 +391,7 @@ func (s *CardStore) list(ctx context.Context, total int64, q string, args ...any
 	return out, total, nil
 }
 
-// SearchCards implements service.CardStore.
+// SearchCards implements cards.CardStore.
 func (s *CardStore) SearchCards(ctx context.Context, q cards.CardQuery) ([]emi.Card, error) {
 	var where string
 	var args []any
@@ -444,14 +447,14 @@ func (s *CardStore) SearchCards(ctx context.Context, q cards.CardQuery) ([]emi.C
 	return out, err
 }
 
-// InsertWalletToken implements service.CardStore.
+// InsertWalletToken implements cards.CardStore.
 func (s *CardStore) InsertWalletToken(ctx context.Context, w emi.WalletToken) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO card_wallet_tokens (token, card, wallet, device_name, created_at)
 		VALUES ($1, $2, $3, $4, $5)`, w.Token, w.Card, w.Wallet, w.DeviceName, w.CreatedAt)
 	return Translate(err)
 }
 
-// InsertSMS implements service.CardStore.
+// InsertSMS implements cards.CardStore.
 func (s *CardStore) InsertSMS(ctx context.Context, m emi.SMSMessage) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO sms_messages (partner_id, card, to_phone, text_masked, provider, status,
 		provider_ref, error, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -459,7 +462,7 @@ func (s *CardStore) InsertSMS(ctx context.Context, m emi.SMSMessage) error {
 	return Translate(err)
 }
 
-// SMSMessages implements service.CardStore ("" card: every message).
+// SMSMessages implements cards.CardStore ("" card: every message).
 func (s *CardStore) SMSMessages(ctx context.Context, card string, limit int) ([]emi.SMSMessage, error) {
 	out := []emi.SMSMessage{}
 	q := `SELECT id, partner_id, card::text AS card, to_phone, text_masked, provider, status, provider_ref, error, created_at FROM sms_messages`
@@ -475,7 +478,7 @@ func (s *CardStore) SMSMessages(ctx context.Context, card string, limit int) ([]
 	return out, Translate(err)
 }
 
-// StaffNames implements service.CardStore.
+// StaffNames implements cards.CardStore.
 func (s *CardStore) StaffNames(ctx context.Context, ids []string) (map[string]string, error) {
 	out := map[string]string{}
 	var valid []string
@@ -501,7 +504,7 @@ func (s *CardStore) StaffNames(ctx context.Context, ids []string) (map[string]st
 	return out, nil
 }
 
-// UserPhone implements service.CardStore: the mobile phone, else the
+// UserPhone implements cards.CardStore: the mobile phone, else the
 // phone.
 func (s *CardStore) UserPhone(ctx context.Context, user string) (string, error) {
 	var phone string

@@ -10,7 +10,7 @@ import (
 	cardssvc "emi/internal/service/cards"
 )
 
-// AccountsWithoutCard implements service.CardGenerator: up to limit
+// AccountsWithoutCard implements cards.CardGenerator: up to limit
 // active, single-balance, non-virtual accounts of the partner without an
 // open card, after the given token (keyset).
 func (s *CardStore) AccountsWithoutCard(ctx context.Context, partnerID, after string, limit int) ([]emi.Account, error) {
@@ -33,7 +33,7 @@ func (s *CardStore) AccountsWithoutCard(ctx context.Context, partnerID, after st
 	return out, nil
 }
 
-// CopyCards implements service.CardGenerator: a batch of generated cards
+// CopyCards implements cards.CardGenerator: a batch of generated cards
 // through COPY, in one transaction.
 func (s *CardStore) CopyCards(ctx context.Context, cards []emi.Card, sealed []cardssvc.SealedCard) error {
 	return s.db.InTx(ctx, func(ctx context.Context) error {

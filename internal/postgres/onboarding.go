@@ -10,6 +10,8 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/people"
 )
 
 // OnboardingStore keeps applications, companies, members, check results
@@ -20,6 +22,16 @@ type OnboardingStore struct {
 
 // NewOnboardingStore returns the onboarding store.
 func NewOnboardingStore(db *DB) *OnboardingStore { return &OnboardingStore{db: db} }
+
+var (
+	_ onboarding.ApplicationStore = (*OnboardingStore)(nil)
+	_ onboarding.ReviewStore      = (*OnboardingStore)(nil)
+	_ onboarding.SavedViewStore   = (*OnboardingStore)(nil)
+	_ onboarding.MetricsStore     = (*OnboardingStore)(nil)
+	// The merchants' ongoing screening (people) lists the onboarded
+	// merchants and reads their applications through it.
+	_ people.MerchantScreeningApps = (*OnboardingStore)(nil)
+)
 
 type applicationRow struct {
 	Token           string         `db:"token"`
@@ -119,7 +131,7 @@ func (r applicationRow) application() (emi.Application, error) {
 	return a, nil
 }
 
-// InsertApplication implements service.ApplicationStore.
+// InsertApplication implements onboarding.ApplicationStore.
 func (s *OnboardingStore) InsertApplication(ctx context.Context, a emi.Application) error {
 	pd, err := json.Marshal(a.PayoutDetails)
 	if err != nil {
@@ -136,7 +148,7 @@ func (s *OnboardingStore) InsertApplication(ctx context.Context, a emi.Applicati
 	return Translate(err)
 }
 
-// Application implements service.ApplicationStore.
+// Application implements onboarding.ApplicationStore.
 func (s *OnboardingStore) Application(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Application, error) {
 	if !validUUID(token) {
 		return emi.Application{}, emi.ErrApplicationNotFound
@@ -201,7 +213,7 @@ func sortChecks(cs []emi.CheckResult, order map[string]int) {
 	}
 }
 
-// CheckHistory implements service.ApplicationStore.
+// CheckHistory implements onboarding.ApplicationStore.
 func (s *OnboardingStore) CheckHistory(ctx context.Context, application string) ([]emi.CheckResult, error) {
 	if !validUUID(application) {
 		return nil, emi.ErrApplicationNotFound
@@ -210,7 +222,7 @@ func (s *OnboardingStore) CheckHistory(ctx context.Context, application string) 
 		WHERE application = $1 ORDER BY at, id`, application)
 }
 
-// TouchApplication implements service.ApplicationStore.
+// TouchApplication implements onboarding.ApplicationStore.
 func (s *OnboardingStore) TouchApplication(ctx context.Context, token string) (int, error) {
 	var rev int
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &rev, `UPDATE applications SET revision = revision + 1, updated_at = now(),
@@ -219,7 +231,7 @@ func (s *OnboardingStore) TouchApplication(ctx context.Context, token string) (i
 	return rev, Translate(err)
 }
 
-// UpsertCompany implements service.ApplicationStore.
+// UpsertCompany implements onboarding.ApplicationStore.
 func (s *OnboardingStore) UpsertCompany(ctx context.Context, partnerID, application string, c emi.CompanyFields) error {
 	raw, err := json.Marshal(c)
 	if err != nil {
@@ -293,7 +305,7 @@ func memberFields(m emi.Member) ([]byte, error) {
 	return raw, nil
 }
 
-// InsertMember implements service.ApplicationStore.
+// InsertMember implements onboarding.ApplicationStore.
 func (s *OnboardingStore) InsertMember(ctx context.Context, m emi.Member) error {
 	raw, err := memberFields(m)
 	if err != nil {
@@ -307,7 +319,7 @@ func (s *OnboardingStore) InsertMember(ctx context.Context, m emi.Member) error 
 	return Translate(err)
 }
 
-// Member implements service.ApplicationStore.
+// Member implements onboarding.ApplicationStore.
 func (s *OnboardingStore) Member(ctx context.Context, application, token string) (emi.Member, error) {
 	if !validUUID(token) || !validUUID(application) {
 		return emi.Member{}, emi.ErrMemberNotFound
@@ -322,7 +334,7 @@ func (s *OnboardingStore) Member(ctx context.Context, application, token string)
 	return ms[0], nil
 }
 
-// UpdateMember implements service.ApplicationStore.
+// UpdateMember implements onboarding.ApplicationStore.
 func (s *OnboardingStore) UpdateMember(ctx context.Context, m emi.Member) error {
 	raw, err := memberFields(m)
 	if err != nil {
@@ -334,7 +346,7 @@ func (s *OnboardingStore) UpdateMember(ctx context.Context, m emi.Member) error 
 	return Translate(err)
 }
 
-// SaveChecks implements service.ApplicationStore: the latest result per
+// SaveChecks implements onboarding.ApplicationStore: the latest result per
 // check, and a history row whenever a result differs from the previous.
 func (s *OnboardingStore) SaveChecks(ctx context.Context, application string, revision int, checks []emi.CheckResult) error {
 	for _, c := range checks {
@@ -360,7 +372,7 @@ func (s *OnboardingStore) SaveChecks(ctx context.Context, application string, re
 	return nil
 }
 
-// SetRisk implements service.ApplicationStore.
+// SetRisk implements onboarding.ApplicationStore.
 func (s *OnboardingStore) SetRisk(ctx context.Context, application, score string, points int, factors []emi.RiskFactor) error {
 	raw, err := json.Marshal(factors)
 	if err != nil {
@@ -374,7 +386,7 @@ func (s *OnboardingStore) SetRisk(ctx context.Context, application, score string
 	return Translate(err)
 }
 
-// SetApplicationStatus implements service.ApplicationStore.
+// SetApplicationStatus implements onboarding.ApplicationStore.
 func (s *OnboardingStore) SetApplicationStatus(ctx context.Context, token string, st emi.ApplicationStatus, checked int, reason, merchant string) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET status = $2, checked_revision = $3,
 		decision_reason = CASE WHEN $4 = '' THEN decision_reason ELSE $4 END,
@@ -384,7 +396,7 @@ func (s *OnboardingStore) SetApplicationStatus(ctx context.Context, token string
 	return Translate(err)
 }
 
-// InsertOnboardedMerchant implements service.ApplicationStore.
+// InsertOnboardedMerchant implements onboarding.ApplicationStore.
 func (s *OnboardingStore) InsertOnboardedMerchant(ctx context.Context, partnerID, token, name, application, mid, tid string) error {
 	null := func(v string) any {
 		if v == "" {
@@ -400,7 +412,7 @@ func (s *OnboardingStore) InsertOnboardedMerchant(ctx context.Context, partnerID
 	return Translate(err)
 }
 
-// Applications implements service.ApplicationStore.
+// Applications implements onboarding.ApplicationStore.
 func (s *OnboardingStore) Applications(ctx context.Context, f emi.ApplicationFilter) ([]emi.Application, error) {
 	var where []string
 	var args []any
@@ -442,7 +454,7 @@ func (s *OnboardingStore) Applications(ctx context.Context, f emi.ApplicationFil
 	return out, nil
 }
 
-// Companies implements service.ApplicationStore.
+// Companies implements onboarding.ApplicationStore.
 func (s *OnboardingStore) Companies(ctx context.Context, q string, limit int) ([]emi.CompanyRow, error) {
 	var where []string
 	var args []any
@@ -468,7 +480,7 @@ func (s *OnboardingStore) Companies(ctx context.Context, q string, limit int) ([
 	return out, Translate(err)
 }
 
-// MembersLike implements service.ApplicationStore.
+// MembersLike implements onboarding.ApplicationStore.
 func (s *OnboardingStore) MembersLike(ctx context.Context, m emi.Member) ([]emi.Member, error) {
 	if m.UniqueIdentifier != "" {
 		return s.members(ctx, `WHERE unique_identifier = $1 OR (lower(last_name) = lower($2) AND lower(first_name) = lower($3)
@@ -482,7 +494,7 @@ func (s *OnboardingStore) MembersLike(ctx context.Context, m emi.Member) ([]emi.
 		AND birthday IS NOT DISTINCT FROM $3::date ORDER BY created_at`, m.LastName, m.FirstName, nullDate(m.Birthday))
 }
 
-// PendingApplications implements service.ApplicationStore.
+// PendingApplications implements onboarding.ApplicationStore.
 func (s *OnboardingStore) PendingApplications(ctx context.Context) ([]string, error) {
 	var out []string
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT token::text FROM applications
@@ -490,39 +502,25 @@ func (s *OnboardingStore) PendingApplications(ctx context.Context) ([]string, er
 	return out, Translate(err)
 }
 
-// CountApplications implements service.ApplicationStore.
+// CountApplications implements onboarding.ApplicationStore.
 func (s *OnboardingStore) CountApplications(ctx context.Context, st emi.ApplicationStatus) (int64, error) {
 	var n int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM applications WHERE status = $1`, st)
 	return n, Translate(err)
 }
 
-// Watchlist implements service.WatchlistStore.
-func (s *OnboardingStore) Watchlist(ctx context.Context) ([]emi.WatchlistEntry, error) {
-	var out []emi.WatchlistEntry
-	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT id, name, category, note, source,
-		coalesce(created_by::text, '') AS created_by, created_at FROM adverse_media_watchlist WHERE removed_at IS NULL ORDER BY name`)
+// OnboardedMerchantsAfter implements people.MerchantScreeningApps: the
+// onboarded merchants whose application is approved, in token order after
+// after ("" from the start).
+func (s *OnboardingStore) OnboardedMerchantsAfter(ctx context.Context, after string, limit int) ([]people.ScreenedMerchant, error) {
+	if after != "" && !validUUID(after) {
+		return nil, nil
+	}
+	var out []people.ScreenedMerchant
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT m.token::text AS token, m.partner_id::text AS partner_id,
+		m.name, a.token::text AS application
+		FROM merchants m JOIN applications a ON a.token = m.application
+		WHERE m.kind = 'onboarded' AND a.status = 'approved' AND ($1 = '' OR m.token > $1::uuid)
+		ORDER BY m.token LIMIT $2`, after, limit)
 	return out, Translate(err)
-}
-
-// InsertWatchlistEntry implements service.WatchlistStore.
-func (s *OnboardingStore) InsertWatchlistEntry(ctx context.Context, e emi.WatchlistEntry) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO adverse_media_watchlist (id, name, category, note, source, created_by, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.ID, e.Name, e.Category, e.Note, e.Source, nullUUID(e.CreatedBy), e.CreatedAt)
-	return Translate(err)
-}
-
-// RemoveWatchlistEntry implements service.WatchlistStore.
-func (s *OnboardingStore) RemoveWatchlistEntry(ctx context.Context, id string) error {
-	if !validUUID(id) {
-		return emi.ErrReviewValidation.Field("id", "is not an entry of the watch list")
-	}
-	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE adverse_media_watchlist SET removed_at = now() WHERE id = $1 AND removed_at IS NULL`, id)
-	if err != nil {
-		return Translate(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return emi.ErrReviewValidation.Field("id", "is not an entry of the watch list")
-	}
-	return nil
 }

@@ -10,10 +10,11 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/onboarding"
 	"emi/internal/service/staff"
 )
 
-// StaffStore implements service.StaffStore: staff users, their second
+// StaffStore implements staff.StaffStore: staff users, their second
 // factors, sign-in attempts, and the revocation of their sessions.
 type StaffStore struct {
 	db *DB
@@ -22,7 +23,12 @@ type StaffStore struct {
 // NewStaffStore returns the staff store.
 func NewStaffStore(db *DB) *StaffStore { return &StaffStore{db: db} }
 
-var _ staff.StaffStore = (*StaffStore)(nil)
+var (
+	_ staff.StaffStore     = (*StaffStore)(nil)
+	_ staff.StaffLinkStore = (*StaffStore)(nil)
+	// The review names the underwriters through it.
+	_ onboarding.StaffDirectory = (*StaffStore)(nil)
+)
 
 type staffRow struct {
 	emi.StaffUser
@@ -311,7 +317,7 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 	return n, Translate(err)
 }
 
-// StaffControllers implements service.StaffLinkStore from the audit log,
+// StaffControllers implements staff.StaffLinkStore from the audit log,
 // which is append-only (its triggers refuse UPDATE and DELETE), so a link
 // cannot be erased by the people it links. Uses audit_log_resource. A
 // change two administrators took (proposed by one, approved by the other)

@@ -17,13 +17,15 @@ import (
 	"emi/internal/service/transfers"
 )
 
-// TransferStore implements service.TransferStore.
+// TransferStore implements transfers.TransferStore.
 type TransferStore struct {
 	db *DB
 }
 
 // NewTransferStore returns the transfer store.
 func NewTransferStore(db *DB) *TransferStore { return &TransferStore{db: db} }
+
+var _ transfers.TransferStore = (*TransferStore)(nil)
 
 type partyRow struct {
 	Account   string         `db:"account"`
@@ -42,7 +44,7 @@ type partyRow struct {
 const partySelect = `SELECT a.token AS account, coalesce(a.main, a.token) AS main, a.virtual, b.token AS balance, b.currency,
 	a.partner_id, coalesce((SELECT i.iban FROM ibans i WHERE i.account = a.token AND i.balance = b.token AND i.virtual LIMIT 1), b.iban) AS iban`
 
-// FindParty implements service.TransferStore.
+// FindParty implements transfers.TransferStore.
 func (s *TransferStore) FindParty(ctx context.Context, p emi.TransferParty, currency string) (accounts.Party, bool, error) {
 	var q string
 	var args []any
@@ -80,7 +82,7 @@ func (s *TransferStore) FindParty(ctx context.Context, p emi.TransferParty, curr
 		PartnerID: r.PartnerID, IBAN: r.IBAN.String}, true, nil
 }
 
-// InsertTransfer implements service.TransferStore.
+// InsertTransfer implements transfers.TransferStore.
 func (s *TransferStore) InsertTransfer(ctx context.Context, t emi.Transfer) error {
 	cp, err := json.Marshal(t.Counterparty)
 	if err != nil {
@@ -143,7 +145,7 @@ const TransferColumns = `t.token, t.partner_id, t.type, t.status, t.source_accou
 	(SELECT a.partner_id FROM accounts a WHERE a.token = t.source_account) AS source_partner,
 	(SELECT a.partner_id FROM accounts a WHERE a.token = t.destination_account) AS destination_partner`
 
-// Transfer implements service.TransferStore.
+// Transfer implements transfers.TransferStore.
 func (s *TransferStore) Transfer(ctx context.Context, token string, forUpdate bool) (emi.Transfer, error) {
 	if !validUUID(token) {
 		return emi.Transfer{}, emi.ErrTransferNotFound
@@ -159,7 +161,7 @@ func (s *TransferStore) Transfer(ctx context.Context, token string, forUpdate bo
 	return r.transfer(), nil
 }
 
-// SetTransferReturned implements service.TransferStore. The guard
+// SetTransferReturned implements transfers.TransferStore. The guard
 // (return_txn IS NULL) makes the return happen once even for a caller
 // that did not lock the row.
 func (s *TransferStore) SetTransferReturned(ctx context.Context, token string, returnTxn int64, reason string) error {
@@ -176,7 +178,7 @@ func (s *TransferStore) SetTransferReturned(ctx context.Context, token string, r
 	return nil
 }
 
-// TxnEntries implements service.TransferStore.
+// TxnEntries implements transfers.TransferStore.
 func (s *TransferStore) TxnEntries(ctx context.Context, ids []int64) ([]emi.LedgerEntryView, error) {
 	var rows []struct {
 		ID           int64          `db:"id"`
@@ -206,21 +208,21 @@ func (s *TransferStore) TxnEntries(ctx context.Context, ids []int64) ([]emi.Ledg
 	return out, nil
 }
 
-// SetTransferStatus implements service.TransferStore.
+// SetTransferStatus implements transfers.TransferStore.
 func (s *TransferStore) SetTransferStatus(ctx context.Context, token, status string) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE transfers SET status = $2, updated_at = greatest(now(), updated_at) WHERE token = $1`,
 		token, status)
 	return Translate(err)
 }
 
-// InsertReversalRequest implements service.TransferStore.
+// InsertReversalRequest implements transfers.TransferStore.
 func (s *TransferStore) InsertReversalRequest(ctx context.Context, r transfers.ReversalRequest) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO transfer_reversal_requests (transfer, requested_by, reason, requested_at)
 		VALUES ($1, $2, $3, $4)`, r.Transfer, r.RequestedBy, r.Reason, r.RequestedAt)
 	return Translate(err)
 }
 
-// ReversalRequest implements service.TransferStore.
+// ReversalRequest implements transfers.TransferStore.
 func (s *TransferStore) ReversalRequest(ctx context.Context, transfer string) (transfers.ReversalRequest, bool, error) {
 	if !validUUID(transfer) {
 		return transfers.ReversalRequest{}, false, nil
@@ -238,30 +240,13 @@ func (s *TransferStore) ReversalRequest(ctx context.Context, transfer string) (t
 	return r, true, nil
 }
 
-// DeleteReversalRequest implements service.TransferStore.
+// DeleteReversalRequest implements transfers.TransferStore.
 func (s *TransferStore) DeleteReversalRequest(ctx context.Context, transfer string) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM transfer_reversal_requests WHERE transfer = $1`, transfer)
 	return Translate(err)
 }
 
-// HolderOnHold implements service.TransferStore.
+// HolderOnHold implements transfers.TransferStore.
 func (s *TransferStore) HolderOnHold(ctx context.Context, account string) (bool, error) {
 	return holderOnHold(ctx, s.db, account)
-}
-
-// holderOnHold is the compliance hold of the account's holder: a user or
-// onboarded merchant with an AML check waiting for compliance or confirmed
-// (a virtual account is its main account's holder's). Transfers and card
-// authorizations both ask it.
-func holderOnHold(ctx context.Context, db *DB, account string) (bool, error) {
-	if !validUUID(account) {
-		return false, nil
-	}
-	var held bool
-	err := sqlx.GetContext(ctx, db.Ext(ctx), &held, `SELECT EXISTS (
-		SELECT 1 FROM accounts a
-		JOIN accounts m ON m.token = coalesce(a.main, a.token)
-		JOIN aml_checks c ON c.user_token = m.user_token OR c.merchant_token = m.merchant
-		WHERE a.token = $1 AND c.status IN ('match', 'confirmed'))`, account)
-	return held, Translate(err)
 }

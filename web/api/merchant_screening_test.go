@@ -324,11 +324,11 @@ func TestMerchantCompanyRescreenedAgainstEntities(t *testing.T) {
 	}
 	for _, removed := range []bool{true, false} {
 		e := emi.WatchlistEntry{ID: kernel.NewToken(), Name: "Sandbox Trading", Category: "fraud", Note: "report", CreatedAt: time.Now().UTC()}
-		if err := env.App.OnboardingStore.InsertWatchlistEntry(ctx, e); err != nil {
+		if err := env.App.People.InsertWatchlistEntry(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 		if removed {
-			if err := env.App.OnboardingStore.RemoveWatchlistEntry(ctx, e.ID); err != nil {
+			if err := env.App.People.RemoveWatchlistEntry(ctx, e.ID); err != nil {
 				t.Fatal(err)
 			}
 		}

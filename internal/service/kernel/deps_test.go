@@ -65,7 +65,7 @@ func TestMissingDependencyIsCaughtAtConstruction(t *testing.T) {
 // (SetHoldExpirer), easy to forget.
 func TestOneMissingDependencyIsNamed(t *testing.T) {
 	db := (*postgres.DB)(nil)
-	deps := ops.MaintenanceDeps{Jobs: postgres.NewJobs(db), Sigs: postgres.NewStore(db),
+	deps := ops.MaintenanceDeps{Jobs: postgres.NewJobs(db), Sigs: postgres.NewPartnerStore(db),
 		Idem: &kernel.Idempotency{}, Staff: &staff.Staff{}, Now: time.Now}
 	got := panicOf(func() { ops.NewMaintenance(deps) })
 	if !strings.HasSuffix(got, "missing MaintenanceDeps.Holds") {

@@ -48,7 +48,7 @@ func newStaffEnv(t *testing.T, sandbox bool) *staffEnv {
 		db:       db,
 		store:    store,
 		sessions: postgres.NewSessionStore(db, clock.Now),
-		svc: staff.NewStaff(db, store, keys, kernel.NewAuditor(postgres.NewStore(db)), validate.New(),
+		svc: staff.NewStaff(db, store, keys, kernel.NewAuditor(postgres.NewAuditStore(db)), validate.New(),
 			staff.NewControls(store, clock.Now), staff.StaffConfig{Sandbox: sandbox, Limits: postgres.NewLimitStore(db)}, clock.Now),
 		clock: clock,
 	}

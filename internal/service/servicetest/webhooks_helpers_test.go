@@ -133,11 +133,11 @@ func newHookEnv(t *testing.T) *hookEnv {
 		t.Fatal(err)
 	}
 	e := &hookEnv{db: db, store: postgres.NewWebhookStore(db), jobs: postgres.NewJobs(db), keys: keys,
-		audit: kernel.NewAuditor(postgres.NewStore(db)),
+		audit: kernel.NewAuditor(postgres.NewAuditStore(db)),
 		clock: servicetest.NewFakeClock(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)), recv: &fakeReceiver{}}
 	e.events = kernel.NewEvents(db, e.store, e.jobs, e.clock.Now)
 	e.hooks = e.newWebhooks(e.recv, e.clock.Now)
-	e.partners = partnerssvc.NewPartners(db, postgres.NewStore(db), keys, e.audit, validate.New(),
+	e.partners = partnerssvc.NewPartners(db, postgres.NewPartnerStore(db), keys, e.audit, validate.New(),
 		partnerssvc.PartnersConfig{SecretOverlap: time.Hour, Endpoints: e.hooks}, e.clock.Now)
 	return e
 }

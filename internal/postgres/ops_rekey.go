@@ -15,7 +15,7 @@ import (
 )
 
 // RekeyStore reads and writes the sealed columns of the tables listed by
-// service.SealedTables, for the key-rotation job (emi rekey). Table and
+// ops.SealedTables, for the key-rotation job (emi rekey). Table and
 // column names come from that fixed list, never from input; they are
 // checked and quoted all the same.
 type RekeyStore struct {
@@ -55,7 +55,7 @@ func rekeyColumns(t ops.SealedTable) []string {
 	return cols
 }
 
-// SealedRows implements service.RekeyStore.
+// SealedRows implements ops.RekeyStore.
 func (s *RekeyStore) SealedRows(ctx context.Context, t ops.SealedTable, after string, limit, prefix int, lock bool) ([]ops.SealedRow, error) {
 	table, err := ident(t.Name)
 	if err != nil {
@@ -114,7 +114,7 @@ func (s *RekeyStore) SealedRows(ctx context.Context, t ops.SealedTable, after st
 	return out, Translate(rows.Err())
 }
 
-// SealedValues implements service.RekeyStore.
+// SealedValues implements ops.RekeyStore.
 func (s *RekeyStore) SealedValues(ctx context.Context, t ops.SealedTable, columns, keys []string) (map[string]map[string][]byte, error) {
 	table, err := ident(t.Name)
 	if err != nil {
@@ -157,7 +157,7 @@ func (s *RekeyStore) SealedValues(ctx context.Context, t ops.SealedTable, column
 	return out, Translate(rows.Err())
 }
 
-// UpdateSealed implements service.RekeyStore: one UPDATE ... FROM
+// UpdateSealed implements ops.RekeyStore: one UPDATE ... FROM
 // (VALUES ...) for the rows, coalesce keeping the columns a row does not
 // set.
 func (s *RekeyStore) UpdateSealed(ctx context.Context, t ops.SealedTable, rows []ops.SealedRow) error {

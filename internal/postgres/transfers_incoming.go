@@ -11,10 +11,11 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/transfers"
 )
 
-// IncomingStore implements service.IncomingStore (suspense items) and
-// service.AdjustmentStore (manual adjustments).
+// IncomingStore implements transfers.IncomingStore (suspense items) and
+// transfers.AdjustmentStore (manual adjustments).
 type IncomingStore struct {
 	db *DB
 }
@@ -22,7 +23,12 @@ type IncomingStore struct {
 // NewIncomingStore returns the store.
 func NewIncomingStore(db *DB) *IncomingStore { return &IncomingStore{db: db} }
 
-// InsertSuspenseItem implements service.IncomingStore.
+var (
+	_ transfers.IncomingStore   = (*IncomingStore)(nil)
+	_ transfers.AdjustmentStore = (*IncomingStore)(nil)
+)
+
+// InsertSuspenseItem implements transfers.IncomingStore.
 func (s *IncomingStore) InsertSuspenseItem(ctx context.Context, it emi.SuspenseItem) error {
 	payer, err := json.Marshal(it.Payer)
 	if err != nil {
@@ -90,7 +96,7 @@ const suspenseColumns = `s.token, s.scheme, s.amount, s.currency, s.payer, s.ide
 	LEFT JOIN suspense_assignment_requests ar ON ar.item = s.token AND ar.status = 'approved'
 	LEFT JOIN staff_users ars ON ars.id = ar.requested_by`
 
-// SuspenseItem implements service.IncomingStore.
+// SuspenseItem implements transfers.IncomingStore.
 func (s *IncomingStore) SuspenseItem(ctx context.Context, token string, forUpdate bool) (emi.SuspenseItem, error) {
 	if !validUUID(token) {
 		return emi.SuspenseItem{}, emi.ErrSuspenseNotFound
@@ -116,7 +122,7 @@ var suspenseSort = sortable{def: "received", table: "suspense_items s", tie: "s.
 	"resolved": "coalesce(s.resolved_at, s.created_at)",
 }}
 
-// SuspenseItems implements service.IncomingStore.
+// SuspenseItems implements transfers.IncomingStore.
 func (s *IncomingStore) SuspenseItems(ctx context.Context, open bool, page, limit int, o emi.SortOrder) ([]emi.SuspenseItem, int64, error) {
 	where, order := `s.status = 'open'`, ` ORDER BY s.created_at, s.token`
 	if !open {
@@ -141,7 +147,7 @@ func (s *IncomingStore) SuspenseItems(ctx context.Context, open bool, page, limi
 	return out, total, nil
 }
 
-// ResolveSuspenseItem implements service.IncomingStore. The status guard
+// ResolveSuspenseItem implements transfers.IncomingStore. The status guard
 // is a second line behind the caller's row lock.
 func (s *IncomingStore) ResolveSuspenseItem(ctx context.Context, token string, r emi.SuspenseResolution) error {
 	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE suspense_items SET status = $2, resolved_by = $3, resolved_at = $4,
@@ -156,14 +162,14 @@ func (s *IncomingStore) ResolveSuspenseItem(ctx context.Context, token string, r
 	return nil
 }
 
-// CountOpenSuspense implements service.IncomingStore.
+// CountOpenSuspense implements transfers.IncomingStore.
 func (s *IncomingStore) CountOpenSuspense(ctx context.Context) (int64, error) {
 	var n int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM suspense_items WHERE status = 'open'`)
 	return n, Translate(err)
 }
 
-// InsertSuspenseAssignment implements service.IncomingStore. A second
+// InsertSuspenseAssignment implements transfers.IncomingStore. A second
 // pending request for the item is emi.ErrSuspenseAssignmentPending (the
 // partial unique index; the caller's item lock is the first line).
 func (s *IncomingStore) InsertSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error {
@@ -200,7 +206,7 @@ const assignmentColumns = `r.token, r.item, r.target, r.target_account, r.target
 	FROM suspense_assignment_requests r LEFT JOIN staff_users rq ON rq.id = r.requested_by
 	LEFT JOIN staff_users dc ON dc.id = r.decided_by`
 
-// SuspenseAssignment implements service.IncomingStore.
+// SuspenseAssignment implements transfers.IncomingStore.
 func (s *IncomingStore) SuspenseAssignment(ctx context.Context, token string, forUpdate bool) (emi.SuspenseAssignment, error) {
 	if !validUUID(token) {
 		return emi.SuspenseAssignment{}, emi.ErrSuspenseAssignmentNotFound
@@ -216,7 +222,7 @@ func (s *IncomingStore) SuspenseAssignment(ctx context.Context, token string, fo
 	return r.assignment(), nil
 }
 
-// PendingSuspenseAssignments implements service.IncomingStore.
+// PendingSuspenseAssignments implements transfers.IncomingStore.
 func (s *IncomingStore) PendingSuspenseAssignments(ctx context.Context, items []string) (map[string]emi.SuspenseAssignment, error) {
 	out := map[string]emi.SuspenseAssignment{}
 	if len(items) == 0 {
@@ -233,7 +239,7 @@ func (s *IncomingStore) PendingSuspenseAssignments(ctx context.Context, items []
 	return out, nil
 }
 
-// DecideSuspenseAssignment implements service.IncomingStore. The status
+// DecideSuspenseAssignment implements transfers.IncomingStore. The status
 // guard is a second line behind the caller's row locks.
 func (s *IncomingStore) DecideSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error {
 	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE suspense_assignment_requests SET status = $2, decided_by = $3,
@@ -248,97 +254,7 @@ func (s *IncomingStore) DecideSuspenseAssignment(ctx context.Context, a emi.Susp
 	return nil
 }
 
-// InsertAdjustment implements service.AdjustmentStore.
-func (s *IncomingStore) InsertAdjustment(ctx context.Context, a emi.Adjustment) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO adjustment_requests (token, account, balance, partner_id, direction,
-		amount, currency, reason, status, requested_by, requested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10)`,
-		a.Token, a.Account, a.Balance, a.PartnerID, a.Direction, a.Amount, a.Currency, a.Reason, a.RequestedBy, a.RequestedAt)
-	return Translate(err)
-}
-
-type adjustmentRow struct {
-	emi.Adjustment
-	DecidedByN sql.NullString `db:"decided_by_n"`
-	DecidedAtN sql.NullTime   `db:"decided_at_n"`
-	TxnN       sql.NullInt64  `db:"txn_n"`
-}
-
-func (r adjustmentRow) adjustment() emi.Adjustment {
-	a := r.Adjustment
-	a.DecidedBy, a.Txn = r.DecidedByN.String, r.TxnN.Int64
-	a.RequestedAt = a.RequestedAt.UTC()
-	if r.DecidedAtN.Valid {
-		at := r.DecidedAtN.Time.UTC()
-		a.DecidedAt = &at
-	}
-	return a
-}
-
 const adjustmentColumns = `r.token, r.account, r.balance, r.partner_id, r.direction, r.amount, r.currency, r.reason, r.status,
 	r.requested_by, coalesce(rq.name, '') AS requested_by_name, r.requested_at, r.decided_by AS decided_by_n,
 	coalesce(dc.name, '') AS decided_by_name, r.decided_at AS decided_at_n, r.decision_note, r.txn AS txn_n
 	FROM adjustment_requests r LEFT JOIN staff_users rq ON rq.id = r.requested_by LEFT JOIN staff_users dc ON dc.id = r.decided_by`
-
-// Adjustment implements service.AdjustmentStore.
-func (s *IncomingStore) Adjustment(ctx context.Context, token string, forUpdate bool) (emi.Adjustment, error) {
-	if !validUUID(token) {
-		return emi.Adjustment{}, emi.ErrAdjustmentNotFound
-	}
-	q := `SELECT ` + adjustmentColumns + ` WHERE r.token = $1`
-	if forUpdate {
-		q += ` FOR UPDATE OF r`
-	}
-	var r adjustmentRow
-	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, token); err != nil {
-		return emi.Adjustment{}, NotFound(err, emi.ErrAdjustmentNotFound)
-	}
-	return r.adjustment(), nil
-}
-
-// Adjustments implements service.AdjustmentStore.
-func (s *IncomingStore) Adjustments(ctx context.Context, account string, pending bool, limit int) ([]emi.Adjustment, error) {
-	q := `SELECT ` + adjustmentColumns + ` WHERE r.status = 'pending'`
-	order := ` ORDER BY r.requested_at, r.token`
-	if !pending {
-		q = `SELECT ` + adjustmentColumns + ` WHERE r.status <> 'pending'`
-		order = ` ORDER BY r.decided_at DESC, r.token`
-	}
-	args := []any{limit}
-	if account != "" {
-		if !validUUID(account) {
-			return nil, nil
-		}
-		q += ` AND r.account = $2`
-		args = append(args, account)
-	}
-	var rows []adjustmentRow
-	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, q+order+` LIMIT $1`, args...); err != nil {
-		return nil, Translate(err)
-	}
-	out := make([]emi.Adjustment, len(rows))
-	for i, r := range rows {
-		out[i] = r.adjustment()
-	}
-	return out, nil
-}
-
-// DecideAdjustment implements service.AdjustmentStore.
-func (s *IncomingStore) DecideAdjustment(ctx context.Context, a emi.Adjustment) error {
-	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE adjustment_requests SET status = $2, decided_by = $3, decided_at = $4,
-		decision_note = $5, txn = $6 WHERE token = $1 AND status = 'pending'`,
-		a.Token, a.Status, a.DecidedBy, a.DecidedAt, a.DecisionNote, nullInt(a.Txn))
-	if err != nil {
-		return Translate(err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return emi.ErrAdjustmentDecided
-	}
-	return nil
-}
-
-// CountPendingAdjustments implements service.AdjustmentStore.
-func (s *IncomingStore) CountPendingAdjustments(ctx context.Context) (int64, error) {
-	var n int64
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM adjustment_requests WHERE status = 'pending'`)
-	return n, Translate(err)
-}

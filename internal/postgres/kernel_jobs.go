@@ -12,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/kernel"
 )
 
 // Jobs is the background job queue (table jobs). Every method runs on the
@@ -26,6 +27,11 @@ type Jobs struct {
 
 // NewJobs returns the job queue stored in db.
 func NewJobs(db *DB) *Jobs { return &Jobs{db: db} }
+
+var (
+	_ kernel.JobStore = (*Jobs)(nil)
+	_ kernel.Enqueuer = (*Jobs)(nil)
+)
 
 // pruneBatch bounds the rows one DELETE of Prune removes, so pruning a large
 // backlog never holds many row locks or one long transaction.

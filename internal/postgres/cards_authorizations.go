@@ -13,7 +13,7 @@ import (
 	"emi/internal/service/cards"
 )
 
-// AuthorizationStore implements service.AuthorizationStore.
+// AuthorizationStore implements cards.AuthorizationStore.
 type AuthorizationStore struct {
 	db *DB
 }
@@ -27,7 +27,7 @@ const authorizationColumns = `token, card, partner_id, coalesce(account::text, '
 	channel, amount, currency, mcc, merchant_name, merchant_country, three_ds, pin_entered, decision, reason_code, status,
 	hold_amount, cleared_amount, coalesce(clearing_txn, 0) AS clearing_txn, expires_at, created_at, settled_at`
 
-// CardBalance implements service.AuthorizationStore: the account's first
+// CardBalance implements cards.AuthorizationStore: the account's first
 // balance, on its main account for a virtual account.
 // HolderOnHold reports whether the account's holder is on compliance
 // hold (see holderOnHold).
@@ -52,7 +52,7 @@ func (s *AuthorizationStore) CardBalance(ctx context.Context, account string) (a
 		PartnerID: r.PartnerID, IBAN: r.IBAN.String}, true, nil
 }
 
-// InsertAuthorization implements service.AuthorizationStore.
+// InsertAuthorization implements cards.AuthorizationStore.
 func (s *AuthorizationStore) InsertAuthorization(ctx context.Context, a emi.Authorization) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO card_authorizations (token, card, partner_id, account, balance, channel,
 		amount, currency, mcc, merchant_name, merchant_country, three_ds, pin_entered, decision, reason_code, status, hold_amount,
@@ -64,7 +64,7 @@ func (s *AuthorizationStore) InsertAuthorization(ctx context.Context, a emi.Auth
 	return Translate(err)
 }
 
-// Authorization implements service.AuthorizationStore.
+// Authorization implements cards.AuthorizationStore.
 func (s *AuthorizationStore) Authorization(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Authorization, error) {
 	if !validUUID(token) {
 		return emi.Authorization{}, emi.ErrAuthorizationNotFound
@@ -85,14 +85,14 @@ func (s *AuthorizationStore) Authorization(ctx context.Context, partnerID, token
 	return a, nil
 }
 
-// SettleAuthorization implements service.AuthorizationStore.
+// SettleAuthorization implements cards.AuthorizationStore.
 func (s *AuthorizationStore) SettleAuthorization(ctx context.Context, token, status string, cleared, txn int64, at time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE card_authorizations SET status = $2, cleared_amount = $3, clearing_txn = $4,
 		settled_at = $5 WHERE token = $1`, token, status, cleared, nullInt(txn), at)
 	return Translate(err)
 }
 
-// SpentSince implements service.AuthorizationStore: the approved
+// SpentSince implements cards.AuthorizationStore: the approved
 // authorizations of the card since t (held amount) and the cleared ones
 // (cleared amount); released and expired ones did not spend anything.
 func (s *AuthorizationStore) SpentSince(ctx context.Context, card string, t time.Time) (all, atm int64, err error) {
@@ -107,7 +107,7 @@ func (s *AuthorizationStore) SpentSince(ctx context.Context, card string, t time
 	return r.All, r.ATM, Translate(err)
 }
 
-// CardAuthorizations implements service.AuthorizationStore: newest first.
+// CardAuthorizations implements cards.AuthorizationStore: newest first.
 func (s *AuthorizationStore) CardAuthorizations(ctx context.Context, card string, page, limit int) ([]emi.Authorization, int64, error) {
 	out := []emi.Authorization{}
 	if !validUUID(card) {
@@ -122,7 +122,7 @@ func (s *AuthorizationStore) CardAuthorizations(ctx context.Context, card string
 	return out, total, Translate(err)
 }
 
-// ExpiredHolds implements service.AuthorizationStore: the oldest first.
+// ExpiredHolds implements cards.AuthorizationStore: the oldest first.
 func (s *AuthorizationStore) ExpiredHolds(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var out []string
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT token::text FROM card_authorizations

@@ -4,13 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"emi/internal/service/staff"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/jmoiron/sqlx"
+
+	"emi/internal/service/staff"
 )
 
 // SessionStore keeps the back office's scs sessions in the sessions table.
@@ -23,11 +24,11 @@ import (
 //
 // Staff users: every Commit decodes the session data with scs's default
 // codec (scs.GobCodec; the SessionManager must use it too) and copies the
-// value under service.SessionStaffKey, when it is a staff id, into the row's
+// value under staff.SessionStaffKey, when it is a staff id, into the row's
 // staff_id column. So the portal needs no extra call after signing a user
 // in: the session row is tagged when scs saves it at the end of the request,
 // under the renewed token. TagSession does the same explicitly for a token
-// already saved. DeleteStaffSessions (and service.Staff's revocations, which
+// already saved. DeleteStaffSessions (and staff.Staff's revocations, which
 // run the same statement inside their transaction) then removes every
 // session of a user at once.
 //
@@ -42,7 +43,7 @@ import (
 // every revocation committed meanwhile, including one that waited on the
 // session row's lock) and rolls back when it finds one; a commit and a
 // deletion of one token also serialize on an advisory lock. Revocation
-// still stamps staff_users.sessions_revoked_at, which service.Staff.Current
+// still stamps staff_users.sessions_revoked_at, which staff.Staff.Current
 // checks on every request.
 //
 // It does not implement scs.IterableStore: All must return the tokens,
@@ -50,7 +51,7 @@ import (
 //
 // Expiry: Find ignores rows whose expiry is not after the store's clock, and
 // DeleteExpired removes them (the maintenance job calls it through
-// service.Staff.Prune).
+// staff.Staff.Prune).
 type SessionStore struct {
 	db    *DB
 	codec scs.Codec
@@ -193,7 +194,7 @@ func (s *SessionStore) TagSession(ctx context.Context, token, staffID string) er
 
 // DeleteStaffSessions deletes every session tagged with the staff user and
 // returns how many there were. It does not stamp sessions_revoked_at; use
-// service.Staff.RevokeSessions for a full revocation.
+// staff.Staff.RevokeSessions for a full revocation.
 func (s *SessionStore) DeleteStaffSessions(ctx context.Context, staffID string) (int64, error) {
 	return deleteStaffSessions(ctx, s.db.Ext(ctx), staffID)
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
 )
 
 // balanceQueueLock is the advisory lock class of the per-balance queues
 // (LockBalances); see partnerEventsLock for the other classes.
 const balanceQueueLock = 0x62616c // "bal"
 
-// LedgerStore implements service.LedgerStore.
+// LedgerStore implements accounts.LedgerStore.
 type LedgerStore struct {
 	db *DB
 }
@@ -25,7 +26,9 @@ type LedgerStore struct {
 // NewLedgerStore returns the ledger store.
 func NewLedgerStore(db *DB) *LedgerStore { return &LedgerStore{db: db} }
 
-// LockBalances implements service.LedgerStore. The rows are locked in
+var _ accounts.LedgerStore = (*LedgerStore)(nil)
+
+// LockBalances implements accounts.LedgerStore. The rows are locked in
 // token order (LockRows sits above the sort), then the account statuses
 // are read in a second statement: in READ COMMITTED a new statement sees
 // every change committed before the locks were granted, where the first
@@ -71,7 +74,7 @@ func (s *LedgerStore) LockBalances(ctx context.Context, tokens []string) (map[st
 	return out, nil
 }
 
-// AccountStatuses implements service.LedgerStore.
+// AccountStatuses implements accounts.LedgerStore.
 func (s *LedgerStore) AccountStatuses(ctx context.Context, accounts []string) (map[string]string, error) {
 	out := map[string]string{}
 	var valid []string
@@ -97,7 +100,7 @@ func (s *LedgerStore) AccountStatuses(ctx context.Context, accounts []string) (m
 	return out, nil
 }
 
-// MoveBalance implements service.LedgerStore with one guarded UPDATE: the
+// MoveBalance implements accounts.LedgerStore with one guarded UPDATE: the
 // guard and the change are one statement under the row lock, so no
 // concurrent debit can slip between a check and a write (the
 // balances_no_overdraft CHECK is the last line of defence).
@@ -126,7 +129,7 @@ func (s *LedgerStore) MoveBalance(ctx context.Context, token string, posted, hel
 	return emi.BalanceState{}, false, nil
 }
 
-// InsertLedgerTxn implements service.LedgerStore: the transaction, then
+// InsertLedgerTxn implements accounts.LedgerStore: the transaction, then
 // its entries in one statement (unnest keeps their order, so the ids
 // follow it).
 func (s *LedgerStore) InsertLedgerTxn(ctx context.Context, t emi.LedgerTxn, entries []emi.PostedEntry, at time.Time) (int64, []int64, error) {
@@ -161,10 +164,6 @@ func (s *LedgerStore) InsertLedgerTxn(ctx context.Context, t emi.LedgerTxn, entr
 	return id, ids, nil
 }
 
-func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
-
-func nullString(v string) sql.NullString { return sql.NullString{String: v, Valid: v != ""} }
-
 // nullArray is a text[] parameter with NULL elements.
 func nullArray(v []sql.NullString) any {
 	a := make([]*string, len(v))
@@ -189,7 +188,7 @@ func nullIntArray(v []sql.NullInt64) any {
 	return pq.GenericArray{A: a}
 }
 
-// LedgerTxn implements service.LedgerStore.
+// LedgerTxn implements accounts.LedgerStore.
 func (s *LedgerStore) LedgerTxn(ctx context.Context, id int64) (emi.PostedTxn, error) {
 	var t struct {
 		ID        int64     `db:"id"`
@@ -221,7 +220,7 @@ func (s *LedgerStore) LedgerTxn(ctx context.Context, id int64) (emi.PostedTxn, e
 	return out, nil
 }
 
-// VerifyLedger implements service.LedgerStore: each rule is one query,
+// VerifyLedger implements accounts.LedgerStore: each rule is one query,
 // all in one REPEATABLE READ read-only transaction, so the checks see the
 // same committed state while transfers go on.
 func (s *LedgerStore) VerifyLedger(ctx context.Context) (emi.LedgerReport, error) {

@@ -20,14 +20,14 @@ import (
 func TestRememberSignatureBatchedAcrossTwoPools(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
-	var stores []*postgres.Store
+	var stores []*postgres.PartnerStore
 	for range 2 {
 		db, err := postgres.Open(context.Background(), url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = db.Close() })
-		stores = append(stores, postgres.NewStore(db))
+		stores = append(stores, postgres.NewPartnerStore(db))
 	}
 	exp := time.Now().Add(time.Minute)
 	for round := range 3 {
@@ -78,7 +78,7 @@ func TestRememberSignatureBatchedAcrossTwoPools(t *testing.T) {
 func TestRememberSignatureInATransaction(t *testing.T) {
 	t.Parallel()
 	db := pgtest.DB(t)
-	s := postgres.NewStore(db)
+	s := postgres.NewPartnerStore(db)
 	exp := time.Now().Add(time.Minute)
 	d := sha256.Sum256([]byte("in tx"))
 	errRollback := fmt.Errorf("roll back")

@@ -18,7 +18,7 @@ import (
 	"emi/internal/service/partners"
 )
 
-// WebhookStore implements service.EventStore and service.WebhookStore over
+// WebhookStore implements kernel.EventStore and partners.WebhookStore over
 // the tables events, webhook_endpoints, webhook_deliveries and
 // webhook_attempts (migration 00004).
 type WebhookStore struct {
@@ -27,6 +27,13 @@ type WebhookStore struct {
 
 // NewWebhookStore returns the webhook store.
 func NewWebhookStore(db *DB) *WebhookStore { return &WebhookStore{db: db} }
+
+var (
+	_ partners.WebhookStore = (*WebhookStore)(nil)
+	// partners.WebhookStore embeds it: the kernel's event outbox writes
+	// into the webhook tables.
+	_ kernel.EventStore = (*WebhookStore)(nil)
+)
 
 // partnerEventsLock is the first key of the two-key advisory lock that
 // orders one partner's event-writing transactions (the second key is a hash
@@ -643,9 +650,3 @@ func (s *WebhookStore) deliveriesWithAttempts(ctx context.Context, cond string, 
 	}
 	return out, nil
 }
-
-// Interface checks: the store is what the services need.
-var (
-	_ kernel.EventStore     = (*WebhookStore)(nil)
-	_ partners.WebhookStore = (*WebhookStore)(nil)
-)

@@ -6,26 +6,9 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"emi/internal/emi"
-	"emi/internal/service/people"
 )
 
-// OnboardedMerchantsAfter implements service.MerchantScreeningApps: the
-// onboarded merchants whose application is approved, in token order after
-// after ("" from the start).
-func (s *OnboardingStore) OnboardedMerchantsAfter(ctx context.Context, after string, limit int) ([]people.ScreenedMerchant, error) {
-	if after != "" && !validUUID(after) {
-		return nil, nil
-	}
-	var out []people.ScreenedMerchant
-	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT m.token::text AS token, m.partner_id::text AS partner_id,
-		m.name, a.token::text AS application
-		FROM merchants m JOIN applications a ON a.token = m.application
-		WHERE m.kind = 'onboarded' AND a.status = 'approved' AND ($1 = '' OR m.token > $1::uuid)
-		ORDER BY m.token LIMIT $2`, after, limit)
-	return out, Translate(err)
-}
-
-// RaisedForMerchant implements service.MerchantAMLStore: the hits already
+// RaisedForMerchant implements people.MerchantAMLStore: the hits already
 // raised in any check of the merchant, by member ("" for the company) and
 // "list\x00entry\x00fingerprint".
 func (s *PeopleStore) RaisedForMerchant(ctx context.Context, merchant string) (map[string]bool, error) {
@@ -49,7 +32,7 @@ func (s *PeopleStore) RaisedForMerchant(ctx context.Context, merchant string) (m
 	return out, Translate(err)
 }
 
-// MerchantScreening implements service.AMLStore: the merchant's checks
+// MerchantScreening implements people.AMLStore: the merchant's checks
 // waiting for a decision and confirmed true matches.
 func (s *PeopleStore) MerchantScreening(ctx context.Context, merchant string) (emi.UserScreening, error) {
 	var out emi.UserScreening

@@ -14,7 +14,7 @@ import (
 	"emi/internal/emi"
 )
 
-// LockProgram implements service.ProgramStore: the program's row stays
+// LockProgram implements accounts.ProgramStore: the program's row stays
 // locked until the transaction in ctx ends. The lock also waits for
 // accounts being opened on the program (their foreign key holds a share
 // lock on the row), so an in-use check after it sees them.
@@ -30,7 +30,7 @@ func (s *AccountStore) LockProgram(ctx context.Context, code string) (emi.Progra
 	return s.Program(ctx, code)
 }
 
-// InsertProgram implements service.ProgramStore. Returns
+// InsertProgram implements accounts.ProgramStore. Returns
 // emi.ErrNonUniqueValue when a program has the code.
 func (s *AccountStore) InsertProgram(ctx context.Context, p emi.Program) error {
 	return s.db.InTx(ctx, func(ctx context.Context) error {
@@ -49,7 +49,7 @@ func (s *AccountStore) InsertProgram(ctx context.Context, p emi.Program) error {
 	})
 }
 
-// UpdateProgram implements service.ProgramStore: every setting and the
+// UpdateProgram implements accounts.ProgramStore: every setting and the
 // groups as given. updated_at moves strictly forward, even within one
 // microsecond or a transaction's now(), so it works as a version.
 func (s *AccountStore) UpdateProgram(ctx context.Context, p emi.Program) error {
@@ -112,7 +112,7 @@ func (s *AccountStore) insertGroups(ctx context.Context, p emi.Program) error {
 	return nil
 }
 
-// ProgramsInUse implements service.ProgramStore.
+// ProgramsInUse implements accounts.ProgramStore.
 func (s *AccountStore) ProgramsInUse(ctx context.Context, codes ...string) ([]string, error) {
 	out := []string{}
 	q := `SELECT p.code FROM programs p WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.program = p.code)`
@@ -125,7 +125,7 @@ func (s *AccountStore) ProgramsInUse(ctx context.Context, codes ...string) ([]st
 	return out, Translate(err)
 }
 
-// MissingPartners implements service.ProgramStore.
+// MissingPartners implements accounts.ProgramStore.
 func (s *AccountStore) MissingPartners(ctx context.Context, ids []string) ([]string, error) {
 	var valid []string
 	for _, id := range ids {
@@ -177,7 +177,7 @@ func (r programChangeRow) change() (emi.ProgramChange, error) {
 	return c, nil
 }
 
-// InsertProgramChange implements service.ProgramStore; emi.ErrNonUniqueValue
+// InsertProgramChange implements accounts.ProgramStore; emi.ErrNonUniqueValue
 // when one waits for the program.
 func (s *AccountStore) InsertProgramChange(ctx context.Context, c emi.ProgramChange) error {
 	in, err := json.Marshal(c.Input)
@@ -189,7 +189,7 @@ func (s *AccountStore) InsertProgramChange(ctx context.Context, c emi.ProgramCha
 	return Translate(err)
 }
 
-// ProgramChange implements service.ProgramStore (false when none waits).
+// ProgramChange implements accounts.ProgramStore (false when none waits).
 func (s *AccountStore) ProgramChange(ctx context.Context, code string) (emi.ProgramChange, bool, error) {
 	var r programChangeRow
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT program, input, base_version, risk, proposed_by::text AS proposed_by, proposed_at
@@ -204,7 +204,7 @@ func (s *AccountStore) ProgramChange(ctx context.Context, code string) (emi.Prog
 	return c, err == nil, err
 }
 
-// ProgramChanges implements service.ProgramStore: every waiting change by
+// ProgramChanges implements accounts.ProgramStore: every waiting change by
 // program.
 func (s *AccountStore) ProgramChanges(ctx context.Context) (map[string]emi.ProgramChange, error) {
 	var rows []programChangeRow
@@ -223,7 +223,7 @@ func (s *AccountStore) ProgramChanges(ctx context.Context) (map[string]emi.Progr
 	return out, nil
 }
 
-// DeleteProgramChange implements service.ProgramStore.
+// DeleteProgramChange implements accounts.ProgramStore.
 func (s *AccountStore) DeleteProgramChange(ctx context.Context, code string) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM program_changes WHERE program = $1`, code)
 	return Translate(err)

@@ -11,15 +11,18 @@ import (
 	"github.com/lib/pq"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
 )
 
-// StatementStore implements service.StatementStore.
+// StatementStore implements accounts.StatementStore.
 type StatementStore struct {
 	db *DB
 }
 
 // NewStatementStore returns the statement store.
 func NewStatementStore(db *DB) *StatementStore { return &StatementStore{db: db} }
+
+var _ accounts.StatementStore = (*StatementStore)(nil)
 
 // statementWhere is the filter of a statement's entries: the accounts
 // ($1) through ledger_entries_account (account, created_at, id), and the
@@ -57,7 +60,7 @@ type statementRow struct {
 	OtherPartner sql.NullString `db:"other_partner"`
 }
 
-// StatementLines implements service.StatementStore. The page is chosen
+// StatementLines implements accounts.StatementStore. The page is chosen
 // first (index order), then each line is joined to its transaction, the
 // transfer it belongs to (as its transaction or its return) and, for an
 // internal transfer, the other side: its owner's name, IBAN (a virtual
@@ -88,7 +91,7 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 	return out, total, err
 }
 
-// StatementExportLines implements service.StatementStore: StatementLines'
+// StatementExportLines implements accounts.StatementStore: StatementLines'
 // first limit lines without counting them all.
 func (s *StatementStore) StatementExportLines(ctx context.Context, accounts []string, from, to time.Time, limit int) ([]emi.StatementLine, error) {
 	var valid []string
@@ -160,7 +163,7 @@ func (s *StatementStore) lines(ctx context.Context, where string, args []any, li
 	return out, nil
 }
 
-// PostedBefore implements service.StatementStore through
+// PostedBefore implements accounts.StatementStore through
 // ledger_entries_balance (balance, id): per balance, the newest entry
 // before t. Entries of a balance are written under its row lock with the
 // time read under it, so posting order and time order agree per balance.

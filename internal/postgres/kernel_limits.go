@@ -5,16 +5,20 @@ import (
 	"fmt"
 	"time"
 
+	"emi/internal/service/kernel"
+
 	"github.com/jmoiron/sqlx"
 )
 
-// LimitStore decides rolling-window limits atomically (service.RateLimiter).
+// LimitStore decides rolling-window limits atomically (kernel.RateLimiter).
 type LimitStore struct {
 	db *DB
 }
 
 // NewLimitStore returns the limit store.
 func NewLimitStore(db *DB) *LimitStore { return &LimitStore{db: db} }
+
+var _ kernel.RateLimiter = (*LimitStore)(nil)
 
 // Take counts one event of (scope, subject) at now when fewer than limit
 // were counted in the window before it, and reports whether it did. When it

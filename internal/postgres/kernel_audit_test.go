@@ -15,7 +15,7 @@ import (
 func TestAuditLogIsAppendOnly(t *testing.T) {
 	t.Parallel()
 	db := pgtest.DB(t)
-	store := postgres.NewStore(db)
+	store := postgres.NewAuditStore(db)
 	audit := kernel.NewAuditor(store)
 	ctx := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: "staff-1"})
 	ctx = emi.WithRequestMeta(ctx, emi.RequestMeta{RequestID: "req-42", IP: netip.MustParseAddr("203.0.113.9")})
@@ -57,7 +57,7 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 func TestAuditRowCommitsWithItsChangeOnly(t *testing.T) {
 	t.Parallel()
 	db := pgtest.DB(t)
-	store := postgres.NewStore(db)
+	store := postgres.NewAuditStore(db)
 	audit := kernel.NewAuditor(store)
 	ctx := context.Background()
 	boom := emi.ErrValidation

@@ -12,7 +12,7 @@ import (
 
 // The replay guard's write, batched.
 //
-// Every authenticated request remembers its request digest (service.Auth's
+// Every authenticated request remembers its request digest (partners.Auth's
 // Consume): one INSERT into api_signatures, which used to be one statement,
 // one transaction and one WAL flush per request. Concurrent requests now
 // share them: a request queues its digest, and whoever finds a flush slot
@@ -29,7 +29,7 @@ import (
 // the others are replays. With no concurrency a batch is one request and
 // costs what the single INSERT did.
 //
-// Inside a transaction (a POST with an Idempotency-Key: service.Idempotency
+// Inside a transaction (a POST with an Idempotency-Key: kernel.Idempotency
 // runs the guard in the request's transaction) the digest is written in
 // that transaction, unbatched, as before: its fate is the transaction's,
 // which commits anyway, and Idempotency.Do records it again on its own when
@@ -190,4 +190,38 @@ func (b *sigBatcher) flush(batch []*sigRequest) {
 		}
 		r.done <- sigResult{fresh: first[string(r.digest)] == i && inserted[string(r.digest)]}
 	}
+}
+
+// RememberSignature implements the replay guard: true when digest was new.
+// Outside a transaction, concurrent calls share one statement and one
+// commit (partners_signatures.go); inside one, the row is written in it.
+func (s *PartnerStore) RememberSignature(ctx context.Context, digest []byte, expires time.Time) (bool, error) {
+	if !InTransaction(ctx) {
+		return s.sigs.remember(ctx, digest, expires)
+	}
+	res, err := s.db.Ext(ctx).ExecContext(ctx,
+		`INSERT INTO api_signatures (hash, expires_at) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING`, digest, expires)
+	if err != nil {
+		return false, Translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, Translate(err)
+}
+
+// PruneSignatures deletes replay-guard rows that expired before now.
+func (s *PartnerStore) PruneSignatures(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM api_signatures WHERE expires_at < $1`, now)
+	if err != nil {
+		return 0, Translate(err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, Translate(err)
+	}
+	// Counted events of rolling-window limits (LimitStore) older than any
+	// window in use (the longest is 24 hours).
+	if _, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM rate_events WHERE at < $1`, now.Add(-48*time.Hour)); err != nil {
+		return 0, Translate(err)
+	}
+	return n, nil
 }

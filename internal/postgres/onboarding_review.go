@@ -15,7 +15,7 @@ import (
 	"emi/internal/service/onboarding"
 )
 
-// EnterQueue implements service.ReviewStore: the application waits for an
+// EnterQueue implements onboarding.ReviewStore: the application waits for an
 // underwriter from at, due at due.
 func (s *OnboardingStore) EnterQueue(ctx context.Context, token string, at, due time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET queued_at = coalesce(queued_at, $2),
@@ -23,21 +23,21 @@ func (s *OnboardingStore) EnterQueue(ctx context.Context, token string, at, due 
 	return Translate(err)
 }
 
-// PauseSLA implements service.ReviewStore.
+// PauseSLA implements onboarding.ReviewStore.
 func (s *OnboardingStore) PauseSLA(ctx context.Context, token string, left time.Duration) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET sla_left = make_interval(secs => $2), sla_due_at = NULL
 		WHERE token = $1`, token, left.Seconds())
 	return Translate(err)
 }
 
-// SetReviewFlags implements service.ReviewStore.
+// SetReviewFlags implements onboarding.ReviewStore.
 func (s *OnboardingStore) SetReviewFlags(ctx context.Context, token string, manual, sanctionsHit bool) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET manual_review = $2, has_sanctions_hit = $3 WHERE token = $1`,
 		token, manual, sanctionsHit)
 	return Translate(err)
 }
 
-// Claim implements service.ReviewStore: staff takes the application unless
+// Claim implements onboarding.ReviewStore: staff takes the application unless
 // someone else holds a live claim (expired after emi.ClaimTTL of
 // inactivity). One UPDATE decides, so two underwriters racing get one
 // winner.
@@ -55,7 +55,7 @@ func (s *OnboardingStore) Claim(ctx context.Context, token, staff string, now ti
 	return n == 1, nil
 }
 
-// Assign implements service.ReviewStore (nil staff releases).
+// Assign implements onboarding.ReviewStore (nil staff releases).
 func (s *OnboardingStore) Assign(ctx context.Context, token, staff string, now time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET assignee = $2,
 		claimed_at = CASE WHEN $2::uuid IS NULL THEN NULL ELSE $3::timestamptz END,
@@ -64,7 +64,7 @@ func (s *OnboardingStore) Assign(ctx context.Context, token, staff string, now t
 	return Translate(err)
 }
 
-// TouchClaim implements service.ReviewStore: the assignee's activity keeps
+// TouchClaim implements onboarding.ReviewStore: the assignee's activity keeps
 // the claim alive.
 func (s *OnboardingStore) TouchClaim(ctx context.Context, token, staff string, now time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET last_activity_at = $3
@@ -72,7 +72,7 @@ func (s *OnboardingStore) TouchClaim(ctx context.Context, token, staff string, n
 	return Translate(err)
 }
 
-// NextUnclaimed implements service.ReviewStore: the oldest matching
+// NextUnclaimed implements onboarding.ReviewStore: the oldest matching
 // application nobody holds, locked (SKIP LOCKED: two underwriters pressing
 // "next" at once get different applications).
 func (s *OnboardingStore) NextUnclaimed(ctx context.Context, f emi.QueueFilter, staff string, now time.Time) (string, error) {
@@ -129,7 +129,7 @@ func queueWhere(f emi.QueueFilter, staff string, now time.Time) (string, []any) 
 	return strings.Join(where, " AND "), args
 }
 
-// Queue implements service.ReviewStore: a page of the queue (keyset on the
+// Queue implements onboarding.ReviewStore: a page of the queue (keyset on the
 // sort key and token) and the count of every tab.
 func (s *OnboardingStore) Queue(ctx context.Context, f emi.QueueFilter, staff string, now time.Time) (emi.QueuePage, error) {
 	where, args := queueWhere(f, staff, now)
@@ -222,7 +222,7 @@ func (s *OnboardingStore) Queue(ctx context.Context, f emi.QueueFilter, staff st
 	return page, nil
 }
 
-// EvidenceStamp implements service.ReviewStore: it changes whenever what
+// EvidenceStamp implements onboarding.ReviewStore: it changes whenever what
 // an underwriter sees of the application changes (a partner's change raises
 // the revision; a new check result adds a history row; a first approval).
 func (s *OnboardingStore) EvidenceStamp(ctx context.Context, token string) (string, error) {
@@ -234,14 +234,14 @@ func (s *OnboardingStore) EvidenceStamp(ctx context.Context, token string) (stri
 	return stamp, NotFound(err, emi.ErrApplicationNotFound)
 }
 
-// SetFirstApproval implements service.ReviewStore.
+// SetFirstApproval implements onboarding.ReviewStore.
 func (s *OnboardingStore) SetFirstApproval(ctx context.Context, token, staff, reason string, at time.Time) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE applications SET first_approval_by = $2, first_approval_reason = $3,
 		first_approval_at = $4 WHERE token = $1`, token, staff, reason, at)
 	return Translate(err)
 }
 
-// InsertDecision implements service.ReviewStore.
+// InsertDecision implements onboarding.ReviewStore.
 func (s *OnboardingStore) InsertDecision(ctx context.Context, d emi.DecisionRecord) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO application_decisions (application, action, reason_code, text,
 		staff_id, at, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
@@ -249,7 +249,7 @@ func (s *OnboardingStore) InsertDecision(ctx context.Context, d emi.DecisionReco
 	return Translate(err)
 }
 
-// Decisions implements service.ReviewStore.
+// Decisions implements onboarding.ReviewStore.
 func (s *OnboardingStore) Decisions(ctx context.Context, token string) ([]emi.DecisionRecord, error) {
 	var out []emi.DecisionRecord
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT d.id, d.application, d.action, d.reason_code, d.text,
@@ -258,7 +258,7 @@ func (s *OnboardingStore) Decisions(ctx context.Context, token string) ([]emi.De
 	return out, Translate(err)
 }
 
-// InsertNote implements service.ReviewStore.
+// InsertNote implements onboarding.ReviewStore.
 func (s *OnboardingStore) InsertNote(ctx context.Context, n emi.Note) (int64, error) {
 	var id int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &id, `INSERT INTO application_notes (application, parent_id, author, body,
@@ -267,7 +267,7 @@ func (s *OnboardingStore) InsertNote(ctx context.Context, n emi.Note) (int64, er
 	return id, Translate(err)
 }
 
-// Notes implements service.ReviewStore.
+// Notes implements onboarding.ReviewStore.
 func (s *OnboardingStore) Notes(ctx context.Context, token string) ([]emi.Note, error) {
 	var rows []struct {
 		emi.Note
@@ -285,14 +285,14 @@ func (s *OnboardingStore) Notes(ctx context.Context, token string) ([]emi.Note, 
 	return out, Translate(err)
 }
 
-// NoteExists implements service.ReviewStore.
+// NoteExists implements onboarding.ReviewStore.
 func (s *OnboardingStore) NoteExists(ctx context.Context, token string, id int64) (bool, error) {
 	var ok bool
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &ok, `SELECT EXISTS (SELECT 1 FROM application_notes WHERE application = $1 AND id = $2)`, token, id)
 	return ok, Translate(err)
 }
 
-// InsertApplicationFalsePositive implements service.ReviewStore: the
+// InsertApplicationFalsePositive implements onboarding.ReviewStore: the
 // memory of a two-person false positive (by proposed, confirmedBy
 // confirmed). A one-person memory of the same entry is upgraded.
 func (s *OnboardingStore) InsertApplicationFalsePositive(ctx context.Context, partnerID string, key []byte, list, entry, fingerprint, application, reason, by, confirmedBy string, at time.Time) error {
@@ -305,7 +305,7 @@ func (s *OnboardingStore) InsertApplicationFalsePositive(ctx context.Context, pa
 	return Translate(err)
 }
 
-// ConfirmHitDecision implements service.ReviewStore: the second person of
+// ConfirmHitDecision implements onboarding.ReviewStore: the second person of
 // a proposed false positive. Returns emi.ErrReviewClosed when the hit has
 // no proposal waiting for confirmation.
 func (s *OnboardingStore) ConfirmHitDecision(ctx context.Context, application, key, by string, at time.Time) error {
@@ -320,7 +320,7 @@ func (s *OnboardingStore) ConfirmHitDecision(ctx context.Context, application, k
 	return nil
 }
 
-// OverrideHitDecision implements service.ReviewStore: a proposed false
+// OverrideHitDecision implements onboarding.ReviewStore: a proposed false
 // positive contradicted by a true match. Returns emi.ErrReviewClosed when
 // the hit has no proposal waiting for confirmation.
 func (s *OnboardingStore) OverrideHitDecision(ctx context.Context, application, key, decision, reason, by string, at time.Time) error {
@@ -335,12 +335,7 @@ func (s *OnboardingStore) OverrideHitDecision(ctx context.Context, application, 
 	return nil
 }
 
-// FalsePositives implements service.FalsePositiveReader.
-func (s *OnboardingStore) FalsePositives(ctx context.Context, partnerID string, key []byte) (map[string]int, error) {
-	return NewPeopleStore(s.db).FalsePositives(ctx, partnerID, key)
-}
-
-// InsertHitDecision implements service.ReviewStore. Returns
+// InsertHitDecision implements onboarding.ReviewStore. Returns
 // emi.ErrReviewClosed when the hit is already decided.
 func (s *OnboardingStore) InsertHitDecision(ctx context.Context, application, key, decision, reason, by string, at time.Time) error {
 	res, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO application_hit_decisions (application, hit_key, decision, reason, staff_id, at)
@@ -354,7 +349,7 @@ func (s *OnboardingStore) InsertHitDecision(ctx context.Context, application, ke
 	return nil
 }
 
-// HitDecisions implements service.ReviewStore.
+// HitDecisions implements onboarding.ReviewStore.
 func (s *OnboardingStore) HitDecisions(ctx context.Context, application string) (map[string]emi.HitDecisionRecord, error) {
 	var rows []emi.HitDecisionRecord
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT d.hit_key, d.decision, d.reason, d.staff_id::text AS staff_id,
@@ -370,14 +365,14 @@ func (s *OnboardingStore) HitDecisions(ctx context.Context, application string) 
 	return out, Translate(err)
 }
 
-// SavedViews implements service.SavedViewStore.
+// SavedViews implements onboarding.SavedViewStore.
 func (s *OnboardingStore) SavedViews(ctx context.Context, staff string) ([]emi.SavedView, error) {
 	var out []emi.SavedView
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT id, name, query FROM saved_views WHERE staff_id = $1 ORDER BY name`, staff)
 	return out, Translate(err)
 }
 
-// InsertSavedView implements service.SavedViewStore (a name already used
+// InsertSavedView implements onboarding.SavedViewStore (a name already used
 // by the same user is replaced).
 func (s *OnboardingStore) InsertSavedView(ctx context.Context, staff string, v emi.SavedView) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO saved_views (id, staff_id, name, query) VALUES ($1, $2, $3, $4)
@@ -385,7 +380,7 @@ func (s *OnboardingStore) InsertSavedView(ctx context.Context, staff string, v e
 	return Translate(err)
 }
 
-// DeleteSavedView implements service.SavedViewStore.
+// DeleteSavedView implements onboarding.SavedViewStore.
 func (s *OnboardingStore) DeleteSavedView(ctx context.Context, staff, id string) error {
 	if !validUUID(id) {
 		return nil
@@ -394,7 +389,7 @@ func (s *OnboardingStore) DeleteSavedView(ctx context.Context, staff, id string)
 	return Translate(err)
 }
 
-// ReviewMetrics implements service.MetricsStore.
+// ReviewMetrics implements onboarding.MetricsStore.
 func (s *OnboardingStore) ReviewMetrics(ctx context.Context, now time.Time) (onboarding.Metrics, error) {
 	m := onboarding.Metrics{Counts: map[emi.ApplicationStatus]int64{}}
 	var counts []struct {
@@ -535,7 +530,7 @@ func (s *OnboardingStore) GenerateApplications(ctx context.Context, partnerID, m
 	return nil
 }
 
-// AllDecisions implements service.ReviewStore.
+// AllDecisions implements onboarding.ReviewStore.
 func (s *OnboardingStore) AllDecisions(ctx context.Context, from, to time.Time, limit int) ([]emi.DecisionRecord, error) {
 	var out []emi.DecisionRecord
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT d.id, d.application, d.action, d.reason_code, d.text,
