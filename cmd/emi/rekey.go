@@ -64,7 +64,7 @@ func cmdRekey(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer a.Close()
-	r := ops.NewRekeyer(a.DB, postgres.NewRekeyStore(a.DB), a.Keys)
+	r := ops.NewRekeyer(ops.RekeyerDeps{Tx: a.DB, Store: postgres.NewRekeyStore(a.DB), Vault: a.Keys})
 	name := "rekey"
 	if *check {
 		name = "rekey --check"

@@ -181,35 +181,31 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	// registration and again at every dial (DNS rebinding).
 	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
 	a.keyCache = newKeyCache(a.PartnerStore, nil)
-	a.Auth = partners.NewAuth(a.keyCache, a.PartnerStore, keys, partners.AuthConfig{Window: cfg.AuthWindow}, now)
-	a.Idempotency = kernel.NewIdempotency(db, postgres.NewIdempotencyStore(db), keys, now)
+	a.Auth = partners.NewAuth(partners.AuthDeps{Keys: a.keyCache, Signatures: a.PartnerStore, Sealer: keys, Config: partners.AuthConfig{Window: cfg.AuthWindow}, Now: now})
+	a.Idempotency = kernel.NewIdempotency(kernel.IdempotencyDeps{Tx: db, Store: postgres.NewIdempotencyStore(db), Keys: keys, Now: now})
 	a.StaffStore = postgres.NewStaffStore(db)
 	a.Sessions = postgres.NewSessionStore(db, now)
-	a.Controls = staff.NewControls(a.StaffStore, now)
+	a.Controls = staff.NewControls(staff.ControlsDeps{Links: a.StaffStore, Now: now})
 	a.Limits = postgres.NewLimitStore(db)
-	a.Staff = staff.NewStaff(db, a.StaffStore, keys, a.Audit, v, a.Controls,
-		staff.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits}, now)
+	a.Staff = staff.NewStaff(staff.StaffDeps{Tx: db, Store: a.StaffStore, Sealer: keys, Audit: a.Audit, Validate: v, Controls: a.Controls, Config: staff.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits}, Now: now})
 	a.WebhookStore = postgres.NewWebhookStore(db)
-	a.Events = kernel.NewEvents(db, a.WebhookStore, a.Jobs, now)
+	a.Events = kernel.NewEvents(kernel.EventsDeps{Tx: db, Store: a.WebhookStore, Jobs: a.Jobs, Now: now})
 	a.WebhookClient = webhook.NewClient(guard, "emi-webhooks/1", webhook.WithClock(now))
-	a.Webhooks = partners.NewWebhooks(db, a.WebhookStore, a.Events, a.Jobs, keys, a.Audit, a.WebhookClient, guard,
-		func(res emi.WebhookResult, failed int, elapsed time.Duration) (time.Duration, bool) {
-			return webhook.DelayAfter(res, failed, elapsed, nil)
-		}, partners.WebhooksConfig{}, now)
-	a.Partners = partners.NewPartners(db, a.keyCache, keys, a.Audit, v,
-		partners.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, now)
+	a.Webhooks = partners.NewWebhooks(partners.WebhooksDeps{Tx: db, Store: a.WebhookStore, Events: a.Events, Jobs: a.Jobs, Sealer: keys, Audit: a.Audit, Deliverer: a.WebhookClient, Urls: guard, Retry: func(res emi.WebhookResult, failed int, elapsed time.Duration) (time.Duration, bool) {
+		return webhook.DelayAfter(res, failed, elapsed, nil)
+	}, Config: partners.WebhooksConfig{}, Now: now})
+	a.Partners = partners.NewPartners(partners.PartnersDeps{Tx: db, Store: a.keyCache, Sealer: keys, Audit: a.Audit, Validate: v, Config: partners.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, Now: now})
 	a.People = postgres.NewPeopleStore(db)
 	a.Screener = screening.NewScreener()
 	screener := sanctions{s: a.Screener, cfg: sanctionsConfig{refresh: cfg.SanctionsRefresh, sources: nonEmpty(cfg.SanctionsURLs[:])}}
 	a.Sanctions = screener
 	a.OnboardingStore = postgres.NewOnboardingStore(db)
-	a.Watchlist = people.NewWatchlist(db, a.People, a.Audit, a.Jobs, screening.NameSimilarity, v, now)
-	a.AML = people.NewAML(db, a.People, a.People, screener, a.Watchlist, a.Controls, a.Events, a.Jobs, a.Audit, v, now)
-	a.Users = people.NewUsers(db, a.People, a.People, a.AML, keys, a.Audit, v, screener.Normalize, now)
-	a.KYC = people.NewKYC(db, a.People, a.People, a.People, keys, people.HostedKYC{PublicURL: cfg.PublicURL},
-		a.Events, a.Audit, now)
+	a.Watchlist = people.NewWatchlist(people.WatchlistDeps{Tx: db, Store: a.People, Audit: a.Audit, Jobs: a.Jobs, Similar: screening.NameSimilarity, Validate: v, Now: now})
+	a.AML = people.NewAML(people.AMLDeps{Tx: db, Store: a.People, Users: a.People, Screener: screener, Watch: a.Watchlist, Controls: a.Controls, Events: a.Events, Jobs: a.Jobs, Audit: a.Audit, Validate: v, Now: now})
+	a.Users = people.NewUsers(people.UsersDeps{Tx: db, Store: a.People, Docs: a.People, AML: a.AML, Sealer: keys, Audit: a.Audit, Validate: v, Names: screener.Normalize, Now: now})
+	a.KYC = people.NewKYC(people.KYCDeps{Tx: db, Store: a.People, Users: a.People, Docs: a.People, Sealer: keys, Provider: people.HostedKYC{PublicURL: cfg.PublicURL}, Events: a.Events, Audit: a.Audit, Now: now})
 	a.Registry = newRegistry(cfg, logger)
-	a.MerchantScreening = people.NewMerchantScreening(db, a.People, a.OnboardingStore, screener, a.Watchlist, a.Audit, now)
+	a.MerchantScreening = people.NewMerchantScreening(people.MerchantScreeningDeps{Tx: db, Store: a.People, Apps: a.OnboardingStore, Screener: screener, Watch: a.Watchlist, Audit: a.Audit, Now: now})
 	// Services are built in dependency order, each with all it needs
 	// (New(Deps), no setters): Checks before Onboarding and Review, Cards
 	// and Ledger before Accounts, Authorizations before Maintenance.
@@ -219,7 +215,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Onboarding = onboarding.NewOnboarding(onboarding.OnboardingDeps{Tx: db, Store: a.OnboardingStore, Partners: a.PartnerStore,
 		Users: a.People, Docs: a.People, Sealer: keys, Jobs: a.Jobs, Audit: a.Audit, Validate: v, Checks: a.Checks,
 		IBAN: func(s string) error { return iban.Validate(iban.Normalize(s)) }, Now: now})
-	a.Inbox = staff.NewInbox(postgres.NewInboxStore(db), now)
+	a.Inbox = staff.NewInbox(staff.InboxDeps{Store: postgres.NewInboxStore(db), Now: now})
 	a.Review = onboarding.NewReview(onboarding.ReviewDeps{Tx: db, Store: a.OnboardingStore, Staff: a.StaffStore,
 		Controls: a.Controls, Checks: a.Checks, Events: a.Events, Audit: a.Audit, Inbox: a.Inbox,
 		Views: a.OnboardingStore, Metrics: a.OnboardingStore, Now: now})
@@ -229,14 +225,14 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	if err == nil {
 		a.SandboxOutcomes = so
 	}
-	a.Alerts = ops.NewAlerts(db, postgres.NewAlertStore(db), a.People, a.OnboardingStore, a.StaffStore, a.Inbox, a.Audit, now)
+	a.Alerts = ops.NewAlerts(ops.AlertsDeps{Tx: db, Store: postgres.NewAlertStore(db), AML: a.People, Apps: a.OnboardingStore, Staff: a.StaffStore, Inbox: a.Inbox, Audit: a.Audit, Now: now})
 	a.AccountStore = postgres.NewAccountStore(db)
 	a.CardStore = postgres.NewCardStore(db)
 	a.Cards = cards.NewCards(cards.CardsDeps{Tx: db, Store: a.CardStore, Accounts: a.AccountStore, AML: a.AML,
 		Users: a.People, Vault: keys, SMS: smsProvider(cfg), Events: a.Events, Audit: a.Audit, Validate: v,
 		Names: screener.Normalize, Config: cards.CardsConfig{RevealQuota: cfg.RevealQuota, Limits: a.Limits}, Now: now})
 	a.LedgerStore = postgres.NewLedgerStore(db)
-	a.Ledger = accounts.NewLedger(db, a.LedgerStore, now)
+	a.Ledger = accounts.NewLedger(accounts.LedgerDeps{Tx: db, Store: a.LedgerStore, Now: now})
 	a.Accounts = accounts.NewAccounts(accounts.AccountsDeps{Tx: db, Store: a.AccountStore,
 		Ids: identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, Controls: a.Controls, Events: a.Events,
 		Audit: a.Audit, Validate: v, Terminations: a.AccountStore, Cards: a.Cards, Ledger: a.Ledger,
@@ -251,14 +247,14 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		Controls: a.Controls, Events: a.Events, Audit: a.Audit, Validate: v, Limits: a.Limits, Own: own,
 		Sandbox: cfg.Mode == config.ModeSandbox, Suspense: a.IncomingStore, Now: now})
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
-	a.Authorizations = cards.NewAuthorizations(db, a.AuthorizationStore, a.Cards, a.Ledger, a.Events, a.Audit, now)
+	a.Authorizations = cards.NewAuthorizations(cards.AuthorizationsDeps{Tx: db, Store: a.AuthorizationStore, Cards: a.Cards, Ledger: a.Ledger, Events: a.Events, Audit: a.Audit, Now: now})
 	a.Maintenance = ops.NewMaintenance(ops.MaintenanceDeps{Jobs: a.Jobs, Sigs: a.PartnerStore, Idem: a.Idempotency,
 		Staff: a.Staff, Holds: a.Authorizations, Now: now})
-	a.Incoming = transfers.NewIncoming(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Events, a.Audit, v, transfers.IncomingConfig{
+	a.Incoming = transfers.NewIncoming(transfers.IncomingDeps{Tx: db, Store: a.IncomingStore, Transfers: a.TransferStore, Ledger: a.Ledger, Controls: a.Controls, Events: a.Events, Audit: a.Audit, Validate: v, Config: transfers.IncomingConfig{
 		Sandbox: cfg.Mode == config.ModeSandbox,
 		Own:     own,
-	}, now)
-	a.Adjustments = transfers.NewAdjustments(db, a.IncomingStore, a.TransferStore, a.Ledger, a.Controls, a.Audit, now)
+	}, Now: now})
+	a.Adjustments = transfers.NewAdjustments(transfers.AdjustmentsDeps{Tx: db, Store: a.IncomingStore, Transfers: a.TransferStore, Ledger: a.Ledger, Controls: a.Controls, Audit: a.Audit, Now: now})
 	return a
 }
 

@@ -1254,7 +1254,7 @@ func TestCardKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a2.Close()
-	rk := ops.NewRekeyer(a2.DB, postgres.NewRekeyStore(a2.DB), a2.Keys)
+	rk := ops.NewRekeyer(ops.RekeyerDeps{Tx: a2.DB, Store: postgres.NewRekeyStore(a2.DB), Vault: a2.Keys})
 	chk, err := rk.Check(ctx, ops.RekeyOptions{})
 	if err != nil || chk.Totals().Remaining != len(before) {
 		t.Fatalf("check before the rekey: %d remaining of %d values (%v)", chk.Totals().Remaining, len(before), err)

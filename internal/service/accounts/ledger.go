@@ -53,9 +53,18 @@ type Ledger struct {
 	now   kernel.Clock
 }
 
+// LedgerDeps is what Ledger needs; NewLedger checks that none is nil.
+type LedgerDeps struct {
+	Tx    kernel.TxRunner
+	Store LedgerStore
+	Now   kernel.Clock
+}
+
 // NewLedger returns the ledger.
-func NewLedger(tx kernel.TxRunner, store LedgerStore, now kernel.Clock) *Ledger {
-	return &Ledger{tx: tx, store: store, now: now}
+func NewLedger(d LedgerDeps) *Ledger {
+	kernel.MustHave("Ledger", d)
+
+	return &Ledger{tx: d.Tx, store: d.Store, now: d.Now}
 }
 
 // Lock locks the balances for a movement (see LedgerStore.LockBalances)

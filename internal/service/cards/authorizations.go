@@ -65,9 +65,22 @@ type Authorizations struct {
 	now    kernel.Clock
 }
 
+// AuthorizationsDeps is what Authorizations needs; NewAuthorizations checks that none is nil.
+type AuthorizationsDeps struct {
+	Tx     kernel.TxRunner
+	Store  AuthorizationStore
+	Cards  *Cards
+	Ledger *accounts.Ledger
+	Events *kernel.Events
+	Audit  *kernel.Auditor
+	Now    kernel.Clock
+}
+
 // NewAuthorizations returns the card authorization service.
-func NewAuthorizations(tx kernel.TxRunner, store AuthorizationStore, cards *Cards, ledger *accounts.Ledger, events *kernel.Events, audit *kernel.Auditor, now kernel.Clock) *Authorizations {
-	return &Authorizations{tx: tx, store: store, cards: cards, ledger: ledger, events: events, audit: audit, now: now}
+func NewAuthorizations(d AuthorizationsDeps) *Authorizations {
+	kernel.MustHave("Authorizations", d)
+
+	return &Authorizations{tx: d.Tx, store: d.Store, cards: d.Cards, ledger: d.Ledger, events: d.Events, audit: d.Audit, now: d.Now}
 }
 
 // authorizationEvents maps an authorization's end status to its event.

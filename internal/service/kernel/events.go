@@ -92,9 +92,19 @@ type Events struct {
 	now   Clock
 }
 
+// EventsDeps is what Events needs; NewEvents checks that none is nil.
+type EventsDeps struct {
+	Tx    TxRunner
+	Store EventStore
+	Jobs  Enqueuer
+	Now   Clock
+}
+
 // NewEvents returns the events service.
-func NewEvents(tx TxRunner, store EventStore, jobs Enqueuer, now Clock) *Events {
-	return &Events{tx: tx, store: store, jobs: jobs, now: now}
+func NewEvents(d EventsDeps) *Events {
+	MustHave("Events", d)
+
+	return &Events{tx: d.Tx, store: d.Store, jobs: d.Jobs, now: d.Now}
 }
 
 // DeliveryJob is the payload of a JobWebhookDeliver job.

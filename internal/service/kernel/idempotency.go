@@ -79,9 +79,19 @@ type LookupKeys interface {
 	LookupAll(context string, value []byte) [][]byte
 }
 
+// IdempotencyDeps is what Idempotency needs; NewIdempotency checks that none is nil.
+type IdempotencyDeps struct {
+	Tx    TxRunner
+	Store IdempotencyStore
+	Keys  IdempotencyKeys
+	Now   Clock
+}
+
 // NewIdempotency returns the idempotency service.
-func NewIdempotency(tx TxRunner, store IdempotencyStore, keys IdempotencyKeys, now Clock) *Idempotency {
-	return &Idempotency{tx: tx, store: store, keys: keys, now: now}
+func NewIdempotency(d IdempotencyDeps) *Idempotency {
+	MustHave("Idempotency", d)
+
+	return &Idempotency{tx: d.Tx, store: d.Store, keys: d.Keys, now: d.Now}
 }
 
 // fingerprintContext is the Lookup context of request fingerprints.

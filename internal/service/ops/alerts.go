@@ -50,9 +50,23 @@ type Alerts struct {
 	now   kernel.Clock
 }
 
+// AlertsDeps is what Alerts needs; NewAlerts checks that none is nil.
+type AlertsDeps struct {
+	Tx    kernel.TxRunner
+	Store AlertStore
+	AML   people.AMLStore
+	Apps  onboarding.ReviewStore
+	Staff onboarding.StaffDirectory
+	Inbox *staffsvc.Inbox
+	Audit *kernel.Auditor
+	Now   kernel.Clock
+}
+
 // NewAlerts returns the alert queue.
-func NewAlerts(tx kernel.TxRunner, store AlertStore, aml people.AMLStore, apps onboarding.ReviewStore, staff onboarding.StaffDirectory, inbox *staffsvc.Inbox, audit *kernel.Auditor, now kernel.Clock) *Alerts {
-	return &Alerts{tx: tx, store: store, aml: aml, apps: apps, staff: staff, inbox: inbox, audit: audit, now: now}
+func NewAlerts(d AlertsDeps) *Alerts {
+	kernel.MustHave("Alerts", d)
+
+	return &Alerts{tx: d.Tx, store: d.Store, aml: d.AML, apps: d.Apps, staff: d.Staff, inbox: d.Inbox, audit: d.Audit, now: d.Now}
 }
 
 // alertLimit bounds each kind of the queue.

@@ -209,9 +209,18 @@ type Rekeyer struct {
 	vault cards.Vault
 }
 
+// RekeyerDeps is what Rekeyer needs; NewRekeyer checks that none is nil.
+type RekeyerDeps struct {
+	Tx    kernel.TxRunner
+	Store RekeyStore
+	Vault cards.Vault
+}
+
 // NewRekeyer returns the re-encryption job.
-func NewRekeyer(tx kernel.TxRunner, store RekeyStore, vault cards.Vault) *Rekeyer {
-	return &Rekeyer{tx: tx, store: store, vault: vault}
+func NewRekeyer(d RekeyerDeps) *Rekeyer {
+	kernel.MustHave("Rekeyer", d)
+
+	return &Rekeyer{tx: d.Tx, store: d.Store, vault: d.Vault}
 }
 
 func (o RekeyOptions) batch(t SealedTable) int {

@@ -157,7 +157,7 @@ func (e *rekeyEnv) rotated(t testing.TB, current []byte, previous ...[]byte) (*a
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	return a, ops.NewRekeyer(a.DB, postgres.NewRekeyStore(a.DB), a.Keys)
+	return a, ops.NewRekeyer(ops.RekeyerDeps{Tx: a.DB, Store: postgres.NewRekeyStore(a.DB), Vault: a.Keys})
 }
 
 // keyIDs counts the sealed values of the database by key id.

@@ -38,9 +38,20 @@ type Auth struct {
 	now    kernel.Clock
 }
 
+// AuthDeps is what Auth needs; NewAuth checks that none is nil.
+type AuthDeps struct {
+	Keys       PartnerStore
+	Signatures SignatureStore
+	Sealer     kernel.Sealer
+	Config     AuthConfig
+	Now        kernel.Clock
+}
+
 // NewAuth returns the partner authenticator.
-func NewAuth(keys PartnerStore, sigs SignatureStore, sealer kernel.Sealer, cfg AuthConfig, now kernel.Clock) *Auth {
-	return &Auth{keys: keys, sigs: sigs, sealer: sealer, cfg: cfg, now: now}
+func NewAuth(d AuthDeps) *Auth {
+	kernel.MustHave("Auth", d)
+
+	return &Auth{keys: d.Keys, sigs: d.Signatures, sealer: d.Sealer, cfg: d.Config, now: d.Now}
 }
 
 // Authenticate verifies a signed request and returns its partner principal.

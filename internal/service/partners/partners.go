@@ -68,9 +68,22 @@ type Partners struct {
 	now      kernel.Clock
 }
 
+// PartnersDeps is what Partners needs; NewPartners checks that none is nil.
+type PartnersDeps struct {
+	Tx       kernel.TxRunner
+	Store    PartnerStore
+	Sealer   kernel.Sealer
+	Audit    *kernel.Auditor
+	Validate *validate.Validator
+	Config   PartnersConfig
+	Now      kernel.Clock
+}
+
 // NewPartners returns the partners service.
-func NewPartners(tx kernel.TxRunner, store PartnerStore, sealer kernel.Sealer, audit *kernel.Auditor, v *validate.Validator, cfg PartnersConfig, now kernel.Clock) *Partners {
-	return &Partners{tx: tx, store: store, sealer: sealer, audit: audit, validate: v, cfg: cfg, now: now}
+func NewPartners(d PartnersDeps) *Partners {
+	kernel.MustHave("Partners", d)
+
+	return &Partners{tx: d.Tx, store: d.Store, sealer: d.Sealer, audit: d.Audit, validate: d.Validate, cfg: d.Config, now: d.Now}
 }
 
 // KeySecretContext and WebhookSecretContext bind a sealed API-key or

@@ -144,18 +144,34 @@ type Webhooks struct {
 	now       kernel.Clock
 }
 
+// WebhooksDeps is what Webhooks needs; NewWebhooks checks that none is nil.
+type WebhooksDeps struct {
+	Tx        kernel.TxRunner
+	Store     WebhookStore
+	Events    *kernel.Events
+	Jobs      kernel.Enqueuer
+	Sealer    kernel.Sealer
+	Audit     *kernel.Auditor
+	Deliverer WebhookDeliverer
+	Urls      URLChecker
+	Retry     RetryPolicy
+	Config    WebhooksConfig
+	Now       kernel.Clock
+}
+
 // NewWebhooks returns the webhooks service. Zero durations in cfg take the
 // defaults.
-func NewWebhooks(tx kernel.TxRunner, store WebhookStore, events *kernel.Events, jobs kernel.Enqueuer, sealer kernel.Sealer, audit *kernel.Auditor,
-	deliverer WebhookDeliverer, urls URLChecker, retry RetryPolicy, cfg WebhooksConfig, now kernel.Clock) *Webhooks {
-	if cfg.SecretOverlap <= 0 {
-		cfg.SecretOverlap = DefaultWebhookSecretOverlap
+func NewWebhooks(d WebhooksDeps) *Webhooks {
+	kernel.MustHave("Webhooks", d)
+
+	if d.Config.SecretOverlap <= 0 {
+		d.Config.SecretOverlap = DefaultWebhookSecretOverlap
 	}
-	if cfg.DisableAfter <= 0 {
-		cfg.DisableAfter = DefaultWebhookDisableAfter
+	if d.Config.DisableAfter <= 0 {
+		d.Config.DisableAfter = DefaultWebhookDisableAfter
 	}
-	return &Webhooks{tx: tx, store: store, events: events, jobs: jobs, sealer: sealer, audit: audit,
-		deliverer: deliverer, urls: urls, retry: retry, cfg: cfg, now: now}
+	return &Webhooks{tx: d.Tx, store: d.Store, events: d.Events, jobs: d.Jobs, sealer: d.Sealer, audit: d.Audit,
+		deliverer: d.Deliverer, urls: d.Urls, retry: d.Retry, cfg: d.Config, now: d.Now}
 }
 
 // endpointInput is a checked endpoint form.

@@ -80,10 +80,27 @@ type AML struct {
 	now      kernel.Clock
 }
 
+// AMLDeps is what AML needs; NewAML checks that none is nil.
+type AMLDeps struct {
+	Tx       kernel.TxRunner
+	Store    AMLStore
+	Users    UserStore
+	Screener Screener
+	Watch    *Watchlist
+	Controls *staffsvc.Controls
+	Events   *kernel.Events
+	Jobs     kernel.Enqueuer
+	Audit    *kernel.Auditor
+	Validate *validate.Validator
+	Now      kernel.Clock
+}
+
 // NewAML returns the AML service.
 // watch is the adverse-media watch list its additions are screened against.
-func NewAML(tx kernel.TxRunner, store AMLStore, users UserStore, screener Screener, watch *Watchlist, controls *staffsvc.Controls, events *kernel.Events, jobs kernel.Enqueuer, audit *kernel.Auditor, v *validate.Validator, now kernel.Clock) *AML {
-	return &AML{tx: tx, store: store, users: users, screener: screener, watch: watch, controls: controls, events: events, jobs: jobs, audit: audit, validate: v, now: now}
+func NewAML(d AMLDeps) *AML {
+	kernel.MustHave("AML", d)
+
+	return &AML{tx: d.Tx, store: d.Store, users: d.Users, screener: d.Screener, watch: d.Watch, controls: d.Controls, events: d.Events, jobs: d.Jobs, audit: d.Audit, validate: d.Validate, now: d.Now}
 }
 
 // FalsePositiveKey identifies a list entry's hit in the false-positive

@@ -88,10 +88,23 @@ type MerchantScreening struct {
 	now      kernel.Clock
 }
 
+// MerchantScreeningDeps is what MerchantScreening needs; NewMerchantScreening checks that none is nil.
+type MerchantScreeningDeps struct {
+	Tx       kernel.TxRunner
+	Store    MerchantAMLStore
+	Apps     MerchantScreeningApps
+	Screener Screener
+	Watch    *Watchlist
+	Audit    *kernel.Auditor
+	Now      kernel.Clock
+}
+
 // NewMerchantScreening returns the merchants' ongoing screening; watch is
 // the adverse-media watch list its additions are screened against.
-func NewMerchantScreening(tx kernel.TxRunner, store MerchantAMLStore, apps MerchantScreeningApps, screener Screener, watch *Watchlist, audit *kernel.Auditor, now kernel.Clock) *MerchantScreening {
-	return &MerchantScreening{tx: tx, store: store, apps: apps, screener: screener, watch: watch, audit: audit, now: now}
+func NewMerchantScreening(d MerchantScreeningDeps) *MerchantScreening {
+	kernel.MustHave("MerchantScreening", d)
+
+	return &MerchantScreening{tx: d.Tx, store: d.Store, apps: d.Apps, screener: d.Screener, watch: d.Watch, audit: d.Audit, now: d.Now}
 }
 
 // enqueueRescreenMerchants asks, in the caller's transaction, for the

@@ -68,9 +68,24 @@ type KYC struct {
 	now      kernel.Clock
 }
 
+// KYCDeps is what KYC needs; NewKYC checks that none is nil.
+type KYCDeps struct {
+	Tx       kernel.TxRunner
+	Store    KYCStore
+	Users    UserStore
+	Docs     DocumentStore
+	Sealer   kernel.Sealer
+	Provider KYCProvider
+	Events   *kernel.Events
+	Audit    *kernel.Auditor
+	Now      kernel.Clock
+}
+
 // NewKYC returns the KYC service.
-func NewKYC(tx kernel.TxRunner, store KYCStore, users UserStore, docs DocumentStore, sealer kernel.Sealer, provider KYCProvider, events *kernel.Events, audit *kernel.Auditor, now kernel.Clock) *KYC {
-	return &KYC{tx: tx, store: store, users: users, docs: docs, sealer: sealer, provider: provider, events: events, audit: audit, now: now}
+func NewKYC(d KYCDeps) *KYC {
+	kernel.MustHave("KYC", d)
+
+	return &KYC{tx: d.Tx, store: d.Store, users: d.Users, docs: d.Docs, sealer: d.Sealer, provider: d.Provider, events: d.Events, audit: d.Audit, now: d.Now}
 }
 
 // KYCSecretContext binds a KYC session's sealed secret to its row.

@@ -75,9 +75,24 @@ var identityFields = []string{"first_name", "last_name", "birthday", "nationalit
 // diacritics, punctuation, transliteration); the screening engine's.
 type NameNormalizer func(string) string
 
+// UsersDeps is what Users needs; NewUsers checks that none is nil.
+type UsersDeps struct {
+	Tx       kernel.TxRunner
+	Store    UserStore
+	Docs     DocumentStore
+	AML      UserAML
+	Sealer   kernel.Sealer
+	Audit    *kernel.Auditor
+	Validate *validate.Validator
+	Names    NameNormalizer
+	Now      kernel.Clock
+}
+
 // NewUsers returns the users service.
-func NewUsers(tx kernel.TxRunner, store UserStore, docs DocumentStore, aml UserAML, sealer kernel.Sealer, audit *kernel.Auditor, v *validate.Validator, names NameNormalizer, now kernel.Clock) *Users {
-	return &Users{tx: tx, store: store, docs: docs, aml: aml, sealer: sealer, audit: audit, validate: v, names: names, now: now}
+func NewUsers(d UsersDeps) *Users {
+	kernel.MustHave("Users", d)
+
+	return &Users{tx: d.Tx, store: d.Store, docs: d.Docs, aml: d.AML, sealer: d.Sealer, audit: d.Audit, validate: d.Validate, names: d.Names, now: d.Now}
 }
 
 // Create creates a user for the calling partner (user_create). Every

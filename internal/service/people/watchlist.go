@@ -39,6 +39,19 @@ type Watchlist struct {
 // is reported.
 const WatchlistThreshold = 0.88
 
+// WatchlistDeps is what Watchlist needs; NewWatchlist checks that none is nil.
+type WatchlistDeps struct {
+	Tx       kernel.TxRunner
+	Store    WatchlistStore
+	Audit    *kernel.Auditor
+	Jobs     kernel.Enqueuer
+	Similar  func(a, b string) float64
+	Validate interface {
+		Struct(any, *emi.Error) error
+	}
+	Now kernel.Clock
+}
+
 // NewWatchlist returns the watch-list provider; similar compares two names
 // (0..1).
 //
@@ -46,10 +59,10 @@ const WatchlistThreshold = 0.88
 // again, and an addition is screened against every active customer
 // (AML.ScreenWatchlistEntry), both as background jobs enqueued in the
 // change's transaction (issue 19, C6).
-func NewWatchlist(tx kernel.TxRunner, store WatchlistStore, audit *kernel.Auditor, jobs kernel.Enqueuer, similar func(a, b string) float64, v interface {
-	Struct(any, *emi.Error) error
-}, now kernel.Clock) *Watchlist {
-	return &Watchlist{tx: tx, store: store, audit: audit, jobs: jobs, similar: similar, validate: v, now: now}
+func NewWatchlist(d WatchlistDeps) *Watchlist {
+	kernel.MustHave("Watchlist", d)
+
+	return &Watchlist{tx: d.Tx, store: d.Store, audit: d.Audit, jobs: d.Jobs, similar: d.Similar, validate: d.Validate, now: d.Now}
 }
 
 // JobWatchlistScreenUsers screens active customers against a watch-list

@@ -48,9 +48,8 @@ func newStaffEnv(t *testing.T, sandbox bool) *staffEnv {
 		db:       db,
 		store:    store,
 		sessions: postgres.NewSessionStore(db, clock.Now),
-		svc: staff.NewStaff(db, store, keys, kernel.NewAuditor(postgres.NewAuditStore(db)), validate.New(),
-			staff.NewControls(store, clock.Now), staff.StaffConfig{Sandbox: sandbox, Limits: postgres.NewLimitStore(db)}, clock.Now),
-		clock: clock,
+		svc:      staff.NewStaff(staff.StaffDeps{Tx: db, Store: store, Sealer: keys, Audit: kernel.NewAuditor(postgres.NewAuditStore(db)), Validate: validate.New(), Controls: staff.NewControls(staff.ControlsDeps{Links: store, Now: clock.Now}), Config: staff.StaffConfig{Sandbox: sandbox, Limits: postgres.NewLimitStore(db)}, Now: clock.Now}),
+		clock:    clock,
 	}
 }
 

@@ -788,8 +788,11 @@ func TestSignInTakesAboutAsLongForAnUnknownEmailAsForAWrongPassword(t *testing.T
 	// The leak this guards against is an unknown e-mail skipping the
 	// password hash: a difference of the whole hash time (100 %). Under
 	// load every sign-in slows down and so does the noise, so the bound is
-	// relative: a tenth of the faster median, and never below 10 ms.
-	limit := max(10*time.Millisecond, min(mu, mw)/10)
+	// relative: a quarter of the faster median, and never below 10 ms. (A
+	// tenth flaked at 11.6 % with a full make test and two builds on the
+	// same two cores; a quarter still fails on any path that skips the
+	// hash, which costs the whole median.)
+	limit := max(10*time.Millisecond, min(mu, mw)/4)
 	if diff >= limit {
 		t.Fatalf("median difference %v, want < %v", diff, limit)
 	}

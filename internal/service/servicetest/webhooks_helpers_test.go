@@ -135,18 +135,16 @@ func newHookEnv(t *testing.T) *hookEnv {
 	e := &hookEnv{db: db, store: postgres.NewWebhookStore(db), jobs: postgres.NewJobs(db), keys: keys,
 		audit: kernel.NewAuditor(postgres.NewAuditStore(db)),
 		clock: servicetest.NewFakeClock(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)), recv: &fakeReceiver{}}
-	e.events = kernel.NewEvents(db, e.store, e.jobs, e.clock.Now)
+	e.events = kernel.NewEvents(kernel.EventsDeps{Tx: db, Store: e.store, Jobs: e.jobs, Now: e.clock.Now})
 	e.hooks = e.newWebhooks(e.recv, e.clock.Now)
-	e.partners = partnerssvc.NewPartners(db, postgres.NewPartnerStore(db), keys, e.audit, validate.New(),
-		partnerssvc.PartnersConfig{SecretOverlap: time.Hour, Endpoints: e.hooks}, e.clock.Now)
+	e.partners = partnerssvc.NewPartners(partnerssvc.PartnersDeps{Tx: db, Store: postgres.NewPartnerStore(db), Sealer: keys, Audit: e.audit, Validate: validate.New(), Config: partnerssvc.PartnersConfig{SecretOverlap: time.Hour, Endpoints: e.hooks}, Now: e.clock.Now})
 	return e
 }
 
 // newWebhooks builds another webhooks service on the same database, as
 // another emi process would have.
 func (e *hookEnv) newWebhooks(d partnerssvc.WebhookDeliverer, now kernel.Clock) *partnerssvc.Webhooks {
-	return partnerssvc.NewWebhooks(e.db, e.store, e.events, e.jobs, e.keys, e.audit, d, fakeChecker{}, testRetryPolicy,
-		partnerssvc.WebhooksConfig{}, now)
+	return partnerssvc.NewWebhooks(partnerssvc.WebhooksDeps{Tx: e.db, Store: e.store, Events: e.events, Jobs: e.jobs, Sealer: e.keys, Audit: e.audit, Deliverer: d, Urls: fakeChecker{}, Retry: testRetryPolicy, Config: partnerssvc.WebhooksConfig{}, Now: now})
 }
 
 // startPool runs a worker pool with the delivery handler of hooks until the

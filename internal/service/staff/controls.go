@@ -132,9 +132,17 @@ type Controls struct {
 	now   kernel.Clock
 }
 
+// ControlsDeps is what Controls needs; NewControls checks that none is nil.
+type ControlsDeps struct {
+	Links StaffLinkStore
+	Now   kernel.Clock
+}
+
 // NewControls returns the engine.
-func NewControls(links StaffLinkStore, now kernel.Clock) *Controls {
-	return &Controls{links: links, now: now}
+func NewControls(d ControlsDeps) *Controls {
+	kernel.MustHave("Controls", d)
+
+	return &Controls{links: d.Links, now: d.Now}
 }
 
 // Approve checks that the principal may give an approval of c after the

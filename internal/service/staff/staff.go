@@ -199,13 +199,27 @@ type Staff struct {
 	dummyErr  error
 }
 
+// StaffDeps is what Staff needs; NewStaff checks that none is nil.
+type StaffDeps struct {
+	Tx       kernel.TxRunner
+	Store    StaffStore
+	Sealer   kernel.Sealer
+	Audit    *kernel.Auditor
+	Validate *validate.Validator
+	Controls *Controls
+	Config   StaffConfig
+	Now      kernel.Clock
+}
+
 // NewStaff returns the staff service. It loads the common-password list.
 // controls approves the privileged staff changes (a second administrator).
-func NewStaff(tx kernel.TxRunner, store StaffStore, sealer kernel.Sealer, audit *kernel.Auditor, v *validate.Validator, controls *Controls, cfg StaffConfig, now kernel.Clock) *Staff {
-	if cfg.Issuer == "" {
-		cfg.Issuer = "emi"
+func NewStaff(d StaffDeps) *Staff {
+	kernel.MustHave("Staff", d)
+
+	if d.Config.Issuer == "" {
+		d.Config.Issuer = "emi"
 	}
-	return &Staff{tx: tx, store: store, sealer: sealer, audit: audit, validate: v, controls: controls, cfg: cfg, now: now,
+	return &Staff{tx: d.Tx, store: d.Store, sealer: d.Sealer, audit: d.Audit, validate: d.Validate, controls: d.Controls, cfg: d.Config, now: d.Now,
 		policy: newPasswordPolicy()}
 }
 

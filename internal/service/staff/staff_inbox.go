@@ -24,8 +24,17 @@ type Inbox struct {
 	now   kernel.Clock
 }
 
+// InboxDeps is what Inbox needs; NewInbox checks that none is nil.
+type InboxDeps struct {
+	Store InboxStore
+	Now   kernel.Clock
+}
+
 // NewInbox returns the inbox service.
-func NewInbox(store InboxStore, now kernel.Clock) *Inbox { return &Inbox{store: store, now: now} }
+func NewInbox(d InboxDeps) *Inbox {
+	kernel.MustHave("Inbox", d)
+	return &Inbox{store: d.Store, now: d.Now}
+}
 
 // notify records an item for staff, in the caller's transaction. Nobody
 // is notified of their own action. A nil inbox notifies nobody (tests that

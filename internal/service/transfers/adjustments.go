@@ -50,9 +50,22 @@ type Adjustments struct {
 	now       kernel.Clock
 }
 
+// AdjustmentsDeps is what Adjustments needs; NewAdjustments checks that none is nil.
+type AdjustmentsDeps struct {
+	Tx        kernel.TxRunner
+	Store     AdjustmentStore
+	Transfers TransferStore
+	Ledger    *accounts.Ledger
+	Controls  *staff.Controls
+	Audit     *kernel.Auditor
+	Now       kernel.Clock
+}
+
 // NewAdjustments returns the manual adjustments service.
-func NewAdjustments(tx kernel.TxRunner, store AdjustmentStore, transfers TransferStore, ledger *accounts.Ledger, controls *staff.Controls, audit *kernel.Auditor, now kernel.Clock) *Adjustments {
-	return &Adjustments{tx: tx, store: store, transfers: transfers, ledger: ledger, controls: controls, audit: audit, now: now}
+func NewAdjustments(d AdjustmentsDeps) *Adjustments {
+	kernel.MustHave("Adjustments", d)
+
+	return &Adjustments{tx: d.Tx, store: d.Store, transfers: d.Transfers, ledger: d.Ledger, controls: d.Controls, audit: d.Audit, now: d.Now}
 }
 
 // Request records a pending adjustment of an account's balance in

@@ -79,13 +79,28 @@ type Incoming struct {
 	now kernel.Clock
 }
 
-// NewIncoming returns the incoming payments service.
-func NewIncoming(tx kernel.TxRunner, store IncomingStore, transfers TransferStore, ledger *accounts.Ledger, controls *staff.Controls, events *kernel.Events,
-	audit *kernel.Auditor, v interface {
+// IncomingDeps is what Incoming needs; NewIncoming checks that none is nil.
+type IncomingDeps struct {
+	Tx        kernel.TxRunner
+	Store     IncomingStore
+	Transfers TransferStore
+	Ledger    *accounts.Ledger
+	Controls  *staff.Controls
+	Events    *kernel.Events
+	Audit     *kernel.Auditor
+	Validate  interface {
 		Struct(any, *emi.Error) error
-	}, cfg IncomingConfig, now kernel.Clock) *Incoming {
-	return &Incoming{tx: tx, store: store, transfers: transfers, ledger: ledger, controls: controls, events: events, audit: audit,
-		validate: v, cfg: cfg, now: now}
+	}
+	Config IncomingConfig
+	Now    kernel.Clock
+}
+
+// NewIncoming returns the incoming payments service.
+func NewIncoming(d IncomingDeps) *Incoming {
+	kernel.MustHave("Incoming", d)
+
+	return &Incoming{tx: d.Tx, store: d.Store, transfers: d.Transfers, ledger: d.Ledger, controls: d.Controls, events: d.Events, audit: d.Audit,
+		validate: d.Validate, cfg: d.Config, now: d.Now}
 }
 
 // Credit books money arriving from outside emi (the sandbox's
