@@ -18,7 +18,7 @@ import (
 // The company onboarding screens: applications with their company,
 // members, documents, checks, risk, events and decision; the companies; and
 // a member's roles across companies. The underwriters' review of an
-// application (claims, decisions, notes, corrections) is review_app.go.
+// application (claims, decisions, notes, corrections) is onboarding_review_app.go.
 
 // appTabs are the status tabs of the applications list, in the order of
 // the application's life; "all" is the default.
@@ -37,9 +37,6 @@ var appTabs = []struct {
 // listLimit is how many applications or companies a list shows: the
 // service has no paging, so the lists say when there may be more.
 const listLimit = 100
-
-// maxQuery bounds the search fields (as the global search does).
-const maxQuery = 200
 
 // applicationList (GET /applications) lists applications, newest first,
 // by status tab, partner and a search (legal or trade name, company number,
@@ -136,15 +133,9 @@ func riskTone(score string) string {
 	return ""
 }
 
-func applicationHref(token string) string { return "/backoffice/applications/" + token }
-
-func memberHref(application, member string) string {
-	return "/backoffice/applications/" + application + "/members/" + member
-}
-
 // applicationDetail (GET /applications/{application}) is an application's
 // page: status and risk, the review (claim, decisions, four-eyes, notes;
-// review_app.go), the decision, the application and company as submitted
+// onboarding_review_app.go), the decision, the application and company as submitted
 // beside the trade register, members, checks with their details and
 // history, the risk breakdown, the documents, the events sent to the
 // partner and the audit trail.
@@ -593,16 +584,6 @@ func countTone(n int) string {
 	return "warn"
 }
 
-// webURL returns s when it is an http or https address (a link), "" for
-// anything else (shown as text).
-func webURL(s string) string {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return ""
-	}
-	return u.String()
-}
-
 // checkSummary is one line about a stored check result.
 func checkSummary(c emi.CheckResult) string {
 	d := decodeDetails(c.Details)
@@ -879,4 +860,10 @@ func hasSanctionHitsIn(a emi.Application) bool {
 		}
 	}
 	return false
+}
+
+func applicationHref(token string) string { return "/backoffice/applications/" + token }
+
+func memberHref(application, member string) string {
+	return "/backoffice/applications/" + application + "/members/" + member
 }

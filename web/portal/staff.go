@@ -2,6 +2,7 @@ package portal
 
 import (
 	"context"
+	"time"
 
 	"net/http"
 	"slices"
@@ -324,4 +325,22 @@ func (p *Portal) staffChangeReject(w http.ResponseWriter, r *http.Request) {
 	}
 	p.flash(r.Context(), "ok", "Rejected: nothing changed.")
 	redirect(w, r, "/backoffice/staff")
+}
+
+func fmtTimePtr(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return fmtTime(*t)
+}
+
+// rolesFrom keeps the known roles among the submitted values.
+func rolesFrom(values []string) []emi.Role {
+	var out []emi.Role
+	for _, v := range values {
+		if r := emi.Role(v); !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
