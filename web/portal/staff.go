@@ -12,7 +12,11 @@ import (
 	"emi/views/pages"
 )
 
-// --- staff ---
+// The staff screens: staff users with their roles, a new user, role
+// changes, disabling and enabling, credential resets, session revocation,
+// and the pending two-person changes to approve or reject. Sign-in is
+// staff_auth.go, the signed-in user's own page staff_account.go. Rules live
+// in service staff.
 
 func staffRow(u emi.StaffUser) pages.StaffRow {
 	roles := make([]string, len(u.Roles))
