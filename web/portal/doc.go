@@ -37,10 +37,10 @@
 // The frame and the shared helpers belong to no area: portal.go (the
 // Portal type, Deps, New, the handler), routes.go (every route), render.go
 // (the page frame: layout, flashes, error pages, the hosted pages' frame),
-// nav.go (the navigation's badges), access.go (the session and permission
-// middleware, the signed-in user), and one named home per kind of shared
-// helper: errors.go, messages.go, request.go, sorting.go, tones.go,
-// format.go, names.go, links.go, history.go.
+// nav.go (the navigation and its badges), access.go (the session and
+// permission middleware, the signed-in user), and one named home per kind
+// of shared helper: errors.go, messages.go, request.go, sorting.go,
+// tones.go, format.go, names.go, links.go, history.go.
 //
 // The rule, which layout_test.go enforces: the frame and the shared files
 // use no screen file (only routes.go, where every area's handlers are

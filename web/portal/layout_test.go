@@ -52,7 +52,7 @@ var frameFiles = map[string]string{
 	"portal.go":   "the Portal type, Deps, New, the handler and its middleware chain",
 	"routes.go":   "every route; the composition point, the one frame file that may name every area's handlers",
 	"render.go":   "the page frame: layout, flashes, error pages, the hosted pages' frame, security headers",
-	"nav.go":      "the navigation's badges: the queue counts the frame shows",
+	"nav.go":      "the navigation: its links and their badges (the queue counts)",
 	"access.go":   "who is signed in and what they may do: the session and permission middleware",
 	"errors.go":   "turning a service error into a flash or an error page",
 	"messages.go": "the error catalogue's staff-facing messages",

@@ -8,9 +8,40 @@ import (
 	"emi/internal/emi"
 )
 
-// The navigation's badges (frame): the size of each queue the navigation
-// links to, counted for the roles that see it. The frame asks the services
-// directly, so it needs no screen.
+// The navigation (frame): its links with the permission that shows each,
+// and their badges, the size of each queue a link leads to, counted for
+// the roles that see it. The frame asks the services directly, so it needs
+// no screen.
+
+// navEntry is a navigation link and the permission that shows it.
+type navEntry struct {
+	href, label string
+	perm        emi.Permission
+}
+
+var nav = []navEntry{
+	{"/backoffice/", "Dashboard", emi.PermViewDashboard},
+	{"/backoffice/inbox", "Inbox", emi.PermViewDashboard},
+	{"/backoffice/alerts", "Compliance alerts", emi.PermViewPeople},
+	{"/backoffice/review", "Review queue", emi.PermViewApps},
+	{"/backoffice/applications", "Applications", emi.PermViewApps},
+	{"/backoffice/companies", "Companies", emi.PermViewApps},
+	{"/backoffice/users", "People", emi.PermViewPeople},
+	{"/backoffice/accounts", "Accounts", emi.PermViewAccounts},
+	{"/backoffice/programs", "Programs", emi.PermViewAccounts},
+	{"/backoffice/cards", "Cards", emi.PermViewAccounts},
+	{"/backoffice/sms", "SMS outbox", emi.PermViewAccounts},
+	{"/backoffice/suspense", "Suspense", emi.PermViewMoney},
+	{"/backoffice/adjustments", "Adjustments", emi.PermViewMoney},
+	{"/backoffice/aml", "AML reviews", emi.PermViewPeople},
+	{"/backoffice/kyc", "KYC reviews", emi.PermViewPeople},
+	{"/backoffice/sanctions", "Sanctions lists", emi.PermViewPeople},
+	{"/backoffice/watchlist", "Watch list", emi.PermViewPeople},
+	{"/backoffice/partners", "Partners", emi.PermViewPartners},
+	{"/backoffice/staff", "Staff", emi.PermViewStaff},
+	{"/backoffice/audit", "Audit log", emi.PermViewAudit},
+	{"/backoffice/jobs", "Jobs", emi.PermViewJobs},
+}
 
 // queueCounts returns the sizes of the review queues by navigation href,
 // for roles that see them. A failed count leaves its badge out: the

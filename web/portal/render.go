@@ -40,36 +40,6 @@ func (p *Portal) securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// navEntry is a navigation link and the permission that shows it.
-type navEntry struct {
-	href, label string
-	perm        emi.Permission
-}
-
-var nav = []navEntry{
-	{"/backoffice/", "Dashboard", emi.PermViewDashboard},
-	{"/backoffice/inbox", "Inbox", emi.PermViewDashboard},
-	{"/backoffice/alerts", "Compliance alerts", emi.PermViewPeople},
-	{"/backoffice/review", "Review queue", emi.PermViewApps},
-	{"/backoffice/applications", "Applications", emi.PermViewApps},
-	{"/backoffice/companies", "Companies", emi.PermViewApps},
-	{"/backoffice/users", "People", emi.PermViewPeople},
-	{"/backoffice/accounts", "Accounts", emi.PermViewAccounts},
-	{"/backoffice/programs", "Programs", emi.PermViewAccounts},
-	{"/backoffice/cards", "Cards", emi.PermViewAccounts},
-	{"/backoffice/sms", "SMS outbox", emi.PermViewAccounts},
-	{"/backoffice/suspense", "Suspense", emi.PermViewMoney},
-	{"/backoffice/adjustments", "Adjustments", emi.PermViewMoney},
-	{"/backoffice/aml", "AML reviews", emi.PermViewPeople},
-	{"/backoffice/kyc", "KYC reviews", emi.PermViewPeople},
-	{"/backoffice/sanctions", "Sanctions lists", emi.PermViewPeople},
-	{"/backoffice/watchlist", "Watch list", emi.PermViewPeople},
-	{"/backoffice/partners", "Partners", emi.PermViewPartners},
-	{"/backoffice/staff", "Staff", emi.PermViewStaff},
-	{"/backoffice/audit", "Audit log", emi.PermViewAudit},
-	{"/backoffice/jobs", "Jobs", emi.PermViewJobs},
-}
-
 // page builds the frame's view model for the signed-in principal.
 func (p *Portal) page(r *http.Request, title string) layout.Page {
 	pr, _ := emi.PrincipalFrom(r.Context())
