@@ -19,10 +19,10 @@
 //     people_aml_merchants.go), KYC reviews (people_kyc.go) and the hosted
 //     KYC page (people_kyc_hosted.go), sanctions lists
 //     (people_sanctions.go), the watch list (people_watchlist.go);
-//   - onboarding: applications, companies, members (onboarding.go), the
-//     review queue (onboarding_review.go), an application's review
-//     (onboarding_review_app.go), the review dashboard
-//     (onboarding_metrics.go);
+//   - onboarding: applications (onboarding.go), companies and members
+//     (onboarding_companies.go), the review queue (onboarding_review.go),
+//     an application's review (onboarding_review_app.go), the review
+//     dashboard (onboarding_metrics.go);
 //   - accounts: accounts (accounts.go), their statement
 //     (accounts_statement.go) and money section (accounts_money.go),
 //     programs (accounts_programs.go);
