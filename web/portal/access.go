@@ -1,7 +1,11 @@
 package portal
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"slices"
+	"time"
 
 	"emi/internal/emi"
 )
@@ -11,4 +15,100 @@ import (
 func canDo(r *http.Request, perm emi.Permission) bool {
 	pr, _ := emi.PrincipalFrom(r.Context())
 	return pr.Can(perm)
+}
+
+type userKey struct{}
+
+// requireStaff lets a request through only with a fully signed-in session
+// whose user is still enabled and whose sessions were not revoked; it puts
+// the staff principal (and the user) in the context. Anyone else goes to the
+// sign-in page (HX-Redirect for htmx).
+func (p *Portal) requireStaff(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		id := p.sessions.GetString(ctx, keyStaff)
+		if id == "" || p.sessions.GetString(ctx, keyStage) != stageFull {
+			p.restart(w, r)
+			return
+		}
+		at := time.Unix(0, p.sessions.GetInt64(ctx, keySignedInAt))
+		u, err := p.d.Staff.Current(ctx, id, at)
+		if err != nil {
+			if errors.Is(err, emi.ErrSessionExpired) || errors.Is(err, emi.ErrStaffNotFound) {
+				_ = p.sessions.Destroy(ctx)
+				p.toSignIn(w, r, Message(emi.ErrSessionExpired))
+				return
+			}
+			p.serverError(w, r, err)
+			return
+		}
+		if u.PasswordTemporary {
+			// Defence in depth: sign-in already stops a temporary password
+			// at the new-password page, so a full session on one should
+			// not exist; if it does, it reaches nothing but that page.
+			p.sessions.Put(ctx, keyStage, stageNewPassword)
+			redirect(w, r, "/backoffice/signin/password")
+			return
+		}
+		roles := make([]string, len(u.Roles))
+		for i, role := range u.Roles {
+			roles[i] = string(role)
+		}
+		ctx = emi.WithPrincipal(ctx, emi.Principal{Type: emi.ActorStaff, ActorID: u.ID, StaffRoles: roles})
+		ctx = context.WithValue(ctx, userKey{}, u)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// requirePerm answers 403 unless the principal has perm. The services check
+// again: this only keeps pages a role cannot use from rendering at all.
+func (p *Portal) requirePerm(perm emi.Permission) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			pr, _ := emi.PrincipalFrom(r.Context())
+			if !pr.Can(perm) {
+				p.errorPage(w, r, http.StatusForbidden, Message(emi.ErrForbidden))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// restart sends a session that is not (yet) where it asked to be back to
+// its sign-in step: the new-password page when it signed in with a
+// temporary password (it can reach nothing else), else the sign-in page.
+func (p *Portal) restart(w http.ResponseWriter, r *http.Request) {
+	if p.sessions.GetString(r.Context(), keyStage) == stageNewPassword {
+		redirect(w, r, "/backoffice/signin/password")
+		return
+	}
+	p.toSignIn(w, r, "")
+}
+
+func (p *Portal) toSignIn(w http.ResponseWriter, r *http.Request, msg string) {
+	if msg != "" {
+		p.flash(r.Context(), "info", msg)
+	}
+	redirect(w, r, "/backoffice/signin")
+}
+
+// requireAny answers 403 unless the principal has one of perms (actions
+// open to two roles, such as a release by the assignee or an admin).
+func (p *Portal) requireAny(perms ...emi.Permission) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			pr, _ := emi.PrincipalFrom(r.Context())
+			if !slices.ContainsFunc(perms, pr.Can) {
+				p.errorPage(w, r, http.StatusForbidden, Message(emi.ErrForbidden))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func current(r *http.Request) emi.StaffUser {
+	u, _ := r.Context().Value(userKey{}).(emi.StaffUser)
+	return u
 }

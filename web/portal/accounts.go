@@ -15,9 +15,10 @@ import (
 
 // Customer service's account screens: the accounts search, an account's
 // page (owner, program, balances and identifiers, virtual accounts, status
-// history, audit trail) with block, unblock and four-eyes termination, and
-// the programs screen (programs.go). Rules (reasons, four-eyes, balances) live
-// in service.Accounts; this file lays them out.
+// history, audit trail) with block, unblock and four-eyes termination. Its
+// statement is accounts_statement.go, its money section accounts_money.go,
+// the programs screen accounts_programs.go. Rules (reasons, four-eyes,
+// balances) live in service accounts; this file lays them out.
 
 // accountsPerPage is service.Accounts.Search's page size.
 const accountsPerPage = 50
@@ -28,10 +29,6 @@ const maxAccountPage = 100000
 // maxIdentifierLookups bounds the accounts of one list whose identifiers
 // are looked up (the list query does not carry balances).
 const maxIdentifierLookups = 50
-
-func accountHref(token string) string { return "/backoffice/accounts/" + token }
-
-func programHref(code string) string { return "/backoffice/programs#program-" + url.PathEscape(code) }
 
 // accountList (GET /accounts) searches accounts: token, IBAN, account
 // number with or without sort code, owner name or e-mail; newest first,
@@ -85,68 +82,6 @@ func (p *Portal) accountList(w http.ResponseWriter, r *http.Request) {
 		v.Next = link(page + 1)
 	}
 	p.renderPrivate(w, r, sort.status(), "Accounts", pages.Accounts(v))
-}
-
-// ownerLinks finds where an account's owner is shown: a person's page, the
-// company page of an onboarded merchant (for roles that see
-// applications), or the partner of its master merchant. Lookups are cached
-// per merchant.
-type ownerLinks struct {
-	p         *Portal
-	r         *http.Request
-	companies map[string]string // merchant -> company page ("" none)
-	masters   map[string]string // master merchant -> partner id
-}
-
-func (p *Portal) ownerLinks(r *http.Request) *ownerLinks {
-	return &ownerLinks{p: p, r: r, companies: map[string]string{}}
-}
-
-// of returns the owner's kind and page.
-func (o *ownerLinks) of(a emi.Account) (kind, href string, err error) {
-	if a.User != "" {
-		if canDo(o.r, emi.PermViewPeople) {
-			href = "/backoffice/users/" + a.User
-		}
-		return "person", href, nil
-	}
-	if a.Merchant == "" {
-		return "", "", nil
-	}
-	if canDo(o.r, emi.PermViewApps) && o.p.d.Onboarding != nil {
-		h, seen := o.companies[a.Merchant]
-		if !seen {
-			rows, err := o.p.d.Onboarding.Companies(o.r.Context(), a.Merchant, 5)
-			if err != nil {
-				return "", "", err
-			}
-			for _, c := range rows {
-				if c.OnboardedMerchant == a.Merchant {
-					h = "/backoffice/companies/" + c.Application
-				}
-			}
-			o.companies[a.Merchant] = h
-		}
-		if h != "" {
-			return "company", h, nil
-		}
-	}
-	if canDo(o.r, emi.PermViewPartners) {
-		if o.masters == nil {
-			o.masters = map[string]string{}
-			list, err := o.p.d.Partners.List(o.r.Context())
-			if err != nil {
-				return "", "", err
-			}
-			for _, pt := range list {
-				o.masters[pt.MasterMerchant] = pt.ID
-			}
-		}
-		if id, ok := o.masters[a.Merchant]; ok {
-			return "partner's own merchant", "/backoffice/partners/" + id, nil
-		}
-	}
-	return "company", "", nil
 }
 
 // accountRows makes list rows; the identifiers of the first
@@ -212,14 +147,6 @@ func deref(s *string) string {
 	return *s
 }
 
-// fmtSortCode writes a sort code as people read it: 04-00-75.
-func fmtSortCode(s string) string {
-	if len(s) != 6 {
-		return s
-	}
-	return s[:2] + "-" + s[2:4] + "-" + s[4:]
-}
-
 // accountForm keeps a refused action's input for the re-rendered page.
 type accountForm struct {
 	which, reason string
@@ -232,58 +159,6 @@ type accountForm struct {
 // accountDetail (GET /accounts/{account}).
 func (p *Portal) accountDetail(w http.ResponseWriter, r *http.Request) {
 	p.renderAccountPage(w, r, http.StatusOK, nil)
-}
-
-// historyActor names who changed an account's status from the name the
-// store joined (a staff user's, or "partner API" for a key): the
-// signed-in user as "(you)", a partner's key (keys, for roles that see
-// partners' keys) by its key, a staff user linked for roles that see
-// staff.
-func historyActor(r *http.Request, id, name string, keys map[string]string) (string, string) {
-	if u := current(r); id != "" && u.ID == id {
-		return u.Name + " (you)", ""
-	}
-	if k, ok := keys[id]; ok {
-		return "partner API (key " + k + ")", ""
-	}
-	switch {
-	case id == "":
-		return "—", ""
-	case name == "":
-		return "staff or API key " + shortID(id), ""
-	case name != "partner API" && canDo(r, emi.PermViewStaff):
-		return name, "/backoffice/staff/" + id
-	}
-	return name, ""
-}
-
-// actorOf names who made a status change: a staff user (linked for roles
-// that see staff), the partner's API (for roles that see partners' keys),
-// or the actor's id.
-func actorOf(r *http.Request, id string, staff, keys map[string]string) (string, string) {
-	if u := current(r); id != "" && u.ID == id {
-		return u.Name + " (you)", ""
-	}
-	if n, ok := staff[id]; ok {
-		if !canDo(r, emi.PermViewStaff) {
-			return n, ""
-		}
-		return n, "/backoffice/staff/" + id
-	}
-	if k, ok := keys[id]; ok {
-		return "partner API (key " + k + ")", ""
-	}
-	if id == "" {
-		return "—", ""
-	}
-	return "staff or API key " + shortID(id), ""
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8] + "…"
-	}
-	return id
 }
 
 // renderAccountPage renders an account's page; f is a refused action's
@@ -569,18 +444,6 @@ func (p *Portal) ownerAccounts(r *http.Request, user, merchant string) (bool, []
 	return true, rows, err
 }
 
-// schemeLabels name the identifier schemes of a program's balances.
-var schemeLabels = map[string]string{
-	emi.SchemeIBANBG: "Bulgarian IBAN and BIC",
-	emi.SchemeUK:     "UK sort code and account number, GB IBAN and BIC",
-}
-
-// programs (GET /programs) lists the programs, with the forms that
-// create and edit them for administrators (programs.go).
-func (p *Portal) programs(w http.ResponseWriter, r *http.Request) {
-	p.renderPrograms(w, r, http.StatusOK, nil)
-}
-
 // searchAccounts adds accounts to the global search for roles that see
 // them (Accounts.Search: token, IBAN, account number, owner name or
 // e-mail).
@@ -606,4 +469,27 @@ func (p *Portal) searchAccounts(r *http.Request, q string) ([]pages.Hit, error) 
 		hits = append(hits, pages.Hit{Kind: kind, Title: firstNonEmpty(a.OwnerName, "(no name)"), Detail: detail, Href: accountHref(a.Token), Token: a.Token})
 	}
 	return hits, nil
+}
+
+// historyActor names who changed an account's status from the name the
+// store joined (a staff user's, or "partner API" for a key): the
+// signed-in user as "(you)", a partner's key (keys, for roles that see
+// partners' keys) by its key, a staff user linked for roles that see
+// staff.
+func historyActor(r *http.Request, id, name string, keys map[string]string) (string, string) {
+	if u := current(r); id != "" && u.ID == id {
+		return u.Name + " (you)", ""
+	}
+	if k, ok := keys[id]; ok {
+		return "partner API (key " + k + ")", ""
+	}
+	switch {
+	case id == "":
+		return "—", ""
+	case name == "":
+		return "staff or API key " + shortID(id), ""
+	case name != "partner API" && canDo(r, emi.PermViewStaff):
+		return name, "/backoffice/staff/" + id
+	}
+	return name, ""
 }

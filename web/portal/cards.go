@@ -30,8 +30,6 @@ import (
 // revealSeconds is how long a revealed card number stays on the screen.
 const revealSeconds = 30
 
-func cardHref(token string) string { return "/backoffice/cards/" + token }
-
 func cardTone(status string) string {
 	switch status {
 	case emi.CardActive:
@@ -42,16 +40,6 @@ func cardTone(status string) string {
 		return "bad"
 	}
 	return ""
-}
-
-// maskedQuery is what the search box shows of a query: a query that may be
-// a full card number (13 to 19 digits once spaces and dashes are dropped)
-// comes back masked, so no page echoes a card number.
-func maskedQuery(q string) string {
-	if pan, ok := cards.PANQuery(q); ok {
-		return cards.MaskPAN(pan)
-	}
-	return q
 }
 
 // searchCards adds cards to the global search (the forms of Cards.Search;

@@ -16,9 +16,10 @@ import (
 )
 
 // The company onboarding screens: applications with their company,
-// members, documents, checks, risk, events and decision; the companies; and
-// a member's roles across companies. The underwriters' review of an
-// application (claims, decisions, notes, corrections) is review_app.go.
+// members, documents, checks, risk, events and decision. The companies and
+// a member's roles across them are onboarding_companies.go; the
+// underwriters' review of an application (claims, decisions, notes,
+// corrections) is onboarding_review_app.go.
 
 // appTabs are the status tabs of the applications list, in the order of
 // the application's life; "all" is the default.
@@ -37,9 +38,6 @@ var appTabs = []struct {
 // listLimit is how many applications or companies a list shows: the
 // service has no paging, so the lists say when there may be more.
 const listLimit = 100
-
-// maxQuery bounds the search fields (as the global search does).
-const maxQuery = 200
 
 // applicationList (GET /applications) lists applications, newest first,
 // by status tab, partner and a search (legal or trade name, company number,
@@ -136,15 +134,9 @@ func riskTone(score string) string {
 	return ""
 }
 
-func applicationHref(token string) string { return "/backoffice/applications/" + token }
-
-func memberHref(application, member string) string {
-	return "/backoffice/applications/" + application + "/members/" + member
-}
-
 // applicationDetail (GET /applications/{application}) is an application's
 // page: status and risk, the review (claim, decisions, four-eyes, notes;
-// review_app.go), the decision, the application and company as submitted
+// onboarding_review_app.go), the decision, the application and company as submitted
 // beside the trade register, members, checks with their details and
 // history, the risk breakdown, the documents, the events sent to the
 // partner and the audit trail.
@@ -593,16 +585,6 @@ func countTone(n int) string {
 	return "warn"
 }
 
-// webURL returns s when it is an http or https address (a link), "" for
-// anything else (shown as text).
-func webURL(s string) string {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return ""
-	}
-	return u.String()
-}
-
 // checkSummary is one line about a stored check result.
 func checkSummary(c emi.CheckResult) string {
 	d := decodeDetails(c.Details)
@@ -633,229 +615,6 @@ func checkSummary(c emi.CheckResult) string {
 	return ""
 }
 
-// companyList (GET /companies) lists companies, most recently updated
-// first, with a search (legal or trade name, company number, merchant
-// token, partner name).
-func (p *Portal) companyList(w http.ResponseWriter, r *http.Request) {
-	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	if len(q) > maxQuery {
-		errs := map[string]string{"q": fmt.Sprintf("must be at most %d characters", maxQuery)}
-		p.render(w, r, http.StatusUnprocessableEntity, "Companies", pages.Companies(q, nil, false, errs))
-		return
-	}
-	list, err := p.d.Onboarding.Companies(r.Context(), q, listLimit)
-	if err != nil {
-		p.renderError(w, r, err)
-		return
-	}
-	rows := make([]pages.CompanyListRow, len(list))
-	for i, c := range list {
-		rows[i] = pages.CompanyListRow{Href: "/backoffice/companies/" + c.Application,
-			LegalName: firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), TradeName: c.TradeName, UIC: c.UIC,
-			Country: c.Country, Partner: c.PartnerName, Status: string(c.Status), StatusTone: appTone(c.Status),
-			Merchant: c.OnboardedMerchant, Updated: fmtTime(c.UpdatedAt)}
-	}
-	p.render(w, r, http.StatusOK, "Companies", pages.Companies(q, rows, len(list) == listLimit, nil))
-}
-
-// companyDetail (GET /companies/{application}) is a company's page: its
-// details, members, documents, application and decision.
-func (p *Portal) companyDetail(w http.ResponseWriter, r *http.Request) {
-	a, docs, err := p.d.Onboarding.Get(r.Context(), param(r, "application"))
-	if err != nil {
-		p.renderError(w, r, err)
-		return
-	}
-	if a.Company == nil {
-		p.errorPage(w, r, http.StatusNotFound, "This application has no company yet.")
-		return
-	}
-	name, trade := companyNames(a.Company)
-	v := pages.CompanyView{Name: name, TradeName: trade, Status: string(a.Status), StatusTone: appTone(a.Status),
-		Details: companyKVs(*a.Company), Members: memberRows(a, docs), CompanyDocs: docViews(docs["company"]),
-		MemberDocs: memberDocs(a, docs)}
-	partner := pages.KV{Label: "Partner", Value: a.PartnerName}
-	if canDo(r, emi.PermViewPartners) {
-		partner.Href = "/backoffice/partners/" + a.PartnerID
-	}
-	risk := pages.KV{Label: "Risk", Value: a.RiskScore, Tone: toneOrNeutral(riskTone(a.RiskScore))}
-	if a.RiskScore != "" {
-		risk.Value += " (" + strconv.Itoa(a.RiskPoints) + " points)"
-	}
-	v.Application = []pages.KV{
-		{Label: "Application", Value: a.Token, Href: applicationHref(a.Token), Mono: true}, partner,
-		{Label: "Status", Value: string(a.Status), Tone: toneOrNeutral(appTone(a.Status))},
-		{Label: "Products", Value: strings.Join(a.Products, ", ")}, risk,
-		{Label: "Created (UTC)", Value: fmtTime(a.CreatedAt), Mono: true},
-	}
-	grounds, err := p.approvalGrounds(r, a)
-	if err != nil {
-		p.renderError(w, r, err)
-		return
-	}
-	v.Decided, v.Decision = decisionKVs(a, grounds)
-	// The onboarded merchant's accounts and cards (none before the
-	// approval).
-	show, accounts := false, []pages.AccountRow(nil)
-	showCards, cards := false, []pages.CardRow(nil)
-	if a.OnboardedMerchant != "" {
-		if show, accounts, err = p.ownerAccounts(r, "", a.OnboardedMerchant); err != nil {
-			p.renderError(w, r, err)
-			return
-		}
-		if showCards, cards, err = p.ownerCards(r, "", a.OnboardedMerchant, ""); err != nil {
-			p.renderError(w, r, err)
-			return
-		}
-	} else {
-		show = p.d.Accounts != nil && canDo(r, emi.PermViewAccounts)
-		showCards = p.d.Cards != nil && canDo(r, emi.PermViewAccounts)
-	}
-	p.renderPrivate(w, r, http.StatusOK, name, pages.CompanyPage(v, show, accounts, showCards, cards))
-}
-
-// maxRoleCompanies bounds the companies looked up for a member's roles.
-const maxRoleCompanies = 50
-
-// memberDetail (GET /applications/{application}/members/{member}) is a
-// member's page: the details, documents and the same person's roles in
-// every company (by unique identifier, or names and birthday).
-func (p *Portal) memberDetail(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	app := param(r, "application")
-	if !looksLikeToken(app) {
-		p.renderError(w, r, emi.ErrApplicationNotFound)
-		return
-	}
-	a, docs, err := p.d.Onboarding.Get(ctx, app)
-	if err != nil {
-		p.renderError(w, r, err)
-		return
-	}
-	m, like, err := p.d.Onboarding.MemberRoles(ctx, a.Token, param(r, "member"))
-	if err != nil {
-		p.renderError(w, r, err)
-		return
-	}
-	company, _ := companyNames(a.Company)
-	name := firstNonEmpty(m.DisplayName(), "(no name)")
-	v := pages.MemberView{Token: m.Token, Name: name, Types: strings.Join(m.Type, ", "), Status: m.Status,
-		StatusTone: memberTone(m.Status), Company: company, AppHref: applicationHref(a.Token),
-		Groups: memberGroups(r, m), Docs: docViews(docs[m.Token])}
-	if a.Company != nil {
-		v.CompanyHref = "/backoffice/companies/" + a.Token
-	}
-	companies := map[string]*emi.CompanyRow{}
-	for _, l := range like {
-		if _, seen := companies[l.Application]; seen || len(companies) >= maxRoleCompanies {
-			continue
-		}
-		companies[l.Application] = nil
-		rows, err := p.d.Onboarding.Companies(ctx, l.Application, 5)
-		if err != nil {
-			p.renderError(w, r, err)
-			return
-		}
-		for i := range rows {
-			if rows[i].Application == l.Application {
-				companies[l.Application] = &rows[i]
-			}
-		}
-	}
-	for _, l := range like {
-		row := pages.RoleRow{Company: "(no company yet)", Types: strings.Join(l.Type, ", "), Status: l.Status,
-			StatusTone: memberTone(l.Status), Ownership: ownership(l), MemberHref: memberHref(l.Application, l.Token),
-			Match: "same names and birthday", This: l.Token == m.Token}
-		if m.UniqueIdentifier != "" && l.UniqueIdentifier == m.UniqueIdentifier {
-			row.Match = "same unique identifier"
-		} else if l.LastName == "" && l.LegalName != "" {
-			row.Match = "same legal name"
-		}
-		if row.This {
-			row.Match = "—"
-		}
-		if c := companies[l.Application]; c != nil {
-			row.Company = firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)")
-			row.CompanyHref = "/backoffice/companies/" + c.Application
-			row.Partner = c.PartnerName
-			row.AppStatus, row.AppStatusTone = string(c.Status), appTone(c.Status)
-		} else {
-			row.CompanyHref = applicationHref(l.Application)
-			row.AppStatus = "see the application"
-		}
-		v.Roles = append(v.Roles, row)
-	}
-	p.renderPrivate(w, r, http.StatusOK, name+" · "+company, pages.MemberDetail(v))
-}
-
-// memberGroups arranges a member's fields in the sections a reviewer reads.
-func memberGroups(r *http.Request, m emi.Member) []pages.FieldGroup {
-	pct := ""
-	if m.OwnershipPercentage != nil {
-		pct = strconv.Itoa(*m.OwnershipPercentage) + " %"
-	}
-	user := pages.KV{Label: "Person (user)", Value: m.User, Mono: true}
-	if m.User != "" && canDo(r, emi.PermViewPeople) {
-		user.Href = "/backoffice/users/" + m.User
-	}
-	return []pages.FieldGroup{
-		{Title: "Member", Items: []pages.KV{
-			{Label: "First name", Value: m.FirstName}, {Label: "Last name", Value: m.LastName},
-			{Label: "Legal name", Value: m.LegalName}, {Label: "Legal form", Value: m.LegalForm},
-			{Label: "Birthday", Value: m.Birthday, Mono: true}, {Label: "Place of birth", Value: m.PlaceOfBirth},
-			{Label: "Nationality", Value: m.Nationality},
-			{Label: "Unique identifier", Value: m.UniqueIdentifier, Mono: true},
-			{Label: "Company number (uic)", Value: m.UIC, Mono: true},
-		}},
-		{Title: "Role and ownership", Items: []pages.KV{
-			{Label: "Roles", Value: strings.Join(m.Type, ", ")},
-			{Label: "Status", Value: m.Status, Tone: toneOrNeutral(memberTone(m.Status))},
-			{Label: "Owner", Value: yesNo(m.Ownership)}, {Label: "Ownership", Value: pct},
-		}},
-		{Title: "Declarations", Items: []pages.KV{
-			{Label: "PEP", Value: yesNo(m.PEPDeclaration), Tone: declaredTone(m.PEPDeclaration)},
-			{Label: "Related to a PEP", Value: yesNo(m.PEPRelatedDeclaration), Tone: declaredTone(m.PEPRelatedDeclaration)},
-			{Label: "On a sanctions list (is_sip)", Value: yesNo(m.IsSIP), Tone: declaredTone(m.IsSIP)},
-		}},
-		{Title: "Contact and address", Items: []pages.KV{
-			{Label: "E-mail", Value: m.ContactEmail, Mono: true}, {Label: "Phone", Value: m.Phone, Mono: true},
-			{Label: "Mobile phone", Value: m.MobilePhone, Mono: true}, {Label: "Address", Value: m.Address1},
-			{Label: "Address line 2", Value: m.Address2}, {Label: "Postcode", Value: m.Zip}, {Label: "City", Value: m.City},
-			{Label: "County", Value: m.County}, {Label: "Country", Value: m.Country},
-			{Label: "Country of residence", Value: m.CountryOfResidence},
-		}},
-		{Title: "Record", Items: []pages.KV{
-			{Label: "Member", Value: m.Token, Mono: true}, user,
-			{Label: "Created (UTC)", Value: fmtTime(m.CreatedAt), Mono: true},
-			{Label: "Updated (UTC)", Value: fmtTime(m.UpdatedAt), Mono: true},
-		}},
-	}
-}
-
-// searchCompanies adds companies to the global search for roles that see
-// applications (Onboarding.Companies: legal or trade name, company number,
-// merchant or application token, partner name).
-func (p *Portal) searchCompanies(r *http.Request, q string) ([]pages.Hit, error) {
-	if q == "" || p.d.Onboarding == nil || !canDo(r, emi.PermViewApps) {
-		return nil, nil
-	}
-	if len(q) > maxQuery {
-		q = q[:maxQuery]
-	}
-	list, err := p.d.Onboarding.Companies(r.Context(), q, 20)
-	if err != nil {
-		return nil, err
-	}
-	hits := make([]pages.Hit, len(list))
-	for i, c := range list {
-		detail := strings.Join(slices.DeleteFunc([]string{c.UIC, c.Country, c.PartnerName, string(c.Status)},
-			func(s string) bool { return s == "" }), " · ")
-		hits[i] = pages.Hit{Kind: "company", Title: firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), Detail: detail,
-			Href: "/backoffice/companies/" + c.Application}
-	}
-	return hits, nil
-}
-
 // approvalGrounds is what an approved application's approval rests on
 // (service.ApprovalGrounds with its hit decisions); "" for other states.
 func (p *Portal) approvalGrounds(r *http.Request, a emi.Application) (string, error) {
@@ -879,4 +638,10 @@ func hasSanctionHitsIn(a emi.Application) bool {
 		}
 	}
 	return false
+}
+
+func applicationHref(token string) string { return "/backoffice/applications/" + token }
+
+func memberHref(application, member string) string {
+	return "/backoffice/applications/" + application + "/members/" + member
 }

@@ -1,10 +1,9 @@
 package portal
 
 import (
-	"strconv"
-
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/a-h/templ"
@@ -13,7 +12,11 @@ import (
 	"emi/views/pages"
 )
 
-// --- partners ---
+// The partners screens: the list, a new partner with its first key shown
+// once, a partner's page (processing mode, API keys and their rotation,
+// revocation and signature version; its webhooks are partners_webhooks.go,
+// its request validator partners_validator.go). Rules live in service
+// partners.
 
 func partnerRow(p emi.Partner) pages.PartnerRow {
 	return pages.PartnerRow{ID: p.ID, Name: p.Name, Merchant: p.MasterMerchant, Processing: string(p.Processing), Created: fmtTime(p.CreatedAt)}

@@ -1,15 +1,12 @@
 package portal
 
 import (
-	"context"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/a-h/templ"
 
 	"emi/internal/emi"
 	"emi/views/pages"
@@ -202,31 +199,6 @@ func (p *Portal) document(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// safeFileName keeps letters, digits, '-' and '_' (the catalogue's document
-// and file types are made of them), so the header cannot be broken.
-func safeFileName(s string) string {
-	return strings.Map(func(c rune) rune {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-			return c
-		}
-		return -1
-	}, s)
-}
-
-// renderPrivate renders a page with personal data: htmx keeps no snapshot
-// of it in the browser's history storage.
-func (p *Portal) renderPrivate(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
-	r = r.WithContext(withNoHistory(r.Context()))
-	p.render(w, r, status, title, content)
-}
-
-type noHistoryKey struct{}
-
-func withNoHistory(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noHistoryKey{}, true)
-}
-
 func docViews(docs []emi.StoredDocument) []pages.DocView {
 	out := make([]pages.DocView, len(docs))
 	for i, d := range docs {
@@ -314,67 +286,6 @@ func userGroups(r *http.Request, u emi.User, partnerKV pages.KV) []pages.FieldGr
 	}
 }
 
-func toneOrNeutral(t string) string {
-	if t == "" {
-		return "neutral"
-	}
-	return t
-}
-
-// partnerNameMap names partners. Every staff member sees partner names
-// (issue 23: customer service saw "01a217a1…"); only roles that may open a
-// partner's page get a link to it (partnerKV).
-type partnerNameMap map[string]string
-
-// name returns the partner's name; an id that names no partner (never
-// expected: partners are never deleted) is shown shortened.
-func (m partnerNameMap) name(id string) string {
-	if n, ok := m[id]; ok {
-		return n
-	}
-	if len(id) > 8 {
-		return id[:8] + "…"
-	}
-	return id
-}
-
-// kv is a labelled partner: its name, the id on hover, and a link to the
-// partner's page for roles that may see it.
-func (m partnerNameMap) kv(r *http.Request, label, id string) pages.KV {
-	kv := pages.KV{Label: label, Value: m.name(id), Title: id}
-	if id != "" && canDo(r, emi.PermViewPartners) {
-		kv.Href = "/backoffice/partners/" + id
-	}
-	return kv
-}
-
-func (p *Portal) partnerNames(r *http.Request) partnerNameMap {
-	names, err := p.d.Partners.Names(r.Context())
-	if err != nil {
-		return partnerNameMap{} // names are a convenience; the page works without them
-	}
-	return names
-}
-
-// staffNames names staff members by id for any signed-in role (an empty
-// map when the lookup fails: who() then shows the id).
-func (p *Portal) staffNames(r *http.Request) map[string]string {
-	names, err := p.d.Staff.Names(r.Context())
-	if err != nil {
-		return map[string]string{}
-	}
-	return names
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
 // fmtBytes writes a size for people: 812 B, 14.2 KiB, 3.1 MiB.
 func fmtBytes(n int) string {
 	switch {
@@ -384,39 +295,4 @@ func fmtBytes(n int) string {
 		return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + " KiB"
 	}
 	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
-}
-
-// age writes how long ago t was, coarsely: 40 s, 12 min, 5 h, 3 d.
-func age(now, t time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return strconv.Itoa(int(max(d, 0)/time.Second)) + " s"
-	case d < time.Hour:
-		return strconv.Itoa(int(d/time.Minute)) + " min"
-	case d < 48*time.Hour:
-		return strconv.Itoa(int(d/time.Hour)) + " h"
-	}
-	return strconv.Itoa(int(d/(24*time.Hour))) + " d"
-}
-
-// looksLikeToken reports whether s has the shape of a token (a UUID), so
-// a hand-edited paging link cannot reach the database as a bad value.
-func looksLikeToken(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range s {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
-				return false
-			}
-		}
-	}
-	return true
 }

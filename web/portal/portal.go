@@ -1,7 +1,3 @@
-// Package portal is the back office: staff sign-in with two factors, scs
-// sessions, cross-origin protection, security headers, and the screens. It
-// renders templ components from views/ and calls the same services as the
-// partner API; rules live there, never here.
 package portal
 
 import (
@@ -226,4 +222,19 @@ func (p *Portal) Walk(fn func(method, route string) error) error {
 	return chi.Walk(r, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		return fn(method, route)
 	})
+}
+
+// WebhookService is what the portal needs of service.Webhooks.
+type WebhookService interface {
+	AddEndpoint(ctx context.Context, partnerID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, string, error)
+	SetEndpointEnabled(ctx context.Context, endpointID string, enabled bool) error
+	RotateEndpointSecret(ctx context.Context, endpointID string) (string, time.Time, error)
+	Endpoints(ctx context.Context, partnerID string) ([]emi.WebhookEndpoint, error)
+	SendTest(ctx context.Context, endpointID string) (emi.Event, error)
+	Replay(ctx context.Context, deliveryID string) error
+	ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int, error)
+	EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error)
+	// ApplicationEvents are the events sent about an application, for the
+	// staff who review applications (emi.PermViewApps).
+	ApplicationEvents(ctx context.Context, token string) (emi.EventLog, error)
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/a-h/templ"
 
 	"emi/internal/emi"
 	"emi/views/components"
+	"emi/views/hosted"
 	"emi/views/layout"
 	"emi/views/pages"
 	"emi/web/httpx"
@@ -38,36 +38,6 @@ func (p *Portal) securityHeaders(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// navEntry is a navigation link and the permission that shows it.
-type navEntry struct {
-	href, label string
-	perm        emi.Permission
-}
-
-var nav = []navEntry{
-	{"/backoffice/", "Dashboard", emi.PermViewDashboard},
-	{"/backoffice/inbox", "Inbox", emi.PermViewDashboard},
-	{"/backoffice/alerts", "Compliance alerts", emi.PermViewPeople},
-	{"/backoffice/review", "Review queue", emi.PermViewApps},
-	{"/backoffice/applications", "Applications", emi.PermViewApps},
-	{"/backoffice/companies", "Companies", emi.PermViewApps},
-	{"/backoffice/users", "People", emi.PermViewPeople},
-	{"/backoffice/accounts", "Accounts", emi.PermViewAccounts},
-	{"/backoffice/programs", "Programs", emi.PermViewAccounts},
-	{"/backoffice/cards", "Cards", emi.PermViewAccounts},
-	{"/backoffice/sms", "SMS outbox", emi.PermViewAccounts},
-	{"/backoffice/suspense", "Suspense", emi.PermViewMoney},
-	{"/backoffice/adjustments", "Adjustments", emi.PermViewMoney},
-	{"/backoffice/aml", "AML reviews", emi.PermViewPeople},
-	{"/backoffice/kyc", "KYC reviews", emi.PermViewPeople},
-	{"/backoffice/sanctions", "Sanctions lists", emi.PermViewPeople},
-	{"/backoffice/watchlist", "Watch list", emi.PermViewPeople},
-	{"/backoffice/partners", "Partners", emi.PermViewPartners},
-	{"/backoffice/staff", "Staff", emi.PermViewStaff},
-	{"/backoffice/audit", "Audit log", emi.PermViewAudit},
-	{"/backoffice/jobs", "Jobs", emi.PermViewJobs},
 }
 
 // page builds the frame's view model for the signed-in principal.
@@ -262,13 +232,43 @@ func (p *Portal) Recover(w http.ResponseWriter, r *http.Request) {
 	p.serverError(w, r, errors.New("panic"))
 }
 
-// rolesFrom keeps the known roles among the submitted values.
-func rolesFrom(values []string) []emi.Role {
-	var out []emi.Role
-	for _, v := range values {
-		if r := emi.Role(v); !slices.Contains(out, r) {
-			out = append(out, r)
-		}
+// renderPrivate renders a page with personal data: htmx keeps no snapshot
+// of it in the browser's history storage.
+func (p *Portal) renderPrivate(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
+	r = r.WithContext(withNoHistory(r.Context()))
+	p.render(w, r, status, title, content)
+}
+
+type noHistoryKey struct{}
+
+func withNoHistory(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noHistoryKey{}, true)
+}
+
+func (p *Portal) hostedServerError(w http.ResponseWriter, r *http.Request) {
+	p.renderHosted(w, r, http.StatusInternalServerError, "Error", hosted.Message("Something went wrong on our side",
+		"Please try again in a few minutes. If it happens again, tell the service you are signing up with this reference: "+
+			emi.RequestMetaFrom(r.Context()).RequestID, "kyc-500"))
+}
+
+func (p *Portal) renderHosted(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := hosted.Frame(title, content).Render(r.Context(), w); err != nil {
+		httpx.Fields(r.Context()).SetError(err)
 	}
-	return out
+}
+
+// takeNext answers a decision made with "and take the next case" (issue
+// 23): the next case's page, or the queue, with what was recorded. A
+// check with hits left to decide stays on its page instead (the caller
+// decides that).
+func (p *Portal) takeNext(w http.ResponseWriter, r *http.Request, msg, next, queue, empty string) {
+	if next == "" {
+		p.flash(r.Context(), "ok", msg+" "+empty)
+		redirect(w, r, queue)
+		return
+	}
+	p.flash(r.Context(), "ok", msg+" This is the next case.")
+	redirect(w, r, next)
 }

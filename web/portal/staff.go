@@ -2,6 +2,7 @@ package portal
 
 import (
 	"context"
+	"time"
 
 	"net/http"
 	"slices"
@@ -11,7 +12,11 @@ import (
 	"emi/views/pages"
 )
 
-// --- staff ---
+// The staff screens: staff users with their roles, a new user, role
+// changes, disabling and enabling, credential resets, session revocation,
+// and the pending two-person changes to approve or reject. Sign-in is
+// staff_auth.go, the signed-in user's own page staff_account.go. Rules live
+// in service staff.
 
 func staffRow(u emi.StaffUser) pages.StaffRow {
 	roles := make([]string, len(u.Roles))
@@ -324,4 +329,22 @@ func (p *Portal) staffChangeReject(w http.ResponseWriter, r *http.Request) {
 	}
 	p.flash(r.Context(), "ok", "Rejected: nothing changed.")
 	redirect(w, r, "/backoffice/staff")
+}
+
+func fmtTimePtr(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return fmtTime(*t)
+}
+
+// rolesFrom keeps the known roles among the submitted values.
+func rolesFrom(values []string) []emi.Role {
+	var out []emi.Role
+	for _, v := range values {
+		if r := emi.Role(v); !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -8,7 +8,8 @@ import "emi/internal/emi"
 // tone(kind, status) instead of each writing its own switch.
 //
 // Cards, wallets and webhook deliveries still have their own functions
-// (cardTone, walletTone in cards.go; deliveryTone in webhooks.go) while
+// (cardTone, walletTone in cards.go; deliveryTone, below, shared by the
+// partners and onboarding screens) while
 // those files are being changed elsewhere: fold them in here next.
 var statusTones = map[string]struct {
 	of    map[string]string
@@ -48,3 +49,20 @@ func transferTone(status string) string      { return tone("transfer", status) }
 func appTone(s emi.ApplicationStatus) string { return tone("application", string(s)) }
 func checkTone(status string) string         { return tone("check", status) }
 func memberTone(status string) string        { return tone("member", status) }
+
+func toneOrNeutral(t string) string {
+	if t == "" {
+		return "neutral"
+	}
+	return t
+}
+
+func deliveryTone(s emi.DeliveryState) string {
+	switch s {
+	case emi.DeliverySucceeded:
+		return "ok"
+	case emi.DeliveryFailed, emi.DeliveryCanceled:
+		return "bad"
+	}
+	return "warn"
+}

@@ -4,171 +4,17 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"emi/internal/emi"
-	"emi/internal/service/accounts"
 	"emi/internal/service/transfers"
 	"emi/views/pages"
 )
 
-// Money screens: an account's statement (on the account page) with its CSV
-// export, and a transfer's page with, in the sandbox, the receiving bank's
-// Complete and Return of an outgoing payment. Rules (ranges, scoping,
-// settlement, audit of exports) live in service.Accounts and
-// service.Transfers.
-
-// statementPerPage is the account page's statement page size.
-const statementPerPage = 50
-
-func transferHref(token string) string { return "/backoffice/transfers/" + token }
-
-// txnKindLabels name ledger transaction kinds on statements.
-var txnKindLabels = map[string]string{
-	emi.TxnTransfer:       "internal transfer",
-	emi.TxnIncoming:       "incoming payment",
-	emi.TxnOutgoing:       "outgoing payment",
-	emi.TxnOutgoingReturn: "returned payment",
-	emi.TxnSuspenseAssign: "assigned from suspense",
-	emi.TxnSuspenseReturn: "returned from suspense",
-	emi.TxnAdjustment:     "adjustment",
-	emi.TxnCardClearing:   "card payment",
-	emi.TxnReversal:       "reversal",
-	"opening":             "opening balance",
-}
-
-func txnKindLabel(k string) string { return firstNonEmpty(txnKindLabels[k], k) }
-
-// counterpartyIdents lists what is known of a side besides its name: its
-// IBAN, its sort code and account number, the last four digits of the card
-// of a card top-up (a statement's other side, a suspense item's payer).
-func counterpartyIdents(c emi.Counterparty) []string {
-	var out []string
-	if c.IBAN != "" {
-		out = append(out, "IBAN "+c.IBAN)
-	}
-	if c.AccountNumber != "" {
-		out = append(out, fmtSortCode(c.SortCode)+" "+c.AccountNumber)
-	}
-	if c.CardLast4 != "" {
-		out = append(out, cardLast4(c.CardLast4))
-	}
-	return out
-}
-
-// cardLast4 shows the last four digits of a card.
-func cardLast4(last4 string) string { return "card •••• " + last4 }
-
-// statementLink is the account page showing the statement's page n of
-// the range.
-func statementLink(account, from, to string, n int) string {
-	q := url.Values{}
-	if from != "" {
-		q.Set("from", from)
-	}
-	if to != "" {
-		q.Set("to", to)
-	}
-	if n > 1 {
-		q.Set("page", strconv.Itoa(n))
-	}
-	if len(q) == 0 {
-		return accountHref(account) + "#statement"
-	}
-	return accountHref(account) + "?" + q.Encode() + "#statement"
-}
-
-// accountStatement lays out the statement section of an account's page
-// from the query (from, to, page). invalid is true when the range was
-// refused (its errors are in the view).
-func (p *Portal) accountStatement(r *http.Request, a accounts.AccountView) (v *pages.StatementView, invalid bool, err error) {
-	q := r.URL.Query()
-	from, to := q.Get("from"), q.Get("to") // the service trims them
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = min(max(page, 1), maxAccountPage)
-	v = &pages.StatementView{Action: accountHref(a.Token), From: from, To: to, OnMain: !a.Virtual}
-	st, err := p.d.Accounts.StaffStatementOf(r.Context(), a, accounts.StatementQuery{From: from, To: to, Page: page, Limit: statementPerPage})
-	if err != nil {
-		if emi.AsError(err).Kind != emi.KindInvalid {
-			return nil, false, err
-		}
-		v.Errs, _ = fieldErrors(err)
-		return v, true, nil
-	}
-	csvQ := url.Values{}
-	if from != "" {
-		csvQ.Set("from", from)
-	}
-	if to != "" {
-		csvQ.Set("to", to)
-	}
-	v.CSV = accountHref(a.Token) + "/statement.csv"
-	if len(csvQ) > 0 {
-		v.CSV += "?" + csvQ.Encode()
-	}
-	for _, b := range st.Balances {
-		v.Balances = append(v.Balances, pages.StatementBalance{Currency: b.Currency, Opening: emi.FormatMinor(b.Opening),
-			Closing: emi.FormatMinor(b.Closing)})
-	}
-	for _, l := range st.Lines {
-		line := pages.StatementLine{At: fmtTime(l.CreatedAt), Type: txnKindLabel(l.Kind), Reference: l.Reference,
-			Counterparty: l.Counterparty.Name, CounterpartyIdent: strings.Join(counterpartyIdents(l.Counterparty), " · "), Amount: emi.FormatMinor(l.Amount),
-			BalanceAfter: emi.FormatMinor(l.BalanceAfter), Currency: l.Currency, Credit: l.Amount > 0}
-		if l.Transfer != "" {
-			line.Transfer, line.TransferHref = shortID(l.Transfer), transferHref(l.Transfer)
-		}
-		if l.Account != a.Token {
-			line.Account, line.AccountHref = shortID(l.Account)+" (virtual)", accountHref(l.Account)
-		}
-		v.Lines = append(v.Lines, line)
-	}
-	pagesN := max((st.Total+statementPerPage-1)/statementPerPage, 1)
-	v.Total = strconv.FormatInt(st.Total, 10) + " movements · page " + strconv.Itoa(page) + " of " + strconv.FormatInt(pagesN, 10)
-	if st.Total == 1 {
-		v.Total = "1 movement · page " + strconv.Itoa(page) + " of 1"
-	}
-	if page > 1 {
-		v.Prev = statementLink(a.Token, from, to, min(page-1, int(pagesN)))
-	}
-	if int64(page) < pagesN {
-		v.Next = statementLink(a.Token, from, to, page+1)
-	}
-	return v, false, nil
-}
-
-// accountStatementCSV (GET /accounts/{account}/statement.csv?from=&to=)
-// exports the statement's lines in the range, audited by the service,
-// through writeCSV (every text cell defused; emi's own amounts stay
-// numbers). An export cut short at service.MaxStatementExport lines ends
-// with a line saying so.
-func (p *Portal) accountStatementCSV(w http.ResponseWriter, r *http.Request) {
-	token := p.accountToken(w, r)
-	if token == "" {
-		return
-	}
-	q := r.URL.Query()
-	from, to := q.Get("from"), q.Get("to")
-	st, err := p.d.Accounts.StaffStatementExport(r.Context(), token, from, to)
-	if err != nil {
-		p.renderError(w, r, err)
-		return
-	}
-	rows := [][]string{{"time_utc", "type", "transaction", "transfer", "account", "balance", "reference", "counterparty_name",
-		"counterparty_iban", "counterparty_account_number", "counterparty_sort_code", "currency", "amount", "balance_after"}}
-	for _, l := range st.Lines {
-		rows = append(rows, []string{l.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), l.Kind, l.Transaction, l.Transfer, l.Account,
-			l.Balance, l.Reference, l.Counterparty.Name, l.Counterparty.IBAN, l.Counterparty.AccountNumber, l.Counterparty.SortCode,
-			l.Currency, emi.FormatMinor(l.Amount), emi.FormatMinor(l.BalanceAfter)})
-	}
-	if st.Truncated {
-		last := make([]string, len(rows[0]))
-		last[0], last[1] = "truncated", "The export stops at the newest "+strconv.Itoa(len(st.Lines))+
-			" lines; export a shorter date range for the older ones."
-		rows = append(rows, last)
-	}
-	name := "statement-" + token[:8] + "-" + firstNonEmpty(strings.TrimSpace(from), "start") + "-" + firstNonEmpty(strings.TrimSpace(to), "now")
-	writeCSV(w, name, rows)
-}
+// A transfer's page with, in the sandbox, the receiving bank's Complete and
+// Return of an outgoing payment, and its reversal under four-eyes; the
+// money codes' texts and the answer to a refused money action every
+// transfers screen shares. Rules (settlement, reversal, audit) live in
+// service transfers.
 
 // transferForm keeps a refused return's input.
 type transferForm struct {
@@ -407,4 +253,59 @@ func (p *Portal) transferReversalDecide(approve bool) http.HandlerFunc {
 		}
 		redirect(w, r, transferHref(token))
 	}
+}
+
+// moneyMessages are the texts of the money codes (suspense, adjustments,
+// and the transfer codes every money screen shows: transfer page,
+// statements, simulators, card payments). One text per code, here only.
+var moneyMessages = map[string]string{
+	emi.ErrSuspenseNotFound.Key:           "There is no such suspense item.",
+	emi.ErrSuspenseResolved.Key:           "This suspense item was already assigned or returned (perhaps by a colleague just now), so nothing was changed.",
+	emi.ErrAdjustmentNotFound.Key:         "There is no such adjustment request.",
+	emi.ErrAdjustmentDecided.Key:          "This adjustment was already approved or rejected (perhaps by a colleague just now), so nothing was changed.",
+	emi.ErrSuspenseAssignmentPending.Key:  "This item already has an assignment waiting for a second staff member, so nothing was changed: approve or reject that request first.",
+	emi.ErrSuspenseAssignmentNotFound.Key: "There is no such assignment request.",
+	emi.ErrSuspenseAssignmentDecided.Key:  "This assignment request was already approved, rejected or withdrawn (perhaps by a colleague just now), so nothing was changed.",
+	emi.ErrTransferValidation.Key:         "Nothing was changed: please correct the marked fields.",
+	emi.ErrTransferNotFound.Key:           "There is no such transfer.",
+	emi.ErrInsufficientFunds.Key:          "That is more than the balance's available amount, so nothing was changed.",
+	emi.ErrTransferAccountUnusable.Key:    "The account (or its main account) is blocked or terminated, so nothing was changed.",
+	emi.ErrCurrencyMismatch.Key:           "The balance is in another currency, so nothing was changed.",
+	emi.ErrDestinationNotFound.Key:        "That matches no balance held in emi, so nothing was changed.",
+	emi.ErrTransferInvalidTransition.Key:  "The state does not allow this any more (it was settled, returned or decided meanwhile), so nothing was changed.",
+}
+
+func init() {
+	for k, v := range moneyMessages {
+		if _, dup := messages[k]; dup {
+			panic("portal: two texts for " + k)
+		}
+		messages[k] = v
+	}
+}
+
+// moneyRefused answers a refused money action: 403, 404 (an unknown item)
+// and 500 pages; a flash on the page the action came from otherwise.
+func (p *Portal) moneyRefused(w http.ResponseWriter, r *http.Request, err error, back string) {
+	switch {
+	case errorIs(err, emi.ErrFourEyes):
+		p.flash(r.Context(), "bad", "You asked for this adjustment, so you cannot approve it: another staff member must (four-eyes). Nothing was changed.")
+		redirect(w, r, back)
+		return
+	case errorIs(err, emi.ErrSuspenseNotFound), errorIs(err, emi.ErrAdjustmentNotFound):
+		p.renderError(w, r, err)
+		return
+	}
+	switch emi.AsError(err).Kind {
+	case emi.KindForbidden, emi.KindInternal:
+		p.renderError(w, r, err)
+		return
+	}
+	e := emi.AsError(err)
+	msg := Message(e)
+	for _, f := range e.Fields {
+		msg += " " + f.Field + ": " + f.Message + "."
+	}
+	p.flash(r.Context(), "bad", msg)
+	redirect(w, r, back)
 }

@@ -1,11 +1,8 @@
 package portal
 
 import (
-	"context"
-	"encoding/csv"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,21 +17,6 @@ import (
 // pages, "next application", saved views, CSV export and the admins' bulk
 // reassignment. The rules (who may claim, decide, reassign) are the
 // service's; these handlers only read forms and lay out answers.
-
-// requireAny answers 403 unless the principal has one of perms (actions
-// open to two roles, such as a release by the assignee or an admin).
-func (p *Portal) requireAny(perms ...emi.Permission) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			pr, _ := emi.PrincipalFrom(r.Context())
-			if !slices.ContainsFunc(perms, pr.Can) {
-				p.errorPage(w, r, http.StatusForbidden, Message(emi.ErrForbidden))
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-}
 
 // queueTabs are the queue's tabs, the default first.
 var queueTabs = []struct {
@@ -171,30 +153,6 @@ func slaState(status emi.ApplicationStatus, due *time.Time, now time.Time) (stri
 		return "near breach", "warn"
 	}
 	return "on time", "ok"
-}
-
-type reviewCountKey struct{}
-
-// withReviewCount hands the in-review count the queue page already has to
-// the navigation badge, which then needs no query of its own.
-func withReviewCount(r *http.Request, n int64) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), reviewCountKey{}, n))
-}
-
-// reviewCount is the navigation badge of the review queue.
-func (p *Portal) reviewCount(r *http.Request) (int64, bool) {
-	if n, ok := r.Context().Value(reviewCountKey{}).(int64); ok {
-		return n, true
-	}
-	if p.d.Onboarding == nil || !canDo(r, emi.PermViewApps) {
-		return 0, false
-	}
-	n, err := p.d.Onboarding.CountByStatus(r.Context(), emi.AppInReview)
-	if err != nil {
-		p.d.Logger.Warn("count the review queue", "error", err, "request_id", emi.RequestMetaFrom(r.Context()).RequestID)
-		return 0, false
-	}
-	return n, true
 }
 
 // colleagues are the active staff users who may decide applications, for
@@ -407,43 +365,6 @@ func (p *Portal) reviewQueueCSV(w http.ResponseWriter, r *http.Request) {
 			strconv.FormatBool(row.AwaitingSecond), strconv.FormatBool(row.HasSanctionsHit)})
 	}
 	writeCSV(w, name, out)
-}
-
-// amountCell matches the amounts emi writes (FormatMinor): exact numbers,
-// which a spreadsheet reads as numbers, never as formulas.
-var amountCell = regexp.MustCompile(`^-?[0-9]+\.[0-9]{2}$`)
-
-// csvCell defuses a cell a spreadsheet would run as a formula (CSV
-// injection): one starting with =, +, -, @, a tab or a carriage return is
-// prefixed with an apostrophe. An exact decimal amount as emi writes it
-// (-12.50) is a number, not a formula, and stays as it is, so a debit keeps
-// its minus sign.
-func csvCell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) && !amountCell.MatchString(s) {
-		return "'" + s
-	}
-	return s
-}
-
-// writeCSV sends rows as a CSV attachment, every cell defused.
-func writeCSV(w http.ResponseWriter, name string, rows [][]string) {
-	h := w.Header()
-	h.Set("Content-Type", "text/csv; charset=utf-8")
-	h.Set("Content-Disposition", `attachment; filename="`+safeFileName(strings.TrimSuffix(name, ".csv"))+`.csv"`)
-	// An export is personal data: no cache keeps a copy.
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	cw := csv.NewWriter(w)
-	for _, row := range rows {
-		cells := make([]string, len(row))
-		for i, c := range row {
-			cells[i] = csvCell(c)
-		}
-		if err := cw.Write(cells); err != nil {
-			return
-		}
-	}
-	cw.Flush()
 }
 
 // reviewNext (POST /review/next) claims the oldest unclaimed application in

@@ -53,13 +53,3 @@ func (p *Portal) jobs(w http.ResponseWriter, r *http.Request) {
 	}, func(j pages.JobRow) string { return padNumber(j.ID) })
 	p.render(w, r, sort.status(), "Background jobs", pages.Jobs(tiles, state, rows, sort.view(r)))
 }
-
-// firstLine keeps the first line of an error (stacks stay in the database).
-func firstLine(s string) string {
-	for i, c := range s {
-		if c == '\n' {
-			return s[:i]
-		}
-	}
-	return s
-}

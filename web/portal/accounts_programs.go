@@ -360,3 +360,15 @@ func (p *Portal) programDecisionRefused(w http.ResponseWriter, r *http.Request, 
 		p.renderError(w, r, err)
 	}
 }
+
+// schemeLabels name the identifier schemes of a program's balances.
+var schemeLabels = map[string]string{
+	emi.SchemeIBANBG: "Bulgarian IBAN and BIC",
+	emi.SchemeUK:     "UK sort code and account number, GB IBAN and BIC",
+}
+
+// programs (GET /programs) lists the programs, with the forms that
+// create and edit them for administrators (accounts_programs.go).
+func (p *Portal) programs(w http.ResponseWriter, r *http.Request) {
+	p.renderPrograms(w, r, http.StatusOK, nil)
+}

@@ -125,18 +125,6 @@ func validatorGroups(c *emi.ValidatorConfig) []pages.ValidatorGroup {
 	return []pages.ValidatorGroup{rule("application", "Application", c.Application), rule("company", "Company", c.Company), members}
 }
 
-// fieldList reads a list of field names separated by commas or white
-// space, without repeats.
-func fieldList(s string) []string {
-	out := []string{}
-	for _, f := range strings.FieldsFunc(s, func(c rune) bool { return c == ',' || c == ';' || c == ' ' || c == '\t' || c == '\n' || c == '\r' }) {
-		if !slices.Contains(out, f) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // validatorFromForm reads the edit form.
 func validatorFromForm(r *http.Request) *emi.ValidatorConfig {
 	rule := func(section string) emi.FieldRule {

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
@@ -177,18 +176,4 @@ func (p *Portal) kycError(w http.ResponseWriter, r *http.Request, err error) {
 func (p *Portal) kycLinkInvalid(w http.ResponseWriter, r *http.Request) {
 	p.renderHosted(w, r, http.StatusNotFound, "Link not valid",
 		hosted.Message("This link is not valid or has expired", messages[emi.ErrKYCLinkInvalid.Key], "kyc-404"))
-}
-
-func (p *Portal) hostedServerError(w http.ResponseWriter, r *http.Request) {
-	p.renderHosted(w, r, http.StatusInternalServerError, "Error", hosted.Message("Something went wrong on our side",
-		"Please try again in a few minutes. If it happens again, tell the service you are signing up with this reference: "+
-			emi.RequestMetaFrom(r.Context()).RequestID, "kyc-500"))
-}
-
-func (p *Portal) renderHosted(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	if err := hosted.Frame(title, content).Render(r.Context(), w); err != nil {
-		httpx.Fields(r.Context()).SetError(err)
-	}
 }

@@ -11,33 +11,6 @@ import (
 	"emi/views/pages"
 )
 
-// queueCounts returns the sizes of the review queues by navigation href,
-// for roles that see them. A failed count leaves its badge out: the
-// navigation must not fail a page.
-func (p *Portal) queueCounts(r *http.Request) map[string]string {
-	out := map[string]string{}
-	if n, ok := p.reviewCount(r); ok && n > 0 {
-		out["/backoffice/review"] = strconv.FormatInt(n, 10)
-	}
-	p.moneyCounts(r, out)
-	p.inboxCounts(r, out)
-	if p.d.AML == nil || p.d.KYC == nil || !canDo(r, emi.PermViewPeople) {
-		return out
-	}
-	ctx := r.Context()
-	if n, err := p.d.AML.QueueSize(ctx); err != nil {
-		p.d.Logger.Warn("count the AML queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
-	} else if n > 0 {
-		out["/backoffice/aml"] = strconv.FormatInt(n, 10)
-	}
-	if n, err := p.d.KYC.QueueSize(ctx); err != nil {
-		p.d.Logger.Warn("count the KYC queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
-	} else if n > 0 {
-		out["/backoffice/kyc"] = strconv.FormatInt(n, 10)
-	}
-	return out
-}
-
 // amlStatuses are the tabs of the AML screen; the first is the queue.
 var amlStatuses = []struct {
 	status emi.AMLStatus
@@ -207,27 +180,6 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 	return hv
 }
 
-// who names the staff user behind an id: by name (the store joins it),
-// "(you)" for the signed-in user, the id when the name is unknown.
-func who(r *http.Request, staffID, name string) string {
-	if u := current(r); staffID != "" && u.ID == staffID {
-		return u.Name + " (you)"
-	}
-	if name != "" {
-		return name
-	}
-	return staffID
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none stated"
-	}
-	return s
-}
-
-func score(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
-
 // adjust writes a score adjustment with its sign ("" for none).
 func adjust(f float64) string {
 	if f == 0 {
@@ -295,16 +247,9 @@ func (p *Portal) nextAMLCheck(r *http.Request, token string) string {
 	return ""
 }
 
-// takeNext answers a decision made with "and take the next case" (issue
-// 23): the next case's page, or the queue, with what was recorded. A
-// check with hits left to decide stays on its page instead (the caller
-// decides that).
-func (p *Portal) takeNext(w http.ResponseWriter, r *http.Request, msg, next, queue, empty string) {
-	if next == "" {
-		p.flash(r.Context(), "ok", msg+" "+empty)
-		redirect(w, r, queue)
-		return
+func orNone(s string) string {
+	if s == "" {
+		return "none stated"
 	}
-	p.flash(r.Context(), "ok", msg+" This is the next case.")
-	redirect(w, r, next)
+	return s
 }

@@ -154,13 +154,6 @@ func (p *Portal) renderKYCSession(w http.ResponseWriter, r *http.Request, status
 	p.renderPrivate(w, r, status, "KYC · "+u.FullName(), pages.KYCSession(v))
 }
 
-func fmtTimeOrEmpty(t *time.Time) string {
-	if t == nil {
-		return ""
-	}
-	return fmtTime(*t)
-}
-
 // kycDecide (POST /kyc/{session}/decide) approves or rejects a submitted
 // session (decision approve or reject) with a reason for the partner and an
 // internal note for staff.

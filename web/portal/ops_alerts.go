@@ -10,23 +10,8 @@ import (
 	"emi/web/httpx"
 )
 
-// inboxCounts adds the unread inbox items and, for compliance, the open
-// alerts to the navigation badges. A failed count leaves its badge out.
-func (p *Portal) inboxCounts(r *http.Request, out map[string]string) {
-	ctx := r.Context()
-	if p.d.Inbox != nil && canDo(r, emi.PermViewDashboard) {
-		if n, err := p.d.Inbox.Unread(ctx); err == nil && n > 0 {
-			out["/backoffice/inbox"] = strconv.FormatInt(n, 10)
-		}
-	}
-	if p.d.Alerts != nil && canDo(r, emi.PermReviewAML) {
-		if n, err := p.d.Alerts.Count(ctx); err != nil {
-			p.d.Logger.Warn("count the alert queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
-		} else if n > 0 {
-			out["/backoffice/alerts"] = strconv.Itoa(n)
-		}
-	}
-}
+// The compliance alert queue (service ops.Alerts) over applications' and
+// AML checks' hits: claim, release, assign.
 
 var alertKindLabels = map[string]string{emi.AlertAMLCheck: "AML check", emi.AlertApplication: "Application"}
 
@@ -119,38 +104,4 @@ func (p *Portal) alertAssign(w http.ResponseWriter, r *http.Request) {
 	p.alertAction(w, r, func() error {
 		return p.d.Alerts.Assign(r.Context(), r.PostFormValue("kind"), r.PostFormValue("subject"), r.PostFormValue("to"), r.PostFormValue("reason"))
 	}, "Alert assigned: your colleague finds it in their inbox.")
-}
-
-// inboxRows lays out inbox items.
-func inboxRows(r *http.Request, items []emi.InboxItem) []pages.InboxRow {
-	rows := make([]pages.InboxRow, len(items))
-	for i, it := range items {
-		rows[i] = pages.InboxRow{ID: strconv.FormatInt(it.ID, 10), Kind: it.Kind, Href: it.Href, Body: it.Body,
-			By: who(r, it.By, it.ByName), At: fmtTime(it.At), Unread: it.ReadAt == nil}
-	}
-	return rows
-}
-
-// inboxPage (GET /inbox) lists the person's notifications, newest first.
-func (p *Portal) inboxPage(w http.ResponseWriter, r *http.Request) {
-	items, err := p.d.Inbox.Mine(r.Context(), false, 100)
-	if err != nil {
-		p.renderError(w, r, err)
-		return
-	}
-	p.renderPrivate(w, r, http.StatusOK, "Inbox", pages.InboxList(inboxRows(r, items), "No mention or assignment yet."))
-}
-
-// inboxRead (POST /inbox/read) marks one item (id) or all (id 0) read.
-func (p *Portal) inboxRead(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
-	if err != nil || id < 0 {
-		p.renderError(w, r, emi.ErrReviewValidation.Field("id", "is not an inbox item"))
-		return
-	}
-	if err := p.d.Inbox.MarkRead(r.Context(), id); err != nil {
-		p.renderError(w, r, err)
-		return
-	}
-	redirect(w, r, "/backoffice/inbox")
 }

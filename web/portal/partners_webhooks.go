@@ -1,7 +1,6 @@
 package portal
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,21 +16,6 @@ import (
 	"emi/internal/service/partners"
 	"emi/views/pages"
 )
-
-// WebhookService is what the portal needs of service.Webhooks.
-type WebhookService interface {
-	AddEndpoint(ctx context.Context, partnerID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, string, error)
-	SetEndpointEnabled(ctx context.Context, endpointID string, enabled bool) error
-	RotateEndpointSecret(ctx context.Context, endpointID string) (string, time.Time, error)
-	Endpoints(ctx context.Context, partnerID string) ([]emi.WebhookEndpoint, error)
-	SendTest(ctx context.Context, endpointID string) (emi.Event, error)
-	Replay(ctx context.Context, deliveryID string) error
-	ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int, error)
-	EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error)
-	// ApplicationEvents are the events sent about an application, for the
-	// staff who review applications (emi.PermViewApps).
-	ApplicationEvents(ctx context.Context, token string) (emi.EventLog, error)
-}
 
 // webhooksSection renders the partner's endpoints for its page (nil when
 // the role may not see webhooks), in the order sort asks (issue 23: a
@@ -322,14 +306,4 @@ func (p *Portal) replayFailed(w http.ResponseWriter, r *http.Request) {
 		p.flash(r.Context(), "ok", fmt.Sprintf("New attempts were queued for %d failed deliveries.", n))
 	}
 	redirect(w, r, "/backoffice/partners/"+id+"/events?"+q.Encode())
-}
-
-func deliveryTone(s emi.DeliveryState) string {
-	switch s {
-	case emi.DeliverySucceeded:
-		return "ok"
-	case emi.DeliveryFailed, emi.DeliveryCanceled:
-		return "bad"
-	}
-	return "warn"
 }

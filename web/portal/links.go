@@ -1,0 +1,82 @@
+package portal
+
+import (
+	"net/http"
+	"net/url"
+
+	"emi/internal/emi"
+)
+
+// The pages' addresses other areas link to: an account's, a program's, a
+// card's, a transfer's, and an account owner's page (person, company or
+// partner) as the signed-in role may see it.
+
+func accountHref(token string) string { return "/backoffice/accounts/" + token }
+
+func programHref(code string) string { return "/backoffice/programs#program-" + url.PathEscape(code) }
+
+// ownerLinks finds where an account's owner is shown: a person's page, the
+// company page of an onboarded merchant (for roles that see
+// applications), or the partner of its master merchant. Lookups are cached
+// per merchant.
+type ownerLinks struct {
+	p         *Portal
+	r         *http.Request
+	companies map[string]string // merchant -> company page ("" none)
+	masters   map[string]string // master merchant -> partner id
+}
+
+func (p *Portal) ownerLinks(r *http.Request) *ownerLinks {
+	return &ownerLinks{p: p, r: r, companies: map[string]string{}}
+}
+
+// of returns the owner's kind and page.
+func (o *ownerLinks) of(a emi.Account) (kind, href string, err error) {
+	if a.User != "" {
+		if canDo(o.r, emi.PermViewPeople) {
+			href = "/backoffice/users/" + a.User
+		}
+		return "person", href, nil
+	}
+	if a.Merchant == "" {
+		return "", "", nil
+	}
+	if canDo(o.r, emi.PermViewApps) && o.p.d.Onboarding != nil {
+		h, seen := o.companies[a.Merchant]
+		if !seen {
+			rows, err := o.p.d.Onboarding.Companies(o.r.Context(), a.Merchant, 5)
+			if err != nil {
+				return "", "", err
+			}
+			for _, c := range rows {
+				if c.OnboardedMerchant == a.Merchant {
+					h = "/backoffice/companies/" + c.Application
+				}
+			}
+			o.companies[a.Merchant] = h
+		}
+		if h != "" {
+			return "company", h, nil
+		}
+	}
+	if canDo(o.r, emi.PermViewPartners) {
+		if o.masters == nil {
+			o.masters = map[string]string{}
+			list, err := o.p.d.Partners.List(o.r.Context())
+			if err != nil {
+				return "", "", err
+			}
+			for _, pt := range list {
+				o.masters[pt.MasterMerchant] = pt.ID
+			}
+		}
+		if id, ok := o.masters[a.Merchant]; ok {
+			return "partner's own merchant", "/backoffice/partners/" + id, nil
+		}
+	}
+	return "company", "", nil
+}
+
+func cardHref(token string) string { return "/backoffice/cards/" + token }
+
+func transferHref(token string) string { return "/backoffice/transfers/" + token }

@@ -1,0 +1,107 @@
+package portal
+
+import (
+	"net/http"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// Naming who did something or whose it is, as every area's pages show it:
+// the signed-in user as "(you)", staff by name, partners by name, an
+// unknown actor by a short id.
+
+// who names the staff user behind an id: by name (the store joins it),
+// "(you)" for the signed-in user, the id when the name is unknown.
+func who(r *http.Request, staffID, name string) string {
+	if u := current(r); staffID != "" && u.ID == staffID {
+		return u.Name + " (you)"
+	}
+	if name != "" {
+		return name
+	}
+	return staffID
+}
+
+// staffName names a staff member: the signed-in user as "(you)", else
+// the name the store joined (no list of the staff is read).
+func staffName(r *http.Request, id, name string) string {
+	if u := current(r); id != "" && u.ID == id {
+		return u.Name + " (you)"
+	}
+	return firstNonEmpty(name, "staff "+shortID(id))
+}
+
+// actorOf names who made a status change: a staff user (linked for roles
+// that see staff), the partner's API (for roles that see partners' keys),
+// or the actor's id.
+func actorOf(r *http.Request, id string, staff, keys map[string]string) (string, string) {
+	if u := current(r); id != "" && u.ID == id {
+		return u.Name + " (you)", ""
+	}
+	if n, ok := staff[id]; ok {
+		if !canDo(r, emi.PermViewStaff) {
+			return n, ""
+		}
+		return n, "/backoffice/staff/" + id
+	}
+	if k, ok := keys[id]; ok {
+		return "partner API (key " + k + ")", ""
+	}
+	if id == "" {
+		return "—", ""
+	}
+	return "staff or API key " + shortID(id), ""
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8] + "…"
+	}
+	return id
+}
+
+// partnerNameMap names partners. Every staff member sees partner names
+// (issue 23: customer service saw "01a217a1…"); only roles that may open a
+// partner's page get a link to it (partnerKV).
+type partnerNameMap map[string]string
+
+// name returns the partner's name; an id that names no partner (never
+// expected: partners are never deleted) is shown shortened.
+func (m partnerNameMap) name(id string) string {
+	if n, ok := m[id]; ok {
+		return n
+	}
+	if len(id) > 8 {
+		return id[:8] + "…"
+	}
+	return id
+}
+
+// kv is a labelled partner: its name, the id on hover, and a link to the
+// partner's page for roles that may see it.
+func (m partnerNameMap) kv(r *http.Request, label, id string) pages.KV {
+	kv := pages.KV{Label: label, Value: m.name(id), Title: id}
+	if id != "" && canDo(r, emi.PermViewPartners) {
+		kv.Href = "/backoffice/partners/" + id
+	}
+	return kv
+}
+
+func (p *Portal) partnerNames(r *http.Request) partnerNameMap {
+	names, err := p.d.Partners.Names(r.Context())
+	if err != nil {
+		return partnerNameMap{} // names are a convenience; the page works without them
+	}
+	return names
+}
+
+// staffNames names staff members by id for any signed-in role (an empty
+// map when the lookup fails: who() then shows the id).
+func (p *Portal) staffNames(r *http.Request) map[string]string {
+	names, err := p.d.Staff.Names(r.Context())
+	if err != nil {
+		return map[string]string{}
+	}
+	return names
+}

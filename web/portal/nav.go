@@ -1,0 +1,136 @@
+package portal
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"emi/internal/emi"
+)
+
+// The navigation (frame): its links with the permission that shows each,
+// and their badges, the size of each queue a link leads to, counted for
+// the roles that see it. The frame asks the services directly, so it needs
+// no screen.
+
+// navEntry is a navigation link and the permission that shows it.
+type navEntry struct {
+	href, label string
+	perm        emi.Permission
+}
+
+var nav = []navEntry{
+	{"/backoffice/", "Dashboard", emi.PermViewDashboard},
+	{"/backoffice/inbox", "Inbox", emi.PermViewDashboard},
+	{"/backoffice/alerts", "Compliance alerts", emi.PermViewPeople},
+	{"/backoffice/review", "Review queue", emi.PermViewApps},
+	{"/backoffice/applications", "Applications", emi.PermViewApps},
+	{"/backoffice/companies", "Companies", emi.PermViewApps},
+	{"/backoffice/users", "People", emi.PermViewPeople},
+	{"/backoffice/accounts", "Accounts", emi.PermViewAccounts},
+	{"/backoffice/programs", "Programs", emi.PermViewAccounts},
+	{"/backoffice/cards", "Cards", emi.PermViewAccounts},
+	{"/backoffice/sms", "SMS outbox", emi.PermViewAccounts},
+	{"/backoffice/suspense", "Suspense", emi.PermViewMoney},
+	{"/backoffice/adjustments", "Adjustments", emi.PermViewMoney},
+	{"/backoffice/aml", "AML reviews", emi.PermViewPeople},
+	{"/backoffice/kyc", "KYC reviews", emi.PermViewPeople},
+	{"/backoffice/sanctions", "Sanctions lists", emi.PermViewPeople},
+	{"/backoffice/watchlist", "Watch list", emi.PermViewPeople},
+	{"/backoffice/partners", "Partners", emi.PermViewPartners},
+	{"/backoffice/staff", "Staff", emi.PermViewStaff},
+	{"/backoffice/audit", "Audit log", emi.PermViewAudit},
+	{"/backoffice/jobs", "Jobs", emi.PermViewJobs},
+}
+
+// queueCounts returns the sizes of the review queues by navigation href,
+// for roles that see them. A failed count leaves its badge out: the
+// navigation must not fail a page.
+func (p *Portal) queueCounts(r *http.Request) map[string]string {
+	out := map[string]string{}
+	if n, ok := p.reviewCount(r); ok && n > 0 {
+		out["/backoffice/review"] = strconv.FormatInt(n, 10)
+	}
+	p.moneyCounts(r, out)
+	p.inboxCounts(r, out)
+	if p.d.AML == nil || p.d.KYC == nil || !canDo(r, emi.PermViewPeople) {
+		return out
+	}
+	ctx := r.Context()
+	if n, err := p.d.AML.QueueSize(ctx); err != nil {
+		p.d.Logger.Warn("count the AML queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
+	} else if n > 0 {
+		out["/backoffice/aml"] = strconv.FormatInt(n, 10)
+	}
+	if n, err := p.d.KYC.QueueSize(ctx); err != nil {
+		p.d.Logger.Warn("count the KYC queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
+	} else if n > 0 {
+		out["/backoffice/kyc"] = strconv.FormatInt(n, 10)
+	}
+	return out
+}
+
+type reviewCountKey struct{}
+
+// withReviewCount hands the in-review count the queue page already has to
+// the navigation badge, which then needs no query of its own.
+func withReviewCount(r *http.Request, n int64) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), reviewCountKey{}, n))
+}
+
+// reviewCount is the navigation badge of the review queue.
+func (p *Portal) reviewCount(r *http.Request) (int64, bool) {
+	if n, ok := r.Context().Value(reviewCountKey{}).(int64); ok {
+		return n, true
+	}
+	if p.d.Onboarding == nil || !canDo(r, emi.PermViewApps) {
+		return 0, false
+	}
+	n, err := p.d.Onboarding.CountByStatus(r.Context(), emi.AppInReview)
+	if err != nil {
+		p.d.Logger.Warn("count the review queue", "error", err, "request_id", emi.RequestMetaFrom(r.Context()).RequestID)
+		return 0, false
+	}
+	return n, true
+}
+
+// moneyCounts adds the open suspense items and pending adjustments to the
+// navigation's badges, for roles that see them.
+func (p *Portal) moneyCounts(r *http.Request, out map[string]string) {
+	if !canDo(r, emi.PermViewMoney) {
+		return
+	}
+	ctx := r.Context()
+	if p.d.Incoming != nil {
+		if n, err := p.d.Incoming.OpenSuspense(ctx); err != nil {
+			p.d.Logger.Warn("count the suspense queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
+		} else if n > 0 {
+			out["/backoffice/suspense"] = strconv.FormatInt(n, 10)
+		}
+	}
+	if p.d.Adjustments != nil {
+		if n, err := p.d.Adjustments.CountPending(ctx); err != nil {
+			p.d.Logger.Warn("count pending adjustments", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
+		} else if n > 0 {
+			out["/backoffice/adjustments"] = strconv.FormatInt(n, 10)
+		}
+	}
+}
+
+// inboxCounts adds the unread inbox items and, for compliance, the open
+// alerts to the navigation badges. A failed count leaves its badge out.
+func (p *Portal) inboxCounts(r *http.Request, out map[string]string) {
+	ctx := r.Context()
+	if p.d.Inbox != nil && canDo(r, emi.PermViewDashboard) {
+		if n, err := p.d.Inbox.Unread(ctx); err == nil && n > 0 {
+			out["/backoffice/inbox"] = strconv.FormatInt(n, 10)
+		}
+	}
+	if p.d.Alerts != nil && canDo(r, emi.PermReviewAML) {
+		if n, err := p.d.Alerts.Count(ctx); err != nil {
+			p.d.Logger.Warn("count the alert queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
+		} else if n > 0 {
+			out["/backoffice/alerts"] = strconv.Itoa(n)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package portal
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// The audit log screen; the rows are laid out by history.go, which the
+// entities' pages share.
+
+// audit (GET /audit) lists the audit log, newest first, 50 a page.
+func (p *Portal) audit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := emi.AuditFilter{
+		ActorID: strings.TrimSpace(q.Get("actor")), Action: strings.TrimSpace(q.Get("action")),
+		ResourceType: strings.TrimSpace(q.Get("resource_type")), ResourceToken: strings.TrimSpace(q.Get("resource_token")),
+		Limit: 50,
+	}
+	sort := readSort(r, "time", "desc", "time", "action", "resource", "outcome")
+	if q.Get("sort") != "" && sort.Err == "" {
+		f.Sort = sort.order()
+	}
+	view := pages.AuditFilter{Actor: f.ActorID, Action: f.Action, ResourceType: f.ResourceType, ResourceToken: f.ResourceToken,
+		From: q.Get("from"), To: q.Get("to"), Sort: sort.view(r)}
+	f.From, f.To, view.Errors = dateRange(q)
+	if len(view.Errors) > 0 {
+		p.render(w, r, http.StatusUnprocessableEntity, "Audit log", pages.Audit(view, nil, "", ""))
+		return
+	}
+	if b, err := strconv.ParseInt(q.Get("before"), 10, 64); err == nil && b > 0 {
+		f.BeforeID = b
+	}
+	entries, err := p.d.Audit.List(r.Context(), f)
+	if err != nil {
+		p.renderError(w, r, err)
+		return
+	}
+	rows := make([]pages.AuditRow, len(entries))
+	for i, e := range entries {
+		rows[i] = auditRow(r, e)
+	}
+	p.nameAuditIDs(r, rows)
+	var prev, next string
+	if len(entries) == f.Limit {
+		nq := cloneQuery(q)
+		nq.Set("before", strconv.FormatInt(entries[len(entries)-1].ID, 10))
+		next = "/backoffice/audit?" + nq.Encode()
+	}
+	if f.BeforeID != 0 {
+		pq := cloneQuery(q)
+		pq.Del("before")
+		prev = "/backoffice/audit?" + pq.Encode()
+	}
+	p.render(w, r, sort.status(), "Audit log", pages.Audit(view, rows, prev, next))
+}

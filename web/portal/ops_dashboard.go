@@ -1,0 +1,94 @@
+package portal
+
+import (
+	"net/http"
+	"strconv"
+
+	"emi/internal/emi"
+	"emi/views/pages"
+)
+
+// The dashboard: the figures of every area the role may see.
+
+// dashboard (GET /) shows the figures the role may see.
+func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	pr, _ := emi.PrincipalFrom(ctx)
+	var tiles []pages.Tile
+	if pr.Can(emi.PermViewPartners) {
+		n, err := p.d.Partners.Count(ctx)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		tiles = append(tiles, pages.Tile{Label: "Partners", Value: strconv.FormatInt(n, 10), Href: "/backoffice/partners"})
+	}
+	if pr.Can(emi.PermViewStaff) {
+		list, err := p.d.Staff.List(ctx)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		tiles = append(tiles, pages.Tile{Label: "Staff users", Value: strconv.Itoa(len(list)), Href: "/backoffice/staff"})
+	}
+	if pr.Can(emi.PermViewPeople) && p.d.AML != nil && p.d.KYC != nil {
+		aml, err := p.d.AML.QueueSize(ctx)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		kyc, err := p.d.KYC.QueueSize(ctx)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		tiles = append(tiles,
+			pages.Tile{Label: "AML checks to review", Value: strconv.FormatInt(aml, 10), Href: "/backoffice/aml"},
+			pages.Tile{Label: "KYC sessions to review", Value: strconv.FormatInt(kyc, 10), Href: "/backoffice/kyc"})
+	}
+	if pr.Can(emi.PermViewApps) && p.d.Onboarding != nil {
+		for _, st := range []struct {
+			status emi.ApplicationStatus
+			label  string
+		}{{emi.AppChecking, "Applications checking"}, {emi.AppInReview, "Applications in review"}} {
+			n, err := p.d.Onboarding.CountByStatus(ctx, st.status)
+			if err != nil {
+				p.serverError(w, r, err)
+				return
+			}
+			tiles = append(tiles, pages.Tile{Label: st.label, Value: strconv.FormatInt(n, 10),
+				Href: "/backoffice/applications?status=" + string(st.status)})
+		}
+		if p.d.Review != nil {
+			m, err := p.d.Review.Metrics(ctx)
+			if err != nil {
+				p.serverError(w, r, err)
+				return
+			}
+			tiles = append(tiles, pages.Tile{Label: "Review SLA breaches", Value: strconv.FormatInt(m.SLABreaches, 10),
+				Href: "/backoffice/review/metrics"})
+		}
+	}
+	if pr.Can(emi.PermViewJobs) && p.d.JobCounts != nil {
+		counts, err := p.d.JobCounts(ctx)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		for _, st := range emi.JobStates() {
+			tiles = append(tiles, pages.Tile{Label: "Jobs " + string(st), Value: strconv.FormatInt(counts[string(st)], 10),
+				Href: "/backoffice/jobs?state=" + string(st)})
+		}
+	}
+	if p.d.Inbox != nil {
+		// Mentions and assignments waiting for this person come first.
+		items, err := p.d.Inbox.Mine(ctx, true, 10)
+		if err != nil {
+			p.serverError(w, r, err)
+			return
+		}
+		p.render(w, r, http.StatusOK, "Dashboard", pages.DashboardWithInbox(tiles, inboxRows(r, items)))
+		return
+	}
+	p.render(w, r, http.StatusOK, "Dashboard", pages.Dashboard(tiles))
+}
