@@ -242,7 +242,16 @@ type AMLFilter struct {
 	PartnerID string
 	UserToken string
 	Limit     int
+	// Sort is the order (one of AMLSortKeys); the zero value is the tab's
+	// default: the review queue (status match) oldest first, anything
+	// else newest first. After is the token of the last check seen: the
+	// page holds the checks after it in that order (keyset paging).
+	Sort  SortOrder
+	After string
 }
+
+// AMLSortKeys are the orders of the back office's AML lists.
+var AMLSortKeys = []string{"person", "partner", "status", "created"}
 
 // KYCSession is one identification of a user (kyc_init).
 type KYCSession struct {
@@ -306,4 +315,14 @@ type KYCFilter struct {
 	Status    KYCStatus
 	UserToken string
 	Limit     int
+	// Sort is the order (one of KYCSortKeys); the zero value is the tab's
+	// default: the review queue (status submitted) oldest submission
+	// first, anything else newest started first. After is the token of
+	// the last session seen: the page holds the sessions after it in that
+	// order (keyset paging).
+	Sort  SortOrder
+	After string
 }
+
+// KYCSortKeys are the orders of the back office's KYC lists.
+var KYCSortKeys = []string{"person", "partner", "status", "started", "submitted"}

@@ -191,8 +191,9 @@ func (s *PeopleStore) InsertFalsePositive(ctx context.Context, partnerID string,
 	return Translate(err)
 }
 
-// AMLChecks implements people.AMLStore: the match queue oldest first,
-// anything else newest first.
+// AMLChecks implements people.AMLStore: a page in f.Sort's order, by
+// default the match queue oldest first and anything else newest first,
+// after the check f.After (keyset on the sort expression and the token).
 func (s *PeopleStore) AMLChecks(ctx context.Context, f emi.AMLFilter) ([]emi.AMLCheck, error) {
 	var where []string
 	var args []any
@@ -211,16 +212,18 @@ func (s *PeopleStore) AMLChecks(ctx context.Context, f emi.AMLFilter) ([]emi.AML
 		// its creation was backed by.
 		where = append(where, "(c.user_token = "+arg(f.UserToken)+" OR c.token = (SELECT aml_check FROM users WHERE token = "+arg(f.UserToken)+"))")
 	}
+	o := f.Sort
+	if o.Key == "" {
+		o = emi.SortOrder{Key: "created", Desc: f.Status != emi.AMLMatch}
+	}
+	if validUUID(f.After) {
+		where = append(where, amlSort.after(o, arg(f.After)))
+	}
 	q := `SELECT ` + amlCheckColumns + ` FROM aml_checks c JOIN partners p ON p.id = c.partner_id`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	if f.Status == emi.AMLMatch {
-		q += " ORDER BY c.created_at, c.token"
-	} else {
-		q += " ORDER BY c.created_at DESC, c.token DESC"
-	}
-	q += " LIMIT " + arg(f.Limit)
+	q += amlSort.orderBy(o) + " LIMIT " + arg(f.Limit)
 	var rows []amlCheckRow
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, q, args...); err != nil {
 		return nil, Translate(err)
@@ -237,6 +240,16 @@ func (s *PeopleStore) AMLChecks(ctx context.Context, f emi.AMLFilter) ([]emi.AML
 	}
 	return out, nil
 }
+
+// amlSort is the AML lists' orders (issue 23). The partner is read
+// through the join the list's query has, so the cursor row is read
+// through it too.
+var amlSort = sortable{def: "created", table: "aml_checks c JOIN partners p ON p.id = c.partner_id", tie: "c.token", cols: map[string]string{
+	"person":  "lower(c.first_name || ' ' || c.last_name)",
+	"partner": "lower(p.name)",
+	"status":  "c.status",
+	"created": "c.created_at",
+}}
 
 // CountAMLChecks implements people.AMLStore.
 func (s *PeopleStore) CountAMLChecks(ctx context.Context, st emi.AMLStatus) (int64, error) {

@@ -23,7 +23,10 @@ const kycColumns = `k.token, k.partner_id, k.user_token, k.provider, k.status, k
 	coalesce((SELECT name FROM staff_users s WHERE s.id = k.reviewed_by), '') AS reviewed_by_name,
 	p.name AS pname, (u.first_name || ' ' || u.last_name) AS uname`
 
-const kycFrom = ` FROM kyc_sessions k JOIN partners p ON p.id = k.partner_id JOIN users u ON u.token = k.user_token`
+const (
+	kycJoins = ` JOIN partners p ON p.id = k.partner_id JOIN users u ON u.token = k.user_token`
+	kycFrom  = ` FROM kyc_sessions k` + kycJoins
+)
 
 func (r kycRow) session() emi.KYCSession {
 	s := r.KYCSession
@@ -95,8 +98,10 @@ func (s *PeopleStore) UpdateKYCSession(ctx context.Context, k emi.KYCSession) er
 	return Translate(err)
 }
 
-// KYCSessions implements people.KYCStore: the submitted queue oldest
-// first, anything else newest first.
+// KYCSessions implements people.KYCStore: a page in f.Sort's order, by
+// default the submitted queue oldest submission first and anything else
+// newest started first, after the session f.After (keyset on the sort
+// expression and the token).
 func (s *PeopleStore) KYCSessions(ctx context.Context, f emi.KYCFilter) ([]emi.KYCSession, error) {
 	var where []string
 	var args []any
@@ -110,16 +115,21 @@ func (s *PeopleStore) KYCSessions(ctx context.Context, f emi.KYCFilter) ([]emi.K
 		}
 		where = append(where, "k.user_token = "+arg(f.UserToken))
 	}
+	o := f.Sort
+	if o.Key == "" {
+		o = emi.SortOrder{Key: "started", Desc: true}
+		if f.Status == emi.KYCSubmitted {
+			o = emi.SortOrder{Key: "submitted"}
+		}
+	}
+	if validUUID(f.After) {
+		where = append(where, kycSort.after(o, arg(f.After)))
+	}
 	q := `SELECT ` + kycColumns + kycFrom
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	if f.Status == emi.KYCSubmitted {
-		q += " ORDER BY k.submitted_at, k.token"
-	} else {
-		q += " ORDER BY k.created_at DESC, k.token DESC"
-	}
-	q += " LIMIT " + arg(f.Limit)
+	q += kycSort.orderBy(o) + " LIMIT " + arg(f.Limit)
 	var rows []kycRow
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, q, args...); err != nil {
 		return nil, Translate(err)
@@ -130,6 +140,18 @@ func (s *PeopleStore) KYCSessions(ctx context.Context, f emi.KYCFilter) ([]emi.K
 	}
 	return out, nil
 }
+
+// kycSort is the KYC lists' orders (issue 23). The person and partner are
+// read through the joins the list's query has, so the cursor row is read
+// through them too; a session not yet submitted sorts as submitted at
+// -infinity (sort expressions are never NULL).
+var kycSort = sortable{def: "started", table: "kyc_sessions k" + kycJoins, tie: "k.token", cols: map[string]string{
+	"person":    "lower(u.first_name || ' ' || u.last_name)",
+	"partner":   "lower(p.name)",
+	"status":    "k.status",
+	"started":   "k.created_at",
+	"submitted": "coalesce(k.submitted_at, '-infinity')",
+}}
 
 // CountKYCSessions implements people.KYCStore.
 func (s *PeopleStore) CountKYCSessions(ctx context.Context, st emi.KYCStatus) (int64, error) {

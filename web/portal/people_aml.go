@@ -24,13 +24,15 @@ var amlStatuses = []struct {
 }
 
 // amlQueue (GET /aml) lists checks: by default those with hits waiting for
-// a decision, oldest first; ?status= shows the others, newest first.
+// a decision, oldest first; ?status= shows the others, newest first. The
+// store sorts (?sort=, emi.AMLSortKeys) and pages (?after=, the last
+// check seen), queuePageSize a page.
 func (p *Portal) amlQueue(w http.ResponseWriter, r *http.Request) {
 	want := r.URL.Query().Get("status")
 	if want == "" {
 		want = string(emi.AMLMatch)
 	}
-	f := emi.AMLFilter{Limit: 100}
+	f := emi.AMLFilter{Limit: queuePageSize}
 	var tabs []pages.Tab
 	label := ""
 	for _, s := range amlStatuses {
@@ -47,30 +49,26 @@ func (p *Portal) amlQueue(w http.ResponseWriter, r *http.Request) {
 	if label == "" { // unknown status: the queue
 		f.Status, tabs[0].Active = emi.AMLMatch, true
 	}
+	empty := "No checks with this status."
+	dir := "desc"
+	if f.Status == emi.AMLMatch {
+		empty, dir = "No check waits for review.", "asc" // the queue: oldest first
+	}
+	sort := readSort(r, "created", dir, emi.AMLSortKeys...)
+	f.After = readAfter(r, &sort)
+	f.Sort = sort.order()
 	checks, err := p.d.AML.List(r.Context(), f)
 	if err != nil {
 		p.renderError(w, r, err)
 		return
 	}
 	rows := make([]pages.AMLRow, len(checks))
+	last := ""
 	for i, c := range checks {
-		rows[i] = amlRow(c, p.d.Now())
+		rows[i], last = amlRow(c, p.d.Now()), c.Token
 	}
-	empty := "No checks with this status."
-	dir := "desc"
-	if f.Status == emi.AMLMatch {
-		empty, dir = "No check waits for review.", "asc" // the queue: oldest first
-	}
-	// The tab's 100 checks the store returns (the queue's oldest) are
-	// sorted here (issue 23).
-	sort := readSort(r, "created", dir, "person", "partner", "status", "created")
-	sortRows(r, rows, sort, map[string]func(pages.AMLRow) string{
-		"person":  func(a pages.AMLRow) string { return a.Person },
-		"partner": func(a pages.AMLRow) string { return a.Partner },
-		"status":  func(a pages.AMLRow) string { return a.Status },
-		"created": func(a pages.AMLRow) string { return a.Created },
-	}, func(a pages.AMLRow) string { return a.Token })
-	p.renderPrivate(w, r, sort.status(), "AML reviews", pages.AMLQueue(tabs, rows, empty, sort.view(r)))
+	first, next := afterLinks(r, len(checks) == f.Limit, last)
+	p.renderPrivate(w, r, sort.status(), "AML reviews", pages.AMLQueue(tabs, rows, empty, sort.view(r), first, next))
 }
 
 func amlRow(c emi.AMLCheck, now time.Time) pages.AMLRow {
@@ -233,9 +231,10 @@ func (p *Portal) amlDecide(w http.ResponseWriter, r *http.Request) {
 }
 
 // nextAMLCheck is the page of the first check of the AML queue (hits to
-// review, in the queue's order) other than token, or "".
+// review, in the queue's order) other than token, or "": of the
+// queue's first two, one is not token.
 func (p *Portal) nextAMLCheck(r *http.Request, token string) string {
-	checks, err := p.d.AML.List(r.Context(), emi.AMLFilter{Status: emi.AMLMatch, Limit: 100})
+	checks, err := p.d.AML.List(r.Context(), emi.AMLFilter{Status: emi.AMLMatch, Limit: 2})
 	if err != nil {
 		return ""
 	}

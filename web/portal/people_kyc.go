@@ -23,13 +23,15 @@ var kycTabs = []struct {
 }
 
 // kycQueue (GET /kyc) lists sessions: by default those submitted and
-// waiting for review, oldest first; ?status= shows the others.
+// waiting for review, oldest submission first; ?status= shows the others,
+// newest started first. The store sorts (?sort=, emi.KYCSortKeys) and
+// pages (?after=, the last session seen), queuePageSize a page.
 func (p *Portal) kycQueue(w http.ResponseWriter, r *http.Request) {
 	want := r.URL.Query().Get("status")
 	if want == "" {
 		want = string(emi.KYCSubmitted)
 	}
-	f := emi.KYCFilter{Limit: 100}
+	f := emi.KYCFilter{Limit: queuePageSize}
 	var tabs []pages.Tab
 	found := false
 	for _, s := range kycTabs {
@@ -46,31 +48,26 @@ func (p *Portal) kycQueue(w http.ResponseWriter, r *http.Request) {
 	if !found {
 		f.Status, tabs[0].Active = emi.KYCSubmitted, true
 	}
+	empty := "No sessions with this status."
+	key, dir := "started", "desc"
+	if f.Status == emi.KYCSubmitted {
+		empty, key, dir = "No identification waits for review.", "submitted", "asc" // the queue: oldest first
+	}
+	sort := readSort(r, key, dir, emi.KYCSortKeys...)
+	f.After = readAfter(r, &sort)
+	f.Sort = sort.order()
 	sessions, err := p.d.KYC.List(r.Context(), f)
 	if err != nil {
 		p.renderError(w, r, err)
 		return
 	}
 	rows := make([]pages.KYCRow, len(sessions))
+	last := ""
 	for i, s := range sessions {
-		rows[i] = kycRow(s, p.d.Now())
+		rows[i], last = kycRow(s, p.d.Now()), s.Token
 	}
-	empty := "No sessions with this status."
-	key, dir := "started", "desc"
-	if f.Status == emi.KYCSubmitted {
-		empty, key, dir = "No identification waits for review.", "submitted", "asc" // the queue: oldest first
-	}
-	// The tab's 100 sessions the store returns (the queue's oldest) are
-	// sorted here (issue 23).
-	sort := readSort(r, key, dir, "person", "partner", "status", "started", "submitted")
-	sortRows(r, rows, sort, map[string]func(pages.KYCRow) string{
-		"person":    func(k pages.KYCRow) string { return k.User },
-		"partner":   func(k pages.KYCRow) string { return k.Partner },
-		"status":    func(k pages.KYCRow) string { return k.Status },
-		"started":   func(k pages.KYCRow) string { return k.Created },
-		"submitted": func(k pages.KYCRow) string { return k.Submitted },
-	}, func(k pages.KYCRow) string { return k.Token })
-	p.renderPrivate(w, r, sort.status(), "KYC reviews", pages.KYCQueue(tabs, rows, empty, sort.view(r)))
+	first, next := afterLinks(r, len(sessions) == f.Limit, last)
+	p.renderPrivate(w, r, sort.status(), "KYC reviews", pages.KYCQueue(tabs, rows, empty, sort.view(r), first, next))
 }
 
 func kycRow(s emi.KYCSession, now time.Time) pages.KYCRow {
@@ -194,7 +191,7 @@ func (p *Portal) kycDecide(w http.ResponseWriter, r *http.Request) {
 // nextKYCSession is the page of the first submitted identification of the
 // KYC queue other than token, or "".
 func (p *Portal) nextKYCSession(r *http.Request, token string) string {
-	list, err := p.d.KYC.List(r.Context(), emi.KYCFilter{Status: emi.KYCSubmitted, Limit: 100})
+	list, err := p.d.KYC.List(r.Context(), emi.KYCFilter{Status: emi.KYCSubmitted, Limit: 2})
 	if err != nil {
 		return ""
 	}

@@ -29,7 +29,7 @@ type tableSort struct {
 
 // pagingParams are the query parameters a new order drops: it starts at
 // the first page.
-var pagingParams = []string{"sort", "dir", "page", "before", "before_at", "before_token"}
+var pagingParams = []string{"sort", "dir", "page", "before", "before_at", "before_token", "after"}
 
 // readSort reads the order of a list that sorts by keys (the first is not
 // special); defKey and defDir are its default.
@@ -54,6 +54,43 @@ func readSort(r *http.Request, defKey, defDir string, keys ...string) tableSort 
 		}
 	}
 	return s
+}
+
+// readAfter reads the cursor of a list paged by keyset after a token
+// (?after=, the last row of the previous page: the AML and KYC queues).
+// A cursor that is not a token, or one with an order that was refused (it
+// belongs to another order), is not used: the first page is shown with a
+// message, answered 422 like a refused order.
+func readAfter(r *http.Request, s *tableSort) string {
+	a := r.URL.Query().Get("after")
+	switch {
+	case a == "":
+		return ""
+	case !looksLikeToken(a):
+		s.Err = "This page link is broken: “" + clip(a, 40) + "” is not a row of the list. Its first page is shown."
+		return ""
+	case s.Err != "":
+		return ""
+	}
+	return strings.ToLower(a)
+}
+
+// afterLinks are the pager's links of a list paged by readAfter: the first
+// page when this one is not, and the next page after last when this page
+// is full.
+func afterLinks(r *http.Request, full bool, last string) (first, next string) {
+	q := r.URL.Query()
+	if q.Get("after") != "" {
+		fq := cloneQuery(q)
+		fq.Del("after")
+		first = r.URL.Path + "?" + fq.Encode()
+	}
+	if full {
+		nq := cloneQuery(q)
+		nq.Set("after", last)
+		next = r.URL.Path + "?" + nq.Encode()
+	}
+	return first, next
 }
 
 // clip shortens what was typed for a message.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -238,8 +239,10 @@ func (a *AML) Get(ctx context.Context, token string) (emi.AMLCheck, error) {
 	return c, nil
 }
 
-// List lists checks for the back office: the review queue is status match,
-// oldest first (emi.PermViewPeople).
+// List lists checks for the back office, a page at a time (f.After), in
+// f.Sort's order; by default the review queue (status match) oldest first,
+// the other tabs newest first (emi.PermViewPeople). An unknown order or a
+// cursor that is not a token is a validation error.
 func (a *AML) List(ctx context.Context, f emi.AMLFilter) ([]emi.AMLCheck, error) {
 	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
 		return nil, err
@@ -247,7 +250,29 @@ func (a *AML) List(ctx context.Context, f emi.AMLFilter) ([]emi.AMLCheck, error)
 	if f.Limit <= 0 || f.Limit > 200 {
 		f.Limit = 100
 	}
+	if err := checkListPage(emi.AMLSortKeys, f.Sort, f.After); err != nil {
+		return nil, err
+	}
 	return a.store.AMLChecks(ctx, f)
+}
+
+// checkListPage checks the order and the cursor of a back-office queue
+// list (AML checks, KYC sessions): the key one of keys (or none, the
+// default order) and the cursor a token (or none, the first page). The
+// store would ignore anything else; refusing it says so instead of
+// showing a page that is not the one asked for.
+func checkListPage(keys []string, o emi.SortOrder, after string) error {
+	var bad kernel.Problems
+	if o.Key != "" && !slices.Contains(keys, o.Key) {
+		bad.Add("sort", "must be one of "+strings.Join(keys, ", "))
+	}
+	if after != "" && !kernel.ValidToken(after) {
+		bad.Add("after", "must be the token of the last row seen")
+	}
+	if len(bad) > 0 {
+		return emi.ErrReviewValidation.WithFields(bad...)
+	}
+	return nil
 }
 
 // QueueSize counts the checks waiting for review.

@@ -311,14 +311,19 @@ func (k *KYC) Get(ctx context.Context, token string) (emi.KYCSession, []emi.Stor
 	return s, docs, err
 }
 
-// List lists sessions for the back office; the review queue is status
-// submitted, oldest first (emi.PermViewPeople).
+// List lists sessions for the back office, a page at a time (f.After), in
+// f.Sort's order; by default the review queue (status submitted) oldest
+// submission first, the other tabs newest first (emi.PermViewPeople). An
+// unknown order or a cursor that is not a token is a validation error.
 func (k *KYC) List(ctx context.Context, f emi.KYCFilter) ([]emi.KYCSession, error) {
 	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
 		return nil, err
 	}
 	if f.Limit <= 0 || f.Limit > 200 {
 		f.Limit = 100
+	}
+	if err := checkListPage(emi.KYCSortKeys, f.Sort, f.After); err != nil {
+		return nil, err
 	}
 	return k.store.KYCSessions(ctx, f)
 }
