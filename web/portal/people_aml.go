@@ -67,7 +67,7 @@ func (p *Portal) amlQueue(w http.ResponseWriter, r *http.Request) {
 	for i, c := range checks {
 		rows[i], last = amlRow(c, p.d.Now()), c.Token
 	}
-	first, next := afterLinks(r, len(checks) == f.Limit, last)
+	first, next := afterLinks(r, f.After, len(checks) == f.Limit, last)
 	p.renderPrivate(w, r, sort.status(), "AML reviews", pages.AMLQueue(tabs, rows, empty, sort.view(r), first, next))
 }
 

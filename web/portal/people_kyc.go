@@ -66,7 +66,7 @@ func (p *Portal) kycQueue(w http.ResponseWriter, r *http.Request) {
 	for i, s := range sessions {
 		rows[i], last = kycRow(s, p.d.Now()), s.Token
 	}
-	first, next := afterLinks(r, len(sessions) == f.Limit, last)
+	first, next := afterLinks(r, f.After, len(sessions) == f.Limit, last)
 	p.renderPrivate(w, r, sort.status(), "KYC reviews", pages.KYCQueue(tabs, rows, empty, sort.view(r), first, next))
 }
 

@@ -76,11 +76,11 @@ func readAfter(r *http.Request, s *tableSort) string {
 }
 
 // afterLinks are the pager's links of a list paged by readAfter: the first
-// page when this one is not, and the next page after last when this page
-// is full.
-func afterLinks(r *http.Request, full bool, last string) (first, next string) {
+// page when this one is not (after, the cursor used, is not ""), and the
+// next page after last when this page is full.
+func afterLinks(r *http.Request, after string, full bool, last string) (first, next string) {
 	q := r.URL.Query()
-	if q.Get("after") != "" {
+	if after != "" {
 		fq := cloneQuery(q)
 		fq.Del("after")
 		first = r.URL.Path + "?" + fq.Encode()
