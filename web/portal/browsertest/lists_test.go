@@ -2,6 +2,7 @@ package browser_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -218,7 +219,10 @@ func TestRefusedSimulatedPaymentKeepsWhatWasTypedInTheBrowser(t *testing.T) {
 // sort (accounts, audit log, AML and KYC queues, partners, staff, jobs,
 // adjustments, suspense, the cards search, a partner's webhook endpoints), each
 // sorted by a column, show aria-sort on it and fit a 390 px screen without
-// a sideways page scroll; each is saved at 1440 and 390 px.
+// a sideways page scroll; each is saved at 1440 and 390 px. The AML queue,
+// 55 checks waiting and sorted by person, pages in place (htmx): "Next
+// page" swaps in the last 5 in the same order and pushes the address. The
+// old queue showed its first 100 with no pager: that part failed there.
 func TestSortedListsInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
@@ -229,6 +233,12 @@ func TestSortedListsInTheBrowser(t *testing.T) {
 	for _, kind := range []string{"sort.b", "sort.a"} {
 		if _, err := env.App.DB.Exec(`INSERT INTO jobs (kind, payload, state, attempt, max_attempts, run_at)
 			VALUES ($1, '{}', 'available', 1, 3, now() + interval '1 hour')`, kind); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 55 {
+		if _, err := env.App.DB.Exec(`INSERT INTO aml_checks (token, partner_id, first_name, last_name, person_key, status, list_version)
+			VALUES (gen_random_uuid(), $1, 'Paged', $2, '\x00', 'match', 'v1')`, p.ID, fmt.Sprintf("%02d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -259,4 +269,31 @@ func TestSortedListsInTheBrowser(t *testing.T) {
 		shootAt(b, c.name, 390)
 		noPageScroll(b, c.path)
 	}
+
+	b.do("viewport", chromedp.EmulateViewport(1440, 900))
+	if status := b.open("/backoffice/aml?sort=person&dir=desc"); status != http.StatusOK {
+		t.Fatalf("the AML queue: HTTP %d", status)
+	}
+	rows := `[data-testid="aml-table"] tbody tr td:first-child > a`
+	if first := b.texts(rows); len(first) != 50 || !strings.HasPrefix(first[0], "Paged 54") {
+		t.Fatalf("the AML queue's first page: %d rows, first %q; want 50 from Paged 54", len(first), firstOf(first))
+	}
+	b.do("set marker", chromedp.Evaluate[chromedp.Void](`window.__marker = 1`))
+	b.do("click Next page", chromedp.Click(chromedp.CSS(`#aml-list [data-testid="pager-next"]`)))
+	b.do("wait for the next page", pollTrue(`document.querySelectorAll(`+jsString(rows)+`).length === 5`))
+	if !eval[bool](b, `window.__marker === 1`) {
+		t.Error("Next page reloaded the whole page")
+	}
+	if p := b.path(); !strings.Contains(p, "after=") || !strings.Contains(p, "sort=person") {
+		t.Errorf("after Next page the address is %s: want the cursor and the order in it", p)
+	}
+	if next := b.texts(rows); len(next) != 5 || !strings.HasPrefix(next[0], "Paged 04") || !strings.HasPrefix(next[4], "Paged 00") {
+		t.Errorf("the AML queue's second page: %q, want Paged 04 to Paged 00", next)
+	}
+	if b.count(`th[aria-sort="descending"][data-sort="person"]`) != 1 || b.count(`#aml-list [data-testid="pager-prev"]`) != 1 {
+		t.Error("the second page lost its order's mark or its link to the first page")
+	}
+	shootAt(b, "aml-page-2", 1440)
+	shootAt(b, "aml-page-2", 390)
+	noPageScroll(b, "the AML queue's second page")
 }
