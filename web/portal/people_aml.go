@@ -26,13 +26,13 @@ var amlStatuses = []struct {
 // amlQueue (GET /aml) lists checks: by default those with hits waiting for
 // a decision, oldest first; ?status= shows the others, newest first. The
 // store sorts (?sort=, emi.AMLSortKeys) and pages (?after=, the last
-// check seen), queuePageSize a page.
+// check seen), listPageSize a page.
 func (p *Portal) amlQueue(w http.ResponseWriter, r *http.Request) {
 	want := r.URL.Query().Get("status")
 	if want == "" {
 		want = string(emi.AMLMatch)
 	}
-	f := emi.AMLFilter{Limit: queuePageSize}
+	f := emi.AMLFilter{Limit: listPageSize}
 	var tabs []pages.Tab
 	label := ""
 	for _, s := range amlStatuses {

@@ -25,13 +25,13 @@ var kycTabs = []struct {
 // kycQueue (GET /kyc) lists sessions: by default those submitted and
 // waiting for review, oldest submission first; ?status= shows the others,
 // newest started first. The store sorts (?sort=, emi.KYCSortKeys) and
-// pages (?after=, the last session seen), queuePageSize a page.
+// pages (?after=, the last session seen), listPageSize a page.
 func (p *Portal) kycQueue(w http.ResponseWriter, r *http.Request) {
 	want := r.URL.Query().Get("status")
 	if want == "" {
 		want = string(emi.KYCSubmitted)
 	}
-	f := emi.KYCFilter{Limit: queuePageSize}
+	f := emi.KYCFilter{Limit: listPageSize}
 	var tabs []pages.Tab
 	found := false
 	for _, s := range kycTabs {

@@ -21,6 +21,10 @@ import (
 // An unknown key or direction is not ignored: the list is shown in its
 // default order with a message saying what may be chosen, answered 422.
 
+// listPageSize is the rows of a page of a list paged by keyset (the AML
+// and KYC tabs, like the people list and the audit log).
+const listPageSize = 50
+
 // tableSort is a table's order and, when the asked one was refused, why.
 type tableSort struct {
 	Key, Dir string
