@@ -19,7 +19,7 @@ import (
 // queueRow is what the expected order of a queue row is computed from.
 type queueRow struct {
 	token, person, partner, status string
-	created, submitted              time.Time // submitted: zero when not submitted
+	created, submitted             time.Time // submitted: zero when not submitted
 }
 
 // seedQueues adds 250 AML checks and 250 KYC sessions (each of its own
@@ -95,6 +95,26 @@ func wantOrder(rows []queueRow, status string, o emi.SortOrder, key func(queueRo
 	return out
 }
 
+// pageAll reads pages of 40 tokens, each after the last of the previous,
+// until one is not full (at most 20).
+func pageAll(t *testing.T, page func(after string) ([]string, error)) []string {
+	t.Helper()
+	var all []string
+	after := ""
+	for range 20 {
+		got, err := page(after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, got...)
+		if len(got) < 40 {
+			break
+		}
+		after = got[len(got)-1]
+	}
+	return all
+}
+
 func timeKey(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // TestQueuesPageInEveryOrder (the AML and KYC review screens): paging
@@ -127,21 +147,14 @@ func TestQueuesPageInEveryOrder(t *testing.T) {
 			if o.Key == "" { // the queue oldest first, all newest first
 				want = emi.SortOrder{Key: "created", Desc: status == ""}
 			}
-			var got []string
-			after := ""
-			for range 20 {
+			got := pageAll(t, func(after string) ([]string, error) {
 				page, err := store.AMLChecks(ctx, emi.AMLFilter{Status: emi.AMLStatus(status), Sort: o, After: after, Limit: 40})
-				if err != nil {
-					t.Fatalf("AML %q %+v: %v", status, o, err)
+				out := make([]string, len(page))
+				for i, c := range page {
+					out[i] = c.Token
 				}
-				for _, c := range page {
-					got = append(got, c.Token)
-				}
-				if len(page) < 40 {
-					break
-				}
-				after = page[len(page)-1].Token
-			}
+				return out, err
+			})
 			if w := wantOrder(checks, status, want, amlKeys[want.Key]); !slices.Equal(got, w) {
 				t.Errorf("AML checks, tab %q, order %+v: %d rows, want %d in order", status, o, len(got), len(w))
 			}
@@ -168,21 +181,14 @@ func TestQueuesPageInEveryOrder(t *testing.T) {
 					want = emi.SortOrder{Key: "started", Desc: true}
 				}
 			}
-			var got []string
-			after := ""
-			for range 20 {
+			got := pageAll(t, func(after string) ([]string, error) {
 				page, err := store.KYCSessions(ctx, emi.KYCFilter{Status: emi.KYCStatus(status), Sort: o, After: after, Limit: 40})
-				if err != nil {
-					t.Fatalf("KYC %q %+v: %v", status, o, err)
+				out := make([]string, len(page))
+				for i, k := range page {
+					out[i] = k.Token
 				}
-				for _, s := range page {
-					got = append(got, s.Token)
-				}
-				if len(page) < 40 {
-					break
-				}
-				after = page[len(page)-1].Token
-			}
+				return out, err
+			})
 			if w := wantOrder(sessions, status, want, kycKeys[want.Key]); !slices.Equal(got, w) {
 				t.Errorf("KYC sessions, tab %q, order %+v: %d rows, want %d in order", status, o, len(got), len(w))
 			}
