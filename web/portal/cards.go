@@ -30,18 +30,6 @@ import (
 // revealSeconds is how long a revealed card number stays on the screen.
 const revealSeconds = 30
 
-func cardTone(status string) string {
-	switch status {
-	case emi.CardActive:
-		return "ok"
-	case emi.CardInactive:
-		return "warn"
-	case emi.CardTerminated:
-		return "bad"
-	}
-	return ""
-}
-
 // searchCards adds cards to the global search (the forms of Cards.Search;
 // the hit shows the masked number only).
 func (p *Portal) searchCards(r *http.Request, q string) ([]pages.Hit, error) {
@@ -471,16 +459,6 @@ func revealFields(changes map[string]any) string {
 	return s
 }
 
-func walletTone(status string) string {
-	switch status {
-	case emi.WalletActive:
-		return "ok"
-	case emi.WalletSuspended:
-		return "warn"
-	}
-	return "bad"
-}
-
 // smsRows lays out texts: the PIN is already masked by the service; the
 // phone number is masked here.
 func smsRows(list []emi.SMSMessage) []pages.SMSRow {
@@ -488,7 +466,7 @@ func smsRows(list []emi.SMSMessage) []pages.SMSRow {
 	for _, m := range list {
 		row := pages.SMSRow{At: fmtTime(m.CreatedAt), To: emi.MaskPhone(m.To), Text: m.TextMasked, Provider: m.Provider,
 			Status: m.Status, Error: m.Error}
-		row.StatusTone = map[string]string{"sent": "ok", "failed": "bad"}[m.Status]
+		row.StatusTone = smsTone(m.Status)
 		if m.Card != nil {
 			row.Card, row.CardHref = shortID(*m.Card), cardHref(*m.Card)
 		}
