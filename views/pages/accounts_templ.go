@@ -220,7 +220,7 @@ func Accounts(v AccountsView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = components.Pager(v.Prev, v.Next, "#accounts-list", len(v.Rows)).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = components.Pager(v.Prev, v.Next, "#accounts-list", len(v.Rows), v.Sort.Paging("created")).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -557,7 +557,7 @@ func Audit(f AuditFilter, rows []AuditRow, prev, next string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = components.Pager(prev, next, "#audit-table", len(rows)).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = components.Pager(prev, next, "#audit-table", len(rows), f.Sort.Paging("time")).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -723,7 +723,7 @@ func Users(f UsersFilter, statuses []string, rows []UserRow, prev, next string, 
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = components.Pager(prev, next, "#users-list", len(rows)).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = components.Pager(prev, next, "#users-list", len(rows), sort.Paging("created")).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

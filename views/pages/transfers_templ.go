@@ -495,7 +495,7 @@ func Statement(v StatementView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = components.Pager(v.Prev, v.Next, "#statement-lines", len(v.Lines)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.Pager(v.Prev, v.Next, "#statement-lines", len(v.Lines), components.NewestFirst).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
