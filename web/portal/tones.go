@@ -8,9 +8,10 @@ import "emi/internal/emi"
 // tone(kind, status) instead of each writing its own switch.
 //
 // Every status badge is here, cards, wallets, webhook deliveries, risk
-// scores, adjustments and texts included. Two tone helpers stay outside
-// because they colour no status: declaredTone (a yes/no declaration) and
-// countTone (a count, ok at zero), both in onboarding.go.
+// scores, adjustments, texts and audit outcomes included. Two tone
+// helpers stay outside because they colour no status: declaredTone (a
+// yes/no declaration) and countTone (a count, ok at zero), both in
+// onboarding.go.
 var statusTones = map[string]struct {
 	of    map[string]string
 	other string
@@ -35,6 +36,8 @@ var statusTones = map[string]struct {
 	"risk":       {map[string]string{"Low": "ok", "Medium": "warn", "High": "bad"}, ""},
 	"adjustment": {map[string]string{emi.AdjustmentApproved: "ok", emi.AdjustmentRejected: "bad"}, ""},
 	"sms":        {map[string]string{"sent": "ok", "failed": "bad"}, ""},
+	"outcome": {map[string]string{string(emi.OutcomeSuccess): "ok", string(emi.OutcomeDenied): "bad",
+		string(emi.OutcomeFailure): "bad"}, ""},
 }
 
 // tone returns the badge tone of status for a kind of thing in
@@ -64,6 +67,7 @@ func deliveryTone(s emi.DeliveryState) string { return tone("delivery", string(s
 func riskTone(score string) string            { return tone("risk", score) }
 func adjustmentTone(status string) string     { return tone("adjustment", status) }
 func smsTone(status string) string            { return tone("sms", status) }
+func outcomeTone(o emi.Outcome) string        { return tone("outcome", string(o)) }
 
 func toneOrNeutral(t string) string {
 	if t == "" {

@@ -8,7 +8,7 @@ import (
 
 // The badge colours of every status, as the per-screen functions (the
 // first eight, then cardTone, walletTone, deliveryTone, riskTone and the
-// adjustment and text maps) gave them before they became one table: a
+// adjustment and text maps, the audit outcome switch) gave them before they became one table: a
 // colour that changes is a decision, not a side effect of the fold.
 func TestBadgeTonesAreTheOnesTheScreensHad(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
@@ -36,6 +36,8 @@ func TestBadgeTonesAreTheOnesTheScreensHad(t *testing.T) {
 		{adjustmentTone(emi.AdjustmentApproved), "ok"}, {adjustmentTone(emi.AdjustmentRejected), "bad"},
 		{adjustmentTone(emi.AdjustmentPending), ""},
 		{smsTone("sent"), "ok"}, {smsTone("failed"), "bad"}, {smsTone("queued"), ""},
+		{outcomeTone(emi.OutcomeSuccess), "ok"}, {outcomeTone(emi.OutcomeDenied), "bad"}, {outcomeTone(emi.OutcomeFailure), "bad"},
+		{outcomeTone("other"), ""},
 	} {
 		if c.got != c.want {
 			t.Errorf("tone %q, want %q", c.got, c.want)
