@@ -982,7 +982,7 @@ func Events(v EventsView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = components.Pager(v.Prev, v.Next, "#events-log", len(v.Rows)).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = components.Pager(v.Prev, v.Next, "#events-log", len(v.Rows), components.NewestFirst).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -53,7 +53,7 @@ func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment) []pages.
 		if a.DecidedBy != "" {
 			row.DecidedBy = staffName(r, a.DecidedBy, a.DecidedByName)
 		}
-		row.StatusTone = map[string]string{emi.AdjustmentApproved: "ok", emi.AdjustmentRejected: "bad"}[a.Status]
+		row.StatusTone = adjustmentTone(a.Status)
 		if a.Status == emi.AdjustmentPending && manage {
 			row.CanApprove, row.CanReject = a.RequestedBy != me, true
 		}

@@ -30,18 +30,6 @@ import (
 // revealSeconds is how long a revealed card number stays on the screen.
 const revealSeconds = 30
 
-func cardTone(status string) string {
-	switch status {
-	case emi.CardActive:
-		return "ok"
-	case emi.CardInactive:
-		return "warn"
-	case emi.CardTerminated:
-		return "bad"
-	}
-	return ""
-}
-
 // searchCards adds cards to the global search (the forms of Cards.Search;
 // the hit shows the masked number only).
 func (p *Portal) searchCards(r *http.Request, q string) ([]pages.Hit, error) {
@@ -66,6 +54,11 @@ func (p *Portal) searchCards(r *http.Request, q string) ([]pages.Hit, error) {
 		}
 	} else {
 		list, err = p.d.Cards.Search(r.Context(), q)
+	}
+	if err != nil && emi.AsError(err).Kind == emi.KindInvalid {
+		// Not a card query (a mistyped token, say): the other areas
+		// answer it; the card search page says why.
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
@@ -94,7 +87,7 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(r.Context())
 		r.URL = &u
 	}
-	v := pages.CardsView{Q: maskedQuery(q), Searched: q != ""}
+	v := pages.CardsView{Q: maskedQuery(q), Searched: q != "", Empty: "No cards match."}
 	// The results sort by their columns (issue 23) through GET links that
 	// carry the query, so the search form's POST (which keeps a card
 	// number out of addresses) is followed by sortable links for any query
@@ -137,6 +130,16 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 	if v.Rows, err = p.cardRows(r, list); err != nil {
 		p.renderError(w, r, err)
 		return
+	}
+	if tok := strings.ToLower(q); looksLikeToken(tok) {
+		// A token: a card's, or a person's or merchant's, whose cards
+		// Cards.Search lists then (the owner's cards never include a card
+		// with the owner's token: tokens are random).
+		v.Empty = "No card has this token, and no person or company with this token has a card."
+		if len(list) > 0 && list[0].Token != tok {
+			o := v.Rows[0]
+			v.Owner = &pages.CardsOwner{Name: o.Owner, Kind: firstNonEmpty(o.OwnerKind, "owner"), Href: o.OwnerHref, Count: len(list)}
+		}
 	}
 	sortRows(r, v.Rows, sort, map[string]func(pages.CardRow) string{
 		"card":      func(c pages.CardRow) string { return c.Masked[max(len(c.Masked)-4, 0):] },
@@ -471,16 +474,6 @@ func revealFields(changes map[string]any) string {
 	return s
 }
 
-func walletTone(status string) string {
-	switch status {
-	case emi.WalletActive:
-		return "ok"
-	case emi.WalletSuspended:
-		return "warn"
-	}
-	return "bad"
-}
-
 // smsRows lays out texts: the PIN is already masked by the service; the
 // phone number is masked here.
 func smsRows(list []emi.SMSMessage) []pages.SMSRow {
@@ -488,7 +481,7 @@ func smsRows(list []emi.SMSMessage) []pages.SMSRow {
 	for _, m := range list {
 		row := pages.SMSRow{At: fmtTime(m.CreatedAt), To: emi.MaskPhone(m.To), Text: m.TextMasked, Provider: m.Provider,
 			Status: m.Status, Error: m.Error}
-		row.StatusTone = map[string]string{"sent": "ok", "failed": "bad"}[m.Status]
+		row.StatusTone = smsTone(m.Status)
 		if m.Card != nil {
 			row.Card, row.CardHref = shortID(*m.Card), cardHref(*m.Card)
 		}

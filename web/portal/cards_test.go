@@ -513,7 +513,10 @@ const (
 )
 
 // TestCompanyPageListsItsCards: the approved company's merchant holds an
-// account with a card; the company page lists the card.
+// account with a card; the company page lists the card, the card links
+// back to its company, and the card search by the company's merchant
+// token lists it with a line linking to the company (the old search
+// found nothing by that token).
 func TestCompanyPageListsItsCards(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})
@@ -535,6 +538,14 @@ func TestCompanyPageListsItsCards(t *testing.T) {
 	hasTestIDs(t, "company page", pg, "owner-cards")
 	pg = admin.Get(t, "/backoffice/cards/"+card.Token)
 	contains(t, "merchant's card", pg, `href="/backoffice/companies/`+app+`"`, ">company<")
+	// The card search by the merchant's token lists the company's cards
+	// and links to the company (TestCardSearchByOwnerToken for people).
+	pg = admin.Post(t, "/backoffice/cards", url.Values{"q": {merchant}})
+	contains(t, "card search by the merchant's token", pg, `href="/backoffice/cards/`+card.Token+`"`)
+	textHas(t, "card search by the merchant's token", pg, "cards-owner", "The card of the company")
+	if h := testID(dom(t, pg), "cards-owner-link").AttrOr("href", ""); h != "/backoffice/companies/"+app {
+		t.Errorf("the owner line links to %q, want the company's page", h)
+	}
 }
 
 func TestCardStatusAndTermination(t *testing.T) {

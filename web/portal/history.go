@@ -31,12 +31,7 @@ func auditRow(r *http.Request, e emi.AuditEntry) pages.AuditRow {
 	if e.IP.IsValid() {
 		row.IP = e.IP.String()
 	}
-	switch e.Outcome {
-	case emi.OutcomeSuccess:
-		row.OutcomeTone = "ok"
-	case emi.OutcomeDenied, emi.OutcomeFailure:
-		row.OutcomeTone = "bad"
-	}
+	row.OutcomeTone = outcomeTone(e.Outcome)
 	if e.ActorType == emi.ActorStaff && canDo(r, emi.PermViewStaff) {
 		row.ActorHref = "/backoffice/staff/" + e.ActorID
 	}

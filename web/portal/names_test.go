@@ -131,7 +131,7 @@ func TestAuditLogNamesActorsAndFiltersByNameOrEmail(t *testing.T) {
 	if err := f.env.App.DB.QueryRow(`SELECT id::text, name FROM staff_users WHERE email = $1`, apptest.CSEmail).Scan(&csID, &csName); err != nil {
 		t.Fatal(err)
 	}
-	actorCell := regexp.MustCompile(`<td title="([0-9a-f-]{36})">(?:<a [^>]*>)?([^<]+)<`)
+	actorCell := regexp.MustCompile(`<td title="([0-9a-f-]{36})" data-label="Actor">(?:<a [^>]*>)?([^<]+)<`)
 	actors := func(p apptest.Page) map[string]string {
 		out := map[string]string{}
 		for _, m := range actorCell.FindAllStringSubmatch(p.Body, -1) {
@@ -207,7 +207,7 @@ func TestAuditChangesNameTheStaffMembersTheyMention(t *testing.T) {
 		if strings.Contains(visibleText(p.Body), complianceID) {
 			t.Errorf("%s shows the id %s as text", path, complianceID)
 		}
-		if !regexp.MustCompile(`title="[^"]*` + complianceID + `[^"]*">` + regexp.QuoteMeta(named)).MatchString(p.Body) {
+		if !regexp.MustCompile(`title="[^"]*` + complianceID + `[^"]*" data-label="Changes">` + regexp.QuoteMeta(named)).MatchString(p.Body) {
 			t.Errorf("%s: the changes as recorded are not on hover", path)
 		}
 	}

@@ -122,18 +122,6 @@ func companyNames(c *emi.CompanyFields) (string, string) {
 	return firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), c.TradeName
 }
 
-func riskTone(score string) string {
-	switch score {
-	case "Low":
-		return "ok"
-	case "Medium":
-		return "warn"
-	case "High":
-		return "bad"
-	}
-	return ""
-}
-
 // applicationDetail (GET /applications/{application}) is an application's
 // page: status and risk, the review (claim, decisions, four-eyes, notes;
 // onboarding_review_app.go), the decision, the application and company as submitted

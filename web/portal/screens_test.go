@@ -169,7 +169,7 @@ func TestAuditScreen(t *testing.T) {
 	}
 	admin := f.env.NewBrowser()
 	admin.SignIn(t, apptest.AdminEmail)
-	rows := regexp.MustCompile(`<tr><td class="mono">`)
+	rows := regexp.MustCompile(`<tr><td class="mono" data-label="Time \(UTC\)">`)
 
 	full := admin.Get(t, "/backoffice/audit")
 	if !strings.Contains(full.Body, "<!doctype html>") && !strings.Contains(full.Body, "<!DOCTYPE html>") {

@@ -48,11 +48,7 @@ func listed(t *testing.T, b *apptest.Browser, path string) (tokens []string, nex
 	page.Find(`[data-testid="user-row"] td:first-child > a`).Each(func(_ int, s *goquery.Selection) {
 		tokens = append(tokens, strings.TrimPrefix(s.AttrOr("href", ""), "/backoffice/users/"))
 	})
-	page.Find(`nav.pager a`).Each(func(_ int, s *goquery.Selection) {
-		if strings.Contains(s.Text(), "Older") {
-			next = html.UnescapeString(s.AttrOr("href", ""))
-		}
-	})
+	next = html.UnescapeString(page.Find(`nav.pager a[rel="next"]`).AttrOr("href", ""))
 	return tokens, next, page
 }
 
@@ -236,11 +232,7 @@ func TestAuditLogSortsAndPagesByColumn(t *testing.T) {
 			got = append(got, resource[len(resource)-1])
 		})
 		path = ""
-		page.Find(`nav.pager a`).Each(func(_ int, s *goquery.Selection) {
-			if strings.Contains(s.Text(), "Older") {
-				path = html.UnescapeString(s.AttrOr("href", ""))
-			}
-		})
+		path = html.UnescapeString(page.Find(`nav.pager a[rel="next"]`).AttrOr("href", ""))
 		if f := page.Find(`form.filters input[name="sort"]`); f.AttrOr("value", "") != "action" {
 			t.Errorf("the filter form drops the order (%q)", f.AttrOr("value", ""))
 		}
@@ -422,6 +414,69 @@ func TestMoreListsSortByColumn(t *testing.T) {
 		p := a.cs.Get(t, "/backoffice/cards?q="+url.QueryEscape(q))
 		if n := doc(t, p.Body).Find(`a[data-testid^="sort-"]`).Length(); p.Status != http.StatusOK || n != 0 {
 			t.Errorf("search %.6s…: HTTP %d, %d sort links", q, p.Status, n)
+		}
+	}
+}
+
+// TestPagerLabelsFollowTheOrder: the pager's links are called after the
+// list's order. A list running by its time column pages to newer and
+// older rows (newest first: "← Newer" / "Older →"; oldest first the other
+// way round); any other order (a name, an action) to the previous and
+// next page. Checked on the second page, where both links show, of two
+// lists: the people list (by creation both ways, by name) and the audit
+// log (by time both ways, by action). The old pager said Newer/Older
+// whatever the order: this test failed there.
+func TestPagerLabelsFollowTheOrder(t *testing.T) {
+	t.Parallel()
+	a := newAccountsEnv(t)
+	copyPeople(t, a.env, a.user, "Pagerperson", 63)
+	for i := range 70 {
+		if _, err := a.env.App.DB.Exec(`INSERT INTO audit_log (actor_type, actor_id, action, resource_type, resource_token, outcome, request_id, changes)
+			VALUES ('system', 'test', $1, 'pagertest', $2, 'success', '', '{}')`, fmt.Sprintf("pager.%d", i%3), fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := a.env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	for _, c := range []struct {
+		b          *apptest.Browser
+		path       string
+		prev, next string
+	}{
+		{a.cs, "/backoffice/users?q=pagerperson", "← Newer", "Older →"},
+		{a.cs, "/backoffice/users?q=pagerperson&sort=created&dir=desc", "← Newer", "Older →"},
+		{a.cs, "/backoffice/users?q=pagerperson&sort=created&dir=asc", "← Older", "Newer →"},
+		{a.cs, "/backoffice/users?q=pagerperson&sort=name&dir=asc", "← Previous", "Next →"},
+		{a.cs, "/backoffice/users?q=pagerperson&sort=kyc&dir=desc", "← Previous", "Next →"},
+		{admin, "/backoffice/audit?resource_type=pagertest", "← Newer", "Older →"},
+		{admin, "/backoffice/audit?resource_type=pagertest&sort=time&dir=asc", "← Older", "Newer →"},
+		{admin, "/backoffice/audit?resource_type=pagertest&sort=action&dir=asc", "← Previous", "Next →"},
+		// A refused order shows the list in its usual order, and the
+		// pager says so.
+		{admin, "/backoffice/audit?resource_type=pagertest&sort=ip", "← Newer", "Older →"},
+	} {
+		first := c.b.Get(t, c.path)
+		if first.Status != http.StatusOK && first.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("%s: HTTP %d", c.path, first.Status)
+		}
+		d := dom(t, first)
+		if d.Find(`nav.pager a[rel="prev"]`).Length() != 0 {
+			t.Errorf("%s: the first page links to a previous one", c.path)
+		}
+		if got := squash(testID(d, "pager-next").Text()); got != c.next {
+			t.Errorf("%s, first page: the next link reads %q, want %q", c.path, got, c.next)
+		}
+		href := html.UnescapeString(testID(d, "pager-next").AttrOr("href", ""))
+		if href == "" {
+			t.Fatalf("%s: no next page", c.path)
+		}
+		second := c.b.Get(t, href)
+		if second.Status != http.StatusOK && second.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("%s: HTTP %d", href, second.Status)
+		}
+		d = dom(t, second)
+		if got := squash(testID(d, "pager-prev").Text()); got != c.prev {
+			t.Errorf("%s, second page: the previous link reads %q, want %q", c.path, got, c.prev)
 		}
 	}
 }

@@ -7,10 +7,11 @@ import "emi/internal/emi"
 // the plain badge) and the tone of any status not listed. Screens ask
 // tone(kind, status) instead of each writing its own switch.
 //
-// Cards, wallets and webhook deliveries still have their own functions
-// (cardTone, walletTone in cards.go; deliveryTone, below, shared by the
-// partners and onboarding screens) while
-// those files are being changed elsewhere: fold them in here next.
+// Every status badge is here, cards, wallets, webhook deliveries, risk
+// scores, adjustments, texts and audit outcomes included. Two tone
+// helpers stay outside because they colour no status: declaredTone (a
+// yes/no declaration) and countTone (a count, ok at zero), both in
+// onboarding.go.
 var statusTones = map[string]struct {
 	of    map[string]string
 	other string
@@ -26,6 +27,17 @@ var statusTones = map[string]struct {
 		string(emi.AppInReview): "warn", string(emi.AppInfoRequested): "warn"}, ""},
 	"check":  {map[string]string{emi.CheckPassed: "ok", emi.CheckFailed: "bad", emi.CheckError: "bad", emi.CheckReview: "warn"}, ""},
 	"member": {map[string]string{"active": "ok"}, ""},
+	"card":   {map[string]string{emi.CardActive: "ok", emi.CardInactive: "warn", emi.CardTerminated: "bad"}, ""},
+	// A wallet in a status the screens do not know is shown as bad, as
+	// the cards screen always did (deleted is the only other one).
+	"wallet": {map[string]string{emi.WalletActive: "ok", emi.WalletSuspended: "warn"}, "bad"},
+	"delivery": {map[string]string{string(emi.DeliverySucceeded): "ok", string(emi.DeliveryFailed): "bad",
+		string(emi.DeliveryCanceled): "bad"}, "warn"},
+	"risk":       {map[string]string{"Low": "ok", "Medium": "warn", "High": "bad"}, ""},
+	"adjustment": {map[string]string{emi.AdjustmentApproved: "ok", emi.AdjustmentRejected: "bad"}, ""},
+	"sms":        {map[string]string{"sent": "ok", "failed": "bad"}, ""},
+	"outcome": {map[string]string{string(emi.OutcomeSuccess): "ok", string(emi.OutcomeDenied): "bad",
+		string(emi.OutcomeFailure): "bad"}, ""},
 }
 
 // tone returns the badge tone of status for a kind of thing in
@@ -41,28 +53,25 @@ func tone(kind, status string) string {
 	return t.other
 }
 
-func accountTone(status string) string       { return tone("account", status) }
-func holdTone(status string) string          { return tone("hold", status) }
-func amlTone(s emi.AMLStatus) string         { return tone("aml", string(s)) }
-func kycTone(s emi.KYCStatus) string         { return tone("kyc", string(s)) }
-func transferTone(status string) string      { return tone("transfer", status) }
-func appTone(s emi.ApplicationStatus) string { return tone("application", string(s)) }
-func checkTone(status string) string         { return tone("check", status) }
-func memberTone(status string) string        { return tone("member", status) }
+func accountTone(status string) string        { return tone("account", status) }
+func holdTone(status string) string           { return tone("hold", status) }
+func amlTone(s emi.AMLStatus) string          { return tone("aml", string(s)) }
+func kycTone(s emi.KYCStatus) string          { return tone("kyc", string(s)) }
+func transferTone(status string) string       { return tone("transfer", status) }
+func appTone(s emi.ApplicationStatus) string  { return tone("application", string(s)) }
+func checkTone(status string) string          { return tone("check", status) }
+func memberTone(status string) string         { return tone("member", status) }
+func cardTone(status string) string           { return tone("card", status) }
+func walletTone(status string) string         { return tone("wallet", status) }
+func deliveryTone(s emi.DeliveryState) string { return tone("delivery", string(s)) }
+func riskTone(score string) string            { return tone("risk", score) }
+func adjustmentTone(status string) string     { return tone("adjustment", status) }
+func smsTone(status string) string            { return tone("sms", status) }
+func outcomeTone(o emi.Outcome) string        { return tone("outcome", string(o)) }
 
 func toneOrNeutral(t string) string {
 	if t == "" {
 		return "neutral"
 	}
 	return t
-}
-
-func deliveryTone(s emi.DeliveryState) string {
-	switch s {
-	case emi.DeliverySucceeded:
-		return "ok"
-	case emi.DeliveryFailed, emi.DeliveryCanceled:
-		return "bad"
-	}
-	return "warn"
 }

@@ -6,9 +6,10 @@ import (
 	"emi/internal/emi"
 )
 
-// The badge colours of every status, as the eight per-screen functions
-// gave them before they became one table: a colour that changes is a
-// decision, not a side effect of the fold.
+// The badge colours of every status, as the per-screen functions (the
+// first eight, then cardTone, walletTone, deliveryTone, riskTone and the
+// adjustment and text maps, the audit outcome switch) gave them before they became one table: a
+// colour that changes is a decision, not a side effect of the fold.
 func TestBadgeTonesAreTheOnesTheScreensHad(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{accountTone(emi.AccountActive), "ok"}, {accountTone(emi.AccountBlocked), "warn"},
@@ -25,6 +26,18 @@ func TestBadgeTonesAreTheOnesTheScreensHad(t *testing.T) {
 		{checkTone(emi.CheckPassed), "ok"}, {checkTone(emi.CheckFailed), "bad"}, {checkTone(emi.CheckError), "bad"},
 		{checkTone(emi.CheckReview), "warn"}, {checkTone("pending"), ""},
 		{memberTone("active"), "ok"}, {memberTone("inactive"), ""},
+		{cardTone(emi.CardActive), "ok"}, {cardTone(emi.CardInactive), "warn"}, {cardTone(emi.CardTerminated), "bad"},
+		{cardTone("other"), ""},
+		{walletTone(emi.WalletActive), "ok"}, {walletTone(emi.WalletSuspended), "warn"},
+		{walletTone(emi.WalletDeleted), "bad"}, {walletTone("other"), "bad"},
+		{deliveryTone(emi.DeliverySucceeded), "ok"}, {deliveryTone(emi.DeliveryFailed), "bad"},
+		{deliveryTone(emi.DeliveryCanceled), "bad"}, {deliveryTone(emi.DeliveryPending), "warn"}, {deliveryTone("other"), "warn"},
+		{riskTone("Low"), "ok"}, {riskTone("Medium"), "warn"}, {riskTone("High"), "bad"}, {riskTone(""), ""},
+		{adjustmentTone(emi.AdjustmentApproved), "ok"}, {adjustmentTone(emi.AdjustmentRejected), "bad"},
+		{adjustmentTone(emi.AdjustmentPending), ""},
+		{smsTone("sent"), "ok"}, {smsTone("failed"), "bad"}, {smsTone("queued"), ""},
+		{outcomeTone(emi.OutcomeSuccess), "ok"}, {outcomeTone(emi.OutcomeDenied), "bad"}, {outcomeTone(emi.OutcomeFailure), "bad"},
+		{outcomeTone("other"), ""},
 	} {
 		if c.got != c.want {
 			t.Errorf("tone %q, want %q", c.got, c.want)

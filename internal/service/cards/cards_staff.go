@@ -14,7 +14,9 @@ import (
 
 // Search finds cards for customer service (emi.PermViewAccounts). q is
 // read as, in this order:
-//   - a card token;
+//   - a card token; failing that, a person's or a merchant's token: the
+//     cards of that owner, newest first, as their page lists them (at
+//     most ownerCardsLimit, the page's own bound);
 //   - a full PAN (13 to 19 digits, spaces and dashes allowed): refused
 //     here (emi.ErrCardValidation on "q"): a search that answers whether
 //     a card has a number is a reveal, so it is SearchPAN's, for staff who
@@ -25,6 +27,10 @@ import (
 //   - an owner's e-mail or phone number, or a part of a person's or
 //     merchant's name (3 characters or more; issue 23: a name search
 //     lists the person's cards).
+//
+// Something shaped like a token (36 characters, dashes at the token's
+// places) that is not one is refused (emi.ErrCardValidation on "q"): a
+// mistyped token is no name, and an empty list would not say why.
 func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
 	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
@@ -40,7 +46,9 @@ func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
 	_, isPAN := PANQuery(q)
 	switch {
 	case kernel.ValidToken(strings.ToLower(q)):
-		return s.store.SearchCards(ctx, CardQuery{Token: strings.ToLower(q)})
+		return s.searchToken(ctx, strings.ToLower(q))
+	case tokenShaped(q):
+		return nil, emi.ErrCardValidation.Field("q", "is not a token: a token is 32 hexadecimal digits (0-9, a-f) in groups of 8, 4, 4, 4 and 12 joined by dashes")
 	case isPAN:
 		return nil, emi.ErrCardValidation.Field("q", "a full card number is looked up with the card-number search, by staff who may reveal card numbers")
 	case len(digits) >= 15 && len(digits) <= 34 && looksLikeIBAN(digits):
@@ -49,6 +57,40 @@ func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
 		return s.store.SearchCards(ctx, CardQuery{Last4: q[:4], Owner: strings.TrimSpace(q[4:])})
 	}
 	return s.store.SearchCards(ctx, CardQuery{Owner: q, Phone: normalizePhone(q)})
+}
+
+// ownerCardsLimit is the most cards listed for one owner (ForOwner, and
+// Search by an owner's token).
+const ownerCardsLimit = 200
+
+// searchToken finds the card with token tok or, when no card has it, the
+// cards of the person or merchant with token tok (a token is never both:
+// tokens are random UUIDs). No card, person or merchant: an empty list.
+func (s *Cards) searchToken(ctx context.Context, tok string) ([]emi.Card, error) {
+	list, err := s.store.SearchCards(ctx, CardQuery{Token: tok})
+	if err != nil || len(list) > 0 {
+		return list, err
+	}
+	for _, f := range []emi.CardFilter{{User: tok}, {Merchant: tok}} {
+		f.Page, f.Limit = 1, ownerCardsLimit
+		if list, _, err = s.store.Cards(ctx, f); err != nil || len(list) > 0 {
+			return list, err
+		}
+	}
+	return list, nil
+}
+
+// tokenShaped reports whether q has a token's length and dashes.
+func tokenShaped(q string) bool {
+	if len(q) != 36 {
+		return false
+	}
+	for _, i := range []int{8, 13, 18, 23} {
+		if q[i] != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // SearchPAN finds the card with a full card number (13 to 19 digits,
@@ -136,7 +178,7 @@ func (s *Cards) ForOwner(ctx context.Context, user, merchant, account string) ([
 	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
 	}
-	items, _, err := s.store.Cards(ctx, emi.CardFilter{User: user, Merchant: merchant, Account: account, Page: 1, Limit: 200})
+	items, _, err := s.store.Cards(ctx, emi.CardFilter{User: user, Merchant: merchant, Account: account, Page: 1, Limit: ownerCardsLimit})
 	return items, err
 }
 

@@ -87,7 +87,9 @@ func groupByFour(pan, sep string) string {
 }
 
 // TestCardSearchBlockAndRevealInTheBrowser: customer service finds a card
-// by its full number (which no page shows back), opens it, blocks it with a
+// by its full number (which no page shows back), then by its holder's
+// token (the holder's cards under a line linking to them; the old search
+// found nothing by it), opens it, blocks it with a
 // reason code (fraud suspected) and a note behind a second click, then
 // reveals its number (an action of the bar) with a current TOTP code (one code, one reveal) and a reason: the number
 // appears, the reveal is audited and listed, and the number disappears
@@ -121,6 +123,21 @@ func TestCardSearchBlockAndRevealInTheBrowser(t *testing.T) {
 	}
 	noCardNumber(b, "search results", pan)
 	screenshot(b, "cards-search")
+
+	// Search by the cardholder's token (copied from their page): their
+	// cards, under a line naming them with a link to their page.
+	b.typeInto(`[data-testid="cards-search"] input[name="q"]`, card.User)
+	b.clickNav(`[data-testid="cards-search"] button[type="submit"]`)
+	if rows := b.texts(`[data-testid="card-row"]`); len(rows) != 1 || !strings.Contains(rows[0], card.MaskedPAN()) {
+		t.Fatalf("search by the cardholder's token: rows %q", rows)
+	}
+	if got := b.text(`[data-testid="cards-owner"]`); !strings.Contains(got, "The card of the person Elena Dimova") {
+		t.Fatalf("the owner line reads %q", got)
+	}
+	if h := eval[string](b, `document.querySelector('[data-testid="cards-owner-link"]').getAttribute('href')`); h != "/backoffice/users/"+card.User {
+		t.Fatalf("the owner line links to %q", h)
+	}
+	screenshot(b, "cards-search-owner")
 
 	b.clickNav(`[data-testid="card-row"] a[href="` + page + `"]`)
 	if got := b.text(`[data-testid="card-status"]`); got != "active" {
