@@ -93,3 +93,28 @@ func (s *StaffStore) DecideStaffChange(ctx context.Context, id string, status em
 		  WHERE id = $1 AND status = 'pending'`, id, status, by, at, reason)
 	return Translate(err)
 }
+
+// DeleteLapsedStaffChanges deletes up to limit pending changes proposed
+// before the cutoff, oldest first, skipping the rows another transaction
+// has locked (an approval or rejection under way), and returns them
+// (without their secrets, which go with the rows).
+func (s *StaffStore) DeleteLapsedStaffChanges(ctx context.Context, proposedBefore time.Time, limit int) ([]emi.StaffChange, error) {
+	var rows []staffChangeRow
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `
+		WITH gone AS (
+		  DELETE FROM staff_changes WHERE status = 'pending' AND id IN (
+		    SELECT id FROM staff_changes WHERE status = 'pending' AND proposed_at < $1
+		     ORDER BY proposed_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		  RETURNING *)
+		SELECT id, kind, staff_id, email, name, roles, from_roles, NULL::text AS password_hash, NULL::bytea AS second_half_enc,
+		       status, proposed_by, proposed_at, '' AS decided_by, decided_at, reason
+		  FROM gone ORDER BY proposed_at`, proposedBefore, limit)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]emi.StaffChange, len(rows))
+	for i, r := range rows {
+		out[i] = r.stored().StaffChange
+	}
+	return out, nil
+}
