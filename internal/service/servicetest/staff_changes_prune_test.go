@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,21 +12,24 @@ import (
 	"emi/internal/service/staff"
 )
 
-// pruneEnv helpers: the row count and audit count of one staff change.
+// changeRows counts the stored rows of one staff change.
 func changeRows(t *testing.T, m *moneyApp, id string) int {
 	t.Helper()
-	var n int
-	if err := m.env.App.DB.Get(&n, `SELECT count(*) FROM staff_changes WHERE id = $1`, id); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return m.count(t, `SELECT count(*) FROM staff_changes WHERE id = $1`, id)
 }
 
+// changeAudit counts the audit rows of one staff change with the action.
 func changeAudit(t *testing.T, m *moneyApp, action, id string) int {
 	t.Helper()
+	return m.count(t, `SELECT count(*) FROM audit_log WHERE action = $1 AND resource_token = $2`, action, id)
+}
+
+// count runs a count query.
+func (m *moneyApp) count(t *testing.T, q string, args ...any) int {
+	t.Helper()
 	var n int
-	if err := m.env.App.DB.Get(&n, `SELECT count(*) FROM audit_log WHERE action = $1 AND resource_token = $2`, action, id); err != nil {
-		t.Fatal(err)
+	if err := m.env.App.DB.Get(&n, q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
 	return n
 }
@@ -142,13 +144,8 @@ func TestLapsedStaffChangesArePrunedInBatches(t *testing.T) {
 	if err != nil || got != n {
 		t.Fatalf("pruned %d, %v; want %d", got, err, n)
 	}
-	var left, audited int
-	if err := m.env.App.DB.Get(&left, `SELECT count(*) FROM staff_changes`); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.env.App.DB.Get(&audited, `SELECT count(DISTINCT resource_token) FROM audit_log WHERE action = 'staff.change_lapsed_delete'`); err != nil {
-		t.Fatal(err)
-	}
+	left := m.count(t, `SELECT count(*) FROM staff_changes`)
+	audited := m.count(t, `SELECT count(DISTINCT resource_token) FROM audit_log WHERE action = 'staff.change_lapsed_delete'`)
 	if left != 0 || audited != n {
 		t.Fatalf("%d changes left, %d audited deletions; want 0 and %d", left, audited, n)
 	}
@@ -187,37 +184,20 @@ func TestPruneRacingApprovalsIsClean(t *testing.T) {
 	all := append(append([]emi.StaffOutcome(nil), lapsed...), fresh...)
 	errs := make([]error, len(all))
 	pruneErrs := make([]error, 2)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, c := range all {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, errs[i] = st.ApproveChange(approvers[i%2], c.Change.ID)
-		}()
-	}
-	for i := range pruneErrs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, pruneErrs[i] = st.PruneLapsedChanges(context.Background())
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(len(all)+len(pruneErrs), func(i int) {
+		if i < len(all) {
+			_, errs[i] = st.ApproveChange(approvers[i%2], all[i].Change.ID)
+		} else {
+			_, pruneErrs[i-len(all)] = st.PruneLapsedChanges(context.Background())
+		}
+	})
 	for _, err := range pruneErrs {
 		if err != nil {
 			t.Fatalf("prune: %v", err)
 		}
 	}
 	userExists := func(email string) bool {
-		var n int
-		if err := m.env.App.DB.Get(&n, `SELECT count(*) FROM staff_users WHERE email = $1`, email); err != nil {
-			t.Fatal(err)
-		}
-		return n == 1
+		return m.count(t, `SELECT count(*) FROM staff_users WHERE email = $1`, email) == 1
 	}
 	for i, c := range fresh {
 		if err := errs[each+i]; err != nil || !userExists(c.Change.Email) {

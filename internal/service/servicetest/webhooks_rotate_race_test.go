@@ -59,24 +59,14 @@ func TestConcurrentWebhookSecretRotationsStayConsistent(t *testing.T) {
 		err    error
 	}
 	answers := make([]answer, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			var a answer
-			if i%2 == 0 {
-				a.secret, a.until, a.err = e.hooks.PartnerRotateEndpointSecret(apiCtx, epID)
-			} else {
-				a.secret, a.until, a.err = e.hooks.RotateEndpointSecret(admin, epID)
-			}
-			answers[i] = a
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) {
+		a := &answers[i]
+		if i%2 == 0 {
+			a.secret, a.until, a.err = e.hooks.PartnerRotateEndpointSecret(apiCtx, epID)
+		} else {
+			a.secret, a.until, a.err = e.hooks.RotateEndpointSecret(admin, epID)
+		}
+	})
 
 	deadline := e.clock.Now().Add(partnerssvc.DefaultWebhookSecretOverlap)
 	told := map[string]bool{}
@@ -186,18 +176,9 @@ func TestConcurrentAPIKeyRotationsOneWins(t *testing.T) {
 	const n = 6
 	secrets := make([]string, n)
 	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			secrets[i], errs[i] = e.partners.RotateSecret(staffCtx(kernel.NewToken(), emi.RoleAdmin), creds.KeyID, false)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) {
+		secrets[i], errs[i] = e.partners.RotateSecret(staffCtx(kernel.NewToken(), emi.RoleAdmin), creds.KeyID, false)
+	})
 	won := ""
 	for i, err := range errs {
 		switch {
@@ -232,4 +213,21 @@ func TestConcurrentAPIKeyRotationsOneWins(t *testing.T) {
 	if c["during_overlap"] != true || c["replaced_current"] != true || bytes.Contains(changes, []byte("redacted")) {
 		t.Fatalf("audit changes %s; want during_overlap and replaced_current, nothing redacted", changes)
 	}
+}
+
+// atOnce runs f(0) … f(n-1) in n goroutines released together, and waits
+// for all of them.
+func atOnce(n int, f func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			f(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
 }
