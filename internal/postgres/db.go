@@ -140,29 +140,45 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 // it lazily on each connection and, inside a transaction, reuses the
 // connection's prepared statement (sql.Tx.StmtContext).
 //
-// Two things prepared statements change, both handled or stated:
+// Three things prepared statements change, handled or stated:
 //   - a migration that changes the result type of a prepared query (a
 //     column's type) makes PostgreSQL refuse the next execution with
 //     "cached plan must not change result type" (SQLSTATE 0A000);
-//     getPrepared then forgets the statement and runs the query unprepared
-//     once, and the next call prepares it again;
+//   - a statement the server no longer has (DEALLOCATE ALL or DISCARD ALL
+//     on the connection, a pooler's reset query, a pooler that moved the
+//     session to another server connection) fails with "prepared statement
+//     does not exist" (SQLSTATE 26000), and would on every later call on
+//     that connection, since database/sql keeps using its name there;
 //   - a pooler in transaction mode must support prepared statements
 //     (PgBouncer 1.21 or later with max_prepared_statements set, see the
 //     README's Scale plan).
+//
+// On either error getPrepared forgets the statement (the next call
+// prepares it again, under a new name) and, on the pool, runs the query
+// unprepared once. Inside a transaction it cannot: the failed execution
+// aborted the transaction, so every later statement in it would fail with
+// "current transaction is aborted" (SQLSTATE 25P02), which is what the old
+// fallback ran into. There it returns an error InTx retries (see
+// retryable), and the transaction runs again from the start with the
+// statement prepared afresh.
 func (db *DB) getPrepared(ctx context.Context, dest any, query string, args ...any) error {
 	st, err := db.prepared(ctx, query)
 	if err != nil {
 		return err
 	}
+	run := st
 	if a := ambient(ctx); a != nil {
-		st = a.tx.StmtxContext(ctx, st)
+		run = a.tx.StmtxContext(ctx, st)
 	}
-	err = st.GetContext(ctx, dest, args...)
-	if isFeatureNotSupported(err) {
-		db.stmts.Delete(query)
-		return sqlx.GetContext(ctx, db.Ext(ctx), dest, query, args...)
+	err = run.GetContext(ctx, dest, args...)
+	if !isStalePrepared(err) {
+		return err
 	}
-	return err
+	db.forget(query, st)
+	if ambient(ctx) != nil {
+		return stalePreparedError{err}
+	}
+	return sqlx.GetContext(ctx, db.DB, dest, query, args...)
 }
 
 // queryPrepared is QueryContext on the pool (never in a transaction) for a
@@ -173,11 +189,21 @@ func (db *DB) queryPrepared(ctx context.Context, query string, args ...any) (*sq
 		return nil, err
 	}
 	rows, err := st.QueryContext(ctx, args...)
-	if isFeatureNotSupported(err) {
-		db.stmts.Delete(query)
+	if isStalePrepared(err) {
+		db.forget(query, st)
 		return db.QueryContext(ctx, query, args...)
 	}
 	return rows, err
+}
+
+// forget drops the pool's prepared statement for query, unless another
+// goroutine has already replaced it with a fresh one (which must stay).
+// The statement is not closed: calls that loaded it a moment ago may still
+// be running on it, and database/sql refuses a closed statement; it costs
+// one stale server-side statement per connection it was prepared on, until
+// that connection closes, once per schema change or reset.
+func (db *DB) forget(query string, st *sqlx.Stmt) {
+	db.stmts.CompareAndDelete(query, st)
 }
 
 // prepared returns the pool's prepared statement for query, preparing it
@@ -197,12 +223,22 @@ func (db *DB) prepared(ctx context.Context, query string) (*sqlx.Stmt, error) {
 	return st, nil
 }
 
-// isFeatureNotSupported reports SQLSTATE 0A000, which PostgreSQL answers
-// when a prepared statement's result type changed under it.
-func isFeatureNotSupported(err error) bool {
+// isStalePrepared reports the errors of a prepared statement the server
+// cannot run any more: SQLSTATE 0A000, which PostgreSQL answers when the
+// statement's result type changed under it, and 26000, when the statement
+// is gone from the connection.
+func isStalePrepared(err error) bool {
 	var pe *pq.Error
-	return errors.As(err, &pe) && pe.Code == "0A000"
+	return errors.As(err, &pe) && (pe.Code == "0A000" || pe.Code == "26000")
 }
+
+// stalePreparedError is a stale prepared statement's error inside a
+// transaction, which it aborted: InTx runs the transaction again
+// (retryable), by then with the statement prepared again.
+type stalePreparedError struct{ err error }
+
+func (e stalePreparedError) Error() string { return "stale prepared statement: " + e.err.Error() }
+func (e stalePreparedError) Unwrap() error { return e.err }
 
 // withBinaryParameters returns dsn (a postgres:// URL or a key=value
 // connection string) with lib/pq's binary_parameters=yes added, unless dsn
@@ -337,9 +373,10 @@ func (db *DB) Ext(ctx context.Context) sqlx.ExtContext {
 // InTx runs fn in a transaction and commits when fn returns nil. When ctx
 // already carries a transaction, fn runs inside a savepoint of it instead, so
 // an error from fn undoes only fn's own changes. A top-level transaction that
-// fails with a serialization failure or a deadlock is retried (up to 5 times,
-// with a short random pause), so these never reach clients; fn must therefore
-// be safe to run again.
+// fails with a serialization failure, a deadlock or a stale prepared
+// statement (see getPrepared) is retried (up to 5 times, with a short random
+// pause), so these never reach clients; fn must therefore be safe to run
+// again.
 func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if a := ambient(ctx); a != nil {
 		return a.savepoint(ctx, fn)
@@ -379,8 +416,9 @@ func (db *DB) runTx(ctx context.Context, fn func(ctx context.Context) error) (er
 }
 
 // savepoint runs fn inside a savepoint of the ambient transaction. A
-// deadlock aborts only the statement that lost, so after rolling back to the
-// savepoint fn can run again; it is retried like a top-level transaction.
+// deadlock (or a stale prepared statement) aborts only the statement that
+// failed, so after rolling back to the savepoint fn can run again; it is
+// retried like a top-level transaction.
 // (emi runs at READ COMMITTED, where serialization failures do not occur.)
 func (a *ambientTx) savepoint(ctx context.Context, fn func(ctx context.Context) error) error {
 	var err error
@@ -445,6 +483,9 @@ const (
 )
 
 func retryable(err error) bool {
+	if errors.As(err, new(stalePreparedError)) {
+		return true
+	}
 	var pe *pq.Error
 	if errors.As(err, &pe) {
 		return pe.Code == pgSerializationFailure || pe.Code == pgDeadlockDetected

@@ -1,10 +1,18 @@
 package postgres
 
-import "context"
+import (
+	"context"
+	"database/sql"
+)
 
 // GetPrepared exposes getPrepared to the package's external tests.
 func GetPrepared(ctx context.Context, db *DB, dest any, query string, args ...any) error {
 	return db.getPrepared(ctx, dest, query, args...)
+}
+
+// QueryPrepared exposes queryPrepared to the package's external tests.
+func QueryPrepared(ctx context.Context, db *DB, query string, args ...any) (*sql.Rows, error) {
+	return db.queryPrepared(ctx, query, args...)
 }
 
 // PreparedCount is how many statements db keeps prepared.

@@ -69,12 +69,17 @@ func (s *StaffStore) StaffChangeForUpdate(ctx context.Context, id string) (staff
 // ListStaffChanges returns the pending changes, oldest first, and the 50
 // latest decided ones.
 func (s *StaffStore) ListStaffChanges(ctx context.Context) ([]emi.StaffChange, error) {
-	var rows []staffChangeRow
-	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows,
+	return s.selectStaffChanges(ctx,
 		`(`+staffChangeSelect+` WHERE status = 'pending' ORDER BY proposed_at)
 		 UNION ALL
 		 (`+staffChangeSelect+` WHERE status <> 'pending' ORDER BY decided_at DESC LIMIT 50)`)
-	if err != nil {
+}
+
+// selectStaffChanges runs a query of staffChangeSelect's columns and
+// returns the changes without their secrets.
+func (s *StaffStore) selectStaffChanges(ctx context.Context, query string, args ...any) ([]emi.StaffChange, error) {
+	var rows []staffChangeRow
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, query, args...); err != nil {
 		return nil, Translate(err)
 	}
 	out := make([]emi.StaffChange, len(rows))
@@ -92,4 +97,20 @@ func (s *StaffStore) DecideStaffChange(ctx context.Context, id string, status em
 		        password_hash = NULL, second_half_enc = NULL
 		  WHERE id = $1 AND status = 'pending'`, id, status, by, at, reason)
 	return Translate(err)
+}
+
+// DeleteLapsedStaffChanges deletes up to limit pending changes proposed
+// before the cutoff, oldest first, skipping the rows another transaction
+// has locked (an approval or rejection under way), and returns them
+// (without their secrets, which go with the rows).
+func (s *StaffStore) DeleteLapsedStaffChanges(ctx context.Context, proposedBefore time.Time, limit int) ([]emi.StaffChange, error) {
+	return s.selectStaffChanges(ctx, `
+		WITH gone AS (
+		  DELETE FROM staff_changes WHERE status = 'pending' AND id IN (
+		    SELECT id FROM staff_changes WHERE status = 'pending' AND proposed_at < $1
+		     ORDER BY proposed_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		  RETURNING *)
+		SELECT id, kind, staff_id, email, name, roles, from_roles, NULL::text AS password_hash, NULL::bytea AS second_half_enc,
+		       status, proposed_by, proposed_at, '' AS decided_by, decided_at, reason
+		  FROM gone ORDER BY proposed_at`, proposedBefore, limit)
 }

@@ -261,7 +261,9 @@ func (s *Partners) RotateSecret(ctx context.Context, keyID string, confirmOverla
 		changes := map[string]any{"previous_valid_until": until}
 		if inOverlap {
 			previous, until = k.PreviousSecretEnc, *k.PreviousValidUntil
-			changes = map[string]any{"previous_valid_until": until, "during_overlap": true, "current_secret": "replaced at once"}
+			// Not "current_secret": the auditor redacts the value of any
+			// key naming a secret, and the row said "[redacted]".
+			changes = map[string]any{"previous_valid_until": until, "during_overlap": true, "replaced_current": true}
 		}
 		if err := s.store.UpdatePartnerKeySecret(ctx, keyID, enc, previous, until); err != nil {
 			return err

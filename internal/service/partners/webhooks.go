@@ -341,11 +341,13 @@ func (s *Webhooks) RotateEndpointSecret(ctx context.Context, endpointID string) 
 			// likely lost or exposed, which is why it is rotated again.
 			// So the previous secret stays, with its end unchanged (a
 			// chain of rotations must not keep an old secret alive), and
-			// the replaced one stops signing at once.
+			// the replaced one stops signing at once. The audit row says
+			// so in keys without "secret" in their names: the auditor
+			// redacts the value of such keys, which hid the marker.
 			until = *ep.PreviousValidUntil
 			ep.SecretEnc = enc
 			whsec = secret
-			return "webhook_endpoint.rotate_secret", map[string]any{"previous_valid_until": until, "replaced_unconfirmed_secret": true}, nil
+			return "webhook_endpoint.rotate_secret", map[string]any{"previous_valid_until": until, "during_overlap": true, "replaced_current": true}, nil
 		}
 		// The current secret becomes the previous one; it is sealed under
 		// this endpoint's context, so it moves as it is.

@@ -50,6 +50,11 @@ type StaffStore interface {
 	// DecideStaffChange marks a pending change applied or rejected and
 	// clears its secrets.
 	DecideStaffChange(ctx context.Context, id string, status emi.StaffChangeStatus, by string, at time.Time, reason string) error
+	// DeleteLapsedStaffChanges deletes up to limit pending changes
+	// proposed before the cutoff, oldest first, skipping rows another
+	// transaction has locked (an approval or rejection under way), and
+	// returns them.
+	DeleteLapsedStaffChanges(ctx context.Context, proposedBefore time.Time, limit int) ([]emi.StaffChange, error)
 
 	UpdateStaffRoles(ctx context.Context, id string, roles []emi.Role) error
 	// UpdateStaffPassword stores a new hash. setAt is nil when only the
@@ -485,14 +490,18 @@ func (s *Staff) ChangePassword(ctx context.Context, staffID, current, next strin
 	})
 }
 
-// Prune deletes expired sessions and sign-in attempts older than seven days.
-// It is part of the maintenance job.
+// Prune deletes expired sessions, sign-in attempts older than seven days
+// and staff changes that lapsed more than StaffChangeRetention ago
+// (PruneLapsedChanges).
 func (s *Staff) Prune(ctx context.Context) error {
 	now := s.now()
 	if _, err := s.store.DeleteExpiredSessions(ctx, now); err != nil {
 		return err
 	}
-	_, err := s.store.PruneSignInAttempts(ctx, now.Add(-signInAttemptRetention))
+	if _, err := s.store.PruneSignInAttempts(ctx, now.Add(-signInAttemptRetention)); err != nil {
+		return err
+	}
+	_, err := s.PruneLapsedChanges(ctx)
 	return err
 }
 

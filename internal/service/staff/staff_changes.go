@@ -31,6 +31,19 @@ import (
 // StaffChangeTTL is how long a proposed staff change can be approved.
 const StaffChangeTTL = 7 * 24 * time.Hour
 
+// StaffChangeRetention is how long a pending change that lapsed (nobody
+// approved or rejected it within StaffChangeTTL) stays in the table before
+// the maintenance job deletes it. Until then the staff page lists it with
+// the other pending changes, where an administrator can still reject it
+// (approving it is refused as stale); after it, it is gone from the page
+// and the user or e-mail address it named is free for a new proposal
+// without anyone rejecting the old one. Its audit rows (the proposal, and
+// the deletion itself) stay: the audit log is never pruned.
+const StaffChangeRetention = 90 * 24 * time.Hour
+
+// lapsedChangeBatch is how many lapsed changes one transaction deletes.
+const lapsedChangeBatch = 100
+
 // StoredStaffChange is a staff change as stored, with the hash of the
 // temporary password it issues and the approver's half of it, sealed.
 type StoredStaffChange struct {
@@ -485,4 +498,48 @@ func (s *Staff) Changes(ctx context.Context) ([]emi.StaffChange, error) {
 		return nil, err
 	}
 	return s.store.ListStaffChanges(ctx)
+}
+
+// PruneLapsedChanges deletes the pending staff changes whose StaffChangeTTL
+// ended more than StaffChangeRetention ago, in batches of
+// lapsedChangeBatch, each batch in a transaction with one
+// "staff.change_lapsed_delete" audit row per change (actor: the system's
+// maintenance job), and returns how many it deleted. It is part of Prune,
+// which the maintenance job runs.
+//
+// A change that an administrator is approving or rejecting at that moment
+// is locked, and skipped: the approval then answers
+// emi.ErrStaffChangeStale (the change is long past its TTL), and the next
+// run deletes it. A change deleted first is not found by an approval that
+// was waiting for its lock (emi.ErrStaffChangeNotFound). Either way nothing
+// is half done.
+func (s *Staff) PruneLapsedChanges(ctx context.Context) (int, error) {
+	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("maintenance"))
+	cutoff := s.now().UTC().Add(-StaffChangeTTL - StaffChangeRetention)
+	total := 0
+	for {
+		var n int
+		err := s.tx.InTx(ctx, func(ctx context.Context) error {
+			gone, err := s.store.DeleteLapsedStaffChanges(ctx, cutoff, lapsedChangeBatch)
+			if err != nil {
+				return err
+			}
+			for _, c := range gone {
+				if err := s.audit.Record(ctx, emi.AuditEntry{Action: "staff.change_lapsed_delete", ResourceType: "staff_change",
+					ResourceToken: c.ID, Changes: map[string]any{"kind": c.Kind, "staff_id": c.StaffID, "email": c.Email,
+						"proposed_by": c.ProposedBy, "proposed_at": c.ProposedAt, "lapsed_at": c.ProposedAt.Add(StaffChangeTTL)}}); err != nil {
+					return err
+				}
+			}
+			n = len(gone)
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n < lapsedChangeBatch {
+			return total, nil
+		}
+	}
 }
