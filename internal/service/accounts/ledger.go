@@ -63,7 +63,6 @@ type LedgerDeps struct {
 // NewLedger returns the ledger.
 func NewLedger(d LedgerDeps) *Ledger {
 	kernel.MustHave("Ledger", d)
-
 	return &Ledger{tx: d.Tx, store: d.Store, now: d.Now}
 }
 

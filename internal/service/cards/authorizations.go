@@ -79,7 +79,6 @@ type AuthorizationsDeps struct {
 // NewAuthorizations returns the card authorization service.
 func NewAuthorizations(d AuthorizationsDeps) *Authorizations {
 	kernel.MustHave("Authorizations", d)
-
 	return &Authorizations{tx: d.Tx, store: d.Store, cards: d.Cards, ledger: d.Ledger, events: d.Events, audit: d.Audit, now: d.Now}
 }
 

@@ -37,7 +37,8 @@ func MustHave(service string, deps any) {
 		}
 	}
 	if len(missing) > 0 {
-		panic(fmt.Sprintf("service.New%s: missing %sDeps.%s", service, service, strings.Join(missing, ", ")))
+		area := t.PkgPath()[strings.LastIndex(t.PkgPath(), "/")+1:]
+		panic(fmt.Sprintf("%s.New%s: missing %sDeps.%s", area, service, service, strings.Join(missing, ", ")))
 	}
 }
 

@@ -40,19 +40,19 @@ func TestMissingDependencyIsCaughtAtConstruction(t *testing.T) {
 		want  string
 	}{
 		{"checks", func() { onboarding.NewChecks(onboarding.ChecksDeps{}) },
-			"service.NewChecks: missing ChecksDeps.Tx, Store, Screener, Registry, Media, Events, Audit, FalsePositives, Now"},
+			"onboarding.NewChecks: missing ChecksDeps.Tx, Store, Screener, Registry, Media, Events, Audit, FalsePositives, Now"},
 		{"onboarding", func() { onboarding.NewOnboarding(onboarding.OnboardingDeps{}) },
-			"service.NewOnboarding: missing OnboardingDeps.Tx, Store, Partners, Users, Docs, Sealer, Jobs, Audit, Validate, Checks, IBAN, Now"},
+			"onboarding.NewOnboarding: missing OnboardingDeps.Tx, Store, Partners, Users, Docs, Sealer, Jobs, Audit, Validate, Checks, IBAN, Now"},
 		{"review", func() { onboarding.NewReview(onboarding.ReviewDeps{}) },
-			"service.NewReview: missing ReviewDeps.Tx, Store, Staff, Controls, Checks, Events, Audit, Inbox, Views, Metrics, Now"},
+			"onboarding.NewReview: missing ReviewDeps.Tx, Store, Staff, Controls, Checks, Events, Audit, Inbox, Views, Metrics, Now"},
 		{"accounts", func() { accounts.NewAccounts(accounts.AccountsDeps{}) },
-			"service.NewAccounts: missing AccountsDeps.Tx, Store, Ids, Controls, Events, Audit, Validate, Terminations, Cards, Ledger, Statements, Now"},
+			"accounts.NewAccounts: missing AccountsDeps.Tx, Store, Ids, Controls, Events, Audit, Validate, Terminations, Cards, Ledger, Statements, Now"},
 		{"cards", func() { cards.NewCards(cards.CardsDeps{}) },
-			"service.NewCards: missing CardsDeps.Tx, Store, Accounts, AML, Users, Vault, SMS, Events, Audit, Validate, Names, Now"},
+			"cards.NewCards: missing CardsDeps.Tx, Store, Accounts, AML, Users, Vault, SMS, Events, Audit, Validate, Names, Now"},
 		{"transfers", func() { transfers.NewTransfers(transfers.TransfersDeps{}) },
-			"service.NewTransfers: missing TransfersDeps.Tx, Store, Ledger, Controls, Events, Audit, Validate, Limits, Suspense, Now"},
+			"transfers.NewTransfers: missing TransfersDeps.Tx, Store, Ledger, Controls, Events, Audit, Validate, Limits, Suspense, Now"},
 		{"maintenance", func() { ops.NewMaintenance(ops.MaintenanceDeps{}) },
-			"service.NewMaintenance: missing MaintenanceDeps.Jobs, Sigs, Idem, Staff, Holds, Now"},
+			"ops.NewMaintenance: missing MaintenanceDeps.Jobs, Sigs, Idem, Staff, Holds, Now"},
 	} {
 		if got := panicOf(c.build); got != c.want {
 			t.Errorf("%s: panicked with %q, want %q", c.name, got, c.want)

@@ -103,7 +103,6 @@ type EventsDeps struct {
 // NewEvents returns the events service.
 func NewEvents(d EventsDeps) *Events {
 	MustHave("Events", d)
-
 	return &Events{tx: d.Tx, store: d.Store, jobs: d.Jobs, now: d.Now}
 }
 

@@ -90,7 +90,6 @@ type IdempotencyDeps struct {
 // NewIdempotency returns the idempotency service.
 func NewIdempotency(d IdempotencyDeps) *Idempotency {
 	MustHave("Idempotency", d)
-
 	return &Idempotency{tx: d.Tx, store: d.Store, keys: d.Keys, now: d.Now}
 }
 

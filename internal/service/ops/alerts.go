@@ -65,7 +65,6 @@ type AlertsDeps struct {
 // NewAlerts returns the alert queue.
 func NewAlerts(d AlertsDeps) *Alerts {
 	kernel.MustHave("Alerts", d)
-
 	return &Alerts{tx: d.Tx, store: d.Store, aml: d.AML, apps: d.Apps, staff: d.Staff, inbox: d.Inbox, audit: d.Audit, now: d.Now}
 }
 

@@ -219,7 +219,6 @@ type RekeyerDeps struct {
 // NewRekeyer returns the re-encryption job.
 func NewRekeyer(d RekeyerDeps) *Rekeyer {
 	kernel.MustHave("Rekeyer", d)
-
 	return &Rekeyer{tx: d.Tx, store: d.Store, vault: d.Vault}
 }
 

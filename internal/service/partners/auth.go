@@ -50,7 +50,6 @@ type AuthDeps struct {
 // NewAuth returns the partner authenticator.
 func NewAuth(d AuthDeps) *Auth {
 	kernel.MustHave("Auth", d)
-
 	return &Auth{keys: d.Keys, sigs: d.Signatures, sealer: d.Sealer, cfg: d.Config, now: d.Now}
 }
 

@@ -82,7 +82,6 @@ type PartnersDeps struct {
 // NewPartners returns the partners service.
 func NewPartners(d PartnersDeps) *Partners {
 	kernel.MustHave("Partners", d)
-
 	return &Partners{tx: d.Tx, store: d.Store, sealer: d.Sealer, audit: d.Audit, validate: d.Validate, cfg: d.Config, now: d.Now}
 }
 

@@ -153,7 +153,7 @@ type WebhooksDeps struct {
 	Sealer    kernel.Sealer
 	Audit     *kernel.Auditor
 	Deliverer WebhookDeliverer
-	Urls      URLChecker
+	URLs      URLChecker
 	Retry     RetryPolicy
 	Config    WebhooksConfig
 	Now       kernel.Clock
@@ -163,7 +163,6 @@ type WebhooksDeps struct {
 // defaults.
 func NewWebhooks(d WebhooksDeps) *Webhooks {
 	kernel.MustHave("Webhooks", d)
-
 	if d.Config.SecretOverlap <= 0 {
 		d.Config.SecretOverlap = DefaultWebhookSecretOverlap
 	}
@@ -171,7 +170,7 @@ func NewWebhooks(d WebhooksDeps) *Webhooks {
 		d.Config.DisableAfter = DefaultWebhookDisableAfter
 	}
 	return &Webhooks{tx: d.Tx, store: d.Store, events: d.Events, jobs: d.Jobs, sealer: d.Sealer, audit: d.Audit,
-		deliverer: d.Deliverer, urls: d.Urls, retry: d.Retry, cfg: d.Config, now: d.Now}
+		deliverer: d.Deliverer, urls: d.URLs, retry: d.Retry, cfg: d.Config, now: d.Now}
 }
 
 // endpointInput is a checked endpoint form.

@@ -100,7 +100,6 @@ type AMLDeps struct {
 // watch is the adverse-media watch list its additions are screened against.
 func NewAML(d AMLDeps) *AML {
 	kernel.MustHave("AML", d)
-
 	return &AML{tx: d.Tx, store: d.Store, users: d.Users, screener: d.Screener, watch: d.Watch, controls: d.Controls, events: d.Events, jobs: d.Jobs, audit: d.Audit, validate: d.Validate, now: d.Now}
 }
 

@@ -103,7 +103,6 @@ type MerchantScreeningDeps struct {
 // the adverse-media watch list its additions are screened against.
 func NewMerchantScreening(d MerchantScreeningDeps) *MerchantScreening {
 	kernel.MustHave("MerchantScreening", d)
-
 	return &MerchantScreening{tx: d.Tx, store: d.Store, apps: d.Apps, screener: d.Screener, watch: d.Watch, audit: d.Audit, now: d.Now}
 }
 

@@ -84,7 +84,6 @@ type KYCDeps struct {
 // NewKYC returns the KYC service.
 func NewKYC(d KYCDeps) *KYC {
 	kernel.MustHave("KYC", d)
-
 	return &KYC{tx: d.Tx, store: d.Store, users: d.Users, docs: d.Docs, sealer: d.Sealer, provider: d.Provider, events: d.Events, audit: d.Audit, now: d.Now}
 }
 

@@ -91,7 +91,6 @@ type UsersDeps struct {
 // NewUsers returns the users service.
 func NewUsers(d UsersDeps) *Users {
 	kernel.MustHave("Users", d)
-
 	return &Users{tx: d.Tx, store: d.Store, docs: d.Docs, aml: d.AML, sealer: d.Sealer, audit: d.Audit, validate: d.Validate, names: d.Names, now: d.Now}
 }
 

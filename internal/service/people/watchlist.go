@@ -61,7 +61,6 @@ type WatchlistDeps struct {
 // change's transaction (issue 19, C6).
 func NewWatchlist(d WatchlistDeps) *Watchlist {
 	kernel.MustHave("Watchlist", d)
-
 	return &Watchlist{tx: d.Tx, store: d.Store, audit: d.Audit, jobs: d.Jobs, similar: d.Similar, validate: d.Validate, now: d.Now}
 }
 

@@ -144,7 +144,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 // newWebhooks builds another webhooks service on the same database, as
 // another emi process would have.
 func (e *hookEnv) newWebhooks(d partnerssvc.WebhookDeliverer, now kernel.Clock) *partnerssvc.Webhooks {
-	return partnerssvc.NewWebhooks(partnerssvc.WebhooksDeps{Tx: e.db, Store: e.store, Events: e.events, Jobs: e.jobs, Sealer: e.keys, Audit: e.audit, Deliverer: d, Urls: fakeChecker{}, Retry: testRetryPolicy, Config: partnerssvc.WebhooksConfig{}, Now: now})
+	return partnerssvc.NewWebhooks(partnerssvc.WebhooksDeps{Tx: e.db, Store: e.store, Events: e.events, Jobs: e.jobs, Sealer: e.keys, Audit: e.audit, Deliverer: d, URLs: fakeChecker{}, Retry: testRetryPolicy, Config: partnerssvc.WebhooksConfig{}, Now: now})
 }
 
 // startPool runs a worker pool with the delivery handler of hooks until the

@@ -141,7 +141,6 @@ type ControlsDeps struct {
 // NewControls returns the engine.
 func NewControls(d ControlsDeps) *Controls {
 	kernel.MustHave("Controls", d)
-
 	return &Controls{links: d.Links, now: d.Now}
 }
 

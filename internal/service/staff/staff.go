@@ -220,7 +220,6 @@ type StaffDeps struct {
 // controls approves the privileged staff changes (a second administrator).
 func NewStaff(d StaffDeps) *Staff {
 	kernel.MustHave("Staff", d)
-
 	if d.Config.Issuer == "" {
 		d.Config.Issuer = "emi"
 	}

@@ -64,7 +64,6 @@ type AdjustmentsDeps struct {
 // NewAdjustments returns the manual adjustments service.
 func NewAdjustments(d AdjustmentsDeps) *Adjustments {
 	kernel.MustHave("Adjustments", d)
-
 	return &Adjustments{tx: d.Tx, store: d.Store, transfers: d.Transfers, ledger: d.Ledger, controls: d.Controls, audit: d.Audit, now: d.Now}
 }
 

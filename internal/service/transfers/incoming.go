@@ -98,7 +98,6 @@ type IncomingDeps struct {
 // NewIncoming returns the incoming payments service.
 func NewIncoming(d IncomingDeps) *Incoming {
 	kernel.MustHave("Incoming", d)
-
 	return &Incoming{tx: d.Tx, store: d.Store, transfers: d.Transfers, ledger: d.Ledger, controls: d.Controls, events: d.Events, audit: d.Audit,
 		validate: d.Validate, cfg: d.Config, now: d.Now}
 }
