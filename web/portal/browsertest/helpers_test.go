@@ -379,11 +379,15 @@ func (b *tab) path() string {
 	return u.Path
 }
 
-// html returns the whole document (document.documentElement.outerHTML),
-// through the DOM domain, so it works with JavaScript off too.
+// html returns the whole document (document.documentElement.outerHTML).
+// DevTools evaluation works with the page's JavaScript off too. It reads
+// it by evaluation, not through a DOM node id: a test that re-opens a page in a loop could hold the
+// previous document's node id, and DevTools then answered "No node with
+// given id found" (TestReplayFromTheDeliveryLog, once under a full make
+// test).
 func (b *tab) html() string {
 	b.t.Helper()
-	return run(b, "outer HTML", chromedp.OuterHTML(chromedp.CSS("html")))
+	return eval[string](b, `document.documentElement.outerHTML`)
 }
 
 // text returns the text of the first element matching sel.
