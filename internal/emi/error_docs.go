@@ -23,6 +23,8 @@ var errorDescriptions = map[string]string{
 	"services.general.route_not_found":         "No operation has this path (sandbox-only operations do not exist in production). Check the path against the reference.",
 	"services.general.method_not_allowed":      "The path exists, but not with this HTTP method; the Allow header lists the methods it takes.",
 	"services.general.too_large":               "The body is over the limit: 20 MiB for requests carrying documents, 1 MiB for the others.",
+	"services.general.unavailable":             "The service is briefly overloaded or its database is out of reach; nothing was changed. Send the same request again after the seconds of the Retry-After header (with the same Idempotency-Key for a POST).",
+	"services.general.outcome_unknown":         "The database connection was lost while your change was being saved, so it may or may not have been made. Retry with the same Idempotency-Key after Retry-After (you get the stored answer if it was made), or read the resource before acting again.",
 	"services.general.rate_limited":            "Too many requests for this API key. Wait the seconds of the Retry-After header, then retry.",
 	"services.general.idempotency_conflict":    "This Idempotency-Key was used with another body, or its first request is still running. Use a new key for a new request.",
 	"service.applications.closed":              "The application was already decided, so it cannot change any more. Start a new application.",

@@ -132,7 +132,14 @@ func (e *Error) Wrap(cause error) *Error {
 
 // Internal wraps an unexpected error as 10000 services.general.error. The
 // cause is kept for logs and never shown.
-func Internal(cause error) *Error { return ErrInternal.Wrap(cause) }
+// An overload or an outage of the database (see Transient) is not a bug:
+// it becomes ErrUnavailable or ErrOutcomeUnknown instead.
+func Internal(cause error) *Error {
+	if t := Transient(cause); t != nil {
+		return t
+	}
+	return ErrInternal.Wrap(cause)
+}
 
 // AsError returns err as an *Error: the catalogue error it is or wraps, or an
 // internal error wrapping it. It returns nil for nil.
@@ -263,6 +270,7 @@ func Catalogue() []*Error {
 		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation, ErrRotationInOverlap,
 		ErrNotInReview, ErrAPIAMLNotFound, ErrAMLNothingToReview, ErrNoOpenKYCSession,
 		ErrAPIWebhookValidation, ErrAPIWebhookEndpointNotFound, ErrAPIWebhookDeliveryNotFound, ErrAPIWebhookEndpointDisabled,
+		ErrUnavailable, ErrOutcomeUnknown,
 	}
 }
 

@@ -359,6 +359,10 @@ type txKey struct{}
 type ambientTx struct {
 	tx         *sqlx.Tx
 	savepoints atomic.Int64
+	// escalated is the first deadlock or serialization failure that left a
+	// savepoint (see savepoint): the whole transaction must run again,
+	// whatever the code between turned that error into.
+	escalated atomic.Pointer[error]
 }
 
 // Ext returns what a store method should run its statements on: the ambient
@@ -370,33 +374,70 @@ func (db *DB) Ext(ctx context.Context) sqlx.ExtContext {
 	return db.DB
 }
 
+// TxAttempts bounds how many times InTx runs a top-level transaction that
+// keeps failing with a deadlock, a serialization failure or a stale prepared
+// statement. Between attempts it waits a random pause under an exponential
+// bound (txBackoff), so transactions that collided do not collide again in
+// step; under a saturated CPU (issue 29) the old five tries within 150 ms
+// could all meet the same contention.
+const TxAttempts = 10
+
+// txBackoff is the bound of the pause after attempt n (0-based): 4 ms
+// doubling up to 256 ms; the pause is uniform in [1 ms, bound]. Ten
+// attempts wait about 0.6 s on average in all, well inside a request's
+// deadline.
+func txBackoff(n int) time.Duration {
+	return time.Duration(4<<min(n, 6)) * time.Millisecond
+}
+
 // InTx runs fn in a transaction and commits when fn returns nil. When ctx
 // already carries a transaction, fn runs inside a savepoint of it instead, so
-// an error from fn undoes only fn's own changes. A top-level transaction that
-// fails with a serialization failure, a deadlock or a stale prepared
-// statement (see getPrepared) is retried (up to 5 times, with a short random
-// pause), so these never reach clients; fn must therefore be safe to run
-// again.
+// an error from fn undoes only fn's own changes.
+//
+// A top-level transaction that fails with a serialization failure, a
+// deadlock or a stale prepared statement (see getPrepared) runs again, up to
+// TxAttempts times with a random pause, so these never reach clients; fn
+// must therefore be safe to run again. A deadlock inside a savepoint runs
+// the whole top-level transaction again (see savepoint), even when the code
+// in between turned the error into something else (an error answer the
+// idempotency layer discards). When the attempts run out, or the request's
+// deadline leaves no time for another, the error is emi.ErrUnavailable
+// (503, nothing was changed), never an internal error.
+//
+// The outcome is reported as it is: an error from fn means nothing was
+// committed, so a lost connection there is emi.ErrUnavailable; a lost
+// connection during COMMIT is emi.ErrOutcomeUnknown.
 func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if a := ambient(ctx); a != nil {
 		return a.savepoint(ctx, fn)
 	}
 	var err error
-	for attempt := 0; attempt < 5; attempt++ {
+	for attempt := 0; attempt < TxAttempts; attempt++ {
 		err = db.runTx(ctx, fn)
 		if !retryable(err) {
 			return err
 		}
-		time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond) // #nosec G404 -- retry jitter, not a secret
+		pause := time.Duration(1+rand.Int64N(int64(txBackoff(attempt)/time.Millisecond))) * time.Millisecond // #nosec G404 -- retry jitter, not a secret
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < pause {
+			break
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return emi.ErrUnavailable.Wrap(errors.Join(err, ctx.Err()))
+		case <-t.C:
+		}
 	}
-	return err
+	return emi.ErrUnavailable.WithDetail("transaction still failing after its retries").Wrap(err)
 }
 
 func (db *DB) runTx(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
-		return emi.Internal(fmt.Errorf("begin: %w", err))
+		return Translate(fmt.Errorf("begin: %w", err))
 	}
+	a := &ambientTx{tx: tx}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback()
@@ -406,28 +447,64 @@ func (db *DB) runTx(ctx context.Context, fn func(ctx context.Context) error) (er
 			_ = tx.Rollback()
 		}
 	}()
-	if err = fn(context.WithValue(ctx, txKey{}, &ambientTx{tx: tx})); err != nil {
+	if err = fn(context.WithValue(ctx, txKey{}, a)); err != nil {
+		if esc := a.escalated.Load(); esc != nil && !retryable(err) {
+			return *esc
+		}
+		if errors.Is(err, emi.ErrOutcomeUnknown) {
+			// The connection was lost inside the transaction: it never
+			// committed, so nothing was changed.
+			return emi.ErrUnavailable.Wrap(err)
+		}
 		return err
 	}
 	if err = tx.Commit(); err != nil {
-		return Translate(fmt.Errorf("commit: %w", err))
+		return commitError(ctx, err)
 	}
 	return nil
 }
 
-// savepoint runs fn inside a savepoint of the ambient transaction. A
-// deadlock (or a stale prepared statement) aborts only the statement that
-// failed, so after rolling back to the savepoint fn can run again; it is
-// retried like a top-level transaction.
+// commitError reports a failed COMMIT as what the client may conclude:
+// database/sql refuses to send it once the request's context is done (it
+// rolls the transaction back: nothing was changed); the server refusing it
+// (a deferred constraint, a serialization failure) means it rolled back; a
+// connection lost on the way (or a server that went away) leaves the outcome
+// unknown.
+func commitError(ctx context.Context, err error) error {
+	err = fmt.Errorf("commit: %w", err)
+	if errors.Is(err, sql.ErrTxDone) || (ctx.Err() != nil && errors.Is(err, ctx.Err())) {
+		return emi.ErrUnavailable.Wrap(err)
+	}
+	if retryable(err) {
+		return err
+	}
+	var pe *pq.Error
+	if errors.As(err, &pe) && !strings.HasPrefix(string(pe.Code), "08") && pe.Code != "57P01" && pe.Code != "57P02" {
+		return Translate(err)
+	}
+	return emi.ErrOutcomeUnknown.Wrap(err)
+}
+
+// savepoint runs fn inside a savepoint of the ambient transaction. A stale
+// prepared statement aborts only the statement that failed, so after
+// rolling back to the savepoint fn runs again. A deadlock or a
+// serialization failure is not retried here: the transaction still holds
+// every lock it took before the savepoint, which is what the other
+// transaction waits for, so a second try inside it meets the same cycle.
+// The error is returned and remembered, and the top-level InTx runs the
+// whole transaction again.
 // (emi runs at READ COMMITTED, where serialization failures do not occur.)
 func (a *ambientTx) savepoint(ctx context.Context, fn func(ctx context.Context) error) error {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		err = a.savepointOnce(ctx, fn)
-		if !retryable(err) {
-			return err
+		if !errors.As(err, new(stalePreparedError)) {
+			break
 		}
-		time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond) // #nosec G404 -- retry jitter, not a secret
+	}
+	if retryable(err) {
+		e := err
+		a.escalated.CompareAndSwap(nil, &e)
 	}
 	return err
 }

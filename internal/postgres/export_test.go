@@ -21,3 +21,6 @@ func PreparedCount(db *DB) int {
 	db.stmts.Range(func(any, any) bool { n++; return true })
 	return n
 }
+
+// CommitError exposes commitError to the package's external tests.
+func CommitError(ctx context.Context, err error) error { return commitError(ctx, err) }

@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"emi/internal/emi"
@@ -86,8 +88,25 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 			status = httpx.Status(ae.Kind)
 		}
 	}
+	switch {
+	case errors.Is(e, emi.ErrOutcomeUnknown) && !writes(r):
+		// A read changes nothing, whatever happened to its connection.
+		e = emi.ErrUnavailable
+		fallthrough
+	case errors.Is(e, emi.ErrUnavailable), errors.Is(e, emi.ErrOutcomeUnknown):
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterUnavailable))
+	}
 	writeJSON(w, r, status, errorEnvelope(r, e))
 }
+
+// RetryAfterUnavailable is the Retry-After (seconds) of 503 / 10503 and
+// 10504: long enough for a pool to drain or a failover to finish its first
+// step, short enough that a client's retry is not a visible outage.
+const RetryAfterUnavailable = 1
+
+// writes reports whether the request may change something: every API
+// operation that is not a GET.
+func writes(r *http.Request) bool { return r.Method != http.MethodGet && r.Method != http.MethodHead }
 
 // writePanic is the recoverer's answer.
 func writePanic(w http.ResponseWriter, r *http.Request) {

@@ -250,6 +250,13 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 			writeError(w, r, err)
 			return
 		}
+		if !replayed && resp.Status >= 500 && storedCode(resp.Body) == emi.ErrOutcomeUnknown.Code {
+			// The run's answer came from inside the idempotency
+			// transaction, which a 5xx rolls back: nothing was committed,
+			// whatever the connection did.
+			writeError(w, r, emi.ErrUnavailable)
+			return
+		}
 		h := w.Header()
 		for k, v := range resp.Headers {
 			h.Set(k, v)
@@ -265,7 +272,8 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 }
 
 // storedHeaders are the response headers kept with a stored response.
-var storedHeaders = []string{"Content-Type", "Cache-Control", "Location", "X-Content-Type-Options"}
+// Retry-After is never stored (a 5xx is not), only passed on.
+var storedHeaders = []string{"Content-Type", "Cache-Control", "Location", "X-Content-Type-Options", "Retry-After"}
 
 // bufferedWriter captures a response so that it can be stored before it is
 // sent.

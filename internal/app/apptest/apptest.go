@@ -192,7 +192,7 @@ func New(t testing.TB, opts Options) *Env {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("server log:\n%s", tail(logs.String(), 40))
+			t.Logf("server log (warnings, errors and the failed requests' lines):\n%s", LogExcerpt(logs.String(), 200))
 		}
 	})
 	return &Env{App: a, Server: srv, Handler: h, Clock: clock, Logs: logs, DBURL: url, Config: cfg,
@@ -217,6 +217,11 @@ func Attach(t testing.TB, env *Env, routes ...func(r chi.Router, a *api.API)) *E
 	h := a.Handler(routes...)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("attached server's log (warnings, errors and the failed requests' lines):\n%s", LogExcerpt(logs.String(), 200))
+		}
+	})
 	return &Env{App: a, Server: srv, Handler: h, Clock: env.Clock, Logs: logs, DBURL: env.DBURL, Config: env.Config,
 		validateMu: env.validateMu, validate: env.validate}
 }
