@@ -5,6 +5,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -352,6 +353,7 @@ func (a *App) API() *api.API {
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
 		Cards: a.Cards, Transfers: a.Transfers, Incoming: a.Incoming, Sandbox: a.Config.Mode == config.ModeSandbox, SandboxOutcomes: a.SandboxOutcomes, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
+		MaxInFlight: cmp.Or(a.Config.MaxInFlight, postgres.MaxOpenConns), QueueWait: a.Config.QueueWait,
 		Authorizations: a.Authorizations, Review: a.Review, Webhooks: a.Webhooks,
 	})
 }

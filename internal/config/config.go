@@ -67,6 +67,13 @@ type Config struct {
 	RateLimit  int
 	RateWindow time.Duration
 
+	// MaxInFlight is how many partner API requests one process works on
+	// at once; a request beyond waits up to QueueWait for a place, then
+	// is answered 503 / 10503 with Retry-After (issue 29). 0 means the
+	// size of the database pool (app wires it).
+	MaxInFlight int
+	QueueWait   time.Duration
+
 	// AuthWindow is how far x-timestamp may be from the server clock.
 	AuthWindow time.Duration
 	// SecretOverlap is how long a rotated API secret stays valid.
@@ -128,6 +135,7 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 		LogFormat:       "json",
 		RateLimit:       600,
 		RateWindow:      time.Minute,
+		QueueWait:       10 * time.Second,
 		AuthWindow:      15 * time.Second,
 		SecretOverlap:   24 * time.Hour,
 		RevealQuota:     10,
@@ -267,6 +275,8 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 	}
 	intVar("EMI_RATE_LIMIT", &c.RateLimit, 0)
 	durVar("EMI_RATE_WINDOW", &c.RateWindow, time.Second)
+	intVar("EMI_API_MAX_INFLIGHT", &c.MaxInFlight, 0)
+	durVar("EMI_API_QUEUE_WAIT", &c.QueueWait, 0)
 	durVar("EMI_AUTH_WINDOW", &c.AuthWindow, time.Second)
 	durVar("EMI_SECRET_OVERLAP", &c.SecretOverlap, 0)
 	intVar("EMI_REVEAL_QUOTA", &c.RevealQuota, 1)

@@ -102,6 +102,10 @@ type DB struct {
 	stmts sync.Map
 }
 
+// MaxOpenConns is the size of a process's connection pool. The partner API
+// admits as many requests at once by default (EMI_API_MAX_INFLIGHT).
+const MaxOpenConns = 40
+
 // Open connects to dsn, checks the connection and sizes the pool.
 // Returns an error naming the problem when the database does not answer.
 //
@@ -113,8 +117,8 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	db.SetMaxOpenConns(40)
-	db.SetMaxIdleConns(40)
+	db.SetMaxOpenConns(MaxOpenConns)
+	db.SetMaxIdleConns(MaxOpenConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

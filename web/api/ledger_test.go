@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
@@ -128,6 +129,26 @@ func fundedAccounts(t *testing.T, env *apptest.Env, p *apptest.Partner, n int, m
 	return out
 }
 
+// doRetrying sends rq as a careful partner does: an answer of 503 / 10503
+// (overloaded, nothing was changed) is sent again after its Retry-After, up
+// to 5 times (with the same Idempotency-Key when rq has one). Anything
+// else, a 500 above all, is returned as it is.
+func doRetrying(t *testing.T, p *apptest.Partner, rq apptest.Request) apptest.Response {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		r := p.Do(t, rq)
+		ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
+		if r.Status != http.StatusServiceUnavailable || r.Code != emi.ErrUnavailable.Code || err != nil || attempt == 5 {
+			return r
+		}
+		retried503.Add(1)
+		time.Sleep(time.Duration(ra) * time.Second)
+	}
+}
+
+// retried503 counts the 10503 answers doRetrying sent again, for the logs.
+var retried503 atomic.Int64
+
 // l1Transfers is how many transfers L1 sends: 10,000 as the issue asks;
 // 2,000 with -short or under the race detector (make test runs it again
 // without -race at full size); EMI_L1_TRANSFERS overrides.
@@ -175,7 +196,7 @@ func TestLedgerConservationUnderLoad(t *testing.T) {
 				from := rng.IntN(accounts)
 				to := (from + 1 + rng.IntN(accounts-1)) % accounts
 				amount := 1 + rng.Int64N(opening/2)
-				r := p.Do(t, apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create", SkipOpenAPI: true,
+				r := doRetrying(t, p, apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create", SkipOpenAPI: true,
 					Header: map[string]string{"Idempotency-Key": fmt.Sprintf("l1-%d", i)},
 					JSON: map[string]any{"source": map[string]any{"account": accs[from].acc}, "destination": map[string]any{"balance": accs[to].bal},
 						"amount": emi.FormatMinor(amount), "currency": "EUR", "reference": fmt.Sprintf("L1 #%d", i)}})
@@ -196,8 +217,8 @@ func TestLedgerConservationUnderLoad(t *testing.T) {
 	if len(others) > 0 {
 		t.Fatalf("answers other than success or 14003: %v", others)
 	}
-	t.Logf("%d transfers: %d completed, %d refused for insufficient funds (%.0f%%)", total, ok.Load(), refused.Load(),
-		100*float64(refused.Load())/float64(total))
+	t.Logf("%d transfers: %d completed, %d refused for insufficient funds (%.0f%%); 503 / 10503 answers sent again (whole package): %d", total, ok.Load(), refused.Load(),
+		100*float64(refused.Load())/float64(total), retried503.Load())
 	if ok.Load() == 0 || refused.Load() == 0 {
 		t.Fatalf("the mix should have both completed and refused transfers: %d / %d", ok.Load(), refused.Load())
 	}
@@ -430,7 +451,7 @@ func TestLedgerHotAccounts(t *testing.T) {
 						return
 					}
 					from, to := pair(i)
-					r := p.Do(t, apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create", SkipOpenAPI: true,
+					r := doRetrying(t, p, apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create", SkipOpenAPI: true,
 						JSON: map[string]any{"source": map[string]any{"balance": from.bal}, "destination": map[string]any{"balance": to.bal},
 							"amount": "1.00", "currency": "EUR", "reference": fmt.Sprintf("%s #%d", name, i)}})
 					if r.Code != 0 {

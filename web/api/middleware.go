@@ -125,7 +125,42 @@ func (a *API) chain(op Operation, h http.HandlerFunc) http.Handler {
 		next = a.rateLimit(next)
 	}
 	next = a.authenticate(next)
+	if a.inflight != nil {
+		next = a.admit(next)
+	}
 	return a.readRequest(op, next)
+}
+
+// admit bounds the requests worked on at once (issue 29): past
+// Deps.MaxInFlight a request waits for a place, in arrival order as far as
+// Go's channel receive is fair, up to Deps.QueueWait, and is then answered
+// 503 / 10503 with Retry-After before anything reads the database: nothing
+// was changed, and the client may send it again. Without it an overload
+// waited for a database connection until the request's 30 s deadline, each
+// waiting request holding its goroutine and body. It runs before the key
+// lookup, so a refused request costs no query; the order of the chain
+// still puts it after the body is read within the operation's limit.
+func (a *API) admit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case a.inflight <- struct{}{}:
+		default:
+			t := time.NewTimer(a.d.QueueWait)
+			select {
+			case a.inflight <- struct{}{}:
+				t.Stop()
+			case <-t.C:
+				writeError(w, r, emi.ErrUnavailable.WithDetail("overloaded: %d requests in flight for %v", cap(a.inflight), a.d.QueueWait))
+				return
+			case <-r.Context().Done():
+				t.Stop()
+				writeError(w, r, emi.ErrUnavailable.Wrap(r.Context().Err()))
+				return
+			}
+		}
+		defer func() { <-a.inflight }()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // RequestTimeout bounds the work of one API request: a query that hangs is

@@ -55,6 +55,11 @@ type Deps struct {
 	// RateLimit requests per RateWindow per API key; 0 disables limiting.
 	RateLimit  int
 	RateWindow time.Duration
+	// MaxInFlight requests are worked on at once; one more waits up to
+	// QueueWait for a place, then is answered 503 / 10503 (see admit).
+	// 0 admits everything.
+	MaxInFlight int
+	QueueWait   time.Duration
 }
 
 // API holds the handlers and middleware of the partner API.
@@ -64,6 +69,7 @@ type API struct {
 	partners *partnerssvc.Partners
 	events   *kernel.Events
 	limiter  *httprate.RateLimiter
+	inflight chan struct{}
 	d        Deps
 	// paths are the routed patterns with their methods (methodGuard).
 	paths *pathTable
@@ -72,6 +78,9 @@ type API struct {
 // New returns the API.
 func New(d Deps) *API {
 	a := &API{auth: d.Auth, idem: d.Idempotency, partners: d.Partners, events: d.Events, d: d, paths: &pathTable{}}
+	if d.MaxInFlight > 0 {
+		a.inflight = make(chan struct{}, d.MaxInFlight)
+	}
 	if d.RateLimit > 0 {
 		a.limiter = httprate.NewRateLimiter(d.RateLimit, d.RateWindow,
 			httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
