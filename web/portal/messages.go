@@ -26,6 +26,8 @@ var messages = map[string]string{
 	emi.ErrRotationInOverlap.Key:       "The secret was not rotated: a rotation is still in its overlap (the previous secret stays valid until the time shown). To rotate again, confirm it on the key's row: the current secret then stops working at once.",
 	emi.ErrNonUniqueValue.Key:          "This value is already in use.",
 	emi.ErrInternal.Key:                "Something went wrong on our side. The error was logged.",
+	emi.ErrUnavailable.Key:             "The system is busy or its database is briefly out of reach: nothing was changed. Try again in a moment.",
+	emi.ErrOutcomeUnknown.Key:          "The connection to the database was lost while this was being saved, so it may or may not have been saved. Reload the page and check before doing it again.",
 	emi.ErrWebhookValidation.Key:       "Please correct the marked fields.",
 	emi.ErrWebhookEndpointNotFound.Key: "There is no such webhook endpoint.",
 	emi.ErrWebhookDeliveryNotFound.Key: "There is no such delivery.",
