@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"emi/internal/app"
+	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
 	"emi/internal/postgres/pgtest"
@@ -118,8 +119,13 @@ func startServe(t *testing.T, bin string, vars map[string]string, logs io.Writer
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"))
+	// Everything is also kept here, so a failed test prints what explains
+	// it (apptest.LogExcerpt), whoever else reads the log.
+	own := &syncBuffer{}
 	if logs == nil {
-		logs = &syncBuffer{}
+		logs = own
+	} else {
+		logs = io.MultiWriter(logs, own)
 	}
 	stdout, _ := cmd.StdoutPipe()
 	var stderr syncBuffer
@@ -127,7 +133,13 @@ func startServe(t *testing.T, bin string, vars map[string]string, logs io.Writer
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("emi serve (pid %d): warnings, errors and the failed requests' lines:\n%s", cmd.Process.Pid, apptest.LogExcerpt(own.String(), 200))
+		}
+	})
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		_, _ = fmt.Fprintln(logs, sc.Text())

@@ -24,6 +24,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"emi/internal/app/apptest"
 	"emi/internal/postgres/pgtest"
 	"emi/internal/service/kernel"
 	"emi/internal/service/ops"
@@ -247,11 +248,7 @@ func (r *multiRig) serve(t *testing.T) (string, int) {
 			<-done
 		}
 		if t.Failed() {
-			log := logs.String()
-			if len(log) > 4000 {
-				log = log[len(log)-4000:]
-			}
-			t.Logf("log of emi serve (pid %d):\n%s", cmd.Process.Pid, log)
+			t.Logf("emi serve (pid %d): warnings, errors and the failed requests' lines:\n%s", cmd.Process.Pid, apptest.LogExcerpt(logs.String(), 200))
 		}
 	})
 	return url, cmd.Process.Pid
