@@ -114,6 +114,8 @@ var Vars = []struct{ Name, Default, Meaning string }{
 	{"EMI_LOG_FORMAT", "json", "json or text"},
 	{"EMI_RATE_LIMIT", "600", "API requests per API key per EMI_RATE_WINDOW (0 = no limit)"},
 	{"EMI_RATE_WINDOW", "1m", "rate-limit window (Go duration)"},
+	{"EMI_API_MAX_INFLIGHT", "40", "partner API requests worked on at once per process (0 = the database pool's size, 40)"},
+	{"EMI_API_QUEUE_WAIT", "10s", "how long a request beyond EMI_API_MAX_INFLIGHT waits before 503 / 10503 with Retry-After"},
 	{"EMI_AUTH_WINDOW", "15s", "allowed distance of x-timestamp from the server clock"},
 	{"EMI_SECRET_OVERLAP", "24h", "how long a rotated API secret stays valid"},
 	{"EMI_REVEAL_QUOTA", "10", "card-number reveals and full-PAN searches per staff member per hour"},
