@@ -34,12 +34,9 @@ import (
 // nothing waits for it to pass.
 const actionTimeout = 60 * time.Second
 
-// waitTimeout bounds a test's wait for something outside the browser (a
-// job, a webhook delivery, a screening) to happen. It is a deadline for a
-// condition polled every pollInterval, never a time the test waits for.
-const waitTimeout = 2 * time.Minute
-
-// pollInterval is the pause between two checks of a condition.
+// pollInterval is the pause between two checks of a condition in the
+// page. (A wait for something outside the browser, a job or a delivery,
+// is apptest.Eventually.)
 const pollInterval = 50 * time.Millisecond
 
 // The browser is one chromium process for the whole package: each test
@@ -708,20 +705,6 @@ func (b *tab) settle() {
 		_, err := chromedp.Evaluate[chromedp.Void](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 0))))`, chromedp.EvalAwaitPromise)(ctx, t)
 		return err
 	}))
-}
-
-// waitUntil polls ok every pollInterval until it holds, and fails the test
-// when waitTimeout passes first.
-func waitUntil(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(pollInterval) {
-		if ok() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", waitTimeout, what)
-		}
-	}
 }
 
 // jsString quotes s as a JavaScript string literal.

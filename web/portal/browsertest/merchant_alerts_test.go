@@ -37,7 +37,7 @@ func TestMerchantAlertInTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	var check string
-	waitUntil(t, "the merchant's screening match", func() bool {
+	apptest.Eventually(t, "the merchant's screening match", func() bool {
 		_ = env.App.DB.Get(&check, `SELECT token::text FROM aml_checks WHERE merchant_token = $1 AND status = 'match'`, merchant)
 		return check != ""
 	})

@@ -45,7 +45,7 @@ func TestReplayFromTheDeliveryLog(t *testing.T) {
 	}
 	wait := func(what string, ok func() bool) {
 		t.Helper()
-		waitUntil(t, what, ok)
+		apptest.Eventually(t, what, ok)
 	}
 	wait("the first delivery", func() bool { return hits.Load() == 1 })
 
