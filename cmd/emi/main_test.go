@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"emi/internal/app/apptest"
 	"emi/internal/iban"
 	"emi/internal/postgres/pgtest"
 )
@@ -260,7 +261,7 @@ func TestServeRefusesAnOldSchemaThenServesAndStops(t *testing.T) {
 
 func waitFor(t *testing.T, f func() string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(apptest.WaitTimeout)
 	for time.Now().Before(deadline) {
 		if s := f(); s != "" {
 			return s

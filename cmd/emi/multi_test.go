@@ -700,7 +700,22 @@ func multiJobs(t *testing.T, r *multiRig) {
 	for sink.received() < events && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond) // a late duplicate would show now
+	// A late duplicate would come from a delivery job still running or
+	// due: wait until none is, instead of a fixed 500 ms that a loaded
+	// machine may not give the workers.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var busy int
+		if err := r.db.QueryRow(`SELECT count(*) FROM jobs WHERE kind = $1
+			AND (state = 'running' OR (state = 'available' AND run_at <= now()))`, kernel.JobWebhookDeliver).Scan(&busy); err != nil {
+			t.Fatal(err)
+		}
+		if busy == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d webhook deliveries still running or due", busy)
+		}
+	}
 	sink.mu.Lock()
 	got, dups := len(sink.bodies), sink.dups
 	sink.mu.Unlock()

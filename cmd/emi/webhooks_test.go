@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/webhook"
 )
@@ -28,7 +29,7 @@ func TestWebhooksListen(t *testing.T) {
 			func(string) string { return "" }, strings.NewReader(""), out, out)
 	}()
 	var url string
-	for deadline := time.Now().Add(5 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(apptest.WaitTimeout); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if m := regexp.MustCompile(`receiving on (http://\S+/)`).FindStringSubmatch(out.String()); m != nil {
 			url = m[1]
 		}

@@ -217,12 +217,25 @@ func TestCardActivationRacesARename(t *testing.T) {
 		<-renamed
 		done := make(chan struct{})
 		go func() {
-			// The activation starts while the rename is not committed.
-			select {
-			case <-done:
-			case <-time.After(300 * time.Millisecond):
+			// The rename commits once the activation waits for its lock on
+			// the user (a session of this database waits on a lock), or
+			// once the activation returned without waiting (then it saw
+			// the old identity, and the test fails below). Not after a
+			// fixed 300 ms: on a loaded machine the activation may not have
+			// reached the user by then, and the race was not tested.
+			defer close(proceed)
+			for deadline := time.Now().Add(apptest.WaitTimeout); time.Now().Before(deadline); time.Sleep(apptest.PollInterval) {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var waiting int
+				if err := c.env.App.DB.Get(&waiting, `SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock'`); err == nil && waiting > 0 {
+					return
+				}
 			}
-			close(proceed)
 		}()
 		_, activateErr = c.env.App.Cards.Activate(partner, card, "", "")
 		close(done)

@@ -673,7 +673,7 @@ func TestCardDataNeverInClear(t *testing.T) {
 	issued := time.Since(start)
 
 	// Every webhook delivered (or given up), then the evidence.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(apptest.WaitTimeout)
 	for {
 		var pending int
 		if err := env.App.DB.Get(&pending, `SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'`); err != nil {

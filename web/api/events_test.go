@@ -217,7 +217,7 @@ func TestWebhooksAreDeliveredSignedEndToEnd(t *testing.T) {
 	pool.Notify()
 	select {
 	case <-arrived:
-	case <-time.After(15 * time.Second):
+	case <-time.After(apptest.WaitTimeout):
 		t.Fatal("no webhook arrived")
 	}
 	mu.Lock()

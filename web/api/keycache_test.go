@@ -79,13 +79,7 @@ func twoInstances(t *testing.T) (a, b *apptest.Env) {
 
 func waitLive(t *testing.T, env *apptest.Env) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !env.App.KeyCacheStats().Live {
-		if time.Now().After(deadline) {
-			t.Fatal("the key cache did not become live within 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	apptest.Eventually(t, "the key cache to become live", func() bool { return env.App.KeyCacheStats().Live })
 }
 
 // warm sends requests to env until one is answered from its cache.

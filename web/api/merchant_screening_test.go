@@ -55,7 +55,7 @@ func merchantChecks(t *testing.T, env *apptest.Env, merchant string) []emi.AMLCh
 // waitMerchantChecks waits until the merchant has n checks.
 func waitMerchantChecks(t *testing.T, env *apptest.Env, merchant string, n int) []emi.AMLCheck {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(apptest.WaitTimeout)
 	for time.Now().Before(deadline) {
 		if cs := merchantChecks(t, env, merchant); len(cs) >= n {
 			return cs
@@ -142,7 +142,7 @@ func TestMerchantPeopleAreRescreened(t *testing.T) {
 		t.Fatalf("update: %v", err)
 	}
 	waitMerchantChecks(t, env, merchant, 1)
-	time.Sleep(300 * time.Millisecond) // a duplicate would land now
+	env.WaitJobsIdle(t) // a duplicate would be there now
 	checks := merchantChecks(t, env, merchant)
 	if len(checks) != 1 || checks[0].MemberToken != member || checks[0].Source != emi.AMLSourceRescreen ||
 		checks[0].Status != emi.AMLMatch || checks[0].PartnerID != p.ID {
@@ -170,7 +170,7 @@ func TestMerchantPeopleAreRescreened(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%d merchant checks for a pending application's member", n)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(apptest.WaitTimeout)
 	sanctions := ""
 	for sanctions != "review" && time.Now().Before(deadline) {
 		_ = env.App.DB.Get(&sanctions, `SELECT status FROM application_checks WHERE application = $1 AND name = 'sanctions'`, pending)
@@ -193,7 +193,7 @@ func TestMerchantPeopleAreRescreened(t *testing.T) {
 	if err := env.App.MerchantScreening.Rescreen(ctx, emi.Job{ID: 1, Payload: payload}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	env.WaitJobsIdle(t)
 	if cs := merchantChecks(t, env, merchant); len(cs) != 1 {
 		t.Fatalf("%d checks after an unchanged list and a second run", len(cs))
 	}
@@ -352,7 +352,7 @@ func TestMerchantCompanyRescreenedAgainstEntities(t *testing.T) {
 		t.Fatalf("update: %v", err)
 	}
 	waitMerchantChecks(t, env, merchant, before+1)
-	time.Sleep(300 * time.Millisecond)
+	env.WaitJobsIdle(t) // a second check would be there now
 	checks := merchantChecks(t, env, merchant)[before:]
 	if len(checks) != 1 || checks[0].MemberToken != "" || checks[0].Source != emi.AMLSourceRescreen {
 		t.Fatalf("checks after the entities were added: %+v", checks)

@@ -68,7 +68,7 @@ func startWorkers(t *testing.T, env *apptest.Env) {
 // its data.
 func waitEvent(t *testing.T, env *apptest.Env, typ emi.EventType, app string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(apptest.WaitTimeout)
 	for time.Now().Before(deadline) {
 		var bodies [][]byte
 		if err := env.App.DB.Select(&bodies, `SELECT body FROM events WHERE type = $1 AND resource_token = $2 ORDER BY seq`, typ, app); err != nil {
@@ -571,7 +571,7 @@ func TestCompanyWaitsForData(t *testing.T) {
 	delete(ceo, "ownership")
 	delete(ceo, "ownership_percentage")
 	apptest.Expect(t, "ceo", call(t, env, p, http.MethodPost, base+"/members", "company_add_member", ceo), 0, http.StatusCreated)
-	time.Sleep(500 * time.Millisecond)
+	env.WaitJobsIdle(t) // the checks ran on the change
 	var pending int
 	_ = env.App.DB.Get(&pending, `SELECT count(*) FROM application_checks WHERE application = $1 AND status = 'pending'`, app)
 	if pending == 0 || countEvents(t, env, app, emi.EventApplicationChecksCompleted) != 0 {
@@ -625,7 +625,7 @@ func TestConcurrentChangesGiveOneDecision(t *testing.T) {
 	}
 	wg.Wait()
 	waitEvent(t, env, emi.EventApplicationApproved, app)
-	time.Sleep(300 * time.Millisecond)
+	env.WaitJobsIdle(t) // a second decision would be there now
 	if n := countEvents(t, env, app, emi.EventApplicationApproved, emi.EventApplicationRejected); n != 1 {
 		t.Fatalf("%d decisions", n)
 	}

@@ -262,7 +262,7 @@ func TestReviewDecisions(t *testing.T) {
 		stamp := stampOf(t, env, u1, app)
 		apptest.Expect(t, "new document", call(t, env, p, http.MethodPost, "/v3/applications/"+app+"/companies/documents", "company_add_document",
 			map[string]any{"file": b64(pdfBytes), "file_type": "pdf", "document_type": "bill"}), 0, http.StatusCreated)
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(apptest.WaitTimeout)
 		for st := ""; st != "in_review" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 			_ = env.App.DB.Get(&st, `SELECT status FROM applications WHERE token = $1`, app)
 		}
@@ -309,7 +309,7 @@ func TestReviewDecisions(t *testing.T) {
 		}
 		apptest.Expect(t, "partner update", call(t, env, p, http.MethodPost, "/v3/applications/"+app+"/companies/documents", "company_add_document",
 			map[string]any{"file": b64(pdfBytes), "file_type": "pdf", "document_type": "recent-excerpt"}), 0, http.StatusCreated)
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(apptest.WaitTimeout)
 		var a emi.Application
 		for time.Now().Before(deadline) {
 			a, _, _, _, _ = env.App.Review.Evidence(u1, app)
@@ -393,7 +393,7 @@ func TestReviewHitsEditsBulkAndMetrics(t *testing.T) {
 		// A change re-runs the checks: the remembered hits are not raised again.
 		apptest.Expect(t, "change", call(t, env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
 			map[string]any{"city": "Leeds"}), 0, http.StatusOK)
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(apptest.WaitTimeout)
 		for time.Now().Before(deadline) {
 			a, _, _, _, _ = env.App.Review.Evidence(u1, app)
 			if a.Status == emi.AppInReview {
@@ -519,7 +519,7 @@ func TestReviewTrueMatchBlocksAndMaterialChangeVoidsFirstApproval(t *testing.T) 
 	}
 	backInReview := func(app string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(apptest.WaitTimeout)
 		for st := ""; st != "in_review" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 			_ = env.App.DB.Get(&st, `SELECT status FROM applications WHERE token = $1`, app)
 		}
@@ -648,7 +648,7 @@ func TestC2OneUnderwriterCannotDismissAnExactMatch(t *testing.T) {
 	// The partner changes the application: the checks run again.
 	apptest.Expect(t, "change", call(t, env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
 		map[string]any{"city": "Leeds"}), 0, http.StatusOK)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(apptest.WaitTimeout)
 	var a emi.Application
 	for time.Now().Before(deadline) {
 		a, _, _, _, _ = env.App.Review.Evidence(u1, app)
@@ -688,7 +688,7 @@ func TestC2OneUnderwriterCannotDismissAnExactMatch(t *testing.T) {
 	}
 	apptest.Expect(t, "change again", call(t, env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
 		map[string]any{"city": "York"}), 0, http.StatusOK)
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(apptest.WaitTimeout)
 	for time.Now().Before(deadline) {
 		a, _, _, _, _ = env.App.Review.Evidence(u1, app)
 		if a.Status == emi.AppInReview && a.Revision > 2 {

@@ -59,7 +59,7 @@ func TestC6WatchlistAdditionReachesApplicationsAndCustomers(t *testing.T) {
 		}
 	}
 
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(apptest.WaitTimeout)
 	for media() != "review" && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -38,7 +38,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // contains want.
 func (rc *receiver) wait(t *testing.T, want string, n int) (http.Header, string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(apptest.WaitTimeout)
 	for time.Now().Before(deadline) {
 		rc.mu.Lock()
 		seen := 0

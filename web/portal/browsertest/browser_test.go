@@ -388,7 +388,7 @@ func TestAuditTablePagesAndFiltersWithHTMXAndWithoutJavaScript(t *testing.T) {
 	}
 
 	// With JavaScript: htmx swaps the table in place.
-	js.do("set marker", chromedp.Evaluate[chromedp.Void](`window.__marker = 1`))
+	js.script("set marker", `window.__marker = 1`)
 	if !eval[bool](js, `typeof htmx === "object"`) {
 		t.Fatalf("htmx did not load")
 	}
@@ -439,7 +439,7 @@ func TestAuditTablePagesAndFiltersWithHTMXAndWithoutJavaScript(t *testing.T) {
 
 	// And with JavaScript: htmx replaces the table, the page stays.
 	js.open("/backoffice/audit")
-	js.do("set marker", chromedp.Evaluate[chromedp.Void](`window.__marker = 2`))
+	js.script("set marker", `window.__marker = 2`)
 	js.typeInto(`form.filters input[name="action"]`, "partner.create")
 	js.do("submit the filter", chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)))
 	js.do("wait for filtered rows", pollTrue(
@@ -531,7 +531,7 @@ func TestPagesLoadWithoutCSPViolationsAndWithHTMX(t *testing.T) {
 		check(v)
 	}
 	// Let the renderer report what it still has queued.
-	b.do("settle", chromedp.Sleep(300*time.Millisecond))
+	b.settle()
 
 	var bad []consoleLine
 	for _, c := range b.consoleLines() {
@@ -579,7 +579,7 @@ func TestStoredXSSInAPartnerNameIsShownAsText(t *testing.T) {
 		t.Fatalf("audit page has %d injected img element(s)", n)
 	}
 
-	b.do("settle", chromedp.Sleep(300*time.Millisecond))
+	b.settle()
 	if d := b.dialogsOpened(); len(d) > 0 {
 		t.Fatalf("JavaScript dialog(s) opened: %q", d)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -26,10 +27,17 @@ import (
 	"emi/internal/service/staff"
 )
 
-// actionTimeout bounds one browser step (a navigation, a click, a query).
-// The race detector on two cores makes the app slow; nothing here should
-// take more than a second or two.
-const actionTimeout = 20 * time.Second
+// actionTimeout bounds one browser step (a navigation, a click, a query,
+// a wait for a condition). Quiet, a step takes well under a second; with
+// the race detector on two cores shared with other work it can take many
+// times that. The bound only ends a step that hangs, so it is generous:
+// nothing waits for it to pass.
+const actionTimeout = 60 * time.Second
+
+// pollInterval is the pause between two checks of a condition in the
+// page. (A wait for something outside the browser, a job or a delivery,
+// is apptest.Eventually.)
+const pollInterval = 50 * time.Millisecond
 
 // The browser is one chromium process for the whole package: each test
 // opens its own browser context (a separate cookie jar, like an incognito
@@ -121,6 +129,9 @@ type tab struct {
 	ctx   context.Context
 	base  string
 	label string // artifact suffix ("" for the first tab of a test)
+
+	// scriptOff is set by disableScript: the page runs no callback then.
+	scriptOff bool
 
 	mu      sync.Mutex
 	console []consoleLine
@@ -257,10 +268,117 @@ func run[T any](b *tab, what string, a chromedp.Action[T]) T {
 	return v
 }
 
-// eval evaluates a JavaScript expression in the page.
+// eval evaluates a JavaScript expression in the page, once the page's
+// document has loaded (see loaded), and decodes its value into T. A
+// promise is awaited and its value used. A value that is not a T fails the
+// test with what the value was (type, class, JSON), not only a decoding
+// error: Chromium 150 made window.scrollTo and the other scroll methods
+// return a promise, and `window.scrollTo(0, 0) || true` then evaluated to
+// that promise ("json: cannot unmarshal object into Go value of type
+// bool"). For a statement whose value does not matter, use b.script.
 func eval[T any](b *tab, expr string) T {
 	b.t.Helper()
-	return run(b, "evaluate "+expr, chromedp.Evaluate[T](expr))
+	return run(b, "evaluate "+expr, evaluate[T](expr))
+}
+
+// script runs JavaScript in the page for its effect (a scroll, a click
+// handler to install) once the document has loaded, awaiting the promise
+// it may return (a smooth scroll's end), and ignores its value.
+func (b *tab) script(what, js string) {
+	b.t.Helper()
+	b.do(what, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		if err := loaded(ctx, t); err != nil {
+			return err
+		}
+		_, err := chromedp.Evaluate[chromedp.Void](js, chromedp.EvalAwaitPromise)(ctx, t)
+		return err
+	}))
+}
+
+// evaluate is the action of eval: it waits until the document has loaded,
+// evaluates expr (awaiting a promise) and decodes the value defensively.
+func evaluate[T any](expr string) chromedp.Action[T] {
+	return func(ctx context.Context, t *chromedp.Target) (T, error) {
+		var zero T
+		if err := loaded(ctx, t); err != nil {
+			return zero, err
+		}
+		obj, err := chromedp.Evaluate[*runtime.RemoteObject](expr, chromedp.EvalAsValue, chromedp.EvalAwaitPromise)(ctx, t)
+		if err != nil {
+			return zero, err
+		}
+		return decodeValue[T](obj)
+	}
+}
+
+// decodeValue decodes the value of an evaluation (returned by value) into
+// a T. When it is not a T, the error says what it was.
+func decodeValue[T any](obj *runtime.RemoteObject) (T, error) {
+	var v T
+	if obj == nil {
+		return v, errors.New("the evaluation returned no value")
+	}
+	raw := obj.Value
+	if len(raw) == 0 || string(raw) == "null" {
+		switch reflect.TypeFor[T]().Kind() {
+		case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+			return v, nil // a JavaScript null or undefined is Go's nil
+		}
+		return v, fmt.Errorf("the value is %s, not a %T", describe(obj), v)
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("the value is %s, not a %T (%v)", describe(obj), v, err)
+	}
+	return v, nil
+}
+
+// describe names a JavaScript value for an error message.
+func describe(obj *runtime.RemoteObject) string {
+	parts := []string{string(obj.Type)}
+	if obj.Subtype != "" {
+		parts = append(parts, string(obj.Subtype))
+	}
+	if obj.ClassName != "" {
+		parts = append(parts, obj.ClassName)
+	}
+	if len(obj.Value) > 0 {
+		v := string(obj.Value)
+		if len(v) > 200 {
+			v = v[:200] + "…"
+		}
+		parts = append(parts, v)
+	} else if obj.Description != "" {
+		parts = append(parts, obj.Description)
+	} else if obj.UnserializableValue != "" {
+		parts = append(parts, string(obj.UnserializableValue))
+	}
+	return "a JavaScript " + strings.Join(parts, " ")
+}
+
+// loaded waits until the tab's current document has finished loading
+// (document.readyState is "complete"): a navigation that a click or a
+// form started may still be under way, and an expression evaluated then
+// would run in a document that is about to go, or fail because its
+// execution context was destroyed. Errors of a document being replaced
+// are retried; ctx bounds the wait. It works with the page's JavaScript
+// off: DevTools evaluation does not need it.
+func loaded(ctx context.Context, t *chromedp.Target) error {
+	var last error
+	for {
+		state, err := chromedp.Evaluate[string](`document.readyState`)(ctx, t)
+		if err == nil && state == "complete" {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("document.readyState is %q", state)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the document to load: %w (last: %v)", ctx.Err(), last)
+		case <-time.After(pollInterval):
+		}
+	}
 }
 
 // open navigates to path (relative to the app) and returns the HTTP status
@@ -424,6 +542,7 @@ func (b *tab) disableScript() {
 		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
 		return err
 	}))
+	b.scriptOff = true
 }
 
 // signIn signs in through the sign-in form and the TOTP form and fails the
@@ -542,12 +661,50 @@ func (b *tab) documentStatuses() func() map[string]int64 {
 	}
 }
 
-// pollTrue waits until the JavaScript expression is true.
+// pollTrue waits until the JavaScript expression is true, evaluating it
+// every pollInterval from Go (with eval's readiness check and decoding)
+// until the step's deadline. An error (an element not there yet, a
+// document being replaced by a navigation) counts as "not yet": the
+// failure, when the deadline comes, says what the last attempt got. Unlike
+// chromedp.Poll, whose polling function lives in the page, it survives a
+// navigation and works with the page's JavaScript off.
 func pollTrue(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(actionTimeout), chromedp.WithPollingInterval(50*time.Millisecond))(ctx, t)
-		return err
+		var last error
+		for {
+			ok, err := evaluate[bool](expr)(ctx, t)
+			if err == nil && ok {
+				return nil
+			}
+			if err == nil {
+				err = errors.New("it is false")
+			}
+			last = err
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for %s: %w (last: %v)", expr, ctx.Err(), last)
+			case <-time.After(pollInterval):
+			}
+		}
 	})
+}
+
+// settle waits until the page has run what it had queued (timers,
+// animation frames, the error and violation reports of its loads): it
+// awaits in the page two animation frames and then a timer task. DevTools
+// sends a page's events in order with the replies, so every console line
+// the page logged before is recorded when settle returns. With the page's
+// JavaScript off nothing is queued, and settle only checks the document
+// has loaded.
+func (b *tab) settle() {
+	b.t.Helper()
+	b.do("settle", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		if err := loaded(ctx, t); err != nil || b.scriptOff {
+			return err
+		}
+		_, err := chromedp.Evaluate[chromedp.Void](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 0))))`, chromedp.EvalAwaitPromise)(ctx, t)
+		return err
+	}))
 }
 
 // jsString quotes s as a JavaScript string literal.

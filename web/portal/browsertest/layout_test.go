@@ -31,6 +31,7 @@ func TestApplicationPageLayoutInTheBrowser(t *testing.T) {
 	b.signIn(env, apptest.UnderwriterEmail)
 	b.do("viewport", chromedp.EmulateViewport(1440, 900))
 	b.open("/backoffice/applications/" + app)
+	b.waitVisible(`[data-testid="decision-panel"] [data-testid="review-panel"]`)
 	if n := b.count(`[data-testid="risk-factors"]`); n > 1 {
 		t.Errorf("the risk breakdown is shown %d times", n)
 	}
@@ -38,8 +39,8 @@ func TestApplicationPageLayoutInTheBrowser(t *testing.T) {
 		const e = document.querySelector('[data-testid="evidence"]').getBoundingClientRect(); return d.left >= e.right - 1; })()`) {
 		t.Fatal("the decision panel is not to the right of the evidence at 1440 px")
 	}
-	eval[bool](b, `(() => { const f = document.querySelectorAll('details.fold');
-		f[f.length - 1].scrollIntoView({block: 'end'}); return true; })()`)
+	b.script("scroll to the last section", `(() => { const f = document.querySelectorAll('details.fold');
+		return f[f.length - 1].scrollIntoView({block: 'end'}); })()`)
 	b.do("scrolled", pollTrue(`window.scrollY > 0`))
 	inView := `(() => { const r = document.querySelector('[data-testid="decision-panel"] [data-testid="review-panel"]').getBoundingClientRect();
 		return r.top >= 0 && r.top < window.innerHeight && r.bottom > 0; })()`
@@ -52,7 +53,10 @@ func TestApplicationPageLayoutInTheBrowser(t *testing.T) {
 		t.Error("a click on a section's title does not fold it")
 	}
 	b.do("unfold the members", chromedp.Click(chromedp.CSS(`[data-testid="fold-members"] > summary`)))
-	eval[bool](b, `window.scrollTo(0, 0) || true`)
+	// Not `window.scrollTo(0, 0) || true`: since Chromium 150 scrollTo
+	// returns a promise, and the expression was that promise, not true.
+	b.script("scroll to the top", `window.scrollTo(0, 0)`)
+	b.do("at the top", pollTrue(`window.scrollY === 0`))
 	shootAt(b, "application", 1440)
 	shootAt(b, "application", 390)
 	if w := eval[int](b, `document.documentElement.scrollWidth`); w > 390 {

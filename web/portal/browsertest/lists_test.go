@@ -278,7 +278,7 @@ func TestSortedListsInTheBrowser(t *testing.T) {
 	if first := b.texts(rows); len(first) != 50 || !strings.HasPrefix(first[0], "Paged 54") {
 		t.Fatalf("the AML queue's first page: %d rows, first %q; want 50 from Paged 54", len(first), firstOf(first))
 	}
-	b.do("set marker", chromedp.Evaluate[chromedp.Void](`window.__marker = 1`))
+	b.script("set marker", `window.__marker = 1`)
 	b.do("click Next page", chromedp.Click(chromedp.CSS(`#aml-list [data-testid="pager-next"]`)))
 	b.do("wait for the next page", pollTrue(`document.querySelectorAll(`+jsString(rows)+`).length === 5`))
 	if !eval[bool](b, `window.__marker === 1`) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
@@ -38,9 +37,10 @@ func TestMerchantAlertInTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	var check string
-	for deadline := time.Now().Add(20 * time.Second); check == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	apptest.Eventually(t, "the merchant's screening match", func() bool {
 		_ = env.App.DB.Get(&check, `SELECT token::text FROM aml_checks WHERE merchant_token = $1 AND status = 'match'`, merchant)
-	}
+		return check != ""
+	})
 	if check == "" || name == "" {
 		t.Fatalf("no check for merchant %s (%q)", merchant, name)
 	}

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"image/png"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -23,15 +23,12 @@ var onePagePDF = []byte("%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2
 func waitApplication(t *testing.T, env *apptest.Env, app string, want emi.ApplicationStatus) {
 	t.Helper()
 	var st string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	apptest.Eventually(t, fmt.Sprintf("application %s to be %s", app, want), func() bool {
 		if err := env.App.DB.Get(&st, `SELECT status FROM applications WHERE token = $1`, app); err != nil {
 			t.Fatal(err)
 		}
-		if st == string(want) {
-			return
-		}
-	}
-	t.Fatalf("application %s is %s, want %s", app, st, want)
+		return st == string(want)
+	})
 }
 
 // TestApplicationInTheBrowser: an underwriter opens the applications list,

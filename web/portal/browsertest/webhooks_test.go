@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
@@ -46,12 +45,7 @@ func TestReplayFromTheDeliveryLog(t *testing.T) {
 	}
 	wait := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if ok() {
-				return
-			}
-		}
-		t.Fatalf("timed out waiting for %s", what)
+		apptest.Eventually(t, what, ok)
 	}
 	wait("the first delivery", func() bool { return hits.Load() == 1 })
 
