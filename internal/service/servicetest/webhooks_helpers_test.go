@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/postgres"
 	"emi/internal/postgres/pgtest"
@@ -255,13 +256,7 @@ func (e *hookEnv) delivery(t *testing.T, eventID string) emi.WebhookDelivery {
 // quiet one, so it is generous.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	apptest.Eventually(t, what, cond)
 }
 
 // waitAttempts runs the pool until the delivery has n attempts and no
