@@ -121,7 +121,7 @@ func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
 // typed: webhookAdd).
 func (p *Portal) webhookTest(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
-	if _, err := p.d.Webhooks.SendTest(r.Context(), param(r, "ep")); err != nil {
+	if _, err := p.d.Webhooks.SendTest(r.Context(), id, param(r, "ep")); err != nil {
 		p.flashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
@@ -133,7 +133,7 @@ func (p *Portal) webhookTest(w http.ResponseWriter, r *http.Request) {
 // secret once; the old one keeps signing until the overlap ends.
 func (p *Portal) webhookRotate(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
-	secret, until, err := p.d.Webhooks.RotateEndpointSecret(r.Context(), param(r, "ep"))
+	secret, until, err := p.d.Webhooks.RotateEndpointSecret(r.Context(), id, param(r, "ep"))
 	if err != nil {
 		p.flashError(w, r, err, "/backoffice/partners/"+id)
 		return
@@ -148,7 +148,7 @@ func (p *Portal) webhookDisable(w http.ResponseWriter, r *http.Request) { p.webh
 
 func (p *Portal) webhookSet(w http.ResponseWriter, r *http.Request, enabled bool) {
 	id := param(r, "id")
-	if err := p.d.Webhooks.SetEndpointEnabled(r.Context(), param(r, "ep"), enabled); err != nil {
+	if err := p.d.Webhooks.SetEndpointEnabled(r.Context(), id, param(r, "ep"), enabled); err != nil {
 		p.flashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
@@ -160,7 +160,7 @@ func (p *Portal) webhookSet(w http.ResponseWriter, r *http.Request, enabled bool
 // new attempt now (audited by the service).
 func (p *Portal) replayDelivery(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
-	if err := p.d.Webhooks.Replay(r.Context(), param(r, "delivery")); err != nil {
+	if err := p.d.Webhooks.Replay(r.Context(), id, param(r, "delivery")); err != nil {
 		p.flashError(w, r, err, "/backoffice/partners/"+id+"/events")
 		return
 	}

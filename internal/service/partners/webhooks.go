@@ -258,10 +258,11 @@ func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description 
 	return ep.WebhookEndpoint, whsec, nil
 }
 
-// UpdateEndpoint changes an endpoint's URL, description and event-type
-// filter (emi.PermManageWebhooks), with the checks of AddEndpoint.
-// Returns emi.ErrWebhookValidation and emi.ErrWebhookEndpointNotFound.
-func (s *Webhooks) UpdateEndpoint(ctx context.Context, endpointID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, error) {
+// UpdateEndpoint changes the URL, description and event-type filter of
+// the partner's endpoint (emi.PermManageWebhooks), with the checks of
+// AddEndpoint. Returns emi.ErrWebhookValidation and
+// emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
+func (s *Webhooks) UpdateEndpoint(ctx context.Context, partnerID, endpointID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, error) {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return emi.WebhookEndpoint{}, err
 	}
@@ -270,7 +271,7 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, endpointID, url, descript
 		return emi.WebhookEndpoint{}, err
 	}
 	var out emi.WebhookEndpoint
-	err = s.changeEndpoint(ctx, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
+	err = s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
 		changes := map[string]any{}
 		if ep.URL != in.url {
 			changes["url"] = map[string]any{"from": ep.URL, "to": in.url}
@@ -288,15 +289,16 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, endpointID, url, descript
 	return out, err
 }
 
-// SetEndpointEnabled enables or disables an endpoint (emi.PermManageWebhooks).
-// Disabling cancels its pending deliveries; enabling clears the reason and
-// the failure streak. Setting the current state again changes nothing.
-// Returns emi.ErrWebhookEndpointNotFound.
-func (s *Webhooks) SetEndpointEnabled(ctx context.Context, endpointID string, enabled bool) error {
+// SetEndpointEnabled enables or disables the partner's endpoint
+// (emi.PermManageWebhooks). Disabling cancels its pending deliveries;
+// enabling clears the reason and the failure streak. Setting the current
+// state again changes nothing. Returns emi.ErrWebhookEndpointNotFound (also
+// for another partner's endpoint).
+func (s *Webhooks) SetEndpointEnabled(ctx context.Context, partnerID, endpointID string, enabled bool) error {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return err
 	}
-	return s.changeEndpoint(ctx, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
+	return s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
 		if ep.Enabled == enabled {
 			return "", nil, nil
 		}
@@ -311,21 +313,21 @@ func (s *Webhooks) SetEndpointEnabled(ctx context.Context, endpointID string, en
 	})
 }
 
-// RotateEndpointSecret gives the endpoint a new signing secret and returns
+// RotateEndpointSecret gives the partner's endpoint a new signing secret and returns
 // it (shown once) with the time until which the previous secret keeps
 // signing too: every message then carries two signatures, so the partner
 // can deploy the new secret without missing an event
 // (emi.PermManageWebhooks). Rotating again during the overlap replaces
 // only the new secret: the previous one keeps signing until the same time
 // and the replaced one stops at once. Returns
-// emi.ErrWebhookEndpointNotFound.
-func (s *Webhooks) RotateEndpointSecret(ctx context.Context, endpointID string) (string, time.Time, error) {
+// emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
+func (s *Webhooks) RotateEndpointSecret(ctx context.Context, partnerID, endpointID string) (string, time.Time, error) {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return "", time.Time{}, err
 	}
 	var whsec string
 	var until time.Time
-	err := s.changeEndpoint(ctx, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
+	err := s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
 		secret, raw := newWebhookSecret()
 		enc, err := s.sealer.Seal(raw, WebhookSecretContext(ep.ID))
 		if err != nil {
@@ -361,15 +363,15 @@ func (s *Webhooks) RotateEndpointSecret(ctx context.Context, endpointID string) 
 	return whsec, until, nil
 }
 
-// DeleteEndpoint removes an endpoint (emi.PermManageWebhooks): it gets no
-// more events and leaves the listings, its pending deliveries are canceled,
-// and its delivery history stays in the log. Returns
-// emi.ErrWebhookEndpointNotFound.
-func (s *Webhooks) DeleteEndpoint(ctx context.Context, endpointID string) error {
+// DeleteEndpoint removes the partner's endpoint (emi.PermManageWebhooks):
+// it gets no more events and leaves the listings, its pending deliveries
+// are canceled, and its delivery history stays in the log. Returns
+// emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
+func (s *Webhooks) DeleteEndpoint(ctx context.Context, partnerID, endpointID string) error {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return err
 	}
-	return s.changeEndpoint(ctx, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
+	return s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
 		ep.Deleted, ep.Enabled, ep.DisabledReason = true, false, "deleted"
 		n, err := s.store.CancelPendingDeliveries(ctx, ep.ID, "", "endpoint deleted", s.now().UTC())
 		return "webhook_endpoint.delete", map[string]any{"url": ep.URL, "canceled_deliveries": n}, err
@@ -377,14 +379,18 @@ func (s *Webhooks) DeleteEndpoint(ctx context.Context, endpointID string) error 
 }
 
 // changeEndpoint runs change on the locked endpoint in a transaction, then
-// saves it and audits the action change returns ("" saves nothing).
-func (s *Webhooks) changeEndpoint(ctx context.Context, id string, change func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error)) error {
+// saves it and audits the action change returns ("" saves nothing). The
+// endpoint must be partnerID's: the back office names the partner in the
+// URL (/partners/{id}/webhooks/{ep}/…), and an endpoint of another partner
+// is reported exactly as an unknown one, so a page of partner A can never
+// act on partner B's endpoint.
+func (s *Webhooks) changeEndpoint(ctx context.Context, partnerID, id string, change func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error)) error {
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		ep, err := s.store.EndpointForUpdate(ctx, id)
 		if err != nil {
 			return err
 		}
-		if ep.Deleted {
+		if ep.Deleted || ep.PartnerID != partnerID {
 			return emi.ErrWebhookEndpointNotFound
 		}
 		action, changes, err := change(ctx, &ep)
@@ -439,12 +445,13 @@ func (s *Webhooks) Endpoint(ctx context.Context, endpointID string) (emi.Webhook
 	return emi.WebhookEndpoint{}, emi.ErrWebhookEndpointNotFound
 }
 
-// SendTest emits a webhook.test event to this endpoint only, whatever its
-// filter, also when it is disabled (to check a fix before enabling it), and
-// audits it (emi.PermManageWebhooks). A test delivery gets one attempt and
-// does not count towards the endpoint's failure streak. Returns the event,
-// or emi.ErrWebhookEndpointNotFound.
-func (s *Webhooks) SendTest(ctx context.Context, endpointID string) (emi.Event, error) {
+// SendTest emits a webhook.test event to this endpoint of the partner
+// only, whatever its filter, also when it is disabled (to check a fix
+// before enabling it), and audits it (emi.PermManageWebhooks). A test
+// delivery gets one attempt and does not count towards the endpoint's
+// failure streak. Returns the event, or emi.ErrWebhookEndpointNotFound
+// (also for another partner's endpoint).
+func (s *Webhooks) SendTest(ctx context.Context, partnerID, endpointID string) (emi.Event, error) {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return emi.Event{}, err
 	}
@@ -454,7 +461,7 @@ func (s *Webhooks) SendTest(ctx context.Context, endpointID string) (emi.Event, 
 		if err != nil {
 			return err
 		}
-		if ep.Deleted {
+		if ep.Deleted || ep.PartnerID != partnerID {
 			return emi.ErrWebhookEndpointNotFound
 		}
 		ev, err = s.events.Emit(ctx, ep.PartnerID, emi.EventWebhookTest, emi.EventWebhookTest.Resource(), ep.ID,
@@ -468,15 +475,17 @@ func (s *Webhooks) SendTest(ctx context.Context, endpointID string) (emi.Event, 
 	return ev, err
 }
 
-// Replay asks for a new attempt of a delivery now, whatever its state
-// (succeeded, failed, canceled or still retrying), and audits it
-// (emi.PermManageWebhooks). The attempt is made by the delivery's job and
-// logged as a replay by the caller. A failed replay of a delivery that is
-// still retrying leaves its schedule as it was; a failed replay of a
-// finished delivery leaves it finished. Returns
-// emi.ErrWebhookDeliveryNotFound, and emi.ErrWebhookEndpointDisabled when
-// the endpoint is disabled or deleted (enable it first).
-func (s *Webhooks) Replay(ctx context.Context, deliveryID string) error {
+// Replay asks for a new attempt of one of the partner's deliveries now,
+// whatever its state (succeeded, failed, canceled or still retrying), and
+// audits it (emi.PermManageWebhooks). The attempt is made by the
+// delivery's job and logged as a replay by the caller. A failed replay of
+// a delivery that is still retrying leaves its schedule as it was; a
+// failed replay of a finished delivery leaves it finished. Returns
+// emi.ErrWebhookDeliveryNotFound (also for another partner's delivery,
+// before anything about it is looked at), and
+// emi.ErrWebhookEndpointDisabled when the endpoint is disabled or deleted
+// (enable it first).
+func (s *Webhooks) Replay(ctx context.Context, partnerID, deliveryID string) error {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return err
 	}
@@ -484,6 +493,9 @@ func (s *Webhooks) Replay(ctx context.Context, deliveryID string) error {
 		w, err := s.store.DeliveryWork(ctx, deliveryID)
 		if err != nil {
 			return err
+		}
+		if w.Event.PartnerID != partnerID || w.Endpoint.PartnerID != partnerID {
+			return emi.ErrWebhookDeliveryNotFound
 		}
 		if w.Endpoint.Deleted || (!w.Endpoint.Enabled && w.Event.Type != emi.EventWebhookTest) {
 			return emi.ErrWebhookEndpointDisabled

@@ -86,7 +86,7 @@ func (s *Webhooks) PartnerRotateEndpointSecret(ctx context.Context, endpointID s
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	secret, until, err := s.RotateEndpointSecret(asPartnerSystem(ctx, p), endpointID)
+	secret, until, err := s.RotateEndpointSecret(asPartnerSystem(ctx, p), p.PartnerID, endpointID)
 	return secret, until, partnerWebhookError(err)
 }
 
@@ -96,7 +96,7 @@ func (s *Webhooks) PartnerSendTest(ctx context.Context, endpointID string) (emi.
 	if err != nil {
 		return emi.Event{}, err
 	}
-	ev, err := s.SendTest(asPartnerSystem(ctx, p), endpointID)
+	ev, err := s.SendTest(asPartnerSystem(ctx, p), p.PartnerID, endpointID)
 	return ev, partnerWebhookError(err)
 }
 
@@ -117,5 +117,5 @@ func (s *Webhooks) PartnerReplay(ctx context.Context, endpointID string, in emi.
 	if err != nil {
 		return "", partnerWebhookError(err)
 	}
-	return id, partnerWebhookError(s.Replay(asPartnerSystem(ctx, p), id))
+	return id, partnerWebhookError(s.Replay(asPartnerSystem(ctx, p), p.PartnerID, id))
 }
