@@ -94,7 +94,12 @@ func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
 	url := strings.TrimSpace(r.PostFormValue("url"))
 	_, secret, err := p.d.Webhooks.AddEndpoint(r.Context(), id, url, "", types)
 	if err != nil {
-		if k := emi.AsError(err).Kind; k != emi.KindInvalid {
+		status := http.StatusUnprocessableEntity
+		switch {
+		case errorIs(err, emi.ErrWebhookEndpointLimit), errorIs(err, emi.ErrWebhookHostLimit):
+			// One too many: said beside the URL, as typed.
+			status = http.StatusConflict
+		case emi.AsError(err).Kind != emi.KindInvalid:
 			p.renderError(w, r, err)
 			return
 		}
@@ -109,7 +114,7 @@ func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		p.renderPartner(w, r, http.StatusUnprocessableEntity, id, url, errs)
+		p.renderPartner(w, r, status, id, url, errs)
 		return
 	}
 	p.showCredentialsOnce(w, r, pages.Credentials{WebhookSecret: secret, APISecret: ""}, "/backoffice/partners/"+id)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +45,14 @@ type WebhookStore interface {
 	kernel.EventStore
 	// PartnerExists reports whether the partner exists.
 	PartnerExists(ctx context.Context, id string) (bool, error)
+	// LockPartnerEndpoints holds, until the transaction ends, the lock
+	// that makes the endpoint changes of one partner that are counted
+	// against its limits run one at a time, and reports whether the
+	// partner exists.
+	LockPartnerEndpoints(ctx context.Context, partnerID string) (bool, error)
+	// ActiveEndpointURLs returns the URL of each of the partner's enabled,
+	// not deleted endpoints, by id.
+	ActiveEndpointURLs(ctx context.Context, partnerID string) (map[string]string, error)
 	InsertEndpoint(ctx context.Context, ep kernel.StoredEndpoint) error
 	// EndpointForUpdate locks the endpoint row.
 	// Returns emi.ErrWebhookEndpointNotFound.
@@ -100,12 +110,19 @@ type WebhooksConfig struct {
 	// DisableAfter is how long an endpoint may fail in a row before it is
 	// disabled (5 days).
 	DisableAfter time.Duration
+	// MaxEndpoints is how many enabled endpoints a partner may have, and
+	// MaxEndpointsPerHost how many of them may share a host name (10 and
+	// 3): see checkLimits.
+	MaxEndpoints        int
+	MaxEndpointsPerHost int
 }
 
 // Defaults of WebhooksConfig.
 const (
 	DefaultWebhookSecretOverlap = 24 * time.Hour
 	DefaultWebhookDisableAfter  = 5 * 24 * time.Hour
+	DefaultMaxEndpoints         = 10
+	DefaultMaxEndpointsPerHost  = 3
 )
 
 // Limits of the back office's webhook screens.
@@ -169,6 +186,12 @@ func NewWebhooks(d WebhooksDeps) *Webhooks {
 	if d.Config.DisableAfter <= 0 {
 		d.Config.DisableAfter = DefaultWebhookDisableAfter
 	}
+	if d.Config.MaxEndpoints <= 0 {
+		d.Config.MaxEndpoints = DefaultMaxEndpoints
+	}
+	if d.Config.MaxEndpointsPerHost <= 0 {
+		d.Config.MaxEndpointsPerHost = DefaultMaxEndpointsPerHost
+	}
 	return &Webhooks{tx: d.Tx, store: d.Store, events: d.Events, jobs: d.Jobs, sealer: d.Sealer, audit: d.Audit,
 		deliverer: d.Deliverer, urls: d.URLs, retry: d.Retry, cfg: d.Config, now: d.Now}
 }
@@ -216,25 +239,82 @@ func (s *Webhooks) checkEndpoint(ctx context.Context, rawURL, description string
 	return in, nil
 }
 
+// endpointHost is the host name a limit counts endpoints by: the URL's
+// host in lower case without a trailing dot, an IP address in its
+// canonical form (so [::ffff:10.0.0.1] is 10.0.0.1), whatever the scheme,
+// port, path or query. "" for a URL that does not parse (checkEndpoint
+// refused it already).
+func endpointHost(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return ""
+	}
+	h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.WithZone("").Unmap().String()
+	}
+	return h
+}
+
+// checkLimits is the rule that keeps one partner from multiplying emi's
+// webhook traffic (issue 29: one event is one delivery per endpoint, each
+// retried for days, so 120 endpoints aimed at a third party's host made
+// emi an amplifier): a partner has at most MaxEndpoints enabled endpoints,
+// and at most MaxEndpointsPerHost of them on one host name (see
+// endpointHost). It runs inside the transaction of every change that adds
+// an enabled endpoint or moves one (AddEndpoint from the API, the back
+// office and `emi partner create`; enabling; a new URL), after
+// LockPartnerEndpoints: the count and the change that follows it are then
+// one step per partner, so N concurrent additions at the limit minus one
+// make exactly one endpoint. except is the endpoint being enabled or
+// moved, not counted as one of the others ("" for a new one). Disabled and
+// deleted endpoints do not count: they get no events. Returns
+// emi.ErrPartnerNotFound, and emi.ErrWebhookEndpointLimit or
+// emi.ErrWebhookHostLimit with a message on url that says the limit.
+func (s *Webhooks) checkLimits(ctx context.Context, partnerID, rawURL, except string) error {
+	ok, err := s.store.LockPartnerEndpoints(ctx, partnerID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return emi.ErrPartnerNotFound
+	}
+	active, err := s.store.ActiveEndpointURLs(ctx, partnerID)
+	if err != nil {
+		return err
+	}
+	delete(active, except)
+	if len(active) >= s.cfg.MaxEndpoints {
+		return emi.ErrWebhookEndpointLimit.Field("url", fmt.Sprintf(
+			"the partner already has %d enabled webhook endpoints, the most allowed: delete or disable one that is no longer used first", len(active)))
+	}
+	host, same := endpointHost(rawURL), 0
+	for _, u := range active {
+		if endpointHost(u) == host {
+			same++
+		}
+	}
+	if same >= s.cfg.MaxEndpointsPerHost {
+		return emi.ErrWebhookHostLimit.Field("url", fmt.Sprintf(
+			"the partner already has %d enabled webhook endpoints on %s, the most allowed on one host (whatever the port or path): send every event type to one endpoint there, or delete or disable one first", same, host))
+	}
+	return nil
+}
+
 // AddEndpoint registers a webhook endpoint for the partner
 // (emi.PermManageWebhooks) and returns it with its signing secret,
 // "whsec_" + base64 of 32 random bytes: the only clear copy that will ever
 // exist. types filters the events sent (empty: every type; webhook.test is
 // always sent by SendTest and cannot be listed). Returns
 // emi.ErrWebhookValidation naming url (the URL checker's reason),
-// description or event_types[i], and emi.ErrPartnerNotFound.
+// description or event_types[i], emi.ErrWebhookEndpointLimit and
+// emi.ErrWebhookHostLimit (see checkLimits), and emi.ErrPartnerNotFound.
 func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, string, error) {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return emi.WebhookEndpoint{}, "", err
 	}
 	in, err := s.checkEndpoint(ctx, url, description, types)
 	if err != nil {
-		return emi.WebhookEndpoint{}, "", err
-	}
-	if ok, err := s.store.PartnerExists(ctx, partnerID); err != nil || !ok {
-		if err == nil {
-			err = emi.ErrPartnerNotFound
-		}
 		return emi.WebhookEndpoint{}, "", err
 	}
 	now := s.now().UTC()
@@ -245,6 +325,9 @@ func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description 
 		return emi.WebhookEndpoint{}, "", emi.Internal(err)
 	}
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		if err := s.checkLimits(ctx, partnerID, ep.URL, ""); err != nil {
+			return err
+		}
 		if err := s.store.InsertEndpoint(ctx, ep); err != nil {
 			return err
 		}
@@ -260,7 +343,8 @@ func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description 
 
 // UpdateEndpoint changes the URL, description and event-type filter of
 // the partner's endpoint (emi.PermManageWebhooks), with the checks of
-// AddEndpoint. Returns emi.ErrWebhookValidation and
+// AddEndpoint (a new host counts against the limit per host). Returns
+// emi.ErrWebhookValidation, emi.ErrWebhookHostLimit and
 // emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
 func (s *Webhooks) UpdateEndpoint(ctx context.Context, partnerID, endpointID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, error) {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
@@ -282,6 +366,11 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, partnerID, endpointID, ur
 		if !slices.Equal(ep.EventTypes, in.types) {
 			changes["event_types"] = map[string]any{"from": ep.EventTypes, "to": in.types}
 		}
+		if ep.Enabled && endpointHost(ep.URL) != endpointHost(in.url) {
+			if err := s.checkLimits(ctx, ep.PartnerID, in.url, ep.ID); err != nil {
+				return "", nil, err
+			}
+		}
 		ep.URL, ep.Description, ep.EventTypes = in.url, in.description, in.types
 		out = ep.WebhookEndpoint
 		return "webhook_endpoint.update", changes, nil
@@ -292,8 +381,10 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, partnerID, endpointID, ur
 // SetEndpointEnabled enables or disables the partner's endpoint
 // (emi.PermManageWebhooks). Disabling cancels its pending deliveries;
 // enabling clears the reason and the failure streak. Setting the current
-// state again changes nothing. Returns emi.ErrWebhookEndpointNotFound (also
-// for another partner's endpoint).
+// state again changes nothing. Enabling is refused with
+// emi.ErrWebhookEndpointLimit or emi.ErrWebhookHostLimit when the endpoint
+// would be one too many (checkLimits). Returns
+// emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
 func (s *Webhooks) SetEndpointEnabled(ctx context.Context, partnerID, endpointID string, enabled bool) error {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return err
@@ -303,6 +394,9 @@ func (s *Webhooks) SetEndpointEnabled(ctx context.Context, partnerID, endpointID
 			return "", nil, nil
 		}
 		if enabled {
+			if err := s.checkLimits(ctx, ep.PartnerID, ep.URL, ep.ID); err != nil {
+				return "", nil, err
+			}
 			changes := map[string]any{"previous_reason": ep.DisabledReason}
 			ep.Enabled, ep.DisabledReason, ep.FailingSince = true, "", nil
 			return "webhook_endpoint.enable", changes, nil
