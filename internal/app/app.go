@@ -194,7 +194,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.WebhookClient = webhook.NewClient(guard, "emi-webhooks/1", webhook.WithClock(now))
 	a.Webhooks = partners.NewWebhooks(partners.WebhooksDeps{Tx: db, Store: a.WebhookStore, Events: a.Events, Jobs: a.Jobs, Sealer: keys, Audit: a.Audit, Deliverer: a.WebhookClient, URLs: guard, Retry: func(res emi.WebhookResult, failed int, elapsed time.Duration) (time.Duration, bool) {
 		return webhook.DelayAfter(res, failed, elapsed, nil)
-	}, Config: partners.WebhooksConfig{}, Now: now})
+	}, Config: partners.WebhooksConfig{MaxEndpoints: cfg.WebhookEndpoints, MaxEndpointsPerHost: cfg.WebhookEndpointsPerHost}, Now: now})
 	a.Partners = partners.NewPartners(partners.PartnersDeps{Tx: db, Store: a.keyCache, Sealer: keys, Audit: a.Audit, Validate: v, Config: partners.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, Now: now})
 	a.People = postgres.NewPeopleStore(db)
 	a.Screener = screening.NewScreener()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -87,6 +88,111 @@ type Config struct {
 	// JobLease is how long a claimed job stays held without news from its
 	// worker: it bounds how late the jobs of a crashed process are retried.
 	JobLease time.Duration
+
+	// WebhookEndpoints is how many enabled webhook endpoints one partner
+	// may have, and WebhookEndpointsPerHost how many of them may share a
+	// host name (issue 29: one event is one delivery per endpoint).
+	WebhookEndpoints        int
+	WebhookEndpointsPerHost int
+	// WebhookPartnerConcurrency is how many of one partner's webhook
+	// deliveries one process runs at once (the others wait in the queue).
+	WebhookPartnerConcurrency int
+	// SandboxWebhookPorts are the loopback ports sandbox webhooks may be
+	// delivered to (EMI_SANDBOX_WEBHOOK_PORTS); emi's own ports and the
+	// database's are refused even when listed (see ReservedPorts).
+	SandboxWebhookPorts []PortRange
+}
+
+// PortRange is an inclusive range of TCP ports.
+type PortRange struct{ From, To uint16 }
+
+// String writes r as "8081" or "9000-9010".
+func (r PortRange) String() string {
+	if r.From == r.To {
+		return strconv.Itoa(int(r.From))
+	}
+	return strconv.Itoa(int(r.From)) + "-" + strconv.Itoa(int(r.To))
+}
+
+// ParsePorts reads a comma-separated list of ports and inclusive ranges
+// ("8081,9000-9010"); "none" is the empty list. The error says what is
+// wrong without repeating the value.
+func ParsePorts(v string) ([]PortRange, error) {
+	v = strings.TrimSpace(v)
+	if strings.EqualFold(v, "none") {
+		return []PortRange{}, nil
+	}
+	out := []PortRange{}
+	for i, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		from, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 16)
+		to, err2 := from, error(nil)
+		if isRange {
+			to, err2 = strconv.ParseUint(strings.TrimSpace(hi), 10, 16)
+		}
+		if err1 != nil || err2 != nil || from == 0 || to < from {
+			return nil, fmt.Errorf("entry %d is not a port (1-65535) or a range such as 9000-9010", i+1)
+		}
+		out = append(out, PortRange{From: uint16(from), To: uint16(to)})
+	}
+	return out, nil
+}
+
+// Reserved port of a kind: emi's own listener, its profiling endpoint, the
+// database.
+type ReservedPort struct {
+	Port uint16
+	What string
+}
+
+// ReservedPorts are the loopback ports no webhook is ever delivered to,
+// whatever SandboxWebhookPorts says: EMI_ADDR's and EMI_PUBLIC_URL's
+// (emi itself; the scheme's port when the URL has none), EMI_DEBUG_ADDR's
+// (pprof), and DATABASE_URL's (5432 when it names none, and 5432, the
+// PostgreSQL default, in any case). A port 0 (EMI_ADDR=127.0.0.1:0: chosen
+// when emi serve listens) is left out: emi serve reserves the port it got.
+func (c Config) ReservedPorts() []ReservedPort {
+	var out []ReservedPort
+	add := func(port, what string) {
+		if n, err := strconv.ParseUint(port, 10, 16); err == nil && n > 0 {
+			out = append(out, ReservedPort{Port: uint16(n), What: what})
+		}
+	}
+	if _, port, err := net.SplitHostPort(c.Addr); err == nil {
+		add(port, "emi's own port (EMI_ADDR)")
+	}
+	if u, err := url.Parse(c.PublicURL); err == nil && u.Host != "" {
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		add(port, "emi's own port (EMI_PUBLIC_URL)")
+	}
+	if _, port, err := net.SplitHostPort(c.DebugAddr); err == nil {
+		add(port, "emi's profiling port (EMI_DEBUG_ADDR)")
+	}
+	db := "the database's port (DATABASE_URL)"
+	add("5432", "the PostgreSQL port")
+	if u, err := url.Parse(c.DatabaseURL); err == nil && c.DatabaseURL != "" {
+		named := false
+		// lib/pq and libpq take several hosts ("h1:5432,h2:5433") and a
+		// port parameter.
+		for _, h := range strings.Split(u.Host, ",") {
+			if _, port, err := net.SplitHostPort(h); err == nil {
+				add(port, db)
+				named = true
+			}
+		}
+		if p := u.Query().Get("port"); p != "" {
+			add(p, db)
+			named = true
+		}
+		if !named {
+			add("5432", db)
+		}
+	}
+	return out
 }
 
 // Vars documents every variable, for --help and the README.
@@ -122,6 +228,10 @@ var Vars = []struct{ Name, Default, Meaning string }{
 	{"EMI_SHUTDOWN_TIMEOUT", "20s", "how long emi serve drains requests and jobs on SIGTERM"},
 	{"EMI_WORKERS", "4", "concurrent background jobs per emi serve process"},
 	{"EMI_JOB_LEASE", "30s", "how long a job stays claimed without a heartbeat (a crashed process's jobs wait this long)"},
+	{"EMI_WEBHOOK_ENDPOINTS", "10", "enabled webhook endpoints one partner may have (15005 beyond)"},
+	{"EMI_WEBHOOK_ENDPOINTS_PER_HOST", "3", "enabled webhook endpoints of one partner on one host name, any port (15006 beyond)"},
+	{"EMI_WEBHOOK_PARTNER_CONCURRENCY", "half of EMI_WORKERS, at least 1", "webhook deliveries of one partner a process runs at once; the rest wait their turn"},
+	{"EMI_SANDBOX_WEBHOOK_PORTS", "EMI_ADDR's port + 1, and 9999", "loopback ports sandbox webhooks may go to (8081,9000-9010; none); emi's own and the database's ports never"},
 }
 
 // Load parses the environment. need lists what the calling subcommand
@@ -285,6 +395,27 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 	durVar("EMI_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout, time.Second)
 	intVar("EMI_WORKERS", &c.Workers, 1)
 	durVar("EMI_JOB_LEASE", &c.JobLease, time.Second)
+	c.WebhookEndpoints, c.WebhookEndpointsPerHost = 10, 3
+	intVar("EMI_WEBHOOK_ENDPOINTS", &c.WebhookEndpoints, 1)
+	intVar("EMI_WEBHOOK_ENDPOINTS_PER_HOST", &c.WebhookEndpointsPerHost, 1)
+	c.WebhookPartnerConcurrency = max(1, c.Workers/2)
+	intVar("EMI_WEBHOOK_PARTNER_CONCURRENCY", &c.WebhookPartnerConcurrency, 1)
+	// The sandbox's loopback receivers: the one `make run` gives the demo
+	// partner (EMI_ADDR's port + 1, where `emi webhooks listen` is told to
+	// listen) and `emi webhooks listen`'s own default, 9999.
+	c.SandboxWebhookPorts = []PortRange{{9999, 9999}}
+	if _, port, err := net.SplitHostPort(c.Addr); err == nil {
+		if n, err := strconv.ParseUint(port, 10, 16); err == nil && n > 0 && n < 65535 && n+1 != 9999 {
+			c.SandboxWebhookPorts = append([]PortRange{{uint16(n + 1), uint16(n + 1)}}, c.SandboxWebhookPorts...)
+		}
+	}
+	if v := strings.TrimSpace(getenv("EMI_SANDBOX_WEBHOOK_PORTS")); v != "" {
+		if ports, err := ParsePorts(v); err != nil {
+			bad("EMI_SANDBOX_WEBHOOK_PORTS", err.Error())
+		} else {
+			c.SandboxWebhookPorts = ports
+		}
+	}
 	if c.Mode == ModeProduction {
 		c.SanctionsRefresh = 6 * time.Hour
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +75,79 @@ func TestParseKeyAcceptsTheUsualBase64Forms(t *testing.T) {
 		if err != nil || string(k) != string(raw) {
 			t.Errorf("%v: %v", enc, err)
 		}
+	}
+}
+
+func TestWebhookLimitsAndSandboxPorts(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x@localhost/emi", "EMI_MASTER_KEY": goodKey}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	c, err := Load(vars(base), "db", "key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WebhookEndpoints != 10 || c.WebhookEndpointsPerHost != 3 || c.WebhookPartnerConcurrency != 2 {
+		t.Fatalf("webhook limits %d, %d, %d; want 10, 3, 2", c.WebhookEndpoints, c.WebhookEndpointsPerHost, c.WebhookPartnerConcurrency)
+	}
+	if got := fmt.Sprint(c.SandboxWebhookPorts); got != "[8081 9999]" {
+		t.Fatalf("default sandbox ports %s, want EMI_ADDR's + 1 and 9999", got)
+	}
+	c, _ = Load(vars(with("EMI_ADDR", "127.0.0.1:9000", "EMI_WORKERS", "9")), "db", "key")
+	if got := fmt.Sprint(c.SandboxWebhookPorts); got != "[9001 9999]" || c.WebhookPartnerConcurrency != 4 {
+		t.Fatalf("EMI_ADDR 127.0.0.1:9000, 9 workers: ports %s, concurrency %d", got, c.WebhookPartnerConcurrency)
+	}
+	c, _ = Load(vars(with("EMI_ADDR", "127.0.0.1:0", "EMI_WORKERS", "1")), "db", "key")
+	if got := fmt.Sprint(c.SandboxWebhookPorts); got != "[9999]" || c.WebhookPartnerConcurrency != 1 {
+		t.Fatalf("EMI_ADDR port 0, 1 worker: ports %s, concurrency %d", got, c.WebhookPartnerConcurrency)
+	}
+	c, err = Load(vars(with("EMI_SANDBOX_WEBHOOK_PORTS", " 8081, 9000-9010 ,65535", "EMI_WEBHOOK_ENDPOINTS", "25",
+		"EMI_WEBHOOK_ENDPOINTS_PER_HOST", "5", "EMI_WEBHOOK_PARTNER_CONCURRENCY", "3")), "db", "key")
+	if err != nil || fmt.Sprint(c.SandboxWebhookPorts) != "[8081 9000-9010 65535]" || c.WebhookEndpoints != 25 ||
+		c.WebhookEndpointsPerHost != 5 || c.WebhookPartnerConcurrency != 3 {
+		t.Fatalf("set: %v %+v", err, c)
+	}
+	if c, err = Load(vars(with("EMI_SANDBOX_WEBHOOK_PORTS", "none")), "db", "key"); err != nil || len(c.SandboxWebhookPorts) != 0 {
+		t.Fatalf("none: %v %v", c.SandboxWebhookPorts, err)
+	}
+	for _, bad := range []string{"0", "9010-9000", "http", "70000", "80,", "1-2-3"} {
+		if _, err := Load(vars(with("EMI_SANDBOX_WEBHOOK_PORTS", bad)), "db", "key"); err == nil || !strings.Contains(err.Error(), "EMI_SANDBOX_WEBHOOK_PORTS") {
+			t.Errorf("EMI_SANDBOX_WEBHOOK_PORTS=%q: %v", bad, err)
+		}
+	}
+	for _, name := range []string{"EMI_WEBHOOK_ENDPOINTS", "EMI_WEBHOOK_ENDPOINTS_PER_HOST", "EMI_WEBHOOK_PARTNER_CONCURRENCY"} {
+		if _, err := Load(vars(with(name, "0")), "db", "key"); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=0: %v", name, err)
+		}
+	}
+}
+
+func TestReservedPortsAreEmisOwnAndTheDatabases(t *testing.T) {
+	ports := func(c Config) string {
+		var out []string
+		for _, r := range c.ReservedPorts() {
+			out = append(out, fmt.Sprint(r.Port))
+		}
+		return strings.Join(out, " ")
+	}
+	c := Config{Addr: ":8080", PublicURL: "http://localhost:8080", DatabaseURL: "postgres://emi@db/emi"}
+	if got := ports(c); got != "8080 8080 5432 5432" {
+		t.Fatalf("defaults: %s", got)
+	}
+	c = Config{Addr: "127.0.0.1:0", PublicURL: "https://sandbox.example.com", DebugAddr: "127.0.0.1:6060",
+		DatabaseURL: "postgres://emi@127.0.0.1:54329,127.0.0.2:54330/emi?sslmode=disable"}
+	if got := ports(c); got != "443 6060 5432 54329 54330" {
+		t.Fatalf("port 0, https, pprof, two database hosts: %s", got)
+	}
+	c = Config{Addr: ":9000", PublicURL: "http://127.0.0.1:9000", DatabaseURL: "postgres:///emi?host=/run/postgresql&port=5433"}
+	if got := ports(c); got != "9000 9000 5432 5433" {
+		t.Fatalf("port parameter: %s", got)
 	}
 }

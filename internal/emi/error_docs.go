@@ -71,6 +71,8 @@ var errorDescriptions = map[string]string{
 	"service.webhooks.endpoint_not_found":      "No webhook endpoint of yours has this id (or it was deleted). List them with webhook_endpoints_list.",
 	"service.webhooks.delivery_not_found":      "The event was never delivered to this endpoint: it is not yours, or the endpoint's filter left it out, or the endpoint was added after it.",
 	"service.webhooks.endpoint_disabled":       "The endpoint is disabled (by the back office, after a 410 Gone, or after 5 days of failures): nothing is sent to it until it is enabled again.",
+	"service.webhooks.endpoint_limit":          "You have as many enabled webhook endpoints as a partner may have (10 unless agreed otherwise; errors says the limit). Delete one you no longer use (webhook_endpoint_delete), or have it disabled, then create the new one. One endpoint receives every event type its filter lets through.",
+	"service.webhooks.host_limit":              "You have as many enabled webhook endpoints on this host name as allowed (3 unless agreed otherwise, whatever the port or path; errors says the limit). Send the event types to one endpoint there (leave its filter empty), or delete one you no longer use (webhook_endpoint_delete).",
 	"service.partners.validation":              "A partner field breaks its rule; each is named in errors.",
 }
 

@@ -241,6 +241,12 @@ var (
 	ErrAPIWebhookEndpointNotFound = def(15002, "service.webhooks.endpoint_not_found", KindNotFound)
 	ErrAPIWebhookDeliveryNotFound = def(15003, "service.webhooks.delivery_not_found", KindNotFound)
 	ErrAPIWebhookEndpointDisabled = def(15004, "service.webhooks.endpoint_disabled", KindConflict)
+	// ErrAPIWebhookEndpointLimit and ErrAPIWebhookHostLimit: the partner
+	// has as many enabled endpoints as it may have, in all or on the URL's
+	// host name (issue 29: one event is one delivery per endpoint, so
+	// endpoints multiply emi's traffic). errors names url with the limit.
+	ErrAPIWebhookEndpointLimit = def(15005, "service.webhooks.endpoint_limit", KindConflict)
+	ErrAPIWebhookHostLimit     = def(15006, "service.webhooks.host_limit", KindConflict)
 
 	ErrUserHasProducts    = def(-4, "service.users.has_products", KindConflict)
 	ErrKYCAlreadyApproved = def(19001, "service.kyc.already_approved", KindConflict)
@@ -270,6 +276,7 @@ func Catalogue() []*Error {
 		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation, ErrRotationInOverlap,
 		ErrNotInReview, ErrAPIAMLNotFound, ErrAMLNothingToReview, ErrNoOpenKYCSession,
 		ErrAPIWebhookValidation, ErrAPIWebhookEndpointNotFound, ErrAPIWebhookDeliveryNotFound, ErrAPIWebhookEndpointDisabled,
+		ErrAPIWebhookEndpointLimit, ErrAPIWebhookHostLimit,
 		ErrUnavailable, ErrOutcomeUnknown,
 	}
 }

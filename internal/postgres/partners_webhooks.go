@@ -172,6 +172,43 @@ func (s *WebhookStore) PartnerExists(ctx context.Context, id string) (bool, erro
 	return ok, Translate(err)
 }
 
+// LockPartnerEndpoints locks the partner's row until the transaction ends
+// and reports whether the partner exists. FOR NO KEY UPDATE: two endpoint
+// changes of one partner wait for each other, while rows that merely
+// refer to the partner (events, keys: FOR KEY SHARE) are not held up.
+func (s *WebhookStore) LockPartnerEndpoints(ctx context.Context, partnerID string) (bool, error) {
+	if !InTransaction(ctx) {
+		return false, emi.Internal(errors.New("lock partner endpoints outside a transaction"))
+	}
+	if !validUUID(partnerID) {
+		return false, nil
+	}
+	var ok bool
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &ok, `SELECT true FROM partners WHERE id = $1 FOR NO KEY UPDATE`, partnerID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return ok, Translate(err)
+}
+
+// ActiveEndpointURLs returns the URL of each of the partner's enabled,
+// not deleted endpoints, by id.
+func (s *WebhookStore) ActiveEndpointURLs(ctx context.Context, partnerID string) (map[string]string, error) {
+	var rows []struct {
+		ID  string `db:"id"`
+		URL string `db:"url"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `
+		SELECT id, url FROM webhook_endpoints WHERE partner_id = $1 AND enabled AND deleted_at IS NULL`, partnerID); err != nil {
+		return nil, Translate(fmt.Errorf("active webhook endpoints: %w", err))
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.URL
+	}
+	return out, nil
+}
+
 // InsertEndpoint stores a new endpoint.
 func (s *WebhookStore) InsertEndpoint(ctx context.Context, ep kernel.StoredEndpoint) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `

@@ -1181,7 +1181,7 @@ func TestCardKeyRotation(t *testing.T) {
 	if err := env.App.DB.Get(&endpoint, `SELECT id::text FROM webhook_endpoints WHERE partner_id = $1`, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := env.App.Webhooks.RotateEndpointSecret(sys, endpoint); err != nil {
+	if _, _, err := env.App.Webhooks.RotateEndpointSecret(sys, p.ID, endpoint); err != nil {
 		t.Fatal(err)
 	}
 	r := &secRun{t: t, env: env, p: p}

@@ -109,6 +109,7 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, "/v2", http.MethodPost, "/webhooks", op("webhook_endpoint_create", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointCreate)
 		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/rotate", op("webhook_endpoint_rotate_secret", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointRotateSecret)
 		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/test", op("webhook_endpoint_test", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointTest)
+		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/delete", op("webhook_endpoint_delete", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointDelete)
 		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/replay", op("webhook_delivery_replay", emi.ErrAPIWebhookValidation, SmallBody), a.webhookDeliveryReplay)
 		a.handle(r, "/v2", http.MethodPost, "/users", op("user_create", emi.ErrUserValidation, DocumentBody), a.userCreate)
 		a.handle(r, "/v2", http.MethodGet, "/users/{user}", op("user_details", emi.ErrUserValidation, SmallBody), a.userDetails)

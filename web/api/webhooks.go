@@ -108,6 +108,21 @@ func (a *API) webhookEndpointTest(w http.ResponseWriter, r *http.Request) {
 	writeData(w, r, http.StatusAccepted, map[string]string{"event": ev.ID})
 }
 
+// webhookEndpointDelete (POST /v2/webhooks/{endpoint}/delete).
+func (a *API) webhookEndpointDelete(w http.ResponseWriter, r *http.Request) {
+	var in struct{}
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	id := chi.URLParam(r, "endpoint")
+	if err := a.d.Webhooks.PartnerDeleteEndpoint(r.Context(), id); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusOK, map[string]any{"id": id, "deleted": true})
+}
+
 // webhookDeliveryReplay (POST /v2/webhooks/{endpoint}/replay).
 func (a *API) webhookDeliveryReplay(w http.ResponseWriter, r *http.Request) {
 	var in emi.WebhookReplay

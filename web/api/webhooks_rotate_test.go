@@ -59,7 +59,7 @@ func TestConcurrentWebhookRotationsThroughTheAPI(t *testing.T) {
 					Nonce: fmt.Sprintf("rotate-race-%d", i)})
 				return
 			}
-			secrets[i], _, staffErrs[i-apiCalls] = env.App.Webhooks.RotateEndpointSecret(admin, id)
+			secrets[i], _, staffErrs[i-apiCalls] = env.App.Webhooks.RotateEndpointSecret(admin, p.ID, id)
 		}()
 	}
 	close(start)

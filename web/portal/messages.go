@@ -32,6 +32,8 @@ var messages = map[string]string{
 	emi.ErrWebhookEndpointNotFound.Key: "There is no such webhook endpoint.",
 	emi.ErrWebhookDeliveryNotFound.Key: "There is no such delivery.",
 	emi.ErrWebhookEndpointDisabled.Key: "The endpoint is disabled: enable it before replaying a delivery.",
+	emi.ErrWebhookEndpointLimit.Key:    "The partner has as many enabled webhook endpoints as allowed: disable one it no longer uses first. Nothing was changed.",
+	emi.ErrWebhookHostLimit.Key:        "The partner has as many enabled webhook endpoints on this host as allowed: disable one of them first, or use one endpoint with a wider event filter. Nothing was changed.",
 	emi.ErrRateLimited.Key:             "Too many requests. Try again shortly.",
 	emi.ErrUserNotFound.Key:            "There is no such person.",
 	emi.ErrDocumentNotFound.Key:        "There is no such document.",

@@ -39,7 +39,7 @@ func newDeliveryEnv(t *testing.T, n int) *deliveryEnv {
 	}
 	ctx := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
 	for range n {
-		if _, err := env.App.Webhooks.SendTest(ctx, d.endpointID); err != nil {
+		if _, err := env.App.Webhooks.SendTest(ctx, pt.ID, d.endpointID); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -94,7 +94,12 @@ func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
 	url := strings.TrimSpace(r.PostFormValue("url"))
 	_, secret, err := p.d.Webhooks.AddEndpoint(r.Context(), id, url, "", types)
 	if err != nil {
-		if k := emi.AsError(err).Kind; k != emi.KindInvalid {
+		status := http.StatusUnprocessableEntity
+		switch {
+		case errorIs(err, emi.ErrWebhookEndpointLimit), errorIs(err, emi.ErrWebhookHostLimit):
+			// One too many: said beside the URL, as typed.
+			status = http.StatusConflict
+		case emi.AsError(err).Kind != emi.KindInvalid:
 			p.renderError(w, r, err)
 			return
 		}
@@ -109,7 +114,7 @@ func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		p.renderPartner(w, r, http.StatusUnprocessableEntity, id, url, errs)
+		p.renderPartner(w, r, status, id, url, errs)
 		return
 	}
 	p.showCredentialsOnce(w, r, pages.Credentials{WebhookSecret: secret, APISecret: ""}, "/backoffice/partners/"+id)
@@ -121,7 +126,7 @@ func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
 // typed: webhookAdd).
 func (p *Portal) webhookTest(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
-	if _, err := p.d.Webhooks.SendTest(r.Context(), param(r, "ep")); err != nil {
+	if _, err := p.d.Webhooks.SendTest(r.Context(), id, param(r, "ep")); err != nil {
 		p.flashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
@@ -133,7 +138,7 @@ func (p *Portal) webhookTest(w http.ResponseWriter, r *http.Request) {
 // secret once; the old one keeps signing until the overlap ends.
 func (p *Portal) webhookRotate(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
-	secret, until, err := p.d.Webhooks.RotateEndpointSecret(r.Context(), param(r, "ep"))
+	secret, until, err := p.d.Webhooks.RotateEndpointSecret(r.Context(), id, param(r, "ep"))
 	if err != nil {
 		p.flashError(w, r, err, "/backoffice/partners/"+id)
 		return
@@ -148,7 +153,7 @@ func (p *Portal) webhookDisable(w http.ResponseWriter, r *http.Request) { p.webh
 
 func (p *Portal) webhookSet(w http.ResponseWriter, r *http.Request, enabled bool) {
 	id := param(r, "id")
-	if err := p.d.Webhooks.SetEndpointEnabled(r.Context(), param(r, "ep"), enabled); err != nil {
+	if err := p.d.Webhooks.SetEndpointEnabled(r.Context(), id, param(r, "ep"), enabled); err != nil {
 		p.flashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
@@ -160,7 +165,7 @@ func (p *Portal) webhookSet(w http.ResponseWriter, r *http.Request, enabled bool
 // new attempt now (audited by the service).
 func (p *Portal) replayDelivery(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
-	if err := p.d.Webhooks.Replay(r.Context(), param(r, "delivery")); err != nil {
+	if err := p.d.Webhooks.Replay(r.Context(), id, param(r, "delivery")); err != nil {
 		p.flashError(w, r, err, "/backoffice/partners/"+id+"/events")
 		return
 	}

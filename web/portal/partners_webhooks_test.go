@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"emi/internal/app/apptest"
+	"emi/internal/emi"
 )
 
 // receiver is a loopback webhook endpoint that counts what it gets.
@@ -156,4 +158,81 @@ func TestWebhookScreens(t *testing.T) {
 			t.Fatal("the auditor gets endpoint management controls")
 		}
 	})
+}
+
+// TestWebhookRoutesAreScopedToTheirPartner (issue 29, item 5): the back
+// office's endpoint and delivery buttons name the partner in their URL
+// (/backoffice/partners/{id}/…), and the endpoint or delivery must be that
+// partner's. An administrator (who holds webhooks.manage) using partner
+// A's URLs with partner B's endpoint or delivery id gets "not found", and
+// B's endpoint, delivery, events and audit trail are unchanged; the same
+// requests under B's own URL work, so the refusal is the scoping and not
+// a broken route. The old handlers took only the endpoint or delivery id:
+// every one of these requests changed partner B.
+func TestWebhookRoutesAreScopedToTheirPartner(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	env := f.env
+	admin := env.NewBrowser()
+	admin.SignIn(t, apptest.AdminEmail)
+	a := env.NewPartner(t, emi.PartnerCreate{Name: "Scope A", WebhookURL: "http://127.0.0.1:9/a"})
+	b := env.NewPartner(t, emi.PartnerCreate{Name: "Scope B", WebhookURL: "http://127.0.0.1:9/b"})
+	var bEndpoint, bDelivery string
+	if err := env.App.DB.Get(&bEndpoint, `SELECT id FROM webhook_endpoints WHERE partner_id = $1`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	sys := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
+	if _, err := env.App.Webhooks.SendTest(sys, b.ID, bEndpoint); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.App.DB.Get(&bDelivery, `SELECT id FROM webhook_deliveries WHERE endpoint_id = $1`, bEndpoint); err != nil {
+		t.Fatal(err)
+	}
+	type state struct {
+		Enabled  bool   `db:"enabled"`
+		Secret   []byte `db:"secret_enc"`
+		Rotating bool   `db:"rotating"`
+		Replay   bool   `db:"replay"`
+		Events   int    `db:"events"`
+		Audit    int    `db:"audit"`
+	}
+	snapshot := func() state {
+		t.Helper()
+		var s state
+		if err := env.App.DB.Get(&s, `SELECT e.enabled, e.secret_enc, e.previous_secret_enc IS NOT NULL AS rotating,
+			(SELECT replay_requested_at IS NOT NULL FROM webhook_deliveries WHERE id = $2) AS replay,
+			(SELECT count(*) FROM events WHERE partner_id = e.partner_id) AS events,
+			(SELECT count(*) FROM audit_log WHERE resource_token IN (e.id::text, $2::text) AND actor_type = 'staff') AS audit
+			FROM webhook_endpoints e WHERE e.id = $1`, bEndpoint, bDelivery); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := snapshot()
+	aPage, bPage := "/backoffice/partners/"+a.ID, "/backoffice/partners/"+b.ID
+	routes := []string{"/webhooks/" + bEndpoint + "/test", "/webhooks/" + bEndpoint + "/rotate",
+		"/webhooks/" + bEndpoint + "/disable", "/webhooks/" + bEndpoint + "/enable", "/deliveries/" + bDelivery + "/replay"}
+	for _, route := range routes {
+		p := admin.Post(t, aPage+route, url.Values{})
+		if p.Status != http.StatusNotFound {
+			t.Errorf("POST %s under partner A with partner B's id: HTTP %d, want 404", route, p.Status)
+		}
+		if strings.Contains(p.Body, "whsec_") {
+			t.Errorf("POST %s under partner A shows a webhook secret", route)
+		}
+	}
+	if after := snapshot(); !reflect.DeepEqual(after, before) {
+		t.Fatalf("partner B's endpoint changed through partner A's URLs: before %+v, after %+v", before, after)
+	}
+	// Under B's own URL the same buttons work (the disable first, so the
+	// enable that follows changes something too).
+	for _, route := range []string{routes[0], routes[1], routes[2], routes[3], routes[4]} {
+		if p := admin.Post(t, bPage+route, url.Values{}); p.Status != http.StatusSeeOther && p.Status != http.StatusOK {
+			t.Errorf("POST %s under partner B: HTTP %d", route, p.Status)
+		}
+	}
+	after := snapshot()
+	if after.Audit != before.Audit+5 || !after.Rotating || !after.Replay || after.Events != before.Events+1 {
+		t.Fatalf("the buttons under partner B's own URL did not act: before %+v, after %+v", before, after)
+	}
 }

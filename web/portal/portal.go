@@ -227,11 +227,13 @@ func (p *Portal) Walk(fn func(method, route string) error) error {
 // WebhookService is what the portal needs of service.Webhooks.
 type WebhookService interface {
 	AddEndpoint(ctx context.Context, partnerID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, string, error)
-	SetEndpointEnabled(ctx context.Context, endpointID string, enabled bool) error
-	RotateEndpointSecret(ctx context.Context, endpointID string) (string, time.Time, error)
+	// The endpoint and delivery operations name the partner of the page
+	// ({id}): another partner's endpoint or delivery is not found.
+	SetEndpointEnabled(ctx context.Context, partnerID, endpointID string, enabled bool) error
+	RotateEndpointSecret(ctx context.Context, partnerID, endpointID string) (string, time.Time, error)
 	Endpoints(ctx context.Context, partnerID string) ([]emi.WebhookEndpoint, error)
-	SendTest(ctx context.Context, endpointID string) (emi.Event, error)
-	Replay(ctx context.Context, deliveryID string) error
+	SendTest(ctx context.Context, partnerID, endpointID string) (emi.Event, error)
+	Replay(ctx context.Context, partnerID, deliveryID string) error
 	ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int, error)
 	EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error)
 	// ApplicationEvents are the events sent about an application, for the

@@ -57,7 +57,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	ctx := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
-	if _, err := env.App.Webhooks.SendTest(ctx, f.endpointID); err != nil {
+	if _, err := env.App.Webhooks.SendTest(ctx, f.partner.ID, f.endpointID); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.App.DB.Get(&f.deliveryID, `SELECT id FROM webhook_deliveries WHERE endpoint_id = $1`, f.endpointID); err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +45,14 @@ type WebhookStore interface {
 	kernel.EventStore
 	// PartnerExists reports whether the partner exists.
 	PartnerExists(ctx context.Context, id string) (bool, error)
+	// LockPartnerEndpoints holds, until the transaction ends, the lock
+	// that makes the endpoint changes of one partner that are counted
+	// against its limits run one at a time, and reports whether the
+	// partner exists.
+	LockPartnerEndpoints(ctx context.Context, partnerID string) (bool, error)
+	// ActiveEndpointURLs returns the URL of each of the partner's enabled,
+	// not deleted endpoints, by id.
+	ActiveEndpointURLs(ctx context.Context, partnerID string) (map[string]string, error)
 	InsertEndpoint(ctx context.Context, ep kernel.StoredEndpoint) error
 	// EndpointForUpdate locks the endpoint row.
 	// Returns emi.ErrWebhookEndpointNotFound.
@@ -100,12 +110,19 @@ type WebhooksConfig struct {
 	// DisableAfter is how long an endpoint may fail in a row before it is
 	// disabled (5 days).
 	DisableAfter time.Duration
+	// MaxEndpoints is how many enabled endpoints a partner may have, and
+	// MaxEndpointsPerHost how many of them may share a host name (10 and
+	// 3): see checkLimits.
+	MaxEndpoints        int
+	MaxEndpointsPerHost int
 }
 
 // Defaults of WebhooksConfig.
 const (
 	DefaultWebhookSecretOverlap = 24 * time.Hour
 	DefaultWebhookDisableAfter  = 5 * 24 * time.Hour
+	DefaultMaxEndpoints         = 10
+	DefaultMaxEndpointsPerHost  = 3
 )
 
 // Limits of the back office's webhook screens.
@@ -169,6 +186,12 @@ func NewWebhooks(d WebhooksDeps) *Webhooks {
 	if d.Config.DisableAfter <= 0 {
 		d.Config.DisableAfter = DefaultWebhookDisableAfter
 	}
+	if d.Config.MaxEndpoints <= 0 {
+		d.Config.MaxEndpoints = DefaultMaxEndpoints
+	}
+	if d.Config.MaxEndpointsPerHost <= 0 {
+		d.Config.MaxEndpointsPerHost = DefaultMaxEndpointsPerHost
+	}
 	return &Webhooks{tx: d.Tx, store: d.Store, events: d.Events, jobs: d.Jobs, sealer: d.Sealer, audit: d.Audit,
 		deliverer: d.Deliverer, urls: d.URLs, retry: d.Retry, cfg: d.Config, now: d.Now}
 }
@@ -216,25 +239,82 @@ func (s *Webhooks) checkEndpoint(ctx context.Context, rawURL, description string
 	return in, nil
 }
 
+// endpointHost is the host name a limit counts endpoints by: the URL's
+// host in lower case without a trailing dot, an IP address in its
+// canonical form (so [::ffff:10.0.0.1] is 10.0.0.1), whatever the scheme,
+// port, path or query. "" for a URL that does not parse (checkEndpoint
+// refused it already).
+func endpointHost(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return ""
+	}
+	h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.WithZone("").Unmap().String()
+	}
+	return h
+}
+
+// checkLimits is the rule that keeps one partner from multiplying emi's
+// webhook traffic (issue 29: one event is one delivery per endpoint, each
+// retried for days, so 120 endpoints aimed at a third party's host made
+// emi an amplifier): a partner has at most MaxEndpoints enabled endpoints,
+// and at most MaxEndpointsPerHost of them on one host name (see
+// endpointHost). It runs inside the transaction of every change that adds
+// an enabled endpoint or moves one (AddEndpoint from the API, the back
+// office and `emi partner create`; enabling; a new URL), after
+// LockPartnerEndpoints: the count and the change that follows it are then
+// one step per partner, so N concurrent additions at the limit minus one
+// make exactly one endpoint. except is the endpoint being enabled or
+// moved, not counted as one of the others ("" for a new one). Disabled and
+// deleted endpoints do not count: they get no events. Returns
+// emi.ErrPartnerNotFound, and emi.ErrWebhookEndpointLimit or
+// emi.ErrWebhookHostLimit with a message on url that says the limit.
+func (s *Webhooks) checkLimits(ctx context.Context, partnerID, rawURL, except string) error {
+	ok, err := s.store.LockPartnerEndpoints(ctx, partnerID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return emi.ErrPartnerNotFound
+	}
+	active, err := s.store.ActiveEndpointURLs(ctx, partnerID)
+	if err != nil {
+		return err
+	}
+	delete(active, except)
+	if len(active) >= s.cfg.MaxEndpoints {
+		return emi.ErrWebhookEndpointLimit.Field("url", fmt.Sprintf(
+			"the partner already has %d enabled webhook endpoints, the most allowed: delete or disable one that is no longer used first", len(active)))
+	}
+	host, same := endpointHost(rawURL), 0
+	for _, u := range active {
+		if endpointHost(u) == host {
+			same++
+		}
+	}
+	if same >= s.cfg.MaxEndpointsPerHost {
+		return emi.ErrWebhookHostLimit.Field("url", fmt.Sprintf(
+			"the partner already has %d enabled webhook endpoints on %s, the most allowed on one host (whatever the port or path): send every event type to one endpoint there, or delete or disable one first", same, host))
+	}
+	return nil
+}
+
 // AddEndpoint registers a webhook endpoint for the partner
 // (emi.PermManageWebhooks) and returns it with its signing secret,
 // "whsec_" + base64 of 32 random bytes: the only clear copy that will ever
 // exist. types filters the events sent (empty: every type; webhook.test is
 // always sent by SendTest and cannot be listed). Returns
 // emi.ErrWebhookValidation naming url (the URL checker's reason),
-// description or event_types[i], and emi.ErrPartnerNotFound.
+// description or event_types[i], emi.ErrWebhookEndpointLimit and
+// emi.ErrWebhookHostLimit (see checkLimits), and emi.ErrPartnerNotFound.
 func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, string, error) {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return emi.WebhookEndpoint{}, "", err
 	}
 	in, err := s.checkEndpoint(ctx, url, description, types)
 	if err != nil {
-		return emi.WebhookEndpoint{}, "", err
-	}
-	if ok, err := s.store.PartnerExists(ctx, partnerID); err != nil || !ok {
-		if err == nil {
-			err = emi.ErrPartnerNotFound
-		}
 		return emi.WebhookEndpoint{}, "", err
 	}
 	now := s.now().UTC()
@@ -245,6 +325,9 @@ func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description 
 		return emi.WebhookEndpoint{}, "", emi.Internal(err)
 	}
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		if err := s.checkLimits(ctx, partnerID, ep.URL, ""); err != nil {
+			return err
+		}
 		if err := s.store.InsertEndpoint(ctx, ep); err != nil {
 			return err
 		}
@@ -258,10 +341,12 @@ func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description 
 	return ep.WebhookEndpoint, whsec, nil
 }
 
-// UpdateEndpoint changes an endpoint's URL, description and event-type
-// filter (emi.PermManageWebhooks), with the checks of AddEndpoint.
-// Returns emi.ErrWebhookValidation and emi.ErrWebhookEndpointNotFound.
-func (s *Webhooks) UpdateEndpoint(ctx context.Context, endpointID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, error) {
+// UpdateEndpoint changes the URL, description and event-type filter of
+// the partner's endpoint (emi.PermManageWebhooks), with the checks of
+// AddEndpoint (a new host counts against the limit per host). Returns
+// emi.ErrWebhookValidation, emi.ErrWebhookHostLimit and
+// emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
+func (s *Webhooks) UpdateEndpoint(ctx context.Context, partnerID, endpointID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, error) {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return emi.WebhookEndpoint{}, err
 	}
@@ -270,7 +355,7 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, endpointID, url, descript
 		return emi.WebhookEndpoint{}, err
 	}
 	var out emi.WebhookEndpoint
-	err = s.changeEndpoint(ctx, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
+	err = s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
 		changes := map[string]any{}
 		if ep.URL != in.url {
 			changes["url"] = map[string]any{"from": ep.URL, "to": in.url}
@@ -281,6 +366,11 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, endpointID, url, descript
 		if !slices.Equal(ep.EventTypes, in.types) {
 			changes["event_types"] = map[string]any{"from": ep.EventTypes, "to": in.types}
 		}
+		if ep.Enabled && endpointHost(ep.URL) != endpointHost(in.url) {
+			if err := s.checkLimits(ctx, ep.PartnerID, in.url, ep.ID); err != nil {
+				return "", nil, err
+			}
+		}
 		ep.URL, ep.Description, ep.EventTypes = in.url, in.description, in.types
 		out = ep.WebhookEndpoint
 		return "webhook_endpoint.update", changes, nil
@@ -288,19 +378,25 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, endpointID, url, descript
 	return out, err
 }
 
-// SetEndpointEnabled enables or disables an endpoint (emi.PermManageWebhooks).
-// Disabling cancels its pending deliveries; enabling clears the reason and
-// the failure streak. Setting the current state again changes nothing.
-// Returns emi.ErrWebhookEndpointNotFound.
-func (s *Webhooks) SetEndpointEnabled(ctx context.Context, endpointID string, enabled bool) error {
+// SetEndpointEnabled enables or disables the partner's endpoint
+// (emi.PermManageWebhooks). Disabling cancels its pending deliveries;
+// enabling clears the reason and the failure streak. Setting the current
+// state again changes nothing. Enabling is refused with
+// emi.ErrWebhookEndpointLimit or emi.ErrWebhookHostLimit when the endpoint
+// would be one too many (checkLimits). Returns
+// emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
+func (s *Webhooks) SetEndpointEnabled(ctx context.Context, partnerID, endpointID string, enabled bool) error {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return err
 	}
-	return s.changeEndpoint(ctx, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
+	return s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
 		if ep.Enabled == enabled {
 			return "", nil, nil
 		}
 		if enabled {
+			if err := s.checkLimits(ctx, ep.PartnerID, ep.URL, ep.ID); err != nil {
+				return "", nil, err
+			}
 			changes := map[string]any{"previous_reason": ep.DisabledReason}
 			ep.Enabled, ep.DisabledReason, ep.FailingSince = true, "", nil
 			return "webhook_endpoint.enable", changes, nil
@@ -311,21 +407,21 @@ func (s *Webhooks) SetEndpointEnabled(ctx context.Context, endpointID string, en
 	})
 }
 
-// RotateEndpointSecret gives the endpoint a new signing secret and returns
+// RotateEndpointSecret gives the partner's endpoint a new signing secret and returns
 // it (shown once) with the time until which the previous secret keeps
 // signing too: every message then carries two signatures, so the partner
 // can deploy the new secret without missing an event
 // (emi.PermManageWebhooks). Rotating again during the overlap replaces
 // only the new secret: the previous one keeps signing until the same time
 // and the replaced one stops at once. Returns
-// emi.ErrWebhookEndpointNotFound.
-func (s *Webhooks) RotateEndpointSecret(ctx context.Context, endpointID string) (string, time.Time, error) {
+// emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
+func (s *Webhooks) RotateEndpointSecret(ctx context.Context, partnerID, endpointID string) (string, time.Time, error) {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return "", time.Time{}, err
 	}
 	var whsec string
 	var until time.Time
-	err := s.changeEndpoint(ctx, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
+	err := s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
 		secret, raw := newWebhookSecret()
 		enc, err := s.sealer.Seal(raw, WebhookSecretContext(ep.ID))
 		if err != nil {
@@ -361,15 +457,15 @@ func (s *Webhooks) RotateEndpointSecret(ctx context.Context, endpointID string) 
 	return whsec, until, nil
 }
 
-// DeleteEndpoint removes an endpoint (emi.PermManageWebhooks): it gets no
-// more events and leaves the listings, its pending deliveries are canceled,
-// and its delivery history stays in the log. Returns
-// emi.ErrWebhookEndpointNotFound.
-func (s *Webhooks) DeleteEndpoint(ctx context.Context, endpointID string) error {
+// DeleteEndpoint removes the partner's endpoint (emi.PermManageWebhooks):
+// it gets no more events and leaves the listings, its pending deliveries
+// are canceled, and its delivery history stays in the log. Returns
+// emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
+func (s *Webhooks) DeleteEndpoint(ctx context.Context, partnerID, endpointID string) error {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return err
 	}
-	return s.changeEndpoint(ctx, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
+	return s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
 		ep.Deleted, ep.Enabled, ep.DisabledReason = true, false, "deleted"
 		n, err := s.store.CancelPendingDeliveries(ctx, ep.ID, "", "endpoint deleted", s.now().UTC())
 		return "webhook_endpoint.delete", map[string]any{"url": ep.URL, "canceled_deliveries": n}, err
@@ -377,14 +473,18 @@ func (s *Webhooks) DeleteEndpoint(ctx context.Context, endpointID string) error 
 }
 
 // changeEndpoint runs change on the locked endpoint in a transaction, then
-// saves it and audits the action change returns ("" saves nothing).
-func (s *Webhooks) changeEndpoint(ctx context.Context, id string, change func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error)) error {
+// saves it and audits the action change returns ("" saves nothing). The
+// endpoint must be partnerID's: the back office names the partner in the
+// URL (/partners/{id}/webhooks/{ep}/…), and an endpoint of another partner
+// is reported exactly as an unknown one, so a page of partner A can never
+// act on partner B's endpoint.
+func (s *Webhooks) changeEndpoint(ctx context.Context, partnerID, id string, change func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error)) error {
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		ep, err := s.store.EndpointForUpdate(ctx, id)
 		if err != nil {
 			return err
 		}
-		if ep.Deleted {
+		if ep.Deleted || ep.PartnerID != partnerID {
 			return emi.ErrWebhookEndpointNotFound
 		}
 		action, changes, err := change(ctx, &ep)
@@ -439,12 +539,13 @@ func (s *Webhooks) Endpoint(ctx context.Context, endpointID string) (emi.Webhook
 	return emi.WebhookEndpoint{}, emi.ErrWebhookEndpointNotFound
 }
 
-// SendTest emits a webhook.test event to this endpoint only, whatever its
-// filter, also when it is disabled (to check a fix before enabling it), and
-// audits it (emi.PermManageWebhooks). A test delivery gets one attempt and
-// does not count towards the endpoint's failure streak. Returns the event,
-// or emi.ErrWebhookEndpointNotFound.
-func (s *Webhooks) SendTest(ctx context.Context, endpointID string) (emi.Event, error) {
+// SendTest emits a webhook.test event to this endpoint of the partner
+// only, whatever its filter, also when it is disabled (to check a fix
+// before enabling it), and audits it (emi.PermManageWebhooks). A test
+// delivery gets one attempt and does not count towards the endpoint's
+// failure streak. Returns the event, or emi.ErrWebhookEndpointNotFound
+// (also for another partner's endpoint).
+func (s *Webhooks) SendTest(ctx context.Context, partnerID, endpointID string) (emi.Event, error) {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return emi.Event{}, err
 	}
@@ -454,7 +555,7 @@ func (s *Webhooks) SendTest(ctx context.Context, endpointID string) (emi.Event, 
 		if err != nil {
 			return err
 		}
-		if ep.Deleted {
+		if ep.Deleted || ep.PartnerID != partnerID {
 			return emi.ErrWebhookEndpointNotFound
 		}
 		ev, err = s.events.Emit(ctx, ep.PartnerID, emi.EventWebhookTest, emi.EventWebhookTest.Resource(), ep.ID,
@@ -468,15 +569,17 @@ func (s *Webhooks) SendTest(ctx context.Context, endpointID string) (emi.Event, 
 	return ev, err
 }
 
-// Replay asks for a new attempt of a delivery now, whatever its state
-// (succeeded, failed, canceled or still retrying), and audits it
-// (emi.PermManageWebhooks). The attempt is made by the delivery's job and
-// logged as a replay by the caller. A failed replay of a delivery that is
-// still retrying leaves its schedule as it was; a failed replay of a
-// finished delivery leaves it finished. Returns
-// emi.ErrWebhookDeliveryNotFound, and emi.ErrWebhookEndpointDisabled when
-// the endpoint is disabled or deleted (enable it first).
-func (s *Webhooks) Replay(ctx context.Context, deliveryID string) error {
+// Replay asks for a new attempt of one of the partner's deliveries now,
+// whatever its state (succeeded, failed, canceled or still retrying), and
+// audits it (emi.PermManageWebhooks). The attempt is made by the
+// delivery's job and logged as a replay by the caller. A failed replay of
+// a delivery that is still retrying leaves its schedule as it was; a
+// failed replay of a finished delivery leaves it finished. Returns
+// emi.ErrWebhookDeliveryNotFound (also for another partner's delivery,
+// before anything about it is looked at), and
+// emi.ErrWebhookEndpointDisabled when the endpoint is disabled or deleted
+// (enable it first).
+func (s *Webhooks) Replay(ctx context.Context, partnerID, deliveryID string) error {
 	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
 		return err
 	}
@@ -484,6 +587,9 @@ func (s *Webhooks) Replay(ctx context.Context, deliveryID string) error {
 		w, err := s.store.DeliveryWork(ctx, deliveryID)
 		if err != nil {
 			return err
+		}
+		if w.Event.PartnerID != partnerID || w.Endpoint.PartnerID != partnerID {
+			return emi.ErrWebhookDeliveryNotFound
 		}
 		if w.Endpoint.Deleted || (!w.Endpoint.Enabled && w.Event.Type != emi.EventWebhookTest) {
 			return emi.ErrWebhookEndpointDisabled

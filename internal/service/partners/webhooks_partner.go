@@ -54,6 +54,10 @@ func partnerWebhookError(err error) error {
 		return emi.ErrAPIWebhookDeliveryNotFound
 	case errors.Is(err, emi.ErrWebhookEndpointDisabled):
 		return emi.ErrAPIWebhookEndpointDisabled
+	case errors.Is(err, emi.ErrWebhookEndpointLimit):
+		return emi.ErrAPIWebhookEndpointLimit.WithFields(emi.AsError(err).Fields...)
+	case errors.Is(err, emi.ErrWebhookHostLimit):
+		return emi.ErrAPIWebhookHostLimit.WithFields(emi.AsError(err).Fields...)
 	}
 	return err
 }
@@ -86,8 +90,20 @@ func (s *Webhooks) PartnerRotateEndpointSecret(ctx context.Context, endpointID s
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	secret, until, err := s.RotateEndpointSecret(asPartnerSystem(ctx, p), endpointID)
+	secret, until, err := s.RotateEndpointSecret(asPartnerSystem(ctx, p), p.PartnerID, endpointID)
 	return secret, until, partnerWebhookError(err)
+}
+
+// PartnerDeleteEndpoint deletes the caller's endpoint: it gets no more
+// events, its pending deliveries are canceled, and it no longer counts
+// against the endpoint limits (15005, 15006), which is what a partner at
+// the limit does before adding another.
+func (s *Webhooks) PartnerDeleteEndpoint(ctx context.Context, endpointID string) error {
+	p, err := s.partnerEndpoint(ctx, endpointID)
+	if err != nil {
+		return err
+	}
+	return partnerWebhookError(s.DeleteEndpoint(asPartnerSystem(ctx, p), p.PartnerID, endpointID))
 }
 
 // PartnerSendTest sends a webhook.test event to the caller's endpoint.
@@ -96,7 +112,7 @@ func (s *Webhooks) PartnerSendTest(ctx context.Context, endpointID string) (emi.
 	if err != nil {
 		return emi.Event{}, err
 	}
-	ev, err := s.SendTest(asPartnerSystem(ctx, p), endpointID)
+	ev, err := s.SendTest(asPartnerSystem(ctx, p), p.PartnerID, endpointID)
 	return ev, partnerWebhookError(err)
 }
 
@@ -117,5 +133,5 @@ func (s *Webhooks) PartnerReplay(ctx context.Context, endpointID string, in emi.
 	if err != nil {
 		return "", partnerWebhookError(err)
 	}
-	return id, partnerWebhookError(s.Replay(asPartnerSystem(ctx, p), id))
+	return id, partnerWebhookError(s.Replay(asPartnerSystem(ctx, p), p.PartnerID, id))
 }

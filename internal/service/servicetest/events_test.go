@@ -225,7 +225,7 @@ func TestEventsGoToTheEndpointsWhoseFilterMatches(t *testing.T) {
 	cards, _ := e.endpoint(t, partnerID, emi.EventCardActivated, emi.EventCardConverted)
 	accounts, _ := e.endpoint(t, partnerID, emi.EventAccountStatusChanged)
 	off, _ := e.endpoint(t, partnerID)
-	if err := e.hooks.SetEndpointEnabled(sys(), off, false); err != nil {
+	if err := e.hooks.SetEndpointEnabled(sys(), partnerID, off, false); err != nil {
 		t.Fatal(err)
 	}
 	other, _, _ := e.partner(t)
@@ -275,7 +275,7 @@ func TestTestEventsGoOnlyToTheirEndpoint(t *testing.T) {
 	e := newHookEnv(t)
 	partnerID, all, _ := e.partner(t)
 	cards, _ := e.endpoint(t, partnerID, emi.EventCardActivated)
-	ev, err := e.hooks.SendTest(staffCtx(kernel.NewToken(), emi.RoleAdmin), cards)
+	ev, err := e.hooks.SendTest(staffCtx(kernel.NewToken(), emi.RoleAdmin), partnerID, cards)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestTestEventsGoOnlyToTheirEndpoint(t *testing.T) {
 	t.Run("a failed test event gets one attempt and does not start a failure streak", func(t *testing.T) {
 		e.recv.answerStatus(500, 0)
 		defer e.recv.setAnswer(nil)
-		ev, err := e.hooks.SendTest(sys(), all)
+		ev, err := e.hooks.SendTest(sys(), partnerID, all)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,10 +309,10 @@ func TestTestEventsGoOnlyToTheirEndpoint(t *testing.T) {
 		}
 	})
 	t.Run("a test event may be sent to a disabled endpoint", func(t *testing.T) {
-		if err := e.hooks.SetEndpointEnabled(sys(), cards, false); err != nil {
+		if err := e.hooks.SetEndpointEnabled(sys(), partnerID, cards, false); err != nil {
 			t.Fatal(err)
 		}
-		ev, err := e.hooks.SendTest(sys(), cards)
+		ev, err := e.hooks.SendTest(sys(), partnerID, cards)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,7 +321,7 @@ func TestTestEventsGoOnlyToTheirEndpoint(t *testing.T) {
 		}
 	})
 	t.Run("sending a test event needs the manage permission", func(t *testing.T) {
-		if _, err := e.hooks.SendTest(staffCtx(kernel.NewToken(), emi.RoleAuditor), all); !errors.Is(err, emi.ErrForbidden) {
+		if _, err := e.hooks.SendTest(staffCtx(kernel.NewToken(), emi.RoleAuditor), partnerID, all); !errors.Is(err, emi.ErrForbidden) {
 			t.Fatalf("auditor sends a test event: %v", err)
 		}
 	})

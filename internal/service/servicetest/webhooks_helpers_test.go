@@ -195,9 +195,10 @@ func (e *hookEnv) partner(t *testing.T) (partnerID, endpointID, whsec string) {
 }
 
 // endpoint adds an endpoint to the partner and returns its id and secret.
+// Each is on a host of its own (a partner may have only a few on one).
 func (e *hookEnv) endpoint(t *testing.T, partnerID string, types ...emi.EventType) (string, string) {
 	t.Helper()
-	ep, secret, err := e.hooks.AddEndpoint(sys(), partnerID, "https://hooks.example.com/"+kernel.NewToken()[:8], "", types)
+	ep, secret, err := e.hooks.AddEndpoint(sys(), partnerID, "https://h"+kernel.NewToken()[24:]+".example.com/hooks", "", types)
 	if err != nil {
 		t.Fatalf("add endpoint: %v", err)
 	}

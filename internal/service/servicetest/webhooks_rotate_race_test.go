@@ -64,7 +64,7 @@ func TestConcurrentWebhookSecretRotationsStayConsistent(t *testing.T) {
 		if i%2 == 0 {
 			a.secret, a.until, a.err = e.hooks.PartnerRotateEndpointSecret(apiCtx, epID)
 		} else {
-			a.secret, a.until, a.err = e.hooks.RotateEndpointSecret(admin, epID)
+			a.secret, a.until, a.err = e.hooks.RotateEndpointSecret(admin, partnerID, epID)
 		}
 	})
 

@@ -98,7 +98,7 @@ func TestManageEndpoints(t *testing.T) {
 	id, _ := e.endpoint(t, partnerID)
 
 	t.Run("an update changes URL, description and filter and audits the changes", func(t *testing.T) {
-		ep, err := e.hooks.UpdateEndpoint(sys(), id, "https://new.example.com/h", "new", []emi.EventType{emi.EventCardConverted})
+		ep, err := e.hooks.UpdateEndpoint(sys(), partnerID, id, "https://new.example.com/h", "new", []emi.EventType{emi.EventCardConverted})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,13 +111,13 @@ func TestManageEndpoints(t *testing.T) {
 		if n := e.auditCount(t, "webhook_endpoint.update", id); n != 1 {
 			t.Fatalf("%d audit rows", n)
 		}
-		if _, err := e.hooks.UpdateEndpoint(sys(), id, "https://blocked.example/", "", nil); !errors.Is(err, emi.ErrWebhookValidation) {
+		if _, err := e.hooks.UpdateEndpoint(sys(), partnerID, id, "https://blocked.example/", "", nil); !errors.Is(err, emi.ErrWebhookValidation) {
 			t.Fatalf("update to a blocked URL: %v", err)
 		}
 	})
 	t.Run("disabling cancels the pending deliveries and enabling clears the reason", func(t *testing.T) {
 		ev := e.emit(t, partnerID, emi.EventCardConverted, kernel.NewToken(), map[string]any{"type": "plastic", "expiry": "04/30"})
-		if err := e.hooks.SetEndpointEnabled(sys(), id, false); err != nil {
+		if err := e.hooks.SetEndpointEnabled(sys(), partnerID, id, false); err != nil {
 			t.Fatal(err)
 		}
 		ep := e.endpointState(t, id)
@@ -139,7 +139,7 @@ func TestManageEndpoints(t *testing.T) {
 		if ev2 := e.emit(t, partnerID, emi.EventCardConverted, kernel.NewToken(), nil); len(e.deliveries(t, ev2.ID)) != 1 {
 			t.Fatal("an event emitted while the endpoint is disabled has a delivery to it")
 		}
-		if err := e.hooks.SetEndpointEnabled(sys(), id, true); err != nil {
+		if err := e.hooks.SetEndpointEnabled(sys(), partnerID, id, true); err != nil {
 			t.Fatal(err)
 		}
 		if ep := e.endpointState(t, id); !ep.Enabled || ep.DisabledReason != "" || ep.FailingSince != nil {
@@ -148,12 +148,34 @@ func TestManageEndpoints(t *testing.T) {
 		if n := e.auditCount(t, "webhook_endpoint.disable", id) + e.auditCount(t, "webhook_endpoint.enable", id); n != 2 {
 			t.Fatalf("%d enable/disable audit rows, want 2", n)
 		}
-		if err := e.hooks.SetEndpointEnabled(sys(), id, true); err != nil || e.auditCount(t, "webhook_endpoint.enable", id) != 1 {
+		if err := e.hooks.SetEndpointEnabled(sys(), partnerID, id, true); err != nil || e.auditCount(t, "webhook_endpoint.enable", id) != 1 {
 			t.Fatalf("enabling an enabled endpoint: %v, or it was audited again", err)
 		}
 	})
+	t.Run("another partner's endpoint is not found and not changed", func(t *testing.T) {
+		other, _, _ := e.partner(t)
+		before := e.endpointState(t, id)
+		for name, err := range map[string]error{
+			"update": func() error {
+				_, err := e.hooks.UpdateEndpoint(sys(), other, id, "https://x.example/", "", nil)
+				return err
+			}(),
+			"disable": e.hooks.SetEndpointEnabled(sys(), other, id, false),
+			"rotate":  func() error { _, _, err := e.hooks.RotateEndpointSecret(sys(), other, id); return err }(),
+			"delete":  e.hooks.DeleteEndpoint(sys(), other, id),
+			"test":    func() error { _, err := e.hooks.SendTest(sys(), other, id); return err }(),
+		} {
+			if !errors.Is(err, emi.ErrWebhookEndpointNotFound) {
+				t.Errorf("%s another partner's endpoint: %v, want not found", name, err)
+			}
+		}
+		if after := e.endpointState(t, id); after.URL != before.URL || after.Enabled != before.Enabled ||
+			!after.UpdatedAt.Equal(before.UpdatedAt) {
+			t.Fatalf("another partner changed the endpoint: %+v, was %+v", after, before)
+		}
+	})
 	t.Run("a deleted endpoint leaves the listing and gets no events", func(t *testing.T) {
-		if err := e.hooks.DeleteEndpoint(sys(), id); err != nil {
+		if err := e.hooks.DeleteEndpoint(sys(), partnerID, id); err != nil {
 			t.Fatal(err)
 		}
 		eps, err := e.hooks.Endpoints(sys(), partnerID)
@@ -165,11 +187,14 @@ func TestManageEndpoints(t *testing.T) {
 			t.Fatalf("deliveries after the deletion: %v", keys(ds))
 		}
 		for name, err := range map[string]error{
-			"update": func() error { _, err := e.hooks.UpdateEndpoint(sys(), id, "https://x.example/", "", nil); return err }(),
-			"enable": e.hooks.SetEndpointEnabled(sys(), id, true),
-			"rotate": func() error { _, _, err := e.hooks.RotateEndpointSecret(sys(), id); return err }(),
-			"delete": e.hooks.DeleteEndpoint(sys(), id),
-			"test":   func() error { _, err := e.hooks.SendTest(sys(), id); return err }(),
+			"update": func() error {
+				_, err := e.hooks.UpdateEndpoint(sys(), partnerID, id, "https://x.example/", "", nil)
+				return err
+			}(),
+			"enable": e.hooks.SetEndpointEnabled(sys(), partnerID, id, true),
+			"rotate": func() error { _, _, err := e.hooks.RotateEndpointSecret(sys(), partnerID, id); return err }(),
+			"delete": e.hooks.DeleteEndpoint(sys(), partnerID, id),
+			"test":   func() error { _, err := e.hooks.SendTest(sys(), partnerID, id); return err }(),
 		} {
 			if !errors.Is(err, emi.ErrWebhookEndpointNotFound) {
 				t.Errorf("%s a deleted endpoint: %v, want not found", name, err)
@@ -177,10 +202,10 @@ func TestManageEndpoints(t *testing.T) {
 		}
 	})
 	t.Run("an id that is not a UUID is not found", func(t *testing.T) {
-		if err := e.hooks.SetEndpointEnabled(sys(), "nope", false); !errors.Is(err, emi.ErrWebhookEndpointNotFound) {
+		if err := e.hooks.SetEndpointEnabled(sys(), partnerID, "nope", false); !errors.Is(err, emi.ErrWebhookEndpointNotFound) {
 			t.Fatalf("got %v", err)
 		}
-		if err := e.hooks.Replay(sys(), "nope"); !errors.Is(err, emi.ErrWebhookDeliveryNotFound) {
+		if err := e.hooks.Replay(sys(), partnerID, "nope"); !errors.Is(err, emi.ErrWebhookDeliveryNotFound) {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -392,7 +417,7 @@ func TestReplay(t *testing.T) {
 	e.waitAttempts(t, id, 1)
 
 	t.Run("a replay of a succeeded delivery makes a new attempt marked as a replay, with the same bytes", func(t *testing.T) {
-		if err := e.hooks.Replay(admin, id); err != nil {
+		if err := e.hooks.Replay(admin, partnerID, id); err != nil {
 			t.Fatal(err)
 		}
 		d := e.waitAttempts(t, id, 2)
@@ -419,14 +444,14 @@ func TestReplay(t *testing.T) {
 		if d := e.waitAttempts(t, id, 1); d.State != emi.DeliveryFailed {
 			t.Fatalf("delivery %s", d.State)
 		}
-		if err := e.hooks.Replay(admin, id); !errors.Is(err, emi.ErrWebhookEndpointDisabled) {
+		if err := e.hooks.Replay(admin, partnerID, id); !errors.Is(err, emi.ErrWebhookEndpointDisabled) {
 			t.Fatalf("replay to a disabled endpoint: %v", err)
 		}
 		e.recv.setAnswer(nil)
-		if err := e.hooks.SetEndpointEnabled(admin, epID, true); err != nil {
+		if err := e.hooks.SetEndpointEnabled(admin, partnerID, epID, true); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.hooks.Replay(admin, id); err != nil {
+		if err := e.hooks.Replay(admin, partnerID, id); err != nil {
 			t.Fatal(err)
 		}
 		d := e.waitAttempts(t, id, 2)
@@ -439,7 +464,7 @@ func TestReplay(t *testing.T) {
 		ev := e.emit(t, partnerID, emi.EventAccountStatusChanged, kernel.NewToken(), nil)
 		id := e.delivery(t, ev.ID).ID
 		next := *e.waitAttempts(t, id, 1).NextAttemptAt
-		if err := e.hooks.Replay(admin, id); err != nil {
+		if err := e.hooks.Replay(admin, partnerID, id); err != nil {
 			t.Fatal(err)
 		}
 		d := e.waitAttempts(t, id, 2)
@@ -451,8 +476,17 @@ func TestReplay(t *testing.T) {
 		}
 		e.recv.setAnswer(nil)
 	})
+	t.Run("another partner's delivery is not found, whatever its endpoint's state", func(t *testing.T) {
+		other, _, _ := e.partner(t)
+		if err := e.hooks.Replay(admin, other, id); !errors.Is(err, emi.ErrWebhookDeliveryNotFound) {
+			t.Fatalf("replay of another partner's delivery: %v", err)
+		}
+		if d, _ := e.hooks.Delivery(sys(), id); d.ReplayRequested {
+			t.Fatal("the refused replay was recorded")
+		}
+	})
 	t.Run("replaying needs the manage permission", func(t *testing.T) {
-		if err := e.hooks.Replay(staffCtx(kernel.NewToken(), emi.RoleAuditor), id); !errors.Is(err, emi.ErrForbidden) {
+		if err := e.hooks.Replay(staffCtx(kernel.NewToken(), emi.RoleAuditor), partnerID, id); !errors.Is(err, emi.ErrForbidden) {
 			t.Fatalf("auditor replays: %v", err)
 		}
 	})
@@ -462,7 +496,7 @@ func TestRotatedSecretsSignTogetherFor24Hours(t *testing.T) {
 	t.Parallel()
 	e := newHookEnv(t)
 	partnerID, epID, old := e.partner(t)
-	whsec, until, err := e.hooks.RotateEndpointSecret(sys(), epID)
+	whsec, until, err := e.hooks.RotateEndpointSecret(sys(), partnerID, epID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,12 +537,12 @@ func TestRotatingTwiceKeepsTheDeployedSecret(t *testing.T) {
 	t.Parallel()
 	e := newHookEnv(t)
 	partnerID, epID, original := e.partner(t)
-	lost, until1, err := e.hooks.RotateEndpointSecret(sys(), epID)
+	lost, until1, err := e.hooks.RotateEndpointSecret(sys(), partnerID, epID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(10 * time.Minute)
-	fresh, until2, err := e.hooks.RotateEndpointSecret(sys(), epID)
+	fresh, until2, err := e.hooks.RotateEndpointSecret(sys(), partnerID, epID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +568,7 @@ func TestRotatingTwiceKeepsTheDeployedSecret(t *testing.T) {
 		t.Fatalf("%d audit rows, want 2", n)
 	}
 	e.clock.Advance(24 * time.Hour)
-	newest, until3, err := e.hooks.RotateEndpointSecret(sys(), epID)
+	newest, until3, err := e.hooks.RotateEndpointSecret(sys(), partnerID, epID)
 	if err != nil {
 		t.Fatal(err)
 	}

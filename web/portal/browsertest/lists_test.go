@@ -105,7 +105,7 @@ func TestDeliveryLogFilterAndBulkReplayInTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := env.App.Webhooks.SendTest(systemCtx(), ep); err != nil {
+		if _, err := env.App.Webhooks.SendTest(systemCtx(), p.ID, ep); err != nil {
 			t.Fatal(err)
 		}
 	}

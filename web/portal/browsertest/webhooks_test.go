@@ -40,7 +40,7 @@ func TestReplayFromTheDeliveryLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
-	if _, err := env.App.Webhooks.SendTest(sys, ep); err != nil {
+	if _, err := env.App.Webhooks.SendTest(sys, p.ID, ep); err != nil {
 		t.Fatal(err)
 	}
 	wait := func(what string, ok func() bool) {
