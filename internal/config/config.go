@@ -405,8 +405,11 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 	// listen) and `emi webhooks listen`'s own default, 9999.
 	c.SandboxWebhookPorts = []PortRange{{9999, 9999}}
 	if _, port, err := net.SplitHostPort(c.Addr); err == nil {
-		if n, err := strconv.ParseUint(port, 10, 16); err == nil && n > 0 && n < 65535 && n+1 != 9999 {
-			c.SandboxWebhookPorts = append([]PortRange{{uint16(n + 1), uint16(n + 1)}}, c.SandboxWebhookPorts...)
+		if n, err := strconv.ParseUint(port, 10, 16); err == nil && n > 0 && n+1 != 9999 {
+			// ParsePorts refuses 65536, so EMI_ADDR's port 65535 adds none.
+			if next, err := ParsePorts(strconv.FormatUint(n+1, 10)); err == nil {
+				c.SandboxWebhookPorts = append(next, c.SandboxWebhookPorts...)
+			}
 		}
 	}
 	if v := strings.TrimSpace(getenv("EMI_SANDBOX_WEBHOOK_PORTS")); v != "" {
