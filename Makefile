@@ -233,7 +233,7 @@ conformance: ## Run the black-box conformance suite (../shared/conformance) on a
 	@if [ "$(INSTANCES)" = 1 ]; then \
 	  for t in curl psql; do command -v $$t >/dev/null 2>&1 || { echo "make: the conformance suite needs $$t (apt-get install curl postgresql-client)" >&2; exit 1; }; done; \
 	  admin=$$($(PG)); \
-	  PG_ADMIN_URL="$$admin" $(SHARED)/conformance/run.sh . $(CONFORMANCE_FLAGS); \
+	  EMI_SANDBOX_WEBHOOK_PORTS="$${EMI_SANDBOX_WEBHOOK_PORTS:-1024-65535}" PG_ADMIN_URL="$$admin" $(SHARED)/conformance/run.sh . $(CONFORMANCE_FLAGS); \
 	else \
 	  [ -f $(SHARED)/conformance/go.mod ] || { echo "make: no conformance suite at $(SHARED)/conformance (SHARED=path)" >&2; exit 1; }; \
 	  admin=$${EMI_TEST_ADMIN_URL:-}; \

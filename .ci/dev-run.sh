@@ -77,6 +77,13 @@ export EMI_PUBLIC_URL=${EMI_PUBLIC_URL:-$url}
 # `bin/emi webhooks listen` receives them; two checkouts on 8080 and 8090
 # then do not share a receiver (it was a fixed 127.0.0.1:9999).
 WEBHOOK_URL=${WEBHOOK_URL:-http://$host:$((port + 1))/webhooks}
+# The sandbox delivers to loopback only on EMI_SANDBOX_WEBHOOK_PORTS (by
+# default EMI_ADDR's port + 1 and 9999, emi webhooks listen's default): a
+# WEBHOOK_URL on another port is added to them.
+hook_port=$(printf '%s\n' "$WEBHOOK_URL" | sed -n 's|^[a-z]*://[^/]*:\([0-9][0-9]*\).*|\1|p')
+if [ -z "${EMI_SANDBOX_WEBHOOK_PORTS:-}" ] && [ -n "$hook_port" ] && [ "$hook_port" != $((port + 1)) ] && [ "$hook_port" != 9999 ]; then
+  export EMI_SANDBOX_WEBHOOK_PORTS="$((port + 1)),9999,$hook_port"
+fi
 export EMI_LOG_FORMAT=${EMI_LOG_FORMAT:-text}
 
 case $cmd in

@@ -267,12 +267,14 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
+	a.ReserveWebhookPort(ln.Addr(), "emi's own port (the address emi serve listens on)")
 	if cfg.DebugAddr != "" {
 		dln, err := debugListener(cfg.DebugAddr)
 		if err != nil {
 			_ = ln.Close()
 			return err
 		}
+		a.ReserveWebhookPort(dln.Addr(), "emi's profiling port (EMI_DEBUG_ADDR)")
 		dsrv := debugServer()
 		go func() { _ = dsrv.Serve(dln) }()
 		defer func() { _ = dsrv.Close() }()

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -56,6 +57,16 @@ func newHookSink(t *testing.T) *hookSink {
 
 func (h *hookSink) received() int { h.mu.Lock(); defer h.mu.Unlock(); return len(h.bodies) }
 
+// port is the sink's port, for EMI_SANDBOX_WEBHOOK_PORTS.
+func (h *hookSink) port(t *testing.T) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(h.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
 // deliveryRig is a migrated database with one partner whose endpoint is the
 // sink, events committed before any server runs, and the built binary.
 type deliveryRig struct {
@@ -68,6 +79,9 @@ func newDeliveryRig(t *testing.T, events int) *deliveryRig {
 	t.Helper()
 	r := &deliveryRig{sink: newHookSink(t), vars: map[string]string{"DATABASE_URL": pgtest.URL(t), "EMI_MASTER_KEY": newKey(),
 		"EMI_MODE": "sandbox", "EMI_ADDR": "127.0.0.1:0", "EMI_WORKERS": "4", "EMI_JOB_LEASE": "2s", "EMI_LOG_LEVEL": "warn"}}
+	// The sink listens on a port the system picked: the sandbox delivers
+	// to the loopback ports it is told to (issue 29).
+	r.vars["EMI_SANDBOX_WEBHOOK_PORTS"] = r.sink.port(t)
 	if _, _, err := runCmd(t, r.vars, "migrate"); err != nil {
 		t.Fatal(err)
 	}

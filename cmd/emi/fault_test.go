@@ -481,7 +481,7 @@ func TestFaultsUnderMixedLoad(t *testing.T) {
 	dbURL := pgtest.WithDatabase(cluster.admin, "emi_fault")
 	sink := newHookSink(t)
 	r := newLedgerRigOn(t, dbURL, accounts, opening, map[string]string{
-		"EMI_LOG_LEVEL": "debug", "EMI_JOB_LEASE": "2s", "EMI_WORKERS": "4"})
+		"EMI_LOG_LEVEL": "debug", "EMI_JOB_LEASE": "2s", "EMI_WORKERS": "4", "EMI_SANDBOX_WEBHOOK_PORTS": sink.port(t)})
 	ctx := emi.WithPrincipal(context.Background(), emi.SystemPrincipal("test"))
 	if _, _, err := r.a.Webhooks.AddEndpoint(ctx, r.partner, sink.URL+"/hooks", "fault sink", nil); err != nil {
 		t.Fatal(err)

@@ -103,7 +103,28 @@ func TestMigrateSeedAndPartnerCreate(t *testing.T) {
 		t.Fatalf("seed in production mode: want a refusal, got %v", err)
 	}
 
-	out, _, err = runCmd(t, vars, "partner", "create", "--name", "Acme Pay", "--webhook-url", "http://127.0.0.1:9/hooks", "--json")
+	// Issue 29: the sandbox delivers to loopback on the ports the operator
+	// allows, by default EMI_ADDR's + 1 (where make run's demo partner
+	// points) and 9999; never emi's own or the database's, even listed.
+	all := map[string]string{"EMI_SANDBOX_WEBHOOK_PORTS": "1-65535"}
+	for k, v := range vars {
+		all[k] = v
+	}
+	for _, c := range []struct {
+		env       map[string]string
+		url, want string
+	}{
+		{vars, "http://127.0.0.1:9/hooks", "EMI_SANDBOX_WEBHOOK_PORTS: 8081, 9999"},
+		{vars, "http://127.0.0.1:8080/hooks", "it is emi's own port (EMI_ADDR)"},
+		{all, "http://127.0.0.1:8080/hooks", "it is emi's own port (EMI_ADDR)"},
+		{all, "http://localhost:5432/", "it is the PostgreSQL port"},
+	} {
+		_, _, err := runCmd(t, c.env, "partner", "create", "--name", "Scanner", "--webhook-url", c.url, "--json")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("partner create --webhook-url %s: %v, want refused: %s", c.url, err, c.want)
+		}
+	}
+	out, _, err = runCmd(t, vars, "partner", "create", "--name", "Acme Pay", "--webhook-url", "http://127.0.0.1:8081/hooks", "--json")
 	if err != nil {
 		t.Fatalf("partner create: %v", err)
 	}

@@ -195,7 +195,11 @@ type multiRig struct {
 func newMultiRig(t *testing.T, n int, extra map[string]string) *multiRig {
 	t.Helper()
 	r := &multiRig{proxy: newRRProxy(t), vars: map[string]string{"DATABASE_URL": pgtest.URL(t), "EMI_MASTER_KEY": newKey(),
-		"EMI_MODE": "sandbox", "EMI_ADDR": "127.0.0.1:0", "EMI_RATE_LIMIT": "0", "EMI_LOG_LEVEL": "warn"}}
+		"EMI_MODE": "sandbox", "EMI_ADDR": "127.0.0.1:0", "EMI_RATE_LIMIT": "0", "EMI_LOG_LEVEL": "warn",
+		// The sinks (here and in the conformance suite) listen on ports
+		// the system picks; each instance's own port and the proxy's
+		// (EMI_PUBLIC_URL) stay refused (issue 29).
+		"EMI_SANDBOX_WEBHOOK_PORTS": "1024-65535"}}
 	r.vars["EMI_PUBLIC_URL"] = r.proxy.URL
 	for k, v := range extra {
 		if v == "" {
@@ -899,7 +903,8 @@ func TestConformanceOverSeveralInstances(t *testing.T) {
 	cmd := exec.Command("go", append(args, "./...")...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "EMI_BASE_URL="+r.proxy.URL, "EMI_BIN="+r.bin, "DATABASE_URL="+r.vars["DATABASE_URL"],
-		"EMI_MASTER_KEY="+r.vars["EMI_MASTER_KEY"], "EMI_MODE=sandbox", "EMI_PUBLIC_URL="+r.proxy.URL)
+		"EMI_MASTER_KEY="+r.vars["EMI_MASTER_KEY"], "EMI_MODE=sandbox", "EMI_PUBLIC_URL="+r.proxy.URL,
+		"EMI_SANDBOX_WEBHOOK_PORTS="+r.vars["EMI_SANDBOX_WEBHOOK_PORTS"])
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, runErr := cmd.Output()

@@ -29,7 +29,7 @@ func TestRekeyCommand(t *testing.T) {
 	if _, _, err := runCmd(t, vars, "seed"); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := runCmd(t, vars, "partner", "create", "--name", "Rotating", "--json", "--webhook-url", "http://127.0.0.1:9/hooks")
+	out, _, err := runCmd(t, vars, "partner", "create", "--name", "Rotating", "--json", "--webhook-url", "http://127.0.0.1:9999/hooks")
 	if err != nil {
 		t.Fatal(err)
 	}

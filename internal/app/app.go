@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -78,6 +79,10 @@ type App struct {
 	WebhookClient *webhook.Client
 	Events        *kernel.Events
 	Webhooks      *partners.Webhooks
+	// webhookReserved are the loopback ports no webhook goes to (the
+	// guard's Reserved): ReserveWebhookPort adds the ones emi serve
+	// listens on.
+	webhookReserved *webhook.ReservedPorts
 
 	// People keeps merchants, users, documents, AML checks and KYC
 	// sessions; Screener holds the loaded sanctions index.
@@ -178,9 +183,18 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	v := validate.New()
 	a.Audit = kernel.NewAuditor(postgres.NewAuditStore(db))
 	// Sandbox mode lets webhooks reach loopback over plain http (make run,
-	// tests); production only public https addresses, checked at
-	// registration and again at every dial (DNS rebinding).
-	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox}
+	// tests), on the ports the operator allows only, never on emi's own or
+	// the database's (issue 29); production only public https addresses.
+	// Both are checked at registration and again at every dial (DNS
+	// rebinding, a configuration changed since).
+	a.webhookReserved = webhook.NewReservedPorts()
+	for _, r := range cfg.ReservedPorts() {
+		a.webhookReserved.Add(r.Port, r.What)
+	}
+	guard := webhook.Guard{AllowLoopbackHTTP: cfg.Mode == config.ModeSandbox, Reserved: a.webhookReserved}
+	for _, r := range cfg.SandboxWebhookPorts {
+		guard.LoopbackPorts = append(guard.LoopbackPorts, webhook.PortRange{From: r.From, To: r.To})
+	}
 	a.keyCache = newKeyCache(a.PartnerStore, nil)
 	a.Auth = partners.NewAuth(partners.AuthDeps{Keys: a.keyCache, Signatures: a.PartnerStore, Sealer: keys, Config: partners.AuthConfig{Window: cfg.AuthWindow}, Now: now})
 	a.Idempotency = kernel.NewIdempotency(kernel.IdempotencyDeps{Tx: db, Store: postgres.NewIdempotencyStore(db), Keys: keys, Now: now})
@@ -257,6 +271,17 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	}, Now: now})
 	a.Adjustments = transfers.NewAdjustments(transfers.AdjustmentsDeps{Tx: db, Store: a.IncomingStore, Transfers: a.TransferStore, Ledger: a.Ledger, Controls: a.Controls, Audit: a.Audit, Now: now})
 	return a
+}
+
+// ReserveWebhookPort adds the port of addr, an address emi listens on, to
+// the loopback ports no webhook is delivered to, whatever
+// EMI_SANDBOX_WEBHOOK_PORTS lists: emi serve calls it once it listens, so
+// EMI_ADDR=127.0.0.1:0 (a port the system picks) is covered too. what says
+// what listens there, for the refusal's message.
+func (a *App) ReserveWebhookPort(addr net.Addr, what string) {
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.Port > 0 && tcp.Port <= 65535 {
+		a.webhookReserved.Add(uint16(tcp.Port), what)
+	}
 }
 
 // smsProvider picks the SMS provider of PIN texts (see config.SMSURL).

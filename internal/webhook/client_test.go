@@ -83,10 +83,16 @@ func status(code int) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }
 }
 
+// anyPort lets a sandbox guard reach every loopback port: the receivers of
+// these tests listen on ports the system picks. The sandbox's own default
+// (a few ports, never emi's or the database's) is config's; the port rule
+// itself is TestGuardLoopbackPorts and TestDeliverNeverReachesAReservedPort.
+var anyPort = []PortRange{{1, 65535}}
+
 // sandboxClient may reach loopback, as in sandbox mode and `make run`.
 func sandboxClient(t *testing.T, opts ...Option) *Client {
 	t.Helper()
-	c := NewClient(Guard{AllowLoopbackHTTP: true}, "emi-test/1", append([]Option{WithTimeout(testTimeout)}, opts...)...)
+	c := NewClient(Guard{AllowLoopbackHTTP: true, LoopbackPorts: anyPort}, "emi-test/1", append([]Option{WithTimeout(testTimeout)}, opts...)...)
 	t.Cleanup(c.CloseIdleConnections)
 	return c
 }
@@ -312,7 +318,7 @@ func TestDeliver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newReceiver(t, false, tc.handle)
-			c := NewClient(Guard{AllowLoopbackHTTP: true}, "emi-test/1", WithTimeout(5*time.Second))
+			c := NewClient(Guard{AllowLoopbackHTTP: true, LoopbackPorts: anyPort}, "emi-test/1", WithTimeout(5*time.Second))
 			t.Cleanup(c.CloseIdleConnections)
 			start := time.Now()
 			res := c.Deliver(context.Background(), message(t, r.URL))
@@ -386,7 +392,7 @@ func TestDeliver(t *testing.T) {
 		r := newReceiver(t, false, func(_ http.ResponseWriter, req *http.Request) { <-req.Context().Done() })
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(20*time.Millisecond, cancel)
-		c := NewClient(Guard{AllowLoopbackHTTP: true}, "", WithTimeout(5*time.Second))
+		c := NewClient(Guard{AllowLoopbackHTTP: true, LoopbackPorts: anyPort}, "", WithTimeout(5*time.Second))
 		t.Cleanup(c.CloseIdleConnections)
 		res := c.Deliver(ctx, message(t, r.URL))
 		if res.OK() || !strings.Contains(res.Error, "canceled") {
@@ -396,7 +402,7 @@ func TestDeliver(t *testing.T) {
 
 	t.Run("concurrent deliveries share the client safely", func(t *testing.T) {
 		r := newReceiver(t, false, status(http.StatusOK))
-		c := NewClient(Guard{AllowLoopbackHTTP: true}, "emi-test/1", WithTimeout(5*time.Second))
+		c := NewClient(Guard{AllowLoopbackHTTP: true, LoopbackPorts: anyPort}, "emi-test/1", WithTimeout(5*time.Second))
 		t.Cleanup(c.CloseIdleConnections)
 		var wg sync.WaitGroup
 		var ok atomic.Int32
@@ -454,7 +460,7 @@ func TestDeliverGuard(t *testing.T) {
 		r := newReceiver(t, true, status(http.StatusOK))
 		_, port, _ := net.SplitHostPort(r.Listener.Addr().String())
 		dns := newFakeResolver(map[string][]string{"example.com": {"127.0.0.1"}})
-		c := NewClient(Guard{AllowLoopbackHTTP: true, Resolver: dns}, "emi-test/1", WithTimeout(testTimeout), withRootCAs(certPool(r)))
+		c := NewClient(Guard{AllowLoopbackHTTP: true, LoopbackPorts: anyPort, Resolver: dns}, "emi-test/1", WithTimeout(testTimeout), withRootCAs(certPool(r)))
 		t.Cleanup(c.CloseIdleConnections)
 		if res := c.Deliver(context.Background(), message(t, "https://example.com:"+port+"/hooks")); !res.OK() {
 			t.Fatalf("Deliver = %+v", res)
@@ -477,7 +483,7 @@ func TestDeliverGuard(t *testing.T) {
 
 	t.Run("plain http in sandbox mode to a name that resolves to a public address is refused before connecting", func(t *testing.T) {
 		dns := newFakeResolver(map[string][]string{"hooks.example.com": {"93.184.216.34"}})
-		c := NewClient(Guard{AllowLoopbackHTTP: true, Resolver: dns}, "emi-test/1", WithTimeout(testTimeout))
+		c := NewClient(Guard{AllowLoopbackHTTP: true, LoopbackPorts: anyPort, Resolver: dns}, "emi-test/1", WithTimeout(testTimeout))
 		res := c.Deliver(context.Background(), message(t, "http://hooks.example.com/emi"))
 		if res.Status != 0 || !strings.Contains(res.Error, "blocked address") || !strings.Contains(res.Error, "plain http://") {
 			t.Fatalf("Deliver = %+v, want a blocked address", res)
@@ -486,10 +492,57 @@ func TestDeliverGuard(t *testing.T) {
 
 	t.Run("a private address is refused in sandbox mode too", func(t *testing.T) {
 		dns := newFakeResolver(map[string][]string{"db.internal": {"10.0.0.7"}})
-		c := NewClient(Guard{AllowLoopbackHTTP: true, Resolver: dns}, "emi-test/1", WithTimeout(testTimeout))
+		c := NewClient(Guard{AllowLoopbackHTTP: true, LoopbackPorts: anyPort, Resolver: dns}, "emi-test/1", WithTimeout(testTimeout))
 		res := c.Deliver(context.Background(), message(t, "http://db.internal:5432/"))
 		if res.Status != 0 || !strings.Contains(res.Error, "blocked address") || !strings.Contains(res.Error, "private network") {
 			t.Fatalf("Deliver = %+v, want a blocked address", res)
+		}
+	})
+}
+
+// TestDeliverNeverReachesAReservedPort (issue 29, item 5): in the sandbox
+// a loopback delivery goes only to the ports the operator allows, and
+// never to a reserved one (emi's own listener, the database), even when
+// the allowed list takes every port: the dial is refused before any
+// connection, so the listener there gets nothing. The same receiver on a
+// port that is allowed and not reserved gets the delivery.
+func TestDeliverNeverReachesAReservedPort(t *testing.T) {
+	r := newReceiver(t, false, status(http.StatusOK))
+	_, p, _ := net.SplitHostPort(r.Listener.Addr().String())
+	port64, _ := strconv.ParseUint(p, 10, 16)
+	port := uint16(port64)
+	reserved := NewReservedPorts()
+	reserved.Add(port, "the database's port (DATABASE_URL)")
+	for _, tc := range []struct {
+		name  string
+		guard Guard
+		want  string
+	}{
+		{"a reserved port listed among the allowed ones", Guard{AllowLoopbackHTTP: true, LoopbackPorts: anyPort, Reserved: reserved},
+			"is a loopback port emi never delivers webhooks to: it is the database's port (DATABASE_URL)"},
+		{"a port the operator does not allow", Guard{AllowLoopbackHTTP: true, LoopbackPorts: []PortRange{{8081, 8081}, {9999, 9999}}},
+			"EMI_SANDBOX_WEBHOOK_PORTS: 8081, 9999"},
+		{"no port allowed at all", Guard{AllowLoopbackHTTP: true}, "EMI_SANDBOX_WEBHOOK_PORTS: none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewClient(tc.guard, "emi-test/1", WithTimeout(testTimeout))
+			t.Cleanup(c.CloseIdleConnections)
+			for _, u := range []string{r.URL, strings.Replace(r.URL, "127.0.0.1", "[::ffff:127.0.0.1]", 1)} {
+				res := c.Deliver(context.Background(), message(t, u))
+				if res.Status != 0 || !strings.Contains(res.Error, "blocked address") || !strings.Contains(res.Error, tc.want) {
+					t.Fatalf("Deliver(%s) = %+v, want blocked: %s", u, res, tc.want)
+				}
+			}
+			if n := r.count(); n != 0 {
+				t.Fatalf("the listener on the refused port got %d requests", n)
+			}
+		})
+	}
+	t.Run("the same port allowed and not reserved is reached, so the refusals are the rule's", func(t *testing.T) {
+		c := NewClient(Guard{AllowLoopbackHTTP: true, LoopbackPorts: []PortRange{{port, port}}, Reserved: NewReservedPorts()}, "emi-test/1", WithTimeout(testTimeout))
+		t.Cleanup(c.CloseIdleConnections)
+		if res := c.Deliver(context.Background(), message(t, r.URL)); !res.OK() || r.count() != 1 {
+			t.Fatalf("Deliver = %+v, receiver got %d", res, r.count())
 		}
 	})
 }

@@ -30,7 +30,10 @@
 //
 // Only public unicast addresses pass. Loopback is allowed when
 // AllowLoopbackHTTP is set (sandbox mode, `make run` and the tests), and then
-// plain http:// is allowed too, but to loopback only.
+// plain http:// is allowed too, but to loopback only, and only on the
+// LoopbackPorts the operator allows (EMI_SANDBOX_WEBHOOK_PORTS), never on a
+// Reserved one (emi's own listeners, the database), which both checks see:
+// the port is part of the URL at registration and of the address dialled.
 //
 // # Delivery
 //

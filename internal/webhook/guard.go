@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -22,17 +24,76 @@ type Resolver interface {
 // names resolved by net.DefaultResolver. A Guard is a value and safe for
 // concurrent use as long as its Resolver is.
 type Guard struct {
-	// AllowLoopbackHTTP allows loopback addresses (127.0.0.0/8, ::1) and,
-	// for URLs whose host resolves to loopback only, plain http://. It is
-	// set in sandbox mode (contract §10: EMI_MODE=sandbox) and in tests.
-	// Every other non-public address is refused even then.
+	// AllowLoopbackHTTP allows loopback addresses (127.0.0.0/8, ::1) on
+	// the LoopbackPorts and, for URLs whose host resolves to loopback
+	// only, plain http://. It is set in sandbox mode (contract §10:
+	// EMI_MODE=sandbox) and in tests. Every other non-public address is
+	// refused even then.
 	AllowLoopbackHTTP bool
+	// LoopbackPorts are the only ports a loopback address may be reached
+	// on (EMI_SANDBOX_WEBHOOK_PORTS); none when empty. A hosted sandbox
+	// serves many partners on one machine, where loopback also reaches
+	// emi itself, its database and whatever else listens there: a
+	// partner's webhook must not become a way to poke at them.
+	LoopbackPorts []PortRange
+	// Reserved are ports never reached on loopback, even when LoopbackPorts
+	// lists them: emi's own listeners and the database's port. Copies of
+	// the Guard share it, so `emi serve` can add the port it got from the
+	// system (EMI_ADDR=…:0) once it listens; nil means none.
+	Reserved *ReservedPorts
 	// Resolver resolves host names; nil means net.DefaultResolver.
 	Resolver Resolver
 }
 
+// PortRange is an inclusive range of TCP ports.
+type PortRange struct{ From, To uint16 }
+
+// String writes r as "8081" or "9000-9010".
+func (r PortRange) String() string {
+	if r.From == r.To {
+		return strconv.Itoa(int(r.From))
+	}
+	return strconv.Itoa(int(r.From)) + "-" + strconv.Itoa(int(r.To))
+}
+
+// ReservedPorts is a set of ports, each with what listens there ("emi's own
+// port (EMI_ADDR)"), safe for concurrent use.
+type ReservedPorts struct {
+	mu    sync.RWMutex
+	ports map[uint16]string
+}
+
+// NewReservedPorts returns an empty set.
+func NewReservedPorts() *ReservedPorts { return &ReservedPorts{ports: map[uint16]string{}} }
+
+// Add reserves port, saying what it is; a port already reserved keeps its
+// first description. Port 0 is ignored.
+func (r *ReservedPorts) Add(port uint16, what string) {
+	if port == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.ports[port]; !ok {
+		r.ports[port] = what
+	}
+}
+
+// lookup returns what port is, and whether it is reserved (false for a nil
+// set).
+func (r *ReservedPorts) lookup(port uint16) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	what, ok := r.ports[port]
+	return what, ok
+}
+
 // BlockedError reports a connection refused because the address is not a
-// public internet address.
+// public internet address, or is a loopback address on a port the sandbox
+// does not deliver to.
 type BlockedError struct {
 	// Host is the host name or address literal of the URL.
 	Host string
@@ -40,6 +101,10 @@ type BlockedError struct {
 	Addr netip.Addr
 	// Kind says what sort of address Addr is, e.g. "loopback".
 	Kind string
+	// Port is the refused port of a loopback address (0 otherwise), and
+	// Reason why it is refused.
+	Port   uint16
+	Reason string
 }
 
 // Kinds of address with a rule of their own.
@@ -53,6 +118,13 @@ const (
 // address".
 func (e *BlockedError) Error() string {
 	what := e.Addr.String()
+	if e.Port != 0 {
+		at := netip.AddrPortFrom(e.Addr, e.Port).String()
+		if e.Host != "" && e.Host != e.Addr.String() {
+			at = e.Host + " (" + at + ")"
+		}
+		return "blocked address: " + at + " is a loopback port " + e.Reason
+	}
 	if e.Host != "" && e.Host != what {
 		what = e.Host + " resolves to " + what + ", which"
 	}
@@ -79,6 +151,7 @@ func (g Guard) CheckURL(ctx context.Context, rawURL string) error {
 		return err
 	}
 	host := u.Hostname()
+	port := urlPort(u)
 	addrs, err := g.resolve(ctx, host)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -87,11 +160,24 @@ func (g Guard) CheckURL(ctx context.Context, rawURL string) error {
 		return err
 	}
 	for _, a := range addrs {
-		if err := g.check(host, a, u.Scheme == "http"); err != nil {
+		if err := g.check(host, a, port, u.Scheme == "http"); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// urlPort is the port u connects to: its own, or its scheme's (parseURL
+// allows http and https only; url.Parse refuses a port that is not a
+// number).
+func urlPort(u *url.URL) uint16 {
+	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		return uint16(p)
+	}
+	if u.Scheme == "http" {
+		return 80
+	}
+	return 443
 }
 
 // parseURL returns rawURL parsed, with its scheme in lower case, or an error
@@ -179,20 +265,45 @@ func (g Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	return addrs, nil
 }
 
-// check returns a *BlockedError if a, an address of host, may not be
-// connected to under g; loopbackOnly refuses public addresses too (a plain
-// http URL). It returns nil otherwise.
-func (g Guard) check(host string, a netip.Addr, loopbackOnly bool) error {
+// check returns a *BlockedError if port of a, an address of host, may not
+// be connected to under g; loopbackOnly refuses public addresses too (a
+// plain http URL). It returns nil otherwise.
+func (g Guard) check(host string, a netip.Addr, port uint16, loopbackOnly bool) error {
 	kind := classify(a)
 	switch {
 	case kind == kindLoopback && g.AllowLoopbackHTTP:
-		return nil
+		return g.checkLoopbackPort(host, a, port)
 	case kind == "" && !loopbackOnly:
 		return nil
 	case kind == "":
 		kind = kindPublic
 	}
 	return &BlockedError{Host: host, Addr: a.WithZone(""), Kind: kind}
+}
+
+// checkLoopbackPort returns a *BlockedError unless port is one of the
+// LoopbackPorts and not Reserved.
+func (g Guard) checkLoopbackPort(host string, a netip.Addr, port uint16) error {
+	blocked := &BlockedError{Host: host, Addr: a.WithZone(""), Kind: kindLoopback, Port: port}
+	if what, ok := g.Reserved.lookup(port); ok {
+		blocked.Reason = "emi never delivers webhooks to: it is " + what
+		return blocked
+	}
+	for _, r := range g.LoopbackPorts {
+		if port >= r.From && port <= r.To {
+			return nil
+		}
+	}
+	allowed := make([]string, len(g.LoopbackPorts))
+	for i, r := range g.LoopbackPorts {
+		allowed[i] = r.String()
+	}
+	list := "none"
+	if len(allowed) > 0 {
+		list = strings.Join(allowed, ", ")
+	}
+	blocked.Reason = "this sandbox does not deliver webhooks to; it delivers to loopback only on the ports its operator allows (EMI_SANDBOX_WEBHOOK_PORTS: " + list + ")"
+	return blocked
 }
 
 // classify returns "" for a public unicast address and otherwise what it is,
@@ -272,6 +383,10 @@ func (g Guard) DialContext(ctx context.Context, network, address string) (net.Co
 	if err != nil {
 		return nil, err
 	}
+	portNum, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("blocked address: cannot check port %q of %s", port, host)
+	}
 	addrs, err := g.resolve(ctx, host)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -285,7 +400,7 @@ func (g Guard) DialContext(ctx context.Context, network, address string) (net.Co
 	// CheckURL refuses it, rather than working or not by the order of the
 	// DNS answer.
 	for _, a := range addrs {
-		if err := g.check(host, a, loopbackOnly); err != nil {
+		if err := g.check(host, a, uint16(portNum), loopbackOnly); err != nil {
 			return nil, err
 		}
 	}
@@ -325,5 +440,5 @@ func (g Guard) controlContext(ctx context.Context, network, address string, _ sy
 		return fmt.Errorf("blocked address: cannot check %q (%s)", address, network)
 	}
 	loopbackOnly, _ := ctx.Value(loopbackOnlyKey{}).(bool)
-	return g.check("", ap.Addr(), loopbackOnly)
+	return g.check("", ap.Addr(), ap.Port(), loopbackOnly)
 }

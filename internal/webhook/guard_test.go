@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -144,6 +145,19 @@ func TestGuardCheckURL(t *testing.T) {
 		{"IPv6 unique local is still refused", "http://[fd00::1]/", "unique local"},
 		{"plain http to a public host is refused", "http://hooks.example.com/emi", "plain http:// is allowed only to this machine"},
 		{"a user name and password are still refused", "http://u:p@127.0.0.1:9999/", "remove the user name"},
+
+		// Issue 29: loopback on the operator's ports only, never emi's own
+		// or the database's.
+		{"an allowed port in a range is accepted", "http://127.0.0.1:8081/x", ""},
+		{"a loopback port not allowed is refused", "http://127.0.0.1:7000/x", "127.0.0.1:7000 is a loopback port this sandbox does not deliver webhooks to"},
+		{"the list of allowed ports is given", "http://localhost:22/", "EMI_SANDBOX_WEBHOOK_PORTS: 9999, 8000-8100, 5000-6000"},
+		{"a URL without a port is port 80", "http://localhost/x", "localhost (127.0.0.1:80) is a loopback port"},
+		{"https without a port is port 443", "https://127.0.0.1/x", "127.0.0.1:443"},
+		{"emi's own port is refused even when allowed", "http://127.0.0.1:8080/x", "it is emi's own port (EMI_ADDR)"},
+		{"emi's own port on IPv6 loopback is refused", "http://[::1]:8080/x", "emi's own port"},
+		{"emi's own port on mapped loopback is refused", "http://[::ffff:127.0.0.1]:8080/x", "emi's own port"},
+		{"emi's own port through a name is refused", "https://loopback.test:8080/x", "loopback.test (127.0.0.1:8080)"},
+		{"the database's port is refused even when allowed", "http://localhost:5432/", "it is the database's port (DATABASE_URL)"},
 	}
 	for _, mode := range []struct {
 		name  string
@@ -151,7 +165,8 @@ func TestGuardCheckURL(t *testing.T) {
 		cases []tc
 	}{
 		{"production", Guard{Resolver: testResolver()}, production},
-		{"sandbox", Guard{AllowLoopbackHTTP: true, Resolver: testResolver()}, sandbox},
+		{"sandbox", Guard{AllowLoopbackHTTP: true, Resolver: testResolver(), LoopbackPorts: []PortRange{{9999, 9999}, {8000, 8100}, {5000, 6000}},
+			Reserved: testReserved()}, sandbox},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			for _, c := range mode.cases {
@@ -206,6 +221,15 @@ func TestGuardCheckURL(t *testing.T) {
 	})
 }
 
+// testReserved is emi's own port 8080 and the database's 5432.
+func testReserved() *ReservedPorts {
+	r := NewReservedPorts()
+	r.Add(8080, "emi's own port (EMI_ADDR)")
+	r.Add(5432, "the database's port (DATABASE_URL)")
+	r.Add(8080, "a second description is ignored")
+	return r
+}
+
 func TestGuardControl(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -224,15 +248,18 @@ func TestGuardControl(t *testing.T) {
 		{"a unique local address may not be dialled", false, "[fd00::1]:443", true},
 		{"a zoned link-local address may not be dialled", false, "[fe80::1%eth0]:443", true},
 		{"0.0.0.0 may not be dialled", false, "0.0.0.0:443", true},
-		{"in sandbox mode loopback may be dialled", true, "127.0.0.1:8080", false},
-		{"in sandbox mode IPv6 loopback may be dialled", true, "[::1]:8080", false},
+		{"in sandbox mode loopback may be dialled", true, "127.0.0.1:8081", false},
+		{"in sandbox mode IPv6 loopback may be dialled", true, "[::1]:8081", false},
+		{"in sandbox mode a loopback port not allowed may not be dialled", true, "127.0.0.1:22", true},
+		{"in sandbox mode emi's own port may not be dialled", true, "127.0.0.1:8080", true},
+		{"in sandbox mode the database's port may not be dialled", true, "[::1]:5432", true},
 		{"in sandbox mode a private address may still not be dialled", true, "192.168.1.1:80", true},
 		{"in sandbox mode 0.0.0.0 may still not be dialled", true, "0.0.0.0:8080", true},
 		{"an address that is not ip:port is refused", false, "hooks.example.com:443", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Guard{AllowLoopbackHTTP: tc.sandbox}.Control("tcp", tc.address, nil)
+			err := Guard{AllowLoopbackHTTP: tc.sandbox, LoopbackPorts: []PortRange{{5000, 9000}}, Reserved: testReserved()}.Control("tcp", tc.address, nil)
 			if (err != nil) != tc.wantBlock {
 				t.Fatalf("Control(%q) = %v, want blocked %v", tc.address, err, tc.wantBlock)
 			}
@@ -257,10 +284,13 @@ func TestGuardDialContext(t *testing.T) {
 		{"a host name resolving to the metadata address is refused in sandbox mode", true, "metadata.test:80", "link-local"},
 		{"an unknown host name is refused", false, "nosuch.test:443", "does not exist"},
 		{"a private address literal is refused", false, "10.0.0.1:443", "private network"},
+		{"emi's own port through a name is refused in sandbox mode", true, "loopback.test:8080", "emi's own port"},
+		{"the database's port is refused in sandbox mode", true, "127.0.0.1:5432", "the database's port"},
+		{"a port that is not a number is refused", true, "loopback.test:http", "cannot check port"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, err := Guard{AllowLoopbackHTTP: tc.sandbox, Resolver: testResolver()}.DialContext(context.Background(), "tcp", tc.address)
+			conn, err := Guard{AllowLoopbackHTTP: tc.sandbox, LoopbackPorts: []PortRange{{1, 65535}}, Reserved: testReserved(), Resolver: testResolver()}.DialContext(context.Background(), "tcp", tc.address)
 			if err == nil {
 				_ = conn.Close()
 				t.Fatalf("DialContext(%q) connected", tc.address)
@@ -273,7 +303,7 @@ func TestGuardDialContext(t *testing.T) {
 
 	t.Run("a plain http dial in sandbox mode to a public address is refused", func(t *testing.T) {
 		ctx := context.WithValue(context.Background(), loopbackOnlyKey{}, true)
-		_, err := Guard{AllowLoopbackHTTP: true, Resolver: testResolver()}.DialContext(ctx, "tcp", "hooks.example.com:80")
+		_, err := Guard{AllowLoopbackHTTP: true, LoopbackPorts: []PortRange{{80, 80}}, Resolver: testResolver()}.DialContext(ctx, "tcp", "hooks.example.com:80")
 		var blocked *BlockedError
 		if !errors.As(err, &blocked) || !strings.Contains(err.Error(), "plain http://") {
 			t.Fatalf("DialContext = %v, want a blocked public address", err)
@@ -287,10 +317,23 @@ func TestGuardDialContext(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = ln.Close() })
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		conn, err := Guard{AllowLoopbackHTTP: true, Resolver: testResolver()}.DialContext(context.Background(), "tcp", "loopback.test:"+port)
+		n, _ := strconv.ParseUint(port, 10, 16)
+		allowed := []PortRange{{uint16(n), uint16(n)}}
+		conn, err := Guard{AllowLoopbackHTTP: true, LoopbackPorts: allowed, Resolver: testResolver()}.DialContext(context.Background(), "tcp", "loopback.test:"+port)
 		if err != nil {
 			t.Fatalf("DialContext = %v", err)
 		}
 		_ = conn.Close()
+		// Reserved once emi serve knows it listens there: refused, also
+		// when allowed (copies of the guard share the set).
+		reserved := NewReservedPorts()
+		g := Guard{AllowLoopbackHTTP: true, LoopbackPorts: allowed, Reserved: reserved, Resolver: testResolver()}
+		reserved.Add(uint16(n), "emi's own port (the address emi serve listens on)")
+		if conn, err := g.DialContext(context.Background(), "tcp", "loopback.test:"+port); err == nil || !strings.Contains(err.Error(), "emi's own port") {
+			if conn != nil {
+				_ = conn.Close()
+			}
+			t.Fatalf("DialContext to a reserved port = %v", err)
+		}
 	})
 }

@@ -152,6 +152,14 @@ func New(t testing.TB, opts Options) *Env {
 			return "0s"
 		case "EMI_LOG_LEVEL":
 			return "debug"
+		case "EMI_SANDBOX_WEBHOOK_PORTS":
+			// The tests' receivers listen on ports the system picks, so
+			// every loopback port is allowed here, explicitly (the
+			// sandbox's default is a few fixed ports). The reserved ones
+			// stay refused whatever this says: this app's own listener
+			// (EMI_PUBLIC_URL below) and the database's port, which
+			// TestSandboxWebhooksNeverReachEmiOrTheDatabase checks.
+			return "1-65535"
 		}
 		return ""
 	}
@@ -174,6 +182,8 @@ func New(t testing.TB, opts Options) *Env {
 		t.Fatalf("apptest: open: %v", err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
+	// The test server is this app's own listener, as emi serve's is.
+	a.ReserveWebhookPort(srv.Listener.Addr(), "emi's own port (the address emi serve listens on)")
 	runKeyCache(t, a)
 	if !opts.NoSanctions {
 		a.UseSanctions(Sanctions(t))
@@ -217,6 +227,10 @@ func Attach(t testing.TB, env *Env, routes ...func(r chi.Router, a *api.API)) *E
 	h := a.Handler(routes...)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
+	// Both servers are emi: neither is a webhook receiver for the other.
+	a.ReserveWebhookPort(srv.Listener.Addr(), "emi's own port (the address emi serve listens on)")
+	env.App.ReserveWebhookPort(srv.Listener.Addr(), "emi's own port (another emi serve process)")
+	a.ReserveWebhookPort(env.Server.Listener.Addr(), "emi's own port (another emi serve process)")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("attached server's log (warnings, errors and the failed requests' lines):\n%s", LogExcerpt(logs.String(), 200))
