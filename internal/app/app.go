@@ -385,7 +385,8 @@ func (a *App) API() *api.API {
 
 // Pool builds the worker pool with every job handler registered.
 func (a *App) Pool() *worker.Pool {
-	pool := worker.New(a.Jobs, worker.Config{Concurrency: a.Config.Workers, ShutdownTimeout: a.Config.ShutdownTimeout, Lease: a.Config.JobLease}, a.Logger)
+	pool := worker.New(a.Jobs, worker.Config{Concurrency: a.Config.Workers, KeyConcurrency: a.Config.WebhookPartnerConcurrency,
+		ShutdownTimeout: a.Config.ShutdownTimeout, Lease: a.Config.JobLease}, a.Logger)
 	pool.Handle(ops.JobMaintenance, a.Maintenance.Run)
 	pool.Handle(kernel.JobWebhookDeliver, a.Webhooks.Deliver)
 	pool.Handle(people.JobAMLRescreen, a.AML.Rescreen)

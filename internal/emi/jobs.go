@@ -45,6 +45,11 @@ type JobSpec struct {
 	// the same key is still available or running, e.g.
 	// "application.checks:<token>" so a burst of changes queues one run.
 	UniqueKey string
+	// ConcurrencyKey, when set, puts the job in a group of which a worker
+	// pool runs only a few at once (worker.Config.KeyConcurrency); the
+	// others wait in the queue for a place, without using an attempt.
+	// Webhook deliveries use the partner's ("partner:<id>").
+	ConcurrencyKey string
 }
 
 // Job is a background job as a worker sees it.
@@ -63,9 +68,11 @@ type Job struct {
 	LockedBy    string    // the worker that claimed it last
 	LastError   string    // the error of the last failed attempt
 	UniqueKey   string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	FinishedAt  time.Time // zero until succeeded or dead
+	// ConcurrencyKey is the spec's ("" for none).
+	ConcurrencyKey string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	FinishedAt     time.Time // zero until succeeded or dead
 }
 
 // ErrJobLeaseLost is returned when a worker reports on an attempt that no

@@ -1,11 +1,13 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -39,7 +41,7 @@ const pruneBatch = 5000
 
 // jobColumns is what every query that returns jobs selects.
 const jobColumns = `id, kind, payload, state, attempt, max_attempts, run_at, locked_until,
-	locked_by, last_error, unique_key, created_at, updated_at, finished_at`
+	locked_by, last_error, unique_key, concurrency_key, created_at, updated_at, finished_at`
 
 type jobRow struct {
 	ID          int64          `db:"id"`
@@ -53,6 +55,7 @@ type jobRow struct {
 	LockedBy    string         `db:"locked_by"`
 	LastError   string         `db:"last_error"`
 	UniqueKey   sql.NullString `db:"unique_key"`
+	Concurrency sql.NullString `db:"concurrency_key"`
 	CreatedAt   time.Time      `db:"created_at"`
 	UpdatedAt   time.Time      `db:"updated_at"`
 	FinishedAt  sql.NullTime   `db:"finished_at"`
@@ -60,20 +63,21 @@ type jobRow struct {
 
 func (r jobRow) job() emi.Job {
 	return emi.Job{
-		ID:          r.ID,
-		Kind:        r.Kind,
-		Payload:     json.RawMessage(r.Payload),
-		State:       emi.JobState(r.State),
-		Attempt:     r.Attempt,
-		MaxAttempts: r.MaxAttempts,
-		RunAt:       r.RunAt,
-		LockedUntil: r.LockedUntil.Time,
-		LockedBy:    r.LockedBy,
-		LastError:   r.LastError,
-		UniqueKey:   r.UniqueKey.String,
-		CreatedAt:   r.CreatedAt,
-		UpdatedAt:   r.UpdatedAt,
-		FinishedAt:  r.FinishedAt.Time,
+		ID:             r.ID,
+		Kind:           r.Kind,
+		Payload:        json.RawMessage(r.Payload),
+		State:          emi.JobState(r.State),
+		Attempt:        r.Attempt,
+		MaxAttempts:    r.MaxAttempts,
+		RunAt:          r.RunAt,
+		LockedUntil:    r.LockedUntil.Time,
+		LockedBy:       r.LockedBy,
+		LastError:      r.LastError,
+		UniqueKey:      r.UniqueKey.String,
+		ConcurrencyKey: r.Concurrency.String,
+		CreatedAt:      r.CreatedAt,
+		UpdatedAt:      r.UpdatedAt,
+		FinishedAt:     r.FinishedAt.Time,
 	}
 }
 
@@ -110,12 +114,12 @@ func (s *Jobs) Enqueue(ctx context.Context, spec emi.JobSpec) (id int64, created
 	// look-up sees it, in which case the insert is simply tried again.
 	for range 3 {
 		err = sqlx.GetContext(ctx, ext, &id, `
-			INSERT INTO jobs (kind, payload, max_attempts, run_at, unique_key)
-			VALUES ($1, $2::jsonb, $3, COALESCE($4::timestamptz, now()), NULLIF($5, ''))
+			INSERT INTO jobs (kind, payload, max_attempts, run_at, unique_key, concurrency_key)
+			VALUES ($1, $2::jsonb, $3, COALESCE($4::timestamptz, now()), NULLIF($5, ''), NULLIF($6, ''))
 			ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running')
 			DO NOTHING
 			RETURNING id`,
-			spec.Kind, string(payload), maxAttempts, runAt, spec.UniqueKey)
+			spec.Kind, string(payload), maxAttempts, runAt, spec.UniqueKey, spec.ConcurrencyKey)
 		if err == nil {
 			// Wake the workers of every process. PostgreSQL delivers a
 			// NOTIFY only when the transaction commits, so nobody is woken
@@ -151,13 +155,26 @@ func (s *Jobs) Enqueue(ctx context.Context, spec emi.JobSpec) (id int64, created
 // process) never get the same job: the rows are locked with FOR UPDATE SKIP
 // LOCKED.
 //
+// perKey > 0 is the budget of jobs that share a concurrency key: workerID
+// then runs at most perKey of one key at once. Jobs of a key that has its
+// perKey running under workerID are passed over, and a claim takes at most
+// what is left of each key's budget; the jobs passed over stay available
+// exactly as they were (same run_at, attempt not raised), so a key with a
+// backlog waits its turn without delaying the jobs of others and without
+// using up attempts. The budget is per worker (per process): it keeps one
+// key from taking every slot of a pool, which is what protects the other
+// keys' jobs; with several processes a key runs at most perKey in each.
+// A claim can therefore return fewer than limit jobs while more are due
+// (another key's, behind the ones passed over in this batch): the caller
+// claims again until it gets none or its slots are full.
+//
 // Before claiming, Claim rescues the jobs of those kinds whose lease ran out
 // (their worker died or lost the database): each goes back to available, to
 // be claimed again at once with a higher attempt, or to dead when it has used
 // its last attempt. last_error records the lost lease.
 // Returns no jobs when kinds is empty or limit is not positive, and an
 // internal error when lease is not positive or the database fails.
-func (s *Jobs) Claim(ctx context.Context, workerID string, kinds []string, lease time.Duration, limit int) ([]emi.Job, error) {
+func (s *Jobs) Claim(ctx context.Context, workerID string, kinds []string, lease time.Duration, limit, perKey int) ([]emi.Job, error) {
 	if len(kinds) == 0 || limit <= 0 {
 		return nil, nil
 	}
@@ -180,26 +197,52 @@ func (s *Jobs) Claim(ctx context.Context, workerID string, kinds []string, lease
 		)`, pq.Array(kinds)); err != nil {
 		return nil, Translate(fmt.Errorf("rescue jobs with expired leases: %w", err))
 	}
+	// busy: this worker's running jobs per key. candidates: the oldest due
+	// jobs but those of keys with a full budget, locked. chosen: of those,
+	// per key, only what the budget has left (the row_number within the
+	// key plus what already runs). The candidates not chosen are unlocked
+	// when the statement ends, untouched.
 	var rows []jobRow
 	err := sqlx.SelectContext(ctx, ext, &rows, `
+		WITH busy AS (
+			SELECT concurrency_key, count(*) AS n FROM jobs
+			WHERE state = 'running' AND locked_by = $1 AND concurrency_key IS NOT NULL
+			GROUP BY concurrency_key
+		), candidates AS (
+			SELECT id, run_at, concurrency_key FROM jobs
+			WHERE state = 'available' AND run_at <= now() AND kind = ANY($3)
+			  AND ($5 <= 0 OR concurrency_key IS NULL
+			       OR concurrency_key NOT IN (SELECT concurrency_key FROM busy WHERE n >= $5))
+			ORDER BY run_at, id
+			LIMIT $4
+			FOR UPDATE SKIP LOCKED
+		), chosen AS (
+			SELECT c.id FROM (
+				SELECT id, concurrency_key,
+				       row_number() OVER (PARTITION BY concurrency_key ORDER BY run_at, id) AS rn
+				FROM candidates
+			) c LEFT JOIN busy b ON b.concurrency_key = c.concurrency_key
+			WHERE $5 <= 0 OR c.concurrency_key IS NULL OR c.rn + coalesce(b.n, 0) <= $5
+		)
 		UPDATE jobs
 		SET state = 'running',
 		    attempt = attempt + 1,
 		    locked_by = $1,
 		    locked_until = now() + $2::float8 * interval '1 second',
 		    updated_at = now()
-		WHERE id IN (
-			SELECT id FROM jobs
-			WHERE state = 'available' AND run_at <= now() AND kind = ANY($3)
-			ORDER BY run_at, id
-			LIMIT $4
-			FOR UPDATE SKIP LOCKED
-		)
+		WHERE id IN (SELECT id FROM chosen)
 		RETURNING `+jobColumns,
-		workerID, lease.Seconds(), pq.Array(kinds), limit)
+		workerID, lease.Seconds(), pq.Array(kinds), limit, perKey)
 	if err != nil {
 		return nil, Translate(fmt.Errorf("claim jobs: %w", err))
 	}
+	// RETURNING follows no order: the oldest first, as claimed.
+	slices.SortFunc(rows, func(a, b jobRow) int {
+		if c := a.RunAt.Compare(b.RunAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
 	jobs := make([]emi.Job, len(rows))
 	for i, r := range rows {
 		jobs[i] = r.job()

@@ -55,7 +55,7 @@ func enqueue(t *testing.T, jobs *postgres.Jobs, spec emi.JobSpec) int64 {
 
 func claimOne(t *testing.T, jobs *postgres.Jobs, worker, kind string, lease time.Duration) emi.Job {
 	t.Helper()
-	got, err := jobs.Claim(context.Background(), worker, []string{kind}, lease, 1)
+	got, err := jobs.Claim(context.Background(), worker, []string{kind}, lease, 1, 0)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim %s as %s: %d jobs, err %v; want 1 job", kind, worker, len(got), err)
 	}
@@ -85,7 +85,7 @@ func TestJobsEnqueueJoinsTheCallersTransaction(t *testing.T) {
 					return err
 				}
 				// Until the commit, no worker on another connection sees it.
-				if got, err := jobs.Claim(postgres.WithoutTx(ctx), "outsider", []string{kind}, time.Minute, 10); err != nil || len(got) != 0 {
+				if got, err := jobs.Claim(postgres.WithoutTx(ctx), "outsider", []string{kind}, time.Minute, 10, 0); err != nil || len(got) != 0 {
 					t.Errorf("claim from outside the open transaction: %d jobs, err %v; want none", len(got), err)
 				}
 				if tc.rollback {
@@ -96,7 +96,7 @@ func TestJobsEnqueueJoinsTheCallersTransaction(t *testing.T) {
 			if tc.rollback != errors.Is(err, errRollback) || (!tc.rollback && err != nil) {
 				t.Fatalf("InTx: %v", err)
 			}
-			got, err := jobs.Claim(ctx, "w", []string{kind}, time.Minute, 10)
+			got, err := jobs.Claim(ctx, "w", []string{kind}, time.Minute, 10, 0)
 			if err != nil || len(got) != tc.want {
 				t.Fatalf("after the transaction: claimed %d jobs, err %v; want %d", len(got), err, tc.want)
 			}
@@ -147,7 +147,7 @@ func TestJobsEnqueueStoresTheSpec(t *testing.T) {
 			if r.State != "available" || r.Attempt != 0 || r.MaxAttempts != tc.wantMax {
 				t.Errorf("stored %+v, want available, attempt 0, max %d", r, tc.wantMax)
 			}
-			got, err := jobs.Claim(ctx, "w", []string{tc.spec.Kind}, time.Minute, 1)
+			got, err := jobs.Claim(ctx, "w", []string{tc.spec.Kind}, time.Minute, 1, 0)
 			if err != nil || (len(got) == 1) != tc.wantDue {
 				t.Fatalf("claim: %d jobs, err %v; want due %v", len(got), err, tc.wantDue)
 			}
@@ -264,7 +264,7 @@ func TestJobsClaim(t *testing.T) {
 		enqueue(t, jobs, emi.JobSpec{Kind: a, RunAt: now.Add(time.Hour)})
 		enqueue(t, jobs, emi.JobSpec{Kind: b})
 
-		got, err := jobs.Claim(ctx, "worker-1", []string{a}, time.Minute, 10)
+		got, err := jobs.Claim(ctx, "worker-1", []string{a}, time.Minute, 10, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +299,7 @@ func TestJobsClaim(t *testing.T) {
 			enqueue(t, jobs, emi.JobSpec{Kind: kind})
 		}
 		for _, want := range []int{2, 2, 1, 0} {
-			got, err := jobs.Claim(ctx, "w", []string{kind}, time.Minute, 2)
+			got, err := jobs.Claim(ctx, "w", []string{kind}, time.Minute, 2, 0)
 			if err != nil || len(got) != want {
 				t.Fatalf("claimed %d, err %v; want %d", len(got), err, want)
 			}
@@ -313,7 +313,7 @@ func TestJobsClaim(t *testing.T) {
 			kinds []string
 			limit int
 		}{{nil, 10}, {[]string{kind}, 0}} {
-			if got, err := jobs.Claim(ctx, "w", tc.kinds, time.Minute, tc.limit); err != nil || len(got) != 0 {
+			if got, err := jobs.Claim(ctx, "w", tc.kinds, time.Minute, tc.limit, 0); err != nil || len(got) != 0 {
 				t.Fatalf("Claim(%v, %d): %d jobs, err %v; want none", tc.kinds, tc.limit, len(got), err)
 			}
 		}
@@ -333,7 +333,7 @@ func TestJobsClaim(t *testing.T) {
 		for w := range 8 {
 			wg.Go(func() {
 				for {
-					claimed, err := jobs.Claim(ctx, "w"+string(rune('a'+w)), []string{kind}, time.Minute, 7)
+					claimed, err := jobs.Claim(ctx, "w"+string(rune('a'+w)), []string{kind}, time.Minute, 7, 0)
 					if err != nil {
 						t.Error(err)
 						return
@@ -367,7 +367,7 @@ func waitClaim(t *testing.T, jobs *postgres.Jobs, worker, kind string, within ti
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		got, err := jobs.Claim(context.Background(), worker, []string{kind}, time.Minute, 1)
+		got, err := jobs.Claim(context.Background(), worker, []string{kind}, time.Minute, 1, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,7 +389,7 @@ func TestJobsJobOfADeadWorkerIsClaimedAgainAfterItsLease(t *testing.T) {
 
 	// worker-1 claims with a short lease and dies: it never reports back.
 	stale := claimOne(t, jobs, "worker-1", kind, 300*time.Millisecond)
-	if got, err := jobs.Claim(ctx, "worker-2", []string{kind}, time.Minute, 1); err != nil || len(got) != 0 {
+	if got, err := jobs.Claim(ctx, "worker-2", []string{kind}, time.Minute, 1, 0); err != nil || len(got) != 0 {
 		t.Fatalf("claim during the lease: %d jobs, err %v; want none", len(got), err)
 	}
 	fresh, ok := waitClaim(t, jobs, "worker-2", kind, 5*time.Second)
@@ -515,7 +515,7 @@ func TestJobsOutcomes(t *testing.T) {
 			if tc.wantState == "available" && (r.RunAtIn < tc.wantRunIn[0] || r.RunAtIn > tc.wantRunIn[1]) {
 				t.Errorf("runs again in %.1f s, want within %v", r.RunAtIn, tc.wantRunIn)
 			}
-			got, err := jobs.Claim(ctx, "w", []string{kind}, time.Minute, 1)
+			got, err := jobs.Claim(ctx, "w", []string{kind}, time.Minute, 1, 0)
 			if err != nil || (len(got) == 1) != tc.wantClaimNow {
 				t.Fatalf("claim after the outcome: %d jobs, err %v; want claimable %v", len(got), err, tc.wantClaimNow)
 			}
@@ -563,7 +563,7 @@ func TestJobsCountByState(t *testing.T) {
 	for range 6 {
 		enqueue(t, jobs, emi.JobSpec{Kind: kind})
 	}
-	claimed, err := jobs.Claim(ctx, "w", []string{kind}, time.Minute, 4)
+	claimed, err := jobs.Claim(ctx, "w", []string{kind}, time.Minute, 4, 0)
 	if err != nil || len(claimed) != 4 {
 		t.Fatalf("claim: %d, %v", len(claimed), err)
 	}
@@ -640,5 +640,71 @@ func TestJobsPruneDeletesOnlyOldSucceededJobs(t *testing.T) {
 	want := []int64{recent, oldDead, pending}
 	if len(left) != len(want) || left[0] != want[0] || left[1] != want[1] || left[2] != want[2] {
 		t.Fatalf("jobs left %v, want %v (job %d pruned)", left, want, old)
+	}
+}
+
+// TestJobsClaimKeepsEachKeyToItsBudget (issue 29): jobs sharing a
+// concurrency key (a partner's webhook deliveries) are claimed at most
+// perKey at once per worker; the jobs passed over stay available exactly
+// as they were (attempt 0, run_at unchanged), the other keys' and unkeyed
+// jobs behind them are claimed in the same call, another worker has a
+// budget of its own, and a finished job frees a place.
+func TestJobsClaimKeepsEachKeyToItsBudget(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t)
+	jobs := postgres.NewJobs(db)
+	ctx := context.Background()
+	kind := "keyed." + randSuffix(t)
+	now := time.Now()
+	var hot []int64
+	for i := range 6 {
+		// The hot key's jobs are the oldest: without the budget every
+		// claim would take them first.
+		hot = append(hot, enqueue(t, jobs, emi.JobSpec{Kind: kind, RunAt: now.Add(-time.Hour + time.Duration(i)*time.Second), ConcurrencyKey: "partner:hot"}))
+	}
+	cold := enqueue(t, jobs, emi.JobSpec{Kind: kind, RunAt: now.Add(-time.Minute), ConcurrencyKey: "partner:cold"})
+	plain := enqueue(t, jobs, emi.JobSpec{Kind: kind, RunAt: now.Add(-time.Second)})
+
+	got, err := jobs.Claim(ctx, "w1", []string{kind}, time.Minute, 4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(js []emi.Job) []int64 {
+		out := make([]int64, len(js))
+		for i, j := range js {
+			out[i] = j.ID
+		}
+		return out
+	}
+	// The batch of the 4 oldest holds 4 hot jobs, of which 2 fit.
+	if g := ids(got); len(g) != 2 || g[0] != hot[0] || g[1] != hot[1] || got[0].ConcurrencyKey != "partner:hot" {
+		t.Fatalf("first claim %v, want the two oldest hot jobs %v", g, hot[:2])
+	}
+	for _, id := range hot[2:] {
+		if r := readJob(t, db, id); r.State != "available" || r.Attempt != 0 || r.LockedBy != "" || r.RunAtIn > -3000 {
+			t.Fatalf("a hot job passed over: %+v; want it untouched", r)
+		}
+	}
+	got, err = jobs.Claim(ctx, "w1", []string{kind}, time.Minute, 4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := ids(got); len(g) != 2 || g[0] != cold || g[1] != plain {
+		t.Fatalf("second claim %v, want the cold and the unkeyed job %d, %d behind the hot backlog", g, cold, plain)
+	}
+	if got, err := jobs.Claim(ctx, "w1", []string{kind}, time.Minute, 4, 2); err != nil || len(got) != 0 {
+		t.Fatalf("third claim: %v %v; want none while the hot key's budget is used", ids(got), err)
+	}
+	if got, err := jobs.Claim(ctx, "w2", []string{kind}, time.Minute, 1, 2); err != nil || len(got) != 1 || got[0].ID != hot[2] {
+		t.Fatalf("another worker's claim: %v %v; want the next hot job", ids(got), err)
+	}
+	if err := jobs.Complete(ctx, hot[0], 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := jobs.Claim(ctx, "w1", []string{kind}, time.Minute, 4, 2); err != nil || len(got) != 1 || got[0].ID != hot[3] {
+		t.Fatalf("claim after a hot job finished: %v %v; want one more hot job", ids(got), err)
+	}
+	if got, err := jobs.Claim(ctx, "w3", []string{kind}, time.Minute, 10, 0); err != nil || len(got) != 2 {
+		t.Fatalf("a claim without a budget: %v %v; want the 2 hot jobs left", ids(got), err)
 	}
 }

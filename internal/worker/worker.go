@@ -43,7 +43,10 @@ type Handler func(ctx context.Context, job emi.Job) error
 type Store interface {
 	// Claim hands up to limit due jobs of the given kinds to workerID, each
 	// under a lease of the given length, with its attempt counter raised.
-	Claim(ctx context.Context, workerID string, kinds []string, lease time.Duration, limit int) ([]emi.Job, error)
+	// perKey > 0 caps the jobs of one concurrency key that workerID runs at
+	// once: the others are passed over, left as they are (see
+	// Config.KeyConcurrency).
+	Claim(ctx context.Context, workerID string, kinds []string, lease time.Duration, limit, perKey int) ([]emi.Job, error)
 	// Complete marks the job succeeded.
 	Complete(ctx context.Context, id int64, attempt int) error
 	// Fail records a failed attempt: the job runs again retryIn from now, or
@@ -63,6 +66,24 @@ type Config struct {
 	ID string
 	// Concurrency is how many jobs run at once; default 10.
 	Concurrency int
+	// KeyConcurrency is how many jobs of one concurrency key
+	// (emi.JobSpec.ConcurrencyKey) run at once in this pool; 0: no limit.
+	// The jobs beyond wait in the queue, untouched (no attempt used), and
+	// the pool takes other jobs meanwhile: webhook deliveries are keyed by
+	// partner, so one partner's fan-out cannot take every slot
+	// (EMI_WEBHOOK_PARTNER_CONCURRENCY, issue 29).
+	//
+	// The budget is kept where jobs are claimed (Store.Claim passes over
+	// a full key's jobs) rather than by handlers that would postpone the
+	// jobs over budget: a postponing handler claims, loads and reschedules
+	// every waiting job again and again while a backlog lasts, uses the
+	// job's attempts unless the queue learns to give them back, and puts
+	// the jobs behind later ones; and a rate (jobs per second) instead of
+	// a number at once would still let slow receivers (10 s each) hold
+	// every slot. The price is one more claim when a key reaches its
+	// budget (to find the other keys' jobs behind its backlog), and a key
+	// alone on the pool runs at its budget's pace.
+	KeyConcurrency int
 	// PollInterval is how often the pool looks for due jobs when it has
 	// nothing to do; default 500 ms. Notify wakes it earlier.
 	PollInterval time.Duration
@@ -167,6 +188,14 @@ type Pool struct {
 	wake     chan struct{} // Notify: look for jobs now
 	finished chan struct{} // a job finished: a slot is free
 	active   atomic.Int64  // jobs running
+
+	keysMu sync.Mutex
+	keys   map[string]int // running jobs per concurrency key (KeyConcurrency)
+	// keyFreed: a job of a key that had its whole budget running finished,
+	// so due jobs of that key passed over by the last claims may now run.
+	// Set before the finished signal, read by Run with it: a signal sent
+	// while fill was deciding whether to expect more is not lost.
+	keyFreed atomic.Bool
 }
 
 // New returns a pool working from store. A nil logger discards the logs.
@@ -180,6 +209,7 @@ func New(store Store, cfg Config, logger *slog.Logger) *Pool {
 		cfg:      cfg,
 		log:      logger.With("worker", cfg.ID),
 		handlers: make(map[string]Handler),
+		keys:     make(map[string]int),
 		wake:     make(chan struct{}, 1),
 		finished: make(chan struct{}, 1),
 	}
@@ -253,7 +283,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		case <-p.wake:
 		case <-poll.C:
 		case <-p.finished:
-			if !backlog {
+			if !backlog && !p.keyFreed.Swap(false) {
 				continue
 			}
 		}
@@ -294,32 +324,80 @@ func (p *Pool) start() ([]string, error) {
 }
 
 // fill claims jobs for the free slots and starts them. It reports whether
-// the claim filled every free slot (or there was none), i.e. whether more
-// jobs may be waiting.
+// more jobs may be waiting: the claims filled every free slot (or there was
+// none), or a concurrency key has its budget running, so due jobs of that
+// key may have been passed over and the next job to finish should make
+// the pool claim again rather than wait for the poll.
+//
+// With KeyConcurrency, a claim may take fewer jobs than there are free
+// slots while others are due: the oldest due jobs were mostly of one key
+// whose budget the claim used up. fill then claims again at once (that key
+// is now passed over), until the slots are full or a claim finds nothing,
+// so the other keys' jobs do not wait for the next poll.
 func (p *Pool) fill(ctx, jobsCtx context.Context, jobs *sync.WaitGroup, kinds []string) (bool, error) {
-	free := p.cfg.Concurrency - int(p.active.Load())
-	if free <= 0 {
-		return true, nil
+	for {
+		free := p.cfg.Concurrency - int(p.active.Load())
+		if free <= 0 {
+			return true, nil
+		}
+		// A claim that succeeds in the database must not be lost to a
+		// cancellation racing its answer: its jobs would sit out their
+		// leases.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		claimed, err := p.store.Claim(cctx, p.cfg.ID, kinds, p.cfg.Lease, free, p.cfg.KeyConcurrency)
+		cancel()
+		if err != nil {
+			return false, err
+		}
+		for _, job := range claimed {
+			p.active.Add(1)
+			p.keyRuns(job.ConcurrencyKey, 1)
+			jobs.Go(func() {
+				defer p.release(job.ConcurrencyKey)
+				p.work(jobsCtx, job)
+			})
+		}
+		if len(claimed) == free {
+			return true, nil
+		}
+		if len(claimed) == 0 || p.cfg.KeyConcurrency <= 0 || ctx.Err() != nil {
+			return p.keyFull(), nil
+		}
 	}
-	// A claim that succeeds in the database must not be lost to a
-	// cancellation racing its answer: its jobs would sit out their leases.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	claimed, err := p.store.Claim(cctx, p.cfg.ID, kinds, p.cfg.Lease, free)
-	cancel()
-	if err != nil {
-		return false, err
-	}
-	for _, job := range claimed {
-		p.active.Add(1)
-		jobs.Go(func() {
-			defer p.release()
-			p.work(jobsCtx, job)
-		})
-	}
-	return len(claimed) == free, nil
 }
 
-func (p *Pool) release() {
+// keyRuns adds delta to the running jobs of key ("": none).
+func (p *Pool) keyRuns(key string, delta int) {
+	if key == "" || p.cfg.KeyConcurrency <= 0 {
+		return
+	}
+	p.keysMu.Lock()
+	defer p.keysMu.Unlock()
+	if delta < 0 && p.keys[key] >= p.cfg.KeyConcurrency {
+		p.keyFreed.Store(true)
+	}
+	if p.keys[key] += delta; p.keys[key] <= 0 {
+		delete(p.keys, key)
+	}
+}
+
+// keyFull reports whether some key has KeyConcurrency jobs running.
+func (p *Pool) keyFull() bool {
+	if p.cfg.KeyConcurrency <= 0 {
+		return false
+	}
+	p.keysMu.Lock()
+	defer p.keysMu.Unlock()
+	for _, n := range p.keys {
+		if n >= p.cfg.KeyConcurrency {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Pool) release(key string) {
+	p.keyRuns(key, -1)
 	p.active.Add(-1)
 	select {
 	case p.finished <- struct{}{}:

@@ -184,7 +184,7 @@ func TestPoolRunsAgainTheJobOfAWorkerThatDied(t *testing.T) {
 	jobs := postgres.NewJobs(db)
 	id := enqueue(t, jobs, emi.JobSpec{Kind: "orphan"})
 	// A worker claims the job with a short lease and dies without a word.
-	dead, err := jobs.Claim(context.Background(), "dead-worker", []string{"orphan"}, 200*time.Millisecond, 1)
+	dead, err := jobs.Claim(context.Background(), "dead-worker", []string{"orphan"}, 200*time.Millisecond, 1, 0)
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("claim: %d jobs, err %v", len(dead), err)
 	}
@@ -390,7 +390,7 @@ func TestPoolKeepsTheLeaseOfALongJob(t *testing.T) {
 	<-running
 	// Another worker keeps trying to take the job; the heartbeat keeps it.
 	for range 12 {
-		got, err := jobs.Claim(context.Background(), "thief", []string{"long"}, time.Minute, 1)
+		got, err := jobs.Claim(context.Background(), "thief", []string{"long"}, time.Minute, 1, 0)
 		if err != nil || len(got) != 0 {
 			t.Fatalf("another worker claimed %d jobs (err %v) while the handler ran", len(got), err)
 		}
@@ -446,9 +446,9 @@ type countingStore struct {
 	prunes []time.Time
 }
 
-func (s *countingStore) Claim(ctx context.Context, workerID string, kinds []string, lease time.Duration, limit int) ([]emi.Job, error) {
+func (s *countingStore) Claim(ctx context.Context, workerID string, kinds []string, lease time.Duration, limit, perKey int) ([]emi.Job, error) {
 	s.claims.Add(1)
-	return s.Store.Claim(ctx, workerID, kinds, lease, limit)
+	return s.Store.Claim(ctx, workerID, kinds, lease, limit, perKey)
 }
 
 func (s *countingStore) Prune(ctx context.Context, olderThan time.Time) (int64, error) {
@@ -553,5 +553,69 @@ func TestPermanentAndRetryAfterKeepTheirCause(t *testing.T) {
 	}
 	if worker.Permanent(nil) == nil || worker.RetryAfter(time.Second, nil) == nil {
 		t.Error("Permanent(nil) and RetryAfter(d, nil) must still be errors")
+	}
+}
+
+// TestKeyConcurrencyKeepsOneKeyFromTakingEverySlot (issue 29): a pool of 4
+// with KeyConcurrency 2 runs at most 2 jobs of the hot key at once, however
+// many of them are due and however old; a job of another key queued after
+// the whole hot backlog starts at once rather than behind it, and every hot
+// job still runs, each on its first attempt (waiting for a place uses no
+// attempt), without waiting for a poll.
+func TestKeyConcurrencyKeepsOneKeyFromTakingEverySlot(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t)
+	jobs := postgres.NewJobs(db)
+	kind := "keyed." + fmt.Sprint(rand.Uint64())
+	var running, peak atomic.Int32
+	var coldStarted atomic.Int64
+	hotDone := atomic.Int32{}
+	cfg := fastConfig("keyed")
+	cfg.KeyConcurrency = 2
+	// No polling: the hot jobs must follow each other through the pool's
+	// own signals (a finished job of a full key makes it claim again), so
+	// a lost signal stalls the test instead of costing one poll.
+	cfg.PollInterval = time.Hour
+	p := worker.New(jobs, cfg, testLogger(t))
+	p.Handle(kind, func(ctx context.Context, job emi.Job) error {
+		if job.ConcurrencyKey == "partner:cold" {
+			coldStarted.Store(time.Now().UnixNano())
+			return nil
+		}
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			old := peak.Load()
+			if n <= old || peak.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		hotDone.Add(1)
+		return nil
+	})
+	const hot = 40
+	var ids []int64
+	for range hot {
+		ids = append(ids, enqueue(t, jobs, emi.JobSpec{Kind: kind, RunAt: time.Now().Add(-time.Minute), ConcurrencyKey: "partner:hot"}))
+	}
+	start(t, p)
+	waitFor(t, 5*time.Second, "the hot jobs to start", func() bool { return running.Load() > 0 })
+	queued := time.Now()
+	cold := enqueue(t, jobs, emi.JobSpec{Kind: kind, ConcurrencyKey: "partner:cold"})
+	p.Notify()
+	waitFor(t, 5*time.Second, "the cold job", func() bool { return coldStarted.Load() != 0 })
+	if wait := time.Duration(coldStarted.Load() - queued.UnixNano()); wait > 400*time.Millisecond || hotDone.Load() >= hot-2 {
+		t.Fatalf("the cold job started %v after it was queued, with %d of %d hot jobs done; want at once, before the backlog drained", wait, hotDone.Load(), hot)
+	}
+	waitFor(t, 20*time.Second, "every hot job", func() bool { return hotDone.Load() == hot })
+	if got := peak.Load(); got != 2 {
+		t.Fatalf("at most %d hot jobs ran at once, want 2 (the budget, with 4 slots)", got)
+	}
+	for _, id := range append(ids, cold) {
+		waitFor(t, 5*time.Second, "the job to be recorded", stateIs(t, db, id, "succeeded"))
+		if r := readJob(t, db, id); r.Attempt != 1 {
+			t.Fatalf("job %d took %d attempts, want 1", id, r.Attempt)
+		}
 	}
 }

@@ -111,13 +111,22 @@ type DeliveryJob struct {
 	Delivery string `json:"delivery"`
 }
 
-// DeliveryJobSpec returns the job that makes the attempts of delivery id.
-// The unique key keeps one pending job per delivery, so its attempts never
-// run side by side; a replay reuses (and hurries) that job.
-func DeliveryJobSpec(id string) emi.JobSpec {
+// DeliveryJobSpec returns the job that makes the attempts of delivery id,
+// one of partnerID's. The unique key keeps one pending job per delivery, so
+// its attempts never run side by side; a replay reuses (and hurries) that
+// job. The concurrency key is the partner's: a worker pool runs only a
+// few deliveries of one partner at once (EMI_WEBHOOK_PARTNER_CONCURRENCY),
+// and the rest wait in the queue, untouched, while other partners'
+// deliveries go through (issue 29: one partner's fan-out of many endpoints
+// and many events could take every worker).
+func DeliveryJobSpec(id, partnerID string) emi.JobSpec {
 	return emi.JobSpec{Kind: JobWebhookDeliver, Payload: DeliveryJob{Delivery: id},
-		MaxAttempts: deliveryJobMaxAttempts, UniqueKey: DeliveryJobKey(id)}
+		MaxAttempts: deliveryJobMaxAttempts, UniqueKey: DeliveryJobKey(id), ConcurrencyKey: DeliveryConcurrencyKey(partnerID)}
 }
+
+// DeliveryConcurrencyKey is the concurrency key of a partner's delivery
+// jobs (migration 00092 gives it to the jobs queued before it).
+func DeliveryConcurrencyKey(partnerID string) string { return "partner:" + partnerID }
 
 // DeliveryJobKey is the unique key of a delivery's job.
 func DeliveryJobKey(id string) string { return JobWebhookDeliver + ":" + id }
@@ -198,7 +207,7 @@ func (e *Events) Emit(ctx context.Context, partnerID string, typ emi.EventType, 
 			if err := e.store.InsertDelivery(ctx, d); err != nil {
 				return err
 			}
-			if _, _, err := e.jobs.Enqueue(ctx, DeliveryJobSpec(d.ID)); err != nil {
+			if _, _, err := e.jobs.Enqueue(ctx, DeliveryJobSpec(d.ID, partnerID)); err != nil {
 				return err
 			}
 		}

@@ -598,7 +598,7 @@ func (s *Webhooks) Replay(ctx context.Context, partnerID, deliveryID string) err
 		if err != nil {
 			return err
 		}
-		if err := s.requestReplay(ctx, d); err != nil {
+		if err := s.requestReplay(ctx, partnerID, d); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "webhook_delivery.replay", ResourceType: "webhook_delivery",
@@ -607,16 +607,16 @@ func (s *Webhooks) Replay(ctx context.Context, partnerID, deliveryID string) err
 	})
 }
 
-// requestReplay records a replay request on a locked delivery and makes
-// its job due now.
-func (s *Webhooks) requestReplay(ctx context.Context, d kernel.StoredDelivery) error {
+// requestReplay records a replay request on a locked delivery of
+// partnerID and makes its job due now.
+func (s *Webhooks) requestReplay(ctx context.Context, partnerID string, d kernel.StoredDelivery) error {
 	p, _ := emi.PrincipalFrom(ctx)
 	now := s.now().UTC()
 	d.ReplayRequestedAt, d.ReplayRequestedBy, d.UpdatedAt = &now, p.ActorID, now
 	if err := s.store.SaveDelivery(ctx, d); err != nil {
 		return err
 	}
-	if _, created, err := s.jobs.Enqueue(ctx, kernel.DeliveryJobSpec(d.ID)); err != nil {
+	if _, created, err := s.jobs.Enqueue(ctx, kernel.DeliveryJobSpec(d.ID, partnerID)); err != nil {
 		return err
 	} else if !created {
 		// The delivery's job is waiting for its next retry (or running:
@@ -660,7 +660,7 @@ func (s *Webhooks) ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int,
 		}
 		ids := make([]string, len(ds))
 		for i, d := range ds {
-			if err := s.requestReplay(ctx, d); err != nil {
+			if err := s.requestReplay(ctx, f.PartnerID, d); err != nil {
 				return err
 			}
 			ids[i] = d.ID

@@ -775,7 +775,7 @@ func TestAKilledWorkersDeliveryIsRetried(t *testing.T) {
 	ev := e.emit(t, partnerID, emi.EventCardActivated, kernel.NewToken(), nil)
 	id := e.delivery(t, ev.ID).ID
 
-	jobs, err := e.jobs.Claim(context.Background(), "doomed", []string{kernel.JobWebhookDeliver}, 300*time.Millisecond, 1)
+	jobs, err := e.jobs.Claim(context.Background(), "doomed", []string{kernel.JobWebhookDeliver}, 300*time.Millisecond, 1, 0)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %v %v", jobs, err)
 	}
