@@ -107,6 +107,33 @@ func TestWebhookEndpointLimits(t *testing.T) {
 		}
 		apptest.Expect(t, "an endpoint in the place of a deleted one", createEndpoint(t, env, p, "http://127.0.0.7:9/hooks"), 0, http.StatusCreated)
 	})
+	t.Run("every endpoint change left one audit row, and the refusals none", func(t *testing.T) {
+		// Item 5.4: 4 + 1 + 1 creates through the API, a disable in the
+		// back office, a delete through the API; the refused create, the
+		// refused back-office create, the refused enable and the refused
+		// deletes changed nothing and are not audited as changes.
+		var rows []struct {
+			Action string `db:"action"`
+			Token  string `db:"resource_token"`
+		}
+		if err := env.App.DB.Select(&rows, `SELECT action, resource_token FROM audit_log
+			WHERE partner_id = $1 AND resource_type = 'webhook_endpoint' ORDER BY id`, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		count := map[string]int{}
+		for _, r := range rows {
+			count[r.Action]++
+		}
+		want := map[string]int{"webhook_endpoint.create": 6, "webhook_endpoint.disable": 1, "webhook_endpoint.delete": 1}
+		if fmt.Sprint(count) != fmt.Sprint(want) {
+			t.Fatalf("audit rows of the endpoint changes: %v, want %v", count, want)
+		}
+		for _, r := range rows {
+			if r.Action == "webhook_endpoint.delete" && r.Token != ids[1] {
+				t.Fatalf("the delete is audited on %s, want %s", r.Token, ids[1])
+			}
+		}
+	})
 	t.Run("the limit per host counts every spelling of one host", func(t *testing.T) {
 		q := env.NewPartner(t, emi.PartnerCreate{Name: "One Host"})
 		apptest.Expect(t, "first on the host", createEndpoint(t, env, q, "http://127.0.0.1:9001/a"), 0, http.StatusCreated)
