@@ -16,6 +16,7 @@ import (
 	"emi/internal/app"
 	"emi/internal/config"
 	"emi/internal/emi"
+	"emi/web/api"
 )
 
 var helps = map[string]string{
@@ -280,13 +281,17 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 		defer func() { _ = dsrv.Close() }()
 		logger.Info("profiling endpoint (net/http/pprof)", "addr", dln.Addr().String())
 	}
+	const readTimeout = 60 * time.Second
 	srv := &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second, // 20 MiB document uploads on slow links
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		ReadTimeout:       readTimeout, // 20 MiB document uploads on slow links
+		// The API's work deadline (api.RequestTimeout) starts once the
+		// body is read, so an answer may be written that long after the
+		// slowest upload, plus room to write it.
+		WriteTimeout:   readTimeout + api.RequestTimeout + 10*time.Second,
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
 	}
 
 	// Workers get their own context: on SIGTERM the HTTP server drains first,
