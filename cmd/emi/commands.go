@@ -336,12 +336,34 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	defer cancel()
 	shutdownErr := srv.Shutdown(sctx)
 	stopWork()
-	wg.Wait()
+	// Bounded like the HTTP drain (issue 30: a listener stuck reconnecting
+	// to a standby kept a process up 16 minutes after SIGTERM). A job still
+	// running is abandoned with its lease, and retried by another process
+	// when the lease ends (EMI_JOB_LEASE).
+	if !waitUntil(sctx, &wg) {
+		logger.Error("shutdown: background work still running at the end of EMI_SHUTDOWN_TIMEOUT; stopping anyway (unfinished jobs are retried when their lease ends)",
+			"timeout", cfg.ShutdownTimeout.String())
+		if shutdownErr == nil {
+			shutdownErr = errors.New("background work still running at the end of EMI_SHUTDOWN_TIMEOUT")
+		}
+	}
 	if shutdownErr != nil {
 		return fmt.Errorf("shutdown: %w", shutdownErr)
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// waitUntil waits for wg until ctx ends, and reports whether wg finished.
+func waitUntil(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // loadConfig reads the environment; need lists what the command requires.

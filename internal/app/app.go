@@ -14,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -62,6 +64,10 @@ type App struct {
 	StaffStore *postgres.StaffStore
 	Sessions   *postgres.SessionStore
 
+	// listeners holds the live flag of each LISTEN connection
+	// (listenerState).
+	listenersMu sync.Mutex
+	listeners   map[string]*atomic.Bool
 	// keyCache keeps API keys in memory for the partner API's
 	// authentication, live while RunKeyCache runs (see keycache.go).
 	keyCache *keyCache
@@ -161,7 +167,7 @@ func Open(ctx context.Context, cfg config.Config, logger *slog.Logger, now kerne
 	if err != nil {
 		return nil, fmt.Errorf("EMI_MASTER_KEY: %w", err)
 	}
-	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	db, err := OpenDB(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -171,9 +177,14 @@ func Open(ctx context.Context, cfg config.Config, logger *slog.Logger, now kerne
 	return build(cfg, logger, db, keys, now), nil
 }
 
-// OpenDB connects to the database without building the services.
+// OpenDB connects to the database without building the services, as
+// EMI_DB_POOLER says (config.Load has checked its value).
 func OpenDB(ctx context.Context, cfg config.Config) (*postgres.DB, error) {
-	return postgres.Open(ctx, cfg.DatabaseURL)
+	pooler, err := postgres.ParsePooler(cfg.DBPooler)
+	if err != nil {
+		return nil, fmt.Errorf("EMI_DB_POOLER: %w", err)
+	}
+	return postgres.OpenWith(ctx, cfg.DatabaseURL, postgres.Options{Pooler: pooler})
 }
 
 func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.Keyring, now kernel.Clock) *App {
@@ -310,6 +321,28 @@ func (a *App) Handler(extra ...func(r chi.Router, api *api.API)) http.Handler {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(jobDepth{count: a.Jobs.CountByState, desc: prometheus.NewDesc(
 		"emi_jobs", "Background jobs by state (shared queue).", []string{"state"}, nil)})
+	for _, name := range []string{"jobs", "keys"} {
+		live := a.listenerState(name)
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "emi_listener_live", ConstLabels: prometheus.Labels{"listener": name},
+			Help: "1 while the LISTEN connection (EMI_LISTEN_DATABASE_URL) has shown that notifications arrive (its own came back); 0 before, after a loss, or behind a transaction pooler where they never do."},
+			func() float64 {
+				if live.Load() {
+					return 1
+				}
+				return 0
+			}))
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "emi_api_key_cache_live",
+		Help: "1 while the API-key cache has confirmed it sees every key change (LISTEN heartbeats come back), 0 while every request reads its key from the database."},
+		func() float64 {
+			if a.keyCache.Stats().Live {
+				return 1
+			}
+			return 0
+		}))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "emi_api_key_cache_misses_total",
+		Help: "API-key look-ups the cache could not answer (read from the database)."},
+		func() float64 { return float64(a.keyCache.Stats().Misses) }))
 	back := a.Portal()
 	return web.NewHandler(web.Deps{
 		Logger:        a.Logger,
@@ -405,7 +438,7 @@ func (a *App) RunWorkers(ctx context.Context) error {
 	pool := a.Pool()
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go postgres.ListenJobs(lctx, a.Config.DatabaseURL, pool.Notify, a.Logger)
+	go postgres.ListenJobs(lctx, a.Config.ListenDatabaseURL, pool.Notify, a.listenerState("jobs"), a.Logger)
 	return pool.Run(ctx)
 }
 
@@ -414,8 +447,28 @@ func (a *App) RunWorkers(ctx context.Context) error {
 // sharing the database) and proves with heartbeats that it has seen them
 // all. Without it running, or while its connection is down, every request
 // reads its key from the database, as it would with no cache.
+//
+// Its connection is EMI_LISTEN_DATABASE_URL (default DATABASE_URL). Behind
+// a transaction-mode pooler, where LISTEN is accepted and nothing ever
+// arrives, no heartbeat comes back: the cache stays off (every request
+// reads its key), a warning says why, and emi_listener_live{listener="keys"}
+// and emi_api_key_cache_live stay 0.
 func (a *App) RunKeyCache(ctx context.Context) {
-	postgres.ListenPartnerKeys(ctx, a.Config.DatabaseURL, a.keyCache, a.Logger)
+	postgres.ListenPartnerKeys(ctx, a.Config.ListenDatabaseURL, a.keyCache, a.listenerState("keys"), a.Logger)
+}
+
+// listenerState is the live flag of one listener ("jobs", "keys"),
+// exported as emi_listener_live.
+func (a *App) listenerState(name string) *atomic.Bool {
+	a.listenersMu.Lock()
+	defer a.listenersMu.Unlock()
+	if a.listeners == nil {
+		a.listeners = map[string]*atomic.Bool{}
+	}
+	if a.listeners[name] == nil {
+		a.listeners[name] = &atomic.Bool{}
+	}
+	return a.listeners[name]
 }
 
 // KeyCacheStats returns the API key cache's counters.
@@ -430,6 +483,13 @@ func (a *App) Health(ctx context.Context) error {
 	// outage, not a schema to migrate.
 	if err := a.DB.CheckSchema(ctx); errors.Is(err, postgres.ErrSchemaNotCurrent) {
 		return errors.New("database schema not current")
+	} else if err != nil {
+		return errors.New("database unreachable")
+	}
+	// A standby answers pings and reads: only this tells the load
+	// balancer that every write here would fail (issue 30).
+	if err := a.DB.CheckWritable(ctx); errors.Is(err, postgres.ErrReadOnly) {
+		return errors.New("database is read-only (a standby)")
 	} else if err != nil {
 		return errors.New("database unreachable")
 	}

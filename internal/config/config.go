@@ -27,6 +27,29 @@ const (
 // Config is everything emi reads from its environment.
 type Config struct {
 	DatabaseURL string
+	// DBPooler is what stands between emi and PostgreSQL (EMI_DB_POOLER):
+	// "transaction" (the default: a transaction-mode pooler, or unknown),
+	// "none" (a direct connection or a session-mode pooler) or
+	// "transaction-prepared" (a transaction-mode pooler that keeps
+	// prepared statements, PgBouncer >= 1.21 with max_prepared_statements).
+	// postgres.Pooler says what each allows.
+	DBPooler string
+	// ListenDatabaseURL is the connection LISTEN/NOTIFY uses (the API-key
+	// cache, the job wake-ups, their heartbeats): a direct connection or a
+	// session-mode pool (EMI_LISTEN_DATABASE_URL); default DatabaseURL.
+	// Through a transaction-mode pooler LISTEN is accepted and nothing
+	// arrives: the listeners notice (their own notifications do not come
+	// back) and say so in the log and in emi_listener_live, and the key
+	// cache stays off and the workers poll meanwhile.
+	ListenDatabaseURL string
+	// ReadDatabaseURLs are read replicas (EMI_READ_DATABASE_URL, URLs
+	// separated by spaces): what tolerates ReadMaxLag of
+	// staleness is read there (postgres.Replicas). Empty: everything is
+	// read from DatabaseURL.
+	ReadDatabaseURLs []string
+	// ReadMaxLag bounds a replica's replay lag (EMI_READ_MAX_LAG): a
+	// replica further behind is not read from until it catches up.
+	ReadMaxLag time.Duration
 	// MasterKey is the current 32-byte master key (EMI_MASTER_KEY);
 	// PreviousKeys are older keys still needed to open data sealed under
 	// them during a rotation (EMI_PREVIOUS_MASTER_KEYS, comma separated).
@@ -172,24 +195,14 @@ func (c Config) ReservedPorts() []ReservedPort {
 	if _, port, err := net.SplitHostPort(c.DebugAddr); err == nil {
 		add(port, "emi's profiling port (EMI_DEBUG_ADDR)")
 	}
-	db := "the database's port (DATABASE_URL)"
 	add("5432", "the PostgreSQL port")
-	if u, err := url.Parse(c.DatabaseURL); err == nil && c.DatabaseURL != "" {
-		named := false
-		// lib/pq and libpq take several hosts ("h1:5432,h2:5433") and a
-		// port parameter.
-		for _, h := range strings.Split(u.Host, ",") {
-			if _, port, err := net.SplitHostPort(h); err == nil {
-				add(port, db)
-				named = true
+	for _, d := range []struct{ name, url string }{
+		{"DATABASE_URL", c.DatabaseURL}, {"EMI_LISTEN_DATABASE_URL", c.ListenDatabaseURL}, {"EMI_READ_DATABASE_URL", strings.Join(c.ReadDatabaseURLs, " ")},
+	} {
+		for _, one := range strings.Fields(d.url) {
+			for _, port := range databasePorts(one) {
+				add(port, "the database's port ("+d.name+")")
 			}
-		}
-		if p := u.Query().Get("port"); p != "" {
-			add(p, db)
-			named = true
-		}
-		if !named {
-			add("5432", db)
 		}
 	}
 	return out
@@ -198,6 +211,10 @@ func (c Config) ReservedPorts() []ReservedPort {
 // Vars documents every variable, for --help and the README.
 var Vars = []struct{ Name, Default, Meaning string }{
 	{"DATABASE_URL", "(required)", "PostgreSQL URL, e.g. postgres://emi@localhost/emi?sslmode=disable"},
+	{"EMI_DB_POOLER", "transaction", "what stands before PostgreSQL: transaction (a transaction-mode pooler such as PgBouncer's, or unknown: nothing prepared, no LISTEN), none (a direct connection or a session-mode pooler: the hot reads are prepared), transaction-prepared (PgBouncer >= 1.21 with max_prepared_statements)"},
+	{"EMI_LISTEN_DATABASE_URL", "DATABASE_URL", "direct (or session-mode) connection for LISTEN/NOTIFY: API-key cache invalidation and job wake-ups. Set it behind a transaction pooler, where notifications never arrive: emi then warns, the key cache stays off and workers poll"},
+	{"EMI_READ_DATABASE_URL", "", "read replicas (postgres:// URLs separated by spaces) for back-office lists and searches, the audit log, statements, exports and ledger verify"},
+	{"EMI_READ_MAX_LAG", "5s", "a replica whose replay lag exceeds this is not read from (the primary answers) until it catches up"},
 	{"EMI_MASTER_KEY", "(required)", "base64 of 32 random bytes; encrypts secrets, card data and documents"},
 	{"EMI_PREVIOUS_MASTER_KEYS", "", "comma-separated older master keys, kept during a key rotation"},
 	{"EMI_MODE", "production", "sandbox or production"},
@@ -269,10 +286,32 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 	c.DatabaseURL = strings.TrimSpace(getenv("DATABASE_URL"))
 	if c.DatabaseURL == "" && needs("db") {
 		bad("DATABASE_URL", "is required (a PostgreSQL URL)")
-	} else if c.DatabaseURL != "" {
-		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			bad("DATABASE_URL", "must be a postgres:// URL")
+	} else if c.DatabaseURL != "" && !isPostgresURL(c.DatabaseURL) {
+		bad("DATABASE_URL", "must be a postgres:// URL")
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv("EMI_DB_POOLER"))); v {
+	case "", "transaction":
+		c.DBPooler = "transaction"
+	case "none", "session", "direct":
+		c.DBPooler = "none"
+	case "transaction-prepared":
+		c.DBPooler = v
+	default:
+		bad("EMI_DB_POOLER", "must be transaction, none (or session, direct) or transaction-prepared")
+	}
+	c.ListenDatabaseURL = strings.TrimSpace(getenv("EMI_LISTEN_DATABASE_URL"))
+	if c.ListenDatabaseURL != "" && !isPostgresURL(c.ListenDatabaseURL) {
+		bad("EMI_LISTEN_DATABASE_URL", "must be a postgres:// URL")
+	}
+	if c.ListenDatabaseURL == "" {
+		c.ListenDatabaseURL = c.DatabaseURL
+	}
+	for _, u := range strings.Fields(getenv("EMI_READ_DATABASE_URL")) {
+		if !isPostgresURL(u) {
+			bad("EMI_READ_DATABASE_URL", "must be postgres:// URLs separated by spaces")
+			break
 		}
+		c.ReadDatabaseURLs = append(c.ReadDatabaseURLs, u)
 	}
 
 	if v := strings.TrimSpace(getenv("EMI_MASTER_KEY")); v != "" {
@@ -389,6 +428,8 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 	durVar("EMI_RATE_WINDOW", &c.RateWindow, time.Second)
 	intVar("EMI_API_MAX_INFLIGHT", &c.MaxInFlight, 0)
 	durVar("EMI_API_QUEUE_WAIT", &c.QueueWait, 0)
+	c.ReadMaxLag = 5 * time.Second
+	durVar("EMI_READ_MAX_LAG", &c.ReadMaxLag, 100*time.Millisecond)
 	durVar("EMI_AUTH_WINDOW", &c.AuthWindow, time.Second)
 	durVar("EMI_SECRET_OVERLAP", &c.SecretOverlap, 0)
 	intVar("EMI_REVEAL_QUOTA", &c.RevealQuota, 1)
@@ -452,4 +493,63 @@ func ParseKey(v string) ([]byte, error) {
 		return nil, fmt.Errorf("must decode to 32 bytes, not %d", len(k))
 	}
 	return k, nil
+}
+
+// isPostgresURL reports whether v is a postgres:// or postgresql:// URL.
+// Several hosts in the authority ("h1:5432,h2:5433", libpq's form) are
+// allowed: postgres.NormalizeURL rewrites them for lib/pq.
+func isPostgresURL(v string) bool {
+	scheme, rest, ok := strings.Cut(v, "://")
+	if !ok || (scheme != "postgres" && scheme != "postgresql") {
+		return false
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	userinfo, hosts := "", authority
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		userinfo, hosts = authority[:i+1], authority[i+1:]
+	}
+	if strings.Contains(hosts, ",") {
+		// Check the rest of the URL with the first host alone.
+		first, _, _ := strings.Cut(hosts, ",")
+		v = scheme + "://" + userinfo + first + rest[len(authority):]
+	}
+	_, err := url.Parse(v)
+	return err == nil
+}
+
+// databasePorts are the ports a postgres:// URL connects to: each host of
+// the authority ("h1:5432,h2:5433"), the port parameter (one or a list),
+// 5432 when none is named.
+func databasePorts(v string) []string {
+	scheme, rest, ok := strings.Cut(v, "://")
+	if !ok || (scheme != "postgres" && scheme != "postgresql") {
+		return nil
+	}
+	authority, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, tail = rest[:i], rest[i:]
+	}
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		authority = authority[i+1:]
+	}
+	var out []string
+	for _, h := range strings.Split(authority, ",") {
+		if _, port, err := net.SplitHostPort(h); err == nil {
+			out = append(out, port)
+		}
+	}
+	if u, err := url.Parse("x://h" + tail); err == nil {
+		for _, p := range strings.Split(u.Query().Get("port"), ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "5432")
+	}
+	return out
 }

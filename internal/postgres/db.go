@@ -37,7 +37,9 @@
 // The files of no area are the infrastructure: db.go (Open, DB, ambient
 // transactions, error translation, and the small value helpers several
 // areas use), migrate.go (goose migrations), listen.go (LISTEN/NOTIFY for
-// the job queue and the API key cache) and sort.go (keyset-paged sorting).
+// the job queue and the API key cache), pooler.go (what a pooler or a
+// replica in front of PostgreSQL allows: EMI_DB_POOLER, host lists, the
+// writable check) and sort.go (keyset-paged sorting).
 // layout_test.go fails on a file, or a method, outside this layout.
 //
 // An area may have more than one store type: a type is the store that
@@ -100,33 +102,25 @@ type DB struct {
 	// stmts holds the prepared statements of the hot paths (query text →
 	// *sqlx.Stmt), see getPrepared.
 	stmts sync.Map
+	// pooler is what stands in front of the database: it decides whether
+	// getPrepared prepares (Pooler.Prepares).
+	pooler Pooler
 }
 
 // MaxOpenConns is the size of a process's connection pool. The partner API
 // admits as many requests at once by default (EMI_API_MAX_INFLIGHT).
 const MaxOpenConns = 40
 
-// Open connects to dsn, checks the connection and sizes the pool.
-// Returns an error naming the problem when the database does not answer.
+// Open connects to dsn directly (no pooler in between: the tools and tests
+// that own their database), checks the connection and sizes the pool; see
+// OpenWith. Returns an error naming the problem when the database does not
+// answer.
 //
 // Unless dsn sets binary_parameters itself, Open turns it on (see
 // withBinaryParameters): each parameterised statement then costs one round
 // trip to the server instead of two.
 func Open(ctx context.Context, dsn string) (*DB, error) {
-	db, err := sqlx.Open("postgres", withBinaryParameters(dsn))
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
-	db.SetMaxOpenConns(MaxOpenConns)
-	db.SetMaxIdleConns(MaxOpenConns)
-	db.SetConnMaxIdleTime(5 * time.Minute)
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(pctx); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
-	}
-	return &DB{DB: db}, nil
+	return OpenWith(ctx, dsn, Options{Pooler: PoolerNone})
 }
 
 // getPrepared is sqlx.GetContext for the statements of the hot paths (the
@@ -154,8 +148,11 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 //     does not exist" (SQLSTATE 26000), and would on every later call on
 //     that connection, since database/sql keeps using its name there;
 //   - a pooler in transaction mode must support prepared statements
-//     (PgBouncer 1.21 or later with max_prepared_statements set, see the
-//     README's Scale plan).
+//     (PgBouncer 1.21 or later with max_prepared_statements set), or the
+//     statements collide and run with another client's parameters: unless
+//     the pool was opened with PoolerNone or PoolerTransactionPrepared
+//     (EMI_DB_POOLER), getPrepared prepares nothing and runs the query as
+//     every other statement runs (see Pooler).
 //
 // On either error getPrepared forgets the statement (the next call
 // prepares it again, under a new name) and, on the pool, runs the query
@@ -166,6 +163,9 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 // retryable), and the transaction runs again from the start with the
 // statement prepared afresh.
 func (db *DB) getPrepared(ctx context.Context, dest any, query string, args ...any) error {
+	if !db.pooler.Prepares() {
+		return sqlx.GetContext(ctx, db.Ext(ctx), dest, query, args...)
+	}
 	st, err := db.prepared(ctx, query)
 	if err != nil {
 		return err
@@ -188,6 +188,9 @@ func (db *DB) getPrepared(ctx context.Context, dest any, query string, args ...a
 // queryPrepared is QueryContext on the pool (never in a transaction) for a
 // constant query, prepared as getPrepared explains.
 func (db *DB) queryPrepared(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if !db.pooler.Prepares() {
+		return db.QueryContext(ctx, query, args...)
+	}
 	st, err := db.prepared(ctx, query)
 	if err != nil {
 		return nil, err

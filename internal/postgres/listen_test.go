@@ -28,7 +28,7 @@ func TestEnqueueWakesListenersOnlyWhenItsTransactionCommits(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		postgres.ListenJobs(ctx, url, func() { wakes.Add(1) }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		postgres.ListenJobs(ctx, url, func() { wakes.Add(1) }, &atomic.Bool{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	defer func() { cancel(); <-done }()
 	waitFor := func(n int32) bool {
