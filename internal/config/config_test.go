@@ -151,3 +151,54 @@ func TestReservedPortsAreEmisOwnAndTheDatabases(t *testing.T) {
 		t.Fatalf("port parameter: %s", got)
 	}
 }
+
+func TestDatabasePoolerAndListenerConnection(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://emi@pgbouncer:6432/emi", "EMI_MASTER_KEY": goodKey}
+	load := func(extra map[string]string) (Config, error) {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return Load(vars(m), "db", "key")
+	}
+	c, err := load(nil)
+	if err != nil || c.DBPooler != "transaction" || c.ListenDatabaseURL != base["DATABASE_URL"] {
+		t.Fatalf("defaults: pooler %q, listener %q (%v); want transaction and DATABASE_URL", c.DBPooler, c.ListenDatabaseURL, err)
+	}
+	for in, want := range map[string]string{"none": "none", "Session": "none", "direct": "none", "transaction-prepared": "transaction-prepared"} {
+		if c, err := load(map[string]string{"EMI_DB_POOLER": in}); err != nil || c.DBPooler != want {
+			t.Errorf("EMI_DB_POOLER=%s: %q (%v), want %q", in, c.DBPooler, err, want)
+		}
+	}
+	if _, err := load(map[string]string{"EMI_DB_POOLER": "statement"}); err == nil || !strings.Contains(err.Error(), "EMI_DB_POOLER") {
+		t.Errorf("EMI_DB_POOLER=statement: %v", err)
+	}
+	direct := "postgres://emi@db1:5432/emi"
+	c, err = load(map[string]string{"EMI_LISTEN_DATABASE_URL": direct})
+	if err != nil || c.ListenDatabaseURL != direct {
+		t.Fatalf("EMI_LISTEN_DATABASE_URL: %q (%v)", c.ListenDatabaseURL, err)
+	}
+	if _, err := load(map[string]string{"EMI_LISTEN_DATABASE_URL": "mysql://db1/emi"}); err == nil || !strings.Contains(err.Error(), "EMI_LISTEN_DATABASE_URL") {
+		t.Errorf("a listener URL that is not postgres://: %v", err)
+	}
+	// Both host-list forms start (issue 30: h1:p1,h2:p2 stopped emi).
+	for _, u := range []string{"postgres://emi@db1:5432,db2:5433/emi?target_session_attrs=read-write",
+		"postgres://emi@/emi?host=db1,db2&port=5432,5433&target_session_attrs=read-write"} {
+		if _, err := load(map[string]string{"DATABASE_URL": u}); err != nil {
+			t.Errorf("DATABASE_URL=%s: %v", u, err)
+		}
+	}
+	// The listener's ports are the database's too: no webhook reaches them.
+	c = Config{Addr: ":8080", PublicURL: "http://localhost:8080", DatabaseURL: "postgres://emi@pgbouncer:6432/emi",
+		ListenDatabaseURL: "postgres://emi@db1:5432,db2:5433/emi"}
+	var got []string
+	for _, r := range c.ReservedPorts() {
+		got = append(got, fmt.Sprint(r.Port))
+	}
+	if strings.Join(got, " ") != "8080 8080 5432 6432 5432 5433" {
+		t.Fatalf("reserved ports with a listener connection: %v", got)
+	}
+}

@@ -6,12 +6,14 @@
 package docs
 
 import (
+	"crypto/sha256"
 	"embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/a-h/templ"
 	"github.com/pb33f/libopenapi"
@@ -98,7 +100,28 @@ func page(c templ.Component) http.Handler {
 }
 
 // reference builds the view model of the whole document.
+//
+// The result depends on doc alone and is only read, so it is built once per
+// document and process: every App.Handler builds the docs, and libopenapi's
+// model of openapi.yaml costs about a CPU-second under -race, which the
+// tests paid once per environment (issue 29).
 func reference(doc []byte) (view.Reference, error) {
+	key := sha256.Sum256(doc)
+	if r, ok := references.Load(key); ok {
+		return r.(view.Reference), nil
+	}
+	r, err := buildReference(doc)
+	if err != nil {
+		return r, err
+	}
+	references.Store(key, r)
+	return r, nil
+}
+
+// references are the built references by the SHA-256 of their document.
+var references sync.Map
+
+func buildReference(doc []byte) (view.Reference, error) {
 	d, err := libopenapi.NewDocument(doc)
 	if err != nil {
 		return view.Reference{}, fmt.Errorf("docs: %w", err)

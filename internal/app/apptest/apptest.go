@@ -80,8 +80,7 @@ type Env struct {
 	DBURL   string
 	Config  config.Config
 
-	validateMu *sync.Mutex
-	validate   validator.Validator
+	validator *sharedValidator
 }
 
 // Options change the environment.
@@ -206,7 +205,7 @@ func New(t testing.TB, opts Options) *Env {
 		}
 	})
 	return &Env{App: a, Server: srv, Handler: h, Clock: clock, Logs: logs, DBURL: url, Config: cfg,
-		validateMu: &sync.Mutex{}, validate: openAPIValidator(t)}
+		validator: openAPIValidator(t)}
 }
 
 // Attach starts a second, independent application (its own pool, services
@@ -237,7 +236,7 @@ func Attach(t testing.TB, env *Env, routes ...func(r chi.Router, a *api.API)) *E
 		}
 	})
 	return &Env{App: a, Server: srv, Handler: h, Clock: env.Clock, Logs: logs, DBURL: env.DBURL, Config: env.Config,
-		validateMu: env.validateMu, validate: env.validate}
+		validator: env.validator}
 }
 
 // As returns p's credentials bound to env's server.
@@ -264,9 +263,50 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// openAPIValidator parses openapi.yaml for one environment: libopenapi's
-// documents are not safe to share between goroutines.
-func openAPIValidator(t testing.TB) validator.Validator {
+// openAPIValidator gives an environment a validator of openapi.yaml for
+// its own use until its test ends: libopenapi's validators are not safe
+// for concurrent use.
+//
+// Building one compiles every schema of openapi.yaml: a quarter of web/api's
+// CPU under -race when each env built its own (issue 29: 294 of 1,121 CPU
+// seconds). An env takes a validator built before and no longer used (free
+// validators are kept per process; an env uses its own under its mutex) and
+// gives it back when its test ends, so a package builds about as many as it
+// runs tests at once.
+func openAPIValidator(t testing.TB) *sharedValidator {
+	t.Helper()
+	freeValidators.Lock()
+	var v *sharedValidator
+	if n := len(freeValidators.v); n > 0 {
+		v = freeValidators.v[n-1]
+		freeValidators.v = freeValidators.v[:n-1]
+	}
+	freeValidators.Unlock()
+	if v == nil {
+		v = &sharedValidator{v: newOpenAPIValidator(t)}
+	}
+	t.Cleanup(func() {
+		freeValidators.Lock()
+		defer freeValidators.Unlock()
+		freeValidators.v = append(freeValidators.v, v)
+	})
+	return v
+}
+
+// sharedValidator is a validator with the mutex its users hold: libopenapi's
+// validator is not safe for concurrent use.
+type sharedValidator struct {
+	mu sync.Mutex
+	v  validator.Validator
+}
+
+// freeValidators are the built validators no env is using.
+var freeValidators struct {
+	sync.Mutex
+	v []*sharedValidator
+}
+
+func newOpenAPIValidator(t testing.TB) validator.Validator {
 	t.Helper()
 	doc, err := libopenapi.NewDocument(api.OpenAPI)
 	if err != nil {
@@ -442,9 +482,9 @@ func Decode(t testing.TB, status int, h http.Header, raw []byte) Response {
 func (e *Env) CheckOpenAPI(t testing.TB, req *http.Request, res *http.Response, raw []byte) {
 	t.Helper()
 	res.Body = io.NopCloser(bytes.NewReader(raw))
-	e.validateMu.Lock()
-	ok, errs := e.validate.ValidateHttpResponse(req, res)
-	e.validateMu.Unlock()
+	e.validator.mu.Lock()
+	ok, errs := e.validator.v.ValidateHttpResponse(req, res)
+	e.validator.mu.Unlock()
 	if !ok {
 		var msgs []string
 		for _, e := range errs {
