@@ -187,7 +187,7 @@ func (s *Accounts) Create(ctx context.Context, in emi.AccountCreate) (emi.Accoun
 	now := s.now().UTC()
 	a := emi.Account{Token: kernel.NewToken(), PartnerID: p.PartnerID, Program: prog.Code, Merchant: in.Merchant, User: in.User,
 		Main: in.Main, Virtual: in.Main != "", Alias: in.Alias, Status: emi.AccountActive, CreatedAt: now, UpdatedAt: now}
-	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+	return kernel.InTxRead(ctx, s.tx, func(ctx context.Context) error {
 		var main emi.Account
 		if a.Virtual {
 			main, err = s.store.Account(ctx, p.PartnerID, in.Main, true)
@@ -246,11 +246,9 @@ func (s *Accounts) Create(ctx context.Context, in emi.AccountCreate) (emi.Accoun
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "account.create", ResourceType: "account", ResourceToken: a.Token,
 			Changes: map[string]any{"program": a.Program, "merchant": a.Merchant, "user": a.User, "main": a.Main,
 				"skip_iban_generation": in.SkipIBANGeneration}})
+	}, func(ctx context.Context) (emi.Account, error) {
+		return s.store.Account(ctx, p.PartnerID, a.Token, false)
 	})
-	if err != nil {
-		return emi.Account{}, err
-	}
-	return s.store.Account(ctx, p.PartnerID, a.Token, false)
 }
 
 // identify gives a balance its identifiers from a random serial (issue 20,

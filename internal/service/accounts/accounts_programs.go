@@ -87,7 +87,7 @@ func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.
 	}
 	p := programOf(in.Code, in)
 	p.Schemes = schemesOf(in.Currencies)
-	err := s.tx.InTx(ctx, func(ctx context.Context) error {
+	out, err := kernel.InTxRead(ctx, s.tx, func(ctx context.Context) error {
 		if bad.Has("code") {
 			return nil
 		}
@@ -108,6 +108,11 @@ func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.
 		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "program.create", ResourceType: "program", ResourceToken: p.Code,
 			Changes: programChanges(emi.Program{}, p, true)})
+	}, func(ctx context.Context) (emi.Program, error) {
+		if len(bad) > 0 {
+			return emi.Program{}, nil // nothing was created
+		}
+		return s.store.Program(ctx, p.Code)
 	})
 	if err != nil {
 		return emi.Program{}, err
@@ -115,7 +120,7 @@ func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.
 	if len(bad) > 0 {
 		return emi.Program{}, emi.ErrProgramValidation.WithFields(kernel.Dedupe(bad)...)
 	}
-	return s.store.Program(ctx, p.Code)
+	return out, nil
 }
 
 // UpdateProgram replaces the settings of a program (emi.PermManagePrograms)

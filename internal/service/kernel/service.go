@@ -15,6 +15,31 @@ type TxRunner interface {
 	InTx(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
+// InTxRead runs write in one transaction and then read in the same
+// transaction, and returns what read found: the answer to a write is built
+// from the transaction's own rows. Reading it back after the commit, on
+// another connection, fails when the database goes away in between (a
+// failover, issue 30), and a partner then got "nothing was changed" for a
+// committed write, and opened a second account on retry. With read inside,
+// a failure before COMMIT is a rollback, and one during COMMIT is reported
+// as an unknown outcome (10504), never as a failure.
+func InTxRead[T any](ctx context.Context, tx TxRunner, write func(ctx context.Context) error, read func(ctx context.Context) (T, error)) (T, error) {
+	var out T
+	err := tx.InTx(ctx, func(ctx context.Context) error {
+		if err := write(ctx); err != nil {
+			return err
+		}
+		var err error
+		out, err = read(ctx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
 // RateLimiter decides rolling-window limits atomically
 // (internal/postgres.LimitStore): Take counts one event of (scope, subject)
 // when fewer than limit were counted within window before now, and

@@ -14,7 +14,7 @@ func (o *Onboarding) EditCompany(ctx context.Context, token string, in emi.Compa
 	if err := kernel.Require(ctx, emi.PermReviewAML); err != nil {
 		return emi.Application{}, err
 	}
-	err := o.tx.InTx(ctx, func(ctx context.Context) error {
+	return kernel.InTxRead(ctx, o.tx, func(ctx context.Context) error {
 		a, err := o.store.Application(ctx, "", token, true)
 		if err != nil {
 			return err
@@ -40,11 +40,9 @@ func (o *Onboarding) EditCompany(ctx context.Context, token string, in emi.Compa
 		}
 		return o.changed(ctx, a, "company.staff_edit", map[string]any{"before": changedValues(before, after, present, true),
 			"after": changedValues(before, after, present, false)})
+	}, func(ctx context.Context) (emi.Application, error) {
+		return o.store.Application(ctx, "", token, false)
 	})
-	if err != nil {
-		return emi.Application{}, err
-	}
-	return o.store.Application(ctx, "", token, false)
 }
 
 // EditMember lets compliance correct a member's data or suspend it

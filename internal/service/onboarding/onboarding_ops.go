@@ -69,7 +69,7 @@ func (o *Onboarding) Create(ctx context.Context, in emi.ApplicationCreate) (emi.
 	a := emi.Application{Token: kernel.NewToken(), PartnerID: p.PartnerID, Merchant: in.Merchant, Products: in.Products,
 		DueDiligence: in.DueDiligence, PayoutDetails: in.PayoutDetails, IPAddress: in.IPAddress, Fingerprint: in.Fingerprint,
 		Processing: partner.Processing, Status: emi.AppChecking, Revision: 1, CreatedAt: now, UpdatedAt: now}
-	err = o.tx.InTx(ctx, func(ctx context.Context) error {
+	return kernel.InTxRead(ctx, o.tx, func(ctx context.Context) error {
 		if err := o.store.InsertApplication(ctx, a); err != nil {
 			return err
 		}
@@ -89,11 +89,9 @@ func (o *Onboarding) Create(ctx context.Context, in emi.ApplicationCreate) (emi.
 		return o.audit.Record(ctx, emi.AuditEntry{Action: "application.create", ResourceType: "application", ResourceToken: a.Token,
 			Changes: map[string]any{"products": a.Products, "due_diligence": a.DueDiligence, "company": in.Company != nil,
 				"members": len(in.Members), "processing": a.Processing}})
+	}, func(ctx context.Context) (emi.Application, error) {
+		return o.store.Application(ctx, p.PartnerID, a.Token, false)
 	})
-	if err != nil {
-		return emi.Application{}, err
-	}
-	return o.store.Application(ctx, p.PartnerID, a.Token, false)
 }
 
 func (o *Onboarding) insertMember(ctx context.Context, a emi.Application, in emi.MemberAdd, docs []people.DecodedDocument) (emi.Member, error) {
@@ -146,7 +144,7 @@ func (o *Onboarding) UpdateCompany(ctx context.Context, token string, in emi.Com
 	if err != nil {
 		return emi.Application{}, err
 	}
-	err = o.tx.InTx(ctx, func(ctx context.Context) error {
+	return kernel.InTxRead(ctx, o.tx, func(ctx context.Context) error {
 		a, err := o.open(ctx, p.PartnerID, token)
 		if err != nil {
 			return err
@@ -167,11 +165,9 @@ func (o *Onboarding) UpdateCompany(ctx context.Context, token string, in emi.Com
 			return err
 		}
 		return o.changed(ctx, a, "company.update", map[string]any{"fields": sortedKeys(present)})
+	}, func(ctx context.Context) (emi.Application, error) {
+		return o.store.Application(ctx, p.PartnerID, token, false)
 	})
-	if err != nil {
-		return emi.Application{}, err
-	}
-	return o.store.Application(ctx, p.PartnerID, token, false)
 }
 
 // AddCompanyDocument adds a document to the company (company_add_document).

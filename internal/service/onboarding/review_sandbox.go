@@ -70,7 +70,10 @@ func (r *Review) SandboxDecide(ctx context.Context, token string, in emi.Sandbox
 				return err
 			}
 			if out.Status != emi.AppInReview || d.Action != "approve" {
-				return nil
+				// The answer is read in this transaction (issue 30:
+				// never after the commit, on another connection).
+				out, err = r.store.Application(ctx, p.PartnerID, token, false)
+				return err
 			}
 			// The first of two approvals: the second reviewer follows.
 			if a, err = r.store.Application(ctx, p.PartnerID, token, true); err != nil {
@@ -82,5 +85,5 @@ func (r *Review) SandboxDecide(ctx context.Context, token string, in emi.Sandbox
 	if err != nil {
 		return emi.Application{}, kernel.SandboxReviewError(err)
 	}
-	return r.store.Application(ctx, p.PartnerID, token, false)
+	return out, nil
 }
