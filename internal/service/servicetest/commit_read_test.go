@@ -61,7 +61,9 @@ func TestACommittedAccountIsNeverAnsweredAsFailed(t *testing.T) {
 // noIdentifiers: the account is opened without IBANs (skip_iban_generation).
 type noIdentifiers struct{}
 
-func (noIdentifiers) BGIBAN(int64) (string, string, error) { return "", "", errors.New("no identifiers here") }
+func (noIdentifiers) BGIBAN(int64) (string, string, error) {
+	return "", "", errors.New("no identifiers here")
+}
 func (noIdentifiers) UKAccount(int64) (string, string, string, string, bool, error) {
 	return "", "", "", "", false, errors.New("no identifiers here")
 }
