@@ -229,6 +229,9 @@ templ-check: $(TEMPL)
 # suite's own run.sh against one. CONFORMANCE_FLAGS are go test flags for
 # the suite (-run TestCard).
 INSTANCES ?= 2
+# The suite over the instances connected directly, and through PgBouncer in
+# transaction mode (issue 30, .ci/pgbouncer.sh); make test skips both.
+CONFORMANCE_TESTS := ^(TestConformanceOverSeveralInstances|TestConformanceThroughPgBouncer)$$
 conformance: ## Run the black-box conformance suite (../shared/conformance) on a fresh database; INSTANCES=2 (default) behind a round-robin proxy, INSTANCES=1 with run.sh
 	@if [ "$(INSTANCES)" = 1 ]; then \
 	  for t in curl psql; do command -v $$t >/dev/null 2>&1 || { echo "make: the conformance suite needs $$t (apt-get install curl postgresql-client)" >&2; exit 1; }; done; \
@@ -238,9 +241,9 @@ conformance: ## Run the black-box conformance suite (../shared/conformance) on a
 	  [ -f $(SHARED)/conformance/go.mod ] || { echo "make: no conformance suite at $(SHARED)/conformance (SHARED=path)" >&2; exit 1; }; \
 	  admin=$${EMI_TEST_ADMIN_URL:-}; \
 	  if [ -z "$$admin" ]; then admin=$$($(PG)); fi; \
-	  echo "$(GO) test -count=1 -v -timeout 20m -run '^TestConformanceOverSeveralInstances$$' ./cmd/emi/   # $(INSTANCES) instances"; \
+	  echo "$(GO) test -count=1 -v -timeout 20m -run '$(CONFORMANCE_TESTS)' ./cmd/emi/   # $(INSTANCES) instances, directly and through PgBouncer"; \
 	  EMI_TEST_ADMIN_URL="$$admin" EMI_CONFORMANCE_DIR="$(abspath $(SHARED))/conformance" EMI_CONFORMANCE_INSTANCES=$(INSTANCES) \
-	    EMI_CONFORMANCE_FLAGS='$(CONFORMANCE_FLAGS)' $(GO) test -count=1 -v -timeout 20m -run '^TestConformanceOverSeveralInstances$$' ./cmd/emi/; \
+	    EMI_CONFORMANCE_FLAGS='$(CONFORMANCE_FLAGS)' $(GO) test -count=1 -v -timeout 20m -run '$(CONFORMANCE_TESTS)' ./cmd/emi/; \
 	fi
 
 # The proof tests of issue 11 at full size: under `make test` they run in a
