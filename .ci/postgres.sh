@@ -4,6 +4,12 @@
 #
 #   .ci/postgres.sh          ensure a server is up, print its admin URL
 #   .ci/postgres.sh stop     stop the local server this script started
+#   .ci/postgres.sh crash    stop it as a crash would (pg_ctl -m immediate)
+#   .ci/postgres.sh sync     make its commits wait for a standby's flush
+#   .ci/postgres.sh standby PRIMARY_PORT
+#                            start a streaming standby (pg_basebackup -R) of
+#                            the cluster on PRIMARY_PORT, print its URL
+#   .ci/postgres.sh promote  promote the standby on EMI_PG_PORT
 #
 # Order of preference:
 #   1. PG_ADMIN_URL, when it answers;
@@ -56,6 +62,49 @@ if [ "${1:-}" = stop ]; then
   fi
   exit 0
 fi
+
+# The topology tests (issue 30): a crash, a streaming standby, a promote.
+case "${1:-}" in
+crash)
+  # Stops the server as a crash would (SIGQUIT to every process: no
+  # checkpoint, connections cut; recovery replays the WAL at the next start).
+  bindir=$(find_bindir)
+  as_owner "$bindir/pg_ctl" -D "$datadir" -m immediate stop >&2 || true
+  exit 0
+  ;;
+sync)
+  # Makes commits on this server wait until a standby has flushed them
+  # (synchronous_standby_names = '*'): what a primary needs for a failover
+  # that loses no acknowledged write.
+  bindir=$(find_bindir)
+  printf "synchronous_standby_names = '*'\n" >>"$datadir/postgresql.conf"
+  as_owner "$bindir/pg_ctl" -D "$datadir" reload >&2
+  exit 0
+  ;;
+standby)
+  # .ci/postgres.sh standby PRIMARY_PORT: a streaming standby of the local
+  # cluster on PRIMARY_PORT, made with pg_basebackup -R, on EMI_PG_PORT in
+  # EMI_PG_DATA; prints its URL.
+  primary=${2:?usage: postgres.sh standby PRIMARY_PORT}
+  bindir=$(find_bindir)
+  if [ ! -f "$datadir/PG_VERSION" ]; then
+    mkdir -p "$datadir"
+    if [ "$(id -u)" = 0 ]; then chown postgres: "$datadir"; chmod 700 "$datadir"; fi
+    as_owner "$bindir/pg_basebackup" -h 127.0.0.1 -p "$primary" -U postgres -D "$datadir" -R -X stream -c fast >&2
+    printf "port = %s\n" "$port" >>"$datadir/postgresql.conf"
+  fi
+  log "starting a standby of 127.0.0.1:${primary} on 127.0.0.1:${port} ($datadir)"
+  as_owner "$bindir/pg_ctl" -D "$datadir" -l "$datadir/server.log" -w -t 60 -o "-c max_connections=1000" start >&2 \
+    || { tail -20 "$datadir/server.log" >&2 || true; exit 1; }
+  echo "$local_url"
+  exit 0
+  ;;
+promote)
+  bindir=$(find_bindir)
+  as_owner "$bindir/pg_ctl" -D "$datadir" -w -t 60 promote >&2
+  exit 0
+  ;;
+esac
 
 if [ -n "${PG_ADMIN_URL:-}" ] && answers "$PG_ADMIN_URL"; then
   echo "$PG_ADMIN_URL"; exit 0
