@@ -291,7 +291,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 // what listens there, for the refusal's message.
 func (a *App) ReserveWebhookPort(addr net.Addr, what string) {
 	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.Port > 0 && tcp.Port <= 65535 {
-		a.webhookReserved.Add(uint16(tcp.Port), what)
+		a.webhookReserved.Add(uint16(tcp.Port), what) // #nosec G115 -- 1..65535, checked on the line above
 	}
 }
 
