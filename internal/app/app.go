@@ -184,7 +184,15 @@ func OpenDB(ctx context.Context, cfg config.Config) (*postgres.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("EMI_DB_POOLER: %w", err)
 	}
-	return postgres.OpenWith(ctx, cfg.DatabaseURL, postgres.Options{Pooler: pooler})
+	db, err := postgres.OpenWith(ctx, cfg.DatabaseURL, postgres.Options{Pooler: pooler})
+	if err != nil {
+		return nil, err
+	}
+	if err := db.AddReplicas(cfg.ReadDatabaseURLs, cfg.ReadMaxLag); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("EMI_READ_DATABASE_URL: %w", err)
+	}
+	return db, nil
 }
 
 func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.Keyring, now kernel.Clock) *App {
@@ -321,6 +329,12 @@ func (a *App) Handler(extra ...func(r chi.Router, api *api.API)) http.Handler {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(jobDepth{count: a.Jobs.CountByState, desc: prometheus.NewDesc(
 		"emi_jobs", "Background jobs by state (shared queue).", []string{"state"}, nil)})
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "emi_db_lag_tolerant_reads_total", ConstLabels: prometheus.Labels{"served_by": "replica"},
+		Help: "Reads that tolerate EMI_READ_MAX_LAG (back-office pages, ledger verify), by where they went."},
+		func() float64 { return float64(a.DB.ReplicaStats().Replica) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "emi_db_lag_tolerant_reads_total", ConstLabels: prometheus.Labels{"served_by": "primary"},
+		Help: "Reads that tolerate EMI_READ_MAX_LAG (back-office pages, ledger verify), by where they went."},
+		func() float64 { return float64(a.DB.ReplicaStats().Primary) }))
 	for _, name := range []string{"jobs", "keys"} {
 		live := a.listenerState(name)
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "emi_listener_live", ConstLabels: prometheus.Labels{"listener": name},
@@ -367,19 +381,24 @@ func (a *App) Handler(extra ...func(r chi.Router, api *api.API)) http.Handler {
 // Portal builds the back office. It is served over HTTPS (Secure cookies
 // with the __Host- prefix, HSTS) when EMI_PUBLIC_URL is https.
 func (a *App) Portal() *portal.Portal {
+	var lagBound time.Duration
+	if len(a.Config.ReadDatabaseURLs) > 0 {
+		lagBound = a.Config.ReadMaxLag
+	}
 	return portal.New(portal.Deps{
-		Logger:     a.Logger,
-		Staff:      a.Staff,
-		Partners:   a.Partners,
-		Audit:      a.Audit,
-		Search:     kernel.NewSearch(a.Partners.Search, a.Staff.Search, a.Users.Search),
-		JobCounts:  a.Jobs.CountByState,
-		Jobs:       kernel.NewJobs(a.Jobs),
-		Webhooks:   a.Webhooks,
-		Sessions:   a.Sessions,
-		TagSession: a.Sessions.TagSession,
-		Secure:     strings.HasPrefix(a.Config.PublicURL, "https://"),
-		Now:        a.Now,
+		ReadLagBound: lagBound,
+		Logger:       a.Logger,
+		Staff:        a.Staff,
+		Partners:     a.Partners,
+		Audit:        a.Audit,
+		Search:       kernel.NewSearch(a.Partners.Search, a.Staff.Search, a.Users.Search),
+		JobCounts:    a.Jobs.CountByState,
+		Jobs:         kernel.NewJobs(a.Jobs),
+		Webhooks:     a.Webhooks,
+		Sessions:     a.Sessions,
+		TagSession:   a.Sessions.TagSession,
+		Secure:       strings.HasPrefix(a.Config.PublicURL, "https://"),
+		Now:          a.Now,
 
 		Users: a.Users,
 		AML:   a.AML,

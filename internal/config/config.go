@@ -42,6 +42,16 @@ type Config struct {
 	// back) and say so in the log and in emi_listener_live, and the key
 	// cache stays off and the workers poll meanwhile.
 	ListenDatabaseURL string
+	// ReadDatabaseURLs are read replicas (EMI_READ_DATABASE_URL, URLs
+	// separated by spaces): the reads that tolerate ReadMaxLag of
+	// staleness go there (emi.WithLagTolerant). Empty: every read goes
+	// to DatabaseURL.
+	ReadDatabaseURLs []string
+	// ReadMaxLag bounds a replica's replay lag (EMI_READ_MAX_LAG): a
+	// replica further behind is not read from until it catches up, and a
+	// staff member's reads go to the primary for this long after they
+	// change something.
+	ReadMaxLag time.Duration
 	// MasterKey is the current 32-byte master key (EMI_MASTER_KEY);
 	// PreviousKeys are older keys still needed to open data sealed under
 	// them during a rotation (EMI_PREVIOUS_MASTER_KEYS, comma separated).
@@ -189,7 +199,7 @@ func (c Config) ReservedPorts() []ReservedPort {
 	}
 	add("5432", "the PostgreSQL port")
 	for _, d := range []struct{ name, url string }{
-		{"DATABASE_URL", c.DatabaseURL}, {"EMI_LISTEN_DATABASE_URL", c.ListenDatabaseURL},
+		{"DATABASE_URL", c.DatabaseURL}, {"EMI_LISTEN_DATABASE_URL", c.ListenDatabaseURL}, {"EMI_READ_DATABASE_URL", strings.Join(c.ReadDatabaseURLs, " ")},
 	} {
 		for _, one := range strings.Fields(d.url) {
 			for _, port := range databasePorts(one) {
@@ -205,6 +215,8 @@ var Vars = []struct{ Name, Default, Meaning string }{
 	{"DATABASE_URL", "(required)", "PostgreSQL URL, e.g. postgres://emi@localhost/emi?sslmode=disable"},
 	{"EMI_DB_POOLER", "transaction", "what stands before PostgreSQL: transaction (a transaction-mode pooler such as PgBouncer's, or unknown: nothing is prepared), none (a direct connection or a session-mode pooler: the hot reads are prepared), transaction-prepared (PgBouncer >= 1.21 with max_prepared_statements)"},
 	{"EMI_LISTEN_DATABASE_URL", "DATABASE_URL", "direct (or session-mode) connection for LISTEN/NOTIFY: API-key cache invalidation and job wake-ups. Set it behind a transaction pooler, where notifications never arrive: emi then warns, the key cache stays off and workers poll"},
+	{"EMI_READ_DATABASE_URL", "", "read replicas (postgres:// URLs separated by spaces) for back-office pages, statements, exports and ledger verify; partner API reads stay on the primary"},
+	{"EMI_READ_MAX_LAG", "5s", "a replica further behind is not read from (the primary answers); a staff member's pages read the primary this long after their own change"},
 	{"EMI_MASTER_KEY", "(required)", "base64 of 32 random bytes; encrypts secrets, card data and documents"},
 	{"EMI_PREVIOUS_MASTER_KEYS", "", "comma-separated older master keys, kept during a key rotation"},
 	{"EMI_MODE", "production", "sandbox or production"},
@@ -411,6 +423,15 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 	durVar("EMI_RATE_WINDOW", &c.RateWindow, time.Second)
 	intVar("EMI_API_MAX_INFLIGHT", &c.MaxInFlight, 0)
 	durVar("EMI_API_QUEUE_WAIT", &c.QueueWait, 0)
+	for _, u := range strings.Fields(getenv("EMI_READ_DATABASE_URL")) {
+		if !isPostgresURL(u) {
+			bad("EMI_READ_DATABASE_URL", "must be postgres:// URLs separated by spaces")
+			break
+		}
+		c.ReadDatabaseURLs = append(c.ReadDatabaseURLs, u)
+	}
+	c.ReadMaxLag = 5 * time.Second
+	durVar("EMI_READ_MAX_LAG", &c.ReadMaxLag, 100*time.Millisecond)
 	durVar("EMI_AUTH_WINDOW", &c.AuthWindow, time.Second)
 	durVar("EMI_SECRET_OVERLAP", &c.SecretOverlap, 0)
 	intVar("EMI_REVEAL_QUOTA", &c.RevealQuota, 1)

@@ -202,3 +202,30 @@ func TestDatabasePoolerAndListenerConnection(t *testing.T) {
 		t.Fatalf("reserved ports with a listener connection: %v", got)
 	}
 }
+
+func TestReadReplicas(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": "postgres://emi@db1/emi", "EMI_MASTER_KEY": goodKey}
+	c, err := Load(vars(env), "db", "key")
+	if err != nil || len(c.ReadDatabaseURLs) != 0 || c.ReadMaxLag != 5*time.Second {
+		t.Fatalf("defaults: %v %v (%v)", c.ReadDatabaseURLs, c.ReadMaxLag, err)
+	}
+	env["EMI_READ_DATABASE_URL"] = " postgres://emi@r1:5433/emi  postgres://emi@r2,r3/emi?sslmode=disable "
+	env["EMI_READ_MAX_LAG"] = "2s"
+	c, err = Load(vars(env), "db", "key")
+	if err != nil || len(c.ReadDatabaseURLs) != 2 || c.ReadMaxLag != 2*time.Second {
+		t.Fatalf("two replicas: %q %v (%v)", c.ReadDatabaseURLs, c.ReadMaxLag, err)
+	}
+	ports := ""
+	for _, r := range c.ReservedPorts() {
+		ports += fmt.Sprint(r.Port) + " "
+	}
+	if !strings.Contains(ports, "5433") {
+		t.Fatalf("a replica's port is not reserved: %s", ports)
+	}
+	env["EMI_READ_DATABASE_URL"] = "postgres://emi@r1/emi mysql://r2/emi"
+	env["EMI_READ_MAX_LAG"] = "1ms"
+	_, err = Load(vars(env), "db", "key")
+	if err == nil || !strings.Contains(err.Error(), "EMI_READ_DATABASE_URL") || !strings.Contains(err.Error(), "EMI_READ_MAX_LAG") {
+		t.Fatalf("bad replica URL and lag: %v", err)
+	}
+}

@@ -72,3 +72,21 @@ func RequestMetaFrom(ctx context.Context) RequestMeta {
 	m, _ := ctx.Value(metaKey{}).(RequestMeta)
 	return m
 }
+
+type lagTolerantKey struct{}
+
+// WithLagTolerant marks ctx: its reads outside a transaction may come from
+// a read replica within EMI_READ_MAX_LAG (issue 30). The back office marks
+// its pages unless the staff member changed something within that bound
+// (read-your-writes); `emi ledger verify` marks its run. Partner API reads
+// are never marked: a partner reads what it has just written, on any
+// instance, and nothing ties its next request to its last write.
+func WithLagTolerant(ctx context.Context) context.Context {
+	return context.WithValue(ctx, lagTolerantKey{}, true)
+}
+
+// LagTolerant reports whether ctx was marked by WithLagTolerant.
+func LagTolerant(ctx context.Context) bool {
+	ok, _ := ctx.Value(lagTolerantKey{}).(bool)
+	return ok
+}

@@ -225,7 +225,7 @@ func (s *LedgerStore) LedgerTxn(ctx context.Context, id int64) (emi.PostedTxn, e
 // same committed state while transfers go on.
 func (s *LedgerStore) VerifyLedger(ctx context.Context) (emi.LedgerReport, error) {
 	var rep emi.LedgerReport
-	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	tx, err := s.db.ReadPool(ctx).BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return rep, Translate(err)
 	}

@@ -39,7 +39,8 @@
 // areas use), migrate.go (goose migrations), listen.go (LISTEN/NOTIFY for
 // the job queue and the API key cache), pooler.go (what a pooler or a
 // replica in front of PostgreSQL allows: EMI_DB_POOLER, host lists, the
-// writable check) and sort.go (keyset-paged sorting).
+// writable check), replicas.go (reads that tolerate lag go to a read
+// replica) and sort.go (keyset-paged sorting).
 // layout_test.go fails on a file, or a method, outside this layout.
 //
 // An area may have more than one store type: a type is the store that
@@ -105,6 +106,8 @@ type DB struct {
 	// pooler is what stands in front of the database: it decides whether
 	// getPrepared prepares (Pooler.Prepares).
 	pooler Pooler
+	// replicas serve the reads that tolerate lag (nil: none).
+	replicas *replicas
 }
 
 // MaxOpenConns is the size of a process's connection pool. The partner API
@@ -163,8 +166,13 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 // retryable), and the transaction runs again from the start with the
 // statement prepared afresh.
 func (db *DB) getPrepared(ctx context.Context, dest any, query string, args ...any) error {
+	if ambient(ctx) == nil && readOnlyStatement(query) {
+		if r := db.reader(ctx); r != nil {
+			return sqlx.GetContext(ctx, routedExt{primary: db.DB, replica: r}, dest, query, args...)
+		}
+	}
 	if !db.pooler.Prepares() {
-		return sqlx.GetContext(ctx, db.Ext(ctx), dest, query, args...)
+		return sqlx.GetContext(ctx, db.primaryExt(ctx), dest, query, args...)
 	}
 	st, err := db.prepared(ctx, query)
 	if err != nil {
@@ -374,7 +382,22 @@ type ambientTx struct {
 
 // Ext returns what a store method should run its statements on: the ambient
 // transaction of ctx, or the pool.
+//
+// A read outside a transaction whose context tolerates lag
+// (emi.WithLagTolerant) goes to a read replica within the lag bound, when there is
+// one (see AddReplicas).
 func (db *DB) Ext(ctx context.Context) sqlx.ExtContext {
+	if a := ambient(ctx); a != nil {
+		return a.tx
+	}
+	if r := db.reader(ctx); r != nil {
+		return routedExt{primary: db.DB, replica: r}
+	}
+	return db.DB
+}
+
+// primaryExt is Ext without the replicas.
+func (db *DB) primaryExt(ctx context.Context) sqlx.ExtContext {
 	if a := ambient(ctx); a != nil {
 		return a.tx
 	}

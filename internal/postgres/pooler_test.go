@@ -67,3 +67,26 @@ func TestBinaryParametersCannotBeTurnedOffBehindAPooler(t *testing.T) {
 		}
 	}
 }
+
+func TestReadOnlyStatementSendsOnlyPlainReadsToAReplica(t *testing.T) {
+	for q, want := range map[string]bool{
+		"SELECT * FROM accounts WHERE token = $1":                true,
+		"\n\t\tSELECT a.updated_at, last_update FROM accounts a": true,
+		"WITH x AS (SELECT 1) SELECT * FROM x":                   true,
+		"(SELECT 1) UNION (SELECT 2)":                            true,
+		"SELECT * FROM accounts WHERE token = $1 FOR UPDATE":     false,
+		"SELECT * FROM jobs FOR NO KEY UPDATE SKIP LOCKED":       false,
+		"select * from t for share":                              false,
+		"WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d":  false,
+		"INSERT INTO audit_log (action) VALUES ('x')":            false,
+		"UPDATE t SET x = 1":                                     false,
+		"SELECT nextval('serials')":                              false,
+		"SELECT pg_notify('emi_jobs', '')":                       false,
+		"SELECT pg_try_advisory_xact_lock(1)":                    false,
+		"":                                                       false,
+	} {
+		if got := readOnlyStatement(q); got != want {
+			t.Errorf("readOnlyStatement(%q) = %v, want %v", q, got, want)
+		}
+	}
+}

@@ -30,6 +30,7 @@ const (
 	keyFlash      = "flash"
 	keyFlashKind  = "flash_kind"
 	keyCreds      = "credentials_once"
+	keyWroteAt    = "wrote_at" // unix nanoseconds of the staff member's last change (lagTolerance)
 )
 
 // Sign-in stages.
@@ -136,6 +137,10 @@ type Deps struct {
 	// Secure is true when the back office is served over HTTPS: Secure
 	// cookies with the __Host- prefix, and HSTS.
 	Secure bool
+	// ReadLagBound is EMI_READ_MAX_LAG when read replicas are configured
+	// (0: none): pages read a replica within it, except for this long
+	// after the staff member's own change (lagTolerance).
+	ReadLagBound time.Duration
 	// Now is the clock.
 	Now func() time.Time
 }

@@ -24,6 +24,7 @@ func (p *Portal) Routes(r chi.Router) {
 
 	r.Group(func(r chi.Router) {
 		r.Use(p.requireStaff)
+		r.Use(p.lagTolerance)
 		r.Get("/", p.dashboard)
 		r.Get("/search", p.search)
 		r.Post("/search", p.search) // the header's form: what is typed stays out of URLs

@@ -1,0 +1,148 @@
+package postgres_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"emi/internal/app/apptest"
+	"emi/internal/emi"
+	"emi/internal/postgres"
+)
+
+// cluster runs .ci/postgres.sh on a private port and data directory (the
+// test's own primary and standby), stopped when the test ends.
+type cluster struct{ port, data, url string }
+
+func (c *cluster) script(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{filepath.Join("..", "..", ".ci", "postgres.sh")}, args...)...) // #nosec G204 -- the repository's own script
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG_ADMIN_URL=") && !strings.HasPrefix(kv, "EMI_PG_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "EMI_PG_PORT="+c.port, "EMI_PG_DATA="+c.data)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("postgres.sh %v: %v\n%s", args, err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func privatePrimaryAndStandby(t *testing.T) (primary, standby *cluster) {
+	t.Helper()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	dir, err := os.MkdirTemp("", "emi-replica-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // #nosec G302 -- the postgres user reaches its data directory
+		t.Fatal(err)
+	}
+	port := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		_, p, _ := net.SplitHostPort(l.Addr().String())
+		return p
+	}
+	primary = &cluster{port: port(), data: filepath.Join(dir, "primary")}
+	standby = &cluster{port: port(), data: filepath.Join(dir, "standby")}
+	t.Cleanup(func() {
+		standby.script(t, "stop")
+		primary.script(t, "stop")
+		_ = os.RemoveAll(dir)
+	})
+	primary.url = primary.script(t)
+	standby.url = standby.script(t, "standby", primary.port)
+	return primary, standby
+}
+
+// TestLagTolerantReadsGoToAReplicaWithinItsBound (issue 30, item 3): a
+// read marked lag-tolerant (emi.WithLagTolerant, as back-office pages and
+// ledger verify are) runs on the replica while its lag is within the
+// bound, and on the primary when the replica falls behind or is down; a
+// write in such a context still goes to the primary; an unmarked read (a
+// partner's) never goes to the replica.
+func TestLagTolerantReadsGoToAReplicaWithinItsBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a primary and a standby")
+	}
+	t.Parallel()
+	primary, standby := privatePrimaryAndStandby(t)
+	ctx := context.Background()
+	db, err := postgres.Open(ctx, primary.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const bound = time.Second
+	if err := db.AddReplicas([]string{standby.url}, bound); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE seen (n int)`); err != nil {
+		t.Fatal(err)
+	}
+	tolerant := emi.WithLagTolerant(ctx)
+	onReplica := func(ctx context.Context) bool {
+		var recovery bool
+		if err := db.Ext(ctx).QueryRowxContext(ctx, `SELECT pg_is_in_recovery()`).Scan(&recovery); err != nil {
+			t.Fatal(err)
+		}
+		return recovery
+	}
+	apptest.Eventually(t, "lag-tolerant reads on the replica", func() bool { return onReplica(tolerant) })
+	if onReplica(ctx) {
+		t.Fatal("an unmarked read went to the replica")
+	}
+	if _, err := db.Ext(tolerant).ExecContext(tolerant, `INSERT INTO seen VALUES (1)`); err != nil {
+		t.Fatalf("a write in a lag-tolerant context: %v", err)
+	}
+	var n int
+	if err := db.Ext(tolerant).QueryRowxContext(tolerant, `WITH i AS (INSERT INTO seen VALUES (2) RETURNING n) SELECT count(*) FROM i`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("a data-modifying WITH in a lag-tolerant context: %d, %v", n, err)
+	}
+
+	// The replica stops replaying: past the bound, the primary answers,
+	// with the rows the replica lacks.
+	rep, err := postgres.Open(ctx, standby.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.Close()
+	if _, err := rep.ExecContext(ctx, `SELECT pg_wal_replay_pause()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO seen VALUES (3)`); err != nil {
+		t.Fatal(err)
+	}
+	before := db.ReplicaStats()
+	apptest.Eventually(t, "reads back on the primary once the replica lags past the bound", func() bool { return !onReplica(tolerant) })
+	if err := db.Ext(tolerant).QueryRowxContext(tolerant, `SELECT count(*) FROM seen`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("a lag-tolerant read while the replica lags: %d rows (%v), want the primary's 3", n, err)
+	}
+	if after := db.ReplicaStats(); after.Primary <= before.Primary {
+		t.Fatalf("reads sent to the primary instead: %d then %d", before.Primary, after.Primary)
+	}
+	if _, err := rep.ExecContext(ctx, `SELECT pg_wal_replay_resume()`); err != nil {
+		t.Fatal(err)
+	}
+	apptest.Eventually(t, "reads on the replica again once it caught up", func() bool { return onReplica(tolerant) })
+
+	// A replica that is down: the primary answers, nothing fails.
+	standby.script(t, "stop")
+	apptest.Eventually(t, "reads on the primary with the replica down", func() bool { return !onReplica(tolerant) })
+}
