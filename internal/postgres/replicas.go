@@ -55,7 +55,7 @@ type ReplicaStats struct {
 type replicas struct {
 	list          []*replica
 	maxLag        time.Duration
-	next          atomic.Uint64
+	next          atomic.Int64
 	served, spent atomic.Int64 // reads sent to a replica / to the primary instead
 }
 
@@ -131,9 +131,10 @@ func (db *DB) reader(ctx context.Context) *replica {
 	if rs == nil || !replicaOK(ctx) {
 		return nil
 	}
-	start := rs.next.Add(1)
-	for i := range rs.list {
-		r := rs.list[(int(start)+i)%len(rs.list)]
+	n := int64(len(rs.list))
+	start := rs.next.Add(1) % n
+	for i := range n {
+		r := rs.list[(start+i)%n]
 		if r.fresh(ctx, rs.maxLag) {
 			rs.served.Add(1)
 			return r
