@@ -171,7 +171,19 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(2 * time.Second)
+	acked := func(after time.Time) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, w := range writes {
+			if w.status == 201 && w.at.After(after) {
+				n++
+			}
+		}
+		return n
+	}
+	// A condition, not a time: the load is under way on both instances.
+	apptest.Eventually(t, "100 writes acknowledged before the crash", func() bool { return acked(time.Time{}) >= 100 })
 	crashAt = time.Now()
 	primary.do(t, "crash")
 	standby.do(t, "promote")
@@ -189,7 +201,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(3 * time.Second)
+	apptest.Eventually(t, "100 writes acknowledged after the promote", func() bool { return acked(promAt) >= 100 })
 	stop.Store(true)
 	wg.Wait()
 

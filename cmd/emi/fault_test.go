@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -43,12 +42,7 @@ func newPGCluster(t *testing.T) *pgCluster {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash to run .ci/postgres.sh")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	_ = l.Close()
+	port := freePort(t)
 	// As root the cluster belongs to the postgres user, which must reach
 	// the data directory: t.TempDir's parents are private to root.
 	dir, err := os.MkdirTemp("", "emi-fault-pg-")
