@@ -104,23 +104,52 @@ db-down: ## Stop the local PostgreSQL that db-up started
 # 4 at a time on 2 cores almost halves web/api's time when it runs alone
 # (385 s to 211 s measured; in the full run all packages share the cores).
 TEST_PARALLEL ?= 4
-# The ledger load tests (L1: 10,000 transfers, L3: hot accounts) send fewer
-# transfers under -race; make test runs them again at full size without it.
-LEDGER_LOAD_TESTS = ^TestLedger(ConservationUnderLoad|HotAccounts)$$
 # go test's default -timeout (10 minutes) is per package binary: web/api
 # alone needs 4-6 minutes on 2 quiet cores and crossed 10 when the machine
 # was shared, so the bound is set well above (CI's budget is 90 minutes).
 TEST_TIMEOUT ?= 40m
+# Where -race runs (issue 29). The race detector multiplies a test's CPU by
+# about four (web/portal: 130 CPU-s without it, 529 with it), and on two
+# cores shared with other work the whole suite under -race did not fit
+# CI's 30 minutes. So make test runs
+#   1. every package but the HTTP-level ones with -race: the services, the
+#      stores, the replay guard, the key cache, the workers, the CLI, where
+#      the shared state and the concurrency controls live;
+#   2. the HTTP-level packages (HTTP_PKGS: the API and back-office tests,
+#      which drive the same code through the router) without -race; the
+#      ledger load tests run there at full size;
+#   3. the HTTP-level tests that start goroutines (their names say they
+#      race, or RACE_HTTP_TESTS lists them) again with -race (the ledger
+#      load tests send fewer transfers under -race);
+#      TestHTTPConcurrencyTestsRunUnderRace (internal/archtest) fails when
+#      a test there starts goroutines and this pattern misses it.
+# RACE_ALL=1 runs every package with -race instead (a nightly job's choice).
+HTTP_PKGS := ./web/api ./web/portal ./web/portal/browsertest
+RACE_HTTP_TESTS = Concurren|Race|Racing|Burst|UnderLoad|HotAccounts|Parallel|Simultaneous|AtOnce|DoubleSpend|DuplicateEmail|BeyondThePoolSize|Overload|Attacks|Claims|PANCandidateWalk|AlertQueue|TwoAdministrators|DestinationMisses|EventsAndIdempotency|DeliveredSignedEndToEnd|NeverReachEmi|OpenWithIdentifiers|MerchantAlertInTheBrowser|ApplicationInTheBrowser|ReplayFromTheDeliveryLog
+RACE_ALL ?=
+# The ledger load tests (L1: 10,000 transfers, L3: hot accounts): soak runs
+# them at full size.
+LEDGER_LOAD_TESTS = ^TestLedger(ConservationUnderLoad|HotAccounts)$$
 
-test: race-deps ## Run all tests with -race against the local PostgreSQL (PKG=, TESTFLAGS=-v)
+test: race-deps ## Run all tests against the local PostgreSQL, -race where it matters (PKG=, TESTFLAGS=-v, RACE_ALL=1)
 	@admin=$${EMI_TEST_ADMIN_URL:-}; \
 	if [ -z "$$admin" ]; then admin=$$($(PG)); fi; \
-	echo "$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(TESTFLAGS) $(PKG)"; \
-	EMI_TEST_ADMIN_URL="$$admin" $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(TESTFLAGS) $(PKG) && \
-	if [ "$(PKG)" = "./..." ]; then \
-	  echo "$(GO) test -count=1 -run '$(LEDGER_LOAD_TESTS)' $(TESTFLAGS) ./web/api/   # full size, without -race"; \
-	  EMI_TEST_ADMIN_URL="$$admin" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(LEDGER_LOAD_TESTS)' $(TESTFLAGS) ./web/api/; \
-	fi
+	export EMI_TEST_ADMIN_URL="$$admin"; \
+	flags="-count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL)"; \
+	if [ "$(PKG)" != "./..." ] || [ "$(RACE_ALL)" = 1 ]; then \
+	  echo "$(GO) test -race $$flags $(TESTFLAGS) $(PKG)"; \
+	  exec $(GO) test -race $$flags $(TESTFLAGS) $(PKG); \
+	fi; \
+	http="$$($(GO) list $(HTTP_PKGS) | tr '\n' ' ')"; \
+	rest="$$($(GO) list ./... | grep -vxF -e "$$($(GO) list $(HTTP_PKGS) | paste -sd '\n' -)" | tr '\n' ' ')"; \
+	status=0; \
+	echo "$(GO) test -race $$flags $(TESTFLAGS) <every package but $(HTTP_PKGS)>"; \
+	$(GO) test -race $$flags $(TESTFLAGS) $$rest || status=1; \
+	echo "$(GO) test $$flags $(TESTFLAGS) $(HTTP_PKGS)   # without -race"; \
+	$(GO) test $$flags $(TESTFLAGS) $$http || status=1; \
+	echo "$(GO) test -race $$flags -run '$(RACE_HTTP_TESTS)' $(TESTFLAGS) $(HTTP_PKGS)   # the concurrency tests, with -race"; \
+	$(GO) test -race $$flags -run '$(RACE_HTTP_TESTS)' $(TESTFLAGS) $$http || status=1; \
+	exit $$status
 
 # -race needs cgo, so a C compiler: install it when root on Debian.
 race-deps:

@@ -221,7 +221,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Sessions = postgres.NewSessionStore(db, now)
 	a.Controls = staff.NewControls(staff.ControlsDeps{Links: a.StaffStore, Now: now})
 	a.Limits = postgres.NewLimitStore(db)
-	a.Staff = staff.NewStaff(staff.StaffDeps{Tx: db, Store: a.StaffStore, Sealer: keys, Audit: a.Audit, Validate: v, Controls: a.Controls, Config: staff.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits}, Now: now})
+	a.Staff = staff.NewStaff(staff.StaffDeps{Tx: db, Store: a.StaffStore, Sealer: keys, Audit: a.Audit, Validate: v, Controls: a.Controls, Config: staff.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits, PasswordCost: passwordCost(cfg)}, Now: now})
 	a.WebhookStore = postgres.NewWebhookStore(db)
 	a.Events = kernel.NewEvents(kernel.EventsDeps{Tx: db, Store: a.WebhookStore, Jobs: a.Jobs, Now: now})
 	a.WebhookClient = webhook.NewClient(guard, "emi-webhooks/1", webhook.WithClock(now))
@@ -563,4 +563,13 @@ func nonEmpty(l []string) []string {
 		}
 	}
 	return out
+}
+
+// passwordCost is the staff password hashing cost cfg asks for: the
+// standard one unless a test fixture set Config.TestFixturePasswords.
+func passwordCost(cfg config.Config) staff.PasswordCost {
+	if cfg.TestFixturePasswords {
+		return staff.PasswordCostTestFixture
+	}
+	return staff.PasswordCostStandard
 }

@@ -61,6 +61,11 @@ type Config struct {
 	Addr         string
 	PublicURL    string
 	SanctionsDir string
+	// TestFixturePasswords makes new staff password hashes cheap
+	// (staff.PasswordCostTestFixture). No variable sets it: Load always
+	// leaves it false, and only the HTTP-level test fixtures (apptest) set
+	// it in code, because they create and sign in thousands of staff users.
+	TestFixturePasswords bool
 	// SanctionsRefresh is how often emi serve downloads the official lists
 	// from SanctionsURLs (0: never; the lists of SanctionsDir are used).
 	SanctionsRefresh time.Duration

@@ -21,6 +21,9 @@ func TestLoadDefaults(t *testing.T) {
 		c.SecretOverlap != 24*time.Hour || len(c.MasterKey) != 32 || c.PublicURL != "http://localhost:8080" {
 		t.Fatalf("defaults: %+v", c)
 	}
+	if c.TestFixturePasswords {
+		t.Fatal("Load set TestFixturePasswords: only test fixtures may, in code")
+	}
 }
 
 func TestLoadReportsEveryBadVariableWithoutItsValue(t *testing.T) {

@@ -47,13 +47,14 @@ type Deps struct {
 	PublicURL string
 }
 
-// Handler returns the /docs pages. The document is rendered once, here.
-// Returns an error when the document does not parse.
+// Handler returns the /docs pages. The reference is built from the
+// document on the first request for it (about 0.2 s of CPU, once per
+// document and process) rather than here: every App.Handler makes these
+// pages, and the tests' environments, each with its own public URL in the
+// document, paid a build each though few of them read /docs (issue 29).
+// The document is embedded and tested, so it parses; should it not, /docs
+// answers 500 with the error and the rest of the server is unaffected.
 func Handler(d Deps) (http.Handler, error) {
-	ref, err := reference(d.OpenAPI)
-	if err != nil {
-		return nil, err
-	}
 	var rows []view.ErrorRow
 	for _, e := range emi.Catalogue() {
 		rows = append(rows, view.ErrorRow{Code: e.Code, Key: e.Key, Status: httpx.Status(e.Kind), Description: e.Description()})
@@ -79,7 +80,14 @@ func Handler(d Deps) (http.Handler, error) {
 		return f
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /docs", page(view.ReferencePage(nav("/docs"), ref)))
+	mux.Handle("GET /docs", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ref, err := reference(d.OpenAPI)
+		if err != nil {
+			http.Error(w, "the API reference cannot be rendered: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		page(view.ReferencePage(nav("/docs"), ref)).ServeHTTP(w, r)
+	}))
 	mux.Handle("GET /docs/errors", page(view.ErrorsPage(nav("/docs/errors"), rows)))
 	mux.Handle("GET /docs/getting-started", page(view.GettingStartedPage(nav("/docs/getting-started"), gs)))
 	return mux, nil
@@ -102,23 +110,23 @@ func page(c templ.Component) http.Handler {
 // reference builds the view model of the whole document.
 //
 // The result depends on doc alone and is only read, so it is built once per
-// document and process: every App.Handler builds the docs, and libopenapi's
-// model of openapi.yaml costs about a CPU-second under -race, which the
-// tests paid once per environment (issue 29).
+// document and process (concurrent first requests wait for the one build):
+// libopenapi's model of openapi.yaml costs about a CPU-second under -race.
 func reference(doc []byte) (view.Reference, error) {
-	key := sha256.Sum256(doc)
-	if r, ok := references.Load(key); ok {
-		return r.(view.Reference), nil
-	}
-	r, err := buildReference(doc)
-	if err != nil {
-		return r, err
-	}
-	references.Store(key, r)
-	return r, nil
+	v, _ := references.LoadOrStore(sha256.Sum256(doc), &builtReference{})
+	b := v.(*builtReference)
+	b.once.Do(func() { b.ref, b.err = buildReference(doc) })
+	return b.ref, b.err
 }
 
-// references are the built references by the SHA-256 of their document.
+// builtReference is one document's reference, built once.
+type builtReference struct {
+	once sync.Once
+	ref  view.Reference
+	err  error
+}
+
+// references are the *builtReference by the SHA-256 of their document.
 var references sync.Map
 
 func buildReference(doc []byte) (view.Reference, error) {

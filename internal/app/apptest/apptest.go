@@ -171,6 +171,10 @@ func New(t testing.TB, opts Options) *Env {
 	srv := httptest.NewUnstartedServer(nil)
 	cfg.PublicURL = "http://" + srv.Listener.Addr().String()
 	cfg.SanctionsDir = SanctionsDir()
+	// Cheap staff password hashes: these tests create and sign in
+	// thousands of staff users (a third of web/portal's CPU at the
+	// standard cost). servicetest checks the standard cost itself.
+	cfg.TestFixturePasswords = true
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}

@@ -28,6 +28,9 @@ type staffEnv struct {
 	sessions *postgres.SessionStore
 	svc      *staff.Staff
 	clock    *fakeClock
+	// withCost is another staff service on the same database and clock
+	// whose new password hashes have that cost.
+	withCost func(staff.PasswordCost) *staff.Staff
 }
 
 func newStaffEnv(t *testing.T, sandbox bool) *staffEnv {
@@ -44,12 +47,16 @@ func newStaffEnv(t *testing.T, sandbox bool) *staffEnv {
 	start := time.Now().UTC().Truncate(30 * time.Second).Add(15 * time.Second)
 	clock := servicetest.NewFakeClock(start)
 	store := postgres.NewStaffStore(db)
+	withCost := func(cost staff.PasswordCost) *staff.Staff {
+		return staff.NewStaff(staff.StaffDeps{Tx: db, Store: store, Sealer: keys, Audit: kernel.NewAuditor(postgres.NewAuditStore(db)), Validate: validate.New(), Controls: staff.NewControls(staff.ControlsDeps{Links: store, Now: clock.Now}), Config: staff.StaffConfig{Sandbox: sandbox, Limits: postgres.NewLimitStore(db), PasswordCost: cost}, Now: clock.Now})
+	}
 	return &staffEnv{
 		db:       db,
 		store:    store,
 		sessions: postgres.NewSessionStore(db, clock.Now),
-		svc:      staff.NewStaff(staff.StaffDeps{Tx: db, Store: store, Sealer: keys, Audit: kernel.NewAuditor(postgres.NewAuditStore(db)), Validate: validate.New(), Controls: staff.NewControls(staff.ControlsDeps{Links: store, Now: clock.Now}), Config: staff.StaffConfig{Sandbox: sandbox, Limits: postgres.NewLimitStore(db)}, Now: clock.Now}),
+		svc:      withCost(staff.PasswordCostStandard),
 		clock:    clock,
+		withCost: withCost,
 	}
 }
 

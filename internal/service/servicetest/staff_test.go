@@ -57,6 +57,37 @@ func TestPasswordPolicy(t *testing.T) {
 	}
 }
 
+// A hash made at another cost (the test fixtures' cheap one, or a future
+// change of the standard) is replaced at the standard cost by the next
+// successful sign-in, and the old hash still signs the user in once.
+func TestASignInUpgradesAHashMadeAtAnotherCost(t *testing.T) {
+	t.Parallel()
+	e := newStaffEnv(t, false)
+	out, err := e.withCost(staff.PasswordCostTestFixture).Create(sys(), emi.StaffCreate{Email: "upgrade@x.test", Name: "U", Password: testPassword, Roles: []emi.Role{emi.RoleAuditor}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashOf := func() string {
+		var h string
+		if err := e.db.GetContext(context.Background(), &h, `SELECT password_hash FROM staff_users WHERE id = $1`, out.User.ID); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if h := hashOf(); !strings.HasPrefix(h, "$argon2id$v=19$m=64,t=1,p=1$") {
+		t.Fatalf("the fixture cost stored %q", h)
+	}
+	if _, err := e.svc.SignIn(fromIP("192.0.2.80"), "upgrade@x.test", testPassword); err != nil {
+		t.Fatalf("sign-in with the cheap hash: %v", err)
+	}
+	if h := hashOf(); !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") {
+		t.Fatalf("after a sign-in at the standard cost the hash is %q", h)
+	}
+	if _, err := e.svc.SignIn(fromIP("192.0.2.80"), "upgrade@x.test", testPassword); err != nil {
+		t.Fatalf("sign-in with the upgraded hash: %v", err)
+	}
+}
+
 func TestStoredPasswordHashIsAnArgon2idPHCStringAtTheOWASPFloor(t *testing.T) {
 	t.Parallel()
 	e := newStaffEnv(t, false)

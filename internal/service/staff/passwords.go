@@ -43,20 +43,38 @@ const (
 //go:embed commonpasswords.txt
 var commonPasswords string
 
-// passwordParams returns the argon2id parameters of new hashes: m = 19 MiB,
-// t = 2, p = 1, a 16-byte salt and a 32-byte key, the OWASP Password Storage
-// cheat sheet's floor (ASVS appendix C). One hash takes about 36 ms on the
-// 2-core reference machine. Hashes are PHC strings
-// ($argon2id$v=19$m=19456,t=2,p=1$salt$key), so stored hashes carry their own
-// parameters; a hash made with other parameters is upgraded at the next
-// successful sign-in.
-func passwordParams() *argon2id.Params {
+// PasswordCost selects the argon2id parameters of new password hashes.
+type PasswordCost uint8
+
+const (
+	// PasswordCostStandard is the zero value and what emi serve uses:
+	// m = 19 MiB, t = 2, p = 1, a 16-byte salt and a 32-byte key, the OWASP
+	// Password Storage cheat sheet's floor (ASVS appendix C). One hash takes
+	// about 36 ms on the 2-core reference machine.
+	PasswordCostStandard PasswordCost = iota
+	// PasswordCostTestFixture (m = 64 KiB, t = 1) is for the HTTP-level
+	// test fixtures only (apptest), which create and sign in thousands of
+	// staff users: at the standard cost those hashes were about a third of
+	// the back-office tests' CPU. No environment variable or flag reaches
+	// it (config.Config.TestFixturePasswords is set only by code), and
+	// servicetest checks that a stored hash is at the standard cost.
+	PasswordCostTestFixture
+)
+
+// params returns the argon2id parameters of c. Hashes are PHC strings
+// ($argon2id$v=19$m=19456,t=2,p=1$salt$key), so stored hashes carry their
+// own parameters; a hash made with other parameters is upgraded at the
+// next successful sign-in.
+func (c PasswordCost) params() *argon2id.Params {
+	if c == PasswordCostTestFixture {
+		return &argon2id.Params{Memory: 64, Iterations: 1, Parallelism: 1, SaltLength: 16, KeyLength: 32}
+	}
 	return &argon2id.Params{Memory: 19 * 1024, Iterations: 2, Parallelism: 1, SaltLength: 16, KeyLength: 32}
 }
 
 // hashPassword returns the PHC argon2id string of password.
-func hashPassword(password string) (string, error) {
-	h, err := argon2id.CreateHash(password, passwordParams())
+func (c PasswordCost) hashPassword(password string) (string, error) {
+	h, err := argon2id.CreateHash(password, c.params())
 	if err != nil {
 		return "", emi.Internal(err)
 	}
@@ -66,12 +84,12 @@ func hashPassword(password string) (string, error) {
 // checkPassword reports whether password matches the PHC hash, and whether
 // the hash should be replaced because its parameters are not the current
 // ones. The comparison is constant-time.
-func checkPassword(password, hash string) (ok, rehash bool, err error) {
+func (c PasswordCost) checkPassword(password, hash string) (ok, rehash bool, err error) {
 	match, params, err := argon2id.CheckHash(password, hash)
 	if err != nil {
 		return false, false, emi.Internal(err)
 	}
-	return match, match && *params != *passwordParams(), nil
+	return match, match && *params != *c.params(), nil
 }
 
 // passwordPolicy checks new passwords against the rules above.

@@ -77,7 +77,7 @@ func (s *Staff) SignIn(ctx context.Context, email, password string) (SignInResul
 	if user != nil {
 		hash = user.PasswordHash
 	}
-	ok, rehash, err := verifyPassword(password, hash)
+	ok, rehash, err := s.cfg.PasswordCost.verifyPassword(password, hash)
 	if err != nil {
 		return SignInResult{}, err
 	}
@@ -106,7 +106,7 @@ func (s *Staff) SignIn(ctx context.Context, email, password string) (SignInResul
 			if !rehash {
 				return nil
 			}
-			h, err := hashPassword(password)
+			h, err := s.cfg.PasswordCost.hashPassword(password)
 			if err != nil {
 				return err
 			}
@@ -125,17 +125,17 @@ const maxEmailLen = 254
 
 // verifyPassword checks password against hash. An input longer than any
 // valid password is refused, after spending the same time on a hash.
-func verifyPassword(password, hash string) (ok, rehash bool, err error) {
+func (c PasswordCost) verifyPassword(password, hash string) (ok, rehash bool, err error) {
 	if len(password) > maxSignInBytes {
-		_, _, err := checkPassword("", hash)
+		_, _, err := c.checkPassword("", hash)
 		return false, false, err
 	}
-	return checkPassword(password, hash)
+	return c.checkPassword(password, hash)
 }
 
 // dummy returns a hash of a random password with the current parameters.
 func (s *Staff) dummy() (string, error) {
-	s.dummyOnce.Do(func() { s.dummyHash, s.dummyErr = hashPassword(kernel.RandomString(24)) })
+	s.dummyOnce.Do(func() { s.dummyHash, s.dummyErr = s.cfg.PasswordCost.hashPassword(kernel.RandomString(24)) })
 	return s.dummyHash, s.dummyErr
 }
 

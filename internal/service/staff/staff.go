@@ -161,6 +161,9 @@ type StaffConfig struct {
 	// Without it the throttle only counts recorded failures, which a
 	// concurrent burst gets past.
 	Limits kernel.RateLimiter
+	// PasswordCost is the argon2id cost of new hashes (the zero value is
+	// the standard one; see PasswordCostTestFixture).
+	PasswordCost PasswordCost
 }
 
 // Sign-in throttling and lockout (issue 3; PCI DSS 8.3.4; ASVS 6.3.1).
@@ -293,7 +296,7 @@ func (s *Staff) prepare(in emi.StaffCreate) (emi.StaffUser, string, error) {
 	if err := s.policy.check(in.Password, in.Email); err != nil {
 		return emi.StaffUser{}, "", err
 	}
-	hash, err := hashPassword(in.Password)
+	hash, err := s.cfg.PasswordCost.hashPassword(in.Password)
 	if err != nil {
 		return emi.StaffUser{}, "", err
 	}
@@ -457,7 +460,7 @@ func (s *Staff) ChangePassword(ctx context.Context, staffID, current, next strin
 	if err != nil {
 		return err
 	}
-	ok, _, err := verifyPassword(current, u.PasswordHash)
+	ok, _, err := s.cfg.PasswordCost.verifyPassword(current, u.PasswordHash)
 	if err != nil {
 		return err
 	}
@@ -476,7 +479,7 @@ func (s *Staff) ChangePassword(ctx context.Context, staffID, current, next strin
 		// would keep their access.
 		return emi.ErrPasswordPolicy.Field("password", "must differ from the current password")
 	}
-	hash, err := hashPassword(next)
+	hash, err := s.cfg.PasswordCost.hashPassword(next)
 	if err != nil {
 		return err
 	}

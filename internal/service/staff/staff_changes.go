@@ -68,7 +68,7 @@ func (s *Staff) issueTemporary(email string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	hash, err := hashPassword(temp)
+	hash, err := s.cfg.PasswordCost.hashPassword(temp)
 	if err != nil {
 		return "", "", err
 	}

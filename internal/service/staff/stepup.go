@@ -43,7 +43,7 @@ func (s *Staff) StepUp(ctx context.Context, staffID, secret string) error {
 			reasonBad: reasonBadTOTP, bad: bad, check: s.consumeTOTP(code)})
 	}
 	check := func(ctx context.Context, u StoredStaff, _ time.Time) (bool, error) {
-		ok, _, err := verifyPassword(secret, u.PasswordHash)
+		ok, _, err := s.cfg.PasswordCost.verifyPassword(secret, u.PasswordHash)
 		return ok, err
 	}
 	return s.secondFactor(ctx, staffID, factor{action: stepUpAction, name: "password", reasonOK: reasonPassword,
