@@ -276,12 +276,17 @@ func (s *AccountStore) Account(ctx context.Context, partnerID, token string, for
 	}
 	if forUpdate {
 		q += ` FOR UPDATE OF a`
+	} else if !s.db.pooler.Prepares() {
+		// Nothing is prepared behind a transaction-mode pooler: the same
+		// statement in a PL/pgSQL function, whose plan the server keeps
+		// (migration 00093_hot_read_functions says why and what it measured).
+		q, args = `SELECT * FROM account_read($1, $2)`, []any{token, nullUUID(partnerID)}
 	}
 	var r struct {
 		accountRow
 		Balances []byte `db:"balances_json"`
 	}
-	if err := s.db.getPrepared(ctx, &r, q, args...); err != nil { // q is one of four fixed texts
+	if err := s.db.getPrepared(ctx, &r, q, args...); err != nil { // q is one of five fixed texts
 		return emi.Account{}, NotFound(err, emi.ErrAccountNotFound)
 	}
 	a := r.account()

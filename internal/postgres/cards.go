@@ -191,12 +191,17 @@ func (s *CardStore) Card(ctx context.Context, partnerID, token string, forUpdate
 	}
 	if forUpdate {
 		q += ` FOR UPDATE OF c`
+	} else if !s.db.pooler.Prepares() {
+		// Nothing is prepared behind a transaction-mode pooler: the same
+		// statement in a PL/pgSQL function, whose plan the server keeps
+		// (migration 00093).
+		q, args = `SELECT * FROM card_read($1, $2)`, []any{token, nullUUID(partnerID)}
 	}
 	var r struct {
 		cardRow
 		Wallets []byte `db:"wallets_json"`
 	}
-	if err := s.db.getPrepared(ctx, &r, q, args...); err != nil { // q is one of four fixed texts
+	if err := s.db.getPrepared(ctx, &r, q, args...); err != nil { // q is one of five fixed texts
 		return emi.Card{}, NotFound(err, emi.ErrCardNotFound)
 	}
 	c, err := r.card()
