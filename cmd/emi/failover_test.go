@@ -69,7 +69,13 @@ type failoverWrite struct {
 //   - writes succeed again on their own after the promote;
 //   - /healthz fails on an instance whose database is a standby;
 //   - a key revoked after the failover is refused by every instance
-//     within 1 s (the listeners found the new primary).
+//     within 1 s (the listeners found the new primary);
+//   - webhooks: a second partner sends test events (webhook_endpoint_test)
+//     through the failover. Every event acknowledged 202 reaches its
+//     endpoint, and none twice, except a delivery in flight at the crash
+//     (sent, its "delivered" row not yet committed): that one is sent
+//     again with the same webhook-id and body, which the receiver drops
+//     (contract §9). At most one per worker can be in flight.
 func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a primary, a standby and two emi serve processes")
@@ -112,6 +118,14 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	for i, u := range r.urls {
 		want(t, fmt.Sprintf("instance %d before the failover", i), c.do(t, u, http.MethodPost, "/v2/users", "user_create", userBody(uniqueMail()), nil), 201, 0)
 	}
+	sink := newHookSink(t)
+	hooked := r.partner(t, sink.URL+"/hooks")
+	eps := want(t, "the hooked partner's endpoints", hooked.do(t, r.urls[0], http.MethodGet, "/v2/webhooks", "webhook_endpoints_list", nil, nil), 200, 0)
+	items, _ := eps.Data["items"].([]any)
+	if len(items) != 1 {
+		t.Fatalf("the hooked partner has %d endpoints: %s", len(items), eps.Raw)
+	}
+	endpoint, _ := items[0].(map[string]any)["id"].(string)
 
 	// An instance pointed at the standby alone is taken out of a load
 	// balancer: its /healthz fails (it answered 200 before issue 30).
@@ -155,6 +169,36 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		crashAt time.Time
 		promAt  time.Time
 	)
+	var (
+		events   []string    // acknowledged test events
+		eventsAt []time.Time // when each was acknowledged
+	)
+	eventsAfter := func(after time.Time) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, at := range eventsAt {
+			if at.After(after) {
+				n++
+			}
+		}
+		return n
+	}
+	wg.Go(func() {
+		for n := 0; !stop.Load(); n++ {
+			a := hooked.try(t, r.urls[n%len(r.urls)], http.MethodPost, "/v2/webhooks/"+endpoint+"/test", "webhook_endpoint_test", map[string]any{})
+			if a.Status == http.StatusAccepted {
+				if ev, _ := a.Data["event"].(string); ev != "" {
+					mu.Lock()
+					events, eventsAt = append(events, ev), append(eventsAt, time.Now())
+					mu.Unlock()
+				}
+			} else {
+				time.Sleep(50 * time.Millisecond)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 	const clients = 8
 	for w := range clients {
 		wg.Go(func() {
@@ -184,6 +228,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	// A condition, not a time: the load is under way on both instances.
 	apptest.Eventually(t, "100 writes acknowledged before the crash", func() bool { return acked(time.Time{}) >= 100 })
+	apptest.Eventually(t, "10 test events acknowledged before the crash", func() bool { return eventsAfter(time.Time{}) >= 10 })
 	crashAt = time.Now()
 	primary.do(t, "crash")
 	standby.do(t, "promote")
@@ -202,6 +247,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		return false
 	})
 	apptest.Eventually(t, "100 writes acknowledged after the promote", func() bool { return acked(promAt) >= 100 })
+	apptest.Eventually(t, "10 test events acknowledged after the promote", func() bool { return eventsAfter(promAt) >= 10 })
 	stop.Store(true)
 	wg.Wait()
 
@@ -239,6 +285,27 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	if slowest > time.Second {
 		t.Errorf("the revoked key was refused by every instance after %v, want within 1 s", slowest)
+	}
+
+	// Every acknowledged test event reaches the endpoint; duplicates only
+	// from deliveries in flight at the crash, each with the same body.
+	apptest.Eventually(t, "every acknowledged test event delivered", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		for _, ev := range events {
+			if _, ok := sink.bodies[ev]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(2 * time.Second) // room for a late redelivery to be counted
+	sink.mu.Lock()
+	dups, mismatched := sink.dups, sink.mismatched
+	sink.mu.Unlock()
+	workers := 2 * 4 // EMI_WORKERS' default on each of the two instances
+	if dups > workers || mismatched > 0 {
+		t.Errorf("%d events delivered twice (at most %d can be in flight at the crash), %d of them with another body", dups, workers, mismatched)
 	}
 
 	// Every answer against what the new primary holds.
@@ -285,6 +352,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	t.Logf("%d writes by %d clients over 2 instances; answers (status/code): %s", len(writes), clients, strings.Join(keys, " "))
 	t.Logf("crash → promote %v; first write acknowledged %v after the promote; revoked key refused everywhere after %v; outcome unknown: %d stored, %d not",
 		promAt.Sub(crashAt).Round(time.Millisecond), firstOK.Sub(promAt).Round(time.Millisecond), slowest.Round(time.Millisecond), len(unknownStored), len(unknownNot))
+	t.Logf("webhooks: %d test events acknowledged, all delivered, %d delivered twice", len(events), dups)
 	if len(lost) > 0 {
 		t.Errorf("%d writes answered 201 are not on the new primary: %v", len(lost), lost)
 	}
