@@ -391,7 +391,7 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 	nAccounts := fs.Int("accounts", 20000, "accounts `emi generate cards` creates (half of them get a card, half stay free for card_create)")
 	nkeys := fs.Int("keys", 1, "API keys of the Bench Partner the load signs with (1: as a partner does)")
 	goBenches := fs.Bool("go", true, "run the Go benchmarks too")
-	only := fs.String("only", "", "run only the scenarios whose name contains this (for trying the harness)")
+	only := fs.String("only", "", "run only the scenarios whose name contains this (for trying the harness; \"pgbouncer\": only the rows through PgBouncer)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -656,6 +656,17 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 		r.Commands = append(r.Commands, fmt.Sprintf("emi-load -keys %d -op %s %s -d %s -partner P%s", *nkeys, s.op, load, *dur, extra))
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+	}
+	if *only == "" || strings.Contains("pgbouncer", *only) {
+		pp := poolerPhase{root: root, bin: bin, dbURL: dbURL, tmp: tmp, envList: envList, logf: logf, out: out}
+		res, sources, cmds, note, err := pp.run(ctx, h, c, *dur)
+		if err != nil {
+			return err
+		}
+		r.Results, r.Sources, r.Commands = append(r.Results, res...), append(r.Sources, sources...), append(r.Commands, cmds...)
+		if note != "" {
+			r.Notes = append(r.Notes, note)
 		}
 	}
 	stop()

@@ -394,3 +394,26 @@ func TestCallerKeyPerFlowAndReplayIsAnError(t *testing.T) {
 		t.Fatalf("%+v", res.Requests)
 	}
 }
+
+// TestFlowsShareSeveralInstancesRoundRobin: with -url a,b,c the n-th flow
+// goes to instance n mod 3 and keeps its key choice (n mod keys).
+func TestFlowsShareSeveralInstancesRoundRobin(t *testing.T) {
+	c := &caller{base: "http://a", bases: []string{"http://a", "http://b", "http://c"}, keys: []key{{"k1", "s1"}, {"k2", "s2"}}}
+	seen := map[string]int{}
+	for n := int64(0); n < 12; n++ {
+		f := c.forFlow(n)
+		if want := c.bases[n%3]; f.base != want {
+			t.Fatalf("flow %d goes to %s, want %s", n, f.base, want)
+		}
+		if f.key != int(n%2) {
+			t.Fatalf("flow %d signs with key %d, want %d", n, f.key, n%2)
+		}
+		seen[f.base]++
+	}
+	if len(seen) != 3 || seen["http://a"] != 4 {
+		t.Fatalf("flows per instance: %v", seen)
+	}
+	if one := (&caller{base: "http://a", bases: []string{"http://a"}}).forFlow(5); one.base != "http://a" {
+		t.Fatalf("one instance: %s", one.base)
+	}
+}

@@ -81,7 +81,7 @@ func (s shape) String() string {
 
 func runMain(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := newFlags()
-	url := fs.String("url", "http://127.0.0.1:8080", "base URL of the running server")
+	url := fs.String("url", "http://127.0.0.1:8080", "base URL of the running server; several, comma-separated, share the flows round-robin (instances on one database)")
 	nkeys := fs.Int("keys", 1, "partners to model, each signing with its own one API key (with -partner P: N keys of P, since the reads need P's data)")
 	clients := fs.Int("c", 32, "concurrent clients (closed loop; ignored with -rate)")
 	rate := fs.Float64("rate", 0, "flow starts per second (open loop); 0: closed loop with -c clients")
@@ -231,7 +231,8 @@ func prepareWith(ctx context.Context, a *app.App, url string, opts prepareOpts) 
 			return nil, nil, err
 		}
 	}
-	return h, &caller{base: url, keys: keys, stamp: newStamper()}, nil
+	bases := strings.Split(url, ",")
+	return h, &caller{base: bases[0], bases: bases, keys: keys, stamp: newStamper()}, nil
 }
 
 // fundBalances picks n active EUR balances of the partner (oldest accounts

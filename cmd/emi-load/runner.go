@@ -20,8 +20,14 @@ import (
 // Every request of one flow is signed with one key (forFlow): a key stands
 // for one partner, and a partner's flow never hops between partners.
 type caller struct {
-	http  *http.Client
-	base  string
+	http *http.Client
+	base string
+	// bases are the servers of a run over several instances (-url a,b,c):
+	// the n-th flow sends every request to bases[n mod len(bases)], as a
+	// round-robin load balancer in front of them would (one flow's
+	// requests stay on one instance, like a client's keep-alive
+	// connection).
+	bases []string
 	keys  []key
 	stamp *stamper
 	rec   *recorder
@@ -35,6 +41,9 @@ func (c *caller) forFlow(n int64) *caller {
 	cc := *c
 	if len(c.keys) > 0 {
 		cc.key = int(n % int64(len(c.keys)))
+	}
+	if len(c.bases) > 1 {
+		cc.base = c.bases[n%int64(len(c.bases))]
 	}
 	return &cc
 }
