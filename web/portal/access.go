@@ -133,12 +133,41 @@ func (p *Portal) lagTolerance(next http.Handler) http.Handler {
 		ctx := r.Context()
 		now := p.d.Now()
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// Recorded before the handler runs (the session is saved with
+			// the response's headers); readForm puts the previous value
+			// back for the POSTs that only read.
+			prev := p.sessions.GetInt64(ctx, keyWroteAt)
 			p.sessions.Put(ctx, keyWroteAt, now.UnixNano())
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, wroteBeforeKey{}, prev)))
 			return
 		}
 		if wrote := p.sessions.GetInt64(ctx, keyWroteAt); wrote == 0 || now.Sub(time.Unix(0, wrote)) >= p.d.ReadLagBound {
 			r = r.WithContext(emi.WithLagTolerant(ctx))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// wroteBeforeKey carries, on a POST, the session's last change before
+// lagTolerance recorded this request as one (unix nanoseconds, 0: none).
+type wroteBeforeKey struct{}
+
+// readForm marks a POST that changes nothing (a search form, POSTed so
+// that what is typed stays out of URLs and logs): the session's last change
+// stays what it was, so the pages after it may still read a replica, and
+// the search itself may too (lagTolerance's rule for a GET).
+func (p *Portal) readForm(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if prev, ok := ctx.Value(wroteBeforeKey{}).(int64); ok {
+			if prev == 0 {
+				p.sessions.Remove(ctx, keyWroteAt)
+			} else {
+				p.sessions.Put(ctx, keyWroteAt, prev)
+			}
+			if prev == 0 || p.d.Now().Sub(time.Unix(0, prev)) >= p.d.ReadLagBound {
+				r = r.WithContext(emi.WithLagTolerant(ctx))
+			}
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -74,3 +74,61 @@ func TestPagesReadAReplicaButAfterTheStaffMembersOwnChange(t *testing.T) {
 		t.Fatal("marked lag-tolerant with no replica configured")
 	}
 }
+
+// TestASearchFormIsNoChange: the header search and the card search are
+// POSTed (what is typed stays out of URLs) but change nothing, so they
+// neither hold the session's next pages to the primary nor, after a
+// change, let it read a replica early.
+func TestASearchFormIsNoChange(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	const bound = 5 * time.Second
+	p := New(Deps{Sessions: memstore.New(), ReadLagBound: bound, Now: clock})
+	var tolerant bool
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tolerant = emi.LagTolerant(r.Context())
+		p.sessions.Put(r.Context(), keyStaff, "staff-1")
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /search", p.readForm(page))
+	mux.Handle("/", page)
+	h := p.sessions.LoadAndSave(p.lagTolerance(mux))
+	var me *http.Cookie
+	do := func(method, path string) bool {
+		req := httptest.NewRequest(method, path, nil)
+		if me != nil {
+			req.AddCookie(me)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		for _, c := range rec.Result().Cookies() {
+			me = c
+		}
+		return tolerant
+	}
+	if !do(http.MethodGet, "/accounts") {
+		t.Fatal("the first page is not lag-tolerant")
+	}
+	if !do(http.MethodPost, "/search") {
+		t.Fatal("a search with no change behind it was held to the primary")
+	}
+	if !do(http.MethodGet, "/accounts") {
+		t.Fatal("a search counted as a change: the next page was held to the primary")
+	}
+	if do(http.MethodPost, "/accounts/x/status") {
+		t.Fatal("a change was marked lag-tolerant")
+	}
+	advance(time.Second)
+	if do(http.MethodPost, "/search") {
+		t.Fatal("a search a second after a change may read a replica that lacks it")
+	}
+	if do(http.MethodGet, "/accounts") {
+		t.Fatal("the search reset the change's time: the next page may read a replica that lacks the change")
+	}
+	advance(bound)
+	if !do(http.MethodPost, "/search") || !do(http.MethodGet, "/accounts") {
+		t.Fatal("still held to the primary once the bound passed")
+	}
+}

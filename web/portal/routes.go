@@ -27,7 +27,7 @@ func (p *Portal) Routes(r chi.Router) {
 		r.Use(p.lagTolerance)
 		r.Get("/", p.dashboard)
 		r.Get("/search", p.search)
-		r.Post("/search", p.search) // the header's form: what is typed stays out of URLs
+		r.With(p.readForm).Post("/search", p.search) // the header's form: what is typed stays out of URLs
 
 		r.Get("/account", p.account)
 		r.Post("/account/password", p.changePassword)
@@ -138,7 +138,7 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManagePrograms)).Post("/programs/{program}/change/reject", p.programChangeReject)
 
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/cards", p.cardList)
-		r.With(p.requirePerm(emi.PermViewAccounts)).Post("/cards", p.cardList) // the search form: a card number stays out of URLs
+		r.With(p.requirePerm(emi.PermViewAccounts), p.readForm).Post("/cards", p.cardList) // the search form: a card number stays out of URLs
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/cards/{card}", p.cardDetail)
 		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/activate", p.cardActivate)
 		r.With(p.requirePerm(emi.PermManageCards)).Post("/cards/{card}/status", p.cardStatus)
