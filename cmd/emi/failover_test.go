@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,32 +18,8 @@ import (
 	"time"
 
 	"emi/internal/app/apptest"
+	"emi/internal/postgres/pgtest"
 )
-
-// newStandby starts a streaming standby of primary on a port of its own
-// (.ci/postgres.sh standby: pg_basebackup -R), stopped when the test ends.
-func newStandby(t *testing.T, primary *pgCluster) *pgCluster {
-	t.Helper()
-	s := &pgCluster{port: freePort(t), data: filepath.Join(filepath.Dir(primary.data), "standby")}
-	t.Cleanup(func() { s.stop(t) })
-	var stderr bytes.Buffer
-	cmd := s.script("standby", primary.port)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("start the standby: %v\n%s", err, stderr.String())
-	}
-	s.admin = strings.TrimSpace(string(out))
-	return s
-}
-
-// do runs .ci/postgres.sh with args on c (crash, sync, promote).
-func (c *pgCluster) do(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := c.script(args...).CombinedOutput(); err != nil {
-		t.Fatalf("postgres.sh %v on %s: %v\n%s", args, c.port, err, out)
-	}
-}
 
 // failoverWrite is one user_create of the load and its answer.
 type failoverWrite struct {
@@ -81,12 +56,12 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		t.Skip("starts a primary, a standby and two emi serve processes")
 	}
 	t.Parallel()
-	primary := newPGCluster(t)
-	standby := newStandby(t, primary)
-	primary.do(t, "sync")
+	primary := pgtest.NewCluster(t)
+	standby := primary.Standby(t)
+	primary.Do(t, "sync")
 
 	// The database emi uses, on the primary (the standby replays it).
-	adm, err := sql.Open("postgres", primary.admin)
+	adm, err := sql.Open("postgres", primary.Admin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +70,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	_ = adm.Close()
 	hostList := fmt.Sprintf("postgres://postgres@127.0.0.1:%s,127.0.0.1:%s/emi?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
-		primary.port, standby.port)
+		primary.Port, standby.Port)
 	r := &multiRig{proxy: newRRProxy(t), vars: map[string]string{"DATABASE_URL": hostList, "EMI_MASTER_KEY": newKey(),
 		"EMI_MODE": "sandbox", "EMI_ADDR": "127.0.0.1:0", "EMI_RATE_LIMIT": "0", "EMI_LOG_LEVEL": "warn",
 		"EMI_SANDBOX_WEBHOOK_PORTS": "1024-65535", "EMI_SHUTDOWN_TIMEOUT": "5s"}}
@@ -133,7 +108,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	for k, v := range r.vars {
 		onStandby[k] = v
 	}
-	onStandby["DATABASE_URL"] = strings.Replace(standby.admin, "/postgres?", "/emi?", 1)
+	onStandby["DATABASE_URL"] = strings.Replace(standby.Admin, "/postgres?", "/emi?", 1)
 	sb := &multiRig{bin: r.bin, vars: onStandby}
 	sbURL, sbPID := sb.serve(t)
 	if res, err := http.Get(sbURL + "/healthz"); err != nil || res.StatusCode == http.StatusOK {
@@ -230,8 +205,8 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	apptest.Eventually(t, "100 writes acknowledged before the crash", func() bool { return acked(time.Time{}) >= 100 })
 	apptest.Eventually(t, "10 test events acknowledged before the crash", func() bool { return eventsAfter(time.Time{}) >= 10 })
 	crashAt = time.Now()
-	primary.do(t, "crash")
-	standby.do(t, "promote")
+	primary.Do(t, "crash")
+	standby.Do(t, "promote")
 	promAt = time.Now()
 	// Writes must come back on their own; then a while more of load.
 	firstOK := time.Time{}
@@ -252,12 +227,12 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	wg.Wait()
 
 	// The revoked key, on every instance, within a second.
-	db, err := sql.Open("postgres", standby.admin)
+	db, err := sql.Open("postgres", standby.Admin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	emi, err := sql.Open("postgres", strings.Replace(standby.admin, "/postgres?", "/emi?", 1))
+	emi, err := sql.Open("postgres", strings.Replace(standby.Admin, "/postgres?", "/emi?", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,17 +371,6 @@ func exited(pid int) bool {
 }
 
 // freePort is a TCP port nothing listens on at the moment.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	_ = l.Close()
-	return port
-}
-
 var mailSeq atomic.Int64
 
 func uniqueMail() string {

@@ -28,66 +28,6 @@ import (
 	cardssvc "emi/internal/service/cards"
 )
 
-// pgCluster is a private PostgreSQL cluster of one test, run by
-// .ci/postgres.sh on its own port and data directory, so that the test may
-// stop and start it without disturbing the shared cluster other tests use.
-type pgCluster struct {
-	port  string
-	data  string
-	admin string
-}
-
-func newPGCluster(t *testing.T) *pgCluster {
-	t.Helper()
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash to run .ci/postgres.sh")
-	}
-	port := freePort(t)
-	// As root the cluster belongs to the postgres user, which must reach
-	// the data directory: t.TempDir's parents are private to root.
-	dir, err := os.MkdirTemp("", "emi-fault-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil { // #nosec G302 -- lets the postgres user reach its data directory
-		t.Fatal(err)
-	}
-	c := &pgCluster{port: port, data: filepath.Join(dir, "pg")}
-	t.Cleanup(func() { c.stop(t); _ = os.RemoveAll(dir) })
-	start := time.Now()
-	c.start(t)
-	t.Logf("private PostgreSQL cluster on port %s: initdb and start took %s", port, time.Since(start).Round(time.Millisecond))
-	return c
-}
-
-func (c *pgCluster) script(args ...string) *exec.Cmd {
-	cmd := exec.Command("bash", append([]string{filepath.Join("..", "..", ".ci", "postgres.sh")}, args...)...) // #nosec G204 -- the repository's own script
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PG_ADMIN_URL=") && !strings.HasPrefix(kv, "EMI_PG_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "EMI_PG_PORT="+c.port, "EMI_PG_DATA="+c.data)
-	return cmd
-}
-
-func (c *pgCluster) start(t *testing.T) {
-	var stderr bytes.Buffer
-	cmd := c.script()
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("start the private cluster: %v\n%s", err, stderr.String())
-	}
-	c.admin = strings.TrimSpace(string(out))
-}
-
-func (c *pgCluster) stop(t *testing.T) {
-	if out, err := c.script("stop").CombinedOutput(); err != nil {
-		t.Errorf("stop the private cluster: %v\n%s", err, out)
-	}
-}
-
 // pgBindir finds the PostgreSQL client programs as .ci/postgres.sh does.
 func pgBindir() (string, error) {
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
@@ -463,8 +403,8 @@ func TestFaultsUnderMixedLoad(t *testing.T) {
 		clients, rounds, quiet, toggles = 32, 3, 15*time.Second, 2
 	}
 	const accounts, opening = 40, 50_000
-	cluster := newPGCluster(t)
-	adm, err := sql.Open("postgres", cluster.admin)
+	cluster := pgtest.NewCluster(t)
+	adm, err := sql.Open("postgres", cluster.Admin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +412,7 @@ func TestFaultsUnderMixedLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = adm.Close()
-	dbURL := pgtest.WithDatabase(cluster.admin, "emi_fault")
+	dbURL := pgtest.WithDatabase(cluster.Admin, "emi_fault")
 	sink := newHookSink(t)
 	r := newLedgerRigOn(t, dbURL, accounts, opening, map[string]string{
 		"EMI_LOG_LEVEL": "debug", "EMI_JOB_LEASE": "2s", "EMI_WORKERS": "4", "EMI_SANDBOX_WEBHOOK_PORTS": sink.port(t)})
@@ -554,11 +494,11 @@ func TestFaultsUnderMixedLoad(t *testing.T) {
 
 		// (b) restart PostgreSQL: a fast stop, 2 s down, a start.
 		p = phase{name: "PostgreSQL restart", start: time.Now(), killed: -1}
-		cluster.stop(t)
+		cluster.Stop(t)
 		stopped := time.Now()
 		time.Sleep(2 * time.Second)
 		restarting := time.Now()
-		cluster.start(t)
+		cluster.Start(t)
 		p.end = time.Now()
 		phases = append(phases, p)
 		// /healthz must not say 200 while the database is down.
@@ -582,7 +522,7 @@ func TestFaultsUnderMixedLoad(t *testing.T) {
 
 		// (c) terminate every connection of the service's database.
 		p = phase{name: "pg_terminate_backend", start: time.Now(), killed: -1}
-		adm, err := sql.Open("postgres", cluster.admin)
+		adm, err := sql.Open("postgres", cluster.Admin)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -727,7 +667,7 @@ func TestFaultsUnderMixedLoad(t *testing.T) {
 	}
 	f.replayAll(t)
 	if t.Failed() {
-		f.diagnose(t, cluster.admin)
+		f.diagnose(t, cluster.Admin)
 	}
 
 	// Each status change took effect once, with its event; the events of

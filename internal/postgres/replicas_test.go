@@ -1,75 +1,15 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/postgres"
+	"emi/internal/postgres/pgtest"
 )
-
-// cluster runs .ci/postgres.sh on a private port and data directory (the
-// test's own primary and standby), stopped when the test ends.
-type cluster struct{ port, data, url string }
-
-func (c *cluster) script(t *testing.T, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("bash", append([]string{filepath.Join("..", "..", ".ci", "postgres.sh")}, args...)...) // #nosec G204 -- the repository's own script
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PG_ADMIN_URL=") && !strings.HasPrefix(kv, "EMI_PG_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "EMI_PG_PORT="+c.port, "EMI_PG_DATA="+c.data)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("postgres.sh %v: %v\n%s", args, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func privatePrimaryAndStandby(t *testing.T) (primary, standby *cluster) {
-	t.Helper()
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
-	}
-	dir, err := os.MkdirTemp("", "emi-replica-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil { // #nosec G302 -- the postgres user reaches its data directory
-		t.Fatal(err)
-	}
-	port := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		_, p, _ := net.SplitHostPort(l.Addr().String())
-		return p
-	}
-	primary = &cluster{port: port(), data: filepath.Join(dir, "primary")}
-	standby = &cluster{port: port(), data: filepath.Join(dir, "standby")}
-	t.Cleanup(func() {
-		standby.script(t, "stop")
-		primary.script(t, "stop")
-		_ = os.RemoveAll(dir)
-	})
-	primary.url = primary.script(t)
-	standby.url = standby.script(t, "standby", primary.port)
-	return primary, standby
-}
 
 // TestLagTolerantReadsGoToAReplicaWithinItsBound (issue 30, item 3): a
 // read marked lag-tolerant (emi.WithLagTolerant, as back-office pages and
@@ -82,15 +22,16 @@ func TestLagTolerantReadsGoToAReplicaWithinItsBound(t *testing.T) {
 		t.Skip("starts a primary and a standby")
 	}
 	t.Parallel()
-	primary, standby := privatePrimaryAndStandby(t)
+	primary := pgtest.NewCluster(t)
+	standby := primary.Standby(t)
 	ctx := context.Background()
-	db, err := postgres.Open(ctx, primary.url)
+	db, err := postgres.Open(ctx, primary.Admin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	const bound = time.Second
-	if err := db.AddReplicas([]string{standby.url}, bound); err != nil {
+	if err := db.AddReplicas([]string{standby.Admin}, bound); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE seen (n int)`); err != nil {
@@ -118,7 +59,7 @@ func TestLagTolerantReadsGoToAReplicaWithinItsBound(t *testing.T) {
 
 	// The replica stops replaying: past the bound, the primary answers,
 	// with the rows the replica lacks.
-	rep, err := postgres.Open(ctx, standby.url)
+	rep, err := postgres.Open(ctx, standby.Admin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +84,6 @@ func TestLagTolerantReadsGoToAReplicaWithinItsBound(t *testing.T) {
 	apptest.Eventually(t, "reads on the replica again once it caught up", func() bool { return onReplica(tolerant) })
 
 	// A replica that is down: the primary answers, nothing fails.
-	standby.script(t, "stop")
+	standby.Do(t, "stop")
 	apptest.Eventually(t, "reads on the primary with the replica down", func() bool { return !onReplica(tolerant) })
 }
