@@ -35,7 +35,8 @@ func NewCluster(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(dir, 0o755); err != nil { // #nosec G302 -- lets the postgres user reach its data directory
+	// #nosec G302 -- a directory (0o755: traversable), for the postgres user
+	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	c := &Cluster{Port: FreePort(t), Data: filepath.Join(dir, "primary")}
