@@ -150,8 +150,9 @@ func doRetrying(t *testing.T, p *apptest.Partner, rq apptest.Request) apptest.Re
 var retried503 atomic.Int64
 
 // l1Transfers is how many transfers L1 sends: 10,000 as the issue asks;
-// 2,000 with -short or under the race detector (make test runs it again
-// without -race at full size); EMI_L1_TRANSFERS overrides.
+// 2,000 with -short or under the race detector (make test runs it under
+// -race only; make soak runs it at full size without); EMI_L1_TRANSFERS
+// overrides.
 func l1Transfers() int {
 	if v, err := strconv.Atoi(os.Getenv("EMI_L1_TRANSFERS")); err == nil && v > 0 {
 		return v
