@@ -564,15 +564,7 @@ func benchMain(ctx context.Context, args []string, getenv func(string) string, o
 			return
 		}
 		stopped = true
-		_ = srv.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = srv.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(40 * time.Second):
-			_ = srv.Process.Kill()
-			<-done
-		}
+		stopServe(srv, 40*time.Second)
 	}
 	defer stop()
 	if err := waitHealthy(ctx, base+"/healthz", 90*time.Second); err != nil {
@@ -824,4 +816,18 @@ func runPGBench(ctx context.Context, r *report, dbURL, root, tmp string, d time.
 		r.Notes = append(r.Notes, fmt.Sprintf("card_create's pgbench had %d accounts without a card for %s", nfree, d))
 	}
 	return nil
+}
+
+// stopServe sends SIGTERM to a started `emi serve` and waits for it,
+// killing it after within.
+func stopServe(srv *exec.Cmd, within time.Duration) {
+	_ = srv.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = srv.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+		_ = srv.Process.Kill()
+		<-done
+	}
 }

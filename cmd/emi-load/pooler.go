@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -88,18 +87,7 @@ func (p poolerPhase) run(ctx context.Context, h *harness, c *caller, d time.Dura
 			_ = lf.Close()
 			return nil, nil, nil, "", err
 		}
-		defer func() {
-			_ = srv.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = srv.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				_ = srv.Process.Kill()
-				<-done
-			}
-			_ = lf.Close()
-		}()
+		defer func() { stopServe(srv, 30*time.Second); _ = lf.Close() }()
 		base := "http://" + addr
 		if err := waitHealthy(ctx, base+"/healthz", 90*time.Second); err != nil {
 			b, _ := os.ReadFile(logPath) // #nosec G304 -- our own temporary directory

@@ -274,7 +274,18 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(2 * time.Second) // room for a late redelivery to be counted
+	// A redelivery counts only once no delivery job is left on the new
+	// primary (a condition, not a pause).
+	jobsDB, err := sql.Open("postgres", strings.Replace(standby.Admin, "/postgres?", "/emi?", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jobsDB.Close()
+	apptest.Eventually(t, "no webhook delivery job left", func() bool {
+		var n int
+		err := jobsDB.QueryRow(`SELECT count(*) FROM jobs WHERE kind = 'webhook.deliver' AND state IN ('available', 'running')`).Scan(&n)
+		return err == nil && n == 0
+	})
 	sink.mu.Lock()
 	dups, mismatched := sink.dups, sink.mismatched
 	sink.mu.Unlock()
