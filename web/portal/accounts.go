@@ -334,12 +334,10 @@ func (p *Portal) accountToken(w http.ResponseWriter, r *http.Request) string {
 func (p *Portal) accountRefused(w http.ResponseWriter, r *http.Request, err error, f *accountForm, token string) {
 	back := accountHref(token)
 	switch {
-	case errorIs(err, emi.ErrFourEyes):
-		p.flash(r.Context(), "bad", "You asked for this termination, so you cannot approve it: another staff member must (four-eyes).")
-		redirect(w, r, back)
-	case errorIs(err, emi.ErrReviewClosed):
-		// The service says which: a request already waits, or none does
-		// any more (emi.Error's public detail).
+	case errorIs(err, emi.ErrFourEyes), errorIs(err, emi.ErrReviewClosed):
+		// The service says why in the error's public sentence: who may not
+		// take this step, or that a request already waits or none does
+		// any more.
 		p.flash(r.Context(), "bad", Message(emi.AsError(err)))
 		redirect(w, r, back)
 	case emi.AsError(err).Kind == emi.KindInvalid && f != nil:

@@ -47,14 +47,14 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageStaff)).Post("/staff/changes/{change}/reject", p.staffChangeReject)
 
 		r.With(p.requirePerm(emi.PermViewPartners)).Get("/partners", p.partnerList)
-		r.With(p.requirePerm(emi.PermManageSanctions)).Get("/partners/new", p.partnerNew)
-		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners", p.partnerCreate)
+		r.With(p.requirePerm(emi.PermManagePartners)).Get("/partners/new", p.partnerNew)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners", p.partnerCreate)
 		r.With(p.requirePerm(emi.PermViewPartners)).Get("/partners/{id}", p.partnerDetail)
-		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/processing", p.partnerProcessing)
-		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/keys", p.partnerKeyCreate)
-		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/keys/{key}/rotate", p.partnerKeyRotate)
-		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/keys/{key}/revoke", p.partnerKeyRevoke)
-		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/partners/{id}/keys/{key}/signature-version", p.partnerKeySignatureVersion)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/processing", p.partnerProcessing)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys", p.partnerKeyCreate)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys/{key}/rotate", p.partnerKeyRotate)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys/{key}/revoke", p.partnerKeyRevoke)
+		r.With(p.requirePerm(emi.PermManagePartners)).Post("/partners/{id}/keys/{key}/signature-version", p.partnerKeySignatureVersion)
 
 		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks", p.webhookAdd)
 		r.With(p.requirePerm(emi.PermManageWebhooks)).Post("/partners/{id}/webhooks/{ep}/test", p.webhookTest)
@@ -81,8 +81,7 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/kyc/{session}", p.kycSession)
 		r.With(p.requirePerm(approve(staff.ControlKYCDecision))).Post("/kyc/{session}/decide", p.kycDecide)
 		r.With(p.requirePerm(emi.PermViewPeople)).Get("/sanctions", p.sanctions)
-		// Admin only: PermManagePartners is the admin's operational permission
-		// (there is no dedicated one for the screening lists).
+		// The same permission the service checks (app.UpdateSanctions).
 		r.With(p.requirePerm(emi.PermManageSanctions)).Post("/sanctions/update", p.sanctionsUpdate)
 
 		r.With(p.requirePerm(emi.PermViewApps)).Get("/applications", p.applicationList)

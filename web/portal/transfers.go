@@ -289,7 +289,7 @@ func init() {
 func (p *Portal) moneyRefused(w http.ResponseWriter, r *http.Request, err error, back string) {
 	switch {
 	case errorIs(err, emi.ErrFourEyes):
-		p.flash(r.Context(), "bad", "You asked for this adjustment, so you cannot approve it: another staff member must (four-eyes). Nothing was changed.")
+		p.flash(r.Context(), "bad", Message(emi.AsError(err)))
 		redirect(w, r, back)
 		return
 	case errorIs(err, emi.ErrSuspenseNotFound), errorIs(err, emi.ErrAdjustmentNotFound):

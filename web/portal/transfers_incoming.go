@@ -190,10 +190,6 @@ func (p *Portal) suspenseRefused(w http.ResponseWriter, r *http.Request, err err
 		return
 	}
 	msg := Message(e)
-	if errorIs(err, emi.ErrFourEyes) {
-		msg = "You cannot approve this assignment: you asked for it, or you and the requester were set up by the same administrator " +
-			"within 30 days. Another staff member must approve it (four-eyes). Nothing was changed."
-	}
 	for _, f := range e.Fields {
 		msg += " " + f.Field + ": " + f.Message + "."
 	}

@@ -219,3 +219,35 @@ func TestControlsPermissionsAndFailClosed(t *testing.T) {
 		t.Fatal("the proposer approved their own request")
 	}
 }
+
+// Each refusal of the people rule says its real reason to the person
+// refused (the public sentence the back office shows): they took part
+// already, they set up someone who took part, someone who took part set
+// them up, or one administrator set up both. Before, two flows told a user
+// "you asked for this" when the engine refused them for a link.
+func TestControlsRefusalSaysTheRealReason(t *testing.T) {
+	t.Parallel()
+	m := newMoneyApp(t, apptest.Options{})
+	ctrl := m.env.App.Controls
+	admin := newApprover(t, m)
+	created := newStaffUser(t, m, admin, emi.RoleCompliance)
+	sibling := newStaffUser(t, m, admin, emi.RoleCompliance)
+	stranger := newStaffUser(t, m, sys(), emi.RoleCompliance)
+	for _, c := range []struct {
+		name, me, proposer, want string
+	}{
+		{"took part", staffOf(stranger), staffOf(stranger), staff.RefusedTookPart},
+		{"set them up", staffOf(admin), staffOf(created), staff.RefusedYouSetThemUp},
+		{"set up by them", staffOf(created), staffOf(admin), staff.RefusedTheySetYouUp},
+		{"same administrator", staffOf(sibling), staffOf(created), staff.RefusedSameAdministrator},
+	} {
+		err := ctrl.Distinct(context.Background(), c.me, c.proposer)
+		wantErr(t, c.name, err, emi.ErrFourEyes)
+		if got := emi.AsError(err).Public; got != c.want {
+			t.Errorf("%s: the refusal reads %q, want %q", c.name, got, c.want)
+		}
+	}
+	if err := ctrl.Distinct(context.Background(), staffOf(stranger), staffOf(created)); err != nil {
+		t.Errorf("two people set up by different administrators were refused: %v", err)
+	}
+}

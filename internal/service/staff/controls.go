@@ -160,6 +160,23 @@ func (c *Controls) Approve(ctx context.Context, control Control, participants ..
 	return c.Distinct(ctx, kernel.StaffOf(ctx).ActorID, participants...)
 }
 
+// The refusals of Distinct, as the person refused reads them (the public
+// sentence of its emi.ErrFourEyes): each says the real reason, so nobody is
+// told "you asked for this" when the engine refused them for a link they
+// may not know about. The internal detail names the staff ids.
+const (
+	// RefusedTookPart: the person proposed or already approved this.
+	RefusedTookPart = "You already took part in this decision (you proposed it or approved it): another person must take the next step. Nothing was changed."
+	// RefusedYouSetThemUp: the person created, reset or changed the roles
+	// of someone who took part.
+	RefusedYouSetThemUp = "You cannot take this step: you created, reset or changed the roles of someone who already took part in this decision within the last 30 days, so the two of you count as one person. Another person must. Nothing was changed."
+	// RefusedTheySetYouUp: someone who took part created, reset or changed
+	// the roles of the person.
+	RefusedTheySetYouUp = "You cannot take this step: someone who already took part in this decision created, reset or changed your roles within the last 30 days, so the two of you count as one person. Another person must. Nothing was changed."
+	// RefusedSameAdministrator: one administrator set up both.
+	RefusedSameAdministrator = "You cannot take this step: the same administrator created, reset or changed the roles of both you and someone who already took part in this decision within the last 30 days, so the two of you count as one person. Another person must. Nothing was changed."
+)
+
 // Distinct returns emi.ErrFourEyes unless me is a person distinct from
 // each participant (see Controls). Empty participants are ignored.
 func (c *Controls) Distinct(ctx context.Context, me string, participants ...string) error {
@@ -168,7 +185,7 @@ func (c *Controls) Distinct(ctx context.Context, me string, participants ...stri
 	}
 	others := slices.DeleteFunc(slices.Clone(participants), func(s string) bool { return s == "" })
 	if slices.Contains(others, me) {
-		return emi.ErrFourEyes.WithDetail("%s took part already", me)
+		return emi.ErrFourEyes.WithDetail("%s took part already", me).WithPublic("%s", RefusedTookPart)
 	}
 	if len(others) == 0 {
 		return nil
@@ -183,8 +200,15 @@ func (c *Controls) Distinct(ctx context.Context, me string, participants ...stri
 		theirs := append([]string{o}, controllers[o]...)
 		for _, x := range mine {
 			if slices.Contains(theirs, x) {
+				public := RefusedSameAdministrator
+				switch x {
+				case me:
+					public = RefusedYouSetThemUp
+				case o:
+					public = RefusedTheySetYouUp
+				}
 				return emi.ErrFourEyes.WithDetail("%s and %s are linked through %s (created, reset or granted within %s)",
-					me, o, x, StaffLinkWindow)
+					me, o, x, StaffLinkWindow).WithPublic("%s", public)
 			}
 		}
 	}
