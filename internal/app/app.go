@@ -221,7 +221,8 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Sessions = postgres.NewSessionStore(db, now)
 	a.Controls = staff.NewControls(staff.ControlsDeps{Links: a.StaffStore, Now: now})
 	a.Limits = postgres.NewLimitStore(db)
-	a.Staff = staff.NewStaff(staff.StaffDeps{Tx: db, Store: a.StaffStore, Sealer: keys, Audit: a.Audit, Validate: v, Controls: a.Controls, Config: staff.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits, PasswordCost: passwordCost(cfg)}, Now: now})
+	a.Inbox = staff.NewInbox(staff.InboxDeps{Store: postgres.NewInboxStore(db), Now: now})
+	a.Staff = staff.NewStaff(staff.StaffDeps{Tx: db, Store: a.StaffStore, Sealer: keys, Audit: a.Audit, Validate: v, Controls: a.Controls, Inbox: a.Inbox, Config: staff.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits, PasswordCost: passwordCost(cfg)}, Now: now})
 	a.WebhookStore = postgres.NewWebhookStore(db)
 	a.Events = kernel.NewEvents(kernel.EventsDeps{Tx: db, Store: a.WebhookStore, Jobs: a.Jobs, Now: now})
 	a.WebhookClient = webhook.NewClient(guard, "emi-webhooks/1", webhook.WithClock(now))
@@ -249,7 +250,6 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Onboarding = onboarding.NewOnboarding(onboarding.OnboardingDeps{Tx: db, Store: a.OnboardingStore, Partners: a.PartnerStore,
 		Users: a.People, Docs: a.People, Sealer: keys, Jobs: a.Jobs, Audit: a.Audit, Validate: v, Checks: a.Checks,
 		IBAN: func(s string) error { return iban.Validate(iban.Normalize(s)) }, Now: now})
-	a.Inbox = staff.NewInbox(staff.InboxDeps{Store: postgres.NewInboxStore(db), Now: now})
 	a.Review = onboarding.NewReview(onboarding.ReviewDeps{Tx: db, Store: a.OnboardingStore, Staff: a.StaffStore,
 		Controls: a.Controls, Checks: a.Checks, Events: a.Events, Audit: a.Audit, Inbox: a.Inbox,
 		Views: a.OnboardingStore, Metrics: a.OnboardingStore, Now: now})

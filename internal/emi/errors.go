@@ -334,6 +334,10 @@ var (
 	ErrSuspenseAssignmentPending  = def(20064, "portal.suspense.assignment_pending", KindConflict)
 	ErrSuspenseAssignmentNotFound = def(20065, "portal.suspense.assignment_not_found", KindNotFound)
 	ErrSuspenseAssignmentDecided  = def(20066, "portal.suspense.assignment_decided", KindConflict)
+	// A suspension that would leave fewer than two active administrators,
+	// and a confirmation or lift of a user who is not suspended.
+	ErrLastAdministrators = def(20067, "portal.staff.last_administrators", KindConflict)
+	ErrStaffNotSuspended  = def(20068, "portal.staff.not_suspended", KindConflict)
 )
 
 // PortalCatalogue lists the back-office errors, for the portal's messages.
@@ -345,5 +349,6 @@ func PortalCatalogue() []*Error {
 		ErrKYCLinkInvalid, ErrKYCUploadInvalid, ErrKYCLinkUsed, ErrScreeningUpdate,
 		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrSanctionsBlocked, ErrSanctionsUndecided, ErrProgramValidation, ErrProgramStale,
 		ErrSuspenseNotFound, ErrSuspenseResolved, ErrAdjustmentNotFound, ErrAdjustmentDecided,
-		ErrSuspenseAssignmentPending, ErrSuspenseAssignmentNotFound, ErrSuspenseAssignmentDecided, ErrRevealQuota}
+		ErrSuspenseAssignmentPending, ErrSuspenseAssignmentNotFound, ErrSuspenseAssignmentDecided, ErrRevealQuota,
+		ErrLastAdministrators, ErrStaffNotSuspended}
 }

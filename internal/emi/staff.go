@@ -108,7 +108,26 @@ type StaffUser struct {
 	PasswordTemporary bool `db:"password_temporary"`
 	// RecoveryCodesLeft is how many unused recovery codes the user has.
 	RecoveryCodesLeft int `db:"recovery_codes_left"`
+	// PrivilegeEndedAt is when the user last lost a privileged role; for
+	// 30 days after it they count as privileged (disabling or resetting
+	// them takes two administrators).
+	PrivilegeEndedAt *time.Time `db:"privilege_ended_at"`
+	// The suspension, as stored: SuspendedAt and SuspendedBy are set while
+	// one is recorded; it is in force (Suspended, set by the staff
+	// service) until lifted, or for SuspensionTTL unless a second
+	// administrator confirmed it (SuspensionConfirmedBy).
+	SuspendedAt           *time.Time `db:"suspended_at"`
+	SuspendedBy           string     `db:"suspended_by"`
+	SuspensionReason      string     `db:"suspension_reason"`
+	SuspensionConfirmedBy string     `db:"suspension_confirmed_by"`
+	// Suspended reports a suspension in force when the service read the
+	// user.
+	Suspended bool `db:"-"`
 }
+
+// SuspensionTTL is how long one administrator's suspension of a colleague
+// lasts unless a second administrator confirms it.
+const SuspensionTTL = 24 * time.Hour
 
 // Has reports whether the user holds role r.
 func (s StaffUser) Has(r Role) bool { return slices.Contains(s.Roles, r) }
@@ -169,6 +188,9 @@ const (
 	StaffChangeCreate StaffChangeKind = "create"
 	StaffChangeRoles  StaffChangeKind = "set_roles"
 	StaffChangeReset  StaffChangeKind = "reset_credentials"
+	// StaffChangeDisable: disabling a user who holds, or held in the last
+	// 30 days, a privileged role.
+	StaffChangeDisable StaffChangeKind = "disable"
 )
 
 // StaffChangeStatus is where a staff change stands.

@@ -68,7 +68,8 @@ func roleList(rs []emi.Role) pq.StringArray {
 
 const staffColumns = `s.id, s.email, s.name, s.roles, s.totp_enrolled_at IS NOT NULL AS totp_enrolled,
        s.disabled_at IS NOT NULL AS disabled, s.locked_until, s.created_at, s.last_sign_in_at, s.password_set_at,
-       s.password_temporary,
+       s.password_temporary, s.privilege_ended_at, s.suspended_at, coalesce(s.suspended_by::text, '') AS suspended_by,
+       s.suspension_reason, coalesce(s.suspension_confirmed_by::text, '') AS suspension_confirmed_by,
        (SELECT count(*) FROM staff_recovery_codes c WHERE c.staff_id = s.id AND c.used_at IS NULL) AS recovery_codes_left`
 
 const staffSelect = `SELECT ` + staffColumns + `, s.password_hash, s.totp_secret_enc, s.totp_last_step,
@@ -134,9 +135,48 @@ func (s *StaffStore) ListStaff(ctx context.Context) ([]emi.StaffUser, error) {
 	return out, nil
 }
 
-// UpdateStaffRoles replaces the user's roles.
-func (s *StaffStore) UpdateStaffRoles(ctx context.Context, id string, rs []emi.Role) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE staff_users SET roles = $2 WHERE id = $1`, id, roleList(rs))
+// UpdateStaffRoles replaces the user's roles; privilegeEndedAt, when not
+// nil, is recorded as the time the user lost a privileged role.
+func (s *StaffStore) UpdateStaffRoles(ctx context.Context, id string, rs []emi.Role, privilegeEndedAt *time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx,
+		`UPDATE staff_users SET roles = $2, privilege_ended_at = coalesce($3, privilege_ended_at) WHERE id = $1`,
+		id, roleList(rs), privilegeEndedAt)
+	return Translate(err)
+}
+
+// AdministratorsForUpdate returns the users holding the admin role and
+// locks their rows, in id order (two transactions that both lock them
+// queue instead of deadlocking).
+func (s *StaffStore) AdministratorsForUpdate(ctx context.Context) ([]staff.StoredStaff, error) {
+	var rows []staffRow
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, staffSelect+` WHERE 'admin' = ANY (s.roles) ORDER BY s.id FOR UPDATE OF s`)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]staff.StoredStaff, len(rows))
+	for i, r := range rows {
+		out[i] = r.stored()
+	}
+	return out, nil
+}
+
+// SetStaffSuspension records a suspension of the user (at, by, reason),
+// or clears it (at nil) with its confirmation.
+func (s *StaffStore) SetStaffSuspension(ctx context.Context, id string, at *time.Time, by, reason string) error {
+	q := `UPDATE staff_users SET suspended_at = $2, suspended_by = $3::uuid, suspension_reason = $4, suspension_confirmed_by = NULL
+	       WHERE id = $1`
+	var byArg any = by
+	if at == nil {
+		byArg, reason = nil, ""
+	}
+	_, err := s.db.Ext(ctx).ExecContext(ctx, q, id, at, byArg, reason)
+	return Translate(err)
+}
+
+// ConfirmStaffSuspension records who confirmed the user's suspension.
+func (s *StaffStore) ConfirmStaffSuspension(ctx context.Context, id, by string) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx,
+		`UPDATE staff_users SET suspension_confirmed_by = $2::uuid WHERE id = $1 AND suspended_at IS NOT NULL`, id, by)
 	return Translate(err)
 }
 
@@ -317,7 +357,8 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 	return n, Translate(err)
 }
 
-// StaffControllers implements staff.StaffLinkStore from the audit log,
+// StaffControllers implements staff.StaffLinkStore from the audit log
+// (who created, reset, changed the roles of, disabled or suspended whom),
 // which is append-only (its triggers refuse UPDATE and DELETE), so a link
 // cannot be erased by the people it links. Uses audit_log_resource. A
 // change two administrators took (proposed by one, approved by the other)
@@ -333,7 +374,7 @@ func (s *StaffStore) StaffControllers(ctx context.Context, ids []string, since t
 		   SELECT resource_token, unnest(ARRAY[actor_id, changes->>'proposed_by']) AS actor_id FROM audit_log
 		    WHERE resource_type = 'staff_user' AND resource_token = ANY($1) AND at >= $2
 		      AND actor_type = 'staff' AND outcome = 'success'
-		      AND action IN ('staff.create', 'staff.reset_credentials', 'staff.set_roles')) l
+		      AND action IN ('staff.create', 'staff.reset_credentials', 'staff.set_roles', 'staff.disable', 'staff.suspend')) l
 		  WHERE actor_id IS NOT NULL AND actor_id <> resource_token`, pq.Array(ids), since)
 	if err != nil {
 		return nil, Translate(err)

@@ -63,8 +63,11 @@ type StaffService interface {
 	Names(ctx context.Context) (map[string]string, error)
 	Get(ctx context.Context, id string) (emi.StaffUser, error)
 	SetRoles(ctx context.Context, staffID string, roles []emi.Role) (emi.StaffOutcome, error)
-	Disable(ctx context.Context, staffID string) error
+	Disable(ctx context.Context, staffID string) (emi.StaffOutcome, error)
 	Enable(ctx context.Context, staffID string) error
+	Suspend(ctx context.Context, staffID, reason string) error
+	ConfirmSuspension(ctx context.Context, staffID string) error
+	LiftSuspension(ctx context.Context, staffID string) error
 	ResetCredentials(ctx context.Context, staffID string) (emi.StaffOutcome, error)
 	Changes(ctx context.Context) ([]emi.StaffChange, error)
 	ApproveChange(ctx context.Context, changeID string) (emi.StaffOutcome, error)

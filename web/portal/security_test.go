@@ -609,6 +609,9 @@ func routeRoles() map[string][]string {
 		"POST /staff/{id}/roles":                           {apptest.AdminEmail},
 		"POST /staff/{id}/disable":                         {apptest.AdminEmail},
 		"POST /staff/{id}/enable":                          {apptest.AdminEmail},
+		"POST /staff/{id}/suspend":                         {apptest.AdminEmail},
+		"POST /staff/{id}/suspension/confirm":              {apptest.AdminEmail},
+		"POST /staff/{id}/suspension/lift":                 {apptest.AdminEmail},
 		"POST /staff/{id}/reset":                           {apptest.AdminEmail},
 		"POST /staff/{id}/revoke-sessions":                 {apptest.AdminEmail},
 		"POST /staff/changes/{change}/approve":             {apptest.AdminEmail},
@@ -756,6 +759,9 @@ func TestDecisionRoutesFollowTheTable(t *testing.T) {
 		"POST /programs/{program}":                        {staff.ControlProgramRisk, false},
 		"POST /programs/{program}/change/approve":         {staff.ControlProgramRisk, true},
 		"POST /kyc/{session}/decide":                      {staff.ControlKYCDecision, true},
+		"POST /staff/{id}/disable":                        {staff.ControlStaffPrivilegeRemoval, false},
+		"POST /staff/{id}/suspend":                        {staff.ControlStaffSuspension, false},
+		"POST /staff/{id}/suspension/confirm":             {staff.ControlStaffSuspension, true},
 	}
 	emails := map[emi.Role]string{emi.RoleAdmin: apptest.AdminEmail, emi.RoleUnderwriter: apptest.UnderwriterEmail,
 		emi.RoleCompliance: apptest.ComplianceEmail, emi.RoleCustomerService: apptest.CSEmail, emi.RoleAuditor: apptest.AuditorEmail}
@@ -802,6 +808,12 @@ func TestDecisionRoutesFollowTheTable(t *testing.T) {
 		t.Errorf("POST /review/{application}/hits allows %v; the decision table gives %v", got, want)
 	}
 	reached[staff.ControlHitFalsePositive] = true
+	// A privilege removal is approved on the staff changes' one approval
+	// route, with the same permission as the other staff changes.
+	if staff.PolicyOf(staff.ControlStaffPrivilegeRemoval).Approve != staff.PolicyOf(staff.ControlStaffPrivileged).Approve {
+		t.Error("the two staff-change controls share POST /staff/changes/{change}/approve but not its permission")
+	}
+	reached[staff.ControlStaffPrivilegeRemoval] = true
 	for _, pol := range staff.Policies {
 		if !reached[pol.Control] {
 			t.Errorf("control %s has no back-office route in this test: add its approval route", pol.Control)

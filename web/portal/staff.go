@@ -28,6 +28,10 @@ func staffRow(u emi.StaffUser) pages.StaffRow {
 	switch {
 	case u.Disabled:
 		row.Status, row.StatusTone = "disabled", "bad"
+	case u.Suspended && u.SuspensionConfirmedBy != "":
+		row.Status, row.StatusTone = "suspended", "bad"
+	case u.Suspended:
+		row.Status, row.StatusTone = "suspended (lapses "+fmtTime(u.SuspendedAt.Add(emi.SuspensionTTL))+" unless confirmed)", "bad"
 	case !u.TOTPEnrolled:
 		row.Status, row.StatusTone = "2FA not enrolled", "warn"
 	}
@@ -199,7 +203,13 @@ func (p *Portal) renderStaffPage(w http.ResponseWriter, r *http.Request, status 
 		roles, errs = kept.roles, kept.errs
 	}
 	v := pages.StaffDetailView{Row: staffRow(u), Roles: roleOptions(roles), CanManage: canDo(r, emi.PermManageStaff),
-		IsSelf: u.ID == current(r).ID, Disabled: u.Disabled, TempSecret: secret, SecretHalf: half}
+		IsSelf: u.ID == current(r).ID, Disabled: u.Disabled, TempSecret: secret, SecretHalf: half,
+		Suspended: u.Suspended, SuspensionConfirmed: u.SuspensionConfirmedBy != "", SuspensionReason: u.SuspensionReason,
+		SuspensionRecorded: u.SuspendedAt != nil}
+	if u.SuspendedAt != nil {
+		v.SuspendedBy = p.staffNames(r)[u.SuspendedBy]
+		v.SuspendedAt = fmtTime(*u.SuspendedAt)
+	}
 	if canDo(r, emi.PermViewStaff) {
 		users, err := p.d.Staff.List(r.Context())
 		if err != nil {
@@ -245,6 +255,12 @@ func (p *Portal) staffRoles(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if out.Change.Status == emi.StaffChangePending && out.Secret == "" {
+		// Removing a privileged role: no new credentials.
+		p.flash(r.Context(), "ok", "Proposed. The roles change when a second administrator approves on the staff page; until then the user keeps their roles. To stop them now, suspend them.")
+		p.renderStaff(w, r, http.StatusOK, id, "", "")
+		return
+	}
 	if out.Change.Status == emi.StaffChangePending {
 		// A privileged grant reissues the credentials in two halves: this
 		// administrator's half is shown once, here.
@@ -256,9 +272,43 @@ func (p *Portal) staffRoles(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, "/backoffice/staff/"+id)
 }
 
-// staffDisable (POST /staff/{id}/disable).
+// staffDisable (POST /staff/{id}/disable). Disabling a user who holds, or
+// recently held, a privileged role waits for a second administrator.
 func (p *Portal) staffDisable(w http.ResponseWriter, r *http.Request) {
-	p.staffAction(w, r, p.d.Staff.Disable, "The user was disabled and signed out everywhere.")
+	id := param(r, "id")
+	out, err := p.d.Staff.Disable(r.Context(), id)
+	if err != nil {
+		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		return
+	}
+	if out.Change.Status == emi.StaffChangePending {
+		p.flash(r.Context(), "ok", "Proposed. The user is disabled when a second administrator approves on the staff page; until then they keep their access. To stop them now, suspend them.")
+	} else {
+		p.flash(r.Context(), "ok", "The user was disabled and signed out everywhere.")
+	}
+	redirect(w, r, "/backoffice/staff/"+id)
+}
+
+// staffSuspend (POST /staff/{id}/suspend): the one-step stop for an
+// incident, with its reason.
+func (p *Portal) staffSuspend(w http.ResponseWriter, r *http.Request) {
+	id := param(r, "id")
+	if err := p.d.Staff.Suspend(r.Context(), id, r.PostFormValue("reason")); err != nil {
+		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		return
+	}
+	p.flash(r.Context(), "ok", "Suspended: the user's sessions ended and they cannot sign in. The other administrators were told; the suspension lapses in 24 hours unless a second administrator confirms it.")
+	redirect(w, r, "/backoffice/staff/"+id)
+}
+
+// staffSuspensionConfirm (POST /staff/{id}/suspension/confirm).
+func (p *Portal) staffSuspensionConfirm(w http.ResponseWriter, r *http.Request) {
+	p.staffAction(w, r, p.d.Staff.ConfirmSuspension, "Confirmed: the suspension lasts until an administrator lifts it.")
+}
+
+// staffSuspensionLift (POST /staff/{id}/suspension/lift).
+func (p *Portal) staffSuspensionLift(w http.ResponseWriter, r *http.Request) {
+	p.staffAction(w, r, p.d.Staff.LiftSuspension, "The suspension was lifted: the user can sign in again.")
 }
 
 // staffEnable (POST /staff/{id}/enable).

@@ -138,6 +138,10 @@ func TestC8OneAdminCannotApproveWithStaffTheyCreated(t *testing.T) {
 // who may jointly approve a decision that needs two: every approver that
 // the administrator created, reset or granted, and the administrator
 // themselves, counts as one person.
+// The property: whatever an admin does to other users' access (create,
+// reset, grant, and since issue 35 remove a privileged role, suspend,
+// disable, reset a user stripped a moment ago), every user so touched is
+// one person with the admin and with each other.
 func TestControlsPropertyOneAdminIsOnePerson(t *testing.T) {
 	t.Parallel()
 	m := newMoneyApp(t, apptest.Options{})
@@ -152,7 +156,7 @@ func TestControlsPropertyOneAdminIsOnePerson(t *testing.T) {
 		controlled = append(controlled, adminID)
 		steps := 1 + rnd.IntN(5)
 		for i := 0; i < steps; i++ {
-			switch rnd.IntN(4) {
+			switch rnd.IntN(8) {
 			case 0: // the admin creates a user
 				controlled = append(controlled, staffOf(newStaffUser(t, m, admin, emi.RoleCustomerService)))
 			case 1: // the admin resets an independent user's credentials
@@ -167,6 +171,30 @@ func TestControlsPropertyOneAdminIsOnePerson(t *testing.T) {
 				controlled = append(controlled, u)
 			case 3: // someone else is set up by the system
 				independent = append(independent, staffOf(newStaffUser(t, m, sys(), emi.RoleCompliance)))
+			case 4: // the admin removes a privileged role (a second admin approves)
+				u := staffOf(newStaffUser(t, m, sys(), emi.RoleCompliance, emi.RoleAuditor))
+				out, err := m.env.App.Staff.SetRoles(admin, u, []emi.Role{emi.RoleAuditor})
+				approved(t, m, newApprover(t, m), out, err)
+				controlled = append(controlled, u)
+			case 5: // the admin suspends an independent user (one step)
+				u := staffOf(newStaffUser(t, m, sys(), emi.RoleCustomerService))
+				if err := m.env.App.Staff.Suspend(admin, u, "incident drill"); err != nil {
+					t.Fatal(err)
+				}
+				controlled = append(controlled, u)
+			case 6: // the admin disables a privileged user (a second admin approves)
+				u := staffOf(newStaffUser(t, m, sys(), emi.RoleUnderwriter))
+				out, err := m.env.App.Staff.Disable(admin, u)
+				approved(t, m, newApprover(t, m), out, err)
+				controlled = append(controlled, u)
+			case 7: // the admin resets a user stripped to auditor a moment ago
+				u := staffOf(newStaffUser(t, m, sys(), emi.RoleCompliance))
+				if _, err := m.env.App.Staff.SetRoles(sys(), u, []emi.Role{emi.RoleAuditor}); err != nil {
+					t.Fatal(err)
+				}
+				out, err := m.env.App.Staff.ResetCredentials(admin, u)
+				approved(t, m, newApprover(t, m), out, err)
+				controlled = append(controlled, u)
 			}
 		}
 		// Any two of the admin's set are one person: for every control of

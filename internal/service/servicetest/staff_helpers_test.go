@@ -48,7 +48,7 @@ func newStaffEnv(t *testing.T, sandbox bool) *staffEnv {
 	clock := servicetest.NewFakeClock(start)
 	store := postgres.NewStaffStore(db)
 	withCost := func(cost staff.PasswordCost) *staff.Staff {
-		return staff.NewStaff(staff.StaffDeps{Tx: db, Store: store, Sealer: keys, Audit: kernel.NewAuditor(postgres.NewAuditStore(db)), Validate: validate.New(), Controls: staff.NewControls(staff.ControlsDeps{Links: store, Now: clock.Now}), Config: staff.StaffConfig{Sandbox: sandbox, Limits: postgres.NewLimitStore(db), PasswordCost: cost}, Now: clock.Now})
+		return staff.NewStaff(staff.StaffDeps{Tx: db, Store: store, Sealer: keys, Audit: kernel.NewAuditor(postgres.NewAuditStore(db)), Validate: validate.New(), Controls: staff.NewControls(staff.ControlsDeps{Links: store, Now: clock.Now}), Inbox: staff.NewInbox(staff.InboxDeps{Store: postgres.NewInboxStore(db), Now: clock.Now}), Config: staff.StaffConfig{Sandbox: sandbox, Limits: postgres.NewLimitStore(db), PasswordCost: cost}, Now: clock.Now})
 	}
 	return &staffEnv{
 		db:       db,

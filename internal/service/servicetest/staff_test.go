@@ -186,8 +186,8 @@ func TestSignIn(t *testing.T) {
 	e := newStaffEnv(t, false)
 	admin := e.createStaff(t, "admin@x.test", emi.RoleAdmin)
 	u := e.createStaff(t, "Ursula@X.test", emi.RoleUnderwriter)
-	gone := e.createStaff(t, "gone@x.test", emi.RoleCompliance)
-	if err := e.svc.Disable(as(admin), gone.ID); err != nil {
+	gone := e.createStaff(t, "gone@x.test", emi.RoleAuditor)
+	if _, err := e.svc.Disable(as(admin), gone.ID); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -606,7 +606,7 @@ func TestStaffAdministration(t *testing.T) {
 		}
 	})
 	t.Run("nobody disables or resets themselves", func(t *testing.T) {
-		if err := e.svc.Disable(as(admin), admin.ID); !errors.Is(err, emi.ErrForbidden) {
+		if _, err := e.svc.Disable(as(admin), admin.ID); !errors.Is(err, emi.ErrForbidden) {
 			t.Fatalf("disable oneself: want %v, got %v", emi.ErrForbidden, err)
 		}
 		if _, err := e.svc.ResetCredentials(as(admin), admin.ID); !errors.Is(err, emi.ErrForbidden) {
@@ -621,7 +621,10 @@ func TestStaffAdministration(t *testing.T) {
 			_, err := e.svc.SetRoles(ctx, target.ID, []emi.Role{emi.RoleAdmin})
 			return err
 		}},
-		{"disable", func(ctx context.Context) error { return e.svc.Disable(ctx, target.ID) }},
+		{"disable", func(ctx context.Context) error { _, err := e.svc.Disable(ctx, target.ID); return err }},
+		{"suspend", func(ctx context.Context) error { return e.svc.Suspend(ctx, target.ID, "an incident") }},
+		{"confirm a suspension", func(ctx context.Context) error { return e.svc.ConfirmSuspension(ctx, target.ID) }},
+		{"lift a suspension", func(ctx context.Context) error { return e.svc.LiftSuspension(ctx, target.ID) }},
 		{"enable", func(ctx context.Context) error { return e.svc.Enable(ctx, target.ID) }},
 		{"reset credentials", func(ctx context.Context) error { _, err := e.svc.ResetCredentials(ctx, target.ID); return err }},
 		{"revoke another user's sessions", func(ctx context.Context) error { return e.svc.RevokeSessions(ctx, target.ID) }},
@@ -669,7 +672,15 @@ func TestStaffAdministration(t *testing.T) {
 			t.Fatalf("before: %v", err)
 		}
 		e.clock.Advance(time.Second)
-		if err := e.svc.Disable(as(admin), target.ID); err != nil {
+		// target is an underwriter (privileged): a second administrator
+		// approves the disable (a third, who then counts as one person
+		// with target, so second still approves the changes below).
+		out, err := e.svc.Disable(as(admin), target.ID)
+		if err != nil || out.Change.Status != emi.StaffChangePending {
+			t.Fatalf("disabling an underwriter took effect at once: %+v %v", out.Change, err)
+		}
+		third := e.createStaff(t, "third@x.test", emi.RoleAdmin)
+		if _, err := e.svc.ApproveChange(as(third), out.Change.ID); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.svc.Current(context.Background(), target.ID, signedIn); !errors.Is(err, emi.ErrSessionExpired) {

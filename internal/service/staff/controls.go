@@ -36,6 +36,15 @@ const (
 	// permission, or the credential reset of such a user) that another
 	// administrator proposed (issue 19, C8).
 	ControlStaffPrivileged Control = "staff.privileged_change"
+	// ControlStaffPrivilegeRemoval: approving the removal of a privileged
+	// role or the disabling of a user who holds one or held one in the
+	// last StaffLinkWindow, proposed by another administrator (issue 35:
+	// one administrator alone could lock out the others or strip a
+	// colleague before taking them over).
+	ControlStaffPrivilegeRemoval Control = "staff.privilege_removal"
+	// ControlStaffSuspension: confirming one administrator's suspension of
+	// a colleague, so that it outlasts emi.SuspensionTTL.
+	ControlStaffSuspension Control = "staff.suspension_confirm"
 	// ControlSuspenseAssign: approving the assignment of a suspense item
 	// (money received for no usable balance) to a balance (issue 19, C9).
 	ControlSuspenseAssign Control = "suspense.assign"
@@ -82,6 +91,10 @@ var Policies = []ControlPolicy{
 		BoundTo: "the request (account and reason); it cannot be edited"},
 	{Control: ControlStaffPrivileged, Propose: emi.PermManageStaff, Approve: emi.PermManageStaff, People: 2,
 		BoundTo: "the change (user, roles, the temporary password's hash) and the user's roles when proposed; a change to them voids it, and it lapses after 7 days"},
+	{Control: ControlStaffPrivilegeRemoval, Propose: emi.PermManageStaff, Approve: emi.PermManageStaff, People: 2,
+		BoundTo: "the change (user, roles or disable) and the user's roles when proposed; a change to them voids it, and it lapses after 7 days"},
+	{Control: ControlStaffSuspension, Propose: emi.PermManageStaff, Approve: emi.PermManageStaff, People: 2,
+		BoundTo: "the suspension in force (user, suspender, time and reason); lifted or lapsed after 24 h, it cannot be confirmed"},
 	{Control: ControlSuspenseAssign, Propose: emi.PermManageMoney, Approve: emi.PermManageMoney, People: 2,
 		BoundTo: "the request (item, target balance and account, reason); it cannot be edited"},
 	{Control: ControlKYCDecision, Propose: emi.PermReviewKYC, Approve: emi.PermReviewKYC, People: 1,
@@ -101,16 +114,19 @@ func PolicyOf(c Control) ControlPolicy {
 }
 
 // StaffLinkWindow is how long a staff user stays linked to the
-// administrator who created them, reset their credentials or changed their
-// roles: during it, the two never count as two people.
+// administrator who created them, reset their credentials, changed their
+// roles, disabled or suspended them: during it, the two never count as two
+// people. It is also how long a user who lost a privileged role is still
+// treated as privileged.
 const StaffLinkWindow = 30 * 24 * time.Hour
 
 // StaffLinkStore answers who set up a staff user's access.
 type StaffLinkStore interface {
 	// StaffControllers returns, for each of ids that has any, the staff
-	// users who created it, reset its credentials or changed its roles at
-	// or after since (the audit log's staff.create, staff.reset_credentials
-	// and staff.set_roles rows by staff actors).
+	// users who created it, reset its credentials, changed its roles,
+	// disabled or suspended it at or after since (the audit log's
+	// staff.create, staff.reset_credentials, staff.set_roles, staff.disable
+	// and staff.suspend rows by staff actors, and their proposers).
 	StaffControllers(ctx context.Context, ids []string, since time.Time) (map[string][]string, error)
 }
 
@@ -169,12 +185,12 @@ const (
 	RefusedTookPart = "You already took part in this decision (you proposed it or approved it): another person must take the next step. Nothing was changed."
 	// RefusedYouSetThemUp: the person created, reset or changed the roles
 	// of someone who took part.
-	RefusedYouSetThemUp = "You cannot take this step: you created, reset or changed the roles of someone who already took part in this decision within the last 30 days, so the two of you count as one person. Another person must. Nothing was changed."
+	RefusedYouSetThemUp = "You cannot take this step: you created, reset, changed the roles of, disabled or suspended someone who already took part in this decision within the last 30 days, so the two of you count as one person. Another person must. Nothing was changed."
 	// RefusedTheySetYouUp: someone who took part created, reset or changed
 	// the roles of the person.
-	RefusedTheySetYouUp = "You cannot take this step: someone who already took part in this decision created, reset or changed your roles within the last 30 days, so the two of you count as one person. Another person must. Nothing was changed."
+	RefusedTheySetYouUp = "You cannot take this step: someone who already took part in this decision created, reset, changed the roles of, disabled or suspended you within the last 30 days, so the two of you count as one person. Another person must. Nothing was changed."
 	// RefusedSameAdministrator: one administrator set up both.
-	RefusedSameAdministrator = "You cannot take this step: the same administrator created, reset or changed the roles of both you and someone who already took part in this decision within the last 30 days, so the two of you count as one person. Another person must. Nothing was changed."
+	RefusedSameAdministrator = "You cannot take this step: the same administrator created, reset, changed the roles of, disabled or suspended both you and someone who already took part in this decision within the last 30 days, so the two of you count as one person. Another person must. Nothing was changed."
 )
 
 // Distinct returns emi.ErrFourEyes unless me is a person distinct from
@@ -207,7 +223,7 @@ func (c *Controls) Distinct(ctx context.Context, me string, participants ...stri
 				case o:
 					public = RefusedTheySetYouUp
 				}
-				return emi.ErrFourEyes.WithDetail("%s and %s are linked through %s (created, reset or granted within %s)",
+				return emi.ErrFourEyes.WithDetail("%s and %s are linked through %s (created, reset, granted, disabled or suspended within %s)",
 					me, o, x, StaffLinkWindow).WithPublic("%s", public)
 			}
 		}

@@ -88,6 +88,8 @@ func (s *Staff) SignIn(ctx context.Context, email, password string) (SignInResul
 		fail.reason = reasonUnknownEmail
 	case user.DisabledAt != nil:
 		fail.reason = reasonDisabled
+	case suspendedAt(user.StaffUser, now):
+		fail.reason = reasonSuspended
 	case locked(*user, now):
 		fail.reason = reasonLocked
 	case !ok:

@@ -56,7 +56,18 @@ type StaffStore interface {
 	// returns them.
 	DeleteLapsedStaffChanges(ctx context.Context, proposedBefore time.Time, limit int) ([]emi.StaffChange, error)
 
-	UpdateStaffRoles(ctx context.Context, id string, roles []emi.Role) error
+	// UpdateStaffRoles replaces the roles; privilegeEndedAt, when not nil,
+	// records that the user lost a privileged role then.
+	UpdateStaffRoles(ctx context.Context, id string, roles []emi.Role, privilegeEndedAt *time.Time) error
+	// AdministratorsForUpdate returns the holders of the admin role,
+	// locked, in id order.
+	AdministratorsForUpdate(ctx context.Context) ([]StoredStaff, error)
+	// SetStaffSuspension records a suspension (at, by, reason) or clears
+	// it and its confirmation (at nil).
+	SetStaffSuspension(ctx context.Context, id string, at *time.Time, by, reason string) error
+	// ConfirmStaffSuspension records the second administrator's
+	// confirmation of the user's suspension.
+	ConfirmStaffSuspension(ctx context.Context, id, by string) error
 	// UpdateStaffPassword stores a new hash. setAt is nil when only the
 	// hash's parameters change (the password stays the same).
 	UpdateStaffPassword(ctx context.Context, id, hash string, temporary bool, setAt *time.Time) error
@@ -141,6 +152,7 @@ const (
 	reasonBadPassword   = "bad_password"      // known e-mail address, wrong password
 	reasonUnknownEmail  = "unknown_email"     // told apart here and in the audit log, never to the client
 	reasonDisabled      = "disabled"          // right or wrong password, account disabled
+	reasonSuspended     = "suspended"         // right or wrong password, a suspension in force
 	reasonLocked        = "locked"            // right or wrong password, account locked
 	reasonBadTOTP       = "bad_totp"          // wrong or reused TOTP code
 	reasonBadRecovery   = "bad_recovery"      // wrong or used recovery code
@@ -190,6 +202,7 @@ const (
 // revocation of their sessions.
 type Staff struct {
 	controls *Controls
+	inbox    *Inbox
 	tx       kernel.TxRunner
 	store    StaffStore
 	sealer   kernel.Sealer
@@ -215,8 +228,10 @@ type StaffDeps struct {
 	Audit    *kernel.Auditor
 	Validate *validate.Validator
 	Controls *Controls
-	Config   StaffConfig
-	Now      kernel.Clock
+	// Inbox tells the other administrators of a suspension.
+	Inbox  *Inbox
+	Config StaffConfig
+	Now    kernel.Clock
 }
 
 // NewStaff returns the staff service. It loads the common-password list.
@@ -226,7 +241,7 @@ func NewStaff(d StaffDeps) *Staff {
 	if d.Config.Issuer == "" {
 		d.Config.Issuer = "emi"
 	}
-	return &Staff{tx: d.Tx, store: d.Store, sealer: d.Sealer, audit: d.Audit, validate: d.Validate, controls: d.Controls, cfg: d.Config, now: d.Now,
+	return &Staff{tx: d.Tx, store: d.Store, sealer: d.Sealer, audit: d.Audit, validate: d.Validate, controls: d.Controls, inbox: d.Inbox, cfg: d.Config, now: d.Now,
 		policy: newPasswordPolicy()}
 }
 
@@ -266,6 +281,20 @@ func (s *Staff) authorize(ctx context.Context, perm emi.Permission, self, action
 	}
 	s.deny(ctx, action, resource, "missing permission "+string(perm))
 	return emi.ErrForbidden.WithDetail("%s needs %s", action, perm)
+}
+
+// manageOther authorizes an administrator's action on another staff user:
+// emi.PermManageStaff, and never on oneself (emi.ErrForbidden, with a
+// denied audit row either way).
+func (s *Staff) manageOther(ctx context.Context, action, staffID string) error {
+	if err := s.authorize(ctx, emi.PermManageStaff, "", action, staffID); err != nil {
+		return err
+	}
+	if isSelf(ctx, staffID) {
+		s.deny(ctx, action, staffID, "own account")
+		return emi.ErrForbidden.WithDetail("%s of oneself", action)
+	}
+	return nil
 }
 
 // deny records a refused action. A failure to write it is not reported: the
@@ -313,7 +342,12 @@ func (s *Staff) List(ctx context.Context) ([]emi.StaffUser, error) {
 	if err := s.authorize(ctx, emi.PermViewStaff, "", "staff.list", ""); err != nil {
 		return nil, err
 	}
-	return s.store.ListStaff(ctx)
+	list, err := s.store.ListStaff(ctx)
+	now := s.now()
+	for i := range list {
+		list[i].Suspended = suspendedAt(list[i], now)
+	}
+	return list, err
 }
 
 // Names returns every staff member's name by id, for any staff member:
@@ -343,6 +377,7 @@ func (s *Staff) Get(ctx context.Context, id string) (emi.StaffUser, error) {
 		return emi.StaffUser{}, err
 	}
 	u, err := s.store.StaffByID(ctx, id)
+	u.Suspended = suspendedAt(u.StaffUser, s.now())
 	return u.StaffUser, err
 }
 
@@ -364,6 +399,9 @@ func (s *Staff) Current(ctx context.Context, staffID string, signedInAt time.Tim
 	if u.DisabledAt != nil {
 		return emi.StaffUser{}, emi.ErrSessionExpired.WithDetail("staff user disabled")
 	}
+	if suspendedAt(u.StaffUser, s.now()) {
+		return emi.StaffUser{}, emi.ErrSessionExpired.WithDetail("staff user suspended")
+	}
 	if u.SessionsRevokedAt != nil && !signedInAt.After(*u.SessionsRevokedAt) {
 		return emi.StaffUser{}, emi.ErrSessionExpired.WithDetail("sessions revoked")
 	}
@@ -373,47 +411,96 @@ func (s *Staff) Current(ctx context.Context, staffID string, signedInAt time.Tim
 // Disable makes a staff user unable to sign in and ends its sessions
 // (ASVS 7.4.2). Needs emi.PermManageStaff (else emi.ErrForbidden); nobody
 // disables themselves (emi.ErrForbidden). Disabling a disabled user changes
-// nothing. Returns emi.ErrStaffNotFound.
-func (s *Staff) Disable(ctx context.Context, staffID string) error {
-	return s.setDisabled(ctx, staffID, true)
+// nothing. When an administrator disables a user who holds a privileged
+// role or held one in the last StaffLinkWindow, the change is pending
+// (the outcome's Change) until a second administrator approves it
+// (ControlStaffPrivilegeRemoval): one administrator alone cannot take the
+// others out. Suspend is the one-step stop for an incident. Returns
+// emi.ErrStaffNotFound and emi.ErrStaffChangePending.
+func (s *Staff) Disable(ctx context.Context, staffID string) (emi.StaffOutcome, error) {
+	if err := s.manageOther(ctx, "staff.disable", staffID); err != nil {
+		return emi.StaffOutcome{}, err
+	}
+	u, err := s.store.StaffByID(ctx, staffID)
+	if err != nil {
+		return emi.StaffOutcome{}, err
+	}
+	if _, ok := byStaff(ctx); ok && u.DisabledAt == nil && s.recentlyPrivileged(u.StaffUser) {
+		return s.propose(ctx, StoredStaffChange{StaffChange: emi.StaffChange{Kind: emi.StaffChangeDisable, StaffID: staffID,
+			Email: u.Email, Name: u.Name, Roles: u.Roles, FromRoles: u.Roles}}, "", "")
+	}
+	var out emi.StaffOutcome
+	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		u, err := s.store.StaffForUpdate(ctx, staffID)
+		if err != nil {
+			return err
+		}
+		// Decided again on the locked row: a privileged role granted
+		// meanwhile makes it a two-person change.
+		if _, ok := byStaff(ctx); ok && u.DisabledAt == nil && s.recentlyPrivileged(u.StaffUser) {
+			return emi.ErrStaffChangeStale.WithDetail("roles changed to %v meanwhile", u.Roles)
+		}
+		out, err = s.applyDisable(ctx, u, nil)
+		return err
+	})
+	return out, err
+}
+
+// applyDisable disables u (locked) and ends its sessions, and audits;
+// a disabled user is left as it is.
+func (s *Staff) applyDisable(ctx context.Context, u StoredStaff, extra map[string]any) (emi.StaffOutcome, error) {
+	now := s.now().UTC()
+	out := emi.StaffOutcome{User: u.StaffUser, Change: appliedChange(emi.StaffChangeDisable, u.StaffUser, u.Roles, now)}
+	if u.DisabledAt != nil {
+		return out, nil
+	}
+	if err := s.store.SetStaffDisabled(ctx, u.ID, &now); err != nil {
+		return emi.StaffOutcome{}, err
+	}
+	if err := s.store.RevokeStaffSessions(ctx, u.ID, now); err != nil {
+		return emi.StaffOutcome{}, err
+	}
+	changes := map[string]any{"email": u.Email}
+	for k, v := range extra {
+		changes[k] = v
+	}
+	if err := s.audit.Record(ctx, emi.AuditEntry{Action: "staff.disable", ResourceType: "staff_user", ResourceToken: u.ID,
+		Changes: changes}); err != nil {
+		return emi.StaffOutcome{}, err
+	}
+	out.User.Disabled = true
+	return out, nil
+}
+
+// recentlyPrivileged reports whether u holds a privileged role or lost one
+// less than StaffLinkWindow ago: taking such a user's access away or
+// resetting them takes two administrators, so that stripping a colleague
+// first does not make them a one-step target.
+func (s *Staff) recentlyPrivileged(u emi.StaffUser) bool {
+	return emi.AnyPrivileged(u.Roles) || (u.PrivilegeEndedAt != nil && s.now().Sub(*u.PrivilegeEndedAt) < StaffLinkWindow)
+}
+
+// suspendedAt reports whether u's suspension is in force at now: recorded,
+// and confirmed by a second administrator or younger than
+// emi.SuspensionTTL.
+func suspendedAt(u emi.StaffUser, now time.Time) bool {
+	return u.SuspendedAt != nil && (u.SuspensionConfirmedBy != "" || now.Before(u.SuspendedAt.Add(emi.SuspensionTTL)))
 }
 
 // Enable lets a disabled staff user sign in again, and clears a lockout.
 // Needs emi.PermManageStaff (else emi.ErrForbidden); not for oneself.
 // Returns emi.ErrStaffNotFound.
 func (s *Staff) Enable(ctx context.Context, staffID string) error {
-	return s.setDisabled(ctx, staffID, false)
-}
-
-func (s *Staff) setDisabled(ctx context.Context, staffID string, disable bool) error {
-	action := "staff.enable"
-	if disable {
-		action = "staff.disable"
-	}
-	if err := s.authorize(ctx, emi.PermManageStaff, "", action, staffID); err != nil {
+	const action = "staff.enable"
+	if err := s.manageOther(ctx, action, staffID); err != nil {
 		return err
-	}
-	if isSelf(ctx, staffID) {
-		s.deny(ctx, action, staffID, "own account")
-		return emi.ErrForbidden.WithDetail("%s of oneself", action)
 	}
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		u, err := s.store.StaffForUpdate(ctx, staffID)
 		if err != nil {
 			return err
 		}
-		now := s.now().UTC()
-		if disable {
-			if u.DisabledAt != nil {
-				return nil
-			}
-			if err := s.store.SetStaffDisabled(ctx, staffID, &now); err != nil {
-				return err
-			}
-			if err := s.store.RevokeStaffSessions(ctx, staffID, now); err != nil {
-				return err
-			}
-		} else if err := s.store.SetStaffDisabled(ctx, staffID, nil); err != nil {
+		if err := s.store.SetStaffDisabled(ctx, staffID, nil); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "staff_user", ResourceToken: staffID,

@@ -11,14 +11,24 @@ import (
 	"emi/internal/service/kernel"
 )
 
-// Privileged staff changes (issue 19, C8). Creating a user with a
-// privileged role (emi.PrivilegedRole), granting one, and resetting the
-// credentials of a user who holds one are proposed by one administrator
-// and take effect only when a second, distinct administrator approves
-// (ControlStaffPrivileged). Everything else (an auditor-only user, removing
-// roles, disabling, ending sessions) stays one step, and so does anything
-// the system principal does: the `emi staff` command line bootstraps the
-// first administrator, and someone with the server's shell and database
+// Privileged staff changes. Creating a user with a privileged role
+// (emi.PrivilegedRole), granting one, and resetting the credentials of a
+// user who holds one or held one in the last StaffLinkWindow are proposed
+// by one administrator and take effect only when a second, distinct
+// administrator approves (ControlStaffPrivileged). So is taking privilege
+// away: removing a privileged role, and disabling a user who holds one or
+// held one in the last StaffLinkWindow (ControlStaffPrivilegeRemoval).
+// Otherwise one administrator could lock every other out (strip or disable
+// them, one step each) or take a colleague over (strip them to auditor,
+// then reset them alone and sign in with the whole temporary password).
+//
+// What stays one step: an auditor-only user, granting or removing the
+// auditor role alone, enabling, ending sessions, and the suspension
+// (Suspend), the incident-response stop that never leaves fewer than two
+// active administrators and lapses after a day unless a second
+// administrator confirms it. Anything the system principal does is one
+// step too: the `emi staff` command line bootstraps the first
+// administrator, and someone with the server's shell and database
 // credentials is outside what the back office's controls can hold.
 //
 // No administrator chooses a colleague's password or sees a working one.
@@ -199,9 +209,10 @@ func (s *Staff) propose(ctx context.Context, c StoredStaffChange, temp, hash str
 // SetRoles replaces the roles of a staff user and ends its sessions, so the
 // new roles apply from its next sign-in. Needs emi.PermManageStaff (else
 // emi.ErrForbidden); nobody changes their own roles (emi.ErrOwnRoles).
-// When an administrator grants a privileged role the user did not hold, the
-// change is pending until another administrator approves it; removing
-// roles and granting unprivileged ones take effect at once. Returns
+// When an administrator grants a privileged role the user did not hold, or
+// removes one they held, the change is pending until another administrator
+// approves it; a change of the auditor role alone takes effect at once.
+// Returns
 // emi.ErrStaffValidation for an empty or unknown role,
 // emi.ErrStaffNotFound, and emi.ErrStaffChangePending when the user has a
 // pending change.
@@ -229,6 +240,7 @@ func (s *Staff) SetRoles(ctx context.Context, staffID string, roles []emi.Role) 
 		added := slices.DeleteFunc(slices.Clone(roles), func(r emi.Role) bool { return slices.Contains(from, r) })
 		return byAdmin && emi.AnyPrivileged(added)
 	}
+	removesPrivilege := func(from []emi.Role) bool { return byAdmin && emi.AnyPrivileged(removedRoles(from, roles)) }
 	if grantsPrivilege(u.Roles) {
 		// The grant also reissues the user's credentials, in two halves:
 		// a user an administrator created or reset alone (an auditor, whole
@@ -242,6 +254,13 @@ func (s *Staff) SetRoles(ctx context.Context, staffID string, roles []emi.Role) 
 		return s.propose(ctx, StoredStaffChange{StaffChange: emi.StaffChange{Kind: emi.StaffChangeRoles, StaffID: staffID,
 			Email: u.Email, Name: u.Name, Roles: roles, FromRoles: u.Roles}}, temp, hash)
 	}
+	if removesPrivilege(u.Roles) {
+		// Taking privilege away takes two people too: one administrator
+		// could otherwise strip every other (a lockout) or strip one to
+		// auditor and reset them alone (a takeover). No new credentials.
+		return s.propose(ctx, StoredStaffChange{StaffChange: emi.StaffChange{Kind: emi.StaffChangeRoles, StaffID: staffID,
+			Email: u.Email, Name: u.Name, Roles: roles, FromRoles: u.Roles}}, "", "")
+	}
 	var out emi.StaffOutcome
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
 		u, err := s.store.StaffForUpdate(ctx, staffID)
@@ -250,7 +269,7 @@ func (s *Staff) SetRoles(ctx context.Context, staffID string, roles []emi.Role) 
 		}
 		// Decided again on the locked row: roles read before the lock may
 		// have changed (an approved grant meanwhile).
-		if grantsPrivilege(u.Roles) {
+		if grantsPrivilege(u.Roles) || removesPrivilege(u.Roles) {
 			return emi.ErrStaffChangeStale.WithDetail("roles changed to %v meanwhile", u.Roles)
 		}
 		out, err = s.applyRoles(ctx, u, roles, nil)
@@ -259,10 +278,20 @@ func (s *Staff) SetRoles(ctx context.Context, staffID string, roles []emi.Role) 
 	return out, err
 }
 
-// applyRoles sets the roles of u (locked), ends its sessions and audits.
+// removedRoles returns the roles of from that to does not hold.
+func removedRoles(from, to []emi.Role) []emi.Role {
+	return slices.DeleteFunc(slices.Clone(from), func(r emi.Role) bool { return slices.Contains(to, r) })
+}
+
+// applyRoles sets the roles of u (locked), ends its sessions and audits; a
+// privileged role removed is recorded (emi.StaffUser's PrivilegeEndedAt).
 func (s *Staff) applyRoles(ctx context.Context, u StoredStaff, roles []emi.Role, extra map[string]any) (emi.StaffOutcome, error) {
 	now := s.now().UTC()
-	if err := s.store.UpdateStaffRoles(ctx, u.ID, roles); err != nil {
+	var ended *time.Time
+	if emi.AnyPrivileged(removedRoles(u.Roles, roles)) {
+		ended = &now
+	}
+	if err := s.store.UpdateStaffRoles(ctx, u.ID, roles, ended); err != nil {
 		return emi.StaffOutcome{}, err
 	}
 	if err := s.store.RevokeStaffSessions(ctx, u.ID, now); err != nil {
@@ -278,6 +307,9 @@ func (s *Staff) applyRoles(ctx context.Context, u StoredStaff, roles []emi.Role,
 	}
 	from := u.Roles
 	u.Roles = roles
+	if ended != nil {
+		u.PrivilegeEndedAt = ended
+	}
 	return emi.StaffOutcome{User: u.StaffUser, Change: appliedChange(emi.StaffChangeRoles, u.StaffUser, from, now)}, nil
 }
 
@@ -285,7 +317,9 @@ func (s *Staff) applyRoles(ctx context.Context, u StoredStaff, roles []emi.Role,
 // removes its TOTP secret and recovery codes so it enrols again at the next
 // sign-in, clears a lockout and ends its sessions. Needs
 // emi.PermManageStaff (else emi.ErrForbidden); not for oneself. For a user
-// holding a privileged role, an administrator's reset is pending until
+// holding a privileged role or who held one in the last StaffLinkWindow
+// (stripped to auditor first, they would otherwise be a one-step takeover),
+// an administrator's reset is pending until
 // another administrator approves it (the outcome's Secret is then the first
 // half of the password; the user keeps their credentials meanwhile);
 // otherwise it takes effect at once and Secret is the whole password.
@@ -306,7 +340,7 @@ func (s *Staff) ResetCredentials(ctx context.Context, staffID string) (emi.Staff
 	if err != nil {
 		return emi.StaffOutcome{}, err
 	}
-	if _, ok := byStaff(ctx); ok && emi.AnyPrivileged(u.Roles) {
+	if _, ok := byStaff(ctx); ok && s.recentlyPrivileged(u.StaffUser) {
 		return s.propose(ctx, StoredStaffChange{StaffChange: emi.StaffChange{Kind: emi.StaffChangeReset, StaffID: staffID,
 			Email: u.Email, Name: u.Name, Roles: u.Roles, FromRoles: u.Roles}}, temp, hash)
 	}
@@ -318,7 +352,7 @@ func (s *Staff) ResetCredentials(ctx context.Context, staffID string) (emi.Staff
 		}
 		// Decided again on the locked row: a privileged role granted
 		// meanwhile makes the reset a two-admin change.
-		if _, ok := byStaff(ctx); ok && emi.AnyPrivileged(u.Roles) {
+		if _, ok := byStaff(ctx); ok && s.recentlyPrivileged(u.StaffUser) {
 			return emi.ErrStaffChangeStale.WithDetail("roles changed to %v meanwhile", u.Roles)
 		}
 		out, err = s.applyReset(ctx, u, hash, nil)
@@ -388,7 +422,7 @@ func (s *Staff) ApproveChange(ctx context.Context, changeID string) (emi.StaffOu
 		if c.Kind != emi.StaffChangeCreate {
 			participants = append(participants, c.StaffID)
 		}
-		if err := s.controls.Approve(ctx, ControlStaffPrivileged, participants...); err != nil {
+		if err := s.controls.Approve(ctx, controlOf(c.StaffChange), participants...); err != nil {
 			return err
 		}
 		now := s.now().UTC()
@@ -404,7 +438,7 @@ func (s *Staff) ApproveChange(ctx context.Context, changeID string) (emi.StaffOu
 				return err
 			}
 			out = emi.StaffOutcome{User: u}
-		case emi.StaffChangeRoles, emi.StaffChangeReset:
+		case emi.StaffChangeRoles, emi.StaffChangeReset, emi.StaffChangeDisable:
 			u, err := s.store.StaffForUpdate(ctx, c.StaffID)
 			if err != nil {
 				return err
@@ -412,11 +446,16 @@ func (s *Staff) ApproveChange(ctx context.Context, changeID string) (emi.StaffOu
 			if !slices.Equal(u.Roles, c.FromRoles) {
 				return emi.ErrStaffChangeStale.WithDetail("roles are %v, were %v when proposed", u.Roles, c.FromRoles)
 			}
-			if c.Kind == emi.StaffChangeRoles {
+			switch c.Kind {
+			case emi.StaffChangeRoles:
 				if out, err = s.applyRoles(ctx, u, c.Roles, link); err != nil {
 					return err
 				}
 				u.Roles = c.Roles
+			case emi.StaffChangeDisable:
+				if out, err = s.applyDisable(ctx, u, link); err != nil {
+					return err
+				}
 			}
 			if c.PasswordHash != "" { // a reset, or a grant that reissues the credentials
 				if out, err = s.applyReset(ctx, u, c.PasswordHash, link); err != nil {
@@ -448,6 +487,21 @@ func (s *Staff) ApproveChange(ctx context.Context, changeID string) (emi.StaffOu
 		return emi.StaffOutcome{}, err
 	}
 	return out, nil
+}
+
+// controlOf returns the decision-table row that approves c: taking
+// privilege away (a disable, or roles that remove a privileged role and
+// grant none) or the rest (creating, granting, resetting).
+func controlOf(c emi.StaffChange) Control {
+	switch c.Kind {
+	case emi.StaffChangeDisable:
+		return ControlStaffPrivilegeRemoval
+	case emi.StaffChangeRoles:
+		if !emi.AnyPrivileged(removedRoles(c.Roles, c.FromRoles)) {
+			return ControlStaffPrivilegeRemoval
+		}
+	}
+	return ControlStaffPrivileged
 }
 
 // RejectChange rejects a pending staff change (any administrator, the

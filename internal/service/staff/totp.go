@@ -110,8 +110,8 @@ func (s *Staff) BeginEnrollment(ctx context.Context, staffID string) (Enrollment
 	if err != nil {
 		return Enrollment{}, err
 	}
-	if u.DisabledAt != nil || u.TOTPEnrolled {
-		return Enrollment{}, emi.ErrForbidden.WithDetail("enrolment of a disabled or enrolled user")
+	if u.DisabledAt != nil || suspendedAt(u.StaffUser, s.now()) || u.TOTPEnrolled {
+		return Enrollment{}, emi.ErrForbidden.WithDetail("enrolment of a disabled, suspended or enrolled user")
 	}
 	if u.TOTPSecretEnc != nil {
 		raw, err := s.sealer.Open(u.TOTPSecretEnc, TOTPSecretContext(u.ID))
@@ -296,9 +296,13 @@ func (s *Staff) secondFactor(ctx context.Context, staffID string, f factor) erro
 	}
 	now := s.now().UTC()
 	a := attempt{user: &u, lookup: lookup, action: f.action, factor: f.name}
-	if u.DisabledAt != nil || locked(u, now) {
-		a.reason = reasonDisabled
-		if u.DisabledAt == nil {
+	if u.DisabledAt != nil || suspendedAt(u.StaffUser, now) || locked(u, now) {
+		switch {
+		case u.DisabledAt != nil:
+			a.reason = reasonDisabled
+		case suspendedAt(u.StaffUser, now):
+			a.reason = reasonSuspended
+		default:
 			a.reason = reasonLocked
 		}
 		if err := s.record(ctx, a); err != nil {
