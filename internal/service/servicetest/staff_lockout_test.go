@@ -3,6 +3,7 @@ package servicetest_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func TestLockoutOneAdminCannotTakeTheOthersOut(t *testing.T) {
 	if err != nil || strip.Change.Status != emi.StaffChangePending {
 		t.Fatalf("one admin stripped a colleague in one step: %+v %v", strip.Change, err)
 	}
-	if got := rolesOf(t, m, staffOf(b)); !slicesEqual(got, []emi.Role{emi.RoleAdmin}) {
+	if got := rolesOf(t, m, staffOf(b)); !slices.Equal(got, []emi.Role{emi.RoleAdmin}) {
 		t.Fatalf("the colleague's roles changed before a second approval: %v", got)
 	}
 	dis, err := st.Disable(a, staffOf(c))
@@ -226,7 +227,7 @@ func TestTakeoverOneAdminCannotStripThenResetAColleague(t *testing.T) {
 	}
 	// Say the honest colleague approves it (an incident, a reorganisation).
 	approved(t, m, c, strip, nil)
-	if got := rolesOf(t, m, staffOf(b)); !slicesEqual(got, []emi.Role{emi.RoleAuditor}) {
+	if got := rolesOf(t, m, staffOf(b)); !slices.Equal(got, []emi.Role{emi.RoleAuditor}) {
 		t.Fatalf("roles after the approved removal: %v", got)
 	}
 
@@ -310,7 +311,7 @@ func TestTakeoverChainThroughAPuppetAdministrator(t *testing.T) {
 	}
 	wantErr(t, "the puppet confirms the insider's suspension", st.ConfirmSuspension(puppet, staffOf(b)), emi.ErrFourEyes)
 	for _, id := range []string{staffOf(b), staffOf(c)} {
-		if got := rolesOf(t, m, id); !slicesEqual(got, []emi.Role{emi.RoleAdmin}) {
+		if got := rolesOf(t, m, id); !slices.Equal(got, []emi.Role{emi.RoleAdmin}) {
 			t.Fatalf("colleague %s lost roles: %v", id, got)
 		}
 	}
@@ -319,14 +320,35 @@ func TestTakeoverChainThroughAPuppetAdministrator(t *testing.T) {
 	}
 }
 
-func slicesEqual(a, b []emi.Role) bool {
-	if len(a) != len(b) {
-		return false
+// The suspension's error paths: each refusal changes nothing.
+func TestSuspensionRefusals(t *testing.T) {
+	t.Parallel()
+	m := newMoneyApp(t, apptest.Options{})
+	st := m.env.App.Staff
+	a := newStaffUser(t, m, sys(), emi.RoleAdmin)
+	b := newStaffUser(t, m, sys(), emi.RoleCompliance)
+	err := st.Suspend(a, staffOf(b), " x ")
+	wantErr(t, "a suspension without a reason", err, emi.ErrStaffValidation)
+	wantErr(t, "suspending oneself", st.Suspend(a, staffOf(a), "tired"), emi.ErrForbidden)
+	wantErr(t, "suspending an unknown user", st.Suspend(a, "01a22456-cb43-7d7c-a4a7-4c0738a21d4f", "incident"), emi.ErrStaffNotFound)
+	wantErr(t, "confirming no suspension", st.ConfirmSuspension(newApprover(t, m), staffOf(b)), emi.ErrStaffNotSuspended)
+	wantErr(t, "lifting no suspension", st.LiftSuspension(a, staffOf(b)), emi.ErrStaffNotSuspended)
+	if u, _ := st.Get(sys(), staffOf(b)); u.Suspended || u.SuspendedAt != nil {
+		t.Fatal("a refused suspension was recorded")
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
+	// A lapsed suspension cannot be confirmed any more.
+	if err := st.Suspend(a, staffOf(b), "incident"); err != nil {
+		t.Fatal(err)
 	}
-	return true
+	m.env.Clock.Advance(emi.SuspensionTTL + time.Minute)
+	wantErr(t, "confirming a lapsed suspension", st.ConfirmSuspension(newApprover(t, m), staffOf(b)), emi.ErrStaffNotSuspended)
+	// A confirmed one cannot be confirmed twice.
+	c := newApprover(t, m)
+	if err := st.Suspend(c, staffOf(b), "incident again"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ConfirmSuspension(newApprover(t, m), staffOf(b)); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "confirming twice", st.ConfirmSuspension(newApprover(t, m), staffOf(b)), emi.ErrStaffNotSuspended)
 }
