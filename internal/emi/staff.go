@@ -121,8 +121,10 @@ type StaffUser struct {
 	SuspensionReason      string     `db:"suspension_reason"`
 	SuspensionConfirmedBy string     `db:"suspension_confirmed_by"`
 	// Suspended reports a suspension in force when the service read the
-	// user.
-	Suspended bool `db:"-"`
+	// user, and SuspensionLapsesAt when it ends unless confirmed (nil when
+	// confirmed or none is in force): both are the service's answer.
+	Suspended          bool       `db:"-"`
+	SuspensionLapsesAt *time.Time `db:"-"`
 }
 
 // SuspensionTTL is how long one administrator's suspension of a colleague

@@ -28,10 +28,10 @@ func staffRow(u emi.StaffUser) pages.StaffRow {
 	switch {
 	case u.Disabled:
 		row.Status, row.StatusTone = "disabled", "bad"
-	case u.Suspended && u.SuspensionConfirmedBy != "":
-		row.Status, row.StatusTone = "suspended", "bad"
+	case u.SuspensionLapsesAt != nil:
+		row.Status, row.StatusTone = "suspended (lapses "+fmtTime(*u.SuspensionLapsesAt)+" unless confirmed)", "bad"
 	case u.Suspended:
-		row.Status, row.StatusTone = "suspended (lapses "+fmtTime(u.SuspendedAt.Add(emi.SuspensionTTL))+" unless confirmed)", "bad"
+		row.Status, row.StatusTone = "suspended", "bad"
 	case !u.TOTPEnrolled:
 		row.Status, row.StatusTone = "2FA not enrolled", "warn"
 	}
@@ -209,6 +209,9 @@ func (p *Portal) renderStaffPage(w http.ResponseWriter, r *http.Request, status 
 	if u.SuspendedAt != nil {
 		v.SuspendedBy = p.staffNames(r)[u.SuspendedBy]
 		v.SuspendedAt = fmtTime(*u.SuspendedAt)
+	}
+	if u.SuspensionLapsesAt != nil {
+		v.SuspensionLapsesAt = fmtTime(*u.SuspensionLapsesAt)
 	}
 	if canDo(r, emi.PermViewStaff) {
 		users, err := p.d.Staff.List(r.Context())

@@ -345,7 +345,7 @@ func (s *Staff) List(ctx context.Context) ([]emi.StaffUser, error) {
 	list, err := s.store.ListStaff(ctx)
 	now := s.now()
 	for i := range list {
-		list[i].Suspended = suspendedAt(list[i], now)
+		list[i] = withSuspension(list[i], now)
 	}
 	return list, err
 }
@@ -377,8 +377,7 @@ func (s *Staff) Get(ctx context.Context, id string) (emi.StaffUser, error) {
 		return emi.StaffUser{}, err
 	}
 	u, err := s.store.StaffByID(ctx, id)
-	u.Suspended = suspendedAt(u.StaffUser, s.now())
-	return u.StaffUser, err
+	return withSuspension(u.StaffUser, s.now()), err
 }
 
 // Current returns the signed-in user for the back office, on every request:
@@ -478,6 +477,16 @@ func (s *Staff) applyDisable(ctx context.Context, u StoredStaff, extra map[strin
 // first does not make them a one-step target.
 func (s *Staff) recentlyPrivileged(u emi.StaffUser) bool {
 	return emi.AnyPrivileged(u.Roles) || (u.PrivilegeEndedAt != nil && s.now().Sub(*u.PrivilegeEndedAt) < StaffLinkWindow)
+}
+
+// withSuspension fills in u's suspension as in force at now.
+func withSuspension(u emi.StaffUser, now time.Time) emi.StaffUser {
+	u.Suspended = suspendedAt(u, now)
+	if u.Suspended && u.SuspensionConfirmedBy == "" {
+		end := u.SuspendedAt.Add(emi.SuspensionTTL)
+		u.SuspensionLapsesAt = &end
+	}
+	return u
 }
 
 // suspendedAt reports whether u's suspension is in force at now: recorded,

@@ -3,6 +3,7 @@ package staff
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"emi/internal/emi"
@@ -95,7 +96,8 @@ func (s *Staff) Suspend(ctx context.Context, staffID, reason string) error {
 				"sessions_revoked": true}}); err != nil {
 			return err
 		}
-		body := u.Name + " was suspended: " + reason + ". It lapses in 24 hours unless a second administrator confirms it."
+		body := fmt.Sprintf("%s was suspended: %s. It lapses at %s unless a second administrator confirms it.",
+			u.Name, reason, now.Add(emi.SuspensionTTL).Format("2006-01-02 15:04 MST"))
 		for _, a := range admins {
 			if a.ID == staffID || a.DisabledAt != nil {
 				continue
