@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"database/sql"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // GetPrepared exposes getPrepared to the package's external tests.
@@ -24,3 +26,11 @@ func PreparedCount(db *DB) int {
 
 // CommitError exposes commitError to the package's external tests.
 func CommitError(ctx context.Context, err error) error { return commitError(ctx, err) }
+
+// OverPool makes a DB of a pool the test opened itself (its own connector,
+// dialer or limits), preparing as OpenWith would for pooler p.
+func OverPool(db *sqlx.DB, p Pooler) *DB { return &DB{DB: db, pooler: p} }
+
+// WithBinaryParameters exposes withBinaryParameters (what OpenWith does to
+// every URL) to the package's external tests.
+func WithBinaryParameters(dsn string) string { return withBinaryParameters(dsn) }
