@@ -181,10 +181,9 @@ func (c Card) Expired(now time.Time) bool {
 }
 
 // CanPay reports whether the card may be used to pay at now (contract §7):
-// status active, activated, not expired, and its account active.
-func (c Card) CanPay(now time.Time) bool {
-	return c.Status == CardActive && c.Activated && !c.Expired(now) && c.AccountStatus == AccountActive
-}
+// status active, activated, not expired, and its account active
+// (CardCanPay, from the card state table).
+func (c Card) CanPay(now time.Time) bool { return CardCanPay(c, now) }
 
 // Wallet token states (computed from the card, see WalletToken.Status).
 const (
@@ -204,16 +203,8 @@ type WalletToken struct {
 
 // WalletStatus is the state of a card's wallet tokens: it follows the
 // card (deleted once terminated, suspended while the card or its account
-// is not active).
-func (c Card) WalletStatus() string {
-	switch {
-	case c.Status == CardTerminated:
-		return WalletDeleted
-	case c.Status != CardActive || (c.AccountStatus != "" && c.AccountStatus != AccountActive):
-		return WalletSuspended
-	}
-	return WalletActive
-}
+// is not active; CardWalletStatus, from the card state table).
+func (c Card) WalletStatus() string { return CardWalletStatus(c) }
 
 // CardFilter selects cards (cards_list, back office).
 type CardFilter struct {

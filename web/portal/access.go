@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/internal/service/cards"
 )
 
 // canDo reports whether the signed-in staff user holds perm (to show or
@@ -62,6 +63,13 @@ func (p *Portal) requireStaff(next http.Handler) http.Handler {
 
 // requirePerm answers 403 unless the principal has perm. The services check
 // again: this only keeps pages a role cannot use from rendering at all.
+// cardGuard guards a card action's route with the permission the card
+// service checks for that action (cards.ActionPermission): the route and
+// the service cannot require different things.
+func (p *Portal) cardGuard(act emi.CardAction) func(http.Handler) http.Handler {
+	return p.requirePerm(cards.ActionPermission(act))
+}
+
 func (p *Portal) requirePerm(perm emi.Permission) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -414,10 +414,11 @@ func (p *Portal) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages
 	if canDo(r, emi.PermViewAudit) {
 		v.AuditHref = "/backoffice/audit?resource_type=card&resource_token=" + url.QueryEscape(c.Token)
 	}
-	if canDo(r, emi.PermManageCards) {
-		v.Actions = cardActions(c, f)
+	caps := p.d.Cards.Capabilities(r.Context(), c)
+	if caps.Manages {
+		v.Actions = cardActions(c, caps, f)
 	}
-	if canDo(r, emi.PermRevealCardData) && c.Status != emi.CardTerminated {
+	if caps.Can(emi.CardReveal) {
 		v.Reveal = &pages.CardReveal{Action: cardHref(c.Token) + "/reveal", CardHref: cardHref(c.Token), Masked: c.MaskedPAN(),
 			HideAfter: revealSeconds}
 	}
@@ -497,14 +498,14 @@ func yesOrNo(b bool) string {
 	return "no"
 }
 
-// cardActions are the actions the signed-in customer-service user may
-// take on the card, by its state (the service refuses the rest anyway).
-func cardActions(c cards.CardView, f *cardForm) *pages.CardActions {
-	a := &pages.CardActions{Base: cardHref(c.Token), Terminated: c.Status == emi.CardTerminated}
-	a.CanActivate = !c.Activated
-	a.CanDeactivate = c.Status != emi.CardTerminated
-	a.CanReactivate = c.Status == emi.CardInactive
-	a.CanReplace = cards.CanReplace(c.Card)
+// cardActions are the forms of the actions the service allows the
+// signed-in staff member on the card now (caps: cards.Capabilities).
+func cardActions(c cards.CardView, caps cards.CardCapabilities, f *cardForm) *pages.CardActions {
+	a := &pages.CardActions{Base: cardHref(c.Token), Terminated: caps.Final}
+	a.CanActivate = caps.Can(emi.CardActivate)
+	a.CanDeactivate = caps.Can(emi.CardBlock)
+	a.CanReactivate = caps.Can(emi.CardUnblock)
+	a.CanReplace = caps.Can(emi.CardReplace)
 	a.Reported = blockReasonText(c.Status, c.StatusReason)
 	for _, code := range emi.BlockReasons {
 		a.BlockReasons = append(a.BlockReasons, pages.CardChoice{Value: code, Label: blockReasonChoice(code)})
@@ -512,9 +513,11 @@ func cardActions(c cards.CardView, f *cardForm) *pages.CardActions {
 	if c.ReplacedBy != "" {
 		a.ReplacedByHref = cardHref(c.ReplacedBy)
 	}
-	a.CanConvert = c.Type == emi.CardVirtual
-	a.CanAssign = c.Account == ""
-	a.CanSendPIN = c.Program.PINBySMS
+	a.CanConvert = caps.Can(emi.CardConvert)
+	a.CanAssign = caps.Can(emi.CardAssign)
+	a.CanSendPIN = caps.Can(emi.CardSendPIN)
+	a.CanResetPIN, a.Can3DS, a.CanSetGroups, a.CanTerminate = caps.Can(emi.CardResetPIN), caps.Can(emi.CardSet3DS),
+		caps.Can(emi.CardSetGroups), caps.Can(emi.CardTerminate)
 	a.Enrolled, a.OTPEnrolled = c.ThreeDS.Enrolled(), c.ThreeDS.OTPSMS != ""
 	for _, kind := range emi.GroupKinds {
 		a.Groups = append(a.Groups, pages.CardGroupRow{Kind: kind, Label: strings.ReplaceAll(kind, "_", " "), Code: c.Groups[kind],

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/service/cards"
@@ -1234,4 +1236,77 @@ func TestPINTextCannotBeRedirectedByStaff(t *testing.T) {
 	if n := e.count(t, `SELECT count(*) FROM sms_messages WHERE card = $1 AND to_phone = $2`, e.card.Token, agentPhone); n != 0 {
 		t.Fatalf("%d PIN texts to the agent's number", n)
 	}
+}
+
+// cardFormActions maps the card page's form targets to the card actions
+// they take.
+var cardFormActions = map[string]emi.CardAction{
+	"/activate": emi.CardActivate, "/block": emi.CardBlock, "/status": emi.CardUnblock, "/terminate": emi.CardTerminate,
+	"/replace": emi.CardReplace, "/convert": emi.CardConvert, "/assign": emi.CardAssign, "/groups": emi.CardSetGroups,
+	"/3ds/enrol": emi.CardSet3DS, "/3ds/update": emi.CardSet3DS, "/3ds/remove": emi.CardSet3DS,
+	"/pin/reset": emi.CardResetPIN, "/pin/send": emi.CardSendPIN, "/reveal": emi.CardReveal,
+}
+
+// TestCardPageShowsTheFormsTheServiceAllows: for every role and card
+// state, the card page offers a form for an action exactly when the card
+// service's capability answer allows it (and TestCapabilitiesAnswerWhat…
+// in the service shows that answer is what the service does). The page
+// decides nothing of its own.
+func TestCardPageShowsTheFormsTheServiceAllows(t *testing.T) {
+	t.Parallel()
+	e := newCardsEnv(t)
+	svc := e.env.App.Cards
+	cs := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: e.csID,
+		StaffRoles: []string{string(emi.RoleCustomerService)}})
+	// A second card that will be blocked on suspicion of fraud, on an
+	// account of its own (one card per account).
+	fraud := issueCard(t, e.env, e.p, emi.CardCreate{Account: openAccount(t, e.env, e.p, map[string]any{"program": "account_eur",
+		"user": e.other})["token"].(string), Type: emi.CardVirtual})
+	e.pans = append(e.pans, cardPAN(t, e.env, e.p, fraud.Token))
+	if _, err := svc.Block(cs, fraud.Token, emi.BlockFraudSuspected, "Two declined payments abroad"); err != nil {
+		t.Fatal(err)
+	}
+	check := func(state string, c emi.Card) {
+		t.Helper()
+		view, err := svc.Get(cs, c.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, who := range []struct {
+			name string
+			b    scanner
+			role emi.Role
+		}{{"customer service", e.cs, emi.RoleCustomerService}, {"auditor", e.auditor, emi.RoleAuditor}, {"admin", e.admin, emi.RoleAdmin}} {
+			caps := svc.Capabilities(emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: "x",
+				StaffRoles: []string{string(who.role)}}), view)
+			shown := map[emi.CardAction]bool{}
+			dom(t, who.b.Get(t, e.page(c))).Find("form[action]").Each(func(_ int, f *goquery.Selection) {
+				target, _ := f.Attr("action")
+				if act, ok := cardFormActions[strings.TrimPrefix(target, e.page(c))]; ok && strings.HasPrefix(target, e.page(c)+"/") {
+					shown[act] = true
+				}
+			})
+			for _, act := range emi.CardActions {
+				if act == emi.CardPay || act == emi.CardProvision {
+					continue // the network's, and the partner app's
+				}
+				if shown[act] != caps.Can(act) {
+					t.Errorf("%s, %s: the page shows %s: %v; the service allows it: %v (%s)", state, who.name, act, shown[act],
+						caps.Can(act), caps.Actions[act].Reason)
+				}
+			}
+		}
+	}
+	check("active virtual card", e.card)
+	check("plastic card not activated", e.plastic)
+	check("card without an account", e.loose)
+	check("blocked on suspicion of fraud", fraud)
+	if _, err := svc.Block(cs, e.plastic.Token, emi.BlockStolen, "Stolen on the bus"); err != nil {
+		t.Fatal(err)
+	}
+	check("reported stolen", e.plastic)
+	if _, err := svc.Replace(cs, e.plastic.Token, "", "Customer asked"); err != nil {
+		t.Fatal(err)
+	}
+	check("replaced", e.plastic)
 }

@@ -136,7 +136,7 @@ var errCardMoved = errors.New("card assigned to an account meanwhile")
 // nothing else changes on a decline, except the PIN counter. The balance
 // is locked before the card (the codebase's lock order).
 func (s *Authorizations) Authorize(ctx context.Context, card string, in emi.AuthorizationRequest) (emi.Authorization, error) {
-	a, err := s.cards.actor(ctx, emi.PermManageCards)
+	a, err := s.cards.actor(ctx, ActionPermission(emi.CardPay))
 	if err != nil {
 		return emi.Authorization{}, err
 	}
@@ -240,13 +240,11 @@ func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, accou
 // counter here; the wrong PIN that blocks PIN use is a card history entry.
 func (s *Authorizations) decide(ctx context.Context, a cardActor, c emi.Card, party accounts.Party, found bool,
 	in emi.AuthorizationRequest, now time.Time) (string, error) {
-	switch {
-	case c.Status == emi.CardTerminated || c.Account == "" || !found:
+	if !found {
 		return emi.ReasonCardNotUsable, nil
-	case c.Status != emi.CardActive || !c.Activated:
-		return emi.ReasonCardRestricted, nil
-	case c.Expired(now):
-		return emi.ReasonCardExpired, nil
+	}
+	if v := emi.CardRules(c, emi.CardPay, emi.ByNetwork, now); !v.Allowed {
+		return v.Decline, nil
 	}
 	// Read after the balance lock: a block that committed before it is
 	// seen; one that commits later waits for nothing and comes after.
@@ -389,7 +387,7 @@ func (s *Authorizations) checkRequest(in *emi.AuthorizationRequest) error {
 // settles. The clearing is not refused because the account was blocked
 // since the approval: the merchant was promised the money.
 func (s *Authorizations) Clear(ctx context.Context, token string, amount *int64) (emi.Authorization, error) {
-	a, err := s.cards.actor(ctx, emi.PermManageCards)
+	a, err := s.cards.actor(ctx, ActionPermission(emi.CardPay))
 	if err != nil {
 		return emi.Authorization{}, err
 	}
@@ -441,7 +439,7 @@ func clearingReference(au emi.Authorization) string {
 // (sandbox_authorization_reverse: the merchant cancelled). 14007 when it is
 // not approved any more.
 func (s *Authorizations) Reverse(ctx context.Context, token string) (emi.Authorization, error) {
-	a, err := s.cards.actor(ctx, emi.PermManageCards)
+	a, err := s.cards.actor(ctx, ActionPermission(emi.CardPay))
 	if err != nil {
 		return emi.Authorization{}, err
 	}

@@ -43,7 +43,7 @@ import (
 // card again with another code records the new reason (no event: the
 // partner already knows the card is inactive).
 func (s *Cards) Block(ctx context.Context, token, code, note string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardBlock))
 	if err != nil {
 		return emi.Card{}, err
 	}
@@ -54,7 +54,11 @@ func (s *Cards) Block(ctx context.Context, token, code, note string) (emi.Card, 
 	if err := checkBlockReason(code, note); err != nil {
 		return emi.Card{}, err
 	}
-	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
+	act := emi.CardBlock
+	if emi.BlockTerminates(code) {
+		act = emi.CardTerminate
+	}
+	return s.change(ctx, a, token, act, func(ctx context.Context, c *emi.Card) error {
 		if emi.BlockTerminates(code) {
 			return s.terminate(ctx, a, c, code, note)
 		}
@@ -79,23 +83,6 @@ func checkBlockReason(code, note string) error {
 	return nil
 }
 
-// terminatedErr is the refusal of any change to a terminated card, naming
-// why it was terminated when it was reported lost or stolen.
-func terminatedErr(c emi.Card) error {
-	if emi.BlockTerminates(c.StatusReason) {
-		return emi.ErrCardInvalidTransition.WithDetail("the card was reported %s: it is terminated and can never be unblocked; issue a replacement instead",
-			emi.BlockReasonLabel(c.StatusReason))
-	}
-	return emi.ErrCardInvalidTransition.WithDetail("the card is terminated")
-}
-
-// CanReplace reports whether staff may offer a replacement of c: a
-// terminated card of an account, not replaced yet. Replace decides again
-// under lock.
-func CanReplace(c emi.Card) bool {
-	return c.Status == emi.CardTerminated && c.Account != "" && c.ReplacedBy == ""
-}
-
 // Replace issues, as staff, the replacement of a terminated card (lost,
 // stolen, or terminated for any reason) on the same account: same program,
 // type, groups, 3DS enrolment, names and delivery details as the old card;
@@ -110,7 +97,7 @@ func CanReplace(c emi.Card) bool {
 // locked, and the database keeps one replacement per card). Audited on
 // both cards; the partner is told (card.replaced).
 func (s *Cards) Replace(ctx context.Context, token, aml, reason string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardReplace))
 	if err != nil {
 		return emi.Card{}, err
 	}
@@ -137,17 +124,15 @@ func (s *Cards) Replace(ctx context.Context, token, aml, reason string) (emi.Car
 		}
 		// Staff read these refusals: cards are named by their masked
 		// number, as on the back office's pages.
-		switch {
-		case old.ReplacedBy != "":
+		if v := emi.CardRules(old, emi.CardReplace, emi.ByStaff, s.now().UTC()); !v.Allowed {
+			if old.ReplacedBy == "" {
+				return emi.ErrCardInvalidTransition.WithDetail("%s", v.Refusal)
+			}
 			by, err := s.store.Card(ctx, "", old.ReplacedBy, false)
 			if err != nil {
 				return err
 			}
-			return emi.ErrCardInvalidTransition.WithDetail("the card was already replaced by card %s", by.MaskedPAN())
-		case old.Status != emi.CardTerminated:
-			return emi.ErrCardInvalidTransition.WithDetail("only a terminated card is replaced: block it as lost or stolen, or terminate it, first")
-		case old.Account == "":
-			return emi.ErrCardInvalidTransition.WithDetail("the card has no account: the partner issues a new card (card_create)")
+			return emi.ErrCardInvalidTransition.WithDetail("%s by card %s", v.Refusal, by.MaskedPAN())
 		}
 		acc, err := s.usableAccount(ctx, old.PartnerID, old.Account)
 		if err != nil {

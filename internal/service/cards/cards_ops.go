@@ -49,6 +49,23 @@ func (s *Cards) actor(ctx context.Context, perm emi.Permission) (cardActor, erro
 	return cardActor{}, emi.ErrCardNotFound
 }
 
+// party is who the actor is to the card state table.
+func (a cardActor) party() emi.CardParty {
+	if a.staff {
+		return emi.ByStaff
+	}
+	return emi.ByPartner
+}
+
+// allows refuses (12005, with the table's reason) what the card state
+// table does not allow a to do to c now.
+func (s *Cards) allows(c emi.Card, act emi.CardAction, a cardActor) error {
+	if v := emi.CardRules(c, act, a.party(), s.now().UTC()); !v.Allowed {
+		return emi.ErrCardInvalidTransition.WithDetail("%s", v.Refusal)
+	}
+	return nil
+}
+
 // needReason refuses a staff change without a reason (the API has none).
 func (a cardActor) needReason(reason string) error {
 	if a.staff && strings.TrimSpace(reason) == "" {
@@ -91,16 +108,18 @@ func (s *Cards) List(ctx context.Context, f emi.CardFilter) ([]emi.Card, int64, 
 }
 
 // change runs fn on the locked card and stores the result, in one
-// transaction. A terminated card refuses every change (12005).
-func (s *Cards) change(ctx context.Context, a cardActor, token string, fn func(ctx context.Context, c *emi.Card) error) (emi.Card, error) {
+// transaction, when the card state table allows act on the card as it is
+// (emi.CardRules; else 12005 with the table's reason: a terminated card
+// refuses every change).
+func (s *Cards) change(ctx context.Context, a cardActor, token string, act emi.CardAction, fn func(ctx context.Context, c *emi.Card) error) (emi.Card, error) {
 	var out emi.Card
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
 		c, err := s.store.Card(ctx, a.partnerID, token, true)
 		if err != nil {
 			return err
 		}
-		if c.Status == emi.CardTerminated {
-			return terminatedErr(c)
+		if err := s.allows(c, act, a); err != nil {
+			return err
 		}
 		if err := fn(ctx, &c); err != nil {
 			return err
@@ -152,7 +171,11 @@ func (s *Cards) historyCode(ctx context.Context, a cardActor, c emi.Card, change
 // A card staff blocked as fraud_suspected is unblocked by staff only: a
 // partner's card_status active answers 12005 until then.
 func (s *Cards) SetStatus(ctx context.Context, token, status, reason string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	act := emi.CardUnblock
+	if status == emi.CardInactive {
+		act = emi.CardBlock
+	}
+	a, err := s.actor(ctx, ActionPermission(act))
 	if err != nil {
 		return emi.Card{}, err
 	}
@@ -167,14 +190,7 @@ func (s *Cards) SetStatus(ctx context.Context, token, status, reason string) (em
 			return emi.Card{}, err
 		}
 	}
-	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
-		if status == emi.CardActive && !a.staff && c.Status == emi.CardInactive && c.StatusReason == emi.BlockFraudSuspected {
-			// emi blocked the card because it suspects fraud: only emi,
-			// having investigated, lifts that block (as issuers do). A
-			// partner could otherwise undo a risk decision with one
-			// card_status call, or be talked into it by the fraudster.
-			return emi.ErrCardInvalidTransition.WithDetail("emi blocked this card on suspicion of fraud: only emi's customer service can unblock it")
-		}
+	return s.change(ctx, a, token, act, func(ctx context.Context, c *emi.Card) error {
 		return s.setStatus(ctx, a, c, status, "", reason)
 	})
 }
@@ -203,14 +219,14 @@ func (s *Cards) setStatus(ctx context.Context, a cardActor, c *emi.Card, status,
 // Terminate terminates a card (card_terminate): final. Its CVV2 and PIN
 // are erased in the same transaction, and its wallet tokens are deleted.
 func (s *Cards) Terminate(ctx context.Context, token, reason string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardTerminate))
 	if err != nil {
 		return emi.Card{}, err
 	}
 	if err := a.needReason(reason); err != nil {
 		return emi.Card{}, err
 	}
-	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
+	return s.change(ctx, a, token, emi.CardTerminate, func(ctx context.Context, c *emi.Card) error {
 		return s.terminate(ctx, a, c, "", reason)
 	})
 }
@@ -251,14 +267,11 @@ func (s *Cards) TerminateForAccount(ctx context.Context, account, reason string)
 // holder: theirs, clear or cleared, not older than a change of their
 // identity, and the holder without an undecided or confirmed hit (12009).
 func (s *Cards) Activate(ctx context.Context, token, aml, reason string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardActivate))
 	if err != nil {
 		return emi.Card{}, err
 	}
-	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
-		if c.Activated {
-			return emi.ErrCardInvalidTransition.WithDetail("the card is already activated")
-		}
+	return s.change(ctx, a, token, emi.CardActivate, func(ctx context.Context, c *emi.Card) error {
 		prog, err := s.accounts.Program(ctx, c.Program)
 		if err != nil {
 			return err
@@ -290,7 +303,7 @@ func (s *Cards) Activate(ctx context.Context, token, aml, reason string) (emi.Ca
 // status and activation stay; a new expiry and CVV2 are issued. Delivery
 // details come with the request or from the card's creation (else 12007).
 func (s *Cards) Convert(ctx context.Context, token string, d *emi.Delivery, reason string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardConvert))
 	if err != nil {
 		return emi.Card{}, err
 	}
@@ -299,10 +312,7 @@ func (s *Cards) Convert(ctx context.Context, token string, d *emi.Delivery, reas
 			return emi.Card{}, prefixFields(err, "delivery_details")
 		}
 	}
-	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
-		if c.Type != emi.CardVirtual {
-			return emi.ErrCardInvalidTransition.WithDetail("only a virtual card can be converted")
-		}
+	return s.change(ctx, a, token, emi.CardConvert, func(ctx context.Context, c *emi.Card) error {
 		if d != nil {
 			c.Delivery = normalizeDelivery(d)
 		}
@@ -313,8 +323,8 @@ func (s *Cards) Convert(ctx context.Context, token string, d *emi.Delivery, reas
 		if err != nil {
 			return err
 		}
-		if err := programAllows(prog, emi.CardPlastic); err != nil {
-			return err
+		if why := programRefuses(prog, emi.CardConvert); why != "" {
+			return emi.ErrCardProgramMismatch.WithDetail("%s", why)
 		}
 		c.Type = emi.CardPlastic
 		c.ExpiryMonth, c.ExpiryYear = expiryFrom(s.now().UTC(), prog.CardValidityMonths)
@@ -339,17 +349,14 @@ func (s *Cards) Convert(ctx context.Context, token string, d *emi.Delivery, reas
 // aml, a check of the new holder. A card not yet activated and without a
 // link is checked at card_activate.
 func (s *Cards) Assign(ctx context.Context, token, account, aml, reason string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardAssign))
 	if err != nil {
 		return emi.Card{}, err
 	}
 	if strings.TrimSpace(account) == "" {
 		return emi.Card{}, emi.ErrCardValidation.Field("account", "is required")
 	}
-	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
-		if c.Account != "" {
-			return emi.ErrCardInvalidTransition.WithDetail("the card is already assigned to an account")
-		}
+	return s.change(ctx, a, token, emi.CardAssign, func(ctx context.Context, c *emi.Card) error {
 		acc, err := s.usableAccount(ctx, c.PartnerID, account)
 		if err != nil {
 			return err
@@ -395,7 +402,7 @@ func (s *Cards) Assign(ctx context.Context, token, account, aml, reason string) 
 // removes, a code sets; every code must be associated with the card's
 // program, or nothing changes (12006).
 func (s *Cards) SetGroups(ctx context.Context, token string, g emi.CardGroups, reason string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardSetGroups))
 	if err != nil {
 		return emi.Card{}, err
 	}
@@ -403,7 +410,7 @@ func (s *Cards) SetGroups(ctx context.Context, token string, g emi.CardGroups, r
 	if len(set) == 0 {
 		return emi.Card{}, emi.ErrCardValidation.Field("", "give at least one group: "+strings.Join(emi.GroupKinds, ", "))
 	}
-	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
+	return s.change(ctx, a, token, emi.CardSetGroups, func(ctx context.Context, c *emi.Card) error {
 		prog, err := s.accounts.Program(ctx, c.Program)
 		if err != nil {
 			return err
@@ -451,7 +458,7 @@ func (s *Cards) SetGroups(ctx context.Context, token string, g emi.CardGroups, r
 // Enrol3DS enrols a card in 3DS (card_3ds_enrol): OTP by SMS needs a
 // mobile number (12010); biometric alone needs none.
 func (s *Cards) Enrol3DS(ctx context.Context, token string, in emi.ThreeDSEnrol, reason string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardSet3DS))
 	if err != nil {
 		return emi.Card{}, err
 	}
@@ -461,7 +468,7 @@ func (s *Cards) Enrol3DS(ctx context.Context, token string, in emi.ThreeDSEnrol,
 	if in.OTPSMS == "" && !in.Biometric {
 		return emi.Card{}, emi.ErrCardNoMobile.WithDetail("OTP SMS enrolment needs otp_sms, the cardholder's mobile number")
 	}
-	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
+	return s.change(ctx, a, token, emi.CardSet3DS, func(ctx context.Context, c *emi.Card) error {
 		from := threeDSState(c.ThreeDS)
 		c.ThreeDS = emi.ThreeDS{OTPSMS: normalizePhone(in.OTPSMS), Biometric: in.Biometric}
 		return s.history(ctx, a, *c, "3ds_enrol", from, threeDSState(c.ThreeDS), reason, "", nil)
@@ -470,7 +477,7 @@ func (s *Cards) Enrol3DS(ctx context.Context, token string, in emi.ThreeDSEnrol,
 
 // Update3DS changes the enrolment phone number (card_3ds_update).
 func (s *Cards) Update3DS(ctx context.Context, token, otpSMS, reason string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardSet3DS))
 	if err != nil {
 		return emi.Card{}, err
 	}
@@ -483,7 +490,7 @@ func (s *Cards) Update3DS(ctx context.Context, token, otpSMS, reason string) (em
 	if err := s.validate.Struct(emi.ThreeDSEnrol{OTPSMS: otpSMS}, emi.ErrCardValidation); err != nil {
 		return emi.Card{}, err
 	}
-	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
+	return s.change(ctx, a, token, emi.CardSet3DS, func(ctx context.Context, c *emi.Card) error {
 		if !c.ThreeDS.Enrolled() {
 			return emi.ErrCardInvalidTransition.WithDetail("the card is not enrolled in 3DS: enrol it first")
 		}
@@ -497,7 +504,7 @@ func (s *Cards) Update3DS(ctx context.Context, token, otpSMS, reason string) (em
 // biometric or all (contract §7). Removing what is not enrolled changes
 // nothing.
 func (s *Cards) Remove3DS(ctx context.Context, token, typ, reason string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardSet3DS))
 	if err != nil {
 		return emi.Card{}, err
 	}
@@ -507,7 +514,7 @@ func (s *Cards) Remove3DS(ctx context.Context, token, typ, reason string) (emi.C
 	if err := a.needReason(reason); err != nil {
 		return emi.Card{}, err
 	}
-	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
+	return s.change(ctx, a, token, emi.CardSet3DS, func(ctx context.Context, c *emi.Card) error {
 		from := threeDSState(c.ThreeDS)
 		if typ == "otp_sms" || typ == "all" {
 			c.ThreeDS.OTPSMS = ""
@@ -538,11 +545,11 @@ func threeDSState(t emi.ThreeDS) string {
 
 // ResetPIN clears the PIN and CVV error counters (card_reset_pin).
 func (s *Cards) ResetPIN(ctx context.Context, token, reason string) (emi.Card, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardResetPIN))
 	if err != nil {
 		return emi.Card{}, err
 	}
-	return s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
+	return s.change(ctx, a, token, emi.CardResetPIN, func(ctx context.Context, c *emi.Card) error {
 		from := c.PINErrors + c.CVVErrors
 		c.PINErrors, c.CVVErrors = 0, 0
 		return s.history(ctx, a, *c, "pin_reset", strconv.Itoa(from), "0", reason, "", nil)
@@ -607,7 +614,7 @@ const pinSMSScope = "card.pin_sms"
 // CardsConfig.PINSMSPerDay times a day. The stored message has the PIN
 // masked; the audit row records a PIN disclosure by SMS.
 func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessage, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardSendPIN))
 	if err != nil {
 		return emi.SMSMessage{}, err
 	}
@@ -615,15 +622,15 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 	if err != nil {
 		return emi.SMSMessage{}, err
 	}
-	if c.Status == emi.CardTerminated {
-		return emi.SMSMessage{}, emi.ErrCardInvalidTransition.WithDetail("the card is terminated")
+	if err := s.allows(c, emi.CardSendPIN, a); err != nil {
+		return emi.SMSMessage{}, err
 	}
 	prog, err := s.accounts.Program(ctx, c.Program)
 	if err != nil {
 		return emi.SMSMessage{}, err
 	}
-	if !prog.PINBySMS {
-		return emi.SMSMessage{}, emi.ErrCardProgramMismatch.WithDetail("program %s does not send PINs by SMS", prog.Code)
+	if why := programRefuses(prog, emi.CardSendPIN); why != "" {
+		return emi.SMSMessage{}, emi.ErrCardProgramMismatch.WithDetail("%s", why)
 	}
 	now := s.now().UTC()
 	to, err := s.pinMobile(ctx, c, now)
@@ -763,9 +770,9 @@ func (s *Cards) denyReveal(ctx context.Context, token string, fields []string, w
 }
 
 func (s *Cards) reveal(ctx context.Context, c emi.Card, fields []string, reason string) (Revealed, error) {
-	if c.Status == emi.CardTerminated {
-		s.denyReveal(ctx, c.Token, fields, "card terminated")
-		return Revealed{}, emi.ErrCardInvalidTransition.WithDetail("the card is terminated: its data is no longer revealed")
+	if v := emi.CardRules(c, emi.CardReveal, emi.ByPartner, s.now().UTC()); !v.Allowed {
+		s.denyReveal(ctx, c.Token, fields, v.Refusal)
+		return Revealed{}, emi.ErrCardInvalidTransition.WithDetail("%s", v.Refusal)
 	}
 	sealed, err := s.store.Sealed(ctx, c.Token)
 	if err != nil {
@@ -892,7 +899,7 @@ func (s *Cards) takeReveal(ctx context.Context, staffID, token string, fields []
 func (s *Cards) StaffReveal(ctx context.Context, stepUp StepUp, token, secret, reason string) (Revealed, error) {
 	p, _ := emi.PrincipalFrom(ctx)
 	fields := []string{"pan"}
-	if err := kernel.Require(ctx, emi.PermRevealCardData); err != nil {
+	if err := kernel.Require(ctx, ActionPermission(emi.CardReveal)); err != nil {
 		s.denyReveal(ctx, token, fields, "role may not reveal card data")
 		return Revealed{}, err
 	}
@@ -939,7 +946,7 @@ type WalletProvision struct {
 // (12005). The payload carries no card data: the wallet app forwards it
 // to the token service, which asks emi for the card by token.
 func (s *Cards) ProvisionWallet(ctx context.Context, token, wallet, device string) (WalletProvision, error) {
-	a, err := s.actor(ctx, emi.PermManageCards)
+	a, err := s.actor(ctx, ActionPermission(emi.CardProvision))
 	if err != nil {
 		return WalletProvision{}, err
 	}
@@ -950,16 +957,13 @@ func (s *Cards) ProvisionWallet(ctx context.Context, token, wallet, device strin
 		return WalletProvision{}, emi.ErrCardValidation.Field("device_name", "must be at most 100 characters")
 	}
 	var out WalletProvision
-	_, err = s.change(ctx, a, token, func(ctx context.Context, c *emi.Card) error {
+	_, err = s.change(ctx, a, token, emi.CardProvision, func(ctx context.Context, c *emi.Card) error {
 		prog, err := s.accounts.Program(ctx, c.Program)
 		if err != nil {
 			return err
 		}
-		if !prog.WalletProvisioning {
-			return emi.ErrCardProgramMismatch.WithDetail("program %s does not allow push provisioning", prog.Code)
-		}
-		if !c.CanPay(s.now().UTC()) {
-			return emi.ErrCardInvalidTransition.WithDetail("only an active, activated, unexpired card of an active account can be added to a wallet")
+		if why := programRefuses(prog, emi.CardProvision); why != "" {
+			return emi.ErrCardProgramMismatch.WithDetail("%s", why)
 		}
 		w := emi.WalletToken{Token: kernel.NewToken(), Card: c.Token, Wallet: wallet, DeviceName: strings.TrimSpace(device), CreatedAt: s.now().UTC()}
 		if err := s.store.InsertWalletToken(ctx, w); err != nil {
