@@ -261,7 +261,10 @@ func TestLedgerDoubleSpend(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			r := p.Do(t, apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create", SkipOpenAPI: true,
+			// As a careful partner: a 503 (overloaded, nothing changed) is
+			// sent again, with the same key (a busy machine gave one).
+			r := doRetrying(t, p, apptest.Request{Method: http.MethodPost, Path: "/v2/transfers", Operation: "transfer_create", SkipOpenAPI: true,
+				Header: map[string]string{"Idempotency-Key": fmt.Sprintf("double-spend-%d", i)},
 				JSON: map[string]any{"source": map[string]any{"balance": accs[0].bal}, "destination": map[string]any{"balance": accs[1].bal},
 					"amount": "100.00", "currency": "EUR", "reference": fmt.Sprintf("double spend %d", i)}})
 			switch r.Code {
