@@ -79,6 +79,11 @@ func (s *OnboardingStore) NextUnclaimed(ctx context.Context, f emi.QueueFilter, 
 	f.Tab = emi.AppInReview
 	f.Assignee = "none"
 	where, args := queueWhere(f, staff, now)
+	// Never one whose first approval is the caller's: the second must be
+	// another person's, so "take next" after a first approval does not
+	// hand the same application back.
+	args = append(args, staff)
+	where += " AND a.first_approval_by IS DISTINCT FROM $" + itoa(len(args)) + "::uuid"
 	var token string
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &token, `SELECT a.token FROM applications a
 		LEFT JOIN companies c ON c.application = a.token WHERE `+where+`

@@ -197,6 +197,14 @@ func TestReviewDecisions(t *testing.T) {
 		if err := env.App.Review.Release(admin, app); err != nil {
 			t.Fatal(err)
 		}
+		// "Take next" never hands the first approver their own case back.
+		if tok, err := env.App.Review.Next(admin, emi.QueueFilter{}); err != nil || tok == app {
+			t.Fatalf("take next gave the first approver the application again: %q %v", tok, err)
+		} else if tok != "" {
+			if err := env.App.Review.Release(admin, tok); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := env.App.Review.Claim(u2, app); err != nil {
 			t.Fatal(err)
 		}
@@ -371,10 +379,23 @@ func TestReviewHitsEditsBulkAndMetrics(t *testing.T) {
 		if _, err := env.App.Review.Decide(u1, app, emi.ReviewDecision{Action: "approve", Text: "ok", Stamp: stampOf(t, env, u1, app)}); !is(err, emi.ErrSanctionsUndecided) {
 			t.Fatalf("approval with proposed but unconfirmed false positives: %v", err)
 		}
-		if err := env.App.Review.DecideHit(u1, app, keys[0], emi.HitFalsePositive, "confirming"); !is(err, emi.ErrForbidden) {
+		// The capability answer the back office renders from says what
+		// DecideHit does next, for each person.
+		hitCap := func(ctx context.Context, key string) onboarding.HitCapability {
+			a, _, _, _, _ := env.App.Review.Evidence(ctx, app)
+			ds, _ := env.App.Review.HitDecisions(ctx, app)
+			return env.App.Review.HitCapabilities(ctx, a, ds)[key]
+		}
+		if c := hitCap(u1, keys[0]); !c.Decide || c.FalsePositive || !c.Pending || !strings.Contains(c.WhyNot, "already took part") {
+			t.Fatalf("the proposer's capability: %+v, want a true match only, because they took part", c)
+		}
+		if err := env.App.Review.DecideHit(u1, app, keys[0], emi.HitFalsePositive, "confirming"); !is(err, emi.ErrFourEyes) && !is(err, emi.ErrForbidden) {
 			t.Fatalf("an underwriter confirmed a false positive: %v", err)
 		}
 		both := staffCtx(t, env, "both@x.test", emi.RoleUnderwriter, emi.RoleCompliance)
+		if c := hitCap(both, keys[0]); !c.Decide || !c.FalsePositive {
+			t.Fatalf("a distinct compliance officer's capability: %+v, want the confirmation", c)
+		}
 		if err := env.App.Review.DecideHit(both, app, keys[0], emi.HitFalsePositive, "mine"); err != nil {
 			t.Fatal(err) // a second person who holds both roles confirms
 		}
@@ -382,6 +403,9 @@ func TestReviewHitsEditsBulkAndMetrics(t *testing.T) {
 			if err := env.App.Review.DecideHit(comp, app, k, emi.HitFalsePositive, "agree: different person"); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if c := hitCap(u1, keys[0]); c.Decide || c.FalsePositive {
+			t.Fatalf("a decided hit's capability: %+v", c)
 		}
 		if err := env.App.Review.DecideHit(u1, app, keys[0], emi.HitTrueMatch, "second thoughts"); !is(err, emi.ErrReviewClosed) {
 			t.Fatalf("second decision on a hit: %v", err)

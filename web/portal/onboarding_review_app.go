@@ -13,7 +13,6 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/onboarding"
-	"emi/internal/service/staff"
 	"emi/views/pages"
 )
 
@@ -80,17 +79,20 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 	}
 	now := p.d.Now()
 	open := !a.Status.Decided()
-	hitsOK := open && (canDo(r, propose(staff.ControlHitFalsePositive)) || canDo(r, approve(staff.ControlHitFalsePositive)))
 	if hasSanctionHits(v.Checks) {
 		hd, err := p.d.Review.HitDecisions(ctx, a.Token)
 		if err != nil {
 			p.renderError(w, r, err)
 			return
 		}
+		caps := p.d.Review.HitCapabilities(ctx, a, hd)
 		for i := range v.Checks {
 			for j := range v.Checks[i].SanctionHits {
 				h := &v.Checks[i].SanctionHits[j]
 				h.Action = reviewBase(a.Token) + "/hits"
+				hc := caps[h.Key]
+				h.CanDecide = h.Key != "" && hc.Decide
+				h.CanFalsePositive, h.FalsePositiveWhyNot, h.Pending = hc.FalsePositive, hc.WhyNot, hc.Pending
 				if d, ok := hd[h.Key]; ok {
 					h.DecisionReason, h.DecidedBy, h.DecidedAt = d.Reason, who(r, d.StaffID, d.StaffName), fmtTime(d.At)
 					switch {
@@ -100,13 +102,10 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 						h.Decision, h.DecisionTone = "false positive", "ok"
 						h.DecidedBy += ", confirmed by " + who(r, d.ConfirmedBy, d.ConfirmedByName)
 					default:
-						// Issue 19, C2: a proposal waits for a second
-						// person from compliance.
-						h.Decision, h.DecisionTone, h.Pending = "false positive proposed: needs a second person (compliance)", "warn", true
-						h.CanDecide = hitsOK && h.Key != "" && canDo(r, approve(staff.ControlHitFalsePositive)) && d.StaffID != current(r).ID
+						// A proposal waits for a second person from
+						// compliance.
+						h.Decision, h.DecisionTone = "false positive proposed: needs a second person (compliance)", "warn"
 					}
-				} else {
-					h.CanDecide = hitsOK && h.Key != ""
 				}
 				if st.is("hit", h.Key) {
 					h.FormDecision, h.FormReason, h.Errors = st.value("decision"), st.value("reason"), st.errs
@@ -618,14 +617,9 @@ func (p *Portal) reviewDecide(w http.ResponseWriter, r *http.Request) {
 	if f.Get("then") == "next" {
 		// The next case is claimed, as "Take next" on the queue does, so
 		// two underwriters never work on the same one.
+		// The service never hands back an application whose first
+		// approval is this person's.
 		next, err := p.d.Review.Next(r.Context(), queueParams{Tab: emi.AppInReview}.filter())
-		if err == nil && next == token {
-			// Back in the queue after a first approval and the only one
-			// left: a second approval must be someone else's, so it is
-			// not taken.
-			_ = p.d.Review.Release(r.Context(), token)
-			next = ""
-		}
 		if err != nil || next == "" {
 			p.takeNext(w, r, msg, "", "/backoffice/review", "No unclaimed application in review is left.")
 			return

@@ -216,7 +216,8 @@ func (r *Review) Assign(ctx context.Context, token, to, reason string) error {
 
 // Next claims the oldest matching application nobody holds and returns
 // its token ("" when there is none). Two underwriters asking at once get
-// different applications.
+// different applications, and nobody is handed an application whose first
+// approval is theirs (the second must be another person's).
 func (r *Review) Next(ctx context.Context, f emi.QueueFilter) (string, error) {
 	if err := kernel.Require(ctx, emi.PermDecideApps); err != nil {
 		return "", err
@@ -650,6 +651,72 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 		return r.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "application", ResourceToken: a.Token,
 			PartnerID: a.PartnerID, Changes: changes})
 	})
+}
+
+// HitCapability answers what the signed-in person may record on one
+// sanctions hit of an application, now, and why not.
+type HitCapability struct {
+	// Decide: they may record a decision (a true match at least).
+	Decide bool
+	// FalsePositive: they may record a false positive: propose it (no
+	// decision yet) or confirm one proposed by a distinct person.
+	FalsePositive bool
+	// Pending: a proposed false positive waits for a second person.
+	Pending bool
+	// WhyNot says why a decision, or the false positive, is refused.
+	WhyNot string
+}
+
+// HitCapabilities answers for each sanctions hit of application a (by hit
+// key), with decided the hits' decisions (HitDecisions): the rules of
+// DecideHit, the decision engine's distinct-people rule included, so the
+// back office offers exactly what DecideHit accepts.
+func (r *Review) HitCapabilities(ctx context.Context, a emi.Application, decided map[string]emi.HitDecisionRecord) map[string]HitCapability {
+	p, pol := kernel.StaffOf(ctx), staffsvc.PolicyOf(staffsvc.ControlHitFalsePositive)
+	out := map[string]HitCapability{}
+	for _, c := range a.Checks {
+		if c.Name != emi.CheckSanctions {
+			continue
+		}
+		hs, _ := c.Details["hits"].([]any)
+		for _, x := range hs {
+			h, ok := x.(map[string]any)
+			if !ok {
+				continue
+			}
+			key := HitKey(h)
+			prev, found := decided[key]
+			var hc HitCapability
+			switch {
+			case a.Status.Decided():
+				hc.WhyNot = "the application is decided"
+			case !p.Can(pol.Propose) && !p.Can(pol.Approve):
+				hc.WhyNot = "your role does not decide sanctions hits"
+			case !found:
+				hc.Decide, hc.FalsePositive = true, true
+			case prev.Final():
+				hc.WhyNot = "the hit is decided"
+			default:
+				// A proposed false positive: a true match overrides it
+				// (the stricter outcome needs no second person); the
+				// confirmation is the decision engine's to allow.
+				hc.Decide, hc.Pending = true, true
+				switch err := r.controls.Distinct(ctx, p.ActorID, prev.StaffID); {
+				case err != nil:
+					hc.WhyNot = emi.AsError(err).Public
+					if hc.WhyNot == "" {
+						hc.WhyNot = "Whether you may confirm it could not be checked now: try again."
+					}
+				case !p.Can(pol.Approve):
+					hc.WhyNot = "Confirming a false positive needs a compliance officer (" + string(pol.Approve) + ")."
+				default:
+					hc.FalsePositive = true
+				}
+			}
+			out[key] = hc
+		}
+	}
+	return out
 }
 
 // OpenHits returns the keys of the application's current sanctions hits
