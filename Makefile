@@ -112,15 +112,17 @@ TEST_TIMEOUT ?= 40m
 # about four (web/portal: 130 CPU-s without it, 529 with it), and on two
 # cores shared with other work the whole suite under -race did not fit
 # CI's 30 minutes. So make test runs
-#   1. every package but the HTTP-level ones with -race: the services, the
+#   1. every package but those of HTTP_PKGS with -race: the services, the
 #      stores, the replay guard, the key cache, the workers, the CLI, where
 #      the shared state and the concurrency controls live;
-#   2. the HTTP-level packages (HTTP_PKGS: the API and back-office tests,
-#      which drive the same code through the router) without -race, but
-#      for the tests of step 3 (the -skip after TESTFLAGS wins over one in
-#      TESTFLAGS here);
-#   3. the HTTP-level tests that start goroutines (their names say they
-#      race, or RACE_HTTP_TESTS lists them) with -race; the ledger load
+#   2. the packages of HTTP_PKGS without -race, but for the tests of step
+#      3 (the -skip after TESTFLAGS wins over one in TESTFLAGS here): the
+#      API and back-office tests, which drive the same code through the
+#      router, and internal/screening, whose tests are mostly pure
+#      computation over the sanctions lists (79 s under -race on a quiet
+#      machine, 388 s beside a hog);
+#   3. the tests of those packages that start goroutines (their names say
+#      they race, or RACE_HTTP_TESTS lists them) with -race; the ledger load
 #      tests send fewer transfers under -race (2,000 and 300; make soak
 #      runs them at full size, 10,000 and 1,000, without it);
 #      TestHTTPConcurrencyTestsRunUnderRace (internal/archtest) fails when
@@ -130,7 +132,7 @@ TEST_TIMEOUT ?= 40m
 # 2,400 s (against 1,852 s for the three in sequence), and the heavier
 # contention turned timing into failures.
 # RACE_ALL=1 runs every package with -race instead (a nightly job's choice).
-HTTP_PKGS := ./web/api ./web/portal ./web/portal/browsertest
+HTTP_PKGS := ./web/api ./web/portal ./web/portal/browsertest ./internal/screening
 RACE_HTTP_TESTS = Concurren|Race|Racing|Burst|UnderLoad|HotAccounts|Parallel|Simultaneous|AtOnce|DoubleSpend|DuplicateEmail|BeyondThePoolSize|Overload|Attacks|Claims|PANCandidateWalk|AlertQueue|TwoAdministrators|DestinationMisses|EventsAndIdempotency|DeliveredSignedEndToEnd|NeverReachEmi|OpenWithIdentifiers|MerchantAlertInTheBrowser|ApplicationInTheBrowser|ReplayFromTheDeliveryLog
 RACE_ALL ?=
 # The ledger load tests (L1: 10,000 transfers, L3: hot accounts): soak runs

@@ -207,7 +207,9 @@ func TestUpdaterTimeout(t *testing.T) {
 	}
 }
 
-func TestUpdaterRun(t *testing.T) {
+// TestUpdaterRunSwapsConcurrentlyWithReaders: the update loop swaps the
+// lists while this test reads them, so make test runs it under -race.
+func TestUpdaterRunSwapsConcurrentlyWithReaders(t *testing.T) {
 	ls, srv := newListServer(t)
 	s := NewScreener()
 	u, _ := testUpdater(srv, s)
