@@ -18,13 +18,16 @@ import (
 	"emi/internal/postgres/pgtest"
 )
 
-// The examples people paste work (issue 18): TestReadmeAndMakeRunExamples
-// runs every command example of README.md and of the text `make run` prints
-// against a live `emi serve`, finding them in the text, so that a new
-// example is tested without editing the test.
+// The examples people paste work: TestReadmeAndMakeRunExamples runs every
+// command example of README.md, of the guides (web/docs/guides/*.md, which
+// /docs/guides serves) and of the text `make run` prints against a live
+// `emi serve`, finding them in the text, so that a new example, or a new
+// guide, is tested without editing the test.
 //
 // Where the examples are:
-//   - README.md: every fenced block marked sh, bash or shell that calls curl;
+//   - README.md and each guide: every fenced block marked sh, bash or
+//     shell that calls curl (the Markdown texts together must hold at
+//     least one; a text without any is left out);
 //   - `make run`: the text .ci/dev-banner.sh prints (dev-run.sh runs that
 //     script, so the test reads exactly what a user sees), run with the live
 //     server's URL; an example is a paragraph whose every line is indented by
@@ -53,9 +56,19 @@ func TestReadmeAndMakeRunExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md")) // #nosec G304 -- the repository's own README
+	guides, err := filepath.Glob(filepath.Join(root, "web", "docs", "guides", "*.md"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	type text struct{ name, body string }
+	var markdown []text
+	for _, f := range append([]string{filepath.Join(root, "README.md")}, guides...) {
+		b, err := os.ReadFile(f) // #nosec G304 -- the repository's own README and guides
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel(root, f)
+		markdown = append(markdown, text{filepath.ToSlash(name), string(b)})
 	}
 
 	vars := map[string]string{"DATABASE_URL": pgtest.URL(t), "EMI_MASTER_KEY": newKey(), "EMI_MODE": "sandbox",
@@ -95,13 +108,20 @@ func TestReadmeAndMakeRunExamples(t *testing.T) {
 		t.Fatalf(".ci/dev-banner.sh: %v\n%s", err, bannerErr.String())
 	}
 
-	sources := []struct {
+	type source struct {
 		name     string
 		examples []example
-	}{
-		{"README.md", readmeExamples(string(readme))},
-		{"make run", indentedExamples(string(banner))},
 	}
+	var sources []source
+	for _, m := range markdown {
+		if ex := markdownExamples(m.body); len(ex) > 0 {
+			sources = append(sources, source{m.name, ex})
+		}
+	}
+	if len(sources) == 0 {
+		t.Fatal("no command example found in README.md or web/docs/guides/*.md: the rules that find them (see the top of examples_test.go) no longer match their text")
+	}
+	sources = append(sources, source{"make run", indentedExamples(string(banner))})
 	var all strings.Builder
 	for _, s := range sources {
 		if len(s.examples) == 0 {
@@ -126,7 +146,7 @@ func TestReadmeAndMakeRunExamples(t *testing.T) {
 }
 
 // makeRunAddr is make run's default address (dev-run.sh's EMI_ADDR), which
-// the README's examples call.
+// the README's and the guides' examples call.
 const makeRunAddr = "127.0.0.1:8080"
 
 // example is one command example found in a text.
@@ -147,9 +167,9 @@ var (
 	callsCurl  = regexp.MustCompile(`(^|[\s;|&(])curl\s`)
 )
 
-// readmeExamples finds the fenced sh/bash/shell blocks of a Markdown text
-// that call curl.
-func readmeExamples(text string) []example {
+// markdownExamples finds the fenced sh/bash/shell blocks of a Markdown
+// text that call curl.
+func markdownExamples(text string) []example {
 	var out []example
 	lines := strings.Split(text, "\n")
 	for i := 0; i < len(lines); i++ {
@@ -247,7 +267,7 @@ func requireTools(t *testing.T, scripts string) {
 	if len(missing) == 0 {
 		return
 	}
-	msg := fmt.Sprintf("the README and make run examples need %s, missing here: apt-get install %s", strings.Join(missing, ", "), strings.Join(missing, " "))
+	msg := fmt.Sprintf("the README's, the guides' and make run's examples need %s, missing here: apt-get install %s", strings.Join(missing, ", "), strings.Join(missing, " "))
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg + " (CI: .ci/run installs them)")
 	}

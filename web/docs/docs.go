@@ -1,8 +1,8 @@
 // Package docs serves the partner reference at /docs: openapi.yaml
 // rendered on the server with templ (no script, no CDN), the error
-// catalogue every error's doc_url points into, and the getting-started page
+// catalogue every error's doc_url points into, the getting-started page
 // whose signing programs are the files under examples/, which a test runs
-// against a live server.
+// against a live server, and the guides (guides/*.md) at /docs/guides.
 package docs
 
 import (
@@ -70,7 +70,7 @@ func Handler(d Deps) (http.Handler, error) {
 	nav := func(active string) view.Frame {
 		f := view.Frame{Title: "emi partner API"}
 		for _, l := range []view.Link{{Href: "/docs", Label: "Reference"}, {Href: "/docs/getting-started", Label: "Getting started"},
-			{Href: "/docs/errors", Label: "Errors"}, {Href: "/openapi.yaml", Label: "openapi.yaml"}} {
+			{Href: "/docs/errors", Label: "Errors"}, {Href: "/docs/guides", Label: "Guides"}, {Href: "/openapi.yaml", Label: "openapi.yaml"}} {
 			l.Active = l.Href == active
 			if l.Active {
 				f.Title = l.Label + " · emi partner API"
@@ -90,6 +90,30 @@ func Handler(d Deps) (http.Handler, error) {
 	}))
 	mux.Handle("GET /docs/errors", page(view.ErrorsPage(nav("/docs/errors"), rows)))
 	mux.Handle("GET /docs/getting-started", page(view.GettingStartedPage(nav("/docs/getting-started"), gs)))
+	mux.Handle("GET /docs/guides", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var links []view.GuideLink
+		for _, g := range guides() {
+			links = append(links, view.GuideLink{Href: "/docs/guides/" + g.name, Title: g.title, Summary: g.summary})
+		}
+		page(view.GuidesPage(nav("/docs/guides"), links)).ServeHTTP(w, r)
+	}))
+	mux.Handle("GET /docs/guides/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		// A link between guides is written "operators.md#…" so that it
+		// works both in the repository and here: send it to the page.
+		if base, ok := strings.CutSuffix(name, ".md"); ok && guideNamed(base) != nil {
+			http.Redirect(w, r, "/docs/guides/"+base, http.StatusMovedPermanently)
+			return
+		}
+		g := guideNamed(name)
+		if g == nil {
+			http.NotFound(w, r)
+			return
+		}
+		f := nav("/docs/guides")
+		f.Title = g.title + " · emi"
+		page(view.GuidePage(f, g.page)).ServeHTTP(w, r)
+	}))
 	return mux, nil
 }
 

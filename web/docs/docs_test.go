@@ -3,6 +3,7 @@ package docs_test
 import (
 	"bytes"
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"os"
@@ -145,5 +146,156 @@ func TestGettingStartedProgramsRunAgainstALiveServer(t *testing.T) {
 				t.Errorf("%s: unexpected answers %q", s.Run, out)
 			}
 		})
+	}
+}
+
+// repoRoot is the directory of go.mod, found upward from the test's
+// working directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// TestGuidesAreServedAndTheReadmeIsAMap: README.md stays a short map (at
+// most 200 lines) and everything else lives in the guides, so every guide
+// must be reachable: listed at /docs/guides with its title and served at
+// /docs/guides/{name} with its first heading, through the real router.
+// Every guide path, served guide link and anchor README.md mentions
+// exists, and so does every link between guides ("file.md#anchor", which
+// works in the repository and here, and "#anchor").
+func TestGuidesAreServedAndTheReadmeIsAMap(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md")) // #nosec G304 -- the repository's own README
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n > 200 {
+		t.Errorf("README.md has %d lines: keep it a map of at most 200 and move the rest to a guide (web/docs/guides/)", n)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "web", "docs", "guides", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no guide in web/docs/guides (%v)", err)
+	}
+
+	env := apptest.New(t, apptest.Options{NoSanctions: true})
+	base := env.Server.URL
+	status, _, index := get(t, base+"/docs/guides")
+	if status != http.StatusOK || !strings.Contains(index, `<a href="/docs/guides" aria-current="page">Guides</a>`) {
+		t.Fatalf("/docs/guides: HTTP %d, or Guides is not in the navigation:\n%s", status, index)
+	}
+	if got := strings.Count(index, `data-testid="guide"`); got != len(files) {
+		t.Errorf("/docs/guides lists %d guides, web/docs/guides has %d files", got, len(files))
+	}
+	ids := map[string]map[string]bool{} // guide name → anchors of its page
+	pages := map[string]string{}
+	idAttr := regexp.MustCompile(`\sid="([^"]+)"`)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".md")
+		src, err := os.ReadFile(f) // #nosec G304 -- the repository's own guides
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?m)^# (.+)$`).FindStringSubmatch(string(src))
+		if m == nil {
+			t.Errorf("%s has no \"# \" heading, its title", f)
+			continue
+		}
+		title := html.EscapeString(strings.TrimSpace(m[1]))
+		if !strings.Contains(index, `<a href="/docs/guides/`+name+`"><strong>`+title+`</strong></a>`) {
+			t.Errorf("/docs/guides does not list %s as %q", name, title)
+		}
+		status, h, page := get(t, base+"/docs/guides/"+name)
+		if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/html") {
+			t.Errorf("/docs/guides/%s: HTTP %d %s", name, status, h.Get("Content-Type"))
+			continue
+		}
+		if !strings.Contains(page, "<h1>"+title+"</h1>") {
+			t.Errorf("/docs/guides/%s does not show its first heading %q", name, title)
+		}
+		if strings.Contains(page, "<script") || strings.Contains(page, "style=") {
+			t.Errorf("/docs/guides/%s has a script or an inline style", name)
+		}
+		for _, m := range regexp.MustCompile(`(?:src|href)="(https?://[^"]+)"`).FindAllStringSubmatch(page, -1) {
+			if !strings.HasPrefix(m[1], env.Config.PublicURL) {
+				t.Errorf("/docs/guides/%s loads or links %s", name, m[1])
+			}
+		}
+		ids[name] = map[string]bool{}
+		for _, m := range idAttr.FindAllStringSubmatch(page, -1) {
+			ids[name][m[1]] = true
+		}
+		pages[name] = page
+	}
+	if status, _, _ := get(t, base+"/docs/guides/no-such-guide"); status != http.StatusNotFound {
+		t.Errorf("/docs/guides/no-such-guide: HTTP %d, want 404", status)
+	}
+	// anchorExists reports whether guide name has the anchor (none: the
+	// page itself).
+	anchorExists := func(name, anchor string) bool {
+		return ids[name] != nil && (anchor == "" || ids[name][anchor])
+	}
+
+	// Links between guides, as rendered.
+	href := regexp.MustCompile(`href="([^"]*)"`)
+	guideLink := regexp.MustCompile(`^(?:([a-z0-9_-]+)\.md)?(?:#(.*))?$`)
+	for name, page := range pages {
+		for _, m := range href.FindAllStringSubmatch(page, -1) {
+			u := html.UnescapeString(m[1])
+			if strings.HasPrefix(u, "/") {
+				if status, _, _ := get(t, base+strings.SplitN(u, "#", 2)[0]); status != http.StatusOK {
+					t.Errorf("/docs/guides/%s links %s, which answers HTTP %d", name, u, status)
+				}
+				continue
+			}
+			g := guideLink.FindStringSubmatch(u)
+			if g == nil {
+				t.Errorf("/docs/guides/%s links %q: link another guide as name.md#anchor, or a page of the server as /path", name, u)
+				continue
+			}
+			target := g[1]
+			if target == "" {
+				target = name
+			}
+			if !anchorExists(target, g[2]) {
+				t.Errorf("/docs/guides/%s links %q, which does not exist", name, u)
+			}
+		}
+	}
+
+	// What README.md points to.
+	for _, m := range regexp.MustCompile(`web/docs/guides/([A-Za-z0-9_.-]+?)(?:\.md)?(?:#([A-Za-z0-9_-]+))?(?:[^A-Za-z0-9_.#-]|$)`).FindAllStringSubmatch(string(readme), -1) {
+		if !anchorExists(m[1], m[2]) {
+			t.Errorf("README.md mentions web/docs/guides/%s.md#%s, which does not exist", m[1], m[2])
+		}
+	}
+	served := regexp.MustCompile("(?:^|[\\s(`\\[])(/docs/guides(?:/[A-Za-z0-9_.-]+)?)(?:#([A-Za-z0-9_-]+))?")
+	found := 0
+	for _, m := range served.FindAllStringSubmatch(string(readme), -1) {
+		found++
+		status, _, _ := get(t, base+m[1])
+		name := strings.TrimPrefix(strings.TrimPrefix(m[1], "/docs/guides"), "/")
+		switch {
+		case status != http.StatusOK:
+			t.Errorf("README.md mentions %s, which answers HTTP %d", m[1], status)
+		case name != "" && !anchorExists(name, m[2]):
+			t.Errorf("README.md mentions %s#%s, which does not exist", m[1], m[2])
+		}
+	}
+	if found == 0 {
+		t.Error("README.md names no guide: it is the map of them")
 	}
 }
