@@ -15,7 +15,7 @@ import (
 	"emi/internal/postgres/pgtest"
 )
 
-// TestRekeyCommand walks the rotation procedure of the README with the
+// TestRekeyCommand walks the rotation procedure of the operators' guide (Key rotation) with the
 // binary's commands: data sealed under key 1 (a partner, sandbox staff with
 // TOTP secrets, cards); key 2 deployed with key 1 as previous; emi rekey
 // --check fails and counts the values; emi rekey re-seals them and reports

@@ -16,7 +16,7 @@ const serviceRoot = "emi/internal/service/"
 // re-keying, the sandbox outcomes), may import them all. An import between
 // two areas that is not listed here fails TestAreaArrows: either the code
 // belongs in the other area (or the kernel), or the arrow is a design
-// decision to add here with the README's Layout section.
+// decision to add here with the contributors' guide's Layout section.
 var areaArrows = map[string][]string{
 	"kernel":     {},
 	"staff":      {"kernel"},

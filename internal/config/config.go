@@ -215,7 +215,7 @@ func (c Config) ReservedPorts() []ReservedPort {
 	return out
 }
 
-// Vars documents every variable, for --help and the README.
+// Vars documents every variable, for --help and the operators' guide (web/docs/guides/operators.md).
 var Vars = []struct{ Name, Default, Meaning string }{
 	{"DATABASE_URL", "(required)", "PostgreSQL URL, e.g. postgres://emi@localhost/emi?sslmode=disable"},
 	{"EMI_DB_POOLER", "transaction", "what stands before PostgreSQL: transaction (a transaction-mode pooler such as PgBouncer's, or unknown: nothing is prepared), none (a direct connection or a session-mode pooler: the hot reads are prepared), transaction-prepared (PgBouncer >= 1.21 with max_prepared_statements)"},

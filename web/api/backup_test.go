@@ -34,7 +34,7 @@ func pgTool(t *testing.T, name string) string {
 	return matches[len(matches)-1]
 }
 
-// TestBackupAndRestore is the documented procedure of README "Backup and
+// TestBackupAndRestore is the documented procedure of the operators' guide "Backup and
 // restore": `pg_dump --format=custom` of the database, `pg_restore` into a
 // new one, and the same EMI_MASTER_KEY. The restored copy serves the same
 // card data (sealed under the master key), the same identity documents

@@ -9,7 +9,7 @@ import (
 )
 
 // A partner signs a request like this (contract §2). The same code is in the
-// README. The expected hash was computed independently:
+// partners' guide (web/docs/guides/partners.md). The expected hash was computed independently:
 //
 //	printf '%s' 'ak_test1700000000aml_check{"first_name":"Elin","last_name":"Sandqvist"}' \
 //	  | openssl dgst -sha256 -hmac secret

@@ -10,7 +10,7 @@ import (
 )
 
 // SandboxStaffPassword is the password of every sandbox staff user. It is
-// published on purpose (README, `make run`): sandbox users exist only in
+// published on purpose (README, the guides, `make run`): sandbox users exist only in
 // databases seeded with EMI_MODE=sandbox, never in production (ASVS 6.3.2).
 const SandboxStaffPassword = "Sandbox-Staff-2026" // #nosec G101 -- the sandbox's published demo password
 
