@@ -16,6 +16,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/postgres/pgtest"
 	"emi/web/api"
 	"emi/web/docs"
 )
@@ -149,26 +150,6 @@ func TestGettingStartedProgramsRunAgainstALiveServer(t *testing.T) {
 	}
 }
 
-// repoRoot is the directory of go.mod, found upward from the test's
-// working directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // TestGuidesAreServedAndTheReadmeIsAMap: README.md stays a short map (at
 // most 200 lines) and everything else lives in the guides, so every guide
 // must be reachable: listed at /docs/guides with its title and served at
@@ -178,7 +159,7 @@ func repoRoot(t *testing.T) string {
 // works in the repository and here, and "#anchor").
 func TestGuidesAreServedAndTheReadmeIsAMap(t *testing.T) {
 	t.Parallel()
-	root := repoRoot(t)
+	root := pgtest.RepoRoot(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md")) // #nosec G304 -- the repository's own README
 	if err != nil {
 		t.Fatal(err)

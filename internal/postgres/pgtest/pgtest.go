@@ -69,6 +69,18 @@ func AdminURL(t testing.TB) string {
 	return adminURL
 }
 
+// RepoRoot returns the module's root (the directory of go.mod, found
+// upward from the test's working directory), for tests that read the
+// repository's own files.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
 func repoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
