@@ -219,9 +219,9 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Idempotency = kernel.NewIdempotency(kernel.IdempotencyDeps{Tx: db, Store: postgres.NewIdempotencyStore(db), Keys: keys, Now: now})
 	a.StaffStore = postgres.NewStaffStore(db)
 	a.Sessions = postgres.NewSessionStore(db, now)
-	a.Controls = staff.NewControls(staff.ControlsDeps{Links: a.StaffStore, Now: now})
 	a.Limits = postgres.NewLimitStore(db)
 	a.Inbox = staff.NewInbox(staff.InboxDeps{Store: postgres.NewInboxStore(db), Now: now})
+	a.Controls = staff.NewControls(staff.ControlsDeps{Links: a.StaffStore, Tx: db, Requests: postgres.NewRequestStore(db), Audit: a.Audit, Inbox: a.Inbox, Now: now})
 	a.Staff = staff.NewStaff(staff.StaffDeps{Tx: db, Store: a.StaffStore, Sealer: keys, Audit: a.Audit, Validate: v, Controls: a.Controls, Inbox: a.Inbox, Config: staff.StaffConfig{Sandbox: cfg.Mode == config.ModeSandbox, Limits: a.Limits, PasswordCost: passwordCost(cfg)}, Now: now})
 	a.WebhookStore = postgres.NewWebhookStore(db)
 	a.Events = kernel.NewEvents(kernel.EventsDeps{Tx: db, Store: a.WebhookStore, Jobs: a.Jobs, Now: now})
@@ -269,7 +269,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Ledger = accounts.NewLedger(accounts.LedgerDeps{Tx: db, Store: a.LedgerStore, Now: now})
 	a.Accounts = accounts.NewAccounts(accounts.AccountsDeps{Tx: db, Store: a.AccountStore,
 		Ids: identifiers{bg: ukbank.DefaultBG, uk: ukbank.DefaultScheme}, Controls: a.Controls, Events: a.Events,
-		Audit: a.Audit, Validate: v, Terminations: a.AccountStore, Cards: a.Cards, Ledger: a.Ledger,
+		Audit: a.Audit, Validate: v, Cards: a.Cards, Ledger: a.Ledger,
 		Statements: postgres.NewStatementStore(db), Now: now})
 	a.TransferStore = postgres.NewTransferStore(db)
 	a.IncomingStore = postgres.NewIncomingStore(db)

@@ -163,10 +163,11 @@ func pad2(v int64) string {
 // ProgramChange is a proposed change of a program that moves risk,
 // waiting for a second administrator (issue 19).
 type ProgramChange struct {
-	Program     string       `db:"program"`
-	Input       ProgramInput `db:"-"`
-	BaseVersion time.Time    `db:"base_version"`
-	Risk        string       `db:"risk"`
-	ProposedBy  string       `db:"proposed_by"`
-	ProposedAt  time.Time    `db:"proposed_at"`
+	// Request is the two-person request the change waits on.
+	Request    string       `db:"request"`
+	Program    string       `db:"program"`
+	Input      ProgramInput `db:"-"`
+	Risk       string       `db:"risk"`
+	ProposedBy string       `db:"proposed_by"`
+	ProposedAt time.Time    `db:"proposed_at"`
 }

@@ -338,6 +338,14 @@ var (
 	// and a confirmation or lift of a user who is not suspended.
 	ErrLastAdministrators = def(20067, "portal.staff.last_administrators", KindConflict)
 	ErrStaffNotSuspended  = def(20068, "portal.staff.not_suspended", KindConflict)
+	// The two-person request lifecycle (staff.Controls): a request of the
+	// subject already waits, none waits any more, it lapsed, or it is void
+	// because what it was bound to changed. A flow may answer with a code of
+	// its own (staff.Flow.Codes); the sentence is the lifecycle's.
+	ErrRequestPending = def(20070, "portal.requests.pending", KindConflict)
+	ErrRequestClosed  = def(20071, "portal.requests.closed", KindConflict)
+	ErrRequestLapsed  = def(20072, "portal.requests.lapsed", KindConflict)
+	ErrRequestVoid    = def(20073, "portal.requests.void", KindConflict)
 )
 
 // PortalCatalogue lists the back-office errors, for the portal's messages.
@@ -350,5 +358,5 @@ func PortalCatalogue() []*Error {
 		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrSanctionsBlocked, ErrSanctionsUndecided, ErrProgramValidation, ErrProgramStale,
 		ErrSuspenseNotFound, ErrSuspenseResolved, ErrAdjustmentNotFound, ErrAdjustmentDecided,
 		ErrSuspenseAssignmentPending, ErrSuspenseAssignmentNotFound, ErrSuspenseAssignmentDecided, ErrRevealQuota,
-		ErrLastAdministrators, ErrStaffNotSuspended}
+		ErrLastAdministrators, ErrStaffNotSuspended, ErrRequestPending, ErrRequestClosed, ErrRequestLapsed, ErrRequestVoid}
 }

@@ -156,6 +156,8 @@ const (
 	AdjustmentPending  = "pending"
 	AdjustmentApproved = "approved"
 	AdjustmentRejected = "rejected"
+	// AdjustmentWithdrawn: ended by its requester.
+	AdjustmentWithdrawn = "withdrawn"
 )
 
 // AdjustmentRequest is what a staff member asks for: a credit or debit of

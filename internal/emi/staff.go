@@ -208,6 +208,12 @@ const (
 	// StaffChangeRejected: rejected by an administrator or withdrawn by
 	// its proposer; nothing changed.
 	StaffChangeRejected StaffChangeStatus = "rejected"
+	// StaffChangeWithdrawn: ended by its proposer; StaffChangeLapsed:
+	// nobody decided it in time; StaffChangeVoid: the user's roles changed
+	// after it was proposed.
+	StaffChangeWithdrawn StaffChangeStatus = "withdrawn"
+	StaffChangeLapsed    StaffChangeStatus = "lapsed"
+	StaffChangeVoid      StaffChangeStatus = "void"
 )
 
 // StaffChange is a change to staff access: a new user, new roles or a

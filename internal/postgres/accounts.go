@@ -25,9 +25,8 @@ type AccountStore struct {
 func NewAccountStore(db *DB) *AccountStore { return &AccountStore{db: db} }
 
 var (
-	_ accounts.AccountStore     = (*AccountStore)(nil)
-	_ accounts.ProgramStore     = (*AccountStore)(nil)
-	_ accounts.TerminationStore = (*AccountStore)(nil)
+	_ accounts.AccountStore = (*AccountStore)(nil)
+	_ accounts.ProgramStore = (*AccountStore)(nil)
 	// Cards read the card's account and program through it.
 	_ cards.CardAccounts = (*AccountStore)(nil)
 )
@@ -451,34 +450,6 @@ func (s *AccountStore) VirtualsOf(ctx context.Context, main string) ([]emi.Accou
 		out = append(out, r.account())
 	}
 	return out, nil
-}
-
-// TerminationRequest implements accounts.TerminationStore.
-func (s *AccountStore) TerminationRequest(ctx context.Context, account string) (accounts.TerminationRequest, bool, error) {
-	var row accounts.TerminationRequest
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT t.requested_by::text AS requested_by, t.reason,
-		coalesce(st.name, '') AS requested_by_name FROM account_termination_requests t
-		LEFT JOIN staff_users st ON st.id = t.requested_by WHERE t.account = $1`, account)
-	if errors.Is(err, sql.ErrNoRows) {
-		return row, false, nil
-	}
-	if err != nil {
-		return row, false, Translate(err)
-	}
-	return row, true, nil
-}
-
-// InsertTerminationRequest implements accounts.TerminationStore.
-func (s *AccountStore) InsertTerminationRequest(ctx context.Context, account, by, reason string) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO account_termination_requests (account, requested_by, reason)
-		VALUES ($1, $2, $3)`, account, by, reason)
-	return Translate(err)
-}
-
-// DeleteTerminationRequest implements accounts.TerminationStore.
-func (s *AccountStore) DeleteTerminationRequest(ctx context.Context, account string) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM account_termination_requests WHERE account = $1`, account)
-	return Translate(err)
 }
 
 // GenerateAccounts inserts n synthetic EUR accounts of a partner for

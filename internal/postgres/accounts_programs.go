@@ -177,39 +177,38 @@ func (r programChangeRow) change() (emi.ProgramChange, error) {
 	return c, nil
 }
 
-// InsertProgramChange implements accounts.ProgramStore; emi.ErrNonUniqueValue
-// when one waits for the program.
+// InsertProgramChange implements accounts.ProgramStore: the settings of
+// the request c.Request proposes.
 func (s *AccountStore) InsertProgramChange(ctx context.Context, c emi.ProgramChange) error {
 	in, err := json.Marshal(c.Input)
 	if err != nil {
 		return emi.Internal(err)
 	}
-	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO program_changes (program, input, base_version, risk, proposed_by, proposed_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, c.Program, string(in), c.BaseVersion, c.Risk, c.ProposedBy, c.ProposedAt)
+	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO program_changes (request, program, input, risk)
+		VALUES ($1, $2, $3, $4)`, c.Request, c.Program, string(in), c.Risk)
 	return Translate(err)
 }
 
-// ProgramChange implements accounts.ProgramStore (false when none waits).
-func (s *AccountStore) ProgramChange(ctx context.Context, code string) (emi.ProgramChange, bool, error) {
+const programChangeColumns = `c.request::text AS request, c.program, c.input, c.risk, r.proposed_by::text AS proposed_by, r.proposed_at`
+
+// ProgramChange implements accounts.ProgramStore: the change request
+// proposes.
+func (s *AccountStore) ProgramChange(ctx context.Context, request string) (emi.ProgramChange, error) {
 	var r programChangeRow
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT program, input, base_version, risk, proposed_by::text AS proposed_by, proposed_at
-		FROM program_changes WHERE program = $1 FOR UPDATE`, code)
-	if errors.Is(err, sql.ErrNoRows) {
-		return emi.ProgramChange{}, false, nil
-	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT `+programChangeColumns+`
+		FROM program_changes c JOIN control_requests r ON r.id = c.request WHERE c.request = $1`, request)
 	if err != nil {
-		return emi.ProgramChange{}, false, Translate(err)
+		return emi.ProgramChange{}, Translate(err)
 	}
-	c, err := r.change()
-	return c, err == nil, err
+	return r.change()
 }
 
 // ProgramChanges implements accounts.ProgramStore: every waiting change by
 // program.
 func (s *AccountStore) ProgramChanges(ctx context.Context) (map[string]emi.ProgramChange, error) {
 	var rows []programChangeRow
-	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT program, input, base_version, risk, proposed_by::text AS proposed_by, proposed_at
-		FROM program_changes`); err != nil {
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+programChangeColumns+`
+		FROM program_changes c JOIN control_requests r ON r.id = c.request WHERE r.status = 'pending'`); err != nil {
 		return nil, Translate(err)
 	}
 	out := make(map[string]emi.ProgramChange, len(rows))
@@ -221,10 +220,4 @@ func (s *AccountStore) ProgramChanges(ctx context.Context) (map[string]emi.Progr
 		out[c.Program] = c
 	}
 	return out, nil
-}
-
-// DeleteProgramChange implements accounts.ProgramStore.
-func (s *AccountStore) DeleteProgramChange(ctx context.Context, code string) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM program_changes WHERE program = $1`, code)
-	return Translate(err)
 }

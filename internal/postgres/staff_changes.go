@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -29,38 +28,39 @@ func (r staffChangeRow) stored() staff.StoredStaffChange {
 	return out
 }
 
-const staffChangeSelect = `SELECT id, kind, staff_id, email, name, roles, from_roles, password_hash, second_half_enc,
-       status, proposed_by, proposed_at, coalesce(decided_by::text, '') AS decided_by, decided_at, reason
-  FROM staff_changes`
+// staffChangeSelect reads changes with their lifecycle
+// (control_requests): an approved request is an applied change.
+const staffChangeSelect = `SELECT c.id, c.kind, c.staff_id, c.email, c.name, c.roles, c.from_roles, c.password_hash, c.second_half_enc,
+       CASE r.status WHEN 'approved' THEN 'applied' ELSE r.status END AS status, r.proposed_by, r.proposed_at,
+       coalesce(r.decided_by::text, '') AS decided_by, r.decided_at, r.note AS reason
+  FROM staff_changes c JOIN control_requests r ON r.id = c.id`
 
-// InsertStaffChange stores a proposed change. Returns
-// emi.ErrStaffChangePending when the user (or, for a create, the e-mail
-// address) already has a pending change.
+// InsertStaffChange implements staff.StaffStore: what the request c.ID
+// proposes.
 func (s *StaffStore) InsertStaffChange(ctx context.Context, c staff.StoredStaffChange) error {
 	var hash *string
 	if c.PasswordHash != "" {
 		hash = &c.PasswordHash
 	}
 	_, err := s.db.Ext(ctx).ExecContext(ctx,
-		`INSERT INTO staff_changes (id, kind, staff_id, email, name, roles, from_roles, password_hash, second_half_enc,
-		                            status, proposed_by, proposed_at)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		c.ID, c.Kind, c.StaffID, c.Email, c.Name, roleList(c.Roles), roleList(c.FromRoles), hash, c.SecondHalfEnc,
-		c.Status, c.ProposedBy, c.ProposedAt)
-	if UniqueViolation(err, "staff_changes_one_pending") || UniqueViolation(err, "staff_changes_pending_email") {
-		return emi.ErrStaffChangePending
-	}
+		`INSERT INTO staff_changes (id, kind, staff_id, email, name, roles, from_roles, password_hash, second_half_enc)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		c.ID, c.Kind, c.StaffID, c.Email, c.Name, roleList(c.Roles), roleList(c.FromRoles), hash, c.SecondHalfEnc)
 	return Translate(err)
 }
 
-// StaffChangeForUpdate returns the change and locks it. Returns
+// StaffChange implements staff.StaffStore. Returns
 // emi.ErrStaffChangeNotFound.
-func (s *StaffStore) StaffChangeForUpdate(ctx context.Context, id string) (staff.StoredStaffChange, error) {
+func (s *StaffStore) StaffChange(ctx context.Context, id string, forUpdate bool) (staff.StoredStaffChange, error) {
 	if !validUUID(id) {
 		return staff.StoredStaffChange{}, emi.ErrStaffChangeNotFound
 	}
+	q := staffChangeSelect + ` WHERE c.id = $1`
+	if forUpdate {
+		q += ` FOR UPDATE OF c`
+	}
 	var r staffChangeRow
-	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, staffChangeSelect+` WHERE id = $1 FOR UPDATE`, id); err != nil {
+	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, q, id); err != nil {
 		return staff.StoredStaffChange{}, NotFound(err, emi.ErrStaffChangeNotFound)
 	}
 	return r.stored(), nil
@@ -69,17 +69,11 @@ func (s *StaffStore) StaffChangeForUpdate(ctx context.Context, id string) (staff
 // ListStaffChanges returns the pending changes, oldest first, and the 50
 // latest decided ones.
 func (s *StaffStore) ListStaffChanges(ctx context.Context) ([]emi.StaffChange, error) {
-	return s.selectStaffChanges(ctx,
-		`(`+staffChangeSelect+` WHERE status = 'pending' ORDER BY proposed_at)
-		 UNION ALL
-		 (`+staffChangeSelect+` WHERE status <> 'pending' ORDER BY decided_at DESC LIMIT 50)`)
-}
-
-// selectStaffChanges runs a query of staffChangeSelect's columns and
-// returns the changes without their secrets.
-func (s *StaffStore) selectStaffChanges(ctx context.Context, query string, args ...any) ([]emi.StaffChange, error) {
 	var rows []staffChangeRow
-	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, query, args...); err != nil {
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows,
+		`(`+staffChangeSelect+` WHERE r.status = 'pending' ORDER BY r.proposed_at)
+		 UNION ALL
+		 (`+staffChangeSelect+` WHERE r.status <> 'pending' ORDER BY r.decided_at DESC LIMIT 50)`); err != nil {
 		return nil, Translate(err)
 	}
 	out := make([]emi.StaffChange, len(rows))
@@ -87,30 +81,4 @@ func (s *StaffStore) selectStaffChanges(ctx context.Context, query string, args 
 		out[i] = r.stored().StaffChange
 	}
 	return out, nil
-}
-
-// DecideStaffChange marks a pending change applied or rejected and clears
-// its secrets.
-func (s *StaffStore) DecideStaffChange(ctx context.Context, id string, status emi.StaffChangeStatus, by string, at time.Time, reason string) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx,
-		`UPDATE staff_changes SET status = $2, decided_by = $3, decided_at = $4, reason = $5,
-		        password_hash = NULL, second_half_enc = NULL
-		  WHERE id = $1 AND status = 'pending'`, id, status, by, at, reason)
-	return Translate(err)
-}
-
-// DeleteLapsedStaffChanges deletes up to limit pending changes proposed
-// before the cutoff, oldest first, skipping the rows another transaction
-// has locked (an approval or rejection under way), and returns them
-// (without their secrets, which go with the rows).
-func (s *StaffStore) DeleteLapsedStaffChanges(ctx context.Context, proposedBefore time.Time, limit int) ([]emi.StaffChange, error) {
-	return s.selectStaffChanges(ctx, `
-		WITH gone AS (
-		  DELETE FROM staff_changes WHERE status = 'pending' AND id IN (
-		    SELECT id FROM staff_changes WHERE status = 'pending' AND proposed_at < $1
-		     ORDER BY proposed_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-		  RETURNING *)
-		SELECT id, kind, staff_id, email, name, roles, from_roles, NULL::text AS password_hash, NULL::bytea AS second_half_enc,
-		       status, proposed_by, proposed_at, '' AS decided_by, decided_at, reason
-		  FROM gone ORDER BY proposed_at`, proposedBefore, limit)
 }

@@ -25,8 +25,10 @@ func (s *InboxStore) Notify(ctx context.Context, it emi.InboxItem) error {
 	if it.By != "" {
 		by = it.By
 	}
+	// Nobody to tell when the person is not (or no longer) a staff user.
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO staff_inbox (staff_id, kind, href, body, by_staff, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, it.StaffID, it.Kind, it.Href, it.Body, by, it.At)
+		SELECT $1::uuid, $2, $3, $4, $5::uuid, $6::timestamptz WHERE EXISTS (SELECT 1 FROM staff_users WHERE id = $1::uuid)`,
+		it.StaffID, it.Kind, it.Href, it.Body, by, it.At)
 	return Translate(err)
 }
 

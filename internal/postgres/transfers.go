@@ -215,37 +215,6 @@ func (s *TransferStore) SetTransferStatus(ctx context.Context, token, status str
 	return Translate(err)
 }
 
-// InsertReversalRequest implements transfers.TransferStore.
-func (s *TransferStore) InsertReversalRequest(ctx context.Context, r transfers.ReversalRequest) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO transfer_reversal_requests (transfer, requested_by, reason, requested_at)
-		VALUES ($1, $2, $3, $4)`, r.Transfer, r.RequestedBy, r.Reason, r.RequestedAt)
-	return Translate(err)
-}
-
-// ReversalRequest implements transfers.TransferStore.
-func (s *TransferStore) ReversalRequest(ctx context.Context, transfer string) (transfers.ReversalRequest, bool, error) {
-	if !validUUID(transfer) {
-		return transfers.ReversalRequest{}, false, nil
-	}
-	var r transfers.ReversalRequest
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT transfer, requested_by, reason, requested_at FROM transfer_reversal_requests
-		WHERE transfer = $1`, transfer)
-	if errors.Is(err, sql.ErrNoRows) {
-		return transfers.ReversalRequest{}, false, nil
-	}
-	if err != nil {
-		return transfers.ReversalRequest{}, false, Translate(err)
-	}
-	r.RequestedAt = r.RequestedAt.UTC()
-	return r, true, nil
-}
-
-// DeleteReversalRequest implements transfers.TransferStore.
-func (s *TransferStore) DeleteReversalRequest(ctx context.Context, transfer string) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `DELETE FROM transfer_reversal_requests WHERE transfer = $1`, transfer)
-	return Translate(err)
-}
-
 // HolderOnHold implements transfers.TransferStore.
 func (s *TransferStore) HolderOnHold(ctx context.Context, account string) (bool, error) {
 	return holderOnHold(ctx, s.db, account)

@@ -15,8 +15,8 @@ import (
 // InsertAdjustment implements transfers.AdjustmentStore.
 func (s *IncomingStore) InsertAdjustment(ctx context.Context, a emi.Adjustment) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO adjustment_requests (token, account, balance, partner_id, direction,
-		amount, currency, reason, status, requested_by, requested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10)`,
-		a.Token, a.Account, a.Balance, a.PartnerID, a.Direction, a.Amount, a.Currency, a.Reason, a.RequestedBy, a.RequestedAt)
+		amount, currency) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		a.Token, a.Account, a.Balance, a.PartnerID, a.Direction, a.Amount, a.Currency)
 	return Translate(err)
 }
 
@@ -56,11 +56,11 @@ func (s *IncomingStore) Adjustment(ctx context.Context, token string, forUpdate 
 
 // Adjustments implements transfers.AdjustmentStore.
 func (s *IncomingStore) Adjustments(ctx context.Context, account string, pending bool, limit int) ([]emi.Adjustment, error) {
-	q := `SELECT ` + adjustmentColumns + ` WHERE r.status = 'pending'`
-	order := ` ORDER BY r.requested_at, r.token`
+	q := `SELECT ` + adjustmentColumns + ` WHERE c.status = 'pending'`
+	order := ` ORDER BY c.proposed_at, r.token`
 	if !pending {
-		q = `SELECT ` + adjustmentColumns + ` WHERE r.status <> 'pending'`
-		order = ` ORDER BY r.decided_at DESC, r.token`
+		q = `SELECT ` + adjustmentColumns + ` WHERE c.status <> 'pending'`
+		order = ` ORDER BY c.decided_at DESC, r.token`
 	}
 	args := []any{limit}
 	if account != "" {
@@ -81,23 +81,15 @@ func (s *IncomingStore) Adjustments(ctx context.Context, account string, pending
 	return out, nil
 }
 
-// DecideAdjustment implements transfers.AdjustmentStore.
-func (s *IncomingStore) DecideAdjustment(ctx context.Context, a emi.Adjustment) error {
-	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE adjustment_requests SET status = $2, decided_by = $3, decided_at = $4,
-		decision_note = $5, txn = $6 WHERE token = $1 AND status = 'pending'`,
-		a.Token, a.Status, a.DecidedBy, a.DecidedAt, a.DecisionNote, nullInt(a.Txn))
-	if err != nil {
-		return Translate(err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return emi.ErrAdjustmentDecided
-	}
-	return nil
+// SetAdjustmentTxn implements transfers.AdjustmentStore.
+func (s *IncomingStore) SetAdjustmentTxn(ctx context.Context, token string, txn int64) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE adjustment_requests SET txn = $2 WHERE token = $1`, token, txn)
+	return Translate(err)
 }
 
 // CountPendingAdjustments implements transfers.AdjustmentStore.
 func (s *IncomingStore) CountPendingAdjustments(ctx context.Context) (int64, error) {
 	var n int64
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM adjustment_requests WHERE status = 'pending'`)
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM control_requests WHERE control = 'adjustment.approve' AND status = 'pending'`)
 	return n, Translate(err)
 }

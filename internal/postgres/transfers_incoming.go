@@ -91,10 +91,11 @@ func (r suspenseRow) item() emi.SuspenseItem {
 const suspenseColumns = `s.token, s.scheme, s.amount, s.currency, s.payer, s.identifier, s.destination, s.reason, s.reference,
 	s.account, s.partner_id, s.txn, s.status, s.created_at, s.resolved_by, coalesce(st.name, '') AS resolved_by_name, s.resolved_at,
 	s.resolution_reason, s.resolution_txn, s.transfer, s.assigned_account,
-	ar.requested_by AS assign_requested_by, coalesce(ars.name, '') AS assign_requested_by_name
+	acr.proposed_by AS assign_requested_by, coalesce(ars.name, '') AS assign_requested_by_name
 	FROM suspense_items s LEFT JOIN staff_users st ON st.id = s.resolved_by
-	LEFT JOIN suspense_assignment_requests ar ON ar.item = s.token AND ar.status = 'approved'
-	LEFT JOIN staff_users ars ON ars.id = ar.requested_by`
+	LEFT JOIN (suspense_assignment_requests ar JOIN control_requests acr ON acr.id = ar.token AND acr.status = 'approved')
+	  ON ar.item = s.token
+	LEFT JOIN staff_users ars ON ars.id = acr.proposed_by`
 
 // SuspenseItem implements transfers.IncomingStore.
 func (s *IncomingStore) SuspenseItem(ctx context.Context, token string, forUpdate bool) (emi.SuspenseItem, error) {
@@ -169,16 +170,12 @@ func (s *IncomingStore) CountOpenSuspense(ctx context.Context) (int64, error) {
 	return n, Translate(err)
 }
 
-// InsertSuspenseAssignment implements transfers.IncomingStore. A second
-// pending request for the item is emi.ErrSuspenseAssignmentPending (the
-// partial unique index; the caller's item lock is the first line).
+// InsertSuspenseAssignment implements transfers.IncomingStore: the item
+// and target of the request a.Token.
 func (s *IncomingStore) InsertSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error {
 	_, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO suspense_assignment_requests (token, item, target, target_account,
-		target_balance, partner_id, reason, status, requested_by, requested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9)`,
-		a.Token, a.Item, a.Target, a.Account, a.Balance, a.PartnerID, a.Reason, a.RequestedBy, a.RequestedAt)
-	if UniqueViolation(err, "suspense_assignment_requests_pending") {
-		return emi.ErrSuspenseAssignmentPending
-	}
+		target_balance, partner_id) VALUES ($1, $2, $3, $4, $5, $6)`,
+		a.Token, a.Item, a.Target, a.Account, a.Balance, a.PartnerID)
 	return Translate(err)
 }
 
@@ -200,11 +197,11 @@ func (r assignmentRow) assignment() emi.SuspenseAssignment {
 	return a
 }
 
-const assignmentColumns = `r.token, r.item, r.target, r.target_account, r.target_balance, r.partner_id, r.reason, r.status,
-	r.requested_by, coalesce(rq.name, '') AS requested_by_name, r.requested_at, r.decided_by AS decided_by_n,
-	coalesce(dc.name, '') AS decided_by_name, r.decided_at AS decided_at_n, r.decision_note, r.transfer AS transfer_n
-	FROM suspense_assignment_requests r LEFT JOIN staff_users rq ON rq.id = r.requested_by
-	LEFT JOIN staff_users dc ON dc.id = r.decided_by`
+const assignmentColumns = `r.token, r.item, r.target, r.target_account, r.target_balance, r.partner_id, c.reason, c.status,
+	c.proposed_by AS requested_by, coalesce(rq.name, '') AS requested_by_name, c.proposed_at AS requested_at, c.decided_by AS decided_by_n,
+	coalesce(dc.name, '') AS decided_by_name, c.decided_at AS decided_at_n, c.note AS decision_note, r.transfer AS transfer_n
+	FROM suspense_assignment_requests r JOIN control_requests c ON c.id = r.token
+	LEFT JOIN staff_users rq ON rq.id = c.proposed_by LEFT JOIN staff_users dc ON dc.id = c.decided_by`
 
 // SuspenseAssignment implements transfers.IncomingStore.
 func (s *IncomingStore) SuspenseAssignment(ctx context.Context, token string, forUpdate bool) (emi.SuspenseAssignment, error) {
@@ -230,7 +227,7 @@ func (s *IncomingStore) PendingSuspenseAssignments(ctx context.Context, items []
 	}
 	var rows []assignmentRow
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+assignmentColumns+
-		` WHERE r.status = 'pending' AND r.item = ANY($1::uuid[])`, pq.Array(items)); err != nil {
+		` WHERE c.status = 'pending' AND r.item = ANY($1::uuid[])`, pq.Array(items)); err != nil {
 		return nil, Translate(err)
 	}
 	for _, r := range rows {
@@ -239,22 +236,14 @@ func (s *IncomingStore) PendingSuspenseAssignments(ctx context.Context, items []
 	return out, nil
 }
 
-// DecideSuspenseAssignment implements transfers.IncomingStore. The status
-// guard is a second line behind the caller's row locks.
-func (s *IncomingStore) DecideSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error {
-	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE suspense_assignment_requests SET status = $2, decided_by = $3,
-		decided_at = $4, decision_note = $5, transfer = $6 WHERE token = $1 AND status = 'pending'`,
-		a.Token, a.Status, a.DecidedBy, a.DecidedAt, a.DecisionNote, nullString(a.Transfer))
-	if err != nil {
-		return Translate(err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return emi.ErrSuspenseAssignmentDecided
-	}
-	return nil
+// SetSuspenseAssignmentTransfer implements transfers.IncomingStore.
+func (s *IncomingStore) SetSuspenseAssignmentTransfer(ctx context.Context, token, transfer string) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE suspense_assignment_requests SET transfer = $2 WHERE token = $1`, token, transfer)
+	return Translate(err)
 }
 
-const adjustmentColumns = `r.token, r.account, r.balance, r.partner_id, r.direction, r.amount, r.currency, r.reason, r.status,
-	r.requested_by, coalesce(rq.name, '') AS requested_by_name, r.requested_at, r.decided_by AS decided_by_n,
-	coalesce(dc.name, '') AS decided_by_name, r.decided_at AS decided_at_n, r.decision_note, r.txn AS txn_n
-	FROM adjustment_requests r LEFT JOIN staff_users rq ON rq.id = r.requested_by LEFT JOIN staff_users dc ON dc.id = r.decided_by`
+const adjustmentColumns = `r.token, r.account, r.balance, r.partner_id, r.direction, r.amount, r.currency, c.reason, c.status,
+	c.proposed_by AS requested_by, coalesce(rq.name, '') AS requested_by_name, c.proposed_at AS requested_at, c.decided_by AS decided_by_n,
+	coalesce(dc.name, '') AS decided_by_name, c.decided_at AS decided_at_n, c.note AS decision_note, r.txn AS txn_n
+	FROM adjustment_requests r JOIN control_requests c ON c.id = r.token
+	LEFT JOIN staff_users rq ON rq.id = c.proposed_by LEFT JOIN staff_users dc ON dc.id = c.decided_by`

@@ -321,14 +321,14 @@ func TestAccountStaffActions(t *testing.T) {
 	if err := env.App.Accounts.RequestTermination(cs1, tok, "customer asked to close the account"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.App.Accounts.ApproveTermination(cs1, tok, false); !is(err, emi.ErrFourEyes) {
+	if _, err := env.App.Accounts.ApproveTermination(cs1, tok); !is(err, emi.ErrFourEyes) {
 		t.Fatalf("the requester approved: %v", err)
 	}
 	v, err := env.App.Accounts.Get(cs2, tok)
 	if err != nil || v.PendingTermination == nil || len(v.Virtuals) != 1 || len(v.History) != 2 {
 		t.Fatalf("account view: %+v %v", v, err)
 	}
-	a, err := env.App.Accounts.ApproveTermination(cs2, tok, false)
+	a, err := env.App.Accounts.ApproveTermination(cs2, tok)
 	if err != nil || a.Status != emi.AccountTerminated {
 		t.Fatalf("second approval: %v", err)
 	}

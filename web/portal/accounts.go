@@ -223,13 +223,13 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 		p.renderError(w, r, err)
 		return
 	}
-	me := current(r).ID
 	if t := a.PendingTermination; t != nil {
-		by := staffName(r, t.RequestedBy, firstNonEmpty(t.RequestedByName, "a colleague (staff "+shortID(t.RequestedBy)+")"))
-		v.Pending = &pages.PendingTermination{By: by, Reason: t.Reason, Mine: t.RequestedBy == me}
+		by := staffName(r, t.ProposedBy, firstNonEmpty(t.ProposedByName, "a colleague (staff "+shortID(t.ProposedBy)+")"))
+		v.Pending = &pages.PendingTermination{By: by, Reason: t.Reason, Mine: a.TerminationCan.Withdraw,
+			WhyNot: a.TerminationCan.WhyNotApprove}
 	}
 	if canDo(r, emi.PermManageAccounts) {
-		v.Actions = accountActions(a, me, f)
+		v.Actions = accountActions(a, f)
 	}
 	if v.Money, err = p.accountMoney(r, a, f); err != nil {
 		p.renderError(w, r, err)
@@ -299,14 +299,15 @@ func balanceViews(a emi.Account) []pages.BalanceView {
 
 // accountActions are the actions the signed-in customer-service user may
 // take on the account.
-func accountActions(a accounts.AccountView, me string, f *accountForm) *pages.AccountActions {
+func accountActions(a accounts.AccountView, f *accountForm) *pages.AccountActions {
 	act := &pages.AccountActions{Base: accountHref(a.Token), Virtuals: len(a.Virtuals)}
 	open := a.Status != emi.AccountTerminated
 	act.CanBlock = open && a.Status == emi.AccountActive
 	act.CanUnblock = open && a.Status == emi.AccountBlocked
-	if t := a.PendingTermination; t != nil {
-		act.CanApprove = open && t.RequestedBy != me
-		act.CanWithdraw = true
+	if a.PendingTermination != nil {
+		act.CanApprove = open && a.TerminationCan.Approve
+		act.CanWithdraw = a.TerminationCan.Withdraw
+		act.CanReject = a.TerminationCan.Reject
 	} else {
 		act.CanRequest = open
 	}
@@ -401,7 +402,7 @@ func (p *Portal) accountTerminateApprove(w http.ResponseWriter, r *http.Request)
 	if token == "" {
 		return
 	}
-	if _, err := p.d.Accounts.ApproveTermination(r.Context(), token, false); err != nil {
+	if _, err := p.d.Accounts.ApproveTermination(r.Context(), token); err != nil {
 		p.accountRefused(w, r, err, &accountForm{which: "approve"}, token)
 		return
 	}
@@ -410,17 +411,19 @@ func (p *Portal) accountTerminateApprove(w http.ResponseWriter, r *http.Request)
 }
 
 // accountTerminateWithdraw (POST /accounts/{account}/terminate/withdraw)
-// withdraws a pending termination request.
+// ends a pending termination request: the service withdraws the proposer's
+// own and rejects a colleague's.
 func (p *Portal) accountTerminateWithdraw(w http.ResponseWriter, r *http.Request) {
 	token := p.accountToken(w, r)
 	if token == "" {
 		return
 	}
-	if _, err := p.d.Accounts.ApproveTermination(r.Context(), token, true); err != nil {
+	req, err := p.d.Accounts.DeclineTermination(r.Context(), token)
+	if err != nil {
 		p.accountRefused(w, r, err, &accountForm{which: "withdraw"}, token)
 		return
 	}
-	p.flash(r.Context(), "ok", "Termination request withdrawn: the account stays as it is.")
+	p.flash(r.Context(), "ok", "Termination request "+req.Status+": the account stays as it is.")
 	redirect(w, r, accountHref(token))
 }
 

@@ -37,15 +37,14 @@ func accountIdentifiers(a emi.Account) []pages.Option {
 }
 
 // adjustmentRows lays out adjustment requests with the actions the
-// signed-in user may take.
+// signed-in user may take, as the decision engine answers.
 func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment) []pages.AdjustmentRow {
-	me := current(r).ID
-	manage := canDo(r, emi.PermManageMoney)
+	can := p.d.Adjustments.Capabilities(r.Context(), list)
 	rows := make([]pages.AdjustmentRow, len(list))
 	for i, a := range list {
 		row := pages.AdjustmentRow{Token: a.Token, Requested: fmtTime(a.RequestedAt), Account: a.Account,
 			Direction: a.Direction, Amount: emi.FormatMinor(a.Amount), Currency: a.Currency, Reason: a.Reason, Status: a.Status,
-			Decided: fmtTimeOrEmpty(a.DecidedAt), Note: a.DecisionNote, Mine: a.RequestedBy == me && a.Status == emi.AdjustmentPending}
+			Decided: fmtTimeOrEmpty(a.DecidedAt), Note: a.DecisionNote, Mine: can[a.Token].Withdraw}
 		if canDo(r, emi.PermViewAccounts) {
 			row.AccountHref = accountHref(a.Account)
 		}
@@ -54,9 +53,7 @@ func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment) []pages.
 			row.DecidedBy = staffName(r, a.DecidedBy, a.DecidedByName)
 		}
 		row.StatusTone = adjustmentTone(a.Status)
-		if a.Status == emi.AdjustmentPending && manage {
-			row.CanApprove, row.CanReject = a.RequestedBy != me, true
-		}
+		row.CanApprove, row.CanReject, row.WhyNot = can[a.Token].Approve, can[a.Token].Reject || can[a.Token].Withdraw, can[a.Token].WhyNotApprove
 		rows[i] = row
 	}
 	return rows

@@ -10,7 +10,6 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
-	"emi/internal/service/staff"
 	"emi/views/pages"
 )
 
@@ -302,10 +301,10 @@ func (p *Portal) programUpdate(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, programHref(pr.Code))
 }
 
-// pendingProgramChange lays out a proposal: what it changes and who may
-// decide it (another administrator approves; anyone who manages programs
-// may reject, the proposer withdrawing it included).
-func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c emi.ProgramChange, names partnerNameMap) *pages.PendingProgramChange {
+// pendingProgramChange lays out a proposal: what it changes and what the
+// reader may do with it, as the decision engine answers (another
+// administrator approves or rejects; the proposer withdraws).
+func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c accounts.PendingProgramChange, names partnerNameMap) *pages.PendingProgramChange {
 	v := &pages.PendingProgramChange{Risk: c.Risk, ProposedBy: who(r, c.ProposedBy, p.staffNames(r)[c.ProposedBy]), ProposedAt: fmtTime(c.ProposedAt),
 		Action: programAction(cur.Code) + "/change"}
 	after := programView(accounts.ProgramAfter(cur, c.Input), names)
@@ -315,9 +314,7 @@ func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c emi.Pr
 			v.Changes = append(v.Changes, pages.KV{Label: kv.Label, Value: before.Details[i].Value + " → " + kv.Value})
 		}
 	}
-	me := current(r).ID
-	v.CanApprove = canDo(r, approve(staff.ControlProgramRisk)) && me != c.ProposedBy
-	v.CanReject = canDo(r, emi.PermManagePrograms)
+	v.CanApprove, v.CanReject, v.WhyNot = c.Can.Approve, c.Can.Reject || c.Can.Withdraw, c.Can.WhyNotApprove
 	return v
 }
 

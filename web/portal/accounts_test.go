@@ -325,7 +325,7 @@ func TestAccountTerminationFourEyes(t *testing.T) {
 	})
 	t.Run("a second request is refused", func(t *testing.T) {
 		pg := follow(t, second, second.Post(t, page+"/terminate", url.Values{"reason": {"Another reason"}}))
-		contains(t, "second request", pg, "already requested")
+		contains(t, "second request", pg, "already waits for a second person")
 	})
 
 	var requester string
@@ -334,8 +334,8 @@ func TestAccountTerminationFourEyes(t *testing.T) {
 	}
 	pg = second.Get(t, page)
 	contains(t, "second agent's page", pg, `data-testid="pending-termination"`, requester, "Customer closes the relationship",
-		`data-testid="approve-termination"`, `data-testid="withdraw-termination"`)
-	lacks(t, "second agent's page", pg, `data-testid="awaiting-second"`)
+		`data-testid="approve-termination"`, `data-testid="reject-termination"`)
+	lacks(t, "second agent's page", pg, `data-testid="awaiting-second"`, `data-testid="withdraw-termination"`)
 	pg = follow(t, second, second.Post(t, page+"/terminate/approve", nil))
 	contains(t, "after the approval", pg, "Account terminated", `data-testid="account-status"><span class="badge bad">terminated<`,
 		"Customer closes the relationship (approved by a second staff member)", "Second Agent (you)",
@@ -360,7 +360,7 @@ func TestAccountTerminationFourEyes(t *testing.T) {
 			contains(t, action, pg, portalMessage(emi.ErrAccountInvalidTransition))
 		}
 		pg := follow(t, second, second.Post(t, page+"/terminate/approve", nil))
-		contains(t, "approve again", pg, "No termination of this account is pending")
+		contains(t, "approve again", pg, "No request for the termination of this account waits any more")
 	})
 
 	t.Run("the requester may withdraw", func(t *testing.T) {
@@ -406,7 +406,7 @@ func TestAccountTerminationRefusedWhileABalanceIsNotZero(t *testing.T) {
 	pg = follow(t, second, second.Post(t, page+"/terminate/approve", nil))
 	contains(t, "approval when paid out", pg, "Account terminated")
 	var pending int
-	_ = a.env.App.DB.Get(&pending, `SELECT count(*) FROM account_termination_requests WHERE account = $1`, a.eurTok)
+	_ = a.env.App.DB.Get(&pending, `SELECT count(*) FROM control_requests WHERE subject = 'account:' || $1 AND status = 'pending'`, a.eurTok)
 	if pending != 0 {
 		t.Fatal("the termination request outlived the termination")
 	}

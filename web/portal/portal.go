@@ -70,6 +70,7 @@ type StaffService interface {
 	LiftSuspension(ctx context.Context, staffID string) error
 	ResetCredentials(ctx context.Context, staffID string) (emi.StaffOutcome, error)
 	Changes(ctx context.Context) ([]emi.StaffChange, error)
+	ChangeCapabilities(ctx context.Context, changes []emi.StaffChange) map[string]staff.RequestCapability
 	ApproveChange(ctx context.Context, changeID string) (emi.StaffOutcome, error)
 	RejectChange(ctx context.Context, changeID, reason string) error
 	RevokeSessions(ctx context.Context, staffID string) error

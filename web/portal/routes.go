@@ -120,12 +120,12 @@ func (p *Portal) Routes(r chi.Router) {
 		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/unblock", p.accountUnblock)
 		r.With(p.requirePerm(propose(staff.ControlAccountTermination))).Post("/accounts/{account}/terminate", p.accountTerminate)
 		r.With(p.requirePerm(approve(staff.ControlAccountTermination))).Post("/accounts/{account}/terminate/approve", p.accountTerminateApprove)
-		r.With(p.requirePerm(emi.PermManageAccounts)).Post("/accounts/{account}/terminate/withdraw", p.accountTerminateWithdraw)
+		r.With(p.requirePerm(propose(staff.ControlAccountTermination))).Post("/accounts/{account}/terminate/withdraw", p.accountTerminateWithdraw)
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/accounts/{account}/statement.csv", p.accountStatementCSV)
 		r.With(p.requirePerm(emi.PermViewAccounts)).Get("/transfers/{transfer}", p.transferDetail)
 		r.With(p.requirePerm(propose(staff.ControlTransferReversal))).Post("/transfers/{transfer}/reversal", p.transferReversalRequest)
 		r.With(p.requirePerm(approve(staff.ControlTransferReversal))).Post("/transfers/{transfer}/reversal/approve", p.transferReversalDecide(true))
-		r.With(p.requirePerm(emi.PermManageMoney)).Post("/transfers/{transfer}/reversal/reject", p.transferReversalDecide(false))
+		r.With(p.requirePerm(propose(staff.ControlTransferReversal))).Post("/transfers/{transfer}/reversal/reject", p.transferReversalDecide(false))
 		if p.d.Sandbox {
 			// The receiving bank's answer to an outgoing payment, simulated.
 			r.With(p.requirePerm(emi.PermManageAccounts)).Post("/transfers/{transfer}/complete", p.transferComplete)

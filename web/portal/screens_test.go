@@ -217,7 +217,7 @@ func TestStaffAndAccountScreens(t *testing.T) {
 	changeOf := func(t *testing.T, email string) string {
 		t.Helper()
 		var id string
-		if err := f.env.App.DB.Get(&id, `SELECT id FROM staff_changes WHERE lower(email) = $1 AND status = 'pending'`, email); err != nil {
+		if err := f.env.App.DB.Get(&id, `SELECT c.id FROM staff_changes c JOIN control_requests r ON r.id = c.id WHERE lower(c.email) = $1 AND r.status = 'pending'`, email); err != nil {
 			t.Fatalf("pending change of %s: %v", email, err)
 		}
 		return id

@@ -304,7 +304,7 @@ func TestRoleRouteMatrix(t *testing.T) {
 		t.Fatalf("account history after forged requests: %d rows %v", changes, err)
 	}
 	var pending int
-	if err := f.env.App.DB.Get(&pending, `SELECT count(*) FROM account_termination_requests WHERE account = $1`, f.account); err != nil || pending != 0 {
+	if err := f.env.App.DB.Get(&pending, `SELECT count(*) FROM control_requests WHERE subject = 'account:' || $1 AND status = 'pending'`, f.account); err != nil || pending != 0 {
 		t.Fatalf("termination requests after forged requests: %d %v", pending, err)
 	}
 	// Nor the outgoing payment: still pending.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"emi/internal/emi"
+	"emi/internal/service/staff"
 	"emi/views/pages"
 )
 
@@ -52,7 +53,7 @@ func roleOptions(checked []emi.Role) []pages.RoleOption {
 
 // staffChangeRow is the view of a staff change; names maps staff ids to
 // names for the proposer and decider columns.
-func staffChangeRow(c emi.StaffChange, names map[string]string) pages.StaffChangeRow {
+func staffChangeRow(c emi.StaffChange, names map[string]string, can staff.RequestCapability) pages.StaffChangeRow {
 	join := func(rs []emi.Role) string {
 		out := make([]string, len(rs))
 		for i, r := range rs {
@@ -68,7 +69,8 @@ func staffChangeRow(c emi.StaffChange, names map[string]string) pages.StaffChang
 	}
 	row := pages.StaffChangeRow{ID: c.ID, Kind: strings.ReplaceAll(string(c.Kind), "_", " "), StaffID: c.StaffID, Email: c.Email,
 		Roles: join(c.Roles), FromRoles: join(c.FromRoles), Status: string(c.Status), ProposedBy: name(c.ProposedBy),
-		ProposedAt: fmtTime(c.ProposedAt), Pending: c.Status == emi.StaffChangePending}
+		ProposedAt: fmtTime(c.ProposedAt), Pending: c.Status == emi.StaffChangePending,
+		CanApprove: can.Approve, CanReject: can.Reject || can.Withdraw, Mine: can.Withdraw, WhyNot: can.WhyNotApprove}
 	if c.DecidedBy != "" {
 		row.DecidedBy = name(c.DecidedBy)
 	}
@@ -93,9 +95,10 @@ func (p *Portal) staffChanges(r *http.Request, users []emi.StaffUser) ([]pages.S
 	for _, u := range users {
 		names[u.ID] = u.Name
 	}
+	can := p.d.Staff.ChangeCapabilities(r.Context(), changes)
 	rows := make([]pages.StaffChangeRow, len(changes))
 	for i, c := range changes {
-		rows[i] = staffChangeRow(c, names)
+		rows[i] = staffChangeRow(c, names, can[c.ID])
 	}
 	return rows, nil
 }

@@ -37,7 +37,7 @@ func TestStaffSuspensionAndTwoPersonRemovalPages(t *testing.T) {
 		t.Fatalf("the colleague lost access before a second approval: HTTP %d", v.Status)
 	}
 	var change string
-	if err := f.env.App.DB.Get(&change, `SELECT id FROM staff_changes WHERE staff_id = $1 AND status = 'pending'`, colleague); err != nil {
+	if err := f.env.App.DB.Get(&change, `SELECT c.id FROM staff_changes c JOIN control_requests r ON r.id = c.id WHERE c.staff_id = $1 AND r.status = 'pending'`, colleague); err != nil {
 		t.Fatal(err)
 	}
 	if p := admin.Post(t, "/backoffice/staff/changes/"+change+"/reject", url.Values{"reason": {"withdrawn"}}); p.Status != http.StatusSeeOther {
@@ -51,7 +51,7 @@ func TestStaffSuspensionAndTwoPersonRemovalPages(t *testing.T) {
 	if d := admin.Get(t, page); !strings.Contains(d.Body, "To stop them now, suspend them") || !strings.Contains(d.Body, "waiting for a second administrator") {
 		t.Fatal("the proposed disable is not explained on the page")
 	}
-	if err := f.env.App.DB.Get(&change, `SELECT id FROM staff_changes WHERE staff_id = $1 AND status = 'pending'`, colleague); err != nil {
+	if err := f.env.App.DB.Get(&change, `SELECT c.id FROM staff_changes c JOIN control_requests r ON r.id = c.id WHERE c.staff_id = $1 AND r.status = 'pending'`, colleague); err != nil {
 		t.Fatal(err)
 	}
 	admin.Post(t, "/backoffice/staff/changes/"+change+"/reject", url.Values{"reason": {"withdrawn"}})

@@ -196,13 +196,14 @@ func (p *Portal) transferReturn(w http.ResponseWriter, r *http.Request) {
 // transferReversal builds the reversal panel of an internal transfer.
 func (p *Portal) transferReversal(r *http.Request, t transfers.StaffTransfer, f *transferForm) (*pages.TransferReversal, error) {
 	rv := &pages.TransferReversal{Base: transferHref(t.Token), CanRequest: t.Status == emi.TransferCompleted}
-	req, pending, err := p.d.Transfers.PendingReversal(r.Context(), t.Token)
+	req, can, pending, err := p.d.Transfers.PendingReversal(r.Context(), t.Token)
 	if err != nil {
 		return nil, err
 	}
 	if pending {
-		by, _ := actorOf(r, req.RequestedBy, p.staffNames(r), nil)
-		rv.Pending, rv.By, rv.Reason, rv.At, rv.Mine = true, by, req.Reason, fmtTime(req.RequestedAt), req.RequestedBy == current(r).ID
+		by, _ := actorOf(r, req.ProposedBy, p.staffNames(r), nil)
+		rv.Pending, rv.By, rv.Reason, rv.At = true, by, req.Reason, fmtTime(req.ProposedAt)
+		rv.Mine, rv.CanApprove, rv.CanReject, rv.WhyNot = can.Withdraw, can.Approve, can.Reject, can.WhyNotApprove
 	}
 	if f != nil && f.reversal {
 		rv.FormReason, rv.Errs = f.reason, f.errs

@@ -76,8 +76,8 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 		v.Sort.Query.Set("status", "resolved")
 	}
 	canResolve := canDo(r, emi.PermManageMoney)
-	me := current(r).ID
 	now := p.d.Now()
+	can := p.d.Incoming.AssignmentCapabilities(r.Context(), items)
 	for _, it := range items {
 		row := pages.SuspenseRow{Token: it.Token, Received: fmtTime(it.CreatedAt), Age: age(now, it.CreatedAt),
 			Amount: emi.FormatMinor(it.Amount), Currency: it.Currency, Payer: firstNonEmpty(it.Payer.Name, "(no name)"),
@@ -107,11 +107,11 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 		if a := it.Pending; a != nil && open {
 			pv := &pages.PendingAssignment{Token: a.Token, Target: a.Target, Account: a.Account, Reason: a.Reason,
 				RequestedBy: staffName(r, a.RequestedBy, a.RequestedByName), Requested: fmtTime(a.RequestedAt),
-				Mine: a.RequestedBy == me}
+				Mine: can[a.Token].Withdraw}
 			if canDo(r, emi.PermViewAccounts) {
 				pv.AccountHref = accountHref(a.Account)
 			}
-			pv.CanApprove, pv.CanReject = canResolve && !pv.Mine, canResolve
+			pv.CanApprove, pv.CanReject, pv.WhyNot = can[a.Token].Approve, can[a.Token].Reject || can[a.Token].Withdraw, can[a.Token].WhyNotApprove
 			row.Pending = pv
 		}
 		if form != nil && form.item == it.Token {

@@ -150,7 +150,7 @@ func TestSuspenseQueuePage(t *testing.T) {
 	if availableOf(t, a.env, eurBal) != 0 {
 		t.Fatal("the requester approved their own assignment")
 	}
-	contains422(t, "a second request", request(a.cs, items[0], eurIBAN, "again"), "already has an assignment waiting")
+	contains422(t, "a second request", request(a.cs, items[0], eurIBAN, "again"), "already waits for a second person")
 
 	// Compliance sees who asked, the target and the reason, and may
 	// approve; the auditor sees it without the forms.
@@ -165,13 +165,13 @@ func TestSuspenseQueuePage(t *testing.T) {
 	lacks(t, "auditor's queue", ap, `data-testid="approve-assignment-form"`, `data-testid="reject-assignment-form"`)
 	// Returned while the assignment waits: refused, the reason says why.
 	contains422(t, "return while pending", comp.Post(t, "/backoffice/suspense/"+items[0]+"/return", url.Values{"reason": {"recalled"}}),
-		"already has an assignment waiting")
+		"already waits for a second person")
 	page = follow(t, comp, approve(comp))
 	contains(t, "approved", page, "Approved and assigned: 12.50 EUR credited to account "+a.eurTok)
 	if availableOf(t, a.env, eurBal) != 1250 {
 		t.Fatalf("available %d", availableOf(t, a.env, eurBal))
 	}
-	contains422(t, "approve twice", approve(comp), "already approved, rejected or withdrawn")
+	contains422(t, "approve twice", approve(comp), "waits any more")
 	contains422(t, "request an assigned item", request(a.cs, items[0], eurIBAN, "again"), "already assigned or returned")
 	if availableOf(t, a.env, eurBal) != 1250 {
 		t.Fatal("assigned twice")
@@ -229,7 +229,7 @@ func TestC9SuspenseAssignedByOnePerson(t *testing.T) {
 	// The requester withdraws (a reason is required, and a refused form
 	// keeps what was typed); another person rejects a second request.
 	var tok string
-	if err := a.env.App.DB.Get(&tok, `SELECT token::text FROM suspense_assignment_requests WHERE item = $1 AND status = 'pending'`,
+	if err := a.env.App.DB.Get(&tok, `SELECT a.token::text FROM suspense_assignment_requests a JOIN control_requests r ON r.id = a.token WHERE a.item = $1 AND r.status = 'pending'`,
 		items[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestC9SuspenseAssignedByOnePerson(t *testing.T) {
 	contains422(t, "withdraw without a reason", reject(a.cs, "x"), "give a reason", ">x</textarea>")
 	contains(t, "withdrawn", follow(t, a.cs, reject(a.cs, "wrong customer")), "Assignment request withdrawn", `data-testid="assign-form"`)
 	follow(t, a.cs, a.cs.Post(t, "/backoffice/suspense/"+items[0]+"/assign", url.Values{"to": {a.eurTok}, "reason": {"right customer"}}))
-	if err := a.env.App.DB.Get(&tok, `SELECT token::text FROM suspense_assignment_requests WHERE item = $1 AND status = 'pending'`,
+	if err := a.env.App.DB.Get(&tok, `SELECT a.token::text FROM suspense_assignment_requests a JOIN control_requests r ON r.id = a.token WHERE a.item = $1 AND r.status = 'pending'`,
 		items[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestC9SuspenseAssignedByOnePerson(t *testing.T) {
 	comp.SignIn(t, apptest.ComplianceEmail)
 	contains(t, "rejected", follow(t, comp, reject(comp, "no evidence it is theirs")), "Assignment request rejected")
 	var statuses []string
-	if err := a.env.App.DB.Select(&statuses, `SELECT status FROM suspense_assignment_requests WHERE item = $1 ORDER BY status DESC`,
+	if err := a.env.App.DB.Select(&statuses, `SELECT r.status FROM suspense_assignment_requests a JOIN control_requests r ON r.id = a.token WHERE a.item = $1 ORDER BY r.status DESC`,
 		items[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestAdjustmentPages(t *testing.T) {
 		t.Fatal("a request moved money")
 	}
 	var token string
-	if err := a.env.App.DB.Get(&token, `SELECT token::text FROM adjustment_requests WHERE status = 'pending'`); err != nil {
+	if err := a.env.App.DB.Get(&token, `SELECT id::text FROM control_requests WHERE control = 'adjustment.approve' AND status = 'pending'`); err != nil {
 		t.Fatal(err)
 	}
 	// The requester cannot approve it, even by a forged form.
@@ -330,11 +330,11 @@ func TestAdjustmentPages(t *testing.T) {
 		t.Fatalf("available %d", availableOf(t, a.env, eurBal))
 	}
 	contains(t, "approve twice", follow(t, comp, comp.Post(t, "/backoffice/adjustments/"+token+"/approve", nil)),
-		"already approved or rejected")
+		"waits any more")
 
 	// A rejection needs a reason; from the account page it returns there.
 	request(a.cs, "debit", "6.00", "duplicate credit")
-	if err := a.env.App.DB.Get(&token, `SELECT token::text FROM adjustment_requests WHERE status = 'pending'`); err != nil {
+	if err := a.env.App.DB.Get(&token, `SELECT id::text FROM control_requests WHERE control = 'adjustment.approve' AND status = 'pending'`); err != nil {
 		t.Fatal(err)
 	}
 	contains(t, "reject without reason", follow(t, comp, comp.Post(t, "/backoffice/adjustments/"+token+"/reject", nil)), "reason: give a reason")
@@ -344,7 +344,7 @@ func TestAdjustmentPages(t *testing.T) {
 	}
 	// A forged back link elsewhere is ignored.
 	request(a.cs, "debit", "1.00", "duplicate credit")
-	_ = a.env.App.DB.Get(&token, `SELECT token::text FROM adjustment_requests WHERE status = 'pending'`)
+	_ = a.env.App.DB.Get(&token, `SELECT id::text FROM control_requests WHERE control = 'adjustment.approve' AND status = 'pending'`)
 	if p := comp.Post(t, "/backoffice/adjustments/"+token+"/reject", url.Values{"reason": {"not needed"}, "back": {"https://evil.example/"}}); p.Location != "/backoffice/adjustments" {
 		t.Fatalf("forged back link: to %q", p.Location)
 	}

@@ -386,7 +386,7 @@ func TestTransferReversalFourEyes(t *testing.T) {
 		t.Fatalf("destination after the reversal: %s", got)
 	}
 	again := follow(t, second, second.Post(t, page+"/reversal/approve", url.Values{}))
-	contains(t, "approve twice", again, "does not allow this any more")
+	contains(t, "approve twice", again, "No request for the reversal of this transfer waits any more")
 
 	// A second transfer: withdrawn by its requester, then refused because
 	// the destination spent the money.
@@ -395,7 +395,7 @@ func TestTransferReversalFourEyes(t *testing.T) {
 	page2 := "/backoffice/transfers/" + tr2.Data["token"].(string)
 	follow(t, a.cs, a.cs.Post(t, page2+"/reversal", url.Values{"reason": {"Duplicate payment"}}))
 	pg = follow(t, a.cs, a.cs.Post(t, page2+"/reversal/reject", url.Values{}))
-	contains(t, "withdrawn", pg, "Reversal request withdrawn", `data-testid="reversal-request"`, ">transfer.reversal_rejected<")
+	contains(t, "withdrawn", pg, "Reversal request withdrawn", `data-testid="reversal-request"`, ">transfer.reversal_withdrawn<")
 	follow(t, a.cs, a.cs.Post(t, page2+"/reversal", url.Values{"reason": {"Duplicate payment"}}))
 	spend := api(t, a.env, a.p, http.MethodPost, "/v2/transfers", "transfer_create", map[string]any{
 		"source": map[string]any{"account": dstAcc}, "destination": map[string]any{"account": a.eurTok}, "amount": "10.00", "currency": "EUR"})

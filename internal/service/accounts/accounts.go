@@ -72,7 +72,6 @@ type Accounts struct {
 		Struct(any, *emi.Error) error
 	}
 	now    kernel.Clock
-	terms  TerminationStore
 	cards  CardCascade
 	ledger *Ledger
 	// statements reads account statements (statements.go).
@@ -115,8 +114,6 @@ type AccountsDeps struct {
 	Events   *kernel.Events
 	Audit    *kernel.Auditor
 	Validate kernel.StructValidator
-	// Terminations keeps staff termination requests (four-eyes).
-	Terminations TerminationStore
 	// Cards terminates an account's cards with it (*Cards, built before:
 	// the card service reads accounts through the account store, not
 	// through this service, so there is no cycle).
@@ -132,7 +129,7 @@ type AccountsDeps struct {
 func NewAccounts(d AccountsDeps) *Accounts {
 	kernel.MustHave("Accounts", d)
 	return &Accounts{tx: d.Tx, store: d.Store, ids: d.Ids, controls: d.Controls, events: d.Events, audit: d.Audit,
-		validate: d.Validate, now: d.Now, terms: d.Terminations, cards: d.Cards, ledger: d.Ledger, statements: d.Statements}
+		validate: d.Validate, now: d.Now, cards: d.Cards, ledger: d.Ledger, statements: d.Statements}
 }
 
 // Create opens an account (account_create): one balance per program
@@ -440,7 +437,7 @@ func (s *Accounts) apply(ctx context.Context, a emi.Account, status, reason, act
 	}
 	if status == emi.AccountTerminated {
 		// A staff request to terminate is answered by the termination.
-		if err := s.terms.DeleteTerminationRequest(ctx, a.Token); err != nil {
+		if err := s.controls.VoidRequest(ctx, TerminationFlow, terminationSubject(a.Token)); err != nil {
 			return err
 		}
 	}

@@ -31,13 +31,12 @@ type ProgramStore interface {
 	ProgramsInUse(ctx context.Context, codes ...string) ([]string, error)
 	// MissingPartners returns the ids among ids that name no partner.
 	MissingPartners(ctx context.Context, ids []string) ([]string, error)
-	// InsertProgramChange records a proposal (emi.ErrNonUniqueValue when
-	// one waits for the program); ProgramChange returns it, locked;
-	// ProgramChanges every waiting one by program.
+	// InsertProgramChange records the settings a request proposes;
+	// ProgramChange returns those of a request; ProgramChanges every
+	// waiting one by program.
 	InsertProgramChange(ctx context.Context, c emi.ProgramChange) error
-	ProgramChange(ctx context.Context, code string) (emi.ProgramChange, bool, error)
+	ProgramChange(ctx context.Context, request string) (emi.ProgramChange, error)
 	ProgramChanges(ctx context.Context) (map[string]emi.ProgramChange, error)
-	DeleteProgramChange(ctx context.Context, code string) error
 }
 
 // programRisk names what a change from before to after does to risk that
@@ -179,15 +178,14 @@ func (s *Accounts) UpdateProgram(ctx context.Context, code string, in emi.Progra
 			// Proposed, not applied: a second administrator approves
 			// (ApproveProgramChange).
 			in.Version = cur.UpdatedAt
-			c := emi.ProgramChange{Program: cur.Code, Input: in, BaseVersion: cur.UpdatedAt, Risk: risk,
-				ProposedBy: kernel.StaffOf(ctx).ActorID, ProposedAt: s.now().UTC()}
-			if err := s.store.InsertProgramChange(ctx, c); errors.Is(err, emi.ErrNonUniqueValue) {
-				return emi.ErrProgramStale.WithDetail("a change of %s waits for approval", cur.Code)
-			} else if err != nil {
+			req, err := s.controls.ProposeRequest(ctx, ProgramChangeFlow, staff.Proposal{Subject: programSubject(cur.Code),
+				ResourceType: "program", ResourceToken: cur.Code, Revision: staff.TimeRevision(cur.UpdatedAt),
+				Changes: map[string]any{"risk": risk, "changes": changes}})
+			if err != nil {
 				return err
 			}
-			if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.change_proposed", ResourceType: "program", ResourceToken: cur.Code,
-				Changes: map[string]any{"risk": risk, "changes": changes}}); err != nil {
+			c := emi.ProgramChange{Request: req.ID, Program: cur.Code, Input: in, Risk: risk, ProposedBy: req.ProposedBy, ProposedAt: req.ProposedAt}
+			if err := s.store.InsertProgramChange(ctx, c); err != nil {
 				return err
 			}
 			out = cur
@@ -416,108 +414,113 @@ func programChanges(before, after emi.Program, created bool) map[string]any {
 	return out
 }
 
+// ProgramChangeFlow is a program change that moves risk (an overdraft
+// turned on, the AML check for cards turned off): one administrator
+// proposes it by saving the program, a second, distinct one approves
+// (staff.ControlProgramRisk). It binds to the program's version when
+// proposed: any other change to the program voids it.
+var ProgramChangeFlow = staff.Flow{
+	Control:        staff.ControlProgramRisk,
+	Asked:          "this program change",
+	Changed:        "the program",
+	Proposed:       "program.change_proposed",
+	Approved:       "program.update",
+	Rejected:       "program.change_rejected",
+	Withdrawn:      "program.change_withdrawn",
+	Voided:         "program.change_voided",
+	ReasonOptional: true,
+	// The code the back office knew before the lifecycle.
+	Codes: staff.RequestCodes{Pending: emi.ErrProgramStale, Closed: emi.ErrProgramStale, Void: emi.ErrProgramStale},
+	Href:  func(r staff.Request) string { return "/backoffice/programs#program-" + r.ResourceToken },
+}
+
+func programSubject(code string) string { return staff.SubjectOf("program", code) }
+
+// PendingProgramChange is a proposal waiting for a second administrator
+// and what the reader may do with it.
+type PendingProgramChange struct {
+	emi.ProgramChange
+	Can staff.RequestCapability
+}
+
 // ProgramChanges returns the proposals waiting for a second administrator,
 // by program (emi.PermViewAccounts).
-func (s *Accounts) ProgramChanges(ctx context.Context) (map[string]emi.ProgramChange, error) {
+func (s *Accounts) ProgramChanges(ctx context.Context) (map[string]PendingProgramChange, error) {
 	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
 		return nil, err
 	}
-	return s.store.ProgramChanges(ctx)
-}
-
-// ApproveProgramChange applies a program change that moves risk, proposed
-// by another administrator (ControlProgramRisk: a distinct person, the
-// engine's links included). The proposal is bound to the program as it was
-// proposed on: when the program changed since, the proposal is void
-// (deleted, audited) and emi.ErrProgramStale is returned. The settings are
-// checked again as an update would be, audited as program.update with both
-// people.
-func (s *Accounts) ApproveProgramChange(ctx context.Context, code string) (emi.Program, error) {
-	var out emi.Program
-	var bad kernel.Problems
-	err := s.tx.InTx(ctx, func(ctx context.Context) error {
-		cur, err := s.store.LockProgram(ctx, code)
-		if err != nil {
-			return err
-		}
-		c, ok, err := s.store.ProgramChange(ctx, cur.Code)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return emi.ErrProgramStale.WithDetail("no change of %s waits", cur.Code)
-		}
-		if err := s.controls.Approve(ctx, staff.ControlProgramRisk, c.ProposedBy); err != nil {
-			return err
-		}
-		if !cur.UpdatedAt.Equal(c.BaseVersion) {
-			if err := s.store.DeleteProgramChange(ctx, cur.Code); err != nil {
-				return err
-			}
-			if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.change_voided", ResourceType: "program", ResourceToken: cur.Code,
-				Changes: map[string]any{"proposed_by": c.ProposedBy, "risk": c.Risk}}); err != nil {
-				return err
-			}
-			return errVoided
-		}
-		if err := s.checkProgram(ctx, &bad, c.Input); err != nil {
-			return err
-		}
-		next, err := s.nextProgram(ctx, &bad, cur, c.Input)
-		if err != nil || len(bad) > 0 {
-			return err
-		}
-		changes := programChanges(cur, next, false)
-		if err := s.store.DeleteProgramChange(ctx, cur.Code); err != nil {
-			return err
-		}
-		if err := s.store.UpdateProgram(ctx, next); err != nil {
-			return err
-		}
-		changes["proposed_by"], changes["approved_by"], changes["risk"] = c.ProposedBy, kernel.StaffOf(ctx).ActorID, c.Risk
-		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.update", ResourceType: "program", ResourceToken: cur.Code,
-			Changes: changes}); err != nil {
-			return err
-		}
-		out, err = s.store.Program(ctx, cur.Code)
-		return err
-	})
-	if errors.Is(err, errVoided) {
-		// The void is committed; the approver is told.
-		return emi.Program{}, emi.ErrProgramStale.WithDetail("the program changed after the proposal: it is void")
-	}
+	changes, err := s.store.ProgramChanges(ctx)
 	if err != nil {
-		return emi.Program{}, err
+		return nil, err
 	}
-	if len(bad) > 0 {
-		return emi.Program{}, emi.ErrProgramValidation.WithFields(kernel.Dedupe(bad)...)
+	out := make(map[string]PendingProgramChange, len(changes))
+	for code, c := range changes {
+		r, found, err := s.controls.PendingRequest(ctx, programSubject(code))
+		if err != nil {
+			return nil, err
+		}
+		if found && r.ID == c.Request {
+			out[code] = PendingProgramChange{ProgramChange: c, Can: s.controls.RequestCapabilities(ctx, r)}
+		}
 	}
 	return out, nil
 }
 
-// errVoided commits a voided proposal's deletion and then reports it.
-var errVoided = errors.New("program change voided")
-
-// RejectProgramChange drops a proposal (emi.PermManagePrograms: the
-// proposer withdrawing it, or another administrator refusing it).
-func (s *Accounts) RejectProgramChange(ctx context.Context, code string) error {
-	if err := kernel.Require(ctx, emi.PermManagePrograms); err != nil {
-		return err
-	}
-	return s.tx.InTx(ctx, func(ctx context.Context) error {
-		c, ok, err := s.store.ProgramChange(ctx, code)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return emi.ErrProgramStale.WithDetail("no change of %s waits", code)
-		}
-		if err := s.store.DeleteProgramChange(ctx, c.Program); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "program.change_rejected", ResourceType: "program", ResourceToken: c.Program,
-			Changes: map[string]any{"proposed_by": c.ProposedBy, "risk": c.Risk}})
+// ApproveProgramChange applies a program change that moves risk, proposed
+// by another administrator (ProgramChangeFlow: a distinct person, the
+// engine's links included). When the program changed since the proposal,
+// the proposal is void (recorded, audited) and emi.ErrProgramStale is
+// returned. The settings are checked again as an update would be, audited
+// as program.update with both people.
+func (s *Accounts) ApproveProgramChange(ctx context.Context, code string) (emi.Program, error) {
+	var cur, out emi.Program
+	_, err := s.controls.ApproveRequest(ctx, ProgramChangeFlow, programSubject(code), staff.Approval{
+		Lock: func(ctx context.Context, _ staff.Request) (string, error) {
+			var err error
+			if cur, err = s.store.LockProgram(ctx, code); err != nil {
+				return "", err
+			}
+			return staff.TimeRevision(cur.UpdatedAt), nil
+		},
+		Apply: func(ctx context.Context, r staff.Request) (map[string]any, error) {
+			c, err := s.store.ProgramChange(ctx, r.ID)
+			if err != nil {
+				return nil, err
+			}
+			var bad kernel.Problems
+			if err := s.checkProgram(ctx, &bad, c.Input); err != nil {
+				return nil, err
+			}
+			next, err := s.nextProgram(ctx, &bad, cur, c.Input)
+			if err != nil {
+				return nil, err
+			}
+			if len(bad) > 0 {
+				return nil, emi.ErrProgramValidation.WithFields(kernel.Dedupe(bad)...)
+			}
+			changes := programChanges(cur, next, false)
+			if err := s.store.UpdateProgram(ctx, next); err != nil {
+				return nil, err
+			}
+			changes["risk"] = c.Risk
+			out, err = s.store.Program(ctx, cur.Code)
+			return changes, err
+		},
 	})
+	if err != nil {
+		return emi.Program{}, err
+	}
+	return out, nil
+}
+
+// RejectProgramChange ends a proposal without applying it: withdrawn by
+// its proposer, rejected by another administrator.
+func (s *Accounts) RejectProgramChange(ctx context.Context, code string) error {
+	_, err := s.controls.DeclineRequest(ctx, ProgramChangeFlow, programSubject(code), staff.Decline{Lock: func(ctx context.Context, _ staff.Request) error {
+		_, err := s.store.LockProgram(ctx, code)
+		return err
+	}})
+	return err
 }
 
 // nextProgram is cur with the settings of in, as UpdateProgram and

@@ -9,14 +9,6 @@ import (
 	"emi/internal/service/staff"
 )
 
-// TerminationStore keeps staff termination requests awaiting a second
-// staff member.
-type TerminationStore interface {
-	TerminationRequest(ctx context.Context, account string) (TerminationRequest, bool, error)
-	InsertTerminationRequest(ctx context.Context, account, by, reason string) error
-	DeleteTerminationRequest(ctx context.Context, account string) error
-}
-
 // Search finds accounts for customer service (emi.PermViewAccounts): q is
 // a token, an IBAN, an account number (with or without sort code), or the
 // owner's name or e-mail. sort, when given, orders the pages (program,
@@ -51,16 +43,28 @@ type AccountView struct {
 	History  []emi.AccountStatusChange
 	Virtuals []emi.Account
 	// PendingTermination is set while a termination waits for a second
-	// staff member.
-	PendingTermination *TerminationRequest
+	// staff member, and TerminationCan says what the reader may do with it.
+	PendingTermination *staff.Request
+	TerminationCan     staff.RequestCapability
 }
 
-// TerminationRequest is a staff termination awaiting approval.
-type TerminationRequest struct {
-	RequestedBy     string `db:"requested_by"`
-	RequestedByName string `db:"requested_by_name"`
-	Reason          string `db:"reason"`
+// TerminationFlow is an account's termination by staff: one person
+// proposes it with a reason, a second, distinct one approves it
+// (staff.ControlAccountTermination). The request binds to the account and
+// the reason; a termination by other means voids it.
+var TerminationFlow = staff.Flow{
+	Control:   staff.ControlAccountTermination,
+	Asked:     "the termination of this account",
+	Proposed:  "account.termination_requested",
+	Rejected:  "account.termination_rejected",
+	Withdrawn: "account.termination_withdrawn",
+	Voided:    "account.termination_voided",
+	// The codes the back office knew before the lifecycle.
+	Codes: staff.RequestCodes{Pending: emi.ErrReviewClosed, Closed: emi.ErrReviewClosed},
+	Href:  func(r staff.Request) string { return "/backoffice/accounts/" + r.ResourceToken },
 }
+
+func terminationSubject(account string) string { return staff.SubjectOf("account", account) }
 
 // Get returns an account with its history and virtual accounts
 // (emi.PermViewAccounts).
@@ -81,12 +85,12 @@ func (s *Accounts) Get(ctx context.Context, token string) (AccountView, error) {
 			return v, err
 		}
 	}
-	t, found, err := s.terms.TerminationRequest(ctx, a.Token)
+	t, found, err := s.controls.PendingRequest(ctx, terminationSubject(a.Token))
 	if err != nil {
 		return v, err
 	}
 	if found {
-		v.PendingTermination = &t
+		v.PendingTermination, v.TerminationCan = &t, s.controls.RequestCapabilities(ctx, t)
 	}
 	return v, nil
 }
@@ -108,16 +112,11 @@ func (s *Accounts) StaffSetStatus(ctx context.Context, token, status, reason str
 }
 
 // RequestTermination asks for an account's termination
-// (emi.PermManageAccounts); a second staff member approves it.
+// (TerminationFlow); a second staff member approves it.
 func (s *Accounts) RequestTermination(ctx context.Context, token, reason string) error {
-	if err := kernel.Require(ctx, emi.PermManageAccounts); err != nil {
+	if err := staff.RequirePropose(ctx, TerminationFlow.Control); err != nil {
 		return err
 	}
-	reason, err := kernel.StaffReason(reason)
-	if err != nil {
-		return err
-	}
-	me := kernel.StaffOf(ctx).ActorID
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		a, err := s.store.Account(ctx, "", token, true)
 		if err != nil {
@@ -131,62 +130,46 @@ func (s *Accounts) RequestTermination(ctx context.Context, token, reason string)
 				return err
 			}
 		}
-		if _, found, err := s.terms.TerminationRequest(ctx, a.Token); err != nil {
-			return err
-		} else if found {
-			return emi.ErrReviewClosed.WithDetail("a termination is already requested").WithPublic(
-				"A termination of this account is already requested: it waits for a second staff member. Nothing was changed.")
-		}
-		if err := s.terms.InsertTerminationRequest(ctx, a.Token, me, reason); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "account.termination_requested", ResourceType: "account",
-			ResourceToken: a.Token, PartnerID: a.PartnerID, Changes: map[string]any{"reason": reason}})
+		_, err = s.controls.ProposeRequest(ctx, TerminationFlow, staff.Proposal{Subject: terminationSubject(a.Token),
+			ResourceType: "account", ResourceToken: a.Token, PartnerID: a.PartnerID, Reason: reason})
+		return err
 	})
 }
 
 // ApproveTermination terminates an account whose termination a colleague
-// requested (emi.PermManageAccounts): a person distinct from the requester
-// (Controls; emi.ErrFourEyes).
-// reject=true withdraws the request instead.
-func (s *Accounts) ApproveTermination(ctx context.Context, token string, reject bool) (emi.Account, error) {
-	if err := kernel.Require(ctx, emi.PermManageAccounts); err != nil {
-		return emi.Account{}, err
+// requested (TerminationFlow: a person distinct from the requester,
+// emi.ErrFourEyes).
+func (s *Accounts) ApproveTermination(ctx context.Context, token string) (emi.Account, error) {
+	if !kernel.ValidToken(token) {
+		return emi.Account{}, emi.ErrAccountNotFound
 	}
-	me := kernel.StaffOf(ctx).ActorID
 	var out emi.Account
-	err := s.tx.InTx(ctx, func(ctx context.Context) error {
-		a, err := s.store.Account(ctx, "", token, true)
-		if err != nil {
-			return err
-		}
-		t, found, err := s.terms.TerminationRequest(ctx, a.Token)
-		if err != nil {
-			return err
-		}
-		by, reason := t.RequestedBy, t.Reason
-		if !found {
-			return emi.ErrReviewClosed.WithDetail("no termination requested").WithPublic(
-				"No termination of this account is pending any more (it was approved or withdrawn meanwhile): nothing was changed.")
-		}
-		if reject {
-			if err := s.terms.DeleteTerminationRequest(ctx, a.Token); err != nil {
-				return err
-			}
-			out = a
-			return s.audit.Record(ctx, emi.AuditEntry{Action: "account.termination_withdrawn", ResourceType: "account",
-				ResourceToken: a.Token, PartnerID: a.PartnerID})
-		}
-		if err := s.controls.Approve(ctx, staff.ControlAccountTermination, by); err != nil {
-			return err
-		}
-		if err := s.terms.DeleteTerminationRequest(ctx, a.Token); err != nil {
-			return err
-		}
-		out, err = s.changeStatus(ctx, "", a.Token, emi.AccountTerminated, reason+" (approved by a second staff member)", me)
-		return err
+	_, err := s.controls.ApproveRequest(ctx, TerminationFlow, terminationSubject(token), staff.Approval{
+		Lock: func(ctx context.Context, _ staff.Request) (string, error) {
+			_, err := s.store.Account(ctx, "", token, true)
+			return "", err
+		},
+		Apply: func(ctx context.Context, r staff.Request) (map[string]any, error) {
+			var err error
+			out, err = s.changeStatus(ctx, "", token, emi.AccountTerminated, r.Reason+" (approved by a second staff member)",
+				kernel.StaffOf(ctx).ActorID)
+			return nil, err
+		},
 	})
 	return out, err
+}
+
+// DeclineTermination ends a pending termination request without
+// terminating: withdrawn by its proposer, rejected by anyone else who may
+// approve it. The request is returned with its new status.
+func (s *Accounts) DeclineTermination(ctx context.Context, token string) (staff.Request, error) {
+	if !kernel.ValidToken(token) {
+		return staff.Request{}, emi.ErrAccountNotFound
+	}
+	return s.controls.DeclineRequest(ctx, TerminationFlow, terminationSubject(token), staff.Decline{Lock: func(ctx context.Context, _ staff.Request) error {
+		_, err := s.store.Account(ctx, "", token, true)
+		return err
+	}})
 }
 
 // AuditTrail returns the audit rows of an account, newest first, for

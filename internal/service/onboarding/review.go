@@ -604,37 +604,49 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 			return err
 		}
 		now := r.now().UTC()
-		action := "application.hit_decided"
 		changes := map[string]any{"hit": key, "decision": decision, "reason": reason}
+		subject := hitSubject(a.Token, key)
+		audited := false
 		switch prev, found := decided[key]; {
 		case !found:
 			if err := r.store.InsertHitDecision(ctx, a.Token, key, decision, reason, p.ActorID, now); err != nil {
 				return err
 			}
 			if decision == emi.HitFalsePositive {
-				action = "application.hit_false_positive_proposed"
+				// Proposed: the lifecycle records it (HitFlow).
+				if _, err := r.controls.ProposeRequest(ctx, HitFlow, staffsvc.Proposal{Subject: subject, ResourceType: "application",
+					ResourceToken: a.Token, PartnerID: a.PartnerID, Reason: reason,
+					Changes: map[string]any{"hit": key, "decision": decision}}); err != nil {
+					return err
+				}
+				audited = true
 			}
 		case prev.Final():
 			return emi.ErrReviewClosed.WithDetail("hit already decided")
 		case decision == emi.HitFalsePositive:
 			// The second person of a proposed false positive.
-			if err := r.controls.Approve(ctx, staffsvc.ControlHitFalsePositive, prev.StaffID); err != nil {
+			if _, err := r.controls.ApproveRequest(ctx, HitFlow, subject, staffsvc.Approval{Note: reason,
+				Apply: func(ctx context.Context, req staffsvc.Request) (map[string]any, error) {
+					if err := r.store.ConfirmHitDecision(ctx, a.Token, key, p.ActorID, now); err != nil {
+						return nil, err
+					}
+					pk, _ := hit["person_key"].(string)
+					raw, _ := hexDecode(pk)
+					if err := r.store.InsertApplicationFalsePositive(ctx, a.PartnerID, raw, fmt.Sprint(hit["list"]), fmt.Sprint(hit["entry_id"]),
+						fmt.Sprint(hit["fingerprint"]), a.Token, prev.Reason, prev.StaffID, p.ActorID, now); err != nil {
+						return nil, err
+					}
+					return map[string]any{"hit": key, "decision": decision, "confirmation": reason}, nil
+				}}); err != nil {
 				return err
 			}
-			if err := r.store.ConfirmHitDecision(ctx, a.Token, key, p.ActorID, now); err != nil {
-				return err
-			}
-			pk, _ := hit["person_key"].(string)
-			raw, _ := hexDecode(pk)
-			if err := r.store.InsertApplicationFalsePositive(ctx, a.PartnerID, raw, fmt.Sprint(hit["list"]), fmt.Sprint(hit["entry_id"]),
-				fmt.Sprint(hit["fingerprint"]), a.Token, prev.Reason, prev.StaffID, p.ActorID, now); err != nil {
-				return err
-			}
-			action = "application.hit_false_positive_confirmed"
-			changes["proposed_by"] = prev.StaffID
+			audited = true
 		default:
 			// A true match contradicts the proposal: the stricter outcome
-			// needs no second person.
+			// needs no second person, and voids the proposal.
+			if err := r.controls.VoidRequest(ctx, HitFlow, subject); err != nil {
+				return err
+			}
 			if err := r.store.OverrideHitDecision(ctx, a.Token, key, decision, reason, p.ActorID, now); err != nil {
 				return err
 			}
@@ -648,9 +660,35 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 			return err
 		}
 		_ = r.store.TouchClaim(ctx, a.Token, p.ActorID, now)
-		return r.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "application", ResourceToken: a.Token,
+		if audited {
+			return nil
+		}
+		return r.audit.Record(ctx, emi.AuditEntry{Action: "application.hit_decided", ResourceType: "application", ResourceToken: a.Token,
 			PartnerID: a.PartnerID, Changes: changes})
 	})
+}
+
+// HitFlow is a false positive on a sanctions hit of an application
+// (staff.ControlHitFalsePositive): the first person proposes it, a second,
+// distinct one with the compliance permission confirms it, and only a
+// confirmed false positive is remembered. A true match, one person's
+// decision, voids a proposal waiting on the hit.
+var HitFlow = staffsvc.Flow{
+	Control:   staffsvc.ControlHitFalsePositive,
+	Asked:     "a false positive on this hit",
+	Changed:   "the hit's decision",
+	Proposed:  "application.hit_false_positive_proposed",
+	Approved:  "application.hit_false_positive_confirmed",
+	Rejected:  "application.hit_false_positive_rejected",
+	Withdrawn: "application.hit_false_positive_withdrawn",
+	Voided:    "application.hit_false_positive_overridden",
+	// The code the back office knew before the lifecycle.
+	Codes: staffsvc.RequestCodes{Pending: emi.ErrReviewClosed, Closed: emi.ErrReviewClosed},
+	Href:  func(r staffsvc.Request) string { return "/backoffice/applications/" + r.ResourceToken },
+}
+
+func hitSubject(application, key string) string {
+	return staffsvc.SubjectOf("hit", application+":"+key)
 }
 
 // HitCapability answers what the signed-in person may record on one
@@ -693,7 +731,10 @@ func (r *Review) HitCapabilities(ctx context.Context, a emi.Application, decided
 			case !p.Can(pol.Propose) && !p.Can(pol.Approve):
 				hc.WhyNot = "your role does not decide sanctions hits"
 			case !found:
-				hc.Decide, hc.FalsePositive = true, true
+				hc.Decide, hc.FalsePositive = true, p.Can(pol.Propose)
+				if !hc.FalsePositive {
+					hc.WhyNot = "Proposing a false positive needs an underwriter (" + string(pol.Propose) + "); you may record a true match."
+				}
 			case prev.Final():
 				hc.WhyNot = "the hit is decided"
 			default:
@@ -701,13 +742,17 @@ func (r *Review) HitCapabilities(ctx context.Context, a emi.Application, decided
 				// (the stricter outcome needs no second person); the
 				// confirmation is the decision engine's to allow.
 				hc.Decide, hc.Pending = true, true
-				switch err := r.controls.Distinct(ctx, p.ActorID, prev.StaffID); {
-				case err != nil:
-					hc.WhyNot = emi.AsError(err).Public
-					if hc.WhyNot == "" {
-						hc.WhyNot = "Whether you may confirm it could not be checked now: try again."
-					}
-				case !p.Can(pol.Approve):
+				req, pending, err := r.controls.PendingRequest(ctx, hitSubject(a.Token, key))
+				can := staffsvc.RequestCapability{}
+				if err == nil && pending {
+					can = r.controls.RequestCapabilities(ctx, req)
+				}
+				switch {
+				case err != nil || !pending:
+					hc.WhyNot = "Whether you may confirm it could not be checked now: try again."
+				case can.WhyNotApprove != "":
+					hc.WhyNot = can.WhyNotApprove
+				case !can.Approve:
 					hc.WhyNot = "Confirming a false positive needs a compliance officer (" + string(pol.Approve) + ")."
 				default:
 					hc.FalsePositive = true

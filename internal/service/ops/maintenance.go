@@ -24,10 +24,9 @@ type HoldExpirer interface {
 }
 
 // Maintenance keeps the foundation tables bounded: expired replay-guard rows,
-// Idempotency-Key responses older than 24 h, expired back-office sessions,
-// old sign-in attempts and staff changes that lapsed more than
-// staff.StaffChangeRetention ago (Staff.Prune). It also releases expired
-// card holds.
+// Idempotency-Key responses older than 24 h, expired back-office sessions
+// and old sign-in attempts, and it closes the two-person requests past
+// their lapse time (Staff.Prune). It also releases expired card holds.
 type Maintenance struct {
 	jobs  kernel.Enqueuer
 	sigs  SignaturePruner

@@ -42,7 +42,7 @@ func TestACommittedAccountIsNeverAnsweredAsFailed(t *testing.T) {
 	a := m.env.App
 	store := &primaryGoneAfterCommit{AccountStore: a.AccountStore}
 	svc := accounts.NewAccounts(accounts.AccountsDeps{Tx: a.DB, Store: store, Ids: noIdentifiers{}, Controls: a.Controls, Events: a.Events,
-		Audit: a.Audit, Validate: validate.New(), Terminations: a.AccountStore, Cards: a.Cards, Ledger: a.Ledger,
+		Audit: a.Audit, Validate: validate.New(), Cards: a.Cards, Ledger: a.Ledger,
 		Statements: postgres.NewStatementStore(a.DB), Now: a.Now})
 	acc, err := svc.Create(m.partner(), emi.AccountCreate{Program: "account_eur", Merchant: m.p.Merchant, SkipIBANGeneration: true})
 	if err != nil {

@@ -123,7 +123,7 @@ func TestC8OneAdminCannotApproveWithStaffTheyCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	bcs := newStaffUser(t, m, admin, emi.RoleCustomerService)
-	_, err = m.env.App.Accounts.ApproveTermination(bcs, term.Token, false)
+	_, err = m.env.App.Accounts.ApproveTermination(bcs, term.Token)
 	wantErr(t, "termination approved by another user of the same admin", err, emi.ErrFourEyes)
 
 	// Thirty days on, the link has lapsed.

@@ -524,11 +524,11 @@ func TestAdjustmentsFourEyes(t *testing.T) {
 	if still, _ := adj.Pending(m.cs, acc.Token); len(still) != 1 {
 		t.Fatalf("pending after a refused approval: %d", len(still))
 	}
-	// Rejected (here by the requester: a withdrawal), with a reason.
+	// Withdrawn by the requester, with a reason.
 	_, err = adj.Decide(m.comp, d.Token, false, "")
 	wantErr(t, "reject without a reason", err, emi.ErrReviewValidation)
 	r, err := adj.Decide(m.comp, d.Token, false, "wrong amount")
-	if err != nil || r.Status != emi.AdjustmentRejected || r.Txn != 0 || r.DecisionNote != "wrong amount" {
+	if err != nil || r.Status != emi.AdjustmentWithdrawn || r.Txn != 0 || r.DecisionNote != "wrong amount" {
 		t.Fatalf("reject: %+v %v", r, err)
 	}
 	if m.available(t, bal) != 999 {
@@ -618,8 +618,8 @@ func TestAdjustmentRules(t *testing.T) {
 
 	// The database refuses an approval by the requester too.
 	a, _ = adj.Request(m.cs, good)
-	if _, err := m.env.App.DB.Exec(`UPDATE adjustment_requests SET status = 'approved', decided_by = requested_by, decided_at = now(),
-		txn = (SELECT max(id) FROM ledger_transactions) WHERE token = $1`, a.Token); err == nil {
+	if _, err := m.env.App.DB.Exec(`UPDATE control_requests SET status = 'approved', decided_by = proposed_by, decided_at = now()
+		WHERE id = $1`, a.Token); err == nil {
 		t.Fatal("the database let the requester approve")
 	}
 }
@@ -664,7 +664,7 @@ func TestAdjustmentDecidedOnceUnderConcurrency(t *testing.T) {
 		}
 	}
 	var approved int64
-	_ = m.env.App.DB.Get(&approved, `SELECT count(*) FROM adjustment_requests WHERE status = 'approved'`)
+	_ = m.env.App.DB.Get(&approved, `SELECT count(*) FROM control_requests WHERE control = 'adjustment.approve' AND status = 'approved'`)
 	if got := m.available(t, acc.Balances[0].Token); got != approved*100 {
 		t.Fatalf("available %d for %d approvals", got, approved)
 	}

@@ -47,8 +47,11 @@ func newStaffEnv(t *testing.T, sandbox bool) *staffEnv {
 	start := time.Now().UTC().Truncate(30 * time.Second).Add(15 * time.Second)
 	clock := servicetest.NewFakeClock(start)
 	store := postgres.NewStaffStore(db)
+	inbox := staff.NewInbox(staff.InboxDeps{Store: postgres.NewInboxStore(db), Now: clock.Now})
+	audit := kernel.NewAuditor(postgres.NewAuditStore(db))
+	controls := staff.NewControls(staff.ControlsDeps{Links: store, Tx: db, Requests: postgres.NewRequestStore(db), Audit: audit, Inbox: inbox, Now: clock.Now})
 	withCost := func(cost staff.PasswordCost) *staff.Staff {
-		return staff.NewStaff(staff.StaffDeps{Tx: db, Store: store, Sealer: keys, Audit: kernel.NewAuditor(postgres.NewAuditStore(db)), Validate: validate.New(), Controls: staff.NewControls(staff.ControlsDeps{Links: store, Now: clock.Now}), Inbox: staff.NewInbox(staff.InboxDeps{Store: postgres.NewInboxStore(db), Now: clock.Now}), Config: staff.StaffConfig{Sandbox: sandbox, Limits: postgres.NewLimitStore(db), PasswordCost: cost}, Now: clock.Now})
+		return staff.NewStaff(staff.StaffDeps{Tx: db, Store: store, Sealer: keys, Audit: audit, Validate: validate.New(), Controls: controls, Inbox: inbox, Config: staff.StaffConfig{Sandbox: sandbox, Limits: postgres.NewLimitStore(db), PasswordCost: cost}, Now: clock.Now})
 	}
 	return &staffEnv{
 		db:       db,

@@ -197,7 +197,7 @@ func TestC9ApprovalRechecksAndDecidedOnce(t *testing.T) {
 func assignmentStatus(t *testing.T, m *moneyApp, token string) string {
 	t.Helper()
 	var s string
-	if err := m.env.App.DB.Get(&s, `SELECT status FROM suspense_assignment_requests WHERE token = $1`, token); err != nil {
+	if err := m.env.App.DB.Get(&s, `SELECT status FROM control_requests WHERE id = $1`, token); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -143,21 +143,32 @@ type StaffLinkStore interface {
 // itself and the administrators linked to it, and two participants are
 // distinct only when their sets do not meet. This is what stops one admin
 // from minting money with two users they created (issue 19, C8).
+//
+// The engine also runs the lifecycle of the requests these decisions take
+// (requests.go): propose, approve, reject, withdraw, lapse, void.
 type Controls struct {
-	links StaffLinkStore
-	now   kernel.Clock
+	links    StaffLinkStore
+	tx       kernel.TxRunner
+	requests RequestStore
+	audit    *kernel.Auditor
+	inbox    *Inbox
+	now      kernel.Clock
 }
 
 // ControlsDeps is what Controls needs; NewControls checks that none is nil.
 type ControlsDeps struct {
-	Links StaffLinkStore
-	Now   kernel.Clock
+	Links    StaffLinkStore
+	Tx       kernel.TxRunner
+	Requests RequestStore
+	Audit    *kernel.Auditor
+	Inbox    *Inbox
+	Now      kernel.Clock
 }
 
 // NewControls returns the engine.
 func NewControls(d ControlsDeps) *Controls {
 	kernel.MustHave("Controls", d)
-	return &Controls{links: d.Links, now: d.Now}
+	return &Controls{links: d.Links, tx: d.Tx, requests: d.Requests, audit: d.Audit, inbox: d.Inbox, now: d.Now}
 }
 
 // Approve checks that the principal may give an approval of c after the

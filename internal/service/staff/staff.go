@@ -38,23 +38,13 @@ type StaffStore interface {
 	// ListStaff returns every user ordered by e-mail address.
 	ListStaff(ctx context.Context) ([]emi.StaffUser, error)
 
-	// InsertStaffChange stores a proposed change. Returns
-	// emi.ErrStaffChangePending when the user (or, for a create, the
-	// e-mail address) already has a pending change.
+	// InsertStaffChange stores what the request c.ID proposes.
 	InsertStaffChange(ctx context.Context, c StoredStaffChange) error
-	// StaffChangeForUpdate returns the change and locks it. Returns
-	// emi.ErrStaffChangeNotFound.
-	StaffChangeForUpdate(ctx context.Context, id string) (StoredStaffChange, error)
+	// StaffChange returns a change with its secrets (empty once decided);
+	// forUpdate locks it. Returns emi.ErrStaffChangeNotFound.
+	StaffChange(ctx context.Context, id string, forUpdate bool) (StoredStaffChange, error)
 	// ListStaffChanges returns the pending changes and the latest decided.
 	ListStaffChanges(ctx context.Context) ([]emi.StaffChange, error)
-	// DecideStaffChange marks a pending change applied or rejected and
-	// clears its secrets.
-	DecideStaffChange(ctx context.Context, id string, status emi.StaffChangeStatus, by string, at time.Time, reason string) error
-	// DeleteLapsedStaffChanges deletes up to limit pending changes
-	// proposed before the cutoff, oldest first, skipping rows another
-	// transaction has locked (an approval or rejection under way), and
-	// returns them.
-	DeleteLapsedStaffChanges(ctx context.Context, proposedBefore time.Time, limit int) ([]emi.StaffChange, error)
 
 	// UpdateStaffRoles replaces the roles; privilegeEndedAt, when not nil,
 	// records that the user lost a privileged role then.
@@ -588,18 +578,18 @@ func (s *Staff) ChangePassword(ctx context.Context, staffID, current, next strin
 	})
 }
 
-// Prune deletes expired sessions, sign-in attempts older than seven days
-// and staff changes that lapsed more than StaffChangeRetention ago
-// (PruneLapsedChanges).
+// Prune deletes expired sessions and sign-in attempts older than seven
+// days, and closes the two-person requests past their lapse time, staff
+// changes included (Controls.LapseDueRequests).
 func (s *Staff) Prune(ctx context.Context) error {
 	now := s.now()
+	if _, err := s.controls.LapseDueRequests(ctx); err != nil {
+		return err
+	}
 	if _, err := s.store.DeleteExpiredSessions(ctx, now); err != nil {
 		return err
 	}
-	if _, err := s.store.PruneSignInAttempts(ctx, now.Add(-signInAttemptRetention)); err != nil {
-		return err
-	}
-	_, err := s.PruneLapsedChanges(ctx)
+	_, err := s.store.PruneSignInAttempts(ctx, now.Add(-signInAttemptRetention))
 	return err
 }
 

@@ -41,18 +41,55 @@ import (
 // StaffChangeTTL is how long a proposed staff change can be approved.
 const StaffChangeTTL = 7 * 24 * time.Hour
 
-// StaffChangeRetention is how long a pending change that lapsed (nobody
-// approved or rejected it within StaffChangeTTL) stays in the table before
-// the maintenance job deletes it. Until then the staff page lists it with
-// the other pending changes, where an administrator can still reject it
-// (approving it is refused as stale); after it, it is gone from the page
-// and the user or e-mail address it named is free for a new proposal
-// without anyone rejecting the old one. Its audit rows (the proposal, and
-// the deletion itself) stay: the audit log is never pruned.
-const StaffChangeRetention = 90 * 24 * time.Hour
+// StaffChangeFlow is a staff change that takes two administrators: one
+// proposes, a second, distinct one (and distinct from the user it
+// changes) approves, and only then does it take effect. Its row of the
+// decision table is ControlStaffPrivileged, or ControlStaffPrivilegeRemoval
+// for taking privilege away (changeFlow). It binds to the user's roles
+// when proposed and lapses after StaffChangeTTL; a decided change keeps no
+// secret (the store clears them with the decision).
+var StaffChangeFlow = Flow{
+	Control:        ControlStaffPrivileged,
+	Asked:          "this staff change",
+	Changed:        "the user's roles",
+	Proposed:       "staff.change_propose",
+	Approved:       "staff.change_approve",
+	Rejected:       "staff.change_reject",
+	Withdrawn:      "staff.change_withdraw",
+	Voided:         "staff.change_voided",
+	Lapse:          StaffChangeTTL,
+	ReasonOptional: true,
+	// The codes the back office knew before the lifecycle.
+	Codes: RequestCodes{Pending: emi.ErrStaffChangePending, Closed: emi.ErrStaffChangeDecided,
+		Lapsed: emi.ErrStaffChangeStale, Void: emi.ErrStaffChangeStale},
+	Href: func(Request) string { return "/backoffice/staff" },
+}
 
-// lapsedChangeBatch is how many lapsed changes one transaction deletes.
-const lapsedChangeBatch = 100
+// changeFlow is StaffChangeFlow under c's row of the decision table.
+func changeFlow(c emi.StaffChange) Flow {
+	f := StaffChangeFlow
+	f.Control = controlOf(c)
+	return f
+}
+
+// changeSubject is what a change is about: the user, or for a create the
+// e-mail address (one pending change per user, one pending create per
+// address).
+func changeSubject(c emi.StaffChange) string {
+	if c.Kind == emi.StaffChangeCreate {
+		return SubjectOf("staff-email", strings.ToLower(c.Email))
+	}
+	return SubjectOf("staff", c.StaffID)
+}
+
+// rolesRevision is the revision a change to an existing user binds to.
+func rolesRevision(roles []emi.Role) string {
+	out := make([]string, len(roles))
+	for i, r := range roles {
+		out[i] = string(r)
+	}
+	return strings.Join(out, ",")
+}
 
 // StoredStaffChange is a staff change as stored, with the hash of the
 // temporary password it issues and the approver's half of it, sealed.
@@ -177,13 +214,12 @@ func appliedChange(kind emi.StaffChangeKind, u emi.StaffUser, from []emi.Role, a
 		Status: emi.StaffChangeApplied, ProposedAt: at, DecidedAt: &at}
 }
 
-// propose stores c as pending, proposed by the staff principal of ctx.
-// temp (when not empty) is the temporary password the change issues: only
-// its hash and its second half (sealed) are kept, and the first half is
-// the outcome's Secret.
+// propose stores c as pending (StaffChangeFlow), proposed by the staff
+// principal of ctx. temp (when not empty) is the temporary password the
+// change issues: only its hash and its second half (sealed) are kept, and
+// the first half is the outcome's Secret.
 func (s *Staff) propose(ctx context.Context, c StoredStaffChange, temp, hash string) (emi.StaffOutcome, error) {
-	p, _ := byStaff(ctx)
-	c.ID, c.Status, c.ProposedBy, c.ProposedAt = kernel.NewToken(), emi.StaffChangePending, p.ActorID, s.now().UTC()
+	c.ID = kernel.NewToken()
 	var first string
 	if temp != "" {
 		half := len(temp) / 2
@@ -193,12 +229,19 @@ func (s *Staff) propose(ctx context.Context, c StoredStaffChange, temp, hash str
 		}
 		first, c.PasswordHash, c.SecondHalfEnc = temp[:half], hash, enc
 	}
+	revision := ""
+	if c.Kind != emi.StaffChangeCreate {
+		revision = rolesRevision(c.FromRoles)
+	}
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
-		if err := s.store.InsertStaffChange(ctx, c); err != nil {
+		r, err := s.controls.ProposeRequest(ctx, changeFlow(c.StaffChange), Proposal{ID: c.ID, Subject: changeSubject(c.StaffChange),
+			ResourceType: "staff_change", ResourceToken: c.ID, Revision: revision,
+			Changes: map[string]any{"kind": c.Kind, "staff_id": c.StaffID, "email": c.Email, "roles": c.Roles, "from_roles": c.FromRoles}})
+		if err != nil {
 			return err
 		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.change_propose", ResourceType: "staff_change", ResourceToken: c.ID,
-			Changes: map[string]any{"kind": c.Kind, "staff_id": c.StaffID, "email": c.Email, "roles": c.Roles, "from_roles": c.FromRoles}})
+		c.Status, c.ProposedBy, c.ProposedAt = emi.StaffChangePending, r.ProposedBy, r.ProposedAt
+		return s.store.InsertStaffChange(ctx, c)
 	})
 	if err != nil {
 		return emi.StaffOutcome{}, err
@@ -394,91 +437,92 @@ func (s *Staff) applyReset(ctx context.Context, u StoredStaff, hash string, extr
 }
 
 // ApproveChange approves a pending staff change as the second
-// administrator, and the change takes effect. The approver needs
-// emi.PermManageStaff and must be a person distinct (Controls) from the
-// proposer and, for a change to an existing user, from that user:
-// otherwise emi.ErrForbidden or emi.ErrFourEyes, and nothing changes. The
-// outcome's Secret is the second half of the temporary password, when the
-// change issues one. Returns emi.ErrStaffChangeNotFound,
-// emi.ErrStaffChangeDecided when it is no longer pending,
-// emi.ErrStaffChangeStale when it is older than StaffChangeTTL or the
-// user's roles changed since it was proposed, and emi.ErrDuplicateStaff
-// when the e-mail address of a new user was taken meanwhile.
+// administrator, and the change takes effect. The approver needs the
+// change's Approve permission (emi.PermManageStaff) and must be a person
+// distinct (Controls) from the proposer and, for a change to an existing
+// user, from that user: otherwise emi.ErrForbidden or emi.ErrFourEyes, and
+// nothing changes. The outcome's Secret is the second half of the
+// temporary password, when the change issues one. Returns
+// emi.ErrStaffChangeNotFound, emi.ErrStaffChangeDecided when it is no
+// longer pending, emi.ErrStaffChangeStale when it lapsed (StaffChangeTTL)
+// or the user's roles changed since it was proposed (it is then closed),
+// and emi.ErrDuplicateStaff when the e-mail address of a new user was
+// taken meanwhile.
 func (s *Staff) ApproveChange(ctx context.Context, changeID string) (emi.StaffOutcome, error) {
 	if err := s.authorize(ctx, emi.PermManageStaff, "", "staff.change_approve", changeID); err != nil {
 		return emi.StaffOutcome{}, err
 	}
-	me, _ := emi.PrincipalFrom(ctx)
+	peek, err := s.store.StaffChange(ctx, changeID, false)
+	if err != nil {
+		return emi.StaffOutcome{}, err
+	}
+	var others []string
+	if peek.Kind != emi.StaffChangeCreate {
+		others = []string{peek.StaffID}
+	}
+	var c StoredStaffChange
+	var u StoredStaff
 	var out emi.StaffOutcome
-	err := s.tx.InTx(ctx, func(ctx context.Context) error {
-		c, err := s.store.StaffChangeForUpdate(ctx, changeID)
-		if err != nil {
-			return err
-		}
-		if c.Status != emi.StaffChangePending {
-			return emi.ErrStaffChangeDecided
-		}
-		participants := []string{c.ProposedBy}
-		if c.Kind != emi.StaffChangeCreate {
-			participants = append(participants, c.StaffID)
-		}
-		if err := s.controls.Approve(ctx, controlOf(c.StaffChange), participants...); err != nil {
-			return err
-		}
-		now := s.now().UTC()
-		if now.After(c.ProposedAt.Add(StaffChangeTTL)) {
-			return emi.ErrStaffChangeStale.WithDetail("proposed at %s", c.ProposedAt)
-		}
-		link := map[string]any{"proposed_by": c.ProposedBy, "change": c.ID}
-		switch c.Kind {
-		case emi.StaffChangeCreate:
-			u := emi.StaffUser{ID: c.StaffID, Email: c.Email, Name: c.Name, Roles: c.Roles, CreatedAt: now, PasswordSetAt: now,
-				PasswordTemporary: true}
-			if err := s.insert(ctx, StoredStaff{StaffUser: u, PasswordHash: c.PasswordHash}, link); err != nil {
-				return err
+	_, err = s.controls.ApproveRequest(ctx, changeFlow(peek.StaffChange), changeSubject(peek.StaffChange), Approval{ID: peek.ID, Others: others,
+		// The change with its secrets first (the decision clears them),
+		// then the user.
+		Lock: func(ctx context.Context, _ Request) (string, error) {
+			var err error
+			if c, err = s.store.StaffChange(ctx, changeID, true); err != nil {
+				return "", err
 			}
-			out = emi.StaffOutcome{User: u}
-		case emi.StaffChangeRoles, emi.StaffChangeReset, emi.StaffChangeDisable:
-			u, err := s.store.StaffForUpdate(ctx, c.StaffID)
-			if err != nil {
-				return err
+			if c.Kind == emi.StaffChangeCreate {
+				return "", nil
 			}
-			if !slices.Equal(u.Roles, c.FromRoles) {
-				return emi.ErrStaffChangeStale.WithDetail("roles are %v, were %v when proposed", u.Roles, c.FromRoles)
+			if u, err = s.store.StaffForUpdate(ctx, c.StaffID); err != nil {
+				return "", err
 			}
+			return rolesRevision(u.Roles), nil
+		},
+		Apply: func(ctx context.Context, r Request) (map[string]any, error) {
+			now := s.now().UTC()
+			link := map[string]any{"proposed_by": r.ProposedBy, "change": c.ID}
+			var err error
 			switch c.Kind {
-			case emi.StaffChangeRoles:
-				if out, err = s.applyRoles(ctx, u, c.Roles, link); err != nil {
-					return err
+			case emi.StaffChangeCreate:
+				nu := emi.StaffUser{ID: c.StaffID, Email: c.Email, Name: c.Name, Roles: c.Roles, CreatedAt: now, PasswordSetAt: now,
+					PasswordTemporary: true}
+				if err := s.insert(ctx, StoredStaff{StaffUser: nu, PasswordHash: c.PasswordHash}, link); err != nil {
+					return nil, err
 				}
-				u.Roles = c.Roles
-			case emi.StaffChangeDisable:
-				if out, err = s.applyDisable(ctx, u, link); err != nil {
-					return err
+				out = emi.StaffOutcome{User: nu}
+			case emi.StaffChangeRoles, emi.StaffChangeReset, emi.StaffChangeDisable:
+				switch c.Kind {
+				case emi.StaffChangeRoles:
+					if out, err = s.applyRoles(ctx, u, c.Roles, link); err != nil {
+						return nil, err
+					}
+					u.Roles = c.Roles
+				case emi.StaffChangeDisable:
+					if out, err = s.applyDisable(ctx, u, link); err != nil {
+						return nil, err
+					}
+				}
+				if c.PasswordHash != "" { // a reset, or a grant that reissues the credentials
+					if out, err = s.applyReset(ctx, u, c.PasswordHash, link); err != nil {
+						return nil, err
+					}
 				}
 			}
-			if c.PasswordHash != "" { // a reset, or a grant that reissues the credentials
-				if out, err = s.applyReset(ctx, u, c.PasswordHash, link); err != nil {
-					return err
+			c.Status, c.DecidedBy, c.DecidedAt = emi.StaffChangeApplied, kernel.StaffOf(ctx).ActorID, &now
+			out.Change = c.StaffChange
+			if c.SecondHalfEnc != nil {
+				// Opened inside the transaction: a half that does not open
+				// rolls the change back instead of applying it with the
+				// half lost.
+				half, err := s.sealer.Open(c.SecondHalfEnc, SecondHalfContext(c.ID))
+				if err != nil {
+					return nil, emi.Internal(err)
 				}
+				out.Secret = string(half)
 			}
-		}
-		if err := s.store.DecideStaffChange(ctx, c.ID, emi.StaffChangeApplied, me.ActorID, now, ""); err != nil {
-			return err
-		}
-		c.Status, c.DecidedBy, c.DecidedAt = emi.StaffChangeApplied, me.ActorID, &now
-		out.Change = c.StaffChange
-		if c.SecondHalfEnc != nil {
-			// Opened inside the transaction: a half that does not open rolls
-			// the change back instead of applying it with the half lost.
-			half, err := s.sealer.Open(c.SecondHalfEnc, SecondHalfContext(c.ID))
-			if err != nil {
-				return emi.Internal(err)
-			}
-			out.Secret = string(half)
-		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.change_approve", ResourceType: "staff_change", ResourceToken: c.ID,
-			Changes: map[string]any{"kind": c.Kind, "staff_id": c.StaffID, "proposed_by": c.ProposedBy}})
+			return map[string]any{"kind": c.Kind, "staff_id": c.StaffID}, nil
+		},
 	})
 	if errors.Is(err, emi.ErrFourEyes) {
 		s.deny(ctx, "staff.change_approve", changeID, err.Error())
@@ -504,8 +548,9 @@ func controlOf(c emi.StaffChange) Control {
 	return ControlStaffPrivileged
 }
 
-// RejectChange rejects a pending staff change (any administrator, the
-// proposer too: that withdraws it); nothing changes for the user. Needs
+// RejectChange ends a pending staff change without applying it: rejected
+// by another administrator, withdrawn by its proposer; nothing changes for
+// the user, who may not end a change to themself (emi.ErrForbidden). Needs
 // emi.PermManageStaff. reason is kept (at most 1,000 characters, else
 // emi.ErrStaffValidation). Returns emi.ErrStaffChangeNotFound and
 // emi.ErrStaffChangeDecided.
@@ -517,31 +562,21 @@ func (s *Staff) RejectChange(ctx context.Context, changeID, reason string) error
 	if len([]rune(reason)) > 1000 {
 		return emi.ErrStaffValidation.Field("reason", "must be at most 1000 characters")
 	}
-	me, _ := emi.PrincipalFrom(ctx)
-	own := false
-	err := s.tx.InTx(ctx, func(ctx context.Context) error {
-		c, err := s.store.StaffChangeForUpdate(ctx, changeID)
-		if err != nil {
-			return err
-		}
-		if c.Status != emi.StaffChangePending {
-			return emi.ErrStaffChangeDecided
-		}
-		if c.Kind != emi.StaffChangeCreate && isSelf(ctx, c.StaffID) {
-			// An admin whose own reset or roles are proposed could
-			// otherwise keep rejecting it.
-			own = true
-			return emi.ErrForbidden.WithDetail("a change to one's own account")
-		}
-		if err := s.store.DecideStaffChange(ctx, c.ID, emi.StaffChangeRejected, me.ActorID, s.now().UTC(), reason); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "staff.change_reject", ResourceType: "staff_change", ResourceToken: c.ID,
-			Changes: map[string]any{"kind": c.Kind, "staff_id": c.StaffID, "proposed_by": c.ProposedBy, "reason": reason}})
-	})
-	if own {
-		s.deny(ctx, "staff.change_reject", changeID, "a change to one's own account") // outside the rolled-back transaction
+	c, err := s.store.StaffChange(ctx, changeID, false)
+	if err != nil {
+		return err
 	}
+	if c.Kind != emi.StaffChangeCreate && isSelf(ctx, c.StaffID) {
+		// An admin whose own reset or roles are proposed could otherwise
+		// keep rejecting it.
+		s.deny(ctx, "staff.change_reject", changeID, "a change to one's own account")
+		return emi.ErrForbidden.WithDetail("a change to one's own account")
+	}
+	_, err = s.controls.DeclineRequest(ctx, changeFlow(c.StaffChange), changeSubject(c.StaffChange), Decline{ID: c.ID, Note: reason,
+		Lock: func(ctx context.Context, _ Request) error {
+			_, err := s.store.StaffChange(ctx, changeID, true)
+			return err
+		}})
 	return err
 }
 
@@ -554,46 +589,26 @@ func (s *Staff) Changes(ctx context.Context) ([]emi.StaffChange, error) {
 	return s.store.ListStaffChanges(ctx)
 }
 
-// PruneLapsedChanges deletes the pending staff changes whose StaffChangeTTL
-// ended more than StaffChangeRetention ago, in batches of
-// lapsedChangeBatch, each batch in a transaction with one
-// "staff.change_lapsed_delete" audit row per change (actor: the system's
-// maintenance job), and returns how many it deleted. It is part of Prune,
-// which the maintenance job runs.
-//
-// A change that an administrator is approving or rejecting at that moment
-// is locked, and skipped: the approval then answers
-// emi.ErrStaffChangeStale (the change is long past its TTL), and the next
-// run deletes it. A change deleted first is not found by an approval that
-// was waiting for its lock (emi.ErrStaffChangeNotFound). Either way nothing
-// is half done.
-func (s *Staff) PruneLapsedChanges(ctx context.Context) (int, error) {
-	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("maintenance"))
-	cutoff := s.now().UTC().Add(-StaffChangeTTL - StaffChangeRetention)
-	total := 0
-	for {
-		var n int
-		err := s.tx.InTx(ctx, func(ctx context.Context) error {
-			gone, err := s.store.DeleteLapsedStaffChanges(ctx, cutoff, lapsedChangeBatch)
-			if err != nil {
-				return err
-			}
-			for _, c := range gone {
-				if err := s.audit.Record(ctx, emi.AuditEntry{Action: "staff.change_lapsed_delete", ResourceType: "staff_change",
-					ResourceToken: c.ID, Changes: map[string]any{"kind": c.Kind, "staff_id": c.StaffID, "email": c.Email,
-						"proposed_by": c.ProposedBy, "proposed_at": c.ProposedAt, "lapsed_at": c.ProposedAt.Add(StaffChangeTTL)}}); err != nil {
-					return err
-				}
-			}
-			n = len(gone)
-			return nil
-		})
-		if err != nil {
-			return total, err
+// ChangeCapabilities answers, for each pending change of changes (by id),
+// what the reader may do with it: the decision engine's answer
+// (Controls.RequestCapabilities, the user it changes counting as having
+// taken part), and no ending of a change to oneself (RejectChange).
+func (s *Staff) ChangeCapabilities(ctx context.Context, changes []emi.StaffChange) map[string]RequestCapability {
+	out := map[string]RequestCapability{}
+	for _, c := range changes {
+		if c.Status != emi.StaffChangePending {
+			continue
 		}
-		total += n
-		if n < lapsedChangeBatch {
-			return total, nil
+		var others []string
+		if c.Kind != emi.StaffChangeCreate {
+			others = []string{c.StaffID}
 		}
+		can := s.controls.RequestCapabilities(ctx, Request{ID: c.ID, Control: controlOf(c), Status: RequestPending,
+			ProposedBy: c.ProposedBy}, others...)
+		if c.Kind != emi.StaffChangeCreate && isSelf(ctx, c.StaffID) {
+			can.Reject, can.Withdraw = false, false
+		}
+		out[c.ID] = can
 	}
+	return out
 }

@@ -40,7 +40,11 @@ func NewInbox(d InboxDeps) *Inbox {
 // is notified of their own action. A nil inbox notifies nobody (tests that
 // build services without one).
 func (i *Inbox) Notify(ctx context.Context, staff, kind, href, body string) error {
-	by := kernel.StaffOf(ctx).ActorID
+	p := kernel.StaffOf(ctx)
+	by := p.ActorID
+	if p.Type != emi.ActorStaff {
+		by = "" // the system (a lapse) is nobody
+	}
 	if i == nil || staff == "" || staff == by {
 		return nil
 	}

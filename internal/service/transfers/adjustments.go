@@ -22,18 +22,17 @@ type AdjustmentStore interface {
 	// or the latest decided ones, newest first; account "" for every
 	// account. At most limit.
 	Adjustments(ctx context.Context, account string, pending bool, limit int) ([]emi.Adjustment, error)
-	// DecideAdjustment writes the decision on a pending request (txn 0 for
-	// a rejection).
-	DecideAdjustment(ctx context.Context, a emi.Adjustment) error
+	// SetAdjustmentTxn records the ledger transaction of an approval.
+	SetAdjustmentTxn(ctx context.Context, token string, txn int64) error
 	// CountPendingAdjustments counts pending requests.
 	CountPendingAdjustments(ctx context.Context) (int64, error)
 }
 
-// Adjustments are manual corrections of balances under four-eyes: a staff
-// member asks for a credit or a debit with a reason; a different staff
-// member approves it (posted at once: ledger adjustments <-> customer,
-// emi.TxnAdjustment) or rejects it. Every step needs emi.PermManageMoney
-// and is audited on the account.
+// Adjustments are manual corrections of balances under four-eyes
+// (AdjustmentFlow): a staff member asks for a credit or a debit with a
+// reason; a different staff member approves it (posted at once: ledger
+// adjustments <-> customer, emi.TxnAdjustment) or rejects it; the requester
+// may withdraw it. Every step is audited on the account.
 //
 // Adjustments apply to active and blocked accounts (a block stops the
 // customer's payments, not the institution's corrections), never to a
@@ -74,7 +73,7 @@ func NewAdjustments(d AdjustmentsDeps) *Adjustments {
 // account; 14005 when it has no balance in the currency; 14004 when it is
 // terminated; 14003 for a debit over the available balance.
 func (s *Adjustments) Request(ctx context.Context, in emi.AdjustmentRequest) (emi.Adjustment, error) {
-	if err := kernel.Require(ctx, emi.PermManageMoney); err != nil {
+	if err := staff.RequirePropose(ctx, AdjustmentFlow.Control); err != nil {
 		return emi.Adjustment{}, err
 	}
 	in.Currency, in.Reason = strings.ToUpper(strings.TrimSpace(in.Currency)), strings.TrimSpace(in.Reason)
@@ -101,19 +100,38 @@ func (s *Adjustments) Request(ctx context.Context, in emi.AdjustmentRequest) (em
 		if err := s.check(ctx, party, in.Direction, in.Amount); err != nil {
 			return err
 		}
-		me := kernel.StaffOf(ctx)
-		out = emi.Adjustment{Token: kernel.NewToken(), Account: party.Account, Balance: party.Balance, PartnerID: party.PartnerID,
-			Direction: in.Direction, Amount: in.Amount, Currency: in.Currency, Reason: in.Reason, Status: emi.AdjustmentPending,
-			RequestedBy: me.ActorID, RequestedAt: s.now().UTC()}
-		if err := s.store.InsertAdjustment(ctx, out); err != nil {
+		token := kernel.NewToken()
+		req, err := s.controls.ProposeRequest(ctx, AdjustmentFlow, staff.Proposal{ID: token, Subject: adjustmentSubject(token),
+			ResourceType: "account", ResourceToken: party.Account, PartnerID: party.PartnerID, Reason: in.Reason,
+			Changes: map[string]any{"adjustment": token, "direction": in.Direction, "amount": emi.FormatMinor(in.Amount), "currency": in.Currency}})
+		if err != nil {
 			return err
 		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "adjustment.requested", ResourceType: "account", ResourceToken: party.Account,
-			PartnerID: party.PartnerID, Changes: map[string]any{"adjustment": out.Token, "direction": in.Direction,
-				"amount": emi.FormatMinor(in.Amount), "currency": in.Currency, "reason": in.Reason}})
+		out = emi.Adjustment{Token: token, Account: party.Account, Balance: party.Balance, PartnerID: party.PartnerID,
+			Direction: in.Direction, Amount: in.Amount, Currency: in.Currency, Reason: req.Reason, Status: emi.AdjustmentPending,
+			RequestedBy: req.ProposedBy, RequestedAt: req.ProposedAt}
+		return s.store.InsertAdjustment(ctx, out)
 	})
 	return out, err
 }
+
+// AdjustmentFlow is a manual adjustment's two-person request
+// (staff.ControlAdjustment). The request cannot be edited; a rejection
+// gives a reason.
+var AdjustmentFlow = staff.Flow{
+	Control:           staff.ControlAdjustment,
+	Asked:             "this adjustment",
+	Proposed:          "adjustment.requested",
+	Approved:          "adjustment.approved",
+	Rejected:          "adjustment.rejected",
+	Withdrawn:         "adjustment.withdrawn",
+	RejectNeedsReason: true,
+	// The code the back office knew before the lifecycle.
+	Codes: staff.RequestCodes{Closed: emi.ErrAdjustmentDecided},
+	Href:  func(r staff.Request) string { return "/backoffice/accounts/" + r.ResourceToken },
+}
+
+func adjustmentSubject(token string) string { return staff.SubjectOf("adjustment", token) }
 
 // party finds an account's balance in currency.
 func (s *Adjustments) party(ctx context.Context, account, currency string) (accounts.Party, error) {
@@ -148,17 +166,17 @@ func (s *Adjustments) check(ctx context.Context, party accounts.Party, direction
 	return nil
 }
 
-// Decide approves (approve=true) or rejects a pending adjustment. Only a
-// person distinct from the requester may approve it (Controls: not the
-// requester, nor anyone linked to them through an administrator who set
-// up either's access; emi.ErrFourEyes);
-// anyone with the permission, the requester included, may reject it, with
-// a reason. An approval posts the adjustment at once; a debit that would
-// now overdraw is refused (14003) and the request stays pending. A decided
-// request answers emi.ErrAdjustmentDecided: its row is locked first, so
-// two concurrent decisions give exactly one.
+// Decide approves (approve=true) or ends a pending adjustment. Only a
+// person distinct from the requester may approve it (AdjustmentFlow: not
+// the requester, nor anyone linked to them through an administrator who
+// set up either's access; emi.ErrFourEyes); the requester withdraws it and
+// anyone else with the permission rejects it, both with a reason. An
+// approval posts the adjustment at once; a debit that would now overdraw
+// is refused (14003) and the request stays pending. A decided request
+// answers emi.ErrAdjustmentDecided: its row is locked first, so two
+// concurrent decisions give exactly one.
 func (s *Adjustments) Decide(ctx context.Context, token string, approve bool, note string) (emi.Adjustment, error) {
-	if err := kernel.Require(ctx, emi.PermManageMoney); err != nil {
+	if err := staff.RequireApprove(ctx, AdjustmentFlow.Control); err != nil {
 		return emi.Adjustment{}, err
 	}
 	note = strings.TrimSpace(note)
@@ -173,32 +191,33 @@ func (s *Adjustments) Decide(ctx context.Context, token string, approve bool, no
 	if !kernel.ValidToken(token) {
 		return emi.Adjustment{}, emi.ErrAdjustmentNotFound
 	}
-	me := kernel.StaffOf(ctx).ActorID
-	var out emi.Adjustment
-	err := s.tx.InTx(ctx, func(ctx context.Context) error {
-		a, err := s.store.Adjustment(ctx, token, true)
-		if err != nil {
-			return err
+	var a emi.Adjustment
+	lock := func(ctx context.Context, _ staff.Request) error {
+		var err error
+		a, err = s.store.Adjustment(ctx, token, true)
+		return err
+	}
+	if _, err := s.store.Adjustment(ctx, token, false); err != nil {
+		return emi.Adjustment{}, err
+	}
+	if !approve {
+		if _, err := s.controls.DeclineRequest(ctx, AdjustmentFlow, adjustmentSubject(token), staff.Decline{Note: note, Lock: lock}); err != nil {
+			return emi.Adjustment{}, err
 		}
-		if a.Status != emi.AdjustmentPending {
-			return emi.ErrAdjustmentDecided.WithDetail("adjustment %s is %s", a.Token, a.Status)
-		}
-		now := s.now().UTC()
-		a.DecidedBy, a.DecidedAt, a.DecisionNote = me, &now, note
-		action := "adjustment.rejected"
-		if approve {
-			if err := s.controls.Approve(ctx, staff.ControlAdjustment, a.RequestedBy); err != nil {
-				return err
-			}
+		return s.store.Adjustment(ctx, token, false)
+	}
+	_, err := s.controls.ApproveRequest(ctx, AdjustmentFlow, adjustmentSubject(token), staff.Approval{
+		Lock: func(ctx context.Context, r staff.Request) (string, error) { return "", lock(ctx, r) },
+		Apply: func(ctx context.Context, r staff.Request) (map[string]any, error) {
 			party, err := s.party(ctx, a.Account, a.Currency)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if party.Balance != a.Balance {
-				return emi.Internal(errors.New("adjustment: the account's balance changed"))
+				return nil, emi.Internal(errors.New("adjustment: the account's balance changed"))
 			}
 			if err := s.check(ctx, party, a.Direction, a.Amount); err != nil {
-				return err
+				return nil, err
 			}
 			minor := a.Amount
 			if a.Direction == emi.AdjustmentDebit {
@@ -210,21 +229,20 @@ func (s *Adjustments) Decide(ctx context.Context, token string, approve bool, no
 					{Balance: a.Balance, Account: a.Account, Currency: a.Currency, Amount: minor},
 				}})
 			if err != nil {
-				return err
+				return nil, err
 			}
-			a.Status, a.Txn, action = emi.AdjustmentApproved, posted.ID, "adjustment.approved"
-		} else {
-			a.Status = emi.AdjustmentRejected
-		}
-		if err := s.store.DecideAdjustment(ctx, a); err != nil {
-			return err
-		}
-		out = a
-		return s.audit.Record(ctx, emi.AuditEntry{Action: action, ResourceType: "account", ResourceToken: a.Account,
-			PartnerID: a.PartnerID, Changes: map[string]any{"adjustment": a.Token, "direction": a.Direction,
-				"amount": emi.FormatMinor(a.Amount), "currency": a.Currency, "requested_by": a.RequestedBy, "note": note}})
+			if err := s.store.SetAdjustmentTxn(ctx, a.Token, posted.ID); err != nil {
+				return nil, err
+			}
+			return map[string]any{"adjustment": a.Token, "direction": a.Direction, "amount": emi.FormatMinor(a.Amount),
+				"currency": a.Currency, "requested_by": r.ProposedBy, "note": note}, nil
+		},
+		Note: note,
 	})
-	return out, err
+	if err != nil {
+		return emi.Adjustment{}, err
+	}
+	return s.store.Adjustment(ctx, token, false)
 }
 
 // Pending lists pending adjustments, oldest first: of one account, or of
@@ -254,4 +272,20 @@ func (s *Adjustments) CountPending(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return s.store.CountPendingAdjustments(ctx)
+}
+
+// Capabilities answers, for each pending adjustment of list (by token),
+// what the reader may do with it: the decision engine's answer
+// (staff.Controls.RequestCapabilities), so a screen offers exactly what
+// Decide accepts.
+func (s *Adjustments) Capabilities(ctx context.Context, list []emi.Adjustment) map[string]staff.RequestCapability {
+	out := make(map[string]staff.RequestCapability, len(list))
+	for _, a := range list {
+		if a.Status != emi.AdjustmentPending {
+			continue
+		}
+		out[a.Token] = s.controls.RequestCapabilities(ctx, staff.Request{ID: a.Token, Control: AdjustmentFlow.Control,
+			Status: staff.RequestPending, ProposedBy: a.RequestedBy})
+	}
+	return out
 }

@@ -30,8 +30,8 @@ type IncomingStore interface {
 	// CountOpenSuspense counts open items.
 	CountOpenSuspense(ctx context.Context) (int64, error)
 
-	// InsertSuspenseAssignment records a pending assignment request;
-	// emi.ErrSuspenseAssignmentPending when the item has one.
+	// InsertSuspenseAssignment records the item and target of the request
+	// a.Token.
 	InsertSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error
 	// SuspenseAssignment returns a request; forUpdate locks its row.
 	// Returns emi.ErrSuspenseAssignmentNotFound.
@@ -39,9 +39,9 @@ type IncomingStore interface {
 	// PendingSuspenseAssignments returns the pending request of each of
 	// items that has one, by item.
 	PendingSuspenseAssignments(ctx context.Context, items []string) (map[string]emi.SuspenseAssignment, error)
-	// DecideSuspenseAssignment writes the decision on a pending request;
-	// emi.ErrSuspenseAssignmentDecided when it is no longer pending.
-	DecideSuspenseAssignment(ctx context.Context, a emi.SuspenseAssignment) error
+	// SetSuspenseAssignmentTransfer records the transfer an approval
+	// created.
+	SetSuspenseAssignmentTransfer(ctx context.Context, token, transfer string) error
 }
 
 // IncomingConfig configures Incoming.
@@ -526,7 +526,7 @@ func (s *Incoming) OpenSuspense(ctx context.Context) (int64, error) {
 // resolved item is emi.ErrSuspenseResolved. Audited
 // (suspense.assign_requested).
 func (s *Incoming) RequestSuspenseAssignment(ctx context.Context, token, to, reason string) (emi.SuspenseAssignment, error) {
-	if err := kernel.Require(ctx, staff.PolicyOf(staff.ControlSuspenseAssign).Propose); err != nil {
+	if err := staff.RequirePropose(ctx, AssignmentFlow.Control); err != nil {
 		return emi.SuspenseAssignment{}, err
 	}
 	reason, err := kernel.StaffReason(reason)
@@ -537,7 +537,6 @@ func (s *Incoming) RequestSuspenseAssignment(ctx context.Context, token, to, rea
 	if err != nil {
 		return emi.SuspenseAssignment{}, err
 	}
-	me := kernel.StaffOf(ctx).ActorID
 	var out emi.SuspenseAssignment
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
 		it, err := s.openItem(ctx, token)
@@ -552,29 +551,49 @@ func (s *Incoming) RequestSuspenseAssignment(ctx context.Context, token, to, rea
 			return err
 		}
 		out = emi.SuspenseAssignment{Token: kernel.NewToken(), Item: it.Token, Target: targetText(target), Account: party.Account,
-			Balance: party.Balance, PartnerID: party.PartnerID, Reason: reason, Status: emi.AssignmentPending,
-			RequestedBy: me, RequestedAt: s.now().UTC()}
-		if err := s.store.InsertSuspenseAssignment(ctx, out); err != nil {
+			Balance: party.Balance, PartnerID: party.PartnerID, Reason: reason, Status: emi.AssignmentPending}
+		req, err := s.controls.ProposeRequest(ctx, AssignmentFlow, staff.Proposal{ID: out.Token, Subject: assignmentSubject(it.Token),
+			ResourceType: "suspense_item", ResourceToken: it.Token, PartnerID: party.PartnerID, Reason: reason,
+			Changes: map[string]any{"assignment": out.Token, "amount": emi.FormatMinor(it.Amount), "currency": it.Currency,
+				"target": out.Target, "account": party.Account, "balance": party.Balance}})
+		if err != nil {
 			return err
 		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "suspense.assign_requested", ResourceType: "suspense_item",
-			ResourceToken: it.Token, PartnerID: party.PartnerID, Changes: map[string]any{"assignment": out.Token,
-				"reason": reason, "amount": emi.FormatMinor(it.Amount), "currency": it.Currency, "target": out.Target,
-				"account": party.Account, "balance": party.Balance}})
+		out.RequestedBy, out.RequestedAt = req.ProposedBy, req.ProposedAt
+		return s.store.InsertSuspenseAssignment(ctx, out)
 	})
 	return out, err
 }
 
+// AssignmentFlow is the assignment of a suspense item to a balance
+// (staff.ControlSuspenseAssign): one person asks with the target and a
+// reason, a second, distinct one approves; the request cannot be edited
+// and a rejection gives a reason. One assignment waits per item.
+var AssignmentFlow = staff.Flow{
+	Control:           staff.ControlSuspenseAssign,
+	Asked:             "the assignment of this suspense item",
+	Proposed:          "suspense.assign_requested",
+	Approved:          "suspense.assign",
+	Rejected:          "suspense.assign_rejected",
+	Withdrawn:         "suspense.assign_withdrawn",
+	RejectNeedsReason: true,
+	// The codes the back office knew before the lifecycle.
+	Codes: staff.RequestCodes{Pending: emi.ErrSuspenseAssignmentPending, Closed: emi.ErrSuspenseAssignmentDecided},
+	Href:  func(staff.Request) string { return "/backoffice/suspense" },
+}
+
+func assignmentSubject(item string) string { return staff.SubjectOf("suspense", item) }
+
 // noPendingAssignment refuses an item (locked by the caller) that has an
 // assignment waiting for a second person.
 func (s *Incoming) noPendingAssignment(ctx context.Context, item string) error {
-	pending, err := s.store.PendingSuspenseAssignments(ctx, []string{item})
+	r, found, err := s.controls.PendingRequest(ctx, assignmentSubject(item))
 	if err != nil {
 		return err
 	}
-	if a, ok := pending[item]; ok {
-		return emi.ErrSuspenseAssignmentPending.WithDetail("assignment %s of item %s to %s, requested by %s, is pending",
-			a.Token, item, a.Target, a.RequestedBy)
+	if found {
+		return emi.ErrSuspenseAssignmentPending.WithDetail("assignment %s of item %s, requested by %s, is pending",
+			r.ID, item, r.ProposedBy).WithPublic(staff.RefusedPending, AssignmentFlow.Asked)
 	}
 	return nil
 }
@@ -624,7 +643,7 @@ func (s *Incoming) usableTarget(ctx context.Context, target emi.TransferParty, c
 // suspense.assign (the approval that posted it), suspense.assign_rejected
 // or suspense.assign_withdrawn.
 func (s *Incoming) DecideSuspenseAssignment(ctx context.Context, request string, approve bool, note string) (emi.SuspenseAssignment, *emi.Transfer, error) {
-	if err := kernel.Require(ctx, staff.PolicyOf(staff.ControlSuspenseAssign).Approve); err != nil {
+	if err := staff.RequireApprove(ctx, AssignmentFlow.Control); err != nil {
 		return emi.SuspenseAssignment{}, nil, err
 	}
 	note = strings.TrimSpace(note)
@@ -639,85 +658,71 @@ func (s *Incoming) DecideSuspenseAssignment(ctx context.Context, request string,
 	if !kernel.ValidToken(request) {
 		return emi.SuspenseAssignment{}, nil, emi.ErrSuspenseAssignmentNotFound
 	}
-	me := kernel.StaffOf(ctx).ActorID
-	var out emi.SuspenseAssignment
+	peek, err := s.store.SuspenseAssignment(ctx, request, false)
+	if err != nil {
+		return emi.SuspenseAssignment{}, nil, err
+	}
+	// Lock order: the item, then the request (as RequestSuspenseAssignment
+	// and ReturnSuspense, which lock the item before reading requests).
+	var it emi.SuspenseItem
+	lock := func(ctx context.Context, _ staff.Request) error {
+		var err error
+		it, err = s.store.SuspenseItem(ctx, peek.Item, true)
+		return err
+	}
+	subject := assignmentSubject(peek.Item)
+	if !approve {
+		if _, err := s.controls.DeclineRequest(ctx, AssignmentFlow, subject, staff.Decline{Note: note, Lock: lock, ID: peek.Token}); err != nil {
+			return emi.SuspenseAssignment{}, nil, err
+		}
+		out, err := s.store.SuspenseAssignment(ctx, request, false)
+		return out, nil, err
+	}
 	var posted *emi.Transfer
-	err := s.tx.InTx(ctx, func(ctx context.Context) error {
-		// Lock order: the item, then the request (as RequestSuspenseAssignment
-		// and ReturnSuspense, which lock the item before reading requests).
-		peek, err := s.store.SuspenseAssignment(ctx, request, false)
-		if err != nil {
-			return err
-		}
-		it, err := s.store.SuspenseItem(ctx, peek.Item, true)
-		if err != nil {
-			return err
-		}
-		a, err := s.store.SuspenseAssignment(ctx, request, true)
-		if err != nil {
-			return err
-		}
-		if a.Status != emi.AssignmentPending {
-			return emi.ErrSuspenseAssignmentDecided.WithDetail("assignment %s is %s", a.Token, a.Status)
-		}
-		if it.Status != emi.SuspenseOpen {
-			// Not reachable while ReturnSuspense refuses an item with a
-			// pending request; kept as the resolved-once line.
-			return emi.ErrSuspenseResolved.WithDetail("item %s is %s", it.Token, it.Status)
-		}
-		now := s.now().UTC()
-		a.DecidedBy, a.DecidedAt, a.DecisionNote = me, &now, note
-		if !approve {
-			a.Status = emi.AssignmentRejected
-			if me == a.RequestedBy {
-				a.Status = emi.AssignmentWithdrawn
+	_, err = s.controls.ApproveRequest(ctx, AssignmentFlow, subject, staff.Approval{ID: peek.Token, Note: note,
+		Lock: func(ctx context.Context, r staff.Request) (string, error) { return "", lock(ctx, r) },
+		Apply: func(ctx context.Context, r staff.Request) (map[string]any, error) {
+			a := peek
+			if it.Status != emi.SuspenseOpen {
+				// Not reachable while ReturnSuspense refuses an item with a
+				// pending request; kept as the resolved-once line.
+				return nil, emi.ErrSuspenseResolved.WithDetail("item %s is %s", it.Token, it.Status)
 			}
-			if err := s.store.DecideSuspenseAssignment(ctx, a); err != nil {
-				return err
+			target, err := s.assignTarget(a.Target)
+			if err != nil {
+				return nil, emi.Internal(fmt.Errorf("suspense assignment %s: stored target: %w", a.Token, err))
 			}
-			out = a
-			return s.audit.Record(ctx, emi.AuditEntry{Action: "suspense.assign_" + a.Status, ResourceType: "suspense_item",
-				ResourceToken: it.Token, PartnerID: a.PartnerID, Changes: map[string]any{"assignment": a.Token,
-					"requested_by": a.RequestedBy, "target": a.Target, "account": a.Account, "reason": a.Reason, "note": note}})
-		}
-		if err := s.controls.Approve(ctx, staff.ControlSuspenseAssign, a.RequestedBy); err != nil {
-			return err
-		}
-		target, err := s.assignTarget(a.Target)
-		if err != nil {
-			return emi.Internal(fmt.Errorf("suspense assignment %s: stored target: %w", a.Token, err))
-		}
-		party, err := s.usableTarget(ctx, target, it.Currency)
-		if err != nil {
-			return err
-		}
-		if party.Account != a.Account || party.Balance != a.Balance {
-			return emi.ErrTransferInvalidTransition.WithDetail("assignment %s: %s now names account %s balance %s, not %s %s",
-				a.Token, a.Target, party.Account, party.Balance, a.Account, a.Balance)
-		}
-		t, err := s.creditParty(ctx, party, emi.Amount(it.Amount), it.Currency, it.Reference, it.Payer,
-			emi.TxnSuspenseAssign, emi.LedgerSuspense)
-		if err != nil {
-			return err
-		}
-		if err := s.store.ResolveSuspenseItem(ctx, it.Token, emi.SuspenseResolution{Status: emi.SuspenseAssigned, By: me,
-			Reason: a.Reason, Txn: t.Txn, Transfer: t.Token, AssignedAccount: party.Account, At: now}); err != nil {
-			return err
-		}
-		a.Status, a.Transfer = emi.AssignmentApproved, t.Token
-		if err := s.store.DecideSuspenseAssignment(ctx, a); err != nil {
-			return err
-		}
-		out, posted = a, &t
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "suspense.assign", ResourceType: "suspense_item", ResourceToken: it.Token,
-			PartnerID: party.PartnerID, Changes: map[string]any{"assignment": a.Token, "reason": a.Reason,
-				"requested_by": a.RequestedBy, "approved_by": me, "note": note, "amount": emi.FormatMinor(it.Amount),
-				"currency": it.Currency, "account": party.Account, "transfer": t.Token}})
+			party, err := s.usableTarget(ctx, target, it.Currency)
+			if err != nil {
+				return nil, err
+			}
+			if party.Account != a.Account || party.Balance != a.Balance {
+				return nil, emi.ErrTransferInvalidTransition.WithDetail("assignment %s: %s now names account %s balance %s, not %s %s",
+					a.Token, a.Target, party.Account, party.Balance, a.Account, a.Balance)
+			}
+			t, err := s.creditParty(ctx, party, emi.Amount(it.Amount), it.Currency, it.Reference, it.Payer,
+				emi.TxnSuspenseAssign, emi.LedgerSuspense)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.store.ResolveSuspenseItem(ctx, it.Token, emi.SuspenseResolution{Status: emi.SuspenseAssigned,
+				By: kernel.StaffOf(ctx).ActorID, Reason: r.Reason, Txn: t.Txn, Transfer: t.Token, AssignedAccount: party.Account,
+				At: s.now().UTC()}); err != nil {
+				return nil, err
+			}
+			if err := s.store.SetSuspenseAssignmentTransfer(ctx, a.Token, t.Token); err != nil {
+				return nil, err
+			}
+			posted = &t
+			return map[string]any{"assignment": a.Token, "requested_by": r.ProposedBy, "note": note, "amount": emi.FormatMinor(it.Amount),
+				"currency": it.Currency, "account": party.Account, "transfer": t.Token}, nil
+		},
 	})
 	if err != nil {
 		return emi.SuspenseAssignment{}, nil, err
 	}
-	return out, posted, nil
+	out, err := s.store.SuspenseAssignment(ctx, request, false)
+	return out, posted, err
 }
 
 // targetText is how a request stores its target: the token or the IBAN.
@@ -822,4 +827,19 @@ func SuspenseAge(it emi.SuspenseItem, now time.Time) time.Duration {
 		end = *it.ResolvedAt
 	}
 	return max(end.Sub(it.CreatedAt), 0)
+}
+
+// AssignmentCapabilities answers, for the pending assignment of each item
+// of items (by assignment token), what the reader may do with it: the
+// decision engine's answer (staff.Controls.RequestCapabilities), so a
+// screen offers exactly what DecideSuspenseAssignment accepts.
+func (s *Incoming) AssignmentCapabilities(ctx context.Context, items []emi.SuspenseItem) map[string]staff.RequestCapability {
+	out := map[string]staff.RequestCapability{}
+	for _, it := range items {
+		if a := it.Pending; a != nil && a.Status == emi.AssignmentPending {
+			out[a.Token] = s.controls.RequestCapabilities(ctx, staff.Request{ID: a.Token, Control: AssignmentFlow.Control,
+				Status: staff.RequestPending, ProposedBy: a.RequestedBy})
+		}
+	}
+	return out
 }

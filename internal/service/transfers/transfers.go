@@ -35,12 +35,6 @@ type TransferStore interface {
 	// it is already returned (its return_txn is set once).
 	SetTransferReturned(ctx context.Context, token string, returnTxn int64, reason string) error
 	SetTransferStatus(ctx context.Context, token, status string) error
-	// InsertReversalRequest records a pending reversal request; it fails
-	// with emi.ErrNonUniqueValue when one is pending.
-	InsertReversalRequest(ctx context.Context, r ReversalRequest) error
-	// ReversalRequest returns the pending request of a transfer.
-	ReversalRequest(ctx context.Context, transfer string) (ReversalRequest, bool, error)
-	DeleteReversalRequest(ctx context.Context, transfer string) error
 	// TxnEntries returns the journal entries of the ledger transactions
 	// ids, in posting order.
 	TxnEntries(ctx context.Context, ids []int64) ([]emi.LedgerEntryView, error)

@@ -3,7 +3,6 @@ package transfers
 import (
 	"context"
 	"errors"
-	"time"
 
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
@@ -11,28 +10,33 @@ import (
 	"emi/internal/service/staff"
 )
 
-// ReversalRequest is a pending request to reverse an internal transfer.
-type ReversalRequest struct {
-	Transfer    string    `db:"transfer"`
-	RequestedBy string    `db:"requested_by"`
-	Reason      string    `db:"reason"`
-	RequestedAt time.Time `db:"requested_at"`
+// ReversalFlow is the reversal of a completed internal transfer by staff:
+// one person asks with a reason, a second, distinct one approves
+// (staff.ControlTransferReversal). A transfer cannot change once completed,
+// so the request binds to nothing else.
+var ReversalFlow = staff.Flow{
+	Control:   staff.ControlTransferReversal,
+	Asked:     "the reversal of this transfer",
+	Proposed:  "transfer.reversal_requested",
+	Approved:  "transfer.reverse",
+	Rejected:  "transfer.reversal_rejected",
+	Withdrawn: "transfer.reversal_withdrawn",
+	// The code the back office knew before the lifecycle.
+	Codes: staff.RequestCodes{Pending: emi.ErrTransferInvalidTransition, Closed: emi.ErrTransferInvalidTransition},
+	Href:  func(r staff.Request) string { return "/backoffice/transfers/" + r.ResourceToken },
 }
 
+func reversalSubject(transfer string) string { return staff.SubjectOf("transfer", transfer) }
+
 // RequestReversal asks for a completed internal transfer to be reversed
-// (emi.PermManageMoney), with a reason of 3 to 2,000 characters. Nothing
-// moves until another staff member approves (ApproveReversal). Refused with
-// 14007 when the transfer is not a completed internal transfer or a
-// request is already pending.
+// (ReversalFlow), with a reason of 3 to 2,000 characters. Nothing moves
+// until another staff member approves (ApproveReversal). Refused with 14007
+// when the transfer is not a completed internal transfer or a request is
+// already pending.
 func (s *Transfers) RequestReversal(ctx context.Context, token, reason string) error {
-	if err := kernel.Require(ctx, emi.PermManageMoney); err != nil {
+	if err := staff.RequirePropose(ctx, ReversalFlow.Control); err != nil {
 		return err
 	}
-	reason, err := kernel.StaffReason(reason)
-	if err != nil {
-		return err
-	}
-	me := kernel.StaffOf(ctx).ActorID
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
 		t, err := s.store.Transfer(ctx, token, true)
 		if err != nil {
@@ -41,34 +45,36 @@ func (s *Transfers) RequestReversal(ctx context.Context, token, reason string) e
 		if t.Type != emi.TransferInternal || t.Status != emi.TransferCompleted {
 			return emi.ErrTransferInvalidTransition.WithDetail("transfer %s is %s %s", t.Token, t.Type, t.Status)
 		}
-		err = s.store.InsertReversalRequest(ctx, ReversalRequest{Transfer: t.Token, RequestedBy: me, Reason: reason, RequestedAt: s.now().UTC()})
-		if errors.Is(err, emi.ErrNonUniqueValue) {
-			return emi.ErrTransferInvalidTransition.WithDetail("a reversal of %s is already requested", t.Token)
-		}
-		if err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "transfer.reversal_requested", ResourceType: "transfer", ResourceToken: t.Token,
-			PartnerID: t.PartnerID, Changes: map[string]any{"reason": reason, "amount": emi.FormatMinor(t.Amount), "currency": t.Currency}})
+		_, err = s.controls.ProposeRequest(ctx, ReversalFlow, staff.Proposal{Subject: reversalSubject(t.Token),
+			ResourceType: "transfer", ResourceToken: t.Token, PartnerID: t.PartnerID, Reason: reason,
+			Changes: map[string]any{"amount": emi.FormatMinor(t.Amount), "currency": t.Currency}})
+		return err
 	})
 }
 
-// PendingReversal returns the pending reversal request of a transfer
-// (emi.PermViewMoney).
-func (s *Transfers) PendingReversal(ctx context.Context, token string) (ReversalRequest, bool, error) {
+// PendingReversal returns the pending reversal request of a transfer and
+// what the reader may do with it (emi.PermViewMoney).
+func (s *Transfers) PendingReversal(ctx context.Context, token string) (staff.Request, staff.RequestCapability, bool, error) {
 	if err := kernel.Require(ctx, emi.PermViewMoney); err != nil {
-		return ReversalRequest{}, false, err
+		return staff.Request{}, staff.RequestCapability{}, false, err
 	}
-	return s.store.ReversalRequest(ctx, token)
+	if !kernel.ValidToken(token) {
+		return staff.Request{}, staff.RequestCapability{}, false, nil
+	}
+	r, found, err := s.controls.PendingRequest(ctx, reversalSubject(token))
+	if err != nil || !found {
+		return staff.Request{}, staff.RequestCapability{}, false, err
+	}
+	return r, s.controls.RequestCapabilities(ctx, r), true, nil
 }
 
-// DecideReversal decides a pending reversal request (emi.PermManageMoney).
-// Approval must come from a person distinct from the requester (Controls;
-// emi.ErrFourEyes); it posts a reversing ledger transaction (every entry
-// negated) that moves the money back from the destination to the source,
-// and the transfer becomes `returned` with the request's reason, sent to
-// the partners as transfer.returned. Reject withdraws the request (the
-// requester may withdraw their own). Both are audited.
+// DecideReversal decides a pending reversal request. Approval must come
+// from a person distinct from the requester (ReversalFlow; emi.ErrFourEyes);
+// it posts a reversing ledger transaction (every entry negated) that moves
+// the money back from the destination to the source, and the transfer
+// becomes `returned` with the request's reason, sent to the partners as
+// transfer.returned. Otherwise the request ends: withdrawn by its
+// requester, rejected by anyone else who may approve. Both are audited.
 //
 // A transfer is reversed at most once: the transfer row is locked, the
 // request must still be pending, its status is checked, and
@@ -78,42 +84,29 @@ func (s *Transfers) PendingReversal(ctx context.Context, token string) (Reversal
 // recovery case, not a reversal) and with 14004 when an account of either
 // side is not active; the request then stays pending.
 func (s *Transfers) DecideReversal(ctx context.Context, token string, approve bool) (emi.Transfer, error) {
-	if err := kernel.Require(ctx, emi.PermManageMoney); err != nil {
-		return emi.Transfer{}, err
+	if !kernel.ValidToken(token) {
+		return emi.Transfer{}, emi.ErrTransferNotFound
+	}
+	var t emi.Transfer
+	lock := func(ctx context.Context, _ staff.Request) error {
+		var err error
+		t, err = s.store.Transfer(ctx, token, true)
+		return err
+	}
+	if !approve {
+		_, err := s.controls.DeclineRequest(ctx, ReversalFlow, reversalSubject(token), staff.Decline{Lock: lock})
+		return t, err
 	}
 	var out emi.Transfer
-	err := s.tx.InTx(ctx, func(ctx context.Context) error {
-		t, err := s.store.Transfer(ctx, token, true)
-		if err != nil {
-			return err
-		}
-		req, found, err := s.store.ReversalRequest(ctx, t.Token)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return emi.ErrTransferInvalidTransition.WithDetail("no reversal of %s is pending", t.Token)
-		}
-		if !approve {
-			if err := s.store.DeleteReversalRequest(ctx, t.Token); err != nil {
-				return err
+	_, err := s.controls.ApproveRequest(ctx, ReversalFlow, reversalSubject(token), staff.Approval{
+		Lock: func(ctx context.Context, r staff.Request) (string, error) { return "", lock(ctx, r) },
+		Apply: func(ctx context.Context, r staff.Request) (map[string]any, error) {
+			var err error
+			if out, err = s.reverse(ctx, t, r.Reason); err != nil {
+				return nil, err
 			}
-			out = t
-			return s.audit.Record(ctx, emi.AuditEntry{Action: "transfer.reversal_rejected", ResourceType: "transfer", ResourceToken: t.Token,
-				PartnerID: t.PartnerID, Changes: map[string]any{"requested_by": req.RequestedBy, "reason": req.Reason}})
-		}
-		if err := s.controls.Approve(ctx, staff.ControlTransferReversal, req.RequestedBy); err != nil {
-			return err
-		}
-		if out, err = s.reverse(ctx, t, req.Reason); err != nil {
-			return err
-		}
-		if err := s.store.DeleteReversalRequest(ctx, t.Token); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, emi.AuditEntry{Action: "transfer.reverse", ResourceType: "transfer", ResourceToken: t.Token,
-			PartnerID: t.PartnerID, Changes: map[string]any{"reason": req.Reason, "requested_by": req.RequestedBy,
-				"amount": emi.FormatMinor(t.Amount), "currency": t.Currency}})
+			return map[string]any{"requested_by": r.ProposedBy, "amount": emi.FormatMinor(t.Amount), "currency": t.Currency}, nil
+		},
 	})
 	return out, err
 }
