@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -303,6 +304,61 @@ func (s *AccountStore) Account(ctx context.Context, partnerID, token string, for
 		return a, s.virtualIBANs(ctx, &a)
 	}
 	return a, nil
+}
+
+// AccountsWithBalances implements accounts.AccountStore: one statement for
+// the accounts and their balances, one for the virtual ones' own IBANs.
+func (s *AccountStore) AccountsWithBalances(ctx context.Context, tokens []string) (map[string]emi.Account, error) {
+	out := make(map[string]emi.Account, len(tokens))
+	tokens = slices.DeleteFunc(slices.Clone(tokens), func(t string) bool { return !validUUID(t) })
+	if len(tokens) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		accountRow
+		Balances []byte `db:"balances_json"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+accountColumns+`, (SELECT json_agg(json_build_object('token', b.token,
+		'account', b.account, 'position', b.position, 'currency', b.currency, 'available', b.available, 'posted', b.posted,
+		'held', b.held, 'overdraft', b.overdraft, 'iban', b.iban, 'bic', b.bic, 'account_number', b.account_number,
+		'sort_code', b.sort_code) ORDER BY b.position) FROM balances b
+		WHERE b.account = CASE WHEN a.virtual THEN a.main ELSE a.token END) AS balances_json
+		FROM accounts a WHERE a.token = ANY($1::uuid[])`, pq.Array(tokens)); err != nil {
+		return nil, Translate(err)
+	}
+	var virtual []string
+	for _, r := range rows {
+		a := r.account()
+		if len(r.Balances) > 0 {
+			var bs []balanceJSON
+			if err := json.Unmarshal(r.Balances, &bs); err != nil {
+				return nil, emi.Internal(err)
+			}
+			for _, b := range bs {
+				a.Balances = append(a.Balances, emi.Balance(b))
+			}
+		}
+		if a.Virtual {
+			a.VirtualIBANs = map[string]string{}
+			virtual = append(virtual, a.Token)
+		}
+		out[a.Token] = a
+	}
+	if len(virtual) > 0 {
+		var ibans []struct {
+			Account  string `db:"account"`
+			IBAN     string `db:"iban"`
+			Currency string `db:"currency"`
+		}
+		if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &ibans, `SELECT i.account::text AS account, i.iban, b.currency
+			FROM ibans i JOIN balances b ON b.token = i.balance WHERE i.account = ANY($1::uuid[]) AND i.virtual`, pq.Array(virtual)); err != nil {
+			return nil, Translate(err)
+		}
+		for _, r := range ibans {
+			out[r.Account].VirtualIBANs[r.Currency] = r.IBAN
+		}
+	}
+	return out, nil
 }
 
 // balanceJSON is emi.Balance as the account read's json_build_object

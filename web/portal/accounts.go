@@ -84,10 +84,18 @@ func (p *Portal) accountList(w http.ResponseWriter, r *http.Request) {
 	p.renderPrivate(w, r, sort.status(), "Accounts", pages.Accounts(v))
 }
 
-// accountRows makes list rows; the identifiers of the first
-// maxIdentifierLookups accounts are looked up one by one.
+// accountRows makes list rows; the identifiers and balances of the first
+// maxIdentifierLookups accounts are read in one round trip.
 func (p *Portal) accountRows(r *http.Request, list []emi.Account) ([]pages.AccountRow, error) {
 	owners := p.ownerLinks(r)
+	looked := make([]string, 0, min(len(list), maxIdentifierLookups))
+	for _, a := range list[:min(len(list), maxIdentifierLookups)] {
+		looked = append(looked, a.Token)
+	}
+	full, err := p.d.Accounts.WithBalances(r.Context(), looked)
+	if err != nil {
+		return nil, err
+	}
 	rows := make([]pages.AccountRow, len(list))
 	for i, a := range list {
 		row := pages.AccountRow{Token: a.Token, Href: accountHref(a.Token), Owner: firstNonEmpty(a.OwnerName, "(no name)"),
@@ -97,14 +105,10 @@ func (p *Portal) accountRows(r *http.Request, list []emi.Account) ([]pages.Accou
 		if row.OwnerKind, row.OwnerHref, err = owners.of(a); err != nil {
 			return nil, err
 		}
-		if i < maxIdentifierLookups {
-			full, err := p.d.Accounts.Get(r.Context(), a.Token)
-			if err != nil {
-				return nil, err
-			}
-			row.Identifiers = identifiersOf(full.Account)
+		if f, ok := full[a.Token]; ok && i < maxIdentifierLookups {
+			row.Identifiers = identifiersOf(f)
 			row.Looked = true
-			for _, b := range full.Balances {
+			for _, b := range f.Balances {
 				row.Balances = append(row.Balances, emi.FormatMinor(b.Available)+" "+b.Currency)
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"emi/internal/app"
 	"emi/internal/config"
 	"emi/internal/emi"
+	"emi/internal/postgres"
 	"emi/internal/postgres/pgtest"
 	"emi/internal/screening"
 	"emi/internal/service/partners"
@@ -92,6 +94,10 @@ type Options struct {
 	// NoSanctions starts without sanctions lists (aml_check answers
 	// 18000); otherwise the shared lists are loaded once per test binary.
 	NoSanctions bool
+	// DatabaseURL is a database the test made itself (on a private
+	// cluster with a standby, say); "" for a fresh one of the shared
+	// cluster. New migrates it.
+	DatabaseURL string
 }
 
 var (
@@ -131,7 +137,20 @@ func Sanctions(t testing.TB) *screening.Index {
 // dropped when the test ends.
 func New(t testing.TB, opts Options) *Env {
 	t.Helper()
-	url := pgtest.URL(t)
+	url := opts.DatabaseURL
+	if url == "" {
+		url = pgtest.URL(t)
+	} else {
+		db, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatalf("apptest: open %s: %v", url, err)
+		}
+		_, err = db.Migrate(context.Background())
+		_ = db.Close()
+		if err != nil {
+			t.Fatalf("apptest: migrate: %v", err)
+		}
+	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	getenv := func(k string) string {
@@ -217,8 +236,20 @@ func New(t testing.TB, opts Options) *Env {
 // be. It shares env's clock and configuration.
 func Attach(t testing.TB, env *Env, routes ...func(r chi.Router, a *api.API)) *Env {
 	t.Helper()
+	return AttachWith(t, env, nil, routes...)
+}
+
+// AttachWith is Attach with env's configuration edited by configure first
+// (the second instance without env's read replicas, say).
+func AttachWith(t testing.TB, env *Env, configure func(*config.Config), routes ...func(r chi.Router, a *api.API)) *Env {
+	t.Helper()
+	cfg := env.Config
+	cfg.ReadDatabaseURLs = slices.Clone(cfg.ReadDatabaseURLs)
+	if configure != nil {
+		configure(&cfg)
+	}
 	logs := &LogBuffer{}
-	a, err := app.Open(context.Background(), env.Config, app.NewLogger(env.Config, logs), env.Clock.Now)
+	a, err := app.Open(context.Background(), cfg, app.NewLogger(cfg, logs), env.Clock.Now)
 	if err != nil {
 		t.Fatalf("apptest: attach: %v", err)
 	}
@@ -239,7 +270,7 @@ func Attach(t testing.TB, env *Env, routes ...func(r chi.Router, a *api.API)) *E
 			t.Logf("attached server's log (warnings, errors and the failed requests' lines):\n%s", LogExcerpt(logs.String(), 200))
 		}
 	})
-	return &Env{App: a, Server: srv, Handler: h, Clock: env.Clock, Logs: logs, DBURL: env.DBURL, Config: env.Config,
+	return &Env{App: a, Server: srv, Handler: h, Clock: env.Clock, Logs: logs, DBURL: env.DBURL, Config: cfg,
 		validator: env.validator}
 }
 

@@ -40,6 +40,9 @@ type AccountStore interface {
 	// Account returns an account of the partner ("" partnerID: any) with
 	// its balances; forUpdate locks it. Returns emi.ErrAccountNotFound.
 	Account(ctx context.Context, partnerID, token string, forUpdate bool) (emi.Account, error)
+	// AccountsWithBalances returns the accounts of tokens (those that
+	// exist) with their balances, as Account does, in one round trip.
+	AccountsWithBalances(ctx context.Context, tokens []string) (map[string]emi.Account, error)
 	SetAccountStatus(ctx context.Context, token, status string) error
 	InsertStatusChange(ctx context.Context, account string, c emi.AccountStatusChange) error
 	StatusHistory(ctx context.Context, account string) ([]emi.AccountStatusChange, error)

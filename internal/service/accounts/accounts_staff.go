@@ -37,6 +37,16 @@ func (s *Accounts) ForOwner(ctx context.Context, user, merchant string) ([]emi.A
 	return items, err
 }
 
+// WithBalances returns the accounts of tokens with their balances and
+// identifiers (emi.PermViewAccounts), in one read: what a list of accounts
+// shows of each, without the history, virtual accounts and requests of Get.
+func (s *Accounts) WithBalances(ctx context.Context, tokens []string) (map[string]emi.Account, error) {
+	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+		return nil, err
+	}
+	return s.store.AccountsWithBalances(ctx, tokens)
+}
+
 // AccountView is an account as customer service sees it.
 type AccountView struct {
 	emi.Account
