@@ -46,7 +46,7 @@ func TestMissingDependencyIsCaughtAtConstruction(t *testing.T) {
 		{"review", func() { onboarding.NewReview(onboarding.ReviewDeps{}) },
 			"onboarding.NewReview: missing ReviewDeps.Tx, Store, Staff, Controls, Checks, Events, Audit, Inbox, Views, Metrics, Now"},
 		{"accounts", func() { accounts.NewAccounts(accounts.AccountsDeps{}) },
-			"accounts.NewAccounts: missing AccountsDeps.Tx, Store, Ids, Controls, Events, Audit, Validate, Terminations, Cards, Ledger, Statements, Now"},
+			"accounts.NewAccounts: missing AccountsDeps.Tx, Store, Ids, Controls, Events, Audit, Validate, Cards, Ledger, Statements, Now"},
 		{"cards", func() { cards.NewCards(cards.CardsDeps{}) },
 			"cards.NewCards: missing CardsDeps.Tx, Store, Accounts, AML, Users, Vault, SMS, Events, Audit, Validate, Names, Now"},
 		{"transfers", func() { transfers.NewTransfers(transfers.TransfersDeps{}) },
