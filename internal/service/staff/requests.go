@@ -297,8 +297,11 @@ var errClosing = errors.New("request closing")
 // now. When its People have taken part, a.Apply runs in the same
 // transaction. A lapsed or void request is closed (in a transaction of its
 // own, audited, the proposer told) and refused with RefusedLapsed or
-// RefusedVoid. ApproveRequest opens its own transaction: call it outside
-// one.
+// RefusedVoid. ApproveRequest opens its own transaction. Called inside
+// the caller's, it runs in a savepoint and a lapse or void it finds is
+// refused but not recorded (the caller's rollback takes the record with
+// it): only a flow with neither a Lapse nor a Lock may do that (HitFlow,
+// inside the application's own transaction).
 func (c *Controls) ApproveRequest(ctx context.Context, f Flow, subject string, a Approval) (Request, error) {
 	pol := PolicyOf(f.Control)
 	if err := kernel.Require(ctx, pol.Approve); err != nil {
