@@ -232,8 +232,8 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 		v.Pending = &pages.PendingTermination{By: by, Reason: t.Reason, Mine: a.TerminationCan.Withdraw,
 			WhyNot: a.TerminationCan.WhyNotApprove}
 	}
-	if canDo(r, emi.PermManageAccounts) {
-		v.Actions = accountActions(a, f)
+	if caps := p.d.Accounts.Capabilities(r.Context(), a); caps.Manages {
+		v.Actions = accountActions(a, caps, f)
 	}
 	if v.Money, err = p.accountMoney(r, a, f); err != nil {
 		p.renderError(w, r, err)
@@ -301,22 +301,16 @@ func balanceViews(a emi.Account) []pages.BalanceView {
 	return out
 }
 
-// accountActions are the actions the signed-in customer-service user may
-// take on the account.
-func accountActions(a accounts.AccountView, f *accountForm) *pages.AccountActions {
-	act := &pages.AccountActions{Base: accountHref(a.Token), Virtuals: len(a.Virtuals)}
-	open := a.Status != emi.AccountTerminated
-	act.CanBlock = open && a.Status == emi.AccountActive
-	act.CanUnblock = open && a.Status == emi.AccountBlocked
+// accountActions lays out the actions the signed-in user may take on the
+// account, as the service answers (accounts.Capabilities).
+func accountActions(a accounts.AccountView, caps accounts.AccountCapabilities, f *accountForm) *pages.AccountActions {
+	act := &pages.AccountActions{Base: accountHref(a.Token), Virtuals: len(a.Virtuals), Final: caps.Final,
+		CanBlock: caps.Block.Allowed, CanUnblock: caps.Unblock.Allowed, CanRequest: caps.RequestTermination.Allowed,
+		BalanceNotZero: caps.BalanceNotZero && a.PendingTermination == nil && !caps.Final}
 	if a.PendingTermination != nil {
-		act.CanApprove = open && a.TerminationCan.Approve
-		act.CanWithdraw = a.TerminationCan.Withdraw
-		act.CanReject = a.TerminationCan.Reject
-	} else {
-		act.CanRequest = open
-	}
-	if !a.Virtual {
-		act.BalanceNotZero = slices.ContainsFunc(a.Balances, func(b emi.Balance) bool { return b.Available != 0 })
+		act.CanApprove = caps.Termination.Approve
+		act.CanWithdraw = caps.Termination.Withdraw
+		act.CanReject = caps.Termination.Reject
 	}
 	if f != nil {
 		act.Open, act.Reason, act.Errs = f.which, f.reason, f.errs

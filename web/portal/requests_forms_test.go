@@ -10,8 +10,8 @@ import (
 	"emi/internal/emi"
 )
 
-// The forms a page shows for a two-person request are exactly the steps the
-// service accepts, for every role and for the people the decision engine
+// The forms a page shows for an account and for a two-person request are
+// exactly the steps the service accepts, for every role and for the people the decision engine
 // tells apart: the proposer, an unlinked colleague, a colleague linked to
 // the proposer through the administrator who set both up, and each other
 // role. Each case starts from a fresh request: the page is read, then every
@@ -57,6 +57,9 @@ func TestRequestFormsAreWhatTheServiceAllows(t *testing.T) {
 	type step struct {
 		name, shown, path string
 		form              url.Values
+		// done reports whether the service did it (nil: the request
+		// left pending).
+		done func() bool
 	}
 	type flow struct {
 		name  string
@@ -76,11 +79,23 @@ func TestRequestFormsAreWhatTheServiceAllows(t *testing.T) {
 			follow(t, a.cs, a.cs.Post(t, page+"/terminate", url.Values{"reason": {"Customer closes the relationship"}}))
 			end := page + "/terminate/withdraw"
 			return page, "account:" + tok, map[string]step{
-				"approve": {"approve", `data-testid="approve-termination"`, page + "/terminate/approve", url.Values{}},
+				"approve": {"approve", `data-testid="approve-termination"`, page + "/terminate/approve", url.Values{}, nil},
 				// One route: the service withdraws the proposer's own and
 				// rejects another's; the page names it accordingly.
-				"withdraw or reject": {"withdraw or reject", `action="` + end + `"`, end, url.Values{}},
+				"withdraw or reject": {"withdraw or reject", `action="` + end + `"`, end, url.Values{}, nil},
 			}
+		}},
+		{"account actions", []string{"block", "unblock", "request termination"}, func(t *testing.T) (string, string, map[string]step) {
+			tok := fresh(t)
+			page := "/backoffice/accounts/" + tok
+			status := func(want string) func() bool { return func() bool { return accountStatus(t, env, tok) == want } }
+			steps := map[string]step{
+				"block":   {"block", `action="` + page + `/block"`, page + "/block", url.Values{"reason": {"card reported stolen"}}, status(emi.AccountBlocked)},
+				"unblock": {"unblock", `action="` + page + `/unblock"`, page + "/unblock", url.Values{"reason": {"card found"}}, status(emi.AccountActive)},
+				"request termination": {"request termination", `action="` + page + `/terminate"`, page + "/terminate",
+					url.Values{"reason": {"customer leaves"}}, func() bool { return pendingOf("account:" + tok) }},
+			}
+			return page, "", steps
 		}},
 		{"manual adjustment", []string{"approve", "reject or withdraw"}, func(t *testing.T) (string, string, map[string]step) {
 			acc := fresh(t)
@@ -95,8 +110,8 @@ func TestRequestFormsAreWhatTheServiceAllows(t *testing.T) {
 			// The queue, where every role that moves money decides.
 			base := "/backoffice/adjustments/" + tok
 			return "/backoffice/adjustments", "adjustment:" + tok, map[string]step{
-				"approve":            {"approve", `action="` + base + `/approve"`, base + "/approve", url.Values{}},
-				"reject or withdraw": {"reject or withdraw", `action="` + base + `/reject"`, base + "/reject", url.Values{"reason": {"not needed"}}},
+				"approve":            {"approve", `action="` + base + `/approve"`, base + "/approve", url.Values{}, nil},
+				"reject or withdraw": {"reject or withdraw", `action="` + base + `/reject"`, base + "/reject", url.Values{"reason": {"not needed"}}, nil},
 			}
 		}},
 	}
@@ -110,10 +125,18 @@ func TestRequestFormsAreWhatTheServiceAllows(t *testing.T) {
 			for _, name := range f.steps {
 				page, subject, steps := f.propose(t)
 				st := steps[name]
+				if name == "unblock" {
+					// Only a blocked account unblocks.
+					follow(t, a.cs, a.cs.Post(t, page+"/block", url.Values{"reason": {"card reported stolen"}}))
+				}
 				pg := b.Get(t, page)
 				shown := pg.Status == 200 && strings.Contains(pg.Body, st.shown)
 				b.Post(t, st.path, st.form)
-				if done := !pendingOf(subject); shown != done {
+				done := st.done != nil && st.done()
+				if st.done == nil {
+					done = !pendingOf(subject)
+				}
+				if shown != done {
 					t.Errorf("%s, %s by the %s: shown %v, the service did it %v", f.name, name, who, shown, done)
 				}
 			}
