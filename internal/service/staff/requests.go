@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -538,7 +539,54 @@ type RequestCapability struct {
 // RequestCapabilities answers for r (pending) by the rules of
 // ApproveRequest and DeclineRequest, the engine's distinct-people rule
 // included, so that a screen offers exactly what the service accepts.
+// others count as having taken part (Approval.Others).
 func (c *Controls) RequestCapabilities(ctx context.Context, r Request, others ...string) RequestCapability {
+	p := kernel.StaffOf(ctx)
+	return c.capability(ctx, r, func() error { return c.Distinct(ctx, p.ActorID, append(r.Participants(), others...)...) })
+}
+
+// RequestCapabilitiesOf is RequestCapabilities for each of rs, by id, with
+// the administrators' links of everyone concerned read once (a queue's
+// page): others, when given, names who else counts as having taken part
+// in each.
+func (c *Controls) RequestCapabilitiesOf(ctx context.Context, rs []Request, others func(Request) []string) map[string]RequestCapability {
+	me := kernel.StaffOf(ctx).ActorID
+	parts := make(map[string][]string, len(rs))
+	ids := []string{me}
+	for _, r := range rs {
+		ps := r.Participants()
+		if others != nil {
+			ps = append(ps, others(r)...)
+		}
+		ps = slices.DeleteFunc(ps, func(s string) bool { return s == "" })
+		parts[r.ID] = ps
+		ids = append(ids, ps...)
+	}
+	var controllers map[string][]string
+	var linkErr error
+	if len(rs) > 0 {
+		slices.Sort(ids)
+		controllers, linkErr = c.links.StaffControllers(ctx, slices.Compact(ids), c.now().Add(-StaffLinkWindow))
+	}
+	out := make(map[string]RequestCapability, len(rs))
+	for _, r := range rs {
+		out[r.ID] = c.capability(ctx, r, func() error {
+			ps := parts[r.ID]
+			switch {
+			case slices.Contains(ps, me):
+				return emi.ErrFourEyes.WithPublic("%s", RefusedTookPart)
+			case linkErr != nil:
+				return linkErr
+			}
+			return distinctGiven(me, ps, controllers)
+		})
+	}
+	return out
+}
+
+// capability answers for r with distinct the engine's distinct-people
+// check of the reader.
+func (c *Controls) capability(ctx context.Context, r Request, distinct func() error) RequestCapability {
 	pol := PolicyOf(r.Control)
 	p := kernel.StaffOf(ctx)
 	var out RequestCapability
@@ -552,8 +600,11 @@ func (c *Controls) RequestCapabilities(ctx context.Context, r Request, others ..
 		return out
 	}
 	// Taking part comes first: it is the reason whatever the permission.
-	if err := c.Distinct(ctx, p.ActorID, append(r.Participants(), others...)...); err != nil {
+	if err := distinct(); err != nil {
 		out.WhyNotApprove = emi.AsError(err).Public
+		if out.WhyNotApprove == "" {
+			out.WhyNotApprove = "Whether you may approve it could not be checked now: try again."
+		}
 		return out
 	}
 	if !p.Can(pol.Approve) {

@@ -348,3 +348,28 @@ func TestRequestApprovalsRacingApplyOnce(t *testing.T) {
 		t.Fatalf("%d approvals succeeded, %d applied", ok, applied.Load())
 	}
 }
+
+// The queue's answer (links read once for the page) is the one request's
+// answer, for the proposer, a linked colleague and an unlinked one.
+func TestRequestCapabilitiesOfAPageAgreeWithEachRequest(t *testing.T) {
+	e := newLifecycleEnv(t)
+	admin := e.person(t, emi.RoleAdmin)
+	alice, linked, other := e.person(t, emi.RoleCustomerService), e.person(t, emi.RoleCustomerService), e.person(t, emi.RoleCustomerService)
+	for _, u := range []context.Context{alice, linked} {
+		if err := e.audit.Record(admin, emi.AuditEntry{Action: "staff.create", ResourceType: "staff_user", ResourceToken: idOf(u)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rs []staff.Request
+	for i, by := range []context.Context{alice, other, alice} {
+		rs = append(rs, e.propose(t, by, fmt.Sprintf("test:page-%d", i), ""))
+	}
+	for name, viewer := range map[string]context.Context{"proposer": alice, "linked": linked, "other": other, "auditor": e.person(t, emi.RoleAuditor)} {
+		page := e.controls.RequestCapabilitiesOf(viewer, rs, nil)
+		for _, r := range rs {
+			if one := e.controls.RequestCapabilities(viewer, r); page[r.ID] != one {
+				t.Errorf("%s on %s: page %+v, one by one %+v", name, r.Subject, page[r.ID], one)
+			}
+		}
+	}
+}

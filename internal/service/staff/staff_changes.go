@@ -594,21 +594,24 @@ func (s *Staff) Changes(ctx context.Context) ([]emi.StaffChange, error) {
 // (Controls.RequestCapabilities, the user it changes counting as having
 // taken part), and no ending of a change to oneself (RejectChange).
 func (s *Staff) ChangeCapabilities(ctx context.Context, changes []emi.StaffChange) map[string]RequestCapability {
-	out := map[string]RequestCapability{}
+	var rs []Request
+	subject := map[string]string{}
 	for _, c := range changes {
 		if c.Status != emi.StaffChangePending {
 			continue
 		}
-		var others []string
+		rs = append(rs, Request{ID: c.ID, Control: controlOf(c), Status: RequestPending, ProposedBy: c.ProposedBy})
 		if c.Kind != emi.StaffChangeCreate {
-			others = []string{c.StaffID}
+			subject[c.ID] = c.StaffID
 		}
-		can := s.controls.RequestCapabilities(ctx, Request{ID: c.ID, Control: controlOf(c), Status: RequestPending,
-			ProposedBy: c.ProposedBy}, others...)
-		if c.Kind != emi.StaffChangeCreate && isSelf(ctx, c.StaffID) {
+	}
+	out := s.controls.RequestCapabilitiesOf(ctx, rs, func(r Request) []string { return []string{subject[r.ID]} })
+	for id, staffID := range subject {
+		if isSelf(ctx, staffID) {
+			can := out[id]
 			can.Reject, can.Withdraw = false, false
+			out[id] = can
 		}
-		out[c.ID] = can
 	}
 	return out
 }

@@ -279,13 +279,11 @@ func (s *Adjustments) CountPending(ctx context.Context) (int64, error) {
 // (staff.Controls.RequestCapabilities), so a screen offers exactly what
 // Decide accepts.
 func (s *Adjustments) Capabilities(ctx context.Context, list []emi.Adjustment) map[string]staff.RequestCapability {
-	out := make(map[string]staff.RequestCapability, len(list))
+	rs := make([]staff.Request, 0, len(list))
 	for _, a := range list {
-		if a.Status != emi.AdjustmentPending {
-			continue
+		if a.Status == emi.AdjustmentPending {
+			rs = append(rs, staff.Request{ID: a.Token, Control: AdjustmentFlow.Control, Status: staff.RequestPending, ProposedBy: a.RequestedBy})
 		}
-		out[a.Token] = s.controls.RequestCapabilities(ctx, staff.Request{ID: a.Token, Control: AdjustmentFlow.Control,
-			Status: staff.RequestPending, ProposedBy: a.RequestedBy})
 	}
-	return out
+	return s.controls.RequestCapabilitiesOf(ctx, rs, nil)
 }

@@ -834,12 +834,11 @@ func SuspenseAge(it emi.SuspenseItem, now time.Time) time.Duration {
 // decision engine's answer (staff.Controls.RequestCapabilities), so a
 // screen offers exactly what DecideSuspenseAssignment accepts.
 func (s *Incoming) AssignmentCapabilities(ctx context.Context, items []emi.SuspenseItem) map[string]staff.RequestCapability {
-	out := map[string]staff.RequestCapability{}
+	var rs []staff.Request
 	for _, it := range items {
 		if a := it.Pending; a != nil && a.Status == emi.AssignmentPending {
-			out[a.Token] = s.controls.RequestCapabilities(ctx, staff.Request{ID: a.Token, Control: AssignmentFlow.Control,
-				Status: staff.RequestPending, ProposedBy: a.RequestedBy})
+			rs = append(rs, staff.Request{ID: a.Token, Control: AssignmentFlow.Control, Status: staff.RequestPending, ProposedBy: a.RequestedBy})
 		}
 	}
-	return out
+	return s.controls.RequestCapabilitiesOf(ctx, rs, nil)
 }
