@@ -164,13 +164,16 @@ CREATE TRIGGER control_requests_staff_secrets AFTER UPDATE OF status ON control_
 
 -- A false positive on an application's sanctions hit takes two people: the
 -- hit's decision row keeps what was decided (and who confirmed it), the
--- lifecycle the proposal. Its subject is the hit.
+-- lifecycle the proposal. Its subject is the hit. An unconfirmed proposal
+-- on an application decided since can never be confirmed: it is void.
 INSERT INTO control_requests (id, control, subject, resource_type, resource_token, partner_id, reason, status,
                               proposed_by, proposed_at, approvals, decided_by, decided_at)
 SELECT gen_random_uuid(), 'application.hit_false_positive', 'hit:' || d.application || ':' || d.hit_key, 'application',
-       d.application::text, a.partner_id, d.reason, CASE WHEN d.confirmed_by IS NULL THEN 'pending' ELSE 'approved' END,
+       d.application::text, a.partner_id, d.reason,
+       CASE WHEN d.confirmed_by IS NOT NULL THEN 'approved'
+            WHEN a.status IN ('approved', 'rejected') THEN 'void' ELSE 'pending' END,
        d.staff_id, d.at, CASE WHEN d.confirmed_by IS NULL THEN '{}' ELSE ARRAY[d.confirmed_by] END,
-       d.confirmed_by, d.confirmed_at
+       d.confirmed_by, CASE WHEN d.confirmed_by IS NULL AND a.status IN ('approved', 'rejected') THEN now() ELSE d.confirmed_at END
 FROM application_hit_decisions d JOIN applications a ON a.token = d.application
 WHERE d.decision = 'false_positive';
 

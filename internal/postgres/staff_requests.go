@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"emi/internal/emi"
 	"emi/internal/service/staff"
 )
 
@@ -72,10 +73,18 @@ func (s *RequestStore) UpdateRequest(ctx context.Context, r staff.Request) error
 	if approvals == nil {
 		approvals = []string{}
 	}
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE control_requests SET status = $2, approvals = $3::uuid[],
-		decided_by = $4, decided_at = $5, note = $6 WHERE id = $1`,
+	// Only a pending request changes: a second line behind the caller's
+	// row lock, as the flows' own tables had.
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE control_requests SET status = $2, approvals = $3::uuid[],
+		decided_by = $4, decided_at = $5, note = $6 WHERE id = $1 AND status = 'pending'`,
 		r.ID, r.Status, pq.StringArray(approvals), nullUUID(r.DecidedBy), r.DecidedAt, r.Note)
-	return Translate(err)
+	if err != nil {
+		return Translate(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return emi.ErrRequestClosed.WithDetail("request %s is no longer pending", r.ID)
+	}
+	return nil
 }
 
 // DueRequests implements staff.RequestStore.

@@ -308,6 +308,7 @@ func accountActions(a accounts.AccountView, caps accounts.AccountCapabilities, f
 		CanBlock: caps.Block.Allowed, CanUnblock: caps.Unblock.Allowed, CanRequest: caps.RequestTermination.Allowed,
 		BalanceNotZero: caps.BalanceNotZero && a.PendingTermination == nil && !caps.Final}
 	if a.PendingTermination != nil {
+		act.Seen = "?request=" + url.QueryEscape(a.PendingTermination.ID)
 		act.CanApprove = caps.Termination.Approve
 		act.CanWithdraw = caps.Termination.Withdraw
 		act.CanReject = caps.Termination.Reject
@@ -400,7 +401,7 @@ func (p *Portal) accountTerminateApprove(w http.ResponseWriter, r *http.Request)
 	if token == "" {
 		return
 	}
-	if _, err := p.d.Accounts.ApproveTermination(r.Context(), token); err != nil {
+	if _, err := p.d.Accounts.ApproveTermination(r.Context(), token, r.URL.Query().Get("request")); err != nil {
 		p.accountRefused(w, r, err, &accountForm{which: "approve"}, token)
 		return
 	}
@@ -416,7 +417,7 @@ func (p *Portal) accountTerminateWithdraw(w http.ResponseWriter, r *http.Request
 	if token == "" {
 		return
 	}
-	req, err := p.d.Accounts.DeclineTermination(r.Context(), token)
+	req, err := p.d.Accounts.DeclineTermination(r.Context(), token, r.URL.Query().Get("request"))
 	if err != nil {
 		p.accountRefused(w, r, err, &accountForm{which: "withdraw"}, token)
 		return

@@ -315,6 +315,7 @@ func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c accoun
 		}
 	}
 	v.CanApprove, v.CanReject, v.WhyNot = c.Can.Approve, c.Can.Reject || c.Can.Withdraw, c.Can.WhyNotApprove
+	v.Seen = "?request=" + url.QueryEscape(c.Request)
 	return v
 }
 
@@ -322,7 +323,7 @@ func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c accoun
 // a proposal as its second administrator.
 func (p *Portal) programChangeApprove(w http.ResponseWriter, r *http.Request) {
 	code := param(r, "program")
-	pr, err := p.d.Accounts.ApproveProgramChange(r.Context(), code)
+	pr, err := p.d.Accounts.ApproveProgramChange(r.Context(), code, r.URL.Query().Get("request"))
 	if err != nil {
 		p.programDecisionRefused(w, r, code, err)
 		return
@@ -335,7 +336,7 @@ func (p *Portal) programChangeApprove(w http.ResponseWriter, r *http.Request) {
 // proposal.
 func (p *Portal) programChangeReject(w http.ResponseWriter, r *http.Request) {
 	code := param(r, "program")
-	if err := p.d.Accounts.RejectProgramChange(r.Context(), code); err != nil {
+	if err := p.d.Accounts.RejectProgramChange(r.Context(), code, r.URL.Query().Get("request")); err != nil {
 		p.programDecisionRefused(w, r, code, err)
 		return
 	}

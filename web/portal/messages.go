@@ -19,7 +19,7 @@ var messages = map[string]string{
 	emi.ErrStaffChangeNotFound.Key:     "There is no such staff change.",
 	emi.ErrStaffChangeDecided.Key:      "This staff change was already approved or rejected: nothing was changed.",
 	emi.ErrStaffChangePending.Key:      "A change to this staff user (or a new user with this e-mail) already waits for a second administrator. Approve or reject it first.",
-	emi.ErrStaffChangeStale.Key:        "The staff user changed since this was proposed (roles, or the account was removed), or the proposal is older than 7 days. Reject it and propose again.",
+	emi.ErrStaffChangeStale.Key:        "The staff user changed since this was proposed (roles, or the account was removed), or the proposal is older than 7 days: it is closed. Propose it again if it is still needed.",
 	emi.ErrRequestPending.Key:          "A request for this already waits for a second person: approve, reject or withdraw it first. Nothing was changed.",
 	emi.ErrRequestClosed.Key:           "No request for this waits any more (it was approved, rejected, withdrawn, lapsed or voided meanwhile). Nothing was changed.",
 	emi.ErrRequestLapsed.Key:           "The request lapsed: nobody approved it in time. Propose it again if it is still needed. Nothing was changed.",

@@ -82,7 +82,7 @@ func TestRequestFormsAreWhatTheServiceAllows(t *testing.T) {
 				"approve": {"approve", `data-testid="approve-termination"`, page + "/terminate/approve", url.Values{}, nil},
 				// One route: the service withdraws the proposer's own and
 				// rejects another's; the page names it accordingly.
-				"withdraw or reject": {"withdraw or reject", `action="` + end + `"`, end, url.Values{}, nil},
+				"withdraw or reject": {"withdraw or reject", `action="` + end + `?request=`, end, url.Values{}, nil},
 			}
 		}},
 		{"account actions", []string{"block", "unblock", "request termination"}, func(t *testing.T) (string, string, map[string]step) {

@@ -204,6 +204,7 @@ func (p *Portal) transferReversal(r *http.Request, t transfers.StaffTransfer, f 
 		by, _ := actorOf(r, req.ProposedBy, p.staffNames(r), nil)
 		rv.Pending, rv.By, rv.Reason, rv.At = true, by, req.Reason, fmtTime(req.ProposedAt)
 		rv.Mine, rv.CanApprove, rv.CanReject, rv.WhyNot = can.Withdraw, can.Approve, can.Reject, can.WhyNotApprove
+		rv.Seen = "?request=" + url.QueryEscape(req.ID)
 	}
 	if f != nil && f.reversal {
 		rv.FormReason, rv.Errs = f.reason, f.errs
@@ -243,7 +244,7 @@ func (p *Portal) transferReversalDecide(approve bool) http.HandlerFunc {
 		if token == "" {
 			return
 		}
-		if _, err := p.d.Transfers.DecideReversal(r.Context(), token, approve); err != nil {
+		if _, err := p.d.Transfers.DecideReversal(r.Context(), token, approve, r.URL.Query().Get("request")); err != nil {
 			p.flashError(w, r, err, transferHref(token))
 			return
 		}

@@ -195,6 +195,11 @@ func (s *Accounts) UpdateProgram(ctx context.Context, code string, in emi.Progra
 		if err := s.store.UpdateProgram(ctx, next); err != nil {
 			return err
 		}
+		// A proposal bound to the version this replaces is void now, not
+		// when someone next tries to decide it.
+		if err := s.controls.VoidRequest(ctx, ProgramChangeFlow, programSubject(cur.Code)); err != nil {
+			return err
+		}
 		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "program.update", ResourceType: "program", ResourceToken: cur.Code,
 			Changes: changes}); err != nil {
 			return err
@@ -471,10 +476,12 @@ func (s *Accounts) ProgramChanges(ctx context.Context) (map[string]PendingProgra
 // engine's links included). When the program changed since the proposal,
 // the proposal is void (recorded, audited) and emi.ErrProgramStale is
 // returned. The settings are checked again as an update would be, audited
-// as program.update with both people.
-func (s *Accounts) ApproveProgramChange(ctx context.Context, code string) (emi.Program, error) {
+// as program.update with both people. seen, when given, is the proposal the
+// approver saw: another one waiting now (the first withdrawn and a new one
+// proposed on the same version) is refused, never applied unseen.
+func (s *Accounts) ApproveProgramChange(ctx context.Context, code string, seen ...string) (emi.Program, error) {
 	var cur, out emi.Program
-	_, err := s.controls.ApproveRequest(ctx, ProgramChangeFlow, programSubject(code), staff.Approval{
+	_, err := s.controls.ApproveRequest(ctx, ProgramChangeFlow, programSubject(code), staff.Approval{ID: first(seen),
 		Lock: func(ctx context.Context, _ staff.Request) (string, error) {
 			var err error
 			if cur, err = s.store.LockProgram(ctx, code); err != nil {
@@ -514,9 +521,10 @@ func (s *Accounts) ApproveProgramChange(ctx context.Context, code string) (emi.P
 }
 
 // RejectProgramChange ends a proposal without applying it: withdrawn by
-// its proposer, rejected by another administrator.
-func (s *Accounts) RejectProgramChange(ctx context.Context, code string) error {
-	_, err := s.controls.DeclineRequest(ctx, ProgramChangeFlow, programSubject(code), staff.Decline{Lock: func(ctx context.Context, _ staff.Request) error {
+// its proposer, rejected by another administrator. seen, when given, is
+// the proposal the person saw (as for ApproveProgramChange).
+func (s *Accounts) RejectProgramChange(ctx context.Context, code string, seen ...string) error {
+	_, err := s.controls.DeclineRequest(ctx, ProgramChangeFlow, programSubject(code), staff.Decline{ID: first(seen), Lock: func(ctx context.Context, _ staff.Request) error {
 		_, err := s.store.LockProgram(ctx, code)
 		return err
 	}})

@@ -148,13 +148,15 @@ func (s *Accounts) RequestTermination(ctx context.Context, token, reason string)
 
 // ApproveTermination terminates an account whose termination a colleague
 // requested (TerminationFlow: a person distinct from the requester,
-// emi.ErrFourEyes).
-func (s *Accounts) ApproveTermination(ctx context.Context, token string) (emi.Account, error) {
+// emi.ErrFourEyes). seen, when given, is the request the approver saw: a
+// different one waiting now (withdrawn and proposed again meanwhile) is
+// refused, never approved unseen.
+func (s *Accounts) ApproveTermination(ctx context.Context, token string, seen ...string) (emi.Account, error) {
 	if !kernel.ValidToken(token) {
 		return emi.Account{}, emi.ErrAccountNotFound
 	}
 	var out emi.Account
-	_, err := s.controls.ApproveRequest(ctx, TerminationFlow, terminationSubject(token), staff.Approval{
+	_, err := s.controls.ApproveRequest(ctx, TerminationFlow, terminationSubject(token), staff.Approval{ID: first(seen),
 		Lock: func(ctx context.Context, _ staff.Request) (string, error) {
 			_, err := s.store.Account(ctx, "", token, true)
 			return "", err
@@ -171,12 +173,13 @@ func (s *Accounts) ApproveTermination(ctx context.Context, token string) (emi.Ac
 
 // DeclineTermination ends a pending termination request without
 // terminating: withdrawn by its proposer, rejected by anyone else who may
-// approve it. The request is returned with its new status.
-func (s *Accounts) DeclineTermination(ctx context.Context, token string) (staff.Request, error) {
+// approve it. The request is returned with its new status; seen as in
+// ApproveTermination.
+func (s *Accounts) DeclineTermination(ctx context.Context, token string, seen ...string) (staff.Request, error) {
 	if !kernel.ValidToken(token) {
 		return staff.Request{}, emi.ErrAccountNotFound
 	}
-	return s.controls.DeclineRequest(ctx, TerminationFlow, terminationSubject(token), staff.Decline{Lock: func(ctx context.Context, _ staff.Request) error {
+	return s.controls.DeclineRequest(ctx, TerminationFlow, terminationSubject(token), staff.Decline{ID: first(seen), Lock: func(ctx context.Context, _ staff.Request) error {
 		_, err := s.store.Account(ctx, "", token, true)
 		return err
 	}})
@@ -189,4 +192,12 @@ func (s *Accounts) AuditTrail(ctx context.Context, token string) ([]emi.AuditEnt
 		return nil, err
 	}
 	return s.audit.Trail(ctx, emi.AuditFilter{ResourceType: "account", ResourceToken: token, Limit: 200})
+}
+
+// first is the first of seen, or "".
+func first(seen []string) string {
+	if len(seen) > 0 {
+		return seen[0]
+	}
+	return ""
 }

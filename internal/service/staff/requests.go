@@ -332,7 +332,7 @@ func (c *Controls) ApproveRequest(ctx context.Context, f Flow, subject string, a
 		}
 		if r, found, err = c.requests.PendingRequest(ctx, subject, true); err != nil {
 			return err
-		} else if !found || (a.ID != "" && r.ID != a.ID) {
+		} else if !found || (a.ID != "" && r.ID != a.ID) || r.Control != f.Control {
 			return f.refuseClosed()
 		}
 		if err := c.Distinct(ctx, me, append(r.Participants(), a.Others...)...); err != nil {
@@ -387,15 +387,20 @@ func (c *Controls) ApproveRequest(ctx context.Context, f Flow, subject string, a
 // close records the lapse or void of r (pending when ApproveRequest saw it)
 // and returns the refusal that says so.
 func (c *Controls) close(ctx context.Context, f Flow, seen Request, status string) error {
+	recorded := false
 	err := c.tx.InTx(ctx, func(ctx context.Context) error {
 		r, found, err := c.requests.PendingRequest(ctx, seen.Subject, true)
 		if err != nil || !found || r.ID != seen.ID {
 			return err // closed meanwhile: nothing to record
 		}
+		recorded = true
 		return c.closeLocked(ctx, f, r, status)
 	})
 	if err != nil {
 		return err
+	}
+	if !recorded {
+		return f.refuseClosed()
 	}
 	if status == RequestLapsed {
 		return f.code(f.Codes.Lapsed, emi.ErrRequestLapsed).WithDetail("request %s lapsed at %s", seen.ID, seen.LapsesAt).
@@ -456,7 +461,7 @@ func (c *Controls) DeclineRequest(ctx context.Context, f Flow, subject string, d
 		}
 		if r, found, err = c.requests.PendingRequest(ctx, subject, true); err != nil {
 			return err
-		} else if !found || (d.ID != "" && r.ID != d.ID) {
+		} else if !found || (d.ID != "" && r.ID != d.ID) || r.Control != f.Control {
 			return f.refuseClosed()
 		}
 		action, status := f.Withdrawn, RequestWithdrawn

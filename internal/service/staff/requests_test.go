@@ -373,3 +373,32 @@ func TestRequestCapabilitiesOfAPageAgreeWithEachRequest(t *testing.T) {
 		}
 	}
 }
+
+// An approver decides the request they saw: withdrawn and proposed again
+// meanwhile (the same subject, the same revision), the new one is neither
+// approved nor rejected unseen.
+func TestRequestDecidedIsTheOneSeen(t *testing.T) {
+	e := newLifecycleEnv(t)
+	alice, bob := e.person(t, emi.RoleCustomerService), e.person(t, emi.RoleCustomerService)
+	seen := e.propose(t, alice, "test:seen", "rev")
+	if _, err := e.controls.DeclineRequest(alice, e.flow, "test:seen", staff.Decline{}); err != nil {
+		t.Fatal(err)
+	}
+	again := e.propose(t, alice, "test:seen", "rev")
+	var applied atomic.Int32
+	a := approval("rev", &applied)
+	a.ID = seen.ID
+	if _, err := e.controls.ApproveRequest(bob, e.flow, "test:seen", a); !errors.Is(err, emi.ErrRequestClosed) || applied.Load() != 0 {
+		t.Fatalf("approving the withdrawn request it saw: %v, applied %d", err, applied.Load())
+	}
+	if _, err := e.controls.DeclineRequest(bob, e.flow, "test:seen", staff.Decline{ID: seen.ID, Note: "not this one"}); !errors.Is(err, emi.ErrRequestClosed) {
+		t.Fatalf("rejecting the withdrawn request it saw: %v", err)
+	}
+	if r := mustPending(t, e, "test:seen"); r.ID != again.ID {
+		t.Fatalf("pending %s, want the new proposal %s", r.ID, again.ID)
+	}
+	a.ID = again.ID
+	if _, err := e.controls.ApproveRequest(bob, e.flow, "test:seen", a); err != nil || applied.Load() != 1 {
+		t.Fatalf("approving the request seen now: %v", err)
+	}
+}

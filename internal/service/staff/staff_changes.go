@@ -464,11 +464,13 @@ func (s *Staff) ApproveChange(ctx context.Context, changeID string) (emi.StaffOu
 	var u StoredStaff
 	var out emi.StaffOutcome
 	_, err = s.controls.ApproveRequest(ctx, changeFlow(peek.StaffChange), changeSubject(peek.StaffChange), Approval{ID: peek.ID, Others: others,
-		// The change with its secrets first (the decision clears them),
-		// then the user.
+		// The change with its secrets (the decision clears them), then the
+		// user, locked. The change's row is read, not locked: the request's
+		// lock serialises its decisions, and the lapse job and the secrets
+		// trigger take the request first.
 		Lock: func(ctx context.Context, _ Request) (string, error) {
 			var err error
-			if c, err = s.store.StaffChange(ctx, changeID, true); err != nil {
+			if c, err = s.store.StaffChange(ctx, changeID, false); err != nil {
 				return "", err
 			}
 			if c.Kind == emi.StaffChangeCreate {
@@ -572,11 +574,7 @@ func (s *Staff) RejectChange(ctx context.Context, changeID, reason string) error
 		s.deny(ctx, "staff.change_reject", changeID, "a change to one's own account")
 		return emi.ErrForbidden.WithDetail("a change to one's own account")
 	}
-	_, err = s.controls.DeclineRequest(ctx, changeFlow(c.StaffChange), changeSubject(c.StaffChange), Decline{ID: c.ID, Note: reason,
-		Lock: func(ctx context.Context, _ Request) error {
-			_, err := s.store.StaffChange(ctx, changeID, true)
-			return err
-		}})
+	_, err = s.controls.DeclineRequest(ctx, changeFlow(c.StaffChange), changeSubject(c.StaffChange), Decline{ID: c.ID, Note: reason})
 	return err
 }
 

@@ -83,7 +83,10 @@ func (s *Transfers) PendingReversal(ctx context.Context, token string) (staff.Re
 // when the destination no longer has the money (the customer spent it: a
 // recovery case, not a reversal) and with 14004 when an account of either
 // side is not active; the request then stays pending.
-func (s *Transfers) DecideReversal(ctx context.Context, token string, approve bool) (emi.Transfer, error) {
+//
+// seen, when given, is the request the person saw: a different one waiting
+// now is refused, never decided unseen.
+func (s *Transfers) DecideReversal(ctx context.Context, token string, approve bool, seen ...string) (emi.Transfer, error) {
 	if !kernel.ValidToken(token) {
 		return emi.Transfer{}, emi.ErrTransferNotFound
 	}
@@ -94,11 +97,19 @@ func (s *Transfers) DecideReversal(ctx context.Context, token string, approve bo
 		return err
 	}
 	if !approve {
-		_, err := s.controls.DeclineRequest(ctx, ReversalFlow, reversalSubject(token), staff.Decline{Lock: lock})
+		id := ""
+		if len(seen) > 0 {
+			id = seen[0]
+		}
+		_, err := s.controls.DeclineRequest(ctx, ReversalFlow, reversalSubject(token), staff.Decline{Lock: lock, ID: id})
 		return t, err
 	}
 	var out emi.Transfer
-	_, err := s.controls.ApproveRequest(ctx, ReversalFlow, reversalSubject(token), staff.Approval{
+	id := ""
+	if len(seen) > 0 {
+		id = seen[0]
+	}
+	_, err := s.controls.ApproveRequest(ctx, ReversalFlow, reversalSubject(token), staff.Approval{ID: id,
 		Lock: func(ctx context.Context, r staff.Request) (string, error) { return "", lock(ctx, r) },
 		Apply: func(ctx context.Context, r staff.Request) (map[string]any, error) {
 			var err error
