@@ -97,15 +97,6 @@ func (s *RequestStore) DueRequests(ctx context.Context, now time.Time, limit int
 	return requests(rows), Translate(err)
 }
 
-// PendingRequests implements staff.RequestStore.
-func (s *RequestStore) PendingRequests(ctx context.Context, control staff.Control, limit int) ([]staff.Request, error) {
-	var rows []requestRow
-	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+requestColumns+`
-		FROM control_requests r LEFT JOIN staff_users u ON u.id = r.proposed_by
-		WHERE r.control = $1 AND r.status = 'pending' ORDER BY r.proposed_at, r.id LIMIT $2`, string(control), limit)
-	return requests(rows), Translate(err)
-}
-
 func requests(rows []requestRow) []staff.Request {
 	out := make([]staff.Request, 0, len(rows))
 	for _, r := range rows {

@@ -103,9 +103,6 @@ type RequestStore interface {
 	// holds) up to limit pending requests whose lapses_at is at or before
 	// now.
 	DueRequests(ctx context.Context, now time.Time, limit int) ([]Request, error)
-	// PendingRequests lists the pending requests of control, oldest first,
-	// at most limit.
-	PendingRequests(ctx context.Context, control Control, limit int) ([]Request, error)
 }
 
 // Flow is one kind of two-person request: its row of the decision table
