@@ -90,6 +90,10 @@ func (s *Transfers) DecideReversal(ctx context.Context, token string, approve bo
 	if !kernel.ValidToken(token) {
 		return emi.Transfer{}, emi.ErrTransferNotFound
 	}
+	seenID := ""
+	if len(seen) > 0 {
+		seenID = seen[0]
+	}
 	var t emi.Transfer
 	lock := func(ctx context.Context, _ staff.Request) error {
 		var err error
@@ -97,19 +101,11 @@ func (s *Transfers) DecideReversal(ctx context.Context, token string, approve bo
 		return err
 	}
 	if !approve {
-		id := ""
-		if len(seen) > 0 {
-			id = seen[0]
-		}
-		_, err := s.controls.DeclineRequest(ctx, ReversalFlow, reversalSubject(token), staff.Decline{Lock: lock, ID: id})
+		_, err := s.controls.DeclineRequest(ctx, ReversalFlow, reversalSubject(token), staff.Decline{Lock: lock, ID: seenID})
 		return t, err
 	}
 	var out emi.Transfer
-	id := ""
-	if len(seen) > 0 {
-		id = seen[0]
-	}
-	_, err := s.controls.ApproveRequest(ctx, ReversalFlow, reversalSubject(token), staff.Approval{ID: id,
+	_, err := s.controls.ApproveRequest(ctx, ReversalFlow, reversalSubject(token), staff.Approval{ID: seenID,
 		Lock: func(ctx context.Context, r staff.Request) (string, error) { return "", lock(ctx, r) },
 		Apply: func(ctx context.Context, r staff.Request) (map[string]any, error) {
 			var err error
