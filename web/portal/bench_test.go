@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -224,7 +223,7 @@ func BenchmarkBackOfficeListsUnderWriteLoad(b *testing.B) {
 		if failed.Load() > 100 {
 			b.Fatalf("the write load fails: %d failures, %d writes", failed.Load(), writes.Load())
 		}
-		runtime.Gosched()
+		time.Sleep(10 * time.Millisecond)
 	}
 	for _, page := range []struct{ name, path string }{
 		{"accounts", "/backoffice/accounts"},
