@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"emi/internal/app/apptest"
 	"emi/internal/postgres/pgtest"
+	"emi/internal/testwait"
 )
 
 // failoverWrite is one user_create of the load and its answer.
@@ -128,12 +128,8 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	termAt := time.Now()
-	for !exited(sbPID) {
-		if time.Since(termAt) > 10*time.Second {
-			t.Fatalf("the instance on the standby is still running 10 s after SIGTERM (EMI_SHUTDOWN_TIMEOUT is 5 s)")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, "the instance on the standby to stop within 10 s of SIGTERM (EMI_SHUTDOWN_TIMEOUT is 5 s)",
+		func() bool { return exited(sbPID) }, testwait.Within(10*time.Second), testwait.Every(20*time.Millisecond))
 	t.Logf("the instance on the standby stopped %v after SIGTERM", time.Since(termAt).Round(time.Millisecond))
 
 	var (
@@ -202,15 +198,15 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		return n
 	}
 	// A condition, not a time: the load is under way on both instances.
-	apptest.Eventually(t, "100 writes acknowledged before the crash", func() bool { return acked(time.Time{}) >= 100 })
-	apptest.Eventually(t, "10 test events acknowledged before the crash", func() bool { return eventsAfter(time.Time{}) >= 10 })
+	testwait.Until(t, "100 writes acknowledged before the crash", func() bool { return acked(time.Time{}) >= 100 })
+	testwait.Until(t, "10 test events acknowledged before the crash", func() bool { return eventsAfter(time.Time{}) >= 10 })
 	crashAt = time.Now()
 	primary.Do(t, "crash")
 	standby.Do(t, "promote")
 	promAt = time.Now()
 	// Writes must come back on their own; then a while more of load.
 	firstOK := time.Time{}
-	apptest.Eventually(t, "a write acknowledged after the promote", func() bool {
+	testwait.Until(t, "a write acknowledged after the promote", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, w := range writes {
@@ -221,8 +217,8 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		}
 		return false
 	})
-	apptest.Eventually(t, "100 writes acknowledged after the promote", func() bool { return acked(promAt) >= 100 })
-	apptest.Eventually(t, "10 test events acknowledged after the promote", func() bool { return eventsAfter(promAt) >= 10 })
+	testwait.Until(t, "100 writes acknowledged after the promote", func() bool { return acked(promAt) >= 100 })
+	testwait.Until(t, "10 test events acknowledged after the promote", func() bool { return eventsAfter(promAt) >= 10 })
 	stop.Store(true)
 	wg.Wait()
 
@@ -246,17 +242,14 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	var slowest time.Duration
 	for i, u := range r.urls {
-		for {
+		testwait.For(t, fmt.Sprintf("instance %d to refuse the revoked key within 10 s (answer)", i), func() (string, bool) {
 			a := revoked.try(t, u, http.MethodGet, "/v2/partner", "partner_details", nil)
 			if a.Status == http.StatusUnauthorized {
 				slowest = max(slowest, time.Since(revokedAt))
-				break
+				return "", true
 			}
-			if time.Since(revokedAt) > 10*time.Second {
-				t.Fatalf("instance %d still accepts the revoked key after 10 s (answer %d %d)", i, a.Status, a.Code)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return fmt.Sprintf("%d %d", a.Status, a.Code), false
+		}, testwait.Within(10*time.Second-time.Since(revokedAt)), testwait.Every(20*time.Millisecond))
 	}
 	if slowest > time.Second {
 		t.Errorf("the revoked key was refused by every instance after %v, want within 1 s", slowest)
@@ -264,7 +257,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 
 	// Every acknowledged test event reaches the endpoint; duplicates only
 	// from deliveries in flight at the crash, each with the same body.
-	apptest.Eventually(t, "every acknowledged test event delivered", func() bool {
+	testwait.Until(t, "every acknowledged test event delivered", func() bool {
 		sink.mu.Lock()
 		defer sink.mu.Unlock()
 		for _, ev := range events {
@@ -281,7 +274,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer jobsDB.Close()
-	apptest.Eventually(t, "no webhook delivery job left", func() bool {
+	testwait.Until(t, "no webhook delivery job left", func() bool {
 		var n int
 		err := jobsDB.QueryRow(`SELECT count(*) FROM jobs WHERE kind = 'webhook.deliver' AND state IN ('available', 'running')`).Scan(&n)
 		return err == nil && n == 0

@@ -25,6 +25,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/postgres/pgtest"
 	"emi/internal/service/partners"
+	"emi/internal/testwait"
 )
 
 // ledgerRig is a migrated, seeded database with funded accounts of one
@@ -271,10 +272,10 @@ func TestLedgerCrashConsistency(t *testing.T) {
 			}
 		}()
 	}
+	// The faults come mid-run, at a fixed pause; the clients' deadline
+	// bounds the wait, and a run that never gets there fails below.
 	waitFor := func(n int64) {
-		for finished.Load() < n && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		testwait.Try(func() bool { return finished.Load() >= n }, testwait.Within(time.Until(deadline)), testwait.Every(5*time.Millisecond))
 	}
 
 	// 1. kill -9 mid-run, then restart.

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"emi/internal/app/apptest"
 	"emi/internal/iban"
 	"emi/internal/postgres/pgtest"
+	"emi/internal/testwait"
 )
 
 // env returns a getenv over vars.
@@ -236,12 +236,12 @@ func TestServeRefusesAnOldSchemaThenServesAndStops(t *testing.T) {
 	var out, errOut syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"serve"}, env(vars), strings.NewReader(""), &out, &errOut) }()
-	addr := waitFor(t, func() string {
+	addr := testwait.For(t, "the address in serve's output", func() (string, bool) {
 		m := regexp.MustCompile(`serving on (http://\S+)`).FindStringSubmatch(out.String())
 		if m == nil {
-			return ""
+			return "", false
 		}
-		return m[1]
+		return m[1], true
 	})
 	res, err := http.Get(addr + "/healthz")
 	if err != nil || res.StatusCode != 200 {
@@ -278,19 +278,6 @@ func TestServeRefusesAnOldSchemaThenServesAndStops(t *testing.T) {
 	if !strings.Contains(errOut.String(), `"msg":"stopped"`) {
 		t.Fatalf("no clean stop in the log:\n%s", errOut.String())
 	}
-}
-
-func waitFor(t *testing.T, f func() string) string {
-	t.Helper()
-	deadline := time.Now().Add(apptest.WaitTimeout)
-	for time.Now().Before(deadline) {
-		if s := f(); s != "" {
-			return s
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("timed out")
-	return ""
 }
 
 func TestGenerateApplicationsAndNoValidatorConfig(t *testing.T) {

@@ -29,6 +29,7 @@ import (
 	"emi/internal/service/kernel"
 	"emi/internal/service/ops"
 	partnerssvc "emi/internal/service/partners"
+	"emi/internal/testwait"
 )
 
 // Several `emi serve` processes on one database behind a round-robin proxy
@@ -707,26 +708,19 @@ func multiJobs(t *testing.T, r *multiRig) {
 	if events < accounts {
 		t.Fatalf("%d events for %d accounts blocked", events, accounts)
 	}
-	deadline := time.Now().Add(60 * time.Second) // bounds a hang only
-	for sink.received() < events && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	// Not a failure here: the count below says what arrived.
+	testwait.Try(func() bool { return sink.received() >= events })
 	// A late duplicate would come from a delivery job still running or
 	// due: wait until none is, instead of a fixed 500 ms that a loaded
 	// machine may not give the workers.
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testwait.For(t, "no webhook delivery job running or due (jobs running or due)", func() (int, bool) {
 		var busy int
 		if err := r.db.QueryRow(`SELECT count(*) FROM jobs WHERE kind = $1
 			AND (state = 'running' OR (state = 'available' AND run_at <= now()))`, kernel.JobWebhookDeliver).Scan(&busy); err != nil {
 			t.Fatal(err)
 		}
-		if busy == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d webhook deliveries still running or due", busy)
-		}
-	}
+		return busy, busy == 0
+	})
 	sink.mu.Lock()
 	got, dups := len(sink.bodies), sink.dups
 	sink.mu.Unlock()

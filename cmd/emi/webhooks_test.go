@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 	"emi/internal/webhook"
 )
 
@@ -29,11 +29,12 @@ func TestWebhooksListen(t *testing.T) {
 			func(string) string { return "" }, strings.NewReader(""), out, out)
 	}()
 	var url string
-	for deadline := time.Now().Add(apptest.WaitTimeout); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	testwait.Try(func() bool {
 		if m := regexp.MustCompile(`receiving on (http://\S+/)`).FindStringSubmatch(out.String()); m != nil {
 			url = m[1]
 		}
-	}
+		return url != ""
+	})
 	if url == "" {
 		t.Fatalf("no address printed: %q", out.String())
 	}

@@ -13,6 +13,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 )
 
 // listServer serves the shared lists as the publishers would, with sdn.csv
@@ -86,16 +87,12 @@ func TestListUpdateRescreensUsers(t *testing.T) {
 		t.Fatal("the index was not swapped")
 	}
 	var checks []emi.AMLCheck
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Try(func() bool {
 		if err := env.App.DB.Select(&checks, `SELECT token, user_token, status, source FROM aml_checks WHERE source = 'rescreen'`); err != nil {
 			t.Fatal(err)
 		}
-		if len(checks) > 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(checks) > 0
+	})
 	if len(checks) != 1 || checks[0].UserToken != target || checks[0].Status != emi.AMLMatch {
 		t.Fatalf("re-screening checks: %+v", checks)
 	}
@@ -111,7 +108,7 @@ func TestListUpdateRescreensUsers(t *testing.T) {
 	if err := env.App.UpdateSanctions(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	env.WaitJobsIdle(t) // the re-screening it could have queued has run
 	var n int
 	_ = env.App.DB.Get(&n, `SELECT count(*) FROM aml_checks WHERE source = 'rescreen'`)
 	if n != 1 {

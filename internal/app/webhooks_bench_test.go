@@ -15,6 +15,7 @@ import (
 	"emi/internal/config"
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
+	"emi/internal/testwait"
 )
 
 // hookReceiver records when each webhook-id first arrived.
@@ -81,9 +82,8 @@ func BenchmarkWebhookDeliveryThroughput(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	startPool(b, env)
-	for rc.count.Load() < int64(b.N) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	// The wait is what the benchmark measures: a fixed 5 ms pause.
+	testwait.Until(b, "every event delivered", func() bool { return rc.count.Load() >= int64(b.N) }, testwait.Every(5*time.Millisecond))
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
 }
@@ -107,10 +107,8 @@ func BenchmarkWebhookDeliveryDelay(b *testing.B) {
 			committed[id] = at
 		}
 		tick.Stop()
-		deadline := time.Now().Add(60 * time.Second)
-		for rc.count.Load() < events && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		// Not a failure: the delays of what arrived are reported.
+		testwait.Try(func() bool { return rc.count.Load() >= events }, testwait.Within(60*time.Second), testwait.Every(10*time.Millisecond))
 		rc.mu.Lock()
 		var delays []time.Duration
 		for id, at := range committed {

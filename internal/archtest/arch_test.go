@@ -48,6 +48,7 @@ const (
 	whyWorker       = "background workers call service methods, as handlers do"
 	whyMigrations   = "migrations only embed SQL files"
 	whyServiceTest  = "internal/service/servicetest holds helpers for tests: only _test.go files import it"
+	whyTestWait     = "internal/testwait is the tests' wait helper: only _test.go files (and apptest, the tests' application) import it"
 )
 
 var rules = []rule{
@@ -83,6 +84,8 @@ var rules = []rule{
 
 	{pkg: "emi/...", except: []string{"emi/internal/service/servicetest"},
 		forbid: "emi/internal/service/servicetest", reason: whyServiceTest},
+	{pkg: "emi/...", except: []string{"emi/internal/testwait", "emi/internal/app/apptest"},
+		forbid: "emi/internal/testwait", reason: whyTestWait},
 }
 
 // notYetBuilt lists rule patterns that may match no package yet. Any other

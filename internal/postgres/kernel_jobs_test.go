@@ -12,6 +12,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/postgres"
 	"emi/internal/postgres/pgtest"
+	"emi/internal/testwait"
 )
 
 // jobRecord is a job row as the tests inspect it, read straight from the
@@ -361,22 +362,22 @@ func TestJobsClaim(t *testing.T) {
 	})
 }
 
-// waitClaim claims a job of kind as worker until one comes back or the
-// deadline passes.
+// waitClaim claims a job of kind as worker until one comes back or within
+// passes: a test that expects no job waits the whole of within.
 func waitClaim(t *testing.T, jobs *postgres.Jobs, worker, kind string, within time.Duration) (emi.Job, bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	var job emi.Job
+	ok := testwait.Try(func() bool {
 		got, err := jobs.Claim(context.Background(), worker, []string{kind}, time.Minute, 1, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(got) == 1 {
-			return got[0], true
+			job = got[0]
 		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	return emi.Job{}, false
+		return len(got) == 1
+	}, testwait.Within(within))
+	return job, ok
 }
 
 func TestJobsJobOfADeadWorkerIsClaimedAgainAfterItsLease(t *testing.T) {
@@ -392,7 +393,7 @@ func TestJobsJobOfADeadWorkerIsClaimedAgainAfterItsLease(t *testing.T) {
 	if got, err := jobs.Claim(ctx, "worker-2", []string{kind}, time.Minute, 1, 0); err != nil || len(got) != 0 {
 		t.Fatalf("claim during the lease: %d jobs, err %v; want none", len(got), err)
 	}
-	fresh, ok := waitClaim(t, jobs, "worker-2", kind, 5*time.Second)
+	fresh, ok := waitClaim(t, jobs, "worker-2", kind, testwait.Timeout)
 	if !ok {
 		t.Fatal("the job was not claimed again after its lease ran out")
 	}

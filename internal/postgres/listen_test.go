@@ -12,6 +12,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/postgres"
 	"emi/internal/postgres/pgtest"
+	"emi/internal/testwait"
 )
 
 func TestEnqueueWakesListenersOnlyWhenItsTransactionCommits(t *testing.T) {
@@ -31,17 +32,7 @@ func TestEnqueueWakesListenersOnlyWhenItsTransactionCommits(t *testing.T) {
 		postgres.ListenJobs(ctx, url, func() { wakes.Add(1) }, &atomic.Bool{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	defer func() { cancel(); <-done }()
-	waitFor := func(n int32) bool {
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if wakes.Load() >= n {
-				return true
-			}
-		}
-		return false
-	}
-	if !waitFor(1) {
-		t.Fatal("no wake after the listener connected")
-	}
+	testwait.Until(t, "a wake after the listener connected", func() bool { return wakes.Load() >= 1 })
 	base := wakes.Load()
 
 	boom := errors.New("roll back")
@@ -72,7 +63,5 @@ func TestEnqueueWakesListenersOnlyWhenItsTransactionCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(base + 1) {
-		t.Fatal("no wake after the commit")
-	}
+	testwait.Until(t, "a wake after the commit", func() bool { return wakes.Load() >= base+1 })
 }

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/postgres"
 	"emi/internal/postgres/pgtest"
+	"emi/internal/testwait"
 )
 
 // TestLagTolerantReadsGoToAReplicaWithinItsBound (issue 30, item 3): a
@@ -45,7 +45,7 @@ func TestLagTolerantReadsGoToAReplicaWithinItsBound(t *testing.T) {
 		}
 		return recovery
 	}
-	apptest.Eventually(t, "lag-tolerant reads on the replica", func() bool { return onReplica(tolerant) })
+	testwait.Until(t, "lag-tolerant reads on the replica", func() bool { return onReplica(tolerant) })
 	if onReplica(ctx) {
 		t.Fatal("an unmarked read went to the replica")
 	}
@@ -71,7 +71,7 @@ func TestLagTolerantReadsGoToAReplicaWithinItsBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := db.ReplicaStats()
-	apptest.Eventually(t, "reads back on the primary once the replica lags past the bound", func() bool { return !onReplica(tolerant) })
+	testwait.Until(t, "reads back on the primary once the replica lags past the bound", func() bool { return !onReplica(tolerant) })
 	if err := db.Ext(tolerant).QueryRowxContext(tolerant, `SELECT count(*) FROM seen`).Scan(&n); err != nil || n != 3 {
 		t.Fatalf("a lag-tolerant read while the replica lags: %d rows (%v), want the primary's 3", n, err)
 	}
@@ -81,9 +81,9 @@ func TestLagTolerantReadsGoToAReplicaWithinItsBound(t *testing.T) {
 	if _, err := rep.ExecContext(ctx, `SELECT pg_wal_replay_resume()`); err != nil {
 		t.Fatal(err)
 	}
-	apptest.Eventually(t, "reads on the replica again once it caught up", func() bool { return onReplica(tolerant) })
+	testwait.Until(t, "reads on the replica again once it caught up", func() bool { return onReplica(tolerant) })
 
 	// A replica that is down: the primary answers, nothing fails.
 	standby.Do(t, "stop")
-	apptest.Eventually(t, "reads on the primary with the replica down", func() bool { return !onReplica(tolerant) })
+	testwait.Until(t, "reads on the primary with the replica down", func() bool { return !onReplica(tolerant) })
 }

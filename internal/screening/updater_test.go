@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"emi/internal/testwait"
 )
 
 // listServer serves the three files; tests change what it serves.
@@ -219,19 +221,12 @@ func TestUpdaterRunSwapsConcurrentlyWithReaders(t *testing.T) {
 		u.Run(ctx, 20*time.Millisecond)
 		close(done)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Until(t, "Run to update, in at least two attempts", func() bool {
 		ls.mu.Lock()
 		n := ls.hits
 		ls.mu.Unlock()
-		if n >= 6 && s.Current() != nil { // at least two attempts
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not update")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n >= 6 && s.Current() != nil // at least two attempts
+	})
 	cancel()
 	select {
 	case <-done:

@@ -16,6 +16,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/postgres"
 	"emi/internal/postgres/pgtest"
+	"emi/internal/testwait"
 	"emi/internal/worker"
 )
 
@@ -61,17 +62,6 @@ func start(t *testing.T, p *worker.Pool) (stop func() error) {
 	}
 	t.Cleanup(func() { _ = stop() })
 	return stop
-}
-
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 type jobRecord struct {
@@ -147,7 +137,7 @@ func TestPoolsDrainTheQueueRunningEachJobExactlyOnce(t *testing.T) {
 		start(t, p)
 	}
 
-	waitFor(t, 60*time.Second, "every job to succeed", func() bool {
+	testwait.Until(t, "every job to succeed", func() bool {
 		counts, err := jobs.CountByState(context.Background())
 		return err == nil && counts["succeeded"] == total
 	})
@@ -195,7 +185,7 @@ func TestPoolRunsAgainTheJobOfAWorkerThatDied(t *testing.T) {
 		return nil
 	})
 	start(t, p)
-	waitFor(t, 5*time.Second, "the orphaned job to succeed", stateIs(t, db, id, "succeeded"))
+	testwait.Until(t, "the orphaned job to succeed", stateIs(t, db, id, "succeeded"))
 	if got := <-attempts; got != 2 {
 		t.Fatalf("the pool ran attempt %d, want 2", got)
 	}
@@ -216,7 +206,7 @@ func TestPoolRetriesAFailingJobUntilItIsDead(t *testing.T) {
 		return fmt.Errorf("endpoint down on attempt %d", job.Attempt)
 	})
 	start(t, p)
-	waitFor(t, 10*time.Second, "the job to die", stateIs(t, db, id, "dead"))
+	testwait.Until(t, "the job to die", stateIs(t, db, id, "dead"))
 	r := readJob(t, db, id)
 	if r.Attempt != 3 || r.LastError != "endpoint down on attempt 3" || calls.Load() != 3 {
 		t.Fatalf("dead job %+v after %d calls, want 3 attempts ending with the third's error", r, calls.Load())
@@ -289,11 +279,11 @@ func TestPoolHandlerOutcomes(t *testing.T) {
 			p.Handle(kind, tc.handler)
 			p.Handle(kind+"-other", func(ctx context.Context, job emi.Job) error { return nil })
 			stop := start(t, p)
-			waitFor(t, 10*time.Second, "the outcome", func() bool {
+			testwait.Until(t, "the outcome", func() bool {
 				r := readJob(t, db, id)
 				return r.State == tc.wantState && r.Attempt == tc.wantAttempt
 			})
-			waitFor(t, 10*time.Second, "the other job", stateIs(t, db, other, "succeeded"))
+			testwait.Until(t, "the other job", stateIs(t, db, other, "succeeded"))
 			if err := stop(); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -396,7 +386,7 @@ func TestPoolKeepsTheLeaseOfALongJob(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	waitFor(t, 5*time.Second, "the long job to succeed", stateIs(t, db, id, "succeeded"))
+	testwait.Until(t, "the long job to succeed", stateIs(t, db, id, "succeeded"))
 	if r := readJob(t, db, id); r.Attempt != 1 {
 		t.Fatalf("job %+v, want it done in its first attempt", r)
 	}
@@ -468,11 +458,11 @@ func TestPoolNotifyWakesItBeforeTheNextPoll(t *testing.T) {
 	p := worker.New(store, cfg, testLogger(t))
 	p.Handle("notified", func(ctx context.Context, job emi.Job) error { return nil })
 	start(t, p)
-	waitFor(t, 5*time.Second, "the first poll", func() bool { return store.claims.Load() >= 1 })
+	testwait.Until(t, "the first poll", func() bool { return store.claims.Load() >= 1 })
 
 	id := enqueue(t, jobs, emi.JobSpec{Kind: "notified"})
 	p.Notify()
-	waitFor(t, 5*time.Second, "the notified job to run", stateIs(t, db, id, "succeeded"))
+	testwait.Until(t, "the notified job to run", stateIs(t, db, id, "succeeded"))
 }
 
 func TestPoolPrunesWithItsClock(t *testing.T) {
@@ -485,7 +475,7 @@ func TestPoolPrunesWithItsClock(t *testing.T) {
 	p := worker.New(store, cfg, testLogger(t))
 	p.Handle("any", func(ctx context.Context, job emi.Job) error { return nil })
 	start(t, p)
-	waitFor(t, 5*time.Second, "a prune", func() bool {
+	testwait.Until(t, "a prune", func() bool {
 		store.mu.Lock()
 		defer store.mu.Unlock()
 		return len(store.prunes) > 0
@@ -512,7 +502,7 @@ func TestPoolWiringMistakes(t *testing.T) {
 		p := worker.New(store, fastConfig("w"), nil)
 		p.Handle("k", noop)
 		stop := start(t, p)
-		waitFor(t, 5*time.Second, "the first poll", func() bool { return store.claims.Load() >= 1 })
+		testwait.Until(t, "the first poll", func() bool { return store.claims.Load() >= 1 })
 		if err := p.Run(context.Background()); err == nil {
 			t.Fatal("second Run: want an error")
 		}
@@ -600,20 +590,20 @@ func TestKeyConcurrencyKeepsOneKeyFromTakingEverySlot(t *testing.T) {
 		ids = append(ids, enqueue(t, jobs, emi.JobSpec{Kind: kind, RunAt: time.Now().Add(-time.Minute), ConcurrencyKey: "partner:hot"}))
 	}
 	start(t, p)
-	waitFor(t, 5*time.Second, "the hot jobs to start", func() bool { return running.Load() > 0 })
+	testwait.Until(t, "the hot jobs to start", func() bool { return running.Load() > 0 })
 	queued := time.Now()
 	cold := enqueue(t, jobs, emi.JobSpec{Kind: kind, ConcurrencyKey: "partner:cold"})
 	p.Notify()
-	waitFor(t, 5*time.Second, "the cold job", func() bool { return coldStarted.Load() != 0 })
+	testwait.Until(t, "the cold job", func() bool { return coldStarted.Load() != 0 })
 	if wait := time.Duration(coldStarted.Load() - queued.UnixNano()); wait > 400*time.Millisecond || hotDone.Load() >= hot-2 {
 		t.Fatalf("the cold job started %v after it was queued, with %d of %d hot jobs done; want at once, before the backlog drained", wait, hotDone.Load(), hot)
 	}
-	waitFor(t, 20*time.Second, "every hot job", func() bool { return hotDone.Load() == hot })
+	testwait.Until(t, "every hot job", func() bool { return hotDone.Load() == hot })
 	if got := peak.Load(); got != 2 {
 		t.Fatalf("at most %d hot jobs ran at once, want 2 (the budget, with 4 slots)", got)
 	}
 	for _, id := range append(ids, cold) {
-		waitFor(t, 5*time.Second, "the job to be recorded", stateIs(t, db, id, "succeeded"))
+		testwait.Until(t, "the job to be recorded", stateIs(t, db, id, "succeeded"))
 		if r := readJob(t, db, id); r.Attempt != 1 {
 			t.Fatalf("job %d took %d attempts, want 1", id, r.Attempt)
 		}

@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 )
 
 // Issue 19, C5: the AML gate on cards was bypassed twice. (a) After issue,
@@ -224,18 +224,17 @@ func TestCardActivationRacesARename(t *testing.T) {
 			// fixed 300 ms: on a loaded machine the activation may not have
 			// reached the user by then, and the race was not tested.
 			defer close(proceed)
-			for deadline := time.Now().Add(apptest.WaitTimeout); time.Now().Before(deadline); time.Sleep(apptest.PollInterval) {
+			testwait.Try(func() bool { // not on the test's goroutine: it must not fail the test
 				select {
 				case <-done:
-					return
+					return true
 				default:
 				}
 				var waiting int
-				if err := c.env.App.DB.Get(&waiting, `SELECT count(*) FROM pg_stat_activity
-					WHERE datname = current_database() AND wait_event_type = 'Lock'`); err == nil && waiting > 0 {
-					return
-				}
-			}
+				err := c.env.App.DB.Get(&waiting, `SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock'`)
+				return err == nil && waiting > 0
+			})
 		}()
 		_, activateErr = c.env.App.Cards.Activate(partner, card, "", "")
 		close(done)

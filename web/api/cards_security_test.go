@@ -34,6 +34,7 @@ import (
 	cardssvc "emi/internal/service/cards"
 	"emi/internal/service/kernel"
 	"emi/internal/service/ops"
+	"emi/internal/testwait"
 )
 
 // Card data security: checks P1, P3, P4, P5 and P6 of
@@ -673,20 +674,13 @@ func TestCardDataNeverInClear(t *testing.T) {
 	issued := time.Since(start)
 
 	// Every webhook delivered (or given up), then the evidence.
-	deadline := time.Now().Add(apptest.WaitTimeout)
-	for {
+	testwait.For(t, "every webhook delivery to be delivered or given up (deliveries pending)", func() (int, bool) {
 		var pending int
 		if err := env.App.DB.Get(&pending, `SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'`); err != nil {
 			t.Fatal(err)
 		}
-		if pending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d webhook deliveries still pending", pending)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return pending, pending == 0
+	})
 	bodies := hook.all()
 	var cardEvents int
 	for _, b := range bodies {

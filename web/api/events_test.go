@@ -17,6 +17,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
+	"emi/internal/testwait"
 )
 
 // emitEvent emits one event of the partner in a transaction of its own, as
@@ -217,7 +218,7 @@ func TestWebhooksAreDeliveredSignedEndToEnd(t *testing.T) {
 	pool.Notify()
 	select {
 	case <-arrived:
-	case <-time.After(apptest.WaitTimeout):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("no webhook arrived")
 	}
 	mu.Lock()

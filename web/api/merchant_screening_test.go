@@ -17,6 +17,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
 	"emi/internal/service/people"
+	"emi/internal/testwait"
 )
 
 // sanctionsServer serves the shared lists as the publishers would, with
@@ -55,12 +56,9 @@ func merchantChecks(t *testing.T, env *apptest.Env, merchant string) []emi.AMLCh
 // waitMerchantChecks waits until the merchant has n checks.
 func waitMerchantChecks(t *testing.T, env *apptest.Env, merchant string, n int) []emi.AMLCheck {
 	t.Helper()
-	deadline := time.Now().Add(apptest.WaitTimeout)
-	for time.Now().Before(deadline) {
-		if cs := merchantChecks(t, env, merchant); len(cs) >= n {
-			return cs
-		}
-		time.Sleep(50 * time.Millisecond)
+	var cs []emi.AMLCheck
+	if testwait.Try(func() bool { cs = merchantChecks(t, env, merchant); return len(cs) >= n }) {
+		return cs
 	}
 	t.Fatalf("merchant %s: %d checks, want %d", merchant, len(merchantChecks(t, env, merchant)), n)
 	return nil
@@ -170,12 +168,11 @@ func TestMerchantPeopleAreRescreened(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%d merchant checks for a pending application's member", n)
 	}
-	deadline := time.Now().Add(apptest.WaitTimeout)
 	sanctions := ""
-	for sanctions != "review" && time.Now().Before(deadline) {
+	testwait.Try(func() bool {
 		_ = env.App.DB.Get(&sanctions, `SELECT status FROM application_checks WHERE application = $1 AND name = 'sanctions'`, pending)
-		time.Sleep(50 * time.Millisecond)
-	}
+		return sanctions == "review"
+	})
 	if sanctions != "review" {
 		t.Fatalf("the pending application's sanctions check is %q after the update, want review", sanctions)
 	}

@@ -10,13 +10,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/registry"
 	"emi/internal/service/kernel"
 	"emi/internal/service/onboarding"
+	"emi/internal/testwait"
 )
 
 func sandboxCompany() map[string]any {
@@ -68,20 +68,18 @@ func startWorkers(t *testing.T, env *apptest.Env) {
 // its data.
 func waitEvent(t *testing.T, env *apptest.Env, typ emi.EventType, app string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(apptest.WaitTimeout)
-	for time.Now().Before(deadline) {
-		var bodies [][]byte
+	var bodies [][]byte
+	if testwait.Try(func() bool {
 		if err := env.App.DB.Select(&bodies, `SELECT body FROM events WHERE type = $1 AND resource_token = $2 ORDER BY seq`, typ, app); err != nil {
 			t.Fatal(err)
 		}
-		if len(bodies) > 0 {
-			var ev struct {
-				Data map[string]any `json:"data"`
-			}
-			_ = json.Unmarshal(bodies[len(bodies)-1], &ev)
-			return ev.Data
+		return len(bodies) > 0
+	}) {
+		var ev struct {
+			Data map[string]any `json:"data"`
 		}
-		time.Sleep(50 * time.Millisecond)
+		_ = json.Unmarshal(bodies[len(bodies)-1], &ev)
+		return ev.Data
 	}
 	var st string
 	_ = env.App.DB.Get(&st, `SELECT status FROM applications WHERE token = $1`, app)

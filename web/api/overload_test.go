@@ -10,6 +10,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 )
 
 // An overload is answered 503 / 10503 with Retry-After and changes nothing
@@ -46,7 +47,7 @@ func TestOverloadIsRefusedWith503AndRetryAfter(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); first = transfer("overload-1") }()
 	// The first request holds the only place once it waits on the lock.
-	waitFor(t, 10*time.Second, "the first transfer to wait on the balance lock", func() bool {
+	testwait.Until(t, "the first transfer to wait on the balance lock", func() bool {
 		var n int
 		_ = env.App.DB.Get(&n, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 			WHERE NOT l.granted AND a.datname = current_database()`)
@@ -76,17 +77,5 @@ func TestOverloadIsRefusedWith503AndRetryAfter(t *testing.T) {
 	var n int
 	if err := env.App.DB.Get(&n, `SELECT count(*) FROM transfers WHERE partner_id = $1`, p.ID); err != nil || n != 2 {
 		t.Fatalf("%d transfers (%v), want 2: the refused attempt changed nothing", n, err)
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

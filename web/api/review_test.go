@@ -13,6 +13,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/service/onboarding"
+	"emi/internal/testwait"
 )
 
 // staffCtx is the context of a new staff user with roles.
@@ -270,10 +271,11 @@ func TestReviewDecisions(t *testing.T) {
 		stamp := stampOf(t, env, u1, app)
 		apptest.Expect(t, "new document", call(t, env, p, http.MethodPost, "/v3/applications/"+app+"/companies/documents", "company_add_document",
 			map[string]any{"file": b64(pdfBytes), "file_type": "pdf", "document_type": "bill"}), 0, http.StatusCreated)
-		deadline := time.Now().Add(apptest.WaitTimeout)
-		for st := ""; st != "in_review" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		testwait.For(t, "the application back in review after the new document", func() (string, bool) {
+			var st string
 			_ = env.App.DB.Get(&st, `SELECT status FROM applications WHERE token = $1`, app)
-		}
+			return st, st == "in_review"
+		})
 		if err := env.App.Review.Claim(u1, app); err != nil {
 			t.Fatal(err)
 		}
@@ -317,15 +319,11 @@ func TestReviewDecisions(t *testing.T) {
 		}
 		apptest.Expect(t, "partner update", call(t, env, p, http.MethodPost, "/v3/applications/"+app+"/companies/documents", "company_add_document",
 			map[string]any{"file": b64(pdfBytes), "file_type": "pdf", "document_type": "recent-excerpt"}), 0, http.StatusCreated)
-		deadline := time.Now().Add(apptest.WaitTimeout)
 		var a emi.Application
-		for time.Now().Before(deadline) {
+		testwait.Try(func() bool {
 			a, _, _, _, _ = env.App.Review.Evidence(u1, app)
-			if a.Status == emi.AppInReview && a.Review.SLADueAt != nil {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return a.Status == emi.AppInReview && a.Review.SLADueAt != nil
+		})
 		if a.Status != emi.AppInReview || a.Review.SLADueAt == nil {
 			t.Fatalf("not back in the queue: %s %+v", a.Status, a.Review)
 		}
@@ -417,14 +415,10 @@ func TestReviewHitsEditsBulkAndMetrics(t *testing.T) {
 		// A change re-runs the checks: the remembered hits are not raised again.
 		apptest.Expect(t, "change", call(t, env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
 			map[string]any{"city": "Leeds"}), 0, http.StatusOK)
-		deadline := time.Now().Add(apptest.WaitTimeout)
-		for time.Now().Before(deadline) {
+		testwait.Try(func() bool {
 			a, _, _, _, _ = env.App.Review.Evidence(u1, app)
-			if a.Status == emi.AppInReview {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return a.Status == emi.AppInReview
+		})
 		for _, c := range a.Checks {
 			if c.Name == emi.CheckSanctions && (c.Status != emi.CheckPassed || c.Details["suppressed_false_positives"] != float64(len(keys))) {
 				t.Fatalf("sanctions after the false positives: %+v", c)
@@ -543,10 +537,11 @@ func TestReviewTrueMatchBlocksAndMaterialChangeVoidsFirstApproval(t *testing.T) 
 	}
 	backInReview := func(app string) {
 		t.Helper()
-		deadline := time.Now().Add(apptest.WaitTimeout)
-		for st := ""; st != "in_review" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		testwait.For(t, "application "+app+" back in review", func() (string, bool) {
+			var st string
 			_ = env.App.DB.Get(&st, `SELECT status FROM applications WHERE token = $1`, app)
-		}
+			return st, st == "in_review"
+		})
 	}
 
 	t.Run("C1: a hit confirmed as a true match cannot be approved, by anyone", func(t *testing.T) {
@@ -672,15 +667,11 @@ func TestC2OneUnderwriterCannotDismissAnExactMatch(t *testing.T) {
 	// The partner changes the application: the checks run again.
 	apptest.Expect(t, "change", call(t, env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
 		map[string]any{"city": "Leeds"}), 0, http.StatusOK)
-	deadline := time.Now().Add(apptest.WaitTimeout)
 	var a emi.Application
-	for time.Now().Before(deadline) {
+	testwait.Try(func() bool {
 		a, _, _, _, _ = env.App.Review.Evidence(u1, app)
-		if a.Status == emi.AppInReview || a.Status.Decided() {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return a.Status == emi.AppInReview || a.Status.Decided()
+	})
 	if a.Status != emi.AppInReview {
 		t.Fatalf("after the re-screening the application is %s: the machine decided it", a.Status)
 	}
@@ -712,14 +703,10 @@ func TestC2OneUnderwriterCannotDismissAnExactMatch(t *testing.T) {
 	}
 	apptest.Expect(t, "change again", call(t, env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
 		map[string]any{"city": "York"}), 0, http.StatusOK)
-	deadline = time.Now().Add(apptest.WaitTimeout)
-	for time.Now().Before(deadline) {
+	testwait.Try(func() bool {
 		a, _, _, _, _ = env.App.Review.Evidence(u1, app)
-		if a.Status == emi.AppInReview && a.Revision > 2 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return a.Status == emi.AppInReview && a.Revision > 2
+	})
 	for _, c := range a.Checks {
 		if c.Name == emi.CheckSanctions {
 			hs, _ := c.Details["hits"].([]any)

@@ -10,6 +10,7 @@ import (
 	"emi/internal/config"
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
+	"emi/internal/testwait"
 )
 
 // callNow signs with version 2 and a fresh nonce instead of advancing the
@@ -69,19 +70,15 @@ func TestAutomaticDecisionWaitsForTheSettlePeriod(t *testing.T) {
 		"company_add_member", cleanUBO()), 0, http.StatusCreated)
 	// The checks of the complete application end; the decision waits for
 	// the settle period: a document sent now is still taken.
-	deadline := time.Now().Add(apptest.WaitTimeout)
 	var w []string
-	for time.Now().Before(deadline) {
+	testwait.Try(func() bool {
 		var st string
 		st, w = waitingFor(t, env, p, app)
 		if st != "checking" {
 			t.Fatalf("decided (%s) before the settle period", st)
 		}
-		if strings.Contains(strings.Join(w, "|"), "settle period") {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return strings.Contains(strings.Join(w, "|"), "settle period")
+	})
 	if !strings.Contains(strings.Join(w, "|"), "settle period: decided at") {
 		t.Fatalf("waiting_for never named the settle period: %q", w)
 	}

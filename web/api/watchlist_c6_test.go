@@ -4,10 +4,10 @@ import (
 	"context"
 	"net/http"
 	"testing"
-	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 )
 
 // Issue 19, C6 and "compliance sees every hit": a name added to the
@@ -59,22 +59,16 @@ func TestC6WatchlistAdditionReachesApplicationsAndCustomers(t *testing.T) {
 		}
 	}
 
-	deadline := time.Now().Add(apptest.WaitTimeout)
-	for media() != "review" && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Try(func() bool { return media() == "review" })
 	if st := media(); st != "review" {
 		t.Fatalf("the pending application holding a watch-list name: adverse media %s, want review", st)
 	}
 
 	var check string
-	for time.Now().Before(deadline) {
+	testwait.Try(func() bool {
 		_ = env.App.DB.Get(&check, `SELECT token FROM aml_checks WHERE user_token = $1 AND source = 'watchlist' AND status = 'match'`, user)
-		if check != "" {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return check != ""
+	})
 	if check == "" {
 		t.Fatal("the active customer on the watch list raised no check")
 	}

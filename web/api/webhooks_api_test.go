@@ -1,18 +1,19 @@
 package api_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 )
 
 // receiver records the webhooks it gets; it answers 500 while failing.
@@ -38,25 +39,24 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // contains want.
 func (rc *receiver) wait(t *testing.T, want string, n int) (http.Header, string) {
 	t.Helper()
-	deadline := time.Now().Add(apptest.WaitTimeout)
-	for time.Now().Before(deadline) {
+	var h http.Header
+	var body string
+	testwait.Until(t, fmt.Sprintf("delivery %d containing %s", n, want), func() bool {
 		rc.mu.Lock()
+		defer rc.mu.Unlock()
 		seen := 0
 		for i, b := range rc.bodies {
 			if strings.Contains(b, want) {
 				seen++
 				if seen == n {
-					h, body := rc.got[i], b
-					rc.mu.Unlock()
-					return h, body
+					h, body = rc.got[i], b
+					return true
 				}
 			}
 		}
-		rc.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no delivery %d containing %s", n, want)
-	return nil, ""
+		return false
+	})
+	return h, body
 }
 
 // TestPartnerManagesItsWebhookEndpoints (issue 21, item 8): through the

@@ -15,6 +15,7 @@ import (
 	"emi/internal/config"
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
+	"emi/internal/testwait"
 )
 
 // budgetReceiver holds partner P's deliveries (paths /p/…) until partner
@@ -103,10 +104,10 @@ func TestOnePartnersFanOutWaitsItsTurn(t *testing.T) {
 		pEvents = append(pEvents, emit(p.ID))
 	}
 	startWorkers(t, env)
-	apptest.Eventually(t, "P's first deliveries to be in flight", func() bool { return rc.inFlight.Load() > 0 })
+	testwait.Until(t, "P's first deliveries to be in flight", func() bool { return rc.inFlight.Load() > 0 })
 	qEvent := emit(q.ID)
-	apptest.Eventually(t, "Q's delivery", func() bool { return rc.arrived(qEvent, "/q/0") })
-	apptest.Eventually(t, "every one of P's deliveries to succeed", func() bool {
+	testwait.Until(t, "Q's delivery", func() bool { return rc.arrived(qEvent, "/q/0") })
+	testwait.Until(t, "every one of P's deliveries to succeed", func() bool {
 		var pending int
 		if err := env.App.DB.Get(&pending, `SELECT count(*) FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
 			WHERE e.partner_id = $1 AND d.state <> 'succeeded'`, p.ID); err != nil {

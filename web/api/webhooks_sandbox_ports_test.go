@@ -13,6 +13,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 	"emi/web/api"
 )
 
@@ -93,15 +94,10 @@ func TestSandboxWebhooksNeverReachEmiOrTheDatabase(t *testing.T) {
 			Status *int   `db:"status"`
 			Error  string `db:"error"`
 		}
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			err := env.App.DB.Get(&attempt, `SELECT a.status, a.error FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
-				WHERE d.endpoint_id = $1`, ids[i])
-			if err == nil || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testwait.Try(func() bool {
+			return env.App.DB.Get(&attempt, `SELECT a.status, a.error FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+				WHERE d.endpoint_id = $1`, ids[i]) == nil
+		})
 		if attempt.Status != nil || !strings.Contains(attempt.Error, "blocked address") || !strings.Contains(attempt.Error, want) {
 			t.Errorf("the attempt to %s: status %v, error %q; want blocked: %s", ids[i], attempt.Status, attempt.Error, want)
 		}

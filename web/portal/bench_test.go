@@ -19,6 +19,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/postgres/pgtest"
 	"emi/internal/service/kernel"
+	"emi/internal/testwait"
 )
 
 // BenchmarkAuditLog100k renders the first audit-log page (50 rows, newest
@@ -219,12 +220,12 @@ func BenchmarkBackOfficeListsUnderWriteLoad(b *testing.B) {
 	}()
 	// The load under way: the first accounts opened (a condition, not a
 	// pause that a busy machine could outlast).
-	for writes.Load() < 10 {
+	testwait.Until(b, "the write load's first 10 accounts", func() bool {
 		if failed.Load() > 100 {
 			b.Fatalf("the write load fails: %d failures, %d writes", failed.Load(), writes.Load())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return writes.Load() >= 10
+	})
 	for _, page := range []struct{ name, path string }{
 		{"accounts", "/backoffice/accounts"},
 		{"audit log", "/backoffice/audit"},

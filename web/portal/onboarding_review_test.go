@@ -20,6 +20,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/service/staff"
+	"emi/internal/testwait"
 )
 
 // newStaff creates a staff user with the sandbox password and an enrolled
@@ -204,16 +205,13 @@ func statusOf(t *testing.T, env *apptest.Env, app string) emi.ApplicationStatus 
 func waitStamp(t *testing.T, env *apptest.Env, app, old string) {
 	t.Helper()
 	ctx := staffCtx(t, env, apptest.AuditorEmail)
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testwait.For(t, "application "+app+" back in review with new evidence (status)", func() (emi.ApplicationStatus, bool) {
 		a, stamp, _, _, err := env.App.Review.Evidence(ctx, app)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if stamp != old && a.Status == emi.AppInReview {
-			return
-		}
-	}
-	t.Fatalf("application %s did not come back to review with new evidence", app)
+		return a.Status, stamp != old && a.Status == emi.AppInReview
+	})
 }
 
 func TestReviewQueueAndDecisions(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 )
 
 // pdfFile is a minimal PDF that content sniffing takes for one.
@@ -129,16 +129,14 @@ func startWorkers(t *testing.T, env *apptest.Env) {
 // waitStatus waits until the application has the status.
 func waitStatus(t *testing.T, env *apptest.Env, app string, want emi.ApplicationStatus) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var st string
-	for time.Now().Before(deadline) {
+	if testwait.Try(func() bool {
 		if err := env.App.DB.Get(&st, `SELECT status FROM applications WHERE token = $1`, app); err != nil {
 			t.Fatal(err)
 		}
-		if st == string(want) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+		return st == string(want)
+	}) {
+		return
 	}
 	var checks []string
 	_ = env.App.DB.Select(&checks, `SELECT name || '=' || status || ' ' || details::text FROM application_checks WHERE application = $1`, app)

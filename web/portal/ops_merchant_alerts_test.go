@@ -3,10 +3,10 @@ package portal_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 )
 
 // Ongoing screening of onboarded merchants: a watch-list entry naming the
@@ -36,12 +36,11 @@ func TestAlertNamesTheMerchantOfARescreenedMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	var check string
-	deadline := time.Now().Add(20 * time.Second)
-	for check == "" && time.Now().Before(deadline) {
+	testwait.Try(func() bool {
 		_ = env.App.DB.Get(&check, `SELECT token::text FROM aml_checks WHERE merchant_token = $1 AND member_token = $2
 			AND source = 'watchlist' AND status = 'match'`, m.Token, member)
-		time.Sleep(50 * time.Millisecond)
-	}
+		return check != ""
+	})
 	if check == "" {
 		t.Fatal("the watch-list entry naming the merchant's UBO raised no check")
 	}

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 )
 
 // receiver is a loopback webhook endpoint that counts what it gets.
@@ -49,18 +49,6 @@ func runWorkers(t *testing.T, env *apptest.Env) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = env.App.Pool().Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-}
-
-func waitUntil(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 func TestWebhookScreens(t *testing.T) {
@@ -106,8 +94,8 @@ func TestWebhookScreens(t *testing.T) {
 		if p.Status != http.StatusSeeOther || !strings.Contains(p.Location, "/events") {
 			t.Fatalf("send test: HTTP %d to %q", p.Status, p.Location)
 		}
-		waitUntil(t, "the test event to arrive", func() bool { return rc.hits.Load() > before })
-		waitUntil(t, "the attempt to be logged", func() bool {
+		testwait.Until(t, "the test event to arrive", func() bool { return rc.hits.Load() > before })
+		testwait.Until(t, "the attempt to be logged", func() bool {
 			return strings.Contains(admin.Get(t, partnerPage+"/events?type=webhook.test").Body, ">received<")
 		})
 		log := admin.Get(t, partnerPage+"/events?type=webhook.test")
@@ -125,8 +113,8 @@ func TestWebhookScreens(t *testing.T) {
 		if p.Status != http.StatusSeeOther {
 			t.Fatalf("replay: HTTP %d", p.Status)
 		}
-		waitUntil(t, "the replayed delivery", func() bool { return rc.hits.Load() > before })
-		waitUntil(t, "the replay attempt to be logged", func() bool {
+		testwait.Until(t, "the replayed delivery", func() bool { return rc.hits.Load() > before })
+		testwait.Until(t, "the replay attempt to be logged", func() bool {
 			return strings.Contains(admin.Get(t, partnerPage+"/events?type=webhook.test").Body, ">replay<")
 		})
 		var n int

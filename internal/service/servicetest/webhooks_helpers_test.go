@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"emi/internal/app/apptest"
 	"emi/internal/emi"
 	"emi/internal/postgres"
 	"emi/internal/postgres/pgtest"
@@ -19,6 +18,7 @@ import (
 	"emi/internal/service/kernel"
 	partnerssvc "emi/internal/service/partners"
 	"emi/internal/service/servicetest"
+	"emi/internal/testwait"
 	"emi/internal/validate"
 	"emi/internal/webhook"
 	"emi/internal/worker"
@@ -251,22 +251,13 @@ func (e *hookEnv) delivery(t *testing.T, eventID string) emi.WebhookDelivery {
 	panic("unreachable")
 }
 
-// waitFor polls cond until it holds. The deadline only bounds a hang: a
-// healthy run returns as soon as cond holds, and a loaded CI machine
-// (every package's tests under -race at once) can take far longer than a
-// quiet one, so it is generous.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	apptest.Eventually(t, what, cond)
-}
-
 // waitAttempts runs the pool until the delivery has n attempts and no
 // running job, and returns it.
 func (e *hookEnv) waitAttempts(t *testing.T, deliveryID string, n int) emi.WebhookDelivery {
 	t.Helper()
 	e.run(t)
 	var d emi.WebhookDelivery
-	waitFor(t, "attempt "+strconv.Itoa(n)+" of delivery "+deliveryID, func() bool {
+	testwait.Until(t, "attempt "+strconv.Itoa(n)+" of delivery "+deliveryID, func() bool {
 		var err error
 		if d, err = e.hooks.Delivery(sys(), deliveryID); err != nil {
 			t.Fatal(err)

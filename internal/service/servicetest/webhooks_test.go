@@ -14,6 +14,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
+	"emi/internal/testwait"
 )
 
 func TestAddEndpoint(t *testing.T) {
@@ -130,7 +131,7 @@ func TestManageEndpoints(t *testing.T) {
 		}
 		// Its job still runs, and sends nothing.
 		e.run(t)
-		waitFor(t, "the canceled delivery's job", func() bool { return e.jobState(t, d.ID) == string(emi.JobSucceeded) })
+		testwait.Until(t, "the canceled delivery's job", func() bool { return e.jobState(t, d.ID) == string(emi.JobSucceeded) })
 		for _, m := range e.recv.messages() {
 			if m.Msg.ID == ev.ID && m.Msg.URL == "https://new.example.com/h" {
 				t.Fatal("a canceled delivery was sent")
@@ -727,7 +728,7 @@ func TestTwoPoolsDeliverEveryEventOnce(t *testing.T) {
 	}
 	e.startPool(t, "process-a", hooksA, 30*time.Second)
 	e.startPool(t, "process-b", hooksB, 30*time.Second)
-	waitFor(t, "every delivery to succeed", func() bool {
+	testwait.Until(t, "every delivery to succeed", func() bool {
 		var pending int
 		if err := e.db.GetContext(context.Background(), &pending, `SELECT count(*) FROM webhook_deliveries WHERE state <> 'succeeded'`); err != nil {
 			t.Fatal(err)

@@ -36,7 +36,7 @@ const actionTimeout = 60 * time.Second
 
 // pollInterval is the pause between two checks of a condition in the
 // page. (A wait for something outside the browser, a job or a delivery,
-// is apptest.Eventually.)
+// is testwait.Until.)
 const pollInterval = 50 * time.Millisecond
 
 // The browser is one chromium process for the whole package: each test

@@ -7,6 +7,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 )
 
 // Ongoing screening of onboarded merchants as a compliance officer meets
@@ -37,7 +38,7 @@ func TestMerchantAlertInTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	var check string
-	apptest.Eventually(t, "the merchant's screening match", func() bool {
+	testwait.Until(t, "the merchant's screening match", func() bool {
 		_ = env.App.DB.Get(&check, `SELECT token::text FROM aml_checks WHERE merchant_token = $1 AND status = 'match'`, merchant)
 		return check != ""
 	})

@@ -14,6 +14,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 )
 
 // onePagePDF is a minimal PDF document.
@@ -23,7 +24,7 @@ var onePagePDF = []byte("%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2
 func waitApplication(t *testing.T, env *apptest.Env, app string, want emi.ApplicationStatus) {
 	t.Helper()
 	var st string
-	apptest.Eventually(t, fmt.Sprintf("application %s to be %s", app, want), func() bool {
+	testwait.Until(t, fmt.Sprintf("application %s to be %s", app, want), func() bool {
 		if err := env.App.DB.Get(&st, `SELECT status FROM applications WHERE token = $1`, app); err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/testwait"
 )
 
 // TestReplayFromTheDeliveryLog: an admin opens a partner's delivery log in
@@ -45,7 +46,7 @@ func TestReplayFromTheDeliveryLog(t *testing.T) {
 	}
 	wait := func(what string, ok func() bool) {
 		t.Helper()
-		apptest.Eventually(t, what, ok)
+		testwait.Until(t, what, ok)
 	}
 	wait("the first delivery", func() bool { return hits.Load() == 1 })
 
