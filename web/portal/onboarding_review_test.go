@@ -214,8 +214,24 @@ func waitStamp(t *testing.T, env *apptest.Env, app, old string) {
 	})
 }
 
-func TestReviewQueueAndDecisions(t *testing.T) {
-	t.Parallel()
+// secondUnderwriter is the email of the underwriter newReviewDesk adds
+// beside the sandbox's: four-eyes decisions and colleagues' claims take two.
+const secondUnderwriter = "second.underwriter@review.test"
+
+// reviewDesk is one test's review queue: a fresh emi (apptest.Env) whose
+// workers run (the automatic checks put the applications in the queue), a
+// partner with semi-automatic processing and another one, the sandbox
+// staff and a second underwriter. It has no application until the test
+// asks for one.
+type reviewDesk struct {
+	env          *apptest.Env
+	p, other     *apptest.Partner
+	uw1ID, uw2ID string
+	browsers     map[string]*apptest.Browser
+}
+
+func newReviewDesk(t *testing.T) *reviewDesk {
+	t.Helper()
 	env := apptest.New(t, apptest.Options{})
 	env.SeedStaff(t)
 	startWorkers(t, env)
@@ -228,16 +244,48 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			}
 		}
 	})
-	p := env.NewPartner(t, emi.PartnerCreate{Name: "Review Partner", Processing: emi.ProcessingSemiAutomatic})
-	other := env.NewPartner(t, emi.PartnerCreate{Name: "Other Partner", Processing: emi.ProcessingSemiAutomatic})
-	uw2ID := newStaff(t, env, "second.underwriter@review.test", "Second Underwriter", emi.RoleUnderwriter)
-	uw1ID := staffID(t, env, apptest.UnderwriterEmail)
+	d := &reviewDesk{env: env, browsers: map[string]*apptest.Browser{}}
+	d.p = env.NewPartner(t, emi.PartnerCreate{Name: "Review Partner", Processing: emi.ProcessingSemiAutomatic})
+	d.other = env.NewPartner(t, emi.PartnerCreate{Name: "Other Partner", Processing: emi.ProcessingSemiAutomatic})
+	d.uw2ID = newStaff(t, env, secondUnderwriter, "Second Underwriter", emi.RoleUnderwriter)
+	d.uw1ID = staffID(t, env, apptest.UnderwriterEmail)
+	return d
+}
 
-	low := queuedApplication(t, env, p, nil)
-	high := queuedApplication(t, env, p, highRisk)
-	kim := queuedApplication(t, env, p, sanctioned)
-	otherApp := queuedApplication(t, env, other, func(b map[string]any) { b["products"] = []string{"account-opening"} })
-	evil := queuedApplication(t, env, p, func(b map[string]any) {
+// as returns the browser of the staff member with email, signed in the
+// first time it is asked for.
+func (d *reviewDesk) as(t *testing.T, email string) *apptest.Browser {
+	t.Helper()
+	b, ok := d.browsers[email]
+	if !ok {
+		b = d.env.NewBrowser()
+		b.SignIn(t, email)
+		d.browsers[email] = b
+	}
+	return b
+}
+
+// The applications of the queue, each made through the partner API and
+// returned once it waits for an underwriter.
+
+// low is an ordinary application of the partner.
+func (d *reviewDesk) low(t *testing.T) string { return queuedApplication(t, d.env, d.p, nil) }
+
+// high is a High-risk application: its approval takes two underwriters.
+func (d *reviewDesk) high(t *testing.T) string { return queuedApplication(t, d.env, d.p, highRisk) }
+
+// kim is an application whose UBO is on the sanctions lists.
+func (d *reviewDesk) kim(t *testing.T) string { return queuedApplication(t, d.env, d.p, sanctioned) }
+
+// otherApp is the other partner's application, for account opening only.
+func (d *reviewDesk) otherApp(t *testing.T) string {
+	return queuedApplication(t, d.env, d.other, func(b map[string]any) { b["products"] = []string{"account-opening"} })
+}
+
+// evil is an application whose company name is a spreadsheet formula,
+// with a second member, Oskar Berg, its CEO.
+func (d *reviewDesk) evil(t *testing.T) string {
+	return queuedApplication(t, d.env, d.p, func(b map[string]any) {
 		b["company"].(map[string]any)["legal_name"] = `=HYPERLINK("http://evil.example","Click")`
 		oskar := elinUBO()
 		oskar["first_name"], oskar["last_name"], oskar["unique_identifier"], oskar["type"] = "Oskar", "Berg", "OB1", []string{"ceo"}
@@ -245,18 +293,90 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		delete(oskar, "ownership_percentage")
 		b["members"] = append(b["members"].([]map[string]any), oskar)
 	})
-	all := []string{low, high, kim, otherApp, evil}
+}
 
-	uw1, uw2, admin, compliance, cs, auditor := env.NewBrowser(), env.NewBrowser(), env.NewBrowser(), env.NewBrowser(), env.NewBrowser(), env.NewBrowser()
-	uw1.SignIn(t, apptest.UnderwriterEmail)
-	uw2.SignIn(t, "second.underwriter@review.test")
-	admin.SignIn(t, apptest.AdminEmail)
-	compliance.SignIn(t, apptest.ComplianceEmail)
-	cs.SignIn(t, apptest.CSEmail)
-	auditor.SignIn(t, apptest.AuditorEmail)
-	link := func(app string) string { return `href="/backoffice/applications/` + app + `"` }
+// fullQueue makes the five applications, oldest first.
+func (d *reviewDesk) fullQueue(t *testing.T) (low, high, kim, otherApp, evil string) {
+	t.Helper()
+	return d.low(t), d.high(t), d.kim(t), d.otherApp(t), d.evil(t)
+}
 
+// claim has the staff member with email claim app, through the service.
+func (d *reviewDesk) claim(t *testing.T, email, app string) {
+	t.Helper()
+	if err := d.env.App.Review.Claim(staffCtx(t, d.env, email), app); err != nil {
+		t.Fatalf("%s claims %s: %v", email, app, err)
+	}
+}
+
+// decide has the staff member with email claim app and record dec on its
+// evidence as it is now, through the service: the state a test of a later
+// step starts from, without the screens of the earlier ones.
+func (d *reviewDesk) decide(t *testing.T, email, app string, dec emi.ReviewDecision) emi.Application {
+	t.Helper()
+	ctx := staffCtx(t, d.env, email)
+	d.claim(t, email, app)
+	_, stamp, _, _, err := d.env.App.Review.Evidence(ctx, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec.Stamp = stamp
+	a, err := d.env.App.Review.Decide(ctx, app, dec)
+	if err != nil {
+		t.Fatalf("%s decides %s on %s: %v", email, dec.Action, app, err)
+	}
+	return a
+}
+
+// reject has the sandbox underwriter reject app.
+func (d *reviewDesk) reject(t *testing.T, app string) {
+	t.Helper()
+	if a := d.decide(t, apptest.UnderwriterEmail, app, emi.ReviewDecision{Action: "reject", ReasonCode: "prohibited_activity",
+		Text: "Sells replica weapons"}); a.Status != emi.AppRejected {
+		t.Fatalf("rejected %s is %s", app, a.Status)
+	}
+}
+
+// approveByTwo has the second underwriter give app the first approval
+// and the sandbox underwriter the second.
+func (d *reviewDesk) approveByTwo(t *testing.T, app string) {
+	t.Helper()
+	d.decide(t, secondUnderwriter, app, emi.ReviewDecision{Action: "approve", Text: "Licensed operator, Malta licence checked"})
+	if a := d.decide(t, apptest.UnderwriterEmail, app, emi.ReviewDecision{Action: "approve"}); a.Status != emi.AppApproved {
+		t.Fatalf("approved by two, %s is %s", app, a.Status)
+	}
+}
+
+// requestInformation has the sandbox underwriter ask p, the partner of
+// app, for information, and p answer with a change: app is back in the
+// queue.
+func (d *reviewDesk) requestInformation(t *testing.T, p *apptest.Partner, app string) {
+	t.Helper()
+	d.decide(t, apptest.UnderwriterEmail, app, emi.ReviewDecision{Action: "request_information", Text: "Please send a recent register extract"})
+	if r := api(t, d.env, p, http.MethodPut, "/v3/applications/"+app+"/companies", "company_update",
+		map[string]any{"city": "Leeds"}); r.Status != http.StatusOK {
+		t.Fatalf("company_update: %s", r)
+	}
+	waitStatus(t, d.env, app, emi.AppInReview)
+}
+
+// TestReviewQueueAndDecisions: the underwriters' queue and decisions in
+// the back office. Each behaviour is a subtest with its own emi, staff and
+// applications (newReviewDesk), the earlier decisions it builds on made
+// through the services rather than by the subtests before it, so one that
+// fails does not fail the others, and any of them runs alone
+// (-run 'TestReviewQueueAndDecisions/notes').
+func TestReviewQueueAndDecisions(t *testing.T) {
+	t.Parallel()
 	t.Run("the queue has tabs with counts, filters kept in the URL and the navigation count", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		other := d.other
+		low, high, kim, otherApp, evil := d.fullQueue(t)
+		all := []string{low, high, kim, otherApp, evil}
+		uw1 := d.as(t, apptest.UnderwriterEmail)
+		link := func(app string) string { return `href="/backoffice/applications/` + app + `"` }
+
 		q := uw1.Get(t, "/backoffice/review")
 		contains(t, "the queue", q, "In review (5)", "Information requested (0)", "Checking (0)", "Review Partner", "Other Partner", ">on time<")
 		hasTestIDs(t, "the queue", q, "next-application", "queue-csv")
@@ -319,6 +439,12 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("the CSV export is the filtered queue with formulas defused", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		other := d.other
+		_, _, _, otherApp, evil := d.fullQueue(t)
+		uw1 := d.as(t, apptest.UnderwriterEmail)
+
 		rows := readCSV(t, uw1.Get(t, "/backoffice/review.csv"))
 		if len(rows) != 6 || rows[0][0] != "application" || rows[0][1] != "company" {
 			t.Fatalf("CSV rows %d: %v", len(rows), rows)
@@ -343,6 +469,12 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("saved views belong to their user", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env := d.env
+		low, high, _, _, _ := d.fullQueue(t)
+		uw1, uw2 := d.as(t, apptest.UnderwriterEmail), d.as(t, secondUnderwriter)
+
 		pg := after(t, uw1, "/backoffice/review/views", url.Values{"name": {"High risk"}, "query": {"risk=High&after=x&bogus=1"}})
 		contains(t, "after saving", pg, "View “High risk” saved", `data-testid="saved-view"`, `href="/backoffice/review?risk=High"`,
 			`aria-current="true"`)
@@ -364,6 +496,12 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("next claims the oldest unclaimed application, with the queue's filters", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env, other, uw1ID, uw2ID := d.env, d.other, d.uw1ID, d.uw2ID
+		low, high, _, _, _ := d.fullQueue(t)
+		uw1, uw2 := d.as(t, apptest.UnderwriterEmail), d.as(t, secondUnderwriter)
+
 		r := uw1.Post(t, "/backoffice/review/next", url.Values{})
 		if r.Status != http.StatusSeeOther || r.Location != "/backoffice/applications/"+low {
 			t.Fatalf("next: HTTP %d to %q, want %s", r.Status, r.Location, low)
@@ -395,6 +533,13 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("a colleague's claim is refused with the holder's name", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env, uw1ID := d.env, d.uw1ID
+		low := d.low(t)
+		d.claim(t, apptest.UnderwriterEmail, low)
+		uw2 := d.as(t, secondUnderwriter)
+
 		pg := uw2.Get(t, "/backoffice/applications/"+low)
 		textHas(t, "a colleague's application", pg, "review-holder", "Sandbox Underwriter")
 		textHas(t, "a colleague's application", pg, "decide-hint", "Claim this application to decide it")
@@ -414,6 +559,13 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("a decision on stale evidence is refused with a reload message", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env, p := d.env, d.p
+		low := d.low(t)
+		d.claim(t, apptest.UnderwriterEmail, low)
+		uw1 := d.as(t, apptest.UnderwriterEmail)
+
 		pg := uw1.Get(t, "/backoffice/applications/"+low)
 		old := stampIn(t, pg.Body)
 		if n := strings.Count(pg.Body, `name="stamp" value="`+old+`"`); n != 3 {
@@ -439,6 +591,13 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("reject needs a reason code and text, then the page is read-only", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env := d.env
+		low := d.low(t)
+		d.claim(t, apptest.UnderwriterEmail, low)
+		uw1 := d.as(t, apptest.UnderwriterEmail)
+
 		stamp := stampIn(t, uw1.Get(t, "/backoffice/applications/"+low).Body)
 		r := uw1.Post(t, "/backoffice/review/"+low+"/decide", url.Values{"action": {"reject"}, "stamp": {stamp}, "reason_code": {""}, "text": {""}})
 		if r.Status != http.StatusUnprocessableEntity {
@@ -459,6 +618,13 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("four-eyes: the first approval waits for a second underwriter, who sees why", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env := d.env
+		high := d.high(t)
+		d.claim(t, secondUnderwriter, high)
+		uw1, uw2 := d.as(t, apptest.UnderwriterEmail), d.as(t, secondUnderwriter)
+
 		pg := uw2.Get(t, "/backoffice/applications/"+high)
 		hasTestIDs(t, "the High-risk application", pg, "four-eyes")
 		textIs(t, "the High-risk application", pg, "approve", "Approve (first of two)")
@@ -495,6 +661,12 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("request information, the partner's change brings it back", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env, other := d.env, d.other
+		otherApp := d.otherApp(t)
+		uw1 := d.as(t, apptest.UnderwriterEmail)
+
 		pg := after(t, uw1, "/backoffice/review/"+otherApp+"/claim", url.Values{})
 		stamp := stampIn(t, pg.Body)
 		r := uw1.Post(t, "/backoffice/review/"+otherApp+"/decide", url.Values{"action": {"request_information"}, "stamp": {stamp}, "text": {" "}})
@@ -533,6 +705,12 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("notes are threaded and mentions highlighted", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env := d.env
+		evil := d.evil(t)
+		uw1, uw2, cs, auditor := d.as(t, apptest.UnderwriterEmail), d.as(t, secondUnderwriter), d.as(t, apptest.CSEmail), d.as(t, apptest.AuditorEmail)
+
 		pg := after(t, uw1, "/backoffice/review/"+evil+"/notes", url.Values{"body": {"@second.underwriter@review.test please look at the name"}})
 		contains(t, "after the note", pg, "Note added; 1 colleague(s) mentioned.")
 		var id int64
@@ -579,6 +757,12 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("each sanctions hit gets a decision with a reason", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env := d.env
+		kim := d.kim(t)
+		uw1, compliance := d.as(t, apptest.UnderwriterEmail), d.as(t, apptest.ComplianceEmail)
+
 		pg := uw1.Get(t, "/backoffice/applications/"+kim)
 		hasTestIDs(t, "the sanctioned application", pg, "sanction-hits", "hit-form")
 		n := testID(dom(t, pg), "hit-form").Length()
@@ -627,6 +811,13 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("compliance corrects the company and suspends a member, audited", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env := d.env
+		low, evil := d.low(t), d.evil(t)
+		d.reject(t, low) // a decided application, which takes no correction
+		uw1, compliance := d.as(t, apptest.UnderwriterEmail), d.as(t, apptest.ComplianceEmail)
+
 		lacksTestIDs(t, "the underwriter's page", uw1.Get(t, "/backoffice/applications/"+evil), "company-edit-form")
 		pg := compliance.Get(t, "/backoffice/applications/"+evil)
 		hasTestIDs(t, "compliance's page", pg, "company-edit-form", "member-edit-form")
@@ -710,6 +901,12 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("admins and underwriters assign with a reason", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env, uw2ID := d.env, d.uw2ID
+		evil := d.evil(t)
+		uw1, uw2, admin := d.as(t, apptest.UnderwriterEmail), d.as(t, secondUnderwriter), d.as(t, apptest.AdminEmail)
+
 		hasTestIDs(t, "the underwriter's page", uw1.Get(t, "/backoffice/applications/"+evil), "assign-form")
 		pg := admin.Get(t, "/backoffice/applications/"+evil)
 		contains(t, "the admin's page", pg, "Second Underwriter &lt;second.underwriter@review.test&gt;")
@@ -732,6 +929,12 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("admins reassign and release in bulk", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env, uw1ID := d.env, d.uw1ID
+		kim, evil := d.kim(t), d.evil(t)
+		uw1, admin := d.as(t, apptest.UnderwriterEmail), d.as(t, apptest.AdminEmail)
+
 		q := admin.Get(t, "/backoffice/review")
 		contains(t, "the admin's queue", q, `name="application" value="`+kim+`" form="bulk"`)
 		hasTestIDs(t, "the admin's queue", q, "bulk-form")
@@ -766,6 +969,12 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("customer service neither sees nor decides", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		env, uw1ID := d.env, d.uw1ID
+		kim := d.kim(t)
+		cs := d.as(t, apptest.CSEmail)
+
 		for _, path := range []string{"/backoffice/review", "/backoffice/applications/" + kim, "/backoffice/review/metrics", "/backoffice/review.csv"} {
 			if pg := cs.Get(t, path); pg.Status != http.StatusForbidden {
 				t.Errorf("%s: HTTP %d", path, pg.Status)
@@ -787,6 +996,17 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("the metrics page draws SVG charts with tables, and decisions export as CSV", func(t *testing.T) {
+		t.Parallel()
+		desk := newReviewDesk(t)
+		// The queue after a day's work: one rejection, one approval by
+		// two underwriters, one information request the partner answered;
+		// three applications in review.
+		low, high, _, otherApp, _ := desk.fullQueue(t)
+		desk.reject(t, low)
+		desk.approveByTwo(t, high)
+		desk.requestInformation(t, desk.other, otherApp)
+		uw1 := desk.as(t, apptest.UnderwriterEmail)
+
 		pg := uw1.Get(t, "/backoffice/review/metrics")
 		contains(t, "metrics", pg, `data-testid="tile-In review"`, `data-testid="tile-SLA breaches"`,
 			`data-testid="tile-Median time to decision (30 days)"`, `data-testid="chart-ageing"`, `data-testid="chart-decisions"`,
@@ -812,6 +1032,12 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 	})
 
 	t.Run("the review pages have no inline script or style (CSP)", func(t *testing.T) {
+		t.Parallel()
+		d := newReviewDesk(t)
+		high, kim, evil := d.high(t), d.kim(t), d.evil(t)
+		d.approveByTwo(t, high) // a decided application's page too
+		uw1, admin, compliance := d.as(t, apptest.UnderwriterEmail), d.as(t, apptest.AdminEmail), d.as(t, apptest.ComplianceEmail)
+
 		after(t, uw1, "/backoffice/review/"+kim+"/claim", url.Values{})
 		for what, pg := range map[string]apptest.Page{
 			"queue (admin)":               admin.Get(t, "/backoffice/review"),
