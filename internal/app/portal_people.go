@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"emi/internal/emi"
+	"emi/internal/service/people"
 )
 
 // UpdateSanctionsForStaff is the back office's "Update now": it runs
@@ -13,9 +14,8 @@ import (
 // emi.ErrScreeningUpdate (the cause is logged and kept in the list-update
 // log); the loaded lists stay in use.
 func (a *App) UpdateSanctionsForStaff(ctx context.Context) error {
-	p, _ := emi.PrincipalFrom(ctx)
-	if !p.Can(emi.PermManageSanctions) {
-		return emi.ErrForbidden
+	if err := people.UpdateSanctions.Require(ctx); err != nil {
+		return err
 	}
 	err := a.UpdateSanctions(ctx)
 	entry := emi.AuditEntry{Action: "sanctions.update", ResourceType: "sanctions_lists", Outcome: emi.OutcomeSuccess}

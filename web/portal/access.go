@@ -4,19 +4,17 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"emi/internal/emi"
 	"emi/internal/service/cards"
 )
 
-// canDo reports whether the signed-in staff user holds perm (to show or
-// hide a control; the service checks again).
-func canDo(r *http.Request, perm emi.Permission) bool {
-	pr, _ := emi.PrincipalFrom(r.Context())
-	return pr.Can(perm)
-}
+// canDo reports whether the service's operation op allows the signed-in
+// staff user (to show or hide a control; the service checks the same op
+// again when it is used). The portal names operations, never permissions:
+// which permission an operation takes is the service's rule.
+func canDo(r *http.Request, op emi.Op) bool { return op.Allowed(r.Context()) }
 
 type userKey struct{}
 
@@ -61,26 +59,27 @@ func (p *Portal) requireStaff(next http.Handler) http.Handler {
 	})
 }
 
-// requirePerm answers 403 unless the principal has perm. The services check
-// again: this only keeps pages a role cannot use from rendering at all.
-// cardGuard guards a card action's route with the permission the card
-// service checks for that action (cards.ActionPermission): the route and
-// the service cannot require different things.
-func (p *Portal) cardGuard(act emi.CardAction) func(http.Handler) http.Handler {
-	return p.requirePerm(cards.ActionPermission(act))
-}
-
-func (p *Portal) requirePerm(perm emi.Permission) func(http.Handler) http.Handler {
+// guard answers 403, saying what the operation takes, unless the service's
+// operation op allows the signed-in staff member: a page or an action the
+// role cannot use does not render at all. The service checks the same op
+// when the handler calls it (TestRouteGuardsAreTheServiceRules proves both
+// refuse the same people, for the same reason).
+func (p *Portal) guard(op emi.Op) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			pr, _ := emi.PrincipalFrom(r.Context())
-			if !pr.Can(perm) {
-				p.errorPage(w, r, http.StatusForbidden, Message(emi.ErrForbidden))
+			if !p.unguarded && !op.Allowed(r.Context()) {
+				p.errorPage(w, r, http.StatusForbidden, Message(op.Refusal()))
 				return
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// cardGuard guards a card action's route with the operation the card
+// service checks for that action (cards.ActionOp).
+func (p *Portal) cardGuard(act emi.CardAction) func(http.Handler) http.Handler {
+	return p.guard(cards.ActionOp(act))
 }
 
 // restart sends a session that is not (yet) where it asked to be back to
@@ -99,21 +98,6 @@ func (p *Portal) toSignIn(w http.ResponseWriter, r *http.Request, msg string) {
 		p.flash(r.Context(), "info", msg)
 	}
 	redirect(w, r, "/backoffice/signin")
-}
-
-// requireAny answers 403 unless the principal has one of perms (actions
-// open to two roles, such as a release by the assignee or an admin).
-func (p *Portal) requireAny(perms ...emi.Permission) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			pr, _ := emi.PrincipalFrom(r.Context())
-			if !slices.ContainsFunc(perms, pr.Can) {
-				p.errorPage(w, r, http.StatusForbidden, Message(emi.ErrForbidden))
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
 }
 
 func current(r *http.Request) emi.StaffUser {

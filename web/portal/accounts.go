@@ -9,6 +9,9 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
+	"emi/internal/service/kernel"
+	"emi/internal/service/partners"
+	"emi/internal/service/staff"
 	"emi/views/components"
 	"emi/views/pages"
 )
@@ -186,7 +189,7 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 		return
 	}
 	keys := map[string]string{}
-	if canDo(r, emi.PermViewPartners) {
+	if canDo(r, partners.View) {
 		if _, ks, err := p.d.Partners.Get(ctx, a.PartnerID); err == nil {
 			for _, k := range ks {
 				keys[k.ID] = shortID(k.APIKey)
@@ -254,14 +257,14 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 		status = http.StatusUnprocessableEntity
 	}
 	v.Statement = st
-	if canDo(r, emi.PermViewAccounts) {
+	if canDo(r, accounts.View) {
 		entries, err := p.d.Accounts.AuditTrail(ctx, a.Token)
 		if err != nil {
 			p.renderError(w, r, err)
 			return
 		}
 		v.ShowAudit = true
-		if canDo(r, emi.PermViewAudit) {
+		if canDo(r, kernel.ViewAudit) {
 			v.AuditHref = "/backoffice/audit?resource_type=account&resource_token=" + url.QueryEscape(a.Token)
 		}
 		for _, e := range entries {
@@ -430,7 +433,7 @@ func (p *Portal) accountTerminateWithdraw(w http.ResponseWriter, r *http.Request
 // user and company pages; show is false for roles that may not see
 // accounts.
 func (p *Portal) ownerAccounts(r *http.Request, user, merchant string) (bool, []pages.AccountRow, error) {
-	if p.d.Accounts == nil || !canDo(r, emi.PermViewAccounts) {
+	if p.d.Accounts == nil || !canDo(r, accounts.View) {
 		return false, nil, nil
 	}
 	if user == "" && merchant == "" {
@@ -448,7 +451,7 @@ func (p *Portal) ownerAccounts(r *http.Request, user, merchant string) (bool, []
 // them (Accounts.Search: token, IBAN, account number, owner name or
 // e-mail).
 func (p *Portal) searchAccounts(r *http.Request, q string) ([]pages.Hit, error) {
-	if q == "" || p.d.Accounts == nil || !canDo(r, emi.PermViewAccounts) {
+	if q == "" || p.d.Accounts == nil || !canDo(r, accounts.View) {
 		return nil, nil
 	}
 	if len(q) > maxQuery {
@@ -488,7 +491,7 @@ func historyActor(r *http.Request, id, name string, keys map[string]string) (str
 		return "—", ""
 	case name == "":
 		return "staff or API key " + shortID(id), ""
-	case name != "partner API" && canDo(r, emi.PermViewStaff):
+	case name != "partner API" && canDo(r, staff.ViewStaff):
 		return name, "/backoffice/staff/" + id
 	}
 	return name, ""

@@ -5,6 +5,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
+	"emi/internal/service/transfers"
 	"emi/views/pages"
 )
 
@@ -45,7 +46,7 @@ func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment) []pages.
 		row := pages.AdjustmentRow{Token: a.Token, Requested: fmtTime(a.RequestedAt), Account: a.Account,
 			Direction: a.Direction, Amount: emi.FormatMinor(a.Amount), Currency: a.Currency, Reason: a.Reason, Status: a.Status,
 			Decided: fmtTimeOrEmpty(a.DecidedAt), Note: a.DecisionNote, Mine: can[a.Token].Withdraw}
-		if canDo(r, emi.PermViewAccounts) {
+		if canDo(r, accounts.View) {
 			row.AccountHref = accountHref(a.Account)
 		}
 		row.RequestedBy = staffName(r, a.RequestedBy, a.RequestedByName)
@@ -63,7 +64,7 @@ func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment) []pages.
 // adjustments, the request form and the sandbox's simulator, for roles
 // that see or move money.
 func (p *Portal) accountMoney(r *http.Request, a accounts.AccountView, f *accountForm) (*pages.AccountMoney, error) {
-	if p.d.Adjustments == nil || !canDo(r, emi.PermViewMoney) {
+	if p.d.Adjustments == nil || !canDo(r, transfers.ViewMoney) {
 		return nil, nil
 	}
 	pending, err := p.d.Adjustments.Pending(r.Context(), a.Token)
@@ -74,11 +75,11 @@ func (p *Portal) accountMoney(r *http.Request, a accounts.AccountView, f *accoun
 	for i := range m.Pending {
 		m.Pending[i].Back = accountHref(a.Token)
 	}
-	manage := canDo(r, emi.PermManageMoney)
+	manage := canDo(r, transfers.ManageMoney)
 	for _, b := range a.Balances {
 		m.Currencies = append(m.Currencies, b.Currency)
 	}
-	m.CanRequest = manage && a.Status != emi.AccountTerminated && len(m.Currencies) > 0
+	m.CanRequest = transfers.CanRequestAdjustment(r.Context(), a.Account, len(m.Currencies))
 	if f != nil && f.which == "adjust" {
 		m.Request = f.kept
 	}

@@ -10,11 +10,13 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
+	"emi/internal/service/kernel"
+	"emi/internal/service/partners"
 	"emi/views/pages"
 )
 
 // The programs screen: every program's settings for the roles that see
-// accounts, and for administrators (emi.PermManagePrograms) a form per
+// accounts, and for administrators (accounts.ManagePrograms) a form per
 // program and one for a new program. The rules (what may change, the
 // version check, the audit row) live in service.Accounts' CreateProgram
 // and UpdateProgram.
@@ -42,23 +44,23 @@ func (p *Portal) renderPrograms(w http.ResponseWriter, r *http.Request, status i
 		p.renderError(w, r, err)
 		return
 	}
-	v := pages.ProgramsView{CanManage: canDo(r, emi.PermManagePrograms)}
+	v := pages.ProgramsView{CanManage: canDo(r, accounts.ManagePrograms)}
 	var inUse map[string]bool
-	var partners []emi.Partner
+	var partnerList []emi.Partner
 	if v.CanManage {
 		if inUse, err = p.d.Accounts.ProgramsInUse(ctx); err != nil {
 			p.renderError(w, r, err)
 			return
 		}
-		if canDo(r, emi.PermViewPartners) {
-			if partners, err = p.d.Partners.List(ctx); err != nil {
+		if canDo(r, partners.View) {
+			if partnerList, err = p.d.Partners.List(ctx); err != nil {
 				p.renderError(w, r, err)
 				return
 			}
 		}
-		form := programForm(emi.ProgramInput{CardValidityMonths: 36}, true, false, partners)
+		form := programForm(emi.ProgramInput{CardValidityMonths: 36}, true, false, partnerList)
 		if st != nil && st.which == "new" {
-			form = programForm(st.in, true, false, partners)
+			form = programForm(st.in, true, false, partnerList)
 			form.Open, form.Errors, form.General = true, st.errs, st.general
 		}
 		v.New = &form
@@ -74,7 +76,7 @@ func (p *Portal) renderPrograms(w http.ResponseWriter, r *http.Request, status i
 		if c, ok := pending[pr.Code]; ok {
 			row.Pending = p.pendingProgramChange(r, pr, c, names)
 		}
-		if canDo(r, emi.PermViewAudit) {
+		if canDo(r, kernel.ViewAudit) {
 			row.AuditHref = "/backoffice/audit?resource_type=program&resource_token=" + url.QueryEscape(pr.Code)
 		}
 		if v.CanManage {
@@ -83,7 +85,7 @@ func (p *Portal) renderPrograms(w http.ResponseWriter, r *http.Request, status i
 			if refused && !st.saved {
 				in = st.in // with the version it was loaded at
 			}
-			form := programForm(in, false, inUse[pr.Code], partners)
+			form := programForm(in, false, inUse[pr.Code], partnerList)
 			form.Action = programAction(pr.Code)
 			form.TestID = "edit-program-form-" + pr.Code
 			if inUse[pr.Code] {

@@ -9,7 +9,10 @@ import (
 	"strings"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
 	"emi/internal/service/cards"
+	"emi/internal/service/kernel"
+	"emi/internal/service/people"
 	"emi/views/components"
 	"emi/views/pages"
 	"emi/web/httpx"
@@ -33,7 +36,7 @@ const revealSeconds = 30
 // searchCards adds cards to the global search (the forms of Cards.Search;
 // the hit shows the masked number only).
 func (p *Portal) searchCards(r *http.Request, q string) ([]pages.Hit, error) {
-	if q == "" || p.d.Cards == nil || !canDo(r, emi.PermViewAccounts) {
+	if q == "" || p.d.Cards == nil || !canDo(r, accounts.View) {
 		return nil, nil
 	}
 	if len(q) > maxQuery {
@@ -45,7 +48,7 @@ func (p *Portal) searchCards(r *http.Request, q string) ([]pages.Hit, error) {
 		// A full card number: only from the header search's POST and for
 		// staff who may reveal (Cards.SearchPAN: quota, audit). A GET
 		// (a URL holding the number) finds no card by it.
-		if r.Method != http.MethodPost || !canDo(r, emi.PermRevealCardData) {
+		if r.Method != http.MethodPost || !canDo(r, cards.ActionOp(emi.CardReveal)) {
 			return nil, nil
 		}
 		list, err = p.d.Cards.SearchPAN(r.Context(), q)
@@ -199,7 +202,7 @@ func (p *Portal) cardRows(r *http.Request, list []emi.Card) ([]pages.CardRow, er
 // ownerCards lists the cards of a person, a merchant or an account for
 // their pages; show is false for roles that may not see cards.
 func (p *Portal) ownerCards(r *http.Request, user, merchant, account string) (bool, []pages.CardRow, error) {
-	if p.d.Cards == nil || !canDo(r, emi.PermViewAccounts) {
+	if p.d.Cards == nil || !canDo(r, accounts.View) {
 		return false, nil, nil
 	}
 	if user == "" && merchant == "" && account == "" {
@@ -285,7 +288,7 @@ func (p *Portal) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages
 	}
 	partner := p.partnerNames(r).kv(r, "Partner", c.PartnerID)
 	aml := pages.KV{Label: "AML check", Value: c.AML, Mono: true}
-	if c.AML != "" && canDo(r, emi.PermViewPeople) {
+	if c.AML != "" && canDo(r, people.View) {
 		aml.Href = "/backoffice/aml/" + c.AML
 	}
 	activated := "no"
@@ -411,7 +414,7 @@ func (p *Portal) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages
 		v.Audit = append(v.Audit, auditRow(r, e))
 	}
 	p.nameAuditIDs(r, v.Audit)
-	if canDo(r, emi.PermViewAudit) {
+	if canDo(r, kernel.ViewAudit) {
 		v.AuditHref = "/backoffice/audit?resource_type=card&resource_token=" + url.QueryEscape(c.Token)
 	}
 	caps := p.d.Cards.Capabilities(r.Context(), c)

@@ -51,7 +51,7 @@ func (p *Portal) cardPayments(r *http.Request, card emi.Card, currency string, f
 	if err != nil {
 		return nil, err
 	}
-	manage := p.d.Sandbox && canDo(r, emi.PermManageCards)
+	manage := p.d.Sandbox && canDo(r, cards.Manage)
 	v := &pages.CardPayments{Total: total, Shown: len(list)}
 	for _, a := range list {
 		row := pages.PaymentRow{Token: a.Token, At: fmtTime(a.CreatedAt), Channel: a.Channel, Merchant: a.MerchantName,

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"emi/internal/emi"
+	"emi/internal/service/staff"
 	"emi/views/pages"
 )
 
@@ -32,7 +33,7 @@ func auditRow(r *http.Request, e emi.AuditEntry) pages.AuditRow {
 		row.IP = e.IP.String()
 	}
 	row.OutcomeTone = outcomeTone(e.Outcome)
-	if e.ActorType == emi.ActorStaff && canDo(r, emi.PermViewStaff) {
+	if e.ActorType == emi.ActorStaff && canDo(r, staff.ViewStaff) {
 		row.ActorHref = "/backoffice/staff/" + e.ActorID
 	}
 	switch e.ResourceType {

@@ -5,6 +5,9 @@ import (
 	"net/url"
 
 	"emi/internal/emi"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/partners"
+	"emi/internal/service/people"
 )
 
 // The pages' addresses other areas link to: an account's, a program's, a
@@ -33,7 +36,7 @@ func (p *Portal) ownerLinks(r *http.Request) *ownerLinks {
 // of returns the owner's kind and page.
 func (o *ownerLinks) of(a emi.Account) (kind, href string, err error) {
 	if a.User != "" {
-		if canDo(o.r, emi.PermViewPeople) {
+		if canDo(o.r, people.View) {
 			href = "/backoffice/users/" + a.User
 		}
 		return "person", href, nil
@@ -41,7 +44,7 @@ func (o *ownerLinks) of(a emi.Account) (kind, href string, err error) {
 	if a.Merchant == "" {
 		return "", "", nil
 	}
-	if canDo(o.r, emi.PermViewApps) && o.p.d.Onboarding != nil {
+	if canDo(o.r, onboarding.View) && o.p.d.Onboarding != nil {
 		h, seen := o.companies[a.Merchant]
 		if !seen {
 			rows, err := o.p.d.Onboarding.Companies(o.r.Context(), a.Merchant, 5)
@@ -59,7 +62,7 @@ func (o *ownerLinks) of(a emi.Account) (kind, href string, err error) {
 			return "company", h, nil
 		}
 	}
-	if canDo(o.r, emi.PermViewPartners) {
+	if canDo(o.r, partners.View) {
 		if o.masters == nil {
 			o.masters = map[string]string{}
 			list, err := o.p.d.Partners.List(o.r.Context())

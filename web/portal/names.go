@@ -3,7 +3,8 @@ package portal
 import (
 	"net/http"
 
-	"emi/internal/emi"
+	"emi/internal/service/partners"
+	"emi/internal/service/staff"
 	"emi/views/pages"
 )
 
@@ -35,12 +36,12 @@ func staffName(r *http.Request, id, name string) string {
 // actorOf names who made a status change: a staff user (linked for roles
 // that see staff), the partner's API (for roles that see partners' keys),
 // or the actor's id.
-func actorOf(r *http.Request, id string, staff, keys map[string]string) (string, string) {
+func actorOf(r *http.Request, id string, staffNames, keys map[string]string) (string, string) {
 	if u := current(r); id != "" && u.ID == id {
 		return u.Name + " (you)", ""
 	}
-	if n, ok := staff[id]; ok {
-		if !canDo(r, emi.PermViewStaff) {
+	if n, ok := staffNames[id]; ok {
+		if !canDo(r, staff.ViewStaff) {
 			return n, ""
 		}
 		return n, "/backoffice/staff/" + id
@@ -82,7 +83,7 @@ func (m partnerNameMap) name(id string) string {
 // partner's page for roles that may see it.
 func (m partnerNameMap) kv(r *http.Request, label, id string) pages.KV {
 	kv := pages.KV{Label: label, Value: m.name(id), Title: id}
-	if id != "" && canDo(r, emi.PermViewPartners) {
+	if id != "" && canDo(r, partners.View) {
 		kv.Href = "/backoffice/partners/" + id
 	}
 	return kv

@@ -6,41 +6,49 @@ import (
 	"strconv"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
+	"emi/internal/service/kernel"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/partners"
+	"emi/internal/service/people"
+	"emi/internal/service/staff"
+	"emi/internal/service/transfers"
 )
 
-// The navigation (frame): its links with the permission that shows each,
+// The navigation (frame): its links with the service operation (the one
+// guarding the page it leads to) that shows each,
 // and their badges, the size of each queue a link leads to, counted for
 // the roles that see it. The frame asks the services directly, so it needs
 // no screen.
 
-// navEntry is a navigation link and the permission that shows it.
+// navEntry is a navigation link and the operation that shows it.
 type navEntry struct {
 	href, label string
-	perm        emi.Permission
+	op          emi.Op
 }
 
 var nav = []navEntry{
-	{"/backoffice/", "Dashboard", emi.PermViewDashboard},
-	{"/backoffice/inbox", "Inbox", emi.PermViewDashboard},
-	{"/backoffice/alerts", "Compliance alerts", emi.PermViewPeople},
-	{"/backoffice/review", "Review queue", emi.PermViewApps},
-	{"/backoffice/applications", "Applications", emi.PermViewApps},
-	{"/backoffice/companies", "Companies", emi.PermViewApps},
-	{"/backoffice/users", "People", emi.PermViewPeople},
-	{"/backoffice/accounts", "Accounts", emi.PermViewAccounts},
-	{"/backoffice/programs", "Programs", emi.PermViewAccounts},
-	{"/backoffice/cards", "Cards", emi.PermViewAccounts},
-	{"/backoffice/sms", "SMS outbox", emi.PermViewAccounts},
-	{"/backoffice/suspense", "Suspense", emi.PermViewMoney},
-	{"/backoffice/adjustments", "Adjustments", emi.PermViewMoney},
-	{"/backoffice/aml", "AML reviews", emi.PermViewPeople},
-	{"/backoffice/kyc", "KYC reviews", emi.PermViewPeople},
-	{"/backoffice/sanctions", "Sanctions lists", emi.PermViewPeople},
-	{"/backoffice/watchlist", "Watch list", emi.PermViewPeople},
-	{"/backoffice/partners", "Partners", emi.PermViewPartners},
-	{"/backoffice/staff", "Staff", emi.PermViewStaff},
-	{"/backoffice/audit", "Audit log", emi.PermViewAudit},
-	{"/backoffice/jobs", "Jobs", emi.PermViewJobs},
+	{"/backoffice/", "Dashboard", staff.ViewDashboard},
+	{"/backoffice/inbox", "Inbox", staff.ViewDashboard},
+	{"/backoffice/alerts", "Compliance alerts", people.View},
+	{"/backoffice/review", "Review queue", onboarding.View},
+	{"/backoffice/applications", "Applications", onboarding.View},
+	{"/backoffice/companies", "Companies", onboarding.View},
+	{"/backoffice/users", "People", people.View},
+	{"/backoffice/accounts", "Accounts", accounts.View},
+	{"/backoffice/programs", "Programs", accounts.View},
+	{"/backoffice/cards", "Cards", accounts.View},
+	{"/backoffice/sms", "SMS outbox", accounts.View},
+	{"/backoffice/suspense", "Suspense", transfers.ViewMoney},
+	{"/backoffice/adjustments", "Adjustments", transfers.ViewMoney},
+	{"/backoffice/aml", "AML reviews", people.View},
+	{"/backoffice/kyc", "KYC reviews", people.View},
+	{"/backoffice/sanctions", "Sanctions lists", people.View},
+	{"/backoffice/watchlist", "Watch list", people.View},
+	{"/backoffice/partners", "Partners", partners.View},
+	{"/backoffice/staff", "Staff", staff.ViewStaff},
+	{"/backoffice/audit", "Audit log", kernel.ViewAudit},
+	{"/backoffice/jobs", "Jobs", kernel.ViewJobs},
 }
 
 // queueCounts returns the sizes of the review queues by navigation href,
@@ -53,7 +61,7 @@ func (p *Portal) queueCounts(r *http.Request) map[string]string {
 	}
 	p.moneyCounts(r, out)
 	p.inboxCounts(r, out)
-	if p.d.AML == nil || p.d.KYC == nil || !canDo(r, emi.PermViewPeople) {
+	if p.d.AML == nil || p.d.KYC == nil || !canDo(r, people.View) {
 		return out
 	}
 	ctx := r.Context()
@@ -83,7 +91,7 @@ func (p *Portal) reviewCount(r *http.Request) (int64, bool) {
 	if n, ok := r.Context().Value(reviewCountKey{}).(int64); ok {
 		return n, true
 	}
-	if p.d.Onboarding == nil || !canDo(r, emi.PermViewApps) {
+	if p.d.Onboarding == nil || !canDo(r, onboarding.View) {
 		return 0, false
 	}
 	n, err := p.d.Onboarding.CountByStatus(r.Context(), emi.AppInReview)
@@ -97,7 +105,7 @@ func (p *Portal) reviewCount(r *http.Request) (int64, bool) {
 // moneyCounts adds the open suspense items and pending adjustments to the
 // navigation's badges, for roles that see them.
 func (p *Portal) moneyCounts(r *http.Request, out map[string]string) {
-	if !canDo(r, emi.PermViewMoney) {
+	if !canDo(r, transfers.ViewMoney) {
 		return
 	}
 	ctx := r.Context()
@@ -121,12 +129,12 @@ func (p *Portal) moneyCounts(r *http.Request, out map[string]string) {
 // alerts to the navigation badges. A failed count leaves its badge out.
 func (p *Portal) inboxCounts(r *http.Request, out map[string]string) {
 	ctx := r.Context()
-	if p.d.Inbox != nil && canDo(r, emi.PermViewDashboard) {
+	if p.d.Inbox != nil && canDo(r, staff.ViewDashboard) {
 		if n, err := p.d.Inbox.Unread(ctx); err == nil && n > 0 {
 			out["/backoffice/inbox"] = strconv.FormatInt(n, 10)
 		}
 	}
-	if p.d.Alerts != nil && canDo(r, emi.PermReviewAML) {
+	if p.d.Alerts != nil && canDo(r, people.ReviewAML) {
 		if n, err := p.d.Alerts.Count(ctx); err != nil {
 			p.d.Logger.Warn("count the alert queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
 		} else if n > 0 {

@@ -12,6 +12,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/onboarding"
+	"emi/internal/service/partners"
 	"emi/views/pages"
 )
 
@@ -76,7 +77,7 @@ func (p *Portal) applicationList(w http.ResponseWriter, r *http.Request) {
 	if !found { // an unknown status: all
 		v.Tabs[len(v.Tabs)-1].Active, v.Filter.Status = true, "all"
 	}
-	if canDo(r, emi.PermViewPartners) {
+	if canDo(r, partners.View) {
 		list, err := p.d.Partners.List(r.Context())
 		if err != nil {
 			p.renderError(w, r, err)
@@ -168,7 +169,7 @@ func (p *Portal) applicationView(r *http.Request, a emi.Application, docs map[st
 	// Everyone who reviews applications sees what the partner was told;
 	// the delivery log (and replays) stay with the webhook permission.
 	v.ShowEvents = true
-	if canDo(r, emi.PermViewWebhooks) {
+	if canDo(r, partners.ViewWebhooks) {
 		v.EventsHref = "/backoffice/partners/" + a.PartnerID + "/events?resource=" + url.QueryEscape(a.Token)
 	}
 	log, err := p.d.Webhooks.ApplicationEvents(ctx, a.Token)
@@ -197,7 +198,7 @@ func yesNo(b *bool) string {
 // applicationKVs are the application's own fields.
 func applicationKVs(r *http.Request, a emi.Application) []pages.KV {
 	partner := pages.KV{Label: "Partner", Value: a.PartnerName}
-	if canDo(r, emi.PermViewPartners) {
+	if canDo(r, partners.View) {
 		partner.Href = "/backoffice/partners/" + a.PartnerID
 	}
 	rev := strconv.Itoa(a.Revision)

@@ -8,6 +8,10 @@ import (
 	"strings"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/partners"
+	"emi/internal/service/people"
 	"emi/views/pages"
 )
 
@@ -58,7 +62,7 @@ func (p *Portal) companyDetail(w http.ResponseWriter, r *http.Request) {
 		Details: companyKVs(*a.Company), Members: memberRows(a, docs), CompanyDocs: docViews(docs["company"]),
 		MemberDocs: memberDocs(a, docs)}
 	partner := pages.KV{Label: "Partner", Value: a.PartnerName}
-	if canDo(r, emi.PermViewPartners) {
+	if canDo(r, partners.View) {
 		partner.Href = "/backoffice/partners/" + a.PartnerID
 	}
 	risk := pages.KV{Label: "Risk", Value: a.RiskScore, Tone: toneOrNeutral(riskTone(a.RiskScore))}
@@ -79,10 +83,10 @@ func (p *Portal) companyDetail(w http.ResponseWriter, r *http.Request) {
 	v.Decided, v.Decision = decisionKVs(a, grounds)
 	// The onboarded merchant's accounts and cards (none before the
 	// approval).
-	show, accounts := false, []pages.AccountRow(nil)
+	show, accountRows := false, []pages.AccountRow(nil)
 	showCards, cards := false, []pages.CardRow(nil)
 	if a.OnboardedMerchant != "" {
-		if show, accounts, err = p.ownerAccounts(r, "", a.OnboardedMerchant); err != nil {
+		if show, accountRows, err = p.ownerAccounts(r, "", a.OnboardedMerchant); err != nil {
 			p.renderError(w, r, err)
 			return
 		}
@@ -91,10 +95,10 @@ func (p *Portal) companyDetail(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
-		show = p.d.Accounts != nil && canDo(r, emi.PermViewAccounts)
-		showCards = p.d.Cards != nil && canDo(r, emi.PermViewAccounts)
+		show = p.d.Accounts != nil && canDo(r, accounts.View)
+		showCards = p.d.Cards != nil && canDo(r, accounts.View)
 	}
-	p.renderPrivate(w, r, http.StatusOK, name, pages.CompanyPage(v, show, accounts, showCards, cards))
+	p.renderPrivate(w, r, http.StatusOK, name, pages.CompanyPage(v, show, accountRows, showCards, cards))
 }
 
 // maxRoleCompanies bounds the companies looked up for a member's roles.
@@ -178,7 +182,7 @@ func memberGroups(r *http.Request, m emi.Member) []pages.FieldGroup {
 		pct = strconv.Itoa(*m.OwnershipPercentage) + " %"
 	}
 	user := pages.KV{Label: "Person (user)", Value: m.User, Mono: true}
-	if m.User != "" && canDo(r, emi.PermViewPeople) {
+	if m.User != "" && canDo(r, people.View) {
 		user.Href = "/backoffice/users/" + m.User
 	}
 	return []pages.FieldGroup{
@@ -219,7 +223,7 @@ func memberGroups(r *http.Request, m emi.Member) []pages.FieldGroup {
 // applications (Onboarding.Companies: legal or trade name, company number,
 // merchant or application token, partner name).
 func (p *Portal) searchCompanies(r *http.Request, q string) ([]pages.Hit, error) {
-	if q == "" || p.d.Onboarding == nil || !canDo(r, emi.PermViewApps) {
+	if q == "" || p.d.Onboarding == nil || !canDo(r, onboarding.View) {
 		return nil, nil
 	}
 	if len(q) > maxQuery {

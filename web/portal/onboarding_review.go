@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/partners"
 	"emi/views/components"
 	"emi/views/pages"
 )
@@ -158,7 +160,7 @@ func slaState(status emi.ApplicationStatus, due *time.Time, now time.Time) (stri
 // colleagues are the active staff users who may decide applications, for
 // the assign and bulk-reassign selects (underwriters and admins).
 func (p *Portal) colleagues(r *http.Request, selected string) ([]pages.Option, error) {
-	if !canDo(r, emi.PermDecideApps) && !canDo(r, emi.PermManageStaff) {
+	if !canDo(r, onboarding.Oversee) {
 		return nil, nil
 	}
 	list, err := p.d.Review.Assignees(r.Context())
@@ -200,7 +202,7 @@ func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, statu
 	now := p.d.Now()
 	me := current(r).ID
 	base := qp.values()
-	v := pages.QueueView{Query: base.Encode(), CSVHref: "/backoffice/review.csv", CanNext: canDo(r, emi.PermDecideApps),
+	v := pages.QueueView{Query: base.Encode(), CSVHref: "/backoffice/review.csv", CanNext: canDo(r, onboarding.Decide),
 		MetricsHref: "/backoffice/review/metrics", Paged: qp.After != ""}
 	if len(base) > 0 {
 		v.CSVHref += "?" + base.Encode()
@@ -215,7 +217,7 @@ func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, statu
 			Href: queueHref(tq), Active: t.status == qp.Tab})
 	}
 	v.Filter = pages.QueueFilterView{Tab: string(qp.Tab), Partner: qp.Partner, Hit: qp.Hit, NearSLA: qp.NearSLA}
-	if canDo(r, emi.PermViewPartners) {
+	if canDo(r, partners.View) {
 		list, err := p.d.Partners.List(ctx)
 		if err != nil {
 			p.renderError(w, r, err)
@@ -239,7 +241,7 @@ func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, statu
 		{Value: "none", Label: "unassigned", Selected: qp.Assignee == "none"}}
 	v.Filter.Sorts = []pages.Option{{Value: "age", Label: "oldest first", Selected: qp.Sort == ""},
 		{Value: "risk", Label: "highest risk first", Selected: qp.Sort == "risk"}}
-	if canDo(r, emi.PermManageStaff) {
+	if canDo(r, onboarding.Reassign) {
 		cs, err := p.colleagues(r, "")
 		if err != nil {
 			p.renderError(w, r, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/internal/service/kernel"
 	"emi/internal/service/onboarding"
 	"emi/views/pages"
 )
@@ -78,7 +79,6 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 		return
 	}
 	now := p.d.Now()
-	open := !a.Status.Decided()
 	if hasSanctionHits(v.Checks) {
 		hd, err := p.d.Review.HitDecisions(ctx, a.Token)
 		if err != nil {
@@ -114,7 +114,8 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 		}
 	}
 	v.Compare = compareRows(a)
-	rp, err := p.reviewPanel(r, a, stamp, now, st)
+	caps := p.d.Review.ApplicationCapabilities(ctx, a)
+	rp, err := p.reviewPanel(r, a, caps, stamp, now, st)
 	if err != nil {
 		p.renderError(w, r, err)
 		return
@@ -125,7 +126,7 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 	}
 	v.Notes = noteTree(r, notes)
 	v.NotesShown = true
-	if open && (canDo(r, emi.PermDecideApps) || canDo(r, emi.PermReviewAML)) {
+	if caps.Annotate {
 		v.NoteForm = &pages.NoteForm{Action: reviewBase(a.Token) + "/notes"}
 		if st.is("note", "") {
 			v.NoteForm.Body, v.NoteForm.Errors = st.value("body"), st.errs
@@ -135,17 +136,17 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 			v.ReplyTo, v.ReplyBody, v.ReplyErrors = st.key, st.value("body"), st.errs
 		}
 	}
-	if open && canDo(r, emi.PermReviewAML) {
+	if caps.Correct {
 		v.Edit = editView(a, st)
 	}
-	if canDo(r, emi.PermViewApps) {
+	if canDo(r, onboarding.View) {
 		entries, err := p.d.Review.AuditTrail(ctx, a.Token)
 		if err != nil {
 			p.renderError(w, r, err)
 			return
 		}
 		v.ShowAudit = true
-		if canDo(r, emi.PermViewAudit) {
+		if canDo(r, kernel.ViewAudit) {
 			v.AuditHref = "/backoffice/audit?resource_type=application&resource_token=" + url.QueryEscape(a.Token)
 		}
 		for _, e := range entries {
@@ -167,8 +168,8 @@ func hasSanctionHits(cs []pages.CheckView) bool {
 
 // reviewPanel is the review's state and the actions the signed-in user may
 // take.
-func (p *Portal) reviewPanel(r *http.Request, a emi.Application, stamp string, now time.Time, st *formState) (*pages.ReviewPanel, error) {
-	me := current(r).ID
+func (p *Portal) reviewPanel(r *http.Request, a emi.Application, caps onboarding.ApplicationCapability, stamp string, now time.Time,
+	st *formState) (*pages.ReviewPanel, error) {
 	rs := a.Review
 	open := !a.Status.Decided()
 	v := &pages.ReviewPanel{Action: reviewBase(a.Token), Stamp: stamp, Status: string(a.Status), Open: open,
@@ -186,14 +187,14 @@ func (p *Portal) reviewPanel(r *http.Request, a emi.Application, stamp string, n
 		}
 	}
 	if rs.Claimed(now) {
-		v.Held, v.HolderIsMe = true, rs.Assignee == me
+		v.Held = true
 		v.Holder = who(r, rs.Assignee, rs.AssigneeName)
 		if rs.ClaimedAt != nil {
 			v.HeldSince = fmtTime(*rs.ClaimedAt)
 		}
 	}
 	if rs.FirstApprovalBy != "" && a.Status == emi.AppInReview {
-		v.FirstApproval, v.FirstIsMe = true, rs.FirstApprovalBy == me
+		v.FirstApproval = true
 		v.FirstBy = who(r, rs.FirstApprovalBy, rs.FirstApprovalByName)
 		v.FirstReason = rs.FirstApprovalReason
 		if rs.FirstApprovalAt != nil {
@@ -203,10 +204,8 @@ func (p *Portal) reviewPanel(r *http.Request, a emi.Application, stamp string, n
 	if !open {
 		return v, nil
 	}
-	decide := canDo(r, emi.PermDecideApps)
-	v.CanClaim = decide && !rs.Claimed(now)
-	v.CanRelease = v.Held && (v.HolderIsMe || canDo(r, emi.PermManageStaff))
-	if decide || canDo(r, emi.PermManageStaff) {
+	v.CanClaim, v.CanRelease = caps.Claim, caps.Release
+	if caps.Assign {
 		cs, err := p.colleagues(r, st.value("to"))
 		if err != nil {
 			return nil, err
@@ -216,16 +215,7 @@ func (p *Portal) reviewPanel(r *http.Request, a emi.Application, stamp string, n
 			v.AssignReason, v.AssignErrors = st.value("reason"), st.errs
 		}
 	}
-	switch {
-	case !decide:
-		v.DecideHint = "Your roles do not decide applications."
-	case a.Status != emi.AppInReview:
-		v.DecideHint = "Decisions are made once the application is in review (it is " + strings.ReplaceAll(string(a.Status), "_", " ") + ")."
-	case !rs.ClaimedBy(me, now):
-		v.DecideHint = "Claim this application to decide it: only the underwriter who holds it decides."
-	default:
-		v.CanDecide, v.CanApprove = true, !v.FirstIsMe
-	}
+	v.CanDecide, v.CanApprove, v.DecideHint, v.ApproveHint = caps.Decide, caps.Approve, caps.WhyNotDecide, caps.WhyNotApprove
 	if v.CanDecide {
 		for _, c := range emi.RejectReasons {
 			v.RejectReasons = append(v.RejectReasons, pages.Option{Value: c, Label: strings.ReplaceAll(c, "_", " "),

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"emi/internal/emi"
+	"emi/internal/service/ops"
 	"emi/views/pages"
 	"emi/web/httpx"
 )
@@ -28,15 +29,14 @@ func (p *Portal) renderAlerts(w http.ResponseWriter, r *http.Request, status int
 		return
 	}
 	me := current(r).ID
-	mayAct := canDo(r, emi.PermReviewAML)
 	v := pages.AlertsView{Error: problem}
-	if mayAct {
-		people, err := p.d.Alerts.Assignees(ctx)
+	if canDo(r, ops.WorkAlerts) {
+		colleagues, err := p.d.Alerts.Assignees(ctx)
 		if err != nil {
 			p.renderError(w, r, err)
 			return
 		}
-		for _, u := range people {
+		for _, u := range colleagues {
 			v.Assignees = append(v.Assignees, pages.Option{Value: u.ID, Label: u.Name + " (" + u.Email + ")"})
 		}
 	}
@@ -53,9 +53,8 @@ func (p *Portal) renderAlerts(w http.ResponseWriter, r *http.Request, status int
 			row.Holder = who(r, a.Claim.StaffID, a.Claim.StaffName)
 			row.HeldByMe = a.Claim.StaffID == me
 		}
-		row.CanClaim = mayAct && a.Claim == nil
-		row.CanRelease = mayAct && a.Claim != nil && (row.HeldByMe || canDo(r, emi.PermManageStaff))
-		row.CanAssign = mayAct
+		caps := ops.AlertCapabilitiesOf(ctx, a.Claim)
+		row.CanClaim, row.CanRelease, row.CanAssign = caps.Claim, caps.Release, caps.Assign
 		v.Rows = append(v.Rows, row)
 	}
 	p.renderPrivate(w, r, status, "Compliance alerts", pages.Alerts(v))

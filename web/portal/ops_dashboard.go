@@ -5,6 +5,11 @@ import (
 	"strconv"
 
 	"emi/internal/emi"
+	"emi/internal/service/kernel"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/partners"
+	"emi/internal/service/people"
+	"emi/internal/service/staff"
 	"emi/views/pages"
 )
 
@@ -15,7 +20,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	pr, _ := emi.PrincipalFrom(ctx)
 	var tiles []pages.Tile
-	if pr.Can(emi.PermViewPartners) {
+	if partners.View.AllowedFor(pr) {
 		n, err := p.d.Partners.Count(ctx)
 		if err != nil {
 			p.serverError(w, r, err)
@@ -23,7 +28,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 		}
 		tiles = append(tiles, pages.Tile{Label: "Partners", Value: strconv.FormatInt(n, 10), Href: "/backoffice/partners"})
 	}
-	if pr.Can(emi.PermViewStaff) {
+	if staff.ViewStaff.AllowedFor(pr) {
 		list, err := p.d.Staff.List(ctx)
 		if err != nil {
 			p.serverError(w, r, err)
@@ -31,7 +36,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 		}
 		tiles = append(tiles, pages.Tile{Label: "Staff users", Value: strconv.Itoa(len(list)), Href: "/backoffice/staff"})
 	}
-	if pr.Can(emi.PermViewPeople) && p.d.AML != nil && p.d.KYC != nil {
+	if people.View.AllowedFor(pr) && p.d.AML != nil && p.d.KYC != nil {
 		aml, err := p.d.AML.QueueSize(ctx)
 		if err != nil {
 			p.serverError(w, r, err)
@@ -46,7 +51,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 			pages.Tile{Label: "AML checks to review", Value: strconv.FormatInt(aml, 10), Href: "/backoffice/aml"},
 			pages.Tile{Label: "KYC sessions to review", Value: strconv.FormatInt(kyc, 10), Href: "/backoffice/kyc"})
 	}
-	if pr.Can(emi.PermViewApps) && p.d.Onboarding != nil {
+	if onboarding.View.AllowedFor(pr) && p.d.Onboarding != nil {
 		for _, st := range []struct {
 			status emi.ApplicationStatus
 			label  string
@@ -69,7 +74,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 				Href: "/backoffice/review/metrics"})
 		}
 	}
-	if pr.Can(emi.PermViewJobs) && p.d.JobCounts != nil {
+	if kernel.ViewJobs.AllowedFor(pr) && p.d.JobCounts != nil {
 		counts, err := p.d.JobCounts(ctx)
 		if err != nil {
 			p.serverError(w, r, err)

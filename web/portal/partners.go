@@ -9,6 +9,7 @@ import (
 	"github.com/a-h/templ"
 
 	"emi/internal/emi"
+	"emi/internal/service/partners"
 	"emi/views/pages"
 )
 
@@ -46,7 +47,7 @@ func (p *Portal) partnerList(w http.ResponseWriter, r *http.Request) {
 	for i, pt := range list {
 		rows[i] = partnerRow(pt)
 	}
-	p.render(w, r, sort.status(), "Partners", pages.Partners(rows, canDo(r, emi.PermManagePartners), sort.view(r)))
+	p.render(w, r, sort.status(), "Partners", pages.Partners(rows, canDo(r, partners.Manage), sort.view(r)))
 }
 
 // partnerNew (GET /partners/new).
@@ -116,7 +117,7 @@ func (p *Portal) renderPartnerPage(w http.ResponseWriter, r *http.Request, statu
 		}
 		rows[i] = row
 	}
-	content := []templ.Component{pages.PartnerDetail(partnerRow(pt), rows, canDo(r, emi.PermManagePartners))}
+	content := []templ.Component{pages.PartnerDetail(partnerRow(pt), rows, canDo(r, partners.Manage))}
 	onboarding, err := p.validatorSection(r, id, vc)
 	if err != nil {
 		p.renderError(w, r, err)
@@ -128,7 +129,7 @@ func (p *Portal) renderPartnerPage(w http.ResponseWriter, r *http.Request, statu
 	// The endpoints are the page's one sortable table; a role that does not
 	// see them has no order to ask for.
 	var sort tableSort
-	if canDo(r, emi.PermViewWebhooks) {
+	if canDo(r, partners.ViewWebhooks) {
 		sort = readSort(r, "", "", "url", "events", "status", "last_attempt")
 	}
 	if status == http.StatusOK {

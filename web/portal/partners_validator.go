@@ -10,6 +10,8 @@ import (
 	"github.com/a-h/templ"
 
 	"emi/internal/emi"
+	"emi/internal/service/onboarding"
+	"emi/internal/service/partners"
 	"emi/views/pages"
 )
 
@@ -33,15 +35,15 @@ var clientTypes = []struct{ key, label string }{
 // link to its applications and its validator configuration, with the edit
 // form for roles that may change it (nil when the role may not see it).
 func (p *Portal) validatorSection(r *http.Request, partnerID string, st *validatorState) (templ.Component, error) {
-	if p.d.Onboarding == nil || !canDo(r, emi.PermViewPartners) {
+	if p.d.Onboarding == nil || !canDo(r, partners.View) {
 		return nil, nil
 	}
 	cfg, err := p.d.Onboarding.ValidatorConfig(r.Context(), partnerID)
 	if err != nil {
 		return nil, err
 	}
-	v := pages.ValidatorView{PartnerID: partnerID, Configured: cfg != nil, CanManage: canDo(r, emi.PermManagePartners)}
-	if canDo(r, emi.PermViewApps) {
+	v := pages.ValidatorView{PartnerID: partnerID, Configured: cfg != nil, CanManage: canDo(r, partners.Manage)}
+	if canDo(r, onboarding.View) {
 		v.AppsHref = "/backoffice/applications?status=all&partner=" + partnerID
 	}
 	if cfg != nil {

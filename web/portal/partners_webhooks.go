@@ -21,7 +21,7 @@ import (
 // the role may not see webhooks), in the order sort asks (issue 23: a
 // partner has a handful, sorted in Go; the usual order is the service's).
 func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs map[string]string, sort tableSort) (templ.Component, error) {
-	if !canDo(r, emi.PermViewWebhooks) {
+	if !canDo(r, partners.ViewWebhooks) {
 		return nil, nil
 	}
 	eps, err := p.d.Webhooks.Endpoints(r.Context(), partnerID)
@@ -72,7 +72,7 @@ func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs
 	// a refused form's POST.
 	order := sort.view(r)
 	order.Path, order.Query = "/backoffice/partners/"+partnerID, nil
-	v := pages.WebhooksView{PartnerID: partnerID, Endpoints: rows, CanManage: canDo(r, emi.PermManageWebhooks), NewURL: newURL,
+	v := pages.WebhooksView{PartnerID: partnerID, Endpoints: rows, CanManage: canDo(r, partners.ManageWebhooks), NewURL: newURL,
 		Errors: errs, Sort: order}
 	if len(errs) > 0 {
 		// A refused new endpoint (webhookAdd): its event types as typed.
@@ -216,12 +216,18 @@ func (p *Portal) renderEventsLog(w http.ResponseWriter, r *http.Request, status 
 	for k, v := range errs {
 		filter.Errors[k] = v
 	}
+	// The delivery log is the webhook area's page: its service says who
+	// may read it before anything else is read.
+	if _, err := p.d.Webhooks.Endpoints(r.Context(), id); err != nil {
+		p.renderError(w, r, err)
+		return
+	}
 	pt, _, err := p.d.Partners.Get(r.Context(), id)
 	if err != nil {
 		p.renderError(w, r, err)
 		return
 	}
-	v := pages.EventsView{PartnerID: id, Filter: filter, CanReplay: canDo(r, emi.PermManageWebhooks), MaxBulk: partners.MaxBulkReplay}
+	v := pages.EventsView{PartnerID: id, Filter: filter, CanReplay: canDo(r, partners.ManageWebhooks), MaxBulk: partners.MaxBulkReplay}
 	if len(filter.Errors) > 0 {
 		p.render(w, r, http.StatusUnprocessableEntity, "Delivery log · "+pt.Name, pages.Events(v))
 		return

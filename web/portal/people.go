@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
+	"emi/internal/service/kernel"
 	"emi/views/pages"
 )
 
@@ -88,7 +90,7 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 // a person's token lists no cards: the person's page does. A query the
 // cards search refuses (a full card number) lists none.
 func (p *Portal) personCards(r *http.Request, q string, rows []pages.UserRow) error {
-	if q == "" || len(rows) == 0 || p.d.Cards == nil || !canDo(r, emi.PermViewAccounts) {
+	if q == "" || len(rows) == 0 || p.d.Cards == nil || !canDo(r, accounts.View) {
 		return nil
 	}
 	list, err := p.d.Cards.Search(r.Context(), q)
@@ -143,7 +145,7 @@ func (p *Portal) userDetail(w http.ResponseWriter, r *http.Request) {
 	for _, s := range sessions {
 		v.Sessions = append(v.Sessions, kycRow(s, p.d.Now()))
 	}
-	if canDo(r, emi.PermViewAudit) {
+	if canDo(r, kernel.ViewAudit) {
 		entries, err := p.d.Audit.List(ctx, emi.AuditFilter{ResourceType: "user", ResourceToken: u.Token, Limit: 50})
 		if err != nil {
 			p.renderError(w, r, err)

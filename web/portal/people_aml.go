@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/internal/service/partners"
+	"emi/internal/service/people"
 	"emi/views/pages"
 )
 
@@ -93,8 +95,8 @@ func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, 
 	v := pages.AMLCheckView{Token: c.Token, Status: string(c.Status), StatusTone: amlTone(c.Status),
 		FirstName: c.FirstName, LastName: c.LastName, Birthday: c.Birthday, Nationality: c.Nationality,
 		Partner: c.PartnerName, Source: c.Source, User: c.UserToken, ListVersion: c.ListVersion, Created: fmtTime(c.CreatedAt),
-		ReviewedBy: who(r, c.ReviewedBy, c.ReviewedByName), CanDecide: c.Status == emi.AMLMatch && canDo(r, emi.PermReviewAML)}
-	if canDo(r, emi.PermViewPartners) {
+		ReviewedBy: who(r, c.ReviewedBy, c.ReviewedByName)}
+	if canDo(r, partners.View) {
 		v.PartnerHref = "/backoffice/partners/" + c.PartnerID
 	}
 	if c.UserToken != "" {
@@ -104,21 +106,21 @@ func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, 
 		v.Reviewed = fmtTime(*c.ReviewedAt)
 	}
 	v.Merchant = merchantKVs(r, c)
+	caps := p.d.AML.HitCapabilities(r.Context(), c)
 	for _, h := range c.Hits {
 		hv := hitView(h)
+		hc := caps[h.N]
+		hv.CanDecide, hv.CanFalsePositive, hv.WhyNot = hc.Decide, hc.FalsePositive, hc.WhyNot
 		hv.DecidedBy = who(r, h.DecidedBy, h.DecidedByName)
 		if h.ConfirmedBy != "" {
 			hv.DecidedBy += ", confirmed by " + who(r, h.ConfirmedBy, h.ConfirmedByName)
-		}
-		if h.Pending() && h.DecidedBy == current(r).ID {
-			hv.Open = false // the proposer waits for someone else
 		}
 		if h.N == n {
 			hv.FormReason, hv.Errors = reason, errs
 		}
 		v.Hits = append(v.Hits, hv)
 	}
-	if canDo(r, emi.PermReviewAML) {
+	if canDo(r, people.ReviewAML) {
 		v.NextCase = p.nextAMLCheck(r, c.Token)
 	}
 	p.renderPrivate(w, r, status, "AML check · "+strings.TrimSpace(c.FirstName+" "+c.LastName), pages.AMLCheck(v))
@@ -130,7 +132,7 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 		MatchedName: h.MatchedName, Alias: h.Alias, Score: score(h.Score), Fields: strings.Join(h.Fields, ", "),
 		NameScore: score(b.NameScore), Birthday: orUnknown(b.Birthday), BirthdayAdjust: adjust(b.BirthdayAdjust),
 		Nationality: orUnknown(b.Nationality), NationalityAdjust: adjust(b.NationalityAdjust), TypeAdjust: adjust(b.TypeAdjust),
-		Notes: b.Notes, Suppressed: h.Suppressed, Open: h.Open(),
+		Notes: b.Notes, Suppressed: h.Suppressed, Open: h.Open() && !h.Pending(), Pending: h.Pending(),
 		Decision: h.Decision, Reason: h.Reason, DecidedBy: h.DecidedBy}
 	for _, t := range b.Tokens {
 		row := pages.TokenRow{Query: t.Query, Entry: t.Entry, Similarity: score(t.Similarity), How: t.Note}

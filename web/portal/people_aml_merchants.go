@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"emi/internal/emi"
+	"emi/internal/service/onboarding"
 	"emi/views/pages"
 )
 
@@ -25,7 +26,7 @@ func merchantKVs(r *http.Request, c emi.AMLCheck) []pages.KV {
 	if c.MemberToken != "" {
 		member = pages.KV{Label: "Member", Value: strings.TrimSpace(c.FirstName + " " + c.LastName)}
 	}
-	if canDo(r, emi.PermViewApps) && c.MerchantApplication != "" {
+	if canDo(r, onboarding.View) && c.MerchantApplication != "" {
 		merchant.Href = "/backoffice/companies/" + c.MerchantApplication
 		if c.MemberToken != "" {
 			member.Href = "/backoffice/applications/" + c.MerchantApplication + "/members/" + c.MemberToken

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/internal/service/partners"
+	"emi/internal/service/people"
 	"emi/views/pages"
 )
 
@@ -114,7 +116,7 @@ func (p *Portal) renderKYCSession(w http.ResponseWriter, r *http.Request, status
 	}
 	v := pages.KYCSessionView{Token: s.Token, Status: string(s.Status), StatusTone: kycTone(s.Status), Name: u.FullName(),
 		Docs: docViews(docs), ReviewedBy: who(r, s.ReviewedBy, s.ReviewedByName), Reason: s.Reason, InternalNote: s.InternalNote,
-		CanDecide: s.Status == emi.KYCSubmitted && canDo(r, emi.PermReviewKYC), FormReason: form.Reason, FormNote: form.InternalNote,
+		CanDecide: people.CanDecideKYC(r.Context(), s), FormReason: form.Reason, FormNote: form.InternalNote,
 		Errors: errs}
 	if s.ReviewedAt != nil {
 		v.Reviewed = fmtTime(*s.ReviewedAt)
@@ -142,10 +144,10 @@ func (p *Portal) renderKYCSession(w http.ResponseWriter, r *http.Request, status
 		{Label: "Submitted (UTC)", Value: fmtTimeOrEmpty(s.SubmittedAt), Mono: true},
 		{Label: "Link valid until (UTC)", Value: fmtTime(s.ExpiresAt), Mono: true},
 	}
-	if canDo(r, emi.PermViewPartners) {
+	if canDo(r, partners.View) {
 		v.Session[1].Href = "/backoffice/partners/" + s.PartnerID
 	}
-	if canDo(r, emi.PermReviewKYC) {
+	if canDo(r, people.ReviewKYC) {
 		v.NextCase = p.nextKYCSession(r, s.Token)
 	}
 	p.renderPrivate(w, r, status, "KYC · "+u.FullName(), pages.KYCSession(v))

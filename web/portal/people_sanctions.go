@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/internal/service/people"
 	"emi/views/pages"
 	"emi/web/httpx"
 )
@@ -25,7 +26,7 @@ func (p *Portal) sanctions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := pages.SanctionsView{Loaded: st.Loaded, Version: st.Version, AutoUpdate: st.AutoUpdate, Sources: st.Sources,
-		CanUpdate: p.d.UpdateSanctions != nil && canDo(r, emi.PermManageSanctions)}
+		CanUpdate: p.d.UpdateSanctions != nil && canDo(r, people.UpdateSanctions)}
 	if st.Loaded {
 		v.Threshold = strconv.FormatFloat(st.Threshold, 'f', 2, 64)
 	}

@@ -23,6 +23,7 @@ import (
 	"emi/internal/app/apptest"
 	"emi/internal/config"
 	"emi/internal/emi"
+	"emi/internal/service/people"
 	"emi/web/portal"
 )
 
@@ -456,8 +457,8 @@ func TestAMLReview(t *testing.T) {
 			t.Fatalf("one officer's false positives closed the check: %s", checkStatus(t, f.env, check))
 		}
 		if p := officer.Get(t, page); strings.Count(p.Body, "false positive proposed: needs a second person") < len(pending) ||
-			strings.Contains(p.Body, `data-testid="decide-`) {
-			t.Fatal("the proposer's page does not show the hits waiting for a second person, or offers to confirm them")
+			strings.Contains(p.Body, `data-testid="decide-`) || strings.Count(html.UnescapeString(p.Body), people.WhyNotHitMine) < len(pending) {
+			t.Fatal("the proposer's page does not show the hits waiting for a second person, or offers to confirm them, or does not say why")
 		}
 		newStaff(t, f.env, "second.compliance@aml.test", "Second Compliance Officer", emi.RoleCompliance)
 		second := f.env.NewBrowser()

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"emi/internal/emi"
+	"emi/internal/service/people"
 	"emi/views/pages"
 )
 
@@ -25,7 +26,7 @@ func (p *Portal) renderWatchlist(w http.ResponseWriter, r *http.Request, status 
 		p.renderError(w, r, err)
 		return
 	}
-	v := pages.WatchlistView{Categories: watchCategories, CanEdit: canDo(r, emi.PermReviewAML), Form: form, Errors: errs, General: general}
+	v := pages.WatchlistView{Categories: watchCategories, CanEdit: canDo(r, people.ReviewAML), Form: form, Errors: errs, General: general}
 	staff := p.staffNames(r)
 	for _, e := range list {
 		v.Rows = append(v.Rows, pages.WatchlistRow{ID: e.ID, Name: e.Name, Category: e.Category, Note: e.Note,

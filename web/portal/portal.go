@@ -153,6 +153,10 @@ type Deps struct {
 type Portal struct {
 	d        Deps
 	sessions *scs.SessionManager
+	// unguarded turns the route guards off so that a test can show the
+	// services refuse on their own what the guards refuse (only
+	// export_test.go sets it; production code never does).
+	unguarded bool
 }
 
 // New returns the portal.
@@ -246,6 +250,6 @@ type WebhookService interface {
 	ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int, error)
 	EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error)
 	// ApplicationEvents are the events sent about an application, for the
-	// staff who review applications (emi.PermViewApps).
+	// staff who review applications (onboarding.View).
 	ApplicationEvents(ctx context.Context, token string) (emi.EventLog, error)
 }

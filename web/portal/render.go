@@ -51,7 +51,7 @@ func (p *Portal) page(r *http.Request, title string) layout.Page {
 		pg.Roles = append(pg.Roles, string(role))
 	}
 	for _, n := range nav {
-		if pr.Can(n.perm) {
+		if n.op.AllowedFor(pr) {
 			active := r.URL.Path == n.href || (n.href != "/backoffice/" && strings.HasPrefix(r.URL.Path, n.href))
 			pg.Nav = append(pg.Nav, layout.NavItem{Href: n.href, Label: n.label, Active: active, Count: counts[n.href]})
 		}

@@ -641,7 +641,7 @@ func routeRoles() map[string][]string {
 		"GET /aml":                                         {"*"},
 		"GET /alerts":                                      {"*"},
 		"POST /alerts/claim":                               {apptest.ComplianceEmail},
-		"POST /alerts/release":                             {apptest.ComplianceEmail},
+		"POST /alerts/release":                             {apptest.AdminEmail, apptest.ComplianceEmail},
 		"POST /alerts/assign":                              {apptest.ComplianceEmail},
 		"GET /inbox":                                       {"*"},
 		"POST /inbox/read":                                 {"*"},

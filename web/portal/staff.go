@@ -132,7 +132,7 @@ func (p *Portal) staffList(w http.ResponseWriter, r *http.Request) {
 	for i, u := range list {
 		rows[i] = staffRow(u)
 	}
-	p.render(w, r, sort.status(), "Staff", pages.StaffList(rows, changes, canDo(r, emi.PermManageStaff), sort.view(r)))
+	p.render(w, r, sort.status(), "Staff", pages.StaffList(rows, changes, canDo(r, staff.ManageStaff), sort.view(r)))
 }
 
 // staffNew (GET /staff/new).
@@ -205,7 +205,7 @@ func (p *Portal) renderStaffPage(w http.ResponseWriter, r *http.Request, status 
 	if kept != nil {
 		roles, errs = kept.roles, kept.errs
 	}
-	v := pages.StaffDetailView{Row: staffRow(u), Roles: roleOptions(roles), CanManage: canDo(r, emi.PermManageStaff),
+	v := pages.StaffDetailView{Row: staffRow(u), Roles: roleOptions(roles), CanManage: canDo(r, staff.ManageStaff),
 		IsSelf: u.ID == current(r).ID, Disabled: u.Disabled, TempSecret: secret, SecretHalf: half,
 		Suspended: u.Suspended, SuspensionConfirmed: u.SuspensionConfirmedBy != "", SuspensionReason: u.SuspensionReason,
 		SuspensionRecorded: u.SuspendedAt != nil}
@@ -216,7 +216,7 @@ func (p *Portal) renderStaffPage(w http.ResponseWriter, r *http.Request, status 
 	if u.SuspensionLapsesAt != nil {
 		v.SuspensionLapsesAt = fmtTime(*u.SuspensionLapsesAt)
 	}
-	if canDo(r, emi.PermViewStaff) {
+	if canDo(r, staff.ViewStaff) {
 		users, err := p.d.Staff.List(r.Context())
 		if err != nil {
 			p.renderError(w, r, err)

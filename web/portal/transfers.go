@@ -6,6 +6,9 @@ import (
 	"strconv"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
+	"emi/internal/service/kernel"
+	"emi/internal/service/staff"
 	"emi/internal/service/transfers"
 	"emi/views/pages"
 )
@@ -80,10 +83,10 @@ func (p *Portal) renderTransferPage(w http.ResponseWriter, r *http.Request, stat
 		v.Audit = append(v.Audit, auditRow(r, e))
 	}
 	p.nameAuditIDs(r, v.Audit)
-	if canDo(r, emi.PermViewAudit) {
+	if canDo(r, kernel.ViewAudit) {
 		v.AuditHref = "/backoffice/audit?resource_type=transfer&resource_token=" + url.QueryEscape(t.Token)
 	}
-	if t.Type == emi.TransferInternal && canDo(r, emi.PermManageMoney) {
+	if transfers.Reversible(t.Transfer) && canDo(r, staff.DecideOp(transfers.ReversalFlow.Control)) {
 		rv, err := p.transferReversal(r, t, f)
 		if err != nil {
 			p.renderError(w, r, err)
@@ -91,7 +94,7 @@ func (p *Portal) renderTransferPage(w http.ResponseWriter, r *http.Request, stat
 		}
 		v.Reversal = rv
 	}
-	if p.d.Sandbox && t.Type == emi.TransferOutgoing && canDo(r, emi.PermManageAccounts) {
+	if p.d.Sandbox && t.Type == emi.TransferOutgoing && canDo(r, accounts.Manage) {
 		act := &pages.TransferActions{Base: transferHref(t.Token), CanComplete: t.CanComplete(),
 			CanReturn: t.CanReturn()}
 		if f != nil && !f.reversal {
@@ -195,11 +198,11 @@ func (p *Portal) transferReturn(w http.ResponseWriter, r *http.Request) {
 
 // transferReversal builds the reversal panel of an internal transfer.
 func (p *Portal) transferReversal(r *http.Request, t transfers.StaffTransfer, f *transferForm) (*pages.TransferReversal, error) {
-	rv := &pages.TransferReversal{Base: transferHref(t.Token), CanRequest: t.Status == emi.TransferCompleted}
 	req, can, pending, err := p.d.Transfers.PendingReversal(r.Context(), t.Token)
 	if err != nil {
 		return nil, err
 	}
+	rv := &pages.TransferReversal{Base: transferHref(t.Token), CanRequest: transfers.CanRequestReversal(r.Context(), t.Transfer, pending)}
 	if pending {
 		by, _ := actorOf(r, req.ProposedBy, p.staffNames(r), nil)
 		rv.Pending, rv.By, rv.Reason, rv.At = true, by, req.Reason, fmtTime(req.ProposedAt)

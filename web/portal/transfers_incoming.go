@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
 	"emi/internal/service/transfers"
 	"emi/views/components"
 	"emi/views/pages"
@@ -75,7 +76,7 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 	if !open {
 		v.Sort.Query.Set("status", "resolved")
 	}
-	canResolve := canDo(r, emi.PermManageMoney)
+	canResolve := canDo(r, transfers.ManageMoney)
 	now := p.d.Now()
 	can := p.d.Incoming.AssignmentCapabilities(r.Context(), items)
 	for _, it := range items {
@@ -85,12 +86,12 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 			ReasonLabel: firstNonEmpty(suspenseReasons[it.Reason], it.Reason), Status: it.Status, CanResolve: canResolve && open,
 			ResolutionReason: it.ResolutionReason, ResolvedAt: fmtTimeOrEmpty(it.ResolvedAt)}
 		row.PayerDetails = counterpartyIdents(it.Payer)
-		if it.Account != "" && canDo(r, emi.PermViewAccounts) {
+		if it.Account != "" && canDo(r, accounts.View) {
 			row.AccountHref = accountHref(it.Account)
 		}
 		if it.AssignedAccount != "" {
 			row.AssignedAccount = it.AssignedAccount
-			if canDo(r, emi.PermViewAccounts) {
+			if canDo(r, accounts.View) {
 				row.AssignedHref = accountHref(it.AssignedAccount)
 			}
 		}
@@ -108,7 +109,7 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 			pv := &pages.PendingAssignment{Token: a.Token, Target: a.Target, Account: a.Account, Reason: a.Reason,
 				RequestedBy: staffName(r, a.RequestedBy, a.RequestedByName), Requested: fmtTime(a.RequestedAt),
 				Mine: can[a.Token].Withdraw}
-			if canDo(r, emi.PermViewAccounts) {
+			if canDo(r, accounts.View) {
 				pv.AccountHref = accountHref(a.Account)
 			}
 			pv.CanApprove, pv.CanReject, pv.WhyNot = can[a.Token].Approve, can[a.Token].Reject || can[a.Token].Withdraw, can[a.Token].WhyNotApprove
@@ -146,7 +147,7 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 	if int64(page*transfers.SuspensePageSize) < total {
 		v.Next = link(page + 1)
 	}
-	if p.d.Sandbox && canDo(r, emi.PermManageMoney) {
+	if p.d.Sandbox && canDo(r, transfers.ManageMoney) {
 		v.Simulate = &pages.SimulateForm{Action: "/backoffice/suspense/simulate", Currencies: []string{"EUR", "GBP", "BGN"}}
 		if form != nil && form.which == "simulate" {
 			v.Simulate.Kept = form.kept

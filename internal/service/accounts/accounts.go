@@ -458,7 +458,7 @@ func (s *Accounts) apply(ctx context.Context, a emi.Account, status, reason, act
 
 // Programs returns every program (emi.PermViewAccounts).
 func (s *Accounts) Programs(ctx context.Context) ([]emi.Program, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	return s.store.Programs(ctx)

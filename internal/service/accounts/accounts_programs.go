@@ -68,7 +68,7 @@ const maxGroupCodes = 50
 // field errors when a setting breaks a rule (see UpdateProgram), or when
 // the code (2 to 40 of a-z, 0-9, _) is malformed or already taken.
 func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.Program, error) {
-	if err := kernel.Require(ctx, emi.PermManagePrograms); err != nil {
+	if err := ManagePrograms.Require(ctx); err != nil {
 		return emi.Program{}, err
 	}
 	in = normalizeProgram(in)
@@ -148,7 +148,7 @@ func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.
 // keep the group codes they have, and the cards feature checks a card's
 // groups against its program when the card's groups change.
 func (s *Accounts) UpdateProgram(ctx context.Context, code string, in emi.ProgramInput) (emi.Program, error) {
-	if err := kernel.Require(ctx, emi.PermManagePrograms); err != nil {
+	if err := ManagePrograms.Require(ctx); err != nil {
 		return emi.Program{}, err
 	}
 	in = normalizeProgram(in)
@@ -219,7 +219,7 @@ func (s *Accounts) UpdateProgram(ctx context.Context, code string, in emi.Progra
 // ProgramsInUse returns the codes of the programs that accounts use, whose
 // currencies are locked (emi.PermViewAccounts).
 func (s *Accounts) ProgramsInUse(ctx context.Context) (map[string]bool, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	codes, err := s.store.ProgramsInUse(ctx)
@@ -451,7 +451,7 @@ type PendingProgramChange struct {
 // ProgramChanges returns the proposals waiting for a second administrator,
 // by program (emi.PermViewAccounts).
 func (s *Accounts) ProgramChanges(ctx context.Context) (map[string]PendingProgramChange, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	changes, err := s.store.ProgramChanges(ctx)

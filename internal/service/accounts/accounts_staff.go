@@ -14,7 +14,7 @@ import (
 // owner's name or e-mail. sort, when given, orders the pages (program,
 // status, created; the zero order is the newest first).
 func (s *Accounts) Search(ctx context.Context, q string, page int, sort ...emi.SortOrder) ([]emi.Account, int64, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, 0, err
 	}
 	q = strings.TrimSpace(q)
@@ -30,7 +30,7 @@ func (s *Accounts) Search(ctx context.Context, q string, page int, sort ...emi.S
 
 // ForOwner lists the accounts of a user or a merchant (emi.PermViewAccounts).
 func (s *Accounts) ForOwner(ctx context.Context, user, merchant string) ([]emi.Account, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	items, _, err := s.store.Accounts(ctx, emi.AccountFilter{User: user, Merchant: merchant, Page: 1, Limit: 200})
@@ -41,7 +41,7 @@ func (s *Accounts) ForOwner(ctx context.Context, user, merchant string) ([]emi.A
 // identifiers (emi.PermViewAccounts), in one read: what a list of accounts
 // shows of each, without the history, virtual accounts and requests of Get.
 func (s *Accounts) WithBalances(ctx context.Context, tokens []string) (map[string]emi.Account, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	return s.store.AccountsWithBalances(ctx, tokens)
@@ -79,7 +79,7 @@ func terminationSubject(account string) string { return staff.SubjectOf("account
 // Get returns an account with its history and virtual accounts
 // (emi.PermViewAccounts).
 func (s *Accounts) Get(ctx context.Context, token string) (AccountView, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return AccountView{}, err
 	}
 	a, err := s.store.Account(ctx, "", token, false)
@@ -108,7 +108,7 @@ func (s *Accounts) Get(ctx context.Context, token string) (AccountView, error) {
 // StaffSetStatus blocks or unblocks an account for customer service
 // (emi.PermManageAccounts), with a mandatory reason.
 func (s *Accounts) StaffSetStatus(ctx context.Context, token, status, reason string) (emi.Account, error) {
-	if err := kernel.Require(ctx, emi.PermManageAccounts); err != nil {
+	if err := Manage.Require(ctx); err != nil {
 		return emi.Account{}, err
 	}
 	reason, err := kernel.StaffReason(reason)
@@ -188,7 +188,7 @@ func (s *Accounts) DeclineTermination(ctx context.Context, token string, seen ..
 // AuditTrail returns the audit rows of an account, newest first, for
 // customer service (emi.PermViewAccounts).
 func (s *Accounts) AuditTrail(ctx context.Context, token string) ([]emi.AuditEntry, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	return s.audit.Trail(ctx, emi.AuditFilter{ResourceType: "account", ResourceToken: token, Limit: 200})

@@ -120,7 +120,7 @@ func (s *Accounts) Statement(ctx context.Context, token string, q StatementQuery
 // StaffStatement is Statement for the back office (emi.PermViewAccounts),
 // on any account.
 func (s *Accounts) StaffStatement(ctx context.Context, token string, q StatementQuery) (emi.Statement, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.Statement{}, err
 	}
 	f, err := q.parse(MaxStatementLimit)
@@ -137,7 +137,7 @@ func (s *Accounts) StaffStatement(ctx context.Context, token string, q Statement
 // StaffStatementOf is StaffStatement on an account the caller has just
 // read with Get: its balances and virtual accounts are not read again.
 func (s *Accounts) StaffStatementOf(ctx context.Context, v AccountView, q StatementQuery) (emi.Statement, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.Statement{}, err
 	}
 	f, err := q.parse(MaxStatementLimit)
@@ -159,7 +159,7 @@ func (s *Accounts) StaffStatementOf(ctx context.Context, v AccountView, q Statem
 // office's CSV export (emi.PermViewAccounts), and records the export in the
 // audit log: a statement is personal data leaving emi.
 func (s *Accounts) StaffStatementExport(ctx context.Context, token, from, to string) (emi.Statement, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.Statement{}, err
 	}
 	limit := MaxStatementExport

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
 	"emi/internal/service/kernel"
 )
 
@@ -713,7 +714,7 @@ func truncate(s string, n int) string {
 // SMSMessages lists the texts sent for a card (emi.PermViewAccounts),
 // PINs masked.
 func (s *Cards) SMSMessages(ctx context.Context, card string) ([]emi.SMSMessage, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := accounts.View.Require(ctx); err != nil {
 		return nil, err
 	}
 	return s.store.SMSMessages(ctx, card, 200)

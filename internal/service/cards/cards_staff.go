@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"emi/internal/emi"
+	"emi/internal/service/accounts"
 	"emi/internal/service/kernel"
 )
 
@@ -32,7 +33,7 @@ import (
 // places) that is not one is refused (emi.ErrCardValidation on "q"): a
 // mistyped token is no name, and an empty list would not say why.
 func (s *Cards) Search(ctx context.Context, q string) ([]emi.Card, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := accounts.View.Require(ctx); err != nil {
 		return nil, err
 	}
 	q = strings.TrimSpace(q)
@@ -105,7 +106,7 @@ func tokenShaped(q string) bool {
 // calls it only from a POST, so the number stays out of URLs.
 func (s *Cards) SearchPAN(ctx context.Context, q string) ([]emi.Card, error) {
 	fields := []string{"pan_search"}
-	if err := kernel.Require(ctx, emi.PermRevealCardData); err != nil {
+	if err := ActionOp(emi.CardReveal).Require(ctx); err != nil {
 		s.denyReveal(ctx, "", fields, "role may not search by card number")
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func looksLikeIBAN(s string) bool {
 // ForOwner lists the cards of a user, a merchant or an account
 // (emi.PermViewAccounts).
 func (s *Cards) ForOwner(ctx context.Context, user, merchant, account string) ([]emi.Card, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := accounts.View.Require(ctx); err != nil {
 		return nil, err
 	}
 	items, _, err := s.store.Cards(ctx, emi.CardFilter{User: user, Merchant: merchant, Account: account, Page: 1, Limit: ownerCardsLimit})
@@ -202,7 +203,7 @@ type CardView struct {
 // (emi.PermViewAccounts; the audit needs no extra permission here because
 // customer service must see who revealed the card).
 func (s *Cards) Get(ctx context.Context, token string) (CardView, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := accounts.View.Require(ctx); err != nil {
 		return CardView{}, err
 	}
 	c, err := s.store.Card(ctx, "", token, false)
@@ -238,7 +239,7 @@ func (s *Cards) Get(ctx context.Context, token string) (CardView, error) {
 // Outbox lists the latest texts sent to cardholders, PINs masked
 // (emi.PermViewAccounts): the sandbox SMS outbox.
 func (s *Cards) Outbox(ctx context.Context) ([]emi.SMSMessage, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := accounts.View.Require(ctx); err != nil {
 		return nil, err
 	}
 	return s.store.SMSMessages(ctx, "", 200)

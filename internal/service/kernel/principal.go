@@ -16,14 +16,11 @@ func PartnerCtx(ctx context.Context, notFound *emi.Error) (emi.Principal, error)
 	return p, nil
 }
 
-// require returns emi.ErrForbidden unless the principal in ctx may do perm.
+// Require returns emi.ErrForbidden unless the principal in ctx may do perm
+// (the operations an area declares, emi.Op, check the same way).
 // System principals (commands, workers) may do everything.
 func Require(ctx context.Context, perm emi.Permission) error {
-	p, ok := emi.PrincipalFrom(ctx)
-	if !ok || !p.Can(perm) {
-		return emi.ErrForbidden.WithDetail("needs %s", perm)
-	}
-	return nil
+	return emi.NewOp(string(perm), perm).Require(ctx)
 }
 
 // StaffOf returns the calling staff user (zero when none).

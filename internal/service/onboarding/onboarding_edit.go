@@ -11,7 +11,7 @@ import (
 // (emi.PermReviewAML). The fields sent change; the audit row holds the
 // values before and after; the checks run again.
 func (o *Onboarding) EditCompany(ctx context.Context, token string, in emi.CompanyFields, present map[string]bool) (emi.Application, error) {
-	if err := kernel.Require(ctx, emi.PermReviewAML); err != nil {
+	if err := Correct.Require(ctx); err != nil {
 		return emi.Application{}, err
 	}
 	return kernel.InTxRead(ctx, o.tx, func(ctx context.Context) error {
@@ -48,7 +48,7 @@ func (o *Onboarding) EditCompany(ctx context.Context, token string, in emi.Compa
 // EditMember lets compliance correct a member's data or suspend it
 // (status inactive) (emi.PermReviewAML), audited with before and after.
 func (o *Onboarding) EditMember(ctx context.Context, token, member string, patch emi.MemberPatch) (emi.Member, error) {
-	if err := kernel.Require(ctx, emi.PermReviewAML); err != nil {
+	if err := Correct.Require(ctx); err != nil {
 		return emi.Member{}, err
 	}
 	var out emi.Member

@@ -360,7 +360,7 @@ func (o *Onboarding) Details(ctx context.Context, token string) (emi.Application
 // Get returns any application, for staff (emi.PermViewApps), with the
 // documents of the company and of each member.
 func (o *Onboarding) Get(ctx context.Context, token string) (emi.Application, map[string][]emi.StoredDocument, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.Application{}, nil, err
 	}
 	a, err := o.store.Application(ctx, "", token, false)
@@ -382,7 +382,7 @@ func (o *Onboarding) Get(ctx context.Context, token string) (emi.Application, ma
 // CheckHistory returns every stored check result of an application, for
 // staff (emi.PermViewApps).
 func (o *Onboarding) CheckHistory(ctx context.Context, token string) ([]emi.CheckResult, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	return o.store.CheckHistory(ctx, token)
@@ -390,7 +390,7 @@ func (o *Onboarding) CheckHistory(ctx context.Context, token string) ([]emi.Chec
 
 // List lists applications for staff (emi.PermViewApps), newest first.
 func (o *Onboarding) List(ctx context.Context, f emi.ApplicationFilter) ([]emi.Application, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	if f.Limit <= 0 || f.Limit > 200 {
@@ -402,7 +402,7 @@ func (o *Onboarding) List(ctx context.Context, f emi.ApplicationFilter) ([]emi.A
 // Companies lists companies for staff (emi.PermViewApps): q matches the
 // legal or trade name, uic, merchant token or partner name.
 func (o *Onboarding) Companies(ctx context.Context, q string, limit int) ([]emi.CompanyRow, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	if limit <= 0 || limit > 200 {
@@ -415,7 +415,7 @@ func (o *Onboarding) Companies(ctx context.Context, q string, limit int) ([]emi.
 // looks like the same person (same unique identifier, or names and
 // birthday), for staff (emi.PermViewApps).
 func (o *Onboarding) MemberRoles(ctx context.Context, application, member string) (emi.Member, []emi.Member, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.Member{}, nil, err
 	}
 	m, err := o.store.Member(ctx, application, member)
@@ -428,7 +428,7 @@ func (o *Onboarding) MemberRoles(ctx context.Context, application, member string
 
 // CountByStatus counts applications with a status, for the dashboard.
 func (o *Onboarding) CountByStatus(ctx context.Context, st emi.ApplicationStatus) (int64, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return 0, err
 	}
 	return o.store.CountApplications(ctx, st)
@@ -436,7 +436,7 @@ func (o *Onboarding) CountByStatus(ctx context.Context, st emi.ApplicationStatus
 
 // ValidatorConfig returns a partner's configuration (emi.PermViewPartners).
 func (o *Onboarding) ValidatorConfig(ctx context.Context, partnerID string) (*emi.ValidatorConfig, error) {
-	if err := kernel.Require(ctx, emi.PermViewPartners); err != nil {
+	if err := ViewValidator.Require(ctx); err != nil {
 		return nil, err
 	}
 	return o.partners.ValidatorConfig(ctx, partnerID)
@@ -446,7 +446,7 @@ func (o *Onboarding) ValidatorConfig(ctx context.Context, partnerID string) (*em
 // (emi.PermManagePartners); nil removes it. Every field it names must be a
 // field of the application, company or member.
 func (o *Onboarding) SetValidatorConfig(ctx context.Context, partnerID string, c *emi.ValidatorConfig) error {
-	if err := kernel.Require(ctx, emi.PermManagePartners); err != nil {
+	if err := ConfigureValidator.Require(ctx); err != nil {
 		return err
 	}
 	if _, err := o.partners.Partner(ctx, partnerID); err != nil {

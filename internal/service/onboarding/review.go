@@ -93,7 +93,7 @@ func NewReview(d ReviewDeps) *Review {
 
 // Queue returns a page of the queue (emi.PermViewApps).
 func (r *Review) Queue(ctx context.Context, f emi.QueueFilter) (emi.QueuePage, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.QueuePage{}, err
 	}
 	switch f.Tab {
@@ -120,7 +120,7 @@ func (r *Review) Queue(ctx context.Context, f emi.QueueFilter) (emi.QueuePage, e
 // (emi.ErrReviewClosed, its public detail naming the colleague) while a
 // colleague holds a live claim.
 func (r *Review) Claim(ctx context.Context, token string) error {
-	if err := kernel.Require(ctx, emi.PermDecideApps); err != nil {
+	if err := Decide.Require(ctx); err != nil {
 		return err
 	}
 	me := kernel.StaffOf(ctx).ActorID
@@ -156,7 +156,7 @@ func (r *Review) Claim(ctx context.Context, token string) error {
 // Release gives a claim back (the assignee, or an admin with
 // emi.PermManageStaff).
 func (r *Review) Release(ctx context.Context, token string) error {
-	if err := kernel.Require(ctx, emi.PermDecideApps); err != nil && kernel.Require(ctx, emi.PermManageStaff) != nil {
+	if err := Oversee.Require(ctx); err != nil {
 		return err
 	}
 	me := kernel.StaffOf(ctx)
@@ -165,7 +165,7 @@ func (r *Review) Release(ctx context.Context, token string) error {
 		if err != nil {
 			return err
 		}
-		if a.Review.Assignee != me.ActorID && !me.Can(emi.PermManageStaff) {
+		if !mayRelease(me, a.Review.Assignee) {
 			return emi.ErrForbidden.WithDetail("only the assignee or an admin releases")
 		}
 		if err := r.store.Assign(ctx, a.Token, "", r.now().UTC()); err != nil {
@@ -179,7 +179,7 @@ func (r *Review) Release(ctx context.Context, token string) error {
 // Assign gives an application to a colleague who may decide, with a
 // mandatory reason (an underwriter or an admin).
 func (r *Review) Assign(ctx context.Context, token, to, reason string) error {
-	if err := kernel.Require(ctx, emi.PermDecideApps); err != nil && kernel.Require(ctx, emi.PermManageStaff) != nil {
+	if err := Oversee.Require(ctx); err != nil {
 		return err
 	}
 	reason = strings.TrimSpace(reason)
@@ -188,7 +188,7 @@ func (r *Review) Assign(ctx context.Context, token, to, reason string) error {
 		bad.Add("reason", "say why you assign it (3 characters or more)")
 	}
 	target, err := r.staff.StaffByID(ctx, to)
-	if err != nil || target.Disabled || !emi.Can(target.Roles, emi.PermDecideApps) {
+	if err != nil || target.Disabled || !Decide.AllowedForRoles(target.Roles) {
 		bad.Add("to", "must be an active colleague who may decide applications")
 	}
 	if len(bad) > 0 {
@@ -219,7 +219,7 @@ func (r *Review) Assign(ctx context.Context, token, to, reason string) error {
 // different applications, and nobody is handed an application whose first
 // approval is theirs (the second must be another person's).
 func (r *Review) Next(ctx context.Context, f emi.QueueFilter) (string, error) {
-	if err := kernel.Require(ctx, emi.PermDecideApps); err != nil {
+	if err := Decide.Require(ctx); err != nil {
 		return "", err
 	}
 	me := kernel.StaffOf(ctx).ActorID
@@ -244,7 +244,7 @@ func (r *Review) Next(ctx context.Context, f emi.QueueFilter) (string, error) {
 // evidence stamp, decisions and notes; the assignee's view keeps the claim
 // alive (emi.PermViewApps).
 func (r *Review) Evidence(ctx context.Context, token string) (emi.Application, string, []emi.DecisionRecord, []emi.Note, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.Application{}, "", nil, nil, err
 	}
 	a, err := r.store.Application(ctx, "", token, false)
@@ -280,7 +280,7 @@ func NeedsFourEyes(a emi.Application) bool {
 // reason code and text; request_information needs the message for the
 // partner. Each decision stores a snapshot of the evidence.
 func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision) (emi.Application, error) {
-	if err := kernel.Require(ctx, emi.PermDecideApps); err != nil {
+	if err := Decide.Require(ctx); err != nil {
 		return emi.Application{}, err
 	}
 	d.Text, d.ReasonCode = strings.TrimSpace(d.Text), strings.TrimSpace(d.ReasonCode)
@@ -484,13 +484,13 @@ var mentionRe = regexp.MustCompile(`@([A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-
 // addresses of colleagues are recorded as mentions (emi.PermViewApps, staff
 // who may decide or review).
 func (r *Review) AddNote(ctx context.Context, token string, parent int64, body string) (emi.Note, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
+		return emi.Note{}, err
+	}
+	if err := Annotate.Require(ctx); err != nil {
 		return emi.Note{}, err
 	}
 	p := kernel.StaffOf(ctx)
-	if !p.Can(emi.PermDecideApps) && !p.Can(emi.PermReviewAML) {
-		return emi.Note{}, emi.ErrForbidden.WithDetail("notes are for underwriters and compliance")
-	}
 	body = strings.TrimSpace(body)
 	if body == "" || len(body) > 5000 {
 		return emi.Note{}, emi.ErrReviewValidation.Field("body", "write 1 to 5,000 characters")
@@ -545,7 +545,7 @@ func HitKey(h map[string]any) string {
 // HitDecisions returns the decisions on an application's sanctions hits by
 // hit key (emi.PermViewApps).
 func (r *Review) HitDecisions(ctx context.Context, token string) (map[string]emi.HitDecisionRecord, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	return r.store.HitDecisions(ctx, token)
@@ -561,9 +561,9 @@ func (r *Review) HitDecisions(ctx context.Context, token string) (map[string]emi
 // confirmed false positive is remembered for that person and list entry,
 // so a remembered decision never stands in for a second person.
 func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason string) error {
-	p, pol := kernel.StaffOf(ctx), staffsvc.PolicyOf(staffsvc.ControlHitFalsePositive)
-	if !p.Can(pol.Propose) && !p.Can(pol.Approve) {
-		return emi.ErrForbidden.WithDetail("needs %s or %s", pol.Propose, pol.Approve)
+	p := kernel.StaffOf(ctx)
+	if err := staffsvc.DecideOp(staffsvc.ControlHitFalsePositive).Require(ctx); err != nil {
+		return err
 	}
 	reason = strings.TrimSpace(reason)
 	var bad kernel.Problems
@@ -790,7 +790,7 @@ func hexDecode(s string) ([]byte, error) { return hex.DecodeString(s) }
 // Assignees returns the active colleagues who may decide applications, for
 // the assign form (underwriters and admins).
 func (r *Review) Assignees(ctx context.Context) ([]emi.StaffUser, error) {
-	if err := kernel.Require(ctx, emi.PermDecideApps); err != nil && kernel.Require(ctx, emi.PermManageStaff) != nil {
+	if err := Oversee.Require(ctx); err != nil {
 		return nil, err
 	}
 	return ActiveStaffWith(ctx, r.staff, emi.PermDecideApps)
@@ -815,7 +815,7 @@ func ActiveStaffWith(ctx context.Context, dir StaffDirectory, perm emi.Permissio
 // Decisions returns the decisions made between from and to, oldest first,
 // at most limit (1..100,000), for the decisions export (emi.PermViewApps).
 func (r *Review) Decisions(ctx context.Context, from, to time.Time, limit int) ([]emi.DecisionRecord, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	if limit <= 0 || limit > 100000 {
@@ -827,7 +827,7 @@ func (r *Review) Decisions(ctx context.Context, from, to time.Time, limit int) (
 // AuditTrail returns the audit rows of an application, newest first, for
 // the staff who review applications (emi.PermViewApps).
 func (r *Review) AuditTrail(ctx context.Context, token string) ([]emi.AuditEntry, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	return r.audit.Trail(ctx, emi.AuditFilter{ResourceType: "application", ResourceToken: token, Limit: 200})

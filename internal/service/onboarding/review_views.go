@@ -13,7 +13,7 @@ import (
 // BulkReassign gives applications to a colleague (admins,
 // emi.PermManageStaff), with a reason; to "" releases them.
 func (r *Review) BulkReassign(ctx context.Context, tokens []string, to, reason string) (int, error) {
-	if err := kernel.Require(ctx, emi.PermManageStaff); err != nil {
+	if err := Reassign.Require(ctx); err != nil {
 		return 0, err
 	}
 	reason = strings.TrimSpace(reason)
@@ -25,7 +25,7 @@ func (r *Review) BulkReassign(ctx context.Context, tokens []string, to, reason s
 	}
 	if to != "" {
 		target, err := r.staff.StaffByID(ctx, to)
-		if err != nil || target.Disabled || !emi.Can(target.Roles, emi.PermDecideApps) {
+		if err != nil || target.Disabled || !Decide.AllowedForRoles(target.Roles) {
 			return 0, emi.ErrReviewValidation.Field("to", "must be an active colleague who may decide applications")
 		}
 	}
@@ -67,7 +67,7 @@ type SavedViewStore interface {
 
 // Views returns the caller's saved views (emi.PermViewApps).
 func (r *Review) Views(ctx context.Context) ([]emi.SavedView, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	return r.views.SavedViews(ctx, kernel.StaffOf(ctx).ActorID)
@@ -75,7 +75,7 @@ func (r *Review) Views(ctx context.Context) ([]emi.SavedView, error) {
 
 // DeleteView deletes one of the caller's saved views.
 func (r *Review) DeleteView(ctx context.Context, id string) error {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return err
 	}
 	return r.views.DeleteSavedView(ctx, kernel.StaffOf(ctx).ActorID, id)
@@ -84,7 +84,7 @@ func (r *Review) DeleteView(ctx context.Context, id string) error {
 // SaveView saves the caller's queue filter under a name (its URL query);
 // saving a name again replaces it.
 func (r *Review) SaveView(ctx context.Context, name, query string) (emi.SavedView, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.SavedView{}, err
 	}
 	name = strings.TrimSpace(name)
@@ -141,7 +141,7 @@ type MetricsStore interface {
 
 // Metrics returns the review dashboard's figures (emi.PermViewApps).
 func (r *Review) Metrics(ctx context.Context) (Metrics, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return Metrics{}, err
 	}
 	return r.metrics.ReviewMetrics(ctx, r.now().UTC())

@@ -73,7 +73,7 @@ const alertLimit = 200
 
 // Queue returns the open alerts, oldest first (emi.PermViewPeople).
 func (s *Alerts) Queue(ctx context.Context) ([]emi.Alert, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := people.View.Require(ctx); err != nil {
 		return nil, err
 	}
 	claims, err := s.store.AlertClaims(ctx)
@@ -150,7 +150,7 @@ func (s *Alerts) Queue(ctx context.Context) ([]emi.Alert, error) {
 // Count is the number of open alerts, for the navigation: two counting
 // statements, not the queue (which reads each application).
 func (s *Alerts) Count(ctx context.Context) (int, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := people.View.Require(ctx); err != nil {
 		return 0, err
 	}
 	checks, err := s.aml.CountAMLChecks(ctx, emi.AMLMatch)
@@ -168,7 +168,7 @@ func validAlertKind(kind string) bool {
 // Claim takes a free alert for the caller (emi.PermReviewAML); refused
 // (emi.ErrReviewClosed) while a colleague holds it.
 func (s *Alerts) Claim(ctx context.Context, kind, subject string) error {
-	if err := kernel.Require(ctx, emi.PermReviewAML); err != nil {
+	if err := WorkAlerts.Require(ctx); err != nil {
 		return err
 	}
 	if !validAlertKind(kind) || !kernel.ValidToken(subject) {
@@ -196,7 +196,7 @@ func (s *Alerts) Claim(ctx context.Context, kind, subject string) error {
 
 // Release gives an alert back (its holder, or an admin).
 func (s *Alerts) Release(ctx context.Context, kind, subject string) error {
-	if err := kernel.Require(ctx, emi.PermReviewAML); err != nil && kernel.Require(ctx, emi.PermManageStaff) != nil {
+	if err := ReleaseAlerts.Require(ctx); err != nil {
 		return err
 	}
 	if !validAlertKind(kind) || !kernel.ValidToken(subject) {
@@ -208,7 +208,7 @@ func (s *Alerts) Release(ctx context.Context, kind, subject string) error {
 		if err != nil || !ok {
 			return err
 		}
-		if cl.StaffID != me.ActorID && !me.Can(emi.PermManageStaff) {
+		if !mayRelease(me, cl) {
 			return emi.ErrForbidden.WithDetail("only the holder or an admin releases")
 		}
 		if err := s.store.ReleaseAlert(ctx, kind, subject); err != nil {
@@ -222,7 +222,7 @@ func (s *Alerts) Release(ctx context.Context, kind, subject string) error {
 // Assign gives an alert to a compliance colleague, with a reason; the
 // colleague finds it in their inbox.
 func (s *Alerts) Assign(ctx context.Context, kind, subject, to, reason string) error {
-	if err := kernel.Require(ctx, emi.PermReviewAML); err != nil {
+	if err := WorkAlerts.Require(ctx); err != nil {
 		return err
 	}
 	reason = strings.TrimSpace(reason)
@@ -234,7 +234,7 @@ func (s *Alerts) Assign(ctx context.Context, kind, subject, to, reason string) e
 		bad.Add("reason", "say why you assign it (3 to 500 characters)")
 	}
 	target, err := s.staff.StaffByID(ctx, to)
-	if err != nil || target.Disabled || !emi.Can(target.Roles, emi.PermReviewAML) {
+	if err != nil || target.Disabled || !WorkAlerts.AllowedForRoles(target.Roles) {
 		bad.Add("to", "must be an active colleague in compliance")
 	}
 	if len(bad) > 0 {
@@ -262,7 +262,7 @@ func (s *Alerts) Assign(ctx context.Context, kind, subject, to, reason string) e
 
 // Assignees returns the active colleagues an alert may be assigned to.
 func (s *Alerts) Assignees(ctx context.Context) ([]emi.StaffUser, error) {
-	if err := kernel.Require(ctx, emi.PermReviewAML); err != nil {
+	if err := WorkAlerts.Require(ctx); err != nil {
 		return nil, err
 	}
 	return onboarding.ActiveStaffWith(ctx, s.staff, emi.PermReviewAML)

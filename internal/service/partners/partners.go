@@ -112,7 +112,7 @@ func defaultProcessing(p emi.Processing) emi.Processing {
 // input, and with a field error on "name" when another partner has the
 // same name ignoring case (emi.MsgPartnerNameTaken).
 func (s *Partners) Create(ctx context.Context, in emi.PartnerCreate) (emi.PartnerCredentials, error) {
-	if err := kernel.Require(ctx, emi.PermManagePartners); err != nil {
+	if err := Manage.Require(ctx); err != nil {
 		return emi.PartnerCredentials{}, err
 	}
 	in.Name = strings.TrimSpace(in.Name)
@@ -196,7 +196,7 @@ func asPartnerField(err error, field string) error {
 // CreateKey adds an API key to a partner and returns its credentials (the
 // secret shown once). Returns emi.ErrPartnerNotFound for an unknown partner.
 func (s *Partners) CreateKey(ctx context.Context, partnerID string) (emi.PartnerCredentials, error) {
-	if err := kernel.Require(ctx, emi.PermManagePartners); err != nil {
+	if err := Manage.Require(ctx); err != nil {
 		return emi.PartnerCredentials{}, err
 	}
 	var creds emi.PartnerCredentials
@@ -231,7 +231,7 @@ func (s *Partners) CreateKey(ctx context.Context, partnerID string) (emi.Partner
 // new secret replaces the current one, which stops working at once (it was
 // shown once, moments ago, and is the one being replaced).
 func (s *Partners) RotateSecret(ctx context.Context, keyID string, confirmOverlap bool) (string, error) {
-	if err := kernel.Require(ctx, emi.PermManagePartners); err != nil {
+	if err := Manage.Require(ctx); err != nil {
 		return "", err
 	}
 	var secret string
@@ -275,7 +275,7 @@ func (s *Partners) RotateSecret(ctx context.Context, keyID string, confirmOverla
 
 // RevokeKey makes the key unusable at once. Returns emi.ErrPartnerKeyNotFound.
 func (s *Partners) RevokeKey(ctx context.Context, keyID string) error {
-	if err := kernel.Require(ctx, emi.PermManagePartners); err != nil {
+	if err := Manage.Require(ctx); err != nil {
 		return err
 	}
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
@@ -301,7 +301,7 @@ func (s *Partners) RevokeKey(ctx context.Context, keyID string) error {
 // Returns emi.ErrPartnerKeyNotFound for an unknown or revoked key, and
 // emi.ErrPartnerValidation for another version.
 func (s *Partners) SetKeySignatureVersion(ctx context.Context, keyID string, version int) error {
-	if err := kernel.Require(ctx, emi.PermManagePartners); err != nil {
+	if err := Manage.Require(ctx); err != nil {
 		return err
 	}
 	if version != emi.SignatureV1 && version != emi.SignatureV2 {
@@ -330,7 +330,7 @@ func (s *Partners) SetKeySignatureVersion(ctx context.Context, keyID string, ver
 // SetProcessing changes how the partner's applications are decided.
 // Returns emi.ErrPartnerNotFound, or a validation error for an unknown mode.
 func (s *Partners) SetProcessing(ctx context.Context, partnerID string, mode emi.Processing) error {
-	if err := kernel.Require(ctx, emi.PermManagePartners); err != nil {
+	if err := Manage.Require(ctx); err != nil {
 		return err
 	}
 	if !validProcessing(mode) {
@@ -367,7 +367,7 @@ func (s *Partners) Details(ctx context.Context) (emi.Partner, error) {
 // emi.PermViewPartners. Returns emi.ErrForbidden for a principal that is
 // not staff.
 func (s *Partners) Names(ctx context.Context) (map[string]string, error) {
-	if err := kernel.Require(ctx, emi.PermViewDashboard); err != nil {
+	if err := ViewNames.Require(ctx); err != nil {
 		return nil, err
 	}
 	ps, err := s.store.Partners(ctx)
@@ -383,7 +383,7 @@ func (s *Partners) Names(ctx context.Context) (map[string]string, error) {
 
 // List returns every partner, newest first (emi.PermViewPartners).
 func (s *Partners) List(ctx context.Context) ([]emi.Partner, error) {
-	if err := kernel.Require(ctx, emi.PermViewPartners); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	return s.store.Partners(ctx)
@@ -392,7 +392,7 @@ func (s *Partners) List(ctx context.Context) ([]emi.Partner, error) {
 // Get returns a partner and its API keys, without secrets
 // (emi.PermViewPartners). Returns emi.ErrPartnerNotFound.
 func (s *Partners) Get(ctx context.Context, id string) (emi.Partner, []emi.PartnerKey, error) {
-	if err := kernel.Require(ctx, emi.PermViewPartners); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.Partner{}, nil, err
 	}
 	p, err := s.store.Partner(ctx, id)
@@ -405,7 +405,7 @@ func (s *Partners) Get(ctx context.Context, id string) (emi.Partner, []emi.Partn
 
 // Count returns the number of partners (emi.PermViewPartners).
 func (s *Partners) Count(ctx context.Context) (int64, error) {
-	if err := kernel.Require(ctx, emi.PermViewPartners); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return 0, err
 	}
 	return s.store.CountPartners(ctx)
@@ -414,7 +414,7 @@ func (s *Partners) Count(ctx context.Context) (int64, error) {
 // Search finds partners by name, token or API key for the global search
 // (emi.PermViewPartners; without it, no hits and no error).
 func (s *Partners) Search(ctx context.Context, q string, limit int) ([]emi.SearchHit, error) {
-	if kernel.Require(ctx, emi.PermViewPartners) != nil {
+	if View.Require(ctx) != nil {
 		return nil, nil
 	}
 	ps, err := s.store.SearchPartners(ctx, q, limit)

@@ -310,7 +310,7 @@ func (s *Webhooks) checkLimits(ctx context.Context, partnerID, rawURL, except st
 // description or event_types[i], emi.ErrWebhookEndpointLimit and
 // emi.ErrWebhookHostLimit (see checkLimits), and emi.ErrPartnerNotFound.
 func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, string, error) {
-	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := ManageWebhooks.Require(ctx); err != nil {
 		return emi.WebhookEndpoint{}, "", err
 	}
 	in, err := s.checkEndpoint(ctx, url, description, types)
@@ -347,7 +347,7 @@ func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description 
 // emi.ErrWebhookValidation, emi.ErrWebhookHostLimit and
 // emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
 func (s *Webhooks) UpdateEndpoint(ctx context.Context, partnerID, endpointID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, error) {
-	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := ManageWebhooks.Require(ctx); err != nil {
 		return emi.WebhookEndpoint{}, err
 	}
 	in, err := s.checkEndpoint(ctx, url, description, types)
@@ -386,7 +386,7 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, partnerID, endpointID, ur
 // would be one too many (checkLimits). Returns
 // emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
 func (s *Webhooks) SetEndpointEnabled(ctx context.Context, partnerID, endpointID string, enabled bool) error {
-	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := ManageWebhooks.Require(ctx); err != nil {
 		return err
 	}
 	return s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
@@ -416,7 +416,7 @@ func (s *Webhooks) SetEndpointEnabled(ctx context.Context, partnerID, endpointID
 // and the replaced one stops at once. Returns
 // emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
 func (s *Webhooks) RotateEndpointSecret(ctx context.Context, partnerID, endpointID string) (string, time.Time, error) {
-	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := ManageWebhooks.Require(ctx); err != nil {
 		return "", time.Time{}, err
 	}
 	var whsec string
@@ -462,7 +462,7 @@ func (s *Webhooks) RotateEndpointSecret(ctx context.Context, partnerID, endpoint
 // are canceled, and its delivery history stays in the log. Returns
 // emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
 func (s *Webhooks) DeleteEndpoint(ctx context.Context, partnerID, endpointID string) error {
-	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := ManageWebhooks.Require(ctx); err != nil {
 		return err
 	}
 	return s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
@@ -504,7 +504,7 @@ func (s *Webhooks) changeEndpoint(ctx context.Context, partnerID, id string, cha
 // first, each with its health over the last 24 hours
 // (emi.PermViewWebhooks). Returns emi.ErrPartnerNotFound.
 func (s *Webhooks) Endpoints(ctx context.Context, partnerID string) ([]emi.WebhookEndpoint, error) {
-	if err := kernel.Require(ctx, emi.PermViewWebhooks); err != nil {
+	if err := ViewWebhooks.Require(ctx); err != nil {
 		return nil, err
 	}
 	ok, err := s.store.PartnerExists(ctx, partnerID)
@@ -520,7 +520,7 @@ func (s *Webhooks) Endpoints(ctx context.Context, partnerID string) ([]emi.Webho
 // Endpoint returns one endpoint with its health (emi.PermViewWebhooks).
 // Returns emi.ErrWebhookEndpointNotFound, also for a deleted one.
 func (s *Webhooks) Endpoint(ctx context.Context, endpointID string) (emi.WebhookEndpoint, error) {
-	if err := kernel.Require(ctx, emi.PermViewWebhooks); err != nil {
+	if err := ViewWebhooks.Require(ctx); err != nil {
 		return emi.WebhookEndpoint{}, err
 	}
 	ep, err := s.store.Endpoint(ctx, endpointID)
@@ -546,7 +546,7 @@ func (s *Webhooks) Endpoint(ctx context.Context, endpointID string) (emi.Webhook
 // failure streak. Returns the event, or emi.ErrWebhookEndpointNotFound
 // (also for another partner's endpoint).
 func (s *Webhooks) SendTest(ctx context.Context, partnerID, endpointID string) (emi.Event, error) {
-	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := ManageWebhooks.Require(ctx); err != nil {
 		return emi.Event{}, err
 	}
 	var ev emi.Event
@@ -580,7 +580,7 @@ func (s *Webhooks) SendTest(ctx context.Context, partnerID, endpointID string) (
 // emi.ErrWebhookEndpointDisabled when the endpoint is disabled or deleted
 // (enable it first).
 func (s *Webhooks) Replay(ctx context.Context, partnerID, deliveryID string) error {
-	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := ManageWebhooks.Require(ctx); err != nil {
 		return err
 	}
 	return s.tx.InTx(ctx, func(ctx context.Context) error {
@@ -641,7 +641,7 @@ const MaxBulkReplay = 100
 // Returns the number asked for (0: none to replay, nothing audited), and
 // emi.ErrWebhookValidation naming type, and emi.ErrPartnerNotFound.
 func (s *Webhooks) ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int, error) {
-	if err := kernel.Require(ctx, emi.PermManageWebhooks); err != nil {
+	if err := ManageWebhooks.Require(ctx); err != nil {
 		return 0, err
 	}
 	if f.Type != "" && !emi.ValidEventType(f.Type) {
@@ -691,7 +691,7 @@ func (s *Webhooks) ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int,
 // means 1 and Limit 0 means 50. Returns emi.ErrWebhookValidation naming
 // page, limit or type.
 func (s *Webhooks) EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error) {
-	if err := kernel.Require(ctx, emi.PermViewWebhooks); err != nil {
+	if err := ViewWebhooks.Require(ctx); err != nil {
 		return emi.EventLog{}, err
 	}
 	if f.Page == 0 {
@@ -723,7 +723,7 @@ func (s *Webhooks) EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.Eve
 // Delivery returns one delivery with its attempts (emi.PermViewWebhooks).
 // Returns emi.ErrWebhookDeliveryNotFound.
 func (s *Webhooks) Delivery(ctx context.Context, deliveryID string) (emi.WebhookDelivery, error) {
-	if err := kernel.Require(ctx, emi.PermViewWebhooks); err != nil {
+	if err := ViewWebhooks.Require(ctx); err != nil {
 		return emi.WebhookDelivery{}, err
 	}
 	return s.store.Delivery(ctx, deliveryID)
@@ -995,7 +995,7 @@ func cleanText(s string, n int) string {
 // (emi.PermViewApps: underwriters and compliance see what the partner was
 // told without the webhook administration permission).
 func (s *Webhooks) ApplicationEvents(ctx context.Context, token string) (emi.EventLog, error) {
-	if err := kernel.Require(ctx, emi.PermViewApps); err != nil {
+	if err := ViewApplicationEvents.Require(ctx); err != nil {
 		return emi.EventLog{}, err
 	}
 	return s.store.EventLog(ctx, emi.EventLogFilter{ResourceToken: strings.TrimSpace(token), Page: 1, Limit: kernel.MaxEventsPerPage})

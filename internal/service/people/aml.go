@@ -223,7 +223,7 @@ func (a *AML) AMLCheck(ctx context.Context, partnerID, token string) (emi.AMLChe
 
 // Get returns any check with its hits, for compliance (emi.PermViewPeople).
 func (a *AML) Get(ctx context.Context, token string) (emi.AMLCheck, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.AMLCheck{}, err
 	}
 	c, err := a.store.AMLCheck(ctx, "", token)
@@ -243,7 +243,7 @@ func (a *AML) Get(ctx context.Context, token string) (emi.AMLCheck, error) {
 // the other tabs newest first (emi.PermViewPeople). An unknown order or a
 // cursor that is not a token is a validation error.
 func (a *AML) List(ctx context.Context, f emi.AMLFilter) ([]emi.AMLCheck, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	if f.Limit <= 0 || f.Limit > 200 {
@@ -276,7 +276,7 @@ func checkListPage(keys []string, o emi.SortOrder, after string) error {
 
 // QueueSize counts the checks waiting for review.
 func (a *AML) QueueSize(ctx context.Context) (int64, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return 0, err
 	}
 	return a.store.CountAMLChecks(ctx, emi.AMLMatch)
@@ -288,7 +288,7 @@ func (a *AML) QueueSize(ctx context.Context) (int64, error) {
 // is now. When no hit is left open the check becomes cleared (all false
 // positives) or confirmed (any true match) and aml_check.reviewed is sent.
 func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.AMLCheck, error) {
-	if err := kernel.Require(ctx, emi.PermReviewAML); err != nil {
+	if err := ReviewAML.Require(ctx); err != nil {
 		return emi.AMLCheck{}, err
 	}
 	d.Reason = strings.TrimSpace(d.Reason)
@@ -396,7 +396,7 @@ func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.
 
 // Status describes the loaded lists and the latest update attempts.
 func (a *AML) Status(ctx context.Context) (emi.SanctionsStatus, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.SanctionsStatus{}, err
 	}
 	st := a.screener.Status()

@@ -299,7 +299,7 @@ func (k *KYC) Submit(ctx context.Context, secret string, up emi.KYCUpload) (emi.
 // Get returns a session with its documents, for compliance
 // (emi.PermViewPeople).
 func (k *KYC) Get(ctx context.Context, token string) (emi.KYCSession, []emi.StoredDocument, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.KYCSession{}, nil, err
 	}
 	s, err := k.store.KYCSession(ctx, token, false)
@@ -315,7 +315,7 @@ func (k *KYC) Get(ctx context.Context, token string) (emi.KYCSession, []emi.Stor
 // submission first, the other tabs newest first (emi.PermViewPeople). An
 // unknown order or a cursor that is not a token is a validation error.
 func (k *KYC) List(ctx context.Context, f emi.KYCFilter) ([]emi.KYCSession, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	if f.Limit <= 0 || f.Limit > 200 {
@@ -329,10 +329,17 @@ func (k *KYC) List(ctx context.Context, f emi.KYCFilter) ([]emi.KYCSession, erro
 
 // QueueSize counts the sessions waiting for review.
 func (k *KYC) QueueSize(ctx context.Context) (int64, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return 0, err
 	}
 	return k.store.CountKYCSessions(ctx, emi.KYCSubmitted)
+}
+
+// CanDecideKYC reports whether the staff member of ctx may decide session s
+// now, by Decide's rules: a submitted session, and the decision table's
+// KYC decider.
+func CanDecideKYC(ctx context.Context, s emi.KYCSession) bool {
+	return s.Status == emi.KYCSubmitted && staffsvc.ApproveOp(staffsvc.ControlKYCDecision).Allowed(ctx)
 }
 
 // Decide approves or rejects a submitted session (emi.PermReviewKYC) with
@@ -342,7 +349,7 @@ func (k *KYC) QueueSize(ctx context.Context) (int64, error) {
 // session for staff and in the audit row. The user's kyc_status follows;
 // after a rejection the partner may start a new session.
 func (k *KYC) Decide(ctx context.Context, token string, d emi.KYCDecision) (emi.KYCSession, error) {
-	if err := kernel.Require(ctx, staffsvc.PolicyOf(staffsvc.ControlKYCDecision).Approve); err != nil {
+	if err := staffsvc.ApproveOp(staffsvc.ControlKYCDecision).Require(ctx); err != nil {
 		return emi.KYCSession{}, err
 	}
 	reason, note := strings.TrimSpace(d.Reason), strings.TrimSpace(d.InternalNote)

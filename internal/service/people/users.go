@@ -350,7 +350,7 @@ func (s *Users) Remove(ctx context.Context, token string) error {
 
 // Get returns any user, removed ones included, for staff (emi.PermViewPeople).
 func (s *Users) Get(ctx context.Context, token string) (emi.User, []emi.StoredDocument, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.User{}, nil, err
 	}
 	u, err := s.store.User(ctx, "", token)
@@ -363,7 +363,7 @@ func (s *Users) Get(ctx context.Context, token string) (emi.User, []emi.StoredDo
 
 // List lists users for staff, newest first (emi.PermViewPeople).
 func (s *Users) List(ctx context.Context, f emi.UserFilter) ([]emi.User, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	if f.Limit <= 0 || f.Limit > 100 {
@@ -378,7 +378,7 @@ func (s *Users) List(ctx context.Context, f emi.UserFilter) ([]emi.User, error) 
 
 // Search finds users for the back office's global search.
 func (s *Users) Search(ctx context.Context, q string, limit int) ([]emi.SearchHit, error) {
-	if kernel.Require(ctx, emi.PermViewPeople) != nil {
+	if View.Require(ctx) != nil {
 		return nil, nil
 	}
 	us, err := s.store.Users(ctx, emi.UserFilter{Q: q, Limit: limit})
@@ -400,7 +400,7 @@ func (s *Users) Search(ctx context.Context, q string, limit int) ([]emi.SearchHi
 // (emi.PermViewPeople). Every view is audited: identity documents are the
 // most sensitive data emi keeps.
 func (s *Users) Document(ctx context.Context, token string) (emi.StoredDocument, []byte, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return emi.StoredDocument{}, nil, err
 	}
 	d, enc, err := s.docs.Document(ctx, token)

@@ -114,7 +114,7 @@ func (w *Watchlist) entry(ctx context.Context, id string) (emi.WatchlistEntry, b
 
 // List returns the watch list (emi.PermViewPeople).
 func (w *Watchlist) List(ctx context.Context) ([]emi.WatchlistEntry, error) {
-	if err := kernel.Require(ctx, emi.PermViewPeople); err != nil {
+	if err := View.Require(ctx); err != nil {
 		return nil, err
 	}
 	return w.store.Watchlist(ctx)
@@ -133,7 +133,7 @@ func webAddress(s string) bool {
 // Returns emi.ErrReviewValidation for a missing name or category, or a
 // source that is not an http(s) address.
 func (w *Watchlist) Add(ctx context.Context, e emi.WatchlistEntry) (emi.WatchlistEntry, error) {
-	if err := kernel.Require(ctx, emi.PermReviewAML); err != nil {
+	if err := ReviewAML.Require(ctx); err != nil {
 		return e, err
 	}
 	e.Name, e.Note, e.Source = strings.TrimSpace(e.Name), strings.TrimSpace(e.Note), strings.TrimSpace(e.Source)
@@ -170,7 +170,7 @@ func (w *Watchlist) Add(ctx context.Context, e emi.WatchlistEntry) (emi.Watchlis
 
 // Remove takes a name off the list (emi.PermReviewAML).
 func (w *Watchlist) Remove(ctx context.Context, id string) error {
-	if err := kernel.Require(ctx, emi.PermReviewAML); err != nil {
+	if err := ReviewAML.Require(ctx); err != nil {
 		return err
 	}
 	return w.tx.InTx(ctx, func(ctx context.Context) error {

@@ -270,7 +270,7 @@ func (s *Staff) authorize(ctx context.Context, perm emi.Permission, self, action
 		return nil
 	}
 	s.deny(ctx, action, resource, "missing permission "+string(perm))
-	return emi.ErrForbidden.WithDetail("%s needs %s", action, perm)
+	return emi.NewOp(string(perm), perm).Refusal().WithDetail("%s needs %s", action, perm)
 }
 
 // manageOther authorizes an administrator's action on another staff user:
@@ -345,7 +345,7 @@ func (s *Staff) List(ctx context.Context) ([]emi.StaffUser, error) {
 // (issue 23), also to roles that may not open the staff pages. Returns
 // emi.ErrForbidden for a principal that is not staff.
 func (s *Staff) Names(ctx context.Context) (map[string]string, error) {
-	if err := kernel.Require(ctx, emi.PermViewDashboard); err != nil {
+	if err := ViewDashboard.Require(ctx); err != nil {
 		return nil, err
 	}
 	list, err := s.store.ListStaff(ctx)
@@ -597,7 +597,7 @@ func (s *Staff) Prune(ctx context.Context) error {
 // or id, for the global search (emi.PermViewStaff; without it, no hits and
 // no error). Staff lists are small, so this filters the full list.
 func (s *Staff) Search(ctx context.Context, q string, limit int) ([]emi.SearchHit, error) {
-	if kernel.Require(ctx, emi.PermViewStaff) != nil {
+	if ViewStaff.Require(ctx) != nil {
 		return nil, nil
 	}
 	all, err := s.List(ctx)

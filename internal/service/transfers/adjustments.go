@@ -115,6 +115,14 @@ func (s *Adjustments) Request(ctx context.Context, in emi.AdjustmentRequest) (em
 	return out, err
 }
 
+// CanRequestAdjustment reports whether the staff member of ctx may ask
+// for an adjustment of account a now, by Request's rules: the decision
+// table's proposer, an account that is not terminated (14004) and has a
+// balance to adjust (balances, 14005 otherwise).
+func CanRequestAdjustment(ctx context.Context, a emi.Account, balances int) bool {
+	return a.Status != emi.AccountTerminated && balances > 0 && staff.ProposeOp(AdjustmentFlow.Control).Allowed(ctx)
+}
+
 // AdjustmentFlow is a manual adjustment's two-person request
 // (staff.ControlAdjustment). The request cannot be edited; a rejection
 // gives a reason.
@@ -248,7 +256,7 @@ func (s *Adjustments) Decide(ctx context.Context, token string, approve bool, no
 // Pending lists pending adjustments, oldest first: of one account, or of
 // every account for account "" (emi.PermViewMoney).
 func (s *Adjustments) Pending(ctx context.Context, account string) ([]emi.Adjustment, error) {
-	if err := kernel.Require(ctx, emi.PermViewMoney); err != nil {
+	if err := ViewMoney.Require(ctx); err != nil {
 		return nil, err
 	}
 	if account != "" && !kernel.ValidToken(account) {
@@ -260,7 +268,7 @@ func (s *Adjustments) Pending(ctx context.Context, account string) ([]emi.Adjust
 // Decided lists the latest decided adjustments, newest first
 // (emi.PermViewMoney).
 func (s *Adjustments) Decided(ctx context.Context) ([]emi.Adjustment, error) {
-	if err := kernel.Require(ctx, emi.PermViewMoney); err != nil {
+	if err := ViewMoney.Require(ctx); err != nil {
 		return nil, err
 	}
 	return s.store.Adjustments(ctx, "", false, 50)
@@ -268,7 +276,7 @@ func (s *Adjustments) Decided(ctx context.Context) ([]emi.Adjustment, error) {
 
 // CountPending counts pending adjustments (emi.PermViewMoney).
 func (s *Adjustments) CountPending(ctx context.Context) (int64, error) {
-	if err := kernel.Require(ctx, emi.PermViewMoney); err != nil {
+	if err := ViewMoney.Require(ctx); err != nil {
 		return 0, err
 	}
 	return s.store.CountPendingAdjustments(ctx)

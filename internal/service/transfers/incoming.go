@@ -212,7 +212,7 @@ func (s *Incoming) creditor(ctx context.Context) (string, error) {
 		}
 		return p.PartnerID, nil
 	}
-	if err := kernel.Require(ctx, emi.PermManageMoney); err != nil {
+	if err := ManageMoney.Require(ctx); err != nil {
 		return "", err
 	}
 	if !s.cfg.Sandbox {
@@ -481,7 +481,7 @@ const SuspensePageSize = 50
 // resolved ones, newest first (emi.PermViewMoney), or in order when it
 // has a key (the store's whitelist maps it to a column).
 func (s *Incoming) SuspenseItems(ctx context.Context, open bool, page int, order emi.SortOrder) ([]emi.SuspenseItem, int64, error) {
-	if err := kernel.Require(ctx, emi.PermViewMoney); err != nil {
+	if err := ViewMoney.Require(ctx); err != nil {
 		return nil, 0, err
 	}
 	items, total, err := s.store.SuspenseItems(ctx, open, max(page, 1), SuspensePageSize, order)
@@ -507,7 +507,7 @@ func (s *Incoming) SuspenseItems(ctx context.Context, open bool, page int, order
 // OpenSuspense counts open suspense items (emi.PermViewMoney), for the
 // navigation's badge.
 func (s *Incoming) OpenSuspense(ctx context.Context) (int64, error) {
-	if err := kernel.Require(ctx, emi.PermViewMoney); err != nil {
+	if err := ViewMoney.Require(ctx); err != nil {
 		return 0, err
 	}
 	return s.store.CountOpenSuspense(ctx)
@@ -745,7 +745,7 @@ func targetText(t emi.TransferParty) string {
 // wants it returned rejects the request first, with a reason (one step,
 // open to anyone with the permission, audited), then returns it.
 func (s *Incoming) ReturnSuspense(ctx context.Context, token, reason string) error {
-	if err := kernel.Require(ctx, emi.PermManageMoney); err != nil {
+	if err := ManageMoney.Require(ctx); err != nil {
 		return err
 	}
 	reason, err := kernel.StaffReason(reason)

@@ -325,7 +325,7 @@ func (s *Transfers) SandboxReturn(ctx context.Context, token string, in emi.Tran
 // StaffComplete is SandboxComplete for the back office's sandbox button
 // (emi.PermManageAccounts), on any partner's outgoing payment.
 func (s *Transfers) StaffComplete(ctx context.Context, token string) (emi.Transfer, error) {
-	if err := kernel.Require(ctx, emi.PermManageAccounts); err != nil {
+	if err := SimulateSettlement.Require(ctx); err != nil {
 		return emi.Transfer{}, err
 	}
 	return s.settle(ctx, token, "", settleComplete, "")
@@ -334,7 +334,7 @@ func (s *Transfers) StaffComplete(ctx context.Context, token string) (emi.Transf
 // StaffReturn is SandboxReturn for the back office's sandbox button
 // (emi.PermManageAccounts), on any partner's outgoing payment.
 func (s *Transfers) StaffReturn(ctx context.Context, token, reason string) (emi.Transfer, error) {
-	if err := kernel.Require(ctx, emi.PermManageAccounts); err != nil {
+	if err := SimulateSettlement.Require(ctx); err != nil {
 		return emi.Transfer{}, err
 	}
 	reason, err := returnReason(reason)
@@ -496,7 +496,7 @@ type StaffTransfer struct {
 
 // StaffGet returns a transfer for the back office (emi.PermViewAccounts).
 func (s *Transfers) StaffGet(ctx context.Context, token string) (StaffTransfer, error) {
-	if err := kernel.Require(ctx, emi.PermViewAccounts); err != nil {
+	if err := accounts.View.Require(ctx); err != nil {
 		return StaffTransfer{}, err
 	}
 	t, err := s.store.Transfer(ctx, token, false)

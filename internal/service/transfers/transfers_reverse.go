@@ -42,7 +42,7 @@ func (s *Transfers) RequestReversal(ctx context.Context, token, reason string) e
 		if err != nil {
 			return err
 		}
-		if t.Type != emi.TransferInternal || t.Status != emi.TransferCompleted {
+		if !Reversible(t) || t.Status != emi.TransferCompleted {
 			return emi.ErrTransferInvalidTransition.WithDetail("transfer %s is %s %s", t.Token, t.Type, t.Status)
 		}
 		_, err = s.controls.ProposeRequest(ctx, ReversalFlow, staff.Proposal{Subject: reversalSubject(t.Token),
@@ -52,10 +52,21 @@ func (s *Transfers) RequestReversal(ctx context.Context, token, reason string) e
 	})
 }
 
+// Reversible reports whether staff may ever ask for t to be reversed: an
+// internal transfer (money outside emi cannot be pulled back).
+func Reversible(t emi.Transfer) bool { return t.Type == emi.TransferInternal }
+
+// CanRequestReversal reports whether the staff member of ctx may ask for
+// t's reversal now, by RequestReversal's rules: a completed reversible
+// transfer, no request pending, and the decision table's proposer.
+func CanRequestReversal(ctx context.Context, t emi.Transfer, pending bool) bool {
+	return Reversible(t) && t.Status == emi.TransferCompleted && !pending && staff.ProposeOp(ReversalFlow.Control).Allowed(ctx)
+}
+
 // PendingReversal returns the pending reversal request of a transfer and
 // what the reader may do with it (emi.PermViewMoney).
 func (s *Transfers) PendingReversal(ctx context.Context, token string) (staff.Request, staff.RequestCapability, bool, error) {
-	if err := kernel.Require(ctx, emi.PermViewMoney); err != nil {
+	if err := ViewMoney.Require(ctx); err != nil {
 		return staff.Request{}, staff.RequestCapability{}, false, err
 	}
 	if !kernel.ValidToken(token) {
