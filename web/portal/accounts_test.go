@@ -487,3 +487,37 @@ func TestAccountErrorsHaveMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestPartnerTerminationVoidsAPendingStaffRequest: when the partner
+// terminates an account a staff member asked to terminate, the request is
+// answered: it closes as void (audited, the requester told), nobody can
+// approve it any more and the page offers nothing on it.
+func TestPartnerTerminationVoidsAPendingStaffRequest(t *testing.T) {
+	t.Parallel()
+	a := newAccountsEnv(t)
+	page := "/backoffice/accounts/" + a.gbpTok
+	newStaff(t, a.env, "second.agent@void.test", "Second Agent", emi.RoleCustomerService)
+	second := a.env.NewBrowser()
+	second.SignIn(t, "second.agent@void.test")
+	follow(t, a.cs, a.cs.Post(t, page+"/terminate", url.Values{"reason": {"Customer closes the relationship"}}))
+	contains(t, "second agent's page before", second.Get(t, page), `data-testid="approve-termination"`)
+
+	if r := api(t, a.env, a.p, http.MethodDelete, "/v2/accounts/"+a.gbpTok, "account_terminate", nil); r.Status != http.StatusOK {
+		t.Fatalf("account_terminate: %s", r)
+	}
+	var status string
+	if err := a.env.App.DB.Get(&status, `SELECT status FROM control_requests WHERE subject = 'account:' || $1`, a.gbpTok); err != nil ||
+		status != "void" {
+		t.Fatalf("the staff request after the partner's termination: %q %v, want void", status, err)
+	}
+	var voided int
+	if err := a.env.App.DB.Get(&voided, `SELECT count(*) FROM audit_log WHERE resource_token = $1 AND action = 'account.termination_voided'`,
+		a.gbpTok); err != nil || voided != 1 {
+		t.Fatalf("%d void audit rows (%v), want 1", voided, err)
+	}
+	pg := second.Get(t, page)
+	lacks(t, "second agent's page after", pg, `data-testid="approve-termination"`, `data-testid="reject-termination"`,
+		`data-testid="pending-termination"`)
+	pg = follow(t, second, second.Post(t, page+"/terminate/approve", nil))
+	contains(t, "a late approval", pg, "No request for the termination of this account waits any more")
+}

@@ -424,7 +424,7 @@ func programChanges(before, after emi.Program, created bool) map[string]any {
 // proposes it by saving the program, a second, distinct one approves
 // (staff.ControlProgramRisk). It binds to the program's version when
 // proposed: any other change to the program voids it.
-var ProgramChangeFlow = staff.Flow{
+var ProgramChangeFlow = staff.DeclareFlow(staff.Flow{
 	Control:        staff.ControlProgramRisk,
 	Asked:          "this program change",
 	Changed:        "the program",
@@ -437,7 +437,7 @@ var ProgramChangeFlow = staff.Flow{
 	// The code the back office knew before the lifecycle.
 	Codes: staff.RequestCodes{Pending: emi.ErrProgramStale, Closed: emi.ErrProgramStale, Void: emi.ErrProgramStale},
 	Href:  func(r staff.Request) string { return "/backoffice/programs#program-" + r.ResourceToken },
-}
+})
 
 func programSubject(code string) string { return staff.SubjectOf("program", code) }
 

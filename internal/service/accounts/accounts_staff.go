@@ -62,7 +62,7 @@ type AccountView struct {
 // proposes it with a reason, a second, distinct one approves it
 // (staff.ControlAccountTermination). The request binds to the account and
 // the reason; a termination by other means voids it.
-var TerminationFlow = staff.Flow{
+var TerminationFlow = staff.DeclareFlow(staff.Flow{
 	Control:   staff.ControlAccountTermination,
 	Asked:     "the termination of this account",
 	Proposed:  "account.termination_requested",
@@ -72,7 +72,7 @@ var TerminationFlow = staff.Flow{
 	// The codes the back office knew before the lifecycle.
 	Codes: staff.RequestCodes{Pending: emi.ErrReviewClosed, Closed: emi.ErrReviewClosed},
 	Href:  func(r staff.Request) string { return "/backoffice/accounts/" + r.ResourceToken },
-}
+})
 
 func terminationSubject(account string) string { return staff.SubjectOf("account", account) }
 

@@ -673,7 +673,7 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 // distinct one with the compliance permission confirms it, and only a
 // confirmed false positive is remembered. A true match, one person's
 // decision, voids a proposal waiting on the hit.
-var HitFlow = staffsvc.Flow{
+var HitFlow = staffsvc.DeclareFlow(staffsvc.Flow{
 	Control:   staffsvc.ControlHitFalsePositive,
 	Asked:     "a false positive on this hit",
 	Changed:   "the hit's decision",
@@ -685,7 +685,7 @@ var HitFlow = staffsvc.Flow{
 	// The code the back office knew before the lifecycle.
 	Codes: staffsvc.RequestCodes{Pending: emi.ErrReviewClosed, Closed: emi.ErrReviewClosed},
 	Href:  func(r staffsvc.Request) string { return "/backoffice/applications/" + r.ResourceToken },
-}
+})
 
 func hitSubject(application, key string) string {
 	return staffsvc.SubjectOf("hit", application+":"+key)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,6 +96,16 @@ func TestLapsedStaffChangesCloseAndFreeTheirUser(t *testing.T) {
 	}
 	if actor != "system:maintenance" && actor != "staff:"+staffID(e) {
 		t.Fatalf("lapse audited as %s", actor)
+	}
+	// The proposer reads the flow's own words and link, as for any other
+	// outcome, whether the job or the next proposal closed it.
+	var told []string
+	if err := m.env.App.DB.Select(&told, `SELECT href || ' ' || body FROM staff_inbox WHERE kind = 'decision' AND body LIKE '%lapsed%'`); err != nil {
+		t.Fatal(err)
+	}
+	want := "/backoffice/staff Your request for this staff change was lapsed."
+	if len(told) == 0 || slices.ContainsFunc(told, func(s string) bool { return s != want }) {
+		t.Fatalf("the proposers were told %q, want %q", told, want)
 	}
 	_, err = st.ApproveChange(e, old.Change.ID)
 	wantErr(t, "approving a closed lapsed change", err, emi.ErrStaffChangeDecided)

@@ -134,6 +134,38 @@ type Flow struct {
 	Href func(r Request) string
 }
 
+// declaredFlows are the flows by control (DeclareFlow). Written only while
+// the packages' variables are initialised, read afterwards.
+var declaredFlows = map[Control]Flow{}
+
+// DeclareFlow records f as the flow of its control and returns it: the
+// lapse job finds a request's flow (its wording, its page, its codes) by
+// the request's control. Each flow is declared once, as a package
+// variable (var TerminationFlow = staff.DeclareFlow(staff.Flow{...})); a
+// second flow for one control panics at start-up.
+func DeclareFlow(f Flow) Flow {
+	if _, dup := declaredFlows[f.Control]; dup {
+		panic("staff.DeclareFlow: a second flow for " + string(f.Control))
+	}
+	declaredFlows[f.Control] = f
+	return f
+}
+
+// DeclaredFlow returns the flow declared for c.
+func DeclaredFlow(c Control) (Flow, bool) {
+	f, ok := declaredFlows[c]
+	return f, ok
+}
+
+// flowOf is c's declared flow, or a bare one (the lifecycle's own wording)
+// for a control no flow declared.
+func flowOf(c Control) Flow {
+	if f, ok := declaredFlows[c]; ok {
+		return f
+	}
+	return Flow{Control: c}
+}
+
 // RequestCodes are the codes of a flow's refusals.
 type RequestCodes struct {
 	Pending, Closed, Lapsed, Void *emi.Error
@@ -511,7 +543,7 @@ func (c *Controls) LapseDueRequests(ctx context.Context) (int, error) {
 			}
 			n = len(due)
 			for _, r := range due {
-				if err := c.closeLocked(ctx, Flow{Control: r.Control}, r, RequestLapsed); err != nil {
+				if err := c.closeLocked(ctx, flowOf(r.Control), r, RequestLapsed); err != nil {
 					return err
 				}
 			}

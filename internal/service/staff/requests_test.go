@@ -250,6 +250,17 @@ func TestRequestLapsesAndIsRefusedThenClosed(t *testing.T) {
 	if err != nil || len(items) != 2 {
 		t.Fatalf("proposer told of both lapses: %v %+v", err, items)
 	}
+	// The job found the request's flow by its control (here the declared
+	// account termination's): its words and its page, not the control's
+	// code name.
+	declared, ok := staff.DeclaredFlow(e.flow.Control)
+	if !ok {
+		t.Fatalf("no flow declared for %s", e.flow.Control)
+	}
+	want := "Your request for " + declared.Asked + " was lapsed."
+	if items[0].Body != want || items[0].Href == "/backoffice/inbox" {
+		t.Fatalf("the job told the proposer %q (%s), want %q with the subject's page", items[0].Body, items[0].Href, want)
+	}
 }
 
 func mustPending(t *testing.T, e *lifecycleEnv, subject string) staff.Request {

@@ -48,7 +48,7 @@ const StaffChangeTTL = 7 * 24 * time.Hour
 // for taking privilege away (changeFlow). It binds to the user's roles
 // when proposed and lapses after StaffChangeTTL; a decided change keeps no
 // secret (the store clears them with the decision).
-var StaffChangeFlow = Flow{
+var StaffChangeFlow = DeclareFlow(Flow{
 	Control:        ControlStaffPrivileged,
 	Asked:          "this staff change",
 	Changed:        "the user's roles",
@@ -63,7 +63,15 @@ var StaffChangeFlow = Flow{
 	Codes: RequestCodes{Pending: emi.ErrStaffChangePending, Closed: emi.ErrStaffChangeDecided,
 		Lapsed: emi.ErrStaffChangeStale, Void: emi.ErrStaffChangeStale},
 	Href: func(Request) string { return "/backoffice/staff" },
-}
+})
+
+// StaffChangeFlow under ControlStaffPrivilegeRemoval, declared for the
+// lapse job (changeFlow gives the same flow to the change's own steps).
+var _ = DeclareFlow(func() Flow {
+	f := StaffChangeFlow
+	f.Control = ControlStaffPrivilegeRemoval
+	return f
+}())
 
 // changeFlow is StaffChangeFlow under c's row of the decision table.
 func changeFlow(c emi.StaffChange) Flow {

@@ -126,7 +126,7 @@ func CanRequestAdjustment(ctx context.Context, a emi.Account, balances int) bool
 // AdjustmentFlow is a manual adjustment's two-person request
 // (staff.ControlAdjustment). The request cannot be edited; a rejection
 // gives a reason.
-var AdjustmentFlow = staff.Flow{
+var AdjustmentFlow = staff.DeclareFlow(staff.Flow{
 	Control:           staff.ControlAdjustment,
 	Asked:             "this adjustment",
 	Proposed:          "adjustment.requested",
@@ -137,7 +137,7 @@ var AdjustmentFlow = staff.Flow{
 	// The code the back office knew before the lifecycle.
 	Codes: staff.RequestCodes{Closed: emi.ErrAdjustmentDecided},
 	Href:  func(r staff.Request) string { return "/backoffice/accounts/" + r.ResourceToken },
-}
+})
 
 func adjustmentSubject(token string) string { return staff.SubjectOf("adjustment", token) }
 

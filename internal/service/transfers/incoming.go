@@ -569,7 +569,7 @@ func (s *Incoming) RequestSuspenseAssignment(ctx context.Context, token, to, rea
 // (staff.ControlSuspenseAssign): one person asks with the target and a
 // reason, a second, distinct one approves; the request cannot be edited
 // and a rejection gives a reason. One assignment waits per item.
-var AssignmentFlow = staff.Flow{
+var AssignmentFlow = staff.DeclareFlow(staff.Flow{
 	Control:           staff.ControlSuspenseAssign,
 	Asked:             "the assignment of this suspense item",
 	Proposed:          "suspense.assign_requested",
@@ -580,7 +580,7 @@ var AssignmentFlow = staff.Flow{
 	// The codes the back office knew before the lifecycle.
 	Codes: staff.RequestCodes{Pending: emi.ErrSuspenseAssignmentPending, Closed: emi.ErrSuspenseAssignmentDecided},
 	Href:  func(staff.Request) string { return "/backoffice/suspense" },
-}
+})
 
 func assignmentSubject(item string) string { return staff.SubjectOf("suspense", item) }
 

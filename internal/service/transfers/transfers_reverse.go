@@ -14,7 +14,7 @@ import (
 // one person asks with a reason, a second, distinct one approves
 // (staff.ControlTransferReversal). A transfer cannot change once completed,
 // so the request binds to nothing else.
-var ReversalFlow = staff.Flow{
+var ReversalFlow = staff.DeclareFlow(staff.Flow{
 	Control:   staff.ControlTransferReversal,
 	Asked:     "the reversal of this transfer",
 	Proposed:  "transfer.reversal_requested",
@@ -24,7 +24,7 @@ var ReversalFlow = staff.Flow{
 	// The code the back office knew before the lifecycle.
 	Codes: staff.RequestCodes{Pending: emi.ErrTransferInvalidTransition, Closed: emi.ErrTransferInvalidTransition},
 	Href:  func(r staff.Request) string { return "/backoffice/transfers/" + r.ResourceToken },
-}
+})
 
 func reversalSubject(transfer string) string { return staff.SubjectOf("transfer", transfer) }
 
