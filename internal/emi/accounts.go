@@ -40,7 +40,8 @@ type Program struct {
 	// must name (ProgramInput.Version), so a stale edit is refused.
 	UpdatedAt time.Time
 	// Pending is set on UpdateProgram's answer when the change moves risk
-	// and was proposed rather than applied (issue 19).
+	// and was proposed rather than applied: a second administrator
+	// approves it.
 	Pending *ProgramChange `db:"-"`
 }
 
@@ -126,7 +127,7 @@ type AccountFilter struct {
 	Page      int
 	Limit     int
 	// Sort is another order than the newest first (program, status,
-	// created; issue 23).
+	// created).
 	Sort SortOrder
 }
 
@@ -161,7 +162,8 @@ func pad2(v int64) string {
 }
 
 // ProgramChange is a proposed change of a program that moves risk,
-// waiting for a second administrator (issue 19).
+// waiting for a second administrator (no one administrator alone may raise
+// a program's risk).
 type ProgramChange struct {
 	// Request is the two-person request the change waits on.
 	Request    string       `db:"request"`

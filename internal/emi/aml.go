@@ -156,7 +156,8 @@ const (
 	AMLSourceAPI        = "api"
 	AMLSourceRescreen   = "rescreen"
 	AMLSourceUserUpdate = "user_update"
-	// AMLSourceWatchlist: a watch-list addition found the user (issue 19).
+	// AMLSourceWatchlist: a watch-list addition found the user (an addition
+	// reaches active customers, not only new ones).
 	AMLSourceWatchlist = "watchlist"
 )
 
@@ -176,7 +177,8 @@ type UserScreening struct {
 }
 
 // TwoPersonHitScore is the score from which a false positive on an API
-// check's hit takes two people (issue 19, C2). Every hit inside an
+// check's hit takes two people: clearing a strong match wrongly is the
+// costly mistake, so a second person checks it. Every hit inside an
 // application takes two.
 const TwoPersonHitScore = 0.9
 

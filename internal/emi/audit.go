@@ -52,7 +52,7 @@ type AuditFilter struct {
 	Limit         int
 	BeforeID      int64
 	// Sort is another order than the newest first (time, action,
-	// resource, outcome; issue 23); BeforeID then names the last row seen
+	// resource, outcome); BeforeID then names the last row seen
 	// and the page holds the rows after it in that order.
 	Sort SortOrder
 }

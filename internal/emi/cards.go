@@ -16,7 +16,7 @@ const (
 	CardTerminated = "terminated"
 )
 
-// Block reason codes: why staff blocked a card (issue 23). Lost and stolen
+// Block reason codes: why staff blocked a card. Lost and stolen
 // terminate the card (its number is compromised) and it may be replaced;
 // the others make it inactive until it is set active again. Other needs a
 // note.

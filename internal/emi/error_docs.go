@@ -1,7 +1,8 @@
 package emi
 
-// errorDescriptions are the human sentences of the partner API's errors
-// (issue 21, item 10), keyed by message key: what happened and what to do.
+// errorDescriptions are the human sentences of the partner API's errors,
+// keyed by message key: what happened and what to do, so a partner's
+// developer can act on an error without asking.
 // The API sends one as `description` beside the code and the key, and the
 // reference at /docs/errors lists them; a test keeps every Catalogue
 // entry described.

@@ -199,7 +199,8 @@ var (
 	// ErrSMSUnavailable: the SMS gateway did not take the message (added).
 	ErrSMSUnavailable = def(12011, "service.cards.sms_unavailable", KindUnavailable)
 	// ErrPINSMSHold: no PIN text for 24 hours after a staff member changed
-	// the card's 3DS or delivery number (issue 20, M3).
+	// the card's 3DS or delivery number (an agent could re-point the number
+	// to their own phone; the pause lets the cardholder notice first).
 	ErrPINSMSHold = def(12012, "service.cards.pin_sms_hold", KindConflict)
 
 	ErrAccountValidation        = def(13001, "service.accounts.validation", KindInvalid)
@@ -220,31 +221,32 @@ var (
 	ErrTransferInvalidTransition = def(14007, "service.transfers.invalid_transition", KindConflict)
 	// ErrSameBalance: the two sides of a movement are one balance (a main
 	// account and one of its virtual accounts): nothing would move, so
-	// nothing is booked (issue 20, M1).
+	// nothing is booked (booking it would skip the funds check).
 	ErrSameBalance = def(14008, "service.transfers.same_balance", KindConflict)
 	// ErrTransferComplianceHold: the source account's holder has a
 	// sanctions or watch-list hit waiting for a compliance decision, or
-	// confirmed (issue 19): no money leaves until compliance decides.
+	// confirmed: no money leaves until compliance decides.
 	ErrTransferComplianceHold = def(14030, "service.transfers.compliance_hold", KindConflict)
 	// ErrAuthorizationNotFound: an unknown card authorization, or one of
 	// another partner's card (sandbox card payments).
 	ErrAuthorizationNotFound = def(14020, "service.authorizations.not_found", KindNotFound)
 
-	// Sandbox outcomes (issue 21): the partner drives a staff decision.
+	// Sandbox outcomes: the partner drives a staff decision, since a
+	// sandbox has nobody to make it.
 	ErrNotInReview        = def(11005, "service.applications.not_in_review", KindConflict)
 	ErrAPIAMLNotFound     = def(18002, "service.aml.not_found", KindNotFound)
 	ErrAMLNothingToReview = def(18003, "service.aml.nothing_to_review", KindConflict)
 	ErrNoOpenKYCSession   = def(19002, "service.kyc.no_open_session", KindConflict)
 
-	// Webhook endpoints through the partner API (issue 21).
+	// Webhook endpoints through the partner API.
 	ErrAPIWebhookValidation       = def(15001, "service.webhooks.validation", KindInvalid)
 	ErrAPIWebhookEndpointNotFound = def(15002, "service.webhooks.endpoint_not_found", KindNotFound)
 	ErrAPIWebhookDeliveryNotFound = def(15003, "service.webhooks.delivery_not_found", KindNotFound)
 	ErrAPIWebhookEndpointDisabled = def(15004, "service.webhooks.endpoint_disabled", KindConflict)
 	// ErrAPIWebhookEndpointLimit and ErrAPIWebhookHostLimit: the partner
 	// has as many enabled endpoints as it may have, in all or on the URL's
-	// host name (issue 29: one event is one delivery per endpoint, so
-	// endpoints multiply emi's traffic). errors names url with the limit.
+	// host name (one event is one delivery per endpoint, so endpoints
+	// multiply emi's traffic). errors names url with the limit.
 	ErrAPIWebhookEndpointLimit = def(15005, "service.webhooks.endpoint_limit", KindConflict)
 	ErrAPIWebhookHostLimit     = def(15006, "service.webhooks.host_limit", KindConflict)
 
@@ -254,7 +256,8 @@ var (
 	ErrPartnerKeyNotFound = def(10405, "service.partners.key_not_found", KindNotFound)
 	ErrPartnerValidation  = def(10406, "service.partners.validation", KindInvalid)
 	// ErrRotationInOverlap: a secret rotation while the previous secret is
-	// still inside its overlap needs a confirmation (issue 20, A4).
+	// still inside its overlap needs a confirmation (it would cut off the
+	// secret the partner most likely still signs with).
 	ErrRotationInOverlap = def(10407, "service.partners.rotation_in_overlap", KindConflict)
 )
 
@@ -294,7 +297,8 @@ var (
 	ErrPasswordPolicy  = def(20013, "portal.password.policy", KindInvalid)
 	ErrOwnRoles        = def(20014, "portal.staff.own_roles", KindForbidden)
 	ErrSessionExpired  = def(20015, "portal.session.expired", KindUnauthenticated)
-	// Staff changes that need a second administrator (issue 19, C8).
+	// Staff changes that need a second administrator (so no one
+	// administrator alone can hand out privileged access).
 	ErrStaffChangeNotFound = def(20016, "portal.staff.change_not_found", KindNotFound)
 	ErrStaffChangeDecided  = def(20017, "portal.staff.change_decided", KindConflict)
 	ErrStaffChangePending  = def(20018, "portal.staff.change_pending", KindConflict)
@@ -314,13 +318,14 @@ var (
 	ErrReviewStale = def(20031, "portal.review.stale", KindConflict)
 	ErrFourEyes    = def(20032, "portal.review.four_eyes", KindConflict)
 	// ErrSanctionsBlocked: a sanctions hit of the application is confirmed
-	// as a true match, so it cannot be approved (issue 19, C1).
+	// as a true match, so it cannot be approved.
 	ErrSanctionsBlocked = def(20033, "portal.review.sanctions_blocked", KindConflict)
 	// ErrRevealQuota: the staff member reached their quota of card-number
-	// reveals and full-PAN searches (issue 20, M2/M4).
+	// reveals and full-PAN searches (unlimited, they would let a script
+	// recover card numbers).
 	ErrRevealQuota = def(20090, "portal.cards.reveal_quota", KindRateLimited)
 	// ErrSanctionsUndecided: a sanctions hit of the application waits for
-	// its (two-person) decision, so it cannot be approved yet (C2).
+	// its (two-person) decision, so it cannot be approved yet.
 	ErrSanctionsUndecided = def(20034, "portal.review.sanctions_undecided", KindConflict)
 
 	// Suspense items and manual adjustments (back office only).
@@ -330,7 +335,7 @@ var (
 	ErrAdjustmentDecided  = def(20063, "portal.adjustments.decided", KindConflict)
 	// ErrSuspenseAssignmentPending: the item already has an assignment
 	// waiting for a second person, so it is neither requested again nor
-	// returned until that request is decided (issue 19, C9).
+	// returned until that request is decided.
 	ErrSuspenseAssignmentPending  = def(20064, "portal.suspense.assignment_pending", KindConflict)
 	ErrSuspenseAssignmentNotFound = def(20065, "portal.suspense.assignment_not_found", KindNotFound)
 	ErrSuspenseAssignmentDecided  = def(20066, "portal.suspense.assignment_decided", KindConflict)

@@ -76,7 +76,7 @@ func RequestMetaFrom(ctx context.Context) RequestMeta {
 type lagTolerantKey struct{}
 
 // WithLagTolerant marks ctx: its reads outside a transaction may come from
-// a read replica within EMI_READ_MAX_LAG (issue 30). The back office marks
+// a read replica within EMI_READ_MAX_LAG. The back office marks
 // its pages unless the staff member changed something within that bound
 // (read-your-writes); `emi ledger verify` marks its run. Partner API reads
 // are never marked: a partner reads what it has just written, on any

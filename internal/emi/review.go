@@ -148,9 +148,9 @@ func (d HitDecisionRecord) Final() bool {
 	return d.Decision == HitTrueMatch || (d.Decision == HitFalsePositive && d.ConfirmedBy != "")
 }
 
-// AlertClaim is who holds a compliance alert (issue 19): Kind is
-// "aml_check" or "application", Subject the check's or application's
-// token; AssignedBy is set when a colleague assigned it.
+// AlertClaim is who holds a compliance alert, so two people do not work
+// the same one: Kind is "aml_check" or "application", Subject the check's
+// or application's token; AssignedBy is set when a colleague assigned it.
 type AlertClaim struct {
 	Kind       string    `db:"subject_kind"`
 	Subject    string    `db:"subject"`

@@ -1,6 +1,6 @@
 package emi
 
-// SortOrder is the order a back-office list is asked for (issue 23): a
+// SortOrder is the order a back-office list is asked for: a
 // column key the list knows and a direction. The zero value is the list's
 // default order.
 type SortOrder struct {

@@ -8,7 +8,7 @@ import (
 // Role is a staff role. A staff user may hold several.
 type Role string
 
-// Staff roles (issue 3).
+// Staff roles.
 const (
 	RoleAdmin           Role = "admin"            // staff, partners, settings
 	RoleUnderwriter     Role = "underwriter"      // decides applications
@@ -151,11 +151,12 @@ type StaffCreate struct {
 const TemporaryPasswordTTL = 72 * time.Hour
 
 // privilegedPermissions are the permissions that make a role privileged
-// (issue 19, C8): moving money (money, accounts and cards, which hold
-// blocking, PIN resets and payouts), deciding (applications, AML hits, KYC),
-// revealing card data, and managing staff, because an administrator
-// approves the privileged staff changes of other administrators. Of today's
-// roles only the auditor, who reads and changes nothing, holds none.
+// (its changes need a second administrator): moving money (money, accounts
+// and cards, which hold blocking, PIN resets and payouts), deciding
+// (applications, AML hits, KYC), revealing card data, and managing staff,
+// because an administrator approves the privileged staff changes of other
+// administrators. Of today's roles only the auditor, who reads and changes
+// nothing, holds none.
 var privilegedPermissions = []Permission{
 	PermManageMoney, PermManageAccounts, PermManageCards,
 	PermDecideApps, PermReviewAML, PermReviewKYC,

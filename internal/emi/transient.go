@@ -11,7 +11,7 @@ import (
 )
 
 // The two answers for a request the service could not finish for a reason
-// that is neither the client's fault nor a bug (issue 29): the database was
+// that is neither the client's fault nor a bug: the database was
 // briefly unreachable, every connection stayed busy past the wait, a lock
 // stayed contended after the transaction was retried, the server shed load.
 // Both are HTTP 503 with Retry-After; they differ in what the client knows.

@@ -20,12 +20,12 @@ const (
 	EventCardActivated              EventType = "card.activated"
 	EventCardConverted              EventType = "card.converted"
 	// EventCardReplaced: staff issued a replacement for a terminated card
-	// (lost, stolen...); data names the new card and the card it replaces
-	// (issue 23).
+	// (lost, stolen...); data names the new card and the card it replaces,
+	// so the partner can link the two.
 	EventCardReplaced      EventType = "card.replaced"
 	EventTransferCompleted EventType = "transfer.completed"
 	EventTransferReturned  EventType = "transfer.returned"
-	// Card payments (issue 21): the decision on an authorization, then its
+	// Card payments: the decision on an authorization, then its
 	// end: cleared (the money moved), reversed (the merchant cancelled) or
 	// expired (never cleared; the hold is released).
 	EventAuthorizationDecided  EventType = "authorization.decided"
