@@ -251,11 +251,11 @@ func (s *Accounts) Create(ctx context.Context, in emi.AccountCreate) (emi.Accoun
 	})
 }
 
-// identify gives a balance its identifiers from a random serial (issue 20,
-// M5: sequential serials let a partner walk other partners' customers from
-// its own IBAN). The check digits and the iban and ukbank rules are those
-// of the serial's identifiers as before; uniqueness is the reservation's
-// (ReserveSerial), so a serial already drawn or issued is drawn again.
+// identify gives a balance its identifiers from a random serial (sequential
+// serials let a partner walk other partners' customers from its own IBAN).
+// The check digits and the iban and ukbank rules are those of the serial's
+// identifiers as before; uniqueness is the reservation's (ReserveSerial),
+// so a serial already drawn or issued is drawn again.
 func (s *Accounts) identify(ctx context.Context, b *emi.Balance, scheme string) error {
 	switch scheme {
 	case emi.SchemeIBANBG:

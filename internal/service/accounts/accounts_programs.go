@@ -40,9 +40,9 @@ type ProgramStore interface {
 }
 
 // programRisk names what a change from before to after does to risk that
-// takes two administrators (issue 19, ControlProgramRisk): an overdraft
-// turned on (balances may go below zero), or the AML check for cards
-// turned off. "" when neither.
+// takes two administrators (ControlProgramRisk): an overdraft turned on
+// (balances may go below zero), or the AML check for cards turned off. ""
+// when neither.
 func programRisk(before, after emi.Program) string {
 	var moves []string
 	if after.Overdraft && !before.Overdraft {
@@ -80,8 +80,8 @@ func (s *Accounts) CreateProgram(ctx context.Context, in emi.ProgramInput) (emi.
 		return emi.Program{}, err
 	}
 	if in.Overdraft {
-		// Turning an overdraft on takes two administrators (issue 19):
-		// create the program without it, then propose it.
+		// Turning an overdraft on takes two administrators (balances may go
+		// below zero): create the program without it, then propose it.
 		bad.Add("overdraft", "cannot be on in a new program: create it without, then turn the overdraft on (a second administrator approves)")
 	}
 	p := programOf(in.Code, in)

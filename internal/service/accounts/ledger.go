@@ -286,12 +286,12 @@ func Reversal(p emi.PostedTxn, partnerID, reference string) emi.LedgerTxn {
 	return t
 }
 
-// nettingBalance returns a balance whose entries in t sum to zero (a
-// debit and a credit of one balance: a main account and its virtual
-// account), or "". Such a posting moves nothing, so the funds check of the
-// guarded update never runs for it: a "completed" movement of any amount
-// would be booked from an empty balance (issue 20, M1). The ledger refuses
-// it whoever the caller is; the database refuses it too (migration 00050).
+// nettingBalance returns a balance whose entries in t sum to zero (a debit
+// and a credit of one balance: a main account and its virtual account), or
+// "". Such a posting moves nothing, so the funds check of the guarded
+// update never runs for it: a "completed" movement of any amount would be
+// booked from an empty balance. The ledger refuses it whoever the caller
+// is; the database refuses it too (migration 00050).
 func nettingBalance(t emi.LedgerTxn) string {
 	sums := map[string]int64{}
 	var order []string

@@ -437,12 +437,13 @@ type cardHolder struct {
 	screening emi.UserScreening
 }
 
-// holder returns the user who holds (or is about to hold) a card, locked
-// so that a concurrent change of their identity waits for the card
-// operation or is seen by it, with their AML state; nil for a card of a
-// merchant or without an owner. A user with an AML check waiting for a
-// compliance decision (a hit raised by a re-screening or by a change of
-// identity) or confirmed a true match gets no card: 12009 (issue 19, C5).
+// holder returns the user who holds (or is about to hold) a card, locked so
+// that a concurrent change of their identity waits for the card operation
+// or is seen by it, with their AML state; nil for a card of a merchant or
+// without an owner. A user with an AML check waiting for a compliance
+// decision (a hit raised by a re-screening or by a change of identity) or
+// confirmed a true match gets no card: 12009 (a card would let them spend
+// before compliance decides).
 func (s *Cards) holder(ctx context.Context, partnerID, user string) (*cardHolder, error) {
 	if user == "" {
 		return nil, nil

@@ -12,7 +12,7 @@ import (
 )
 
 // Blocking a card with a reason code, and replacing a lost or stolen card
-// (issue 23, item 4), as card issuers do:
+// as card issuers do:
 //
 //   - Staff block a card with a reason code (emi.BlockReasons): lost,
 //     stolen, fraud_suspected, customer_request or other (other needs a

@@ -165,12 +165,13 @@ func (s *Cards) historyCode(ctx context.Context, a cardActor, c emi.Card, change
 }
 
 // SetStatus sets a card active or inactive (card_status). Setting the
-// status it has is accepted and changes nothing. Staff block a card with
-// a reason code (Block): a staff request to set it inactive without one is
-// refused on "reason_code" (issue 23). The partner API has no reason codes
-// (seed card_status takes `status` alone), so a partner's block keeps none.
-// A card staff blocked as fraud_suspected is unblocked by staff only: a
-// partner's card_status active answers 12005 until then.
+// status it has is accepted and changes nothing. Staff block a card with a
+// reason code (Block): a staff request to set it inactive without one is
+// refused on "reason_code" (the next person must know why it was blocked).
+// The partner API has no reason codes (seed card_status takes `status`
+// alone), so a partner's block keeps none. A card staff blocked as
+// fraud_suspected is unblocked by staff only: a partner's card_status
+// active answers 12005 until then.
 func (s *Cards) SetStatus(ctx context.Context, token, status, reason string) (emi.Card, error) {
 	act := emi.CardUnblock
 	if status == emi.CardInactive {
@@ -564,17 +565,16 @@ var (
 )
 
 // PINSMSHold is how long no PIN text is sent after a staff member changed
-// the card's 3DS or delivery number (issue 20, M3).
+// the card's 3DS or delivery number (see pinMobile).
 const PINSMSHold = 24 * time.Hour
 
 // pinMobile is where a PIN text may go: the mobile number the partner set
 // (the delivery phone, else the 3DS OTP number, else the user's phone),
 // never a number a staff member set: a customer-service agent could
-// re-point the 3DS number to their own phone and send the PIN there
-// (issue 20, M3). For 24 hours after a staff change of the 3DS or delivery
-// number no PIN text is sent at all (emi.ErrPINSMSHold), so a change made
-// to intercept the PIN is seen by the cardholder (their 3DS texts stop)
-// before any PIN leaves.
+// re-point the 3DS number to their own phone and send the PIN there. For 24
+// hours after a staff change of the 3DS or delivery number no PIN text is
+// sent at all (emi.ErrPINSMSHold), so a change made to intercept the PIN is
+// seen by the cardholder (their 3DS texts stop) before any PIN leaves.
 func (s *Cards) pinMobile(ctx context.Context, c emi.Card, now time.Time) (string, error) {
 	last, err := s.store.LastStaffChange(ctx, c.Token, append(slices.Clone(threeDSNumberChanges), deliveryNumberChanges...))
 	if err != nil {
@@ -891,12 +891,12 @@ func (s *Cards) takeReveal(ctx context.Context, staffID, token string, fields []
 }
 
 // StaffReveal opens a card's full PAN for customer service
-// (emi.PermRevealCardData): the staff member enters a current TOTP code
-// and gives a reason; the reveal is audited like the API's. A step-up is
-// good for one reveal: a TOTP code works once, whereas a password could
-// be sent again with every request of a script (issue 20, M4), so a
-// password is refused here. Each reveal counts against the staff member's
-// quota (takeReveal: 10 an hour by default), decided atomically.
+// (emi.PermRevealCardData): the staff member enters a current TOTP code and
+// gives a reason; the reveal is audited like the API's. A step-up is good
+// for one reveal: a TOTP code works once, whereas a password could be sent
+// again with every request of a script, so a password is refused here. Each
+// reveal counts against the staff member's quota (takeReveal: 10 an hour by
+// default), decided atomically.
 func (s *Cards) StaffReveal(ctx context.Context, stepUp StepUp, token, secret, reason string) (Revealed, error) {
 	p, _ := emi.PrincipalFrom(ctx)
 	fields := []string{"pan"}

@@ -21,13 +21,13 @@ import (
 //   - a full PAN (13 to 19 digits, spaces and dashes allowed): refused
 //     here (emi.ErrCardValidation on "q"): a search that answers whether
 //     a card has a number is a reveal, so it is SearchPAN's, for staff who
-//     may reveal, counted against their quota and audited (issue 20, M2);
+//     may reveal, counted against their quota and audited;
 //   - an IBAN of the card's account;
 //   - "1234 name-or-email": the last four digits with the owner's name or
 //     e-mail; "1234" alone lists every card ending so;
 //   - an owner's e-mail or phone number, or a part of a person's or
-//     merchant's name (3 characters or more; issue 23: a name search
-//     lists the person's cards).
+//     merchant's name (3 characters or more; a name search lists the
+//     person's cards, since customer service is asked by name).
 //
 // Something shaped like a token (36 characters, dashes at the token's
 // places) that is not one is refused (emi.ErrCardValidation on "q"): a
@@ -94,16 +94,16 @@ func tokenShaped(q string) bool {
 	return true
 }
 
-// SearchPAN finds the card with a full card number (13 to 19 digits,
-// spaces and dashes allowed) through the keyed lookup digest, never by
-// decrypting. Telling whether a card has a number is a reveal: with the
-// BIN and the last four digits about a thousand Luhn-valid candidates
-// remain, so an unlimited search recovers a PAN in seconds (issue 20, M2).
-// So it needs emi.PermRevealCardData (denied attempts audited), counts
-// against the staff member's reveal quota (emi.ErrRevealQuota once it is
-// reached) and writes a "card.reveal" audit row for every answered search,
-// naming the card found (or none), never the number. The back office
-// calls it only from a POST, so the number stays out of URLs.
+// SearchPAN finds the card with a full card number (13 to 19 digits, spaces
+// and dashes allowed) through the keyed lookup digest, never by decrypting.
+// Telling whether a card has a number is a reveal: with the BIN and the
+// last four digits about a thousand Luhn-valid candidates remain, so an
+// unlimited search recovers a PAN in seconds. So it needs
+// emi.PermRevealCardData (denied attempts audited), counts against the
+// staff member's reveal quota (emi.ErrRevealQuota once it is reached) and
+// writes a "card.reveal" audit row for every answered search, naming the
+// card found (or none), never the number. The back office calls it only
+// from a POST, so the number stays out of URLs.
 func (s *Cards) SearchPAN(ctx context.Context, q string) ([]emi.Card, error) {
 	fields := []string{"pan_search"}
 	if err := ActionOp(emi.CardReveal).Require(ctx); err != nil {

@@ -114,11 +114,11 @@ type DeliveryJob struct {
 // DeliveryJobSpec returns the job that makes the attempts of delivery id,
 // one of partnerID's. The unique key keeps one pending job per delivery, so
 // its attempts never run side by side; a replay reuses (and hurries) that
-// job. The concurrency key is the partner's: a worker pool runs only a
-// few deliveries of one partner at once (EMI_WEBHOOK_PARTNER_CONCURRENCY),
-// and the rest wait in the queue, untouched, while other partners'
-// deliveries go through (issue 29: one partner's fan-out of many endpoints
-// and many events could take every worker).
+// job. The concurrency key is the partner's: a worker pool runs only a few
+// deliveries of one partner at once (EMI_WEBHOOK_PARTNER_CONCURRENCY), and
+// the rest wait in the queue, untouched, while other partners' deliveries
+// go through (one partner's fan-out of many endpoints and many events could
+// take every worker).
 func DeliveryJobSpec(id, partnerID string) emi.JobSpec {
 	return emi.JobSpec{Kind: JobWebhookDeliver, Payload: DeliveryJob{Delivery: id},
 		MaxAttempts: deliveryJobMaxAttempts, UniqueKey: DeliveryJobKey(id), ConcurrencyKey: DeliveryConcurrencyKey(partnerID)}

@@ -40,8 +40,8 @@ type StoredResponse struct {
 }
 
 // IdempotencyBodyContext binds a stored response's sealed body to its row
-// (issue 20, A3: a stored answer may carry the hosted KYC page's
-// capability URL and personal data for 24 hours).
+// (a stored answer may carry the hosted KYC page's capability URL and
+// personal data for 24 hours).
 func IdempotencyBodyContext(id string) string { return "idempotency_keys.body:" + id }
 
 // IdempotencyTTL is how long a stored response is replayed (contract §5).

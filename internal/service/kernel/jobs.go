@@ -42,7 +42,8 @@ func (j *Jobs) Overview(ctx context.Context, state string, limit int) (map[strin
 }
 
 // JobRescreenApplications re-runs the checks of every pending application
-// after the sanctions lists or the watch list changed (issue 19, C6).
+// after the sanctions lists or the watch list changed (an application
+// screened against the old lists may match a new entry).
 const JobRescreenApplications = "screening.rescreen_applications"
 
 // RescreenPayload says why pending applications are re-checked.

@@ -19,10 +19,10 @@ type TxRunner interface {
 // transaction, and returns what read found: the answer to a write is built
 // from the transaction's own rows. Reading it back after the commit, on
 // another connection, fails when the database goes away in between (a
-// failover, issue 30), and a partner then got "nothing was changed" for a
-// committed write, and opened a second account on retry. With read inside,
-// a failure before COMMIT is a rollback, and one during COMMIT is reported
-// as an unknown outcome (10504), never as a failure.
+// failover), and a partner then got "nothing was changed" for a committed
+// write, and opened a second account on retry. With read inside, a failure
+// before COMMIT is a rollback, and one during COMMIT is reported as an
+// unknown outcome (10504), never as a failure.
 func InTxRead[T any](ctx context.Context, tx TxRunner, write func(ctx context.Context) error, read func(ctx context.Context) (T, error)) (T, error) {
 	var out T
 	err := tx.InTx(ctx, func(ctx context.Context) error {

@@ -358,11 +358,11 @@ func (c *Checks) evaluate(ctx context.Context, a emi.Application) (out []emi.Che
 }
 
 // scoreRisk completes the risk check of results (evaluated on a, risk
-// first): the model's factors plus the screening (issue 19, C4: an
-// undecided or true-match sanctions hit makes the risk High; one decided a
-// false positive does not). It reads the hit decisions, so Run calls it
-// under the application's lock. Before the application is ready the risk
-// stays pending and the score empty.
+// first): the model's factors plus the screening (an undecided or
+// true-match sanctions hit makes the risk High; one decided a false
+// positive does not). It reads the hit decisions, so Run calls it under the
+// application's lock. Before the application is ready the risk stays
+// pending and the score empty.
 func (c *Checks) scoreRisk(ctx context.Context, a emi.Application, base []emi.RiskFactor, results []emi.CheckResult) ([]emi.RiskFactor, int, string, error) {
 	if !ready(a) {
 		return nil, 0, "", nil
@@ -463,8 +463,8 @@ func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFun
 		}
 		for _, h := range hs {
 			// Every hit inside an application takes two people: only a
-			// two-person memory answers it (issue 19, C2). A one-person
-			// memory is shown beside the hit, which stays open.
+			// two-person memory answers it. A one-person memory is shown
+			// beside the hit, which stays open.
 			people := fps[peoplesvc.FalsePositiveKey(h.List, h.EntryID, h.Fingerprint)]
 			if people >= 2 {
 				suppressed++

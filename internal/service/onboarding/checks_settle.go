@@ -6,11 +6,11 @@ import (
 	"emi/internal/emi"
 )
 
-// The settle period of automatic decisions (issue 21, item 5). Automatic
-// processing decided about 40 ms after the last check ended, so a partner
-// sending application_create, then the company, members and documents in
-// separate calls, found the application approved or rejected (11003 on the
-// next call) before its data was complete. An application under automatic
+// The settle period of automatic decisions. Automatic processing decided
+// about 40 ms after the last check ended, so a partner sending
+// application_create, then the company, members and documents in separate
+// calls, found the application approved or rejected (11003 on the next
+// call) before its data was complete. An application under automatic
 // processing is now decided only once its checks have ended (which needs
 // the company and an active UBO, contract §11) and it has stayed unchanged
 // for the settle period (EMI_DECISION_SETTLE: 3 s in the sandbox, 2 min in

@@ -9,13 +9,13 @@ import (
 )
 
 // ApprovalGrounds states, in words, what an application's approval rests
-// on: each automatic check's result and, for the sanctions check, every
-// hit and how it was decided (by whom, and whether two people did), then
-// the risk. It is what the decision record and the back office show as the
-// reason of an approval (issue 19: the record states the real grounds, and
-// "every check passed" only when every check did). It is internal: the
-// partner's decision_reason never carries it (hit decisions are not told
-// to the partner).
+// on: each automatic check's result and, for the sanctions check, every hit
+// and how it was decided (by whom, and whether two people did), then the
+// risk. It is what the decision record and the back office show as the
+// reason of an approval (the record states the real grounds, and "every
+// check passed" only when every check did). It is internal: the partner's
+// decision_reason never carries it (hit decisions are not told to the
+// partner).
 func ApprovalGrounds(a emi.Application, hits map[string]emi.HitDecisionRecord) string {
 	var parts []string
 	allPassed := true

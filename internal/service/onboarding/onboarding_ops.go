@@ -287,13 +287,13 @@ func (o *Onboarding) UpdateMember(ctx context.Context, token, member string, pat
 }
 
 // checkMemberNotCleared refuses an update that empties a field the member
-// must have: a field the partner's validator configuration requires for
-// the member's client type (as company_add_member does), and the names of
-// a natural person whatever the configuration, since the person could no
-// longer be screened against the sanctions lists (issue 21: first_name
-// and last_name "" on the only owner left the sanctions check passed for a
-// person with no name). Only fields the patch sends are checked, so an
-// older member is not blocked by a rule added since.
+// must have: a field the partner's validator configuration requires for the
+// member's client type (as company_add_member does), and the names of a
+// natural person whatever the configuration, since the person could no
+// longer be screened against the sanctions lists (first_name and last_name
+// "" on the only owner left the sanctions check passed for a person with no
+// name). Only fields the patch sends are checked, so an older member is not
+// blocked by a rule added since.
 func checkMemberNotCleared(p *kernel.Problems, m emi.Member, present map[string]bool, cfg *emi.ValidatorConfig) {
 	client := emi.ClientIndividual
 	if m.IsLegalEntity() {

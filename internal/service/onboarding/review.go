@@ -552,14 +552,14 @@ func (r *Review) HitDecisions(ctx context.Context, token string) (map[string]emi
 }
 
 // DecideHit records a decision on one sanctions hit of an application's
-// check, with a mandatory reason (underwriters and compliance). Issue 19,
-// C2: a true match is one person's decision, and blocks approval; a false
-// positive takes two people (ControlHitFalsePositive): the first decision
-// proposes it, and the hit stays undecided until a second, distinct person
-// with the compliance permission confirms it (the same call with
-// decision false_positive) or contradicts it (true_match). Only a
-// confirmed false positive is remembered for that person and list entry,
-// so a remembered decision never stands in for a second person.
+// check, with a mandatory reason (underwriters and compliance). A true
+// match is one person's decision, and blocks approval; a false positive
+// takes two people (ControlHitFalsePositive): the first decision proposes
+// it, and the hit stays undecided until a second, distinct person with the
+// compliance permission confirms it (the same call with decision
+// false_positive) or contradicts it (true_match). Only a confirmed false
+// positive is remembered for that person and list entry, so a remembered
+// decision never stands in for a second person.
 func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason string) error {
 	p := kernel.StaffOf(ctx)
 	if err := staffsvc.DecideOp(staffsvc.ControlHitFalsePositive).Require(ctx); err != nil {

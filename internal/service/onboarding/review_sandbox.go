@@ -70,8 +70,9 @@ func (r *Review) SandboxDecide(ctx context.Context, token string, in emi.Sandbox
 				return err
 			}
 			if out.Status != emi.AppInReview || d.Action != "approve" {
-				// The answer is read in this transaction (issue 30:
-				// never after the commit, on another connection).
+				// The answer is read in this transaction, never after the
+				// commit on another connection (a failover in between would
+				// report a committed decision as failed).
 				out, err = r.store.Application(ctx, p.PartnerID, token, false)
 				return err
 			}

@@ -173,10 +173,10 @@ const FactorSanctionsMatch = "sanctions_match"
 // sanctions check that is undecided or decided a true match counts; a hit
 // decided a false positive does not (nor does one suppressed by a
 // remembered false positive, which the check never raises). A false
-// positive proposed by one person and not yet confirmed by a second
-// (issue 19, C2) is still undecided: it counts. With any hit
-// counting, one factor names each of them, its points are at least the
-// High threshold, and the band is High. a gives the screened names.
+// positive proposed by one person and not yet confirmed by a second is
+// still undecided: it counts. With any hit counting, one factor names each
+// of them, its points are at least the High threshold, and the band is
+// High. a gives the screened names.
 func (r RiskModel) Screened(a emi.Application, base []emi.RiskFactor, hits []map[string]any, decisions map[string]emi.HitDecisionRecord) ([]emi.RiskFactor, int, string) {
 	fs := make([]emi.RiskFactor, 0, len(base)+1)
 	for _, f := range base {

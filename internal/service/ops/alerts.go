@@ -33,12 +33,12 @@ type AlertStore interface {
 	CountApplicationsWithOpenHits(ctx context.Context) (int64, error)
 }
 
-// Alerts is the compliance alert queue (issue 19): every screening hit
-// that waits for compliance, whatever raised it: API checks, re-screenings
-// after list or watch-list changes and identity changes (AML checks in
-// match), and applications whose sanctions hits lack a final decision. The
-// queue is derived from those rows, so it never disagrees with them;
-// claims and assignments say who works on which alert.
+// Alerts is the compliance alert queue: every screening hit that waits for
+// compliance, whatever raised it: API checks, re-screenings after list or
+// watch-list changes and identity changes (AML checks in match), and
+// applications whose sanctions hits lack a final decision. The queue is
+// derived from those rows, so it never disagrees with them; claims and
+// assignments say who works on which alert.
 type Alerts struct {
 	tx    kernel.TxRunner
 	store AlertStore

@@ -84,8 +84,9 @@ func SealedTables() []SealedTable {
 		{Name: "documents", Key: "token", MaxBatch: 8, Columns: []SealedColumn{
 			{Name: "content_enc", Context: people.DocumentContext},
 		}},
-		// Stored idempotent responses (issue 20, A3); rows stored before
-		// migration 00054 have a clear body instead and are pruned.
+		// Stored idempotent responses (they may hold personal data); rows
+		// stored before migration 00054 have a clear body instead and are
+		// pruned.
 		{Name: "idempotency_keys", Key: "id", Columns: []SealedColumn{
 			{Name: "body_enc", Context: kernel.IdempotencyBodyContext},
 		}},

@@ -10,14 +10,13 @@ import (
 	"emi/internal/service/people"
 )
 
-// The sandbox outcomes (issue 21, item 6): a partner testing its handling
-// of user.kyc_updated, aml_check.reviewed and the application decisions
-// needs the human decisions a sandbox has nobody to make. These methods
-// make them through the very service methods the back office calls
-// (KYC.Decide, AML.Decide, Review.Claim and Review.Decide), as staff
-// principals the sandbox plays, so the states, events, audit rows and
-// rules (four eyes included) are those of a real decision. The API offers
-// them only in EMI_MODE=sandbox.
+// The sandbox outcomes: a partner testing its handling of user.kyc_updated,
+// aml_check.reviewed and the application decisions needs the human
+// decisions a sandbox has nobody to make. These methods make them through
+// the very service methods the back office calls (KYC.Decide, AML.Decide,
+// Review.Claim and Review.Decide), as staff principals the sandbox plays,
+// so the states, events, audit rows and rules (four eyes included) are
+// those of a real decision. The API offers them only in EMI_MODE=sandbox.
 
 // SandboxOutcomes makes the sandbox's human decisions. It exists only in a
 // sandbox: NewSandboxOutcomes refuses to build it otherwise, so a

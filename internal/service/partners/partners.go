@@ -225,11 +225,11 @@ func (s *Partners) CreateKey(ctx context.Context, partnerID string) (emi.Partner
 // reload of the credentials page re-submits the form) used to make the
 // current secret the previous one and drop the one in its overlap, which
 // the partner was most likely still signing with: cut off at once although
-// "previous valid until" showed +24 h (issue 20, A4). Now such a rotation
-// answers emi.ErrRotationInOverlap unless confirmOverlap is set, and even
-// then the secret inside its overlap keeps its slot and its deadline: the
-// new secret replaces the current one, which stops working at once (it was
-// shown once, moments ago, and is the one being replaced).
+// "previous valid until" showed +24 h. Now such a rotation answers
+// emi.ErrRotationInOverlap unless confirmOverlap is set, and even then the
+// secret inside its overlap keeps its slot and its deadline: the new secret
+// replaces the current one, which stops working at once (it was shown once,
+// moments ago, and is the one being replaced).
 func (s *Partners) RotateSecret(ctx context.Context, keyID string, confirmOverlap bool) (string, error) {
 	if err := Manage.Require(ctx); err != nil {
 		return "", err
@@ -361,11 +361,11 @@ func (s *Partners) Details(ctx context.Context) (emi.Partner, error) {
 }
 
 // Names returns every partner's name by id, for any staff member: the back
-// office shows a partner by name wherever it shows one (issue 23), also to
-// roles that may not open the partner's page (customer service). A name is
-// not a secret; keys, webhooks and settings stay behind
-// emi.PermViewPartners. Returns emi.ErrForbidden for a principal that is
-// not staff.
+// office shows a partner by name wherever it shows one (a bare id means
+// nothing to staff), also to roles that may not open the partner's page
+// (customer service). A name is not a secret; keys, webhooks and settings
+// stay behind emi.PermViewPartners. Returns emi.ErrForbidden for a
+// principal that is not staff.
 func (s *Partners) Names(ctx context.Context) (map[string]string, error) {
 	if err := ViewNames.Require(ctx); err != nil {
 		return nil, err

@@ -257,20 +257,19 @@ func endpointHost(raw string) string {
 }
 
 // checkLimits is the rule that keeps one partner from multiplying emi's
-// webhook traffic (issue 29: one event is one delivery per endpoint, each
-// retried for days, so 120 endpoints aimed at a third party's host made
-// emi an amplifier): a partner has at most MaxEndpoints enabled endpoints,
-// and at most MaxEndpointsPerHost of them on one host name (see
-// endpointHost). It runs inside the transaction of every change that adds
-// an enabled endpoint or moves one (AddEndpoint from the API, the back
-// office and `emi partner create`; enabling; a new URL), after
-// LockPartnerEndpoints: the count and the change that follows it are then
-// one step per partner, so N concurrent additions at the limit minus one
-// make exactly one endpoint. except is the endpoint being enabled or
-// moved, not counted as one of the others ("" for a new one). Disabled and
-// deleted endpoints do not count: they get no events. Returns
-// emi.ErrPartnerNotFound, and emi.ErrWebhookEndpointLimit or
-// emi.ErrWebhookHostLimit with a message on url that says the limit.
+// webhook traffic (one event is one delivery per endpoint, each retried for
+// days, so 120 endpoints aimed at a third party's host made emi an
+// amplifier): a partner has at most MaxEndpoints enabled endpoints, and at
+// most MaxEndpointsPerHost of them on one host name (see endpointHost). It
+// runs inside the transaction of every change that adds an enabled endpoint
+// or moves one (AddEndpoint from the API, the back office and `emi partner
+// create`; enabling; a new URL), after LockPartnerEndpoints: the count and
+// the change that follows it are then one step per partner, so N concurrent
+// additions at the limit minus one make exactly one endpoint. except is the
+// endpoint being enabled or moved, not counted as one of the others ("" for
+// a new one). Disabled and deleted endpoints do not count: they get no
+// events. Returns emi.ErrPartnerNotFound, and emi.ErrWebhookEndpointLimit
+// or emi.ErrWebhookHostLimit with a message on url that says the limit.
 func (s *Webhooks) checkLimits(ctx context.Context, partnerID, rawURL, except string) error {
 	ok, err := s.store.LockPartnerEndpoints(ctx, partnerID)
 	if err != nil {
@@ -631,15 +630,17 @@ func (s *Webhooks) requestReplay(ctx context.Context, partnerID string, d kernel
 const MaxBulkReplay = 100
 
 // ReplayFailed asks for a new attempt of the partner's failed deliveries
-// (issue 23), optionally only those of one event type and of events created
-// in [From, To), oldest first and at most MaxBulkReplay, and audits it once
-// with the count and the deliveries (emi.PermManageWebhooks, as Replay).
-// Deliveries to disabled or deleted endpoints are left (enable the endpoint
-// first, as for one replay), and so are deliveries whose replay is already
-// asked for: two bulk replays at once, or one submitted twice, ask for each
-// delivery's replay once (the rows are locked and skipped by the other).
-// Returns the number asked for (0: none to replay, nothing audited), and
-// emi.ErrWebhookValidation naming type, and emi.ErrPartnerNotFound.
+// (after an outage of the partner's endpoint, so staff need not replay them
+// one by one), optionally only those of one event type and of events
+// created in [From, To), oldest first and at most MaxBulkReplay, and audits
+// it once with the count and the deliveries (emi.PermManageWebhooks, as
+// Replay). Deliveries to disabled or deleted endpoints are left (enable the
+// endpoint first, as for one replay), and so are deliveries whose replay is
+// already asked for: two bulk replays at once, or one submitted twice, ask
+// for each delivery's replay once (the rows are locked and skipped by the
+// other). Returns the number asked for (0: none to replay, nothing
+// audited), and emi.ErrWebhookValidation naming type, and
+// emi.ErrPartnerNotFound.
 func (s *Webhooks) ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int, error) {
 	if err := ManageWebhooks.Require(ctx); err != nil {
 		return 0, err

@@ -9,13 +9,13 @@ import (
 	"emi/internal/service/kernel"
 )
 
-// The partner's own webhook endpoints through the API (issue 21, item 8):
-// the back office's operations (AddEndpoint, RotateEndpointSecret,
-// SendTest, Replay), scoped to the calling partner, another partner's
-// endpoint being reported as unknown. They run as the system (the
-// partner's key is the audit row's requester, in the request metadata and
-// the changes), and the back office's errors become the partner
-// catalogue's 15001-15004.
+// The partner's own webhook endpoints through the API, so a partner need
+// not ask staff to change them: the back office's operations (AddEndpoint,
+// RotateEndpointSecret, SendTest, Replay), scoped to the calling partner,
+// another partner's endpoint being reported as unknown. They run as the
+// system (the partner's key is the audit row's requester, in the request
+// metadata and the changes), and the back office's errors become the
+// partner catalogue's 15001-15004.
 
 // partnerEndpoint returns the caller and checks that endpointID is one of
 // its endpoints. Returns emi.ErrAPIWebhookEndpointNotFound.

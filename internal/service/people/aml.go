@@ -198,13 +198,14 @@ func markSuppressed(hits []emi.AMLHit, fps map[string]int) ([]emi.AMLHit, emi.AM
 }
 
 // ScreenUser screens a user's identity as it is now and records the check,
-// linked to the user, with source user_update (issue 19, C5: user_update
-// changed the name, birthday or nationality). Hits remembered as false
-// positives for this person are kept suppressed, as in Check; any other
-// hit makes the check a match in the AML review queue, and until it is
-// decided the user's cards cannot be issued, activated or assigned. Runs
-// in the caller's transaction. Returns emi.ErrInvalidProcessor when no list
-// is loaded: the change is refused rather than left unscreened.
+// linked to the user, with source user_update (user_update changed the
+// name, birthday or nationality, so the old screening no longer holds).
+// Hits remembered as false positives for this person are kept suppressed,
+// as in Check; any other hit makes the check a match in the AML review
+// queue, and until it is decided the user's cards cannot be issued,
+// activated or assigned. Runs in the caller's transaction. Returns
+// emi.ErrInvalidProcessor when no list is loaded: the change is refused
+// rather than left unscreened.
 func (a *AML) ScreenUser(ctx context.Context, u emi.User) (emi.AMLCheck, error) {
 	q := emi.AMLQuery{FirstName: u.FirstName, LastName: u.LastName, Nationality: u.Nationality, Birthday: u.Birthday}
 	return a.record(ctx, q, emi.AMLCheck{PartnerID: u.PartnerID, Source: emi.AMLSourceUserUpdate, UserToken: u.Token},
@@ -324,7 +325,7 @@ func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.
 		switch {
 		case h.Pending() && d.Decision == emi.HitFalsePositive:
 			// The second person of a false positive on a hit scoring 0.9 or
-			// more (issue 19, C2).
+			// more.
 			if err := a.controls.Approve(ctx, staffsvc.ControlAMLHitFalsePositive, h.DecidedBy); err != nil {
 				return err
 			}
@@ -429,7 +430,8 @@ func (a *AML) ListsUpdated(ctx context.Context, u emi.SanctionsUpdate, changed [
 		if !u.OK || len(changed) == 0 {
 			return nil
 		}
-		// Pending applications are screened again too (issue 19, C6).
+		// Pending applications are screened again too (they were checked
+		// against the old lists).
 		if err := kernel.EnqueueRescreenApplications(ctx, a.jobs, "lists:"+u.Version); err != nil {
 			return err
 		}
@@ -504,14 +506,14 @@ func (a *AML) rescreenUser(ctx context.Context, u emi.User, version string, chan
 }
 
 // ScreenWatchlistEntry is the JobWatchlistScreenUsers handler: it screens
-// every active customer's name against a watch-list entry just added
-// (issue 19: a watch-list change reaches active customers). A user whose
-// name is as close as WatchlistThreshold gets a check with source
-// watchlist and one hit (list "watchlist", the entry's id), unless that
-// hit was raised for them already or is remembered as a false positive
-// for that person; the check waits in the alert queue, and until it is
-// decided the user gets no new card and no money leaves their accounts. An
-// entry removed before the job ran screens nobody.
+// every active customer's name against a watch-list entry just added (a
+// watch-list change reaches active customers, not only new ones). A user
+// whose name is as close as WatchlistThreshold gets a check with source
+// watchlist and one hit (list "watchlist", the entry's id), unless that hit
+// was raised for them already or is remembered as a false positive for that
+// person; the check waits in the alert queue, and until it is decided the
+// user gets no new card and no money leaves their accounts. An entry
+// removed before the job ran screens nobody.
 func (a *AML) ScreenWatchlistEntry(ctx context.Context, job emi.Job) error {
 	var pl watchlistScreenPayload
 	if err := json.Unmarshal(job.Payload, &pl); err != nil || pl.Entry == "" {

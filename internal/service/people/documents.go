@@ -105,10 +105,10 @@ func DecodeDocument(path string, d emi.Document) (DecodedDocument, *emi.FieldErr
 }
 
 // MaxImagePixels is the largest image (width × height) emi accepts: 40
-// megapixels, more than any phone camera's photo of an identity document.
-// A small file can declare a huge image (a 60,000 × 60,000 PNG of one
-// colour compresses to a few kilobytes and decodes to 14 GB of pixels: a
-// decompression bomb for whatever decodes it later; issue 20, A5).
+// megapixels, more than any phone camera's photo of an identity document. A
+// small file can declare a huge image (a 60,000 × 60,000 PNG of one colour
+// compresses to a few kilobytes and decodes to 14 GB of pixels: a
+// decompression bomb for whatever decodes it later).
 const MaxImagePixels = 40_000_000
 
 // overPixelBudget reads only the header of a JPEG or PNG

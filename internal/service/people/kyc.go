@@ -254,7 +254,8 @@ func (k *KYC) Submit(ctx context.Context, secret string, up emi.KYCUpload) (emi.
 				bad = append(bad, emi.FieldError{Field: f.field, Message: "This file is not a JPEG or PNG photo" + map[bool]string{true: " or a PDF.", false: "."}[len(f.allowed) > 2]})
 				continue
 			}
-			// The pixel budget, from the image header only (issue 20, A5).
+			// The pixel budget, from the image header only (decoding the
+			// pixels of a decompression bomb is the harm).
 			if msg := overPixelBudget(f.content, ct); msg != "" {
 				bad = append(bad, emi.FieldError{Field: f.field, Message: "This photo is too large: " + msg + ". Please send a smaller photo."})
 				continue

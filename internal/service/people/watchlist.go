@@ -58,7 +58,8 @@ type WatchlistDeps struct {
 // A change of the list re-screens: every pending application's checks run
 // again, and an addition is screened against every active customer
 // (AML.ScreenWatchlistEntry), both as background jobs enqueued in the
-// change's transaction (issue 19, C6).
+// change's transaction (so the change and the re-screening commit or fail
+// together).
 func NewWatchlist(d WatchlistDeps) *Watchlist {
 	kernel.MustHave("Watchlist", d)
 	return &Watchlist{tx: d.Tx, store: d.Store, audit: d.Audit, jobs: d.Jobs, similar: d.Similar, validate: d.Validate, now: d.Now}
@@ -122,7 +123,7 @@ func (w *Watchlist) List(ctx context.Context) ([]emi.WatchlistEntry, error) {
 
 // webAddress reports whether s is an absolute http or https URL with a
 // host: the back office shows a watch-list source as a link, so a
-// javascript:, data: or file: address must never be stored (issue 23).
+// javascript:, data: or file: address must never be stored.
 func webAddress(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil &&

@@ -26,7 +26,8 @@ const (
 	// ControlAccountTermination: approving an account's termination.
 	ControlAccountTermination Control = "account.terminate"
 	// ControlHitFalsePositive: confirming a false positive proposed on a
-	// sanctions hit inside an application (issue 19, C2).
+	// sanctions hit inside an application (a wrongly cleared hit lets a
+	// listed person in).
 	ControlHitFalsePositive Control = "application.hit_false_positive"
 	// ControlAMLHitFalsePositive: confirming a false positive proposed on
 	// an API check's hit scoring emi.TwoPersonHitScore or more.
@@ -34,27 +35,30 @@ const (
 	// ControlStaffPrivileged: approving a privileged staff change (a user
 	// with, or a grant of, a role holding an emi.PrivilegedPermissions
 	// permission, or the credential reset of such a user) that another
-	// administrator proposed (issue 19, C8).
+	// administrator proposed (so no one administrator alone hands out
+	// privileged access).
 	ControlStaffPrivileged Control = "staff.privileged_change"
 	// ControlStaffPrivilegeRemoval: approving the removal of a privileged
-	// role or the disabling of a user who holds one or held one in the
-	// last StaffLinkWindow, proposed by another administrator (issue 35:
-	// one administrator alone could lock out the others or strip a
-	// colleague before taking them over).
+	// role or the disabling of a user who holds one or held one in the last
+	// StaffLinkWindow, proposed by another administrator (one administrator
+	// alone could lock out the others or strip a colleague before taking
+	// them over).
 	ControlStaffPrivilegeRemoval Control = "staff.privilege_removal"
 	// ControlStaffSuspension: confirming one administrator's suspension of
 	// a colleague, so that it outlasts emi.SuspensionTTL.
 	ControlStaffSuspension Control = "staff.suspension_confirm"
 	// ControlSuspenseAssign: approving the assignment of a suspense item
-	// (money received for no usable balance) to a balance (issue 19, C9).
+	// (money received for no usable balance) to a balance (one person alone
+	// could credit it to an account of their choosing).
 	ControlSuspenseAssign Control = "suspense.assign"
 	// ControlProgramRisk: approving a program change that moves risk (an
-	// overdraft turned on, the AML check for cards turned off) that
-	// another administrator proposed (issue 19).
+	// overdraft turned on, the AML check for cards turned off) that another
+	// administrator proposed (one administrator alone may not raise a
+	// program's risk).
 	ControlProgramRisk Control = "program.risk_change"
 	// ControlKYCDecision: approving or rejecting a submitted KYC session.
 	// One person decides; the partner-facing reason and the internal note
-	// are kept apart (issue 19, C7).
+	// are kept apart (the note may say what the partner must not see).
 	ControlKYCDecision Control = "kyc.decide"
 )
 
@@ -139,10 +143,10 @@ type StaffLinkStore interface {
 // staff user, reset their credentials or changed their roles may hold (or
 // have held) a working set of that user's credentials, so for
 // StaffLinkWindow the two count as one person, and so do two users set up
-// by the same administrator: each participant stands for the set of
-// itself and the administrators linked to it, and two participants are
-// distinct only when their sets do not meet. This is what stops one admin
-// from minting money with two users they created (issue 19, C8).
+// by the same administrator: each participant stands for the set of itself
+// and the administrators linked to it, and two participants are distinct
+// only when their sets do not meet. This is what stops one admin from
+// minting money with two users they created.
 //
 // The engine also runs the lifecycle of the requests these decisions take
 // (requests.go): propose, approve, reject, withdraw, lapse, void.

@@ -154,14 +154,14 @@ const (
 // throttle returns emi.ErrSignInThrottled, after recording the attempt, when
 // the e-mail lookup or the request's IP has too many recent failures.
 //
-// The decision is atomic (issue 20, A2): counting recorded failures alone
-// let a burst of concurrent attempts all pass the count before any of
-// them was recorded (101 wrong passwords were evaluated against one
-// account, 15-18 TOTP guesses). So each attempt also takes a slot per
-// address and per IP (StaffConfig.Limits: MaxAccountFailures and
-// MaxIPFailures per ThrottleWindow, decided under an advisory lock) before
-// it is evaluated; a failure keeps its slots, and the caller gives them
-// back when the attempt succeeds (the release func, never nil).
+// The decision is atomic: counting recorded failures alone let a burst of
+// concurrent attempts all pass the count before any of them was recorded
+// (101 wrong passwords were evaluated against one account, 15-18 TOTP
+// guesses). So each attempt also takes a slot per address and per IP
+// (StaffConfig.Limits: MaxAccountFailures and MaxIPFailures per
+// ThrottleWindow, decided under an advisory lock) before it is evaluated; a
+// failure keeps its slots, and the caller gives them back when the attempt
+// succeeds (the release func, never nil).
 func (s *Staff) throttle(ctx context.Context, user *StoredStaff, lookup, action string) (release func(), err error) {
 	release = func() {}
 	ip := emi.RequestMetaFrom(ctx).IP

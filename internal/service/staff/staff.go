@@ -168,7 +168,7 @@ type StaffConfig struct {
 	PasswordCost PasswordCost
 }
 
-// Sign-in throttling and lockout (issue 3; PCI DSS 8.3.4; ASVS 6.3.1).
+// Sign-in throttling and lockout (PCI DSS 8.3.4; ASVS 6.3.1).
 const (
 	// ThrottleWindow is the period over which failures are counted.
 	ThrottleWindow = 15 * time.Minute
@@ -340,10 +340,10 @@ func (s *Staff) List(ctx context.Context) ([]emi.StaffUser, error) {
 	return list, err
 }
 
-// Names returns every staff member's name by id, for any staff member:
-// the back office names colleagues wherever it shows who did something
-// (issue 23), also to roles that may not open the staff pages. Returns
-// emi.ErrForbidden for a principal that is not staff.
+// Names returns every staff member's name by id, for any staff member: the
+// back office names colleagues wherever it shows who did something (a bare
+// id means nothing to a colleague), also to roles that may not open the
+// staff pages. Returns emi.ErrForbidden for a principal that is not staff.
 func (s *Staff) Names(ctx context.Context) (map[string]string, error) {
 	if err := ViewDashboard.Require(ctx); err != nil {
 		return nil, err

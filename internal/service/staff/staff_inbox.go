@@ -18,7 +18,8 @@ type InboxStore interface {
 
 // Inbox is each staff user's notifications: mentions in internal notes and
 // assignments of applications and alerts reach the person named, on the
-// dashboard and as a count in the navigation (issue 19, C6).
+// dashboard and as a count in the navigation, so nobody has to watch the
+// queues for work given to them.
 type Inbox struct {
 	store InboxStore
 	now   kernel.Clock

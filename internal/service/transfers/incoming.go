@@ -22,8 +22,8 @@ type IncomingStore interface {
 	// emi.ErrSuspenseNotFound.
 	SuspenseItem(ctx context.Context, token string, forUpdate bool) (emi.SuspenseItem, error)
 	// SuspenseItems returns a page (from 1) of open items, oldest first, or
-	// of resolved ones, newest first, with the total.
-	// An order with a key sorts by that column (issue 23).
+	// of resolved ones, newest first, with the total. An order with a key
+	// sorts by that column.
 	SuspenseItems(ctx context.Context, open bool, page, limit int, order emi.SortOrder) ([]emi.SuspenseItem, int64, error)
 	// ResolveSuspenseItem writes the resolution of an open item.
 	ResolveSuspenseItem(ctx context.Context, token string, r emi.SuspenseResolution) error

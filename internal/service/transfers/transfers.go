@@ -106,10 +106,10 @@ func NewTransfers(d TransfersDeps) *Transfers {
 // source is not one of the partner's balances; then, about the source,
 // 14005 (no balance in the currency), 14004 (blocked or terminated) and
 // 14003 (funds short); about a destination of the partner's own, 14005,
-// 14008 (the source's own balance, M1) and 14004; and for any other
-// destination one answer whatever its state, 14006 (issue 20, M5),
-// counted per API key (10029 beyond DestinationMissLimit). Nothing
-// changes on any error.
+// 14008 (the source's own balance) and 14004; and for any other destination
+// one answer whatever its state, 14006 (so another partner's accounts
+// cannot be probed), counted per API key (10029 beyond
+// DestinationMissLimit). Nothing changes on any error.
 func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Transfer, error) {
 	p, err := kernel.PartnerCtx(ctx, emi.ErrForbidden)
 	if err != nil {
@@ -177,7 +177,7 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 				}
 				// A main account and its virtual account share one balance:
 				// nothing would move, and booking it would skip the funds
-				// check (issue 20, M1).
+				// check.
 				return emi.ErrSameBalance.Field("destination", "is held on the source's balance (a main account and its virtual account)")
 			}
 		}
@@ -186,7 +186,7 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 		// such a destination (unknown, another currency, blocked,
 		// terminated, a blocked main account) is one answer, 14006: the
 		// answers about another partner's account never differ by its
-		// state (issue 20, M5).
+		// state.
 		sides := []accounts.Side{{Field: "source", Party: src}}
 		if found && dst.Currency == in.Currency {
 			sides = append(sides, accounts.Side{Field: "destination", Party: dst})
@@ -260,11 +260,11 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 var errDestinationMiss = errors.New("destination miss")
 
 // Destination misses (14006) are limited per API key: each one tells a
-// partner that an identifier is not a usable account of the currency, so
-// an unlimited stream of them walks other partners' customers (issue 20,
-// M5). DestinationMissLimit per DestinationMissWindow; beyond it 429 /
-// 10029, and while a key is over the limit every transfer to an IBAN or
-// account number answers 429 before anything is looked up.
+// partner that an identifier is not a usable account of the currency, so an
+// unlimited stream of them walks other partners' customers.
+// DestinationMissLimit per DestinationMissWindow; beyond it 429 / 10029,
+// and while a key is over the limit every transfer to an IBAN or account
+// number answers 429 before anything is looked up.
 const (
 	DestinationMissLimit  = 20
 	DestinationMissWindow = time.Hour
@@ -380,12 +380,12 @@ func checkParty(bad *kernel.Problems, field string, p emi.TransferParty) {
 	}
 }
 
-// complianceHold refuses money leaving src while its holder has a
-// screening hit that compliance has not decided, or confirmed (issue 19: a
-// hit on an active customer, raised by a list or watch-list change or a
-// change of identity, blocks outgoing transfers until it is decided).
-// Called after LockUsable, which locks the account row: a decision that
-// clears the hit meanwhile is seen by the next request.
+// complianceHold refuses money leaving src while its holder has a screening
+// hit that compliance has not decided, or confirmed (a hit on an active
+// customer, raised by a list or watch-list change or a change of identity,
+// blocks outgoing transfers until it is decided). Called after LockUsable,
+// which locks the account row: a decision that clears the hit meanwhile is
+// seen by the next request.
 func (s *Transfers) complianceHold(ctx context.Context, src accounts.Party) error {
 	held, err := s.store.HolderOnHold(ctx, src.Account)
 	if err != nil {
