@@ -191,7 +191,8 @@ type report struct {
 	PGBench   []pgbenchRun
 	PGCmds    []string
 	PGSkipped string
-	// Targets are issue 18's ratios; Profiles where the time goes.
+	// Targets are the ratios to pgbench emi aims for; Profiles where the
+	// time goes.
 	Targets  []ratioRow
 	Profiles []profile
 	// Data is what the scenarios run on; Took the whole run.
@@ -750,8 +751,8 @@ var (
 
 // runPGBench prepares the tables the pgbench scripts read (the Bench
 // Partner's users, accounts, cards, and its accounts still without a card)
-// and runs every script of the issue 18 targets, with the clients of the
-// emi scenario it is compared with, for d each.
+// and runs every script of the targets (targets.go), with the clients of
+// the emi scenario it is compared with, for d each.
 func runPGBench(ctx context.Context, r *report, dbURL, root, tmp string, d time.Duration, postmaster int, logf func(string, ...any)) error {
 	if !uuidLike.MatchString(r.Partner) {
 		return fmt.Errorf("partner id %q", r.Partner)

@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// Where the machine's cores go during a compared run (issue 18: "for a
-// target missed, the profile that shows what is left and why it cannot
-// go"). The load generator, emi serve and PostgreSQL share the cores, and
-// pgbench's C client costs far less than emi-load, so a raw throughput
-// ratio mixes three programs. cpuMeter splits the CPU time of one run
-// between them from /proc, so the report can show what one request costs
-// each, and what ratio the server side alone reaches.
+// Where the machine's cores go during a compared run, so that for a target
+// missed the report shows what is left and why it cannot go. The load
+// generator, emi serve and PostgreSQL share the cores, and pgbench's C
+// client costs far less than emi-load, so a raw throughput ratio mixes
+// three programs. cpuMeter splits the CPU time of one run between them from
+// /proc, so the report can show what one request costs each, and what ratio
+// the server side alone reaches.
 
 // clockTick is the unit of /proc/<pid>/stat's times. Linux reports them in
 // USER_HZ, which is 100 on every architecture Go supports (the kernel's ABI

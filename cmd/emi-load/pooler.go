@@ -14,8 +14,8 @@ import (
 )
 
 // poolerPhase is the part of `make bench` behind a transaction-mode pooler
-// (issue 30, item 8): Debian's PgBouncer (.ci/pgbouncer.sh, 10 server
-// connections) in front of the benchmark's database, three more `emi
+// (production may run behind one): Debian's PgBouncer (.ci/pgbouncer.sh, 10
+// server connections) in front of the benchmark's database, three more `emi
 // serve` with DATABASE_URL through it and their listeners direct
 // (EMI_LISTEN_DATABASE_URL), all in their default configuration
 // (EMI_DB_POOLER=transaction), as the direct server. It measures, in this

@@ -16,13 +16,13 @@ import (
 	"time"
 )
 
-// Issue 18 part 6: where the time of a request goes, and how close emi
-// gets to the database's own limit. For the operations below, `make bench`
-// takes a CPU profile of emi serve (its EMI_DEBUG_ADDR endpoint) and the
-// statements the run executed (pg_stat_statements), then runs pgbench on
-// the same database, and writes the ratios first in the report.
+// Where the time of a request goes, and how close emi gets to the
+// database's own limit. For the operations below, `make bench` takes a CPU
+// profile of emi serve (its EMI_DEBUG_ADDR endpoint) and the statements the
+// run executed (pg_stat_statements), then runs pgbench on the same
+// database, and writes the ratios first in the report.
 
-// target is one ratio issue 18 asks for.
+// target is one ratio of emi to pgbench that emi aims for.
 type target struct {
 	op      string // emi scenario
 	clients int

@@ -336,8 +336,8 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	defer cancel()
 	shutdownErr := srv.Shutdown(sctx)
 	stopWork()
-	// Bounded like the HTTP drain (issue 30: a listener stuck reconnecting
-	// to a standby kept a process up 16 minutes after SIGTERM). A job still
+	// Bounded like the HTTP drain (a listener stuck reconnecting to a
+	// standby kept a process up 16 minutes after SIGTERM). A job still
 	// running is abandoned with its lease, and retried by another process
 	// when the lease ends (EMI_JOB_LEASE).
 	if !waitUntil(sctx, &wg) {

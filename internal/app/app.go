@@ -203,9 +203,10 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.Audit = kernel.NewAuditor(postgres.NewAuditStore(db))
 	// Sandbox mode lets webhooks reach loopback over plain http (make run,
 	// tests), on the ports the operator allows only, never on emi's own or
-	// the database's (issue 29); production only public https addresses.
-	// Both are checked at registration and again at every dial (DNS
-	// rebinding, a configuration changed since).
+	// the database's (a partner's webhook must not reach emi's own
+	// services); production only public https addresses. Both are checked
+	// at registration and again at every dial (DNS rebinding, a
+	// configuration changed since).
 	a.webhookReserved = webhook.NewReservedPorts()
 	for _, r := range cfg.ReservedPorts() {
 		a.webhookReserved.Add(r.Port, r.What)
@@ -505,8 +506,9 @@ func (a *App) Health(ctx context.Context) error {
 	} else if err != nil {
 		return errors.New("database unreachable")
 	}
-	// A standby answers pings and reads: only this tells the load
-	// balancer that every write here would fail (issue 30).
+	// A standby answers pings and reads: only this tells the load balancer
+	// that every write here would fail (after a failover, the database
+	// address may lead to a standby).
 	if err := a.DB.CheckWritable(ctx); errors.Is(err, postgres.ErrReadOnly) {
 		return errors.New("database is read-only (a standby)")
 	} else if err != nil {

@@ -72,10 +72,10 @@ type Config struct {
 	// SanctionsURLs are the SDN, ALT, UN, EU and UK list addresses; an
 	// empty EU or UK address leaves that list out of the downloads.
 	SanctionsURLs [5]string
-	// DecisionSettle is how long an application under automatic
-	// processing must stay unchanged before it is decided (issue 21): a
-	// partner sending the company, members and documents in several calls
-	// is not decided on the first of them.
+	// DecisionSettle is how long an application under automatic processing
+	// must stay unchanged before it is decided: a partner sending the
+	// company, members and documents in several calls is not decided on the
+	// first of them.
 	DecisionSettle time.Duration
 	// CompaniesHouseKey enables trade-register lookups of GB companies in
 	// Companies House (CompaniesHouseURL); without it the sandbox register
@@ -98,10 +98,11 @@ type Config struct {
 	RateLimit  int
 	RateWindow time.Duration
 
-	// MaxInFlight is how many partner API requests one process works on
-	// at once; a request beyond waits up to QueueWait for a place, then
-	// is answered 503 / 10503 with Retry-After (issue 29). 0 means the
-	// size of the database pool (app wires it).
+	// MaxInFlight is how many partner API requests one process works on at
+	// once; a request beyond waits up to QueueWait for a place, then is
+	// answered 503 / 10503 with Retry-After (so an overloaded process sheds
+	// load instead of timing out every request). 0 means the size of the
+	// database pool (app wires it).
 	MaxInFlight int
 	QueueWait   time.Duration
 
@@ -121,7 +122,8 @@ type Config struct {
 
 	// WebhookEndpoints is how many enabled webhook endpoints one partner
 	// may have, and WebhookEndpointsPerHost how many of them may share a
-	// host name (issue 29: one event is one delivery per endpoint).
+	// host name (one event is one delivery per endpoint, so endpoints
+	// multiply emi's traffic).
 	WebhookEndpoints        int
 	WebhookEndpointsPerHost int
 	// WebhookPartnerConcurrency is how many of one partner's webhook

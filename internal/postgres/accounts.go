@@ -565,7 +565,7 @@ func (s *AccountStore) GenerateAccounts(ctx context.Context, partnerID, merchant
 	return nil
 }
 
-// accountSort is the account list's orders (issue 23); it pages by offset.
+// accountSort is the account list's orders; it pages by offset.
 var accountSort = sortable{def: "created", table: "accounts a", tie: "a.token", cols: map[string]string{
 	"program": "a.program",
 	"status":  "a.status",

@@ -432,8 +432,8 @@ func (s *CardStore) SearchCards(ctx context.Context, q cards.CardQuery) ([]emi.C
 			cond += ")"
 		}
 		if len([]rune(owner)) >= 3 {
-			// A name (issue 23): the cards of the people (and merchants) of
-			// the card's own partner whose name holds it.
+			// A name: the cards of the people (and merchants) of the card's
+			// own partner whose name holds it.
 			like := "%" + escapeLike(owner) + "%"
 			cond += " OR EXISTS (SELECT 1 FROM users u WHERE u.token = c.user_token AND u.partner_id = c.partner_id" +
 				" AND lower(u.first_name || ' ' || u.last_name) LIKE " + arg(like) + ")" +

@@ -130,10 +130,10 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 // reads behind account_details and card_details, the replay guard's batch),
 // run as server-side prepared statements: PostgreSQL then parses and plans
 // the query once per connection instead of on every request. Measured with
-// pgbench on account_details' statements (issue 18, 2 cores, 16 clients):
-// 4,380 tps in simple and 3,730 in unnamed extended protocol (what lib/pq
-// does for a query with parameters), 14,034 prepared; planning the JSON
-// aggregate was most of the statement's cost.
+// pgbench on account_details' statements (2 cores, 16 clients): 4,380 tps
+// in simple and 3,730 in unnamed extended protocol (what lib/pq does for a
+// query with parameters), 14,034 prepared; planning the JSON aggregate was
+// most of the statement's cost.
 //
 // query must be a constant (one of a few fixed texts): each distinct text
 // stays prepared on every connection of the pool until the pool closes, so
@@ -405,11 +405,11 @@ func (db *DB) primaryExt(ctx context.Context) sqlx.ExtContext {
 }
 
 // TxAttempts bounds how many times InTx runs a top-level transaction that
-// keeps failing with a deadlock, a serialization failure or a stale prepared
-// statement. Between attempts it waits a random pause under an exponential
-// bound (txBackoff), so transactions that collided do not collide again in
-// step; under a saturated CPU (issue 29) the old five tries within 150 ms
-// could all meet the same contention.
+// keeps failing with a deadlock, a serialization failure or a stale
+// prepared statement. Between attempts it waits a random pause under an
+// exponential bound (txBackoff), so transactions that collided do not
+// collide again in step; under a saturated CPU the old five tries within
+// 150 ms could all meet the same contention.
 const TxAttempts = 10
 
 // txBackoff is the bound of the pause after attempt n (0-based): 4 ms

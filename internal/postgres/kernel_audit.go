@@ -103,8 +103,7 @@ func (s *AuditStore) AuditEntries(ctx context.Context, f emi.AuditFilter) ([]emi
 	return out, nil
 }
 
-// auditSort is the audit log's orders (issue 23), paged by keyset on
-// (expression, id).
+// auditSort is the audit log's orders, paged by keyset on (expression, id).
 var auditSort = sortable{def: "time", table: "audit_log a", tie: "a.id", cols: map[string]string{
 	"time":     "a.at",
 	"action":   "a.action",

@@ -319,8 +319,8 @@ func ListenPartnerKeys(ctx context.Context, url string, to KeyChanges, live *ato
 // deadline, until the listener has a connection: against a server that
 // keeps refusing (a standby answers every LISTEN "cannot execute LISTEN
 // during recovery", so pq reconnects for ever) it never returned, and a
-// SIGTERM waited for it without end (issue 30). When ctx ends first, the
-// listener is closed, which ends the wait.
+// SIGTERM waited for it without end. When ctx ends first, the listener is
+// closed, which ends the wait.
 func listen(ctx context.Context, l *pq.Listener, channel string) error {
 	done := make(chan error, 1)
 	go func() { done <- l.Listen(channel) }()

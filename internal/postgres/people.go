@@ -219,7 +219,7 @@ func (s *PeopleStore) Users(ctx context.Context, f emi.UserFilter) ([]emi.User, 
 	return s.users(ctx, q, args...)
 }
 
-// userSort is the people list's orders (issue 23).
+// userSort is the people list's orders.
 var userSort = sortable{def: "created", table: "users", tie: "token", cols: map[string]string{
 	"name":    "lower(last_name || ' ' || first_name)",
 	"email":   "lower(email)",

@@ -241,9 +241,8 @@ func (s *PeopleStore) AMLChecks(ctx context.Context, f emi.AMLFilter) ([]emi.AML
 	return out, nil
 }
 
-// amlSort is the AML lists' orders (issue 23). The partner is read
-// through the join the list's query has, so the cursor row is read
-// through it too.
+// amlSort is the AML lists' orders. The partner is read through the join
+// the list's query has, so the cursor row is read through it too.
 var amlSort = sortable{def: "created", table: "aml_checks c JOIN partners p ON p.id = c.partner_id", tie: "c.token", cols: map[string]string{
 	"person":  "lower(c.first_name || ' ' || c.last_name)",
 	"partner": "lower(p.name)",

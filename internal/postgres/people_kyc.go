@@ -141,9 +141,9 @@ func (s *PeopleStore) KYCSessions(ctx context.Context, f emi.KYCFilter) ([]emi.K
 	return out, nil
 }
 
-// kycSort is the KYC lists' orders (issue 23). The person and partner are
-// read through the joins the list's query has, so the cursor row is read
-// through them too; a session not yet submitted sorts as submitted at
+// kycSort is the KYC lists' orders. The person and partner are read through
+// the joins the list's query has, so the cursor row is read through them
+// too; a session not yet submitted sorts as submitted at
 // -infinity (sort expressions are never NULL).
 var kycSort = sortable{def: "started", table: "kyc_sessions k" + kycJoins, tie: "k.token", cols: map[string]string{
 	"person":    "lower(u.first_name || ' ' || u.last_name)",

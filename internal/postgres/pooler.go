@@ -29,11 +29,11 @@ import (
 //     connection, whose unnamed statement is someone else's;
 //   - LISTEN: the notifications go to a server connection nobody listens on.
 //
-// Issue 30 measured all three through PgBouncer 1.18. Under PoolerTransaction
-// emi sends each statement with parameters as one message batch (parse,
-// bind, describe, execute, sync: lib/pq's binary_parameters, which Open
-// insists on), prepares nothing, and never LISTENs through the pool (the
-// listeners need EMI_LISTEN_DATABASE_URL, a direct connection).
+// All three were seen through PgBouncer 1.18. Under PoolerTransaction emi
+// sends each statement with parameters as one message batch (parse, bind,
+// describe, execute, sync: lib/pq's binary_parameters, which Open insists
+// on), prepares nothing, and never LISTENs through the pool (the listeners
+// need EMI_LISTEN_DATABASE_URL, a direct connection).
 type Pooler string
 
 const (

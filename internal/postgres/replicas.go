@@ -14,11 +14,11 @@ import (
 	"emi/internal/emi"
 )
 
-// Read replicas (issue 30, EMI_READ_DATABASE_URL). A read may go to a
-// replica only when its context says it tolerates a bounded lag
-// (emi.WithLagTolerant) and it runs outside a transaction: Ext then picks a
-// replica whose replay lag, measured on the replica, is within the bound,
-// and the primary otherwise. Everything else (every write, every
+// Read replicas (EMI_READ_DATABASE_URL), to take reads off the primary. A
+// read may go to a replica only when its context says it tolerates a
+// bounded lag (emi.WithLagTolerant) and it runs outside a transaction: Ext
+// then picks a replica whose replay lag, measured on the replica, is within
+// the bound, and the primary otherwise. Everything else (every write, every
 // transaction, every read whose context says nothing) reads the primary.
 //
 // The lag is measured from the replica, as PostgreSQL's documentation

@@ -2,11 +2,11 @@ package postgres
 
 import "emi/internal/emi"
 
-// sortable maps the keys a back-office list sorts by (issue 23) to SQL
-// expressions over its table, which must never be NULL (coalesce them) so
-// that keyset comparisons hold. Keys come from emi.SortOrder, which the
-// portal limits to the list's keys; an unknown key here takes the
-// default's expression, so no input reaches the SQL text.
+// sortable maps the keys a back-office list sorts by to SQL expressions
+// over its table, which must never be NULL (coalesce them) so that keyset
+// comparisons hold. Keys come from emi.SortOrder, which the portal limits
+// to the list's keys; an unknown key here takes the default's expression,
+// so no input reaches the SQL text.
 type sortable struct {
 	// def is the default key; cols the expression of every key.
 	def  string

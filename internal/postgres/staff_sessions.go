@@ -32,19 +32,19 @@ import (
 // run the same statement inside their transaction) then removes every
 // session of a user at once.
 //
-// Revocation wins over requests in flight (issue 20, A1). scs saves a
-// request's session when the request ends, so a request that started
-// before a sign-out used to write the deleted session back (the commit was
-// an upsert) and the old cookie kept working. Now every deletion (sign-out,
-// token renewal, "sign out everywhere", a revocation by an administrator)
-// leaves a tombstone in revoked_sessions until the token could no longer
-// be valid, and a commit whose token has a tombstone is dropped: the commit
-// upserts, then looks for the tombstone in a later statement (which sees
-// every revocation committed meanwhile, including one that waited on the
-// session row's lock) and rolls back when it finds one; a commit and a
-// deletion of one token also serialize on an advisory lock. Revocation
-// still stamps staff_users.sessions_revoked_at, which staff.Staff.Current
-// checks on every request.
+// Revocation wins over requests in flight. scs saves a request's session
+// when the request ends, so a request that started before a sign-out used
+// to write the deleted session back (the commit was an upsert) and the old
+// cookie kept working. Now every deletion (sign-out, token renewal, "sign
+// out everywhere", a revocation by an administrator) leaves a tombstone in
+// revoked_sessions until the token could no longer be valid, and a commit
+// whose token has a tombstone is dropped: the commit upserts, then looks
+// for the tombstone in a later statement (which sees every revocation
+// committed meanwhile, including one that waited on the session row's lock)
+// and rolls back when it finds one; a commit and a deletion of one token
+// also serialize on an advisory lock. Revocation still stamps
+// staff_users.sessions_revoked_at, which staff.Staff.Current checks on
+// every request.
 //
 // It does not implement scs.IterableStore: All must return the tokens,
 // and the table only has their hashes.

@@ -113,8 +113,8 @@ func (s *IncomingStore) SuspenseItem(ctx context.Context, token string, forUpdat
 	return r.item(), nil
 }
 
-// suspenseSort is the suspense queue's orders (issue 23); it pages by
-// offset. An order without a key is the tab's usual one.
+// suspenseSort is the suspense queue's orders; it pages by offset. An order
+// without a key is the tab's usual one.
 var suspenseSort = sortable{def: "received", table: "suspense_items s", tie: "s.token", cols: map[string]string{
 	"received": "s.created_at",
 	"amount":   "s.currency || lpad(s.amount::text, 19, '0')",

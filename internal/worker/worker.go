@@ -71,7 +71,7 @@ type Config struct {
 	// The jobs beyond wait in the queue, untouched (no attempt used), and
 	// the pool takes other jobs meanwhile: webhook deliveries are keyed by
 	// partner, so one partner's fan-out cannot take every slot
-	// (EMI_WEBHOOK_PARTNER_CONCURRENCY, issue 29).
+	// (EMI_WEBHOOK_PARTNER_CONCURRENCY).
 	//
 	// The budget is kept where jobs are claimed (Store.Claim passes over
 	// a full key's jobs) rather than by handlers that would postpone the

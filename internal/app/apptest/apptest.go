@@ -164,9 +164,9 @@ func New(t testing.TB, opts Options) *Env {
 		case "EMI_RATE_LIMIT":
 			return "0"
 		case "EMI_DECISION_SETTLE":
-			// Decide at once, as before issue 21, so tests that wait for an
-			// automatic decision stay fast; the settle period's own tests
-			// set it through Options.Configure.
+			// Decide at once, without the settle period, so tests that wait
+			// for an automatic decision stay fast; the settle period's own
+			// tests set it through Options.Configure.
 			return "0s"
 		case "EMI_LOG_LEVEL":
 			return "debug"
@@ -302,8 +302,8 @@ func tail(s string, n int) string {
 // its own use until its test ends: libopenapi's validators are not safe
 // for concurrent use.
 //
-// Building one compiles every schema of openapi.yaml: a quarter of web/api's
-// CPU under -race when each env built its own (issue 29: 294 of 1,121 CPU
+// Building one compiles every schema of openapi.yaml: a quarter of
+// web/api's CPU under -race when each env built its own (294 of 1,121 CPU
 // seconds). An env takes a validator built before and no longer used (free
 // validators are kept per process; an env uses its own under its mutex) and
 // gives it back when its test ends, so a package builds about as many as it

@@ -20,9 +20,9 @@ var (
 
 // ThroughPooler returns u, a database URL on the test server (URL), routed
 // through a PgBouncer in transaction mode in front of that server, started
-// by the repository's .ci/pgbouncer.sh (Debian's package, issue 30). The
-// pooler has far fewer server connections than a test opens clients, so
-// client connections share server connections as they do in production.
+// by the repository's .ci/pgbouncer.sh (Debian's package). The pooler has
+// far fewer server connections than a test opens clients, so client
+// connections share server connections as they do in production.
 //
 // Without PgBouncer the test is skipped, except under CI (CI set), where
 // it fails: .ci/run installs it.
