@@ -79,9 +79,9 @@ func NewHandler(d Deps) http.Handler {
 			w.Header().Set("X-Content-Type-Options", "nosniff")
 			_, _ = w.Write(doc)
 		})
-		// The rendered reference (issue 21). The document is embedded and
-		// tested, so it parses; should it not, /docs is left out rather
-		// than the whole server refused.
+		// The rendered reference. The document is embedded and tested, so
+		// it parses; should it not, /docs is left out rather than the whole
+		// server refused.
 		if h, err := docs.Handler(docs.Deps{OpenAPI: doc, PublicURL: d.PublicURL}); err == nil {
 			r.Get("/docs", h.ServeHTTP)
 			r.Get("/docs/*", h.ServeHTTP)

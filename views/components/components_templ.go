@@ -77,9 +77,9 @@ func FieldErrors(errs map[string]string, field string) templ.Component {
 	})
 }
 
-// ThenNext is the "decide and take the next" choice of a decision form
-// (issue 23): checked, the answer to a successful decision is the next case
-// of the same queue instead of this one.
+// ThenNext is the "decide and take the next" choice of a decision form (a
+// reviewer works through a queue): checked, the answer to a successful
+// decision is the next case of the same queue instead of this one.
 func ThenNext() templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -621,9 +621,9 @@ func Confirm(action, label, question, testid string) templ.Component {
 	})
 }
 
-// Sorting is a sortable table's order (issue 23): the column key and
-// direction in force, and the list's address with its filters, which the
-// header links keep (a new order starts at the first page).
+// Sorting is a sortable table's order: the column key and direction in
+// force, and the list's address with its filters, which the header links
+// keep (a new order starts at the first page).
 type Sorting struct {
 	Key, Dir string
 	Path     string

@@ -7,9 +7,9 @@ import (
 	"github.com/a-h/templ"
 )
 
-// Form is what was typed into a refused back-office form, shown again
-// (issue 23, item 5): every value as typed, each refusal beside its field
-// (aria-invalid and aria-describedby naming the message, which
+// Form is what was typed into a refused back-office form, shown again (so
+// nothing typed is lost): every value as typed, each refusal beside its
+// field (aria-invalid and aria-describedby naming the message, which
 // FieldErrors renders with the id <field>-error), the first refused field
 // focused so the browser scrolls to it, and the form's section open. It is
 // the one way a page keeps a refused form: a handler fills it with

@@ -38,7 +38,7 @@ type AuditFilter struct {
 	Actor, Action, ResourceType, ResourceToken, From, To string
 	// Errors holds a refused filter's messages by field (from, to).
 	Errors map[string]string
-	// Sort is the table's order (issue 23).
+	// Sort is the table's order.
 	Sort components.Sorting
 }
 

@@ -35,8 +35,8 @@ type CardsView struct {
 	Errs     map[string]string
 	Rows     []CardRow
 	Searched bool
-	// Sort orders the results (issue 23); nil for a card-number search,
-	// which is never in an address and finds one card.
+	// Sort orders the results; nil for a card-number search, which is never
+	// in an address and finds one card.
 	Sort *components.Sorting
 	// Owner is set when the query was a person's or a merchant's token:
 	// whose cards the list holds.
@@ -2306,9 +2306,9 @@ func cardInput(a CardActions, which, name, label string, maxlen int) templ.Compo
 }
 
 // cardActionBar is every action on the card in one bar at the top of its
-// page, beside the card's identity and status (issue 23): each opens its
-// form below, behind a second click. A terminated card offers its
-// replacement instead.
+// page, beside the card's identity and status, so none has to be looked
+// for: each opens its form below, behind a second click. A terminated card
+// offers its replacement instead.
 func cardActionBar(v CardView) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context

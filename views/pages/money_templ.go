@@ -81,7 +81,7 @@ type SuspenseView struct {
 	Prev     string
 	Next     string
 	Simulate *SimulateForm
-	// Sort orders the tab (issue 23).
+	// Sort orders the tab.
 	Sort components.Sorting
 }
 
@@ -121,7 +121,7 @@ type AdjustmentRow struct {
 type AdjustmentsView struct {
 	Pending []AdjustmentRow
 	Decided []AdjustmentRow
-	// Sort orders both tables (issue 23).
+	// Sort orders both tables.
 	Sort components.Sorting
 }
 

@@ -28,7 +28,7 @@ type WebhooksView struct {
 	// NewURL and NewTypes are a refused new endpoint's input.
 	NewURL, NewTypes string
 	Errors           map[string]string
-	// Sort orders the endpoints (issue 23).
+	// Sort orders the endpoints.
 	Sort components.Sorting
 }
 

@@ -15,9 +15,9 @@ type balanceResponse struct {
 	Token     string `json:"token"`
 	Currency  string `json:"currency"`
 	Available string `json:"available"`
-	// Current is the ledger balance (every posted entry) and Held the
-	// card payments approved but not yet cleared: available = current -
-	// held (issue 21, as issuers show them).
+	// Current is the ledger balance (every posted entry) and Held the card
+	// payments approved but not yet cleared: available = current - held (as
+	// card issuers show them).
 	Current       string `json:"current"`
 	Held          string `json:"held"`
 	IBAN          string `json:"iban"`

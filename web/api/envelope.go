@@ -18,7 +18,7 @@ type envelope struct {
 	Message string           `json:"message,omitempty"`
 	Errors  []emi.FieldError `json:"errors,omitempty"`
 	// Description and DocURL explain an error to a person: what happened
-	// and what to do, and where the reference says more (issue 21, item 10).
+	// and what to do, and where the reference says more.
 	Description string `json:"description,omitempty"`
 	DocURL      string `json:"doc_url,omitempty"`
 	Data        any    `json:"data,omitempty"`

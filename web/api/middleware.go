@@ -131,15 +131,15 @@ func (a *API) chain(op Operation, h http.HandlerFunc) http.Handler {
 	return a.readRequest(op, next)
 }
 
-// admit bounds the requests worked on at once (issue 29): past
-// Deps.MaxInFlight a request waits for a place, in arrival order as far as
-// Go's channel receive is fair, up to Deps.QueueWait, and is then answered
-// 503 / 10503 with Retry-After before anything reads the database: nothing
-// was changed, and the client may send it again. Without it an overload
-// waited for a database connection until the request's 30 s deadline, each
-// waiting request holding its goroutine and body. It runs before the key
-// lookup, so a refused request costs no query; the order of the chain
-// still puts it after the body is read within the operation's limit.
+// admit bounds the requests worked on at once: past Deps.MaxInFlight a
+// request waits for a place, in arrival order as far as Go's channel
+// receive is fair, up to Deps.QueueWait, and is then answered 503 / 10503
+// with Retry-After before anything reads the database: nothing was changed,
+// and the client may send it again. Without it an overload waited for a
+// database connection until the request's 30 s deadline, each waiting
+// request holding its goroutine and body. It runs before the key lookup, so
+// a refused request costs no query; the order of the chain still puts it
+// after the body is read within the operation's limit.
 func (a *API) admit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -167,9 +167,9 @@ func (a *API) admit(next http.Handler) http.Handler {
 // cancelled and its connection returned instead of being held forever. It
 // starts once the body is read: the upload is bounded by the server's
 // ReadTimeout (60 s in `emi serve`), and a partner on a slow link sending a
-// 10 MiB document must not have the upload eat the time of the work
-// (issue 29: under load, a 14 MB user_create spent its 30 s receiving and
-// parsing and was answered 503).
+// 10 MiB document must not have the upload eat the time of the work (under
+// load, a 14 MB user_create spent its 30 s receiving and parsing and was
+// answered 503).
 const RequestTimeout = 30 * time.Second
 
 // readRequest reads the body within the operation's limit (413 / 10013) and

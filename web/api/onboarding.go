@@ -60,7 +60,7 @@ type applicationResponse struct {
 	CreatedAt         time.Time  `json:"created_at"`
 	UpdatedAt         time.Time  `json:"updated_at"`
 	// WaitingFor is what an undecided application still waits for
-	// (application_details only; issue 21).
+	// (application_details only), so a partner knows what to send next.
 	WaitingFor []string `json:"waiting_for,omitempty"`
 }
 

@@ -8,10 +8,10 @@ import (
 	"emi/internal/emi"
 )
 
-// The sandbox outcomes (issue 21, item 6): the human decisions a partner
-// needs to test its webhooks, made through the back office's own service
-// methods by the reviewers the sandbox plays. Sandbox only (404 / 10004 in
-// production, like the other sandbox operations).
+// The sandbox outcomes: the human decisions a partner needs to test its
+// webhooks, made through the back office's own service methods by the
+// reviewers the sandbox plays. Sandbox only (404 / 10004 in production,
+// like the other sandbox operations).
 
 type sandboxKYCResponse struct {
 	Session string        `json:"session"`

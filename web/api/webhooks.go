@@ -9,8 +9,8 @@ import (
 	"emi/internal/emi"
 )
 
-// A partner's webhook endpoints (issue 21, item 8): the back office's
-// operations, signed like every other.
+// A partner's webhook endpoints, so a partner need not ask staff to change
+// them: the back office's operations, signed like every other.
 
 type webhookEndpointResponse struct {
 	ID             string          `json:"id"`

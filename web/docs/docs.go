@@ -47,13 +47,13 @@ type Deps struct {
 	PublicURL string
 }
 
-// Handler returns the /docs pages. The reference is built from the
-// document on the first request for it (about 0.2 s of CPU, once per
-// document and process) rather than here: every App.Handler makes these
-// pages, and the tests' environments, each with its own public URL in the
-// document, paid a build each though few of them read /docs (issue 29).
-// The document is embedded and tested, so it parses; should it not, /docs
-// answers 500 with the error and the rest of the server is unaffected.
+// Handler returns the /docs pages. The reference is built from the document
+// on the first request for it (about 0.2 s of CPU, once per document and
+// process) rather than here: every App.Handler makes these pages, and the
+// tests' environments, each with its own public URL in the document, paid a
+// build each though few of them read /docs. The document is embedded and
+// tested, so it parses; should it not, /docs answers 500 with the error and
+// the rest of the server is unaffected.
 func Handler(d Deps) (http.Handler, error) {
 	var rows []view.ErrorRow
 	for _, e := range emi.Catalogue() {

@@ -106,16 +106,16 @@ func current(r *http.Request) emi.StaffUser {
 }
 
 // lagTolerance lets a signed-in staff member's pages read a read replica
-// (issue 30: lists, searches, the audit log, statements and exports, the
-// metrics pages), with read-your-writes: a GET is marked lag-tolerant
-// (emi.WithLagTolerant: the store reads a replica whose lag is within
-// ReadLagBound, else the primary) unless this session changed something
-// less than ReadLagBound ago; any other method records the time of the
-// change first. A replica within the bound holds every commit older than
-// the bound, so after it the staff member's own change is there. Another
-// staff member's change may take up to the bound to show in a list; every
-// decision re-reads what it decides on inside its transaction, on the
-// primary, so no decision is taken on a stale row.
+// (lists, searches, the audit log, statements and exports, the metrics
+// pages, to take their load off the primary), with read-your-writes: a GET
+// is marked lag-tolerant (emi.WithLagTolerant: the store reads a replica
+// whose lag is within ReadLagBound, else the primary) unless this session
+// changed something less than ReadLagBound ago; any other method records
+// the time of the change first. A replica within the bound holds every
+// commit older than the bound, so after it the staff member's own change is
+// there. Another staff member's change may take up to the bound to show in
+// a list; every decision re-reads what it decides on inside its
+// transaction, on the primary, so no decision is taken on a stale row.
 func (p *Portal) lagTolerance(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.d.ReadLagBound <= 0 {

@@ -91,13 +91,13 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 		r.URL = &u
 	}
 	v := pages.CardsView{Q: maskedQuery(q), Searched: q != "", Empty: "No cards match."}
-	// The results sort by their columns (issue 23) through GET links that
-	// carry the query, so the search form's POST (which keeps a card
-	// number out of addresses) is followed by sortable links for any query
-	// but one holding a long run of digits: a card number (that search
-	// finds one card) or anything that could be one, an IBAN's account
-	// digits included. Those headers do not sort: a number is never put in
-	// a link. A new search starts in the usual order.
+	// The results sort by their columns through GET links that carry the
+	// query, so the search form's POST (which keeps a card number out of
+	// addresses) is followed by sortable links for any query but one
+	// holding a long run of digits: a card number (that search finds one
+	// card) or anything that could be one, an IBAN's account digits
+	// included. Those headers do not sort: a number is never put in a link.
+	// A new search starts in the usual order.
 	sort := readSort(r, "", "", "card", "owner", "account", "program", "type", "status", "activated", "created")
 	_, isPAN := cards.PANQuery(q)
 	if !isPAN && !longDigitRun(q) {

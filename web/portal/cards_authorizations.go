@@ -173,7 +173,7 @@ func (p *Portal) cardAuthorizationSettle(w http.ResponseWriter, r *http.Request,
 	var err error
 	if clear {
 		// The amount is typed: a refused one comes back on the page (422)
-		// in its row's form, as typed, the reason beside it (issue 23).
+		// in its row's form, as typed, the reason beside it.
 		form := components.KeepForm("clear:"+token, r.PostForm, "amount")
 		var amount *int64
 		if s := form.Value("amount"); s != "" {

@@ -9,9 +9,9 @@ import (
 
 // flashError answers a failed action: 403/404/500 pages for those kinds, a
 // flash on the page the action came from for rule errors. It is for forms
-// with nothing typed (a button, a choice among the page's own options):
-// a refused form with typed input answers its page again (422) with the
-// input kept instead (components.Form, issue 23).
+// with nothing typed (a button, a choice among the page's own options): a
+// refused form with typed input answers its page again (422) with the input
+// kept instead (components.Form), so nothing typed is lost.
 func (p *Portal) flashError(w http.ResponseWriter, r *http.Request, err error, back string) {
 	e := emi.AsError(err)
 	switch e.Kind {

@@ -15,7 +15,7 @@ import (
 // history section of an account's, card's, person's, application's and
 // transfer's page): actors and the ids in the changes named.
 
-// auditRow is one audit line as people read it (issue 23): the actor by
+// auditRow is one audit line as people read it, not as ids: the actor by
 // name (a staff member's, or "API key of" the partner's) with the id on
 // hover, a partner's or staff user's row by their name, the system as
 // "system (test)". Staff actors link to their page for roles that see
@@ -77,10 +77,10 @@ func auditRow(r *http.Request, e emi.AuditEntry) pages.AuditRow {
 var uuidInJSON = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 // nameAuditIDs writes the names of staff members and partners in place of
-// their ids in the rows' changes ({"mentions":["Sandbox Compliance"]}),
-// and keeps the changes as recorded, ids and all, on hover (issue 23: no
-// partner or staff id where a name exists). Ids of other things stay: they
-// have no name. The names are looked up only when a row has an id.
+// their ids in the rows' changes ({"mentions":["Sandbox Compliance"]}), and
+// keeps the changes as recorded, ids and all, on hover (no partner or staff
+// id where a name exists). Ids of other things stay: they have no name. The
+// names are looked up only when a row has an id.
 func (p *Portal) nameAuditIDs(r *http.Request, rows []pages.AuditRow) {
 	var staff, partners map[string]string
 	for i := range rows {

@@ -63,7 +63,7 @@ func shortID(id string) string {
 }
 
 // partnerNameMap names partners. Every staff member sees partner names
-// (issue 23: customer service saw "01a217a1…"); only roles that may open a
+// (customer service used to see a bare id); only roles that may open a
 // partner's page get a link to it (partnerKV).
 type partnerNameMap map[string]string
 

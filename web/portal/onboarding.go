@@ -395,7 +395,8 @@ type sanctionHit struct {
 	Score       float64  `json:"score"`
 	Fields      []string `json:"fields"`
 	// Remembered: a one-person false positive remembered for this person
-	// and entry, which does not settle the hit (issue 19, C2).
+	// and entry, which does not settle the hit (a false positive inside an
+	// application takes two people).
 	Remembered string `json:"remembered_false_positive"`
 }
 

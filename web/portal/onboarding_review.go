@@ -182,10 +182,10 @@ func (p *Portal) reviewQueue(w http.ResponseWriter, r *http.Request) {
 	p.renderReviewQueue(w, r, http.StatusOK, r.URL.Query(), nil, nil)
 }
 
-// renderReviewQueue renders the queue with the filters of query; kept,
-// when set, is a refused form shown again (issue 23): a bulk action
-// ("bulk": colleague and reason as typed, the chosen applications still
-// ticked) or a saved view ("view": its name, the section open), each
+// renderReviewQueue renders the queue with the filters of query; kept, when
+// set, is a refused form shown again, so nothing typed is lost: a bulk
+// action ("bulk": colleague and reason as typed, the chosen applications
+// still ticked) or a saved view ("view": its name, the section open), each
 // reason beside its field.
 func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, status int, query url.Values, kept *components.Form, chosen []string) {
 	var bulk *components.Form
@@ -405,8 +405,7 @@ func (p *Portal) reviewSaveView(w http.ResponseWriter, r *http.Request) {
 			p.renderError(w, r, err)
 			return
 		}
-		// The queue again (422) with the name as typed beside the reason
-		// (issue 23).
+		// The queue again (422) with the name as typed beside the reason.
 		banner := keepErrors(form, err, nil)
 		if !form.Invalid("name") {
 			form.Errs["name"] = banner
@@ -459,8 +458,8 @@ func (p *Portal) reviewBulk(w http.ResponseWriter, r *http.Request) {
 		n, err = p.d.Review.BulkReassign(r.Context(), tokens, to, form.Value("reason"))
 	}
 	if form.Refused() || err != nil {
-		// A refused bulk action (issue 23) answers the queue again (422)
-		// with what was chosen and typed kept; a forbidden one its page.
+		// A refused bulk action answers the queue again (422) with what was
+		// chosen and typed kept; a forbidden one its page.
 		if e := emi.AsError(err); err != nil && e.Kind != emi.KindInvalid && e.Kind != emi.KindConflict {
 			p.renderError(w, r, err)
 			return

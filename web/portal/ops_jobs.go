@@ -10,10 +10,10 @@ import (
 )
 
 // jobs (GET /jobs) shows the job queue: counts by state, then dead and
-// stuck jobs first (a running job past its lease is stuck: its worker died).
-// The list (at most 100 jobs) sorts by its columns in Go (issue 23); its
-// usual order, dead and stuck first, is no column's, so no header is
-// marked sorted until one is chosen.
+// stuck jobs first (a running job past its lease is stuck: its worker
+// died). The list (at most 100 jobs) sorts by its columns in Go; its usual
+// order, dead and stuck first, is no column's, so no header is marked
+// sorted until one is chosen.
 func (p *Portal) jobs(w http.ResponseWriter, r *http.Request) {
 	sort := readSort(r, "", "", "id", "kind", "state", "attempt", "run_at", "updated")
 	state := r.URL.Query().Get("state")

@@ -146,8 +146,8 @@ func (p *Portal) renderPartnerPage(w http.ResponseWriter, r *http.Request, statu
 	p.render(w, r, status, pt.Name, templ.Join(content...))
 }
 
-// partnerProcessing (POST /partners/{id}/processing). Nothing is typed
-// (a select of the modes): a refusal is a flash (issue 23).
+// partnerProcessing (POST /partners/{id}/processing). Nothing is typed (a
+// select of the modes), so a refusal is a flash: there is no input to keep.
 func (p *Portal) partnerProcessing(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
 	if err := p.d.Partners.SetProcessing(r.Context(), id, emi.Processing(r.PostFormValue("processing"))); err != nil {

@@ -18,8 +18,8 @@ import (
 )
 
 // webhooksSection renders the partner's endpoints for its page (nil when
-// the role may not see webhooks), in the order sort asks (issue 23: a
-// partner has a handful, sorted in Go; the usual order is the service's).
+// the role may not see webhooks), in the order sort asks (a partner has a
+// handful, sorted in Go; the usual order is the service's).
 func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs map[string]string, sort tableSort) (templ.Component, error) {
 	if !canDo(r, partners.ViewWebhooks) {
 		return nil, nil
@@ -122,8 +122,8 @@ func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
 
 // webhookTest (POST /partners/{id}/webhooks/{ep}/test) sends a test event.
 // Test, rotate, enable, disable and replay are buttons with nothing typed:
-// a refusal is a flash (issue 23; a refused new endpoint keeps what was
-// typed: webhookAdd).
+// a refusal is a flash, as there is no input to keep (a refused new
+// endpoint keeps what was typed: webhookAdd).
 func (p *Portal) webhookTest(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
 	if _, err := p.d.Webhooks.SendTest(r.Context(), id, param(r, "ep")); err != nil {
@@ -173,9 +173,9 @@ func (p *Portal) replayDelivery(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, "/backoffice/partners/"+id+"/events")
 }
 
-// eventsLog (GET /partners/{id}/events) is the delivery log: events
-// newest first, filtered by type, resource, delivery status (issue 23) and
-// date; a pending delivery shows when its next retry is due.
+// eventsLog (GET /partners/{id}/events) is the delivery log: events newest
+// first, filtered by type, resource, delivery status and date; a pending
+// delivery shows when its next retry is due.
 func (p *Portal) eventsLog(w http.ResponseWriter, r *http.Request) {
 	p.renderEventsLog(w, r, http.StatusOK, r.URL.Query(), nil)
 }
@@ -276,11 +276,12 @@ func (p *Portal) renderEventsLog(w http.ResponseWriter, r *http.Request, status 
 }
 
 // replayFailed (POST /partners/{id}/deliveries/replay-failed) asks for a
-// new attempt of the partner's failed deliveries (issue 23), of the event
-// type and dates of the log's filter, at most service.MaxBulkReplay at a
-// time (audited with the count by the service). A refused filter answers
-// the log again (422) with the reason beside the field; a second submit
-// finds the deliveries already asked for and replays nothing more.
+// new attempt of the partner's failed deliveries (after an outage of the
+// partner's endpoint, rather than one by one), of the event type and dates
+// of the log's filter, at most service.MaxBulkReplay at a time (audited
+// with the count by the service). A refused filter answers the log again
+// (422) with the reason beside the field; a second submit finds the
+// deliveries already asked for and replays nothing more.
 func (p *Portal) replayFailed(w http.ResponseWriter, r *http.Request) {
 	id := param(r, "id")
 	q := url.Values{"status": {string(emi.DeliveryFailed)}}

@@ -82,13 +82,14 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, sort.status(), "People", pages.Users(view, statuses, rows, prev, next, nil, sort.view(r)))
 }
 
-// personCards lists under each person a search found their cards (issue 23:
-// a name search shows the person's cards, masked, with status and account,
-// linked to the card page), for roles that see cards. They are the cards
-// the cards search finds for the same query (a person's name, e-mail or
-// phone; each card belongs to a person of its own partner), so a search by
-// a person's token lists no cards: the person's page does. A query the
-// cards search refuses (a full card number) lists none.
+// personCards lists under each person a search found their cards (customer
+// service is asked by name: a name search shows the person's cards, masked,
+// with status and account, linked to the card page), for roles that see
+// cards. They are the cards the cards search finds for the same query (a
+// person's name, e-mail or phone; each card belongs to a person of its own
+// partner), so a search by a person's token lists no cards: the person's
+// page does. A query the cards search refuses (a full card number) lists
+// none.
 func (p *Portal) personCards(r *http.Request, q string, rows []pages.UserRow) error {
 	if q == "" || len(rows) == 0 || p.d.Cards == nil || !canDo(r, accounts.View) {
 		return nil

@@ -143,9 +143,9 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 	}
 	switch e := h.Entry; {
 	case h.List == emi.WatchlistListName:
-		// emi's own watch list (issue 19): entries are compared by name
-		// alone, so the name score is the hit's score, and the entry is
-		// on the watch-list page, not in the sanctions lists.
+		// emi's own watch list: entries are compared by name alone, so the
+		// name score is the hit's score, and the entry is on the watch-list
+		// page, not in the sanctions lists.
 		hv.NameScore = hv.Score
 		hv.EntryNote = "An entry of emi's own watch list, compared by name only: its category, note and source are on the Watch list page."
 	case e == nil:
@@ -165,7 +165,8 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 	}
 	switch {
 	case h.Pending():
-		// Issue 19, C2: a hit scoring 0.9 or more takes two people.
+		// A hit scoring 0.9 or more takes two people (a false positive on a
+		// strong match needs a second person).
 		hv.Decision, hv.DecisionTone = "false positive proposed: needs a second person", "warn"
 	case h.Decision == emi.HitFalsePositive && h.ConfirmedBy != "":
 		hv.Decision, hv.DecisionTone = "false positive (two people)", "ok"

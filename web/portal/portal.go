@@ -42,7 +42,8 @@ const (
 	stageFull        = "full" // both factors passed
 )
 
-// Session lifetimes (issue 3): idle 30 min, absolute 12 h.
+// Session lifetimes: idle 30 min, absolute 12 h, so a session left open or
+// stolen does not last.
 const (
 	IdleTimeout = 30 * time.Minute
 	Lifetime    = 12 * time.Hour

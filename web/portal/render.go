@@ -145,8 +145,8 @@ func fieldErrors(err error) (map[string]string, string) {
 	return errs, Message(e)
 }
 
-// amountFormat is the message of an amount that is not one (issue 23: a
-// decimal comma is an amount where it cannot be a thousands separator).
+// amountFormat is the message of an amount that is not one (a decimal comma
+// is an amount where it cannot be a thousands separator).
 const amountFormat = "must be an amount with at most two decimals: 12.50 or 12,50"
 
 // keepErrors puts a service's field errors beside the fields of a kept

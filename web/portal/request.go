@@ -26,9 +26,9 @@ func param(r *http.Request, name string) string { return chi.URLParam(r, name) }
 // dateRange reads the from and to filters (YYYY-MM-DD, UTC) as a half-open
 // range [from, to+1 day), so "to" includes the whole day. An empty date
 // leaves that end open. A date that does not parse, or a range that ends
-// before it starts, is refused (issue 23: it used to be ignored silently,
-// so the page listed everything while the form showed a filter): errs then
-// holds the message for the field, and the caller answers 422 with the form.
+// before it starts, is refused (it used to be ignored silently, so the page
+// listed everything while the form showed a filter): errs then holds the
+// message for the field, and the caller answers 422 with the form.
 func dateRange(q url.Values) (from, to time.Time, errs map[string]string) {
 	errs = map[string]string{}
 	parse := func(field string) time.Time {

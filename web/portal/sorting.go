@@ -10,12 +10,12 @@ import (
 	"emi/views/components"
 )
 
-// Sortable tables (issue 23). Every list that sorts reads its order here
-// from ?sort=<key>&dir=asc|desc, limited to the keys the list names, and
-// shows its headers with components.SortHeader. Short lists (partners,
-// staff) are sorted in Go after the service returns them, with the id as
-// the tie-breaker; long ones pass sort.order() to their store, which maps
-// the key to an SQL expression (postgres.sortable) with the token as the
+// Sortable tables. Every list that sorts reads its order here from
+// ?sort=<key>&dir=asc|desc, limited to the keys the list names, and shows
+// its headers with components.SortHeader. Short lists (partners, staff) are
+// sorted in Go after the service returns them, with the id as the
+// tie-breaker; long ones pass sort.order() to their store, which maps the
+// key to an SQL expression (postgres.sortable) with the token as the
 // tie-breaker, and pages by keyset on (expression, token).
 //
 // An unknown key or direction is not ignored: the list is shown in its

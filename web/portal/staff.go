@@ -185,8 +185,8 @@ func (p *Portal) renderStaff(w http.ResponseWriter, r *http.Request, status int,
 	p.renderStaffPage(w, r, status, id, secret, half, nil)
 }
 
-// staffKept is a refused roles change: the roles as ticked and the
-// messages by field (issue 23, item 5).
+// staffKept is a refused roles change: the roles as ticked and the messages
+// by field, shown again so nothing ticked is lost.
 type staffKept struct {
 	roles []emi.Role
 	errs  map[string]string
@@ -249,7 +249,7 @@ func (p *Portal) staffRoles(w http.ResponseWriter, r *http.Request) {
 		switch emi.AsError(err).Kind {
 		case emi.KindInvalid, emi.KindConflict:
 			// The page again (422) with the roles as ticked and the reason
-			// beside them, instead of the user's current roles (issue 23).
+			// beside them, instead of the user's current roles.
 			errs, banner := fieldErrors(err)
 			if errs["roles"] == "" {
 				errs["roles"] = banner
@@ -329,7 +329,7 @@ func (p *Portal) staffRevoke(w http.ResponseWriter, r *http.Request) {
 
 // staffAction runs one action on the staff user of the path and returns to
 // their page with a flash. Disable, enable and sign out everywhere are
-// buttons with nothing typed, so a refusal is a flash too (issue 23).
+// buttons with nothing typed, so a refusal is a flash too.
 func (p *Portal) staffAction(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, id string) error, done string) {
 	id := param(r, "id")
 	if err := act(r.Context(), id); err != nil {

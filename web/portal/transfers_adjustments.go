@@ -13,10 +13,10 @@ import (
 // account's page, approval and rejection. Rules live in service
 // transfers.Adjustments; the account page's section is accounts_money.go.
 
-// adjustments (GET /adjustments) lists pending adjustment requests and
-// the latest decided ones. Both lists are bounded and sort by the same
-// column in Go (issue 23); their usual orders (the service's) differ, so
-// no header is marked sorted until one is chosen.
+// adjustments (GET /adjustments) lists pending adjustment requests and the
+// latest decided ones. Both lists are bounded and sort by the same column
+// in Go; their usual orders (the service's) differ, so no header is marked
+// sorted until one is chosen.
 func (p *Portal) adjustments(w http.ResponseWriter, r *http.Request) {
 	sort := readSort(r, "", "", "requested", "account", "direction", "amount", "requested_by")
 	pending, err := p.d.Adjustments.Pending(r.Context(), "")
@@ -74,12 +74,12 @@ func (p *Portal) adjustmentRequest(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, back)
 }
 
-// adjustmentRefused answers a refused adjustment request (issue 23): the
-// account page again (422) with the form open, what was typed kept, and
-// each error beside its field: invalid input by the service's field
-// names, a debit over the available balance on the amount, a currency the
-// account has no balance in on the balance. Other refusals are the usual
-// flash on the page.
+// adjustmentRefused answers a refused adjustment request, so nothing typed
+// is lost: the account page again (422) with the form open, what was typed
+// kept, and each error beside its field: invalid input by the service's
+// field names, a debit over the available balance on the amount, a currency
+// the account has no balance in on the balance. Other refusals are the
+// usual flash on the page.
 func (p *Portal) adjustmentRefused(w http.ResponseWriter, r *http.Request, err error, form *components.Form, token string) {
 	e := emi.AsError(err)
 	if e.Kind != emi.KindInvalid && e.Kind != emi.KindConflict {

@@ -47,10 +47,10 @@ type suspenseForm struct {
 // renderSuspense renders a page of the suspense queue; form, when set,
 // fills a refused form of its item with what was typed and opens it.
 //
-// The queue sorts by its columns in SQL (issue 23), by offset pages that
-// keep the order; without ?sort= each tab has its usual order (open:
-// oldest first; resolved: last resolved first), so no header is marked
-// sorted. An action's redirect shows the queue in its usual order.
+// The queue sorts by its columns in SQL, by offset pages that keep the
+// order; without ?sort= each tab has its usual order (open: oldest first;
+// resolved: last resolved first), so no header is marked sorted. An
+// action's redirect shows the queue in its usual order.
 func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status int, open bool, page int, form *suspenseForm) {
 	page = min(max(page, 1), maxAccountPage)
 	keys := []string{"received", "amount", "payer", "reason"}
@@ -309,9 +309,9 @@ func (p *Portal) accountSimulate(w http.ResponseWriter, r *http.Request) {
 var simulateFields = []string{"scheme", "amount", "currency", "reference", "payer_name", "payer_iban", "payer_sort_code",
 	"payer_account_number", "payer_card_last4", "to", "to_iban", "to_sort_code", "to_account_number", "to_account", "to_balance"}
 
-// simulate books the simulated payment of the form with destination dest.
-// A refused payment answers the page again (422, by again) with the form
-// open, what was typed kept and each error beside its field (issue 23).
+// simulate books the simulated payment of the form with destination dest. A
+// refused payment answers the page again (422, by again) with the form
+// open, what was typed kept and each error beside its field.
 func (p *Portal) simulate(w http.ResponseWriter, r *http.Request, dest emi.TransferParty, back string, again func(*components.Form)) {
 	form := components.KeepForm("simulate", r.PostForm, simulateFields...)
 	minor, ok := emi.ParseTypedAmount(form.Value("amount"))
