@@ -80,8 +80,8 @@ func newDeliveryRig(t *testing.T, events int) *deliveryRig {
 	t.Helper()
 	r := &deliveryRig{sink: newHookSink(t), vars: map[string]string{"DATABASE_URL": pgtest.URL(t), "EMI_MASTER_KEY": newKey(),
 		"EMI_MODE": "sandbox", "EMI_ADDR": "127.0.0.1:0", "EMI_WORKERS": "4", "EMI_JOB_LEASE": "2s", "EMI_LOG_LEVEL": "warn"}}
-	// The sink listens on a port the system picked: the sandbox delivers
-	// to the loopback ports it is told to (issue 29).
+	// The sink listens on a port the system picked: the sandbox delivers to
+	// the loopback ports it is told to, never emi's own or the database's.
 	r.vars["EMI_SANDBOX_WEBHOOK_PORTS"] = r.sink.port(t)
 	if _, _, err := runCmd(t, r.vars, "migrate"); err != nil {
 		t.Fatal(err)

@@ -30,12 +30,12 @@ type failoverWrite struct {
 	instance int
 }
 
-// TestFailoverLosesNoAcknowledgedWrite (issue 30, items 4, 6 and 7): two
-// `emi serve` on a primary with a synchronous streaming standby, both
-// named in DATABASE_URL in libpq's host-list form with
-// target_session_attrs=read-write (the form that stopped emi at start
-// before). Under a write load (user_create, each with its own e-mail) the
-// primary crashes and the standby is promoted, with no restart of emi:
+// TestFailoverLosesNoAcknowledgedWrite: two `emi serve` on a primary with a
+// synchronous streaming standby, both named in DATABASE_URL in libpq's
+// host-list form with target_session_attrs=read-write (the form that
+// stopped emi at start before). Under a write load (user_create, each with
+// its own e-mail) the primary crashes and the standby is promoted, with no
+// restart of emi:
 //
 //   - every write answered 201 is on the new primary (0 lost);
 //   - no write that is on the new primary was answered as failed, except
@@ -103,7 +103,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	endpoint, _ := items[0].(map[string]any)["id"].(string)
 
 	// An instance pointed at the standby alone is taken out of a load
-	// balancer: its /healthz fails (it answered 200 before issue 30).
+	// balancer: its /healthz fails (it used to answer 200).
 	onStandby := map[string]string{}
 	for k, v := range r.vars {
 		onStandby[k] = v
@@ -121,9 +121,9 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	} else {
 		_ = res.Body.Close()
 	}
-	// And it stops on SIGTERM within EMI_SHUTDOWN_TIMEOUT (5 s here):
-	// before issue 30 its listeners waited for ever for a LISTEN the
-	// standby refuses, and one process stayed up 16 minutes.
+	// And it stops on SIGTERM within EMI_SHUTDOWN_TIMEOUT (5 s here): its
+	// listeners used to wait for ever for a LISTEN the standby refuses, and
+	// one process stayed up 16 minutes.
 	if err := syscall.Kill(sbPID, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -381,19 +381,19 @@ func (f *faultRun) timeline(p phase, inst int) string {
 	return strings.TrimSpace(b.String())
 }
 
-// TestFaultsUnderMixedLoad is issue 11's fault test: two `emi serve`
-// processes on one database (a private PostgreSQL cluster) take a mixed
-// load from 16 clients (transfers, account and card issuing, card freezes
-// and unfreezes), each write retried with its Idempotency-Key, failing
-// over to the other instance, while (a) one instance is killed with
-// SIGKILL and restarted, (b) PostgreSQL is stopped and started again, and
-// (c) every database connection of the service is terminated. Afterwards:
-// every answered write has exactly its one effect and replays the same
-// answer, every event reached the webhook sink (W4), the ledger verifies
-// and holds the same total (L6), /healthz reported the database outage,
-// and (P1) neither a pg_dump of the database nor the servers' logs hold
-// card data or secrets in clear. EMI_SOAK=1 runs more clients, three
-// rounds of faults and longer quiet periods.
+// TestFaultsUnderMixedLoad is the fault test: two `emi serve` processes on
+// one database (a private PostgreSQL cluster) take a mixed load from 16
+// clients (transfers, account and card issuing, card freezes and
+// unfreezes), each write retried with its Idempotency-Key, failing over to
+// the other instance, while (a) one instance is killed with SIGKILL and
+// restarted, (b) PostgreSQL is stopped and started again, and (c) every
+// database connection of the service is terminated. Afterwards: every
+// answered write has exactly its one effect and replays the same answer,
+// every event reached the webhook sink (W4), the ledger verifies and holds
+// the same total (L6), /healthz reported the database outage, and (P1)
+// neither a pg_dump of the database nor the servers' logs hold card data or
+// secrets in clear. EMI_SOAK=1 runs more clients, three rounds of faults
+// and longer quiet periods.
 func TestFaultsUnderMixedLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a private PostgreSQL cluster and two emi serve processes")

@@ -103,9 +103,9 @@ func TestMigrateSeedAndPartnerCreate(t *testing.T) {
 		t.Fatalf("seed in production mode: want a refusal, got %v", err)
 	}
 
-	// Issue 29: the sandbox delivers to loopback on the ports the operator
-	// allows, by default EMI_ADDR's + 1 (where make run's demo partner
-	// points) and 9999; never emi's own or the database's, even listed.
+	// The sandbox delivers to loopback on the ports the operator allows, by
+	// default EMI_ADDR's + 1 (where make run's demo partner points) and
+	// 9999; never emi's own or the database's, even listed.
 	all := map[string]string{"EMI_SANDBOX_WEBHOOK_PORTS": "1-65535"}
 	for k, v := range vars {
 		all[k] = v
@@ -153,7 +153,8 @@ func TestMigrateSeedAndPartnerCreate(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"webhook_secret":""`) {
 		t.Fatalf("partner create without a webhook: %v %q", err, out)
 	}
-	// Partner names are unique ignoring case (issue 23): a clear message.
+	// Partner names are unique ignoring case (staff tell partners apart by
+	// name): a clear message.
 	_, _, err = runCmd(t, vars, "partner", "create", "--name", "  no HOOKS ", "--json")
 	if ue := (usageError{}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "name is already the name of another partner") {
 		t.Fatalf("a second partner named no HOOKS: want a usage error naming the name, got %v", err)

@@ -33,12 +33,13 @@ import (
 )
 
 // Several `emi serve` processes on one database behind a round-robin proxy
-// (issue 11). What must behave as one system does so because it lives in
-// PostgreSQL: the replay guard (api_signatures), Idempotency-Keys, jobs and
-// their leases, the webhook outbox, and every limit that counts rows (the
-// PIN-by-SMS cap, sign-in throttling and lockout). The API rate limit
-// (EMI_RATE_LIMIT, go-chi/httprate) counts in each process: behind N
-// instances a key gets up to N times the configured budget.
+// (production runs more than one). What must behave as one system does so
+// because it lives in PostgreSQL: the replay guard (api_signatures),
+// Idempotency-Keys, jobs and their leases, the webhook outbox, and every
+// limit that counts rows (the PIN-by-SMS cap, sign-in throttling and
+// lockout). The API rate limit (EMI_RATE_LIMIT, go-chi/httprate) counts in
+// each process: behind N instances a key gets up to N times the configured
+// budget.
 
 // soak reports whether EMI_SOAK=1 asks for the longer, larger form.
 func soak() bool { return os.Getenv("EMI_SOAK") == "1" }
@@ -197,9 +198,10 @@ func newMultiRig(t *testing.T, n int, extra map[string]string) *multiRig {
 	t.Helper()
 	r := &multiRig{proxy: newRRProxy(t), vars: map[string]string{"DATABASE_URL": pgtest.URL(t), "EMI_MASTER_KEY": newKey(),
 		"EMI_MODE": "sandbox", "EMI_ADDR": "127.0.0.1:0", "EMI_RATE_LIMIT": "0", "EMI_LOG_LEVEL": "warn",
-		// The sinks (here and in the conformance suite) listen on ports
-		// the system picks; each instance's own port and the proxy's
-		// (EMI_PUBLIC_URL) stay refused (issue 29).
+		// The sinks (here and in the conformance suite) listen on ports the
+		// system picks; each instance's own port and the proxy's
+		// (EMI_PUBLIC_URL) stay refused (a webhook must not reach emi
+		// itself).
 		"EMI_SANDBOX_WEBHOOK_PORTS": "1024-65535"}}
 	r.vars["EMI_PUBLIC_URL"] = r.proxy.URL
 	for k, v := range extra {
@@ -877,12 +879,12 @@ func TestConformanceOverSeveralInstances(t *testing.T) {
 	conformanceOver(t, false)
 }
 
-// TestConformanceThroughPgBouncer (issue 30) runs the suite the same way
-// with both instances reaching PostgreSQL through PgBouncer in transaction
-// mode (.ci/pgbouncer.sh: 10 server connections per database for the two
-// pools of 40), as a payments team deploys it: EMI_DB_POOLER at its
-// default, EMI_LISTEN_DATABASE_URL the direct connection for LISTEN, the
-// migrations run directly. Before issue 30 it passed 13 to 30 of 40 cases.
+// TestConformanceThroughPgBouncer runs the suite the same way with both
+// instances reaching PostgreSQL through PgBouncer in transaction mode
+// (.ci/pgbouncer.sh: 10 server connections per database for the two pools
+// of 40), as a payments team deploys it: EMI_DB_POOLER at its default,
+// EMI_LISTEN_DATABASE_URL the direct connection for LISTEN, the migrations
+// run directly. Before emi handled a pooler it passed 13 to 30 of 40 cases.
 func TestConformanceThroughPgBouncer(t *testing.T) {
 	conformanceOver(t, true)
 }

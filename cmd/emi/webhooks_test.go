@@ -16,8 +16,8 @@ import (
 )
 
 // TestWebhooksListen: `emi webhooks listen` prints each event and whether
-// it verifies with the secret, answers 200 to a good signature and 400 to
-// a bad one, and stops with its context (issue 21, item 8).
+// it verifies with the secret, answers 200 to a good signature and 400 to a
+// bad one, and stops with its context.
 func TestWebhooksListen(t *testing.T) {
 	t.Parallel()
 	whsec, key := webhook.NewSecret()

@@ -67,7 +67,7 @@ func startPool(tb testing.TB, env *apptest.Env) {
 
 // twoWorkers: errors only (no per-job debug lines); the one partner may use
 // both workers (its budget would be 1 of 2 by default), so the benchmark
-// measures the delivery pipeline, not the budget of issue 29.
+// measures the delivery pipeline, not the per-partner budget.
 func twoWorkers(c *config.Config) { c.Workers, c.WebhookPartnerConcurrency, c.LogLevel = 2, 2, 8 }
 
 // BenchmarkWebhookDeliveryThroughput queues b.N events, then measures how

@@ -187,7 +187,7 @@ func TestDatabasePoolerAndListenerConnection(t *testing.T) {
 	if _, err := load(map[string]string{"EMI_LISTEN_DATABASE_URL": "mysql://db1/emi"}); err == nil || !strings.Contains(err.Error(), "EMI_LISTEN_DATABASE_URL") {
 		t.Errorf("a listener URL that is not postgres://: %v", err)
 	}
-	// Both host-list forms start (issue 30: h1:p1,h2:p2 stopped emi).
+	// Both host-list forms start (h1:p1,h2:p2 used to stop emi).
 	for _, u := range []string{"postgres://emi@db1:5432,db2:5433/emi?target_session_attrs=read-write",
 		"postgres://emi@/emi?host=db1,db2&port=5432,5433&target_session_attrs=read-write"} {
 		if _, err := load(map[string]string{"DATABASE_URL": u}); err != nil {

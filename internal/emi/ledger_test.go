@@ -23,8 +23,8 @@ func TestParseAmount(t *testing.T) {
 	}
 }
 
-// TestParseTypedAmount: a back-office form takes "12,50" (issue 23) but
-// never a comma that could be a thousands separator.
+// TestParseTypedAmount: a back-office form takes "12,50" (staff type a
+// decimal comma) but never a comma that could be a thousands separator.
 func TestParseTypedAmount(t *testing.T) {
 	good := map[string]int64{"12,50": 1250, "12,5": 1250, " 12.50 ": 1250, "0,01": 1, "7": 700, "-3,07": -307}
 	for in, want := range good {

@@ -3,10 +3,10 @@ package emi
 import "testing"
 
 // The privileged set decides which staff changes need a second
-// administrator (issue 19, C8): every role that can move money, decide,
-// reveal card data or manage staff is privileged; only the read-only
-// auditor is not. A new permission given to the auditor that is in the set
-// makes this fail, so the rule is looked at again.
+// administrator: every role that can move money, decide, reveal card data
+// or manage staff is privileged; only the read-only auditor is not. A new
+// permission given to the auditor that is in the set makes this fail, so
+// the rule is looked at again.
 func TestPrivilegedRoles(t *testing.T) {
 	want := map[Role]bool{RoleAdmin: true, RoleUnderwriter: true, RoleCompliance: true, RoleCustomerService: true, RoleAuditor: false}
 	for _, r := range Roles() {

@@ -644,12 +644,12 @@ func TestJobsPruneDeletesOnlyOldSucceededJobs(t *testing.T) {
 	}
 }
 
-// TestJobsClaimKeepsEachKeyToItsBudget (issue 29): jobs sharing a
-// concurrency key (a partner's webhook deliveries) are claimed at most
-// perKey at once per worker; the jobs passed over stay available exactly
-// as they were (attempt 0, run_at unchanged), the other keys' and unkeyed
-// jobs behind them are claimed in the same call, another worker has a
-// budget of its own, and a finished job frees a place.
+// TestJobsClaimKeepsEachKeyToItsBudget: jobs sharing a concurrency key (a
+// partner's webhook deliveries) are claimed at most perKey at once per
+// worker; the jobs passed over stay available exactly as they were (attempt
+// 0, run_at unchanged), the other keys' and unkeyed jobs behind them are
+// claimed in the same call, another worker has a budget of its own, and a
+// finished job frees a place.
 func TestJobsClaimKeepsEachKeyToItsBudget(t *testing.T) {
 	t.Parallel()
 	db := pgtest.DB(t)

@@ -11,10 +11,11 @@ import (
 	"emi/internal/postgres/pgtest"
 )
 
-// The atomic limit (issue 20): 50 attempts at once, over two pools (two
-// processes, as far as the database can tell), against a limit of 10: at
-// most 10 are counted, whatever the interleaving; inside a caller's
-// transaction that rolls back the count stands; the window rolls.
+// The atomic limit (a burst must not pass a count before it is recorded):
+// 50 attempts at once, over two pools (two processes, as far as the
+// database can tell), against a limit of 10: at most 10 are counted,
+// whatever the interleaving; inside a caller's transaction that rolls back
+// the count stands; the window rolls.
 func TestLimitStoreTakeIsAtomic(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)

@@ -124,10 +124,10 @@ func checkLayout(files map[string]string) ([]string, error) {
 // TestLayoutByArea keeps internal/postgres organised by the service areas
 // (package doc, Layout): every file that is not a test is named after an
 // area or is one of the infrastructure files, and every method sits in a
-// file of its receiver type's area. The package before issue 24 failed it
-// (jobs.go, review.go, compliance.go and eleven more files named after no
-// area), and so did the files merely renamed (people_merchants.go held an
-// OnboardingStore method).
+// file of its receiver type's area. The package before its split by area
+// failed it (jobs.go, review.go, compliance.go and eleven more files named
+// after no area), and so did the files merely renamed (people_merchants.go
+// held an OnboardingStore method).
 //
 // It checks placement only: which area's interface a method serves is
 // for the compile-time assertions beside each constructor and for review

@@ -73,20 +73,20 @@ func mixups(t *testing.T, db *postgres.DB, untilHarm bool) (wrong, failed int64,
 	return wrong, failed, firstErr
 }
 
-// TestNoStatementRunsWithAnotherClientsParametersBehindATransactionPooler
-// (issue 30, item 1): through PgBouncer in transaction mode (10 server
-// connections, 24 clients), with EMI_DB_POOLER's default every statement
-// answers its own client with its own parameters, and none fails. Before,
-// the hot reads were always prepared: the same run through the same
-// PgBouncer gets errors (42P05 "prepared statement already exists", 26000
-// "does not exist", 08P01) and answers computed from another client's
-// statement, which the second half shows (it is the measurement that
-// makes the first half mean something; PoolerNone is what the code did
-// whatever stood in front). The second half ends at the first harm: a
-// client whose reply went to another client waits for ever, and the pooler
-// then parks the others for its query_wait_timeout (120 s; three such
-// waits made this test take six minutes inside the suite), so its
-// connections give up on a silent server after a few seconds.
+// TestNoStatementRunsWithAnotherClientsParametersBehindATransactionPooler:
+// through PgBouncer in transaction mode (10 server connections, 24
+// clients), with EMI_DB_POOLER's default every statement answers its own
+// client with its own parameters, and none fails. Before, the hot reads
+// were always prepared: the same run through the same PgBouncer gets errors
+// (42P05 "prepared statement already exists", 26000 "does not exist",
+// 08P01) and answers computed from another client's statement, which the
+// second half shows (it is the measurement that makes the first half mean
+// something; PoolerNone is what the code did whatever stood in front). The
+// second half ends at the first harm: a client whose reply went to another
+// client waits for ever, and the pooler then parks the others for its
+// query_wait_timeout (120 s; three such waits made this test take six
+// minutes inside the suite), so its connections give up on a silent server
+// after a few seconds.
 func TestNoStatementRunsWithAnotherClientsParametersBehindATransactionPooler(t *testing.T) {
 	t.Parallel()
 	u := pgtest.ThroughPooler(t, pgtest.URL(t))

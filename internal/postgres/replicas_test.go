@@ -11,12 +11,12 @@ import (
 	"emi/internal/testwait"
 )
 
-// TestLagTolerantReadsGoToAReplicaWithinItsBound (issue 30, item 3): a
-// read marked lag-tolerant (emi.WithLagTolerant, as back-office pages and
-// ledger verify are) runs on the replica while its lag is within the
-// bound, and on the primary when the replica falls behind or is down; a
-// write in such a context still goes to the primary; an unmarked read (a
-// partner's) never goes to the replica.
+// TestLagTolerantReadsGoToAReplicaWithinItsBound: a read marked
+// lag-tolerant (emi.WithLagTolerant, as back-office pages and ledger verify
+// are) runs on the replica while its lag is within the bound, and on the
+// primary when the replica falls behind or is down; a write in such a
+// context still goes to the primary; an unmarked read (a partner's) never
+// goes to the replica.
 func TestLagTolerantReadsGoToAReplicaWithinItsBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a primary and a standby")

@@ -250,13 +250,13 @@ func TestSessionStoreUnderSCS(t *testing.T) {
 	}
 }
 
-// TestSignOutWinsOverRequestsInFlight performs issue 20's A1 attack under
-// scs: a request that loaded the session before a sign-out commits it
+// TestSignOutWinsOverRequestsInFlight performs the revived-session attack
+// under scs: a request that loaded the session before a sign-out commits it
 // after (scs saves each request's session at its end). The old commit was
 // an upsert, so it wrote the deleted session back and the old cookie kept
 // working. Now the sign-out leaves a tombstone and the in-flight commit is
-// dropped: the old cookie is refused, also with 20 such requests in
-// flight at once, and after "sign out everywhere" (DeleteStaffSessions).
+// dropped: the old cookie is refused, also with 20 such requests in flight
+// at once, and after "sign out everywhere" (DeleteStaffSessions).
 func TestSignOutWinsOverRequestsInFlight(t *testing.T) {
 	t.Parallel()
 	db := pgtest.DB(t)

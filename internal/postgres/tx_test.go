@@ -24,9 +24,9 @@ import (
 // even when the code between the savepoint and the transaction turned the
 // error into something else (as the API turns an error into an answer that
 // the idempotency layer then discards). Retrying inside the savepoint, as
-// the runner did before issue 29, meets the same cycle: the transaction
-// still holds the lock it took before the savepoint, which the other one
-// waits for; the loser then answered 500.
+// the runner used to, meets the same cycle: the transaction still holds the
+// lock it took before the savepoint, which the other one waits for; the
+// loser then answered 500.
 func TestDeadlockInASavepointRetriesTheTransaction(t *testing.T) {
 	t.Parallel()
 	db := pgtest.DB(t)

@@ -28,7 +28,8 @@ func tokenOf(h Hit, query string) TokenMatch {
 // TestVariationClassesExplained: each kind of match the engine knows is
 // found and explained in the hit's tokens (kind, weight and a sentence), so
 // that the back office can show it. All of these failed on the engine
-// before issue 22 (except the typo and the veto, kept as guards).
+// before these classes were added (except the typo and the veto, kept as
+// guards).
 func TestVariationClassesExplained(t *testing.T) {
 	ix := fullIndex(t)
 	for _, c := range []struct {

@@ -508,12 +508,12 @@ func TestDeliverGuard(t *testing.T) {
 	})
 }
 
-// TestDeliverNeverReachesAReservedPort (issue 29, item 5): in the sandbox
-// a loopback delivery goes only to the ports the operator allows, and
-// never to a reserved one (emi's own listener, the database), even when
-// the allowed list takes every port: the dial is refused before any
-// connection, so the listener there gets nothing. The same receiver on a
-// port that is allowed and not reserved gets the delivery.
+// TestDeliverNeverReachesAReservedPort: in the sandbox a loopback delivery
+// goes only to the ports the operator allows, and never to a reserved one
+// (emi's own listener, the database), even when the allowed list takes
+// every port: the dial is refused before any connection, so the listener
+// there gets nothing. The same receiver on a port that is allowed and not
+// reserved gets the delivery.
 func TestDeliverNeverReachesAReservedPort(t *testing.T) {
 	r := newReceiver(t, false, status(http.StatusOK))
 	_, p, _ := net.SplitHostPort(r.Listener.Addr().String())

@@ -146,8 +146,8 @@ func TestGuardCheckURL(t *testing.T) {
 		{"plain http to a public host is refused", "http://hooks.example.com/emi", "plain http:// is allowed only to this machine"},
 		{"a user name and password are still refused", "http://u:p@127.0.0.1:9999/", "remove the user name"},
 
-		// Issue 29: loopback on the operator's ports only, never emi's own
-		// or the database's.
+		// Loopback on the operator's ports only, never emi's own or the
+		// database's (a partner's webhook must not reach them).
 		{"an allowed port in a range is accepted", "http://127.0.0.1:8081/x", ""},
 		{"a loopback port not allowed is refused", "http://127.0.0.1:7000/x", "127.0.0.1:7000 is a loopback port this sandbox does not deliver webhooks to"},
 		{"the list of allowed ports is given", "http://localhost:22/", "EMI_SANDBOX_WEBHOOK_PORTS: 9999, 8000-8100, 5000-6000"},

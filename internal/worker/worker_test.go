@@ -546,11 +546,11 @@ func TestPermanentAndRetryAfterKeepTheirCause(t *testing.T) {
 	}
 }
 
-// TestKeyConcurrencyKeepsOneKeyFromTakingEverySlot (issue 29): a pool of 4
-// with KeyConcurrency 2 runs at most 2 jobs of the hot key at once, however
-// many of them are due and however old; a job of another key queued after
-// the whole hot backlog starts at once rather than behind it, and every hot
-// job still runs, each on its first attempt (waiting for a place uses no
+// TestKeyConcurrencyKeepsOneKeyFromTakingEverySlot: a pool of 4 with
+// KeyConcurrency 2 runs at most 2 jobs of the hot key at once, however many
+// of them are due and however old; a job of another key queued after the
+// whole hot backlog starts at once rather than behind it, and every hot job
+// still runs, each on its first attempt (waiting for a place uses no
 // attempt), without waiting for a poll.
 func TestKeyConcurrencyKeepsOneKeyFromTakingEverySlot(t *testing.T) {
 	t.Parallel()

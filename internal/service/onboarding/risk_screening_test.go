@@ -97,11 +97,11 @@ func hitKeys(a emi.Application) []string {
 	return out
 }
 
-// TestRiskIncludesScreening is issue 19's C4: a company 51 % owned by a
-// listed person scored "Low" and "highest risk first" put it last. The risk
-// now includes the screening: an undecided or true-match hit (on a member
-// or on the company) makes it High with the hit in the breakdown and puts
-// it first in the queue; a hit decided a false positive does not.
+// TestRiskIncludesScreening: a company 51 % owned by a listed person scored
+// "Low" and "highest risk first" put it last. The risk now includes the
+// screening: an undecided or true-match hit (on a member or on the company)
+// makes it High with the hit in the breakdown and puts it first in the
+// queue; a hit decided a false positive does not.
 func TestRiskIncludesScreening(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})

@@ -3,8 +3,9 @@ package partners
 import "testing"
 
 // The limit per host counts one host under every spelling a URL can give
-// it (issue 29): case, a trailing dot, the port, the path and query, and
-// the IPv6 forms of an IPv4 address.
+// it, or the limit could be passed by spelling one host many ways: case, a
+// trailing dot, the port, the path and query, and the IPv6 forms of an IPv4
+// address.
 func TestEndpointHostIsTheHostAsDialled(t *testing.T) {
 	for _, tc := range []struct{ url, host string }{
 		{"https://Hooks.Example.com/a", "hooks.example.com"},

@@ -14,9 +14,9 @@ import (
 )
 
 // primaryGoneAfterCommit is the account store as it looks when the primary
-// dies the moment a transaction commits (a failover, issue 30): every read
-// outside a transaction fails, as it does on a connection to a server that
-// is gone, while everything inside the transaction ran.
+// dies the moment a transaction commits (a failover): every read outside a
+// transaction fails, as it does on a connection to a server that is gone,
+// while everything inside the transaction ran.
 type primaryGoneAfterCommit struct {
 	accounts.AccountStore
 	outside atomic.Int64
@@ -30,12 +30,11 @@ func (s *primaryGoneAfterCommit) Account(ctx context.Context, partnerID, token s
 	return s.AccountStore.Account(ctx, partnerID, token, forUpdate)
 }
 
-// TestACommittedAccountIsNeverAnsweredAsFailed (issue 30, item 6): the
-// answer to account_create is built inside its transaction. The old code
-// committed, then read the account back on another connection: when the
-// primary died in between, a partner got 503 "nothing was changed" for an
-// account that exists, and without an Idempotency-Key its retry opened a
-// second one.
+// TestACommittedAccountIsNeverAnsweredAsFailed: the answer to
+// account_create is built inside its transaction. The old code committed,
+// then read the account back on another connection: when the primary died
+// in between, a partner got 503 "nothing was changed" for an account that
+// exists, and without an Idempotency-Key its retry opened a second one.
 func TestACommittedAccountIsNeverAnsweredAsFailed(t *testing.T) {
 	t.Parallel()
 	m := newMoneyApp(t, apptest.Options{})

@@ -56,10 +56,10 @@ func approved(t *testing.T, m *moneyApp, approver context.Context, out emi.Staff
 	return done
 }
 
-// C8 (issue 19): one administrator mints money with two staff users they
-// created. Before the decision engine, the second approval only compared
-// user ids, so B requesting and C approving a 1,000,000.00 EUR credit
-// succeeded; this test failed on that code.
+// One administrator mints money with two staff users they created. Before
+// the decision engine, the second approval only compared user ids, so B
+// requesting and C approving a 1,000,000.00 EUR credit succeeded; this test
+// failed on that code.
 func TestC8OneAdminCannotApproveWithStaffTheyCreated(t *testing.T) {
 	t.Parallel()
 	m := newMoneyApp(t, apptest.Options{})
@@ -137,11 +137,10 @@ func TestC8OneAdminCannotApproveWithStaffTheyCreated(t *testing.T) {
 // (creating users, resetting credentials, granting roles) gives two people
 // who may jointly approve a decision that needs two: every approver that
 // the administrator created, reset or granted, and the administrator
-// themselves, counts as one person.
-// The property: whatever an admin does to other users' access (create,
-// reset, grant, and since issue 35 remove a privileged role, suspend,
-// disable, reset a user stripped a moment ago), every user so touched is
-// one person with the admin and with each other.
+// themselves, counts as one person. The property: whatever an admin does to
+// other users' access (create, reset, grant, and also remove a privileged
+// role, suspend, disable, reset a user stripped a moment ago), every user
+// so touched is one person with the admin and with each other.
 func TestControlsPropertyOneAdminIsOnePerson(t *testing.T) {
 	t.Parallel()
 	m := newMoneyApp(t, apptest.Options{})

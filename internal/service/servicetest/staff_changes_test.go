@@ -12,12 +12,12 @@ import (
 	"emi/internal/emi"
 )
 
-// C8 (issue 19), as an insider administrator tries it through the
-// services: create two money users (or reset two), sign in as them and
-// approve a 1,000,000.00 EUR credit with both. On the code before the
-// second-administrator rule, Create by an admin with a password of their
-// choosing took effect at once (and the reset returned the whole working
-// password), so the first assertions below failed.
+// One administrator minting money alone, as an insider administrator tries
+// it through the services: create two money users (or reset two), sign in
+// as them and approve a 1,000,000.00 EUR credit with both. On the code
+// before the second-administrator rule, Create by an admin with a password
+// of their choosing took effect at once (and the reset returned the whole
+// working password), so the first assertions below failed.
 func TestC8OneAdminAloneCannotSetUpMoneyUsers(t *testing.T) {
 	t.Parallel()
 	m := newMoneyApp(t, apptest.Options{})

@@ -13,11 +13,11 @@ import (
 	"emi/internal/service/staff"
 )
 
-// The insider attacks of issue 35: one administrator alone locks the
-// others out, or takes over a colleague's login. Before, removing a role,
-// disabling and resetting an auditor were one step each: the first
-// assertions of each test below failed on that code (the removal applied
-// at once; the reset of a stripped colleague showed the whole password).
+// The insider attacks: one administrator alone locks the others out, or
+// takes over a colleague's login. Before, removing a role, disabling and
+// resetting an auditor were one step each: the first assertions of each
+// test below failed on that code (the removal applied at once; the reset of
+// a stripped colleague showed the whole password).
 
 // activeAdmins counts the administrators who can act: enabled and not
 // suspended (the service's view, through List).

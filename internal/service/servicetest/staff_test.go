@@ -946,13 +946,13 @@ func TestPruneDeletesExpiredSessionsAndOldSignInAttempts(t *testing.T) {
 	}
 }
 
-// TestSignInThrottleIsAtomicUnderBursts performs issue 20's A2 attack: a
-// burst of concurrent attempts all passed the throttle's count before any
-// failure was recorded (101 wrong passwords were evaluated against one
-// account whose policy is 5 per 15 minutes, and 15-18 TOTP guesses). Now
-// each burst of 50 gets at most the limit evaluated: 5 wrong passwords per
-// account, 5 TOTP guesses per account, 20 attempts per address over many
-// accounts. On the old code every attempt of a burst was evaluated.
+// TestSignInThrottleIsAtomicUnderBursts performs the burst attack: a burst
+// of concurrent attempts all passed the throttle's count before any failure
+// was recorded (101 wrong passwords were evaluated against one account
+// whose policy is 5 per 15 minutes, and 15-18 TOTP guesses). Now each burst
+// of 50 gets at most the limit evaluated: 5 wrong passwords per account, 5
+// TOTP guesses per account, 20 attempts per address over many accounts. On
+// the old code every attempt of a burst was evaluated.
 func TestSignInThrottleIsAtomicUnderBursts(t *testing.T) {
 	t.Parallel()
 	e := newStaffEnv(t, false)

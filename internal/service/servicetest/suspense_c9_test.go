@@ -11,8 +11,8 @@ import (
 	"emi/internal/service/staff"
 )
 
-// C9 (issue 19): suspense money was assigned to any account by one person,
-// unlike a manual adjustment. Before the decision engine covered it, one
+// Suspense money used to be assigned to any account by one person, unlike a
+// manual adjustment. Before the decision engine covered it, one
 // customer-service user called AssignSuspense and the 5,000.00 EUR was on
 // the account they chose at once. Now the same person's request moves
 // nothing, they cannot approve it themselves, and the item stays open on
