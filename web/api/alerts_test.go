@@ -13,11 +13,11 @@ import (
 	"emi/internal/service/onboarding"
 )
 
-// Issue 19, "compliance sees every hit": one alert queue holds API checks
-// waiting for a decision and applications whose sanctions hits lack a
-// final decision, with claims and assignments; an assignment and an
-// @mention reach the person's inbox. Before, the AML queue listed API
-// checks only, and a mention notified no one.
+// Compliance sees every hit: one alert queue holds API checks waiting for a
+// decision and applications whose sanctions hits lack a final decision,
+// with claims and assignments; an assignment and an @mention reach the
+// person's inbox. Before, the AML queue listed API checks only, and a
+// mention notified no one.
 func TestComplianceAlertQueueAndInbox(t *testing.T) {
 	t.Parallel()
 	env := onboardingEnv(t)

@@ -15,11 +15,11 @@ import (
 
 // TestAuthenticationFailuresSayWhich: every authentication failure keeps
 // 401 / 10001 (10002 for the clock) and says in errors which header is
-// wrong and why (issue 21, item 4); a signature mismatch says what the
-// server signed (version, the operation name the route expects, the body
-// length) and the mistake when it recognises one; no answer carries the
-// secret or the expected hash. On the old code every one of these answered
-// without errors.
+// wrong and why (so a partner can fix it alone); a signature mismatch says
+// what the server signed (version, the operation name the route expects,
+// the body length) and the mistake when it recognises one; no answer
+// carries the secret or the expected hash. On the old code every one of
+// these answered without errors.
 func TestAuthenticationFailuresSayWhich(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{NoSanctions: true})

@@ -29,11 +29,11 @@ func authorizationEvent(t *testing.T, env *apptest.Env, typ emi.EventType, auth 
 	return ev.Data
 }
 
-// TestCardPaymentEventsAndBalanceFigures (issue 21, item 9): each card
-// payment decision (approved or declined), clearing and reversal raises
-// its event in the same transaction, and account_details shows the
-// balance's current (ledger) and held figures beside available. On the
-// old code no event was written and balances had available only.
+// TestCardPaymentEventsAndBalanceFigures: each card payment decision
+// (approved or declined), clearing and reversal raises its event in the
+// same transaction, and account_details shows the balance's current
+// (ledger) and held figures beside available. On the old code no event was
+// written and balances had available only.
 func TestCardPaymentEventsAndBalanceFigures(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{NoSanctions: true})

@@ -11,11 +11,11 @@ import (
 	"emi/internal/testwait"
 )
 
-// Issue 19, C5: the AML gate on cards was bypassed twice. (a) After issue,
-// user_update renamed the user to a listed person and nothing re-screened:
-// the card activated on the old check. (b) An ownerless plastic card was
-// activated with anyone's clear check, then card_assign gave it to an
-// unscreened person. These tests try both as a partner would.
+// The AML gate on cards was bypassed twice. (a) After issue, user_update
+// renamed the user to a listed person and nothing re-screened: the card
+// activated on the old check. (b) An ownerless plastic card was activated
+// with anyone's clear check, then card_assign gave it to an unscreened
+// person. These tests try both as a partner would.
 
 // amlCardEnv is a card environment with a program that requires AML.
 func amlCardEnv(t *testing.T) cardEnv {
@@ -77,9 +77,9 @@ func TestCardAMLAfterUserRename(t *testing.T) {
 			12009, http.StatusConflict)
 
 		// Compliance decides the hit a false positive (a score-1.000 hit:
-		// two officers, issue 19 C2): a check of the person as they are
-		// now (the remembered false positive keeps it clear) backs the card
-		// again. While only one officer has decided, the user stays blocked.
+		// two officers): a check of the person as they are now (the
+		// remembered false positive keeps it clear) backs the card again.
+		// While only one officer has decided, the user stays blocked.
 		var check string
 		if err := c.env.App.DB.Get(&check, `SELECT token FROM aml_checks WHERE user_token = $1 AND status = 'match'`, c.user); err != nil {
 			t.Fatal(err)

@@ -38,8 +38,9 @@ import (
 )
 
 // Card data security: checks P1, P3, P4, P5 and P6 of
-// ../shared/design/security-checks.md and the log test of issue 9 item 2.
-// Helpers are prefixed sec so that they stay apart from cards_test.go.
+// ../shared/design/security-checks.md and the log test (no card data in the
+// server's log). Helpers are prefixed sec so that they stay apart from
+// cards_test.go.
 
 // secCard is a card and the card data the test learnt through the reveal
 // operations.
@@ -636,16 +637,15 @@ func TestCardSearchFindsPlantedCardData(t *testing.T) {
 	}
 }
 
-// TestCardDataNeverInClear is P1 and the log test of issue 9 item 2: 200
-// cards issued through the API with known PINs, revealed (PAN halves,
-// CVV2, PIN), taken through every operation, the webhooks delivered and
-// the error paths run with a forced 500. Then no PAN (plain, grouped with
-// spaces or dashes, base64, hex, or its second half), no CVV2 next to its
-// PAN's last four digits and no PIN next to its card token is found in a
-// pg_dump --data-only of the database, in any bytea value decoded, in the
-// server log, in the outbox events, in the webhook bodies received or in
-// any API answer other than a reveal; and no text column holds a
-// Luhn-valid run of 13 to 19 digits.
+// TestCardDataNeverInClear is P1 and the log test: 200 cards issued through
+// the API with known PINs, revealed (PAN halves, CVV2, PIN), taken through
+// every operation, the webhooks delivered and the error paths run with a
+// forced 500. Then no PAN (plain, grouped with spaces or dashes, base64,
+// hex, or its second half), no CVV2 next to its PAN's last four digits and
+// no PIN next to its card token is found in a pg_dump --data-only of the
+// database, in any bytea value decoded, in the server log, in the outbox
+// events, in the webhook bodies received or in any API answer other than a
+// reveal; and no text column holds a Luhn-valid run of 13 to 19 digits.
 func TestCardDataNeverInClear(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
@@ -723,12 +723,11 @@ func TestCardDataNeverInClear(t *testing.T) {
 		len(cards), len(r.plain), len(events), len(bodies), len(dump)>>10, len(logs)>>10, issued.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 }
 
-// TestCardLogHoldsNoCardData is the log test of issue 9 item 2 on its own:
-// a full card run (create, reveal both halves and the PIN, status, groups,
-// 3DS, PIN by SMS, wallet, convert, activate, assign, terminate, the
-// account cascade, refused PINs, unknown and foreign cards, a forced 500)
-// with the server log captured at debug level; no form of any PAN, CVV2 or
-// PIN is in it.
+// TestCardLogHoldsNoCardData is the log test on its own: a full card run
+// (create, reveal both halves and the PIN, status, groups, 3DS, PIN by SMS,
+// wallet, convert, activate, assign, terminate, the account cascade,
+// refused PINs, unknown and foreign cards, a forced 500) with the server
+// log captured at debug level; no form of any PAN, CVV2 or PIN is in it.
 func TestCardLogHoldsNoCardData(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})
@@ -1020,7 +1019,7 @@ func TestCardCiphertextIsRandomAndBoundToItsRow(t *testing.T) {
 	if err != nil || len(found) != 1 || found[0].Token != a.token {
 		t.Fatalf("search by PAN: %v %v", found, err)
 	}
-	// The plain search refuses a full PAN (issue 20, M2: it is a reveal).
+	// The plain search refuses a full PAN (it is a reveal).
 	if _, err := env.App.Cards.Search(secCSCtx(), spaced); !errors.Is(err, emi.ErrCardValidation) {
 		t.Fatalf("plain search by PAN: %v", err)
 	}
@@ -1192,7 +1191,7 @@ func TestCardKeyRotation(t *testing.T) {
 	if kyc.Code != 0 {
 		t.Fatalf("kyc_init: %s", kyc)
 	}
-	// A stored idempotent answer (sealed since issue 20, A3).
+	// A stored idempotent answer (sealed: it may hold personal data).
 	if keyed := p.Do(t, apptest.Request{Method: http.MethodPost, Path: "/v1/aml", Operation: "aml_check",
 		JSON:   map[string]any{"first_name": "Elin", "last_name": "Sandqvist", "nationality": "SE", "birthday": "1987-03-02"},
 		Header: map[string]string{"Idempotency-Key": "rekey-1"}}); keyed.Status >= 500 {

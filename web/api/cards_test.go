@@ -800,11 +800,11 @@ type atomicBool struct {
 func (b *atomicBool) get() bool  { b.mu.Lock(); defer b.mu.Unlock(); return b.v }
 func (b *atomicBool) set(v bool) { b.mu.Lock(); b.v = v; b.mu.Unlock() }
 
-// TestCardSendPINBurst performs the race of issue 20's M3: the 5-per-24 h
-// PIN text limit counted the texts already stored, then sent, then
-// stored, so concurrent requests all passed the count (12 texts were
-// sent). Now 50 concurrent card_send_pin requests send at most 5 texts;
-// the others are 429 / 10029. On the old code more than 5 went out.
+// TestCardSendPINBurst performs the PIN text race: the 5-per-24 h PIN text
+// limit counted the texts already stored, then sent, then stored, so
+// concurrent requests all passed the count (12 texts were sent). Now 50
+// concurrent card_send_pin requests send at most 5 texts; the others are
+// 429 / 10029. On the old code more than 5 went out.
 func TestCardSendPINBurst(t *testing.T) {
 	t.Parallel()
 	c := newCardEnv(t)

@@ -33,13 +33,12 @@ var hostileHeaderNames = []string{"Idempotency-Key", "x-api-key", "x-timestamp",
 	"x-nonce", "x-request-id", "x-correlation-id"}
 
 // TestHostileHeaderSweep sends every route a correctly signed request with
-// one spoiled header at a time (issue 21, item 1: an Idempotency-Key that
-// was not valid UTF-8 reached PostgreSQL and answered 500 on nine POST
-// operations). Each answer is 400 / 10005 naming the header, matches
-// openapi.yaml, and nothing in the database changes (not even the replay
-// guard: the request is refused before authentication). The requests go
-// to the handler directly, because Go's HTTP client refuses to send a
-// control character in a header.
+// one spoiled header at a time (an Idempotency-Key that was not valid UTF-8
+// reached PostgreSQL and answered 500 on nine POST operations). Each answer
+// is 400 / 10005 naming the header, matches openapi.yaml, and nothing in
+// the database changes (not even the replay guard: the request is refused
+// before authentication). The requests go to the handler directly, because
+// Go's HTTP client refuses to send a control character in a header.
 func TestHostileHeaderSweep(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})

@@ -24,10 +24,9 @@ import (
 	"emi/web/httpx"
 )
 
-// The hostile input sweep (issue 11, item 4) and check S4 over the whole
-// partner API. Both walk the real router, so a new route is swept (or
-// fails the test until it says what its path parameters are) without
-// anyone remembering to add it.
+// The hostile input sweep and check S4 over the whole partner API. Both
+// walk the real router, so a new route is swept (or fails the test until it
+// says what its path parameters are) without anyone remembering to add it.
 
 // soak reports whether the full sweep was asked for (EMI_SOAK=1, make soak).
 func soak() bool { return os.Getenv("EMI_SOAK") == "1" }
@@ -39,8 +38,8 @@ var hostileTables = map[string]string{
 	// handler runs (contract §2): a refused request still used its
 	// signature, and must not be replayable.
 	"api_signatures": "replay guard: consumed signatures",
-	// Limits that count refused attempts on purpose (issue 20): a
-	// transfer's destination miss (14006) counts against the key.
+	// Limits that count refused attempts on purpose: a transfer's
+	// destination miss (14006) counts against the key.
 	"rate_events": "refused attempts counted by atomic limits",
 }
 

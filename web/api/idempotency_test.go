@@ -325,14 +325,13 @@ func TestIdempotencyKeysBeyondThePoolSizeDoNotDeadlock(t *testing.T) {
 	}
 }
 
-// TestStoredResponsesAreSealed performs issue 20's A3 finding: kyc_init
-// sent with an Idempotency-Key stored its answer, the hosted KYC page's
-// capability URL included, in clear in idempotency_keys.body for 24 hours
-// (and stored answers carry personal data). Now the stored body is sealed
-// (body_enc, bound to the row) and holds neither the URL nor its secret
-// nor the user's name; the retry still gets the answer byte for byte; a
-// sealed body moved to another row does not open. On the old code the
-// URL was in the clear body.
+// TestStoredResponsesAreSealed: kyc_init sent with an Idempotency-Key
+// stored its answer, the hosted KYC page's capability URL included, in
+// clear in idempotency_keys.body for 24 hours (and stored answers carry
+// personal data). Now the stored body is sealed (body_enc, bound to the
+// row) and holds neither the URL nor its secret nor the user's name; the
+// retry still gets the answer byte for byte; a sealed body moved to another
+// row does not open. On the old code the URL was in the clear body.
 func TestStoredResponsesAreSealed(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})

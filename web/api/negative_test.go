@@ -16,12 +16,12 @@ import (
 	"emi/internal/app/apptest"
 )
 
-// The spec-driven negative test (issue 21, "Build and prove"): for every
-// operation, one request per constraint openapi.yaml states, each
-// violating it and nothing else, must be refused with the operation's
-// validation code and change nothing. The constraints are read from the
-// document, so a constraint added there is tested without editing this
-// file, and a constraint the server does not enforce fails here.
+// The spec-driven negative test: for every operation, one request per
+// constraint openapi.yaml states, each violating it and nothing else, must
+// be refused with the operation's validation code and change nothing. The
+// constraints are read from the document, so a constraint added there is
+// tested without editing this file, and a constraint the server does not
+// enforce fails here.
 
 // violation is one request that breaks one constraint.
 type violation struct {

@@ -8,14 +8,13 @@ import (
 	"emi/internal/emi"
 )
 
-// TestNullAndEmptyValuesTheSchemaForbids are the partner's reports of
-// issue 21, item 3, each refused with the operation's validation code
-// naming the field, and nothing changed: null for non-nullable fields
-// (Go kept the zero value, so null meant "" or false), empty query values
-// (ignored, so ?after= listed from the start), and a natural person's
-// names emptied by company_member_update (the sanctions check then
-// passed a person with no name). On the old code every case but the
-// nullable ones was accepted.
+// TestNullAndEmptyValuesTheSchemaForbids are a partner's reports, each
+// refused with the operation's validation code naming the field, and
+// nothing changed: null for non-nullable fields (Go kept the zero value, so
+// null meant "" or false), empty query values (ignored, so ?after= listed
+// from the start), and a natural person's names emptied by
+// company_member_update (the sanctions check then passed a person with no
+// name). On the old code every case but the nullable ones was accepted.
 func TestNullAndEmptyValuesTheSchemaForbids(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})

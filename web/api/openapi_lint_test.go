@@ -14,13 +14,13 @@ import (
 	"emi/web/api"
 )
 
-// The strict YAML lint of openapi.yaml (issue 21, item 7): Redocly's
-// "struct" and "no-unknown-keys" checks, in Go. A comma inside an
-// unquoted value of a YAML inline mapping ({ type: string, description:
-// Date, YYYY-MM-DD }) ends the value and makes the rest a key, so the
-// description is cut short and the schema gains a keyword nobody wrote.
-// Every OpenAPI 3.1 object is checked against the keys its type allows
-// (x- extensions aside), and a key without a value is refused.
+// The strict YAML lint of openapi.yaml: Redocly's "struct" and
+// "no-unknown-keys" checks, in Go. A comma inside an unquoted value of a
+// YAML inline mapping ({ type: string, description: Date, YYYY-MM-DD })
+// ends the value and makes the rest a key, so the description is cut short
+// and the schema gains a keyword nobody wrote. Every OpenAPI 3.1 object is
+// checked against the keys its type allows (x- extensions aside), and a key
+// without a value is refused.
 
 // oasObject is what an OpenAPI object may hold: its fixed fields, each
 // with the kind of object its value is.
@@ -225,8 +225,8 @@ func TestServedOpenAPINamesThePublicURL(t *testing.T) {
 }
 
 // TestEveryWriteOperationHasARequestExample: twelve write operations had
-// none (issue 21, item 7); TestOpenAPIExamplesMatchTheirSchemas checks
-// each against its schema.
+// none; TestOpenAPIExamplesMatchTheirSchemas checks each against its
+// schema.
 func TestEveryWriteOperationHasARequestExample(t *testing.T) {
 	t.Parallel()
 	for _, o := range documentedOperations(t, openAPIModel(t)) {

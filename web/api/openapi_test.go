@@ -132,7 +132,7 @@ func documentedOperations(t *testing.T, m *v3.Document) []documentedOperation {
 	for path, item := range m.Paths.PathItems.FromOldest() {
 		for method, op := range item.GetOperations().FromOldest() {
 			// Every operation says the name it is signed with, where a
-			// generated client finds it (issue 21, item 4).
+			// generated client finds it.
 			name := ""
 			if x := op.Extensions.GetOrZero("x-emi-operation"); x != nil {
 				name = x.Value
@@ -432,8 +432,8 @@ func TestOpenAPIDocumentsEveryCardAnswer(t *testing.T) {
 
 // TestEveryErrorHasADescriptionAndADocURL: every catalogue error the API
 // can answer has a human description, and an answer carries it with a
-// doc_url into /docs/errors under EMI_PUBLIC_URL, beside the unchanged
-// code and message (issue 21, item 10; the old envelope had neither).
+// doc_url into /docs/errors under EMI_PUBLIC_URL, beside the unchanged code
+// and message (the old envelope had neither).
 func TestEveryErrorHasADescriptionAndADocURL(t *testing.T) {
 	t.Parallel()
 	for _, e := range emi.Catalogue() {

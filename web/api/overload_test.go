@@ -13,11 +13,11 @@ import (
 	"emi/internal/testwait"
 )
 
-// An overload is answered 503 / 10503 with Retry-After and changes nothing
-// (issue 29): with one request allowed in flight and a short queue wait, a
-// transfer held by a lock on its balance keeps the place, a second request
-// waits its turn, then is refused before it reads anything; sent again with
-// the same Idempotency-Key once the first is done, it is carried out once.
+// An overload is answered 503 / 10503 with Retry-After and changes nothing:
+// with one request allowed in flight and a short queue wait, a transfer
+// held by a lock on its balance keeps the place, a second request waits its
+// turn, then is refused before it reads anything; sent again with the same
+// Idempotency-Key once the first is done, it is carried out once.
 func TestOverloadIsRefusedWith503AndRetryAfter(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {

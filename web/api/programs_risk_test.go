@@ -9,13 +9,13 @@ import (
 	"emi/internal/emi"
 )
 
-// Issue 19: program changes that move risk go through the decision
-// engine. Turning a program's overdraft on (or its AML check for cards
-// off) is proposed by one administrator and applied only when a second,
-// distinct one approves; the proposer cannot approve, nor can a user the
-// proposer created (they count as one person), and a change to the program
-// after the proposal voids it. Before, one administrator turned the
-// overdraft on alone, at once.
+// Program changes that move risk go through the decision engine. Turning a
+// program's overdraft on (or its AML check for cards off) is proposed by
+// one administrator and applied only when a second, distinct one approves;
+// the proposer cannot approve, nor can a user the proposer created (they
+// count as one person), and a change to the program after the proposal
+// voids it. Before, one administrator turned the overdraft on alone, at
+// once.
 func TestProgramRiskChangeTakesTwoAdministrators(t *testing.T) {
 	t.Parallel()
 	env := onboardingEnv(t)
@@ -55,8 +55,8 @@ func TestProgramRiskChangeTakesTwoAdministrators(t *testing.T) {
 	if _, err := env.App.Accounts.ApproveProgramChange(a1, "account_eur"); !is(err, emi.ErrFourEyes) {
 		t.Fatalf("the proposer approves: %v", err)
 	}
-	// An administrator the proposer created is the same person (the
-	// create itself took a second administrator, issue 19 C8).
+	// An administrator the proposer created is the same person (the create
+	// itself took a second administrator).
 	out, err := env.App.Staff.Create(a1, emi.StaffCreate{Email: "a3@programs.test", Name: "A3", Roles: []emi.Role{emi.RoleAdmin}})
 	if err != nil {
 		t.Fatal(err)

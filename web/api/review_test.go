@@ -363,9 +363,9 @@ func TestReviewHitsEditsBulkAndMetrics(t *testing.T) {
 		if err := env.App.Review.DecideHit(u1, app, keys[0], emi.HitFalsePositive, ""); !is(err, emi.ErrReviewValidation) {
 			t.Fatalf("hit decision without reason: %v", err)
 		}
-		// Issue 19, C2: a false positive inside an application takes two
-		// people, the second from compliance; one person's proposal leaves
-		// the hit undecided, and approval refused.
+		// A false positive inside an application takes two people, the
+		// second from compliance; one person's proposal leaves the hit
+		// undecided, and approval refused.
 		for _, k := range keys {
 			if err := env.App.Review.DecideHit(u1, app, k, emi.HitFalsePositive, "different person, passport checked"); err != nil {
 				t.Fatal(err)
@@ -516,10 +516,10 @@ func TestReviewDirectoryDecisionsAndAudit(t *testing.T) {
 	}
 }
 
-// Issue 19, C1 and C3: a true match blocks approval, and a first approval
-// is bound to the evidence it was given on. Both sequences succeeded before
-// (C1: the application was approved "first of two" and then onboarded; C3:
-// the second underwriter approved alone after the partner changed the
+// A true match blocks approval, and a first approval is bound to the
+// evidence it was given on. Both sequences succeeded before (C1: the
+// application was approved "first of two" and then onboarded; C3: the
+// second underwriter approved alone after the partner changed the
 // application).
 func TestReviewTrueMatchBlocksAndMaterialChangeVoidsFirstApproval(t *testing.T) {
 	t.Parallel()
@@ -622,12 +622,12 @@ func TestReviewTrueMatchBlocksAndMaterialChangeVoidsFirstApproval(t *testing.T) 
 	})
 }
 
-// Issue 19, C2: one underwriter's "false positive" on an exact sanctions
-// match (score 1.000) is not a decision: it is remembered for nothing, the
-// re-screening after the partner's next change raises the hit again, the
-// machine does not approve (automatic processing) and nobody approves while
-// it waits for a second person. On the code before, the false positive was
-// remembered at once, hid the hit, and the application was approved.
+// One underwriter's "false positive" on an exact sanctions match (score
+// 1.000) is not a decision: it is remembered for nothing, the re-screening
+// after the partner's next change raises the hit again, the machine does
+// not approve (automatic processing) and nobody approves while it waits for
+// a second person. On the code before, the false positive was remembered at
+// once, hid the hit, and the application was approved.
 func TestC2OneUnderwriterCannotDismissAnExactMatch(t *testing.T) {
 	t.Parallel()
 	env := onboardingEnv(t)
@@ -717,11 +717,11 @@ func TestC2OneUnderwriterCannotDismissAnExactMatch(t *testing.T) {
 	}
 }
 
-// Issue 19: the decision record states the real grounds. An application
-// whose member hit was decided a false positive by two people is approved;
-// its record and the audit row say that not every check passed, and name
-// the hit and both people. Before, the back office printed "Reason: every
-// check passed" for any approval without a reason.
+// The decision record states the real grounds. An application whose member
+// hit was decided a false positive by two people is approved; its record
+// and the audit row say that not every check passed, and name the hit and
+// both people. Before, the back office printed "Reason: every check passed"
+// for any approval without a reason.
 func TestApprovalStatesItsGrounds(t *testing.T) {
 	t.Parallel()
 	env := onboardingEnv(t)

@@ -24,10 +24,10 @@ func auditedAsSandbox(t *testing.T, env *apptest.Env, action, token string) int 
 	return n
 }
 
-// TestSandboxOutcomes (issue 21, item 6): a partner drives the human
-// outcomes of KYC, AML and applications through the staff decision
-// methods; each sends the event a real decision sends, is audited as the
-// sandbox's reviewer, and the operations do not exist in production.
+// TestSandboxOutcomes: a partner drives the human outcomes of KYC, AML and
+// applications through the staff decision methods; each sends the event a
+// real decision sends, is audited as the sandbox's reviewer, and the
+// operations do not exist in production.
 func TestSandboxOutcomes(t *testing.T) {
 	t.Parallel()
 	env := onboardingEnv(t)

@@ -84,13 +84,12 @@ func (a *answers) String() string {
 	return b.String()
 }
 
-// TestLoadsWithTheCPUSaturated (issue 29): the ledger, card and onboarding
-// loads at once, under -race, with the CPU saturated by busy processes
-// beside them. Every answer is one its operation documents: no 500, and a
-// 503 only as 10503 with Retry-After (counted; it changed nothing, which
-// the ledger's conservation check confirms). On the code before issue 29 a
-// busy machine turned deadlocks that outlived the savepoint retries into
-// 500s.
+// TestLoadsWithTheCPUSaturated: the ledger, card and onboarding loads at
+// once, under -race, with the CPU saturated by busy processes beside them.
+// Every answer is one its operation documents: no 500, and a 503 only as
+// 10503 with Retry-After (counted; it changed nothing, which the ledger's
+// conservation check confirms). On the old code a busy machine turned
+// deadlocks that outlived the savepoint retries into 500s.
 func TestLoadsWithTheCPUSaturated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a load under a saturated CPU: not with -short")

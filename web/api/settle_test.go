@@ -36,14 +36,14 @@ func waitingFor(t *testing.T, env *apptest.Env, p *apptest.Partner, app string) 
 	return d.Data["status"].(string), out
 }
 
-// TestAutomaticDecisionWaitsForTheSettlePeriod (issue 21, item 5): an
-// automatic application sent in pieces is not decided between them.
-// application_create with only the products, then the company, a member and
-// a document in separate calls, each sooner than the settle period after
-// the last: every call succeeds (on the old code the first checks run
-// with all data decided within ~40 ms, and a document sent after that got
-// 11003), application_details says what it waits for, and the decision
-// comes once nothing changed for the settle period.
+// TestAutomaticDecisionWaitsForTheSettlePeriod: an automatic application
+// sent in pieces is not decided between them. application_create with only
+// the products, then the company, a member and a document in separate
+// calls, each sooner than the settle period after the last: every call
+// succeeds (on the old code the first checks run with all data decided
+// within ~40 ms, and a document sent after that got 11003),
+// application_details says what it waits for, and the decision comes once
+// nothing changed for the settle period.
 func TestAutomaticDecisionWaitsForTheSettlePeriod(t *testing.T) {
 	t.Parallel()
 	// The document below must reach the server within the settle period

@@ -245,7 +245,7 @@ func TestTransferVirtualAccounts(t *testing.T) {
 		transferBody(map[string]any{"account": virtAcc}, map[string]any{"balance": otherBal}, "1.00", "EUR"))
 	apptest.Expect(t, "virtual of a blocked main", r, 14004, http.StatusConflict)
 	// Between a virtual account and its own main balance nothing would
-	// move: refused (14008, issue 20 M1).
+	// move: refused (14008; booking it would skip the funds check).
 	apptest.Expect(t, "unblock", call(t, env, p, http.MethodPut, "/v2/accounts/"+mainAcc+"/status", "account_status", map[string]any{"status": "active"}), 0, http.StatusOK)
 	self := call(t, env, p, http.MethodPost, "/v2/transfers", "transfer_create",
 		transferBody(map[string]any{"account": virtAcc}, map[string]any{"account": mainAcc}, "1.00", "EUR"))
@@ -360,7 +360,7 @@ func TestTransferEventsAndIdempotency(t *testing.T) {
 	checkLedger(t, env)
 }
 
-// TestTransferMainToVirtualIsRefused performs issue 20's M1 attack: from a
+// TestTransferMainToVirtualIsRefused performs the netting attack: from a
 // main account holding 0.01 EUR, a transfer of 1,000,000,000.00 EUR to its
 // own virtual account (both sides are one balance). The old code booked it
 // as completed (the entries netted to nothing, so the funds check never
@@ -445,8 +445,8 @@ func TestTransferMainToVirtualIsRefused(t *testing.T) {
 	checkLedger(t, env)
 }
 
-// TestTransferCrossPartnerAnswerTable performs issue 20's M5 attack: with
-// an empty source balance, transfer_create answered 14003, 14005, 14004 or
+// TestTransferCrossPartnerAnswerTable performs the probing attack: with an
+// empty source balance, transfer_create answered 14003, 14005, 14004 or
 // 14006 depending on the state of another partner's account named by IBAN
 // (active, another currency, blocked or terminated, unknown), with nothing
 // moved: an oracle over other partners' customers. Now the source is
@@ -524,11 +524,12 @@ func TestTransferCrossPartnerAnswerTable(t *testing.T) {
 }
 
 // TestTransferDestinationMissesAreLimited: 14006 answers tell a partner an
-// identifier is not a usable account, so they are limited per API key
-// (issue 20, M5): a burst of 50 misses gets at most DestinationMissLimit
-// answers of 14006, the rest 429 / 10029, and while the key is over the
-// limit a transfer to a valid foreign IBAN is 429 too (a success would
-// answer the same question). Another key is not affected.
+// identifier is not a usable account, so they are limited per API key (or
+// they would walk other partners' customers): a burst of 50 misses gets at
+// most DestinationMissLimit answers of 14006, the rest 429 / 10029, and
+// while the key is over the limit a transfer to a valid foreign IBAN is 429
+// too (a success would answer the same question). Another key is not
+// affected.
 func TestTransferDestinationMissesAreLimited(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})

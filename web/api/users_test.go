@@ -413,8 +413,8 @@ func TestAMLCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Issue 19, C2: a false positive on a hit scoring 0.9 or more takes
-		// two people; one officer's decision leaves the check open.
+		// A false positive on a hit scoring 0.9 or more takes two people;
+		// one officer's decision leaves the check open.
 		officer, second := complianceCtx(), complianceCtx()
 		twoPerson := 0
 		for _, h := range c.Hits {
@@ -514,8 +514,8 @@ func TestAMLWithoutLists(t *testing.T) {
 	if r.Message != "services.general.invalid_processor" {
 		t.Fatalf("message %q", r.Message)
 	}
-	// A change of identity cannot be screened: refused, nothing changed
-	// (issue 19, C5); other fields still change.
+	// A change of identity cannot be screened: refused, nothing changed (it
+	// would leave the new identity unscreened); other fields still change.
 	user := createUser(t, env, p, validUser(p))
 	ren := call(t, env, p, http.MethodPut, "/v2/users/"+user, "user_update", map[string]any{"last_name": "Bout"})
 	apptest.Expect(t, "rename without lists", ren, 18000, http.StatusServiceUnavailable)
@@ -680,8 +680,8 @@ func TestKYCUploadChecks(t *testing.T) {
 	}
 }
 
-// TestKYCInternalNoteNeverLeaves is issue 19's C7: a KYC decision stores a
-// partner-facing reason and an internal note; the partner reads the reason
+// TestKYCInternalNoteNeverLeaves: a KYC decision stores a partner-facing
+// reason and an internal note; the partner reads the reason
 // (user.kyc_updated, events_list) and never the note (no API answer, no
 // event), while the service keeps both and the audit row has the note.
 func TestKYCInternalNoteNeverLeaves(t *testing.T) {
@@ -797,13 +797,13 @@ func bombJPEG(w, h uint16) []byte {
 		1, 0x11, 0, 2, 0x11, 1, 3, 0x11, 1, 0xff, 0xd9}
 }
 
-// TestUploadsOverThePixelBudgetAreRefused performs issue 20's A5 finding:
-// the hosted KYC page (and the API's documents) accepted a 60,000 × 60,000
-// pixel image, a decompression bomb for whatever decodes it later. Now an
-// image whose header declares more than 40 megapixels is refused from the
-// header alone, before any decoding, with the field named, and nothing is
-// stored; an image within the budget is accepted. On the old code both
-// bombs were accepted and stored.
+// TestUploadsOverThePixelBudgetAreRefused: the hosted KYC page (and the
+// API's documents) accepted a 60,000 × 60,000 pixel image, a decompression
+// bomb for whatever decodes it later. Now an image whose header declares
+// more than 40 megapixels is refused from the header alone, before any
+// decoding, with the field named, and nothing is stored; an image within
+// the budget is accepted. On the old code both bombs were accepted and
+// stored.
 func TestUploadsOverThePixelBudgetAreRefused(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})

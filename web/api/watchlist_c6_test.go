@@ -10,13 +10,13 @@ import (
 	"emi/internal/testwait"
 )
 
-// Issue 19, C6 and "compliance sees every hit": a name added to the
-// adverse-media watch list reaches a pending application that holds it
-// (its checks run again, and the finding waits for a decision) and an
-// active customer of that name (a check with source watchlist, in the
-// alert queue, that holds new cards and outgoing transfers until
-// compliance decides it). On the code before, the application stayed at
-// "passed, 0 findings" and the customer was never screened.
+// Compliance sees every hit: a name added to the adverse-media watch list
+// reaches a pending application that holds it (its checks run again, and
+// the finding waits for a decision) and an active customer of that name (a
+// check with source watchlist, in the alert queue, that holds new cards and
+// outgoing transfers until compliance decides it). On the code before, the
+// application stayed at "passed, 0 findings" and the customer was never
+// screened.
 func TestC6WatchlistAdditionReachesApplicationsAndCustomers(t *testing.T) {
 	t.Parallel()
 	env := onboardingEnv(t)

@@ -59,11 +59,11 @@ func (rc *receiver) wait(t *testing.T, want string, n int) (http.Header, string)
 	return h, body
 }
 
-// TestPartnerManagesItsWebhookEndpoints (issue 21, item 8): through the
-// signed API a partner registers an endpoint (secret shown once), lists
-// it, sends a test event (verified with the Standard Webhooks library),
-// rotates the secret (two signatures during the overlap) and replays a
-// delivery that failed; another partner's endpoint is unknown.
+// TestPartnerManagesItsWebhookEndpoints: through the signed API a partner
+// registers an endpoint (secret shown once), lists it, sends a test event
+// (verified with the Standard Webhooks library), rotates the secret (two
+// signatures during the overlap) and replays a delivery that failed;
+// another partner's endpoint is unknown.
 func TestPartnerManagesItsWebhookEndpoints(t *testing.T) {
 	t.Parallel()
 	env := onboardingEnv(t)

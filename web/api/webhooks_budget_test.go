@@ -60,15 +60,14 @@ func (rc *budgetReceiver) arrived(event, path string) bool {
 	return rc.got[event+" "+path]
 }
 
-// TestOnePartnersFanOutWaitsItsTurn (issue 29, item 5): partner P's
-// deliveries take at most EMI_WEBHOOK_PARTNER_CONCURRENCY (2 here) of a
-// process's EMI_WORKERS (4) at once, however many endpoints and events it
-// has; partner Q's delivery, queued behind P's whole backlog, is made while
-// P's first deliveries still hang (the receiver holds them until Q's
-// arrives); and nothing is lost or charged: every one of P's deliveries
-// succeeds on its first attempt, its job on its first run. Without the
-// budget P's 30 deliveries take all 4 workers, Q's waits behind them, and
-// P's time out and are retried.
+// TestOnePartnersFanOutWaitsItsTurn: partner P's deliveries take at most
+// EMI_WEBHOOK_PARTNER_CONCURRENCY (2 here) of a process's EMI_WORKERS (4)
+// at once, however many endpoints and events it has; partner Q's delivery,
+// queued behind P's whole backlog, is made while P's first deliveries still
+// hang (the receiver holds them until Q's arrives); and nothing is lost or
+// charged: every one of P's deliveries succeeds on its first attempt, its
+// job on its first run. Without the budget P's 30 deliveries take all 4
+// workers, Q's waits behind them, and P's time out and are retried.
 func TestOnePartnersFanOutWaitsItsTurn(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{NoSanctions: true, Configure: func(c *config.Config) {

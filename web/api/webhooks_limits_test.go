@@ -33,13 +33,13 @@ func enabledEndpoints(t *testing.T, env *apptest.Env, partnerID string) int {
 	return n
 }
 
-// TestWebhookEndpointLimits (issue 29, item 5): one event is one delivery
-// per endpoint, so a partner has at most EMI_WEBHOOK_ENDPOINTS enabled
-// endpoints (409 / 15005 beyond) and at most EMI_WEBHOOK_ENDPOINTS_PER_HOST
-// on one host name, whatever its case, port or IP spelling
-// (409 / 15006). Disabled and deleted endpoints do not count, so enabling
-// one again is refused at the limit, and deleting one (the new
-// webhook_endpoint_delete) makes room. The old code accepted 120.
+// TestWebhookEndpointLimits: one event is one delivery per endpoint, so a
+// partner has at most EMI_WEBHOOK_ENDPOINTS enabled endpoints (409 / 15005
+// beyond) and at most EMI_WEBHOOK_ENDPOINTS_PER_HOST on one host name,
+// whatever its case, port or IP spelling (409 / 15006). Disabled and
+// deleted endpoints do not count, so enabling one again is refused at the
+// limit, and deleting one (the new webhook_endpoint_delete) makes room. The
+// old code accepted 120.
 func TestWebhookEndpointLimits(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{NoSanctions: true, Configure: smallWebhookLimits})

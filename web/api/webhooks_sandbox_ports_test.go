@@ -17,16 +17,16 @@ import (
 	"emi/web/api"
 )
 
-// TestSandboxWebhooksNeverReachEmiOrTheDatabase (issue 29, item 5): the
-// sandbox delivers to loopback, and a hosted sandbox's loopback is also
-// emi itself and its database. apptest allows every loopback port
+// TestSandboxWebhooksNeverReachEmiOrTheDatabase: the sandbox delivers to
+// loopback, and a hosted sandbox's loopback is also emi itself and its
+// database. apptest allows every loopback port
 // (EMI_SANDBOX_WEBHOOK_PORTS=1-65535, explicitly), and still emi's own
-// listening port and the database's port are refused: at registration
-// (API, back office) beside the url field, and at delivery for an endpoint
-// that points there anyway (one registered before the rule, or under
-// another configuration): the attempt is blocked before connecting, and
-// emi's own route behind that port is never called. An endpoint on an
-// allowed port is delivered to, so the refusals are the rule's.
+// listening port and the database's port are refused: at registration (API,
+// back office) beside the url field, and at delivery for an endpoint that
+// points there anyway (one registered before the rule, or under another
+// configuration): the attempt is blocked before connecting, and emi's own
+// route behind that port is never called. An endpoint on an allowed port is
+// delivered to, so the refusals are the rule's.
 func TestSandboxWebhooksNeverReachEmiOrTheDatabase(t *testing.T) {
 	t.Parallel()
 	var emiHits atomic.Int32

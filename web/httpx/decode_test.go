@@ -85,8 +85,8 @@ func TestDecodeJSON(t *testing.T) {
 		`{"meta":{"k":1}}`:                      {"meta.k"},
 		`{"meta":[]}`:                           {"meta"},
 		`{"a":1,"b":2,"name":3}`:                {"a", "b", "name"},
-		// null only where the field is tagged nullable (issue 21: Go kept
-		// the zero value, so null silently meant "" or false).
+		// null only where the field is tagged nullable (Go kept the zero
+		// value, so null silently meant "" or false).
 		`{"tags":null,"name":null}`:          {"tags", "name"},
 		`{"tags":["a",null]}`:                {"tags[1]"},
 		`{"payout_details":[null]}`:          {"payout_details[0]"},
