@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// TestAccountListShowsBalances (issue 23, item 6): the account list shows
-// each account's available balance beside its identifiers, so customer
-// service need not open every account. The old list had no balance
-// column: this test failed there.
+// TestAccountListShowsBalances: the account list shows each account's
+// available balance beside its identifiers, so customer service need not
+// open every account. The old list had no balance column: this test failed
+// there.
 func TestAccountListShowsBalances(t *testing.T) {
 	t.Parallel()
 	a := newAccountsEnv(t)

@@ -81,8 +81,8 @@ func TestCardPaymentSimulator(t *testing.T) {
 	pg = e.cs.follow(t, e.cs.Post(t, page+"/authorizations", simulation("1.00", "online", "", "none")))
 	contains(t, "no 3DS", pg, "Declined (1A 3DS authentication required)")
 
-	// Invalid input comes back on the open form, without the PIN.
-	// (12,50 is an amount since issue 23; 1,250 is ambiguous and refused.)
+	// Invalid input comes back on the open form, without the PIN. (12,50 is
+	// an amount; 1,250 is ambiguous and refused.)
 	bad := e.cs.Post(t, page+"/authorizations", url.Values{"amount": {"1,250"}, "currency": {"EUR"}, "mcc": {"54"}, "channel": {"pos"},
 		"pin": {wrongPIN}, "merchant_name": {"Kiosk"}})
 	if bad.Status != http.StatusUnprocessableEntity {
@@ -119,9 +119,8 @@ func TestCardPaymentSimulator(t *testing.T) {
 		t.Fatalf("after reversal: %d %d %d", p, h, a)
 	}
 	lacks(t, "nothing left to settle", pg, `data-testid="payment-clear"`)
-	// A refused amount answers the page (422, issue 23): the form is kept
-	// in its row while the hold is open; this one is not, so the flash
-	// says why.
+	// A refused amount answers the page (422): the form is kept in its row
+	// while the hold is open; this one is not, so the flash says why.
 	pg = e.cs.Post(t, page+"/authorizations/"+second+"/clear", url.Values{"amount": {"abc"}})
 	if pg.Status != http.StatusUnprocessableEntity {
 		t.Fatalf("bad clear amount: HTTP %d", pg.Status)

@@ -645,9 +645,9 @@ func TestCardStatusAndTermination(t *testing.T) {
 // TestCardStolenAndReplacementPages: customer service blocks the card as
 // stolen from its page: the card is terminated at once, the history shows
 // the reason code, the page offers a replacement and no unblock; the
-// replacement is issued on the account and its page links the old card.
-// The old page (issue 23) had only "Set inactive…" with free text, 1,600 px
-// down, and no replacement: this test failed there.
+// replacement is issued on the account and its page links the old card. The
+// old page had only "Set inactive…" with free text, 1,600 px down, and no
+// replacement: this test failed there.
 func TestCardStolenAndReplacementPages(t *testing.T) {
 	t.Parallel()
 	e := newCardsEnv(t)
@@ -1094,7 +1094,7 @@ func TestGlobalSearchFindsCardsAndNeverEchoesANumber(t *testing.T) {
 		contains(t, "global search by "+name, pg, `href="/backoffice/cards/`+e.card.Token+`"`, masked)
 	}
 	// The header's search form posts, so what is typed (a card number)
-	// never reaches the address bar or the history (issue 20, M2).
+	// never reaches the address bar or the history.
 	contains(t, "header search form", e.cs.Get(t, "/backoffice/"), `<form class="search" method="post" action="/backoffice/search"`)
 	// A full card number is looked up only from the header form's POST.
 	for name, q := range map[string]string{"full number": e.pan, "grouped number": groupedPAN(e.pan, " ")} {
@@ -1115,14 +1115,14 @@ func TestGlobalSearchFindsCardsAndNeverEchoesANumber(t *testing.T) {
 	}
 }
 
-// TestPANCandidateWalk performs issue 20's M2 attack: with the BIN (on
-// the programs page) and the last four digits (shown everywhere), about a
+// TestPANCandidateWalk performs the candidate walk: with the BIN (on the
+// programs page) and the last four digits (shown everywhere), about a
 // thousand Luhn-valid candidates remain, and the card search answered for
-// each whether a card had it, unaudited (a PAN was recovered in 6.5 s).
-// Now a search by full number is a reveal: 50 candidates posted at once
-// by one customer-service agent get at most the quota (10) answered, the
-// rest 429, and every attempt is audited. On the old code all 50 were
-// answered and no audit row was written.
+// each whether a card had it, unaudited (a PAN was recovered in 6.5 s). Now
+// a search by full number is a reveal: 50 candidates posted at once by one
+// customer-service agent get at most the quota (10) answered, the rest 429,
+// and every attempt is audited. On the old code all 50 were answered and no
+// audit row was written.
 func TestPANCandidateWalk(t *testing.T) {
 	t.Parallel()
 	e := newCardsEnv(t)
@@ -1174,12 +1174,12 @@ func TestPANCandidateWalk(t *testing.T) {
 	t.Logf("PAN walk: %d answered, %d refused (429), %d audited", answered, limited, audited)
 }
 
-// TestRevealQuota performs issue 20's M4 attack: one agent revealed 40
-// full card numbers in 4 s with one step-up (the password, sent again
-// with every request). Now the password is refused, each TOTP code
-// confirms one reveal, and after 10 reveals in an hour the 11th is
-// refused (429) and audited as a quota hit. On the old code all 40
-// reveals with the password succeeded.
+// TestRevealQuota performs the bulk reveal: one agent revealed 40 full card
+// numbers in 4 s with one step-up (the password, sent again with every
+// request). Now the password is refused, each TOTP code confirms one
+// reveal, and after 10 reveals in an hour the 11th is refused (429) and
+// audited as a quota hit. On the old code all 40 reveals with the password
+// succeeded.
 func TestRevealQuota(t *testing.T) {
 	t.Parallel()
 	e := newCardsEnv(t)
@@ -1212,7 +1212,7 @@ func TestRevealQuota(t *testing.T) {
 	}
 }
 
-// TestPINTextCannotBeRedirectedByStaff performs issue 20's M3 attack: a
+// TestPINTextCannotBeRedirectedByStaff performs the redirect attack: a
 // customer-service agent re-points the card's 3DS OTP number to their own
 // phone, then sends the PIN by SMS; the old code texted the PIN to the
 // agent's phone. Now no PIN text is sent for 24 hours after a staff change

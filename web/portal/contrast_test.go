@@ -37,10 +37,10 @@ func contrastRatio(t *testing.T, a, b string) float64 {
 	return (math.Max(la, lb) + 0.05) / (math.Min(la, lb) + 0.05)
 }
 
-// TestBadgeColoursContrast (issue 23, item 8) is axe's color-contrast rule
-// for the status badges, read from the stylesheet: 12 px bold text is not
-// "large", so every tone needs 4.5:1 against its background (WCAG 1.4.3).
-// The amber badge was #9a6500 on #fdf0d8, 4.4:1: this test failed there.
+// TestBadgeColoursContrast is axe's color-contrast rule for the status
+// badges, read from the stylesheet: 12 px bold text is not "large", so
+// every tone needs 4.5:1 against its background (WCAG 1.4.3). The amber
+// badge was #9a6500 on #fdf0d8, 4.4:1: this test failed there.
 func TestBadgeColoursContrast(t *testing.T) {
 	css, err := os.ReadFile("../../static/css/app.css")
 	if err != nil {
@@ -91,16 +91,16 @@ func TestBadgeColoursContrast(t *testing.T) {
 	}
 }
 
-// TestTextOnColouredBackgroundsContrast (issue 23) extends the badge check
-// to every rule of app.css that paints a background under text: flash
-// messages, banners, notices, buttons (primary, secondary, danger), the
-// navigation and its queue counts, highlighted rows, mentions. The text
-// colour is the rule's own, else what it inherits: the button's white for
-// button rules, the sidebar's text in the sidebar, the ink elsewhere.
-// Where running text with links and hints sits on the background (flash,
-// banner, notice, secret, consent, note, confirm), links (accent) and
-// hints (muted) are checked too. 4.5:1 everywhere (WCAG 1.4.3, normal
-// text); chart bars (fill, no text) are left out.
+// TestTextOnColouredBackgroundsContrast extends the badge check to every
+// rule of app.css that paints a background under text: flash messages,
+// banners, notices, buttons (primary, secondary, danger), the navigation
+// and its queue counts, highlighted rows, mentions. The text colour is the
+// rule's own, else what it inherits: the button's white for button rules,
+// the sidebar's text in the sidebar, the ink elsewhere. Where running text
+// with links and hints sits on the background (flash, banner, notice,
+// secret, consent, note, confirm), links (accent) and hints (muted) are
+// checked too. 4.5:1 everywhere (WCAG 1.4.3, normal text); chart bars
+// (fill, no text) are left out.
 func TestTextOnColouredBackgroundsContrast(t *testing.T) {
 	raw, err := os.ReadFile("../../static/css/app.css")
 	if err != nil {

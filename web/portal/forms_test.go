@@ -8,12 +8,12 @@ import (
 	"testing"
 )
 
-// TestRefusedAdjustmentKeepsWhatWasTyped (issue 23, item 5): a refused
-// adjustment request answers the account page (422) with the form open,
-// the direction, balance, amount and reason as typed, each error beside
-// its field and the first refused field focused; a decimal comma is an
-// amount. On the old code the page was a redirect with the form folded
-// and empty, and "12,50" was refused: this test failed there.
+// TestRefusedAdjustmentKeepsWhatWasTyped: a refused adjustment request
+// answers the account page (422) with the form open, the direction,
+// balance, amount and reason as typed, each error beside its field and the
+// first refused field focused; a decimal comma is an amount. On the old
+// code the page was a redirect with the form folded and empty, and "12,50"
+// was refused: this test failed there.
 func TestRefusedAdjustmentKeepsWhatWasTyped(t *testing.T) {
 	t.Parallel()
 	a := newAccountsEnv(t)
@@ -58,10 +58,10 @@ func TestRefusedAdjustmentKeepsWhatWasTyped(t *testing.T) {
 	}
 }
 
-// TestWatchlistSourceIsAWebLink (issue 23, item 8): a watch-list source is
-// an http(s) address shown as a link; javascript:, data: and other schemes
-// are refused at input, beside the field, with the entry kept. The old
-// code stored "javascript:alert(1)": this test failed there.
+// TestWatchlistSourceIsAWebLink: a watch-list source is an http(s) address
+// shown as a link; javascript:, data: and other schemes are refused at
+// input, beside the field, with the entry kept. The old code stored
+// "javascript:alert(1)": this test failed there.
 func TestWatchlistSourceIsAWebLink(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// TestNameIDsIn (issue 23): an audit entry's changes name the staff
-// members and partners they mention; an id of something without a name (an
-// account, a person) stays; a name with a quote in it keeps the changes
-// valid JSON; changes without ids are left as they are.
+// TestNameIDsIn: an audit entry's changes name the staff members and
+// partners they mention; an id of something without a name (an account, a
+// person) stays; a name with a quote in it keeps the changes valid JSON;
+// changes without ids are left as they are.
 func TestNameIDsIn(t *testing.T) {
 	const (
 		staff   = "01a21959-2692-74e1-b45a-c73149fb31d1"

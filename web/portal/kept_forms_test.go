@@ -12,14 +12,14 @@ import (
 	"emi/internal/emi"
 )
 
-// TestEveryRefusedFormKeepsWhatWasTyped (issue 23, item 5): each refusable
-// back-office form, posted with a bad value, answers its page again (422)
-// with the form's section open, every value as typed, and the reason
-// beside the refused field: the message in <field>-error, the input marked
-// aria-invalid and described by it. Amounts take a decimal comma; an
-// ambiguous one (1,250) is the refused value. On the old code the
-// simulators redirected with a flash and an empty, folded form, and the
-// endpoint form lost its event types: those rows failed there.
+// TestEveryRefusedFormKeepsWhatWasTyped: each refusable back-office form,
+// posted with a bad value, answers its page again (422) with the form's
+// section open, every value as typed, and the reason beside the refused
+// field: the message in <field>-error, the input marked aria-invalid and
+// described by it. Amounts take a decimal comma; an ambiguous one (1,250)
+// is the refused value. On the old code the simulators redirected with a
+// flash and an empty, folded form, and the endpoint form lost its event
+// types: those rows failed there.
 func TestEveryRefusedFormKeepsWhatWasTyped(t *testing.T) {
 	t.Parallel()
 	a := newAccountsEnv(t)
@@ -141,11 +141,11 @@ func fieldValue(form *goquery.Selection, name string) string {
 	return f.AttrOr("value", "")
 }
 
-// TestRefusedRolesKeepWhatWasTicked (issue 23, item 5): a refused roles
-// change (an unknown role posted beside a real one, or none) answers the
-// staff page again (422) with the roles as ticked, not the user's current
-// ones, and the reason beside the boxes; nothing changes. The old page
-// redirected with a flash and the current roles: this test failed there.
+// TestRefusedRolesKeepWhatWasTicked: a refused roles change (an unknown
+// role posted beside a real one, or none) answers the staff page again
+// (422) with the roles as ticked, not the user's current ones, and the
+// reason beside the boxes; nothing changes. The old page redirected with a
+// flash and the current roles: this test failed there.
 func TestRefusedRolesKeepWhatWasTicked(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

@@ -12,11 +12,11 @@ import (
 	"emi/internal/emi"
 )
 
-// TestPagesReadAReplicaButAfterTheStaffMembersOwnChange (issue 30, item 3):
-// with read replicas, a back-office GET is marked lag-tolerant (its store
-// reads may go to a replica within EMI_READ_MAX_LAG), except for the bound
-// after the same session changed something (read-your-writes); another
-// session is not held back by it; without replicas nothing is marked.
+// TestPagesReadAReplicaButAfterTheStaffMembersOwnChange: with read
+// replicas, a back-office GET is marked lag-tolerant (its store reads may
+// go to a replica within EMI_READ_MAX_LAG), except for the bound after the
+// same session changed something (read-your-writes); another session is not
+// held back by it; without replicas nothing is marked.
 func TestPagesReadAReplicaButAfterTheStaffMembersOwnChange(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)

@@ -230,13 +230,13 @@ func exportImporter(t *testing.T, fset *token.FileSet, dir string) types.Importe
 	})
 }
 
-// TestPortalLayout (issue 24): the portal's files follow the business
-// areas, the page frame and the shared helpers depend on no screen, and a
-// screen uses another area's screen only where portalArrows allows it. A
-// helper two areas need lives in a shared file, one named home each. The
-// old layout (files named aml.go, review.go, screens.go, money.go; the
-// frame's render.go calling cards.go's maskedQuery, aml.go's queueCounts
-// and hosted.go's 500 page): this test failed there.
+// TestPortalLayout: the portal's files follow the business areas, the page
+// frame and the shared helpers depend on no screen, and a screen uses
+// another area's screen only where portalArrows allows it. A helper two
+// areas need lives in a shared file, one named home each. The old layout
+// (files named aml.go, review.go, screens.go, money.go; the frame's
+// render.go calling cards.go's maskedQuery, aml.go's queueCounts and
+// hosted.go's 500 page): this test failed there.
 func TestPortalLayout(t *testing.T) {
 	entries, err := os.ReadDir(".")
 	if err != nil {

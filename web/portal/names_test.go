@@ -23,14 +23,14 @@ func visibleText(body string) string {
 	return html.UnescapeString(anyTag.ReplaceAllString(scriptOrStyle.ReplaceAllString(body, " "), " "))
 }
 
-// TestNoPartnerOrStaffIDWhereANameExists (issue 23, item 3): every
-// back-office page, as each role sees it, shows partners and staff members
-// by name; their ids appear only on hover (title) or behind a copy button,
-// never as text, whole or shortened ("01a217a1…"). The partner's and staff
-// member's own page may show their own id (it is what the page is about).
-// On the old code customer service saw partners as "01a217a1…" on the
-// people, account, card and transfer pages and the audit log named actors
-// by id, so this test failed there.
+// TestNoPartnerOrStaffIDWhereANameExists: every back-office page, as each
+// role sees it, shows partners and staff members by name; their ids appear
+// only on hover (title) or behind a copy button, never as text, whole or
+// shortened ("01a217a1…"). The partner's and staff member's own page may
+// show their own id (it is what the page is about). On the old code
+// customer service saw partners as "01a217a1…" on the people, account, card
+// and transfer pages and the audit log named actors by id, so this test
+// failed there.
 func TestNoPartnerOrStaffIDWhereANameExists(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -90,10 +90,10 @@ func TestNoPartnerOrStaffIDWhereANameExists(t *testing.T) {
 	}
 }
 
-// TestPartnerNamesAreUniqueIgnoringCase (issue 23): "Demo Partner" twice
-// made filters list it twice. The back-office form answers a taken name
-// beside the name field and creates nothing; the old code created a second
-// "Fixture Partner".
+// TestPartnerNamesAreUniqueIgnoringCase: "Demo Partner" twice made filters
+// list it twice. The back-office form answers a taken name beside the name
+// field and creates nothing; the old code created a second "Fixture
+// Partner".
 func TestPartnerNamesAreUniqueIgnoringCase(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -115,11 +115,11 @@ func TestPartnerNamesAreUniqueIgnoringCase(t *testing.T) {
 	}
 }
 
-// TestAuditLogNamesActorsAndFiltersByNameOrEmail (issue 23): the audit log
-// shows who acted by name, with the id on hover; the actor filter finds a
-// staff member by name or e-mail (it matched ids only); a malformed or
-// reversed date range is refused with a message beside the field (it was
-// ignored, listing everything); the IP and the request id are two columns.
+// TestAuditLogNamesActorsAndFiltersByNameOrEmail: the audit log shows who
+// acted by name, with the id on hover; the actor filter finds a staff
+// member by name or e-mail (it matched ids only); a malformed or reversed
+// date range is refused with a message beside the field (it was ignored,
+// listing everything); the IP and the request id are two columns.
 func TestAuditLogNamesActorsAndFiltersByNameOrEmail(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -177,11 +177,11 @@ func TestAuditLogNamesActorsAndFiltersByNameOrEmail(t *testing.T) {
 	}
 }
 
-// TestAuditChangesNameTheStaffMembersTheyMention (issue 23): a note that
-// mentions a colleague is audited with the colleague's id
-// ({"mentions":["01a2…"]}); the audit log and the application's audit
-// trail show the colleague's name there, and the changes as recorded, id
-// and all, on hover. The old pages printed the id: this test failed there.
+// TestAuditChangesNameTheStaffMembersTheyMention: a note that mentions a
+// colleague is audited with the colleague's id ({"mentions":["01a2…"]});
+// the audit log and the application's audit trail show the colleague's name
+// there, and the changes as recorded, id and all, on hover. The old pages
+// printed the id: this test failed there.
 func TestAuditChangesNameTheStaffMembersTheyMention(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

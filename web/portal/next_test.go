@@ -11,12 +11,12 @@ import (
 	"emi/internal/emi"
 )
 
-// TestDecideAndTakeTheNext (issue 23, item 2): a decision made with "and
-// take the next case" lands on the next case of the same queue (AML,
-// KYC); with none left it lands on the queue, saying so; a check with
-// hits left to decide stays on its page. Each case page links the next
-// case (the "n" shortcut follows it). The old code always answered with
-// the same page and had no next-case link: this test failed there.
+// TestDecideAndTakeTheNext: a decision made with "and take the next case"
+// lands on the next case of the same queue (AML, KYC); with none left it
+// lands on the queue, saying so; a check with hits left to decide stays on
+// its page. Each case page links the next case (the "n" shortcut follows
+// it). The old code always answered with the same page and had no next-case
+// link: this test failed there.
 func TestDecideAndTakeTheNext(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -66,10 +66,10 @@ func TestDecideAndTakeTheNext(t *testing.T) {
 	}
 }
 
-// TestRejectAndTakeTheNextApplication (issue 23, item 2): an underwriter's
-// decision with "and take the next case" claims the next unclaimed
-// application of the queue, as "Take next" does, and opens it; with none
-// left, the queue. The old code answered with the decided application.
+// TestRejectAndTakeTheNextApplication: an underwriter's decision with "and
+// take the next case" claims the next unclaimed application of the queue,
+// as "Take next" does, and opens it; with none left, the queue. The old
+// code answered with the decided application.
 func TestRejectAndTakeTheNextApplication(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})

@@ -483,7 +483,7 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		}
 		lacks(t, "another underwriter's views", uw2.Get(t, "/backoffice/review"), "High risk")
 		// Refused, the queue answers again (422) with the reason beside the
-		// name (issue 23).
+		// name.
 		if r := uw1.Post(t, "/backoffice/review/views", url.Values{"name": {""}, "query": {"risk=High"}}); r.Status != http.StatusUnprocessableEntity ||
 			!strings.Contains(dom(t, r).Find("#name-error").Text(), "name") {
 			t.Errorf("a view without a name: HTTP %d", r.Status)
@@ -776,8 +776,8 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		}
 		pg = after(t, uw1, "/backoffice/review/"+kim+"/hits", url.Values{"key": {key}, "decision": {"false_positive"},
 			"reason": {"Different person: born 1990, passport seen"}})
-		// Issue 19, C2: a false positive inside an application is proposed
-		// by one person and confirmed by a second from compliance.
+		// A false positive inside an application is proposed by one person
+		// and confirmed by a second from compliance.
 		contains(t, "after the hit decision", pg, "False positive recorded. It takes two people", `data-testid="hit-decision"`,
 			">false positive proposed: needs a second person (compliance)<", "Different person: born 1990, passport seen", "Sandbox Underwriter (you)")
 		// The proposer may still record a true match on it (the stricter
@@ -866,9 +866,9 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		if n := auditCount(t, env, "member.staff_edit", evil); n != 0 {
 			t.Fatalf("a refused member edit was audited (%d rows)", n)
 		}
-		// A person's names cannot be blanked from the back office either:
-		// a person without a name is never screened (the partner API's
-		// rule, issue 21). The back office skipped it: this step failed.
+		// A person's names cannot be blanked from the back office either: a
+		// person without a name is never screened (the partner API's rule).
+		// The back office skipped it: this step failed.
 		blank := cloneValues(m)
 		blank.Set("first_name", "")
 		if r := compliance.Post(t, "/backoffice/review/"+evil+"/members/"+ceo, blank); r.Status != http.StatusUnprocessableEntity ||
@@ -944,8 +944,8 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 		if assigneeOf(t, env, kim) != uw1ID || assigneeOf(t, env, evil) != uw1ID {
 			t.Fatal("not reassigned")
 		}
-		// Refused (issue 23): the queue again (422) with the applications
-		// still ticked and the reason beside its field.
+		// Refused: the queue again (422) with the applications still ticked
+		// and the reason beside its field.
 		pg = admin.Post(t, "/backoffice/review/bulk", url.Values{"application": {kim, evil}, "op": {"release"}, "reason": {""}})
 		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(flashes(pg), "Nothing was reassigned") || assigneeOf(t, env, kim) != uw1ID {
 			t.Errorf("release without reason: HTTP %d, %q", pg.Status, flashes(pg))

@@ -9,12 +9,12 @@ import (
 	"emi/internal/emi"
 )
 
-// Issue 19: the compliance alert queue in the back office. A compliance
-// officer sees an application's undecided sanctions hit beside the API
-// checks, claims it, assigns it to a colleague with a reason; the colleague
-// sees the assignment on the dashboard and as a count beside "Inbox", and
-// marks it read. An underwriter's @mention reaches the officer's inbox.
-// Other roles see the queue without its actions.
+// The compliance alert queue in the back office. A compliance officer sees
+// an application's undecided sanctions hit beside the API checks, claims
+// it, assigns it to a colleague with a reason; the colleague sees the
+// assignment on the dashboard and as a count beside "Inbox", and marks it
+// read. An underwriter's @mention reaches the officer's inbox. Other roles
+// see the queue without its actions.
 func TestComplianceAlertsPage(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})

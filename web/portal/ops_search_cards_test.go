@@ -12,14 +12,14 @@ import (
 	"emi/internal/emi"
 )
 
-// TestNameSearchListsThePersonsCards (issue 23, item 6): customer service
-// searching a person by name sees each person's cards under them (last
-// four digits, status, account), linked to the card page, and the global
-// search lists the cards too. A namesake at another partner keeps their
-// own cards, a card tied to a person of another partner is not listed
-// under a name of that partner, and a role that does not see cards gets
-// none. The old search listed the person without cards, and the global
-// search found no card by a name: this test failed there.
+// TestNameSearchListsThePersonsCards: customer service searching a person
+// by name sees each person's cards under them (last four digits, status,
+// account), linked to the card page, and the global search lists the cards
+// too. A namesake at another partner keeps their own cards, a card tied to
+// a person of another partner is not listed under a name of that partner,
+// and a role that does not see cards gets none. The old search listed the
+// person without cards, and the global search found no card by a name: this
+// test failed there.
 func TestNameSearchListsThePersonsCards(t *testing.T) {
 	t.Parallel()
 	a := newAccountsEnv(t) // Mara Velikova, with accounts, at "Accounts Partner"

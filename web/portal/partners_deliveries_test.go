@@ -82,11 +82,11 @@ func doc(t *testing.T, body string) *goquery.Document {
 	return d
 }
 
-// TestDeliveryLogStatusFilterAndNextRetry (issue 23, item 6): the delivery
-// log filters by delivery status, shows when a pending delivery's next
-// retry is due, and refuses an unknown status or event type beside the
-// field (422) instead of ignoring it. The old log had no status filter and
-// no retry time: this test failed there.
+// TestDeliveryLogStatusFilterAndNextRetry: the delivery log filters by
+// delivery status, shows when a pending delivery's next retry is due, and
+// refuses an unknown status or event type beside the field (422) instead of
+// ignoring it. The old log had no status filter and no retry time: this
+// test failed there.
 func TestDeliveryLogStatusFilterAndNextRetry(t *testing.T) {
 	t.Parallel()
 	d := newDeliveryEnv(t, 2)
@@ -146,12 +146,12 @@ func TestDeliveryLogStatusFilterAndNextRetry(t *testing.T) {
 	}
 }
 
-// TestBulkReplayOfFailedDeliveries (issue 23, item 6): staff who may
-// replay one delivery replay the partner's failed ones at once (narrowed
-// by event type), audited once with the count; a second submit replays
-// nothing more; a role that may only view the log is refused (403) and
-// changes nothing; a bad filter is refused beside its field. The old log
-// had no bulk replay: this test failed there.
+// TestBulkReplayOfFailedDeliveries: staff who may replay one delivery
+// replay the partner's failed ones at once (narrowed by event type),
+// audited once with the count; a second submit replays nothing more; a role
+// that may only view the log is refused (403) and changes nothing; a bad
+// filter is refused beside its field. The old log had no bulk replay: this
+// test failed there.
 func TestBulkReplayOfFailedDeliveries(t *testing.T) {
 	t.Parallel()
 	d := newDeliveryEnv(t, 3)
@@ -226,11 +226,10 @@ func TestBulkReplayOfFailedDeliveries(t *testing.T) {
 	})
 }
 
-// TestConcurrentBulkReplaysAskOnce (issue 23, item 6): bulk replays
-// submitted at the same moment (a double click, or two colleagues) ask
-// for each failed delivery's replay once between them: the counts they
-// audit add up to the number of failed deliveries, and each
-// delivery has one job.
+// TestConcurrentBulkReplaysAskOnce: bulk replays submitted at the same
+// moment (a double click, or two colleagues) ask for each failed delivery's
+// replay once between them: the counts they audit add up to the number of
+// failed deliveries, and each delivery has one job.
 func TestConcurrentBulkReplaysAskOnce(t *testing.T) {
 	t.Parallel()
 	const n = 40
@@ -282,9 +281,9 @@ func TestConcurrentBulkReplaysAskOnce(t *testing.T) {
 	}
 }
 
-// TestBulkReplayIsBounded (issue 23, item 6): one bulk replay asks for at
-// most service.MaxBulkReplay deliveries, the oldest first, and says so;
-// the next one takes the rest.
+// TestBulkReplayIsBounded: one bulk replay asks for at most
+// service.MaxBulkReplay deliveries, the oldest first, and says so; the next
+// one takes the rest.
 func TestBulkReplayIsBounded(t *testing.T) {
 	t.Parallel()
 	d := newDeliveryEnv(t, partners.MaxBulkReplay+3)

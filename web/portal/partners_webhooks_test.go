@@ -148,14 +148,14 @@ func TestWebhookScreens(t *testing.T) {
 	})
 }
 
-// TestWebhookRoutesAreScopedToTheirPartner (issue 29, item 5): the back
-// office's endpoint and delivery buttons name the partner in their URL
+// TestWebhookRoutesAreScopedToTheirPartner: the back office's endpoint and
+// delivery buttons name the partner in their URL
 // (/backoffice/partners/{id}/…), and the endpoint or delivery must be that
-// partner's. An administrator (who holds webhooks.manage) using partner
-// A's URLs with partner B's endpoint or delivery id gets "not found", and
-// B's endpoint, delivery, events and audit trail are unchanged; the same
-// requests under B's own URL work, so the refusal is the scoping and not
-// a broken route. The old handlers took only the endpoint or delivery id:
+// partner's. An administrator (who holds webhooks.manage) using partner A's
+// URLs with partner B's endpoint or delivery id gets "not found", and B's
+// endpoint, delivery, events and audit trail are unchanged; the same
+// requests under B's own URL work, so the refusal is the scoping and not a
+// broken route. The old handlers took only the endpoint or delivery id:
 // every one of these requests changed partner B.
 func TestWebhookRoutesAreScopedToTheirPartner(t *testing.T) {
 	t.Parallel()

@@ -445,7 +445,7 @@ func TestAMLReview(t *testing.T) {
 				t.Fatalf("hit %d: HTTP %d to %q", n, p.Status, p.Location)
 			}
 		}
-		// Issue 19, C2: hits scoring 0.9 or more wait for a second person.
+		// Hits scoring 0.9 or more wait for a second person.
 		var pending []int
 		if err := f.env.App.DB.Select(&pending, `SELECT n FROM aml_hits WHERE check_token = $1 AND score >= $2 ORDER BY n`, check, emi.TwoPersonHitScore); err != nil {
 			t.Fatal(err)

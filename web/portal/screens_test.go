@@ -423,14 +423,14 @@ func TestJobsScreenShowsDeadAndStuckJobsFirst(t *testing.T) {
 	}
 }
 
-// TestSecretRotationDuringOverlapNeedsConfirmation performs issue 20's A4
-// attack: rotating a key's secret twice (a reload of the credentials page
+// TestSecretRotationDuringOverlapNeedsConfirmation performs the double
+// rotation: rotating a key's secret twice (a reload of the credentials page
 // re-submits the form) made the fresh secret the previous one and dropped
 // the partner's working secret at once, although the page showed "previous
-// valid until +24 h". Now the second rotation changes nothing and says
-// why; a confirmed one replaces only the secret just shown, and the
-// partner's secret keeps its overlap. On the old code the partner's
-// original secret was refused (10001) right after the second rotation.
+// valid until +24 h". Now the second rotation changes nothing and says why;
+// a confirmed one replaces only the secret just shown, and the partner's
+// secret keeps its overlap. On the old code the partner's original secret
+// was refused (10001) right after the second rotation.
 func TestSecretRotationDuringOverlapNeedsConfirmation(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})

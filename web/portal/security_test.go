@@ -527,11 +527,11 @@ func TestServerErrorPageHidesDetails(t *testing.T) {
 	}
 }
 
-// C8 (issue 19): a session signed in with a temporary password reaches
-// nothing but the new-password page: every route of the router, GET or
-// POST, protected or a later sign-in step (TOTP, recovery, enrolment),
-// sends it there. Once it has chosen its own
-// password, it enrols its own TOTP and only then is signed in.
+// A session signed in with a temporary password reaches nothing but the
+// new-password page: every route of the router, GET or POST, protected or a
+// later sign-in step (TOTP, recovery, enrolment), sends it there. Once it
+// has chosen its own password, it enrols its own TOTP and only then is
+// signed in.
 func TestTemporaryPasswordReachesOnlyTheNewPasswordPage(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})
@@ -736,9 +736,9 @@ func routeRoles() map[string][]string {
 
 // The routes of sensitive decisions allow exactly the roles that hold the
 // permission the decision table (service.Policies) gives that step, and
-// every control of the table that has a back-office step is reached by
-// one (issue 19: the portal's route checks and the service's permission
-// checks derive from one table).
+// every control of the table that has a back-office step is reached by one
+// (the portal's route checks and the service's permission checks derive
+// from one table, so they cannot disagree).
 func TestDecisionRoutesFollowTheTable(t *testing.T) {
 	t.Parallel()
 	steps := map[string]struct {

@@ -52,13 +52,12 @@ func listed(t *testing.T, b *apptest.Browser, path string) (tokens []string, nex
 	return tokens, next, page
 }
 
-// TestPeopleListSortsAndPagesByColumn (issue 23, item 6): the people list
-// sorts server-side by name, e-mail, KYC status and creation, both ways;
-// its keyset paging follows the order, so the pages together hold every
-// match once and in order, also where the sorted values tie (the token
-// breaks ties); the headers are links that keep the search and mark the
-// active column with aria-sort. The old list had one fixed order: this
-// test failed there.
+// TestPeopleListSortsAndPagesByColumn: the people list sorts server-side by
+// name, e-mail, KYC status and creation, both ways; its keyset paging
+// follows the order, so the pages together hold every match once and in
+// order, also where the sorted values tie (the token breaks ties); the
+// headers are links that keep the search and mark the active column with
+// aria-sort. The old list had one fixed order: this test failed there.
 func TestPeopleListSortsAndPagesByColumn(t *testing.T) {
 	t.Parallel()
 	a := newAccountsEnv(t)
@@ -102,9 +101,9 @@ func TestPeopleListSortsAndPagesByColumn(t *testing.T) {
 	}
 }
 
-// TestUnknownSortIsAMessage (issue 23, item 6): an order a list does not
-// know, or a direction that is not one, is answered 422 with a message
-// above the list shown in its usual order; never a 500, never SQL.
+// TestUnknownSortIsAMessage: an order a list does not know, or a direction
+// that is not one, is answered 422 with a message above the list shown in
+// its usual order; never a 500, never SQL.
 func TestUnknownSortIsAMessage(t *testing.T) {
 	t.Parallel()
 	a := newAccountsEnv(t)
@@ -157,10 +156,9 @@ func TestUnknownSortIsAMessage(t *testing.T) {
 	}
 }
 
-// TestAccountListSortsByColumn (issue 23, item 6): the account list sorts
-// server-side by program, status and creation, both ways, and its headers
-// keep the search. The old list had one fixed order: this test failed
-// there.
+// TestAccountListSortsByColumn: the account list sorts server-side by
+// program, status and creation, both ways, and its headers keep the search.
+// The old list had one fixed order: this test failed there.
 func TestAccountListSortsByColumn(t *testing.T) {
 	t.Parallel()
 	a := newAccountsEnv(t)
@@ -199,11 +197,10 @@ func TestAccountListSortsByColumn(t *testing.T) {
 	}
 }
 
-// TestAuditLogSortsAndPagesByColumn (issue 23, item 6): the audit log
-// sorts by action (and time, resource, outcome) both ways, its keyset
-// paging by id follows the order across pages with ties, and the filter
-// form keeps the order. The old log was newest first only: this test
-// failed there.
+// TestAuditLogSortsAndPagesByColumn: the audit log sorts by action (and
+// time, resource, outcome) both ways, its keyset paging by id follows the
+// order across pages with ties, and the filter form keeps the order. The
+// old log was newest first only: this test failed there.
 func TestAuditLogSortsAndPagesByColumn(t *testing.T) {
 	t.Parallel()
 	a := newAccountsEnv(t)
@@ -245,10 +242,9 @@ func TestAuditLogSortsAndPagesByColumn(t *testing.T) {
 	}
 }
 
-// TestQueuesSortByColumn (issue 23, item 6): the AML and KYC queues sort by
-// their columns with a header link that keeps the tab; an unknown order is
-// a 422 with the message. The old queues had one order: this test failed
-// there.
+// TestQueuesSortByColumn: the AML and KYC queues sort by their columns with
+// a header link that keeps the tab; an unknown order is a 422 with the
+// message. The old queues had one order: this test failed there.
 func TestQueuesSortByColumn(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -289,12 +285,12 @@ func TestQueuesSortByColumn(t *testing.T) {
 	}
 }
 
-// TestMoreListsSortByColumn (issue 23, item 6): the jobs, adjustments,
-// suspense, cards search and webhook endpoint lists sort by their columns
-// both ways, numbers as numbers (an amount of 100.00 after 12.50, an
-// attempt 10 after 9), the active header marked with aria-sort. These
-// lists had one fixed order and no sort links: this test failed there.
-// A card-number search (POSTed, never in an address) has no sort links.
+// TestMoreListsSortByColumn: the jobs, adjustments, suspense, cards search
+// and webhook endpoint lists sort by their columns both ways, numbers as
+// numbers (an amount of 100.00 after 12.50, an attempt 10 after 9), the
+// active header marked with aria-sort. These lists had one fixed order and
+// no sort links: this test failed there. A card-number search (POSTed,
+// never in an address) has no sort links.
 func TestMoreListsSortByColumn(t *testing.T) {
 	t.Parallel()
 	a := newAccountsEnv(t)

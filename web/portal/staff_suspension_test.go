@@ -11,10 +11,10 @@ import (
 	"emi/internal/emi"
 )
 
-// The staff page as an administrator uses it in an incident (issue 35):
-// stripping and disabling a colleague are proposals; the one-step
-// suspension ends the colleague's session at once, tells the other
-// administrators, is confirmed by a second one and lifted.
+// The staff page as an administrator uses it in an incident: stripping and
+// disabling a colleague are proposals; the one-step suspension ends the
+// colleague's session at once, tells the other administrators, is confirmed
+// by a second one and lifted.
 func TestStaffSuspensionAndTwoPersonRemovalPages(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

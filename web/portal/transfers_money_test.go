@@ -91,8 +91,8 @@ func TestSuspenseQueuePage(t *testing.T) {
 	}
 
 	// A simulated payment the service refuses comes back (422) with the
-	// form open, what was typed kept and the error beside its field
-	// (issue 23), and nothing moves.
+	// form open, what was typed kept and the error beside its field, and
+	// nothing moves.
 	bad := simulateForm("12.50", "not an iban")
 	p = a.cs.Post(t, "/backoffice/suspense/simulate", bad)
 	if p.Status != http.StatusUnprocessableEntity {
@@ -199,11 +199,11 @@ func TestSuspenseQueuePage(t *testing.T) {
 	}
 }
 
-// C9 (issue 19): one staff member assigned suspense money to an account of
-// their choice through the back office's assign form, and it was credited
-// at once. The same form now only requests the assignment: the money stays
-// on the suspense account and the item open until someone else approves,
-// and a rejection needs a reason (the form keeps what was typed). This test
+// One staff member used to assign suspense money to an account of their
+// choice through the back office's assign form, and it was credited at
+// once. The same form now only requests the assignment: the money stays on
+// the suspense account and the item open until someone else approves, and a
+// rejection needs a reason (the form keeps what was typed). This test
 // failed on the code before the decision engine covered suspense (the
 // balance held 5,000.00 EUR after one POST).
 func TestC9SuspenseAssignedByOnePerson(t *testing.T) {
@@ -288,8 +288,8 @@ func TestAdjustmentPages(t *testing.T) {
 	contains(t, "card top-up's page", a.cs.Get(t, "/backoffice/transfers/"+topUp), "Source (external)", "card •••• 4242", ">Mara<")
 	contains(t, "card top-up on the statement", a.cs.Get(t, accountHref(a.virtualTok)), "card •••• 4242")
 
-	// A refused request answers the page itself (422, the form kept open,
-	// issue 23); an accepted one redirects to it.
+	// A refused request answers the page itself (422, the form kept open);
+	// an accepted one redirects to it.
 	request := func(b *apptest.Browser, dir, amount, reason string) apptest.Page {
 		p := b.Post(t, acc+"/adjustments", url.Values{"direction": {dir}, "currency": {"EUR"}, "amount": {amount}, "reason": {reason}})
 		if p.Status == http.StatusUnprocessableEntity {

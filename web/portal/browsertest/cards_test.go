@@ -268,14 +268,14 @@ func dbCardStatus(t *testing.T, env *apptest.Env, token string) string {
 	return st
 }
 
-// TestCardActionBarStolenAndReplacementInTheBrowser (issue 23, item 4): at
-// 1440 px the card's actions sit at the top of its page, within the first
-// viewport, beside its status; customer service blocks the card as stolen
-// (a reason code), the history shows it, the card is terminated and the
-// bar offers a replacement, which is issued on the account and links back
-// to the old card. No horizontal page scroll at 390 px. The old page put
-// "Set inactive…" 1,600 px down, without reason codes or replacement:
-// this test failed there.
+// TestCardActionBarStolenAndReplacementInTheBrowser: at 1440 px the card's
+// actions sit at the top of its page, within the first viewport, beside its
+// status; customer service blocks the card as stolen (a reason code), the
+// history shows it, the card is terminated and the bar offers a
+// replacement, which is issued on the account and links back to the old
+// card. No horizontal page scroll at 390 px. The old page put "Set
+// inactive…" 1,600 px down, without reason codes or replacement: this test
+// failed there.
 func TestCardActionBarStolenAndReplacementInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)

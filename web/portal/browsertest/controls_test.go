@@ -12,12 +12,12 @@ import (
 	"emi/internal/emi"
 )
 
-// Issue 19, C1 and C2 as an underwriter and a compliance officer meet
-// them in the browser. The underwriter's "false positive" on an exact
-// sanctions match is only a proposal: approval is refused while it waits.
-// The compliance officer finds the application in the alert queue and
-// records a true match instead; from then on nobody can approve it, and
-// the page says why.
+// A true match blocks approval and a false positive takes two people, as an
+// underwriter and a compliance officer meet them in the browser. The
+// underwriter's "false positive" on an exact sanctions match is only a
+// proposal: approval is refused while it waits. The compliance officer
+// finds the application in the alert queue and records a true match
+// instead; from then on nobody can approve it, and the page says why.
 func TestSanctionsHitControlsInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env, p := reviewEnv(t)
@@ -82,10 +82,10 @@ func TestSanctionsHitControlsInTheBrowser(t *testing.T) {
 	noCSPViolations(t, uw, officer)
 }
 
-// Issue 19, C3 in the browser: the first approval is bound to the
-// evidence. The partner changes the application after it; the second
-// underwriter's approval becomes a new first approval, the page says the
-// earlier one was void, and the application is not approved by one person.
+// In the browser, the first approval is bound to the evidence. The partner
+// changes the application after it; the second underwriter's approval
+// becomes a new first approval, the page says the earlier one was void, and
+// the application is not approved by one person.
 func TestMaterialChangeVoidsFirstApprovalInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env, p := reviewEnv(t)

@@ -56,20 +56,19 @@ func (b *tab) typeKeys(text string) {
 	b.do("type "+text, chromedp.KeyEvent(text))
 }
 
-// TestKeyboardOnlyUnderwriterInTheBrowser (issue 23, "Done when": a
-// keyboard-only underwriter claims, decides and moves on). With only the
-// keyboard an underwriter works the applications queue: j focuses the first
-// row, Enter opens it, Tab reaches the Claim button (every stop on the way
-// shows where the focus is), Enter claims; Tab reaches the approval note,
-// typing j and n there only types, Tab reaches Approve and the "and take the
-// next case" box, Space ticks it, Shift+Tab and Enter approve, and the
-// browser lands on the next application, claimed for them. There a
-// rejection chosen and written with the keyboard and sent "and take the
-// next case" completes it and returns to the queue, which has nothing left.
-// The pages before issue 23 had no shortcuts and no "and take the next
-// case": this test failed there. (On this branch's starting point it passed
-// at once: Claim is about 20 presses from the top, every stop shows its
-// focus; nothing needed fixing for it.)
+// TestKeyboardOnlyUnderwriterInTheBrowser: a keyboard-only underwriter
+// claims, decides and moves on. With only the keyboard an underwriter works
+// the applications queue: j focuses the first row, Enter opens it, Tab
+// reaches the Claim button (every stop on the way shows where the focus
+// is), Enter claims; Tab reaches the approval note, typing j and n there
+// only types, Tab reaches Approve and the "and take the next case" box,
+// Space ticks it, Shift+Tab and Enter approve, and the browser lands on the
+// next application, claimed for them. There a rejection chosen and written
+// with the keyboard and sent "and take the next case" completes it and
+// returns to the queue, which has nothing left. The old pages had no
+// shortcuts and no "and take the next case": this test failed there. (On
+// this branch's starting point it passed at once: Claim is about 20 presses
+// from the top, every stop shows its focus; nothing needed fixing for it.)
 func TestKeyboardOnlyUnderwriterInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env, p := reviewEnv(t)
@@ -168,15 +167,14 @@ func TestKeyboardOnlyUnderwriterInTheBrowser(t *testing.T) {
 	noCSPViolations(t, b)
 }
 
-// TestKeyboardOnlyAMLReviewInTheBrowser (issue 23, the AML queue as the
-// underwriter's test does the applications queue): a compliance officer
-// with only the keyboard opens the first check of the AML queue (j,
-// Enter), reaches the first hit's reason with Tab, writes it (j and n only
-// type), reaches True match and "and take the next case" with Tab, ticks
-// it with Space, goes back with Shift+Tab and sends with Enter: the check
-// is decided and the browser is on the other waiting check. The pages
-// before issue 23 had no shortcuts and no "and take the next case": this
-// test failed there.
+// TestKeyboardOnlyAMLReviewInTheBrowser (the AML queue as the underwriter's
+// test does the applications queue): a compliance officer with only the
+// keyboard opens the first check of the AML queue (j, Enter), reaches the
+// first hit's reason with Tab, writes it (j and n only type), reaches True
+// match and "and take the next case" with Tab, ticks it with Space, goes
+// back with Shift+Tab and sends with Enter: the check is decided and the
+// browser is on the other waiting check. The old pages had no shortcuts and
+// no "and take the next case": this test failed there.
 func TestKeyboardOnlyAMLReviewInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)

@@ -23,12 +23,12 @@ func (b *tab) keyNav(key string) {
 	}
 }
 
-// TestKeyboardOnlyReviewInTheBrowser (issue 23, item 2): a compliance
-// officer works the KYC queue without a mouse: j / k move between rows,
-// ? opens the shortcut help, n opens the next case, typing j and n into
-// the reason does nothing but type, and a decision made with "and take
-// the next case" (space on the checkbox, Enter on the button) lands on
-// the next case. The old pages had no shortcuts: this test failed there.
+// TestKeyboardOnlyReviewInTheBrowser: a compliance officer works the KYC
+// queue without a mouse: j / k move between rows, ? opens the shortcut
+// help, n opens the next case, typing j and n into the reason does nothing
+// but type, and a decision made with "and take the next case" (space on the
+// checkbox, Enter on the button) lands on the next case. The old pages had
+// no shortcuts: this test failed there.
 func TestKeyboardOnlyReviewInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)

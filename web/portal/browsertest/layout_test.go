@@ -17,12 +17,11 @@ func shootAt(b *tab, name string, width int64) {
 	screenshot(b, fmt.Sprintf("%s-%d", name, width))
 }
 
-// TestApplicationPageLayoutInTheBrowser (issue 23, item 1): at 1440 px the
-// application page puts the evidence left and the decision panel right,
-// and the panel stays in view while the last evidence section is scrolled
-// to; sections fold; the risk breakdown appears once. The old page
-// stacked the decision above 4,800 px of evidence, with the risk table
-// twice: this test failed there.
+// TestApplicationPageLayoutInTheBrowser: at 1440 px the application page
+// puts the evidence left and the decision panel right, and the panel stays
+// in view while the last evidence section is scrolled to; sections fold;
+// the risk breakdown appears once. The old page stacked the decision above
+// 4,800 px of evidence, with the risk table twice: this test failed there.
 func TestApplicationPageLayoutInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env, p := reviewEnv(t)

@@ -22,12 +22,11 @@ func noPageScroll(b *tab, what string) {
 	}
 }
 
-// TestNameSearchCardsAndSortInTheBrowser (issue 23, item 6): customer
-// service searches a name and sees the person's card under them, opens it,
-// then sorts the result by name with a click on the header and back with
-// the keyboard (Enter on the focused header), aria-sort following. The old
-// list showed no cards and had no sortable headers: this test failed
-// there.
+// TestNameSearchCardsAndSortInTheBrowser: customer service searches a name
+// and sees the person's card under them, opens it, then sorts the result by
+// name with a click on the header and back with the keyboard (Enter on the
+// focused header), aria-sort following. The old list showed no cards and
+// had no sortable headers: this test failed there.
 func TestNameSearchCardsAndSortInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
@@ -91,11 +90,11 @@ func TestNameSearchCardsAndSortInTheBrowser(t *testing.T) {
 	}
 }
 
-// TestDeliveryLogFilterAndBulkReplayInTheBrowser (issue 23, item 6): an
-// administrator filters a partner's delivery log by failed deliveries,
-// confirms "Replay failed deliveries" and is told how many were queued;
-// each failed delivery then has its replay asked for once. The old log had
-// neither: this test failed there.
+// TestDeliveryLogFilterAndBulkReplayInTheBrowser: an administrator filters
+// a partner's delivery log by failed deliveries, confirms "Replay failed
+// deliveries" and is told how many were queued; each failed delivery then
+// has its replay asked for once. The old log had neither: this test failed
+// there.
 func TestDeliveryLogFilterAndBulkReplayInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
@@ -161,13 +160,13 @@ func TestDeliveryLogFilterAndBulkReplayInTheBrowser(t *testing.T) {
 	}
 }
 
-// TestRefusedSimulatedPaymentKeepsWhatWasTypedInTheBrowser (issue 23, item
-// 5): customer service types an ambiguous amount (1,250) into the account
-// page's incoming-payment simulator; the page comes back with the form
-// open, the amount, payer and reference as typed, the reason beside the
-// amount (aria-describedby) and the amount focused; correcting it to 12,50
-// credits 12.50. The old page reloaded with the form folded and empty:
-// this test failed there.
+// TestRefusedSimulatedPaymentKeepsWhatWasTypedInTheBrowser: customer
+// service types an ambiguous amount (1,250) into the account page's
+// incoming-payment simulator; the page comes back with the form open, the
+// amount, payer and reference as typed, the reason beside the amount
+// (aria-describedby) and the amount focused; correcting it to 12,50 credits
+// 12.50. The old page reloaded with the form folded and empty: this test
+// failed there.
 func TestRefusedSimulatedPaymentKeepsWhatWasTypedInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
@@ -215,14 +214,14 @@ func TestRefusedSimulatedPaymentKeepsWhatWasTypedInTheBrowser(t *testing.T) {
 	}
 }
 
-// TestSortedListsInTheBrowser (issue 23, items 6 and 7): the lists that
-// sort (accounts, audit log, AML and KYC queues, partners, staff, jobs,
-// adjustments, suspense, the cards search, a partner's webhook endpoints), each
-// sorted by a column, show aria-sort on it and fit a 390 px screen without
-// a sideways page scroll; each is saved at 1440 and 390 px. The AML queue,
-// 55 checks waiting and sorted by person, pages in place (htmx): "Next
-// page" swaps in the last 5 in the same order and pushes the address. The
-// old queue showed its first 100 with no pager: that part failed there.
+// TestSortedListsInTheBrowser: the lists that sort (accounts, audit log,
+// AML and KYC queues, partners, staff, jobs, adjustments, suspense, the
+// cards search, a partner's webhook endpoints), each sorted by a column,
+// show aria-sort on it and fit a 390 px screen without a sideways page
+// scroll; each is saved at 1440 and 390 px. The AML queue, 55 checks
+// waiting and sorted by person, pages in place (htmx): "Next page" swaps in
+// the last 5 in the same order and pushes the address. The old queue showed
+// its first 100 with no pager: that part failed there.
 func TestSortedListsInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)

@@ -58,9 +58,9 @@ func TestCardPaymentSimulatorInTheBrowser(t *testing.T) {
 	noCardNumber(b, "card page with payments", pan)
 	screenshot(b, "card-payments")
 
-	// A refused amount (issue 23) comes back in the payment's row as typed,
-	// marked and explained, focused; the page fits 390 px. The old page
-	// redirected and lost it: this part failed there.
+	// A refused amount comes back in the payment's row as typed, marked and
+	// explained, focused; the page fits 390 px. The old page redirected and
+	// lost it: this part failed there.
 	b.typeInto(`[data-testid="payment-clear-form"] input[name="amount"]`, "1,250")
 	b.clickNav(`[data-testid="payment-clear"]`)
 	clearAmount := `[data-testid="payment-clear-form"] input[name="amount"]`

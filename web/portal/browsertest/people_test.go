@@ -230,8 +230,8 @@ func TestAMLReviewInTheBrowser(t *testing.T) {
 	if n := decideAll(b, "Namesake: our customer was born in Sweden in 1991"); n != forms {
 		t.Fatalf("decided %d hits of %d", n, forms)
 	}
-	// Issue 19, C2: hits scoring 0.9 or more take a second person; the
-	// first officer's page says so and offers them nothing more.
+	// Hits scoring 0.9 or more take a second person; the first officer's
+	// page says so and offers them nothing more.
 	if st := b.text(`[data-testid="check-status"]`); st != "match" {
 		t.Fatalf("one officer's false positives left the check %q, want match", st)
 	}

@@ -353,12 +353,12 @@ func TestCustomerServiceCannotDecideInTheBrowser(t *testing.T) {
 	}
 }
 
-// TestRefusedBulkReassignKeepsTheChoiceInTheBrowser (issue 23, item 5): an
-// administrator ticks an application, chooses a colleague, forgets the
-// reason and presses Reassign: the queue comes back with the application
-// still ticked, the colleague still chosen, the reason marked and focused,
-// and nothing reassigned; the page fits 390 px. The old queue redirected
-// with a flash and lost the selection: this test failed there.
+// TestRefusedBulkReassignKeepsTheChoiceInTheBrowser: an administrator ticks
+// an application, chooses a colleague, forgets the reason and presses
+// Reassign: the queue comes back with the application still ticked, the
+// colleague still chosen, the reason marked and focused, and nothing
+// reassigned; the page fits 390 px. The old queue redirected with a flash
+// and lost the selection: this test failed there.
 func TestRefusedBulkReassignKeepsTheChoiceInTheBrowser(t *testing.T) {
 	t.Parallel()
 	env, p := reviewEnv(t)

@@ -235,9 +235,9 @@ const widest = `Array.from(document.querySelectorAll('body *')).filter(e => e.ge
 
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
-// TestEveryPageInTheBrowser (issue 23, "Done when") opens every back-office
-// page as each role (admin, underwriter, compliance, customer service,
-// auditor) on an app with something behind every page, and for each:
+// TestEveryPageInTheBrowser opens every back-office page as each role
+// (admin, underwriter, compliance, customer service, auditor) on an app
+// with something behind every page, and for each:
 //
 //   - at 390 px, with every folded section opened, the page has no
 //     horizontal scroll (document.documentElement.scrollWidth <= 390);
@@ -258,15 +258,14 @@ var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}
 //     as test-artifacts/screens/<page>-1440.png and -390.png, and checks
 //     the contrast of every text on it as axe does (lowContrast).
 //
-// It replaces TestPhoneLayoutInTheBrowser (queues, a person, an account
-// and a card at 390 px) and the 1280/768 px screenshots of a dozen admin
-// pages. The pages before issue 23 laid out at 711 to 1,021 px at 390 px
-// and showed partners as "01a217a1…" to customer service; on this
-// branch's starting point it still failed: the audit trail printed the
-// staff ids of a note's mentions ({"mentions":["01a21959-…"]}), the
-// transfer page and the search shortened ledger, balance and account
-// tokens with no way to see them whole, and the review metrics laid out
-// at 534 px.
+// It replaces TestPhoneLayoutInTheBrowser (queues, a person, an account and
+// a card at 390 px) and the 1280/768 px screenshots of a dozen admin pages.
+// The old pages laid out at 711 to 1,021 px at 390 px and showed partners
+// as "01a217a1…" to customer service; on this branch's starting point it
+// still failed: the audit trail printed the staff ids of a note's mentions
+// ({"mentions":["01a21959-…"]}), the transfer page and the search shortened
+// ledger, balance and account tokens with no way to see them whole, and the
+// review metrics laid out at 534 px.
 func TestEveryPageInTheBrowser(t *testing.T) {
 	t.Parallel()
 	f := newEveryPage(t)
