@@ -42,8 +42,8 @@ type UserRow struct {
 	// PartnerID is shown on hover over the partner's name.
 	PartnerID string
 	Removed   bool
-	// Cards are the person's cards, listed under a search's hits (issue
-	// 23: a name search shows the person's cards), for roles that see cards.
+	// Cards are the person's cards, listed under a search's hits (a name
+	// search shows the person's cards), for roles that see cards.
 	Cards []CardRow
 }
 

@@ -517,10 +517,10 @@ func TestReviewDirectoryDecisionsAndAudit(t *testing.T) {
 }
 
 // A true match blocks approval, and a first approval is bound to the
-// evidence it was given on. Both sequences succeeded before (C1: the
-// application was approved "first of two" and then onboarded; C3: the
-// second underwriter approved alone after the partner changed the
-// application).
+// evidence it was given on. Both sequences succeeded before (a true match:
+// the application was approved "first of two" and then onboarded; a changed
+// application: the second underwriter approved alone after the partner
+// changed the application).
 func TestReviewTrueMatchBlocksAndMaterialChangeVoidsFirstApproval(t *testing.T) {
 	t.Parallel()
 	env := onboardingEnv(t)

@@ -587,10 +587,10 @@ func walkIBAN(i int) string {
 }
 
 // TestIBANSerialsAreNotWalkable: account identifiers were drawn from
-// sequences, so a partner's own IBAN told it the neighbouring ones (issue
-// 20, M5). Now serials are random: among 30 new EUR and 30 GBP accounts no
-// two serials are consecutive, and every IBAN and UK account number still
-// passes its check digits and the iban package's rules.
+// sequences, so a partner's own IBAN told it the neighbouring ones. Now
+// serials are random: among 30 new EUR and 30 GBP accounts no two serials
+// are consecutive, and every IBAN and UK account number still passes its
+// check digits and the iban package's rules.
 func TestIBANSerialsAreNotWalkable(t *testing.T) {
 	t.Parallel()
 	env := apptest.New(t, apptest.Options{})

@@ -113,7 +113,8 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 	search := p.d.Cards.Search
 	if isPAN && r.Method == http.MethodPost {
 		// A full card number only from the form's POST (never a URL), for
-		// staff who may reveal, counted and audited as a reveal (M2).
+		// staff who may reveal, counted and audited as a reveal (telling
+		// whether a card has a number is a reveal).
 		search = p.d.Cards.SearchPAN
 	}
 	list, err := search(r.Context(), q)

@@ -422,8 +422,8 @@ func TestReviewQueueAndDecisions(t *testing.T) {
 			}
 		}
 		// Sorted by risk, the one with an undecided sanctions hit comes
-		// first (the screening makes it High above any other factor, issue
-		// 19 C4), then the High one.
+		// first (the screening makes it High above any other factor), then
+		// the High one.
 		if got := rowsOf(uw1.Get(t, "/backoffice/review?sort=risk")); len(got) < 2 || got[0] != kim || got[1] != high {
 			t.Errorf("by risk: %v, want %s (sanctioned) then %s first", got, kim, high)
 		}

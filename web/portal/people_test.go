@@ -610,8 +610,8 @@ func TestKYCReview(t *testing.T) {
 		if p := officer.Get(t, page); !strings.Contains(p.Body, `name="internal_note"`) {
 			t.Fatal("the decision form has no internal note beside the reason")
 		}
-		// A rejection whose only text goes to the partner is what C7 is
-		// about: refused, nothing decided.
+		// A rejection with only the text that goes to the partner, and no
+		// internal note: refused, nothing decided.
 		p := officer.Post(t, page+"/decide", url.Values{"decision": {"reject"}, "reason": {reason}})
 		if p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, `id="internal_note-error"`) {
 			t.Fatalf("rejection without internal note: HTTP %d, errors %v", p.Status, fieldErrorsIn(p.Body))

@@ -259,10 +259,9 @@ func (p *Portal) renderHosted(w http.ResponseWriter, r *http.Request, status int
 	}
 }
 
-// takeNext answers a decision made with "and take the next case" (issue
-// 23): the next case's page, or the queue, with what was recorded. A
-// check with hits left to decide stays on its page instead (the caller
-// decides that).
+// takeNext answers a decision made with "and take the next case": the next
+// case's page, or the queue, with what was recorded. A check with hits left
+// to decide stays on its page instead (the caller decides that).
 func (p *Portal) takeNext(w http.ResponseWriter, r *http.Request, msg, next, queue, empty string) {
 	if next == "" {
 		p.flash(r.Context(), "ok", msg+" "+empty)

@@ -342,7 +342,7 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 		rec := emi.DecisionRecord{Application: a.Token, ReasonCode: d.ReasonCode, Text: d.Text, StaffID: me, At: now, Snapshot: snapshot}
 		switch d.Action {
 		case "approve":
-			// C1: a hit confirmed as a true match leaves reject (or a
+			// A hit confirmed as a true match leaves reject (or a
 			// compliance decision on the hit) as the only outcomes.
 			hits, err := r.store.HitDecisions(ctx, a.Token)
 			if err != nil {
@@ -353,11 +353,11 @@ func (r *Review) Decide(ctx context.Context, token string, d emi.ReviewDecision)
 					return emi.ErrSanctionsBlocked.WithDetail("hit %s is a true match", key)
 				}
 			}
-			// C2: every hit waits for its two-person decision first.
+			// Every hit waits for its two-person decision first.
 			if open := OpenHits(a, hits); len(open) > 0 {
 				return emi.ErrSanctionsUndecided.WithDetail("%d hit(s) without a final decision", len(open))
 			}
-			// C3: an approval is bound to the evidence it was given on; a
+			// An approval is bound to the evidence it was given on; a
 			// material change since the first approval voids it, and this
 			// approval becomes the first of two.
 			if a.Review.FirstApprovalBy != "" {
@@ -655,7 +655,7 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 		if err := r.store.SetReviewFlags(ctx, a.Token, a.Review.ManualReview, true); err != nil {
 			return err
 		}
-		// The risk includes the screening (C4): recompute it with this decision.
+		// The risk includes the screening: recompute it with this decision.
 		if err := r.checks.Rescore(ctx, a); err != nil {
 			return err
 		}

@@ -60,7 +60,7 @@ func TestC9OnePersonCannotAssignSuspense(t *testing.T) {
 // The insider's ways round the second person: two users set up by one
 // administrator, an administrator with a money role and a user whose
 // credentials they reset; each counts as one person (Controls), as for
-// adjustments (C8).
+// adjustments.
 func TestC9InsidersAreOnePerson(t *testing.T) {
 	t.Parallel()
 	m := newMoneyApp(t, apptest.Options{})

@@ -37,7 +37,7 @@ func TestSanctionsHitControlsInTheBrowser(t *testing.T) {
 	if got := uw.text(`[data-testid="hit-decision"]`); !strings.Contains(got, "needs a second person") {
 		t.Fatalf("after the underwriter's false positive the hit shows %q", got)
 	}
-	// C2: approving now is refused, with the reason in words.
+	// Approving now is refused, with the reason in words.
 	if uw.count(`[data-testid="approve"]`) > 0 {
 		uw.clickNav(`[data-testid="approve"]`)
 		if f := flashText(uw); !strings.Contains(f, "no final decision") {
@@ -65,7 +65,7 @@ func TestSanctionsHitControlsInTheBrowser(t *testing.T) {
 		t.Fatalf("after the officer's decision the hit shows %q", got)
 	}
 
-	// C1: the underwriter cannot approve a true match.
+	// The underwriter cannot approve a true match.
 	uw.open("/backoffice/applications/" + app)
 	if uw.count(`[data-testid="approve"]`) > 0 {
 		uw.clickNav(`[data-testid="approve"]`)
