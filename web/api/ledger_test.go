@@ -149,7 +149,7 @@ func doRetrying(t *testing.T, p *apptest.Partner, rq apptest.Request) apptest.Re
 // retried503 counts the 10503 answers doRetrying sent again, for the logs.
 var retried503 atomic.Int64
 
-// l1Transfers is how many transfers L1 sends: 10,000 as the issue asks;
+// l1Transfers is how many transfers L1 sends: 10,000 at full size;
 // 2,000 with -short or under the race detector (make test runs it under
 // -race only; make soak runs it at full size without); EMI_L1_TRANSFERS
 // overrides.
