@@ -10,6 +10,7 @@ package transfers
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,7 +125,7 @@ func TestTransferEventFieldsFollowThePartnersView(t *testing.T) {
 	}
 	want := map[string]any{"type": emi.TransferInternal, "status": emi.TransferCompleted, "amount": "12.34", "currency": "EUR",
 		"reference": "rent", "source_account": "acc-a", "source_balance": "bal-a", "source_iban": "IBAN-A", "destination_iban": "IBAN-B"}
-	if !mapsEqual(a, want) {
+	if !maps.Equal(a, want) {
 		t.Errorf("the sender's event data\n got %v\nwant %v", a, want)
 	}
 	b, ok := TransferEventFields(tr, "B")
@@ -163,24 +164,12 @@ func TestTransferEventFieldsFollowThePartnersView(t *testing.T) {
 		t.Fatal("no event for an incoming credit")
 	}
 	cp, _ := f["counterparty"].(map[string]any)
-	if !mapsEqual(cp, map[string]any{"name": "Payer", "iban": "DE89370400440532013000", "scheme": emi.SchemeSEPA}) {
+	if !maps.Equal(cp, map[string]any{"name": "Payer", "iban": "DE89370400440532013000", "scheme": emi.SchemeSEPA}) {
 		t.Errorf("the counterparty %v: want only its non-empty fields", cp)
 	}
 	if _, ok := f["return_reason"]; ok || f["destination_account"] != "acc-b" {
 		t.Errorf("incoming event data %v", f)
 	}
-}
-
-func mapsEqual(a, b map[string]any) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestCheckPartyWantsExactlyOneWayOfNamingASide(t *testing.T) {
