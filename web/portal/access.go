@@ -10,11 +10,11 @@ import (
 	"emi/internal/service/cards"
 )
 
-// canDo reports whether the service's operation op allows the signed-in
+// CanDo reports whether the service's operation op allows the signed-in
 // staff user (to show or hide a control; the service checks the same op
 // again when it is used). The portal names operations, never permissions:
 // which permission an operation takes is the service's rule.
-func canDo(r *http.Request, op emi.Op) bool { return op.Allowed(r.Context()) }
+func CanDo(r *http.Request, op emi.Op) bool { return op.Allowed(r.Context()) }
 
 type userKey struct{}
 
@@ -27,7 +27,7 @@ func (p *Portal) requireStaff(next http.Handler) http.Handler {
 		ctx := r.Context()
 		id := p.sessions.GetString(ctx, keyStaff)
 		if id == "" || p.sessions.GetString(ctx, keyStage) != stageFull {
-			p.restart(w, r)
+			p.Restart(w, r)
 			return
 		}
 		at := time.Unix(0, p.sessions.GetInt64(ctx, keySignedInAt))
@@ -35,10 +35,10 @@ func (p *Portal) requireStaff(next http.Handler) http.Handler {
 		if err != nil {
 			if errors.Is(err, emi.ErrSessionExpired) || errors.Is(err, emi.ErrStaffNotFound) {
 				_ = p.sessions.Destroy(ctx)
-				p.toSignIn(w, r, Message(emi.ErrSessionExpired))
+				p.ToSignIn(w, r, Message(emi.ErrSessionExpired))
 				return
 			}
-			p.serverError(w, r, err)
+			p.ServerError(w, r, err)
 			return
 		}
 		if u.PasswordTemporary {
@@ -46,7 +46,7 @@ func (p *Portal) requireStaff(next http.Handler) http.Handler {
 			// at the new-password page, so a full session on one should
 			// not exist; if it does, it reaches nothing but that page.
 			p.sessions.Put(ctx, keyStage, stageNewPassword)
-			redirect(w, r, "/backoffice/signin/password")
+			Redirect(w, r, "/backoffice/signin/password")
 			return
 		}
 		roles := make([]string, len(u.Roles))
@@ -59,16 +59,16 @@ func (p *Portal) requireStaff(next http.Handler) http.Handler {
 	})
 }
 
-// guard answers 403, saying what the operation takes, unless the service's
+// Guard answers 403, saying what the operation takes, unless the service's
 // operation op allows the signed-in staff member: a page or an action the
 // role cannot use does not render at all. The service checks the same op
 // when the handler calls it (TestRouteGuardsAreTheServiceRules proves both
 // refuse the same people, for the same reason).
-func (p *Portal) guard(op emi.Op) func(http.Handler) http.Handler {
+func (p *Portal) Guard(op emi.Op) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !p.unguarded && !op.Allowed(r.Context()) {
-				p.errorPage(w, r, http.StatusForbidden, Message(op.Refusal()))
+				p.ErrorPage(w, r, http.StatusForbidden, Message(op.Refusal()))
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -79,28 +79,28 @@ func (p *Portal) guard(op emi.Op) func(http.Handler) http.Handler {
 // cardGuard guards a card action's route with the operation the card
 // service checks for that action (cards.ActionOp).
 func (p *Portal) cardGuard(act emi.CardAction) func(http.Handler) http.Handler {
-	return p.guard(cards.ActionOp(act))
+	return p.Guard(cards.ActionOp(act))
 }
 
-// restart sends a session that is not (yet) where it asked to be back to
+// Restart sends a session that is not (yet) where it asked to be back to
 // its sign-in step: the new-password page when it signed in with a
 // temporary password (it can reach nothing else), else the sign-in page.
-func (p *Portal) restart(w http.ResponseWriter, r *http.Request) {
+func (p *Portal) Restart(w http.ResponseWriter, r *http.Request) {
 	if p.sessions.GetString(r.Context(), keyStage) == stageNewPassword {
-		redirect(w, r, "/backoffice/signin/password")
+		Redirect(w, r, "/backoffice/signin/password")
 		return
 	}
-	p.toSignIn(w, r, "")
+	p.ToSignIn(w, r, "")
 }
 
-func (p *Portal) toSignIn(w http.ResponseWriter, r *http.Request, msg string) {
+func (p *Portal) ToSignIn(w http.ResponseWriter, r *http.Request, msg string) {
 	if msg != "" {
-		p.flash(r.Context(), "info", msg)
+		p.Flash(r.Context(), "info", msg)
 	}
-	redirect(w, r, "/backoffice/signin")
+	Redirect(w, r, "/backoffice/signin")
 }
 
-func current(r *http.Request) emi.StaffUser {
+func Me(r *http.Request) emi.StaffUser {
 	u, _ := r.Context().Value(userKey{}).(emi.StaffUser)
 	return u
 }
@@ -144,11 +144,11 @@ func (p *Portal) lagTolerance(next http.Handler) http.Handler {
 // lagTolerance recorded this request as one (unix nanoseconds, 0: none).
 type wroteBeforeKey struct{}
 
-// readForm marks a POST that changes nothing (a search form, POSTed so
+// ReadForm marks a POST that changes nothing (a search form, POSTed so
 // that what is typed stays out of URLs and logs): the session's last change
 // stays what it was, so the pages after it may still read a replica, and
 // the search itself may too (lagTolerance's rule for a GET).
-func (p *Portal) readForm(next http.Handler) http.Handler {
+func (p *Portal) ReadForm(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if prev, ok := ctx.Value(wroteBeforeKey{}).(int64); ok {

@@ -40,20 +40,20 @@ func (p *Portal) accountList(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	page = min(max(page, 1), maxAccountPage)
-	sort := readSort(r, "created", "desc", "program", "status", "created")
-	v := pages.AccountsView{Q: q, Sort: sort.view(r)}
-	list, total, err := p.d.Accounts.Search(r.Context(), q, page, sort.order())
+	sort := ReadSort(r, "created", "desc", "program", "status", "created")
+	v := pages.AccountsView{Q: q, Sort: sort.View(r)}
+	list, total, err := p.d.Accounts.Search(r.Context(), q, page, sort.Order())
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
-		v.Errs, _ = fieldErrors(err)
-		p.render(w, r, http.StatusUnprocessableEntity, "Accounts", pages.Accounts(v))
+		v.Errs, _ = FieldErrors(err)
+		p.Render(w, r, http.StatusUnprocessableEntity, "Accounts", pages.Accounts(v))
 		return
 	}
 	if v.Rows, err = p.accountRows(r, list); err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	pagesN := max((total+accountsPerPage-1)/accountsPerPage, 1)
@@ -84,7 +84,7 @@ func (p *Portal) accountList(w http.ResponseWriter, r *http.Request) {
 	if int64(page) < pagesN {
 		v.Next = link(page + 1)
 	}
-	p.renderPrivate(w, r, sort.status(), "Accounts", pages.Accounts(v))
+	p.RenderPrivate(w, r, sort.Status(), "Accounts", pages.Accounts(v))
 }
 
 // accountRows makes list rows; the identifiers and balances of the first
@@ -101,11 +101,11 @@ func (p *Portal) accountRows(r *http.Request, list []emi.Account) ([]pages.Accou
 	}
 	rows := make([]pages.AccountRow, len(list))
 	for i, a := range list {
-		row := pages.AccountRow{Token: a.Token, Href: accountHref(a.Token), Owner: firstNonEmpty(a.OwnerName, "(no name)"),
-			Program: a.Program, ProgramHref: programHref(a.Program), Status: a.Status, StatusTone: accountTone(a.Status),
-			Alias: a.Alias, Created: fmtTime(a.CreatedAt), Virtual: a.Virtual}
+		row := pages.AccountRow{Token: a.Token, Href: AccountHref(a.Token), Owner: FirstNonEmpty(a.OwnerName, "(no name)"),
+			Program: a.Program, ProgramHref: ProgramHref(a.Program), Status: a.Status, StatusTone: AccountTone(a.Status),
+			Alias: a.Alias, Created: FmtTime(a.CreatedAt), Virtual: a.Virtual}
 		var err error
-		if row.OwnerKind, row.OwnerHref, err = owners.of(a); err != nil {
+		if row.OwnerKind, row.OwnerHref, err = owners.Of(a); err != nil {
 			return nil, err
 		}
 		if f, ok := full[a.Token]; ok && i < maxIdentifierLookups {
@@ -138,7 +138,7 @@ func identifiersOf(a emi.Account) []string {
 			out = append(out, s)
 		}
 		if deref(b.AccountNumber) != "" {
-			out = append(out, fmtSortCode(deref(b.SortCode))+" "+deref(b.AccountNumber))
+			out = append(out, FmtSortCode(deref(b.SortCode))+" "+deref(b.AccountNumber))
 		}
 		if len(out) > 0 {
 			return out
@@ -172,48 +172,48 @@ func (p *Portal) accountDetail(w http.ResponseWriter, r *http.Request) {
 // form, shown open with its errors.
 func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, status int, f *accountForm) {
 	ctx := r.Context()
-	token := param(r, "account")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrAccountNotFound)
+	token := Param(r, "account")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrAccountNotFound)
 		return
 	}
 	a, err := p.d.Accounts.Get(ctx, token)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	owners := p.ownerLinks(r)
-	kind, ownerHref, err := owners.of(a.Account)
+	kind, ownerHref, err := owners.Of(a.Account)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	keys := map[string]string{}
-	if canDo(r, partners.View) {
+	if CanDo(r, partners.View) {
 		if _, ks, err := p.d.Partners.Get(ctx, a.PartnerID); err == nil {
 			for _, k := range ks {
-				keys[k.ID] = shortID(k.APIKey)
+				keys[k.ID] = ShortID(k.APIKey)
 			}
 		}
 	}
-	v := pages.AccountView{Token: a.Token, Status: a.Status, StatusTone: accountTone(a.Status), Alias: a.Alias, Virtual: a.Virtual}
-	partner := p.partnerNames(r).kv(r, "Partner", a.PartnerID)
-	owner := pages.KV{Label: "Owner", Value: firstNonEmpty(a.OwnerName, "(no name)"), Href: ownerHref}
-	ownerToken := pages.KV{Label: "Owner token", Value: firstNonEmpty(a.User, a.Merchant), Mono: true}
+	v := pages.AccountView{Token: a.Token, Status: a.Status, StatusTone: AccountTone(a.Status), Alias: a.Alias, Virtual: a.Virtual}
+	partner := p.PartnerNames(r).KV(r, "Partner", a.PartnerID)
+	owner := pages.KV{Label: "Owner", Value: FirstNonEmpty(a.OwnerName, "(no name)"), Href: ownerHref}
+	ownerToken := pages.KV{Label: "Owner token", Value: FirstNonEmpty(a.User, a.Merchant), Mono: true}
 	v.Details = []pages.KV{owner, {Label: "Owner type", Value: kind}, ownerToken, partner,
-		{Label: "Program", Value: a.Program, Href: programHref(a.Program), Mono: true},
-		{Label: "Status", Value: a.Status, Tone: toneOrNeutral(accountTone(a.Status))},
+		{Label: "Program", Value: a.Program, Href: ProgramHref(a.Program), Mono: true},
+		{Label: "Status", Value: a.Status, Tone: ToneOrNeutral(AccountTone(a.Status))},
 		{Label: "Alias", Value: a.Alias}}
 	if a.Virtual {
-		v.Details = append(v.Details, pages.KV{Label: "Main account", Value: a.Main, Href: accountHref(a.Main), Mono: true})
+		v.Details = append(v.Details, pages.KV{Label: "Main account", Value: a.Main, Href: AccountHref(a.Main), Mono: true})
 	}
 	terminated := ""
 	if a.TerminatedAt != nil {
-		terminated = fmtTime(*a.TerminatedAt)
+		terminated = FmtTime(*a.TerminatedAt)
 	}
 	v.Details = append(v.Details, pages.KV{Label: "Account token", Value: a.Token, Mono: true},
-		pages.KV{Label: "Opened (UTC)", Value: fmtTime(a.CreatedAt), Mono: true},
-		pages.KV{Label: "Updated (UTC)", Value: fmtTime(a.UpdatedAt), Mono: true},
+		pages.KV{Label: "Opened (UTC)", Value: FmtTime(a.CreatedAt), Mono: true},
+		pages.KV{Label: "Updated (UTC)", Value: FmtTime(a.UpdatedAt), Mono: true},
 		pages.KV{Label: "Terminated (UTC)", Value: terminated, Mono: true})
 
 	v.Balances = balanceViews(a.Account)
@@ -222,16 +222,16 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 	}
 	for i := len(a.History) - 1; i >= 0; i-- {
 		h := a.History[i]
-		row := pages.StatusChangeRow{From: h.From, To: h.To, ToTone: accountTone(h.To), Reason: h.Reason, At: fmtTime(h.At)}
+		row := pages.StatusChangeRow{From: h.From, To: h.To, ToTone: AccountTone(h.To), Reason: h.Reason, At: FmtTime(h.At)}
 		row.Actor, row.ActorHref = historyActor(r, h.Actor, h.ActorName, keys)
 		v.History = append(v.History, row)
 	}
 	if v.Virtuals, err = p.accountRows(r, a.Virtuals); err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	if t := a.PendingTermination; t != nil {
-		by := staffName(r, t.ProposedBy, firstNonEmpty(t.ProposedByName, "a colleague (staff "+shortID(t.ProposedBy)+")"))
+		by := StaffName(r, t.ProposedBy, FirstNonEmpty(t.ProposedByName, "a colleague (staff "+ShortID(t.ProposedBy)+")"))
 		v.Pending = &pages.PendingTermination{By: by, Reason: t.Reason, Mine: a.TerminationCan.Withdraw,
 			WhyNot: a.TerminationCan.WhyNotApprove}
 	}
@@ -239,41 +239,41 @@ func (p *Portal) renderAccountPage(w http.ResponseWriter, r *http.Request, statu
 		v.Actions = accountActions(a, caps, f)
 	}
 	if v.Money, err = p.accountMoney(r, a, f); err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	if !a.Virtual {
 		if v.ShowCards, v.Cards, err = p.ownerCards(r, "", "", a.Token); err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 	}
 	st, invalid, err := p.accountStatement(r, a)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	if invalid && status == http.StatusOK {
 		status = http.StatusUnprocessableEntity
 	}
 	v.Statement = st
-	if canDo(r, accounts.View) {
+	if CanDo(r, accounts.View) {
 		entries, err := p.d.Accounts.AuditTrail(ctx, a.Token)
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		v.ShowAudit = true
-		if canDo(r, kernel.ViewAudit) {
+		if CanDo(r, kernel.ViewAudit) {
 			v.AuditHref = "/backoffice/audit?resource_type=account&resource_token=" + url.QueryEscape(a.Token)
 		}
 		for _, e := range entries {
-			v.Audit = append(v.Audit, auditRow(r, e))
+			v.Audit = append(v.Audit, AuditRow(r, e))
 		}
 	}
-	p.nameAuditIDs(r, v.Audit)
-	title := "Account · " + firstNonEmpty(a.OwnerName, shortID(a.Token))
-	p.renderPrivate(w, r, status, title, pages.AccountDetail(v))
+	p.NameAuditIDs(r, v.Audit)
+	title := "Account · " + FirstNonEmpty(a.OwnerName, ShortID(a.Token))
+	p.RenderPrivate(w, r, status, title, pages.AccountDetail(v))
 }
 
 // balanceViews lays out the balances with their identifiers; a virtual
@@ -307,7 +307,7 @@ func balanceViews(a emi.Account) []pages.BalanceView {
 // accountActions lays out the actions the signed-in user may take on the
 // account, as the service answers (accounts.Capabilities).
 func accountActions(a accounts.AccountView, caps accounts.AccountCapabilities, f *accountForm) *pages.AccountActions {
-	act := &pages.AccountActions{Base: accountHref(a.Token), Virtuals: len(a.Virtuals), Final: caps.Final,
+	act := &pages.AccountActions{Base: AccountHref(a.Token), Virtuals: len(a.Virtuals), Final: caps.Final,
 		CanBlock: caps.Block.Allowed, CanUnblock: caps.Unblock.Allowed, CanRequest: caps.RequestTermination.Allowed,
 		BalanceNotZero: caps.BalanceNotZero && a.PendingTermination == nil && !caps.Final}
 	if a.PendingTermination != nil {
@@ -324,9 +324,9 @@ func accountActions(a accounts.AccountView, caps accounts.AccountCapabilities, f
 
 // accountToken is the account of an action, or "" after answering 404.
 func (p *Portal) accountToken(w http.ResponseWriter, r *http.Request) string {
-	token := param(r, "account")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrAccountNotFound)
+	token := Param(r, "account")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrAccountNotFound)
 		return ""
 	}
 	return token
@@ -335,24 +335,24 @@ func (p *Portal) accountToken(w http.ResponseWriter, r *http.Request) string {
 // accountRefused answers a refused action: a missing reason goes back to
 // the page with the form open (422); rule errors are a flash on the page.
 func (p *Portal) accountRefused(w http.ResponseWriter, r *http.Request, err error, f *accountForm, token string) {
-	back := accountHref(token)
+	back := AccountHref(token)
 	switch {
-	case errorIs(err, emi.ErrFourEyes), errorIs(err, emi.ErrReviewClosed):
+	case ErrorIs(err, emi.ErrFourEyes), ErrorIs(err, emi.ErrReviewClosed):
 		// The service says why in the error's public sentence: who may not
 		// take this step, or that a request already waits or none does
 		// any more.
-		p.flash(r.Context(), "bad", Message(emi.AsError(err)))
-		redirect(w, r, back)
+		p.Flash(r.Context(), "bad", Message(emi.AsError(err)))
+		Redirect(w, r, back)
 	case emi.AsError(err).Kind == emi.KindInvalid && f != nil:
-		errs, banner := fieldErrors(err)
+		errs, banner := FieldErrors(err)
 		if len(errs) == 0 {
 			errs = map[string]string{"reason": banner}
 		}
 		f.errs = errs
-		p.flash(r.Context(), "bad", banner)
+		p.Flash(r.Context(), "bad", banner)
 		p.renderAccountPage(w, r, http.StatusUnprocessableEntity, f)
 	default:
-		p.flashError(w, r, err, back)
+		p.FlashError(w, r, err, back)
 	}
 }
 
@@ -377,8 +377,8 @@ func (p *Portal) accountSetStatus(w http.ResponseWriter, r *http.Request, status
 		p.accountRefused(w, r, err, &accountForm{which: which, reason: reason}, token)
 		return
 	}
-	p.flash(r.Context(), "ok", done)
-	redirect(w, r, accountHref(token))
+	p.Flash(r.Context(), "ok", done)
+	Redirect(w, r, AccountHref(token))
 }
 
 // accountTerminate (POST /accounts/{account}/terminate) asks for the
@@ -393,8 +393,8 @@ func (p *Portal) accountTerminate(w http.ResponseWriter, r *http.Request) {
 		p.accountRefused(w, r, err, &accountForm{which: "terminate", reason: reason}, token)
 		return
 	}
-	p.flash(r.Context(), "ok", "Termination requested. Awaiting a second staff member: someone other than you must approve it.")
-	redirect(w, r, accountHref(token))
+	p.Flash(r.Context(), "ok", "Termination requested. Awaiting a second staff member: someone other than you must approve it.")
+	Redirect(w, r, AccountHref(token))
 }
 
 // accountTerminateApprove (POST /accounts/{account}/terminate/approve)
@@ -408,8 +408,8 @@ func (p *Portal) accountTerminateApprove(w http.ResponseWriter, r *http.Request)
 		p.accountRefused(w, r, err, &accountForm{which: "approve"}, token)
 		return
 	}
-	p.flash(r.Context(), "ok", "Account terminated, with its virtual accounts: this is final. The partner is told.")
-	redirect(w, r, accountHref(token))
+	p.Flash(r.Context(), "ok", "Account terminated, with its virtual accounts: this is final. The partner is told.")
+	Redirect(w, r, AccountHref(token))
 }
 
 // accountTerminateWithdraw (POST /accounts/{account}/terminate/withdraw)
@@ -425,15 +425,15 @@ func (p *Portal) accountTerminateWithdraw(w http.ResponseWriter, r *http.Request
 		p.accountRefused(w, r, err, &accountForm{which: "withdraw"}, token)
 		return
 	}
-	p.flash(r.Context(), "ok", "Termination request "+req.Status+": the account stays as it is.")
-	redirect(w, r, accountHref(token))
+	p.Flash(r.Context(), "ok", "Termination request "+req.Status+": the account stays as it is.")
+	Redirect(w, r, AccountHref(token))
 }
 
 // ownerAccounts lists the accounts of a person or a merchant for the
 // user and company pages; show is false for roles that may not see
 // accounts.
 func (p *Portal) ownerAccounts(r *http.Request, user, merchant string) (bool, []pages.AccountRow, error) {
-	if p.d.Accounts == nil || !canDo(r, accounts.View) {
+	if p.d.Accounts == nil || !CanDo(r, accounts.View) {
 		return false, nil, nil
 	}
 	if user == "" && merchant == "" {
@@ -451,11 +451,11 @@ func (p *Portal) ownerAccounts(r *http.Request, user, merchant string) (bool, []
 // them (Accounts.Search: token, IBAN, account number, owner name or
 // e-mail).
 func (p *Portal) searchAccounts(r *http.Request, q string) ([]pages.Hit, error) {
-	if q == "" || p.d.Accounts == nil || !canDo(r, accounts.View) {
+	if q == "" || p.d.Accounts == nil || !CanDo(r, accounts.View) {
 		return nil, nil
 	}
-	if len(q) > maxQuery {
-		q = q[:maxQuery]
+	if len(q) > MaxQuery {
+		q = q[:MaxQuery]
 	}
 	list, _, err := p.d.Accounts.Search(r.Context(), q, 1)
 	if err != nil {
@@ -463,13 +463,13 @@ func (p *Portal) searchAccounts(r *http.Request, q string) ([]pages.Hit, error) 
 	}
 	hits := make([]pages.Hit, 0, min(len(list), 20))
 	for _, a := range list[:min(len(list), 20)] {
-		detail := strings.Join(slices.DeleteFunc([]string{a.Program, a.Status, a.Alias, shortID(a.Token)},
+		detail := strings.Join(slices.DeleteFunc([]string{a.Program, a.Status, a.Alias, ShortID(a.Token)},
 			func(s string) bool { return s == "" }), " · ")
 		kind := "account"
 		if a.Virtual {
 			kind = "virtual account"
 		}
-		hits = append(hits, pages.Hit{Kind: kind, Title: firstNonEmpty(a.OwnerName, "(no name)"), Detail: detail, Href: accountHref(a.Token), Token: a.Token})
+		hits = append(hits, pages.Hit{Kind: kind, Title: FirstNonEmpty(a.OwnerName, "(no name)"), Detail: detail, Href: AccountHref(a.Token), Token: a.Token})
 	}
 	return hits, nil
 }
@@ -480,7 +480,7 @@ func (p *Portal) searchAccounts(r *http.Request, q string) ([]pages.Hit, error) 
 // partners' keys) by its key, a staff user linked for roles that see
 // staff.
 func historyActor(r *http.Request, id, name string, keys map[string]string) (string, string) {
-	if u := current(r); id != "" && u.ID == id {
+	if u := Me(r); id != "" && u.ID == id {
 		return u.Name + " (you)", ""
 	}
 	if k, ok := keys[id]; ok {
@@ -490,8 +490,8 @@ func historyActor(r *http.Request, id, name string, keys map[string]string) (str
 	case id == "":
 		return "—", ""
 	case name == "":
-		return "staff or API key " + shortID(id), ""
-	case name != "partner API" && canDo(r, staff.ViewStaff):
+		return "staff or API key " + ShortID(id), ""
+	case name != "partner API" && CanDo(r, staff.ViewStaff):
 		return name, "/backoffice/staff/" + id
 	}
 	return name, ""

@@ -29,7 +29,7 @@ func accountIdentifiers(a emi.Account) []pages.Option {
 		}
 		if n := deref(b.AccountNumber); n != "" {
 			out = append(out, pages.Option{Value: "uk:" + deref(b.SortCode) + ":" + n,
-				Label: b.Currency + " sort code " + fmtSortCode(deref(b.SortCode)) + " account " + n})
+				Label: b.Currency + " sort code " + FmtSortCode(deref(b.SortCode)) + " account " + n})
 		}
 		out = append(out, pages.Option{Value: "balance:" + b.Token, Label: b.Currency + " balance (card top-up)"})
 	}
@@ -43,17 +43,17 @@ func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment) []pages.
 	can := p.d.Adjustments.Capabilities(r.Context(), list)
 	rows := make([]pages.AdjustmentRow, len(list))
 	for i, a := range list {
-		row := pages.AdjustmentRow{Token: a.Token, Requested: fmtTime(a.RequestedAt), Account: a.Account,
+		row := pages.AdjustmentRow{Token: a.Token, Requested: FmtTime(a.RequestedAt), Account: a.Account,
 			Direction: a.Direction, Amount: emi.FormatMinor(a.Amount), Currency: a.Currency, Reason: a.Reason, Status: a.Status,
-			Decided: fmtTimeOrEmpty(a.DecidedAt), Note: a.DecisionNote, Mine: can[a.Token].Withdraw}
-		if canDo(r, accounts.View) {
-			row.AccountHref = accountHref(a.Account)
+			Decided: FmtTimeOrEmpty(a.DecidedAt), Note: a.DecisionNote, Mine: can[a.Token].Withdraw}
+		if CanDo(r, accounts.View) {
+			row.AccountHref = AccountHref(a.Account)
 		}
-		row.RequestedBy = staffName(r, a.RequestedBy, a.RequestedByName)
+		row.RequestedBy = StaffName(r, a.RequestedBy, a.RequestedByName)
 		if a.DecidedBy != "" {
-			row.DecidedBy = staffName(r, a.DecidedBy, a.DecidedByName)
+			row.DecidedBy = StaffName(r, a.DecidedBy, a.DecidedByName)
 		}
-		row.StatusTone = adjustmentTone(a.Status)
+		row.StatusTone = AdjustmentTone(a.Status)
 		row.CanApprove, row.CanReject, row.WhyNot = can[a.Token].Approve, can[a.Token].Reject || can[a.Token].Withdraw, can[a.Token].WhyNotApprove
 		rows[i] = row
 	}
@@ -64,18 +64,18 @@ func (p *Portal) adjustmentRows(r *http.Request, list []emi.Adjustment) []pages.
 // adjustments, the request form and the sandbox's simulator, for roles
 // that see or move money.
 func (p *Portal) accountMoney(r *http.Request, a accounts.AccountView, f *accountForm) (*pages.AccountMoney, error) {
-	if p.d.Adjustments == nil || !canDo(r, transfers.ViewMoney) {
+	if p.d.Adjustments == nil || !CanDo(r, transfers.ViewMoney) {
 		return nil, nil
 	}
 	pending, err := p.d.Adjustments.Pending(r.Context(), a.Token)
 	if err != nil {
 		return nil, err
 	}
-	m := &pages.AccountMoney{Base: accountHref(a.Token), Pending: p.adjustmentRows(r, pending)}
+	m := &pages.AccountMoney{Base: AccountHref(a.Token), Pending: p.adjustmentRows(r, pending)}
 	for i := range m.Pending {
-		m.Pending[i].Back = accountHref(a.Token)
+		m.Pending[i].Back = AccountHref(a.Token)
 	}
-	manage := canDo(r, transfers.ManageMoney)
+	manage := CanDo(r, transfers.ManageMoney)
 	for _, b := range a.Balances {
 		m.Currencies = append(m.Currencies, b.Currency)
 	}
@@ -84,7 +84,7 @@ func (p *Portal) accountMoney(r *http.Request, a accounts.AccountView, f *accoun
 		m.Request = f.kept
 	}
 	if manage && p.d.Sandbox && p.d.Incoming != nil {
-		m.Simulate = &pages.SimulateForm{Action: accountHref(a.Token) + "/incoming", Identifiers: accountIdentifiers(a.Account),
+		m.Simulate = &pages.SimulateForm{Action: AccountHref(a.Token) + "/incoming", Identifiers: accountIdentifiers(a.Account),
 			Currencies: m.Currencies}
 		if f != nil && f.which == "simulate" {
 			m.Simulate.Kept = f.kept

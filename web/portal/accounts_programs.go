@@ -41,20 +41,20 @@ func (p *Portal) renderPrograms(w http.ResponseWriter, r *http.Request, status i
 	ctx := r.Context()
 	list, err := p.d.Accounts.Programs(ctx)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	v := pages.ProgramsView{CanManage: canDo(r, accounts.ManagePrograms)}
+	v := pages.ProgramsView{CanManage: CanDo(r, accounts.ManagePrograms)}
 	var inUse map[string]bool
 	var partnerList []emi.Partner
 	if v.CanManage {
 		if inUse, err = p.d.Accounts.ProgramsInUse(ctx); err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
-		if canDo(r, partners.View) {
+		if CanDo(r, partners.View) {
 			if partnerList, err = p.d.Partners.List(ctx); err != nil {
-				p.renderError(w, r, err)
+				p.RenderError(w, r, err)
 				return
 			}
 		}
@@ -65,10 +65,10 @@ func (p *Portal) renderPrograms(w http.ResponseWriter, r *http.Request, status i
 		}
 		v.New = &form
 	}
-	names := p.partnerNames(r)
+	names := p.PartnerNames(r)
 	pending, err := p.d.Accounts.ProgramChanges(ctx)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	for _, pr := range list {
@@ -76,7 +76,7 @@ func (p *Portal) renderPrograms(w http.ResponseWriter, r *http.Request, status i
 		if c, ok := pending[pr.Code]; ok {
 			row.Pending = p.pendingProgramChange(r, pr, c, names)
 		}
-		if canDo(r, kernel.ViewAudit) {
+		if CanDo(r, kernel.ViewAudit) {
 			row.AuditHref = "/backoffice/audit?resource_type=program&resource_token=" + url.QueryEscape(pr.Code)
 		}
 		if v.CanManage {
@@ -98,17 +98,17 @@ func (p *Portal) renderPrograms(w http.ResponseWriter, r *http.Request, status i
 		}
 		v.Rows = append(v.Rows, row)
 	}
-	p.render(w, r, status, "Programs", pages.Programs(v))
+	p.Render(w, r, status, "Programs", pages.Programs(v))
 }
 
 // programView lays out a program's settings.
-func programView(pr emi.Program, names partnerNameMap) pages.ProgramView {
+func programView(pr emi.Program, names PartnerNameMap) pages.ProgramView {
 	yes := map[bool]string{true: "yes", false: "no"}
 	v := pages.ProgramView{Code: pr.Code, Name: pr.Name}
 	for j, c := range pr.Currencies {
 		scheme := ""
 		if j < len(pr.Schemes) {
-			scheme = firstNonEmpty(schemeLabels[pr.Schemes[j]], pr.Schemes[j])
+			scheme = FirstNonEmpty(schemeLabels[pr.Schemes[j]], pr.Schemes[j])
 		}
 		v.Currencies = append(v.Currencies, pages.Ident{Label: c, Value: scheme})
 	}
@@ -120,9 +120,9 @@ func programView(pr emi.Program, names partnerNameMap) pages.ProgramView {
 	if pr.AllowedPartners != nil {
 		var ns []string
 		for _, id := range pr.AllowedPartners {
-			ns = append(ns, names.name(id))
+			ns = append(ns, names.Name(id))
 		}
-		partners = firstNonEmpty(strings.Join(ns, ", "), "none")
+		partners = FirstNonEmpty(strings.Join(ns, ", "), "none")
 	}
 	validity := ""
 	if pr.CardsAllowed && pr.CardValidityMonths > 0 {
@@ -201,7 +201,7 @@ func programFromForm(r *http.Request) emi.ProgramInput {
 		in.AllowedPartners = append([]string{}, f["allowed_partners"]...)
 	}
 	for _, kind := range emi.GroupKinds {
-		if codes := fieldList(f.Get("groups." + kind)); len(codes) > 0 {
+		if codes := FieldList(f.Get("groups." + kind)); len(codes) > 0 {
 			in.Groups[kind] = codes
 		}
 		if d := strings.TrimSpace(f.Get("defaults." + kind)); d != "" {
@@ -260,15 +260,15 @@ func programErrors(e *emi.Error) (map[string]string, []string) {
 func (p *Portal) programRefused(w http.ResponseWriter, r *http.Request, err error, which string, in emi.ProgramInput) {
 	e := emi.AsError(err)
 	switch {
-	case errorIs(err, emi.ErrProgramStale):
-		p.flash(r.Context(), "bad", Message(e))
+	case ErrorIs(err, emi.ErrProgramStale):
+		p.Flash(r.Context(), "bad", Message(e))
 		p.renderPrograms(w, r, http.StatusConflict, &programState{which: which, saved: true, general: []string{Message(e)}})
 	case e.Kind == emi.KindInvalid:
 		errs, general := programErrors(e)
-		p.flash(r.Context(), "bad", Message(e))
+		p.Flash(r.Context(), "bad", Message(e))
 		p.renderPrograms(w, r, http.StatusUnprocessableEntity, &programState{which: which, in: in, errs: errs, general: general})
 	default:
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 	}
 }
 
@@ -280,13 +280,13 @@ func (p *Portal) programCreate(w http.ResponseWriter, r *http.Request) {
 		p.programRefused(w, r, err, "new", in)
 		return
 	}
-	p.flash(r.Context(), "ok", "Program “"+pr.Name+"” ("+pr.Code+") created: partners allowed to use it can open accounts on it now.")
-	redirect(w, r, programHref(pr.Code))
+	p.Flash(r.Context(), "ok", "Program “"+pr.Name+"” ("+pr.Code+") created: partners allowed to use it can open accounts on it now.")
+	Redirect(w, r, ProgramHref(pr.Code))
 }
 
 // programUpdate (POST /programs/{program}) saves a program's settings.
 func (p *Portal) programUpdate(w http.ResponseWriter, r *http.Request) {
-	code := param(r, "program")
+	code := Param(r, "program")
 	in := programFromForm(r)
 	pr, err := p.d.Accounts.UpdateProgram(r.Context(), code, in)
 	if err != nil {
@@ -294,20 +294,20 @@ func (p *Portal) programUpdate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if pr.Pending != nil {
-		p.flash(r.Context(), "info", "The change moves risk ("+pr.Pending.Risk+"): it is proposed, not applied. A second administrator approves or rejects it on this page.")
+		p.Flash(r.Context(), "info", "The change moves risk ("+pr.Pending.Risk+"): it is proposed, not applied. A second administrator approves or rejects it on this page.")
 	} else if pr.UpdatedAt.Equal(in.Version) {
-		p.flash(r.Context(), "info", "No setting of “"+pr.Name+"” changed: nothing was saved.")
+		p.Flash(r.Context(), "info", "No setting of “"+pr.Name+"” changed: nothing was saved.")
 	} else {
-		p.flash(r.Context(), "ok", "Program “"+pr.Name+"” saved. The change is in the audit log.")
+		p.Flash(r.Context(), "ok", "Program “"+pr.Name+"” saved. The change is in the audit log.")
 	}
-	redirect(w, r, programHref(pr.Code))
+	Redirect(w, r, ProgramHref(pr.Code))
 }
 
 // pendingProgramChange lays out a proposal: what it changes and what the
 // reader may do with it, as the decision engine answers (another
 // administrator approves or rejects; the proposer withdraws).
-func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c accounts.PendingProgramChange, names partnerNameMap) *pages.PendingProgramChange {
-	v := &pages.PendingProgramChange{Risk: c.Risk, ProposedBy: who(r, c.ProposedBy, p.staffNames(r)[c.ProposedBy]), ProposedAt: fmtTime(c.ProposedAt),
+func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c accounts.PendingProgramChange, names PartnerNameMap) *pages.PendingProgramChange {
+	v := &pages.PendingProgramChange{Risk: c.Risk, ProposedBy: Who(r, c.ProposedBy, p.StaffNames(r)[c.ProposedBy]), ProposedAt: FmtTime(c.ProposedAt),
 		Action: programAction(cur.Code) + "/change"}
 	after := programView(accounts.ProgramAfter(cur, c.Input), names)
 	before := programView(cur, names)
@@ -324,26 +324,26 @@ func (p *Portal) pendingProgramChange(r *http.Request, cur emi.Program, c accoun
 // programChangeApprove (POST /programs/{program}/change/approve) applies
 // a proposal as its second administrator.
 func (p *Portal) programChangeApprove(w http.ResponseWriter, r *http.Request) {
-	code := param(r, "program")
+	code := Param(r, "program")
 	pr, err := p.d.Accounts.ApproveProgramChange(r.Context(), code, r.URL.Query().Get("request"))
 	if err != nil {
 		p.programDecisionRefused(w, r, code, err)
 		return
 	}
-	p.flash(r.Context(), "ok", "Change of “"+pr.Name+"” approved and applied. Both administrators are in the audit log.")
-	redirect(w, r, programHref(pr.Code))
+	p.Flash(r.Context(), "ok", "Change of “"+pr.Name+"” approved and applied. Both administrators are in the audit log.")
+	Redirect(w, r, ProgramHref(pr.Code))
 }
 
 // programChangeReject (POST /programs/{program}/change/reject) drops a
 // proposal.
 func (p *Portal) programChangeReject(w http.ResponseWriter, r *http.Request) {
-	code := param(r, "program")
+	code := Param(r, "program")
 	if err := p.d.Accounts.RejectProgramChange(r.Context(), code, r.URL.Query().Get("request")); err != nil {
 		p.programDecisionRefused(w, r, code, err)
 		return
 	}
-	p.flash(r.Context(), "ok", "The proposed change was rejected; the program is unchanged.")
-	redirect(w, r, programHref(code))
+	p.Flash(r.Context(), "ok", "The proposed change was rejected; the program is unchanged.")
+	Redirect(w, r, ProgramHref(code))
 }
 
 // programDecisionRefused shows a refused approval or rejection as a flash
@@ -354,10 +354,10 @@ func (p *Portal) programDecisionRefused(w http.ResponseWriter, r *http.Request, 
 	e := emi.AsError(err)
 	switch e.Kind {
 	case emi.KindConflict, emi.KindInvalid:
-		p.flash(r.Context(), "error", Message(e))
-		redirect(w, r, programHref(code))
+		p.Flash(r.Context(), "error", Message(e))
+		Redirect(w, r, ProgramHref(code))
 	default:
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 	}
 }
 

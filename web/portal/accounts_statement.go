@@ -31,9 +31,9 @@ func statementLink(account, from, to string, n int) string {
 		q.Set("page", strconv.Itoa(n))
 	}
 	if len(q) == 0 {
-		return accountHref(account) + "#statement"
+		return AccountHref(account) + "#statement"
 	}
-	return accountHref(account) + "?" + q.Encode() + "#statement"
+	return AccountHref(account) + "?" + q.Encode() + "#statement"
 }
 
 // accountStatement lays out the statement section of an account's page
@@ -44,13 +44,13 @@ func (p *Portal) accountStatement(r *http.Request, a accounts.AccountView) (v *p
 	from, to := q.Get("from"), q.Get("to") // the service trims them
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = min(max(page, 1), maxAccountPage)
-	v = &pages.StatementView{Action: accountHref(a.Token), From: from, To: to, OnMain: !a.Virtual}
+	v = &pages.StatementView{Action: AccountHref(a.Token), From: from, To: to, OnMain: !a.Virtual}
 	st, err := p.d.Accounts.StaffStatementOf(r.Context(), a, accounts.StatementQuery{From: from, To: to, Page: page, Limit: statementPerPage})
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
 			return nil, false, err
 		}
-		v.Errs, _ = fieldErrors(err)
+		v.Errs, _ = FieldErrors(err)
 		return v, true, nil
 	}
 	csvQ := url.Values{}
@@ -60,7 +60,7 @@ func (p *Portal) accountStatement(r *http.Request, a accounts.AccountView) (v *p
 	if to != "" {
 		csvQ.Set("to", to)
 	}
-	v.CSV = accountHref(a.Token) + "/statement.csv"
+	v.CSV = AccountHref(a.Token) + "/statement.csv"
 	if len(csvQ) > 0 {
 		v.CSV += "?" + csvQ.Encode()
 	}
@@ -69,14 +69,14 @@ func (p *Portal) accountStatement(r *http.Request, a accounts.AccountView) (v *p
 			Closing: emi.FormatMinor(b.Closing)})
 	}
 	for _, l := range st.Lines {
-		line := pages.StatementLine{At: fmtTime(l.CreatedAt), Type: txnKindLabel(l.Kind), Reference: l.Reference,
-			Counterparty: l.Counterparty.Name, CounterpartyIdent: strings.Join(counterpartyIdents(l.Counterparty), " · "), Amount: emi.FormatMinor(l.Amount),
+		line := pages.StatementLine{At: FmtTime(l.CreatedAt), Type: TxnKindLabel(l.Kind), Reference: l.Reference,
+			Counterparty: l.Counterparty.Name, CounterpartyIdent: strings.Join(CounterpartyIdents(l.Counterparty), " · "), Amount: emi.FormatMinor(l.Amount),
 			BalanceAfter: emi.FormatMinor(l.BalanceAfter), Currency: l.Currency, Credit: l.Amount > 0}
 		if l.Transfer != "" {
-			line.Transfer, line.TransferHref = shortID(l.Transfer), transferHref(l.Transfer)
+			line.Transfer, line.TransferHref = ShortID(l.Transfer), TransferHref(l.Transfer)
 		}
 		if l.Account != a.Token {
-			line.Account, line.AccountHref = shortID(l.Account)+" (virtual)", accountHref(l.Account)
+			line.Account, line.AccountHref = ShortID(l.Account)+" (virtual)", AccountHref(l.Account)
 		}
 		v.Lines = append(v.Lines, line)
 	}
@@ -108,7 +108,7 @@ func (p *Portal) accountStatementCSV(w http.ResponseWriter, r *http.Request) {
 	from, to := q.Get("from"), q.Get("to")
 	st, err := p.d.Accounts.StaffStatementExport(r.Context(), token, from, to)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	rows := [][]string{{"time_utc", "type", "transaction", "transfer", "account", "balance", "reference", "counterparty_name",
@@ -124,6 +124,6 @@ func (p *Portal) accountStatementCSV(w http.ResponseWriter, r *http.Request) {
 			" lines; export a shorter date range for the older ones."
 		rows = append(rows, last)
 	}
-	name := "statement-" + token[:8] + "-" + firstNonEmpty(strings.TrimSpace(from), "start") + "-" + firstNonEmpty(strings.TrimSpace(to), "now")
-	writeCSV(w, name, rows)
+	name := "statement-" + token[:8] + "-" + FirstNonEmpty(strings.TrimSpace(from), "start") + "-" + FirstNonEmpty(strings.TrimSpace(to), "now")
+	WriteCSV(w, name, rows)
 }

@@ -36,11 +36,11 @@ const revealSeconds = 30
 // searchCards adds cards to the global search (the forms of Cards.Search;
 // the hit shows the masked number only).
 func (p *Portal) searchCards(r *http.Request, q string) ([]pages.Hit, error) {
-	if q == "" || p.d.Cards == nil || !canDo(r, accounts.View) {
+	if q == "" || p.d.Cards == nil || !CanDo(r, accounts.View) {
 		return nil, nil
 	}
-	if len(q) > maxQuery {
-		q = q[:maxQuery]
+	if len(q) > MaxQuery {
+		q = q[:MaxQuery]
 	}
 	var list []emi.Card
 	var err error
@@ -48,7 +48,7 @@ func (p *Portal) searchCards(r *http.Request, q string) ([]pages.Hit, error) {
 		// A full card number: only from the header search's POST and for
 		// staff who may reveal (Cards.SearchPAN: quota, audit). A GET
 		// (a URL holding the number) finds no card by it.
-		if r.Method != http.MethodPost || !canDo(r, cards.ActionOp(emi.CardReveal)) {
+		if r.Method != http.MethodPost || !CanDo(r, cards.ActionOp(emi.CardReveal)) {
 			return nil, nil
 		}
 		list, err = p.d.Cards.SearchPAN(r.Context(), q)
@@ -68,8 +68,8 @@ func (p *Portal) searchCards(r *http.Request, q string) ([]pages.Hit, error) {
 	}
 	hits := make([]pages.Hit, 0, min(len(list), 20))
 	for _, c := range list[:min(len(list), 20)] {
-		hits = append(hits, pages.Hit{Kind: c.Type + " card", Title: c.MaskedPAN() + " · " + firstNonEmpty(c.OwnerName, "(no owner)"),
-			Detail: c.Program + " · " + c.Status, Href: cardHref(c.Token)})
+		hits = append(hits, pages.Hit{Kind: c.Type + " card", Title: c.MaskedPAN() + " · " + FirstNonEmpty(c.OwnerName, "(no owner)"),
+			Detail: c.Program + " · " + c.Status, Href: CardHref(c.Token)})
 	}
 	return hits, nil
 }
@@ -83,14 +83,14 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 		q = r.PostFormValue("q")
 	}
 	q = strings.TrimSpace(q)
-	if shown := maskedQuery(q); shown != q {
+	if shown := MaskedQuery(q); shown != q {
 		// The frame's search box shows ?q= back: never a card number.
 		u := *r.URL
 		u.RawQuery = ""
 		r = r.WithContext(r.Context())
 		r.URL = &u
 	}
-	v := pages.CardsView{Q: maskedQuery(q), Searched: q != "", Empty: "No cards match."}
+	v := pages.CardsView{Q: MaskedQuery(q), Searched: q != "", Empty: "No cards match."}
 	// The results sort by their columns through GET links that carry the
 	// query, so the search form's POST (which keeps a card number out of
 	// addresses) is followed by sortable links for any query but one
@@ -98,17 +98,17 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 	// card) or anything that could be one, an IBAN's account digits
 	// included. Those headers do not sort: a number is never put in a link.
 	// A new search starts in the usual order.
-	sort := readSort(r, "", "", "card", "owner", "account", "program", "type", "status", "activated", "created")
+	sort := ReadSort(r, "", "", "card", "owner", "account", "program", "type", "status", "activated", "created")
 	_, isPAN := cards.PANQuery(q)
 	if !isPAN && !longDigitRun(q) {
-		order := sort.view(r)
+		order := sort.View(r)
 		order.Query = url.Values{}
 		if q != "" {
 			order.Query.Set("q", q)
 		}
 		v.Sort = &order
 	} else {
-		sort = tableSort{}
+		sort = TableSort{}
 	}
 	search := p.d.Cards.Search
 	if isPAN && r.Method == http.MethodPost {
@@ -121,31 +121,31 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if k := emi.AsError(err).Kind; k == emi.KindRateLimited {
 			v.Errs = map[string]string{"q": Message(emi.AsError(err))}
-			p.renderPrivate(w, r, http.StatusTooManyRequests, "Cards", pages.Cards(v))
+			p.RenderPrivate(w, r, http.StatusTooManyRequests, "Cards", pages.Cards(v))
 			return
 		} else if k != emi.KindInvalid {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
-		v.Errs, _ = fieldErrors(err)
-		p.renderPrivate(w, r, http.StatusUnprocessableEntity, "Cards", pages.Cards(v))
+		v.Errs, _ = FieldErrors(err)
+		p.RenderPrivate(w, r, http.StatusUnprocessableEntity, "Cards", pages.Cards(v))
 		return
 	}
 	if v.Rows, err = p.cardRows(r, list); err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	if tok := strings.ToLower(q); looksLikeToken(tok) {
+	if tok := strings.ToLower(q); LooksLikeToken(tok) {
 		// A token: a card's, or a person's or merchant's, whose cards
 		// Cards.Search lists then (the owner's cards never include a card
 		// with the owner's token: tokens are random).
 		v.Empty = "No card has this token, and no person or company with this token has a card."
 		if len(list) > 0 && list[0].Token != tok {
 			o := v.Rows[0]
-			v.Owner = &pages.CardsOwner{Name: o.Owner, Kind: firstNonEmpty(o.OwnerKind, "owner"), Href: o.OwnerHref, Count: len(list)}
+			v.Owner = &pages.CardsOwner{Name: o.Owner, Kind: FirstNonEmpty(o.OwnerKind, "owner"), Href: o.OwnerHref, Count: len(list)}
 		}
 	}
-	sortRows(r, v.Rows, sort, map[string]func(pages.CardRow) string{
+	SortRows(r, v.Rows, sort, map[string]func(pages.CardRow) string{
 		"card":      func(c pages.CardRow) string { return c.Masked[max(len(c.Masked)-4, 0):] },
 		"owner":     func(c pages.CardRow) string { return c.Owner },
 		"account":   func(c pages.CardRow) string { return c.Account },
@@ -155,7 +155,7 @@ func (p *Portal) cardList(w http.ResponseWriter, r *http.Request) {
 		"activated": func(c pages.CardRow) string { return strconv.FormatBool(c.Activated) },
 		"created":   func(c pages.CardRow) string { return c.Created },
 	}, func(c pages.CardRow) string { return c.Token })
-	p.renderPrivate(w, r, sort.status(), "Cards", pages.Cards(v))
+	p.RenderPrivate(w, r, sort.Status(), "Cards", pages.Cards(v))
 }
 
 // longDigitRun reports whether q holds 13 digits or more in a row,
@@ -182,14 +182,14 @@ func (p *Portal) cardRows(r *http.Request, list []emi.Card) ([]pages.CardRow, er
 	owners := p.ownerLinks(r)
 	rows := make([]pages.CardRow, len(list))
 	for i, c := range list {
-		row := pages.CardRow{Token: c.Token, Href: cardHref(c.Token), Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status,
-			StatusTone: cardTone(c.Status), Activated: c.Activated, Owner: firstNonEmpty(c.OwnerName, "(no owner)"),
-			Program: c.Program, ProgramHref: programHref(c.Program), Created: fmtTime(c.CreatedAt)}
+		row := pages.CardRow{Token: c.Token, Href: CardHref(c.Token), Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status,
+			StatusTone: CardTone(c.Status), Activated: c.Activated, Owner: FirstNonEmpty(c.OwnerName, "(no owner)"),
+			Program: c.Program, ProgramHref: ProgramHref(c.Program), Created: FmtTime(c.CreatedAt)}
 		if c.Account != "" {
-			row.Account, row.AccountHref = c.Account, accountHref(c.Account)
+			row.Account, row.AccountHref = c.Account, AccountHref(c.Account)
 		}
 		var err error
-		if row.OwnerKind, row.OwnerHref, err = owners.of(emi.Account{User: c.User, Merchant: c.Merchant}); err != nil {
+		if row.OwnerKind, row.OwnerHref, err = owners.Of(emi.Account{User: c.User, Merchant: c.Merchant}); err != nil {
 			return nil, err
 		}
 		if c.User == "" && c.Merchant == "" {
@@ -203,7 +203,7 @@ func (p *Portal) cardRows(r *http.Request, list []emi.Card) ([]pages.CardRow, er
 // ownerCards lists the cards of a person, a merchant or an account for
 // their pages; show is false for roles that may not see cards.
 func (p *Portal) ownerCards(r *http.Request, user, merchant, account string) (bool, []pages.CardRow, error) {
-	if p.d.Cards == nil || !canDo(r, accounts.View) {
+	if p.d.Cards == nil || !CanDo(r, accounts.View) {
 		return false, nil, nil
 	}
 	if user == "" && merchant == "" && account == "" {
@@ -237,19 +237,19 @@ func (p *Portal) cardDetail(w http.ResponseWriter, r *http.Request) {
 // shown open with its errors.
 func (p *Portal) renderCardPage(w http.ResponseWriter, r *http.Request, status int, f *cardForm) {
 	ctx := r.Context()
-	token := param(r, "card")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrCardNotFound)
+	token := Param(r, "card")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrCardNotFound)
 		return
 	}
 	c, err := p.d.Cards.Get(ctx, token)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v, err := p.cardView(r, c, f)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	currency := "EUR"
@@ -257,73 +257,73 @@ func (p *Portal) renderCardPage(w http.ResponseWriter, r *http.Request, status i
 		currency = c.Program.Currencies[0]
 	}
 	if v.Payments, err = p.cardPayments(r, c.Card, currency, f); err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	p.renderPrivate(w, r, status, "Card · "+c.MaskedPAN(), pages.CardDetail(v))
+	p.RenderPrivate(w, r, status, "Card · "+c.MaskedPAN(), pages.CardDetail(v))
 }
 
 // cardView lays out a card for its page.
 func (p *Portal) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.CardView, error) {
-	v := pages.CardView{Token: c.Token, Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status, StatusTone: cardTone(c.Status),
+	v := pages.CardView{Token: c.Token, Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status, StatusTone: CardTone(c.Status),
 		Activated: c.Activated, StatusReason: blockReasonText(c.Status, c.StatusReason)}
 	if c.Replaces != "" {
-		v.ReplacesHref = cardHref(c.Replaces)
+		v.ReplacesHref = CardHref(c.Replaces)
 	}
 	if c.ReplacedBy != "" {
-		v.ReplacedByHref = cardHref(c.ReplacedBy)
+		v.ReplacedByHref = CardHref(c.ReplacedBy)
 	}
-	kind, ownerHref, err := p.ownerLinks(r).of(emi.Account{User: c.User, Merchant: c.Merchant})
+	kind, ownerHref, err := p.ownerLinks(r).Of(emi.Account{User: c.User, Merchant: c.Merchant})
 	if err != nil {
 		return v, err
 	}
-	owner := pages.KV{Label: "Owner", Value: firstNonEmpty(c.OwnerName, "(no owner)"), Href: ownerHref}
+	owner := pages.KV{Label: "Owner", Value: FirstNonEmpty(c.OwnerName, "(no owner)"), Href: ownerHref}
 	if c.User == "" && c.Merchant == "" {
 		owner.Value, kind = "", "non-personalized, no owner yet"
 	}
 	account := pages.KV{Label: "Account", Value: c.Account, Mono: true}
 	if c.Account != "" {
-		account.Href = accountHref(c.Account)
+		account.Href = AccountHref(c.Account)
 	} else {
 		account.Value, account.Mono = "not assigned", false
 	}
-	partner := p.partnerNames(r).kv(r, "Partner", c.PartnerID)
+	partner := p.PartnerNames(r).KV(r, "Partner", c.PartnerID)
 	aml := pages.KV{Label: "AML check", Value: c.AML, Mono: true}
-	if c.AML != "" && canDo(r, people.View) {
+	if c.AML != "" && CanDo(r, people.View) {
 		aml.Href = "/backoffice/aml/" + c.AML
 	}
 	activated := "no"
 	if c.Activated {
 		activated = "yes"
 		if c.ActivatedAt != nil {
-			activated += ", " + fmtTime(*c.ActivatedAt) + " UTC"
+			activated += ", " + FmtTime(*c.ActivatedAt) + " UTC"
 		}
 	}
 	terminated := ""
 	if c.TerminatedAt != nil {
-		terminated = fmtTime(*c.TerminatedAt)
+		terminated = FmtTime(*c.TerminatedAt)
 	}
 	v.Details = []pages.KV{
 		{Label: "Card number", Value: c.MaskedPAN(), Mono: true},
 		{Label: "Expiry", Value: c.Expiry(), Mono: true},
 		{Label: "Type", Value: c.Type},
-		{Label: "Status", Value: c.Status, Tone: toneOrNeutral(cardTone(c.Status))},
+		{Label: "Status", Value: c.Status, Tone: ToneOrNeutral(CardTone(c.Status))},
 		{Label: "Block reason", Value: emi.BlockReasonLabel(c.StatusReason)},
 		{Label: "Activated", Value: activated},
 		{Label: "Can pay", Value: yesOrNo(c.CanPay(p.d.Now().UTC()))},
 		account,
-		{Label: "Account status", Value: c.AccountStatus, Tone: toneOrNeutral(accountTone(c.AccountStatus))},
+		{Label: "Account status", Value: c.AccountStatus, Tone: ToneOrNeutral(AccountTone(c.AccountStatus))},
 		owner, {Label: "Owner type", Value: kind},
-		{Label: "Owner token", Value: firstNonEmpty(c.User, c.Merchant), Mono: true},
+		{Label: "Owner token", Value: FirstNonEmpty(c.User, c.Merchant), Mono: true},
 		partner,
-		{Label: "Program", Value: c.Card.Program, Href: programHref(c.Card.Program), Mono: true},
+		{Label: "Program", Value: c.Card.Program, Href: ProgramHref(c.Card.Program), Mono: true},
 		aml,
 		{Label: "Emboss name", Value: strings.TrimSpace(c.EmbossName + " " + c.EmbossNameLine4)},
 		{Label: "Cardholder name", Value: strings.TrimSpace(c.FirstName + " " + c.LastName)},
 		{Label: "Alias", Value: c.Alias},
 		{Label: "Card token", Value: c.Token, Mono: true},
-		{Label: "Issued (UTC)", Value: fmtTime(c.CreatedAt), Mono: true},
-		{Label: "Updated (UTC)", Value: fmtTime(c.UpdatedAt), Mono: true},
+		{Label: "Issued (UTC)", Value: FmtTime(c.CreatedAt), Mono: true},
+		{Label: "Updated (UTC)", Value: FmtTime(c.UpdatedAt), Mono: true},
 		{Label: "Terminated (UTC)", Value: terminated, Mono: true},
 	}
 	v.Counters = []pages.KV{
@@ -360,7 +360,7 @@ func (p *Portal) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages
 
 	// Names of the staff who acted: the card history names them (the
 	// store knows), roles that list staff get links.
-	staff := p.staffNames(r)
+	staff := p.StaffNames(r)
 	names := map[string]string{}
 	for _, h := range c.History {
 		if h.ActorName != "" && h.ActorName != h.Actor {
@@ -368,7 +368,7 @@ func (p *Portal) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages
 		}
 	}
 	who := func(id string) (string, string) {
-		n, href := actorOf(r, id, staff, nil)
+		n, href := ActorOf(r, id, staff, nil)
 		if name, ok := names[id]; ok && href == "" && !strings.HasSuffix(n, " (you)") {
 			return name, ""
 		}
@@ -376,10 +376,10 @@ func (p *Portal) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages
 	}
 	for i := len(c.History) - 1; i >= 0; i-- {
 		h := c.History[i]
-		row := pages.CardHistoryRow{At: fmtTime(h.At), Change: h.Change, From: h.From, To: h.To, Reason: h.Reason,
+		row := pages.CardHistoryRow{At: FmtTime(h.At), Change: h.Change, From: h.From, To: h.To, Reason: h.Reason,
 			ReasonCode: emi.BlockReasonLabel(h.ReasonCode)}
 		if h.Change == "status" || h.Change == "issued" {
-			row.ToTone = toneOrNeutral(cardTone(h.To))
+			row.ToTone = ToneOrNeutral(CardTone(h.To))
 		}
 		row.Actor, row.ActorHref = who(h.Actor)
 		if row.ActorHref == "" && !strings.HasSuffix(row.Actor, " (you)") && h.ActorName != "" {
@@ -390,11 +390,11 @@ func (p *Portal) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages
 	for _, wt := range c.Wallets {
 		st := c.WalletStatus()
 		v.Wallets = append(v.Wallets, pages.WalletRow{Token: wt.Token, Wallet: wt.Wallet, Device: wt.DeviceName,
-			Created: fmtTime(wt.CreatedAt), Status: st, StatusTone: walletTone(st)})
+			Created: FmtTime(wt.CreatedAt), Status: st, StatusTone: WalletTone(st)})
 	}
 	v.SMS = smsRows(c.SMS)
 	for _, e := range c.Reveals {
-		row := pages.RevealRow{At: fmtTime(e.At), Outcome: string(e.Outcome), OutcomeTone: auditRow(r, e).OutcomeTone}
+		row := pages.RevealRow{At: FmtTime(e.At), Outcome: string(e.Outcome), OutcomeTone: AuditRow(r, e).OutcomeTone}
 		switch e.ActorType {
 		case emi.ActorStaff:
 			row.Actor, row.ActorHref = who(e.ActorID)
@@ -412,10 +412,10 @@ func (p *Portal) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages
 		v.Reveals = append(v.Reveals, row)
 	}
 	for _, e := range c.Audit {
-		v.Audit = append(v.Audit, auditRow(r, e))
+		v.Audit = append(v.Audit, AuditRow(r, e))
 	}
-	p.nameAuditIDs(r, v.Audit)
-	if canDo(r, kernel.ViewAudit) {
+	p.NameAuditIDs(r, v.Audit)
+	if CanDo(r, kernel.ViewAudit) {
 		v.AuditHref = "/backoffice/audit?resource_type=card&resource_token=" + url.QueryEscape(c.Token)
 	}
 	caps := p.d.Cards.Capabilities(r.Context(), c)
@@ -423,7 +423,7 @@ func (p *Portal) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages
 		v.Actions = cardActions(c, caps, f)
 	}
 	if caps.Can(emi.CardReveal) {
-		v.Reveal = &pages.CardReveal{Action: cardHref(c.Token) + "/reveal", CardHref: cardHref(c.Token), Masked: c.MaskedPAN(),
+		v.Reveal = &pages.CardReveal{Action: CardHref(c.Token) + "/reveal", CardHref: CardHref(c.Token), Masked: c.MaskedPAN(),
 			HideAfter: revealSeconds}
 	}
 	return v, nil
@@ -466,7 +466,7 @@ func revealFields(changes map[string]any) string {
 	if list, ok := changes["fields"].([]any); ok {
 		for _, f := range list {
 			s, _ := f.(string)
-			out = append(out, firstNonEmpty(label[s], s))
+			out = append(out, FirstNonEmpty(label[s], s))
 		}
 	}
 	s := strings.Join(out, ", ")
@@ -484,11 +484,11 @@ func revealFields(changes map[string]any) string {
 func smsRows(list []emi.SMSMessage) []pages.SMSRow {
 	rows := make([]pages.SMSRow, 0, len(list))
 	for _, m := range list {
-		row := pages.SMSRow{At: fmtTime(m.CreatedAt), To: emi.MaskPhone(m.To), Text: m.TextMasked, Provider: m.Provider,
+		row := pages.SMSRow{At: FmtTime(m.CreatedAt), To: emi.MaskPhone(m.To), Text: m.TextMasked, Provider: m.Provider,
 			Status: m.Status, Error: m.Error}
-		row.StatusTone = smsTone(m.Status)
+		row.StatusTone = SMSTone(m.Status)
 		if m.Card != nil {
-			row.Card, row.CardHref = shortID(*m.Card), cardHref(*m.Card)
+			row.Card, row.CardHref = ShortID(*m.Card), CardHref(*m.Card)
 		}
 		rows = append(rows, row)
 	}
@@ -505,7 +505,7 @@ func yesOrNo(b bool) string {
 // cardActions are the forms of the actions the service allows the
 // signed-in staff member on the card now (caps: cards.Capabilities).
 func cardActions(c cards.CardView, caps cards.CardCapabilities, f *cardForm) *pages.CardActions {
-	a := &pages.CardActions{Base: cardHref(c.Token), Terminated: caps.Final}
+	a := &pages.CardActions{Base: CardHref(c.Token), Terminated: caps.Final}
 	a.CanActivate = caps.Can(emi.CardActivate)
 	a.CanDeactivate = caps.Can(emi.CardBlock)
 	a.CanReactivate = caps.Can(emi.CardUnblock)
@@ -515,7 +515,7 @@ func cardActions(c cards.CardView, caps cards.CardCapabilities, f *cardForm) *pa
 		a.BlockReasons = append(a.BlockReasons, pages.CardChoice{Value: code, Label: blockReasonChoice(code)})
 	}
 	if c.ReplacedBy != "" {
-		a.ReplacedByHref = cardHref(c.ReplacedBy)
+		a.ReplacedByHref = CardHref(c.ReplacedBy)
 	}
 	a.CanConvert = caps.Can(emi.CardConvert)
 	a.CanAssign = caps.Can(emi.CardAssign)
@@ -571,13 +571,13 @@ func (p *Portal) cardChange(w http.ResponseWriter, r *http.Request, which string
 // (a replacement leads to the new card): fn returns where to go, "" for
 // the card's own page.
 func (p *Portal) cardChangeTo(w http.ResponseWriter, r *http.Request, which string, fn func(ctx context.Context, token, reason string) (string, string, error)) {
-	token := param(r, "card")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrCardNotFound)
+	token := Param(r, "card")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrCardNotFound)
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		p.renderError(w, r, emi.ErrBadRequest)
+		p.RenderError(w, r, emi.ErrBadRequest)
 		return
 	}
 	done, next, err := fn(r.Context(), token, r.PostFormValue("reason"))
@@ -585,25 +585,25 @@ func (p *Portal) cardChangeTo(w http.ResponseWriter, r *http.Request, which stri
 		p.cardRefused(w, r, err, which, token)
 		return
 	}
-	p.flash(r.Context(), "ok", done)
-	redirect(w, r, firstNonEmpty(next, cardHref(token)))
+	p.Flash(r.Context(), "ok", done)
+	Redirect(w, r, FirstNonEmpty(next, CardHref(token)))
 }
 
 func (p *Portal) cardRefused(w http.ResponseWriter, r *http.Request, err error, which, token string) {
 	e := emi.AsError(err)
 	switch {
 	case e.Kind == emi.KindForbidden || e.Kind == emi.KindNotFound || e.Kind == emi.KindInternal:
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 	case e.Kind == emi.KindInvalid || len(e.Fields) > 0:
 		f := &cardForm{which: which, vals: postedValues(r), errs: cardFieldErrors(e), banner: Message(e)}
 		if msg, ok := f.errs[""]; ok {
 			f.banner += " " + msg
 		}
-		p.flash(r.Context(), "bad", Message(e))
+		p.Flash(r.Context(), "bad", Message(e))
 		p.renderCardPage(w, r, formStatus(e), f)
 	default:
-		p.flash(r.Context(), "bad", conflictMessage(e))
-		redirect(w, r, cardHref(token))
+		p.Flash(r.Context(), "bad", conflictMessage(e))
+		Redirect(w, r, CardHref(token))
 	}
 }
 
@@ -688,7 +688,7 @@ func (p *Portal) cardReplace(w http.ResponseWriter, r *http.Request) {
 			done += ": it is sent to the old card's delivery address and is activated once the cardholder has it"
 		}
 		return done + ". The cardholder gets its PIN from the partner's app or by SMS. The partner is told (card.replaced).",
-			cardHref(c.Token), nil
+			CardHref(c.Token), nil
 	})
 }
 
@@ -790,19 +790,19 @@ func (p *Portal) cardSendPIN(w http.ResponseWriter, r *http.Request) {
 // revealSeconds.
 func (p *Portal) cardReveal(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	token := param(r, "card")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrCardNotFound)
+	token := Param(r, "card")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrCardNotFound)
 		return
 	}
 	reason := r.PostFormValue("reason")
-	v := pages.CardReveal{Action: cardHref(token) + "/reveal", CardHref: cardHref(token), HideAfter: revealSeconds}
+	v := pages.CardReveal{Action: CardHref(token) + "/reveal", CardHref: CardHref(token), HideAfter: revealSeconds}
 	got, err := p.d.Cards.StaffReveal(r.Context(), p.d.StepUp, token, r.PostFormValue("secret"), reason)
 	if err != nil {
 		e := emi.AsError(err)
 		switch e.Kind {
 		case emi.KindForbidden, emi.KindNotFound, emi.KindInternal:
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		v.Reason, v.Errs, v.Banner = reason, cardFieldErrors(e), Message(e)
@@ -818,10 +818,10 @@ func (p *Portal) renderReveal(w http.ResponseWriter, r *http.Request, status int
 		v.Masked = "this card"
 	}
 	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Boosted") != "true" {
-		p.renderPrivate(w, r, status, "Card number", pages.CardRevealBox(v))
+		p.RenderPrivate(w, r, status, "Card number", pages.CardRevealBox(v))
 		return
 	}
-	p.renderPrivate(w, r, status, "Card number", pages.CardRevealPage(v))
+	p.RenderPrivate(w, r, status, "Card number", pages.CardRevealPage(v))
 }
 
 // groupDigits writes a card number in groups of four digits.
@@ -840,8 +840,8 @@ func groupDigits(pan string) string {
 func (p *Portal) smsOutbox(w http.ResponseWriter, r *http.Request) {
 	list, err := p.d.Cards.Outbox(r.Context())
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	p.renderPrivate(w, r, http.StatusOK, "SMS outbox", pages.SMSOutbox(smsRows(list)))
+	p.RenderPrivate(w, r, http.StatusOK, "SMS outbox", pages.SMSOutbox(smsRows(list)))
 }

@@ -26,7 +26,7 @@ const simulateForm = "simulate"
 const paymentsShown = 100
 
 func authorizationHref(card, token string) string {
-	return cardHref(card) + "/authorizations/" + token
+	return CardHref(card) + "/authorizations/" + token
 }
 
 // holdLabel names the hold's state for people: an approved authorization
@@ -51,13 +51,13 @@ func (p *Portal) cardPayments(r *http.Request, card emi.Card, currency string, f
 	if err != nil {
 		return nil, err
 	}
-	manage := p.d.Sandbox && canDo(r, cards.Manage)
+	manage := p.d.Sandbox && CanDo(r, cards.Manage)
 	v := &pages.CardPayments{Total: total, Shown: len(list)}
 	for _, a := range list {
-		row := pages.PaymentRow{Token: a.Token, At: fmtTime(a.CreatedAt), Channel: a.Channel, Merchant: a.MerchantName,
+		row := pages.PaymentRow{Token: a.Token, At: FmtTime(a.CreatedAt), Channel: a.Channel, Merchant: a.MerchantName,
 			Country: a.MerchantCountry, MCC: a.MCC, Amount: emi.FormatMinor(a.Amount) + " " + a.Currency, Decision: a.Decision,
 			DecisionTone: map[string]string{emi.DecisionApproved: "ok", emi.DecisionDeclined: "bad"}[a.Decision],
-			ReasonCode:   a.ReasonCode, Reason: a.Reason(), Hold: holdLabel(a.Status), HoldTone: holdTone(a.Status),
+			ReasonCode:   a.ReasonCode, Reason: a.Reason(), Hold: holdLabel(a.Status), HoldTone: HoldTone(a.Status),
 			ThreeDS: a.ThreeDS, PIN: a.PINEntered}
 		if a.Decision == emi.DecisionApproved {
 			row.Held = emi.FormatMinor(a.HoldAmount) + " " + a.Currency
@@ -66,10 +66,10 @@ func (p *Portal) cardPayments(r *http.Request, card emi.Card, currency string, f
 			row.Cleared = emi.FormatMinor(a.ClearedAmount) + " " + a.Currency
 		}
 		if a.ExpiresAt != nil && a.Open() {
-			row.Expires = fmtTime(*a.ExpiresAt)
+			row.Expires = FmtTime(*a.ExpiresAt)
 		}
 		if a.SettledAt != nil {
-			row.Settled = fmtTime(*a.SettledAt)
+			row.Settled = FmtTime(*a.SettledAt)
 		}
 		if manage && a.Open() {
 			row.ClearAction, row.ReverseAction = authorizationHref(card.Token, a.Token)+"/clear", authorizationHref(card.Token, a.Token)+"/reverse"
@@ -80,7 +80,7 @@ func (p *Portal) cardPayments(r *http.Request, card emi.Card, currency string, f
 		v.Rows = append(v.Rows, row)
 	}
 	if manage {
-		sim := &pages.PaymentSimulator{Action: cardHref(card.Token) + "/authorizations", Currency: currency,
+		sim := &pages.PaymentSimulator{Action: CardHref(card.Token) + "/authorizations", Currency: currency,
 			Channels: emi.AuthorizationChannels, HoldDays: emi.AuthorizationHoldDays, PINTries: cards.MaxPINErrors, Vals: map[string]string{}}
 		if f != nil && f.which == simulateForm {
 			sim.Open, sim.Vals, sim.Errs, sim.Banner = true, f.vals, f.errs, f.banner
@@ -94,13 +94,13 @@ func (p *Portal) cardPayments(r *http.Request, card emi.Card, currency string, f
 // simulated payment and shows the decision. A decline is a result, not an
 // error; invalid input comes back on the form (without the PIN).
 func (p *Portal) cardSimulate(w http.ResponseWriter, r *http.Request) {
-	token := param(r, "card")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrCardNotFound)
+	token := Param(r, "card")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrCardNotFound)
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		p.renderError(w, r, emi.ErrBadRequest)
+		p.RenderError(w, r, emi.ErrBadRequest)
 		return
 	}
 	in := emi.AuthorizationRequest{Currency: r.PostFormValue("currency"), MCC: r.PostFormValue("mcc"),
@@ -132,7 +132,7 @@ func (p *Portal) cardSimulate(w http.ResponseWriter, r *http.Request) {
 		e := emi.AsError(err)
 		if e.Kind == emi.KindInvalid {
 			f := &cardForm{which: simulateForm, vals: postedValues(r), errs: cardFieldErrors(e), banner: Message(e)}
-			p.flash(r.Context(), "bad", "The payment was not simulated: please correct the marked fields.")
+			p.Flash(r.Context(), "bad", "The payment was not simulated: please correct the marked fields.")
 			p.renderCardPage(w, r, formStatus(e), f)
 			return
 		}
@@ -142,13 +142,13 @@ func (p *Portal) cardSimulate(w http.ResponseWriter, r *http.Request) {
 	msg := "Approved (" + au.ReasonCode + "): " + emi.FormatMinor(au.HoldAmount) + " " + au.Currency + " held"
 	kind := "ok"
 	if au.ExpiresAt != nil {
-		msg += " until " + fmtTime(*au.ExpiresAt) + " UTC; clear or reverse it below."
+		msg += " until " + FmtTime(*au.ExpiresAt) + " UTC; clear or reverse it below."
 	}
 	if au.Decision == emi.DecisionDeclined {
 		msg, kind = "Declined ("+au.ReasonCode+" "+au.Reason()+"). Nothing was held.", "bad"
 	}
-	p.flash(r.Context(), kind, msg)
-	redirect(w, r, cardHref(token))
+	p.Flash(r.Context(), kind, msg)
+	Redirect(w, r, CardHref(token))
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -156,17 +156,17 @@ func ptr[T any](v T) *T { return &v }
 // cardAuthorizationSettle runs a clear or a reverse (sandbox) and goes
 // back to the card's page with the outcome.
 func (p *Portal) cardAuthorizationSettle(w http.ResponseWriter, r *http.Request, clear bool) {
-	card, token := param(r, "card"), param(r, "authorization")
-	if !looksLikeToken(card) {
-		p.renderError(w, r, emi.ErrCardNotFound)
+	card, token := Param(r, "card"), Param(r, "authorization")
+	if !LooksLikeToken(card) {
+		p.RenderError(w, r, emi.ErrCardNotFound)
 		return
 	}
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrAuthorizationNotFound)
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrAuthorizationNotFound)
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		p.renderError(w, r, emi.ErrBadRequest)
+		p.RenderError(w, r, emi.ErrBadRequest)
 		return
 	}
 	var au emi.Authorization
@@ -183,7 +183,7 @@ func (p *Portal) cardAuthorizationSettle(w http.ResponseWriter, r *http.Request,
 				form.Refuse("amount", why)
 				// The flash says why too: the hold may have closed meanwhile,
 				// and its row with it.
-				p.flash(r.Context(), "bad", "Not cleared: the amount "+why+".")
+				p.Flash(r.Context(), "bad", "Not cleared: the amount "+why+".")
 				p.renderCardPage(w, r, http.StatusUnprocessableEntity, &cardForm{which: "clear", kept: form})
 				return
 			}
@@ -191,11 +191,11 @@ func (p *Portal) cardAuthorizationSettle(w http.ResponseWriter, r *http.Request,
 		}
 		au, err = p.d.Authorizations.Clear(r.Context(), token, amount)
 		if e := emi.AsError(err); err != nil && (e.Kind == emi.KindInvalid || len(e.Fields) > 0) && !e.Is(emi.ErrAuthorizationNotFound) {
-			banner := keepErrors(form, err, nil)
+			banner := KeepErrors(form, err, nil)
 			if !form.Invalid("amount") {
 				form.Errs["amount"] = banner
 			}
-			p.flash(r.Context(), "bad", "Not cleared: "+banner)
+			p.Flash(r.Context(), "bad", "Not cleared: "+banner)
 			p.renderCardPage(w, r, formStatus(e), &cardForm{which: "clear", kept: form})
 			return
 		}
@@ -209,14 +209,14 @@ func (p *Portal) cardAuthorizationSettle(w http.ResponseWriter, r *http.Request,
 		e := emi.AsError(err)
 		switch {
 		case e.Kind == emi.KindForbidden || e.Kind == emi.KindInternal:
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		case e.Is(emi.ErrTransferInvalidTransition):
-			p.flash(r.Context(), "bad", "Nothing changed: the payment is no longer held (it was declined, or already cleared, reversed or expired).")
+			p.Flash(r.Context(), "bad", "Nothing changed: the payment is no longer held (it was declined, or already cleared, reversed or expired).")
 		default:
-			p.flash(r.Context(), "bad", Message(e))
+			p.Flash(r.Context(), "bad", Message(e))
 		}
-		redirect(w, r, cardHref(card))
+		Redirect(w, r, CardHref(card))
 		return
 	}
 	if clear {
@@ -224,11 +224,11 @@ func (p *Portal) cardAuthorizationSettle(w http.ResponseWriter, r *http.Request,
 		if rest := au.HoldAmount - au.ClearedAmount; rest > 0 {
 			msg += ", the other " + emi.FormatMinor(rest) + " " + au.Currency + " released"
 		}
-		p.flash(r.Context(), "ok", msg+".")
+		p.Flash(r.Context(), "ok", msg+".")
 	} else {
-		p.flash(r.Context(), "ok", "Reversed: the hold of "+emi.FormatMinor(au.HoldAmount)+" "+au.Currency+" was released.")
+		p.Flash(r.Context(), "ok", "Reversed: the hold of "+emi.FormatMinor(au.HoldAmount)+" "+au.Currency+" was released.")
 	}
-	redirect(w, r, cardHref(au.Card))
+	Redirect(w, r, CardHref(au.Card))
 }
 
 // cardAuthorizationClear (POST /cards/{card}/authorizations/{authorization}/clear, sandbox).

@@ -18,10 +18,10 @@ import (
 // sort codes, a statement's or transfer's other side, the search box's
 // masked query, and the CSV export every list uses.
 
-// maskedQuery is what the search box shows of a query: a query that may be
+// MaskedQuery is what the search box shows of a query: a query that may be
 // a full card number (13 to 19 digits once spaces and dashes are dropped)
 // comes back masked, so no page echoes a card number.
-func maskedQuery(q string) string {
+func MaskedQuery(q string) string {
 	if pan, ok := cards.PANQuery(q); ok {
 		return cards.MaskPAN(pan)
 	}
@@ -30,21 +30,21 @@ func maskedQuery(q string) string {
 
 const stamp = "2006-01-02 15:04:05"
 
-func fmtTime(t time.Time) string {
+func FmtTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
 	return t.UTC().Format(stamp)
 }
 
-func fmtTimeOrEmpty(t *time.Time) string {
+func FmtTimeOrEmpty(t *time.Time) string {
 	if t == nil {
 		return ""
 	}
-	return fmtTime(*t)
+	return FmtTime(*t)
 }
 
-func firstNonEmpty(ss ...string) string {
+func FirstNonEmpty(ss ...string) string {
 	for _, s := range ss {
 		if s != "" {
 			return s
@@ -53,8 +53,8 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// age writes how long ago t was, coarsely: 40 s, 12 min, 5 h, 3 d.
-func age(now, t time.Time) string {
+// Age writes how long ago t was, coarsely: 40 s, 12 min, 5 h, 3 d.
+func Age(now, t time.Time) string {
 	d := now.Sub(t)
 	switch {
 	case d < time.Minute:
@@ -67,11 +67,11 @@ func age(now, t time.Time) string {
 	return strconv.Itoa(int(d/(24*time.Hour))) + " d"
 }
 
-func score(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
+func Score(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
 
-// webURL returns s when it is an http or https address (a link), "" for
+// WebURL returns s when it is an http or https address (a link), "" for
 // anything else (shown as text).
-func webURL(s string) string {
+func WebURL(s string) string {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return ""
@@ -79,8 +79,8 @@ func webURL(s string) string {
 	return u.String()
 }
 
-// firstLine keeps the first line of an error (stacks stay in the database).
-func firstLine(s string) string {
+// FirstLine keeps the first line of an error (stacks stay in the database).
+func FirstLine(s string) string {
 	for i, c := range s {
 		if c == '\n' {
 			return s[:i]
@@ -89,9 +89,9 @@ func firstLine(s string) string {
 	return s
 }
 
-// fieldList reads a list of field names separated by commas or white
+// FieldList reads a list of field names separated by commas or white
 // space, without repeats.
-func fieldList(s string) []string {
+func FieldList(s string) []string {
 	out := []string{}
 	for _, f := range strings.FieldsFunc(s, func(c rune) bool { return c == ',' || c == ';' || c == ' ' || c == '\t' || c == '\n' || c == '\r' }) {
 		if !slices.Contains(out, f) {
@@ -117,11 +117,11 @@ func csvCell(s string) string {
 	return s
 }
 
-// writeCSV sends rows as a CSV attachment, every cell defused.
-func writeCSV(w http.ResponseWriter, name string, rows [][]string) {
+// WriteCSV sends rows as a CSV attachment, every cell defused.
+func WriteCSV(w http.ResponseWriter, name string, rows [][]string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/csv; charset=utf-8")
-	h.Set("Content-Disposition", `attachment; filename="`+safeFileName(strings.TrimSuffix(name, ".csv"))+`.csv"`)
+	h.Set("Content-Disposition", `attachment; filename="`+SafeFileName(strings.TrimSuffix(name, ".csv"))+`.csv"`)
 	// An export is personal data: no cache keeps a copy.
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
@@ -138,9 +138,9 @@ func writeCSV(w http.ResponseWriter, name string, rows [][]string) {
 	cw.Flush()
 }
 
-// safeFileName keeps letters, digits, '-' and '_' (the catalogue's document
+// SafeFileName keeps letters, digits, '-' and '_' (the catalogue's document
 // and file types are made of them), so the header cannot be broken.
-func safeFileName(s string) string {
+func SafeFileName(s string) string {
 	return strings.Map(func(c rune) rune {
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
@@ -150,8 +150,8 @@ func safeFileName(s string) string {
 	}, s)
 }
 
-// fmtSortCode writes a sort code as people read it: 04-00-75.
-func fmtSortCode(s string) string {
+// FmtSortCode writes a sort code as people read it: 04-00-75.
+func FmtSortCode(s string) string {
 	if len(s) != 6 {
 		return s
 	}
@@ -172,24 +172,24 @@ var txnKindLabels = map[string]string{
 	"opening":             "opening balance",
 }
 
-func txnKindLabel(k string) string { return firstNonEmpty(txnKindLabels[k], k) }
+func TxnKindLabel(k string) string { return FirstNonEmpty(txnKindLabels[k], k) }
 
-// cardLast4 shows the last four digits of a card.
-func cardLast4(last4 string) string { return "card •••• " + last4 }
+// CardLast4 shows the last four digits of a card.
+func CardLast4(last4 string) string { return "card •••• " + last4 }
 
-// counterpartyIdents lists what is known of a side besides its name: its
+// CounterpartyIdents lists what is known of a side besides its name: its
 // IBAN, its sort code and account number, the last four digits of the card
 // of a card top-up (a statement's other side, a suspense item's payer).
-func counterpartyIdents(c emi.Counterparty) []string {
+func CounterpartyIdents(c emi.Counterparty) []string {
 	var out []string
 	if c.IBAN != "" {
 		out = append(out, "IBAN "+c.IBAN)
 	}
 	if c.AccountNumber != "" {
-		out = append(out, fmtSortCode(c.SortCode)+" "+c.AccountNumber)
+		out = append(out, FmtSortCode(c.SortCode)+" "+c.AccountNumber)
 	}
 	if c.CardLast4 != "" {
-		out = append(out, cardLast4(c.CardLast4))
+		out = append(out, CardLast4(c.CardLast4))
 	}
 	return out
 }

@@ -15,14 +15,14 @@ import (
 // history section of an account's, card's, person's, application's and
 // transfer's page): actors and the ids in the changes named.
 
-// auditRow is one audit line as people read it, not as ids: the actor by
+// AuditRow is one audit line as people read it, not as ids: the actor by
 // name (a staff member's, or "API key of" the partner's) with the id on
 // hover, a partner's or staff user's row by their name, the system as
 // "system (test)". Staff actors link to their page for roles that see
 // staff.
-func auditRow(r *http.Request, e emi.AuditEntry) pages.AuditRow {
+func AuditRow(r *http.Request, e emi.AuditEntry) pages.AuditRow {
 	row := pages.AuditRow{
-		ID: strconv.FormatInt(e.ID, 10), At: fmtTime(e.At), Actor: auditActor(e), ActorTitle: e.ActorID,
+		ID: strconv.FormatInt(e.ID, 10), At: FmtTime(e.At), Actor: auditActor(e), ActorTitle: e.ActorID,
 		Action: e.Action, Resource: e.ResourceType + " " + e.ResourceToken, Outcome: string(e.Outcome),
 		RequestID: e.RequestID,
 	}
@@ -33,7 +33,7 @@ func auditRow(r *http.Request, e emi.AuditEntry) pages.AuditRow {
 		row.IP = e.IP.String()
 	}
 	row.OutcomeTone = outcomeTone(e.Outcome)
-	if e.ActorType == emi.ActorStaff && canDo(r, staff.ViewStaff) {
+	if e.ActorType == emi.ActorStaff && CanDo(r, staff.ViewStaff) {
 		row.ActorHref = "/backoffice/staff/" + e.ActorID
 	}
 	switch e.ResourceType {
@@ -53,12 +53,12 @@ func auditRow(r *http.Request, e emi.AuditEntry) pages.AuditRow {
 		row.ResourceHref = "/backoffice/accounts/" + e.ResourceToken
 	case "card":
 		if e.ResourceToken != "" {
-			row.ResourceHref = cardHref(e.ResourceToken)
+			row.ResourceHref = CardHref(e.ResourceToken)
 		}
 	case "program":
-		row.ResourceHref = programHref(e.ResourceToken)
+		row.ResourceHref = ProgramHref(e.ResourceToken)
 	case "transfer":
-		row.ResourceHref = transferHref(e.ResourceToken)
+		row.ResourceHref = TransferHref(e.ResourceToken)
 	case "watchlist_entry":
 		row.ResourceHref = "/backoffice/watchlist"
 	case "partner_key":
@@ -76,19 +76,19 @@ func auditRow(r *http.Request, e emi.AuditEntry) pages.AuditRow {
 // uuidInJSON is a whole id inside an audit entry's changes.
 var uuidInJSON = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
-// nameAuditIDs writes the names of staff members and partners in place of
+// NameAuditIDs writes the names of staff members and partners in place of
 // their ids in the rows' changes ({"mentions":["Sandbox Compliance"]}), and
 // keeps the changes as recorded, ids and all, on hover (no partner or staff
 // id where a name exists). Ids of other things stay: they have no name. The
 // names are looked up only when a row has an id.
-func (p *Portal) nameAuditIDs(r *http.Request, rows []pages.AuditRow) {
+func (p *Portal) NameAuditIDs(r *http.Request, rows []pages.AuditRow) {
 	var staff, partners map[string]string
 	for i := range rows {
 		if !uuidInJSON.MatchString(rows[i].Changes) {
 			continue
 		}
 		if staff == nil {
-			staff, partners = p.staffNames(r), p.partnerNames(r)
+			staff, partners = p.StaffNames(r), p.PartnerNames(r)
 		}
 		named := nameIDsIn(rows[i].Changes, staff, partners)
 		if named != rows[i].Changes {

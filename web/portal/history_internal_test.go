@@ -16,7 +16,7 @@ func TestNameIDsIn(t *testing.T) {
 		account = "01a21959-2692-74e1-b45a-c73149fb31d3"
 	)
 	staffNames := map[string]string{staff: `Ana "the auditor" Ivanova`}
-	partnerNames := partnerNameMap{partner: "Demo Partner"}
+	partnerNames := PartnerNameMap{partner: "Demo Partner"}
 	for in, want := range map[string]string{
 		`{"mentions":["` + staff + `"],"note":1}`:                 `{"mentions":["Ana \"the auditor\" Ivanova"],"note":1}`,
 		`{"from":"` + staff + `","partner":"` + partner + `"}`:    `{"from":"Ana \"the auditor\" Ivanova","partner":"Demo Partner"}`,

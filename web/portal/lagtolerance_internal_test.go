@@ -92,7 +92,7 @@ func TestASearchFormIsNoChange(t *testing.T) {
 		p.sessions.Put(r.Context(), keyStaff, "staff-1")
 	})
 	mux := http.NewServeMux()
-	mux.Handle("POST /search", p.readForm(page))
+	mux.Handle("POST /search", p.ReadForm(page))
 	mux.Handle("/", page)
 	h := p.sessions.LoadAndSave(p.lagTolerance(mux))
 	var me *http.Cookie

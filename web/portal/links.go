@@ -14,29 +14,29 @@ import (
 // card's, a transfer's, and an account owner's page (person, company or
 // partner) as the signed-in role may see it.
 
-func accountHref(token string) string { return "/backoffice/accounts/" + token }
+func AccountHref(token string) string { return "/backoffice/accounts/" + token }
 
-func programHref(code string) string { return "/backoffice/programs#program-" + url.PathEscape(code) }
+func ProgramHref(code string) string { return "/backoffice/programs#program-" + url.PathEscape(code) }
 
-// ownerLinks finds where an account's owner is shown: a person's page, the
+// OwnerLinks finds where an account's owner is shown: a person's page, the
 // company page of an onboarded merchant (for roles that see
 // applications), or the partner of its master merchant. Lookups are cached
 // per merchant.
-type ownerLinks struct {
+type OwnerLinks struct {
 	p         *Portal
 	r         *http.Request
 	companies map[string]string // merchant -> company page ("" none)
 	masters   map[string]string // master merchant -> partner id
 }
 
-func (p *Portal) ownerLinks(r *http.Request) *ownerLinks {
-	return &ownerLinks{p: p, r: r, companies: map[string]string{}}
+func (p *Portal) ownerLinks(r *http.Request) *OwnerLinks {
+	return &OwnerLinks{p: p, r: r, companies: map[string]string{}}
 }
 
-// of returns the owner's kind and page.
-func (o *ownerLinks) of(a emi.Account) (kind, href string, err error) {
+// Of returns the owner's kind and page.
+func (o *OwnerLinks) Of(a emi.Account) (kind, href string, err error) {
 	if a.User != "" {
-		if canDo(o.r, people.View) {
+		if CanDo(o.r, people.View) {
 			href = "/backoffice/users/" + a.User
 		}
 		return "person", href, nil
@@ -44,7 +44,7 @@ func (o *ownerLinks) of(a emi.Account) (kind, href string, err error) {
 	if a.Merchant == "" {
 		return "", "", nil
 	}
-	if canDo(o.r, onboarding.View) && o.p.d.Onboarding != nil {
+	if CanDo(o.r, onboarding.View) && o.p.d.Onboarding != nil {
 		h, seen := o.companies[a.Merchant]
 		if !seen {
 			rows, err := o.p.d.Onboarding.Companies(o.r.Context(), a.Merchant, 5)
@@ -62,7 +62,7 @@ func (o *ownerLinks) of(a emi.Account) (kind, href string, err error) {
 			return "company", h, nil
 		}
 	}
-	if canDo(o.r, partners.View) {
+	if CanDo(o.r, partners.View) {
 		if o.masters == nil {
 			o.masters = map[string]string{}
 			list, err := o.p.d.Partners.List(o.r.Context())
@@ -80,6 +80,6 @@ func (o *ownerLinks) of(a emi.Account) (kind, href string, err error) {
 	return "company", "", nil
 }
 
-func cardHref(token string) string { return "/backoffice/cards/" + token }
+func CardHref(token string) string { return "/backoffice/cards/" + token }
 
-func transferHref(token string) string { return "/backoffice/transfers/" + token }
+func TransferHref(token string) string { return "/backoffice/transfers/" + token }

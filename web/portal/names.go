@@ -12,10 +12,10 @@ import (
 // the signed-in user as "(you)", staff by name, partners by name, an
 // unknown actor by a short id.
 
-// who names the staff user behind an id: by name (the store joins it),
+// Who names the staff user behind an id: by name (the store joins it),
 // "(you)" for the signed-in user, the id when the name is unknown.
-func who(r *http.Request, staffID, name string) string {
-	if u := current(r); staffID != "" && u.ID == staffID {
+func Who(r *http.Request, staffID, name string) string {
+	if u := Me(r); staffID != "" && u.ID == staffID {
 		return u.Name + " (you)"
 	}
 	if name != "" {
@@ -24,24 +24,24 @@ func who(r *http.Request, staffID, name string) string {
 	return staffID
 }
 
-// staffName names a staff member: the signed-in user as "(you)", else
+// StaffName names a staff member: the signed-in user as "(you)", else
 // the name the store joined (no list of the staff is read).
-func staffName(r *http.Request, id, name string) string {
-	if u := current(r); id != "" && u.ID == id {
+func StaffName(r *http.Request, id, name string) string {
+	if u := Me(r); id != "" && u.ID == id {
 		return u.Name + " (you)"
 	}
-	return firstNonEmpty(name, "staff "+shortID(id))
+	return FirstNonEmpty(name, "staff "+ShortID(id))
 }
 
-// actorOf names who made a status change: a staff user (linked for roles
+// ActorOf names who made a status change: a staff user (linked for roles
 // that see staff), the partner's API (for roles that see partners' keys),
 // or the actor's id.
-func actorOf(r *http.Request, id string, staffNames, keys map[string]string) (string, string) {
-	if u := current(r); id != "" && u.ID == id {
+func ActorOf(r *http.Request, id string, staffNames, keys map[string]string) (string, string) {
+	if u := Me(r); id != "" && u.ID == id {
 		return u.Name + " (you)", ""
 	}
 	if n, ok := staffNames[id]; ok {
-		if !canDo(r, staff.ViewStaff) {
+		if !CanDo(r, staff.ViewStaff) {
 			return n, ""
 		}
 		return n, "/backoffice/staff/" + id
@@ -52,24 +52,24 @@ func actorOf(r *http.Request, id string, staffNames, keys map[string]string) (st
 	if id == "" {
 		return "—", ""
 	}
-	return "staff or API key " + shortID(id), ""
+	return "staff or API key " + ShortID(id), ""
 }
 
-func shortID(id string) string {
+func ShortID(id string) string {
 	if len(id) > 8 {
 		return id[:8] + "…"
 	}
 	return id
 }
 
-// partnerNameMap names partners. Every staff member sees partner names
+// PartnerNameMap names partners. Every staff member sees partner names
 // (customer service used to see a bare id); only roles that may open a
 // partner's page get a link to it (partnerKV).
-type partnerNameMap map[string]string
+type PartnerNameMap map[string]string
 
-// name returns the partner's name; an id that names no partner (never
+// Name returns the partner's Name; an id that names no partner (never
 // expected: partners are never deleted) is shown shortened.
-func (m partnerNameMap) name(id string) string {
+func (m PartnerNameMap) Name(id string) string {
 	if n, ok := m[id]; ok {
 		return n
 	}
@@ -79,27 +79,27 @@ func (m partnerNameMap) name(id string) string {
 	return id
 }
 
-// kv is a labelled partner: its name, the id on hover, and a link to the
+// KV is a labelled partner: its name, the id on hover, and a link to the
 // partner's page for roles that may see it.
-func (m partnerNameMap) kv(r *http.Request, label, id string) pages.KV {
-	kv := pages.KV{Label: label, Value: m.name(id), Title: id}
-	if id != "" && canDo(r, partners.View) {
+func (m PartnerNameMap) KV(r *http.Request, label, id string) pages.KV {
+	kv := pages.KV{Label: label, Value: m.Name(id), Title: id}
+	if id != "" && CanDo(r, partners.View) {
 		kv.Href = "/backoffice/partners/" + id
 	}
 	return kv
 }
 
-func (p *Portal) partnerNames(r *http.Request) partnerNameMap {
+func (p *Portal) PartnerNames(r *http.Request) PartnerNameMap {
 	names, err := p.d.Partners.Names(r.Context())
 	if err != nil {
-		return partnerNameMap{} // names are a convenience; the page works without them
+		return PartnerNameMap{} // names are a convenience; the page works without them
 	}
 	return names
 }
 
-// staffNames names staff members by id for any signed-in role (an empty
+// StaffNames names staff members by id for any signed-in role (an empty
 // map when the lookup fails: who() then shows the id).
-func (p *Portal) staffNames(r *http.Request) map[string]string {
+func (p *Portal) StaffNames(r *http.Request) map[string]string {
 	names, err := p.d.Staff.Names(r.Context())
 	if err != nil {
 		return map[string]string{}

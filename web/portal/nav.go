@@ -61,7 +61,7 @@ func (p *Portal) queueCounts(r *http.Request) map[string]string {
 	}
 	p.moneyCounts(r, out)
 	p.inboxCounts(r, out)
-	if p.d.AML == nil || p.d.KYC == nil || !canDo(r, people.View) {
+	if p.d.AML == nil || p.d.KYC == nil || !CanDo(r, people.View) {
 		return out
 	}
 	ctx := r.Context()
@@ -80,9 +80,9 @@ func (p *Portal) queueCounts(r *http.Request) map[string]string {
 
 type reviewCountKey struct{}
 
-// withReviewCount hands the in-review count the queue page already has to
+// WithReviewCount hands the in-review count the queue page already has to
 // the navigation badge, which then needs no query of its own.
-func withReviewCount(r *http.Request, n int64) *http.Request {
+func WithReviewCount(r *http.Request, n int64) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), reviewCountKey{}, n))
 }
 
@@ -91,7 +91,7 @@ func (p *Portal) reviewCount(r *http.Request) (int64, bool) {
 	if n, ok := r.Context().Value(reviewCountKey{}).(int64); ok {
 		return n, true
 	}
-	if p.d.Onboarding == nil || !canDo(r, onboarding.View) {
+	if p.d.Onboarding == nil || !CanDo(r, onboarding.View) {
 		return 0, false
 	}
 	n, err := p.d.Onboarding.CountByStatus(r.Context(), emi.AppInReview)
@@ -105,7 +105,7 @@ func (p *Portal) reviewCount(r *http.Request) (int64, bool) {
 // moneyCounts adds the open suspense items and pending adjustments to the
 // navigation's badges, for roles that see them.
 func (p *Portal) moneyCounts(r *http.Request, out map[string]string) {
-	if !canDo(r, transfers.ViewMoney) {
+	if !CanDo(r, transfers.ViewMoney) {
 		return
 	}
 	ctx := r.Context()
@@ -129,12 +129,12 @@ func (p *Portal) moneyCounts(r *http.Request, out map[string]string) {
 // alerts to the navigation badges. A failed count leaves its badge out.
 func (p *Portal) inboxCounts(r *http.Request, out map[string]string) {
 	ctx := r.Context()
-	if p.d.Inbox != nil && canDo(r, staff.ViewDashboard) {
+	if p.d.Inbox != nil && CanDo(r, staff.ViewDashboard) {
 		if n, err := p.d.Inbox.Unread(ctx); err == nil && n > 0 {
 			out["/backoffice/inbox"] = strconv.FormatInt(n, 10)
 		}
 	}
-	if p.d.Alerts != nil && canDo(r, people.ReviewAML) {
+	if p.d.Alerts != nil && CanDo(r, people.ReviewAML) {
 		if n, err := p.d.Alerts.Count(ctx); err != nil {
 			p.d.Logger.Warn("count the alert queue", "error", err, "request_id", emi.RequestMetaFrom(ctx).RequestID)
 		} else if n > 0 {

@@ -46,7 +46,7 @@ const listLimit = 100
 func (p *Portal) applicationList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := emi.ApplicationFilter{Q: strings.TrimSpace(q.Get("q")), Limit: listLimit}
-	if pid := q.Get("partner"); looksLikeToken(pid) {
+	if pid := q.Get("partner"); LooksLikeToken(pid) {
 		f.PartnerID = pid
 	}
 	want := q.Get("status")
@@ -77,10 +77,10 @@ func (p *Portal) applicationList(w http.ResponseWriter, r *http.Request) {
 	if !found { // an unknown status: all
 		v.Tabs[len(v.Tabs)-1].Active, v.Filter.Status = true, "all"
 	}
-	if canDo(r, partners.View) {
+	if CanDo(r, partners.View) {
 		list, err := p.d.Partners.List(r.Context())
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		v.Filter.Partners = []pages.Option{}
@@ -88,30 +88,30 @@ func (p *Portal) applicationList(w http.ResponseWriter, r *http.Request) {
 			v.Filter.Partners = append(v.Filter.Partners, pages.Option{Value: pt.ID, Label: pt.Name, Selected: pt.ID == f.PartnerID})
 		}
 	}
-	if len(f.Q) > maxQuery {
-		v.Errors = map[string]string{"q": fmt.Sprintf("must be at most %d characters", maxQuery)}
+	if len(f.Q) > MaxQuery {
+		v.Errors = map[string]string{"q": fmt.Sprintf("must be at most %d characters", MaxQuery)}
 		v.Empty = "Shorten the search."
-		p.render(w, r, http.StatusUnprocessableEntity, "Applications", pages.Applications(v))
+		p.Render(w, r, http.StatusUnprocessableEntity, "Applications", pages.Applications(v))
 		return
 	}
 	apps, err := p.d.Onboarding.List(r.Context(), f)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	now := p.d.Now()
 	for _, a := range apps {
 		name, trade := companyNames(a.Company)
 		v.Rows = append(v.Rows, pages.ApplicationRow{Token: a.Token, Company: name, TradeName: trade, Partner: a.PartnerName,
-			Products: strings.Join(a.Products, ", "), Risk: a.RiskScore, RiskTone: riskTone(a.RiskScore),
-			Status: string(a.Status), StatusTone: appTone(a.Status), Created: fmtTime(a.CreatedAt), Age: age(now, a.CreatedAt)})
+			Products: strings.Join(a.Products, ", "), Risk: a.RiskScore, RiskTone: RiskTone(a.RiskScore),
+			Status: string(a.Status), StatusTone: AppTone(a.Status), Created: FmtTime(a.CreatedAt), Age: Age(now, a.CreatedAt)})
 	}
 	v.More = len(apps) == f.Limit
 	v.Empty = "No applications match."
 	if f.Status != "" && f.Q == "" && f.PartnerID == "" {
 		v.Empty = "No applications are " + strings.ReplaceAll(string(f.Status), "_", " ") + "."
 	}
-	p.render(w, r, http.StatusOK, "Applications", pages.Applications(v))
+	p.Render(w, r, http.StatusOK, "Applications", pages.Applications(v))
 }
 
 // companyNames returns the name to show for an application's company and
@@ -120,7 +120,7 @@ func companyNames(c *emi.CompanyFields) (string, string) {
 	if c == nil {
 		return "(no company yet)", ""
 	}
-	return firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), c.TradeName
+	return FirstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), c.TradeName
 }
 
 // applicationDetail (GET /applications/{application}) is an application's
@@ -137,8 +137,8 @@ func (p *Portal) applicationDetail(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) applicationView(r *http.Request, a emi.Application, docs map[string][]emi.StoredDocument, history []emi.CheckResult) (pages.ApplicationView, error) {
 	ctx := r.Context()
 	name, _ := companyNames(a.Company)
-	v := pages.ApplicationView{Token: a.Token, CompanyName: name, Status: string(a.Status), StatusTone: appTone(a.Status),
-		Processing: string(a.Processing), Risk: a.RiskScore, RiskTone: riskTone(a.RiskScore), RiskPoints: strconv.Itoa(a.RiskPoints),
+	v := pages.ApplicationView{Token: a.Token, CompanyName: name, Status: string(a.Status), StatusTone: AppTone(a.Status),
+		Processing: string(a.Processing), Risk: a.RiskScore, RiskTone: RiskTone(a.RiskScore), RiskPoints: strconv.Itoa(a.RiskPoints),
 		Application: applicationKVs(r, a), HasCompany: a.Company != nil, Members: memberRows(a, docs),
 		CompanyDocs: docViews(docs["company"]), MemberDocs: memberDocs(a, docs), RiskFactors: riskRows(a.RiskFactors)}
 	if a.Company != nil {
@@ -158,8 +158,8 @@ func (p *Portal) applicationView(r *http.Request, a emi.Application, docs map[st
 	}
 	for i := len(history) - 1; i >= 0; i-- { // newest first
 		c := history[i]
-		v.History = append(v.History, pages.CheckHistoryRow{At: fmtTime(c.UpdatedAt), Title: checkTitle(c.Name),
-			Status: c.Status, StatusTone: checkTone(c.Status), Summary: checkSummary(c)})
+		v.History = append(v.History, pages.CheckHistoryRow{At: FmtTime(c.UpdatedAt), Title: checkTitle(c.Name),
+			Status: c.Status, StatusTone: CheckTone(c.Status), Summary: checkSummary(c)})
 	}
 	grounds, err := p.approvalGrounds(r, a)
 	if err != nil {
@@ -169,7 +169,7 @@ func (p *Portal) applicationView(r *http.Request, a emi.Application, docs map[st
 	// Everyone who reviews applications sees what the partner was told;
 	// the delivery log (and replays) stay with the webhook permission.
 	v.ShowEvents = true
-	if canDo(r, partners.ViewWebhooks) {
+	if CanDo(r, partners.ViewWebhooks) {
 		v.EventsHref = "/backoffice/partners/" + a.PartnerID + "/events?resource=" + url.QueryEscape(a.Token)
 	}
 	log, err := p.d.Webhooks.ApplicationEvents(ctx, a.Token)
@@ -178,10 +178,10 @@ func (p *Portal) applicationView(r *http.Request, a emi.Application, docs map[st
 	}
 	for _, e := range log.Items {
 		data, _ := json.Marshal(e.Data)
-		row := pages.AppEventRow{ID: e.ID, Type: string(e.Type), CreatedAt: fmtTime(e.CreatedAt), Data: string(data)}
+		row := pages.AppEventRow{ID: e.ID, Type: string(e.Type), CreatedAt: FmtTime(e.CreatedAt), Data: string(data)}
 		for _, d := range e.Deliveries {
 			row.Deliveries = append(row.Deliveries, pages.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL,
-				State: string(d.State), StateTone: deliveryTone(d.State)})
+				State: string(d.State), StateTone: DeliveryTone(d.State)})
 		}
 		v.Events = append(v.Events, row)
 	}
@@ -198,7 +198,7 @@ func yesNo(b *bool) string {
 // applicationKVs are the application's own fields.
 func applicationKVs(r *http.Request, a emi.Application) []pages.KV {
 	partner := pages.KV{Label: "Partner", Value: a.PartnerName}
-	if canDo(r, partners.View) {
+	if CanDo(r, partners.View) {
 		partner.Href = "/backoffice/partners/" + a.PartnerID
 	}
 	rev := strconv.Itoa(a.Revision)
@@ -214,8 +214,8 @@ func applicationKVs(r *http.Request, a emi.Application) []pages.KV {
 		{Label: "IP address", Value: a.IPAddress, Mono: true},
 		{Label: "Fingerprint", Value: a.Fingerprint, Mono: true},
 		{Label: "Revision", Value: rev},
-		{Label: "Created (UTC)", Value: fmtTime(a.CreatedAt), Mono: true},
-		{Label: "Updated (UTC)", Value: fmtTime(a.UpdatedAt), Mono: true},
+		{Label: "Created (UTC)", Value: FmtTime(a.CreatedAt), Mono: true},
+		{Label: "Updated (UTC)", Value: FmtTime(a.UpdatedAt), Mono: true},
 	}
 }
 
@@ -256,9 +256,9 @@ func decisionKVs(a emi.Application, grounds string) (bool, []pages.KV) {
 	if !a.Status.Decided() {
 		return false, nil
 	}
-	kvs := []pages.KV{{Label: "Status", Value: string(a.Status), Tone: toneOrNeutral(appTone(a.Status))}}
+	kvs := []pages.KV{{Label: "Status", Value: string(a.Status), Tone: ToneOrNeutral(AppTone(a.Status))}}
 	if a.DecidedAt != nil {
-		kvs = append(kvs, pages.KV{Label: "Decided (UTC)", Value: fmtTime(*a.DecidedAt), Mono: true})
+		kvs = append(kvs, pages.KV{Label: "Decided (UTC)", Value: FmtTime(*a.DecidedAt), Mono: true})
 	}
 	if a.DecisionReason != "" || a.Status != emi.AppApproved {
 		kvs = append(kvs, pages.KV{Label: "Reason", Value: a.DecisionReason})
@@ -291,8 +291,8 @@ func memberRows(a emi.Application, docs map[string][]emi.StoredDocument) []pages
 	}
 	rows := make([]pages.MemberRow, 0, len(a.Members))
 	for _, m := range a.Members {
-		row := pages.MemberRow{Token: m.Token, Href: memberHref(a.Token, m.Token), Name: firstNonEmpty(m.DisplayName(), "(no name)"),
-			Types: strings.Join(m.Type, ", "), Status: m.Status, StatusTone: memberTone(m.Status), Ownership: ownership(m),
+		row := pages.MemberRow{Token: m.Token, Href: memberHref(a.Token, m.Token), Name: FirstNonEmpty(m.DisplayName(), "(no name)"),
+			Types: strings.Join(m.Type, ", "), Status: m.Status, StatusTone: MemberTone(m.Status), Ownership: ownership(m),
 			Nationality: m.Nationality, Birthday: m.Birthday, Docs: strconv.Itoa(len(docs[m.Token]))}
 		row.PEP, row.PEPTone = pepOf(m)
 		row.Sanctions, row.SanctionsTone = "not declared", ""
@@ -337,7 +337,7 @@ func pepOf(m emi.Member) (string, string) {
 func memberDocs(a emi.Application, docs map[string][]emi.StoredDocument) []pages.MemberDocs {
 	out := make([]pages.MemberDocs, 0, len(a.Members))
 	for _, m := range a.Members {
-		out = append(out, pages.MemberDocs{Name: firstNonEmpty(m.DisplayName(), "(no name)"), Href: memberHref(a.Token, m.Token),
+		out = append(out, pages.MemberDocs{Name: FirstNonEmpty(m.DisplayName(), "(no name)"), Href: memberHref(a.Token, m.Token),
 			Docs: docViews(docs[m.Token])})
 	}
 	return out
@@ -497,8 +497,8 @@ func checkTitle(name string) string {
 // checkView lays out one check's latest result.
 func checkView(c emi.CheckResult, a emi.Application) pages.CheckView {
 	d := decodeDetails(c.Details)
-	v := pages.CheckView{Name: c.Name, Title: checkTitle(c.Name), Status: c.Status, StatusTone: checkTone(c.Status),
-		Updated: fmtTime(c.UpdatedAt), Reason: d.Reason, WaitingFor: d.WaitingFor, Error: d.Error, Kind: c.Name, Other: d.other()}
+	v := pages.CheckView{Name: c.Name, Title: checkTitle(c.Name), Status: c.Status, StatusTone: CheckTone(c.Status),
+		Updated: FmtTime(c.UpdatedAt), Reason: d.Reason, WaitingFor: d.WaitingFor, Error: d.Error, Kind: c.Name, Other: d.other()}
 	members := map[string]emi.Member{}
 	for _, m := range a.Members {
 		members[m.Token] = m
@@ -506,7 +506,7 @@ func checkView(c emi.CheckResult, a emi.Application) pages.CheckView {
 	switch c.Name {
 	case emi.CheckRisk:
 		if d.Score != "" {
-			v.Facts = append(v.Facts, pages.KV{Label: "Score", Value: d.Score, Tone: toneOrNeutral(riskTone(d.Score))})
+			v.Facts = append(v.Facts, pages.KV{Label: "Score", Value: d.Score, Tone: ToneOrNeutral(RiskTone(d.Score))})
 		}
 		v.RiskFactors = riskRows(d.Factors)
 		if d.Points != nil {
@@ -541,14 +541,14 @@ func checkView(c emi.CheckResult, a emi.Application) pages.CheckView {
 		keys := hitKeys(c.Details)
 		for i, h := range hits {
 			row := pages.SanctionHitRow{Subject: "the company", List: h.List, EntryID: h.EntryID, Name: h.Name,
-				MatchedName: h.MatchedName, Score: score(h.Score), Fields: strings.Join(h.Fields, ", "), Remembered: h.Remembered}
+				MatchedName: h.MatchedName, Score: Score(h.Score), Fields: strings.Join(h.Fields, ", "), Remembered: h.Remembered}
 			if i < len(keys) {
 				row.Key = keys[i]
 			}
 			if h.Subject == "member" {
 				row.Subject = "member " + h.Member
 				if m, ok := members[h.Member]; ok {
-					row.Subject = firstNonEmpty(m.DisplayName(), "(no name)")
+					row.Subject = FirstNonEmpty(m.DisplayName(), "(no name)")
 				}
 				row.SubjectHref = memberHref(a.Token, h.Member)
 			}
@@ -562,7 +562,7 @@ func checkView(c emi.CheckResult, a emi.Application) pages.CheckView {
 		}
 		for _, h := range hits {
 			v.MediaHits = append(v.MediaHits, pages.MediaHitRow{Name: h.Name, Matched: h.Matched, Category: h.Category,
-				Note: h.Note, Source: h.Source, SourceHref: webURL(h.Source), Score: score(h.Score)})
+				Note: h.Note, Source: h.Source, SourceHref: WebURL(h.Source), Score: Score(h.Score)})
 		}
 	}
 	return v
@@ -590,9 +590,9 @@ func checkSummary(c emi.CheckResult) string {
 		if d.Points != nil {
 			pts = *d.Points
 		}
-		return fmt.Sprintf("%s, %d points", firstNonEmpty(d.Score, "no score"), pts)
+		return fmt.Sprintf("%s, %d points", FirstNonEmpty(d.Score, "no score"), pts)
 	case emi.CheckTradeRegister:
-		return "registered as " + d.RegisteredName + " (" + firstNonEmpty(d.RegisterStatus, "status not given") + ")"
+		return "registered as " + d.RegisteredName + " (" + FirstNonEmpty(d.RegisterStatus, "status not given") + ")"
 	case emi.CheckSanctions:
 		n := 0
 		if d.Screened != nil {

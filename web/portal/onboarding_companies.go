@@ -25,59 +25,59 @@ import (
 // token, partner name).
 func (p *Portal) companyList(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	if len(q) > maxQuery {
-		errs := map[string]string{"q": fmt.Sprintf("must be at most %d characters", maxQuery)}
-		p.render(w, r, http.StatusUnprocessableEntity, "Companies", pages.Companies(q, nil, false, errs))
+	if len(q) > MaxQuery {
+		errs := map[string]string{"q": fmt.Sprintf("must be at most %d characters", MaxQuery)}
+		p.Render(w, r, http.StatusUnprocessableEntity, "Companies", pages.Companies(q, nil, false, errs))
 		return
 	}
 	list, err := p.d.Onboarding.Companies(r.Context(), q, listLimit)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	rows := make([]pages.CompanyListRow, len(list))
 	for i, c := range list {
 		rows[i] = pages.CompanyListRow{Href: "/backoffice/companies/" + c.Application,
-			LegalName: firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), TradeName: c.TradeName, UIC: c.UIC,
-			Country: c.Country, Partner: c.PartnerName, Status: string(c.Status), StatusTone: appTone(c.Status),
-			Merchant: c.OnboardedMerchant, Updated: fmtTime(c.UpdatedAt)}
+			LegalName: FirstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), TradeName: c.TradeName, UIC: c.UIC,
+			Country: c.Country, Partner: c.PartnerName, Status: string(c.Status), StatusTone: AppTone(c.Status),
+			Merchant: c.OnboardedMerchant, Updated: FmtTime(c.UpdatedAt)}
 	}
-	p.render(w, r, http.StatusOK, "Companies", pages.Companies(q, rows, len(list) == listLimit, nil))
+	p.Render(w, r, http.StatusOK, "Companies", pages.Companies(q, rows, len(list) == listLimit, nil))
 }
 
 // companyDetail (GET /companies/{application}) is a company's page: its
 // details, members, documents, application and decision.
 func (p *Portal) companyDetail(w http.ResponseWriter, r *http.Request) {
-	a, docs, err := p.d.Onboarding.Get(r.Context(), param(r, "application"))
+	a, docs, err := p.d.Onboarding.Get(r.Context(), Param(r, "application"))
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	if a.Company == nil {
-		p.errorPage(w, r, http.StatusNotFound, "This application has no company yet.")
+		p.ErrorPage(w, r, http.StatusNotFound, "This application has no company yet.")
 		return
 	}
 	name, trade := companyNames(a.Company)
-	v := pages.CompanyView{Name: name, TradeName: trade, Status: string(a.Status), StatusTone: appTone(a.Status),
+	v := pages.CompanyView{Name: name, TradeName: trade, Status: string(a.Status), StatusTone: AppTone(a.Status),
 		Details: companyKVs(*a.Company), Members: memberRows(a, docs), CompanyDocs: docViews(docs["company"]),
 		MemberDocs: memberDocs(a, docs)}
 	partner := pages.KV{Label: "Partner", Value: a.PartnerName}
-	if canDo(r, partners.View) {
+	if CanDo(r, partners.View) {
 		partner.Href = "/backoffice/partners/" + a.PartnerID
 	}
-	risk := pages.KV{Label: "Risk", Value: a.RiskScore, Tone: toneOrNeutral(riskTone(a.RiskScore))}
+	risk := pages.KV{Label: "Risk", Value: a.RiskScore, Tone: ToneOrNeutral(RiskTone(a.RiskScore))}
 	if a.RiskScore != "" {
 		risk.Value += " (" + strconv.Itoa(a.RiskPoints) + " points)"
 	}
 	v.Application = []pages.KV{
 		{Label: "Application", Value: a.Token, Href: applicationHref(a.Token), Mono: true}, partner,
-		{Label: "Status", Value: string(a.Status), Tone: toneOrNeutral(appTone(a.Status))},
+		{Label: "Status", Value: string(a.Status), Tone: ToneOrNeutral(AppTone(a.Status))},
 		{Label: "Products", Value: strings.Join(a.Products, ", ")}, risk,
-		{Label: "Created (UTC)", Value: fmtTime(a.CreatedAt), Mono: true},
+		{Label: "Created (UTC)", Value: FmtTime(a.CreatedAt), Mono: true},
 	}
 	grounds, err := p.approvalGrounds(r, a)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v.Decided, v.Decision = decisionKVs(a, grounds)
@@ -87,18 +87,18 @@ func (p *Portal) companyDetail(w http.ResponseWriter, r *http.Request) {
 	showCards, cards := false, []pages.CardRow(nil)
 	if a.OnboardedMerchant != "" {
 		if show, accountRows, err = p.ownerAccounts(r, "", a.OnboardedMerchant); err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		if showCards, cards, err = p.ownerCards(r, "", a.OnboardedMerchant, ""); err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 	} else {
-		show = p.d.Accounts != nil && canDo(r, accounts.View)
-		showCards = p.d.Cards != nil && canDo(r, accounts.View)
+		show = p.d.Accounts != nil && CanDo(r, accounts.View)
+		showCards = p.d.Cards != nil && CanDo(r, accounts.View)
 	}
-	p.renderPrivate(w, r, http.StatusOK, name, pages.CompanyPage(v, show, accountRows, showCards, cards))
+	p.RenderPrivate(w, r, http.StatusOK, name, pages.CompanyPage(v, show, accountRows, showCards, cards))
 }
 
 // maxRoleCompanies bounds the companies looked up for a member's roles.
@@ -109,25 +109,25 @@ const maxRoleCompanies = 50
 // every company (by unique identifier, or names and birthday).
 func (p *Portal) memberDetail(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	app := param(r, "application")
-	if !looksLikeToken(app) {
-		p.renderError(w, r, emi.ErrApplicationNotFound)
+	app := Param(r, "application")
+	if !LooksLikeToken(app) {
+		p.RenderError(w, r, emi.ErrApplicationNotFound)
 		return
 	}
 	a, docs, err := p.d.Onboarding.Get(ctx, app)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	m, like, err := p.d.Onboarding.MemberRoles(ctx, a.Token, param(r, "member"))
+	m, like, err := p.d.Onboarding.MemberRoles(ctx, a.Token, Param(r, "member"))
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	company, _ := companyNames(a.Company)
-	name := firstNonEmpty(m.DisplayName(), "(no name)")
+	name := FirstNonEmpty(m.DisplayName(), "(no name)")
 	v := pages.MemberView{Token: m.Token, Name: name, Types: strings.Join(m.Type, ", "), Status: m.Status,
-		StatusTone: memberTone(m.Status), Company: company, AppHref: applicationHref(a.Token),
+		StatusTone: MemberTone(m.Status), Company: company, AppHref: applicationHref(a.Token),
 		Groups: memberGroups(r, m), Docs: docViews(docs[m.Token])}
 	if a.Company != nil {
 		v.CompanyHref = "/backoffice/companies/" + a.Token
@@ -140,7 +140,7 @@ func (p *Portal) memberDetail(w http.ResponseWriter, r *http.Request) {
 		companies[l.Application] = nil
 		rows, err := p.d.Onboarding.Companies(ctx, l.Application, 5)
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		for i := range rows {
@@ -151,7 +151,7 @@ func (p *Portal) memberDetail(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, l := range like {
 		row := pages.RoleRow{Company: "(no company yet)", Types: strings.Join(l.Type, ", "), Status: l.Status,
-			StatusTone: memberTone(l.Status), Ownership: ownership(l), MemberHref: memberHref(l.Application, l.Token),
+			StatusTone: MemberTone(l.Status), Ownership: ownership(l), MemberHref: memberHref(l.Application, l.Token),
 			Match: "same names and birthday", This: l.Token == m.Token}
 		if m.UniqueIdentifier != "" && l.UniqueIdentifier == m.UniqueIdentifier {
 			row.Match = "same unique identifier"
@@ -162,17 +162,17 @@ func (p *Portal) memberDetail(w http.ResponseWriter, r *http.Request) {
 			row.Match = "—"
 		}
 		if c := companies[l.Application]; c != nil {
-			row.Company = firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)")
+			row.Company = FirstNonEmpty(c.LegalName, c.TradeName, "(no name yet)")
 			row.CompanyHref = "/backoffice/companies/" + c.Application
 			row.Partner = c.PartnerName
-			row.AppStatus, row.AppStatusTone = string(c.Status), appTone(c.Status)
+			row.AppStatus, row.AppStatusTone = string(c.Status), AppTone(c.Status)
 		} else {
 			row.CompanyHref = applicationHref(l.Application)
 			row.AppStatus = "see the application"
 		}
 		v.Roles = append(v.Roles, row)
 	}
-	p.renderPrivate(w, r, http.StatusOK, name+" · "+company, pages.MemberDetail(v))
+	p.RenderPrivate(w, r, http.StatusOK, name+" · "+company, pages.MemberDetail(v))
 }
 
 // memberGroups arranges a member's fields in the sections a reviewer reads.
@@ -182,7 +182,7 @@ func memberGroups(r *http.Request, m emi.Member) []pages.FieldGroup {
 		pct = strconv.Itoa(*m.OwnershipPercentage) + " %"
 	}
 	user := pages.KV{Label: "Person (user)", Value: m.User, Mono: true}
-	if m.User != "" && canDo(r, people.View) {
+	if m.User != "" && CanDo(r, people.View) {
 		user.Href = "/backoffice/users/" + m.User
 	}
 	return []pages.FieldGroup{
@@ -196,7 +196,7 @@ func memberGroups(r *http.Request, m emi.Member) []pages.FieldGroup {
 		}},
 		{Title: "Role and ownership", Items: []pages.KV{
 			{Label: "Roles", Value: strings.Join(m.Type, ", ")},
-			{Label: "Status", Value: m.Status, Tone: toneOrNeutral(memberTone(m.Status))},
+			{Label: "Status", Value: m.Status, Tone: ToneOrNeutral(MemberTone(m.Status))},
 			{Label: "Owner", Value: yesNo(m.Ownership)}, {Label: "Ownership", Value: pct},
 		}},
 		{Title: "Declarations", Items: []pages.KV{
@@ -213,8 +213,8 @@ func memberGroups(r *http.Request, m emi.Member) []pages.FieldGroup {
 		}},
 		{Title: "Record", Items: []pages.KV{
 			{Label: "Member", Value: m.Token, Mono: true}, user,
-			{Label: "Created (UTC)", Value: fmtTime(m.CreatedAt), Mono: true},
-			{Label: "Updated (UTC)", Value: fmtTime(m.UpdatedAt), Mono: true},
+			{Label: "Created (UTC)", Value: FmtTime(m.CreatedAt), Mono: true},
+			{Label: "Updated (UTC)", Value: FmtTime(m.UpdatedAt), Mono: true},
 		}},
 	}
 }
@@ -223,11 +223,11 @@ func memberGroups(r *http.Request, m emi.Member) []pages.FieldGroup {
 // applications (Onboarding.Companies: legal or trade name, company number,
 // merchant or application token, partner name).
 func (p *Portal) searchCompanies(r *http.Request, q string) ([]pages.Hit, error) {
-	if q == "" || p.d.Onboarding == nil || !canDo(r, onboarding.View) {
+	if q == "" || p.d.Onboarding == nil || !CanDo(r, onboarding.View) {
 		return nil, nil
 	}
-	if len(q) > maxQuery {
-		q = q[:maxQuery]
+	if len(q) > MaxQuery {
+		q = q[:MaxQuery]
 	}
 	list, err := p.d.Onboarding.Companies(r.Context(), q, 20)
 	if err != nil {
@@ -237,7 +237,7 @@ func (p *Portal) searchCompanies(r *http.Request, q string) ([]pages.Hit, error)
 	for i, c := range list {
 		detail := strings.Join(slices.DeleteFunc([]string{c.UIC, c.Country, c.PartnerName, string(c.Status)},
 			func(s string) bool { return s == "" }), " · ")
-		hits[i] = pages.Hit{Kind: "company", Title: firstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), Detail: detail,
+		hits[i] = pages.Hit{Kind: "company", Title: FirstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), Detail: detail,
 			Href: "/backoffice/companies/" + c.Application}
 	}
 	return hits, nil

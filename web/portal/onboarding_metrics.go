@@ -21,7 +21,7 @@ import (
 func (p *Portal) reviewMetrics(w http.ResponseWriter, r *http.Request) {
 	m, err := p.d.Review.Metrics(r.Context())
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v := pages.MetricsView{QueueHref: "/backoffice/review", DecisionsCSV: "/backoffice/review/decisions.csv"}
@@ -38,8 +38,8 @@ func (p *Portal) reviewMetrics(w http.ResponseWriter, r *http.Request) {
 	v.Ageing = ageingChart(m.Ageing)
 	v.PerDay = decisionsChart(m.DecisionsPerDay)
 	v.PerUnderwriter = underwriterChart(m.PerUnderwriter)
-	r = withReviewCount(r, m.Counts[emi.AppInReview])
-	p.render(w, r, http.StatusOK, "Review metrics", pages.Metrics(v))
+	r = WithReviewCount(r, m.Counts[emi.AppInReview])
+	p.Render(w, r, http.StatusOK, "Review metrics", pages.Metrics(v))
 }
 
 // fmtDuration writes a duration for people: "—" for none, minutes, hours
@@ -198,13 +198,13 @@ func (p *Portal) reviewDecisionsCSV(w http.ResponseWriter, r *http.Request) {
 	now := p.d.Now().UTC()
 	ds, err := p.d.Review.Decisions(ctx, now.AddDate(0, 0, -days), now.Add(time.Minute), 0)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	slices.Reverse(ds)
 	out := [][]string{{"decided_at_utc", "application", "action", "reason_code", "text", "staff_id", "staff"}}
 	for _, d := range ds {
-		out = append(out, []string{fmtTime(d.At), d.Application, d.Action, d.ReasonCode, d.Text, d.StaffID, d.StaffName})
+		out = append(out, []string{FmtTime(d.At), d.Application, d.Action, d.ReasonCode, d.Text, d.StaffID, d.StaffName})
 	}
-	writeCSV(w, "review-decisions-"+p.d.Now().UTC().Format("20060102-1504")+".csv", out)
+	WriteCSV(w, "review-decisions-"+p.d.Now().UTC().Format("20060102-1504")+".csv", out)
 }

@@ -67,7 +67,7 @@ func readQueue(q url.Values) queueParams {
 			qp.Tab = t.status
 		}
 	}
-	if v := q.Get("partner"); looksLikeToken(v) {
+	if v := q.Get("partner"); LooksLikeToken(v) {
 		qp.Partner = v
 	}
 	if v := q.Get("risk"); slices.Contains(emi.RiskScores, v) {
@@ -81,7 +81,7 @@ func readQueue(q url.Values) queueParams {
 			qp.Age = a.value
 		}
 	}
-	if v := q.Get("assignee"); v == "me" || v == "none" || looksLikeToken(v) {
+	if v := q.Get("assignee"); v == "me" || v == "none" || LooksLikeToken(v) {
 		qp.Assignee = v
 	}
 	if q.Get("sort") == "risk" {
@@ -160,7 +160,7 @@ func slaState(status emi.ApplicationStatus, due *time.Time, now time.Time) (stri
 // colleagues are the active staff users who may decide applications, for
 // the assign and bulk-reassign selects (underwriters and admins).
 func (p *Portal) colleagues(r *http.Request, selected string) ([]pages.Option, error) {
-	if !canDo(r, onboarding.Oversee) {
+	if !CanDo(r, onboarding.Oversee) {
 		return nil, nil
 	}
 	list, err := p.d.Review.Assignees(r.Context())
@@ -196,19 +196,19 @@ func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, statu
 	qp := readQueue(query)
 	page, err := p.d.Review.Queue(ctx, qp.filter())
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	now := p.d.Now()
-	me := current(r).ID
+	me := Me(r).ID
 	base := qp.values()
-	v := pages.QueueView{Query: base.Encode(), CSVHref: "/backoffice/review.csv", CanNext: canDo(r, onboarding.Decide),
+	v := pages.QueueView{Query: base.Encode(), CSVHref: "/backoffice/review.csv", CanNext: CanDo(r, onboarding.Decide),
 		MetricsHref: "/backoffice/review/metrics", Paged: qp.After != ""}
 	if len(base) > 0 {
 		v.CSVHref += "?" + base.Encode()
 	}
 	for _, t := range queueTabs {
-		tq := cloneQuery(base)
+		tq := CloneQuery(base)
 		tq.Del("tab")
 		if t.status != emi.AppInReview {
 			tq.Set("tab", string(t.status))
@@ -217,10 +217,10 @@ func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, statu
 			Href: queueHref(tq), Active: t.status == qp.Tab})
 	}
 	v.Filter = pages.QueueFilterView{Tab: string(qp.Tab), Partner: qp.Partner, Hit: qp.Hit, NearSLA: qp.NearSLA}
-	if canDo(r, partners.View) {
+	if CanDo(r, partners.View) {
 		list, err := p.d.Partners.List(ctx)
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		v.Filter.Partners = []pages.Option{}
@@ -241,10 +241,10 @@ func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, statu
 		{Value: "none", Label: "unassigned", Selected: qp.Assignee == "none"}}
 	v.Filter.Sorts = []pages.Option{{Value: "age", Label: "oldest first", Selected: qp.Sort == ""},
 		{Value: "risk", Label: "highest risk first", Selected: qp.Sort == "risk"}}
-	if canDo(r, onboarding.Reassign) {
+	if CanDo(r, onboarding.Reassign) {
 		cs, err := p.colleagues(r, "")
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		for _, c := range cs {
@@ -263,7 +263,7 @@ func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, statu
 		v.Rows = append(v.Rows, qr)
 	}
 	if page.Next != "" {
-		nq := cloneQuery(base)
+		nq := CloneQuery(base)
 		nq.Set("after", page.Next)
 		v.NextHref = queueHref(nq)
 	}
@@ -286,7 +286,7 @@ func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, statu
 	}
 	views, err := p.d.Review.Views(ctx)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	for _, sv := range views {
@@ -297,8 +297,8 @@ func (p *Portal) renderReviewQueue(w http.ResponseWriter, r *http.Request, statu
 	if kept.Is("view") {
 		v.ViewForm = kept
 	}
-	r = withReviewCount(r, page.Counts[emi.AppInReview])
-	p.renderPrivate(w, r, status, "Review queue", pages.Queue(v))
+	r = WithReviewCount(r, page.Counts[emi.AppInReview])
+	p.RenderPrivate(w, r, status, "Review queue", pages.Queue(v))
 }
 
 func queueRow(row emi.QueueRow, me string, now time.Time) pages.QueueRow {
@@ -306,16 +306,16 @@ func queueRow(row emi.QueueRow, me string, now time.Time) pages.QueueRow {
 	if row.QueuedAt != nil {
 		queued = *row.QueuedAt
 	}
-	out := pages.QueueRow{Token: row.Token, Href: applicationHref(row.Token), Company: firstNonEmpty(row.LegalName, "(no company yet)"),
-		Partner: row.PartnerName, Products: strings.Join(row.Products, ", "), Risk: row.RiskScore, RiskTone: riskTone(row.RiskScore),
-		Points: strconv.Itoa(row.RiskPoints), Queued: fmtTime(queued), Age: age(now, queued), AwaitingSecond: row.AwaitingSecond,
+	out := pages.QueueRow{Token: row.Token, Href: applicationHref(row.Token), Company: FirstNonEmpty(row.LegalName, "(no company yet)"),
+		Partner: row.PartnerName, Products: strings.Join(row.Products, ", "), Risk: row.RiskScore, RiskTone: RiskTone(row.RiskScore),
+		Points: strconv.Itoa(row.RiskPoints), Queued: FmtTime(queued), Age: Age(now, queued), AwaitingSecond: row.AwaitingSecond,
 		Hit: row.HasSanctionsHit, Status: string(row.Status)}
 	out.SLA, out.SLATone = slaState(row.Status, row.SLADueAt, now)
 	if row.SLADueAt != nil {
-		out.SLADue = fmtTime(*row.SLADueAt)
+		out.SLADue = FmtTime(*row.SLADueAt)
 	}
 	if row.Claimed {
-		out.Assignee = firstNonEmpty(row.AssigneeName, row.Assignee)
+		out.Assignee = FirstNonEmpty(row.AssigneeName, row.Assignee)
 		out.Mine = row.Assignee == me
 	}
 	return out
@@ -336,7 +336,7 @@ func (p *Portal) reviewQueueCSV(w http.ResponseWriter, r *http.Request) {
 	for len(rows) < csvMaxRows {
 		page, err := p.d.Review.Queue(ctx, f)
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		rows = append(rows, page.Rows...)
@@ -356,17 +356,17 @@ func (p *Portal) reviewQueueCSV(w http.ResponseWriter, r *http.Request) {
 		sla, _ := slaState(row.Status, row.SLADueAt, now)
 		due := ""
 		if row.SLADueAt != nil {
-			due = fmtTime(*row.SLADueAt)
+			due = FmtTime(*row.SLADueAt)
 		}
 		assignee := ""
 		if row.Claimed {
-			assignee = firstNonEmpty(row.AssigneeName, row.Assignee)
+			assignee = FirstNonEmpty(row.AssigneeName, row.Assignee)
 		}
 		out = append(out, []string{row.Token, row.LegalName, row.PartnerName, strings.Join(row.Products, " "), row.RiskScore,
-			strconv.Itoa(row.RiskPoints), string(row.Status), fmtTime(queued), due, sla, assignee,
+			strconv.Itoa(row.RiskPoints), string(row.Status), FmtTime(queued), due, sla, assignee,
 			strconv.FormatBool(row.AwaitingSecond), strconv.FormatBool(row.HasSanctionsHit)})
 	}
-	writeCSV(w, name, out)
+	WriteCSV(w, name, out)
 }
 
 // reviewNext (POST /review/next) claims the oldest unclaimed application in
@@ -374,23 +374,23 @@ func (p *Portal) reviewQueueCSV(w http.ResponseWriter, r *http.Request) {
 // filters are the queue's own, hidden): a refusal is a flash.
 func (p *Portal) reviewNext(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
-		p.errorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+		p.ErrorPage(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
 	qp := readQueue(r.PostForm)
 	qp.Tab, qp.After, qp.Assignee, qp.Sort = emi.AppInReview, "", "", ""
 	token, err := p.d.Review.Next(r.Context(), qp.filter())
 	if err != nil {
-		p.flashError(w, r, err, queueHref(qp.values()))
+		p.FlashError(w, r, err, queueHref(qp.values()))
 		return
 	}
 	if token == "" {
-		p.flash(r.Context(), "info", "No unclaimed application in review matches these filters.")
-		redirect(w, r, queueHref(qp.values()))
+		p.Flash(r.Context(), "info", "No unclaimed application in review matches these filters.")
+		Redirect(w, r, queueHref(qp.values()))
 		return
 	}
-	p.flash(r.Context(), "ok", "This application is yours now: nobody else can decide it while you work on it.")
-	redirect(w, r, applicationHref(token))
+	p.Flash(r.Context(), "ok", "This application is yours now: nobody else can decide it while you work on it.")
+	Redirect(w, r, applicationHref(token))
 }
 
 // reviewSaveView (POST /review/views) saves the current filter under a
@@ -402,45 +402,45 @@ func (p *Portal) reviewSaveView(w http.ResponseWriter, r *http.Request) {
 	v, err := p.d.Review.SaveView(r.Context(), form.Value("name"), readQueue(q).values().Encode())
 	if err != nil {
 		if e := emi.AsError(err); e.Kind != emi.KindInvalid && e.Kind != emi.KindConflict {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		// The queue again (422) with the name as typed beside the reason.
-		banner := keepErrors(form, err, nil)
+		banner := KeepErrors(form, err, nil)
 		if !form.Invalid("name") {
 			form.Errs["name"] = banner
 		}
-		p.flash(r.Context(), "bad", "The view was not saved: "+form.Errs["name"])
+		p.Flash(r.Context(), "bad", "The view was not saved: "+form.Errs["name"])
 		p.renderReviewQueue(w, r, http.StatusUnprocessableEntity, q, form, nil)
 		return
 	}
-	p.flash(r.Context(), "ok", "View “"+v.Name+"” saved.")
-	redirect(w, r, back)
+	p.Flash(r.Context(), "ok", "View “"+v.Name+"” saved.")
+	Redirect(w, r, back)
 }
 
 // reviewDeleteView (POST /review/views/{view}/delete). A button: a
 // refusal is a flash.
 func (p *Portal) reviewDeleteView(w http.ResponseWriter, r *http.Request) {
-	if err := p.d.Review.DeleteView(r.Context(), param(r, "view")); err != nil {
-		p.flashError(w, r, err, "/backoffice/review")
+	if err := p.d.Review.DeleteView(r.Context(), Param(r, "view")); err != nil {
+		p.FlashError(w, r, err, "/backoffice/review")
 		return
 	}
-	p.flash(r.Context(), "ok", "The saved view was deleted.")
-	redirect(w, r, "/backoffice/review")
+	p.Flash(r.Context(), "ok", "The saved view was deleted.")
+	Redirect(w, r, "/backoffice/review")
 }
 
 // reviewBulk (POST /review/bulk) reassigns or releases the chosen
 // applications (admins).
 func (p *Portal) reviewBulk(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
-		p.errorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+		p.ErrorPage(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
 	q, _ := url.ParseQuery(r.PostForm.Get("back"))
 	back := queueHref(readQueue(q).values())
 	var tokens []string
 	for _, t := range r.PostForm["application"] {
-		if looksLikeToken(t) && !slices.Contains(tokens, t) {
+		if LooksLikeToken(t) && !slices.Contains(tokens, t) {
 			tokens = append(tokens, t)
 		}
 	}
@@ -461,19 +461,19 @@ func (p *Portal) reviewBulk(w http.ResponseWriter, r *http.Request) {
 		// A refused bulk action answers the queue again (422) with what was
 		// chosen and typed kept; a forbidden one its page.
 		if e := emi.AsError(err); err != nil && e.Kind != emi.KindInvalid && e.Kind != emi.KindConflict {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		banner := "Choose the colleague to give the applications to, or release them."
 		if err != nil {
-			banner = keepErrors(form, err, func(f string) string {
+			banner = KeepErrors(form, err, func(f string) string {
 				if f == "applications" {
 					return "application"
 				}
 				return f
 			})
 		}
-		p.flash(r.Context(), "bad", "Nothing was reassigned: "+banner)
+		p.Flash(r.Context(), "bad", "Nothing was reassigned: "+banner)
 		p.renderReviewQueue(w, r, http.StatusUnprocessableEntity, q, form, tokens)
 		return
 	}
@@ -484,6 +484,6 @@ func (p *Portal) reviewBulk(w http.ResponseWriter, r *http.Request) {
 	if skipped := len(tokens) - n; skipped > 0 {
 		msg += " " + strconv.Itoa(skipped) + " already decided were left as they are."
 	}
-	p.flash(r.Context(), "ok", msg)
-	redirect(w, r, back)
+	p.Flash(r.Context(), "ok", msg)
+	Redirect(w, r, back)
 }

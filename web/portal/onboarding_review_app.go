@@ -53,36 +53,36 @@ func reviewBase(token string) string { return "/backoffice/review/" + token }
 // not show.
 func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, status int, st *formState) {
 	ctx := r.Context()
-	token := param(r, "application")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrApplicationNotFound)
+	token := Param(r, "application")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrApplicationNotFound)
 		return
 	}
 	a, stamp, decisions, notes, err := p.d.Review.Evidence(ctx, token)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	_, docs, err := p.d.Onboarding.Get(ctx, a.Token)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	history, err := p.d.Onboarding.CheckHistory(ctx, a.Token)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v, err := p.applicationView(r, a, docs, history)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	now := p.d.Now()
 	if hasSanctionHits(v.Checks) {
 		hd, err := p.d.Review.HitDecisions(ctx, a.Token)
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		caps := p.d.Review.HitCapabilities(ctx, a, hd)
@@ -94,13 +94,13 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 				h.CanDecide = h.Key != "" && hc.Decide
 				h.CanFalsePositive, h.FalsePositiveWhyNot, h.Pending = hc.FalsePositive, hc.WhyNot, hc.Pending
 				if d, ok := hd[h.Key]; ok {
-					h.DecisionReason, h.DecidedBy, h.DecidedAt = d.Reason, who(r, d.StaffID, d.StaffName), fmtTime(d.At)
+					h.DecisionReason, h.DecidedBy, h.DecidedAt = d.Reason, Who(r, d.StaffID, d.StaffName), FmtTime(d.At)
 					switch {
 					case d.Decision == emi.HitTrueMatch:
 						h.Decision, h.DecisionTone = "true match", "bad"
 					case d.Final():
 						h.Decision, h.DecisionTone = "false positive", "ok"
-						h.DecidedBy += ", confirmed by " + who(r, d.ConfirmedBy, d.ConfirmedByName)
+						h.DecidedBy += ", confirmed by " + Who(r, d.ConfirmedBy, d.ConfirmedByName)
 					default:
 						// A proposal waits for a second person from
 						// compliance.
@@ -117,7 +117,7 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 	caps := p.d.Review.ApplicationCapabilities(ctx, a)
 	rp, err := p.reviewPanel(r, a, caps, stamp, now, st)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v.Review = rp
@@ -139,22 +139,22 @@ func (p *Portal) renderApplication(w http.ResponseWriter, r *http.Request, statu
 	if caps.Correct {
 		v.Edit = editView(a, st)
 	}
-	if canDo(r, onboarding.View) {
+	if CanDo(r, onboarding.View) {
 		entries, err := p.d.Review.AuditTrail(ctx, a.Token)
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		v.ShowAudit = true
-		if canDo(r, kernel.ViewAudit) {
+		if CanDo(r, kernel.ViewAudit) {
 			v.AuditHref = "/backoffice/audit?resource_type=application&resource_token=" + url.QueryEscape(a.Token)
 		}
 		for _, e := range entries {
-			v.Audit = append(v.Audit, auditRow(r, e))
+			v.Audit = append(v.Audit, AuditRow(r, e))
 		}
 	}
-	p.nameAuditIDs(r, v.Audit)
-	p.renderPrivate(w, r, status, "Application · "+v.CompanyName, pages.ApplicationDetail(v))
+	p.NameAuditIDs(r, v.Audit)
+	p.RenderPrivate(w, r, status, "Application · "+v.CompanyName, pages.ApplicationDetail(v))
 }
 
 func hasSanctionHits(cs []pages.CheckView) bool {
@@ -175,12 +175,12 @@ func (p *Portal) reviewPanel(r *http.Request, a emi.Application, caps onboarding
 	v := &pages.ReviewPanel{Action: reviewBase(a.Token), Stamp: stamp, Status: string(a.Status), Open: open,
 		InReview: a.Status == emi.AppInReview, FourEyes: onboarding.NeedsFourEyes(a)}
 	if rs.QueuedAt != nil {
-		v.Queued = fmtTime(*rs.QueuedAt) + " (" + age(now, *rs.QueuedAt) + " ago)"
+		v.Queued = FmtTime(*rs.QueuedAt) + " (" + Age(now, *rs.QueuedAt) + " ago)"
 	}
 	if open {
 		v.SLA, v.SLATone = slaState(a.Status, rs.SLADueAt, now)
 		if rs.SLADueAt != nil {
-			v.SLADue = fmtTime(*rs.SLADueAt)
+			v.SLADue = FmtTime(*rs.SLADueAt)
 		}
 		if a.Status == emi.AppInfoRequested && rs.SLALeft > 0 {
 			v.SLALeft = fmtDuration(rs.SLALeft) + " of business time left when it returns"
@@ -188,17 +188,17 @@ func (p *Portal) reviewPanel(r *http.Request, a emi.Application, caps onboarding
 	}
 	if rs.Claimed(now) {
 		v.Held = true
-		v.Holder = who(r, rs.Assignee, rs.AssigneeName)
+		v.Holder = Who(r, rs.Assignee, rs.AssigneeName)
 		if rs.ClaimedAt != nil {
-			v.HeldSince = fmtTime(*rs.ClaimedAt)
+			v.HeldSince = FmtTime(*rs.ClaimedAt)
 		}
 	}
 	if rs.FirstApprovalBy != "" && a.Status == emi.AppInReview {
 		v.FirstApproval = true
-		v.FirstBy = who(r, rs.FirstApprovalBy, rs.FirstApprovalByName)
+		v.FirstBy = Who(r, rs.FirstApprovalBy, rs.FirstApprovalByName)
 		v.FirstReason = rs.FirstApprovalReason
 		if rs.FirstApprovalAt != nil {
-			v.FirstAt = fmtTime(*rs.FirstApprovalAt)
+			v.FirstAt = FmtTime(*rs.FirstApprovalAt)
 		}
 	}
 	if !open {
@@ -240,7 +240,7 @@ func decisionRow(r *http.Request, d emi.DecisionRecord) pages.DecisionRow {
 	if !ok {
 		l.label = d.Action
 	}
-	row := pages.DecisionRow{ID: strconv.FormatInt(d.ID, 10), At: fmtTime(d.At), Who: who(r, d.StaffID, d.StaffName),
+	row := pages.DecisionRow{ID: strconv.FormatInt(d.ID, 10), At: FmtTime(d.At), Who: Who(r, d.StaffID, d.StaffName),
 		Action: l.label, Tone: l.tone, ReasonCode: strings.ReplaceAll(d.ReasonCode, "_", " "), Text: d.Text}
 	var buf bytes.Buffer
 	if len(d.Snapshot) > 0 && json.Indent(&buf, d.Snapshot, "", "  ") == nil {
@@ -273,7 +273,7 @@ func noteSegments(body string) []pages.NoteSegment {
 // noteTree arranges notes as threads: replies under their parent, oldest
 // first.
 func noteTree(r *http.Request, notes []emi.Note) []pages.NoteView {
-	me := current(r).ID
+	me := Me(r).ID
 	children := map[int64][]emi.Note{}
 	var roots []emi.Note
 	ids := map[int64]bool{}
@@ -291,7 +291,7 @@ func noteTree(r *http.Request, notes []emi.Note) []pages.NoteView {
 	build = func(ns []emi.Note, depth int) []pages.NoteView {
 		out := make([]pages.NoteView, 0, len(ns))
 		for _, n := range ns {
-			nv := pages.NoteView{ID: strconv.FormatInt(n.ID, 10), Author: who(r, n.Author, n.AuthorName), At: fmtTime(n.CreatedAt),
+			nv := pages.NoteView{ID: strconv.FormatInt(n.ID, 10), Author: Who(r, n.Author, n.AuthorName), At: FmtTime(n.CreatedAt),
 				Segments: noteSegments(n.Body), MentionsMe: slices.Contains(n.Mentions, me), Mentions: len(n.Mentions)}
 			if depth < 20 {
 				nv.Replies = build(children[n.ID], depth+1)
@@ -433,7 +433,7 @@ func editView(a emi.Application, st *formState) *pages.EditView {
 		}
 	}
 	for _, m := range a.Members {
-		me := pages.MemberEdit{Token: m.Token, Name: firstNonEmpty(m.DisplayName(), "(no name)"), Status: m.Status,
+		me := pages.MemberEdit{Token: m.Token, Name: FirstNonEmpty(m.DisplayName(), "(no name)"), Status: m.Status,
 			Action: reviewBase(a.Token) + "/members/" + m.Token,
 			Fields: editInputs(memberEditFields, formValues(m.MemberFields), st, "member", m.Token),
 			Open:   st.is("member", m.Token)}
@@ -491,9 +491,9 @@ func decode(m map[string]any, out any) {
 
 // reviewToken is the application of an action, or "" after answering 404.
 func (p *Portal) reviewToken(w http.ResponseWriter, r *http.Request) string {
-	token := param(r, "application")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrApplicationNotFound)
+	token := Param(r, "application")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrApplicationNotFound)
 		return ""
 	}
 	return token
@@ -504,16 +504,16 @@ func (p *Portal) reviewToken(w http.ResponseWriter, r *http.Request) string {
 // the page.
 func (p *Portal) reviewRefused(w http.ResponseWriter, r *http.Request, err error, st *formState, back string) {
 	if emi.AsError(err).Kind == emi.KindInvalid && st != nil {
-		errs, banner := fieldErrors(err)
+		errs, banner := FieldErrors(err)
 		st.errs = errs
 		if len(errs) == 0 {
 			st.errs = map[string]string{"": banner}
 		}
-		p.flash(r.Context(), "bad", banner)
+		p.Flash(r.Context(), "bad", banner)
 		p.renderApplication(w, r, http.StatusUnprocessableEntity, st)
 		return
 	}
-	p.flashError(w, r, err, back)
+	p.FlashError(w, r, err, back)
 }
 
 // reviewClaim (POST /review/{application}/claim). Claim and release are
@@ -526,11 +526,11 @@ func (p *Portal) reviewClaim(w http.ResponseWriter, r *http.Request) {
 	back := applicationHref(token)
 	err := p.d.Review.Claim(r.Context(), token)
 	if err != nil {
-		p.flashError(w, r, err, back)
+		p.FlashError(w, r, err, back)
 		return
 	}
-	p.flash(r.Context(), "ok", "You hold this application now: nobody else can decide it while you work on it.")
-	redirect(w, r, back)
+	p.Flash(r.Context(), "ok", "You hold this application now: nobody else can decide it while you work on it.")
+	Redirect(w, r, back)
 }
 
 // reviewRelease (POST /review/{application}/release).
@@ -540,11 +540,11 @@ func (p *Portal) reviewRelease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := p.d.Review.Release(r.Context(), token); err != nil {
-		p.flashError(w, r, err, applicationHref(token))
+		p.FlashError(w, r, err, applicationHref(token))
 		return
 	}
-	p.flash(r.Context(), "ok", "Released: the application is back in the queue for anyone to claim.")
-	redirect(w, r, applicationHref(token))
+	p.Flash(r.Context(), "ok", "Released: the application is back in the queue for anyone to claim.")
+	Redirect(w, r, applicationHref(token))
 }
 
 // reviewAssign (POST /review/{application}/assign).
@@ -559,8 +559,8 @@ func (p *Portal) reviewAssign(w http.ResponseWriter, r *http.Request) {
 		p.reviewRefused(w, r, err, &formState{which: "assign", values: r.PostForm}, applicationHref(token))
 		return
 	}
-	p.flash(r.Context(), "ok", "Assigned: the colleague holds the application now.")
-	redirect(w, r, applicationHref(token))
+	p.Flash(r.Context(), "ok", "Assigned: the colleague holds the application now.")
+	Redirect(w, r, applicationHref(token))
 }
 
 // reviewDecide (POST /review/{application}/decide) records approve,
@@ -576,16 +576,16 @@ func (p *Portal) reviewDecide(w http.ResponseWriter, r *http.Request) {
 	st := &formState{which: "decide", key: d.Action, values: f}
 	a, err := p.d.Review.Decide(r.Context(), token, d)
 	switch {
-	case errorIs(err, emi.ErrReviewStale):
+	case ErrorIs(err, emi.ErrReviewStale):
 		// The page is shown again with the evidence as it is now (and its
 		// new stamp); the typed text is kept for a decision on it.
-		p.flash(r.Context(), "bad", Message(emi.AsError(err)))
+		p.Flash(r.Context(), "bad", Message(emi.AsError(err)))
 		p.renderApplication(w, r, http.StatusConflict, st)
 		return
-	case errorIs(err, emi.ErrReviewClosed):
+	case ErrorIs(err, emi.ErrReviewClosed):
 		// The service says why when the application is still open.
-		p.flash(r.Context(), "bad", Message(emi.AsError(err)))
-		redirect(w, r, applicationHref(token))
+		p.Flash(r.Context(), "bad", Message(emi.AsError(err)))
+		Redirect(w, r, applicationHref(token))
 		return
 	case err != nil:
 		p.reviewRefused(w, r, err, st, applicationHref(token))
@@ -611,14 +611,14 @@ func (p *Portal) reviewDecide(w http.ResponseWriter, r *http.Request) {
 		// approval is this person's.
 		next, err := p.d.Review.Next(r.Context(), queueParams{Tab: emi.AppInReview}.filter())
 		if err != nil || next == "" {
-			p.takeNext(w, r, msg, "", "/backoffice/review", "No unclaimed application in review is left.")
+			p.TakeNext(w, r, msg, "", "/backoffice/review", "No unclaimed application in review is left.")
 			return
 		}
-		p.takeNext(w, r, msg, applicationHref(next), "", "")
+		p.TakeNext(w, r, msg, applicationHref(next), "", "")
 		return
 	}
-	p.flash(r.Context(), "ok", msg)
-	redirect(w, r, applicationHref(token))
+	p.Flash(r.Context(), "ok", msg)
+	Redirect(w, r, applicationHref(token))
 }
 
 // reviewNote (POST /review/{application}/notes) adds a note or a reply.
@@ -632,8 +632,8 @@ func (p *Portal) reviewNote(w http.ResponseWriter, r *http.Request) {
 	if s := r.PostForm.Get("parent"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n <= 0 {
-			p.flash(r.Context(), "bad", "The note to reply to does not exist.")
-			redirect(w, r, applicationHref(token)+"#notes")
+			p.Flash(r.Context(), "bad", "The note to reply to does not exist.")
+			Redirect(w, r, applicationHref(token)+"#notes")
 			return
 		}
 		parent = n
@@ -651,8 +651,8 @@ func (p *Portal) reviewNote(w http.ResponseWriter, r *http.Request) {
 	if len(n.Mentions) > 0 {
 		msg = "Note added; " + strconv.Itoa(len(n.Mentions)) + " colleague(s) mentioned."
 	}
-	p.flash(r.Context(), "ok", msg)
-	redirect(w, r, applicationHref(token)+"#note-"+strconv.FormatInt(n.ID, 10))
+	p.Flash(r.Context(), "ok", msg)
+	Redirect(w, r, applicationHref(token)+"#note-"+strconv.FormatInt(n.ID, 10))
 }
 
 // reviewHit (POST /review/{application}/hits) records a decision on one
@@ -665,9 +665,9 @@ func (p *Portal) reviewHit(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
 	key := r.PostForm.Get("key")
 	err := p.d.Review.DecideHit(r.Context(), token, key, r.PostForm.Get("decision"), r.PostForm.Get("reason"))
-	if errorIs(err, emi.ErrReviewClosed) {
-		p.flash(r.Context(), "bad", "This hit already has a decision (or the application is decided): nothing was changed.")
-		redirect(w, r, applicationHref(token)+"#check-sanctions")
+	if ErrorIs(err, emi.ErrReviewClosed) {
+		p.Flash(r.Context(), "bad", "This hit already has a decision (or the application is decided): nothing was changed.")
+		Redirect(w, r, applicationHref(token)+"#check-sanctions")
 		return
 	}
 	if err != nil {
@@ -678,8 +678,8 @@ func (p *Portal) reviewHit(w http.ResponseWriter, r *http.Request) {
 	if r.PostForm.Get("decision") == emi.HitFalsePositive {
 		msg = "False positive recorded. It takes two people: once a second person from compliance confirms it, it is remembered for this person and list entry."
 	}
-	p.flash(r.Context(), "ok", msg)
-	redirect(w, r, applicationHref(token)+"#check-sanctions")
+	p.Flash(r.Context(), "ok", msg)
+	Redirect(w, r, applicationHref(token)+"#check-sanctions")
 }
 
 // reviewEditCompany (POST /review/{application}/company): compliance
@@ -692,26 +692,26 @@ func (p *Portal) reviewEditCompany(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
 	a, _, err := p.d.Onboarding.Get(r.Context(), token)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	back := applicationHref(token) + "#corrections"
 	if a.Company == nil {
-		p.flash(r.Context(), "bad", "The partner has not sent the company yet: there is nothing to correct.")
-		redirect(w, r, back)
+		p.Flash(r.Context(), "bad", "The partner has not sent the company yet: there is nothing to correct.")
+		Redirect(w, r, back)
 		return
 	}
 	st := &formState{which: "company", values: r.PostForm}
 	patch, present, errs := patchOf(companyEditFields, formValues(*a.Company), r.PostForm)
 	if len(errs) > 0 {
 		st.errs = errs
-		p.flash(r.Context(), "bad", "Please correct the marked fields.")
+		p.Flash(r.Context(), "bad", "Please correct the marked fields.")
 		p.renderApplication(w, r, http.StatusUnprocessableEntity, st)
 		return
 	}
 	if len(present) == 0 {
-		p.flash(r.Context(), "info", "Nothing was changed.")
-		redirect(w, r, back)
+		p.Flash(r.Context(), "info", "Nothing was changed.")
+		Redirect(w, r, back)
 		return
 	}
 	var in emi.CompanyFields
@@ -720,8 +720,8 @@ func (p *Portal) reviewEditCompany(w http.ResponseWriter, r *http.Request) {
 		p.reviewRefused(w, r, err, st, back)
 		return
 	}
-	p.flash(r.Context(), "ok", "Company corrected ("+strings.Join(sortedKeys(present), ", ")+"): the change is audited and the checks run again.")
-	redirect(w, r, back)
+	p.Flash(r.Context(), "ok", "Company corrected ("+strings.Join(sortedKeys(present), ", ")+"): the change is audited and the checks run again.")
+	Redirect(w, r, back)
 }
 
 // reviewEditMember (POST /review/{application}/members/{member}):
@@ -734,13 +734,13 @@ func (p *Portal) reviewEditMember(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
 	a, _, err := p.d.Onboarding.Get(r.Context(), token)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	id := param(r, "member")
+	id := Param(r, "member")
 	i := slices.IndexFunc(a.Members, func(m emi.Member) bool { return m.Token == id })
 	if i < 0 {
-		p.renderError(w, r, emi.ErrMemberNotFound)
+		p.RenderError(w, r, emi.ErrMemberNotFound)
 		return
 	}
 	m := a.Members[i]
@@ -753,13 +753,13 @@ func (p *Portal) reviewEditMember(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(errs) > 0 {
 		st.errs = errs
-		p.flash(r.Context(), "bad", "Please correct the marked fields.")
+		p.Flash(r.Context(), "bad", "Please correct the marked fields.")
 		p.renderApplication(w, r, http.StatusUnprocessableEntity, st)
 		return
 	}
 	if len(present) == 0 {
-		p.flash(r.Context(), "info", "Nothing was changed.")
-		redirect(w, r, back)
+		p.Flash(r.Context(), "info", "Nothing was changed.")
+		Redirect(w, r, back)
 		return
 	}
 	decode(patch, &mp.Fields)
@@ -771,8 +771,8 @@ func (p *Portal) reviewEditMember(w http.ResponseWriter, r *http.Request) {
 	if mp.Status == "inactive" {
 		what = "Member suspended"
 	}
-	p.flash(r.Context(), "ok", what+" ("+strings.Join(sortedKeys(present), ", ")+"): the change is audited and the checks run again.")
-	redirect(w, r, back)
+	p.Flash(r.Context(), "ok", what+" ("+strings.Join(sortedKeys(present), ", ")+"): the change is audited and the checks run again.")
+	Redirect(w, r, back)
 }
 
 func sortedKeys(m map[string]bool) []string {

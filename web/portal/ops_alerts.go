@@ -25,15 +25,15 @@ func (p *Portal) renderAlerts(w http.ResponseWriter, r *http.Request, status int
 	ctx := r.Context()
 	alerts, err := p.d.Alerts.Queue(ctx)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	me := current(r).ID
+	me := Me(r).ID
 	v := pages.AlertsView{Error: problem}
-	if canDo(r, ops.WorkAlerts) {
+	if CanDo(r, ops.WorkAlerts) {
 		colleagues, err := p.d.Alerts.Assignees(ctx)
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		for _, u := range colleagues {
@@ -43,21 +43,21 @@ func (p *Portal) renderAlerts(w http.ResponseWriter, r *http.Request, status int
 	now := p.d.Now()
 	for _, a := range alerts {
 		row := pages.AlertRow{Kind: a.Kind, Subject: a.Subject, Href: a.Href, Kindlabel: alertKindLabels[a.Kind], Source: a.Source,
-			Partner: a.Partner, Subjects: a.Subjects, TopScore: fmt.Sprintf("%.3f", a.TopScore), Raised: fmtTime(a.RaisedAt),
-			Age: age(now, a.RaisedAt), Hits: strconv.Itoa(a.Hits), Open: strconv.Itoa(a.Open), Holder: "nobody",
+			Partner: a.Partner, Subjects: a.Subjects, TopScore: fmt.Sprintf("%.3f", a.TopScore), Raised: FmtTime(a.RaisedAt),
+			Age: Age(now, a.RaisedAt), Hits: strconv.Itoa(a.Hits), Open: strconv.Itoa(a.Open), Holder: "nobody",
 			Merchant: a.Merchant, MerchantHref: a.MerchantHref}
 		if row.Subjects == "" {
 			row.Subjects = a.Subject
 		}
 		if a.Claim != nil {
-			row.Holder = who(r, a.Claim.StaffID, a.Claim.StaffName)
+			row.Holder = Who(r, a.Claim.StaffID, a.Claim.StaffName)
 			row.HeldByMe = a.Claim.StaffID == me
 		}
 		caps := ops.AlertCapabilitiesOf(ctx, a.Claim)
 		row.CanClaim, row.CanRelease, row.CanAssign = caps.Claim, caps.Release, caps.Assign
 		v.Rows = append(v.Rows, row)
 	}
-	p.renderPrivate(w, r, status, "Compliance alerts", pages.Alerts(v))
+	p.RenderPrivate(w, r, status, "Compliance alerts", pages.Alerts(v))
 }
 
 // alertAction runs a claim, release or assignment and shows the queue
@@ -69,12 +69,12 @@ func (p *Portal) alertAction(w http.ResponseWriter, r *http.Request, do func() e
 		case emi.KindInvalid, emi.KindConflict:
 			p.renderAlerts(w, r, httpx.Status(e.Kind), alertProblem(e))
 		default:
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 		}
 		return
 	}
-	p.flash(r.Context(), "ok", done)
-	redirect(w, r, "/backoffice/alerts")
+	p.Flash(r.Context(), "ok", done)
+	Redirect(w, r, "/backoffice/alerts")
 }
 
 // alertProblem is a refusal in words: the catalogue's message and each

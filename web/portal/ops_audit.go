@@ -20,15 +20,15 @@ func (p *Portal) audit(w http.ResponseWriter, r *http.Request) {
 		ResourceType: strings.TrimSpace(q.Get("resource_type")), ResourceToken: strings.TrimSpace(q.Get("resource_token")),
 		Limit: 50,
 	}
-	sort := readSort(r, "time", "desc", "time", "action", "resource", "outcome")
+	sort := ReadSort(r, "time", "desc", "time", "action", "resource", "outcome")
 	if q.Get("sort") != "" && sort.Err == "" {
-		f.Sort = sort.order()
+		f.Sort = sort.Order()
 	}
 	view := pages.AuditFilter{Actor: f.ActorID, Action: f.Action, ResourceType: f.ResourceType, ResourceToken: f.ResourceToken,
-		From: q.Get("from"), To: q.Get("to"), Sort: sort.view(r)}
-	f.From, f.To, view.Errors = dateRange(q)
+		From: q.Get("from"), To: q.Get("to"), Sort: sort.View(r)}
+	f.From, f.To, view.Errors = DateRange(q)
 	if len(view.Errors) > 0 {
-		p.render(w, r, http.StatusUnprocessableEntity, "Audit log", pages.Audit(view, nil, "", ""))
+		p.Render(w, r, http.StatusUnprocessableEntity, "Audit log", pages.Audit(view, nil, "", ""))
 		return
 	}
 	if b, err := strconv.ParseInt(q.Get("before"), 10, 64); err == nil && b > 0 {
@@ -36,24 +36,24 @@ func (p *Portal) audit(w http.ResponseWriter, r *http.Request) {
 	}
 	entries, err := p.d.Audit.List(r.Context(), f)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	rows := make([]pages.AuditRow, len(entries))
 	for i, e := range entries {
-		rows[i] = auditRow(r, e)
+		rows[i] = AuditRow(r, e)
 	}
-	p.nameAuditIDs(r, rows)
+	p.NameAuditIDs(r, rows)
 	var prev, next string
 	if len(entries) == f.Limit {
-		nq := cloneQuery(q)
+		nq := CloneQuery(q)
 		nq.Set("before", strconv.FormatInt(entries[len(entries)-1].ID, 10))
 		next = "/backoffice/audit?" + nq.Encode()
 	}
 	if f.BeforeID != 0 {
-		pq := cloneQuery(q)
+		pq := CloneQuery(q)
 		pq.Del("before")
 		prev = "/backoffice/audit?" + pq.Encode()
 	}
-	p.render(w, r, sort.status(), "Audit log", pages.Audit(view, rows, prev, next))
+	p.Render(w, r, sort.Status(), "Audit log", pages.Audit(view, rows, prev, next))
 }

@@ -23,7 +23,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 	if partners.View.AllowedFor(pr) {
 		n, err := p.d.Partners.Count(ctx)
 		if err != nil {
-			p.serverError(w, r, err)
+			p.ServerError(w, r, err)
 			return
 		}
 		tiles = append(tiles, pages.Tile{Label: "Partners", Value: strconv.FormatInt(n, 10), Href: "/backoffice/partners"})
@@ -31,7 +31,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 	if staff.ViewStaff.AllowedFor(pr) {
 		list, err := p.d.Staff.List(ctx)
 		if err != nil {
-			p.serverError(w, r, err)
+			p.ServerError(w, r, err)
 			return
 		}
 		tiles = append(tiles, pages.Tile{Label: "Staff users", Value: strconv.Itoa(len(list)), Href: "/backoffice/staff"})
@@ -39,12 +39,12 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 	if people.View.AllowedFor(pr) && p.d.AML != nil && p.d.KYC != nil {
 		aml, err := p.d.AML.QueueSize(ctx)
 		if err != nil {
-			p.serverError(w, r, err)
+			p.ServerError(w, r, err)
 			return
 		}
 		kyc, err := p.d.KYC.QueueSize(ctx)
 		if err != nil {
-			p.serverError(w, r, err)
+			p.ServerError(w, r, err)
 			return
 		}
 		tiles = append(tiles,
@@ -58,7 +58,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 		}{{emi.AppChecking, "Applications checking"}, {emi.AppInReview, "Applications in review"}} {
 			n, err := p.d.Onboarding.CountByStatus(ctx, st.status)
 			if err != nil {
-				p.serverError(w, r, err)
+				p.ServerError(w, r, err)
 				return
 			}
 			tiles = append(tiles, pages.Tile{Label: st.label, Value: strconv.FormatInt(n, 10),
@@ -67,7 +67,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 		if p.d.Review != nil {
 			m, err := p.d.Review.Metrics(ctx)
 			if err != nil {
-				p.serverError(w, r, err)
+				p.ServerError(w, r, err)
 				return
 			}
 			tiles = append(tiles, pages.Tile{Label: "Review SLA breaches", Value: strconv.FormatInt(m.SLABreaches, 10),
@@ -77,7 +77,7 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 	if kernel.ViewJobs.AllowedFor(pr) && p.d.JobCounts != nil {
 		counts, err := p.d.JobCounts(ctx)
 		if err != nil {
-			p.serverError(w, r, err)
+			p.ServerError(w, r, err)
 			return
 		}
 		for _, st := range emi.JobStates() {
@@ -89,11 +89,11 @@ func (p *Portal) dashboard(w http.ResponseWriter, r *http.Request) {
 		// Mentions and assignments waiting for this person come first.
 		items, err := p.d.Inbox.Mine(ctx, true, 10)
 		if err != nil {
-			p.serverError(w, r, err)
+			p.ServerError(w, r, err)
 			return
 		}
-		p.render(w, r, http.StatusOK, "Dashboard", pages.DashboardWithInbox(tiles, inboxRows(r, items)))
+		p.Render(w, r, http.StatusOK, "Dashboard", pages.DashboardWithInbox(tiles, inboxRows(r, items)))
 		return
 	}
-	p.render(w, r, http.StatusOK, "Dashboard", pages.Dashboard(tiles))
+	p.Render(w, r, http.StatusOK, "Dashboard", pages.Dashboard(tiles))
 }

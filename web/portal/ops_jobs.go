@@ -15,11 +15,11 @@ import (
 // order, dead and stuck first, is no column's, so no header is marked
 // sorted until one is chosen.
 func (p *Portal) jobs(w http.ResponseWriter, r *http.Request) {
-	sort := readSort(r, "", "", "id", "kind", "state", "attempt", "run_at", "updated")
+	sort := ReadSort(r, "", "", "id", "kind", "state", "attempt", "run_at", "updated")
 	state := r.URL.Query().Get("state")
 	counts, list, err := p.d.Jobs.Overview(r.Context(), state, 100)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	var tiles []pages.Tile
@@ -31,8 +31,8 @@ func (p *Portal) jobs(w http.ResponseWriter, r *http.Request) {
 	rows := make([]pages.JobRow, len(list))
 	for i, j := range list {
 		row := pages.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: string(j.State),
-			Attempt: strconv.Itoa(j.Attempt) + " of " + strconv.Itoa(j.MaxAttempts), RunAt: fmtTime(j.RunAt),
-			Updated: fmtTime(j.UpdatedAt), LastError: firstLine(j.LastError)}
+			Attempt: strconv.Itoa(j.Attempt) + " of " + strconv.Itoa(j.MaxAttempts), RunAt: FmtTime(j.RunAt),
+			Updated: FmtTime(j.UpdatedAt), LastError: FirstLine(j.LastError)}
 		switch {
 		case j.State == emi.JobDead:
 			row.StateTone = "bad"
@@ -43,13 +43,13 @@ func (p *Portal) jobs(w http.ResponseWriter, r *http.Request) {
 		}
 		rows[i] = row
 	}
-	sortRows(r, rows, sort, map[string]func(pages.JobRow) string{
-		"id":      func(j pages.JobRow) string { return padNumber(j.ID) },
+	SortRows(r, rows, sort, map[string]func(pages.JobRow) string{
+		"id":      func(j pages.JobRow) string { return PadNumber(j.ID) },
 		"kind":    func(j pages.JobRow) string { return j.Kind },
 		"state":   func(j pages.JobRow) string { return j.State },
-		"attempt": func(j pages.JobRow) string { return padNumber(strings.SplitN(j.Attempt, " ", 2)[0]) },
+		"attempt": func(j pages.JobRow) string { return PadNumber(strings.SplitN(j.Attempt, " ", 2)[0]) },
 		"run_at":  func(j pages.JobRow) string { return j.RunAt },
 		"updated": func(j pages.JobRow) string { return j.Updated },
-	}, func(j pages.JobRow) string { return padNumber(j.ID) })
-	p.render(w, r, sort.status(), "Background jobs", pages.Jobs(tiles, state, rows, sort.view(r)))
+	}, func(j pages.JobRow) string { return PadNumber(j.ID) })
+	p.Render(w, r, sort.Status(), "Background jobs", pages.Jobs(tiles, state, rows, sort.View(r)))
 }

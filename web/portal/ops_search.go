@@ -23,7 +23,7 @@ func (p *Portal) search(w http.ResponseWriter, r *http.Request) {
 	}
 	found, err := p.d.Search.Find(r.Context(), q, 20)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	hits := make([]pages.Hit, len(found))
@@ -32,23 +32,23 @@ func (p *Portal) search(w http.ResponseWriter, r *http.Request) {
 	}
 	companies, err := p.searchCompanies(r, q)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	hits = append(hits, companies...)
 	accounts, err := p.searchAccounts(r, q)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	hits = append(hits, accounts...)
 	cards, err := p.searchCards(r, q)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	hits = append(hits, cards...)
-	p.render(w, r, http.StatusOK, "Search", pages.Search(maskedQuery(q), hits))
+	p.Render(w, r, http.StatusOK, "Search", pages.Search(MaskedQuery(q), hits))
 }
 
 // hitHref is where a search hit leads; each area adds its kind here.

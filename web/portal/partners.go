@@ -20,17 +20,17 @@ import (
 // partners.
 
 func partnerRow(p emi.Partner) pages.PartnerRow {
-	return pages.PartnerRow{ID: p.ID, Name: p.Name, Merchant: p.MasterMerchant, Processing: string(p.Processing), Created: fmtTime(p.CreatedAt)}
+	return pages.PartnerRow{ID: p.ID, Name: p.Name, Merchant: p.MasterMerchant, Processing: string(p.Processing), Created: FmtTime(p.CreatedAt)}
 }
 
 // partnerList (GET /partners).
 func (p *Portal) partnerList(w http.ResponseWriter, r *http.Request) {
 	list, err := p.d.Partners.List(r.Context())
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	sort := readSort(r, "created", "desc", "name", "processing", "created")
+	sort := ReadSort(r, "created", "desc", "name", "processing", "created")
 	slices.SortStableFunc(list, func(a, b emi.Partner) int {
 		var c int
 		switch sort.Key {
@@ -41,18 +41,18 @@ func (p *Portal) partnerList(w http.ResponseWriter, r *http.Request) {
 		default:
 			c = a.CreatedAt.Compare(b.CreatedAt)
 		}
-		return sort.apply(c, strings.Compare(a.ID, b.ID))
+		return sort.Apply(c, strings.Compare(a.ID, b.ID))
 	})
 	rows := make([]pages.PartnerRow, len(list))
 	for i, pt := range list {
 		rows[i] = partnerRow(pt)
 	}
-	p.render(w, r, sort.status(), "Partners", pages.Partners(rows, canDo(r, partners.Manage), sort.view(r)))
+	p.Render(w, r, sort.Status(), "Partners", pages.Partners(rows, CanDo(r, partners.Manage), sort.View(r)))
 }
 
 // partnerNew (GET /partners/new).
 func (p *Portal) partnerNew(w http.ResponseWriter, r *http.Request) {
-	p.render(w, r, http.StatusOK, "New partner", pages.PartnerNew("", "automatic", "", nil))
+	p.Render(w, r, http.StatusOK, "New partner", pages.PartnerNew("", "automatic", "", nil))
 }
 
 // partnerCreate (POST /partners) creates the partner and shows its
@@ -66,11 +66,11 @@ func (p *Portal) partnerCreate(w http.ResponseWriter, r *http.Request) {
 	creds, err := p.d.Partners.Create(r.Context(), in)
 	if err != nil {
 		if k := emi.AsError(err).Kind; k != emi.KindInvalid {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
-		errs, _ := fieldErrors(err)
-		p.render(w, r, http.StatusUnprocessableEntity, "New partner", pages.PartnerNew(in.Name, string(in.Processing), in.WebhookURL, errs))
+		errs, _ := FieldErrors(err)
+		p.Render(w, r, http.StatusUnprocessableEntity, "New partner", pages.PartnerNew(in.Name, string(in.Processing), in.WebhookURL, errs))
 		return
 	}
 	p.showCredentialsOnce(w, r, pages.Credentials{APIKey: creds.APIKey, APISecret: creds.APISecret,
@@ -81,12 +81,12 @@ func (p *Portal) partnerCreate(w http.ResponseWriter, r *http.Request) {
 // they are never stored anywhere in clear, so a reload or the back button
 // cannot show them again (the response is no-store).
 func (p *Portal) showCredentialsOnce(w http.ResponseWriter, r *http.Request, c pages.Credentials, back string) {
-	p.render(w, r, http.StatusOK, "Credentials", pages.CredentialsOnce(c, back))
+	p.Render(w, r, http.StatusOK, "Credentials", pages.CredentialsOnce(c, back))
 }
 
 // partnerDetail (GET /partners/{id}).
 func (p *Portal) partnerDetail(w http.ResponseWriter, r *http.Request) {
-	p.renderPartner(w, r, http.StatusOK, param(r, "id"), "", nil)
+	p.renderPartner(w, r, http.StatusOK, Param(r, "id"), "", nil)
 }
 
 // renderPartner renders a partner's page: details, keys and, for roles that
@@ -101,26 +101,26 @@ func (p *Portal) renderPartner(w http.ResponseWriter, r *http.Request, status in
 func (p *Portal) renderPartnerPage(w http.ResponseWriter, r *http.Request, status int, id, newURL string, errs map[string]string, vc *validatorState) {
 	pt, keys, err := p.d.Partners.Get(r.Context(), id)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	rows := make([]pages.KeyRow, len(keys))
 	for i, k := range keys {
-		row := pages.KeyRow{ID: k.ID, APIKey: k.APIKey, Created: fmtTime(k.CreatedAt), Status: "active", StatusTone: "ok",
+		row := pages.KeyRow{ID: k.ID, APIKey: k.APIKey, Created: FmtTime(k.CreatedAt), Status: "active", StatusTone: "ok",
 			MinSignatureVersion: k.MinSignatureVersion}
 		if k.RevokedAt != nil {
 			row.Status, row.StatusTone, row.Revoked = "revoked", "bad", true
 		}
 		if k.PreviousValidUntil != nil && p.d.Now().Before(*k.PreviousValidUntil) && !row.Revoked {
-			row.Overlap = fmtTime(*k.PreviousValidUntil)
+			row.Overlap = FmtTime(*k.PreviousValidUntil)
 			row.Status, row.StatusTone = "rotating", "warn"
 		}
 		rows[i] = row
 	}
-	content := []templ.Component{pages.PartnerDetail(partnerRow(pt), rows, canDo(r, partners.Manage))}
+	content := []templ.Component{pages.PartnerDetail(partnerRow(pt), rows, CanDo(r, partners.Manage))}
 	onboarding, err := p.validatorSection(r, id, vc)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	if onboarding != nil {
@@ -128,43 +128,43 @@ func (p *Portal) renderPartnerPage(w http.ResponseWriter, r *http.Request, statu
 	}
 	// The endpoints are the page's one sortable table; a role that does not
 	// see them has no order to ask for.
-	var sort tableSort
-	if canDo(r, partners.ViewWebhooks) {
-		sort = readSort(r, "", "", "url", "events", "status", "last_attempt")
+	var sort TableSort
+	if CanDo(r, partners.ViewWebhooks) {
+		sort = ReadSort(r, "", "", "url", "events", "status", "last_attempt")
 	}
 	if status == http.StatusOK {
-		status = sort.status()
+		status = sort.Status()
 	}
 	hooks, err := p.webhooksSection(r, id, newURL, errs, sort)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	if hooks != nil {
 		content = append(content, hooks)
 	}
-	p.render(w, r, status, pt.Name, templ.Join(content...))
+	p.Render(w, r, status, pt.Name, templ.Join(content...))
 }
 
 // partnerProcessing (POST /partners/{id}/processing). Nothing is typed (a
 // select of the modes), so a refusal is a flash: there is no input to keep.
 func (p *Portal) partnerProcessing(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	if err := p.d.Partners.SetProcessing(r.Context(), id, emi.Processing(r.PostFormValue("processing"))); err != nil {
-		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		p.FlashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
-	p.flash(r.Context(), "ok", "Processing mode saved.")
-	redirect(w, r, "/backoffice/partners/"+id)
+	p.Flash(r.Context(), "ok", "Processing mode saved.")
+	Redirect(w, r, "/backoffice/partners/"+id)
 }
 
 // partnerKeyCreate (POST /partners/{id}/keys). The key forms (create,
 // rotate, revoke) are buttons, nothing typed: a refusal is a flash.
 func (p *Portal) partnerKeyCreate(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	creds, err := p.d.Partners.CreateKey(r.Context(), id)
 	if err != nil {
-		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		p.FlashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
 	p.showCredentialsOnce(w, r, pages.Credentials{APIKey: creds.APIKey, APISecret: creds.APISecret}, "/backoffice/partners/"+id)
@@ -172,10 +172,10 @@ func (p *Portal) partnerKeyCreate(w http.ResponseWriter, r *http.Request) {
 
 // partnerKeyRotate (POST /partners/{id}/keys/{key}/rotate).
 func (p *Portal) partnerKeyRotate(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
-	secret, err := p.d.Partners.RotateSecret(r.Context(), param(r, "key"), r.PostFormValue("confirm") == "overlap")
+	id := Param(r, "id")
+	secret, err := p.d.Partners.RotateSecret(r.Context(), Param(r, "key"), r.PostFormValue("confirm") == "overlap")
 	if err != nil {
-		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		p.FlashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
 	p.showCredentialsOnce(w, r, pages.Credentials{APISecret: secret}, "/backoffice/partners/"+id)
@@ -183,32 +183,32 @@ func (p *Portal) partnerKeyRotate(w http.ResponseWriter, r *http.Request) {
 
 // partnerKeyRevoke (POST /partners/{id}/keys/{key}/revoke).
 func (p *Portal) partnerKeyRevoke(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
-	if err := p.d.Partners.RevokeKey(r.Context(), param(r, "key")); err != nil {
-		p.flashError(w, r, err, "/backoffice/partners/"+id)
+	id := Param(r, "id")
+	if err := p.d.Partners.RevokeKey(r.Context(), Param(r, "key")); err != nil {
+		p.FlashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
-	p.flash(r.Context(), "ok", "The API key was revoked.")
-	redirect(w, r, "/backoffice/partners/"+id)
+	p.Flash(r.Context(), "ok", "The API key was revoked.")
+	Redirect(w, r, "/backoffice/partners/"+id)
 }
 
 // partnerKeySignatureVersion (POST /partners/{id}/keys/{key}/signature-version):
 // sets the lowest signature version the key accepts (contract §2). A
 // choice between the versions, nothing typed: a refusal is a flash.
 func (p *Portal) partnerKeySignatureVersion(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	v, err := strconv.Atoi(r.PostFormValue("signature_version"))
 	if err != nil {
 		v = 0 // refused by the service as a validation error
 	}
-	if err := p.d.Partners.SetKeySignatureVersion(r.Context(), param(r, "key"), v); err != nil {
-		p.flashError(w, r, err, "/backoffice/partners/"+id)
+	if err := p.d.Partners.SetKeySignatureVersion(r.Context(), Param(r, "key"), v); err != nil {
+		p.FlashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
 	msg := "The API key accepts signature versions 1 and 2."
 	if v == emi.SignatureV2 {
 		msg = "The API key now requires signature version 2: version 1 requests are refused with 10001."
 	}
-	p.flash(r.Context(), "ok", msg)
-	redirect(w, r, "/backoffice/partners/"+id)
+	p.Flash(r.Context(), "ok", msg)
+	Redirect(w, r, "/backoffice/partners/"+id)
 }

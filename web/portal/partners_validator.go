@@ -35,15 +35,15 @@ var clientTypes = []struct{ key, label string }{
 // link to its applications and its validator configuration, with the edit
 // form for roles that may change it (nil when the role may not see it).
 func (p *Portal) validatorSection(r *http.Request, partnerID string, st *validatorState) (templ.Component, error) {
-	if p.d.Onboarding == nil || !canDo(r, partners.View) {
+	if p.d.Onboarding == nil || !CanDo(r, partners.View) {
 		return nil, nil
 	}
 	cfg, err := p.d.Onboarding.ValidatorConfig(r.Context(), partnerID)
 	if err != nil {
 		return nil, err
 	}
-	v := pages.ValidatorView{PartnerID: partnerID, Configured: cfg != nil, CanManage: canDo(r, partners.Manage)}
-	if canDo(r, onboarding.View) {
+	v := pages.ValidatorView{PartnerID: partnerID, Configured: cfg != nil, CanManage: CanDo(r, partners.Manage)}
+	if CanDo(r, onboarding.View) {
 		v.AppsHref = "/backoffice/applications?status=all&partner=" + partnerID
 	}
 	if cfg != nil {
@@ -130,9 +130,9 @@ func validatorGroups(c *emi.ValidatorConfig) []pages.ValidatorGroup {
 // validatorFromForm reads the edit form.
 func validatorFromForm(r *http.Request) *emi.ValidatorConfig {
 	rule := func(section string) emi.FieldRule {
-		fr := emi.FieldRule{Always: fieldList(r.PostFormValue(section + ".always"))}
+		fr := emi.FieldRule{Always: FieldList(r.PostFormValue(section + ".always"))}
 		for _, prod := range emi.Products {
-			if fs := fieldList(r.PostFormValue(section + ".by_product." + prod)); len(fs) > 0 {
+			if fs := FieldList(r.PostFormValue(section + ".by_product." + prod)); len(fs) > 0 {
 				if fr.ByProduct == nil {
 					fr.ByProduct = map[string][]string{}
 				}
@@ -144,7 +144,7 @@ func validatorFromForm(r *http.Request) *emi.ValidatorConfig {
 	c := &emi.ValidatorConfig{Application: rule("application"), Company: rule("company"), Members: map[string][]string{},
 		Notes: strings.TrimSpace(r.PostFormValue("notes"))}
 	for _, ct := range clientTypes {
-		c.Members[ct.key] = fieldList(r.PostFormValue("members." + ct.key))
+		c.Members[ct.key] = FieldList(r.PostFormValue("members." + ct.key))
 	}
 	return c
 }
@@ -153,12 +153,12 @@ func validatorFromForm(r *http.Request) *emi.ValidatorConfig {
 // partner's configuration; a refused one comes back with the service's
 // field messages beside the inputs.
 func (p *Portal) validatorSave(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	c := validatorFromForm(r)
 	if err := p.d.Onboarding.SetValidatorConfig(r.Context(), id, c); err != nil {
 		e := emi.AsError(err)
 		if e.Kind != emi.KindInvalid {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		st := &validatorState{cfg: c, notes: c.Notes, errs: map[string]string{}}
@@ -179,12 +179,12 @@ func (p *Portal) validatorSave(w http.ResponseWriter, r *http.Request) {
 			}
 			st.general = append(st.general, f.Field+": "+f.Message)
 		}
-		p.flash(r.Context(), "bad", "The validator configuration was not saved: "+Message(e))
+		p.Flash(r.Context(), "bad", "The validator configuration was not saved: "+Message(e))
 		p.renderPartnerPage(w, r, http.StatusUnprocessableEntity, id, "", nil, st)
 		return
 	}
-	p.flash(r.Context(), "ok", "Validator configuration saved. It applies to the partner's next requests.")
-	redirect(w, r, "/backoffice/partners/"+id+"#validator-config")
+	p.Flash(r.Context(), "ok", "Validator configuration saved. It applies to the partner's next requests.")
+	Redirect(w, r, "/backoffice/partners/"+id+"#validator-config")
 }
 
 // validatorRemove (POST /partners/{id}/validator-config/remove) removes the
@@ -192,17 +192,17 @@ func (p *Portal) validatorSave(w http.ResponseWriter, r *http.Request) {
 // is saved again. A confirmed button, nothing typed: a refusal is a flash
 // (a refused save keeps what was typed: validatorSave).
 func (p *Portal) validatorRemove(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	if err := p.d.Onboarding.SetValidatorConfig(r.Context(), id, nil); err != nil {
 		if emi.AsError(err).Kind == emi.KindNotFound {
-			p.renderError(w, r, err) // the service says the partner is unknown
+			p.RenderError(w, r, err) // the service says the partner is unknown
 			return
 		}
-		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		p.FlashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
-	p.flash(r.Context(), "ok", "Validator configuration removed: the partner's application_create answers 11008 until one is saved.")
-	redirect(w, r, "/backoffice/partners/"+id+"#validator-config")
+	p.Flash(r.Context(), "ok", "Validator configuration removed: the partner's application_create answers 11008 until one is saved.")
+	Redirect(w, r, "/backoffice/partners/"+id+"#validator-config")
 }
 
 // jsonFields lists the JSON names of a struct's fields, embedded structs

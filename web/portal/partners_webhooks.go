@@ -20,8 +20,8 @@ import (
 // webhooksSection renders the partner's endpoints for its page (nil when
 // the role may not see webhooks), in the order sort asks (a partner has a
 // handful, sorted in Go; the usual order is the service's).
-func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs map[string]string, sort tableSort) (templ.Component, error) {
-	if !canDo(r, partners.ViewWebhooks) {
+func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs map[string]string, sort TableSort) (templ.Component, error) {
+	if !CanDo(r, partners.ViewWebhooks) {
 		return nil, nil
 	}
 	eps, err := p.d.Webhooks.Endpoints(r.Context(), partnerID)
@@ -49,20 +49,20 @@ func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs
 			row.Status, row.StatusTone = "failing", "warn"
 		}
 		if e.FailingSince != nil {
-			row.FailingSince = fmtTime(*e.FailingSince)
+			row.FailingSince = FmtTime(*e.FailingSince)
 		}
 		if rate, ok := e.Health.SuccessRate(); ok {
 			row.SuccessRate = fmt.Sprintf("%.0f %% of %d", rate*100, e.Health.Attempts)
 		}
 		if e.Health.LastAttemptAt != nil {
-			row.LastAttempt = fmtTime(*e.Health.LastAttemptAt)
+			row.LastAttempt = FmtTime(*e.Health.LastAttemptAt)
 		}
 		if e.PreviousValidUntil != nil && now.Before(*e.PreviousValidUntil) {
-			row.Rotating = fmtTime(*e.PreviousValidUntil)
+			row.Rotating = FmtTime(*e.PreviousValidUntil)
 		}
 		rows[i] = row
 	}
-	sortRows(r, rows, sort, map[string]func(pages.EndpointRow) string{
+	SortRows(r, rows, sort, map[string]func(pages.EndpointRow) string{
 		"url":          func(e pages.EndpointRow) string { return e.URL },
 		"events":       func(e pages.EndpointRow) string { return e.Types },
 		"status":       func(e pages.EndpointRow) string { return e.Status },
@@ -70,9 +70,9 @@ func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs
 	}, func(e pages.EndpointRow) string { return e.ID })
 	// The headers link to the partner's page itself, also when it answers
 	// a refused form's POST.
-	order := sort.view(r)
+	order := sort.View(r)
 	order.Path, order.Query = "/backoffice/partners/"+partnerID, nil
-	v := pages.WebhooksView{PartnerID: partnerID, Endpoints: rows, CanManage: canDo(r, partners.ManageWebhooks), NewURL: newURL,
+	v := pages.WebhooksView{PartnerID: partnerID, Endpoints: rows, CanManage: CanDo(r, partners.ManageWebhooks), NewURL: newURL,
 		Errors: errs, Sort: order}
 	if len(errs) > 0 {
 		// A refused new endpoint (webhookAdd): its event types as typed.
@@ -84,7 +84,7 @@ func (p *Portal) webhooksSection(r *http.Request, partnerID, newURL string, errs
 // webhookAdd (POST /partners/{id}/webhooks) registers an endpoint and shows
 // its signing secret once.
 func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	var types []emi.EventType
 	for _, t := range strings.Split(r.PostFormValue("event_types"), ",") {
 		if t = strings.TrimSpace(t); t != "" {
@@ -96,14 +96,14 @@ func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status := http.StatusUnprocessableEntity
 		switch {
-		case errorIs(err, emi.ErrWebhookEndpointLimit), errorIs(err, emi.ErrWebhookHostLimit):
+		case ErrorIs(err, emi.ErrWebhookEndpointLimit), ErrorIs(err, emi.ErrWebhookHostLimit):
 			// One too many: said beside the URL, as typed.
 			status = http.StatusConflict
 		case emi.AsError(err).Kind != emi.KindInvalid:
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
-		errs, banner := fieldErrors(err)
+		errs, banner := FieldErrors(err)
 		if len(errs) == 0 {
 			errs = map[string]string{"url": banner}
 		}
@@ -125,25 +125,25 @@ func (p *Portal) webhookAdd(w http.ResponseWriter, r *http.Request) {
 // a refusal is a flash, as there is no input to keep (a refused new
 // endpoint keeps what was typed: webhookAdd).
 func (p *Portal) webhookTest(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
-	if _, err := p.d.Webhooks.SendTest(r.Context(), id, param(r, "ep")); err != nil {
-		p.flashError(w, r, err, "/backoffice/partners/"+id)
+	id := Param(r, "id")
+	if _, err := p.d.Webhooks.SendTest(r.Context(), id, Param(r, "ep")); err != nil {
+		p.FlashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
-	p.flash(r.Context(), "ok", "A test event was queued; its delivery shows below within seconds.")
-	redirect(w, r, "/backoffice/partners/"+id+"/events?type="+string(emi.EventWebhookTest))
+	p.Flash(r.Context(), "ok", "A test event was queued; its delivery shows below within seconds.")
+	Redirect(w, r, "/backoffice/partners/"+id+"/events?type="+string(emi.EventWebhookTest))
 }
 
 // webhookRotate (POST /partners/{id}/webhooks/{ep}/rotate) shows the new
 // secret once; the old one keeps signing until the overlap ends.
 func (p *Portal) webhookRotate(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
-	secret, until, err := p.d.Webhooks.RotateEndpointSecret(r.Context(), id, param(r, "ep"))
+	id := Param(r, "id")
+	secret, until, err := p.d.Webhooks.RotateEndpointSecret(r.Context(), id, Param(r, "ep"))
 	if err != nil {
-		p.flashError(w, r, err, "/backoffice/partners/"+id)
+		p.FlashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
-	p.flash(r.Context(), "info", "Deliveries carry both signatures until "+fmtTime(until)+" UTC.")
+	p.Flash(r.Context(), "info", "Deliveries carry both signatures until "+FmtTime(until)+" UTC.")
 	p.showCredentialsOnce(w, r, pages.Credentials{WebhookSecret: secret}, "/backoffice/partners/"+id)
 }
 
@@ -152,25 +152,25 @@ func (p *Portal) webhookEnable(w http.ResponseWriter, r *http.Request)  { p.webh
 func (p *Portal) webhookDisable(w http.ResponseWriter, r *http.Request) { p.webhookSet(w, r, false) }
 
 func (p *Portal) webhookSet(w http.ResponseWriter, r *http.Request, enabled bool) {
-	id := param(r, "id")
-	if err := p.d.Webhooks.SetEndpointEnabled(r.Context(), id, param(r, "ep"), enabled); err != nil {
-		p.flashError(w, r, err, "/backoffice/partners/"+id)
+	id := Param(r, "id")
+	if err := p.d.Webhooks.SetEndpointEnabled(r.Context(), id, Param(r, "ep"), enabled); err != nil {
+		p.FlashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
-	p.flash(r.Context(), "ok", map[bool]string{true: "The endpoint was enabled.", false: "The endpoint was disabled."}[enabled])
-	redirect(w, r, "/backoffice/partners/"+id)
+	p.Flash(r.Context(), "ok", map[bool]string{true: "The endpoint was enabled.", false: "The endpoint was disabled."}[enabled])
+	Redirect(w, r, "/backoffice/partners/"+id)
 }
 
 // replayDelivery (POST /partners/{id}/deliveries/{delivery}/replay) makes a
 // new attempt now (audited by the service).
 func (p *Portal) replayDelivery(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
-	if err := p.d.Webhooks.Replay(r.Context(), id, param(r, "delivery")); err != nil {
-		p.flashError(w, r, err, "/backoffice/partners/"+id+"/events")
+	id := Param(r, "id")
+	if err := p.d.Webhooks.Replay(r.Context(), id, Param(r, "delivery")); err != nil {
+		p.FlashError(w, r, err, "/backoffice/partners/"+id+"/events")
 		return
 	}
-	p.flash(r.Context(), "ok", "A new delivery attempt was queued.")
-	redirect(w, r, "/backoffice/partners/"+id+"/events")
+	p.Flash(r.Context(), "ok", "A new delivery attempt was queued.")
+	Redirect(w, r, "/backoffice/partners/"+id+"/events")
 }
 
 // eventsLog (GET /partners/{id}/events) is the delivery log: events newest
@@ -187,7 +187,7 @@ func eventsFilter(partnerID string, q url.Values) (emi.EventLogFilter, pages.Eve
 	f := emi.EventLogFilter{PartnerID: partnerID, Type: emi.EventType(q.Get("type")), ResourceToken: q.Get("resource"),
 		State: emi.DeliveryState(q.Get("status")), Limit: 20}
 	view := pages.EventsFilter{Type: q.Get("type"), Resource: q.Get("resource"), Status: q.Get("status"), From: q.Get("from"), To: q.Get("to")}
-	f.From, f.To, view.Errors = dateRange(q)
+	f.From, f.To, view.Errors = DateRange(q)
 	if view.Errors == nil {
 		view.Errors = map[string]string{}
 	}
@@ -211,7 +211,7 @@ func eventsFilter(partnerID string, q url.Values) (emi.EventLogFilter, pages.Eve
 // renderEventsLog renders the delivery log for the filter in q; errs (a
 // refused bulk replay's) are added to the filter's own.
 func (p *Portal) renderEventsLog(w http.ResponseWriter, r *http.Request, status int, q url.Values, errs map[string]string) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	f, filter := eventsFilter(id, q)
 	for k, v := range errs {
 		filter.Errors[k] = v
@@ -219,36 +219,36 @@ func (p *Portal) renderEventsLog(w http.ResponseWriter, r *http.Request, status 
 	// The delivery log is the webhook area's page: its service says who
 	// may read it before anything else is read.
 	if _, err := p.d.Webhooks.Endpoints(r.Context(), id); err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	pt, _, err := p.d.Partners.Get(r.Context(), id)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	v := pages.EventsView{PartnerID: id, Filter: filter, CanReplay: canDo(r, partners.ManageWebhooks), MaxBulk: partners.MaxBulkReplay}
+	v := pages.EventsView{PartnerID: id, Filter: filter, CanReplay: CanDo(r, partners.ManageWebhooks), MaxBulk: partners.MaxBulkReplay}
 	if len(filter.Errors) > 0 {
-		p.render(w, r, http.StatusUnprocessableEntity, "Delivery log · "+pt.Name, pages.Events(v))
+		p.Render(w, r, http.StatusUnprocessableEntity, "Delivery log · "+pt.Name, pages.Events(v))
 		return
 	}
 	log, err := p.d.Webhooks.EventsLog(r.Context(), f)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v.Rows = make([]pages.EventRow, len(log.Items))
 	for i, e := range log.Items {
 		data, _ := json.Marshal(e.Data)
-		row := pages.EventRow{ID: e.ID, Type: string(e.Type), Resource: e.ResourceToken, CreatedAt: fmtTime(e.CreatedAt), Data: string(data)}
+		row := pages.EventRow{ID: e.ID, Type: string(e.Type), Resource: e.ResourceToken, CreatedAt: FmtTime(e.CreatedAt), Data: string(data)}
 		for _, d := range e.Deliveries {
-			dr := pages.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL, State: string(d.State), StateTone: deliveryTone(d.State),
+			dr := pages.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL, State: string(d.State), StateTone: DeliveryTone(d.State),
 				ReplayAsked: d.ReplayRequested}
 			if d.State == emi.DeliveryPending && d.NextAttemptAt != nil {
-				dr.NextRetry = fmtTime(*d.NextAttemptAt)
+				dr.NextRetry = FmtTime(*d.NextAttemptAt)
 			}
 			for _, a := range d.AttemptLog {
-				ar := pages.AttemptRow{At: fmtTime(a.StartedAt), Latency: a.Latency.Round(time.Millisecond).String(),
+				ar := pages.AttemptRow{At: FmtTime(a.StartedAt), Latency: a.Latency.Round(time.Millisecond).String(),
 					Response: a.ResponseExcerpt, Error: a.Error, Replay: a.Replay, Status: "no answer", StatusTone: "bad"}
 				if a.Status != 0 {
 					ar.Status = strconv.Itoa(a.Status)
@@ -263,16 +263,16 @@ func (p *Portal) renderEventsLog(w http.ResponseWriter, r *http.Request, status 
 		v.Rows[i] = row
 	}
 	if int64(f.Page*f.Limit) < log.Total {
-		nq := cloneQuery(q)
+		nq := CloneQuery(q)
 		nq.Set("page", strconv.Itoa(f.Page+1))
 		v.Next = "/backoffice/partners/" + id + "/events?" + nq.Encode()
 	}
 	if f.Page > 1 {
-		pq := cloneQuery(q)
+		pq := CloneQuery(q)
 		pq.Set("page", strconv.Itoa(f.Page-1))
 		v.Prev = "/backoffice/partners/" + id + "/events?" + pq.Encode()
 	}
-	p.render(w, r, status, "Delivery log · "+pt.Name, pages.Events(v))
+	p.Render(w, r, status, "Delivery log · "+pt.Name, pages.Events(v))
 }
 
 // replayFailed (POST /partners/{id}/deliveries/replay-failed) asks for a
@@ -283,7 +283,7 @@ func (p *Portal) renderEventsLog(w http.ResponseWriter, r *http.Request, status 
 // (422) with the reason beside the field; a second submit finds the
 // deliveries already asked for and replays nothing more.
 func (p *Portal) replayFailed(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	q := url.Values{"status": {string(emi.DeliveryFailed)}}
 	for _, k := range []string{"type", "from", "to"} {
 		if v := strings.TrimSpace(r.PostFormValue(k)); v != "" {
@@ -292,30 +292,30 @@ func (p *Portal) replayFailed(w http.ResponseWriter, r *http.Request) {
 	}
 	f, filter := eventsFilter(id, q)
 	if len(filter.Errors) > 0 {
-		p.flash(r.Context(), "bad", "Nothing was replayed: please correct the marked fields.")
+		p.Flash(r.Context(), "bad", "Nothing was replayed: please correct the marked fields.")
 		p.renderEventsLog(w, r, http.StatusUnprocessableEntity, q, nil)
 		return
 	}
 	n, err := p.d.Webhooks.ReplayFailed(r.Context(), f)
 	if err != nil {
 		if emi.AsError(err).Kind == emi.KindInvalid {
-			errs, banner := fieldErrors(err)
-			p.flash(r.Context(), "bad", "Nothing was replayed: "+banner)
+			errs, banner := FieldErrors(err)
+			p.Flash(r.Context(), "bad", "Nothing was replayed: "+banner)
 			p.renderEventsLog(w, r, http.StatusUnprocessableEntity, q, errs)
 			return
 		}
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	switch {
 	case n == 0:
-		p.flash(r.Context(), "info", "No failed deliveries to replay: none match, their endpoint is disabled, or their replay was already asked for (perhaps by a colleague just now).")
+		p.Flash(r.Context(), "info", "No failed deliveries to replay: none match, their endpoint is disabled, or their replay was already asked for (perhaps by a colleague just now).")
 	case n == partners.MaxBulkReplay:
-		p.flash(r.Context(), "ok", fmt.Sprintf("New attempts were queued for the %d oldest failed deliveries (the most one replay takes). Replay again for the rest.", n))
+		p.Flash(r.Context(), "ok", fmt.Sprintf("New attempts were queued for the %d oldest failed deliveries (the most one replay takes). Replay again for the rest.", n))
 	case n == 1:
-		p.flash(r.Context(), "ok", "A new attempt was queued for 1 failed delivery.")
+		p.Flash(r.Context(), "ok", "A new attempt was queued for 1 failed delivery.")
 	default:
-		p.flash(r.Context(), "ok", fmt.Sprintf("New attempts were queued for %d failed deliveries.", n))
+		p.Flash(r.Context(), "ok", fmt.Sprintf("New attempts were queued for %d failed deliveries.", n))
 	}
-	redirect(w, r, "/backoffice/partners/"+id+"/events?"+q.Encode())
+	Redirect(w, r, "/backoffice/partners/"+id+"/events?"+q.Encode())
 }

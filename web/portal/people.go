@@ -28,13 +28,13 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 			f.KYCStatus = st
 		}
 	}
-	sort := readSort(r, "created", "desc", "name", "email", "kyc", "created")
+	sort := ReadSort(r, "created", "desc", "name", "email", "kyc", "created")
 	if q.Get("sort") != "" && sort.Err == "" {
-		f.Sort = sort.order()
-		if looksLikeToken(q.Get("before_token")) {
+		f.Sort = sort.Order()
+		if LooksLikeToken(q.Get("before_token")) {
 			f.BeforeToken = q.Get("before_token")
 		}
-	} else if at, err := time.Parse(time.RFC3339Nano, q.Get("before_at")); err == nil && looksLikeToken(q.Get("before_token")) {
+	} else if at, err := time.Parse(time.RFC3339Nano, q.Get("before_at")); err == nil && LooksLikeToken(q.Get("before_token")) {
 		f.BeforeAt, f.BeforeToken = at, q.Get("before_token")
 	}
 	view := pages.UsersFilter{Q: f.Q, KYCStatus: string(f.KYCStatus)}
@@ -45,28 +45,28 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 	users, err := p.d.Users.List(r.Context(), f)
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
-		errs, _ := fieldErrors(err)
-		p.render(w, r, http.StatusUnprocessableEntity, "People", pages.Users(view, statuses, nil, "", "", errs, sort.view(r)))
+		errs, _ := FieldErrors(err)
+		p.Render(w, r, http.StatusUnprocessableEntity, "People", pages.Users(view, statuses, nil, "", "", errs, sort.View(r)))
 		return
 	}
-	names := p.partnerNames(r)
+	names := p.PartnerNames(r)
 	rows := make([]pages.UserRow, len(users))
 	for i, u := range users {
-		rows[i] = pages.UserRow{Token: u.Token, Name: u.FullName(), Email: u.Email, Phone: firstNonEmpty(u.MobilePhone, u.Phone),
-			Partner: names.name(u.PartnerID), PartnerID: u.PartnerID, KYCStatus: string(u.KYCStatus), KYCTone: kycTone(u.KYCStatus),
-			Created: fmtTime(u.CreatedAt), Removed: u.Status == emi.UserRemoved}
+		rows[i] = pages.UserRow{Token: u.Token, Name: u.FullName(), Email: u.Email, Phone: FirstNonEmpty(u.MobilePhone, u.Phone),
+			Partner: names.Name(u.PartnerID), PartnerID: u.PartnerID, KYCStatus: string(u.KYCStatus), KYCTone: KYCTone(u.KYCStatus),
+			Created: FmtTime(u.CreatedAt), Removed: u.Status == emi.UserRemoved}
 	}
 	if err := p.personCards(r, f.Q, rows); err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	var prev, next string
 	if len(users) == f.Limit {
 		last := users[len(users)-1]
-		nq := cloneQuery(q)
+		nq := CloneQuery(q)
 		if f.Sort.Key == "" {
 			nq.Set("before_at", last.CreatedAt.UTC().Format(time.RFC3339Nano))
 		}
@@ -74,12 +74,12 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 		next = "/backoffice/users?" + nq.Encode()
 	}
 	if f.BeforeToken != "" {
-		pq := cloneQuery(q)
+		pq := CloneQuery(q)
 		pq.Del("before_at")
 		pq.Del("before_token")
 		prev = "/backoffice/users?" + pq.Encode()
 	}
-	p.render(w, r, sort.status(), "People", pages.Users(view, statuses, rows, prev, next, nil, sort.view(r)))
+	p.Render(w, r, sort.Status(), "People", pages.Users(view, statuses, rows, prev, next, nil, sort.View(r)))
 }
 
 // personCards lists under each person a search found their cards (customer
@@ -91,7 +91,7 @@ func (p *Portal) userList(w http.ResponseWriter, r *http.Request) {
 // page does. A query the cards search refuses (a full card number) lists
 // none.
 func (p *Portal) personCards(r *http.Request, q string, rows []pages.UserRow) error {
-	if q == "" || len(rows) == 0 || p.d.Cards == nil || !canDo(r, accounts.View) {
+	if q == "" || len(rows) == 0 || p.d.Cards == nil || !CanDo(r, accounts.View) {
 		return nil
 	}
 	list, err := p.d.Cards.Search(r.Context(), q)
@@ -122,56 +122,56 @@ func (p *Portal) personCards(r *http.Request, q string, rows []pages.UserRow) er
 // person's history.
 func (p *Portal) userDetail(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	u, docs, err := p.d.Users.Get(ctx, param(r, "user"))
+	u, docs, err := p.d.Users.Get(ctx, Param(r, "user"))
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	checks, err := p.d.AML.List(ctx, emi.AMLFilter{UserToken: u.Token, Limit: 50})
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	sessions, err := p.d.KYC.List(ctx, emi.KYCFilter{UserToken: u.Token, Limit: 50})
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v := pages.UserView{Token: u.Token, Name: u.FullName(), Removed: u.Status == emi.UserRemoved,
-		KYCStatus: string(u.KYCStatus), KYCTone: kycTone(u.KYCStatus), Docs: docViews(docs)}
-	v.Groups = userGroups(r, u, p.partnerNames(r).kv(r, "Partner", u.PartnerID))
+		KYCStatus: string(u.KYCStatus), KYCTone: KYCTone(u.KYCStatus), Docs: docViews(docs)}
+	v.Groups = userGroups(r, u, p.PartnerNames(r).KV(r, "Partner", u.PartnerID))
 	for _, c := range checks {
 		v.Checks = append(v.Checks, amlRow(c, p.d.Now()))
 	}
 	for _, s := range sessions {
 		v.Sessions = append(v.Sessions, kycRow(s, p.d.Now()))
 	}
-	if canDo(r, kernel.ViewAudit) {
+	if CanDo(r, kernel.ViewAudit) {
 		entries, err := p.d.Audit.List(ctx, emi.AuditFilter{ResourceType: "user", ResourceToken: u.Token, Limit: 50})
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		v.ShowAudit = true
 		v.AuditHref = "/backoffice/audit?resource_type=user&resource_token=" + u.Token
 		for _, e := range entries {
-			v.Audit = append(v.Audit, auditRow(r, e))
+			v.Audit = append(v.Audit, AuditRow(r, e))
 		}
 	}
-	p.nameAuditIDs(r, v.Audit)
+	p.NameAuditIDs(r, v.Audit)
 	if v.ShowAccounts, v.Accounts, err = p.ownerAccounts(r, u.Token, ""); err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	if v.ShowCards, v.Cards, err = p.ownerCards(r, u.Token, "", ""); err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	title := u.FullName()
 	if title == "" {
 		title = "Person"
 	}
-	p.renderPrivate(w, r, http.StatusOK, title, pages.UserDetail(v))
+	p.RenderPrivate(w, r, http.StatusOK, title, pages.UserDetail(v))
 }
 
 // documentCSP lets a document render and nothing else: no script, no
@@ -183,14 +183,14 @@ const documentCSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe
 // document (GET /documents/{doc}) sends a document's content, decrypted,
 // for display in the browser. The service audits every view.
 func (p *Portal) document(w http.ResponseWriter, r *http.Request) {
-	d, content, err := p.d.Users.Document(r.Context(), param(r, "doc"))
+	d, content, err := p.d.Users.Document(r.Context(), Param(r, "doc"))
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", d.ContentType)
-	h.Set("Content-Disposition", fmt.Sprintf(`inline; filename="%s.%s"`, safeFileName(d.DocumentType), safeFileName(d.FileType)))
+	h.Set("Content-Disposition", fmt.Sprintf(`inline; filename="%s.%s"`, SafeFileName(d.DocumentType), SafeFileName(d.FileType)))
 	h.Set("Content-Security-Policy", documentCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
@@ -210,7 +210,7 @@ func docViews(docs []emi.StoredDocument) []pages.DocView {
 			sum = sum[:12]
 		}
 		out[i] = pages.DocView{Token: d.Token, Type: d.DocumentType, FileType: d.FileType, ContentType: d.ContentType,
-			Size: fmtBytes(d.Size), SHA: sum, Created: fmtTime(d.CreatedAt), Href: "/backoffice/documents/" + d.Token,
+			Size: fmtBytes(d.Size), SHA: sum, Created: FmtTime(d.CreatedAt), Href: "/backoffice/documents/" + d.Token,
 			Image: strings.HasPrefix(d.ContentType, "image/")}
 	}
 	return out
@@ -234,7 +234,7 @@ func userGroups(r *http.Request, u emi.User, partnerKV pages.KV) []pages.FieldGr
 	}
 	removed := ""
 	if u.RemovedAt != nil {
-		removed = fmtTime(*u.RemovedAt)
+		removed = FmtTime(*u.RemovedAt)
 	}
 	return []pages.FieldGroup{
 		{Title: "Person", Items: []pages.KV{
@@ -268,7 +268,7 @@ func userGroups(r *http.Request, u emi.User, partnerKV pages.KV) []pages.FieldGr
 			{Label: "Other purpose", Value: u.OtherPurposeOfWalletUsage},
 		}},
 		{Title: "Compliance", Items: []pages.KV{
-			{Label: "KYC", Value: string(u.KYCStatus), Tone: toneOrNeutral(kycTone(u.KYCStatus))}, amlKV,
+			{Label: "KYC", Value: string(u.KYCStatus), Tone: ToneOrNeutral(KYCTone(u.KYCStatus))}, amlKV,
 			{Label: "Risk score", Value: u.RiskScore}, {Label: "PEP", Value: u.PEP}, {Label: "PEP relative", Value: u.PEPRelative},
 			{Label: "PEP declaration", Value: u.PEPsDeclaration}, {Label: "Sanctioned (is_san)", Value: u.IsSAN},
 			{Label: "is_sip", Value: u.IsSIP}, {Label: "Sanction and media screening", Value: yesNo(u.SanctionMediaScreening)},
@@ -283,7 +283,7 @@ func userGroups(r *http.Request, u emi.User, partnerKV pages.KV) []pages.FieldGr
 			{Label: "Registration IP", Value: u.RegistrationIP, Mono: true},
 			{Label: "Registration place", Value: strings.Trim(u.RegistrationCity+", "+u.RegistrationCountry, ", ")},
 			{Label: "Registration coordinates", Value: strings.Trim(u.RegistrationLat+", "+u.RegistrationLng, ", "), Mono: true},
-			{Label: "Created (UTC)", Value: fmtTime(u.CreatedAt), Mono: true}, {Label: "Updated (UTC)", Value: fmtTime(u.UpdatedAt), Mono: true},
+			{Label: "Created (UTC)", Value: FmtTime(u.CreatedAt), Mono: true}, {Label: "Updated (UTC)", Value: FmtTime(u.UpdatedAt), Mono: true},
 			{Label: "Removed (UTC)", Value: removed, Mono: true},
 		}},
 	}

@@ -34,7 +34,7 @@ func (p *Portal) amlQueue(w http.ResponseWriter, r *http.Request) {
 	if want == "" {
 		want = string(emi.AMLMatch)
 	}
-	f := emi.AMLFilter{Limit: listPageSize}
+	f := emi.AMLFilter{Limit: ListPageSize}
 	var tabs []pages.Tab
 	label := ""
 	for _, s := range amlStatuses {
@@ -56,12 +56,12 @@ func (p *Portal) amlQueue(w http.ResponseWriter, r *http.Request) {
 	if f.Status == emi.AMLMatch {
 		empty, dir = "No check waits for review.", "asc" // the queue: oldest first
 	}
-	sort := readSort(r, "created", dir, emi.AMLSortKeys...)
-	f.After = readAfter(r, &sort)
-	f.Sort = sort.order()
+	sort := ReadSort(r, "created", dir, emi.AMLSortKeys...)
+	f.After = ReadAfter(r, &sort)
+	f.Sort = sort.Order()
 	checks, err := p.d.AML.List(r.Context(), f)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	rows := make([]pages.AMLRow, len(checks))
@@ -69,14 +69,14 @@ func (p *Portal) amlQueue(w http.ResponseWriter, r *http.Request) {
 	for i, c := range checks {
 		rows[i], last = amlRow(c, p.d.Now()), c.Token
 	}
-	first, next := afterLinks(r, f.After, len(checks) == f.Limit, last)
-	p.renderPrivate(w, r, sort.status(), "AML reviews", pages.AMLQueue(tabs, rows, empty, sort.view(r), first, next))
+	first, next := AfterLinks(r, f.After, len(checks) == f.Limit, last)
+	p.RenderPrivate(w, r, sort.Status(), "AML reviews", pages.AMLQueue(tabs, rows, empty, sort.View(r), first, next))
 }
 
 func amlRow(c emi.AMLCheck, now time.Time) pages.AMLRow {
-	return pages.AMLRow{Token: c.Token, Created: fmtTime(c.CreatedAt), Age: age(now, c.CreatedAt), Partner: c.PartnerName,
+	return pages.AMLRow{Token: c.Token, Created: FmtTime(c.CreatedAt), Age: Age(now, c.CreatedAt), Partner: c.PartnerName,
 		Person: strings.TrimSpace(c.FirstName + " " + c.LastName), Birthday: c.Birthday, Nationality: c.Nationality,
-		Source: sourceOf(c), Status: string(c.Status), StatusTone: amlTone(c.Status), Hits: len(c.Hits), Open: c.OpenHits()}
+		Source: sourceOf(c), Status: string(c.Status), StatusTone: AMLTone(c.Status), Hits: len(c.Hits), Open: c.OpenHits()}
 }
 
 // amlCheck (GET /aml/{check}) is the review page of one check.
@@ -87,23 +87,23 @@ func (p *Portal) amlCheck(w http.ResponseWriter, r *http.Request) {
 // renderAMLCheck shows the check; for a refused decision, hit n keeps the
 // typed reason and shows the field errors.
 func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, n int, reason string, errs map[string]string) {
-	c, err := p.d.AML.Get(r.Context(), param(r, "check"))
+	c, err := p.d.AML.Get(r.Context(), Param(r, "check"))
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	v := pages.AMLCheckView{Token: c.Token, Status: string(c.Status), StatusTone: amlTone(c.Status),
+	v := pages.AMLCheckView{Token: c.Token, Status: string(c.Status), StatusTone: AMLTone(c.Status),
 		FirstName: c.FirstName, LastName: c.LastName, Birthday: c.Birthday, Nationality: c.Nationality,
-		Partner: c.PartnerName, Source: c.Source, User: c.UserToken, ListVersion: c.ListVersion, Created: fmtTime(c.CreatedAt),
-		ReviewedBy: who(r, c.ReviewedBy, c.ReviewedByName)}
-	if canDo(r, partners.View) {
+		Partner: c.PartnerName, Source: c.Source, User: c.UserToken, ListVersion: c.ListVersion, Created: FmtTime(c.CreatedAt),
+		ReviewedBy: Who(r, c.ReviewedBy, c.ReviewedByName)}
+	if CanDo(r, partners.View) {
 		v.PartnerHref = "/backoffice/partners/" + c.PartnerID
 	}
 	if c.UserToken != "" {
 		v.UserHref = "/backoffice/users/" + c.UserToken
 	}
 	if c.ReviewedAt != nil {
-		v.Reviewed = fmtTime(*c.ReviewedAt)
+		v.Reviewed = FmtTime(*c.ReviewedAt)
 	}
 	v.Merchant = merchantKVs(r, c)
 	caps := p.d.AML.HitCapabilities(r.Context(), c)
@@ -111,31 +111,31 @@ func (p *Portal) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, 
 		hv := hitView(h)
 		hc := caps[h.N]
 		hv.CanDecide, hv.CanFalsePositive, hv.WhyNot = hc.Decide, hc.FalsePositive, hc.WhyNot
-		hv.DecidedBy = who(r, h.DecidedBy, h.DecidedByName)
+		hv.DecidedBy = Who(r, h.DecidedBy, h.DecidedByName)
 		if h.ConfirmedBy != "" {
-			hv.DecidedBy += ", confirmed by " + who(r, h.ConfirmedBy, h.ConfirmedByName)
+			hv.DecidedBy += ", confirmed by " + Who(r, h.ConfirmedBy, h.ConfirmedByName)
 		}
 		if h.N == n {
 			hv.FormReason, hv.Errors = reason, errs
 		}
 		v.Hits = append(v.Hits, hv)
 	}
-	if canDo(r, people.ReviewAML) {
+	if CanDo(r, people.ReviewAML) {
 		v.NextCase = p.nextAMLCheck(r, c.Token)
 	}
-	p.renderPrivate(w, r, status, "AML check · "+strings.TrimSpace(c.FirstName+" "+c.LastName), pages.AMLCheck(v))
+	p.RenderPrivate(w, r, status, "AML check · "+strings.TrimSpace(c.FirstName+" "+c.LastName), pages.AMLCheck(v))
 }
 
 func hitView(h emi.AMLHit) pages.AMLHitView {
 	b := h.Breakdown
 	hv := pages.AMLHitView{N: h.N, List: h.List, EntryID: h.EntryID, EntryType: h.EntryType, Name: h.Name,
-		MatchedName: h.MatchedName, Alias: h.Alias, Score: score(h.Score), Fields: strings.Join(h.Fields, ", "),
-		NameScore: score(b.NameScore), Birthday: orUnknown(b.Birthday), BirthdayAdjust: adjust(b.BirthdayAdjust),
+		MatchedName: h.MatchedName, Alias: h.Alias, Score: Score(h.Score), Fields: strings.Join(h.Fields, ", "),
+		NameScore: Score(b.NameScore), Birthday: orUnknown(b.Birthday), BirthdayAdjust: adjust(b.BirthdayAdjust),
 		Nationality: orUnknown(b.Nationality), NationalityAdjust: adjust(b.NationalityAdjust), TypeAdjust: adjust(b.TypeAdjust),
 		Notes: b.Notes, Suppressed: h.Suppressed, Open: h.Open() && !h.Pending(), Pending: h.Pending(),
 		Decision: h.Decision, Reason: h.Reason, DecidedBy: h.DecidedBy}
 	for _, t := range b.Tokens {
-		row := pages.TokenRow{Query: t.Query, Entry: t.Entry, Similarity: score(t.Similarity), How: t.Note}
+		row := pages.TokenRow{Query: t.Query, Entry: t.Entry, Similarity: Score(t.Similarity), How: t.Note}
 		if t.Weight > 0 {
 			row.Weight = strconv.FormatFloat(t.Weight, 'f', -1, 64)
 		}
@@ -176,7 +176,7 @@ func hitView(h emi.AMLHit) pages.AMLHitView {
 		hv.Decision, hv.DecisionTone = "true match", "bad"
 	}
 	if h.DecidedAt != nil {
-		hv.DecidedAt = fmtTime(*h.DecidedAt)
+		hv.DecidedAt = FmtTime(*h.DecidedAt)
 	}
 	return hv
 }
@@ -203,21 +203,21 @@ func orUnknown(s string) string {
 // amlDecide (POST /aml/{check}/decide) records a decision on one hit. The
 // form uses HitDecision's JSON names: n, decision, reason.
 func (p *Portal) amlDecide(w http.ResponseWriter, r *http.Request) {
-	token := param(r, "check")
+	token := Param(r, "check")
 	n, _ := strconv.Atoi(r.PostFormValue("n"))
 	reason := r.PostFormValue("reason") // the service trims and checks it
 	d := emi.HitDecision{N: n, Decision: r.PostFormValue("decision"), Reason: reason}
 	c, err := p.d.AML.Decide(r.Context(), token, d)
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
-			p.flashError(w, r, err, "/backoffice/aml/"+token)
+			p.FlashError(w, r, err, "/backoffice/aml/"+token)
 			return
 		}
-		errs, banner := fieldErrors(err)
+		errs, banner := FieldErrors(err)
 		if len(errs) == 0 {
 			errs = map[string]string{"reason": banner}
 		}
-		p.flash(r.Context(), "bad", banner)
+		p.Flash(r.Context(), "bad", banner)
 		p.renderAMLCheck(w, r, http.StatusUnprocessableEntity, n, reason, errs)
 		return
 	}
@@ -226,11 +226,11 @@ func (p *Portal) amlDecide(w http.ResponseWriter, r *http.Request) {
 		msg = "Hit " + strconv.Itoa(n) + " recorded; the check is now " + string(c.Status) + " and the partner was notified."
 	}
 	if r.PostFormValue("then") == "next" && c.Status != emi.AMLMatch {
-		p.takeNext(w, r, msg, p.nextAMLCheck(r, token), "/backoffice/aml", "No other AML check waits for a review.")
+		p.TakeNext(w, r, msg, p.nextAMLCheck(r, token), "/backoffice/aml", "No other AML check waits for a review.")
 		return
 	}
-	p.flash(r.Context(), "ok", msg)
-	redirect(w, r, "/backoffice/aml/"+token+"#hit-"+strconv.Itoa(n))
+	p.Flash(r.Context(), "ok", msg)
+	Redirect(w, r, "/backoffice/aml/"+token+"#hit-"+strconv.Itoa(n))
 }
 
 // nextAMLCheck is the page of the first check of the AML queue (hits to

@@ -26,7 +26,7 @@ func merchantKVs(r *http.Request, c emi.AMLCheck) []pages.KV {
 	if c.MemberToken != "" {
 		member = pages.KV{Label: "Member", Value: strings.TrimSpace(c.FirstName + " " + c.LastName)}
 	}
-	if canDo(r, onboarding.View) && c.MerchantApplication != "" {
+	if CanDo(r, onboarding.View) && c.MerchantApplication != "" {
 		merchant.Href = "/backoffice/companies/" + c.MerchantApplication
 		if c.MemberToken != "" {
 			member.Href = "/backoffice/applications/" + c.MerchantApplication + "/members/" + c.MemberToken

@@ -33,7 +33,7 @@ func (p *Portal) kycQueue(w http.ResponseWriter, r *http.Request) {
 	if want == "" {
 		want = string(emi.KYCSubmitted)
 	}
-	f := emi.KYCFilter{Limit: listPageSize}
+	f := emi.KYCFilter{Limit: ListPageSize}
 	var tabs []pages.Tab
 	found := false
 	for _, s := range kycTabs {
@@ -55,12 +55,12 @@ func (p *Portal) kycQueue(w http.ResponseWriter, r *http.Request) {
 	if f.Status == emi.KYCSubmitted {
 		empty, key, dir = "No identification waits for review.", "submitted", "asc" // the queue: oldest first
 	}
-	sort := readSort(r, key, dir, emi.KYCSortKeys...)
-	f.After = readAfter(r, &sort)
-	f.Sort = sort.order()
+	sort := ReadSort(r, key, dir, emi.KYCSortKeys...)
+	f.After = ReadAfter(r, &sort)
+	f.Sort = sort.Order()
 	sessions, err := p.d.KYC.List(r.Context(), f)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	rows := make([]pages.KYCRow, len(sessions))
@@ -68,20 +68,20 @@ func (p *Portal) kycQueue(w http.ResponseWriter, r *http.Request) {
 	for i, s := range sessions {
 		rows[i], last = kycRow(s, p.d.Now()), s.Token
 	}
-	first, next := afterLinks(r, f.After, len(sessions) == f.Limit, last)
-	p.renderPrivate(w, r, sort.status(), "KYC reviews", pages.KYCQueue(tabs, rows, empty, sort.view(r), first, next))
+	first, next := AfterLinks(r, f.After, len(sessions) == f.Limit, last)
+	p.RenderPrivate(w, r, sort.Status(), "KYC reviews", pages.KYCQueue(tabs, rows, empty, sort.View(r), first, next))
 }
 
 func kycRow(s emi.KYCSession, now time.Time) pages.KYCRow {
 	row := pages.KYCRow{Token: s.Token, Partner: s.PartnerName, User: strings.TrimSpace(s.UserName), UserHref: "/backoffice/users/" + s.UserToken,
-		Created: fmtTime(s.CreatedAt), Kind: kindLabel(s.DocumentKind), Status: string(s.Status), StatusTone: kycTone(s.Status)}
+		Created: FmtTime(s.CreatedAt), Kind: kindLabel(s.DocumentKind), Status: string(s.Status), StatusTone: KYCTone(s.Status)}
 	if row.User == "" {
 		row.User = s.UserToken
 	}
 	if s.SubmittedAt != nil {
-		row.Submitted = fmtTime(*s.SubmittedAt)
+		row.Submitted = FmtTime(*s.SubmittedAt)
 		if s.Status == emi.KYCSubmitted {
-			row.Age = age(now, *s.SubmittedAt)
+			row.Age = Age(now, *s.SubmittedAt)
 		}
 	}
 	return row
@@ -104,22 +104,22 @@ func (p *Portal) kycSession(w http.ResponseWriter, r *http.Request) {
 
 func (p *Portal) renderKYCSession(w http.ResponseWriter, r *http.Request, status int, form emi.KYCDecision, errs map[string]string) {
 	ctx := r.Context()
-	s, docs, err := p.d.KYC.Get(ctx, param(r, "session"))
+	s, docs, err := p.d.KYC.Get(ctx, Param(r, "session"))
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	u, _, err := p.d.Users.Get(ctx, s.UserToken)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	v := pages.KYCSessionView{Token: s.Token, Status: string(s.Status), StatusTone: kycTone(s.Status), Name: u.FullName(),
-		Docs: docViews(docs), ReviewedBy: who(r, s.ReviewedBy, s.ReviewedByName), Reason: s.Reason, InternalNote: s.InternalNote,
+	v := pages.KYCSessionView{Token: s.Token, Status: string(s.Status), StatusTone: KYCTone(s.Status), Name: u.FullName(),
+		Docs: docViews(docs), ReviewedBy: Who(r, s.ReviewedBy, s.ReviewedByName), Reason: s.Reason, InternalNote: s.InternalNote,
 		CanDecide: people.CanDecideKYC(r.Context(), s), FormReason: form.Reason, FormNote: form.InternalNote,
 		Errors: errs}
 	if s.ReviewedAt != nil {
-		v.Reviewed = fmtTime(*s.ReviewedAt)
+		v.Reviewed = FmtTime(*s.ReviewedAt)
 	}
 	v.Person = []pages.KV{
 		{Label: "Name", Value: u.FullName(), Href: "/backoffice/users/" + u.Token},
@@ -139,25 +139,25 @@ func (p *Portal) renderKYCSession(w http.ResponseWriter, r *http.Request, status
 		{Label: "Session", Value: s.Token, Mono: true},
 		{Label: "Partner", Value: s.PartnerName},
 		{Label: "Document", Value: kindLabel(s.DocumentKind)},
-		{Label: "Started (UTC)", Value: fmtTime(s.CreatedAt), Mono: true},
-		{Label: "Consent (UTC)", Value: fmtTimeOrEmpty(s.ConsentAt), Mono: true},
-		{Label: "Submitted (UTC)", Value: fmtTimeOrEmpty(s.SubmittedAt), Mono: true},
-		{Label: "Link valid until (UTC)", Value: fmtTime(s.ExpiresAt), Mono: true},
+		{Label: "Started (UTC)", Value: FmtTime(s.CreatedAt), Mono: true},
+		{Label: "Consent (UTC)", Value: FmtTimeOrEmpty(s.ConsentAt), Mono: true},
+		{Label: "Submitted (UTC)", Value: FmtTimeOrEmpty(s.SubmittedAt), Mono: true},
+		{Label: "Link valid until (UTC)", Value: FmtTime(s.ExpiresAt), Mono: true},
 	}
-	if canDo(r, partners.View) {
+	if CanDo(r, partners.View) {
 		v.Session[1].Href = "/backoffice/partners/" + s.PartnerID
 	}
-	if canDo(r, people.ReviewKYC) {
+	if CanDo(r, people.ReviewKYC) {
 		v.NextCase = p.nextKYCSession(r, s.Token)
 	}
-	p.renderPrivate(w, r, status, "KYC · "+u.FullName(), pages.KYCSession(v))
+	p.RenderPrivate(w, r, status, "KYC · "+u.FullName(), pages.KYCSession(v))
 }
 
 // kycDecide (POST /kyc/{session}/decide) approves or rejects a submitted
 // session (decision approve or reject) with a reason for the partner and an
 // internal note for staff.
 func (p *Portal) kycDecide(w http.ResponseWriter, r *http.Request) {
-	token := param(r, "session")
+	token := Param(r, "session")
 	d := emi.KYCDecision{Reason: r.PostFormValue("reason"), InternalNote: r.PostFormValue("internal_note")}
 	switch r.PostFormValue("decision") {
 	case "approve":
@@ -165,29 +165,29 @@ func (p *Portal) kycDecide(w http.ResponseWriter, r *http.Request) {
 	case "reject":
 	default:
 		err := emi.ErrReviewValidation.Field("decision", "choose approve or reject")
-		errs, banner := fieldErrors(err)
-		p.flash(r.Context(), "bad", banner)
+		errs, banner := FieldErrors(err)
+		p.Flash(r.Context(), "bad", banner)
 		p.renderKYCSession(w, r, http.StatusUnprocessableEntity, d, errs)
 		return
 	}
 	s, err := p.d.KYC.Decide(r.Context(), token, d)
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
-			p.flashError(w, r, err, "/backoffice/kyc/"+token)
+			p.FlashError(w, r, err, "/backoffice/kyc/"+token)
 			return
 		}
-		errs, banner := fieldErrors(err)
-		p.flash(r.Context(), "bad", banner)
+		errs, banner := FieldErrors(err)
+		p.Flash(r.Context(), "bad", banner)
 		p.renderKYCSession(w, r, http.StatusUnprocessableEntity, d, errs)
 		return
 	}
 	msg := "The identification is " + string(s.Status) + "; the partner was notified."
 	if r.PostFormValue("then") == "next" {
-		p.takeNext(w, r, msg, p.nextKYCSession(r, token), "/backoffice/kyc", "No other identification waits for a review.")
+		p.TakeNext(w, r, msg, p.nextKYCSession(r, token), "/backoffice/kyc", "No other identification waits for a review.")
 		return
 	}
-	p.flash(r.Context(), "ok", msg)
-	redirect(w, r, "/backoffice/kyc/"+token)
+	p.Flash(r.Context(), "ok", msg)
+	Redirect(w, r, "/backoffice/kyc/"+token)
 }
 
 // nextKYCSession is the page of the first submitted identification of the

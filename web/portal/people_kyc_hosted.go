@@ -41,7 +41,7 @@ func (p *Portal) HostedKYC() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.d.Logger.Warn("cross-origin request refused", "method", r.Method, "path", "/kyc/{secret}",
 			"request_id", emi.RequestMetaFrom(r.Context()).RequestID)
-		p.renderHosted(w, r, http.StatusForbidden, "Not allowed",
+		p.RenderHosted(w, r, http.StatusForbidden, "Not allowed",
 			hosted.Message("Not allowed", "This request came from another site and was refused.", "kyc-403"))
 	}))
 	return cop.Handler(r)
@@ -52,7 +52,7 @@ func (p *Portal) HostedKYC() http.Handler {
 func (p *Portal) hostedHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", csp)
+		h.Set("Content-Security-Policy", CSP)
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
@@ -76,7 +76,7 @@ func (p *Portal) kycPage(w http.ResponseWriter, r *http.Request) {
 		p.kycError(w, r, err)
 		return
 	}
-	p.renderHosted(w, r, http.StatusOK, "Confirm your identity", hosted.KYC(kycView(s, secret)))
+	p.RenderHosted(w, r, http.StatusOK, "Confirm your identity", hosted.KYC(kycView(s, secret)))
 }
 
 // kycSubmit (POST /kyc/{secret}) takes the multipart form: kind, consent,
@@ -111,11 +111,11 @@ func (p *Portal) kycSubmit(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		http.Redirect(w, r, "/kyc/"+url.PathEscape(secret), http.StatusSeeOther)
 	case errors.Is(err, emi.ErrKYCUploadInvalid):
-		errs, _ := fieldErrors(err)
+		errs, _ := FieldErrors(err)
 		p.kycRefused(w, r, secret, http.StatusUnprocessableEntity, Message(emi.AsError(err)), errs, up.Kind, up.Consent)
 	case errors.Is(err, emi.ErrKYCLinkUsed):
 		// Sent twice (a second tab, a double tap): show what became of it.
-		p.renderHosted(w, r, http.StatusConflict, "Confirm your identity", hosted.KYC(kycView(s, secret)))
+		p.RenderHosted(w, r, http.StatusConflict, "Confirm your identity", hosted.KYC(kycView(s, secret)))
 	default:
 		p.kycError(w, r, err)
 	}
@@ -145,12 +145,12 @@ func (p *Portal) kycRefused(w http.ResponseWriter, r *http.Request, secret strin
 	}
 	v := kycView(s, secret)
 	v.Banner, v.Errors, v.Kind, v.Consent = banner, errs, kind, consent
-	p.renderHosted(w, r, status, "Confirm your identity", hosted.KYC(v))
+	p.RenderHosted(w, r, status, "Confirm your identity", hosted.KYC(v))
 }
 
 func kycView(s emi.KYCSession, secret string) hosted.KYCPage {
 	v := hosted.KYCPage{Action: "/kyc/" + url.PathEscape(secret), Name: strings.TrimSpace(s.UserName), Partner: s.PartnerName,
-		State: "form", Expires: fmtTime(s.ExpiresAt)}
+		State: "form", Expires: FmtTime(s.ExpiresAt)}
 	switch s.Status {
 	case emi.KYCSubmitted, emi.KYCApproved, emi.KYCRejected:
 		v.State = string(s.Status)
@@ -166,14 +166,14 @@ func (p *Portal) kycError(w http.ResponseWriter, r *http.Request, err error) {
 		p.kycLinkInvalid(w, r)
 	case emi.KindInternal:
 		httpx.Fields(r.Context()).SetError(err)
-		p.hostedServerError(w, r)
+		p.HostedServerError(w, r)
 	default:
-		p.renderHosted(w, r, httpx.Status(emi.AsError(err).Kind), "Confirm your identity",
+		p.RenderHosted(w, r, httpx.Status(emi.AsError(err).Kind), "Confirm your identity",
 			hosted.Message("Something is not right", Message(emi.AsError(err)), "kyc-error"))
 	}
 }
 
 func (p *Portal) kycLinkInvalid(w http.ResponseWriter, r *http.Request) {
-	p.renderHosted(w, r, http.StatusNotFound, "Link not valid",
+	p.RenderHosted(w, r, http.StatusNotFound, "Link not valid",
 		hosted.Message("This link is not valid or has expired", messages[emi.ErrKYCLinkInvalid.Key], "kyc-404"))
 }

@@ -22,11 +22,11 @@ const sanctionsUpdateTimeout = 45 * time.Second
 func (p *Portal) sanctions(w http.ResponseWriter, r *http.Request) {
 	st, err := p.d.AML.Status(r.Context())
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v := pages.SanctionsView{Loaded: st.Loaded, Version: st.Version, AutoUpdate: st.AutoUpdate, Sources: st.Sources,
-		CanUpdate: p.d.UpdateSanctions != nil && canDo(r, people.UpdateSanctions)}
+		CanUpdate: p.d.UpdateSanctions != nil && CanDo(r, people.UpdateSanctions)}
 	if st.Loaded {
 		v.Threshold = strconv.FormatFloat(st.Threshold, 'f', 2, 64)
 	}
@@ -36,13 +36,13 @@ func (p *Portal) sanctions(w http.ResponseWriter, r *http.Request) {
 			sum = sum[:12]
 		}
 		v.Lists = append(v.Lists, pages.ListRow{Name: l.Name, Source: l.Source, Published: l.Published,
-			Entries: strconv.Itoa(l.Entries), Aliases: strconv.Itoa(l.Aliases), SHA: sum, LoadedAt: fmtTime(l.LoadedAt)})
+			Entries: strconv.Itoa(l.Entries), Aliases: strconv.Itoa(l.Aliases), SHA: sum, LoadedAt: FmtTime(l.LoadedAt)})
 	}
 	for _, u := range st.Updates {
-		v.Updates = append(v.Updates, pages.UpdateRow{At: fmtTime(u.At), Instance: u.Instance, OK: u.OK, Error: firstLine(u.Error),
+		v.Updates = append(v.Updates, pages.UpdateRow{At: FmtTime(u.At), Instance: u.Instance, OK: u.OK, Error: FirstLine(u.Error),
 			Version: u.Version, Changed: strconv.Itoa(u.Changed)})
 	}
-	p.render(w, r, http.StatusOK, "Sanctions lists", pages.Sanctions(v))
+	p.Render(w, r, http.StatusOK, "Sanctions lists", pages.Sanctions(v))
 }
 
 // sanctionsUpdate (POST /sanctions/update) downloads the official lists now.
@@ -50,7 +50,7 @@ func (p *Portal) sanctions(w http.ResponseWriter, r *http.Request) {
 // table), never a 500: the loaded lists stay in use.
 func (p *Portal) sanctionsUpdate(w http.ResponseWriter, r *http.Request) {
 	if p.d.UpdateSanctions == nil {
-		p.notFound(w, r)
+		p.NotFound(w, r)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), sanctionsUpdateTimeout)
@@ -58,14 +58,14 @@ func (p *Portal) sanctionsUpdate(w http.ResponseWriter, r *http.Request) {
 	if err := p.d.UpdateSanctions(ctx); err != nil {
 		e := emi.AsError(err)
 		if e.Kind == emi.KindForbidden {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		httpx.Fields(r.Context()).SetError(err)
-		p.flash(r.Context(), "bad", messages[emi.ErrScreeningUpdate.Key])
-		redirect(w, r, "/backoffice/sanctions")
+		p.Flash(r.Context(), "bad", messages[emi.ErrScreeningUpdate.Key])
+		Redirect(w, r, "/backoffice/sanctions")
 		return
 	}
-	p.flash(r.Context(), "ok", "The sanctions lists were updated.")
-	redirect(w, r, "/backoffice/sanctions")
+	p.Flash(r.Context(), "ok", "The sanctions lists were updated.")
+	Redirect(w, r, "/backoffice/sanctions")
 }

@@ -23,16 +23,16 @@ func (p *Portal) watchlist(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) renderWatchlist(w http.ResponseWriter, r *http.Request, status int, form pages.WatchlistForm, errs map[string]string, general []string) {
 	list, err := p.d.Watchlist.List(r.Context())
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	v := pages.WatchlistView{Categories: watchCategories, CanEdit: canDo(r, people.ReviewAML), Form: form, Errors: errs, General: general}
-	staff := p.staffNames(r)
+	v := pages.WatchlistView{Categories: watchCategories, CanEdit: CanDo(r, people.ReviewAML), Form: form, Errors: errs, General: general}
+	staff := p.StaffNames(r)
 	for _, e := range list {
 		v.Rows = append(v.Rows, pages.WatchlistRow{ID: e.ID, Name: e.Name, Category: e.Category, Note: e.Note,
-			Source: e.Source, SourceHref: webURL(e.Source), AddedBy: who(r, e.CreatedBy, staff[e.CreatedBy]), Added: fmtTime(e.CreatedAt)})
+			Source: e.Source, SourceHref: WebURL(e.Source), AddedBy: Who(r, e.CreatedBy, staff[e.CreatedBy]), Added: FmtTime(e.CreatedAt)})
 	}
-	p.renderPrivate(w, r, status, "Adverse-media watch list", pages.Watchlist(v))
+	p.RenderPrivate(w, r, status, "Adverse-media watch list", pages.Watchlist(v))
 }
 
 // watchlistAdd (POST /watchlist) records a name; the service validates and
@@ -43,7 +43,7 @@ func (p *Portal) watchlistAdd(w http.ResponseWriter, r *http.Request) {
 	e, err := p.d.Watchlist.Add(r.Context(), emi.WatchlistEntry{Name: form.Name, Category: form.Category, Note: form.Note, Source: form.Source})
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		// The messages go beside their input when the service names the
@@ -66,26 +66,26 @@ func (p *Portal) watchlistAdd(w http.ResponseWriter, r *http.Request) {
 		if len(errs) == 0 && len(general) == 0 {
 			general = append(general, Message(emi.AsError(err)))
 		}
-		p.flash(r.Context(), "bad", "The name was not added: please correct the entry.")
+		p.Flash(r.Context(), "bad", "The name was not added: please correct the entry.")
 		p.renderWatchlist(w, r, http.StatusUnprocessableEntity, form, errs, general)
 		return
 	}
-	p.flash(r.Context(), "ok", "“"+e.Name+"” is on the watch list. Applications checked from now on are compared with it.")
-	redirect(w, r, "/backoffice/watchlist")
+	p.Flash(r.Context(), "ok", "“"+e.Name+"” is on the watch list. Applications checked from now on are compared with it.")
+	Redirect(w, r, "/backoffice/watchlist")
 }
 
 // watchlistRemove (POST /watchlist/{entry}/remove) takes a name off the
 // list.
 func (p *Portal) watchlistRemove(w http.ResponseWriter, r *http.Request) {
-	if err := p.d.Watchlist.Remove(r.Context(), param(r, "entry")); err != nil {
+	if err := p.d.Watchlist.Remove(r.Context(), Param(r, "entry")); err != nil {
 		if emi.AsError(err).Kind == emi.KindInvalid {
-			p.flash(r.Context(), "bad", "That name is not on the watch list (it may have been removed already).")
-			redirect(w, r, "/backoffice/watchlist")
+			p.Flash(r.Context(), "bad", "That name is not on the watch list (it may have been removed already).")
+			Redirect(w, r, "/backoffice/watchlist")
 			return
 		}
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	p.flash(r.Context(), "ok", "The name was removed from the watch list.")
-	redirect(w, r, "/backoffice/watchlist")
+	p.Flash(r.Context(), "ok", "The name was removed from the watch list.")
+	Redirect(w, r, "/backoffice/watchlist")
 }

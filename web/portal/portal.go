@@ -179,7 +179,7 @@ func New(d Deps) *Portal {
 		d.Now = time.Now
 	}
 	p := &Portal{d: d, sessions: sm}
-	sm.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) { p.serverError(w, r, err) }
+	sm.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) { p.ServerError(w, r, err) }
 	return p
 }
 
@@ -191,13 +191,13 @@ func (p *Portal) Handler() http.Handler {
 	r.Use(p.sessions.LoadAndSave)
 	r.Use(p.formGuard)
 	p.Routes(r)
-	r.NotFound(p.notFound)
-	r.MethodNotAllowed(p.notFound)
+	r.NotFound(p.NotFound)
+	r.MethodNotAllowed(p.NotFound)
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.d.Logger.Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path,
 			"request_id", emi.RequestMetaFrom(r.Context()).RequestID)
-		p.errorPage(w, r, http.StatusForbidden, "This request came from another site and was refused.")
+		p.ErrorPage(w, r, http.StatusForbidden, "This request came from another site and was refused.")
 	}))
 	return cop.Handler(r)
 }
@@ -210,7 +210,7 @@ func (p *Portal) Handler() http.Handler {
 func (p *Portal) formGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := r.ParseForm(); err != nil {
-			p.errorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+			p.ErrorPage(w, r, http.StatusBadRequest, "The form could not be read.")
 			return
 		}
 		for k, vs := range r.Form {
@@ -219,7 +219,7 @@ func (p *Portal) formGuard(next http.Handler) http.Handler {
 				ok = ok && httpx.StorableText(v)
 			}
 			if !ok {
-				p.errorPage(w, r, http.StatusBadRequest, "The form holds characters that are not allowed (a NUL character or invalid UTF-8). Nothing was changed.")
+				p.ErrorPage(w, r, http.StatusBadRequest, "The form holds characters that are not allowed (a NUL character or invalid UTF-8). Nothing was changed.")
 				return
 			}
 		}

@@ -16,16 +16,16 @@ import (
 	"emi/web/httpx"
 )
 
-// csp allows our own scripts, styles and images only: no inline script or
+// CSP allows our own scripts, styles and images only: no inline script or
 // style, no eval, no plugins, no framing, forms only to ourselves.
-const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 
 // securityHeaders sets the headers every back-office response carries.
 func (p *Portal) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", csp)
+		h.Set("Content-Security-Policy", CSP)
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
@@ -44,7 +44,7 @@ func (p *Portal) securityHeaders(next http.Handler) http.Handler {
 func (p *Portal) page(r *http.Request, title string) layout.Page {
 	pr, _ := emi.PrincipalFrom(r.Context())
 	u, _ := r.Context().Value(userKey{}).(emi.StaffUser)
-	pg := layout.Page{Title: title, UserName: u.Name, UserMail: u.Email, Search: maskedQuery(r.URL.Query().Get("q")),
+	pg := layout.Page{Title: title, UserName: u.Name, UserMail: u.Email, Search: MaskedQuery(r.URL.Query().Get("q")),
 		NoHistory: r.Context().Value(noHistoryKey{}) != nil}
 	counts := p.queueCounts(r)
 	for _, role := range u.Roles {
@@ -60,10 +60,10 @@ func (p *Portal) page(r *http.Request, title string) layout.Page {
 	return pg
 }
 
-// render answers with content: only the content for an htmx request that is
+// Render answers with content: only the content for an htmx request that is
 // not boosted (the partial replaces part of the page), the full page in the
 // frame otherwise. Vary tells caches the two differ.
-func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
+func (p *Portal) Render(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
 	w.Header().Add("Vary", "HX-Request")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	var c templ.Component
@@ -78,9 +78,9 @@ func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, titl
 	}
 }
 
-// renderBare renders a page without navigation (sign-in, errors before
+// RenderBare renders a page without navigation (sign-in, errors before
 // sign-in).
-func (p *Portal) renderBare(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
+func (p *Portal) RenderBare(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := layout.Bare(title, p.popFlashes(r.Context()), content).Render(r.Context(), w); err != nil {
@@ -88,9 +88,9 @@ func (p *Portal) renderBare(w http.ResponseWriter, r *http.Request, status int, 
 	}
 }
 
-// redirect sends the browser to url after a successful POST: HX-Redirect
+// Redirect sends the browser to url after a successful POST: HX-Redirect
 // for htmx, 303 See Other otherwise.
-func redirect(w http.ResponseWriter, r *http.Request, url string) {
+func Redirect(w http.ResponseWriter, r *http.Request, url string) {
 	if r.Header.Get("HX-Request") == "true" {
 		w.Header().Set("HX-Redirect", url)
 		w.WriteHeader(http.StatusNoContent)
@@ -99,8 +99,8 @@ func redirect(w http.ResponseWriter, r *http.Request, url string) {
 	http.Redirect(w, r, url, http.StatusSeeOther)
 }
 
-// flash stores a message for the next page.
-func (p *Portal) flash(ctx context.Context, kind, text string) {
+// Flash stores a message for the next page.
+func (p *Portal) Flash(ctx context.Context, kind, text string) {
 	p.sessions.Put(ctx, keyFlash, text)
 	p.sessions.Put(ctx, keyFlashKind, kind)
 }
@@ -128,9 +128,9 @@ func (p *Portal) sessionLoaded(ctx context.Context) (ok bool) {
 	return true
 }
 
-// fieldErrors turns a validation error into input name -> message, and a
+// FieldErrors turns a validation error into input name -> message, and a
 // banner text for everything else the form can show.
-func fieldErrors(err error) (map[string]string, string) {
+func FieldErrors(err error) (map[string]string, string) {
 	e := emi.AsError(err)
 	errs := map[string]string{}
 	for _, f := range e.Fields {
@@ -145,18 +145,18 @@ func fieldErrors(err error) (map[string]string, string) {
 	return errs, Message(e)
 }
 
-// amountFormat is the message of an amount that is not one (a decimal comma
+// AmountFormat is the message of an amount that is not one (a decimal comma
 // is an amount where it cannot be a thousands separator).
-const amountFormat = "must be an amount with at most two decimals: 12.50 or 12,50"
+const AmountFormat = "must be an amount with at most two decimals: 12.50 or 12,50"
 
-// keepErrors puts a service's field errors beside the fields of a kept
+// KeepErrors puts a service's field errors beside the fields of a kept
 // form and returns the banner: a field named with a dot (payer.name) is the
 // form's payer_name, one with an index (roles[1]) is roles; a message for
 // no field of the form becomes the form's general one. Messages the
 // portal set already win. rename, when set, names the form field of a
 // service field first (a form whose inputs are not named as the service's
 // fields).
-func keepErrors(f *components.Form, err error, rename func(string) string) string {
+func KeepErrors(f *components.Form, err error, rename func(string) string) string {
 	e := emi.AsError(err)
 	for _, fe := range e.Fields {
 		if rename != nil {
@@ -177,35 +177,35 @@ func keepErrors(f *components.Form, err error, rename func(string) string) strin
 	return Message(e)
 }
 
-// renderError answers an error from a service for a page (not a form):
+// RenderError answers an error from a service for a page (not a form):
 // 403, 404 or 500 pages; rule errors go back as a flash on the referring
 // page's redirect target.
-func (p *Portal) renderError(w http.ResponseWriter, r *http.Request, err error) {
+func (p *Portal) RenderError(w http.ResponseWriter, r *http.Request, err error) {
 	e := emi.AsError(err)
 	switch e.Kind {
 	case emi.KindForbidden:
-		p.errorPage(w, r, http.StatusForbidden, Message(e))
+		p.ErrorPage(w, r, http.StatusForbidden, Message(e))
 	case emi.KindNotFound:
-		p.errorPage(w, r, http.StatusNotFound, Message(e))
+		p.ErrorPage(w, r, http.StatusNotFound, Message(e))
 	case emi.KindInternal:
-		p.serverError(w, r, err)
+		p.ServerError(w, r, err)
 	default:
-		p.errorPage(w, r, httpx.Status(e.Kind), Message(e))
+		p.ErrorPage(w, r, httpx.Status(e.Kind), Message(e))
 	}
 }
 
-func (p *Portal) serverError(w http.ResponseWriter, r *http.Request, err error) {
+func (p *Portal) ServerError(w http.ResponseWriter, r *http.Request, err error) {
 	httpx.Fields(r.Context()).SetError(err)
-	p.errorPage(w, r, http.StatusInternalServerError, "Something went wrong on our side. The error was logged.")
+	p.ErrorPage(w, r, http.StatusInternalServerError, "Something went wrong on our side. The error was logged.")
 }
 
-func (p *Portal) notFound(w http.ResponseWriter, r *http.Request) {
-	p.errorPage(w, r, http.StatusNotFound, "There is no such page.")
+func (p *Portal) NotFound(w http.ResponseWriter, r *http.Request) {
+	p.ErrorPage(w, r, http.StatusNotFound, "There is no such page.")
 }
 
-// errorPage renders the 403/404/500 page, in the frame when someone is
+// ErrorPage renders the 403/404/500 page, in the frame when someone is
 // signed in.
-func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, text string) {
+func (p *Portal) ErrorPage(w http.ResponseWriter, r *http.Request, status int, text string) {
 	rid := ""
 	if status >= 500 {
 		rid = emi.RequestMetaFrom(r.Context()).RequestID
@@ -216,27 +216,27 @@ func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, t
 		title = http.StatusText(status)
 	}
 	if _, ok := r.Context().Value(userKey{}).(emi.StaffUser); ok {
-		p.render(w, r, status, title, content)
+		p.Render(w, r, status, title, content)
 		return
 	}
-	p.renderBare(w, r, status, title, content)
+	p.RenderBare(w, r, status, title, content)
 }
 
 // Recover is the portal's panic answer.
 func (p *Portal) Recover(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/kyc/") {
 		httpx.Fields(r.Context()).SetError(errors.New("panic"))
-		p.hostedServerError(w, r)
+		p.HostedServerError(w, r)
 		return
 	}
-	p.serverError(w, r, errors.New("panic"))
+	p.ServerError(w, r, errors.New("panic"))
 }
 
-// renderPrivate renders a page with personal data: htmx keeps no snapshot
+// RenderPrivate renders a page with personal data: htmx keeps no snapshot
 // of it in the browser's history storage.
-func (p *Portal) renderPrivate(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
+func (p *Portal) RenderPrivate(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
 	r = r.WithContext(withNoHistory(r.Context()))
-	p.render(w, r, status, title, content)
+	p.Render(w, r, status, title, content)
 }
 
 type noHistoryKey struct{}
@@ -245,13 +245,13 @@ func withNoHistory(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noHistoryKey{}, true)
 }
 
-func (p *Portal) hostedServerError(w http.ResponseWriter, r *http.Request) {
-	p.renderHosted(w, r, http.StatusInternalServerError, "Error", hosted.Message("Something went wrong on our side",
+func (p *Portal) HostedServerError(w http.ResponseWriter, r *http.Request) {
+	p.RenderHosted(w, r, http.StatusInternalServerError, "Error", hosted.Message("Something went wrong on our side",
 		"Please try again in a few minutes. If it happens again, tell the service you are signing up with this reference: "+
 			emi.RequestMetaFrom(r.Context()).RequestID, "kyc-500"))
 }
 
-func (p *Portal) renderHosted(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
+func (p *Portal) RenderHosted(w http.ResponseWriter, r *http.Request, status int, title string, content templ.Component) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := hosted.Frame(title, content).Render(r.Context(), w); err != nil {
@@ -259,15 +259,15 @@ func (p *Portal) renderHosted(w http.ResponseWriter, r *http.Request, status int
 	}
 }
 
-// takeNext answers a decision made with "and take the next case": the next
+// TakeNext answers a decision made with "and take the next case": the next
 // case's page, or the queue, with what was recorded. A check with hits left
 // to decide stays on its page instead (the caller decides that).
-func (p *Portal) takeNext(w http.ResponseWriter, r *http.Request, msg, next, queue, empty string) {
+func (p *Portal) TakeNext(w http.ResponseWriter, r *http.Request, msg, next, queue, empty string) {
 	if next == "" {
-		p.flash(r.Context(), "ok", msg+" "+empty)
-		redirect(w, r, queue)
+		p.Flash(r.Context(), "ok", msg+" "+empty)
+		Redirect(w, r, queue)
 		return
 	}
-	p.flash(r.Context(), "ok", msg+" This is the next case.")
-	redirect(w, r, next)
+	p.Flash(r.Context(), "ok", msg+" This is the next case.")
+	Redirect(w, r, next)
 }

@@ -13,7 +13,7 @@ import (
 // a date range, the longest query a list accepts, and whether a search
 // looks like a token.
 
-func cloneQuery(q url.Values) url.Values {
+func CloneQuery(q url.Values) url.Values {
 	c := url.Values{}
 	for k, v := range q {
 		c[k] = append([]string(nil), v...)
@@ -21,15 +21,15 @@ func cloneQuery(q url.Values) url.Values {
 	return c
 }
 
-func param(r *http.Request, name string) string { return chi.URLParam(r, name) }
+func Param(r *http.Request, name string) string { return chi.URLParam(r, name) }
 
-// dateRange reads the from and to filters (YYYY-MM-DD, UTC) as a half-open
+// DateRange reads the from and to filters (YYYY-MM-DD, UTC) as a half-open
 // range [from, to+1 day), so "to" includes the whole day. An empty date
 // leaves that end open. A date that does not parse, or a range that ends
 // before it starts, is refused (it used to be ignored silently, so the page
 // listed everything while the form showed a filter): errs then holds the
 // message for the field, and the caller answers 422 with the form.
-func dateRange(q url.Values) (from, to time.Time, errs map[string]string) {
+func DateRange(q url.Values) (from, to time.Time, errs map[string]string) {
 	errs = map[string]string{}
 	parse := func(field string) time.Time {
 		v := strings.TrimSpace(q.Get(field))
@@ -55,12 +55,12 @@ func dateRange(q url.Values) (from, to time.Time, errs map[string]string) {
 	return from, to, nil
 }
 
-// maxQuery bounds the search fields (as the global search does).
-const maxQuery = 200
+// MaxQuery bounds the search fields (as the global search does).
+const MaxQuery = 200
 
-// looksLikeToken reports whether s has the shape of a token (a UUID), so
+// LooksLikeToken reports whether s has the shape of a token (a UUID), so
 // a hand-edited paging link cannot reach the database as a bad value.
-func looksLikeToken(s string) bool {
+func LooksLikeToken(s string) bool {
 	if len(s) != 36 {
 		return false
 	}

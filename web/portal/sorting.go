@@ -21,12 +21,12 @@ import (
 // An unknown key or direction is not ignored: the list is shown in its
 // default order with a message saying what may be chosen, answered 422.
 
-// listPageSize is the rows of a page of a list paged by keyset (the AML
+// ListPageSize is the rows of a page of a list paged by keyset (the AML
 // and KYC tabs, like the people list and the audit log).
-const listPageSize = 50
+const ListPageSize = 50
 
-// tableSort is a table's order and, when the asked one was refused, why.
-type tableSort struct {
+// TableSort is a table's order and, when the asked one was refused, why.
+type TableSort struct {
 	Key, Dir string
 	Err      string
 }
@@ -35,10 +35,10 @@ type tableSort struct {
 // the first page.
 var pagingParams = []string{"sort", "dir", "page", "before", "before_at", "before_token", "after"}
 
-// readSort reads the order of a list that sorts by keys (the first is not
+// ReadSort reads the order of a list that sorts by keys (the first is not
 // special); defKey and defDir are its default.
-func readSort(r *http.Request, defKey, defDir string, keys ...string) tableSort {
-	s := tableSort{Key: defKey, Dir: defDir}
+func ReadSort(r *http.Request, defKey, defDir string, keys ...string) TableSort {
+	s := TableSort{Key: defKey, Dir: defDir}
 	q := r.URL.Query()
 	k, d := q.Get("sort"), q.Get("dir")
 	switch {
@@ -60,17 +60,17 @@ func readSort(r *http.Request, defKey, defDir string, keys ...string) tableSort 
 	return s
 }
 
-// readAfter reads the cursor of a list paged by keyset after a token
+// ReadAfter reads the cursor of a list paged by keyset after a token
 // (?after=, the last row of the previous page: the AML and KYC queues).
 // A cursor that is not a token, or one with an order that was refused (it
 // belongs to another order), is not used: the first page is shown with a
 // message, answered 422 like a refused order.
-func readAfter(r *http.Request, s *tableSort) string {
+func ReadAfter(r *http.Request, s *TableSort) string {
 	a := r.URL.Query().Get("after")
 	switch {
 	case a == "":
 		return ""
-	case !looksLikeToken(a):
+	case !LooksLikeToken(a):
 		s.Err = "This page link is broken: “" + clip(a, 40) + "” is not a row of the list. Its first page is shown."
 		return ""
 	case s.Err != "":
@@ -79,18 +79,18 @@ func readAfter(r *http.Request, s *tableSort) string {
 	return strings.ToLower(a)
 }
 
-// afterLinks are the pager's links of a list paged by readAfter: the first
+// AfterLinks are the pager's links of a list paged by readAfter: the first
 // page when this one is not (after, the cursor used, is not ""), and the
 // next page after last when this page is full.
-func afterLinks(r *http.Request, after string, full bool, last string) (first, next string) {
+func AfterLinks(r *http.Request, after string, full bool, last string) (first, next string) {
 	q := r.URL.Query()
 	if after != "" {
-		fq := cloneQuery(q)
+		fq := CloneQuery(q)
 		fq.Del("after")
 		first = r.URL.Path + "?" + fq.Encode()
 	}
 	if full {
-		nq := cloneQuery(q)
+		nq := CloneQuery(q)
 		nq.Set("after", last)
 		next = r.URL.Path + "?" + nq.Encode()
 	}
@@ -105,17 +105,17 @@ func clip(s string, n int) string {
 	return s
 }
 
-// status is the answer's status: 422 when the asked order was refused.
-func (s tableSort) status() int {
+// Status is the answer's Status: 422 when the asked order was refused.
+func (s TableSort) Status() int {
 	if s.Err != "" {
 		return http.StatusUnprocessableEntity
 	}
 	return http.StatusOK
 }
 
-// apply orders a comparison c by the direction, ties broken by tie (the
+// Apply orders a comparison c by the direction, ties broken by tie (the
 // rows' ids) in the same direction, so equal values keep one order.
-func (s tableSort) apply(c, tie int) int {
+func (s TableSort) Apply(c, tie int) int {
 	if c == 0 {
 		c = tie
 	}
@@ -125,12 +125,12 @@ func (s tableSort) apply(c, tie int) int {
 	return c
 }
 
-// order is the order for a store.
-func (s tableSort) order() emi.SortOrder { return emi.SortOrder{Key: s.Key, Desc: s.Dir == "desc"} }
+// Order is the Order for a store.
+func (s TableSort) Order() emi.SortOrder { return emi.SortOrder{Key: s.Key, Desc: s.Dir == "desc"} }
 
-// view is the order for the headers: the list's address and filters of r,
+// View is the order for the headers: the list's address and filters of r,
 // without the order and paging.
-func (s tableSort) view(r *http.Request) components.Sorting {
+func (s TableSort) View(r *http.Request) components.Sorting {
 	q := r.URL.Query()
 	for _, k := range pagingParams {
 		q.Del(k)
@@ -138,34 +138,34 @@ func (s tableSort) view(r *http.Request) components.Sorting {
 	return components.Sorting{Key: s.Key, Dir: s.Dir, Path: r.URL.Path, Query: q, Error: s.Err}
 }
 
-// sortRows orders rows of a bounded list in Go by the text of the order's
+// SortRows orders rows of a bounded list in Go by the text of the order's
 // column (case-insensitive; times are written 2006-01-02 15:04:05, which
 // sort as text), ties broken by id. Without ?sort= the rows keep the
 // service's order, which is the list's default.
-func sortRows[T any](r *http.Request, rows []T, s tableSort, cols map[string]func(T) string, id func(T) string) {
+func SortRows[T any](r *http.Request, rows []T, s TableSort, cols map[string]func(T) string, id func(T) string) {
 	key := cols[s.Key]
 	if key == nil || r.URL.Query().Get("sort") == "" || s.Err != "" {
 		return
 	}
 	slices.SortStableFunc(rows, func(a, b T) int {
-		return s.apply(strings.Compare(strings.ToLower(key(a)), strings.ToLower(key(b))), strings.Compare(id(a), id(b)))
+		return s.Apply(strings.Compare(strings.ToLower(key(a)), strings.ToLower(key(b))), strings.Compare(id(a), id(b)))
 	})
 }
 
-// timeOrZero is *t, or the zero time for nil (sorting by an optional
+// TimeOrZero is *t, or the zero time for nil (sorting by an optional
 // time: never signed in sorts first).
-func timeOrZero(t *time.Time) time.Time {
+func TimeOrZero(t *time.Time) time.Time {
 	if t == nil {
 		return time.Time{}
 	}
 	return *t
 }
 
-// padNumber writes a decimal number (digits, an optional minus sign and
+// PadNumber writes a decimal number (digits, an optional minus sign and
 // fraction, as the lists show ids and amounts) so that it sorts as text
 // in numeric order: sortRows compares text. Negative numbers sort before
 // the others (their order among themselves is not needed by any list).
-func padNumber(n string) string {
+func PadNumber(n string) string {
 	n = strings.TrimSpace(n)
 	neg := strings.HasPrefix(n, "-")
 	n = strings.TrimPrefix(n, "-")

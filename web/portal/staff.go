@@ -30,7 +30,7 @@ func staffRow(u emi.StaffUser) pages.StaffRow {
 	case u.Disabled:
 		row.Status, row.StatusTone = "disabled", "bad"
 	case u.SuspensionLapsesAt != nil:
-		row.Status, row.StatusTone = "suspended (lapses "+fmtTime(*u.SuspensionLapsesAt)+" unless confirmed)", "bad"
+		row.Status, row.StatusTone = "suspended (lapses "+FmtTime(*u.SuspensionLapsesAt)+" unless confirmed)", "bad"
 	case u.Suspended:
 		row.Status, row.StatusTone = "suspended", "bad"
 	case !u.TOTPEnrolled:
@@ -69,7 +69,7 @@ func staffChangeRow(c emi.StaffChange, names map[string]string, can staff.Reques
 	}
 	row := pages.StaffChangeRow{ID: c.ID, Kind: strings.ReplaceAll(string(c.Kind), "_", " "), StaffID: c.StaffID, Email: c.Email,
 		Roles: join(c.Roles), FromRoles: join(c.FromRoles), Status: string(c.Status), ProposedBy: name(c.ProposedBy),
-		ProposedAt: fmtTime(c.ProposedAt), Pending: c.Status == emi.StaffChangePending,
+		ProposedAt: FmtTime(c.ProposedAt), Pending: c.Status == emi.StaffChangePending,
 		CanApprove: can.Approve, CanReject: can.Reject || can.Withdraw, Mine: can.Withdraw, WhyNot: can.WhyNotApprove}
 	if c.DecidedBy != "" {
 		row.DecidedBy = name(c.DecidedBy)
@@ -107,37 +107,37 @@ func (p *Portal) staffChanges(r *http.Request, users []emi.StaffUser) ([]pages.S
 func (p *Portal) staffList(w http.ResponseWriter, r *http.Request) {
 	list, err := p.d.Staff.List(r.Context())
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	changes, err := p.staffChanges(r, list)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	sort := readSort(r, "name", "asc", "name", "email", "last_sign_in")
+	sort := ReadSort(r, "name", "asc", "name", "email", "last_sign_in")
 	slices.SortStableFunc(list, func(a, b emi.StaffUser) int {
 		var c int
 		switch sort.Key {
 		case "email":
 			c = strings.Compare(a.Email, b.Email)
 		case "last_sign_in":
-			c = timeOrZero(a.LastSignInAt).Compare(timeOrZero(b.LastSignInAt))
+			c = TimeOrZero(a.LastSignInAt).Compare(TimeOrZero(b.LastSignInAt))
 		default:
 			c = strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
 		}
-		return sort.apply(c, strings.Compare(a.ID, b.ID))
+		return sort.Apply(c, strings.Compare(a.ID, b.ID))
 	})
 	rows := make([]pages.StaffRow, len(list))
 	for i, u := range list {
 		rows[i] = staffRow(u)
 	}
-	p.render(w, r, sort.status(), "Staff", pages.StaffList(rows, changes, canDo(r, staff.ManageStaff), sort.view(r)))
+	p.Render(w, r, sort.Status(), "Staff", pages.StaffList(rows, changes, CanDo(r, staff.ManageStaff), sort.View(r)))
 }
 
 // staffNew (GET /staff/new).
 func (p *Portal) staffNew(w http.ResponseWriter, r *http.Request) {
-	p.render(w, r, http.StatusOK, "New staff user", pages.StaffNew("", "", roleOptions(nil), nil))
+	p.Render(w, r, http.StatusOK, "New staff user", pages.StaffNew("", "", roleOptions(nil), nil))
 }
 
 // staffCreate (POST /staff). An auditor-only user exists at once and the
@@ -145,7 +145,7 @@ func (p *Portal) staffNew(w http.ResponseWriter, r *http.Request) {
 // administrator, and this administrator sees the first half.
 func (p *Portal) staffCreate(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
-		p.renderError(w, r, emi.ErrStaffValidation)
+		p.RenderError(w, r, emi.ErrStaffValidation)
 		return
 	}
 	in := emi.StaffCreate{
@@ -155,28 +155,28 @@ func (p *Portal) staffCreate(w http.ResponseWriter, r *http.Request) {
 	out, err := p.d.Staff.Create(r.Context(), in)
 	if err != nil {
 		if k := emi.AsError(err).Kind; k == emi.KindForbidden || k == emi.KindInternal {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
-		errs, banner := fieldErrors(err)
+		errs, banner := FieldErrors(err)
 		if len(errs) == 0 {
 			errs = map[string]string{"email": banner}
 		}
-		p.render(w, r, http.StatusUnprocessableEntity, "New staff user", pages.StaffNew(in.Email, in.Name, roleOptions(in.Roles), errs))
+		p.Render(w, r, http.StatusUnprocessableEntity, "New staff user", pages.StaffNew(in.Email, in.Name, roleOptions(in.Roles), errs))
 		return
 	}
 	if out.Change.Status == emi.StaffChangePending {
-		p.flash(r.Context(), "ok", "Proposed. The user is created when a second administrator approves on the staff page.")
-		p.render(w, r, http.StatusOK, "Staff change proposed", pages.TempSecret(out.Secret, "first"))
+		p.Flash(r.Context(), "ok", "Proposed. The user is created when a second administrator approves on the staff page.")
+		p.Render(w, r, http.StatusOK, "Staff change proposed", pages.TempSecret(out.Secret, "first"))
 		return
 	}
-	p.flash(r.Context(), "ok", "Staff user created. They choose their own password and enrol two-factor authentication at their first sign-in.")
+	p.Flash(r.Context(), "ok", "Staff user created. They choose their own password and enrol two-factor authentication at their first sign-in.")
 	p.renderStaff(w, r, http.StatusOK, out.User.ID, out.Secret, "")
 }
 
 // staffDetail (GET /staff/{id}).
 func (p *Portal) staffDetail(w http.ResponseWriter, r *http.Request) {
-	p.renderStaff(w, r, http.StatusOK, param(r, "id"), "", "")
+	p.renderStaff(w, r, http.StatusOK, Param(r, "id"), "", "")
 }
 
 // renderStaff renders a staff user's page, with a secret just issued
@@ -197,7 +197,7 @@ type staffKept struct {
 func (p *Portal) renderStaffPage(w http.ResponseWriter, r *http.Request, status int, id, secret, half string, kept *staffKept) {
 	u, err := p.d.Staff.Get(r.Context(), id)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	roles := u.Roles
@@ -205,26 +205,26 @@ func (p *Portal) renderStaffPage(w http.ResponseWriter, r *http.Request, status 
 	if kept != nil {
 		roles, errs = kept.roles, kept.errs
 	}
-	v := pages.StaffDetailView{Row: staffRow(u), Roles: roleOptions(roles), CanManage: canDo(r, staff.ManageStaff),
-		IsSelf: u.ID == current(r).ID, Disabled: u.Disabled, TempSecret: secret, SecretHalf: half,
+	v := pages.StaffDetailView{Row: staffRow(u), Roles: roleOptions(roles), CanManage: CanDo(r, staff.ManageStaff),
+		IsSelf: u.ID == Me(r).ID, Disabled: u.Disabled, TempSecret: secret, SecretHalf: half,
 		Suspended: u.Suspended, SuspensionConfirmed: u.SuspensionConfirmedBy != "", SuspensionReason: u.SuspensionReason,
 		SuspensionRecorded: u.SuspendedAt != nil}
 	if u.SuspendedAt != nil {
-		v.SuspendedBy = p.staffNames(r)[u.SuspendedBy]
-		v.SuspendedAt = fmtTime(*u.SuspendedAt)
+		v.SuspendedBy = p.StaffNames(r)[u.SuspendedBy]
+		v.SuspendedAt = FmtTime(*u.SuspendedAt)
 	}
 	if u.SuspensionLapsesAt != nil {
-		v.SuspensionLapsesAt = fmtTime(*u.SuspensionLapsesAt)
+		v.SuspensionLapsesAt = FmtTime(*u.SuspensionLapsesAt)
 	}
-	if canDo(r, staff.ViewStaff) {
+	if CanDo(r, staff.ViewStaff) {
 		users, err := p.d.Staff.List(r.Context())
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		changes, err := p.staffChanges(r, users)
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		for i, c := range changes {
@@ -233,14 +233,14 @@ func (p *Portal) renderStaffPage(w http.ResponseWriter, r *http.Request, status 
 			}
 		}
 	}
-	p.render(w, r, status, u.Name, pages.StaffDetail(v, errs))
+	p.Render(w, r, status, u.Name, pages.StaffDetail(v, errs))
 }
 
 // staffRoles (POST /staff/{id}/roles).
 func (p *Portal) staffRoles(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	if err := r.ParseForm(); err != nil {
-		p.renderError(w, r, emi.ErrStaffValidation)
+		p.RenderError(w, r, emi.ErrStaffValidation)
 		return
 	}
 	roles := rolesFrom(r.PostForm["roles"])
@@ -250,61 +250,61 @@ func (p *Portal) staffRoles(w http.ResponseWriter, r *http.Request) {
 		case emi.KindInvalid, emi.KindConflict:
 			// The page again (422) with the roles as ticked and the reason
 			// beside them, instead of the user's current roles.
-			errs, banner := fieldErrors(err)
+			errs, banner := FieldErrors(err)
 			if errs["roles"] == "" {
 				errs["roles"] = banner
 			}
-			p.flash(r.Context(), "bad", "The roles were not changed: "+banner)
+			p.Flash(r.Context(), "bad", "The roles were not changed: "+banner)
 			p.renderStaffPage(w, r, http.StatusUnprocessableEntity, id, "", "", &staffKept{roles: roles, errs: errs})
 		default:
-			p.flashError(w, r, err, "/backoffice/staff/"+id)
+			p.FlashError(w, r, err, "/backoffice/staff/"+id)
 		}
 		return
 	}
 	if out.Change.Status == emi.StaffChangePending && out.Secret == "" {
 		// Removing a privileged role: no new credentials.
-		p.flash(r.Context(), "ok", "Proposed. The roles change when a second administrator approves on the staff page; until then the user keeps their roles. To stop them now, suspend them.")
+		p.Flash(r.Context(), "ok", "Proposed. The roles change when a second administrator approves on the staff page; until then the user keeps their roles. To stop them now, suspend them.")
 		p.renderStaff(w, r, http.StatusOK, id, "", "")
 		return
 	}
 	if out.Change.Status == emi.StaffChangePending {
 		// A privileged grant reissues the credentials in two halves: this
 		// administrator's half is shown once, here.
-		p.flash(r.Context(), "ok", "Proposed. The new roles apply when a second administrator approves; the user then signs in with a new temporary password made of two halves, this one and the approver's.")
+		p.Flash(r.Context(), "ok", "Proposed. The new roles apply when a second administrator approves; the user then signs in with a new temporary password made of two halves, this one and the approver's.")
 		p.renderStaff(w, r, http.StatusOK, id, out.Secret, "first")
 		return
 	}
-	p.flash(r.Context(), "ok", "Roles saved. They apply at the user's next sign-in; their sessions were ended.")
-	redirect(w, r, "/backoffice/staff/"+id)
+	p.Flash(r.Context(), "ok", "Roles saved. They apply at the user's next sign-in; their sessions were ended.")
+	Redirect(w, r, "/backoffice/staff/"+id)
 }
 
 // staffDisable (POST /staff/{id}/disable). Disabling a user who holds, or
 // recently held, a privileged role waits for a second administrator.
 func (p *Portal) staffDisable(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	out, err := p.d.Staff.Disable(r.Context(), id)
 	if err != nil {
-		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		p.FlashError(w, r, err, "/backoffice/staff/"+id)
 		return
 	}
 	if out.Change.Status == emi.StaffChangePending {
-		p.flash(r.Context(), "ok", "Proposed. The user is disabled when a second administrator approves on the staff page; until then they keep their access. To stop them now, suspend them.")
+		p.Flash(r.Context(), "ok", "Proposed. The user is disabled when a second administrator approves on the staff page; until then they keep their access. To stop them now, suspend them.")
 	} else {
-		p.flash(r.Context(), "ok", "The user was disabled and signed out everywhere.")
+		p.Flash(r.Context(), "ok", "The user was disabled and signed out everywhere.")
 	}
-	redirect(w, r, "/backoffice/staff/"+id)
+	Redirect(w, r, "/backoffice/staff/"+id)
 }
 
 // staffSuspend (POST /staff/{id}/suspend): the one-step stop for an
 // incident, with its reason.
 func (p *Portal) staffSuspend(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	if err := p.d.Staff.Suspend(r.Context(), id, r.PostFormValue("reason")); err != nil {
-		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		p.FlashError(w, r, err, "/backoffice/staff/"+id)
 		return
 	}
-	p.flash(r.Context(), "ok", "Suspended: the user's sessions ended and they cannot sign in. The other administrators were told; the suspension lapses in 24 hours unless a second administrator confirms it.")
-	redirect(w, r, "/backoffice/staff/"+id)
+	p.Flash(r.Context(), "ok", "Suspended: the user's sessions ended and they cannot sign in. The other administrators were told; the suspension lapses in 24 hours unless a second administrator confirms it.")
+	Redirect(w, r, "/backoffice/staff/"+id)
 }
 
 // staffSuspensionConfirm (POST /staff/{id}/suspension/confirm).
@@ -331,29 +331,29 @@ func (p *Portal) staffRevoke(w http.ResponseWriter, r *http.Request) {
 // their page with a flash. Disable, enable and sign out everywhere are
 // buttons with nothing typed, so a refusal is a flash too.
 func (p *Portal) staffAction(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, id string) error, done string) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	if err := act(r.Context(), id); err != nil {
-		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		p.FlashError(w, r, err, "/backoffice/staff/"+id)
 		return
 	}
-	p.flash(r.Context(), "ok", done)
-	redirect(w, r, "/backoffice/staff/"+id)
+	p.Flash(r.Context(), "ok", done)
+	Redirect(w, r, "/backoffice/staff/"+id)
 }
 
 // staffReset (POST /staff/{id}/reset) issues a temporary password (or, for
 // a privileged user, proposes the reset and shows the first half), shown
 // once in this answer. A button, nothing typed: a refusal is a flash.
 func (p *Portal) staffReset(w http.ResponseWriter, r *http.Request) {
-	id := param(r, "id")
+	id := Param(r, "id")
 	out, err := p.d.Staff.ResetCredentials(r.Context(), id)
 	if err != nil {
-		p.flashError(w, r, err, "/backoffice/staff/"+id)
+		p.FlashError(w, r, err, "/backoffice/staff/"+id)
 		return
 	}
 	half := ""
 	if out.Change.Status == emi.StaffChangePending {
 		half = "first"
-		p.flash(r.Context(), "ok", "Proposed. The reset takes effect when a second administrator approves; until then the user keeps their credentials.")
+		p.Flash(r.Context(), "ok", "Proposed. The reset takes effect when a second administrator approves; until then the user keeps their credentials.")
 	}
 	p.renderStaff(w, r, http.StatusOK, id, out.Secret, half)
 }
@@ -362,12 +362,12 @@ func (p *Portal) staffReset(w http.ResponseWriter, r *http.Request) {
 // administrator approves; the change takes effect and the second half of a
 // temporary password is shown once.
 func (p *Portal) staffChangeApprove(w http.ResponseWriter, r *http.Request) {
-	out, err := p.d.Staff.ApproveChange(r.Context(), param(r, "change"))
+	out, err := p.d.Staff.ApproveChange(r.Context(), Param(r, "change"))
 	if err != nil {
-		p.flashError(w, r, err, "/backoffice/staff")
+		p.FlashError(w, r, err, "/backoffice/staff")
 		return
 	}
-	p.flash(r.Context(), "ok", "Approved: the change is in effect.")
+	p.Flash(r.Context(), "ok", "Approved: the change is in effect.")
 	half := ""
 	if out.Secret != "" {
 		half = "second"
@@ -379,19 +379,19 @@ func (p *Portal) staffChangeApprove(w http.ResponseWriter, r *http.Request) {
 // and reject forms are confirmed buttons, nothing typed: a refusal is a
 // flash.
 func (p *Portal) staffChangeReject(w http.ResponseWriter, r *http.Request) {
-	if err := p.d.Staff.RejectChange(r.Context(), param(r, "change"), r.PostFormValue("reason")); err != nil {
-		p.flashError(w, r, err, "/backoffice/staff")
+	if err := p.d.Staff.RejectChange(r.Context(), Param(r, "change"), r.PostFormValue("reason")); err != nil {
+		p.FlashError(w, r, err, "/backoffice/staff")
 		return
 	}
-	p.flash(r.Context(), "ok", "Rejected: nothing changed.")
-	redirect(w, r, "/backoffice/staff")
+	p.Flash(r.Context(), "ok", "Rejected: nothing changed.")
+	Redirect(w, r, "/backoffice/staff")
 }
 
 func fmtTimePtr(t *time.Time) string {
 	if t == nil {
 		return "never"
 	}
-	return fmtTime(*t)
+	return FmtTime(*t)
 }
 
 // rolesFrom keeps the known roles among the submitted values.

@@ -17,10 +17,10 @@ import (
 // signInPage (GET /signin).
 func (p *Portal) signInPage(w http.ResponseWriter, r *http.Request) {
 	if p.sessions.GetString(r.Context(), keyStage) == stageFull {
-		redirect(w, r, "/backoffice/")
+		Redirect(w, r, "/backoffice/")
 		return
 	}
-	p.renderBare(w, r, http.StatusOK, "Sign in", auth.SignIn("", nil))
+	p.RenderBare(w, r, http.StatusOK, "Sign in", auth.SignIn("", nil))
 }
 
 // signIn (POST /signin) checks the first factor.
@@ -31,7 +31,7 @@ func (p *Portal) signIn(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		e := emi.AsError(err)
 		if e.Kind == emi.KindInternal {
-			p.serverError(w, r, err)
+			p.ServerError(w, r, err)
 			return
 		}
 		status := http.StatusUnauthorized
@@ -45,27 +45,27 @@ func (p *Portal) signIn(w http.ResponseWriter, r *http.Request) {
 	// A new token at every privilege change (ASVS 7.2.4): the pre-login
 	// session id is never the signed-in one.
 	if err := p.sessions.RenewToken(ctx); err != nil {
-		p.serverError(w, r, err)
+		p.ServerError(w, r, err)
 		return
 	}
 	p.sessions.Put(ctx, keyStaff, res.Staff.ID)
 	p.sessions.Put(ctx, keySignedInAt, p.d.Now().UnixNano())
 	if res.MustChangePassword {
 		p.sessions.Put(ctx, keyStage, stageNewPassword)
-		redirect(w, r, "/backoffice/signin/password")
+		Redirect(w, r, "/backoffice/signin/password")
 		return
 	}
 	p.sessions.Put(ctx, keyStage, stagePassword)
 	if res.NeedsEnrollment {
-		redirect(w, r, "/backoffice/signin/enroll")
+		Redirect(w, r, "/backoffice/signin/enroll")
 		return
 	}
-	redirect(w, r, "/backoffice/signin/totp")
+	Redirect(w, r, "/backoffice/signin/totp")
 }
 
 func (p *Portal) renderBareWithFlash(w http.ResponseWriter, r *http.Request, status int, title, msg string, content templ.Component) {
-	p.flash(r.Context(), "bad", msg)
-	p.renderBare(w, r, status, title, content)
+	p.Flash(r.Context(), "bad", msg)
+	p.RenderBare(w, r, status, title, content)
 }
 
 // newPasswordStaff returns the staff id of a session signed in with a
@@ -81,10 +81,10 @@ func (p *Portal) newPasswordStaff(r *http.Request) string {
 // chooses their own.
 func (p *Portal) newPasswordPage(w http.ResponseWriter, r *http.Request) {
 	if p.newPasswordStaff(r) == "" {
-		redirect(w, r, "/backoffice/signin")
+		Redirect(w, r, "/backoffice/signin")
 		return
 	}
-	p.renderBare(w, r, http.StatusOK, "Choose your password", auth.NewPassword(nil))
+	p.RenderBare(w, r, http.StatusOK, "Choose your password", auth.NewPassword(nil))
 }
 
 // newPassword (POST /signin/password) sets the user's own password, then
@@ -93,7 +93,7 @@ func (p *Portal) newPasswordPage(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) newPassword(w http.ResponseWriter, r *http.Request) {
 	id := p.newPasswordStaff(r)
 	if id == "" {
-		redirect(w, r, "/backoffice/signin")
+		Redirect(w, r, "/backoffice/signin")
 		return
 	}
 	// The user acts on their own account only: the principal is theirs,
@@ -104,36 +104,36 @@ func (p *Portal) newPassword(w http.ResponseWriter, r *http.Request) {
 		e := emi.AsError(err)
 		switch {
 		case e.Kind == emi.KindInternal:
-			p.serverError(w, r, err)
+			p.ServerError(w, r, err)
 		case errors.Is(err, emi.ErrSignInThrottled), errors.Is(err, emi.ErrSignInFailed):
 			_ = p.sessions.Destroy(r.Context())
 			p.renderBareWithFlash(w, r, http.StatusTooManyRequests, "Sign in", Message(e), auth.SignIn("", nil))
 		default:
-			errs, banner := fieldErrors(err)
+			errs, banner := FieldErrors(err)
 			if len(errs) == 0 {
 				errs = map[string]string{"password": banner}
 			}
-			p.renderBare(w, r, http.StatusUnprocessableEntity, "Choose your password", auth.NewPassword(errs))
+			p.RenderBare(w, r, http.StatusUnprocessableEntity, "Choose your password", auth.NewPassword(errs))
 		}
 		return
 	}
 	u, err := p.d.Staff.Current(r.Context(), id, time.Unix(0, p.sessions.GetInt64(r.Context(), keySignedInAt)))
 	if err != nil {
 		_ = p.sessions.Destroy(r.Context())
-		p.toSignIn(w, r, Message(emi.ErrSessionExpired))
+		p.ToSignIn(w, r, Message(emi.ErrSessionExpired))
 		return
 	}
 	if err := p.sessions.RenewToken(r.Context()); err != nil {
-		p.serverError(w, r, err)
+		p.ServerError(w, r, err)
 		return
 	}
 	p.sessions.Put(r.Context(), keyStage, stagePassword)
-	p.flash(r.Context(), "ok", "Your password is set.")
+	p.Flash(r.Context(), "ok", "Your password is set.")
 	if !u.TOTPEnrolled {
-		redirect(w, r, "/backoffice/signin/enroll")
+		Redirect(w, r, "/backoffice/signin/enroll")
 		return
 	}
-	redirect(w, r, "/backoffice/signin/totp")
+	Redirect(w, r, "/backoffice/signin/totp")
 }
 
 // pendingStaff returns the staff id of a session that passed the password
@@ -148,17 +148,17 @@ func (p *Portal) pendingStaff(r *http.Request) string {
 // totpPage (GET /signin/totp).
 func (p *Portal) totpPage(w http.ResponseWriter, r *http.Request) {
 	if p.pendingStaff(r) == "" {
-		p.restart(w, r)
+		p.Restart(w, r)
 		return
 	}
-	p.renderBare(w, r, http.StatusOK, "Two-factor authentication", auth.Challenge(nil))
+	p.RenderBare(w, r, http.StatusOK, "Two-factor authentication", auth.Challenge(nil))
 }
 
 // totp (POST /signin/totp) checks the second factor.
 func (p *Portal) totp(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		p.restart(w, r)
+		p.Restart(w, r)
 		return
 	}
 	if err := p.d.Staff.VerifyTOTP(r.Context(), id, strings.TrimSpace(r.PostFormValue("code"))); err != nil {
@@ -172,14 +172,14 @@ func (p *Portal) totp(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) recovery(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		p.restart(w, r)
+		p.Restart(w, r)
 		return
 	}
 	if err := p.d.Staff.UseRecoveryCode(r.Context(), id, strings.TrimSpace(r.PostFormValue("recovery_code"))); err != nil {
 		p.secondFactorFailed(w, r, err)
 		return
 	}
-	p.flash(r.Context(), "info", "You signed in with a recovery code. Generate new codes on your account page if few are left.")
+	p.Flash(r.Context(), "info", "You signed in with a recovery code. Generate new codes on your account page if few are left.")
 	p.completeSignIn(w, r, id, "/backoffice/account")
 }
 
@@ -187,25 +187,25 @@ func (p *Portal) secondFactorFailed(w http.ResponseWriter, r *http.Request, err 
 	e := emi.AsError(err)
 	switch {
 	case e.Kind == emi.KindInternal:
-		p.serverError(w, r, err)
+		p.ServerError(w, r, err)
 	case errors.Is(err, emi.ErrSignInThrottled), errors.Is(err, emi.ErrSignInFailed):
 		// Locked or throttled: start over.
 		_ = p.sessions.Destroy(r.Context())
-		p.flash(r.Context(), "bad", Message(e))
-		p.renderBare(w, r, http.StatusTooManyRequests, "Sign in", auth.SignIn("", nil))
+		p.Flash(r.Context(), "bad", Message(e))
+		p.RenderBare(w, r, http.StatusTooManyRequests, "Sign in", auth.SignIn("", nil))
 	default:
-		p.flash(r.Context(), "bad", Message(e))
-		p.renderBare(w, r, http.StatusUnauthorized, "Two-factor authentication", auth.Challenge(nil))
+		p.Flash(r.Context(), "bad", Message(e))
+		p.RenderBare(w, r, http.StatusUnauthorized, "Two-factor authentication", auth.Challenge(nil))
 	}
 }
 
 // completeSignIn marks the session fully signed in and goes to next.
 func (p *Portal) completeSignIn(w http.ResponseWriter, r *http.Request, staffID, next string) {
 	if err := p.markSignedIn(r.Context(), staffID); err != nil {
-		p.serverError(w, r, err)
+		p.ServerError(w, r, err)
 		return
 	}
-	redirect(w, r, next)
+	Redirect(w, r, next)
 }
 
 // markSignedIn gives the session a new token (ASVS 7.2.4) and marks it
@@ -231,56 +231,56 @@ func (p *Portal) markSignedIn(ctx context.Context, staffID string) error {
 func (p *Portal) enrollPage(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		p.restart(w, r)
+		p.Restart(w, r)
 		return
 	}
 	en, err := p.d.Staff.BeginEnrollment(r.Context(), id)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	// The QR code is rendered on the server and inlined, so no other
 	// service ever sees the secret and no second request is needed.
 	qr := "data:image/png;base64," + base64.StdEncoding.EncodeToString(en.QRPNG)
-	p.renderBare(w, r, http.StatusOK, "Set up two-factor authentication", auth.Enroll(en.Secret, qr, nil))
+	p.RenderBare(w, r, http.StatusOK, "Set up two-factor authentication", auth.Enroll(en.Secret, qr, nil))
 }
 
 // enroll (POST /signin/enroll) confirms enrolment and shows recovery codes.
 func (p *Portal) enroll(w http.ResponseWriter, r *http.Request) {
 	id := p.pendingStaff(r)
 	if id == "" {
-		p.restart(w, r)
+		p.Restart(w, r)
 		return
 	}
 	codes, err := p.d.Staff.ConfirmEnrollment(r.Context(), id, strings.TrimSpace(r.PostFormValue("code")))
 	if err != nil {
 		if emi.AsError(err).Kind == emi.KindInternal {
-			p.serverError(w, r, err)
+			p.ServerError(w, r, err)
 			return
 		}
 		errs := map[string]string{"code": Message(emi.AsError(err))}
-		p.flash(r.Context(), "bad", errs["code"]+" Start again with the new code below.")
-		redirect(w, r, "/backoffice/signin/enroll")
+		p.Flash(r.Context(), "bad", errs["code"]+" Start again with the new code below.")
+		Redirect(w, r, "/backoffice/signin/enroll")
 		return
 	}
 	if err := p.markSignedIn(r.Context(), id); err != nil {
-		p.serverError(w, r, err)
+		p.ServerError(w, r, err)
 		return
 	}
-	p.renderBare(w, r, http.StatusOK, "Recovery codes", auth.RecoveryCodes(codes, "/backoffice/"))
+	p.RenderBare(w, r, http.StatusOK, "Recovery codes", auth.RecoveryCodes(codes, "/backoffice/"))
 }
 
 // signOut (POST /signout) ends the session on the server.
 func (p *Portal) signOut(w http.ResponseWriter, r *http.Request) {
 	if id := p.sessions.GetString(r.Context(), keyStaff); id != "" {
 		if err := p.d.Staff.SignOut(r.Context(), id); err != nil {
-			p.serverError(w, r, err)
+			p.ServerError(w, r, err)
 			return
 		}
 	}
 	if err := p.sessions.Destroy(r.Context()); err != nil {
-		p.serverError(w, r, err)
+		p.ServerError(w, r, err)
 		return
 	}
-	redirect(w, r, "/backoffice/signin")
+	Redirect(w, r, "/backoffice/signin")
 }

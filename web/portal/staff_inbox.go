@@ -16,7 +16,7 @@ func inboxRows(r *http.Request, items []emi.InboxItem) []pages.InboxRow {
 	rows := make([]pages.InboxRow, len(items))
 	for i, it := range items {
 		rows[i] = pages.InboxRow{ID: strconv.FormatInt(it.ID, 10), Kind: it.Kind, Href: it.Href, Body: it.Body,
-			By: who(r, it.By, it.ByName), At: fmtTime(it.At), Unread: it.ReadAt == nil}
+			By: Who(r, it.By, it.ByName), At: FmtTime(it.At), Unread: it.ReadAt == nil}
 	}
 	return rows
 }
@@ -25,22 +25,22 @@ func inboxRows(r *http.Request, items []emi.InboxItem) []pages.InboxRow {
 func (p *Portal) inboxPage(w http.ResponseWriter, r *http.Request) {
 	items, err := p.d.Inbox.Mine(r.Context(), false, 100)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	p.renderPrivate(w, r, http.StatusOK, "Inbox", pages.InboxList(inboxRows(r, items), "No mention or assignment yet."))
+	p.RenderPrivate(w, r, http.StatusOK, "Inbox", pages.InboxList(inboxRows(r, items), "No mention or assignment yet."))
 }
 
 // inboxRead (POST /inbox/read) marks one item (id) or all (id 0) read.
 func (p *Portal) inboxRead(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
 	if err != nil || id < 0 {
-		p.renderError(w, r, emi.ErrReviewValidation.Field("id", "is not an inbox item"))
+		p.RenderError(w, r, emi.ErrReviewValidation.Field("id", "is not an inbox item"))
 		return
 	}
 	if err := p.d.Inbox.MarkRead(r.Context(), id); err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	redirect(w, r, "/backoffice/inbox")
+	Redirect(w, r, "/backoffice/inbox")
 }

@@ -53,23 +53,23 @@ func tone(kind, status string) string {
 	return t.other
 }
 
-func accountTone(status string) string        { return tone("account", status) }
-func holdTone(status string) string           { return tone("hold", status) }
-func amlTone(s emi.AMLStatus) string          { return tone("aml", string(s)) }
-func kycTone(s emi.KYCStatus) string          { return tone("kyc", string(s)) }
-func transferTone(status string) string       { return tone("transfer", status) }
-func appTone(s emi.ApplicationStatus) string  { return tone("application", string(s)) }
-func checkTone(status string) string          { return tone("check", status) }
-func memberTone(status string) string         { return tone("member", status) }
-func cardTone(status string) string           { return tone("card", status) }
-func walletTone(status string) string         { return tone("wallet", status) }
-func deliveryTone(s emi.DeliveryState) string { return tone("delivery", string(s)) }
-func riskTone(score string) string            { return tone("risk", score) }
-func adjustmentTone(status string) string     { return tone("adjustment", status) }
-func smsTone(status string) string            { return tone("sms", status) }
+func AccountTone(status string) string        { return tone("account", status) }
+func HoldTone(status string) string           { return tone("hold", status) }
+func AMLTone(s emi.AMLStatus) string          { return tone("aml", string(s)) }
+func KYCTone(s emi.KYCStatus) string          { return tone("kyc", string(s)) }
+func TransferTone(status string) string       { return tone("transfer", status) }
+func AppTone(s emi.ApplicationStatus) string  { return tone("application", string(s)) }
+func CheckTone(status string) string          { return tone("check", status) }
+func MemberTone(status string) string         { return tone("member", status) }
+func CardTone(status string) string           { return tone("card", status) }
+func WalletTone(status string) string         { return tone("wallet", status) }
+func DeliveryTone(s emi.DeliveryState) string { return tone("delivery", string(s)) }
+func RiskTone(score string) string            { return tone("risk", score) }
+func AdjustmentTone(status string) string     { return tone("adjustment", status) }
+func SMSTone(status string) string            { return tone("sms", status) }
 func outcomeTone(o emi.Outcome) string        { return tone("outcome", string(o)) }
 
-func toneOrNeutral(t string) string {
+func ToneOrNeutral(t string) string {
 	if t == "" {
 		return "neutral"
 	}

@@ -37,72 +37,72 @@ func (p *Portal) transferDetail(w http.ResponseWriter, r *http.Request) {
 // entries of its transactions and its audit rows, with the sandbox's
 // settlement buttons for an outgoing payment.
 func (p *Portal) renderTransferPage(w http.ResponseWriter, r *http.Request, status int, f *transferForm) {
-	token := param(r, "transfer")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrTransferNotFound)
+	token := Param(r, "transfer")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrTransferNotFound)
 		return
 	}
 	t, err := p.d.Transfers.StaffGet(r.Context(), token)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	v := pages.TransferView{Token: t.Token, Status: t.Status, StatusTone: transferTone(t.Status)}
-	partner := p.partnerNames(r).kv(r, "Partner (sender)", firstNonEmpty(t.PartnerID, t.DestinationPartner))
+	v := pages.TransferView{Token: t.Token, Status: t.Status, StatusTone: TransferTone(t.Status)}
+	partner := p.PartnerNames(r).KV(r, "Partner (sender)", FirstNonEmpty(t.PartnerID, t.DestinationPartner))
 	if t.PartnerID == "" {
 		partner.Label = "Partner (receiver)"
 	}
-	v.Details = []pages.KV{{Label: "Type", Value: t.Type}, {Label: "Status", Value: t.Status, Tone: toneOrNeutral(transferTone(t.Status))},
+	v.Details = []pages.KV{{Label: "Type", Value: t.Type}, {Label: "Status", Value: t.Status, Tone: ToneOrNeutral(TransferTone(t.Status))},
 		{Label: "Amount", Value: emi.FormatMinor(t.Amount) + " " + t.Currency, Mono: true}, {Label: "Reference", Value: t.Reference},
-		partner, {Label: "Created (UTC)", Value: fmtTime(t.CreatedAt), Mono: true}, {Label: "Updated (UTC)", Value: fmtTime(t.UpdatedAt), Mono: true}}
+		partner, {Label: "Created (UTC)", Value: FmtTime(t.CreatedAt), Mono: true}, {Label: "Updated (UTC)", Value: FmtTime(t.UpdatedAt), Mono: true}}
 	if t.Status == emi.TransferReturned {
 		v.Details = append(v.Details, pages.KV{Label: "Return reason", Value: t.ReturnReason})
 	}
 	v.Details = append(v.Details, pages.KV{Label: "Transfer token", Value: t.Token, Mono: true})
 	src, err := p.transferSide(r, "Source", t.SourceAccount, t.SourceBalance, t.SourceIBAN, t.Type == emi.TransferIncoming, t.Counterparty)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	dst, err := p.transferSide(r, "Destination", t.DestinationAccount, t.DestinationBalance, t.DestinationIBAN, t.Type == emi.TransferOutgoing, t.Counterparty)
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v.Sides = []pages.TransferSideView{src, dst}
 	for _, e := range t.Entries {
-		row := pages.LedgerEntryRow{Txn: shortID(e.TxnToken), TxnID: e.TxnToken, Kind: txnKindLabel(e.Kind), Entry: strconv.FormatInt(e.ID, 10),
-			Internal: e.Internal, Amount: emi.FormatMinor(e.Amount) + " " + e.Currency, At: fmtTime(e.CreatedAt)}
+		row := pages.LedgerEntryRow{Txn: ShortID(e.TxnToken), TxnID: e.TxnToken, Kind: TxnKindLabel(e.Kind), Entry: strconv.FormatInt(e.ID, 10),
+			Internal: e.Internal, Amount: emi.FormatMinor(e.Amount) + " " + e.Currency, At: FmtTime(e.CreatedAt)}
 		if e.Account != "" {
-			row.Account, row.AccountHref, row.Balance, row.BalanceID = e.Account, accountHref(e.Account), shortID(e.Balance), e.Balance
+			row.Account, row.AccountHref, row.Balance, row.BalanceID = e.Account, AccountHref(e.Account), ShortID(e.Balance), e.Balance
 			row.BalanceAfter = emi.FormatMinor(e.BalanceAfter)
 		}
 		v.Entries = append(v.Entries, row)
 	}
 	for _, e := range t.Audit {
-		v.Audit = append(v.Audit, auditRow(r, e))
+		v.Audit = append(v.Audit, AuditRow(r, e))
 	}
-	p.nameAuditIDs(r, v.Audit)
-	if canDo(r, kernel.ViewAudit) {
+	p.NameAuditIDs(r, v.Audit)
+	if CanDo(r, kernel.ViewAudit) {
 		v.AuditHref = "/backoffice/audit?resource_type=transfer&resource_token=" + url.QueryEscape(t.Token)
 	}
-	if transfers.Reversible(t.Transfer) && canDo(r, staff.DecideOp(transfers.ReversalFlow.Control)) {
+	if transfers.Reversible(t.Transfer) && CanDo(r, staff.DecideOp(transfers.ReversalFlow.Control)) {
 		rv, err := p.transferReversal(r, t, f)
 		if err != nil {
-			p.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		v.Reversal = rv
 	}
-	if p.d.Sandbox && t.Type == emi.TransferOutgoing && canDo(r, accounts.Manage) {
-		act := &pages.TransferActions{Base: transferHref(t.Token), CanComplete: t.CanComplete(),
+	if p.d.Sandbox && t.Type == emi.TransferOutgoing && CanDo(r, accounts.Manage) {
+		act := &pages.TransferActions{Base: TransferHref(t.Token), CanComplete: t.CanComplete(),
 			CanReturn: t.CanReturn()}
 		if f != nil && !f.reversal {
 			act.Reason, act.Errs = f.reason, f.errs
 		}
 		v.Actions = act
 	}
-	p.renderPrivate(w, r, status, "Transfer · "+emi.FormatMinor(t.Amount)+" "+t.Currency, pages.TransferDetail(v))
+	p.RenderPrivate(w, r, status, "Transfer · "+emi.FormatMinor(t.Amount)+" "+t.Currency, pages.TransferDetail(v))
 }
 
 // transferSide lays out one side: an account of emi (linked, with its
@@ -119,10 +119,10 @@ func (p *Portal) transferSide(r *http.Request, title, account, balance, ibanOf s
 		add("Name", c.Name, false)
 		add("IBAN", c.IBAN, true)
 		add("BIC", c.BIC, true)
-		add("Sort code", fmtSortCode(c.SortCode), true)
+		add("Sort code", FmtSortCode(c.SortCode), true)
 		add("Account number", c.AccountNumber, true)
 		if c.CardLast4 != "" {
-			add("Card", cardLast4(c.CardLast4), true)
+			add("Card", CardLast4(c.CardLast4), true)
 		}
 		add("Scheme", c.Scheme, false)
 		return s, nil
@@ -131,29 +131,29 @@ func (p *Portal) transferSide(r *http.Request, title, account, balance, ibanOf s
 	if err != nil {
 		return s, err
 	}
-	kind, ownerHref, err := p.ownerLinks(r).of(a.Account)
+	kind, ownerHref, err := p.ownerLinks(r).Of(a.Account)
 	if err != nil {
 		return s, err
 	}
-	s.Details = []pages.KV{{Label: "Account", Value: account, Href: accountHref(account), Mono: true},
-		{Label: "Owner", Value: firstNonEmpty(a.OwnerName, "(no name)"), Href: ownerHref}, {Label: "Owner type", Value: kind},
-		{Label: "Account status", Value: a.Status, Tone: toneOrNeutral(accountTone(a.Status))},
-		p.partnerNames(r).kv(r, "Partner", a.PartnerID)}
+	s.Details = []pages.KV{{Label: "Account", Value: account, Href: AccountHref(account), Mono: true},
+		{Label: "Owner", Value: FirstNonEmpty(a.OwnerName, "(no name)"), Href: ownerHref}, {Label: "Owner type", Value: kind},
+		{Label: "Account status", Value: a.Status, Tone: ToneOrNeutral(AccountTone(a.Status))},
+		p.PartnerNames(r).KV(r, "Partner", a.PartnerID)}
 	if ibanOf != "" {
 		s.Details = append(s.Details, pages.KV{Label: "IBAN", Value: ibanOf, Mono: true})
 	}
 	s.Details = append(s.Details, pages.KV{Label: "Balance", Value: balance, Mono: true})
 	if a.Virtual {
-		s.Details = append(s.Details, pages.KV{Label: "Main account", Value: a.Main, Href: accountHref(a.Main), Mono: true})
+		s.Details = append(s.Details, pages.KV{Label: "Main account", Value: a.Main, Href: AccountHref(a.Main), Mono: true})
 	}
 	return s, nil
 }
 
 // transferToken is the transfer of an action, or "" after answering 404.
 func (p *Portal) transferToken(w http.ResponseWriter, r *http.Request) string {
-	token := param(r, "transfer")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrTransferNotFound)
+	token := Param(r, "transfer")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrTransferNotFound)
 		return ""
 	}
 	return token
@@ -167,11 +167,11 @@ func (p *Portal) transferComplete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := p.d.Transfers.StaffComplete(r.Context(), token); err != nil {
-		p.flashError(w, r, err, transferHref(token))
+		p.FlashError(w, r, err, TransferHref(token))
 		return
 	}
-	p.flash(r.Context(), "ok", "Payment completed (sandbox): the partner is told (transfer.completed). No money moved.")
-	redirect(w, r, transferHref(token))
+	p.Flash(r.Context(), "ok", "Payment completed (sandbox): the partner is told (transfer.completed). No money moved.")
+	Redirect(w, r, TransferHref(token))
 }
 
 // transferReturn (POST /transfers/{transfer}/return, sandbox only) plays
@@ -184,16 +184,16 @@ func (p *Portal) transferReturn(w http.ResponseWriter, r *http.Request) {
 	reason := r.PostFormValue("reason")
 	if _, err := p.d.Transfers.StaffReturn(r.Context(), token, reason); err != nil {
 		if emi.AsError(err).Kind == emi.KindInvalid {
-			errs, banner := fieldErrors(err)
-			p.flash(r.Context(), "bad", banner)
+			errs, banner := FieldErrors(err)
+			p.Flash(r.Context(), "bad", banner)
 			p.renderTransferPage(w, r, http.StatusUnprocessableEntity, &transferForm{reason: reason, errs: errs})
 			return
 		}
-		p.flashError(w, r, err, transferHref(token))
+		p.FlashError(w, r, err, TransferHref(token))
 		return
 	}
-	p.flash(r.Context(), "ok", "Payment returned (sandbox): the amount is credited back and the partner is told (transfer.returned).")
-	redirect(w, r, transferHref(token))
+	p.Flash(r.Context(), "ok", "Payment returned (sandbox): the amount is credited back and the partner is told (transfer.returned).")
+	Redirect(w, r, TransferHref(token))
 }
 
 // transferReversal builds the reversal panel of an internal transfer.
@@ -202,10 +202,10 @@ func (p *Portal) transferReversal(r *http.Request, t transfers.StaffTransfer, f 
 	if err != nil {
 		return nil, err
 	}
-	rv := &pages.TransferReversal{Base: transferHref(t.Token), CanRequest: transfers.CanRequestReversal(r.Context(), t.Transfer, pending)}
+	rv := &pages.TransferReversal{Base: TransferHref(t.Token), CanRequest: transfers.CanRequestReversal(r.Context(), t.Transfer, pending)}
 	if pending {
-		by, _ := actorOf(r, req.ProposedBy, p.staffNames(r), nil)
-		rv.Pending, rv.By, rv.Reason, rv.At = true, by, req.Reason, fmtTime(req.ProposedAt)
+		by, _ := ActorOf(r, req.ProposedBy, p.StaffNames(r), nil)
+		rv.Pending, rv.By, rv.Reason, rv.At = true, by, req.Reason, FmtTime(req.ProposedAt)
 		rv.Mine, rv.CanApprove, rv.CanReject, rv.WhyNot = can.Withdraw, can.Approve, can.Reject, can.WhyNotApprove
 		rv.Seen = "?request=" + url.QueryEscape(req.ID)
 	}
@@ -225,16 +225,16 @@ func (p *Portal) transferReversalRequest(w http.ResponseWriter, r *http.Request)
 	reason := r.PostFormValue("reason")
 	if err := p.d.Transfers.RequestReversal(r.Context(), token, reason); err != nil {
 		if emi.AsError(err).Kind == emi.KindInvalid {
-			errs, banner := fieldErrors(err)
-			p.flash(r.Context(), "bad", banner)
+			errs, banner := FieldErrors(err)
+			p.Flash(r.Context(), "bad", banner)
 			p.renderTransferPage(w, r, http.StatusUnprocessableEntity, &transferForm{reason: reason, errs: errs, reversal: true})
 			return
 		}
-		p.flashError(w, r, err, transferHref(token))
+		p.FlashError(w, r, err, TransferHref(token))
 		return
 	}
-	p.flash(r.Context(), "ok", "Reversal requested: a second staff member must approve it. Nothing has moved yet.")
-	redirect(w, r, transferHref(token))
+	p.Flash(r.Context(), "ok", "Reversal requested: a second staff member must approve it. Nothing has moved yet.")
+	Redirect(w, r, TransferHref(token))
 }
 
 // transferReversalDecide (POST /transfers/{transfer}/reversal/approve and
@@ -248,15 +248,15 @@ func (p *Portal) transferReversalDecide(approve bool) http.HandlerFunc {
 			return
 		}
 		if _, err := p.d.Transfers.DecideReversal(r.Context(), token, approve, r.URL.Query().Get("request")); err != nil {
-			p.flashError(w, r, err, transferHref(token))
+			p.FlashError(w, r, err, TransferHref(token))
 			return
 		}
 		if approve {
-			p.flash(r.Context(), "ok", "Transfer reversed: the amount is back on the source balance and both partners are told (transfer.returned).")
+			p.Flash(r.Context(), "ok", "Transfer reversed: the amount is back on the source balance and both partners are told (transfer.returned).")
 		} else {
-			p.flash(r.Context(), "ok", "Reversal request withdrawn. Nothing moved.")
+			p.Flash(r.Context(), "ok", "Reversal request withdrawn. Nothing moved.")
 		}
-		redirect(w, r, transferHref(token))
+		Redirect(w, r, TransferHref(token))
 	}
 }
 
@@ -293,17 +293,17 @@ func init() {
 // and 500 pages; a flash on the page the action came from otherwise.
 func (p *Portal) moneyRefused(w http.ResponseWriter, r *http.Request, err error, back string) {
 	switch {
-	case errorIs(err, emi.ErrFourEyes):
-		p.flash(r.Context(), "bad", Message(emi.AsError(err)))
-		redirect(w, r, back)
+	case ErrorIs(err, emi.ErrFourEyes):
+		p.Flash(r.Context(), "bad", Message(emi.AsError(err)))
+		Redirect(w, r, back)
 		return
-	case errorIs(err, emi.ErrSuspenseNotFound), errorIs(err, emi.ErrAdjustmentNotFound):
-		p.renderError(w, r, err)
+	case ErrorIs(err, emi.ErrSuspenseNotFound), ErrorIs(err, emi.ErrAdjustmentNotFound):
+		p.RenderError(w, r, err)
 		return
 	}
 	switch emi.AsError(err).Kind {
 	case emi.KindForbidden, emi.KindInternal:
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	e := emi.AsError(err)
@@ -311,6 +311,6 @@ func (p *Portal) moneyRefused(w http.ResponseWriter, r *http.Request, err error,
 	for _, f := range e.Fields {
 		msg += " " + f.Field + ": " + f.Message + "."
 	}
-	p.flash(r.Context(), "bad", msg)
-	redirect(w, r, back)
+	p.Flash(r.Context(), "bad", msg)
+	Redirect(w, r, back)
 }

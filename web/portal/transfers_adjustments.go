@@ -18,29 +18,29 @@ import (
 // in Go; their usual orders (the service's) differ, so no header is marked
 // sorted until one is chosen.
 func (p *Portal) adjustments(w http.ResponseWriter, r *http.Request) {
-	sort := readSort(r, "", "", "requested", "account", "direction", "amount", "requested_by")
+	sort := ReadSort(r, "", "", "requested", "account", "direction", "amount", "requested_by")
 	pending, err := p.d.Adjustments.Pending(r.Context(), "")
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	decided, err := p.d.Adjustments.Decided(r.Context())
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	v := pages.AdjustmentsView{Pending: p.adjustmentRows(r, pending), Decided: p.adjustmentRows(r, decided), Sort: sort.view(r)}
+	v := pages.AdjustmentsView{Pending: p.adjustmentRows(r, pending), Decided: p.adjustmentRows(r, decided), Sort: sort.View(r)}
 	cols := map[string]func(pages.AdjustmentRow) string{
 		"requested":    func(a pages.AdjustmentRow) string { return a.Requested },
 		"account":      func(a pages.AdjustmentRow) string { return a.Account },
 		"direction":    func(a pages.AdjustmentRow) string { return a.Direction },
-		"amount":       func(a pages.AdjustmentRow) string { return a.Currency + padNumber(a.Amount) },
+		"amount":       func(a pages.AdjustmentRow) string { return a.Currency + PadNumber(a.Amount) },
 		"requested_by": func(a pages.AdjustmentRow) string { return a.RequestedBy },
 	}
 	token := func(a pages.AdjustmentRow) string { return a.Token }
-	sortRows(r, v.Pending, sort, cols, token)
-	sortRows(r, v.Decided, sort, cols, token)
-	p.renderPrivate(w, r, sort.status(), "Adjustments", pages.Adjustments(v))
+	SortRows(r, v.Pending, sort, cols, token)
+	SortRows(r, v.Decided, sort, cols, token)
+	p.RenderPrivate(w, r, sort.Status(), "Adjustments", pages.Adjustments(v))
 }
 
 // adjustmentRequest (POST /accounts/{account}/adjustments) asks for a
@@ -50,13 +50,13 @@ func (p *Portal) adjustmentRequest(w http.ResponseWriter, r *http.Request) {
 	if token == "" {
 		return
 	}
-	back := accountHref(token)
+	back := AccountHref(token)
 	form := components.KeepForm("adjust", r.PostForm, "direction", "currency", "amount", "reason")
 	minor, ok := emi.ParseTypedAmount(form.Value("amount"))
 	if !ok {
 		// The service's own checks still run, so every refused field is
 		// named at once.
-		form.Refuse("amount", amountFormat)
+		form.Refuse("amount", AmountFormat)
 	}
 	a, err := p.d.Adjustments.Request(r.Context(), emi.AdjustmentRequest{Account: token, Currency: form.Value("currency"),
 		Direction: form.Value("direction"), Amount: minor, Reason: form.Value("reason")})
@@ -69,9 +69,9 @@ func (p *Portal) adjustmentRequest(w http.ResponseWriter, r *http.Request) {
 		p.adjustmentRefused(w, r, err, form, token)
 		return
 	}
-	p.flash(r.Context(), "ok", "Adjustment requested ("+a.Direction+" "+emi.FormatMinor(a.Amount)+" "+a.Currency+
+	p.Flash(r.Context(), "ok", "Adjustment requested ("+a.Direction+" "+emi.FormatMinor(a.Amount)+" "+a.Currency+
 		"). Awaiting a second staff member: someone other than you must approve it.")
-	redirect(w, r, back)
+	Redirect(w, r, back)
 }
 
 // adjustmentRefused answers a refused adjustment request, so nothing typed
@@ -83,19 +83,19 @@ func (p *Portal) adjustmentRequest(w http.ResponseWriter, r *http.Request) {
 func (p *Portal) adjustmentRefused(w http.ResponseWriter, r *http.Request, err error, form *components.Form, token string) {
 	e := emi.AsError(err)
 	if e.Kind != emi.KindInvalid && e.Kind != emi.KindConflict {
-		p.moneyRefused(w, r, err, accountHref(token))
+		p.moneyRefused(w, r, err, AccountHref(token))
 		return
 	}
-	banner := keepErrors(form, err, nil)
+	banner := KeepErrors(form, err, nil)
 	switch {
 	case form.Value("amount") == "":
 		form.Errs["amount"] = "is required: 12.50 or 12,50"
-	case len(form.Errs) == 0 && errorIs(err, emi.ErrCurrencyMismatch):
+	case len(form.Errs) == 0 && ErrorIs(err, emi.ErrCurrencyMismatch):
 		form.Errs["currency"] = banner
 	case len(form.Errs) == 0:
 		form.General = banner
 	}
-	p.flash(r.Context(), "bad", "Nothing was requested: "+banner+" See the adjustment form below.")
+	p.Flash(r.Context(), "bad", "Nothing was requested: "+banner+" See the adjustment form below.")
 	p.renderAccountPage(w, r, http.StatusUnprocessableEntity, &accountForm{which: "adjust", kept: form})
 }
 
@@ -110,13 +110,13 @@ func (p *Portal) adjustmentReject(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Portal) adjustmentDecide(w http.ResponseWriter, r *http.Request, approve bool) {
-	token := param(r, "adjustment")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrAdjustmentNotFound)
+	token := Param(r, "adjustment")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrAdjustmentNotFound)
 		return
 	}
 	back := "/backoffice/adjustments"
-	if b := r.PostFormValue("back"); looksLikeToken(strings.TrimPrefix(b, "/backoffice/accounts/")) {
+	if b := r.PostFormValue("back"); LooksLikeToken(strings.TrimPrefix(b, "/backoffice/accounts/")) {
 		back = b // the account page the form was on
 	}
 	a, err := p.d.Adjustments.Decide(r.Context(), token, approve, r.PostFormValue("reason"))
@@ -125,9 +125,9 @@ func (p *Portal) adjustmentDecide(w http.ResponseWriter, r *http.Request, approv
 		return
 	}
 	if approve {
-		p.flash(r.Context(), "ok", "Adjustment approved and posted: "+a.Direction+" "+emi.FormatMinor(a.Amount)+" "+a.Currency+".")
+		p.Flash(r.Context(), "ok", "Adjustment approved and posted: "+a.Direction+" "+emi.FormatMinor(a.Amount)+" "+a.Currency+".")
 	} else {
-		p.flash(r.Context(), "ok", "Adjustment rejected: nothing was posted.")
+		p.Flash(r.Context(), "ok", "Adjustment rejected: nothing was posted.")
 	}
-	redirect(w, r, back)
+	Redirect(w, r, back)
 }

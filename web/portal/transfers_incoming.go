@@ -57,42 +57,42 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 	if !open {
 		keys = append(keys, "resolved")
 	}
-	sort := readSort(r, "", "", keys...)
+	sort := ReadSort(r, "", "", keys...)
 	if status == http.StatusOK {
-		status = sort.status()
+		status = sort.Status()
 	}
-	items, total, err := p.d.Incoming.SuspenseItems(r.Context(), open, page, sort.order())
+	items, total, err := p.d.Incoming.SuspenseItems(r.Context(), open, page, sort.Order())
 	if err != nil {
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v := pages.SuspenseView{Open: open, Page: strconv.Itoa(page), Tabs: []pages.Tab{
 		{Label: "Open", Href: "/backoffice/suspense", Active: open},
 		{Label: "Resolved", Href: "/backoffice/suspense?status=resolved", Active: !open},
-	}, Sort: sort.view(r)}
+	}, Sort: sort.View(r)}
 	// The headers link to the queue's tab, also when the page answers a
 	// refused form's POST.
 	v.Sort.Path, v.Sort.Query = "/backoffice/suspense", url.Values{}
 	if !open {
 		v.Sort.Query.Set("status", "resolved")
 	}
-	canResolve := canDo(r, transfers.ManageMoney)
+	canResolve := CanDo(r, transfers.ManageMoney)
 	now := p.d.Now()
 	can := p.d.Incoming.AssignmentCapabilities(r.Context(), items)
 	for _, it := range items {
-		row := pages.SuspenseRow{Token: it.Token, Received: fmtTime(it.CreatedAt), Age: age(now, it.CreatedAt),
-			Amount: emi.FormatMinor(it.Amount), Currency: it.Currency, Payer: firstNonEmpty(it.Payer.Name, "(no name)"),
+		row := pages.SuspenseRow{Token: it.Token, Received: FmtTime(it.CreatedAt), Age: Age(now, it.CreatedAt),
+			Amount: emi.FormatMinor(it.Amount), Currency: it.Currency, Payer: FirstNonEmpty(it.Payer.Name, "(no name)"),
 			Scheme: it.Scheme, Identifier: it.Identifier, Reference: it.Reference, Reason: it.Reason,
-			ReasonLabel: firstNonEmpty(suspenseReasons[it.Reason], it.Reason), Status: it.Status, CanResolve: canResolve && open,
-			ResolutionReason: it.ResolutionReason, ResolvedAt: fmtTimeOrEmpty(it.ResolvedAt)}
-		row.PayerDetails = counterpartyIdents(it.Payer)
-		if it.Account != "" && canDo(r, accounts.View) {
-			row.AccountHref = accountHref(it.Account)
+			ReasonLabel: FirstNonEmpty(suspenseReasons[it.Reason], it.Reason), Status: it.Status, CanResolve: canResolve && open,
+			ResolutionReason: it.ResolutionReason, ResolvedAt: FmtTimeOrEmpty(it.ResolvedAt)}
+		row.PayerDetails = CounterpartyIdents(it.Payer)
+		if it.Account != "" && CanDo(r, accounts.View) {
+			row.AccountHref = AccountHref(it.Account)
 		}
 		if it.AssignedAccount != "" {
 			row.AssignedAccount = it.AssignedAccount
-			if canDo(r, accounts.View) {
-				row.AssignedHref = accountHref(it.AssignedAccount)
+			if CanDo(r, accounts.View) {
+				row.AssignedHref = AccountHref(it.AssignedAccount)
 			}
 		}
 		row.StatusTone = "ok"
@@ -100,17 +100,17 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 			row.StatusTone = "warn"
 		}
 		if it.ResolvedBy != "" {
-			row.ResolvedBy = staffName(r, it.ResolvedBy, it.ResolvedByName)
+			row.ResolvedBy = StaffName(r, it.ResolvedBy, it.ResolvedByName)
 		}
 		if it.AssignRequestedBy != "" {
-			row.RequestedBy = staffName(r, it.AssignRequestedBy, it.AssignRequestedByName)
+			row.RequestedBy = StaffName(r, it.AssignRequestedBy, it.AssignRequestedByName)
 		}
 		if a := it.Pending; a != nil && open {
 			pv := &pages.PendingAssignment{Token: a.Token, Target: a.Target, Account: a.Account, Reason: a.Reason,
-				RequestedBy: staffName(r, a.RequestedBy, a.RequestedByName), Requested: fmtTime(a.RequestedAt),
+				RequestedBy: StaffName(r, a.RequestedBy, a.RequestedByName), Requested: FmtTime(a.RequestedAt),
 				Mine: can[a.Token].Withdraw}
-			if canDo(r, accounts.View) {
-				pv.AccountHref = accountHref(a.Account)
+			if CanDo(r, accounts.View) {
+				pv.AccountHref = AccountHref(a.Account)
 			}
 			pv.CanApprove, pv.CanReject, pv.WhyNot = can[a.Token].Approve, can[a.Token].Reject || can[a.Token].Withdraw, can[a.Token].WhyNotApprove
 			row.Pending = pv
@@ -147,20 +147,20 @@ func (p *Portal) renderSuspense(w http.ResponseWriter, r *http.Request, status i
 	if int64(page*transfers.SuspensePageSize) < total {
 		v.Next = link(page + 1)
 	}
-	if p.d.Sandbox && canDo(r, transfers.ManageMoney) {
+	if p.d.Sandbox && CanDo(r, transfers.ManageMoney) {
 		v.Simulate = &pages.SimulateForm{Action: "/backoffice/suspense/simulate", Currencies: []string{"EUR", "GBP", "BGN"}}
 		if form != nil && form.which == "simulate" {
 			v.Simulate.Kept = form.kept
 		}
 	}
-	p.renderPrivate(w, r, status, "Suspense", pages.Suspense(v))
+	p.RenderPrivate(w, r, status, "Suspense", pages.Suspense(v))
 }
 
 // suspenseItem is the item of an action, or "" after answering 404.
 func (p *Portal) suspenseItem(w http.ResponseWriter, r *http.Request) string {
-	token := param(r, "item")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrSuspenseNotFound)
+	token := Param(r, "item")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrSuspenseNotFound)
 		return ""
 	}
 	return token
@@ -183,11 +183,11 @@ func (p *Portal) suspenseRefused(w http.ResponseWriter, r *http.Request, err err
 	e := emi.AsError(err)
 	switch e.Kind {
 	case emi.KindForbidden, emi.KindInternal:
-		p.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	if errorIs(err, emi.ErrSuspenseNotFound) || errorIs(err, emi.ErrSuspenseAssignmentNotFound) {
-		p.renderError(w, r, err)
+	if ErrorIs(err, emi.ErrSuspenseNotFound) || ErrorIs(err, emi.ErrSuspenseAssignmentNotFound) {
+		p.RenderError(w, r, err)
 		return
 	}
 	msg := Message(e)
@@ -195,7 +195,7 @@ func (p *Portal) suspenseRefused(w http.ResponseWriter, r *http.Request, err err
 		msg += " " + f.Field + ": " + f.Message + "."
 	}
 	form.message = msg
-	p.flash(r.Context(), "bad", msg)
+	p.Flash(r.Context(), "bad", msg)
 	page, _ := suspenseBack(r)
 	p.renderSuspense(w, r, http.StatusUnprocessableEntity, true, page, &form)
 }
@@ -213,10 +213,10 @@ func (p *Portal) suspenseAssign(w http.ResponseWriter, r *http.Request) {
 		p.suspenseRefused(w, r, err, suspenseForm{item: token, which: "assign", to: to, reason: reason})
 		return
 	}
-	p.flash(r.Context(), "ok", "Assignment to account "+a.Account+" requested. Nothing moves until a second staff member "+
+	p.Flash(r.Context(), "ok", "Assignment to account "+a.Account+" requested. Nothing moves until a second staff member "+
 		"approves it: someone other than you must.")
 	_, back := suspenseBack(r)
-	redirect(w, r, back)
+	Redirect(w, r, back)
 }
 
 // suspenseAssignmentApprove (POST /suspense/assignments/{assignment}/approve).
@@ -231,9 +231,9 @@ func (p *Portal) suspenseAssignmentReject(w http.ResponseWriter, r *http.Request
 }
 
 func (p *Portal) suspenseAssignmentDecide(w http.ResponseWriter, r *http.Request, approve bool) {
-	token := param(r, "assignment")
-	if !looksLikeToken(token) {
-		p.renderError(w, r, emi.ErrSuspenseAssignmentNotFound)
+	token := Param(r, "assignment")
+	if !LooksLikeToken(token) {
+		p.RenderError(w, r, emi.ErrSuspenseAssignmentNotFound)
 		return
 	}
 	note := r.PostFormValue("reason")
@@ -248,15 +248,15 @@ func (p *Portal) suspenseAssignmentDecide(w http.ResponseWriter, r *http.Request
 	}
 	switch {
 	case t != nil:
-		p.flash(r.Context(), "ok", "Approved and assigned: "+emi.FormatMinor(t.Amount)+" "+t.Currency+" credited to account "+
+		p.Flash(r.Context(), "ok", "Approved and assigned: "+emi.FormatMinor(t.Amount)+" "+t.Currency+" credited to account "+
 			t.DestinationAccount+" (transfer "+t.Token+"). The partner is told (transfer.completed).")
 	case a.Status == emi.AssignmentWithdrawn:
-		p.flash(r.Context(), "ok", "Assignment request withdrawn: nothing moved, the item is open.")
+		p.Flash(r.Context(), "ok", "Assignment request withdrawn: nothing moved, the item is open.")
 	default:
-		p.flash(r.Context(), "ok", "Assignment request rejected: nothing moved, the item is open.")
+		p.Flash(r.Context(), "ok", "Assignment request rejected: nothing moved, the item is open.")
 	}
 	_, back := suspenseBack(r)
-	redirect(w, r, back)
+	Redirect(w, r, back)
 }
 
 // suspenseReturn (POST /suspense/{item}/return) sends an item back.
@@ -270,16 +270,16 @@ func (p *Portal) suspenseReturn(w http.ResponseWriter, r *http.Request) {
 		p.suspenseRefused(w, r, err, suspenseForm{item: token, which: "return", reason: reason})
 		return
 	}
-	p.flash(r.Context(), "ok", "Returned to the sender.")
+	p.Flash(r.Context(), "ok", "Returned to the sender.")
 	_, back := suspenseBack(r)
-	redirect(w, r, back)
+	Redirect(w, r, back)
 }
 
 // suspenseSimulate (POST /suspense/simulate, sandbox only) simulates a
 // payment to any identifier.
 func (p *Portal) suspenseSimulate(w http.ResponseWriter, r *http.Request) {
 	if !p.d.Sandbox {
-		p.notFound(w, r)
+		p.NotFound(w, r)
 		return
 	}
 	dest := emi.TransferParty{IBAN: r.PostFormValue("to_iban"), SortCode: r.PostFormValue("to_sort_code"),
@@ -293,14 +293,14 @@ func (p *Portal) suspenseSimulate(w http.ResponseWriter, r *http.Request) {
 // simulates a payment to one of the account's identifiers.
 func (p *Portal) accountSimulate(w http.ResponseWriter, r *http.Request) {
 	if !p.d.Sandbox {
-		p.notFound(w, r)
+		p.NotFound(w, r)
 		return
 	}
 	token := p.accountToken(w, r)
 	if token == "" {
 		return
 	}
-	p.simulate(w, r, identifierParty(r.PostFormValue("to")), accountHref(token), func(kept *components.Form) {
+	p.simulate(w, r, identifierParty(r.PostFormValue("to")), AccountHref(token), func(kept *components.Form) {
 		p.renderAccountPage(w, r, http.StatusUnprocessableEntity, &accountForm{which: "simulate", kept: kept})
 	})
 }
@@ -316,8 +316,8 @@ func (p *Portal) simulate(w http.ResponseWriter, r *http.Request, dest emi.Trans
 	form := components.KeepForm("simulate", r.PostForm, simulateFields...)
 	minor, ok := emi.ParseTypedAmount(form.Value("amount"))
 	if !ok {
-		form.Refuse("amount", amountFormat)
-		p.flash(r.Context(), "bad", "The payment was not made: please correct the marked fields.")
+		form.Refuse("amount", AmountFormat)
+		p.Flash(r.Context(), "bad", "The payment was not made: please correct the marked fields.")
 		again(form)
 		return
 	}
@@ -332,7 +332,7 @@ func (p *Portal) simulate(w http.ResponseWriter, r *http.Request, dest emi.Trans
 			p.moneyRefused(w, r, err, back)
 			return
 		}
-		banner := keepErrors(form, err, func(field string) string {
+		banner := KeepErrors(form, err, func(field string) string {
 			// The destination is the identifier chosen (account page) or
 			// typed (suspense page: to_iban, to_sort_code…).
 			if rest, ok := strings.CutPrefix(field, "destination."); ok {
@@ -346,18 +346,18 @@ func (p *Portal) simulate(w http.ResponseWriter, r *http.Request, dest emi.Trans
 		if !form.Refused() {
 			form.General = banner
 		}
-		p.flash(r.Context(), "bad", "The payment was not made: "+banner)
+		p.Flash(r.Context(), "bad", "The payment was not made: "+banner)
 		again(form)
 		return
 	}
 	if res.Status == emi.IncomingCredited {
-		p.flash(r.Context(), "ok", "Credited: "+emi.FormatMinor(minor)+" "+res.Transfer.Currency+" to account "+
+		p.Flash(r.Context(), "ok", "Credited: "+emi.FormatMinor(minor)+" "+res.Transfer.Currency+" to account "+
 			res.Transfer.DestinationAccount+" (transfer "+res.Transfer.Token+"). The partner is told (transfer.completed).")
 	} else {
-		p.flash(r.Context(), "warn", "The payment could not be credited: it is in the suspense queue (item "+res.SuspenseItem+").")
+		p.Flash(r.Context(), "warn", "The payment could not be credited: it is in the suspense queue (item "+res.SuspenseItem+").")
 		back = "/backoffice/suspense"
 	}
-	redirect(w, r, back)
+	Redirect(w, r, back)
 }
 
 // identifierParty decodes an account page's identifier option:
