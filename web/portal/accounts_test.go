@@ -9,7 +9,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
-	"emi/web/portal"
+	"emi/web/portal/frame"
 )
 
 // openAccount opens an account through account_create and returns its
@@ -482,7 +482,7 @@ func TestCompanyPageListsItsAccounts(t *testing.T) {
 func TestAccountErrorsHaveMessages(t *testing.T) {
 	for _, e := range []*emi.Error{emi.ErrAccountNotFound, emi.ErrAccountValidation, emi.ErrProgramNotFound,
 		emi.ErrAccountInvalidTransition, emi.ErrBalanceNotZero} {
-		if m := portal.Message(e); strings.Contains(m, "could not be completed") {
+		if m := frame.Message(e); strings.Contains(m, "could not be completed") {
 			t.Errorf("%d %s has no message", e.Code, e.Key)
 		}
 	}

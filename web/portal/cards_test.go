@@ -18,7 +18,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/cards"
 	"emi/internal/service/staff"
-	"emi/web/portal"
+	"emi/web/portal/frame"
 )
 
 // partnerCtx acts as the partner's API key, as the partner API does.
@@ -1076,7 +1076,7 @@ func TestCardErrorsHaveMessages(t *testing.T) {
 	for _, e := range []*emi.Error{emi.ErrCardValidation, emi.ErrCardNotFound, emi.ErrCardAccountUnusable, emi.ErrActiveCardExists,
 		emi.ErrCardInvalidTransition, emi.ErrGroupNotInProgram, emi.ErrDeliveryRequired, emi.ErrCardProgramMismatch,
 		emi.ErrCardAMLRequired, emi.ErrCardNoMobile, emi.ErrSMSUnavailable, emi.ErrPINSMSHold} {
-		if m := portal.Message(e); strings.Contains(m, "could not be completed") {
+		if m := frame.Message(e); strings.Contains(m, "could not be completed") {
 			t.Errorf("%d %s has no message", e.Code, e.Key)
 		}
 	}

@@ -1,52 +1,36 @@
-// Package portal is the back office: staff sign-in with two factors, scs
-// sessions, cross-origin protection, security headers, and the screens. It
-// renders templ components from views/ and calls the same services as the
-// partner API; rules live there, never here.
+// Package portal is the back office: it composes the frame and one package
+// of screens per business area, and mounts them at /backoffice. Rules live
+// in the services (internal/service/...); the screens ask them what a
+// person may do and render the answer.
 //
 // # Layout
 //
-// The screens follow the service layer's business areas
-// (internal/service/...): each screen file is named after its area,
-// <area>.go or <area>_<screen>.go:
+// The packages follow the service layer's areas:
 //
-//   - staff: staff users and roles (staff.go), sign-in with two factors
-//     (staff_auth.go), the user's own page (staff_account.go), the inbox
-//     (staff_inbox.go);
-//   - partners: partners and keys (partners.go), webhooks and the events
-//     log (partners_webhooks.go), the request validator
-//     (partners_validator.go);
-//   - people: users and documents (people.go), AML reviews (people_aml.go,
-//     people_aml_merchants.go), KYC reviews (people_kyc.go) and the hosted
-//     KYC page (people_kyc_hosted.go), sanctions lists
-//     (people_sanctions.go), the watch list (people_watchlist.go);
-//   - onboarding: applications (onboarding.go), companies and members
-//     (onboarding_companies.go), the review queue (onboarding_review.go),
-//     an application's review (onboarding_review_app.go), the review
-//     dashboard (onboarding_metrics.go);
-//   - accounts: accounts (accounts.go), their statement
-//     (accounts_statement.go) and money section (accounts_money.go),
-//     programs (accounts_programs.go);
-//   - transfers: a transfer's page (transfers.go), suspense and the
-//     incoming payment simulator (transfers_incoming.go), adjustments
-//     (transfers_adjustments.go);
-//   - cards: cards (cards.go), their payments (cards_authorizations.go);
-//   - ops, across the areas: the dashboard (ops_dashboard.go), search
-//     (ops_search.go), the audit log (ops_audit.go), the alert queue
-//     (ops_alerts.go), jobs (ops_jobs.go).
+//   - frame: what every screen shares: the session and sign-in stages, who
+//     is signed in and the route guards (Guard, CanDo, over the services'
+//     operations), the page frame and its navigation, flashes, the one way
+//     a service error is answered (RenderError, FlashError), paging and
+//     sorting, tones, formatting, names and links;
+//   - staffui: sign-in with two factors, the member's own page, staff users
+//     and roles, the inbox;
+//   - partnersui: partners and keys, webhooks and the events log, the
+//     request validator;
+//   - peopleui: people and documents, AML and KYC reviews, the hosted KYC
+//     page, sanctions lists, the watch list;
+//   - onboardingui: applications, companies and members, the review queue,
+//     an application's review, the review dashboard;
+//   - accountsui: accounts, their statement and money section, programs;
+//   - transfersui: a transfer's page, suspense, adjustments;
+//   - cardsui: cards and their payments, the SMS outbox;
+//   - opsui, across the areas: the dashboard, search, the alert queue, the
+//     audit log, jobs.
 //
-// The frame and the shared helpers belong to no area: portal.go (the
-// Portal type, Deps, New, the handler), routes.go (every route), render.go
-// (the page frame: layout, flashes, error pages, the hosted pages' frame),
-// nav.go (the navigation and its badges), access.go (the session and
-// permission middleware, the signed-in user), and one named home per kind
-// of shared helper: errors.go, messages.go, request.go, sorting.go,
-// tones.go, format.go, names.go, links.go, history.go.
-//
-// The rule, which layout_test.go enforces: the frame and the shared files
-// use no screen file (only routes.go, where every area's handlers are
-// registered, names them); a screen file uses the screen files of its own
-// area and of the areas portalArrows (in layout_test.go) allows, such as
-// a person's page listing their accounts and cards; a helper two areas
-// need moves to a shared file, and a helper one area needs stays in that
-// area's files.
+// Each area package has one Pages type holding the frame and the services
+// it reads, a Routes method mapping its screens, and its navigation links
+// (Nav). This package wires them (portal.go) and orders the routes
+// (routes.go) and the navigation. Which package may import which is
+// portalArrows in internal/archtest, checked against the real imports, as
+// the service areas' arrows are; the same test bounds every back-office
+// type to 60 methods and 10 dependencies.
 package portal

@@ -24,7 +24,7 @@ import (
 	"emi/internal/config"
 	"emi/internal/emi"
 	"emi/internal/service/people"
-	"emi/web/portal"
+	"emi/web/portal/frame"
 )
 
 // testImage is a small real picture, so that content sniffing and browsers
@@ -910,7 +910,7 @@ func (m *multipartBody) close()              { _ = m.w.Close() }
 func (m *multipartBody) contentType() string { return m.w.FormDataContentType() }
 
 // portalMessage is the text the back office shows for e, as HTML.
-func portalMessage(e *emi.Error) string { return html.EscapeString(portal.Message(e)) }
+func portalMessage(e *emi.Error) string { return html.EscapeString(frame.Message(e)) }
 
 // httptestServer answers every request with status; it returns its URL.
 func httptestServer(t *testing.T, status int) string {

@@ -9,7 +9,6 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
-	"emi/internal/emi"
 	"emi/internal/service/accounts"
 	"emi/internal/service/cards"
 	"emi/internal/service/kernel"
@@ -19,69 +18,34 @@ import (
 	"emi/internal/service/people"
 	"emi/internal/service/staff"
 	"emi/internal/service/transfers"
-	"emi/web/httpx"
+	"emi/web/portal/accountsui"
+	"emi/web/portal/cardsui"
+	"emi/web/portal/frame"
+	"emi/web/portal/onboardingui"
+	"emi/web/portal/opsui"
+	"emi/web/portal/partnersui"
+	"emi/web/portal/peopleui"
+	"emi/web/portal/staffui"
+	"emi/web/portal/transfersui"
 )
 
-// Session keys.
+// Session lifetimes (the frame's): idle 30 min, absolute 12 h.
 const (
-	keyStaff      = "staff_id"
-	keySignedInAt = "signed_in_at" // unix nanoseconds of the last factor
-	keyStage      = "stage"        // stageNewPassword, stagePassword or stageFull
-	keyFlash      = "flash"
-	keyFlashKind  = "flash_kind"
-	keyCreds      = "credentials_once"
-	keyWroteAt    = "wrote_at" // unix nanoseconds of the staff member's last change (lagTolerance)
+	IdleTimeout = frame.IdleTimeout
+	Lifetime    = frame.Lifetime
 )
 
-// Sign-in stages.
-const (
-	stagePassword = "password" // first factor passed; TOTP (or enrolment) next
-	// stageNewPassword: a temporary password passed; choosing a new one is
-	// the only thing the session can do, then stagePassword.
-	stageNewPassword = "new_password"
-	stageFull        = "full" // both factors passed
-)
-
-// Session lifetimes: idle 30 min, absolute 12 h, so a session left open or
-// stolen does not last.
-const (
-	IdleTimeout = 30 * time.Minute
-	Lifetime    = 12 * time.Hour
-)
-
-// StaffService is what the portal needs of service.Staff.
-type StaffService interface {
-	SignIn(ctx context.Context, email, password string) (staff.SignInResult, error)
-	BeginEnrollment(ctx context.Context, staffID string) (staff.Enrollment, error)
-	ConfirmEnrollment(ctx context.Context, staffID, code string) ([]string, error)
-	VerifyTOTP(ctx context.Context, staffID, code string) error
-	UseRecoveryCode(ctx context.Context, staffID, code string) error
-	Current(ctx context.Context, staffID string, signedInAt time.Time) (emi.StaffUser, error)
-	ChangePassword(ctx context.Context, staffID, current, next string) error
-	RegenerateRecoveryCodes(ctx context.Context, staffID, totpCode string) ([]string, error)
-	Create(ctx context.Context, in emi.StaffCreate) (emi.StaffOutcome, error)
-	List(ctx context.Context) ([]emi.StaffUser, error)
-	Names(ctx context.Context) (map[string]string, error)
-	Get(ctx context.Context, id string) (emi.StaffUser, error)
-	SetRoles(ctx context.Context, staffID string, roles []emi.Role) (emi.StaffOutcome, error)
-	Disable(ctx context.Context, staffID string) (emi.StaffOutcome, error)
-	Enable(ctx context.Context, staffID string) error
-	Suspend(ctx context.Context, staffID, reason string) error
-	ConfirmSuspension(ctx context.Context, staffID string) error
-	LiftSuspension(ctx context.Context, staffID string) error
-	ResetCredentials(ctx context.Context, staffID string) (emi.StaffOutcome, error)
-	Changes(ctx context.Context) ([]emi.StaffChange, error)
-	ChangeCapabilities(ctx context.Context, changes []emi.StaffChange) map[string]staff.RequestCapability
-	ApproveChange(ctx context.Context, changeID string) (emi.StaffOutcome, error)
-	RejectChange(ctx context.Context, changeID, reason string) error
-	RevokeSessions(ctx context.Context, staffID string) error
-	SignOut(ctx context.Context, staffID string) error
+// WebhookService is what the portal needs of service.Webhooks: the partner
+// pages' endpoints and events log, and an application's events.
+type WebhookService interface {
+	partnersui.WebhookService
+	onboardingui.ApplicationEvents
 }
 
 // Deps are what the portal needs.
 type Deps struct {
 	Logger   *slog.Logger
-	Staff    StaffService
+	Staff    staffui.StaffService
 	Partners *partners.Partners
 	Audit    *kernel.Auditor
 	Search   *kernel.Search
@@ -150,82 +114,86 @@ type Deps struct {
 	Now func() time.Time
 }
 
-// Portal is the back office.
+// Portal is the back office: the frame and one set of pages per area.
 type Portal struct {
-	d        Deps
-	sessions *scs.SessionManager
-	// unguarded turns the route guards off so that a test can show the
-	// services refuse on their own what the guards refuse (only
-	// export_test.go sets it; production code never does).
-	unguarded bool
+	deps       Deps // what it was built from (export_test.go builds it again unguarded)
+	frame      *frame.Frame
+	staff      *staffui.Pages
+	partners   *partnersui.Pages
+	people     *peopleui.Pages
+	onboarding *onboardingui.Pages
+	accounts   *accountsui.Pages
+	transfers  *transfersui.Pages
+	cards      *cardsui.Pages
+	ops        *opsui.Pages
 }
 
 // New returns the portal.
-func New(d Deps) *Portal {
-	sm := scs.New()
-	sm.Store = d.Sessions
-	sm.IdleTimeout = IdleTimeout
-	sm.Lifetime = Lifetime
-	sm.Cookie.Name = "emi_session"
-	if d.Secure {
-		sm.Cookie.Name = "__Host-emi_session"
+func New(d Deps) *Portal { return newPortal(d, false) }
+
+// newPortal is New; unguarded turns the route guards off, for the test that
+// shows the services refuse on their own what the guards refuse (only
+// export_test.go passes true).
+func newPortal(d Deps, unguarded bool) *Portal {
+	var companies frame.CompanyFinder
+	if d.Onboarding != nil {
+		companies = d.Onboarding
 	}
-	sm.Cookie.HttpOnly = true
-	sm.Cookie.Secure = d.Secure
-	sm.Cookie.SameSite = http.SameSiteLaxMode
-	sm.Cookie.Path = "/"
-	sm.Cookie.Persist = false
-	if d.Now == nil {
-		d.Now = time.Now
+	f := frame.New(frame.Deps{
+		Logger: d.Logger, Staff: d.Staff, Partners: d.Partners, Companies: companies,
+		Sessions: d.Sessions, TagSession: d.TagSession, Nav: nav(d),
+		Config: frame.Config{Secure: d.Secure, ReadLagBound: d.ReadLagBound, Now: d.Now, Unguarded: unguarded},
+	})
+	cardPages := cardsui.New(f, cardsui.Deps{Cards: d.Cards, Authorizations: d.Authorizations, StepUp: d.StepUp, Sandbox: d.Sandbox})
+	accountPages := accountsui.New(f, accountsui.Deps{Accounts: d.Accounts, Adjustments: d.Adjustments, Incoming: d.Incoming,
+		Partners: d.Partners, Cards: cardPages, Sandbox: d.Sandbox})
+	onboardingPages := onboardingui.New(f, onboardingui.Deps{Onboarding: d.Onboarding, Review: d.Review, Partners: d.Partners,
+		Events: d.Webhooks, AccountPages: accountPages, CardPages: cardPages})
+	return &Portal{
+		deps:     d,
+		frame:    f,
+		staff:    staffui.New(f, d.Staff, d.Inbox),
+		partners: partnersui.New(f, d.Partners, d.Webhooks, d.Onboarding),
+		people: peopleui.New(f, peopleui.Deps{Users: d.Users, AML: d.AML, KYC: d.KYC, Watchlist: d.Watchlist, Audit: d.Audit,
+			Cards: d.Cards, AccountPages: accountPages, CardPages: cardPages, UpdateSanctions: d.UpdateSanctions}),
+		onboarding: onboardingPages,
+		accounts:   accountPages,
+		transfers: transfersui.New(f, transfersui.Deps{Transfers: d.Transfers, Incoming: d.Incoming, Adjustments: d.Adjustments,
+			Accounts: d.Accounts, AccountPages: accountPages, Sandbox: d.Sandbox}),
+		cards: cardPages,
+		ops: opsui.New(f, opsui.Deps{Staff: d.Staff, Partners: d.Partners, AML: d.AML, KYC: d.KYC, Onboarding: d.Onboarding,
+			Review: d.Review, Inbox: d.Inbox, JobCounts: d.JobCounts, Jobs: d.Jobs, Audit: d.Audit, Search: d.Search,
+			Alerts: d.Alerts, AccountPages: accountPages, CardPages: cardPages, OnboardingPages: onboardingPages}),
 	}
-	p := &Portal{d: d, sessions: sm}
-	sm.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) { p.ServerError(w, r, err) }
-	return p
+}
+
+// nav is the navigation in the order staff read it: their own work first
+// (dashboard, inbox, the queues), then the areas, then administration.
+func nav(d Deps) []frame.NavEntry {
+	dashboard, alerts, records := opsui.Nav(d.Alerts)
+	inbox, staffList := staffui.Nav(d.Inbox)
+	peopleLink, reviews := peopleui.Nav(d.AML, d.KYC)
+	out := []frame.NavEntry{dashboard, inbox, alerts}
+	out = append(out, onboardingui.Nav(d.Onboarding)...)
+	out = append(out, peopleLink)
+	out = append(out, accountsui.Nav()...)
+	out = append(out, cardsui.Nav()...)
+	out = append(out, transfersui.Nav(d.Incoming, d.Adjustments)...)
+	out = append(out, reviews...)
+	out = append(out, partnersui.Nav(), staffList)
+	return append(out, records...)
 }
 
 // Handler returns the back office mounted at /backoffice: security headers,
 // cross-origin protection on every state change, sessions, then the routes.
-func (p *Portal) Handler() http.Handler {
-	r := chi.NewRouter()
-	r.Use(p.securityHeaders)
-	r.Use(p.sessions.LoadAndSave)
-	r.Use(p.formGuard)
-	p.Routes(r)
-	r.NotFound(p.NotFound)
-	r.MethodNotAllowed(p.NotFound)
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.d.Logger.Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path,
-			"request_id", emi.RequestMetaFrom(r.Context()).RequestID)
-		p.ErrorPage(w, r, http.StatusForbidden, "This request came from another site and was refused.")
-	}))
-	return cop.Handler(r)
-}
+func (p *Portal) Handler() http.Handler { return p.frame.Handler(p.Routes) }
 
-// formGuard refuses (400) a request whose query or form holds a NUL
-// character or invalid UTF-8, in a name or a value, before any handler
-// sees it: PostgreSQL text refuses both, so such a value answered 500 on
-// every screen that stores or looks one up (found by the hostile input
-// sweep: sign-in, account, card, review-view and validator forms).
-func (p *Portal) formGuard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := r.ParseForm(); err != nil {
-			p.ErrorPage(w, r, http.StatusBadRequest, "The form could not be read.")
-			return
-		}
-		for k, vs := range r.Form {
-			ok := httpx.StorableText(k)
-			for _, v := range vs {
-				ok = ok && httpx.StorableText(v)
-			}
-			if !ok {
-				p.ErrorPage(w, r, http.StatusBadRequest, "The form holds characters that are not allowed (a NUL character or invalid UTF-8). Nothing was changed.")
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
+// HostedKYC returns the hosted identification page people open from
+// kyc_init's link (mounted at /kyc): no back-office session, no sign-in.
+func (p *Portal) HostedKYC() http.Handler { return p.people.HostedKYC() }
+
+// Recover is the portal's panic answer.
+func (p *Portal) Recover(w http.ResponseWriter, r *http.Request) { p.frame.Recover(w, r) }
 
 // Walk calls fn for every back-office route (method and pattern relative to
 // /backoffice), for the tests that check every route: cross-origin
@@ -236,21 +204,4 @@ func (p *Portal) Walk(fn func(method, route string) error) error {
 	return chi.Walk(r, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		return fn(method, route)
 	})
-}
-
-// WebhookService is what the portal needs of service.Webhooks.
-type WebhookService interface {
-	AddEndpoint(ctx context.Context, partnerID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, string, error)
-	// The endpoint and delivery operations name the partner of the page
-	// ({id}): another partner's endpoint or delivery is not found.
-	SetEndpointEnabled(ctx context.Context, partnerID, endpointID string, enabled bool) error
-	RotateEndpointSecret(ctx context.Context, partnerID, endpointID string) (string, time.Time, error)
-	Endpoints(ctx context.Context, partnerID string) ([]emi.WebhookEndpoint, error)
-	SendTest(ctx context.Context, partnerID, endpointID string) (emi.Event, error)
-	Replay(ctx context.Context, partnerID, deliveryID string) error
-	ReplayFailed(ctx context.Context, f emi.EventLogFilter) (int, error)
-	EventsLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error)
-	// ApplicationEvents are the events sent about an application, for the
-	// staff who review applications (onboarding.View).
-	ApplicationEvents(ctx context.Context, token string) (emi.EventLog, error)
 }

@@ -17,6 +17,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/staff"
 	"emi/web/portal"
+	"emi/web/portal/frame"
 )
 
 // fixture is an environment with sandbox staff, one partner with a key, and
@@ -493,7 +494,7 @@ func TestHTTPSDeploymentHardensCookieAndTransport(t *testing.T) {
 // Every back-office error has a text for people (not the generic fallback).
 func TestEveryPortalErrorHasAMessage(t *testing.T) {
 	for _, e := range append(emi.PortalCatalogue(), emi.WebhookCatalogue()...) {
-		if m := portal.Message(e); strings.Contains(m, "could not be completed") {
+		if m := frame.Message(e); strings.Contains(m, "could not be completed") {
 			t.Errorf("%d %s has no message", e.Code, e.Key)
 		}
 	}

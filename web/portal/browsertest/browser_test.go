@@ -23,6 +23,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/staff"
 	"emi/web/portal"
+	"emi/web/portal/frame"
 )
 
 // newEnv starts the app with the sandbox staff users.
@@ -90,8 +91,8 @@ func TestWrongPasswordShowsTheGenericErrorAndRepeatedFailuresAreThrottled(t *tes
 	t.Parallel()
 	env := newEnv(t)
 	b := newTab(t, env)
-	failed := portal.Message(emi.ErrSignInFailed)
-	throttled := portal.Message(emi.ErrSignInThrottled)
+	failed := frame.Message(emi.ErrSignInFailed)
+	throttled := frame.Message(emi.ErrSignInThrottled)
 	if !strings.HasPrefix(throttled, "Too many attempts") {
 		t.Fatalf("throttled message %q does not start with %q", throttled, "Too many attempts")
 	}
