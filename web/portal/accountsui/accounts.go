@@ -27,7 +27,6 @@ import (
 // accountsPerPage is service.Accounts.Search's page size.
 const accountsPerPage = 50
 
-
 // maxIdentifierLookups bounds the accounts of one list whose identifiers
 // are looked up (the list query does not carry balances).
 const maxIdentifierLookups = 50
