@@ -12,48 +12,72 @@ import (
 	"testing"
 )
 
-// portalRoot is the parent of the back office's packages.
-const portalRoot = "emi/web/portal/"
+// The back office's packages: web/portal/frame (what every screen
+// shares) and one package of screens per area, web/portal/<area>ui, over
+// the shared views (views/components, layout, fragments, hosted, auth,
+// docs) and one package of views per area, views/<area>view.
+const (
+	portalRoot = "emi/web/portal/"
+	viewsRoot  = "emi/views/"
+	portalComp = "emi/web/portal" // the composition: New, the route and navigation order
+)
 
-// portalArrows is the back office's map, as areaArrows is the service
-// layer's: each package under web/portal and the others it may import.
-// frame (the session, the guards, the page frame, errors, paging, tones)
-// imports none; each area's screens import the frame and the areas whose
-// fragments their pages show (a person's and a company's page list their
-// accounts and cards, an account's page its cards, the money pages lay out
-// adjustments as the account page does, an application's page shows the
-// people area's documents). opsui (dashboard, search, alerts, audit, jobs)
-// works across the areas. The composition package web/portal itself may
-// import them all, and no package imports it.
-var portalArrows = map[string][]string{
-	"frame":        {},
-	"staffui":      {"frame"},
-	"partnersui":   {"frame"},
-	"cardsui":      {"frame"},
-	"accountsui":   {"frame", "cardsui"},
-	"peopleui":     {"frame", "accountsui", "cardsui"},
-	"transfersui":  {"frame", "accountsui"},
-	"onboardingui": {"frame", "peopleui", "accountsui", "cardsui"},
-	"opsui":        {"frame", "staffui", "accountsui", "cardsui", "onboardingui"},
+// backOfficeArrows is the back office's map, as areaArrows is the service
+// layer's: each area and the areas whose screens and views its screens and
+// views may use. The arrows are those of pages that show another area's
+// things: a person's and a company's page list their accounts and cards,
+// an account's page its cards, the money pages lay out adjustments as the
+// account page does, an application's page shows the people area's
+// documents and the partner's webhook deliveries. ops (dashboard, search,
+// alerts, audit, jobs) works across the areas. Every area's screens use the
+// frame and every view the shared views; the frame and the shared views
+// use no area; only the composition root (cmd, internal/app) imports the
+// composition package web/portal.
+var backOfficeArrows = map[string][]string{
+	"staff":      {},
+	"partners":   {},
+	"cards":      {},
+	"people":     {"staff", "accounts", "cards"},
+	"onboarding": {"staff", "partners", "people", "accounts", "cards"},
+	"accounts":   {"staff", "cards"},
+	"transfers":  {"staff", "accounts"},
+	"ops":        {"staff", "partners", "people", "onboarding", "accounts", "cards", "transfers"},
 }
 
-// portalTestOnly are packages under web/portal that hold tests only.
-var portalTestOnly = map[string]bool{"browsertest": true}
+// portalShared and viewsShared are the packages that belong to no area.
+var (
+	portalShared = map[string]bool{"frame": true}
+	portalTests  = map[string]bool{"browsertest": true} // tests only: may use anything
+	viewsShared  = map[string]bool{"components": true, "layout": true, "fragments": true, "hosted": true, "auth": true, "docs": true}
+)
 
-// portalPackageOf returns the package name under web/portal of path ("" for
-// web/portal itself or a path outside it).
-func portalPackageOf(path string) string {
-	rest, ok := strings.CutPrefix(path, portalRoot)
-	if !ok {
-		return ""
+// backOfficePackage classifies an import path: its area ("" for a shared
+// or unknown package), whether it is under web/portal or views at all, and
+// whether it is a known shared package.
+func backOfficePackage(path string) (area string, under, shared bool) {
+	if rest, ok := strings.CutPrefix(path, portalRoot); ok {
+		name, _, _ := strings.Cut(rest, "/")
+		if portalShared[name] || portalTests[name] {
+			return "", true, true
+		}
+		area, _ = strings.CutSuffix(name, "ui")
+		return area, true, false
 	}
-	name, _, _ := strings.Cut(rest, "/")
-	return name
+	if rest, ok := strings.CutPrefix(path, viewsRoot); ok {
+		name, _, _ := strings.Cut(rest, "/")
+		if viewsShared[name] {
+			return "", true, true
+		}
+		area, _ = strings.CutSuffix(name, "view")
+		return area, true, false
+	}
+	return "", false, false
 }
 
-// checkPortal returns one message per package under web/portal that is
-// not in the table, per import between them that the table does not allow,
-// and per import of the composition package by a package other than the
+// checkPortal returns one message per back-office package (screens or
+// views) that is neither shared nor an area's, per import of an area the
+// table does not allow, per import of an area by a shared package, and per
+// import of the composition package by a package other than the
 // composition root (cmd, internal/app).
 func checkPortal(arrows map[string][]string, g graph) []string {
 	var out []string
@@ -62,26 +86,29 @@ func checkPortal(arrows map[string][]string, g graph) []string {
 			continue
 		}
 		for _, imp := range p.Imports {
-			if imp == strings.TrimSuffix(portalRoot, "/") {
+			if imp == portalComp {
 				out = append(out, fmt.Sprintf("%s imports the composition package %s: only cmd and internal/app wire it", name, imp))
 			}
 		}
-		from := portalPackageOf(name)
-		if from == "" || portalTestOnly[from] {
+		from, under, shared := backOfficePackage(name)
+		if !under || name == portalComp || strings.HasPrefix(name, portalRoot+"browsertest") {
 			continue
 		}
 		allowed, known := arrows[from]
-		if !known {
-			out = append(out, fmt.Sprintf("%s is under web/portal but is not in portalArrows: add it (and its arrows) or move it", name))
+		if !shared && !known {
+			out = append(out, fmt.Sprintf("%s is neither an area's package (<area>ui, <area>view of backOfficeArrows) nor a shared one: add the area or move it", name))
 			continue
 		}
 		for _, imp := range p.Imports {
-			to := portalPackageOf(imp)
-			if to == "" || to == from {
+			to, under, _ := backOfficePackage(imp)
+			if !under || to == "" || to == from {
 				continue
 			}
-			if !contains(allowed, to) {
-				out = append(out, fmt.Sprintf("%s must not import %s (%s imports %s): allowed are %v", from, to, name, imp, allowed))
+			switch {
+			case shared:
+				out = append(out, fmt.Sprintf("shared package %s must not import area %s (%s)", name, to, imp))
+			case !contains(allowed, to):
+				out = append(out, fmt.Sprintf("area %s must not import area %s (%s imports %s): allowed are %v", from, to, name, imp, allowed))
 			}
 		}
 	}
@@ -93,23 +120,21 @@ func checkPortal(arrows map[string][]string, g graph) []string {
 // table.
 func TestPortalArrows(t *testing.T) {
 	g := loadGraph(t)
-	for name := range portalArrows {
-		if !g.inModule(portalRoot + name) {
-			t.Errorf("package %s of portalArrows does not exist (%s%s)", name, portalRoot, name)
+	for area := range backOfficeArrows {
+		for _, pkg := range []string{portalRoot + area + "ui", viewsRoot + area + "view"} {
+			if !g.inModule(pkg) {
+				t.Errorf("area %s of backOfficeArrows has no package %s", area, pkg)
+			}
 		}
 	}
-	for _, msg := range checkPortal(portalArrows, g) {
+	for _, msg := range checkPortal(backOfficeArrows, g) {
 		t.Error(msg)
 	}
 }
 
-// TestPortalTableIsAcyclic: the back office's packages import each other
-// without cycles (the compiler would refuse a cycle; the table must not
-// allow one either), and the frame imports none of them.
+// TestPortalTableIsAcyclic: the areas' screens and views use each other
+// without cycles.
 func TestPortalTableIsAcyclic(t *testing.T) {
-	if len(portalArrows["frame"]) != 0 {
-		t.Errorf("frame imports %v: it must import no area", portalArrows["frame"])
-	}
 	state := map[string]int{}
 	var visit func(a string, path []string)
 	visit = func(a string, path []string) {
@@ -121,42 +146,50 @@ func TestPortalTableIsAcyclic(t *testing.T) {
 			return
 		}
 		state[a] = 1
-		for _, b := range portalArrows[a] {
-			if _, ok := portalArrows[b]; !ok {
-				t.Errorf("%s may import %s, which is not in the table", a, b)
+		for _, b := range backOfficeArrows[a] {
+			if _, ok := backOfficeArrows[b]; !ok {
+				t.Errorf("%s may use %s, which is not an area", a, b)
 				continue
 			}
 			visit(b, append(path, a))
 		}
 		state[a] = 2
 	}
-	for a := range portalArrows {
+	for a := range backOfficeArrows {
 		visit(a, nil)
 	}
 }
 
-// TestPortalArrowsFireOnSyntheticGraph is the test of the test.
+// TestPortalArrowsFireOnSyntheticGraph is the test of the test: each
+// kind of violation is reported, allowed arrows are not.
 func TestPortalArrowsFireOnSyntheticGraph(t *testing.T) {
 	mod := &struct{ Main bool }{Main: true}
 	own := func(path string, imports ...string) pkg { return pkg{ImportPath: path, Imports: imports, Module: mod} }
 	g := graph{}
 	for _, p := range []pkg{
-		own(portalRoot+"frame", portalRoot+"cardsui"),                          // frame imports no area
-		own(portalRoot+"cardsui", portalRoot+"frame"),                          // allowed
-		own(portalRoot+"accountsui", portalRoot+"frame", portalRoot+"cardsui"), // allowed
-		own(portalRoot+"peopleui", portalRoot+"onboardingui"),                  // people -> onboarding is not
-		own(portalRoot+"billingui", portalRoot+"frame"),                        // not in the table
-		own(portalRoot+"browsertest", "emi/web/portal"),                        // test-only, but imports the composition
-		own("emi/web/portal", portalRoot+"frame", portalRoot+"peopleui"),       // the composition may import all
+		own(portalRoot+"frame", portalRoot+"cardsui", viewsRoot+"layout"),            // the frame uses no area
+		own(portalRoot+"cardsui", portalRoot+"frame", viewsRoot+"cardsview"),         // allowed
+		own(portalRoot+"accountsui", portalRoot+"cardsui", viewsRoot+"cardsview"),    // allowed
+		own(portalRoot+"peopleui", portalRoot+"onboardingui"),                        // people -> onboarding is not
+		own(portalRoot+"transfersui", viewsRoot+"cardsview"),                         // transfers -> cards views is not
+		own(viewsRoot+"cardsview", viewsRoot+"components", viewsRoot+"accountsview"), // cards -> accounts is not
+		own(viewsRoot+"fragments", viewsRoot+"peopleview"),                           // shared views use no area
+		own(portalRoot+"billingui", portalRoot+"frame"),                              // not an area
+		own(portalRoot+"browsertest", portalComp),                                    // imports the composition
+		own(portalComp, portalRoot+"frame", portalRoot+"peopleui"),                   // the composition may import all
+		own("emi/internal/app", portalComp),                                          // the composition root may wire it
 	} {
 		g[p.ImportPath] = p
 	}
-	got := checkPortal(portalArrows, g)
+	got := checkPortal(backOfficeArrows, g)
 	want := []string{
-		portalRoot + "billingui is under web/portal but is not in portalArrows",
+		"area cards must not import area accounts",
+		"area people must not import area onboarding",
+		"area transfers must not import area cards",
+		portalRoot + "billingui is neither an area's package",
 		portalRoot + "browsertest imports the composition package",
-		"frame must not import cardsui",
-		"peopleui must not import onboardingui",
+		"shared package " + viewsRoot + "fragments must not import area people",
+		"shared package " + portalRoot + "frame must not import area cards",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d violations, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))

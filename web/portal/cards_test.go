@@ -508,7 +508,7 @@ func TestCardPage(t *testing.T) {
 	})
 }
 
-// The group selects' keep and none values (views/pages).
+// The group selects' keep and none values (views/cardsview).
 const (
 	pagesGroupKeep = "__keep"
 	pagesGroupNone = "__none"

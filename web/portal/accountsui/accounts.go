@@ -13,8 +13,9 @@ import (
 	"emi/internal/service/kernel"
 	"emi/internal/service/partners"
 	"emi/internal/service/staff"
+	"emi/views/accountsview"
 	"emi/views/components"
-	"emi/views/pages"
+	"emi/views/fragments"
 )
 
 // Customer service's account screens: the accounts search, an account's
@@ -39,7 +40,7 @@ func (p *Pages) accountList(w http.ResponseWriter, r *http.Request) {
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	page = min(max(page, 1), frame.MaxPage)
 	sort := frame.ReadSort(r, "created", "desc", "program", "status", "created")
-	v := pages.AccountsView{Q: q, Sort: sort.View(r)}
+	v := accountsview.AccountsView{Q: q, Sort: sort.View(r)}
 	list, total, err := p.accounts.Search(r.Context(), q, page, sort.Order())
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
@@ -47,7 +48,7 @@ func (p *Pages) accountList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		v.Errs, _ = frame.FieldErrors(err)
-		p.frame.Render(w, r, http.StatusUnprocessableEntity, "Accounts", pages.Accounts(v))
+		p.frame.Render(w, r, http.StatusUnprocessableEntity, "Accounts", accountsview.Accounts(v))
 		return
 	}
 	if v.Rows, err = p.accountRows(r, list); err != nil {
@@ -82,12 +83,12 @@ func (p *Pages) accountList(w http.ResponseWriter, r *http.Request) {
 	if int64(page) < pagesN {
 		v.Next = link(page + 1)
 	}
-	p.frame.RenderPrivate(w, r, sort.Status(), "Accounts", pages.Accounts(v))
+	p.frame.RenderPrivate(w, r, sort.Status(), "Accounts", accountsview.Accounts(v))
 }
 
 // accountRows makes list rows; the identifiers and balances of the first
 // maxIdentifierLookups accounts are read in one round trip.
-func (p *Pages) accountRows(r *http.Request, list []emi.Account) ([]pages.AccountRow, error) {
+func (p *Pages) accountRows(r *http.Request, list []emi.Account) ([]accountsview.AccountRow, error) {
 	owners := p.frame.OwnerLinks(r)
 	looked := make([]string, 0, min(len(list), maxIdentifierLookups))
 	for _, a := range list[:min(len(list), maxIdentifierLookups)] {
@@ -97,9 +98,9 @@ func (p *Pages) accountRows(r *http.Request, list []emi.Account) ([]pages.Accoun
 	if err != nil {
 		return nil, err
 	}
-	rows := make([]pages.AccountRow, len(list))
+	rows := make([]accountsview.AccountRow, len(list))
 	for i, a := range list {
-		row := pages.AccountRow{Token: a.Token, Href: frame.AccountHref(a.Token), Owner: frame.FirstNonEmpty(a.OwnerName, "(no name)"),
+		row := accountsview.AccountRow{Token: a.Token, Href: frame.AccountHref(a.Token), Owner: frame.FirstNonEmpty(a.OwnerName, "(no name)"),
 			Program: a.Program, ProgramHref: frame.ProgramHref(a.Program), Status: a.Status, StatusTone: frame.AccountTone(a.Status),
 			Alias: a.Alias, Created: frame.FmtTime(a.CreatedAt), Virtual: a.Virtual}
 		var err error
@@ -194,25 +195,25 @@ func (p *Pages) renderAccountPage(w http.ResponseWriter, r *http.Request, status
 			}
 		}
 	}
-	v := pages.AccountView{Token: a.Token, Status: a.Status, StatusTone: frame.AccountTone(a.Status), Alias: a.Alias, Virtual: a.Virtual}
+	v := accountsview.AccountView{Token: a.Token, Status: a.Status, StatusTone: frame.AccountTone(a.Status), Alias: a.Alias, Virtual: a.Virtual}
 	partner := p.frame.PartnerNames(r).KV(r, "Partner", a.PartnerID)
-	owner := pages.KV{Label: "Owner", Value: frame.FirstNonEmpty(a.OwnerName, "(no name)"), Href: ownerHref}
-	ownerToken := pages.KV{Label: "Owner token", Value: frame.FirstNonEmpty(a.User, a.Merchant), Mono: true}
-	v.Details = []pages.KV{owner, {Label: "Owner type", Value: kind}, ownerToken, partner,
+	owner := components.KV{Label: "Owner", Value: frame.FirstNonEmpty(a.OwnerName, "(no name)"), Href: ownerHref}
+	ownerToken := components.KV{Label: "Owner token", Value: frame.FirstNonEmpty(a.User, a.Merchant), Mono: true}
+	v.Details = []components.KV{owner, {Label: "Owner type", Value: kind}, ownerToken, partner,
 		{Label: "Program", Value: a.Program, Href: frame.ProgramHref(a.Program), Mono: true},
 		{Label: "Status", Value: a.Status, Tone: frame.ToneOrNeutral(frame.AccountTone(a.Status))},
 		{Label: "Alias", Value: a.Alias}}
 	if a.Virtual {
-		v.Details = append(v.Details, pages.KV{Label: "Main account", Value: a.Main, Href: frame.AccountHref(a.Main), Mono: true})
+		v.Details = append(v.Details, components.KV{Label: "Main account", Value: a.Main, Href: frame.AccountHref(a.Main), Mono: true})
 	}
 	terminated := ""
 	if a.TerminatedAt != nil {
 		terminated = frame.FmtTime(*a.TerminatedAt)
 	}
-	v.Details = append(v.Details, pages.KV{Label: "Account token", Value: a.Token, Mono: true},
-		pages.KV{Label: "Opened (UTC)", Value: frame.FmtTime(a.CreatedAt), Mono: true},
-		pages.KV{Label: "Updated (UTC)", Value: frame.FmtTime(a.UpdatedAt), Mono: true},
-		pages.KV{Label: "Terminated (UTC)", Value: terminated, Mono: true})
+	v.Details = append(v.Details, components.KV{Label: "Account token", Value: a.Token, Mono: true},
+		components.KV{Label: "Opened (UTC)", Value: frame.FmtTime(a.CreatedAt), Mono: true},
+		components.KV{Label: "Updated (UTC)", Value: frame.FmtTime(a.UpdatedAt), Mono: true},
+		components.KV{Label: "Terminated (UTC)", Value: terminated, Mono: true})
 
 	v.Balances = balanceViews(a.Account)
 	if a.Virtual {
@@ -220,7 +221,7 @@ func (p *Pages) renderAccountPage(w http.ResponseWriter, r *http.Request, status
 	}
 	for i := len(a.History) - 1; i >= 0; i-- {
 		h := a.History[i]
-		row := pages.StatusChangeRow{From: h.From, To: h.To, ToTone: frame.AccountTone(h.To), Reason: h.Reason, At: frame.FmtTime(h.At)}
+		row := accountsview.StatusChangeRow{From: h.From, To: h.To, ToTone: frame.AccountTone(h.To), Reason: h.Reason, At: frame.FmtTime(h.At)}
 		row.Actor, row.ActorHref = historyActor(r, h.Actor, h.ActorName, keys)
 		v.History = append(v.History, row)
 	}
@@ -230,7 +231,7 @@ func (p *Pages) renderAccountPage(w http.ResponseWriter, r *http.Request, status
 	}
 	if t := a.PendingTermination; t != nil {
 		by := frame.StaffName(r, t.ProposedBy, frame.FirstNonEmpty(t.ProposedByName, "a colleague (staff "+frame.ShortID(t.ProposedBy)+")"))
-		v.Pending = &pages.PendingTermination{By: by, Reason: t.Reason, Mine: a.TerminationCan.Withdraw,
+		v.Pending = &accountsview.PendingTermination{By: by, Reason: t.Reason, Mine: a.TerminationCan.Withdraw,
 			WhyNot: a.TerminationCan.WhyNotApprove}
 	}
 	if caps := p.accounts.Capabilities(r.Context(), a); caps.Manages {
@@ -271,19 +272,19 @@ func (p *Pages) renderAccountPage(w http.ResponseWriter, r *http.Request, status
 	}
 	p.frame.NameAuditIDs(r, v.Audit)
 	title := "Account · " + frame.FirstNonEmpty(a.OwnerName, frame.ShortID(a.Token))
-	p.frame.RenderPrivate(w, r, status, title, pages.AccountDetail(v))
+	p.frame.RenderPrivate(w, r, status, title, accountsview.AccountDetail(v))
 }
 
 // balanceViews lays out the balances with their identifiers; a virtual
 // account shows its own IBAN beside its main account's balance.
-func balanceViews(a emi.Account) []pages.BalanceView {
-	out := make([]pages.BalanceView, 0, len(a.Balances))
+func balanceViews(a emi.Account) []accountsview.BalanceView {
+	out := make([]accountsview.BalanceView, 0, len(a.Balances))
 	for _, b := range a.Balances {
-		bv := pages.BalanceView{Currency: b.Currency, Available: emi.FormatMinor(b.Available), Posted: emi.FormatMinor(b.Posted),
+		bv := accountsview.BalanceView{Currency: b.Currency, Available: emi.FormatMinor(b.Available), Posted: emi.FormatMinor(b.Posted),
 			Held: emi.FormatMinor(b.Held)}
 		add := func(label, value string) {
 			if value != "" {
-				bv.Idents = append(bv.Idents, pages.Ident{Label: label, Value: value})
+				bv.Idents = append(bv.Idents, accountsview.Ident{Label: label, Value: value})
 			}
 		}
 		if a.Virtual {
@@ -304,8 +305,8 @@ func balanceViews(a emi.Account) []pages.BalanceView {
 
 // accountActions lays out the actions the signed-in user may take on the
 // account, as the service answers (accounts.Capabilities).
-func accountActions(a accounts.AccountView, caps accounts.AccountCapabilities, f *accountForm) *pages.AccountActions {
-	act := &pages.AccountActions{Base: frame.AccountHref(a.Token), Virtuals: len(a.Virtuals), Final: caps.Final,
+func accountActions(a accounts.AccountView, caps accounts.AccountCapabilities, f *accountForm) *accountsview.AccountActions {
+	act := &accountsview.AccountActions{Base: frame.AccountHref(a.Token), Virtuals: len(a.Virtuals), Final: caps.Final,
 		CanBlock: caps.Block.Allowed, CanUnblock: caps.Unblock.Allowed, CanRequest: caps.RequestTermination.Allowed,
 		BalanceNotZero: caps.BalanceNotZero && a.PendingTermination == nil && !caps.Final}
 	if a.PendingTermination != nil {
@@ -430,7 +431,7 @@ func (p *Pages) accountTerminateWithdraw(w http.ResponseWriter, r *http.Request)
 // OwnerAccounts lists the accounts of a person or a merchant for the
 // user and company pages; show is false for roles that may not see
 // accounts.
-func (p *Pages) OwnerAccounts(r *http.Request, user, merchant string) (bool, []pages.AccountRow, error) {
+func (p *Pages) OwnerAccounts(r *http.Request, user, merchant string) (bool, []accountsview.AccountRow, error) {
 	if p.accounts == nil || !frame.CanDo(r, accounts.View) {
 		return false, nil, nil
 	}
@@ -448,7 +449,7 @@ func (p *Pages) OwnerAccounts(r *http.Request, user, merchant string) (bool, []p
 // SearchAccounts adds accounts to the global search for roles that see
 // them (Accounts.Search: token, IBAN, account number, owner name or
 // e-mail).
-func (p *Pages) SearchAccounts(r *http.Request, q string) ([]pages.Hit, error) {
+func (p *Pages) SearchAccounts(r *http.Request, q string) ([]fragments.Hit, error) {
 	if q == "" || p.accounts == nil || !frame.CanDo(r, accounts.View) {
 		return nil, nil
 	}
@@ -459,7 +460,7 @@ func (p *Pages) SearchAccounts(r *http.Request, q string) ([]pages.Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	hits := make([]pages.Hit, 0, min(len(list), 20))
+	hits := make([]fragments.Hit, 0, min(len(list), 20))
 	for _, a := range list[:min(len(list), 20)] {
 		detail := strings.Join(slices.DeleteFunc([]string{a.Program, a.Status, a.Alias, frame.ShortID(a.Token)},
 			func(s string) bool { return s == "" }), " · ")
@@ -467,7 +468,7 @@ func (p *Pages) SearchAccounts(r *http.Request, q string) ([]pages.Hit, error) {
 		if a.Virtual {
 			kind = "virtual account"
 		}
-		hits = append(hits, pages.Hit{Kind: kind, Title: frame.FirstNonEmpty(a.OwnerName, "(no name)"), Detail: detail, Href: frame.AccountHref(a.Token), Token: a.Token})
+		hits = append(hits, fragments.Hit{Kind: kind, Title: frame.FirstNonEmpty(a.OwnerName, "(no name)"), Detail: detail, Href: frame.AccountHref(a.Token), Token: a.Token})
 	}
 	return hits, nil
 }

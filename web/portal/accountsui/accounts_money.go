@@ -9,8 +9,8 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
 	"emi/internal/service/transfers"
+	"emi/views/accountsview"
 	"emi/views/components"
-	"emi/views/pages"
 )
 
 // The money section of an account's page: its pending adjustments, the
@@ -19,35 +19,35 @@ import (
 // transfers_incoming.go), which answer a refused form on this page.
 
 // accountIdentifiers are the options of an account page's simulator.
-func accountIdentifiers(a emi.Account) []pages.Option {
-	var out []pages.Option
+func accountIdentifiers(a emi.Account) []components.Option {
+	var out []components.Option
 	for _, b := range a.Balances {
 		if a.Virtual {
 			if iban := a.VirtualIBANs[b.Currency]; iban != "" {
-				out = append(out, pages.Option{Value: "iban:" + iban, Label: b.Currency + " IBAN " + iban})
+				out = append(out, components.Option{Value: "iban:" + iban, Label: b.Currency + " IBAN " + iban})
 			}
 			continue
 		}
 		if iban := deref(b.IBAN); iban != "" {
-			out = append(out, pages.Option{Value: "iban:" + iban, Label: b.Currency + " IBAN " + iban})
+			out = append(out, components.Option{Value: "iban:" + iban, Label: b.Currency + " IBAN " + iban})
 		}
 		if n := deref(b.AccountNumber); n != "" {
-			out = append(out, pages.Option{Value: "uk:" + deref(b.SortCode) + ":" + n,
+			out = append(out, components.Option{Value: "uk:" + deref(b.SortCode) + ":" + n,
 				Label: b.Currency + " sort code " + frame.FmtSortCode(deref(b.SortCode)) + " account " + n})
 		}
-		out = append(out, pages.Option{Value: "balance:" + b.Token, Label: b.Currency + " balance (card top-up)"})
+		out = append(out, components.Option{Value: "balance:" + b.Token, Label: b.Currency + " balance (card top-up)"})
 	}
-	out = append(out, pages.Option{Value: "account:" + a.Token, Label: "the account (card top-up)"})
+	out = append(out, components.Option{Value: "account:" + a.Token, Label: "the account (card top-up)"})
 	return out
 }
 
 // AdjustmentRows lays out adjustment requests with the actions the
 // signed-in user may take, as the decision engine answers.
-func (p *Pages) AdjustmentRows(r *http.Request, list []emi.Adjustment) []pages.AdjustmentRow {
+func (p *Pages) AdjustmentRows(r *http.Request, list []emi.Adjustment) []accountsview.AdjustmentRow {
 	can := p.adjustments.Capabilities(r.Context(), list)
-	rows := make([]pages.AdjustmentRow, len(list))
+	rows := make([]accountsview.AdjustmentRow, len(list))
 	for i, a := range list {
-		row := pages.AdjustmentRow{Token: a.Token, Requested: frame.FmtTime(a.RequestedAt), Account: a.Account,
+		row := accountsview.AdjustmentRow{Token: a.Token, Requested: frame.FmtTime(a.RequestedAt), Account: a.Account,
 			Direction: a.Direction, Amount: emi.FormatMinor(a.Amount), Currency: a.Currency, Reason: a.Reason, Status: a.Status,
 			Decided: frame.FmtTimeOrEmpty(a.DecidedAt), Note: a.DecisionNote, Mine: can[a.Token].Withdraw}
 		if frame.CanDo(r, accounts.View) {
@@ -67,7 +67,7 @@ func (p *Pages) AdjustmentRows(r *http.Request, list []emi.Adjustment) []pages.A
 // accountMoney is the money section of an account page: its pending
 // adjustments, the request form and the sandbox's simulator, for roles
 // that see or move money.
-func (p *Pages) accountMoney(r *http.Request, a accounts.AccountView, f *accountForm) (*pages.AccountMoney, error) {
+func (p *Pages) accountMoney(r *http.Request, a accounts.AccountView, f *accountForm) (*accountsview.AccountMoney, error) {
 	if p.adjustments == nil || !frame.CanDo(r, transfers.ViewMoney) {
 		return nil, nil
 	}
@@ -75,7 +75,7 @@ func (p *Pages) accountMoney(r *http.Request, a accounts.AccountView, f *account
 	if err != nil {
 		return nil, err
 	}
-	m := &pages.AccountMoney{Base: frame.AccountHref(a.Token), Pending: p.AdjustmentRows(r, pending)}
+	m := &accountsview.AccountMoney{Base: frame.AccountHref(a.Token), Pending: p.AdjustmentRows(r, pending)}
 	for i := range m.Pending {
 		m.Pending[i].Back = frame.AccountHref(a.Token)
 	}
@@ -88,7 +88,7 @@ func (p *Pages) accountMoney(r *http.Request, a accounts.AccountView, f *account
 		m.Request = f.kept
 	}
 	if manage && p.sandbox && p.incoming != nil {
-		m.Simulate = &pages.SimulateForm{Action: frame.AccountHref(a.Token) + "/incoming", Identifiers: accountIdentifiers(a.Account),
+		m.Simulate = &accountsview.SimulateForm{Action: frame.AccountHref(a.Token) + "/incoming", Identifiers: accountIdentifiers(a.Account),
 			Currencies: m.Currencies}
 		if f != nil && f.which == "simulate" {
 			m.Simulate.Kept = f.kept

@@ -13,7 +13,8 @@ import (
 	"emi/internal/service/accounts"
 	"emi/internal/service/kernel"
 	"emi/internal/service/partners"
-	"emi/views/pages"
+	"emi/views/accountsview"
+	"emi/views/components"
 )
 
 // The programs screen: every program's settings for the roles that see
@@ -45,7 +46,7 @@ func (p *Pages) renderPrograms(w http.ResponseWriter, r *http.Request, status in
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v := pages.ProgramsView{CanManage: frame.CanDo(r, accounts.ManagePrograms)}
+	v := accountsview.ProgramsView{CanManage: frame.CanDo(r, accounts.ManagePrograms)}
 	var inUse map[string]bool
 	var partnerList []emi.Partner
 	if v.CanManage {
@@ -99,19 +100,19 @@ func (p *Pages) renderPrograms(w http.ResponseWriter, r *http.Request, status in
 		}
 		v.Rows = append(v.Rows, row)
 	}
-	p.frame.Render(w, r, status, "Programs", pages.Programs(v))
+	p.frame.Render(w, r, status, "Programs", accountsview.Programs(v))
 }
 
 // programView lays out a program's settings.
-func programView(pr emi.Program, names frame.PartnerNameMap) pages.ProgramView {
+func programView(pr emi.Program, names frame.PartnerNameMap) accountsview.ProgramView {
 	yes := map[bool]string{true: "yes", false: "no"}
-	v := pages.ProgramView{Code: pr.Code, Name: pr.Name}
+	v := accountsview.ProgramView{Code: pr.Code, Name: pr.Name}
 	for j, c := range pr.Currencies {
 		scheme := ""
 		if j < len(pr.Schemes) {
 			scheme = frame.FirstNonEmpty(schemeLabels[pr.Schemes[j]], pr.Schemes[j])
 		}
-		v.Currencies = append(v.Currencies, pages.Ident{Label: c, Value: scheme})
+		v.Currencies = append(v.Currencies, accountsview.Ident{Label: c, Value: scheme})
 	}
 	cards := yes[pr.CardsAllowed]
 	if pr.CardsAllowed && len(pr.CardTypes) > 0 {
@@ -129,7 +130,7 @@ func programView(pr emi.Program, names frame.PartnerNameMap) pages.ProgramView {
 	if pr.CardsAllowed && pr.CardValidityMonths > 0 {
 		validity = strconv.Itoa(pr.CardValidityMonths) + " months"
 	}
-	v.Details = []pages.KV{
+	v.Details = []components.KV{
 		{Label: "Cards", Value: cards},
 		{Label: "BIN prefix", Value: pr.BINPrefix, Mono: true},
 		{Label: "Card validity", Value: validity},
@@ -140,9 +141,9 @@ func programView(pr emi.Program, names frame.PartnerNameMap) pages.ProgramView {
 		{Label: "Partners", Value: partners},
 	}
 	for _, kind := range emi.GroupKinds {
-		g := pages.GroupKind{Kind: strings.ReplaceAll(kind, "_", " ")}
+		g := accountsview.GroupKind{Kind: strings.ReplaceAll(kind, "_", " ")}
 		for _, c := range pr.Groups[kind] {
-			g.Codes = append(g.Codes, pages.GroupCode{Code: c, Default: pr.Defaults[kind] == c})
+			g.Codes = append(g.Codes, accountsview.GroupCode{Code: c, Default: pr.Defaults[kind] == c})
 		}
 		v.Groups = append(v.Groups, g)
 	}
@@ -151,8 +152,8 @@ func programView(pr emi.Program, names frame.PartnerNameMap) pages.ProgramView {
 
 // programForm fills a program form from in; partners are the partners
 // to choose from (every partner named by in is offered).
-func programForm(in emi.ProgramInput, isNew, locked bool, partners []emi.Partner) pages.ProgramForm {
-	f := pages.ProgramForm{Action: "/backoffice/programs", New: isNew, TestID: "new-program-form", Code: in.Code, Name: in.Name,
+func programForm(in emi.ProgramInput, isNew, locked bool, partners []emi.Partner) accountsview.ProgramForm {
+	f := accountsview.ProgramForm{Action: "/backoffice/programs", New: isNew, TestID: "new-program-form", Code: in.Code, Name: in.Name,
 		Locked: locked, CardsAllowed: in.CardsAllowed, BINPrefix: in.BINPrefix, AMLRequired: in.AMLRequired,
 		Overdraft: in.Overdraft, PINBySMS: in.PINBySMS, WalletProvisioning: in.WalletProvisioning, AllPartners: in.AllowedPartners == nil}
 	if in.CardValidityMonths != 0 {
@@ -162,19 +163,19 @@ func programForm(in emi.ProgramInput, isNew, locked bool, partners []emi.Partner
 		f.Version = in.Version.UTC().Format(time.RFC3339Nano)
 	}
 	for _, c := range emi.ProgramCurrencies {
-		f.Currencies = append(f.Currencies, pages.Option{Value: c, Label: c, Selected: slices.Contains(in.Currencies, c)})
+		f.Currencies = append(f.Currencies, components.Option{Value: c, Label: c, Selected: slices.Contains(in.Currencies, c)})
 	}
 	for _, t := range emi.ProgramCardTypes {
-		f.CardTypes = append(f.CardTypes, pages.Option{Value: t, Label: t, Selected: slices.Contains(in.CardTypes, t)})
+		f.CardTypes = append(f.CardTypes, components.Option{Value: t, Label: t, Selected: slices.Contains(in.CardTypes, t)})
 	}
 	offered := map[string]bool{}
 	for _, pt := range partners {
 		offered[pt.ID] = true
-		f.Partners = append(f.Partners, pages.Option{Value: pt.ID, Label: pt.Name, Selected: slices.Contains(in.AllowedPartners, pt.ID)})
+		f.Partners = append(f.Partners, components.Option{Value: pt.ID, Label: pt.Name, Selected: slices.Contains(in.AllowedPartners, pt.ID)})
 	}
 	for _, id := range in.AllowedPartners {
 		if !offered[id] {
-			f.Partners = append(f.Partners, pages.Option{Value: id, Label: id, Selected: true})
+			f.Partners = append(f.Partners, components.Option{Value: id, Label: id, Selected: true})
 		}
 	}
 	for _, kind := range emi.GroupKinds {
@@ -182,7 +183,7 @@ func programForm(in emi.ProgramInput, isNew, locked bool, partners []emi.Partner
 		if kind == "mcc" {
 			label = "MCC"
 		}
-		f.Groups = append(f.Groups, pages.GroupInput{Kind: kind, Label: label, Codes: strings.Join(in.Groups[kind], ", "),
+		f.Groups = append(f.Groups, accountsview.GroupInput{Kind: kind, Label: label, Codes: strings.Join(in.Groups[kind], ", "),
 			Default: in.Defaults[kind]})
 	}
 	return f
@@ -307,14 +308,14 @@ func (p *Pages) programUpdate(w http.ResponseWriter, r *http.Request) {
 // pendingProgramChange lays out a proposal: what it changes and what the
 // reader may do with it, as the decision engine answers (another
 // administrator approves or rejects; the proposer withdraws).
-func (p *Pages) pendingProgramChange(r *http.Request, cur emi.Program, c accounts.PendingProgramChange, names frame.PartnerNameMap) *pages.PendingProgramChange {
-	v := &pages.PendingProgramChange{Risk: c.Risk, ProposedBy: frame.Who(r, c.ProposedBy, p.frame.StaffNames(r)[c.ProposedBy]), ProposedAt: frame.FmtTime(c.ProposedAt),
+func (p *Pages) pendingProgramChange(r *http.Request, cur emi.Program, c accounts.PendingProgramChange, names frame.PartnerNameMap) *accountsview.PendingProgramChange {
+	v := &accountsview.PendingProgramChange{Risk: c.Risk, ProposedBy: frame.Who(r, c.ProposedBy, p.frame.StaffNames(r)[c.ProposedBy]), ProposedAt: frame.FmtTime(c.ProposedAt),
 		Action: programAction(cur.Code) + "/change"}
 	after := programView(accounts.ProgramAfter(cur, c.Input), names)
 	before := programView(cur, names)
 	for i, kv := range after.Details {
 		if i < len(before.Details) && before.Details[i].Value != kv.Value {
-			v.Changes = append(v.Changes, pages.KV{Label: kv.Label, Value: before.Details[i].Value + " → " + kv.Value})
+			v.Changes = append(v.Changes, components.KV{Label: kv.Label, Value: before.Details[i].Value + " → " + kv.Value})
 		}
 	}
 	v.CanApprove, v.CanReject, v.WhyNot = c.Can.Approve, c.Can.Reject || c.Can.Withdraw, c.Can.WhyNotApprove

@@ -9,7 +9,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
-	"emi/views/pages"
+	"emi/views/accountsview"
 )
 
 // An account's statement (on the account page) with its CSV export. Rules
@@ -40,12 +40,12 @@ func statementLink(account, from, to string, n int) string {
 // accountStatement lays out the statement section of an account's page
 // from the query (from, to, page). invalid is true when the range was
 // refused (its errors are in the view).
-func (p *Pages) accountStatement(r *http.Request, a accounts.AccountView) (v *pages.StatementView, invalid bool, err error) {
+func (p *Pages) accountStatement(r *http.Request, a accounts.AccountView) (v *accountsview.StatementView, invalid bool, err error) {
 	q := r.URL.Query()
 	from, to := q.Get("from"), q.Get("to") // the service trims them
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = min(max(page, 1), frame.MaxPage)
-	v = &pages.StatementView{Action: frame.AccountHref(a.Token), From: from, To: to, OnMain: !a.Virtual}
+	v = &accountsview.StatementView{Action: frame.AccountHref(a.Token), From: from, To: to, OnMain: !a.Virtual}
 	st, err := p.accounts.StaffStatementOf(r.Context(), a, accounts.StatementQuery{From: from, To: to, Page: page, Limit: statementPerPage})
 	if err != nil {
 		if emi.AsError(err).Kind != emi.KindInvalid {
@@ -66,11 +66,11 @@ func (p *Pages) accountStatement(r *http.Request, a accounts.AccountView) (v *pa
 		v.CSV += "?" + csvQ.Encode()
 	}
 	for _, b := range st.Balances {
-		v.Balances = append(v.Balances, pages.StatementBalance{Currency: b.Currency, Opening: emi.FormatMinor(b.Opening),
+		v.Balances = append(v.Balances, accountsview.StatementBalance{Currency: b.Currency, Opening: emi.FormatMinor(b.Opening),
 			Closing: emi.FormatMinor(b.Closing)})
 	}
 	for _, l := range st.Lines {
-		line := pages.StatementLine{At: frame.FmtTime(l.CreatedAt), Type: frame.TxnKindLabel(l.Kind), Reference: l.Reference,
+		line := accountsview.StatementLine{At: frame.FmtTime(l.CreatedAt), Type: frame.TxnKindLabel(l.Kind), Reference: l.Reference,
 			Counterparty: l.Counterparty.Name, CounterpartyIdent: strings.Join(frame.CounterpartyIdents(l.Counterparty), " · "), Amount: emi.FormatMinor(l.Amount),
 			BalanceAfter: emi.FormatMinor(l.BalanceAfter), Currency: l.Currency, Credit: l.Amount > 0}
 		if l.Transfer != "" {

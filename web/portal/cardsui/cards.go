@@ -14,8 +14,9 @@ import (
 	"emi/internal/service/cards"
 	"emi/internal/service/kernel"
 	"emi/internal/service/people"
+	"emi/views/cardsview"
 	"emi/views/components"
-	"emi/views/pages"
+	"emi/views/fragments"
 	"emi/web/httpx"
 )
 
@@ -36,7 +37,7 @@ const revealSeconds = 30
 
 // SearchCards adds cards to the global search (the forms of Cards.Search;
 // the hit shows the masked number only).
-func (p *Pages) SearchCards(r *http.Request, q string) ([]pages.Hit, error) {
+func (p *Pages) SearchCards(r *http.Request, q string) ([]fragments.Hit, error) {
 	if q == "" || p.cards == nil || !frame.CanDo(r, accounts.View) {
 		return nil, nil
 	}
@@ -54,7 +55,7 @@ func (p *Pages) SearchCards(r *http.Request, q string) ([]pages.Hit, error) {
 		}
 		list, err = p.cards.SearchPAN(r.Context(), q)
 		if err != nil && emi.AsError(err).Kind == emi.KindRateLimited {
-			return []pages.Hit{{Kind: "card", Title: "Card-number search refused", Detail: frame.Message(emi.AsError(err))}}, nil
+			return []fragments.Hit{{Kind: "card", Title: "Card-number search refused", Detail: frame.Message(emi.AsError(err))}}, nil
 		}
 	} else {
 		list, err = p.cards.Search(r.Context(), q)
@@ -67,9 +68,9 @@ func (p *Pages) SearchCards(r *http.Request, q string) ([]pages.Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	hits := make([]pages.Hit, 0, min(len(list), 20))
+	hits := make([]fragments.Hit, 0, min(len(list), 20))
 	for _, c := range list[:min(len(list), 20)] {
-		hits = append(hits, pages.Hit{Kind: c.Type + " card", Title: c.MaskedPAN() + " · " + frame.FirstNonEmpty(c.OwnerName, "(no owner)"),
+		hits = append(hits, fragments.Hit{Kind: c.Type + " card", Title: c.MaskedPAN() + " · " + frame.FirstNonEmpty(c.OwnerName, "(no owner)"),
 			Detail: c.Program + " · " + c.Status, Href: frame.CardHref(c.Token)})
 	}
 	return hits, nil
@@ -91,7 +92,7 @@ func (p *Pages) cardList(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(r.Context())
 		r.URL = &u
 	}
-	v := pages.CardsView{Q: frame.MaskedQuery(q), Searched: q != "", Empty: "No cards match."}
+	v := cardsview.CardsView{Q: frame.MaskedQuery(q), Searched: q != "", Empty: "No cards match."}
 	// The results sort by their columns through GET links that carry the
 	// query, so the search form's POST (which keeps a card number out of
 	// addresses) is followed by sortable links for any query but one
@@ -122,14 +123,14 @@ func (p *Pages) cardList(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if k := emi.AsError(err).Kind; k == emi.KindRateLimited {
 			v.Errs = map[string]string{"q": frame.Message(emi.AsError(err))}
-			p.frame.RenderPrivate(w, r, http.StatusTooManyRequests, "Cards", pages.Cards(v))
+			p.frame.RenderPrivate(w, r, http.StatusTooManyRequests, "Cards", cardsview.Cards(v))
 			return
 		} else if k != emi.KindInvalid {
 			p.frame.RenderError(w, r, err)
 			return
 		}
 		v.Errs, _ = frame.FieldErrors(err)
-		p.frame.RenderPrivate(w, r, http.StatusUnprocessableEntity, "Cards", pages.Cards(v))
+		p.frame.RenderPrivate(w, r, http.StatusUnprocessableEntity, "Cards", cardsview.Cards(v))
 		return
 	}
 	if v.Rows, err = p.CardRows(r, list); err != nil {
@@ -143,20 +144,20 @@ func (p *Pages) cardList(w http.ResponseWriter, r *http.Request) {
 		v.Empty = "No card has this token, and no person or company with this token has a card."
 		if len(list) > 0 && list[0].Token != tok {
 			o := v.Rows[0]
-			v.Owner = &pages.CardsOwner{Name: o.Owner, Kind: frame.FirstNonEmpty(o.OwnerKind, "owner"), Href: o.OwnerHref, Count: len(list)}
+			v.Owner = &cardsview.CardsOwner{Name: o.Owner, Kind: frame.FirstNonEmpty(o.OwnerKind, "owner"), Href: o.OwnerHref, Count: len(list)}
 		}
 	}
-	frame.SortRows(r, v.Rows, sort, map[string]func(pages.CardRow) string{
-		"card":      func(c pages.CardRow) string { return c.Masked[max(len(c.Masked)-4, 0):] },
-		"owner":     func(c pages.CardRow) string { return c.Owner },
-		"account":   func(c pages.CardRow) string { return c.Account },
-		"program":   func(c pages.CardRow) string { return c.Program },
-		"type":      func(c pages.CardRow) string { return c.Type },
-		"status":    func(c pages.CardRow) string { return c.Status },
-		"activated": func(c pages.CardRow) string { return strconv.FormatBool(c.Activated) },
-		"created":   func(c pages.CardRow) string { return c.Created },
-	}, func(c pages.CardRow) string { return c.Token })
-	p.frame.RenderPrivate(w, r, sort.Status(), "Cards", pages.Cards(v))
+	frame.SortRows(r, v.Rows, sort, map[string]func(cardsview.CardRow) string{
+		"card":      func(c cardsview.CardRow) string { return c.Masked[max(len(c.Masked)-4, 0):] },
+		"owner":     func(c cardsview.CardRow) string { return c.Owner },
+		"account":   func(c cardsview.CardRow) string { return c.Account },
+		"program":   func(c cardsview.CardRow) string { return c.Program },
+		"type":      func(c cardsview.CardRow) string { return c.Type },
+		"status":    func(c cardsview.CardRow) string { return c.Status },
+		"activated": func(c cardsview.CardRow) string { return strconv.FormatBool(c.Activated) },
+		"created":   func(c cardsview.CardRow) string { return c.Created },
+	}, func(c cardsview.CardRow) string { return c.Token })
+	p.frame.RenderPrivate(w, r, sort.Status(), "Cards", cardsview.Cards(v))
 }
 
 // longDigitRun reports whether q holds 13 digits or more in a row,
@@ -179,11 +180,11 @@ func longDigitRun(q string) bool {
 }
 
 // CardRows makes list rows.
-func (p *Pages) CardRows(r *http.Request, list []emi.Card) ([]pages.CardRow, error) {
+func (p *Pages) CardRows(r *http.Request, list []emi.Card) ([]cardsview.CardRow, error) {
 	owners := p.frame.OwnerLinks(r)
-	rows := make([]pages.CardRow, len(list))
+	rows := make([]cardsview.CardRow, len(list))
 	for i, c := range list {
-		row := pages.CardRow{Token: c.Token, Href: frame.CardHref(c.Token), Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status,
+		row := cardsview.CardRow{Token: c.Token, Href: frame.CardHref(c.Token), Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status,
 			StatusTone: frame.CardTone(c.Status), Activated: c.Activated, Owner: frame.FirstNonEmpty(c.OwnerName, "(no owner)"),
 			Program: c.Program, ProgramHref: frame.ProgramHref(c.Program), Created: frame.FmtTime(c.CreatedAt)}
 		if c.Account != "" {
@@ -203,7 +204,7 @@ func (p *Pages) CardRows(r *http.Request, list []emi.Card) ([]pages.CardRow, err
 
 // OwnerCards lists the cards of a person, a merchant or an account for
 // their pages; show is false for roles that may not see cards.
-func (p *Pages) OwnerCards(r *http.Request, user, merchant, account string) (bool, []pages.CardRow, error) {
+func (p *Pages) OwnerCards(r *http.Request, user, merchant, account string) (bool, []cardsview.CardRow, error) {
 	if p.cards == nil || !frame.CanDo(r, accounts.View) {
 		return false, nil, nil
 	}
@@ -261,12 +262,12 @@ func (p *Pages) renderCardPage(w http.ResponseWriter, r *http.Request, status in
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	p.frame.RenderPrivate(w, r, status, "Card · "+c.MaskedPAN(), pages.CardDetail(v))
+	p.frame.RenderPrivate(w, r, status, "Card · "+c.MaskedPAN(), cardsview.CardDetail(v))
 }
 
 // cardView lays out a card for its page.
-func (p *Pages) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.CardView, error) {
-	v := pages.CardView{Token: c.Token, Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status, StatusTone: frame.CardTone(c.Status),
+func (p *Pages) cardView(r *http.Request, c cards.CardView, f *cardForm) (cardsview.CardView, error) {
+	v := cardsview.CardView{Token: c.Token, Masked: c.MaskedPAN(), Type: c.Type, Status: c.Status, StatusTone: frame.CardTone(c.Status),
 		Activated: c.Activated, StatusReason: blockReasonText(c.Status, c.StatusReason)}
 	if c.Replaces != "" {
 		v.ReplacesHref = frame.CardHref(c.Replaces)
@@ -278,18 +279,18 @@ func (p *Pages) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.
 	if err != nil {
 		return v, err
 	}
-	owner := pages.KV{Label: "Owner", Value: frame.FirstNonEmpty(c.OwnerName, "(no owner)"), Href: ownerHref}
+	owner := components.KV{Label: "Owner", Value: frame.FirstNonEmpty(c.OwnerName, "(no owner)"), Href: ownerHref}
 	if c.User == "" && c.Merchant == "" {
 		owner.Value, kind = "", "non-personalized, no owner yet"
 	}
-	account := pages.KV{Label: "Account", Value: c.Account, Mono: true}
+	account := components.KV{Label: "Account", Value: c.Account, Mono: true}
 	if c.Account != "" {
 		account.Href = frame.AccountHref(c.Account)
 	} else {
 		account.Value, account.Mono = "not assigned", false
 	}
 	partner := p.frame.PartnerNames(r).KV(r, "Partner", c.PartnerID)
-	aml := pages.KV{Label: "AML check", Value: c.AML, Mono: true}
+	aml := components.KV{Label: "AML check", Value: c.AML, Mono: true}
 	if c.AML != "" && frame.CanDo(r, people.View) {
 		aml.Href = "/backoffice/aml/" + c.AML
 	}
@@ -304,7 +305,7 @@ func (p *Pages) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.
 	if c.TerminatedAt != nil {
 		terminated = frame.FmtTime(*c.TerminatedAt)
 	}
-	v.Details = []pages.KV{
+	v.Details = []components.KV{
 		{Label: "Card number", Value: c.MaskedPAN(), Mono: true},
 		{Label: "Expiry", Value: c.Expiry(), Mono: true},
 		{Label: "Type", Value: c.Type},
@@ -327,7 +328,7 @@ func (p *Pages) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.
 		{Label: "Updated (UTC)", Value: frame.FmtTime(c.UpdatedAt), Mono: true},
 		{Label: "Terminated (UTC)", Value: terminated, Mono: true},
 	}
-	v.Counters = []pages.KV{
+	v.Counters = []components.KV{
 		{Label: "Wrong PIN entries", Value: strconv.Itoa(c.PINErrors), Mono: true},
 		{Label: "Wrong CVV entries", Value: strconv.Itoa(c.CVVErrors), Mono: true},
 	}
@@ -335,7 +336,7 @@ func (p *Pages) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.
 	if c.ThreeDS.OTPSMS != "" {
 		otp = emi.MaskPhone(c.ThreeDS.OTPSMS)
 	}
-	v.ThreeDS = []pages.KV{
+	v.ThreeDS = []components.KV{
 		{Label: "3DS", Value: map[bool]string{true: "enrolled", false: "not enrolled"}[c.ThreeDS.Enrolled()],
 			Tone: map[bool]string{true: "ok", false: "neutral"}[c.ThreeDS.Enrolled()]},
 		{Label: "3DS codes by SMS to", Value: otp, Mono: c.ThreeDS.OTPSMS != ""},
@@ -346,7 +347,7 @@ func (p *Pages) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.
 		if d.Phone != "" {
 			phone = emi.MaskPhone(d.Phone)
 		}
-		v.Delivery = []pages.KV{
+		v.Delivery = []components.KV{
 			{Label: "Name", Value: strings.TrimSpace(d.FirstName + " " + d.LastName)},
 			{Label: "Address", Value: d.Address1}, {Label: "Address line 2", Value: d.Address2},
 			{Label: "City", Value: d.City}, {Label: "County", Value: d.County},
@@ -355,7 +356,7 @@ func (p *Pages) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.
 		}
 	}
 	for _, kind := range emi.GroupKinds {
-		v.Groups = append(v.Groups, pages.CardGroupRow{Kind: kind, Label: strings.ReplaceAll(kind, "_", " "), Code: c.Groups[kind],
+		v.Groups = append(v.Groups, cardsview.CardGroupRow{Kind: kind, Label: strings.ReplaceAll(kind, "_", " "), Code: c.Groups[kind],
 			Codes: c.Program.Groups[kind]})
 	}
 
@@ -377,7 +378,7 @@ func (p *Pages) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.
 	}
 	for i := len(c.History) - 1; i >= 0; i-- {
 		h := c.History[i]
-		row := pages.CardHistoryRow{At: frame.FmtTime(h.At), Change: h.Change, From: h.From, To: h.To, Reason: h.Reason,
+		row := cardsview.CardHistoryRow{At: frame.FmtTime(h.At), Change: h.Change, From: h.From, To: h.To, Reason: h.Reason,
 			ReasonCode: emi.BlockReasonLabel(h.ReasonCode)}
 		if h.Change == "status" || h.Change == "issued" {
 			row.ToTone = frame.ToneOrNeutral(frame.CardTone(h.To))
@@ -390,12 +391,12 @@ func (p *Pages) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.
 	}
 	for _, wt := range c.Wallets {
 		st := c.WalletStatus()
-		v.Wallets = append(v.Wallets, pages.WalletRow{Token: wt.Token, Wallet: wt.Wallet, Device: wt.DeviceName,
+		v.Wallets = append(v.Wallets, cardsview.WalletRow{Token: wt.Token, Wallet: wt.Wallet, Device: wt.DeviceName,
 			Created: frame.FmtTime(wt.CreatedAt), Status: st, StatusTone: frame.WalletTone(st)})
 	}
 	v.SMS = smsRows(c.SMS)
 	for _, e := range c.Reveals {
-		row := pages.RevealRow{At: frame.FmtTime(e.At), Outcome: string(e.Outcome), OutcomeTone: frame.AuditRow(r, e).OutcomeTone}
+		row := cardsview.RevealRow{At: frame.FmtTime(e.At), Outcome: string(e.Outcome), OutcomeTone: frame.AuditRow(r, e).OutcomeTone}
 		switch e.ActorType {
 		case emi.ActorStaff:
 			row.Actor, row.ActorHref = who(e.ActorID)
@@ -424,7 +425,7 @@ func (p *Pages) cardView(r *http.Request, c cards.CardView, f *cardForm) (pages.
 		v.Actions = cardActions(c, caps, f)
 	}
 	if caps.Can(emi.CardReveal) {
-		v.Reveal = &pages.CardReveal{Action: frame.CardHref(c.Token) + "/reveal", CardHref: frame.CardHref(c.Token), Masked: c.MaskedPAN(),
+		v.Reveal = &cardsview.CardReveal{Action: frame.CardHref(c.Token) + "/reveal", CardHref: frame.CardHref(c.Token), Masked: c.MaskedPAN(),
 			HideAfter: revealSeconds}
 	}
 	return v, nil
@@ -482,10 +483,10 @@ func revealFields(changes map[string]any) string {
 
 // smsRows lays out texts: the PIN is already masked by the service; the
 // phone number is masked here.
-func smsRows(list []emi.SMSMessage) []pages.SMSRow {
-	rows := make([]pages.SMSRow, 0, len(list))
+func smsRows(list []emi.SMSMessage) []cardsview.SMSRow {
+	rows := make([]cardsview.SMSRow, 0, len(list))
 	for _, m := range list {
-		row := pages.SMSRow{At: frame.FmtTime(m.CreatedAt), To: emi.MaskPhone(m.To), Text: m.TextMasked, Provider: m.Provider,
+		row := cardsview.SMSRow{At: frame.FmtTime(m.CreatedAt), To: emi.MaskPhone(m.To), Text: m.TextMasked, Provider: m.Provider,
 			Status: m.Status, Error: m.Error}
 		row.StatusTone = frame.SMSTone(m.Status)
 		if m.Card != nil {
@@ -505,15 +506,15 @@ func yesOrNo(b bool) string {
 
 // cardActions are the forms of the actions the service allows the
 // signed-in staff member on the card now (caps: cards.Capabilities).
-func cardActions(c cards.CardView, caps cards.CardCapabilities, f *cardForm) *pages.CardActions {
-	a := &pages.CardActions{Base: frame.CardHref(c.Token), Terminated: caps.Final}
+func cardActions(c cards.CardView, caps cards.CardCapabilities, f *cardForm) *cardsview.CardActions {
+	a := &cardsview.CardActions{Base: frame.CardHref(c.Token), Terminated: caps.Final}
 	a.CanActivate = caps.Can(emi.CardActivate)
 	a.CanDeactivate = caps.Can(emi.CardBlock)
 	a.CanReactivate = caps.Can(emi.CardUnblock)
 	a.CanReplace = caps.Can(emi.CardReplace)
 	a.Reported = blockReasonText(c.Status, c.StatusReason)
 	for _, code := range emi.BlockReasons {
-		a.BlockReasons = append(a.BlockReasons, pages.CardChoice{Value: code, Label: blockReasonChoice(code)})
+		a.BlockReasons = append(a.BlockReasons, cardsview.CardChoice{Value: code, Label: blockReasonChoice(code)})
 	}
 	if c.ReplacedBy != "" {
 		a.ReplacedByHref = frame.CardHref(c.ReplacedBy)
@@ -525,7 +526,7 @@ func cardActions(c cards.CardView, caps cards.CardCapabilities, f *cardForm) *pa
 		caps.Can(emi.CardSetGroups), caps.Can(emi.CardTerminate)
 	a.Enrolled, a.OTPEnrolled = c.ThreeDS.Enrolled(), c.ThreeDS.OTPSMS != ""
 	for _, kind := range emi.GroupKinds {
-		a.Groups = append(a.Groups, pages.CardGroupRow{Kind: kind, Label: strings.ReplaceAll(kind, "_", " "), Code: c.Groups[kind],
+		a.Groups = append(a.Groups, cardsview.CardGroupRow{Kind: kind, Label: strings.ReplaceAll(kind, "_", " "), Code: c.Groups[kind],
 			Codes: c.Program.Groups[kind]})
 	}
 	if f != nil {
@@ -725,9 +726,9 @@ func (p *Pages) cardGroups(w http.ResponseWriter, r *http.Request) {
 	p.cardChange(w, r, "groups", func(ctx context.Context, token, reason string) (string, error) {
 		pick := func(kind string) *string {
 			switch v := r.PostFormValue(kind); v {
-			case "", pages.GroupKeep:
+			case "", cardsview.GroupKeep:
 				return nil
-			case pages.GroupNone:
+			case cardsview.GroupNone:
 				none := ""
 				return &none
 			default:
@@ -797,7 +798,7 @@ func (p *Pages) cardReveal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reason := r.PostFormValue("reason")
-	v := pages.CardReveal{Action: frame.CardHref(token) + "/reveal", CardHref: frame.CardHref(token), HideAfter: revealSeconds}
+	v := cardsview.CardReveal{Action: frame.CardHref(token) + "/reveal", CardHref: frame.CardHref(token), HideAfter: revealSeconds}
 	got, err := p.cards.StaffReveal(r.Context(), p.stepUp, token, r.PostFormValue("secret"), reason)
 	if err != nil {
 		e := emi.AsError(err)
@@ -814,15 +815,15 @@ func (p *Pages) cardReveal(w http.ResponseWriter, r *http.Request) {
 	p.renderReveal(w, r, http.StatusOK, v)
 }
 
-func (p *Pages) renderReveal(w http.ResponseWriter, r *http.Request, status int, v pages.CardReveal) {
+func (p *Pages) renderReveal(w http.ResponseWriter, r *http.Request, status int, v cardsview.CardReveal) {
 	if v.Masked == "" {
 		v.Masked = "this card"
 	}
 	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Boosted") != "true" {
-		p.frame.RenderPrivate(w, r, status, "Card number", pages.CardRevealBox(v))
+		p.frame.RenderPrivate(w, r, status, "Card number", cardsview.CardRevealBox(v))
 		return
 	}
-	p.frame.RenderPrivate(w, r, status, "Card number", pages.CardRevealPage(v))
+	p.frame.RenderPrivate(w, r, status, "Card number", cardsview.CardRevealPage(v))
 }
 
 // groupDigits writes a card number in groups of four digits.
@@ -844,5 +845,5 @@ func (p *Pages) smsOutbox(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	p.frame.RenderPrivate(w, r, http.StatusOK, "SMS outbox", pages.SMSOutbox(smsRows(list)))
+	p.frame.RenderPrivate(w, r, http.StatusOK, "SMS outbox", cardsview.SMSOutbox(smsRows(list)))
 }

@@ -7,8 +7,8 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/cards"
+	"emi/views/cardsview"
 	"emi/views/components"
-	"emi/views/pages"
 )
 
 // The card's payments on its page: every authorization decision with its
@@ -44,7 +44,7 @@ func holdLabel(status string) string {
 
 // cardPayments lays out the card's authorizations and, in the sandbox for
 // staff who manage cards, the simulator (f: its refused input).
-func (p *Pages) cardPayments(r *http.Request, card emi.Card, currency string, f *cardForm) (*pages.CardPayments, error) {
+func (p *Pages) cardPayments(r *http.Request, card emi.Card, currency string, f *cardForm) (*cardsview.CardPayments, error) {
 	if p.auths == nil {
 		return nil, nil
 	}
@@ -53,9 +53,9 @@ func (p *Pages) cardPayments(r *http.Request, card emi.Card, currency string, f 
 		return nil, err
 	}
 	manage := p.sandbox && frame.CanDo(r, cards.Manage)
-	v := &pages.CardPayments{Total: total, Shown: len(list)}
+	v := &cardsview.CardPayments{Total: total, Shown: len(list)}
 	for _, a := range list {
-		row := pages.PaymentRow{Token: a.Token, At: frame.FmtTime(a.CreatedAt), Channel: a.Channel, Merchant: a.MerchantName,
+		row := cardsview.PaymentRow{Token: a.Token, At: frame.FmtTime(a.CreatedAt), Channel: a.Channel, Merchant: a.MerchantName,
 			Country: a.MerchantCountry, MCC: a.MCC, Amount: emi.FormatMinor(a.Amount) + " " + a.Currency, Decision: a.Decision,
 			DecisionTone: map[string]string{emi.DecisionApproved: "ok", emi.DecisionDeclined: "bad"}[a.Decision],
 			ReasonCode:   a.ReasonCode, Reason: a.Reason(), Hold: holdLabel(a.Status), HoldTone: frame.HoldTone(a.Status),
@@ -81,7 +81,7 @@ func (p *Pages) cardPayments(r *http.Request, card emi.Card, currency string, f 
 		v.Rows = append(v.Rows, row)
 	}
 	if manage {
-		sim := &pages.PaymentSimulator{Action: frame.CardHref(card.Token) + "/authorizations", Currency: currency,
+		sim := &cardsview.PaymentSimulator{Action: frame.CardHref(card.Token) + "/authorizations", Currency: currency,
 			Channels: emi.AuthorizationChannels, HoldDays: emi.AuthorizationHoldDays, PINTries: cards.MaxPINErrors, Vals: map[string]string{}}
 		if f != nil && f.which == simulateForm {
 			sim.Open, sim.Vals, sim.Errs, sim.Banner = true, f.vals, f.errs, f.banner

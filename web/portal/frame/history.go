@@ -8,7 +8,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/staff"
-	"emi/views/pages"
+	"emi/views/fragments"
 )
 
 // An entity's audit history as the pages show it (the audit log, and the
@@ -20,8 +20,8 @@ import (
 // hover, a partner's or staff user's row by their name, the system as
 // "system (test)". Staff actors link to their page for roles that see
 // staff.
-func AuditRow(r *http.Request, e emi.AuditEntry) pages.AuditRow {
-	row := pages.AuditRow{
+func AuditRow(r *http.Request, e emi.AuditEntry) fragments.AuditRow {
+	row := fragments.AuditRow{
 		ID: strconv.FormatInt(e.ID, 10), At: FmtTime(e.At), Actor: auditActor(e), ActorTitle: e.ActorID,
 		Action: e.Action, Resource: e.ResourceType + " " + e.ResourceToken, Outcome: string(e.Outcome),
 		RequestID: e.RequestID,
@@ -81,7 +81,7 @@ var uuidInJSON = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 // keeps the changes as recorded, ids and all, on hover (no partner or staff
 // id where a name exists). Ids of other things stay: they have no name. The
 // names are looked up only when a row has an id.
-func (f *Frame) NameAuditIDs(r *http.Request, rows []pages.AuditRow) {
+func (f *Frame) NameAuditIDs(r *http.Request, rows []fragments.AuditRow) {
 	var staff, partners map[string]string
 	for i := range rows {
 		if !uuidInJSON.MatchString(rows[i].Changes) {

@@ -5,7 +5,7 @@ import (
 
 	"emi/internal/service/partners"
 	"emi/internal/service/staff"
-	"emi/views/pages"
+	"emi/views/components"
 )
 
 // Naming who did something or whose it is, as every area's pages show it:
@@ -81,8 +81,8 @@ func (m PartnerNameMap) Name(id string) string {
 
 // KV is a labelled partner: its name, the id on hover, and a link to the
 // partner's page for roles that may see it.
-func (m PartnerNameMap) KV(r *http.Request, label, id string) pages.KV {
-	kv := pages.KV{Label: label, Value: m.Name(id), Title: id}
+func (m PartnerNameMap) KV(r *http.Request, label, id string) components.KV {
+	kv := components.KV{Label: label, Value: m.Name(id), Title: id}
 	if id != "" && CanDo(r, partners.View) {
 		kv.Href = "/backoffice/partners/" + id
 	}

@@ -12,7 +12,6 @@ import (
 	"emi/views/components"
 	"emi/views/hosted"
 	"emi/views/layout"
-	"emi/views/pages"
 	"emi/web/httpx"
 )
 
@@ -207,7 +206,7 @@ func (f *Frame) ErrorPage(w http.ResponseWriter, r *http.Request, status int, te
 	if status >= 500 {
 		rid = emi.RequestMetaFrom(r.Context()).RequestID
 	}
-	content := pages.ErrorPage(status, text, rid)
+	content := layout.ErrorPage(status, text, rid)
 	title := map[int]string{403: "Not allowed", 404: "Not found", 500: "Error"}[status]
 	if title == "" {
 		title = http.StatusText(status)

@@ -16,7 +16,9 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/onboarding"
 	"emi/internal/service/partners"
-	"emi/views/pages"
+	"emi/views/components"
+	"emi/views/onboardingview"
+	"emi/views/partnersview"
 )
 
 // The company onboarding screens: applications with their company,
@@ -56,7 +58,7 @@ func (p *Pages) applicationList(w http.ResponseWriter, r *http.Request) {
 	if want == "" {
 		want = "all"
 	}
-	v := pages.ApplicationsView{Filter: pages.ApplicationsFilter{Q: f.Q, Partner: f.PartnerID}}
+	v := onboardingview.ApplicationsView{Filter: onboardingview.ApplicationsFilter{Q: f.Q, Partner: f.PartnerID}}
 	found := false
 	for _, t := range appTabs {
 		key := string(t.status)
@@ -75,7 +77,7 @@ func (p *Pages) applicationList(w http.ResponseWriter, r *http.Request) {
 			f.Status, found = t.status, true
 			v.Filter.Status = key
 		}
-		v.Tabs = append(v.Tabs, pages.Tab{Label: t.label, Href: "/backoffice/applications?" + tq.Encode(), Active: active})
+		v.Tabs = append(v.Tabs, components.Tab{Label: t.label, Href: "/backoffice/applications?" + tq.Encode(), Active: active})
 	}
 	if !found { // an unknown status: all
 		v.Tabs[len(v.Tabs)-1].Active, v.Filter.Status = true, "all"
@@ -86,15 +88,15 @@ func (p *Pages) applicationList(w http.ResponseWriter, r *http.Request) {
 			p.frame.RenderError(w, r, err)
 			return
 		}
-		v.Filter.Partners = []pages.Option{}
+		v.Filter.Partners = []components.Option{}
 		for _, pt := range list {
-			v.Filter.Partners = append(v.Filter.Partners, pages.Option{Value: pt.ID, Label: pt.Name, Selected: pt.ID == f.PartnerID})
+			v.Filter.Partners = append(v.Filter.Partners, components.Option{Value: pt.ID, Label: pt.Name, Selected: pt.ID == f.PartnerID})
 		}
 	}
 	if len(f.Q) > frame.MaxQuery {
 		v.Errors = map[string]string{"q": fmt.Sprintf("must be at most %d characters", frame.MaxQuery)}
 		v.Empty = "Shorten the search."
-		p.frame.Render(w, r, http.StatusUnprocessableEntity, "Applications", pages.Applications(v))
+		p.frame.Render(w, r, http.StatusUnprocessableEntity, "Applications", onboardingview.Applications(v))
 		return
 	}
 	apps, err := p.onboarding.List(r.Context(), f)
@@ -105,7 +107,7 @@ func (p *Pages) applicationList(w http.ResponseWriter, r *http.Request) {
 	now := p.frame.Now()
 	for _, a := range apps {
 		name, trade := companyNames(a.Company)
-		v.Rows = append(v.Rows, pages.ApplicationRow{Token: a.Token, Company: name, TradeName: trade, Partner: a.PartnerName,
+		v.Rows = append(v.Rows, onboardingview.ApplicationRow{Token: a.Token, Company: name, TradeName: trade, Partner: a.PartnerName,
 			Products: strings.Join(a.Products, ", "), Risk: a.RiskScore, RiskTone: frame.RiskTone(a.RiskScore),
 			Status: string(a.Status), StatusTone: frame.AppTone(a.Status), Created: frame.FmtTime(a.CreatedAt), Age: frame.Age(now, a.CreatedAt)})
 	}
@@ -114,7 +116,7 @@ func (p *Pages) applicationList(w http.ResponseWriter, r *http.Request) {
 	if f.Status != "" && f.Q == "" && f.PartnerID == "" {
 		v.Empty = "No applications are " + strings.ReplaceAll(string(f.Status), "_", " ") + "."
 	}
-	p.frame.Render(w, r, http.StatusOK, "Applications", pages.Applications(v))
+	p.frame.Render(w, r, http.StatusOK, "Applications", onboardingview.Applications(v))
 }
 
 // companyNames returns the name to show for an application's company and
@@ -137,10 +139,10 @@ func (p *Pages) applicationDetail(w http.ResponseWriter, r *http.Request) {
 }
 
 // applicationView lays out what onboarding knows of an application.
-func (p *Pages) applicationView(r *http.Request, a emi.Application, docs map[string][]emi.StoredDocument, history []emi.CheckResult) (pages.ApplicationView, error) {
+func (p *Pages) applicationView(r *http.Request, a emi.Application, docs map[string][]emi.StoredDocument, history []emi.CheckResult) (onboardingview.ApplicationView, error) {
 	ctx := r.Context()
 	name, _ := companyNames(a.Company)
-	v := pages.ApplicationView{Token: a.Token, CompanyName: name, Status: string(a.Status), StatusTone: frame.AppTone(a.Status),
+	v := onboardingview.ApplicationView{Token: a.Token, CompanyName: name, Status: string(a.Status), StatusTone: frame.AppTone(a.Status),
 		Processing: string(a.Processing), Risk: a.RiskScore, RiskTone: frame.RiskTone(a.RiskScore), RiskPoints: strconv.Itoa(a.RiskPoints),
 		Application: applicationKVs(r, a), HasCompany: a.Company != nil, Members: memberRows(a, docs),
 		CompanyDocs: peopleui.DocViews(docs["company"]), MemberDocs: memberDocs(a, docs), RiskFactors: riskRows(a.RiskFactors)}
@@ -149,7 +151,7 @@ func (p *Pages) applicationView(r *http.Request, a emi.Application, docs map[str
 		v.CompanyHref = "/backoffice/companies/" + a.Token
 	}
 	for _, pd := range a.PayoutDetails {
-		row := pages.PayoutRow{Currency: pd.Currency, IBAN: pd.IBAN, SortCode: pd.SortCode, AccountNumber: pd.AccountNumber,
+		row := onboardingview.PayoutRow{Currency: pd.Currency, IBAN: pd.IBAN, SortCode: pd.SortCode, AccountNumber: pd.AccountNumber,
 			Period: pd.Period, Delay: pd.Delay}
 		if pd.Amount != nil {
 			row.Amount = string(*pd.Amount)
@@ -161,7 +163,7 @@ func (p *Pages) applicationView(r *http.Request, a emi.Application, docs map[str
 	}
 	for i := len(history) - 1; i >= 0; i-- { // newest first
 		c := history[i]
-		v.History = append(v.History, pages.CheckHistoryRow{At: frame.FmtTime(c.UpdatedAt), Title: checkTitle(c.Name),
+		v.History = append(v.History, onboardingview.CheckHistoryRow{At: frame.FmtTime(c.UpdatedAt), Title: checkTitle(c.Name),
 			Status: c.Status, StatusTone: frame.CheckTone(c.Status), Summary: checkSummary(c)})
 	}
 	grounds, err := p.approvalGrounds(r, a)
@@ -181,9 +183,9 @@ func (p *Pages) applicationView(r *http.Request, a emi.Application, docs map[str
 	}
 	for _, e := range log.Items {
 		data, _ := json.Marshal(e.Data)
-		row := pages.AppEventRow{ID: e.ID, Type: string(e.Type), CreatedAt: frame.FmtTime(e.CreatedAt), Data: string(data)}
+		row := onboardingview.AppEventRow{ID: e.ID, Type: string(e.Type), CreatedAt: frame.FmtTime(e.CreatedAt), Data: string(data)}
 		for _, d := range e.Deliveries {
-			row.Deliveries = append(row.Deliveries, pages.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL,
+			row.Deliveries = append(row.Deliveries, partnersview.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL,
 				State: string(d.State), StateTone: frame.DeliveryTone(d.State)})
 		}
 		v.Events = append(v.Events, row)
@@ -199,8 +201,8 @@ func yesNo(b *bool) string {
 }
 
 // applicationKVs are the application's own fields.
-func applicationKVs(r *http.Request, a emi.Application) []pages.KV {
-	partner := pages.KV{Label: "Partner", Value: a.PartnerName}
+func applicationKVs(r *http.Request, a emi.Application) []components.KV {
+	partner := components.KV{Label: "Partner", Value: a.PartnerName}
 	if frame.CanDo(r, partners.View) {
 		partner.Href = "/backoffice/partners/" + a.PartnerID
 	}
@@ -208,7 +210,7 @@ func applicationKVs(r *http.Request, a emi.Application) []pages.KV {
 	if a.CheckedRevision != 0 && a.CheckedRevision != a.Revision {
 		rev += " (decided on revision " + strconv.Itoa(a.CheckedRevision) + ")"
 	}
-	return []pages.KV{
+	return []components.KV{
 		{Label: "Application", Value: a.Token, Mono: true}, partner,
 		{Label: "Master merchant", Value: a.Merchant, Mono: true},
 		{Label: "Products", Value: strings.Join(a.Products, ", ")},
@@ -223,8 +225,8 @@ func applicationKVs(r *http.Request, a emi.Application) []pages.KV {
 }
 
 // companyKVs are every company field as submitted.
-func companyKVs(c emi.CompanyFields) []pages.KV {
-	return []pages.KV{
+func companyKVs(c emi.CompanyFields) []components.KV {
+	return []components.KV{
 		{Label: "Legal name", Value: c.LegalName}, {Label: "Trade name", Value: c.TradeName},
 		{Label: "Company number (uic)", Value: c.UIC, Mono: true},
 		{Label: "Incorporated", Value: c.IncorporationDate, Mono: true},
@@ -255,24 +257,24 @@ func declaredTone(b *bool) string {
 // decisionKVs describe the decision once there is one.
 // grounds is ApprovalGrounds for an approval (what it rests on, as the
 // back office states it), "" otherwise.
-func decisionKVs(a emi.Application, grounds string) (bool, []pages.KV) {
+func decisionKVs(a emi.Application, grounds string) (bool, []components.KV) {
 	if !a.Status.Decided() {
 		return false, nil
 	}
-	kvs := []pages.KV{{Label: "Status", Value: string(a.Status), Tone: frame.ToneOrNeutral(frame.AppTone(a.Status))}}
+	kvs := []components.KV{{Label: "Status", Value: string(a.Status), Tone: frame.ToneOrNeutral(frame.AppTone(a.Status))}}
 	if a.DecidedAt != nil {
-		kvs = append(kvs, pages.KV{Label: "Decided (UTC)", Value: frame.FmtTime(*a.DecidedAt), Mono: true})
+		kvs = append(kvs, components.KV{Label: "Decided (UTC)", Value: frame.FmtTime(*a.DecidedAt), Mono: true})
 	}
 	if a.DecisionReason != "" || a.Status != emi.AppApproved {
-		kvs = append(kvs, pages.KV{Label: "Reason", Value: a.DecisionReason})
+		kvs = append(kvs, components.KV{Label: "Reason", Value: a.DecisionReason})
 	}
 	if a.Status == emi.AppApproved {
-		kvs = append(kvs, pages.KV{Label: "Grounds", Value: grounds})
-		kvs = append(kvs, pages.KV{Label: "Onboarded merchant", Value: a.OnboardedMerchant, Mono: true})
+		kvs = append(kvs, components.KV{Label: "Grounds", Value: grounds})
+		kvs = append(kvs, components.KV{Label: "Onboarded merchant", Value: a.OnboardedMerchant, Mono: true})
 		if a.MID != "" || a.TID != "" || slices.ContainsFunc(a.Products, emi.AcquiringProduct) {
-			kvs = append(kvs, pages.KV{Label: "MID", Value: a.MID, Mono: true}, pages.KV{Label: "TID", Value: a.TID, Mono: true})
+			kvs = append(kvs, components.KV{Label: "MID", Value: a.MID, Mono: true}, components.KV{Label: "TID", Value: a.TID, Mono: true})
 		} else {
-			kvs = append(kvs, pages.KV{Label: "MID and TID", Value: "none: no acquiring product"})
+			kvs = append(kvs, components.KV{Label: "MID and TID", Value: "none: no acquiring product"})
 		}
 	}
 	return true, kvs
@@ -280,7 +282,7 @@ func decisionKVs(a emi.Application, grounds string) (bool, []pages.KV) {
 
 // memberRows lists an application's members with their declarations and
 // the sanctions hits about them.
-func memberRows(a emi.Application, docs map[string][]emi.StoredDocument) []pages.MemberRow {
+func memberRows(a emi.Application, docs map[string][]emi.StoredDocument) []onboardingview.MemberRow {
 	hits := map[string]int{}
 	for _, c := range a.Checks {
 		if c.Name != emi.CheckSanctions {
@@ -292,9 +294,9 @@ func memberRows(a emi.Application, docs map[string][]emi.StoredDocument) []pages
 			}
 		}
 	}
-	rows := make([]pages.MemberRow, 0, len(a.Members))
+	rows := make([]onboardingview.MemberRow, 0, len(a.Members))
 	for _, m := range a.Members {
-		row := pages.MemberRow{Token: m.Token, Href: memberHref(a.Token, m.Token), Name: frame.FirstNonEmpty(m.DisplayName(), "(no name)"),
+		row := onboardingview.MemberRow{Token: m.Token, Href: memberHref(a.Token, m.Token), Name: frame.FirstNonEmpty(m.DisplayName(), "(no name)"),
 			Types: strings.Join(m.Type, ", "), Status: m.Status, StatusTone: frame.MemberTone(m.Status), Ownership: ownership(m),
 			Nationality: m.Nationality, Birthday: m.Birthday, Docs: strconv.Itoa(len(docs[m.Token]))}
 		row.PEP, row.PEPTone = pepOf(m)
@@ -337,19 +339,19 @@ func pepOf(m emi.Member) (string, string) {
 	return "no", "ok"
 }
 
-func memberDocs(a emi.Application, docs map[string][]emi.StoredDocument) []pages.MemberDocs {
-	out := make([]pages.MemberDocs, 0, len(a.Members))
+func memberDocs(a emi.Application, docs map[string][]emi.StoredDocument) []onboardingview.MemberDocs {
+	out := make([]onboardingview.MemberDocs, 0, len(a.Members))
 	for _, m := range a.Members {
-		out = append(out, pages.MemberDocs{Name: frame.FirstNonEmpty(m.DisplayName(), "(no name)"), Href: memberHref(a.Token, m.Token),
+		out = append(out, onboardingview.MemberDocs{Name: frame.FirstNonEmpty(m.DisplayName(), "(no name)"), Href: memberHref(a.Token, m.Token),
 			Docs: peopleui.DocViews(docs[m.Token])})
 	}
 	return out
 }
 
-func riskRows(fs []emi.RiskFactor) []pages.RiskFactorRow {
-	out := make([]pages.RiskFactorRow, len(fs))
+func riskRows(fs []emi.RiskFactor) []onboardingview.RiskFactorRow {
+	out := make([]onboardingview.RiskFactorRow, len(fs))
 	for i, f := range fs {
-		out[i] = pages.RiskFactorRow{Factor: f.Factor, Detail: f.Detail, Points: strconv.Itoa(f.Points)}
+		out[i] = onboardingview.RiskFactorRow{Factor: f.Factor, Detail: f.Detail, Points: strconv.Itoa(f.Points)}
 	}
 	return out
 }
@@ -460,7 +462,7 @@ func (d checkDetails) mediaHits() []mediaHit {
 }
 
 // other returns the details this screen does not lay out, sorted by key.
-func (d checkDetails) other() []pages.KV {
+func (d checkDetails) other() []components.KV {
 	var keys []string
 	for k := range d.raw {
 		if !slices.Contains(knownDetails, k) {
@@ -468,7 +470,7 @@ func (d checkDetails) other() []pages.KV {
 		}
 	}
 	sort.Strings(keys)
-	var out []pages.KV
+	var out []components.KV
 	for _, k := range keys {
 		val := ""
 		switch x := d.raw[k].(type) {
@@ -478,7 +480,7 @@ func (d checkDetails) other() []pages.KV {
 			b, _ := json.Marshal(x)
 			val = string(b)
 		}
-		out = append(out, pages.KV{Label: strings.ReplaceAll(k, "_", " "), Value: val, Mono: true})
+		out = append(out, components.KV{Label: strings.ReplaceAll(k, "_", " "), Value: val, Mono: true})
 	}
 	return out
 }
@@ -498,9 +500,9 @@ func checkTitle(name string) string {
 }
 
 // checkView lays out one check's latest result.
-func checkView(c emi.CheckResult, a emi.Application) pages.CheckView {
+func checkView(c emi.CheckResult, a emi.Application) onboardingview.CheckView {
 	d := decodeDetails(c.Details)
-	v := pages.CheckView{Name: c.Name, Title: checkTitle(c.Name), Status: c.Status, StatusTone: frame.CheckTone(c.Status),
+	v := onboardingview.CheckView{Name: c.Name, Title: checkTitle(c.Name), Status: c.Status, StatusTone: frame.CheckTone(c.Status),
 		Updated: frame.FmtTime(c.UpdatedAt), Reason: d.Reason, WaitingFor: d.WaitingFor, Error: d.Error, Kind: c.Name, Other: d.other()}
 	members := map[string]emi.Member{}
 	for _, m := range a.Members {
@@ -509,7 +511,7 @@ func checkView(c emi.CheckResult, a emi.Application) pages.CheckView {
 	switch c.Name {
 	case emi.CheckRisk:
 		if d.Score != "" {
-			v.Facts = append(v.Facts, pages.KV{Label: "frame.Score", Value: d.Score, Tone: frame.ToneOrNeutral(frame.RiskTone(d.Score))})
+			v.Facts = append(v.Facts, components.KV{Label: "frame.Score", Value: d.Score, Tone: frame.ToneOrNeutral(frame.RiskTone(d.Score))})
 		}
 		v.RiskFactors = riskRows(d.Factors)
 		if d.Points != nil {
@@ -517,33 +519,33 @@ func checkView(c emi.CheckResult, a emi.Application) pages.CheckView {
 		}
 	case emi.CheckTradeRegister:
 		if d.Register != "" || d.RegisteredName != "" {
-			status := pages.KV{Label: "Register status", Value: d.RegisterStatus, Tone: "warn"}
+			status := components.KV{Label: "Register status", Value: d.RegisterStatus, Tone: "warn"}
 			if strings.EqualFold(d.RegisterStatus, "active") {
 				status.Tone = "ok"
 			}
 			v.Facts = append(v.Facts,
-				pages.KV{Label: "Register", Value: d.Register},
-				pages.KV{Label: "Registered name", Value: d.RegisteredName},
-				pages.KV{Label: "Submitted name", Value: d.SubmittedName},
+				components.KV{Label: "Register", Value: d.Register},
+				components.KV{Label: "Registered name", Value: d.RegisteredName},
+				components.KV{Label: "Submitted name", Value: d.SubmittedName},
 				status,
-				pages.KV{Label: "Company number", Value: d.UIC, Mono: true},
-				pages.KV{Label: "Registered address", Value: d.Address},
-				pages.KV{Label: "Incorporated on", Value: d.IncorporatedOn, Mono: true})
+				components.KV{Label: "Company number", Value: d.UIC, Mono: true},
+				components.KV{Label: "Registered address", Value: d.Address},
+				components.KV{Label: "Incorporated on", Value: d.IncorporatedOn, Mono: true})
 		} else if d.UIC != "" || d.Country != "" {
-			v.Facts = append(v.Facts, pages.KV{Label: "Company number", Value: d.UIC, Mono: true}, pages.KV{Label: "Country", Value: d.Country})
+			v.Facts = append(v.Facts, components.KV{Label: "Company number", Value: d.UIC, Mono: true}, components.KV{Label: "Country", Value: d.Country})
 		}
 	case emi.CheckSanctions:
 		hits := d.sanctionHits()
 		if d.ListVersion != "" || d.Screened != nil {
-			v.Facts = append(v.Facts, pages.KV{Label: "Lists version", Value: d.ListVersion, Mono: true})
+			v.Facts = append(v.Facts, components.KV{Label: "Lists version", Value: d.ListVersion, Mono: true})
 			if d.Screened != nil {
-				v.Facts = append(v.Facts, pages.KV{Label: "Names screened", Value: strconv.Itoa(*d.Screened)})
+				v.Facts = append(v.Facts, components.KV{Label: "Names screened", Value: strconv.Itoa(*d.Screened)})
 			}
-			v.Facts = append(v.Facts, pages.KV{Label: "Possible matches", Value: strconv.Itoa(len(hits)), Tone: countTone(len(hits))})
+			v.Facts = append(v.Facts, components.KV{Label: "Possible matches", Value: strconv.Itoa(len(hits)), Tone: countTone(len(hits))})
 		}
 		keys := hitKeys(c.Details)
 		for i, h := range hits {
-			row := pages.SanctionHitRow{Subject: "the company", List: h.List, EntryID: h.EntryID, Name: h.Name,
+			row := onboardingview.SanctionHitRow{Subject: "the company", List: h.List, EntryID: h.EntryID, Name: h.Name,
 				MatchedName: h.MatchedName, Score: frame.Score(h.Score), Fields: strings.Join(h.Fields, ", "), Remembered: h.Remembered}
 			if i < len(keys) {
 				row.Key = keys[i]
@@ -560,11 +562,11 @@ func checkView(c emi.CheckResult, a emi.Application) pages.CheckView {
 	case emi.CheckAdverseMedia:
 		hits := d.mediaHits()
 		if d.Searched != nil {
-			v.Facts = append(v.Facts, pages.KV{Label: "Names searched", Value: strings.Join(d.Searched, "; ")},
-				pages.KV{Label: "Findings", Value: strconv.Itoa(len(hits)), Tone: countTone(len(hits))})
+			v.Facts = append(v.Facts, components.KV{Label: "Names searched", Value: strings.Join(d.Searched, "; ")},
+				components.KV{Label: "Findings", Value: strconv.Itoa(len(hits)), Tone: countTone(len(hits))})
 		}
 		for _, h := range hits {
-			v.MediaHits = append(v.MediaHits, pages.MediaHitRow{Name: h.Name, Matched: h.Matched, Category: h.Category,
+			v.MediaHits = append(v.MediaHits, onboardingview.MediaHitRow{Name: h.Name, Matched: h.Matched, Category: h.Category,
 				Note: h.Note, Source: h.Source, SourceHref: frame.WebURL(h.Source), Score: frame.Score(h.Score)})
 		}
 	}

@@ -14,7 +14,9 @@ import (
 	"emi/internal/service/onboarding"
 	"emi/internal/service/partners"
 	"emi/internal/service/people"
-	"emi/views/pages"
+	"emi/views/components"
+	"emi/views/fragments"
+	"emi/views/onboardingview"
 )
 
 // Onboarded companies: the list, a company's page (its details, members,
@@ -29,7 +31,7 @@ func (p *Pages) companyList(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	if len(q) > frame.MaxQuery {
 		errs := map[string]string{"q": fmt.Sprintf("must be at most %d characters", frame.MaxQuery)}
-		p.frame.Render(w, r, http.StatusUnprocessableEntity, "Companies", pages.Companies(q, nil, false, errs))
+		p.frame.Render(w, r, http.StatusUnprocessableEntity, "Companies", onboardingview.Companies(q, nil, false, errs))
 		return
 	}
 	list, err := p.onboarding.Companies(r.Context(), q, listLimit)
@@ -37,14 +39,14 @@ func (p *Pages) companyList(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	rows := make([]pages.CompanyListRow, len(list))
+	rows := make([]onboardingview.CompanyListRow, len(list))
 	for i, c := range list {
-		rows[i] = pages.CompanyListRow{Href: "/backoffice/companies/" + c.Application,
+		rows[i] = onboardingview.CompanyListRow{Href: "/backoffice/companies/" + c.Application,
 			LegalName: frame.FirstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), TradeName: c.TradeName, UIC: c.UIC,
 			Country: c.Country, Partner: c.PartnerName, Status: string(c.Status), StatusTone: frame.AppTone(c.Status),
 			Merchant: c.OnboardedMerchant, Updated: frame.FmtTime(c.UpdatedAt)}
 	}
-	p.frame.Render(w, r, http.StatusOK, "Companies", pages.Companies(q, rows, len(list) == listLimit, nil))
+	p.frame.Render(w, r, http.StatusOK, "Companies", onboardingview.Companies(q, rows, len(list) == listLimit, nil))
 }
 
 // companyDetail (GET /companies/{application}) is a company's page: its
@@ -60,18 +62,18 @@ func (p *Pages) companyDetail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, trade := companyNames(a.Company)
-	v := pages.CompanyView{Name: name, TradeName: trade, Status: string(a.Status), StatusTone: frame.AppTone(a.Status),
+	v := onboardingview.CompanyView{Name: name, TradeName: trade, Status: string(a.Status), StatusTone: frame.AppTone(a.Status),
 		Details: companyKVs(*a.Company), Members: memberRows(a, docs), CompanyDocs: peopleui.DocViews(docs["company"]),
 		MemberDocs: memberDocs(a, docs)}
-	partner := pages.KV{Label: "Partner", Value: a.PartnerName}
+	partner := components.KV{Label: "Partner", Value: a.PartnerName}
 	if frame.CanDo(r, partners.View) {
 		partner.Href = "/backoffice/partners/" + a.PartnerID
 	}
-	risk := pages.KV{Label: "Risk", Value: a.RiskScore, Tone: frame.ToneOrNeutral(frame.RiskTone(a.RiskScore))}
+	risk := components.KV{Label: "Risk", Value: a.RiskScore, Tone: frame.ToneOrNeutral(frame.RiskTone(a.RiskScore))}
 	if a.RiskScore != "" {
 		risk.Value += " (" + strconv.Itoa(a.RiskPoints) + " points)"
 	}
-	v.Application = []pages.KV{
+	v.Application = []components.KV{
 		{Label: "Application", Value: a.Token, Href: applicationHref(a.Token), Mono: true}, partner,
 		{Label: "Status", Value: string(a.Status), Tone: frame.ToneOrNeutral(frame.AppTone(a.Status))},
 		{Label: "Products", Value: strings.Join(a.Products, ", ")}, risk,
@@ -97,7 +99,7 @@ func (p *Pages) companyDetail(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	p.frame.RenderPrivate(w, r, http.StatusOK, name, pages.CompanyPage(v, show, accountRows, showCards, cards))
+	p.frame.RenderPrivate(w, r, http.StatusOK, name, onboardingview.CompanyPage(v, show, accountRows, showCards, cards))
 }
 
 // maxRoleCompanies bounds the companies looked up for a member's roles.
@@ -125,7 +127,7 @@ func (p *Pages) memberDetail(w http.ResponseWriter, r *http.Request) {
 	}
 	company, _ := companyNames(a.Company)
 	name := frame.FirstNonEmpty(m.DisplayName(), "(no name)")
-	v := pages.MemberView{Token: m.Token, Name: name, Types: strings.Join(m.Type, ", "), Status: m.Status,
+	v := onboardingview.MemberView{Token: m.Token, Name: name, Types: strings.Join(m.Type, ", "), Status: m.Status,
 		StatusTone: frame.MemberTone(m.Status), Company: company, AppHref: applicationHref(a.Token),
 		Groups: memberGroups(r, m), Docs: peopleui.DocViews(docs[m.Token])}
 	if a.Company != nil {
@@ -149,7 +151,7 @@ func (p *Pages) memberDetail(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, l := range like {
-		row := pages.RoleRow{Company: "(no company yet)", Types: strings.Join(l.Type, ", "), Status: l.Status,
+		row := onboardingview.RoleRow{Company: "(no company yet)", Types: strings.Join(l.Type, ", "), Status: l.Status,
 			StatusTone: frame.MemberTone(l.Status), Ownership: ownership(l), MemberHref: memberHref(l.Application, l.Token),
 			Match: "same names and birthday", This: l.Token == m.Token}
 		if m.UniqueIdentifier != "" && l.UniqueIdentifier == m.UniqueIdentifier {
@@ -171,21 +173,21 @@ func (p *Pages) memberDetail(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Roles = append(v.Roles, row)
 	}
-	p.frame.RenderPrivate(w, r, http.StatusOK, name+" · "+company, pages.MemberDetail(v))
+	p.frame.RenderPrivate(w, r, http.StatusOK, name+" · "+company, onboardingview.MemberDetail(v))
 }
 
 // memberGroups arranges a member's fields in the sections a reviewer reads.
-func memberGroups(r *http.Request, m emi.Member) []pages.FieldGroup {
+func memberGroups(r *http.Request, m emi.Member) []components.FieldGroup {
 	pct := ""
 	if m.OwnershipPercentage != nil {
 		pct = strconv.Itoa(*m.OwnershipPercentage) + " %"
 	}
-	user := pages.KV{Label: "Person (user)", Value: m.User, Mono: true}
+	user := components.KV{Label: "Person (user)", Value: m.User, Mono: true}
 	if m.User != "" && frame.CanDo(r, people.View) {
 		user.Href = "/backoffice/users/" + m.User
 	}
-	return []pages.FieldGroup{
-		{Title: "Member", Items: []pages.KV{
+	return []components.FieldGroup{
+		{Title: "Member", Items: []components.KV{
 			{Label: "First name", Value: m.FirstName}, {Label: "Last name", Value: m.LastName},
 			{Label: "Legal name", Value: m.LegalName}, {Label: "Legal form", Value: m.LegalForm},
 			{Label: "Birthday", Value: m.Birthday, Mono: true}, {Label: "Place of birth", Value: m.PlaceOfBirth},
@@ -193,24 +195,24 @@ func memberGroups(r *http.Request, m emi.Member) []pages.FieldGroup {
 			{Label: "Unique identifier", Value: m.UniqueIdentifier, Mono: true},
 			{Label: "Company number (uic)", Value: m.UIC, Mono: true},
 		}},
-		{Title: "Role and ownership", Items: []pages.KV{
+		{Title: "Role and ownership", Items: []components.KV{
 			{Label: "Roles", Value: strings.Join(m.Type, ", ")},
 			{Label: "Status", Value: m.Status, Tone: frame.ToneOrNeutral(frame.MemberTone(m.Status))},
 			{Label: "Owner", Value: yesNo(m.Ownership)}, {Label: "Ownership", Value: pct},
 		}},
-		{Title: "Declarations", Items: []pages.KV{
+		{Title: "Declarations", Items: []components.KV{
 			{Label: "PEP", Value: yesNo(m.PEPDeclaration), Tone: declaredTone(m.PEPDeclaration)},
 			{Label: "Related to a PEP", Value: yesNo(m.PEPRelatedDeclaration), Tone: declaredTone(m.PEPRelatedDeclaration)},
 			{Label: "On a sanctions list (is_sip)", Value: yesNo(m.IsSIP), Tone: declaredTone(m.IsSIP)},
 		}},
-		{Title: "Contact and address", Items: []pages.KV{
+		{Title: "Contact and address", Items: []components.KV{
 			{Label: "E-mail", Value: m.ContactEmail, Mono: true}, {Label: "Phone", Value: m.Phone, Mono: true},
 			{Label: "Mobile phone", Value: m.MobilePhone, Mono: true}, {Label: "Address", Value: m.Address1},
 			{Label: "Address line 2", Value: m.Address2}, {Label: "Postcode", Value: m.Zip}, {Label: "City", Value: m.City},
 			{Label: "County", Value: m.County}, {Label: "Country", Value: m.Country},
 			{Label: "Country of residence", Value: m.CountryOfResidence},
 		}},
-		{Title: "Record", Items: []pages.KV{
+		{Title: "Record", Items: []components.KV{
 			{Label: "Member", Value: m.Token, Mono: true}, user,
 			{Label: "Created (UTC)", Value: frame.FmtTime(m.CreatedAt), Mono: true},
 			{Label: "Updated (UTC)", Value: frame.FmtTime(m.UpdatedAt), Mono: true},
@@ -221,7 +223,7 @@ func memberGroups(r *http.Request, m emi.Member) []pages.FieldGroup {
 // SearchCompanies adds companies to the global search for roles that see
 // applications (Onboarding.Companies: legal or trade name, company number,
 // merchant or application token, partner name).
-func (p *Pages) SearchCompanies(r *http.Request, q string) ([]pages.Hit, error) {
+func (p *Pages) SearchCompanies(r *http.Request, q string) ([]fragments.Hit, error) {
 	if q == "" || p.onboarding == nil || !frame.CanDo(r, onboarding.View) {
 		return nil, nil
 	}
@@ -232,11 +234,11 @@ func (p *Pages) SearchCompanies(r *http.Request, q string) ([]pages.Hit, error) 
 	if err != nil {
 		return nil, err
 	}
-	hits := make([]pages.Hit, len(list))
+	hits := make([]fragments.Hit, len(list))
 	for i, c := range list {
 		detail := strings.Join(slices.DeleteFunc([]string{c.UIC, c.Country, c.PartnerName, string(c.Status)},
 			func(s string) bool { return s == "" }), " · ")
-		hits[i] = pages.Hit{Kind: "company", Title: frame.FirstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), Detail: detail,
+		hits[i] = fragments.Hit{Kind: "company", Title: frame.FirstNonEmpty(c.LegalName, c.TradeName, "(no name yet)"), Detail: detail,
 			Href: "/backoffice/companies/" + c.Application}
 	}
 	return hits, nil

@@ -12,7 +12,8 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/onboarding"
-	"emi/views/pages"
+	"emi/views/components"
+	"emi/views/onboardingview"
 )
 
 // The review dashboard: tiles and three charts drawn on the server as SVG
@@ -26,22 +27,22 @@ func (p *Pages) reviewMetrics(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v := pages.MetricsView{QueueHref: "/backoffice/review", DecisionsCSV: "/backoffice/review/decisions.csv"}
+	v := onboardingview.MetricsView{QueueHref: "/backoffice/review", DecisionsCSV: "/backoffice/review/decisions.csv"}
 	for _, t := range queueTabs {
 		href := "/backoffice/review"
 		if t.status != emi.AppInReview {
 			href += "?tab=" + string(t.status)
 		}
-		v.Tiles = append(v.Tiles, pages.Tile{Label: t.label, Value: strconv.FormatInt(m.Counts[t.status], 10), Href: href})
+		v.Tiles = append(v.Tiles, components.Tile{Label: t.label, Value: strconv.FormatInt(m.Counts[t.status], 10), Href: href})
 	}
 	v.Tiles = append(v.Tiles,
-		pages.Tile{Label: "SLA breaches", Value: strconv.FormatInt(m.SLABreaches, 10), Href: "/backoffice/review?near_sla=1"},
-		pages.Tile{Label: "Median time to decision (30 days)", Value: fmtDuration(m.MedianToDecision)})
+		components.Tile{Label: "SLA breaches", Value: strconv.FormatInt(m.SLABreaches, 10), Href: "/backoffice/review?near_sla=1"},
+		components.Tile{Label: "Median time to decision (30 days)", Value: fmtDuration(m.MedianToDecision)})
 	v.Ageing = ageingChart(m.Ageing)
 	v.PerDay = decisionsChart(m.DecisionsPerDay)
 	v.PerUnderwriter = underwriterChart(m.PerUnderwriter)
 	r = frame.WithNavCount(r, "/backoffice/review", m.Counts[emi.AppInReview])
-	p.frame.Render(w, r, http.StatusOK, "Review metrics", pages.Metrics(v))
+	p.frame.Render(w, r, http.StatusOK, "Review metrics", onboardingview.Metrics(v))
 }
 
 // fmtDuration writes a duration for people: "—" for none, minutes, hours
@@ -75,18 +76,18 @@ func niceScale(n int64) (top, step int64) {
 }
 
 // yAxis adds the grid lines and labels of a vertical value axis.
-func yAxis(c *pages.Chart, left, right, top, plotH float64, maxV, step int64) {
+func yAxis(c *onboardingview.Chart, left, right, top, plotH float64, maxV, step int64) {
 	for v := int64(0); v <= maxV; v += step {
 		y := top + plotH - plotH*float64(v)/float64(maxV)
-		c.Lines = append(c.Lines, pages.ChartLine{X1: f1(left), Y1: f1(y), X2: f1(float64(c.Width) - right), Y2: f1(y)})
-		c.Texts = append(c.Texts, pages.ChartText{X: f1(left - 6), Y: f1(y + 4), Text: strconv.FormatInt(v, 10), Anchor: "end", Class: "axis"})
+		c.Lines = append(c.Lines, onboardingview.ChartLine{X1: f1(left), Y1: f1(y), X2: f1(float64(c.Width) - right), Y2: f1(y)})
+		c.Texts = append(c.Texts, onboardingview.ChartText{X: f1(left - 6), Y: f1(y + 4), Text: strconv.FormatInt(v, 10), Anchor: "end", Class: "axis"})
 	}
 }
 
 // ageingChart is the histogram of how long the applications in review
 // have waited.
-func ageingChart(buckets []onboarding.Bucket) *pages.Chart {
-	c := &pages.Chart{ID: "chart-ageing", Title: "Ageing of the applications in review",
+func ageingChart(buckets []onboarding.Bucket) *onboardingview.Chart {
+	c := &onboardingview.Chart{ID: "chart-ageing", Title: "Ageing of the applications in review",
 		Width: 640, Height: 250, Head: []string{"Waiting", "Applications"}}
 	const left, right, top, bottom = 48.0, 12.0, 14.0, 40.0
 	plotW, plotH := float64(c.Width)-left-right, float64(c.Height)-top-bottom
@@ -102,21 +103,21 @@ func ageingChart(buckets []onboarding.Bucket) *pages.Chart {
 	for i, b := range buckets {
 		h := plotH * float64(b.Count) / float64(top4)
 		x := left + float64(i)*slot + slot*0.2
-		c.Bars = append(c.Bars, pages.ChartBar{X: f1(x), Y: f1(top + plotH - h), W: f1(slot * 0.6), H: f1(h), Class: "bar-age",
+		c.Bars = append(c.Bars, onboardingview.ChartBar{X: f1(x), Y: f1(top + plotH - h), W: f1(slot * 0.6), H: f1(h), Class: "bar-age",
 			Label: fmt.Sprintf("%s: %d", b.Label, b.Count)})
 		c.Texts = append(c.Texts,
-			pages.ChartText{X: f1(x + slot*0.3), Y: f1(top + plotH - h - 4), Text: strconv.FormatInt(b.Count, 10), Anchor: "middle", Class: "value"},
-			pages.ChartText{X: f1(x + slot*0.3), Y: f1(float64(c.Height) - bottom + 18), Text: b.Label, Anchor: "middle", Class: "axis"})
+			onboardingview.ChartText{X: f1(x + slot*0.3), Y: f1(top + plotH - h - 4), Text: strconv.FormatInt(b.Count, 10), Anchor: "middle", Class: "value"},
+			onboardingview.ChartText{X: f1(x + slot*0.3), Y: f1(float64(c.Height) - bottom + 18), Text: b.Label, Anchor: "middle", Class: "axis"})
 	}
 	return c
 }
 
 // decisionsChart stacks each day's approvals, rejections and information
 // requests.
-func decisionsChart(days []onboarding.DayCount) *pages.Chart {
-	c := &pages.Chart{ID: "chart-decisions", Title: "Decisions per day, last 30 days",
+func decisionsChart(days []onboarding.DayCount) *onboardingview.Chart {
+	c := &onboardingview.Chart{ID: "chart-decisions", Title: "Decisions per day, last 30 days",
 		Width: 760, Height: 270, Head: []string{"Day", "Approved", "Rejected", "Information requested"},
-		Legend: []pages.LegendItem{{Class: "bar-approved", Label: "approved"}, {Class: "bar-rejected", Label: "rejected"},
+		Legend: []onboardingview.LegendItem{{Class: "bar-approved", Label: "approved"}, {Class: "bar-rejected", Label: "rejected"},
 			{Class: "bar-info", Label: "information requested"}}}
 	const left, right, top, bottom = 40.0, 10.0, 12.0, 40.0
 	plotW, plotH := float64(c.Width)-left-right, float64(c.Height)-top-bottom
@@ -144,11 +145,11 @@ func decisionsChart(days []onboarding.DayCount) *pages.Chart {
 			}
 			h := plotH * float64(seg.n) / float64(top4)
 			y -= h
-			c.Bars = append(c.Bars, pages.ChartBar{X: f1(x), Y: f1(y), W: f1(slot * 0.7), H: f1(h), Class: seg.class,
+			c.Bars = append(c.Bars, onboardingview.ChartBar{X: f1(x), Y: f1(y), W: f1(slot * 0.7), H: f1(h), Class: seg.class,
 				Label: fmt.Sprintf("%s: %d %s", day, seg.n, seg.label)})
 		}
 		if i%5 == 0 || i == len(days)-1 {
-			c.Texts = append(c.Texts, pages.ChartText{X: f1(x + slot*0.35), Y: f1(float64(c.Height) - bottom + 18), Text: day,
+			c.Texts = append(c.Texts, onboardingview.ChartText{X: f1(x + slot*0.35), Y: f1(float64(c.Height) - bottom + 18), Text: day,
 				Anchor: "middle", Class: "axis"})
 		}
 	}
@@ -157,8 +158,8 @@ func decisionsChart(days []onboarding.DayCount) *pages.Chart {
 
 // underwriterChart is a horizontal bar per staff user: their decisions of
 // the last 30 days.
-func underwriterChart(per []onboarding.NamedCount) *pages.Chart {
-	c := &pages.Chart{ID: "chart-underwriters", Title: "Decisions per underwriter, last 30 days",
+func underwriterChart(per []onboarding.NamedCount) *onboardingview.Chart {
+	c := &onboardingview.Chart{ID: "chart-underwriters", Title: "Decisions per underwriter, last 30 days",
 		Width: 640, Head: []string{"Underwriter", "Decisions"}}
 	const left, right, top, rowH = 190.0, 50.0, 8.0, 28.0
 	c.Height = int(top*2 + rowH*float64(max(len(per), 1)))
@@ -177,11 +178,11 @@ func underwriterChart(per []onboarding.NamedCount) *pages.Chart {
 		if utf8.RuneCountInString(name) > 26 {
 			name = string([]rune(name)[:25]) + "…"
 		}
-		c.Bars = append(c.Bars, pages.ChartBar{X: f1(left), Y: f1(y + 5), W: f1(wdt), H: f1(rowH - 10), Class: "bar-staff",
+		c.Bars = append(c.Bars, onboardingview.ChartBar{X: f1(left), Y: f1(y + 5), W: f1(wdt), H: f1(rowH - 10), Class: "bar-staff",
 			Label: fmt.Sprintf("%s: %d", n.Name, n.Count)})
 		c.Texts = append(c.Texts,
-			pages.ChartText{X: f1(left - 8), Y: f1(y + rowH/2 + 4), Text: name, Anchor: "end", Class: "axis"},
-			pages.ChartText{X: f1(left + wdt + 6), Y: f1(y + rowH/2 + 4), Text: strconv.FormatInt(n.Count, 10), Anchor: "start", Class: "value"})
+			onboardingview.ChartText{X: f1(left - 8), Y: f1(y + rowH/2 + 4), Text: name, Anchor: "end", Class: "axis"},
+			onboardingview.ChartText{X: f1(left + wdt + 6), Y: f1(y + rowH/2 + 4), Text: strconv.FormatInt(n.Count, 10), Anchor: "start", Class: "value"})
 	}
 	if len(per) == 0 {
 		c.Empty = "No decisions in the last 30 days."

@@ -14,7 +14,7 @@ import (
 	"emi/internal/service/onboarding"
 	"emi/internal/service/partners"
 	"emi/views/components"
-	"emi/views/pages"
+	"emi/views/onboardingview"
 )
 
 // The underwriters' review queue: tabs, filters kept in the URL, keyset
@@ -161,7 +161,7 @@ func slaState(status emi.ApplicationStatus, due *time.Time, now time.Time) (stri
 
 // colleagues are the active staff users who may decide applications, for
 // the assign and bulk-reassign selects (underwriters and admins).
-func (p *Pages) colleagues(r *http.Request, selected string) ([]pages.Option, error) {
+func (p *Pages) colleagues(r *http.Request, selected string) ([]components.Option, error) {
 	if !frame.CanDo(r, onboarding.Oversee) {
 		return nil, nil
 	}
@@ -169,11 +169,11 @@ func (p *Pages) colleagues(r *http.Request, selected string) ([]pages.Option, er
 	if err != nil {
 		return nil, err
 	}
-	var out []pages.Option
+	var out []components.Option
 	for _, u := range list {
-		out = append(out, pages.Option{Value: u.ID, Label: u.Name + " <" + u.Email + ">", Selected: u.ID == selected})
+		out = append(out, components.Option{Value: u.ID, Label: u.Name + " <" + u.Email + ">", Selected: u.ID == selected})
 	}
-	slices.SortFunc(out, func(a, b pages.Option) int {
+	slices.SortFunc(out, func(a, b components.Option) int {
 		return strings.Compare(strings.ToLower(a.Label), strings.ToLower(b.Label))
 	})
 	return out, nil
@@ -204,7 +204,7 @@ func (p *Pages) renderReviewQueue(w http.ResponseWriter, r *http.Request, status
 	now := p.frame.Now()
 	me := frame.Me(r).ID
 	base := qp.values()
-	v := pages.QueueView{Query: base.Encode(), CSVHref: "/backoffice/review.csv", CanNext: frame.CanDo(r, onboarding.Decide),
+	v := onboardingview.QueueView{Query: base.Encode(), CSVHref: "/backoffice/review.csv", CanNext: frame.CanDo(r, onboarding.Decide),
 		MetricsHref: "/backoffice/review/metrics", Paged: qp.After != ""}
 	if len(base) > 0 {
 		v.CSVHref += "?" + base.Encode()
@@ -215,33 +215,33 @@ func (p *Pages) renderReviewQueue(w http.ResponseWriter, r *http.Request, status
 		if t.status != emi.AppInReview {
 			tq.Set("tab", string(t.status))
 		}
-		v.Tabs = append(v.Tabs, pages.Tab{Label: t.label + " (" + strconv.FormatInt(page.Counts[t.status], 10) + ")",
+		v.Tabs = append(v.Tabs, components.Tab{Label: t.label + " (" + strconv.FormatInt(page.Counts[t.status], 10) + ")",
 			Href: queueHref(tq), Active: t.status == qp.Tab})
 	}
-	v.Filter = pages.QueueFilterView{Tab: string(qp.Tab), Partner: qp.Partner, Hit: qp.Hit, NearSLA: qp.NearSLA}
+	v.Filter = onboardingview.QueueFilterView{Tab: string(qp.Tab), Partner: qp.Partner, Hit: qp.Hit, NearSLA: qp.NearSLA}
 	if frame.CanDo(r, partners.View) {
 		list, err := p.partners.List(ctx)
 		if err != nil {
 			p.frame.RenderError(w, r, err)
 			return
 		}
-		v.Filter.Partners = []pages.Option{}
+		v.Filter.Partners = []components.Option{}
 		for _, pt := range list {
-			v.Filter.Partners = append(v.Filter.Partners, pages.Option{Value: pt.ID, Label: pt.Name, Selected: pt.ID == qp.Partner})
+			v.Filter.Partners = append(v.Filter.Partners, components.Option{Value: pt.ID, Label: pt.Name, Selected: pt.ID == qp.Partner})
 		}
 	}
 	for _, s := range emi.RiskScores {
-		v.Filter.Risks = append(v.Filter.Risks, pages.Option{Value: s, Label: s, Selected: s == qp.Risk})
+		v.Filter.Risks = append(v.Filter.Risks, components.Option{Value: s, Label: s, Selected: s == qp.Risk})
 	}
 	for _, s := range emi.Products {
-		v.Filter.Products = append(v.Filter.Products, pages.Option{Value: s, Label: s, Selected: s == qp.Product})
+		v.Filter.Products = append(v.Filter.Products, components.Option{Value: s, Label: s, Selected: s == qp.Product})
 	}
 	for _, a := range ageOptions {
-		v.Filter.Ages = append(v.Filter.Ages, pages.Option{Value: a.value, Label: a.label, Selected: a.value == qp.Age})
+		v.Filter.Ages = append(v.Filter.Ages, components.Option{Value: a.value, Label: a.label, Selected: a.value == qp.Age})
 	}
-	v.Filter.Assignees = []pages.Option{{Value: "me", Label: "assigned to me", Selected: qp.Assignee == "me"},
+	v.Filter.Assignees = []components.Option{{Value: "me", Label: "assigned to me", Selected: qp.Assignee == "me"},
 		{Value: "none", Label: "unassigned", Selected: qp.Assignee == "none"}}
-	v.Filter.Sorts = []pages.Option{{Value: "age", Label: "oldest first", Selected: qp.Sort == ""},
+	v.Filter.Sorts = []components.Option{{Value: "age", Label: "oldest first", Selected: qp.Sort == ""},
 		{Value: "risk", Label: "highest risk first", Selected: qp.Sort == "risk"}}
 	if frame.CanDo(r, onboarding.Reassign) {
 		cs, err := p.colleagues(r, "")
@@ -250,9 +250,9 @@ func (p *Pages) renderReviewQueue(w http.ResponseWriter, r *http.Request, status
 			return
 		}
 		for _, c := range cs {
-			v.Filter.Assignees = append(v.Filter.Assignees, pages.Option{Value: c.Value, Label: "held by " + c.Label, Selected: c.Value == qp.Assignee})
+			v.Filter.Assignees = append(v.Filter.Assignees, components.Option{Value: c.Value, Label: "held by " + c.Label, Selected: c.Value == qp.Assignee})
 		}
-		v.Bulk = &pages.BulkView{Colleagues: cs, Back: base.Encode(), Kept: bulk}
+		v.Bulk = &onboardingview.BulkView{Colleagues: cs, Back: base.Encode(), Kept: bulk}
 		if to := bulk.Value("to"); to != "" {
 			for i := range v.Bulk.Colleagues {
 				v.Bulk.Colleagues[i].Selected = v.Bulk.Colleagues[i].Value == to
@@ -283,7 +283,7 @@ func (p *Pages) renderReviewQueue(w http.ResponseWriter, r *http.Request, status
 	nf.Del("sort")
 	for _, k := range []string{"partner", "risk", "product", "age", "hit", "near_sla"} {
 		if val := nf.Get(k); val != "" {
-			v.NextFields = append(v.NextFields, pages.Hidden{Name: k, Value: val})
+			v.NextFields = append(v.NextFields, onboardingview.Hidden{Name: k, Value: val})
 		}
 	}
 	views, err := p.review.Views(ctx)
@@ -293,22 +293,22 @@ func (p *Pages) renderReviewQueue(w http.ResponseWriter, r *http.Request, status
 	}
 	for _, sv := range views {
 		q, _ := url.ParseQuery(sv.Query)
-		v.Views = append(v.Views, pages.SavedViewRow{ID: sv.ID, Name: sv.Name, Href: queueHref(readQueue(q).values()),
+		v.Views = append(v.Views, onboardingview.SavedViewRow{ID: sv.ID, Name: sv.Name, Href: queueHref(readQueue(q).values()),
 			Active: readQueue(q).values().Encode() == base.Encode()})
 	}
 	if kept.Is("view") {
 		v.ViewForm = kept
 	}
 	r = frame.WithNavCount(r, "/backoffice/review", page.Counts[emi.AppInReview])
-	p.frame.RenderPrivate(w, r, status, "Review queue", pages.Queue(v))
+	p.frame.RenderPrivate(w, r, status, "Review queue", onboardingview.Queue(v))
 }
 
-func queueRow(row emi.QueueRow, me string, now time.Time) pages.QueueRow {
+func queueRow(row emi.QueueRow, me string, now time.Time) onboardingview.QueueRow {
 	queued := row.CreatedAt
 	if row.QueuedAt != nil {
 		queued = *row.QueuedAt
 	}
-	out := pages.QueueRow{Token: row.Token, Href: applicationHref(row.Token), Company: frame.FirstNonEmpty(row.LegalName, "(no company yet)"),
+	out := onboardingview.QueueRow{Token: row.Token, Href: applicationHref(row.Token), Company: frame.FirstNonEmpty(row.LegalName, "(no company yet)"),
 		Partner: row.PartnerName, Products: strings.Join(row.Products, ", "), Risk: row.RiskScore, RiskTone: frame.RiskTone(row.RiskScore),
 		Points: strconv.Itoa(row.RiskPoints), Queued: frame.FmtTime(queued), Age: frame.Age(now, queued), AwaitingSecond: row.AwaitingSecond,
 		Hit: row.HasSanctionsHit, Status: string(row.Status)}

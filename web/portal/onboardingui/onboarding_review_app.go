@@ -16,7 +16,8 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
 	"emi/internal/service/onboarding"
-	"emi/views/pages"
+	"emi/views/components"
+	"emi/views/onboardingview"
 )
 
 // The application page is the one evidence page: what onboarding.go lays
@@ -129,7 +130,7 @@ func (p *Pages) renderApplication(w http.ResponseWriter, r *http.Request, status
 	v.Notes = noteTree(r, notes)
 	v.NotesShown = true
 	if caps.Annotate {
-		v.NoteForm = &pages.NoteForm{Action: reviewBase(a.Token) + "/notes"}
+		v.NoteForm = &onboardingview.NoteForm{Action: reviewBase(a.Token) + "/notes"}
 		if st.is("note", "") {
 			v.NoteForm.Body, v.NoteForm.Errors = st.value("body"), st.errs
 		}
@@ -156,10 +157,10 @@ func (p *Pages) renderApplication(w http.ResponseWriter, r *http.Request, status
 		}
 	}
 	p.frame.NameAuditIDs(r, v.Audit)
-	p.frame.RenderPrivate(w, r, status, "Application · "+v.CompanyName, pages.ApplicationDetail(v))
+	p.frame.RenderPrivate(w, r, status, "Application · "+v.CompanyName, onboardingview.ApplicationDetail(v))
 }
 
-func hasSanctionHits(cs []pages.CheckView) bool {
+func hasSanctionHits(cs []onboardingview.CheckView) bool {
 	for _, c := range cs {
 		if len(c.SanctionHits) > 0 {
 			return true
@@ -171,10 +172,10 @@ func hasSanctionHits(cs []pages.CheckView) bool {
 // reviewPanel is the review's state and the actions the signed-in user may
 // take.
 func (p *Pages) reviewPanel(r *http.Request, a emi.Application, caps onboarding.ApplicationCapability, stamp string, now time.Time,
-	st *formState) (*pages.ReviewPanel, error) {
+	st *formState) (*onboardingview.ReviewPanel, error) {
 	rs := a.Review
 	open := !a.Status.Decided()
-	v := &pages.ReviewPanel{Action: reviewBase(a.Token), Stamp: stamp, Status: string(a.Status), Open: open,
+	v := &onboardingview.ReviewPanel{Action: reviewBase(a.Token), Stamp: stamp, Status: string(a.Status), Open: open,
 		InReview: a.Status == emi.AppInReview, FourEyes: onboarding.NeedsFourEyes(a)}
 	if rs.QueuedAt != nil {
 		v.Queued = frame.FmtTime(*rs.QueuedAt) + " (" + frame.Age(now, *rs.QueuedAt) + " ago)"
@@ -220,11 +221,11 @@ func (p *Pages) reviewPanel(r *http.Request, a emi.Application, caps onboarding.
 	v.CanDecide, v.CanApprove, v.DecideHint, v.ApproveHint = caps.Decide, caps.Approve, caps.WhyNotDecide, caps.WhyNotApprove
 	if v.CanDecide {
 		for _, c := range emi.RejectReasons {
-			v.RejectReasons = append(v.RejectReasons, pages.Option{Value: c, Label: strings.ReplaceAll(c, "_", " "),
+			v.RejectReasons = append(v.RejectReasons, components.Option{Value: c, Label: strings.ReplaceAll(c, "_", " "),
 				Selected: st.is("decide", "reject") && st.value("reason_code") == c})
 		}
 		if st != nil && st.which == "decide" {
-			v.Form = pages.DecisionForm{Action: st.key, ReasonCode: st.value("reason_code"), Text: st.value("text"), Errors: st.errs}
+			v.Form = onboardingview.DecisionForm{Action: st.key, ReasonCode: st.value("reason_code"), Text: st.value("text"), Errors: st.errs}
 		}
 	}
 	return v, nil
@@ -237,12 +238,12 @@ var decisionLabels = map[string]struct{ label, tone string }{
 	"information_requested": {"information requested", "warn"},
 }
 
-func decisionRow(r *http.Request, d emi.DecisionRecord) pages.DecisionRow {
+func decisionRow(r *http.Request, d emi.DecisionRecord) onboardingview.DecisionRow {
 	l, ok := decisionLabels[d.Action]
 	if !ok {
 		l.label = d.Action
 	}
-	row := pages.DecisionRow{ID: strconv.FormatInt(d.ID, 10), At: frame.FmtTime(d.At), Who: frame.Who(r, d.StaffID, d.StaffName),
+	row := onboardingview.DecisionRow{ID: strconv.FormatInt(d.ID, 10), At: frame.FmtTime(d.At), Who: frame.Who(r, d.StaffID, d.StaffName),
 		Action: l.label, Tone: l.tone, ReasonCode: strings.ReplaceAll(d.ReasonCode, "_", " "), Text: d.Text}
 	var buf bytes.Buffer
 	if len(d.Snapshot) > 0 && json.Indent(&buf, d.Snapshot, "", "  ") == nil {
@@ -256,25 +257,25 @@ func decisionRow(r *http.Request, d emi.DecisionRecord) pages.DecisionRow {
 var mentionRe = regexp.MustCompile(`@[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)
 
 // noteSegments splits a note's text around its mentions.
-func noteSegments(body string) []pages.NoteSegment {
-	var out []pages.NoteSegment
+func noteSegments(body string) []onboardingview.NoteSegment {
+	var out []onboardingview.NoteSegment
 	last := 0
 	for _, m := range mentionRe.FindAllStringIndex(body, -1) {
 		if m[0] > last {
-			out = append(out, pages.NoteSegment{Text: body[last:m[0]]})
+			out = append(out, onboardingview.NoteSegment{Text: body[last:m[0]]})
 		}
-		out = append(out, pages.NoteSegment{Text: body[m[0]:m[1]], Mention: true})
+		out = append(out, onboardingview.NoteSegment{Text: body[m[0]:m[1]], Mention: true})
 		last = m[1]
 	}
 	if last < len(body) {
-		out = append(out, pages.NoteSegment{Text: body[last:]})
+		out = append(out, onboardingview.NoteSegment{Text: body[last:]})
 	}
 	return out
 }
 
 // noteTree arranges notes as threads: replies under their parent, oldest
 // first.
-func noteTree(r *http.Request, notes []emi.Note) []pages.NoteView {
+func noteTree(r *http.Request, notes []emi.Note) []onboardingview.NoteView {
 	me := frame.Me(r).ID
 	children := map[int64][]emi.Note{}
 	var roots []emi.Note
@@ -289,11 +290,11 @@ func noteTree(r *http.Request, notes []emi.Note) []pages.NoteView {
 			roots = append(roots, n)
 		}
 	}
-	var build func(ns []emi.Note, depth int) []pages.NoteView
-	build = func(ns []emi.Note, depth int) []pages.NoteView {
-		out := make([]pages.NoteView, 0, len(ns))
+	var build func(ns []emi.Note, depth int) []onboardingview.NoteView
+	build = func(ns []emi.Note, depth int) []onboardingview.NoteView {
+		out := make([]onboardingview.NoteView, 0, len(ns))
 		for _, n := range ns {
-			nv := pages.NoteView{ID: strconv.FormatInt(n.ID, 10), Author: frame.Who(r, n.Author, n.AuthorName), At: frame.FmtTime(n.CreatedAt),
+			nv := onboardingview.NoteView{ID: strconv.FormatInt(n.ID, 10), Author: frame.Who(r, n.Author, n.AuthorName), At: frame.FmtTime(n.CreatedAt),
 				Segments: noteSegments(n.Body), MentionsMe: slices.Contains(n.Mentions, me), Mentions: len(n.Mentions)}
 			if depth < 20 {
 				nv.Replies = build(children[n.ID], depth+1)
@@ -307,7 +308,7 @@ func noteTree(r *http.Request, notes []emi.Note) []pages.NoteView {
 
 // compareRows set the company as submitted beside the trade register's
 // record, differences marked.
-func compareRows(a emi.Application) []pages.CompareRow {
+func compareRows(a emi.Application) []onboardingview.CompareRow {
 	if a.Company == nil {
 		return nil
 	}
@@ -323,8 +324,8 @@ func compareRows(a emi.Application) []pages.CompareRow {
 	}
 	co := a.Company
 	norm := func(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
-	row := func(field, sub, reg string, same bool) pages.CompareRow {
-		cr := pages.CompareRow{Field: field, Submitted: sub, Register: reg, State: "same", Tone: "ok"}
+	row := func(field, sub, reg string, same bool) onboardingview.CompareRow {
+		cr := onboardingview.CompareRow{Field: field, Submitted: sub, Register: reg, State: "same", Tone: "ok"}
 		switch {
 		case sub == "":
 			cr.State, cr.Tone = "not submitted", ""
@@ -342,7 +343,7 @@ func compareRows(a emi.Application) []pages.CompareRow {
 			addrSame = false
 		}
 	}
-	return []pages.CompareRow{
+	return []onboardingview.CompareRow{
 		row("Legal name", co.LegalName, d.RegisteredName, norm(co.LegalName) == norm(d.RegisteredName)),
 		row("Company number", co.UIC, d.UIC, norm(co.UIC) == norm(d.UIC)),
 		row("Incorporated", co.IncorporationDate, d.IncorporatedOn, co.IncorporationDate == d.IncorporatedOn),
@@ -399,22 +400,22 @@ func formValues(v any) map[string]string {
 
 // editInputs are the inputs of a correction form: the current values, or
 // the refused input.
-func editInputs(fields []editField, cur map[string]string, st *formState, which, key string) []pages.FormField {
-	out := make([]pages.FormField, 0, len(fields))
+func editInputs(fields []editField, cur map[string]string, st *formState, which, key string) []onboardingview.FormField {
+	out := make([]onboardingview.FormField, 0, len(fields))
 	for _, f := range fields {
-		ff := pages.FormField{Name: f.name, Label: f.label, Kind: f.kind, Value: cur[f.name]}
+		ff := onboardingview.FormField{Name: f.name, Label: f.label, Kind: f.kind, Value: cur[f.name]}
 		if st.is(which, key) {
 			ff.Value, ff.Error = st.value(f.name), st.errs[f.name]
 		}
 		switch f.kind {
 		case "bool":
 			ff.Kind = "select"
-			ff.Options = []pages.Option{{Value: "", Label: "not declared"}, {Value: "yes", Label: "yes"}, {Value: "no", Label: "no"}}
+			ff.Options = []components.Option{{Value: "", Label: "not declared"}, {Value: "yes", Label: "yes"}, {Value: "no", Label: "no"}}
 		case "legal_form":
 			ff.Kind = "select"
-			ff.Options = []pages.Option{{Value: "", Label: "not given"}}
+			ff.Options = []components.Option{{Value: "", Label: "not given"}}
 			for _, lf := range emi.LegalForms {
-				ff.Options = append(ff.Options, pages.Option{Value: lf, Label: lf})
+				ff.Options = append(ff.Options, components.Option{Value: lf, Label: lf})
 			}
 		}
 		for i := range ff.Options {
@@ -425,8 +426,8 @@ func editInputs(fields []editField, cur map[string]string, st *formState, which,
 	return out
 }
 
-func editView(a emi.Application, st *formState) *pages.EditView {
-	v := &pages.EditView{}
+func editView(a emi.Application, st *formState) *onboardingview.EditView {
+	v := &onboardingview.EditView{}
 	if a.Company != nil {
 		v.CompanyAction = reviewBase(a.Token) + "/company"
 		v.Company = editInputs(companyEditFields, formValues(*a.Company), st, "company", "")
@@ -435,7 +436,7 @@ func editView(a emi.Application, st *formState) *pages.EditView {
 		}
 	}
 	for _, m := range a.Members {
-		me := pages.MemberEdit{Token: m.Token, Name: frame.FirstNonEmpty(m.DisplayName(), "(no name)"), Status: m.Status,
+		me := onboardingview.MemberEdit{Token: m.Token, Name: frame.FirstNonEmpty(m.DisplayName(), "(no name)"), Status: m.Status,
 			Action: reviewBase(a.Token) + "/members/" + m.Token,
 			Fields: editInputs(memberEditFields, formValues(m.MemberFields), st, "member", m.Token),
 			Open:   st.is("member", m.Token)}
@@ -444,7 +445,7 @@ func editView(a emi.Application, st *formState) *pages.EditView {
 			status, me.StatusError = st.value("status"), st.errs["status"]
 		}
 		for _, s := range []string{"active", "inactive"} {
-			me.Statuses = append(me.Statuses, pages.Option{Value: s, Label: s, Selected: s == status})
+			me.Statuses = append(me.Statuses, components.Option{Value: s, Label: s, Selected: s == status})
 		}
 		v.Members = append(v.Members, me)
 	}

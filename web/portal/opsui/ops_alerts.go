@@ -9,7 +9,8 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/ops"
-	"emi/views/pages"
+	"emi/views/components"
+	"emi/views/opsview"
 	"emi/web/httpx"
 )
 
@@ -31,7 +32,7 @@ func (p *Alerts) renderAlerts(w http.ResponseWriter, r *http.Request, status int
 		return
 	}
 	me := frame.Me(r).ID
-	v := pages.AlertsView{Error: problem}
+	v := opsview.AlertsView{Error: problem}
 	if frame.CanDo(r, ops.WorkAlerts) {
 		colleagues, err := p.alerts.Assignees(ctx)
 		if err != nil {
@@ -39,12 +40,12 @@ func (p *Alerts) renderAlerts(w http.ResponseWriter, r *http.Request, status int
 			return
 		}
 		for _, u := range colleagues {
-			v.Assignees = append(v.Assignees, pages.Option{Value: u.ID, Label: u.Name + " (" + u.Email + ")"})
+			v.Assignees = append(v.Assignees, components.Option{Value: u.ID, Label: u.Name + " (" + u.Email + ")"})
 		}
 	}
 	now := p.frame.Now()
 	for _, a := range alerts {
-		row := pages.AlertRow{Kind: a.Kind, Subject: a.Subject, Href: a.Href, Kindlabel: alertKindLabels[a.Kind], Source: a.Source,
+		row := opsview.AlertRow{Kind: a.Kind, Subject: a.Subject, Href: a.Href, Kindlabel: alertKindLabels[a.Kind], Source: a.Source,
 			Partner: a.Partner, Subjects: a.Subjects, TopScore: fmt.Sprintf("%.3f", a.TopScore), Raised: frame.FmtTime(a.RaisedAt),
 			Age: frame.Age(now, a.RaisedAt), Hits: strconv.Itoa(a.Hits), Open: strconv.Itoa(a.Open), Holder: "nobody",
 			Merchant: a.Merchant, MerchantHref: a.MerchantHref}
@@ -59,7 +60,7 @@ func (p *Alerts) renderAlerts(w http.ResponseWriter, r *http.Request, status int
 		row.CanClaim, row.CanRelease, row.CanAssign = caps.Claim, caps.Release, caps.Assign
 		v.Rows = append(v.Rows, row)
 	}
-	p.frame.RenderPrivate(w, r, status, "Compliance alerts", pages.Alerts(v))
+	p.frame.RenderPrivate(w, r, status, "Compliance alerts", opsview.Alerts(v))
 }
 
 // alertAction runs a claim, release or assignment and shows the queue

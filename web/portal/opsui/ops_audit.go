@@ -8,7 +8,8 @@ import (
 	"emi/web/portal/frame"
 
 	"emi/internal/emi"
-	"emi/views/pages"
+	"emi/views/fragments"
+	"emi/views/opsview"
 )
 
 // The audit log screen; the rows are laid out by history.go, which the
@@ -26,11 +27,11 @@ func (p *Records) auditLog(w http.ResponseWriter, r *http.Request) {
 	if q.Get("sort") != "" && sort.Err == "" {
 		f.Sort = sort.Order()
 	}
-	view := pages.AuditFilter{Actor: f.ActorID, Action: f.Action, ResourceType: f.ResourceType, ResourceToken: f.ResourceToken,
+	view := opsview.AuditFilter{Actor: f.ActorID, Action: f.Action, ResourceType: f.ResourceType, ResourceToken: f.ResourceToken,
 		From: q.Get("from"), To: q.Get("to"), Sort: sort.View(r)}
 	f.From, f.To, view.Errors = frame.DateRange(q)
 	if len(view.Errors) > 0 {
-		p.frame.Render(w, r, http.StatusUnprocessableEntity, "Audit log", pages.Audit(view, nil, "", ""))
+		p.frame.Render(w, r, http.StatusUnprocessableEntity, "Audit log", opsview.Audit(view, nil, "", ""))
 		return
 	}
 	if b, err := strconv.ParseInt(q.Get("before"), 10, 64); err == nil && b > 0 {
@@ -41,7 +42,7 @@ func (p *Records) auditLog(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	rows := make([]pages.AuditRow, len(entries))
+	rows := make([]fragments.AuditRow, len(entries))
 	for i, e := range entries {
 		rows[i] = frame.AuditRow(r, e)
 	}
@@ -57,5 +58,5 @@ func (p *Records) auditLog(w http.ResponseWriter, r *http.Request) {
 		pq.Del("before")
 		prev = "/backoffice/audit?" + pq.Encode()
 	}
-	p.frame.Render(w, r, sort.Status(), "Audit log", pages.Audit(view, rows, prev, next))
+	p.frame.Render(w, r, sort.Status(), "Audit log", opsview.Audit(view, rows, prev, next))
 }

@@ -10,7 +10,8 @@ import (
 	"emi/internal/service/partners"
 	"emi/internal/service/people"
 	"emi/internal/service/staff"
-	"emi/views/pages"
+	"emi/views/components"
+	"emi/views/opsview"
 	"emi/web/portal/staffui"
 )
 
@@ -20,14 +21,14 @@ import (
 func (p *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	pr, _ := emi.PrincipalFrom(ctx)
-	var tiles []pages.Tile
+	var tiles []components.Tile
 	if partners.View.AllowedFor(pr) {
 		n, err := p.partners.Count(ctx)
 		if err != nil {
 			p.frame.ServerError(w, r, err)
 			return
 		}
-		tiles = append(tiles, pages.Tile{Label: "Partners", Value: strconv.FormatInt(n, 10), Href: "/backoffice/partners"})
+		tiles = append(tiles, components.Tile{Label: "Partners", Value: strconv.FormatInt(n, 10), Href: "/backoffice/partners"})
 	}
 	if staff.ViewStaff.AllowedFor(pr) {
 		list, err := p.staff.List(ctx)
@@ -35,7 +36,7 @@ func (p *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 			p.frame.ServerError(w, r, err)
 			return
 		}
-		tiles = append(tiles, pages.Tile{Label: "Staff users", Value: strconv.Itoa(len(list)), Href: "/backoffice/staff"})
+		tiles = append(tiles, components.Tile{Label: "Staff users", Value: strconv.Itoa(len(list)), Href: "/backoffice/staff"})
 	}
 	if people.View.AllowedFor(pr) && p.aml != nil && p.kyc != nil {
 		aml, err := p.aml.QueueSize(ctx)
@@ -49,8 +50,8 @@ func (p *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		tiles = append(tiles,
-			pages.Tile{Label: "AML checks to review", Value: strconv.FormatInt(aml, 10), Href: "/backoffice/aml"},
-			pages.Tile{Label: "KYC sessions to review", Value: strconv.FormatInt(kyc, 10), Href: "/backoffice/kyc"})
+			components.Tile{Label: "AML checks to review", Value: strconv.FormatInt(aml, 10), Href: "/backoffice/aml"},
+			components.Tile{Label: "KYC sessions to review", Value: strconv.FormatInt(kyc, 10), Href: "/backoffice/kyc"})
 	}
 	if onboarding.View.AllowedFor(pr) && p.onboarding != nil {
 		for _, st := range []struct {
@@ -62,7 +63,7 @@ func (p *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 				p.frame.ServerError(w, r, err)
 				return
 			}
-			tiles = append(tiles, pages.Tile{Label: st.label, Value: strconv.FormatInt(n, 10),
+			tiles = append(tiles, components.Tile{Label: st.label, Value: strconv.FormatInt(n, 10),
 				Href: "/backoffice/applications?status=" + string(st.status)})
 		}
 		if p.review != nil {
@@ -71,7 +72,7 @@ func (p *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 				p.frame.ServerError(w, r, err)
 				return
 			}
-			tiles = append(tiles, pages.Tile{Label: "Review SLA breaches", Value: strconv.FormatInt(m.SLABreaches, 10),
+			tiles = append(tiles, components.Tile{Label: "Review SLA breaches", Value: strconv.FormatInt(m.SLABreaches, 10),
 				Href: "/backoffice/review/metrics"})
 		}
 	}
@@ -82,7 +83,7 @@ func (p *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, st := range emi.JobStates() {
-			tiles = append(tiles, pages.Tile{Label: "Jobs " + string(st), Value: strconv.FormatInt(counts[string(st)], 10),
+			tiles = append(tiles, components.Tile{Label: "Jobs " + string(st), Value: strconv.FormatInt(counts[string(st)], 10),
 				Href: "/backoffice/jobs?state=" + string(st)})
 		}
 	}
@@ -93,8 +94,8 @@ func (p *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 			p.frame.ServerError(w, r, err)
 			return
 		}
-		p.frame.Render(w, r, http.StatusOK, "Dashboard", pages.DashboardWithInbox(tiles, staffui.InboxRows(r, items)))
+		p.frame.Render(w, r, http.StatusOK, "Dashboard", opsview.DashboardWithInbox(tiles, staffui.InboxRows(r, items)))
 		return
 	}
-	p.frame.Render(w, r, http.StatusOK, "Dashboard", pages.Dashboard(tiles))
+	p.frame.Render(w, r, http.StatusOK, "Dashboard", opsview.Dashboard(tiles))
 }

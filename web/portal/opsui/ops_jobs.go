@@ -8,7 +8,8 @@ import (
 	"emi/web/portal/frame"
 
 	"emi/internal/emi"
-	"emi/views/pages"
+	"emi/views/components"
+	"emi/views/opsview"
 )
 
 // jobsPage (GET /jobs) shows the job queue: counts by state, then dead and
@@ -24,15 +25,15 @@ func (p *Records) jobsPage(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	var tiles []pages.Tile
+	var tiles []components.Tile
 	for _, st := range emi.JobStates() {
-		tiles = append(tiles, pages.Tile{Label: "Jobs " + string(st), Value: strconv.FormatInt(counts[string(st)], 10),
+		tiles = append(tiles, components.Tile{Label: "Jobs " + string(st), Value: strconv.FormatInt(counts[string(st)], 10),
 			Href: "/backoffice/jobs?state=" + string(st)})
 	}
 	now := p.frame.Now()
-	rows := make([]pages.JobRow, len(list))
+	rows := make([]opsview.JobRow, len(list))
 	for i, j := range list {
-		row := pages.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: string(j.State),
+		row := opsview.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: string(j.State),
 			Attempt: strconv.Itoa(j.Attempt) + " of " + strconv.Itoa(j.MaxAttempts), RunAt: frame.FmtTime(j.RunAt),
 			Updated: frame.FmtTime(j.UpdatedAt), LastError: frame.FirstLine(j.LastError)}
 		switch {
@@ -45,13 +46,13 @@ func (p *Records) jobsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		rows[i] = row
 	}
-	frame.SortRows(r, rows, sort, map[string]func(pages.JobRow) string{
-		"id":      func(j pages.JobRow) string { return frame.PadNumber(j.ID) },
-		"kind":    func(j pages.JobRow) string { return j.Kind },
-		"state":   func(j pages.JobRow) string { return j.State },
-		"attempt": func(j pages.JobRow) string { return frame.PadNumber(strings.SplitN(j.Attempt, " ", 2)[0]) },
-		"run_at":  func(j pages.JobRow) string { return j.RunAt },
-		"updated": func(j pages.JobRow) string { return j.Updated },
-	}, func(j pages.JobRow) string { return frame.PadNumber(j.ID) })
-	p.frame.Render(w, r, sort.Status(), "Background jobs", pages.Jobs(tiles, state, rows, sort.View(r)))
+	frame.SortRows(r, rows, sort, map[string]func(opsview.JobRow) string{
+		"id":      func(j opsview.JobRow) string { return frame.PadNumber(j.ID) },
+		"kind":    func(j opsview.JobRow) string { return j.Kind },
+		"state":   func(j opsview.JobRow) string { return j.State },
+		"attempt": func(j opsview.JobRow) string { return frame.PadNumber(strings.SplitN(j.Attempt, " ", 2)[0]) },
+		"run_at":  func(j opsview.JobRow) string { return j.RunAt },
+		"updated": func(j opsview.JobRow) string { return j.Updated },
+	}, func(j opsview.JobRow) string { return frame.PadNumber(j.ID) })
+	p.frame.Render(w, r, sort.Status(), "Background jobs", opsview.Jobs(tiles, state, rows, sort.View(r)))
 }

@@ -8,7 +8,8 @@ import (
 	"emi/web/portal/frame"
 
 	"emi/internal/emi"
-	"emi/views/pages"
+	"emi/views/fragments"
+	"emi/views/opsview"
 )
 
 // The global search across the areas: each area adds its hits
@@ -28,9 +29,9 @@ func (p *Search) page(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	hits := make([]pages.Hit, len(found))
+	hits := make([]fragments.Hit, len(found))
 	for i, h := range found {
-		hits[i] = pages.Hit{Kind: h.Kind, Title: h.Title, Detail: h.Detail, Href: hitHref(h)}
+		hits[i] = fragments.Hit{Kind: h.Kind, Title: h.Title, Detail: h.Detail, Href: hitHref(h)}
 	}
 	companies, err := p.companies.SearchCompanies(r, q)
 	if err != nil {
@@ -50,7 +51,7 @@ func (p *Search) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hits = append(hits, cards...)
-	p.frame.Render(w, r, http.StatusOK, "Search", pages.Search(frame.MaskedQuery(q), hits))
+	p.frame.Render(w, r, http.StatusOK, "Search", opsview.Search(frame.MaskedQuery(q), hits))
 }
 
 // hitHref is where a search hit leads; each area adds its kind here.

@@ -11,7 +11,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/partners"
-	"emi/views/pages"
+	"emi/views/partnersview"
 )
 
 // The partners screens: the list, a new partner with its first key shown
@@ -20,8 +20,8 @@ import (
 // its request validator partners_validator.go). Rules live in service
 // partners.
 
-func partnerRow(p emi.Partner) pages.PartnerRow {
-	return pages.PartnerRow{ID: p.ID, Name: p.Name, Merchant: p.MasterMerchant, Processing: string(p.Processing), Created: frame.FmtTime(p.CreatedAt)}
+func partnerRow(p emi.Partner) partnersview.PartnerRow {
+	return partnersview.PartnerRow{ID: p.ID, Name: p.Name, Merchant: p.MasterMerchant, Processing: string(p.Processing), Created: frame.FmtTime(p.CreatedAt)}
 }
 
 // partnerList (GET /partners).
@@ -44,16 +44,16 @@ func (p *Pages) partnerList(w http.ResponseWriter, r *http.Request) {
 		}
 		return sort.Apply(c, strings.Compare(a.ID, b.ID))
 	})
-	rows := make([]pages.PartnerRow, len(list))
+	rows := make([]partnersview.PartnerRow, len(list))
 	for i, pt := range list {
 		rows[i] = partnerRow(pt)
 	}
-	p.frame.Render(w, r, sort.Status(), "Partners", pages.Partners(rows, frame.CanDo(r, partners.Manage), sort.View(r)))
+	p.frame.Render(w, r, sort.Status(), "Partners", partnersview.Partners(rows, frame.CanDo(r, partners.Manage), sort.View(r)))
 }
 
 // partnerNew (GET /partners/new).
 func (p *Pages) partnerNew(w http.ResponseWriter, r *http.Request) {
-	p.frame.Render(w, r, http.StatusOK, "New partner", pages.PartnerNew("", "automatic", "", nil))
+	p.frame.Render(w, r, http.StatusOK, "New partner", partnersview.PartnerNew("", "automatic", "", nil))
 }
 
 // partnerCreate (POST /partners) creates the partner and shows its
@@ -71,18 +71,18 @@ func (p *Pages) partnerCreate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		errs, _ := frame.FieldErrors(err)
-		p.frame.Render(w, r, http.StatusUnprocessableEntity, "New partner", pages.PartnerNew(in.Name, string(in.Processing), in.WebhookURL, errs))
+		p.frame.Render(w, r, http.StatusUnprocessableEntity, "New partner", partnersview.PartnerNew(in.Name, string(in.Processing), in.WebhookURL, errs))
 		return
 	}
-	p.showCredentialsOnce(w, r, pages.Credentials{APIKey: creds.APIKey, APISecret: creds.APISecret,
+	p.showCredentialsOnce(w, r, partnersview.Credentials{APIKey: creds.APIKey, APISecret: creds.APISecret,
 		WebhookSecret: creds.WebhookSecret, Merchant: creds.Merchant}, "/backoffice/partners/"+creds.Partner.ID)
 }
 
 // showCredentialsOnce renders the secrets in the answer to the POST itself:
 // they are never stored anywhere in clear, so a reload or the back button
 // cannot show them again (the response is no-store).
-func (p *Pages) showCredentialsOnce(w http.ResponseWriter, r *http.Request, c pages.Credentials, back string) {
-	p.frame.Render(w, r, http.StatusOK, "Credentials", pages.CredentialsOnce(c, back))
+func (p *Pages) showCredentialsOnce(w http.ResponseWriter, r *http.Request, c partnersview.Credentials, back string) {
+	p.frame.Render(w, r, http.StatusOK, "Credentials", partnersview.CredentialsOnce(c, back))
 }
 
 // partnerDetail (GET /partners/{id}).
@@ -105,9 +105,9 @@ func (p *Pages) renderPartnerPage(w http.ResponseWriter, r *http.Request, status
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	rows := make([]pages.KeyRow, len(keys))
+	rows := make([]partnersview.KeyRow, len(keys))
 	for i, k := range keys {
-		row := pages.KeyRow{ID: k.ID, APIKey: k.APIKey, Created: frame.FmtTime(k.CreatedAt), Status: "active", StatusTone: "ok",
+		row := partnersview.KeyRow{ID: k.ID, APIKey: k.APIKey, Created: frame.FmtTime(k.CreatedAt), Status: "active", StatusTone: "ok",
 			MinSignatureVersion: k.MinSignatureVersion}
 		if k.RevokedAt != nil {
 			row.Status, row.StatusTone, row.Revoked = "revoked", "bad", true
@@ -118,7 +118,7 @@ func (p *Pages) renderPartnerPage(w http.ResponseWriter, r *http.Request, status
 		}
 		rows[i] = row
 	}
-	content := []templ.Component{pages.PartnerDetail(partnerRow(pt), rows, frame.CanDo(r, partners.Manage))}
+	content := []templ.Component{partnersview.PartnerDetail(partnerRow(pt), rows, frame.CanDo(r, partners.Manage))}
 	onboarding, err := p.validatorSection(r, id, vc)
 	if err != nil {
 		p.frame.RenderError(w, r, err)
@@ -168,7 +168,7 @@ func (p *Pages) partnerKeyCreate(w http.ResponseWriter, r *http.Request) {
 		p.frame.FlashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
-	p.showCredentialsOnce(w, r, pages.Credentials{APIKey: creds.APIKey, APISecret: creds.APISecret}, "/backoffice/partners/"+id)
+	p.showCredentialsOnce(w, r, partnersview.Credentials{APIKey: creds.APIKey, APISecret: creds.APISecret}, "/backoffice/partners/"+id)
 }
 
 // partnerKeyRotate (POST /partners/{id}/keys/{key}/rotate).
@@ -179,7 +179,7 @@ func (p *Pages) partnerKeyRotate(w http.ResponseWriter, r *http.Request) {
 		p.frame.FlashError(w, r, err, "/backoffice/partners/"+id)
 		return
 	}
-	p.showCredentialsOnce(w, r, pages.Credentials{APISecret: secret}, "/backoffice/partners/"+id)
+	p.showCredentialsOnce(w, r, partnersview.Credentials{APISecret: secret}, "/backoffice/partners/"+id)
 }
 
 // partnerKeyRevoke (POST /partners/{id}/keys/{key}/revoke).

@@ -13,7 +13,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/onboarding"
 	"emi/internal/service/partners"
-	"emi/views/pages"
+	"emi/views/partnersview"
 )
 
 // validatorState is the edit form of a refused save: what was typed and
@@ -43,22 +43,22 @@ func (p *Pages) validatorSection(r *http.Request, partnerID string, st *validato
 	if err != nil {
 		return nil, err
 	}
-	v := pages.ValidatorView{PartnerID: partnerID, Configured: cfg != nil, CanManage: frame.CanDo(r, partners.Manage)}
+	v := partnersview.ValidatorView{PartnerID: partnerID, Configured: cfg != nil, CanManage: frame.CanDo(r, partners.Manage)}
 	if frame.CanDo(r, onboarding.View) {
 		v.AppsHref = "/backoffice/applications?status=all&partner=" + partnerID
 	}
 	if cfg != nil {
 		v.Notes = cfg.Notes
-		v.Rows = []pages.ValidatorRow{
+		v.Rows = []partnersview.ValidatorRow{
 			{Section: "Application", Always: strings.Join(cfg.Application.Always, ", "), ByProduct: byProduct(cfg.Application.ByProduct)},
 			{Section: "Company", Always: strings.Join(cfg.Company.Always, ", "), ByProduct: byProduct(cfg.Company.ByProduct)},
 		}
 		for _, ct := range clientTypes {
-			v.Rows = append(v.Rows, pages.ValidatorRow{Section: ct.label, Always: strings.Join(cfg.Members[ct.key], ", ")})
+			v.Rows = append(v.Rows, partnersview.ValidatorRow{Section: ct.label, Always: strings.Join(cfg.Members[ct.key], ", ")})
 		}
 		for ct, fs := range cfg.Members { // client types this screen does not know
 			if ct != emi.ClientIndividual && ct != emi.ClientLegalEntity {
-				v.Rows = append(v.Rows, pages.ValidatorRow{Section: "Members " + ct, Always: strings.Join(fs, ", ")})
+				v.Rows = append(v.Rows, partnersview.ValidatorRow{Section: "Members " + ct, Always: strings.Join(fs, ", ")})
 			}
 		}
 	}
@@ -70,13 +70,13 @@ func (p *Pages) validatorSection(r *http.Request, partnerID string, st *validato
 			v.FormNotes = cfg.Notes
 		}
 		v.Groups = validatorGroups(form)
-		v.Known = []pages.KnownFields{
+		v.Known = []partnersview.KnownFields{
 			{Section: "Application", Fields: strings.Join(jsonFields(emi.ApplicationCreate{}), ", ")},
 			{Section: "Company", Fields: strings.Join(jsonFields(emi.CompanyFields{}), ", ")},
 			{Section: "Members", Fields: strings.Join(jsonFields(emi.MemberAdd{}), ", ")},
 		}
 	}
-	return pages.ValidatorConfig(v), nil
+	return partnersview.ValidatorConfig(v), nil
 }
 
 // byProduct writes "e-commerce: website; pos: …" in the products' order.
@@ -107,25 +107,25 @@ func productsOf(m map[string][]string) []string {
 }
 
 // validatorGroups are the form's inputs, filled from c (nil: empty).
-func validatorGroups(c *emi.ValidatorConfig) []pages.ValidatorGroup {
+func validatorGroups(c *emi.ValidatorConfig) []partnersview.ValidatorGroup {
 	if c == nil {
 		c = &emi.ValidatorConfig{}
 	}
-	rule := func(section, legend string, fr emi.FieldRule) pages.ValidatorGroup {
-		g := pages.ValidatorGroup{Legend: legend, Hint: "Required for every application, and in addition for those that ask for a product.",
-			Inputs: []pages.ValidatorInput{{Name: section + ".always", Label: "Always", Value: strings.Join(fr.Always, ", ")}}}
+	rule := func(section, legend string, fr emi.FieldRule) partnersview.ValidatorGroup {
+		g := partnersview.ValidatorGroup{Legend: legend, Hint: "Required for every application, and in addition for those that ask for a product.",
+			Inputs: []partnersview.ValidatorInput{{Name: section + ".always", Label: "Always", Value: strings.Join(fr.Always, ", ")}}}
 		for _, prod := range emi.Products {
-			g.Inputs = append(g.Inputs, pages.ValidatorInput{Name: section + ".by_product." + prod, Label: "With " + prod,
+			g.Inputs = append(g.Inputs, partnersview.ValidatorInput{Name: section + ".by_product." + prod, Label: "With " + prod,
 				Value: strings.Join(fr.ByProduct[prod], ", ")})
 		}
 		return g
 	}
-	members := pages.ValidatorGroup{Legend: "Members", Hint: "Required of each member, by client type."}
+	members := partnersview.ValidatorGroup{Legend: "Members", Hint: "Required of each member, by client type."}
 	for _, ct := range clientTypes {
-		members.Inputs = append(members.Inputs, pages.ValidatorInput{Name: "members." + ct.key, Label: ct.label,
+		members.Inputs = append(members.Inputs, partnersview.ValidatorInput{Name: "members." + ct.key, Label: ct.label,
 			Value: strings.Join(c.Members[ct.key], ", ")})
 	}
-	return []pages.ValidatorGroup{rule("application", "Application", c.Application), rule("company", "Company", c.Company), members}
+	return []partnersview.ValidatorGroup{rule("application", "Application", c.Application), rule("company", "Company", c.Company), members}
 }
 
 // validatorFromForm reads the edit form.

@@ -15,7 +15,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/partners"
-	"emi/views/pages"
+	"emi/views/partnersview"
 )
 
 // webhooksSection renders the partner's endpoints for its page (nil when
@@ -29,10 +29,10 @@ func (p *Pages) webhooksSection(r *http.Request, partnerID, newURL string, errs 
 	if err != nil {
 		return nil, err
 	}
-	rows := make([]pages.EndpointRow, len(eps))
+	rows := make([]partnersview.EndpointRow, len(eps))
 	now := p.frame.Now()
 	for i, e := range eps {
-		row := pages.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Enabled: e.Enabled,
+		row := partnersview.EndpointRow{ID: e.ID, URL: e.URL, Description: e.Description, Enabled: e.Enabled,
 			Types: "all", Status: "enabled", StatusTone: "ok", SuccessRate: "no attempts"}
 		if len(e.EventTypes) > 0 {
 			names := make([]string, len(e.EventTypes))
@@ -63,23 +63,23 @@ func (p *Pages) webhooksSection(r *http.Request, partnerID, newURL string, errs 
 		}
 		rows[i] = row
 	}
-	frame.SortRows(r, rows, sort, map[string]func(pages.EndpointRow) string{
-		"url":          func(e pages.EndpointRow) string { return e.URL },
-		"events":       func(e pages.EndpointRow) string { return e.Types },
-		"status":       func(e pages.EndpointRow) string { return e.Status },
-		"last_attempt": func(e pages.EndpointRow) string { return e.LastAttempt },
-	}, func(e pages.EndpointRow) string { return e.ID })
+	frame.SortRows(r, rows, sort, map[string]func(partnersview.EndpointRow) string{
+		"url":          func(e partnersview.EndpointRow) string { return e.URL },
+		"events":       func(e partnersview.EndpointRow) string { return e.Types },
+		"status":       func(e partnersview.EndpointRow) string { return e.Status },
+		"last_attempt": func(e partnersview.EndpointRow) string { return e.LastAttempt },
+	}, func(e partnersview.EndpointRow) string { return e.ID })
 	// The headers link to the partner's page itself, also when it answers
 	// a refused form's POST.
 	order := sort.View(r)
 	order.Path, order.Query = "/backoffice/partners/"+partnerID, nil
-	v := pages.WebhooksView{PartnerID: partnerID, Endpoints: rows, CanManage: frame.CanDo(r, partners.ManageWebhooks), NewURL: newURL,
+	v := partnersview.WebhooksView{PartnerID: partnerID, Endpoints: rows, CanManage: frame.CanDo(r, partners.ManageWebhooks), NewURL: newURL,
 		Errors: errs, Sort: order}
 	if len(errs) > 0 {
 		// A refused new endpoint (webhookAdd): its event types as typed.
 		v.NewTypes = strings.TrimSpace(r.PostFormValue("event_types"))
 	}
-	return pages.Webhooks(v), nil
+	return partnersview.Webhooks(v), nil
 }
 
 // webhookAdd (POST /partners/{id}/webhooks) registers an endpoint and shows
@@ -118,7 +118,7 @@ func (p *Pages) webhookAdd(w http.ResponseWriter, r *http.Request) {
 		p.renderPartner(w, r, status, id, url, errs)
 		return
 	}
-	p.showCredentialsOnce(w, r, pages.Credentials{WebhookSecret: secret, APISecret: ""}, "/backoffice/partners/"+id)
+	p.showCredentialsOnce(w, r, partnersview.Credentials{WebhookSecret: secret, APISecret: ""}, "/backoffice/partners/"+id)
 }
 
 // webhookTest (POST /partners/{id}/webhooks/{ep}/test) sends a test event.
@@ -145,7 +145,7 @@ func (p *Pages) webhookRotate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.frame.Flash(r.Context(), "info", "Deliveries carry both signatures until "+frame.FmtTime(until)+" UTC.")
-	p.showCredentialsOnce(w, r, pages.Credentials{WebhookSecret: secret}, "/backoffice/partners/"+id)
+	p.showCredentialsOnce(w, r, partnersview.Credentials{WebhookSecret: secret}, "/backoffice/partners/"+id)
 }
 
 // webhookEnable and webhookDisable (POST /partners/{id}/webhooks/{ep}/…).
@@ -184,10 +184,10 @@ func (p *Pages) eventsLog(w http.ResponseWriter, r *http.Request) {
 // eventsFilter reads the delivery log's filter from q: the service's filter
 // (page 1 unless q says otherwise), the form's state, and the fields refused
 // (a date that is not one, a status that does not exist).
-func eventsFilter(partnerID string, q url.Values) (emi.EventLogFilter, pages.EventsFilter) {
+func eventsFilter(partnerID string, q url.Values) (emi.EventLogFilter, partnersview.EventsFilter) {
 	f := emi.EventLogFilter{PartnerID: partnerID, Type: emi.EventType(q.Get("type")), ResourceToken: q.Get("resource"),
 		State: emi.DeliveryState(q.Get("status")), Limit: 20}
-	view := pages.EventsFilter{Type: q.Get("type"), Resource: q.Get("resource"), Status: q.Get("status"), From: q.Get("from"), To: q.Get("to")}
+	view := partnersview.EventsFilter{Type: q.Get("type"), Resource: q.Get("resource"), Status: q.Get("status"), From: q.Get("from"), To: q.Get("to")}
 	f.From, f.To, view.Errors = frame.DateRange(q)
 	if view.Errors == nil {
 		view.Errors = map[string]string{}
@@ -228,9 +228,9 @@ func (p *Pages) renderEventsLog(w http.ResponseWriter, r *http.Request, status i
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v := pages.EventsView{PartnerID: id, Filter: filter, CanReplay: frame.CanDo(r, partners.ManageWebhooks), MaxBulk: partners.MaxBulkReplay}
+	v := partnersview.EventsView{PartnerID: id, Filter: filter, CanReplay: frame.CanDo(r, partners.ManageWebhooks), MaxBulk: partners.MaxBulkReplay}
 	if len(filter.Errors) > 0 {
-		p.frame.Render(w, r, http.StatusUnprocessableEntity, "Delivery log · "+pt.Name, pages.Events(v))
+		p.frame.Render(w, r, http.StatusUnprocessableEntity, "Delivery log · "+pt.Name, partnersview.Events(v))
 		return
 	}
 	log, err := p.webhooks.EventsLog(r.Context(), f)
@@ -238,18 +238,18 @@ func (p *Pages) renderEventsLog(w http.ResponseWriter, r *http.Request, status i
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v.Rows = make([]pages.EventRow, len(log.Items))
+	v.Rows = make([]partnersview.EventRow, len(log.Items))
 	for i, e := range log.Items {
 		data, _ := json.Marshal(e.Data)
-		row := pages.EventRow{ID: e.ID, Type: string(e.Type), Resource: e.ResourceToken, CreatedAt: frame.FmtTime(e.CreatedAt), Data: string(data)}
+		row := partnersview.EventRow{ID: e.ID, Type: string(e.Type), Resource: e.ResourceToken, CreatedAt: frame.FmtTime(e.CreatedAt), Data: string(data)}
 		for _, d := range e.Deliveries {
-			dr := pages.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL, State: string(d.State), StateTone: frame.DeliveryTone(d.State),
+			dr := partnersview.DeliveryRow{ID: d.ID, Endpoint: d.EndpointURL, State: string(d.State), StateTone: frame.DeliveryTone(d.State),
 				ReplayAsked: d.ReplayRequested}
 			if d.State == emi.DeliveryPending && d.NextAttemptAt != nil {
 				dr.NextRetry = frame.FmtTime(*d.NextAttemptAt)
 			}
 			for _, a := range d.AttemptLog {
-				ar := pages.AttemptRow{At: frame.FmtTime(a.StartedAt), Latency: a.Latency.Round(time.Millisecond).String(),
+				ar := partnersview.AttemptRow{At: frame.FmtTime(a.StartedAt), Latency: a.Latency.Round(time.Millisecond).String(),
 					Response: a.ResponseExcerpt, Error: a.Error, Replay: a.Replay, Status: "no answer", StatusTone: "bad"}
 				if a.Status != 0 {
 					ar.Status = strconv.Itoa(a.Status)
@@ -273,7 +273,7 @@ func (p *Pages) renderEventsLog(w http.ResponseWriter, r *http.Request, status i
 		pq.Set("page", strconv.Itoa(f.Page-1))
 		v.Prev = "/backoffice/partners/" + id + "/events?" + pq.Encode()
 	}
-	p.frame.Render(w, r, status, "Delivery log · "+pt.Name, pages.Events(v))
+	p.frame.Render(w, r, status, "Delivery log · "+pt.Name, partnersview.Events(v))
 }
 
 // replayFailed (POST /partners/{id}/deliveries/replay-failed) asks for a

@@ -13,7 +13,10 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
 	"emi/internal/service/kernel"
-	"emi/views/pages"
+	"emi/views/cardsview"
+	"emi/views/components"
+	"emi/views/fragments"
+	"emi/views/peopleview"
 )
 
 // kycStatuses are the KYC statuses the people filter offers.
@@ -39,7 +42,7 @@ func (p *Pages) userList(w http.ResponseWriter, r *http.Request) {
 	} else if at, err := time.Parse(time.RFC3339Nano, q.Get("before_at")); err == nil && frame.LooksLikeToken(q.Get("before_token")) {
 		f.BeforeAt, f.BeforeToken = at, q.Get("before_token")
 	}
-	view := pages.UsersFilter{Q: f.Q, KYCStatus: string(f.KYCStatus)}
+	view := peopleview.UsersFilter{Q: f.Q, KYCStatus: string(f.KYCStatus)}
 	statuses := make([]string, len(kycStatuses))
 	for i, st := range kycStatuses {
 		statuses[i] = string(st)
@@ -51,13 +54,13 @@ func (p *Pages) userList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		errs, _ := frame.FieldErrors(err)
-		p.frame.Render(w, r, http.StatusUnprocessableEntity, "People", pages.Users(view, statuses, nil, "", "", errs, sort.View(r)))
+		p.frame.Render(w, r, http.StatusUnprocessableEntity, "People", peopleview.Users(view, statuses, nil, "", "", errs, sort.View(r)))
 		return
 	}
 	names := p.frame.PartnerNames(r)
-	rows := make([]pages.UserRow, len(users))
+	rows := make([]peopleview.UserRow, len(users))
 	for i, u := range users {
-		rows[i] = pages.UserRow{Token: u.Token, Name: u.FullName(), Email: u.Email, Phone: frame.FirstNonEmpty(u.MobilePhone, u.Phone),
+		rows[i] = peopleview.UserRow{Token: u.Token, Name: u.FullName(), Email: u.Email, Phone: frame.FirstNonEmpty(u.MobilePhone, u.Phone),
 			Partner: names.Name(u.PartnerID), PartnerID: u.PartnerID, KYCStatus: string(u.KYCStatus), KYCTone: frame.KYCTone(u.KYCStatus),
 			Created: frame.FmtTime(u.CreatedAt), Removed: u.Status == emi.UserRemoved}
 	}
@@ -81,7 +84,7 @@ func (p *Pages) userList(w http.ResponseWriter, r *http.Request) {
 		pq.Del("before_token")
 		prev = "/backoffice/users?" + pq.Encode()
 	}
-	p.frame.Render(w, r, sort.Status(), "People", pages.Users(view, statuses, rows, prev, next, nil, sort.View(r)))
+	p.frame.Render(w, r, sort.Status(), "People", peopleview.Users(view, statuses, rows, prev, next, nil, sort.View(r)))
 }
 
 // personCards lists under each person a search found their cards (customer
@@ -92,7 +95,7 @@ func (p *Pages) userList(w http.ResponseWriter, r *http.Request) {
 // partner), so a search by a person's token lists no cards: the person's
 // page does. A query the cards search refuses (a full card number) lists
 // none.
-func (p *Pages) personCards(r *http.Request, q string, rows []pages.UserRow) error {
+func (p *Pages) personCards(r *http.Request, q string, rows []peopleview.UserRow) error {
 	if q == "" || len(rows) == 0 || p.cards == nil || !frame.CanDo(r, accounts.View) {
 		return nil
 	}
@@ -107,7 +110,7 @@ func (p *Pages) personCards(r *http.Request, q string, rows []pages.UserRow) err
 	if err != nil {
 		return err
 	}
-	byUser := map[string][]pages.CardRow{}
+	byUser := map[string][]cardsview.CardRow{}
 	for i, c := range list {
 		if c.User != "" {
 			byUser[c.User] = append(byUser[c.User], cards[i])
@@ -139,7 +142,7 @@ func (p *Pages) userDetail(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v := pages.UserView{Token: u.Token, Name: u.FullName(), Removed: u.Status == emi.UserRemoved,
+	v := peopleview.UserView{Token: u.Token, Name: u.FullName(), Removed: u.Status == emi.UserRemoved,
 		KYCStatus: string(u.KYCStatus), KYCTone: frame.KYCTone(u.KYCStatus), Docs: DocViews(docs)}
 	v.Groups = userGroups(r, u, p.frame.PartnerNames(r).KV(r, "Partner", u.PartnerID))
 	for _, c := range checks {
@@ -173,7 +176,7 @@ func (p *Pages) userDetail(w http.ResponseWriter, r *http.Request) {
 	if title == "" {
 		title = "Person"
 	}
-	p.frame.RenderPrivate(w, r, http.StatusOK, title, pages.UserDetail(v))
+	p.frame.RenderPrivate(w, r, http.StatusOK, title, peopleview.UserDetail(v))
 }
 
 // documentCSP lets a document render and nothing else: no script, no
@@ -204,14 +207,14 @@ func (p *Pages) document(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func DocViews(docs []emi.StoredDocument) []pages.DocView {
-	out := make([]pages.DocView, len(docs))
+func DocViews(docs []emi.StoredDocument) []fragments.DocView {
+	out := make([]fragments.DocView, len(docs))
 	for i, d := range docs {
 		sum := hex.EncodeToString(d.SHA256)
 		if len(sum) > 12 {
 			sum = sum[:12]
 		}
-		out[i] = pages.DocView{Token: d.Token, Type: d.DocumentType, FileType: d.FileType, ContentType: d.ContentType,
+		out[i] = fragments.DocView{Token: d.Token, Type: d.DocumentType, FileType: d.FileType, ContentType: d.ContentType,
 			Size: fmtBytes(d.Size), SHA: sum, Created: frame.FmtTime(d.CreatedAt), Href: "/backoffice/documents/" + d.Token,
 			Image: strings.HasPrefix(d.ContentType, "image/")}
 	}
@@ -219,18 +222,18 @@ func DocViews(docs []emi.StoredDocument) []pages.DocView {
 }
 
 // userGroups arranges a profile in the sections a reviewer reads.
-func userGroups(r *http.Request, u emi.User, partnerKV pages.KV) []pages.FieldGroup {
+func userGroups(r *http.Request, u emi.User, partnerKV components.KV) []components.FieldGroup {
 	yesNo := func(b *bool) string {
 		if b == nil {
 			return ""
 		}
 		return map[bool]string{true: "yes", false: "no"}[*b]
 	}
-	status := pages.KV{Label: "Status", Value: string(u.Status), Tone: "ok"}
+	status := components.KV{Label: "Status", Value: string(u.Status), Tone: "ok"}
 	if u.Status == emi.UserRemoved {
 		status.Tone = "bad"
 	}
-	amlKV := pages.KV{Label: "AML check", Value: u.AML, Mono: true}
+	amlKV := components.KV{Label: "AML check", Value: u.AML, Mono: true}
 	if u.AML != "" {
 		amlKV.Href = "/backoffice/aml/" + u.AML
 	}
@@ -238,25 +241,25 @@ func userGroups(r *http.Request, u emi.User, partnerKV pages.KV) []pages.FieldGr
 	if u.RemovedAt != nil {
 		removed = frame.FmtTime(*u.RemovedAt)
 	}
-	return []pages.FieldGroup{
-		{Title: "Person", Items: []pages.KV{
+	return []components.FieldGroup{
+		{Title: "Person", Items: []components.KV{
 			{Label: "First name", Value: u.FirstName}, {Label: "Middle name", Value: u.MiddleName}, {Label: "Last name", Value: u.LastName},
 			{Label: "Birthday", Value: u.Birthday, Mono: true}, {Label: "Place of birth", Value: u.PlaceOfBirth},
 			{Label: "Nationality", Value: u.Nationality}, {Label: "Other nationalities", Value: strings.Join(u.AdditionalNationality, ", ")},
 			{Label: "Language", Value: u.Language}, {Label: "Education", Value: u.Education},
 		}},
-		{Title: "Contact and address", Items: []pages.KV{
+		{Title: "Contact and address", Items: []components.KV{
 			{Label: "E-mail", Value: u.Email, Mono: true}, {Label: "Phone", Value: u.Phone, Mono: true},
 			{Label: "Mobile phone", Value: u.MobilePhone, Mono: true}, {Label: "Address", Value: u.Address1},
 			{Label: "Address line 2", Value: u.Address2}, {Label: "Postcode", Value: u.Zip}, {Label: "City", Value: u.City},
 			{Label: "Country", Value: u.Country},
 		}},
-		{Title: "Identity document", Items: []pages.KV{
+		{Title: "Identity document", Items: []components.KV{
 			{Label: "Proof of identity", Value: u.ProofOfIdentityType}, {Label: "Number", Value: u.IDPassportNumber, Mono: true},
 			{Label: "Issuing country", Value: u.CountryIssuingIDCard}, {Label: "Issued", Value: u.IDIssueDate, Mono: true},
 			{Label: "Valid until", Value: u.IDPassportValidity, Mono: true}, {Label: "Unique identifier", Value: u.UniqueIdentifier, Mono: true},
 		}},
-		{Title: "Occupation and funds", Items: []pages.KV{
+		{Title: "Occupation and funds", Items: []components.KV{
 			{Label: "Occupation", Value: u.Occupation}, {Label: "Other occupation", Value: u.OtherOccupation},
 			{Label: "Position", Value: u.OccupationPosition}, {Label: "Employment", Value: u.EmploymentStatus},
 			{Label: "Other employment", Value: u.OtherEmploymentStatus}, {Label: "Monthly net income", Value: u.ClientMonthlyNetIncome},
@@ -269,7 +272,7 @@ func userGroups(r *http.Request, u emi.User, partnerKV pages.KV) []pages.FieldGr
 			{Label: "Purpose of the wallet", Value: strings.Join(u.PurposeOfWalletUsage, ", ")},
 			{Label: "Other purpose", Value: u.OtherPurposeOfWalletUsage},
 		}},
-		{Title: "Compliance", Items: []pages.KV{
+		{Title: "Compliance", Items: []components.KV{
 			{Label: "KYC", Value: string(u.KYCStatus), Tone: frame.ToneOrNeutral(frame.KYCTone(u.KYCStatus))}, amlKV,
 			{Label: "Risk score", Value: u.RiskScore}, {Label: "PEP", Value: u.PEP}, {Label: "PEP relative", Value: u.PEPRelative},
 			{Label: "PEP declaration", Value: u.PEPsDeclaration}, {Label: "Sanctioned (is_san)", Value: u.IsSAN},
@@ -277,7 +280,7 @@ func userGroups(r *http.Request, u emi.User, partnerKV pages.KV) []pages.FieldGr
 			{Label: "Specified US person", Value: yesNo(u.SpecifiedUSPerson)}, {Label: "Vulnerability", Value: u.VulnerabilityType},
 			{Label: "Accessibility needs", Value: u.AccessibilityRequired},
 		}},
-		{Title: "Registration", Items: []pages.KV{
+		{Title: "Registration", Items: []components.KV{
 			{Label: "Token", Value: u.Token, Mono: true}, status, partnerKV,
 			{Label: "Master merchant", Value: u.MasterMerchant, Mono: true}, {Label: "Merchant", Value: u.Merchant, Mono: true},
 			{Label: "Type", Value: u.Type}, {Label: "Company", Value: u.Company},

@@ -12,7 +12,8 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/partners"
 	"emi/internal/service/people"
-	"emi/views/pages"
+	"emi/views/components"
+	"emi/views/peopleview"
 )
 
 // amlStatuses are the tabs of the AML screen; the first is the queue.
@@ -37,7 +38,7 @@ func (p *Pages) amlQueue(w http.ResponseWriter, r *http.Request) {
 		want = string(emi.AMLMatch)
 	}
 	f := emi.AMLFilter{Limit: frame.ListPageSize}
-	var tabs []pages.Tab
+	var tabs []components.Tab
 	label := ""
 	for _, s := range amlStatuses {
 		key := string(s.status)
@@ -48,7 +49,7 @@ func (p *Pages) amlQueue(w http.ResponseWriter, r *http.Request) {
 		if active {
 			f.Status, label = s.status, s.label
 		}
-		tabs = append(tabs, pages.Tab{Label: s.label, Href: "/backoffice/aml?status=" + key, Active: active})
+		tabs = append(tabs, components.Tab{Label: s.label, Href: "/backoffice/aml?status=" + key, Active: active})
 	}
 	if label == "" { // unknown status: the queue
 		f.Status, tabs[0].Active = emi.AMLMatch, true
@@ -66,17 +67,17 @@ func (p *Pages) amlQueue(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	rows := make([]pages.AMLRow, len(checks))
+	rows := make([]peopleview.AMLRow, len(checks))
 	last := ""
 	for i, c := range checks {
 		rows[i], last = amlRow(c, p.frame.Now()), c.Token
 	}
 	first, next := frame.AfterLinks(r, f.After, len(checks) == f.Limit, last)
-	p.frame.RenderPrivate(w, r, sort.Status(), "AML reviews", pages.AMLQueue(tabs, rows, empty, sort.View(r), first, next))
+	p.frame.RenderPrivate(w, r, sort.Status(), "AML reviews", peopleview.AMLQueue(tabs, rows, empty, sort.View(r), first, next))
 }
 
-func amlRow(c emi.AMLCheck, now time.Time) pages.AMLRow {
-	return pages.AMLRow{Token: c.Token, Created: frame.FmtTime(c.CreatedAt), Age: frame.Age(now, c.CreatedAt), Partner: c.PartnerName,
+func amlRow(c emi.AMLCheck, now time.Time) peopleview.AMLRow {
+	return peopleview.AMLRow{Token: c.Token, Created: frame.FmtTime(c.CreatedAt), Age: frame.Age(now, c.CreatedAt), Partner: c.PartnerName,
 		Person: strings.TrimSpace(c.FirstName + " " + c.LastName), Birthday: c.Birthday, Nationality: c.Nationality,
 		Source: sourceOf(c), Status: string(c.Status), StatusTone: frame.AMLTone(c.Status), Hits: len(c.Hits), Open: c.OpenHits()}
 }
@@ -94,7 +95,7 @@ func (p *Pages) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, n
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v := pages.AMLCheckView{Token: c.Token, Status: string(c.Status), StatusTone: frame.AMLTone(c.Status),
+	v := peopleview.AMLCheckView{Token: c.Token, Status: string(c.Status), StatusTone: frame.AMLTone(c.Status),
 		FirstName: c.FirstName, LastName: c.LastName, Birthday: c.Birthday, Nationality: c.Nationality,
 		Partner: c.PartnerName, Source: c.Source, User: c.UserToken, ListVersion: c.ListVersion, Created: frame.FmtTime(c.CreatedAt),
 		ReviewedBy: frame.Who(r, c.ReviewedBy, c.ReviewedByName)}
@@ -125,19 +126,19 @@ func (p *Pages) renderAMLCheck(w http.ResponseWriter, r *http.Request, status, n
 	if frame.CanDo(r, people.ReviewAML) {
 		v.NextCase = p.nextAMLCheck(r, c.Token)
 	}
-	p.frame.RenderPrivate(w, r, status, "AML check · "+strings.TrimSpace(c.FirstName+" "+c.LastName), pages.AMLCheck(v))
+	p.frame.RenderPrivate(w, r, status, "AML check · "+strings.TrimSpace(c.FirstName+" "+c.LastName), peopleview.AMLCheck(v))
 }
 
-func hitView(h emi.AMLHit) pages.AMLHitView {
+func hitView(h emi.AMLHit) peopleview.AMLHitView {
 	b := h.Breakdown
-	hv := pages.AMLHitView{N: h.N, List: h.List, EntryID: h.EntryID, EntryType: h.EntryType, Name: h.Name,
+	hv := peopleview.AMLHitView{N: h.N, List: h.List, EntryID: h.EntryID, EntryType: h.EntryType, Name: h.Name,
 		MatchedName: h.MatchedName, Alias: h.Alias, Score: frame.Score(h.Score), Fields: strings.Join(h.Fields, ", "),
 		NameScore: frame.Score(b.NameScore), Birthday: orUnknown(b.Birthday), BirthdayAdjust: adjust(b.BirthdayAdjust),
 		Nationality: orUnknown(b.Nationality), NationalityAdjust: adjust(b.NationalityAdjust), TypeAdjust: adjust(b.TypeAdjust),
 		Notes: b.Notes, Suppressed: h.Suppressed, Open: h.Open() && !h.Pending(), Pending: h.Pending(),
 		Decision: h.Decision, Reason: h.Reason, DecidedBy: h.DecidedBy}
 	for _, t := range b.Tokens {
-		row := pages.TokenRow{Query: t.Query, Entry: t.Entry, Similarity: frame.Score(t.Similarity), How: t.Note}
+		row := peopleview.TokenRow{Query: t.Query, Entry: t.Entry, Similarity: frame.Score(t.Similarity), How: t.Note}
 		if t.Weight > 0 {
 			row.Weight = strconv.FormatFloat(t.Weight, 'f', -1, 64)
 		}

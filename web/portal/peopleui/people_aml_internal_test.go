@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"emi/internal/emi"
-	"emi/views/pages"
+	"emi/views/peopleview"
 )
 
 // TestHitViewShowsHowTokensMatched: the hit view's token alignment shows
@@ -28,7 +28,7 @@ func TestHitViewShowsHowTokensMatched(t *testing.T) {
 		}}}
 	hv := hitView(hit)
 	var b bytes.Buffer
-	if err := pages.AMLCheck(pages.AMLCheckView{Token: "chk", Hits: []pages.AMLHitView{hv}}).Render(context.Background(), &b); err != nil {
+	if err := peopleview.AMLCheck(peopleview.AMLCheckView{Token: "chk", Hits: []peopleview.AMLHitView{hv}}).Render(context.Background(), &b); err != nil {
 		t.Fatal(err)
 	}
 	body := b.String()

@@ -8,14 +8,14 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/onboarding"
-	"emi/views/pages"
+	"emi/views/components"
 )
 
 // merchantKVs describes who a re-screening of an onboarded merchant is
 // about: the merchant (its company page) and the member screened (the
 // member's page; the company's own name has none). Nothing for a user's
 // or an API check.
-func merchantKVs(r *http.Request, c emi.AMLCheck) []pages.KV {
+func merchantKVs(r *http.Request, c emi.AMLCheck) []components.KV {
 	if c.MerchantToken == "" {
 		return nil
 	}
@@ -23,10 +23,10 @@ func merchantKVs(r *http.Request, c emi.AMLCheck) []pages.KV {
 	if name == "" {
 		name = c.MerchantToken
 	}
-	merchant := pages.KV{Label: "Merchant", Value: name}
-	member := pages.KV{Label: "Screened", Value: "the company's name: " + c.LastName}
+	merchant := components.KV{Label: "Merchant", Value: name}
+	member := components.KV{Label: "Screened", Value: "the company's name: " + c.LastName}
 	if c.MemberToken != "" {
-		member = pages.KV{Label: "Member", Value: strings.TrimSpace(c.FirstName + " " + c.LastName)}
+		member = components.KV{Label: "Member", Value: strings.TrimSpace(c.FirstName + " " + c.LastName)}
 	}
 	if frame.CanDo(r, onboarding.View) && c.MerchantApplication != "" {
 		merchant.Href = "/backoffice/companies/" + c.MerchantApplication
@@ -34,7 +34,7 @@ func merchantKVs(r *http.Request, c emi.AMLCheck) []pages.KV {
 			member.Href = "/backoffice/applications/" + c.MerchantApplication + "/members/" + c.MemberToken
 		}
 	}
-	return []pages.KV{merchant, {Label: "Merchant token", Value: c.MerchantToken, Mono: true}, member}
+	return []components.KV{merchant, {Label: "Merchant token", Value: c.MerchantToken, Mono: true}, member}
 }
 
 // sourceOf is a check's source as the AML queue shows it: a merchant's

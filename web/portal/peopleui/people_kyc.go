@@ -10,7 +10,8 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/partners"
 	"emi/internal/service/people"
-	"emi/views/pages"
+	"emi/views/components"
+	"emi/views/peopleview"
 )
 
 // kycTabs are the tabs of the KYC screen; the first is the queue.
@@ -36,7 +37,7 @@ func (p *Pages) kycQueue(w http.ResponseWriter, r *http.Request) {
 		want = string(emi.KYCSubmitted)
 	}
 	f := emi.KYCFilter{Limit: frame.ListPageSize}
-	var tabs []pages.Tab
+	var tabs []components.Tab
 	found := false
 	for _, s := range kycTabs {
 		key := string(s.status)
@@ -47,7 +48,7 @@ func (p *Pages) kycQueue(w http.ResponseWriter, r *http.Request) {
 		if active {
 			f.Status, found = s.status, true
 		}
-		tabs = append(tabs, pages.Tab{Label: s.label, Href: "/backoffice/kyc?status=" + key, Active: active})
+		tabs = append(tabs, components.Tab{Label: s.label, Href: "/backoffice/kyc?status=" + key, Active: active})
 	}
 	if !found {
 		f.Status, tabs[0].Active = emi.KYCSubmitted, true
@@ -65,17 +66,17 @@ func (p *Pages) kycQueue(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	rows := make([]pages.KYCRow, len(sessions))
+	rows := make([]peopleview.KYCRow, len(sessions))
 	last := ""
 	for i, s := range sessions {
 		rows[i], last = kycRow(s, p.frame.Now()), s.Token
 	}
 	first, next := frame.AfterLinks(r, f.After, len(sessions) == f.Limit, last)
-	p.frame.RenderPrivate(w, r, sort.Status(), "KYC reviews", pages.KYCQueue(tabs, rows, empty, sort.View(r), first, next))
+	p.frame.RenderPrivate(w, r, sort.Status(), "KYC reviews", peopleview.KYCQueue(tabs, rows, empty, sort.View(r), first, next))
 }
 
-func kycRow(s emi.KYCSession, now time.Time) pages.KYCRow {
-	row := pages.KYCRow{Token: s.Token, Partner: s.PartnerName, User: strings.TrimSpace(s.UserName), UserHref: "/backoffice/users/" + s.UserToken,
+func kycRow(s emi.KYCSession, now time.Time) peopleview.KYCRow {
+	row := peopleview.KYCRow{Token: s.Token, Partner: s.PartnerName, User: strings.TrimSpace(s.UserName), UserHref: "/backoffice/users/" + s.UserToken,
 		Created: frame.FmtTime(s.CreatedAt), Kind: kindLabel(s.DocumentKind), Status: string(s.Status), StatusTone: frame.KYCTone(s.Status)}
 	if row.User == "" {
 		row.User = s.UserToken
@@ -116,14 +117,14 @@ func (p *Pages) renderKYCSession(w http.ResponseWriter, r *http.Request, status 
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v := pages.KYCSessionView{Token: s.Token, Status: string(s.Status), StatusTone: frame.KYCTone(s.Status), Name: u.FullName(),
+	v := peopleview.KYCSessionView{Token: s.Token, Status: string(s.Status), StatusTone: frame.KYCTone(s.Status), Name: u.FullName(),
 		Docs: DocViews(docs), ReviewedBy: frame.Who(r, s.ReviewedBy, s.ReviewedByName), Reason: s.Reason, InternalNote: s.InternalNote,
 		CanDecide: people.CanDecideKYC(r.Context(), s), FormReason: form.Reason, FormNote: form.InternalNote,
 		Errors: errs}
 	if s.ReviewedAt != nil {
 		v.Reviewed = frame.FmtTime(*s.ReviewedAt)
 	}
-	v.Person = []pages.KV{
+	v.Person = []components.KV{
 		{Label: "Name", Value: u.FullName(), Href: "/backoffice/users/" + u.Token},
 		{Label: "Birthday", Value: u.Birthday, Mono: true},
 		{Label: "Place of birth", Value: u.PlaceOfBirth},
@@ -137,7 +138,7 @@ func (p *Pages) renderKYCSession(w http.ResponseWriter, r *http.Request, status 
 		{Label: "Valid until", Value: u.IDPassportValidity, Mono: true},
 		{Label: "Unique identifier", Value: u.UniqueIdentifier, Mono: true},
 	}
-	v.Session = []pages.KV{
+	v.Session = []components.KV{
 		{Label: "Session", Value: s.Token, Mono: true},
 		{Label: "Partner", Value: s.PartnerName},
 		{Label: "Document", Value: kindLabel(s.DocumentKind)},
@@ -152,7 +153,7 @@ func (p *Pages) renderKYCSession(w http.ResponseWriter, r *http.Request, status 
 	if frame.CanDo(r, people.ReviewKYC) {
 		v.NextCase = p.nextKYCSession(r, s.Token)
 	}
-	p.frame.RenderPrivate(w, r, status, "KYC · "+u.FullName(), pages.KYCSession(v))
+	p.frame.RenderPrivate(w, r, status, "KYC · "+u.FullName(), peopleview.KYCSession(v))
 }
 
 // kycDecide (POST /kyc/{session}/decide) approves or rejects a submitted

@@ -10,7 +10,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/people"
-	"emi/views/pages"
+	"emi/views/peopleview"
 	"emi/web/httpx"
 )
 
@@ -27,7 +27,7 @@ func (p *Pages) sanctions(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v := pages.SanctionsView{Loaded: st.Loaded, Version: st.Version, AutoUpdate: st.AutoUpdate, Sources: st.Sources,
+	v := peopleview.SanctionsView{Loaded: st.Loaded, Version: st.Version, AutoUpdate: st.AutoUpdate, Sources: st.Sources,
 		CanUpdate: p.updateSanctions != nil && frame.CanDo(r, people.UpdateSanctions)}
 	if st.Loaded {
 		v.Threshold = strconv.FormatFloat(st.Threshold, 'f', 2, 64)
@@ -37,14 +37,14 @@ func (p *Pages) sanctions(w http.ResponseWriter, r *http.Request) {
 		if len(sum) > 12 {
 			sum = sum[:12]
 		}
-		v.Lists = append(v.Lists, pages.ListRow{Name: l.Name, Source: l.Source, Published: l.Published,
+		v.Lists = append(v.Lists, peopleview.ListRow{Name: l.Name, Source: l.Source, Published: l.Published,
 			Entries: strconv.Itoa(l.Entries), Aliases: strconv.Itoa(l.Aliases), SHA: sum, LoadedAt: frame.FmtTime(l.LoadedAt)})
 	}
 	for _, u := range st.Updates {
-		v.Updates = append(v.Updates, pages.UpdateRow{At: frame.FmtTime(u.At), Instance: u.Instance, OK: u.OK, Error: frame.FirstLine(u.Error),
+		v.Updates = append(v.Updates, peopleview.UpdateRow{At: frame.FmtTime(u.At), Instance: u.Instance, OK: u.OK, Error: frame.FirstLine(u.Error),
 			Version: u.Version, Changed: strconv.Itoa(u.Changed)})
 	}
-	p.frame.Render(w, r, http.StatusOK, "Sanctions lists", pages.Sanctions(v))
+	p.frame.Render(w, r, http.StatusOK, "Sanctions lists", peopleview.Sanctions(v))
 }
 
 // sanctionsUpdate (POST /sanctions/update) downloads the official lists now.

@@ -8,7 +8,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/people"
-	"emi/views/pages"
+	"emi/views/peopleview"
 )
 
 // watchCategories are the categories of the watch list
@@ -19,28 +19,28 @@ var watchCategories = []string{"fraud", "corruption", "money-laundering", "terro
 // watchlistPage (GET /watchlist) lists the adverse-media watch list, with the
 // add form for compliance.
 func (p *Pages) watchlistPage(w http.ResponseWriter, r *http.Request) {
-	p.renderWatchlist(w, r, http.StatusOK, pages.WatchlistForm{}, nil, nil)
+	p.renderWatchlist(w, r, http.StatusOK, peopleview.WatchlistForm{}, nil, nil)
 }
 
-func (p *Pages) renderWatchlist(w http.ResponseWriter, r *http.Request, status int, form pages.WatchlistForm, errs map[string]string, general []string) {
+func (p *Pages) renderWatchlist(w http.ResponseWriter, r *http.Request, status int, form peopleview.WatchlistForm, errs map[string]string, general []string) {
 	list, err := p.watchlist.List(r.Context())
 	if err != nil {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v := pages.WatchlistView{Categories: watchCategories, CanEdit: frame.CanDo(r, people.ReviewAML), Form: form, Errors: errs, General: general}
+	v := peopleview.WatchlistView{Categories: watchCategories, CanEdit: frame.CanDo(r, people.ReviewAML), Form: form, Errors: errs, General: general}
 	staff := p.frame.StaffNames(r)
 	for _, e := range list {
-		v.Rows = append(v.Rows, pages.WatchlistRow{ID: e.ID, Name: e.Name, Category: e.Category, Note: e.Note,
+		v.Rows = append(v.Rows, peopleview.WatchlistRow{ID: e.ID, Name: e.Name, Category: e.Category, Note: e.Note,
 			Source: e.Source, SourceHref: frame.WebURL(e.Source), AddedBy: frame.Who(r, e.CreatedBy, staff[e.CreatedBy]), Added: frame.FmtTime(e.CreatedAt)})
 	}
-	p.frame.RenderPrivate(w, r, status, "Adverse-media watch list", pages.Watchlist(v))
+	p.frame.RenderPrivate(w, r, status, "Adverse-media watch list", peopleview.Watchlist(v))
 }
 
 // watchlistAdd (POST /watchlist) records a name; the service validates and
 // audits it.
 func (p *Pages) watchlistAdd(w http.ResponseWriter, r *http.Request) {
-	form := pages.WatchlistForm{Name: strings.TrimSpace(r.PostFormValue("name")), Category: r.PostFormValue("category"),
+	form := peopleview.WatchlistForm{Name: strings.TrimSpace(r.PostFormValue("name")), Category: r.PostFormValue("category"),
 		Note: strings.TrimSpace(r.PostFormValue("note")), Source: strings.TrimSpace(r.PostFormValue("source"))}
 	e, err := p.watchlist.Add(r.Context(), emi.WatchlistEntry{Name: form.Name, Category: form.Category, Note: form.Note, Source: form.Source})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/staff"
-	"emi/views/pages"
+	"emi/views/staffview"
 )
 
 // The staff screens: staff users with their roles, a new user, role
@@ -20,12 +20,12 @@ import (
 // staff_auth.go, the signed-in user's own page staff_account.go. Rules live
 // in service staff.
 
-func staffRow(u emi.StaffUser) pages.StaffRow {
+func staffRow(u emi.StaffUser) staffview.StaffRow {
 	roles := make([]string, len(u.Roles))
 	for i, role := range u.Roles {
 		roles[i] = string(role)
 	}
-	row := pages.StaffRow{ID: u.ID, Name: u.Name, Email: u.Email, Roles: strings.Join(roles, ", "),
+	row := staffview.StaffRow{ID: u.ID, Name: u.Name, Email: u.Email, Roles: strings.Join(roles, ", "),
 		Status: "active", StatusTone: "ok", LastSignIn: fmtTimePtr(u.LastSignInAt)}
 	switch {
 	case u.Disabled:
@@ -40,21 +40,21 @@ func staffRow(u emi.StaffUser) pages.StaffRow {
 	return row
 }
 
-func roleOptions(checked []emi.Role) []pages.RoleOption {
-	var out []pages.RoleOption
+func roleOptions(checked []emi.Role) []staffview.RoleOption {
+	var out []staffview.RoleOption
 	for _, r := range emi.Roles() {
 		c := false
 		for _, x := range checked {
 			c = c || x == r
 		}
-		out = append(out, pages.RoleOption{Value: string(r), Checked: c})
+		out = append(out, staffview.RoleOption{Value: string(r), Checked: c})
 	}
 	return out
 }
 
 // staffChangeRow is the view of a staff change; names maps staff ids to
 // names for the proposer and decider columns.
-func staffChangeRow(c emi.StaffChange, names map[string]string, can staff.RequestCapability) pages.StaffChangeRow {
+func staffChangeRow(c emi.StaffChange, names map[string]string, can staff.RequestCapability) staffview.StaffChangeRow {
 	join := func(rs []emi.Role) string {
 		out := make([]string, len(rs))
 		for i, r := range rs {
@@ -68,7 +68,7 @@ func staffChangeRow(c emi.StaffChange, names map[string]string, can staff.Reques
 		}
 		return id
 	}
-	row := pages.StaffChangeRow{ID: c.ID, Kind: strings.ReplaceAll(string(c.Kind), "_", " "), StaffID: c.StaffID, Email: c.Email,
+	row := staffview.StaffChangeRow{ID: c.ID, Kind: strings.ReplaceAll(string(c.Kind), "_", " "), StaffID: c.StaffID, Email: c.Email,
 		Roles: join(c.Roles), FromRoles: join(c.FromRoles), Status: string(c.Status), ProposedBy: name(c.ProposedBy),
 		ProposedAt: frame.FmtTime(c.ProposedAt), Pending: c.Status == emi.StaffChangePending,
 		CanApprove: can.Approve, CanReject: can.Reject || can.Withdraw, Mine: can.Withdraw, WhyNot: can.WhyNotApprove}
@@ -87,7 +87,7 @@ func staffChangeRow(c emi.StaffChange, names map[string]string, can staff.Reques
 }
 
 // staffChanges returns the staff changes as rows, with the names of users.
-func (p *Pages) staffChanges(r *http.Request, users []emi.StaffUser) ([]pages.StaffChangeRow, error) {
+func (p *Pages) staffChanges(r *http.Request, users []emi.StaffUser) ([]staffview.StaffChangeRow, error) {
 	changes, err := p.staff.Changes(r.Context())
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (p *Pages) staffChanges(r *http.Request, users []emi.StaffUser) ([]pages.St
 		names[u.ID] = u.Name
 	}
 	can := p.staff.ChangeCapabilities(r.Context(), changes)
-	rows := make([]pages.StaffChangeRow, len(changes))
+	rows := make([]staffview.StaffChangeRow, len(changes))
 	for i, c := range changes {
 		rows[i] = staffChangeRow(c, names, can[c.ID])
 	}
@@ -129,16 +129,16 @@ func (p *Pages) staffList(w http.ResponseWriter, r *http.Request) {
 		}
 		return sort.Apply(c, strings.Compare(a.ID, b.ID))
 	})
-	rows := make([]pages.StaffRow, len(list))
+	rows := make([]staffview.StaffRow, len(list))
 	for i, u := range list {
 		rows[i] = staffRow(u)
 	}
-	p.frame.Render(w, r, sort.Status(), "Staff", pages.StaffList(rows, changes, frame.CanDo(r, staff.ManageStaff), sort.View(r)))
+	p.frame.Render(w, r, sort.Status(), "Staff", staffview.StaffList(rows, changes, frame.CanDo(r, staff.ManageStaff), sort.View(r)))
 }
 
 // staffNew (GET /staff/new).
 func (p *Pages) staffNew(w http.ResponseWriter, r *http.Request) {
-	p.frame.Render(w, r, http.StatusOK, "New staff user", pages.StaffNew("", "", roleOptions(nil), nil))
+	p.frame.Render(w, r, http.StatusOK, "New staff user", staffview.StaffNew("", "", roleOptions(nil), nil))
 }
 
 // staffCreate (POST /staff). An auditor-only user exists at once and the
@@ -163,12 +163,12 @@ func (p *Pages) staffCreate(w http.ResponseWriter, r *http.Request) {
 		if len(errs) == 0 {
 			errs = map[string]string{"email": banner}
 		}
-		p.frame.Render(w, r, http.StatusUnprocessableEntity, "New staff user", pages.StaffNew(in.Email, in.Name, roleOptions(in.Roles), errs))
+		p.frame.Render(w, r, http.StatusUnprocessableEntity, "New staff user", staffview.StaffNew(in.Email, in.Name, roleOptions(in.Roles), errs))
 		return
 	}
 	if out.Change.Status == emi.StaffChangePending {
 		p.frame.Flash(r.Context(), "ok", "Proposed. The user is created when a second administrator approves on the staff page.")
-		p.frame.Render(w, r, http.StatusOK, "Staff change proposed", pages.TempSecret(out.Secret, "first"))
+		p.frame.Render(w, r, http.StatusOK, "Staff change proposed", staffview.TempSecret(out.Secret, "first"))
 		return
 	}
 	p.frame.Flash(r.Context(), "ok", "Staff user created. They choose their own password and enrol two-factor authentication at their first sign-in.")
@@ -206,7 +206,7 @@ func (p *Pages) renderStaffPage(w http.ResponseWriter, r *http.Request, status i
 	if kept != nil {
 		roles, errs = kept.roles, kept.errs
 	}
-	v := pages.StaffDetailView{Row: staffRow(u), Roles: roleOptions(roles), CanManage: frame.CanDo(r, staff.ManageStaff),
+	v := staffview.StaffDetailView{Row: staffRow(u), Roles: roleOptions(roles), CanManage: frame.CanDo(r, staff.ManageStaff),
 		IsSelf: u.ID == frame.Me(r).ID, Disabled: u.Disabled, TempSecret: secret, SecretHalf: half,
 		Suspended: u.Suspended, SuspensionConfirmed: u.SuspensionConfirmedBy != "", SuspensionReason: u.SuspensionReason,
 		SuspensionRecorded: u.SuspendedAt != nil}
@@ -234,7 +234,7 @@ func (p *Pages) renderStaffPage(w http.ResponseWriter, r *http.Request, status i
 			}
 		}
 	}
-	p.frame.Render(w, r, status, u.Name, pages.StaffDetail(v, errs))
+	p.frame.Render(w, r, status, u.Name, staffview.StaffDetail(v, errs))
 }
 
 // staffRoles (POST /staff/{id}/roles).

@@ -7,7 +7,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/views/auth"
-	"emi/views/pages"
+	"emi/views/staffview"
 )
 
 // The signed-in staff user's own page: password, recovery codes, signing
@@ -24,7 +24,7 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, status int
 	for i, role := range u.Roles {
 		roles[i] = string(role)
 	}
-	p.frame.Render(w, r, status, "Your account", pages.Account(u.Name, u.Email, strings.Join(roles, ", "), errs))
+	p.frame.Render(w, r, status, "Your account", staffview.Account(u.Name, u.Email, strings.Join(roles, ", "), errs))
 }
 
 // changePassword (POST /account/password).

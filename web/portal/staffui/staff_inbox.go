@@ -6,17 +6,17 @@ import (
 	"strconv"
 
 	"emi/internal/emi"
-	"emi/views/pages"
+	"emi/views/staffview"
 )
 
 // Each staff user's inbox (service staff.Inbox): items addressed to them,
 // marked read one by one.
 
 // InboxRows lays out inbox items.
-func InboxRows(r *http.Request, items []emi.InboxItem) []pages.InboxRow {
-	rows := make([]pages.InboxRow, len(items))
+func InboxRows(r *http.Request, items []emi.InboxItem) []staffview.InboxRow {
+	rows := make([]staffview.InboxRow, len(items))
 	for i, it := range items {
-		rows[i] = pages.InboxRow{ID: strconv.FormatInt(it.ID, 10), Kind: it.Kind, Href: it.Href, Body: it.Body,
+		rows[i] = staffview.InboxRow{ID: strconv.FormatInt(it.ID, 10), Kind: it.Kind, Href: it.Href, Body: it.Body,
 			By: frame.Who(r, it.By, it.ByName), At: frame.FmtTime(it.At), Unread: it.ReadAt == nil}
 	}
 	return rows
@@ -29,7 +29,7 @@ func (p *Pages) inboxPage(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	p.frame.RenderPrivate(w, r, http.StatusOK, "Inbox", pages.InboxList(InboxRows(r, items), "No mention or assignment yet."))
+	p.frame.RenderPrivate(w, r, http.StatusOK, "Inbox", staffview.InboxList(InboxRows(r, items), "No mention or assignment yet."))
 }
 
 // inboxRead (POST /inbox/read) marks one item (id) or all (id 0) read.

@@ -12,7 +12,8 @@ import (
 	"emi/internal/service/kernel"
 	"emi/internal/service/staff"
 	"emi/internal/service/transfers"
-	"emi/views/pages"
+	"emi/views/components"
+	"emi/views/transfersview"
 )
 
 // A transfer's page with, in the sandbox, the receiving bank's Complete and
@@ -49,18 +50,18 @@ func (p *Pages) renderTransferPage(w http.ResponseWriter, r *http.Request, statu
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v := pages.TransferView{Token: t.Token, Status: t.Status, StatusTone: frame.TransferTone(t.Status)}
+	v := transfersview.TransferView{Token: t.Token, Status: t.Status, StatusTone: frame.TransferTone(t.Status)}
 	partner := p.frame.PartnerNames(r).KV(r, "Partner (sender)", frame.FirstNonEmpty(t.PartnerID, t.DestinationPartner))
 	if t.PartnerID == "" {
 		partner.Label = "Partner (receiver)"
 	}
-	v.Details = []pages.KV{{Label: "Type", Value: t.Type}, {Label: "Status", Value: t.Status, Tone: frame.ToneOrNeutral(frame.TransferTone(t.Status))},
+	v.Details = []components.KV{{Label: "Type", Value: t.Type}, {Label: "Status", Value: t.Status, Tone: frame.ToneOrNeutral(frame.TransferTone(t.Status))},
 		{Label: "Amount", Value: emi.FormatMinor(t.Amount) + " " + t.Currency, Mono: true}, {Label: "Reference", Value: t.Reference},
 		partner, {Label: "Created (UTC)", Value: frame.FmtTime(t.CreatedAt), Mono: true}, {Label: "Updated (UTC)", Value: frame.FmtTime(t.UpdatedAt), Mono: true}}
 	if t.Status == emi.TransferReturned {
-		v.Details = append(v.Details, pages.KV{Label: "Return reason", Value: t.ReturnReason})
+		v.Details = append(v.Details, components.KV{Label: "Return reason", Value: t.ReturnReason})
 	}
-	v.Details = append(v.Details, pages.KV{Label: "Transfer token", Value: t.Token, Mono: true})
+	v.Details = append(v.Details, components.KV{Label: "Transfer token", Value: t.Token, Mono: true})
 	src, err := p.transferSide(r, "Source", t.SourceAccount, t.SourceBalance, t.SourceIBAN, t.Type == emi.TransferIncoming, t.Counterparty)
 	if err != nil {
 		p.frame.RenderError(w, r, err)
@@ -71,9 +72,9 @@ func (p *Pages) renderTransferPage(w http.ResponseWriter, r *http.Request, statu
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v.Sides = []pages.TransferSideView{src, dst}
+	v.Sides = []transfersview.TransferSideView{src, dst}
 	for _, e := range t.Entries {
-		row := pages.LedgerEntryRow{Txn: frame.ShortID(e.TxnToken), TxnID: e.TxnToken, Kind: frame.TxnKindLabel(e.Kind), Entry: strconv.FormatInt(e.ID, 10),
+		row := transfersview.LedgerEntryRow{Txn: frame.ShortID(e.TxnToken), TxnID: e.TxnToken, Kind: frame.TxnKindLabel(e.Kind), Entry: strconv.FormatInt(e.ID, 10),
 			Internal: e.Internal, Amount: emi.FormatMinor(e.Amount) + " " + e.Currency, At: frame.FmtTime(e.CreatedAt)}
 		if e.Account != "" {
 			row.Account, row.AccountHref, row.Balance, row.BalanceID = e.Account, frame.AccountHref(e.Account), frame.ShortID(e.Balance), e.Balance
@@ -97,25 +98,25 @@ func (p *Pages) renderTransferPage(w http.ResponseWriter, r *http.Request, statu
 		v.Reversal = rv
 	}
 	if p.sandbox && t.Type == emi.TransferOutgoing && frame.CanDo(r, accounts.Manage) {
-		act := &pages.TransferActions{Base: frame.TransferHref(t.Token), CanComplete: t.CanComplete(),
+		act := &transfersview.TransferActions{Base: frame.TransferHref(t.Token), CanComplete: t.CanComplete(),
 			CanReturn: t.CanReturn()}
 		if f != nil && !f.reversal {
 			act.Reason, act.Errs = f.reason, f.errs
 		}
 		v.Actions = act
 	}
-	p.frame.RenderPrivate(w, r, status, "Transfer · "+emi.FormatMinor(t.Amount)+" "+t.Currency, pages.TransferDetail(v))
+	p.frame.RenderPrivate(w, r, status, "Transfer · "+emi.FormatMinor(t.Amount)+" "+t.Currency, transfersview.TransferDetail(v))
 }
 
 // transferSide lays out one side: an account of emi (linked, with its
 // owner), or the external party of an outgoing or incoming payment.
-func (p *Pages) transferSide(r *http.Request, title, account, balance, ibanOf string, external bool, c emi.Counterparty) (pages.TransferSideView, error) {
-	s := pages.TransferSideView{Title: title}
+func (p *Pages) transferSide(r *http.Request, title, account, balance, ibanOf string, external bool, c emi.Counterparty) (transfersview.TransferSideView, error) {
+	s := transfersview.TransferSideView{Title: title}
 	if external || account == "" {
 		s.Title += " (external)"
 		add := func(label, value string, mono bool) {
 			if value != "" {
-				s.Details = append(s.Details, pages.KV{Label: label, Value: value, Mono: mono})
+				s.Details = append(s.Details, components.KV{Label: label, Value: value, Mono: mono})
 			}
 		}
 		add("Name", c.Name, false)
@@ -137,16 +138,16 @@ func (p *Pages) transferSide(r *http.Request, title, account, balance, ibanOf st
 	if err != nil {
 		return s, err
 	}
-	s.Details = []pages.KV{{Label: "Account", Value: account, Href: frame.AccountHref(account), Mono: true},
+	s.Details = []components.KV{{Label: "Account", Value: account, Href: frame.AccountHref(account), Mono: true},
 		{Label: "Owner", Value: frame.FirstNonEmpty(a.OwnerName, "(no name)"), Href: ownerHref}, {Label: "Owner type", Value: kind},
 		{Label: "Account status", Value: a.Status, Tone: frame.ToneOrNeutral(frame.AccountTone(a.Status))},
 		p.frame.PartnerNames(r).KV(r, "Partner", a.PartnerID)}
 	if ibanOf != "" {
-		s.Details = append(s.Details, pages.KV{Label: "IBAN", Value: ibanOf, Mono: true})
+		s.Details = append(s.Details, components.KV{Label: "IBAN", Value: ibanOf, Mono: true})
 	}
-	s.Details = append(s.Details, pages.KV{Label: "Balance", Value: balance, Mono: true})
+	s.Details = append(s.Details, components.KV{Label: "Balance", Value: balance, Mono: true})
 	if a.Virtual {
-		s.Details = append(s.Details, pages.KV{Label: "Main account", Value: a.Main, Href: frame.AccountHref(a.Main), Mono: true})
+		s.Details = append(s.Details, components.KV{Label: "Main account", Value: a.Main, Href: frame.AccountHref(a.Main), Mono: true})
 	}
 	return s, nil
 }
@@ -199,12 +200,12 @@ func (p *Pages) transferReturn(w http.ResponseWriter, r *http.Request) {
 }
 
 // transferReversal builds the reversal panel of an internal transfer.
-func (p *Pages) transferReversal(r *http.Request, t transfers.StaffTransfer, f *transferForm) (*pages.TransferReversal, error) {
+func (p *Pages) transferReversal(r *http.Request, t transfers.StaffTransfer, f *transferForm) (*transfersview.TransferReversal, error) {
 	req, can, pending, err := p.transfers.PendingReversal(r.Context(), t.Token)
 	if err != nil {
 		return nil, err
 	}
-	rv := &pages.TransferReversal{Base: frame.TransferHref(t.Token), CanRequest: transfers.CanRequestReversal(r.Context(), t.Transfer, pending)}
+	rv := &transfersview.TransferReversal{Base: frame.TransferHref(t.Token), CanRequest: transfers.CanRequestReversal(r.Context(), t.Transfer, pending)}
 	if pending {
 		by, _ := frame.ActorOf(r, req.ProposedBy, p.frame.StaffNames(r), nil)
 		rv.Pending, rv.By, rv.Reason, rv.At = true, by, req.Reason, frame.FmtTime(req.ProposedAt)

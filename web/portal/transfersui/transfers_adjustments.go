@@ -7,7 +7,7 @@ import (
 	"emi/web/portal/frame"
 
 	"emi/internal/emi"
-	"emi/views/pages"
+	"emi/views/accountsview"
 )
 
 // Manual adjustments under four-eyes: the queue, the request from an
@@ -30,18 +30,18 @@ func (p *Pages) adjustmentQueue(w http.ResponseWriter, r *http.Request) {
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v := pages.AdjustmentsView{Pending: p.accountPages.AdjustmentRows(r, pending), Decided: p.accountPages.AdjustmentRows(r, decided), Sort: sort.View(r)}
-	cols := map[string]func(pages.AdjustmentRow) string{
-		"requested":    func(a pages.AdjustmentRow) string { return a.Requested },
-		"account":      func(a pages.AdjustmentRow) string { return a.Account },
-		"direction":    func(a pages.AdjustmentRow) string { return a.Direction },
-		"amount":       func(a pages.AdjustmentRow) string { return a.Currency + frame.PadNumber(a.Amount) },
-		"requested_by": func(a pages.AdjustmentRow) string { return a.RequestedBy },
+	v := accountsview.AdjustmentsView{Pending: p.accountPages.AdjustmentRows(r, pending), Decided: p.accountPages.AdjustmentRows(r, decided), Sort: sort.View(r)}
+	cols := map[string]func(accountsview.AdjustmentRow) string{
+		"requested":    func(a accountsview.AdjustmentRow) string { return a.Requested },
+		"account":      func(a accountsview.AdjustmentRow) string { return a.Account },
+		"direction":    func(a accountsview.AdjustmentRow) string { return a.Direction },
+		"amount":       func(a accountsview.AdjustmentRow) string { return a.Currency + frame.PadNumber(a.Amount) },
+		"requested_by": func(a accountsview.AdjustmentRow) string { return a.RequestedBy },
 	}
-	token := func(a pages.AdjustmentRow) string { return a.Token }
+	token := func(a accountsview.AdjustmentRow) string { return a.Token }
 	frame.SortRows(r, v.Pending, sort, cols, token)
 	frame.SortRows(r, v.Decided, sort, cols, token)
-	p.frame.RenderPrivate(w, r, sort.Status(), "Adjustments", pages.Adjustments(v))
+	p.frame.RenderPrivate(w, r, sort.Status(), "Adjustments", accountsview.Adjustments(v))
 }
 
 // adjustmentApprove (POST /adjustments/{adjustment}/approve).

@@ -10,8 +10,8 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
 	"emi/internal/service/transfers"
+	"emi/views/accountsview"
 	"emi/views/components"
-	"emi/views/pages"
 )
 
 // Incoming money: the suspense queue (money that could not be credited, to
@@ -67,7 +67,7 @@ func (p *Pages) renderSuspense(w http.ResponseWriter, r *http.Request, status in
 		p.frame.RenderError(w, r, err)
 		return
 	}
-	v := pages.SuspenseView{Open: open, Page: strconv.Itoa(page), Tabs: []pages.Tab{
+	v := accountsview.SuspenseView{Open: open, Page: strconv.Itoa(page), Tabs: []components.Tab{
 		{Label: "Open", Href: "/backoffice/suspense", Active: open},
 		{Label: "Resolved", Href: "/backoffice/suspense?status=resolved", Active: !open},
 	}, Sort: sort.View(r)}
@@ -81,7 +81,7 @@ func (p *Pages) renderSuspense(w http.ResponseWriter, r *http.Request, status in
 	now := p.frame.Now()
 	can := p.incoming.AssignmentCapabilities(r.Context(), items)
 	for _, it := range items {
-		row := pages.SuspenseRow{Token: it.Token, Received: frame.FmtTime(it.CreatedAt), Age: frame.Age(now, it.CreatedAt),
+		row := accountsview.SuspenseRow{Token: it.Token, Received: frame.FmtTime(it.CreatedAt), Age: frame.Age(now, it.CreatedAt),
 			Amount: emi.FormatMinor(it.Amount), Currency: it.Currency, Payer: frame.FirstNonEmpty(it.Payer.Name, "(no name)"),
 			Scheme: it.Scheme, Identifier: it.Identifier, Reference: it.Reference, Reason: it.Reason,
 			ReasonLabel: frame.FirstNonEmpty(suspenseReasons[it.Reason], it.Reason), Status: it.Status, CanResolve: canResolve && open,
@@ -107,7 +107,7 @@ func (p *Pages) renderSuspense(w http.ResponseWriter, r *http.Request, status in
 			row.RequestedBy = frame.StaffName(r, it.AssignRequestedBy, it.AssignRequestedByName)
 		}
 		if a := it.Pending; a != nil && open {
-			pv := &pages.PendingAssignment{Token: a.Token, Target: a.Target, Account: a.Account, Reason: a.Reason,
+			pv := &accountsview.PendingAssignment{Token: a.Token, Target: a.Target, Account: a.Account, Reason: a.Reason,
 				RequestedBy: frame.StaffName(r, a.RequestedBy, a.RequestedByName), Requested: frame.FmtTime(a.RequestedAt),
 				Mine: can[a.Token].Withdraw}
 			if frame.CanDo(r, accounts.View) {
@@ -117,7 +117,7 @@ func (p *Pages) renderSuspense(w http.ResponseWriter, r *http.Request, status in
 			row.Pending = pv
 		}
 		if form != nil && form.item == it.Token {
-			row.Form = pages.SuspenseFormState{Which: form.which, To: form.to, Reason: form.reason, Error: form.message}
+			row.Form = accountsview.SuspenseFormState{Which: form.which, To: form.to, Reason: form.reason, Error: form.message}
 		}
 		v.Rows = append(v.Rows, row)
 	}
@@ -149,12 +149,12 @@ func (p *Pages) renderSuspense(w http.ResponseWriter, r *http.Request, status in
 		v.Next = link(page + 1)
 	}
 	if p.sandbox && frame.CanDo(r, transfers.ManageMoney) {
-		v.Simulate = &pages.SimulateForm{Action: "/backoffice/suspense/simulate", Currencies: []string{"EUR", "GBP", "BGN"}}
+		v.Simulate = &accountsview.SimulateForm{Action: "/backoffice/suspense/simulate", Currencies: []string{"EUR", "GBP", "BGN"}}
 		if form != nil && form.which == "simulate" {
 			v.Simulate.Kept = form.kept
 		}
 	}
-	p.frame.RenderPrivate(w, r, status, "Suspense", pages.Suspense(v))
+	p.frame.RenderPrivate(w, r, status, "Suspense", accountsview.Suspense(v))
 }
 
 // suspenseItem is the item of an action, or "" after answering 404.
