@@ -46,6 +46,8 @@ Usage:
   emi rekey [--check]         re-seal stored secrets under the current master key (key rotation)
   emi ledger verify           check the ledger's invariants (double entry, balances = entries)
   emi webhooks listen         receive, verify and print webhooks (development)
+  emi sandbox import-history  book a history of money movements for monitoring (sandbox only)
+  emi monitoring alerts --json  list what the transaction monitoring rules raised
   emi help [command]          show help
 
 Every command reads its configuration from the environment; run
@@ -82,6 +84,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return cmdLedger(ctx, rest, getenv, stdout, stderr)
 	case "webhooks":
 		return cmdWebhooks(ctx, rest, getenv, stdout, stderr)
+	case "sandbox":
+		return cmdSandbox(ctx, rest, getenv, stdin, stdout, stderr)
+	case "monitoring":
+		return cmdMonitoring(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		return help(stdout, rest)
 	}

@@ -32,6 +32,7 @@ import (
 	"emi/internal/service/accounts"
 	"emi/internal/service/cards"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 	"emi/internal/service/onboarding"
 	"emi/internal/service/ops"
 	"emi/internal/service/partners"
@@ -144,6 +145,11 @@ type App struct {
 	// takes money from outside (simulated in the sandbox) and runs the
 	// suspense queue; Adjustments are four-eyes manual corrections.
 	IncomingStore *postgres.IncomingStore
+	// Monitor is transaction monitoring: every money movement recorded and
+	// evaluated by the typologies; HistoryImport books a sandbox history
+	// through it (contract §12).
+	Monitor       *monitoring.Monitor
+	HistoryImport *ops.HistoryImport
 	Incoming      *transfers.Incoming
 	Adjustments   *transfers.Adjustments
 	// Controls is the decision engine: who may approve a sensitive
@@ -274,21 +280,25 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		Statements: postgres.NewStatementStore(db), Now: now})
 	a.TransferStore = postgres.NewTransferStore(db)
 	a.IncomingStore = postgres.NewIncomingStore(db)
+	a.Monitor = monitoring.NewMonitor(monitoring.Deps{Tx: db, Store: postgres.NewMonitoringStore(db), Jobs: a.Jobs, Audit: a.Audit,
+		Sandbox: cfg.Mode == config.ModeSandbox, Now: now})
 	// Outgoing payments to emi's own identifiers are refused (they are
 	// internal transfers); settlement is simulated in the sandbox only.
 	own := transfers.OwnBank{UK: ukbank.DefaultScheme,
 		IBANBankCodes: map[string]string{"BG": ukbank.DefaultBG.BankCode, "GB": ukbank.DefaultScheme.BankCode}}
 	a.Transfers = transfers.NewTransfers(transfers.TransfersDeps{Tx: db, Store: a.TransferStore, Ledger: a.Ledger,
 		Controls: a.Controls, Events: a.Events, Audit: a.Audit, Validate: v, Limits: a.Limits, Own: own,
-		Sandbox: cfg.Mode == config.ModeSandbox, Suspense: a.IncomingStore, Now: now})
+		Sandbox: cfg.Mode == config.ModeSandbox, Suspense: a.IncomingStore, Monitor: a.Monitor, Now: now})
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
-	a.Authorizations = cards.NewAuthorizations(cards.AuthorizationsDeps{Tx: db, Store: a.AuthorizationStore, Cards: a.Cards, Ledger: a.Ledger, Events: a.Events, Audit: a.Audit, Now: now})
+	a.Authorizations = cards.NewAuthorizations(cards.AuthorizationsDeps{Tx: db, Store: a.AuthorizationStore, Cards: a.Cards, Ledger: a.Ledger, Events: a.Events, Audit: a.Audit, Monitor: a.Monitor, Now: now})
 	a.Maintenance = ops.NewMaintenance(ops.MaintenanceDeps{Jobs: a.Jobs, Sigs: a.PartnerStore, Idem: a.Idempotency,
-		Staff: a.Staff, Holds: a.Authorizations, Now: now})
+		Staff: a.Staff, Holds: a.Authorizations, Monitoring: a.Monitor, Now: now})
+	a.HistoryImport = ops.NewHistoryImport(ops.HistoryImportDeps{Tx: db, Ledger: a.Ledger, Parties: a.TransferStore, Monitor: a.Monitor,
+		Audit: a.Audit, Sandbox: cfg.Mode == config.ModeSandbox, Now: now})
 	a.Incoming = transfers.NewIncoming(transfers.IncomingDeps{Tx: db, Store: a.IncomingStore, Transfers: a.TransferStore, Ledger: a.Ledger, Controls: a.Controls, Events: a.Events, Audit: a.Audit, Validate: v, Config: transfers.IncomingConfig{
 		Sandbox: cfg.Mode == config.ModeSandbox,
 		Own:     own,
-	}, Now: now})
+	}, Monitor: a.Monitor, Now: now})
 	a.Adjustments = transfers.NewAdjustments(transfers.AdjustmentsDeps{Tx: db, Store: a.IncomingStore, Transfers: a.TransferStore, Ledger: a.Ledger, Controls: a.Controls, Audit: a.Audit, Now: now})
 	return a
 }
@@ -441,6 +451,7 @@ func (a *App) Pool() *worker.Pool {
 	pool := worker.New(a.Jobs, worker.Config{Concurrency: a.Config.Workers, KeyConcurrency: a.Config.WebhookPartnerConcurrency,
 		ShutdownTimeout: a.Config.ShutdownTimeout, Lease: a.Config.JobLease}, a.Logger)
 	pool.Handle(ops.JobMaintenance, a.Maintenance.Run)
+	pool.Handle(monitoring.JobEvaluate, a.Monitor.Run)
 	pool.Handle(kernel.JobWebhookDeliver, a.Webhooks.Deliver)
 	pool.Handle(people.JobAMLRescreen, a.AML.Rescreen)
 	pool.Handle(onboarding.JobApplicationChecks, a.Checks.Run)

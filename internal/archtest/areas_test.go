@@ -24,9 +24,10 @@ var areaArrows = map[string][]string{
 	"people":     {"kernel", "staff"},
 	"onboarding": {"kernel", "staff", "partners", "people"},
 	"accounts":   {"kernel", "staff"},
-	"cards":      {"kernel", "people", "accounts"},
-	"transfers":  {"kernel", "staff", "accounts"},
-	"ops":        {"kernel", "staff", "partners", "people", "onboarding", "accounts", "cards", "transfers"},
+	"monitoring": {"kernel"},
+	"cards":      {"kernel", "people", "accounts", "monitoring"},
+	"transfers":  {"kernel", "staff", "accounts", "monitoring"},
+	"ops":        {"kernel", "staff", "partners", "people", "onboarding", "accounts", "cards", "transfers", "monitoring"},
 }
 
 // serviceTestHelpers is the package of helpers the areas' tests share; it

@@ -32,6 +32,7 @@
 //	            IncomingStore (transfers_incoming.go, transfers_adjustments.go)
 //	cards       CardStore (cards.go, cards_generate.go),
 //	            AuthorizationStore (cards_authorizations.go)
+//	monitoring  MonitoringStore (monitoring.go)
 //	ops         AlertStore (ops_alerts.go), RekeyStore (ops_rekey.go)
 //
 // The files of no area are the infrastructure: db.go (Open, DB, ambient

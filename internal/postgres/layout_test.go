@@ -15,7 +15,7 @@ import (
 
 // layoutAreas are the service areas (internal/service/<area>) a file of
 // this package is named after: <area>.go or <area>_<topic>.go.
-var layoutAreas = []string{"kernel", "staff", "partners", "people", "onboarding", "accounts", "transfers", "cards", "ops"}
+var layoutAreas = []string{"kernel", "staff", "partners", "people", "onboarding", "accounts", "transfers", "cards", "monitoring", "ops"}
 
 // layoutInfra are the files that belong to no area (the package doc says
 // what each holds).

@@ -12,6 +12,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 )
 
 // AuthorizationStore keeps card authorizations (sandbox card payments).
@@ -56,13 +57,14 @@ const MaxPINErrors = 3
 // cannot be decided at all: malformed input (12001) or a card that is not
 // the caller's (12002).
 type Authorizations struct {
-	tx     kernel.TxRunner
-	store  AuthorizationStore
-	cards  *Cards
-	ledger *accounts.Ledger
-	events *kernel.Events
-	audit  *kernel.Auditor
-	now    kernel.Clock
+	tx      kernel.TxRunner
+	store   AuthorizationStore
+	cards   *Cards
+	ledger  *accounts.Ledger
+	events  *kernel.Events
+	audit   *kernel.Auditor
+	monitor *monitoring.Monitor
+	now     kernel.Clock
 }
 
 // AuthorizationsDeps is what Authorizations needs; NewAuthorizations checks that none is nil.
@@ -73,13 +75,17 @@ type AuthorizationsDeps struct {
 	Ledger *accounts.Ledger
 	Events *kernel.Events
 	Audit  *kernel.Auditor
-	Now    kernel.Clock
+	// Monitor records every authorization on an account, approved or
+	// declined, for transaction monitoring.
+	Monitor *monitoring.Monitor
+	Now     kernel.Clock
 }
 
 // NewAuthorizations returns the card authorization service.
 func NewAuthorizations(d AuthorizationsDeps) *Authorizations {
 	kernel.MustHave("Authorizations", d)
-	return &Authorizations{tx: d.Tx, store: d.Store, cards: d.Cards, ledger: d.Ledger, events: d.Events, audit: d.Audit, now: d.Now}
+	return &Authorizations{tx: d.Tx, store: d.Store, cards: d.Cards, ledger: d.Ledger, events: d.Events, audit: d.Audit,
+		monitor: d.Monitor, now: d.Now}
 }
 
 // authorizationEvents maps an authorization's end status to its event.
@@ -221,6 +227,9 @@ func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, accou
 		}
 	}
 	if err := s.store.InsertAuthorization(ctx, au); err != nil {
+		return emi.Authorization{}, err
+	}
+	if err := s.monitorAuthorization(ctx, au); err != nil {
 		return emi.Authorization{}, err
 	}
 	if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.authorization", ResourceType: "card_authorization",
@@ -553,4 +562,22 @@ func (s *Authorizations) ForCard(ctx context.Context, card string, page, limit i
 		return nil, 0, err
 	}
 	return s.store.CardAuthorizations(ctx, c.Token, page, limit)
+}
+
+// monitorAuthorization records an authorization on an account for
+// transaction monitoring: a cash withdrawal at an ATM, a card payment
+// otherwise; a declined one counts for card testing only. An
+// authorization declined before its account was known records nothing.
+func (s *Authorizations) monitorAuthorization(ctx context.Context, au emi.Authorization) error {
+	if au.Account == "" {
+		return nil
+	}
+	kind := monitoring.KindCardPayment
+	if au.Channel == emi.ChannelATM {
+		kind = monitoring.KindCardWithdrawal
+	}
+	return s.monitor.Record(ctx, monitoring.Movement{PartnerID: au.PartnerID, Account: au.Account, Kind: kind,
+		Direction: monitoring.Out, Amount: au.Amount, Currency: au.Currency, MCC: au.MCC,
+		CounterpartyKey: monitoring.CounterpartyKey(au.MerchantName), CounterpartyCountry: au.MerchantCountry,
+		Declined: au.Decision != emi.DecisionApproved, At: au.CreatedAt, Source: au.Token})
 }

@@ -28,12 +28,13 @@ type HoldExpirer interface {
 // and old sign-in attempts, and it closes the two-person requests past
 // their lapse time (Staff.Prune). It also releases expired card holds.
 type Maintenance struct {
-	jobs  kernel.Enqueuer
-	sigs  SignaturePruner
-	idem  *kernel.Idempotency
-	staff *staffsvc.Staff
-	holds HoldExpirer
-	now   kernel.Clock
+	jobs       kernel.Enqueuer
+	sigs       SignaturePruner
+	idem       *kernel.Idempotency
+	staff      *staffsvc.Staff
+	holds      HoldExpirer
+	monitoring MovementEvaluator
+	now        kernel.Clock
 }
 
 // MaintenanceDeps is what the clean-up job needs.
@@ -44,13 +45,22 @@ type MaintenanceDeps struct {
 	Staff *staffsvc.Staff
 	// Holds releases expired card holds (*Authorizations, built first).
 	Holds HoldExpirer
-	Now   kernel.Clock
+	// Monitoring evaluates money movements left unevaluated (a sweep
+	// behind the evaluation job each movement queues).
+	Monitoring MovementEvaluator
+	Now        kernel.Clock
+}
+
+// MovementEvaluator evaluates the recorded money movements not yet
+// evaluated (monitoring.Monitor).
+type MovementEvaluator interface {
+	Evaluate(ctx context.Context) (int, error)
 }
 
 // NewMaintenance returns the maintenance service.
 func NewMaintenance(d MaintenanceDeps) *Maintenance {
 	kernel.MustHave("Maintenance", d)
-	return &Maintenance{jobs: d.Jobs, sigs: d.Sigs, idem: d.Idem, staff: d.Staff, holds: d.Holds, now: d.Now}
+	return &Maintenance{jobs: d.Jobs, sigs: d.Sigs, idem: d.Idem, staff: d.Staff, holds: d.Holds, monitoring: d.Monitoring, now: d.Now}
 }
 
 // Schedule enqueues the clean-up job unless one is already pending (the
@@ -60,7 +70,8 @@ func (m *Maintenance) Schedule(ctx context.Context) error {
 	return err
 }
 
-// Run deletes what has expired and releases expired card holds. It is the
+// Run deletes what has expired, releases expired card holds and evaluates
+// any money movement left unevaluated. It is the
 // handler of JobMaintenance (scheduled every minute by emi serve).
 func (m *Maintenance) Run(ctx context.Context, _ emi.Job) error {
 	if _, err := m.sigs.PruneSignatures(ctx, m.now()); err != nil {
@@ -72,6 +83,9 @@ func (m *Maintenance) Run(ctx context.Context, _ emi.Job) error {
 	if err := m.staff.Prune(ctx); err != nil {
 		return err
 	}
-	_, err := m.holds.ExpireHolds(ctx)
+	if _, err := m.holds.ExpireHolds(ctx); err != nil {
+		return err
+	}
+	_, err := m.monitoring.Evaluate(ctx)
 	return err
 }

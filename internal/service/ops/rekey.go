@@ -3,14 +3,15 @@ package ops
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"time"
+
 	"emi/internal/service/cards"
 	"emi/internal/service/kernel"
 	"emi/internal/service/partners"
 	"emi/internal/service/people"
 	"emi/internal/service/staff"
-	"errors"
-	"fmt"
-	"time"
 )
 
 // Key rotation: re-sealing every stored secret under the current key.

@@ -11,6 +11,7 @@ import (
 	"emi/internal/iban"
 	"emi/internal/service/accounts"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 	"emi/internal/service/staff"
 )
 
@@ -75,8 +76,9 @@ type Incoming struct {
 	validate  interface {
 		Struct(any, *emi.Error) error
 	}
-	cfg IncomingConfig
-	now kernel.Clock
+	cfg     IncomingConfig
+	monitor *monitoring.Monitor
+	now     kernel.Clock
 }
 
 // IncomingDeps is what Incoming needs; NewIncoming checks that none is nil.
@@ -92,14 +94,16 @@ type IncomingDeps struct {
 		Struct(any, *emi.Error) error
 	}
 	Config IncomingConfig
-	Now    kernel.Clock
+	// Monitor records every credit for transaction monitoring.
+	Monitor *monitoring.Monitor
+	Now     kernel.Clock
 }
 
 // NewIncoming returns the incoming payments service.
 func NewIncoming(d IncomingDeps) *Incoming {
 	kernel.MustHave("Incoming", d)
 	return &Incoming{tx: d.Tx, store: d.Store, transfers: d.Transfers, ledger: d.Ledger, controls: d.Controls, events: d.Events, audit: d.Audit,
-		validate: d.Validate, cfg: d.Config, now: d.Now}
+		validate: d.Validate, cfg: d.Config, monitor: d.Monitor, now: d.Now}
 }
 
 // Credit books money arriving from outside emi (the sandbox's
@@ -390,6 +394,12 @@ func (s *Incoming) creditParty(ctx context.Context, party accounts.Party, amount
 		Amount: minor, Currency: currency, Reference: reference, Txn: posted.ID, CreatedAt: now, UpdatedAt: now,
 		DestinationIBAN: party.IBAN, DestinationPartner: party.PartnerID}
 	if err := s.transfers.InsertTransfer(ctx, t); err != nil {
+		return emi.Transfer{}, err
+	}
+	key, country := monitoring.CounterpartyOf(payer)
+	if err := s.monitor.Record(ctx, monitoring.Movement{PartnerID: party.PartnerID, Account: party.Account,
+		Kind: monitoring.KindIncoming, Direction: monitoring.In, Amount: minor, Currency: currency,
+		CounterpartyKey: key, CounterpartyCountry: country, Source: t.Token}); err != nil {
 		return emi.Transfer{}, err
 	}
 	if err := emitTransfer(ctx, s.events, t, emi.EventTransferCompleted); err != nil {

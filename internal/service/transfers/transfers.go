@@ -10,6 +10,7 @@ import (
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 	"emi/internal/service/staff"
 )
 
@@ -62,6 +63,8 @@ type Transfers struct {
 	// suspense keeps the suspense items of returned payments whose
 	// account is terminated (TransfersDeps.Suspense).
 	suspense IncomingStore
+	// monitor records every transfer for transaction monitoring.
+	monitor *monitoring.Monitor
 }
 
 // TransfersDeps is what the transfers service needs.
@@ -83,14 +86,16 @@ type TransfersDeps struct {
 	// Suspense keeps the suspense items of returned payments whose
 	// account is terminated (the incoming store).
 	Suspense IncomingStore
-	Now      kernel.Clock
+	// Monitor records every transfer for transaction monitoring.
+	Monitor *monitoring.Monitor
+	Now     kernel.Clock
 }
 
 // NewTransfers returns the transfers service.
 func NewTransfers(d TransfersDeps) *Transfers {
 	kernel.MustHave("Transfers", d)
 	return &Transfers{tx: d.Tx, store: d.Store, ledger: d.Ledger, controls: d.Controls, events: d.Events, audit: d.Audit,
-		validate: d.Validate, limits: d.Limits, now: d.Now, own: d.Own, sandbox: d.Sandbox, suspense: d.Suspense}
+		validate: d.Validate, limits: d.Limits, now: d.Now, own: d.Own, sandbox: d.Sandbox, suspense: d.Suspense, monitor: d.Monitor}
 }
 
 // Create sends money from a balance of the calling partner to any balance
@@ -236,6 +241,9 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 			Amount: amount, Currency: in.Currency, Reference: in.Reference, Txn: posted.ID, CreatedAt: now, UpdatedAt: now,
 			SourceIBAN: src.IBAN, DestinationIBAN: dst.IBAN, SourcePartner: src.PartnerID, DestinationPartner: dst.PartnerID}
 		if err := s.store.InsertTransfer(ctx, t); err != nil {
+			return err
+		}
+		if err := s.monitorInternal(ctx, t); err != nil {
 			return err
 		}
 		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "transfer.create", ResourceType: "transfer", ResourceToken: t.Token,
@@ -395,4 +403,21 @@ func (s *Transfers) complianceHold(ctx context.Context, src accounts.Party) erro
 		return emi.ErrTransferComplianceHold.Field("source", "its holder is under compliance review; no money leaves the account until it ends")
 	}
 	return nil
+}
+
+// monitorInternal records an internal transfer for transaction
+// monitoring: outgoing for the source's owner, incoming for the
+// destination's (each side under its own partner), each with the other
+// side as counterparty.
+func (s *Transfers) monitorInternal(ctx context.Context, t emi.Transfer) error {
+	srcKey, srcCountry := monitoring.CounterpartyOf(emi.Counterparty{IBAN: t.SourceIBAN, Name: t.SourceAccount})
+	dstKey, dstCountry := monitoring.CounterpartyOf(emi.Counterparty{IBAN: t.DestinationIBAN, Name: t.DestinationAccount})
+	if err := s.monitor.Record(ctx, monitoring.Movement{PartnerID: t.SourcePartner, Account: t.SourceAccount,
+		Kind: monitoring.KindTransferInternal, Direction: monitoring.Out, Amount: t.Amount, Currency: t.Currency,
+		CounterpartyKey: dstKey, CounterpartyCountry: dstCountry, Source: t.Token}); err != nil {
+		return err
+	}
+	return s.monitor.Record(ctx, monitoring.Movement{PartnerID: t.DestinationPartner, Account: t.DestinationAccount,
+		Kind: monitoring.KindTransferInternal, Direction: monitoring.In, Amount: t.Amount, Currency: t.Currency,
+		CounterpartyKey: srcKey, CounterpartyCountry: srcCountry, Source: t.Token})
 }

@@ -9,6 +9,7 @@ import (
 	"emi/internal/iban"
 	"emi/internal/service/accounts"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 	"emi/internal/ukbank"
 )
 
@@ -157,6 +158,12 @@ func (s *Transfers) CreateExternal(ctx context.Context, in emi.TransferExternalC
 			SourceAccount: src.Account, SourceBalance: src.Balance, Counterparty: cp, Amount: amount, Currency: in.Currency,
 			Reference: in.Reference, Txn: posted.ID, CreatedAt: now, UpdatedAt: now, SourceIBAN: src.IBAN, SourcePartner: src.PartnerID}
 		if err := s.store.InsertTransfer(ctx, t); err != nil {
+			return err
+		}
+		key, country := monitoring.CounterpartyOf(cp)
+		if err := s.monitor.Record(ctx, monitoring.Movement{PartnerID: p.PartnerID, Account: src.Account,
+			Kind: monitoring.KindTransferOut, Direction: monitoring.Out, Amount: amount, Currency: in.Currency,
+			CounterpartyKey: key, CounterpartyCountry: country, Source: t.Token}); err != nil {
 			return err
 		}
 		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "transfer.create_outgoing", ResourceType: "transfer", ResourceToken: t.Token,

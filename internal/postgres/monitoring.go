@@ -1,0 +1,317 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"emi/internal/emi"
+	"emi/internal/service/monitoring"
+)
+
+// MonitoringStore implements monitoring.Store: movements, rules, alerts.
+type MonitoringStore struct {
+	db *DB
+}
+
+// NewMonitoringStore returns the monitoring store.
+func NewMonitoringStore(db *DB) *MonitoringStore { return &MonitoringStore{db: db} }
+
+var _ monitoring.Store = (*MonitoringStore)(nil)
+
+// SubjectOf implements monitoring.Store.
+func (s *MonitoringStore) SubjectOf(ctx context.Context, partnerID, account string) (monitoring.Subject, string, bool, error) {
+	if !validUUID(partnerID) || !validUUID(account) {
+		return monitoring.Subject{}, "", false, nil
+	}
+	var row struct {
+		User     sql.NullString `db:"user_token"`
+		Merchant sql.NullString `db:"merchant"`
+		Program  string         `db:"program"`
+	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &row, `SELECT user_token::text AS user_token, merchant::text AS merchant, program
+		FROM accounts WHERE token = $1 AND partner_id = $2`, account, partnerID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return monitoring.Subject{}, "", false, nil
+	}
+	if err != nil {
+		return monitoring.Subject{}, "", false, Translate(err)
+	}
+	if row.User.Valid {
+		return monitoring.Subject{Kind: monitoring.SubjectUser, Token: row.User.String}, row.Program, true, nil
+	}
+	return monitoring.Subject{Kind: monitoring.SubjectMerchant, Token: row.Merchant.String}, row.Program, true, nil
+}
+
+// InsertMovement implements monitoring.Store.
+func (s *MonitoringStore) InsertMovement(ctx context.Context, m monitoring.Movement) (int64, error) {
+	var id int64
+	err := s.db.Ext(ctx).QueryRowxContext(ctx, `INSERT INTO monitoring_movements (partner_id, subject_kind, subject_token, account,
+		program, kind, direction, amount_minor, currency, eur_minor, counterparty_key, counterparty_country, mcc, declined, at, ref, source)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING id`,
+		m.PartnerID, m.Subject.Kind, m.Subject.Token, m.Account, m.Program, m.Kind, m.Direction, m.Amount, m.Currency, m.EUR,
+		m.CounterpartyKey, m.CounterpartyCountry, m.MCC, m.Declined, m.At, m.Ref, m.Source).Scan(&id)
+	return id, Translate(err)
+}
+
+// PendingSubjects implements monitoring.Store.
+func (s *MonitoringStore) PendingSubjects(ctx context.Context, limit int) ([]monitoring.Subject, error) {
+	var out []monitoring.Subject
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT DISTINCT subject_kind AS kind, subject_token::text AS token
+		FROM monitoring_movements WHERE evaluated_at IS NULL LIMIT $1`, limit)
+	return out, Translate(err)
+}
+
+// LockSubject implements monitoring.Store.
+func (s *MonitoringStore) LockSubject(ctx context.Context, subj monitoring.Subject) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('monitoring:' || $1 || ':' || $2, 2026))`,
+		subj.Kind, subj.Token)
+	return Translate(err)
+}
+
+// movementRow is a monitoring_movements row.
+type movementRow struct {
+	ID                  int64     `db:"id"`
+	PartnerID           string    `db:"partner_id"`
+	SubjectKind         string    `db:"subject_kind"`
+	SubjectToken        string    `db:"subject_token"`
+	Account             string    `db:"account"`
+	Program             string    `db:"program"`
+	Kind                string    `db:"kind"`
+	Direction           string    `db:"direction"`
+	Amount              int64     `db:"amount_minor"`
+	Currency            string    `db:"currency"`
+	EUR                 int64     `db:"eur_minor"`
+	CounterpartyKey     string    `db:"counterparty_key"`
+	CounterpartyCountry string    `db:"counterparty_country"`
+	MCC                 string    `db:"mcc"`
+	Declined            bool      `db:"declined"`
+	At                  time.Time `db:"at"`
+	Ref                 string    `db:"ref"`
+	Source              string    `db:"source"`
+}
+
+// Unevaluated implements monitoring.Store.
+func (s *MonitoringStore) Unevaluated(ctx context.Context, subj monitoring.Subject, limit int) ([]monitoring.Movement, error) {
+	var rows []movementRow
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT id, partner_id, subject_kind, subject_token, account, program, kind,
+		direction, amount_minor, currency, eur_minor, counterparty_key, counterparty_country, mcc, declined, at, ref, source
+		FROM monitoring_movements WHERE subject_kind = $1 AND subject_token = $2 AND evaluated_at IS NULL
+		ORDER BY at, id LIMIT $3 FOR UPDATE`, subj.Kind, subj.Token, limit)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]monitoring.Movement, len(rows))
+	for i, r := range rows {
+		out[i] = monitoring.Movement{ID: r.ID, PartnerID: r.PartnerID, Subject: monitoring.Subject{Kind: r.SubjectKind, Token: r.SubjectToken},
+			Account: r.Account, Program: r.Program, Kind: r.Kind, Direction: r.Direction, Amount: r.Amount, Currency: r.Currency,
+			EUR: r.EUR, CounterpartyKey: r.CounterpartyKey, CounterpartyCountry: r.CounterpartyCountry, MCC: r.MCC,
+			Declined: r.Declined, At: r.At.UTC(), Ref: r.Ref, Source: r.Source}
+	}
+	return out, nil
+}
+
+// MarkEvaluated implements monitoring.Store.
+func (s *MonitoringStore) MarkEvaluated(ctx context.Context, ids []int64, at time.Time) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE monitoring_movements SET evaluated_at = $2 WHERE id = ANY($1)`, pq.Array(ids), at)
+	return Translate(err)
+}
+
+// Window implements monitoring.Store: one indexed range scan of the
+// subject's movements of one direction.
+func (s *MonitoringStore) Window(ctx context.Context, subj monitoring.Subject, q monitoring.WindowQuery) (monitoring.WindowStats, error) {
+	var st struct {
+		Count    int64 `db:"n"`
+		Sum      int64 `db:"total"`
+		Distinct int64 `db:"distinct_counterparts"`
+	}
+	upto := `(at, id) <= ($5, $6)`
+	if q.Excluding {
+		upto = `(at, id) < ($5, $6)`
+	}
+	toID := q.ToID
+	if toID == 0 {
+		toID = 1<<63 - 1
+	}
+	maxEUR := q.MaxEUR
+	if maxEUR == 0 {
+		maxEUR = 1<<63 - 1
+	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &st, `SELECT count(*) AS n, coalesce(sum(eur_minor), 0)::bigint AS total,
+		count(DISTINCT nullif(counterparty_key, '')) AS distinct_counterparts
+		FROM monitoring_movements
+		WHERE subject_kind = $1 AND subject_token = $2 AND direction = $3 AND kind = ANY($4)
+		  AND at > $7 AND `+upto+` AND eur_minor >= $8 AND eur_minor < $9 AND declined = $10`,
+		subj.Kind, subj.Token, q.Direction, pq.Array(q.Kinds), q.To, toID, q.From, q.MinEUR, maxEUR, q.Declined)
+	if err != nil {
+		return monitoring.WindowStats{}, Translate(err)
+	}
+	return monitoring.WindowStats{Count: st.Count, SumEUR: st.Sum, DistinctCounterparts: st.Distinct}, nil
+}
+
+// PreviousMovement implements monitoring.Store.
+func (s *MonitoringStore) PreviousMovement(ctx context.Context, subj monitoring.Subject, at time.Time, id int64) (time.Time, bool, error) {
+	var last sql.NullTime
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &last, `SELECT max(at) FROM monitoring_movements
+		WHERE subject_kind = $1 AND subject_token = $2 AND direction = ANY('{in,out}') AND (at, id) < ($3, $4) AND NOT declined`,
+		subj.Kind, subj.Token, at, id)
+	if err != nil {
+		return time.Time{}, false, Translate(err)
+	}
+	return last.Time.UTC(), last.Valid, nil
+}
+
+// Profile implements monitoring.Store: a person's declared bands and risk
+// score (a merchant declares none through the API).
+func (s *MonitoringStore) Profile(ctx context.Context, subj monitoring.Subject) (monitoring.Profile, error) {
+	if subj.Kind != monitoring.SubjectUser {
+		return monitoring.Profile{}, nil
+	}
+	var p struct {
+		In   string `db:"incoming"`
+		Out  string `db:"outgoing"`
+		Freq string `db:"frequency"`
+		Risk string `db:"risk"`
+	}
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &p, `SELECT coalesce(profile->>'expected_incoming_monthly_eur', '') AS incoming,
+		coalesce(profile->>'expected_outgoing_monthly_eur', '') AS outgoing,
+		coalesce(profile->>'expected_monthly_frequency_incoming_transfer', '') AS frequency,
+		coalesce(profile->>'risk_score', '') AS risk FROM users WHERE token = $1`, subj.Token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return monitoring.Profile{}, nil
+	}
+	if err != nil {
+		return monitoring.Profile{}, Translate(err)
+	}
+	return monitoring.Profile{IncomingBand: p.In, OutgoingBand: p.Out, FrequencyBand: p.Freq, Risk: p.Risk}, nil
+}
+
+// Rules implements monitoring.Store.
+func (s *MonitoringStore) Rules(ctx context.Context) ([]monitoring.Rule, error) {
+	var rows []struct {
+		Code        string `db:"code"`
+		Program     string `db:"program"`
+		Version     int    `db:"version"`
+		Description string `db:"description"`
+		Score       int    `db:"score"`
+		Enabled     bool   `db:"enabled"`
+		Shadow      bool   `db:"shadow"`
+		Params      []byte `db:"params"`
+	}
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT code, program, version, description, score, enabled, shadow, params
+		FROM monitoring_rules WHERE current ORDER BY code, program`)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]monitoring.Rule, len(rows))
+	for i, r := range rows {
+		out[i] = monitoring.Rule{Code: r.Code, Program: r.Program, Version: r.Version, Description: r.Description, Score: r.Score,
+			Enabled: r.Enabled, Shadow: r.Shadow}
+		if err := json.Unmarshal(r.Params, &out[i].Params); err != nil {
+			return nil, emi.ErrInternal.Wrap(err)
+		}
+	}
+	return out, nil
+}
+
+// alertRow is a monitoring_alerts row.
+type alertRow struct {
+	Token        string    `db:"token"`
+	PartnerID    string    `db:"partner_id"`
+	SubjectKind  string    `db:"subject_kind"`
+	SubjectToken string    `db:"subject_token"`
+	Status       string    `db:"status"`
+	Score        int       `db:"score"`
+	Hits         []byte    `db:"hits"`
+	RaisedAt     time.Time `db:"raised_at"`
+	UpdatedAt    time.Time `db:"updated_at"`
+}
+
+const alertColumns = `token, partner_id, subject_kind, subject_token, status, score, hits, raised_at, updated_at`
+
+func (r alertRow) alert() (monitoring.Alert, error) {
+	a := monitoring.Alert{Token: r.Token, PartnerID: r.PartnerID, Subject: monitoring.Subject{Kind: r.SubjectKind, Token: r.SubjectToken},
+		Status: r.Status, Score: r.Score, RaisedAt: r.RaisedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	if err := json.Unmarshal(r.Hits, &a.Hits); err != nil {
+		return monitoring.Alert{}, emi.ErrInternal.Wrap(err)
+	}
+	return a, nil
+}
+
+// OpenAlert implements monitoring.Store.
+func (s *MonitoringStore) OpenAlert(ctx context.Context, subj monitoring.Subject) (monitoring.Alert, bool, error) {
+	var r alertRow
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT `+alertColumns+` FROM monitoring_alerts
+		WHERE subject_kind = $1 AND subject_token = $2 AND status = 'open' FOR UPDATE`, subj.Kind, subj.Token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return monitoring.Alert{}, false, nil
+	}
+	if err != nil {
+		return monitoring.Alert{}, false, Translate(err)
+	}
+	a, err := r.alert()
+	return a, err == nil, err
+}
+
+// InsertAlert implements monitoring.Store.
+func (s *MonitoringStore) InsertAlert(ctx context.Context, a monitoring.Alert) error {
+	hits, err := json.Marshal(a.Hits)
+	if err != nil {
+		return emi.ErrInternal.Wrap(err)
+	}
+	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO monitoring_alerts (`+alertColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		a.Token, a.PartnerID, a.Subject.Kind, a.Subject.Token, a.Status, a.Score, jsonText(hits), a.RaisedAt, a.UpdatedAt)
+	return Translate(err)
+}
+
+// UpdateAlert implements monitoring.Store.
+func (s *MonitoringStore) UpdateAlert(ctx context.Context, a monitoring.Alert) error {
+	hits, err := json.Marshal(a.Hits)
+	if err != nil {
+		return emi.ErrInternal.Wrap(err)
+	}
+	_, err = s.db.Ext(ctx).ExecContext(ctx, `UPDATE monitoring_alerts SET status = $2, score = $3, hits = $4, updated_at = $5 WHERE token = $1`,
+		a.Token, a.Status, a.Score, jsonText(hits), a.UpdatedAt)
+	return Translate(err)
+}
+
+// Alerts implements monitoring.Store.
+func (s *MonitoringStore) Alerts(ctx context.Context, f monitoring.AlertFilter) ([]monitoring.Alert, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	var partner any
+	if f.PartnerID != "" {
+		if !validUUID(f.PartnerID) {
+			return nil, nil
+		}
+		partner = f.PartnerID
+	}
+	var rows []alertRow
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+alertColumns+` FROM monitoring_alerts
+		WHERE ($1::uuid IS NULL OR partner_id = $1) AND raised_at >= $2 AND ($3 = '' OR status = $3)
+		ORDER BY raised_at, token LIMIT $4`, partner, f.Since, f.Status, limit)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]monitoring.Alert, len(rows))
+	for i, r := range rows {
+		if out[i], err = r.alert(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// CountPending implements monitoring.Store.
+func (s *MonitoringStore) CountPending(ctx context.Context) (int64, error) {
+	var n int64
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM monitoring_movements WHERE evaluated_at IS NULL`)
+	return n, Translate(err)
+}

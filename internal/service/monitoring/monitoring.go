@@ -1,0 +1,441 @@
+package monitoring
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"emi/internal/emi"
+	"emi/internal/service/kernel"
+)
+
+// Kinds of money movement (contract §12's kinds, plus the declined card
+// authorizations that card testing counts).
+const (
+	KindIncoming         = "incoming"          // funds from outside: SEPA, Faster Payments, card top-up
+	KindTransferOut      = "transfer_out"      // to an external IBAN
+	KindTransferInternal = "transfer_internal" // between two emi accounts: one movement per side
+	KindCardPayment      = "card_payment"
+	KindCardWithdrawal   = "card_withdrawal"
+)
+
+// Directions of a movement for its subject.
+const (
+	In  = "in"
+	Out = "out"
+)
+
+// Subject kinds: the customer whose account a movement moves.
+const (
+	SubjectUser     = "user"
+	SubjectMerchant = "merchant"
+)
+
+// Subject is whom a movement is monitored for.
+type Subject struct {
+	Kind  string `json:"kind"`
+	Token string `json:"token"`
+}
+
+// Movement is one money movement as monitoring sees it.
+type Movement struct {
+	ID        int64
+	PartnerID string
+	Subject   Subject
+	Account   string
+	Program   string
+	Kind      string
+	Direction string
+	Amount    int64 // minor units of Currency
+	Currency  string
+	EUR       int64 // minor units, at the reference rates (fx.go)
+	// CounterpartyKey identifies the other side without keeping it in
+	// clear (a hash of its IBAN, or of the card merchant's name), for the
+	// distinct-counterparty windows; CounterpartyCountry is its ISO 3166
+	// alpha-2 country (IBAN prefix or merchant country); MCC the card
+	// merchant's category code.
+	CounterpartyKey     string
+	CounterpartyCountry string
+	MCC                 string
+	Declined            bool
+	At                  time.Time
+	// Ref is the importer's reference (contract §12); Source the token
+	// of the transfer or authorization that booked it.
+	Ref    string
+	Source string
+}
+
+// CounterpartyKey returns the key of a counterparty identifier (an IBAN,
+// a merchant name): stable, not reversible to the identifier by reading
+// the table.
+func CounterpartyKey(identifier string) string {
+	id := strings.ToUpper(strings.Join(strings.Fields(identifier), ""))
+	if id == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("emi monitoring counterparty\x00" + id))
+	return hex.EncodeToString(sum[:16])
+}
+
+// IBANCountry returns the country of an IBAN ("" when it has none).
+func IBANCountry(iban string) string {
+	iban = strings.ToUpper(strings.TrimSpace(iban))
+	if len(iban) < 2 || iban[0] < 'A' || iban[0] > 'Z' || iban[1] < 'A' || iban[1] > 'Z' {
+		return ""
+	}
+	return iban[:2]
+}
+
+// Hit is one rule's finding on one movement.
+type Hit struct {
+	Rule     string    `json:"rule"`
+	Version  int       `json:"version"`
+	Score    int       `json:"score"`
+	Sentence string    `json:"sentence"`
+	Movement int64     `json:"movement"`
+	Ref      string    `json:"ref,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// Alert is a subject's monitoring alert: the hits that raised it, open
+// until compliance works it.
+type Alert struct {
+	Token     string    `json:"alert"`
+	PartnerID string    `json:"partner"`
+	Subject   Subject   `json:"subject"`
+	Status    string    `json:"status"`
+	Score     int       `json:"score"`
+	Hits      []Hit     `json:"hits"`
+	RaisedAt  time.Time `json:"raised_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Alert statuses.
+const (
+	AlertOpen   = "open"
+	AlertClosed = "closed"
+)
+
+// Rules returns the distinct rule codes of the alert's hits, in the order
+// they first fired.
+func (a Alert) Rules() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range a.Hits {
+		if !seen[h.Rule] {
+			seen[h.Rule] = true
+			out = append(out, h.Rule)
+		}
+	}
+	return out
+}
+
+// Refs returns the importer references of the movements that raised the
+// alert, in order, once each.
+func (a Alert) Refs() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range a.Hits {
+		if h.Ref != "" && !seen[h.Ref] {
+			seen[h.Ref] = true
+			out = append(out, h.Ref)
+		}
+	}
+	return out
+}
+
+// AlertFilter selects alerts.
+type AlertFilter struct {
+	PartnerID string
+	Since     time.Time
+	Status    string
+	Limit     int
+}
+
+// Store keeps movements, rules and alerts.
+type Store interface {
+	// SubjectOf returns the owner and program of an account of the
+	// partner (false when the partner has no such account).
+	SubjectOf(ctx context.Context, partnerID, account string) (Subject, string, bool, error)
+	InsertMovement(ctx context.Context, m Movement) (int64, error)
+	// PendingSubjects returns up to limit subjects with movements not yet
+	// evaluated.
+	PendingSubjects(ctx context.Context, limit int) ([]Subject, error)
+	// LockSubject serialises the evaluations of one subject until the
+	// transaction ends.
+	LockSubject(ctx context.Context, s Subject) error
+	// Unevaluated returns the subject's movements not yet evaluated, by
+	// time, locked.
+	Unevaluated(ctx context.Context, s Subject, limit int) ([]Movement, error)
+	MarkEvaluated(ctx context.Context, ids []int64, at time.Time) error
+	// Window aggregates the subject's movements the query selects.
+	Window(ctx context.Context, s Subject, q WindowQuery) (WindowStats, error)
+	// PreviousMovement returns the time of the subject's last movement
+	// before at other than id (false when none), and when the subject's
+	// first account was opened.
+	PreviousMovement(ctx context.Context, s Subject, at time.Time, id int64) (time.Time, bool, error)
+	Profile(ctx context.Context, s Subject) (Profile, error)
+	// Rules returns every rule's current version, per program ("" the
+	// default).
+	Rules(ctx context.Context) ([]Rule, error)
+	// OpenAlert returns the subject's open alert, locked.
+	OpenAlert(ctx context.Context, s Subject) (Alert, bool, error)
+	InsertAlert(ctx context.Context, a Alert) error
+	UpdateAlert(ctx context.Context, a Alert) error
+	Alerts(ctx context.Context, f AlertFilter) ([]Alert, error)
+	CountPending(ctx context.Context) (int64, error)
+}
+
+// WindowQuery selects a subject's movements: a direction, some kinds, a
+// window that starts after From and ends at a movement (To, ToID) in the
+// order of (time, id), that movement included unless Excluding, and
+// optionally an amount range in EUR minor units [MinEUR, MaxEUR) (0: no
+// bound) and declined authorizations only (Declined) or approved ones
+// only. Ending at a movement rather than at a time keeps movements of the
+// same instant apart: each is evaluated with exactly those recorded
+// before it.
+type WindowQuery struct {
+	Direction      string
+	Kinds          []string
+	From, To       time.Time
+	ToID           int64
+	Excluding      bool
+	MinEUR, MaxEUR int64
+	Declined       bool
+}
+
+// WindowStats are the aggregates of a window.
+type WindowStats struct {
+	Count                int64
+	SumEUR               int64
+	DistinctCounterparts int64
+}
+
+// Profile is what the customer declared at onboarding, as the rules read
+// it: the store fills the bands and the risk score as declared; derive
+// adds the monthly bands' upper bounds in EUR minor units and the
+// expected incoming transfers per month (0: not declared, or unbounded:
+// "More than 15 000 EUR", "More than 6 times").
+type Profile struct {
+	IncomingMonthlyEUR int64
+	OutgoingMonthlyEUR int64
+	IncomingPerMonth   int64 // expected incoming transfers per month (0: not declared)
+	IncomingBand       string
+	OutgoingBand       string
+	FrequencyBand      string
+	Risk               string
+}
+
+// Monitor records movements and evaluates them.
+type Monitor struct {
+	tx      kernel.TxRunner
+	store   Store
+	jobs    kernel.Enqueuer
+	audit   *kernel.Auditor
+	now     kernel.Clock
+	sandbox bool
+}
+
+// Deps is what Monitor needs; NewMonitor checks that none is nil.
+type Deps struct {
+	Tx    kernel.TxRunner
+	Store Store
+	Jobs  kernel.Enqueuer
+	Audit *kernel.Auditor
+	Now   kernel.Clock
+	// Sandbox allows importing histories (contract §12).
+	Sandbox bool `deps:"optional"`
+}
+
+// NewMonitor returns the monitor.
+func NewMonitor(d Deps) *Monitor {
+	kernel.MustHave("Monitor", d)
+	return &Monitor{tx: d.Tx, store: d.Store, jobs: d.Jobs, audit: d.Audit, now: d.Now, sandbox: d.Sandbox}
+}
+
+// JobEvaluate is the background job that evaluates recorded movements.
+const JobEvaluate = "monitoring.evaluate"
+
+// Record records a movement of the partner's account in the transaction
+// of ctx, and queues its evaluation (after commit, so that the evaluation
+// sees it with every movement committed before). An account the partner
+// does not own records nothing: the booking code checked it already.
+func (m *Monitor) Record(ctx context.Context, mv Movement) error {
+	subject, program, ok, err := m.store.SubjectOf(ctx, mv.PartnerID, mv.Account)
+	if err != nil || !ok {
+		return err
+	}
+	mv.Subject, mv.Program = subject, program
+	if mv.At.IsZero() {
+		mv.At = m.now().UTC()
+	}
+	mv.EUR = ToEUR(mv.Amount, mv.Currency)
+	if _, err := m.store.InsertMovement(ctx, mv); err != nil {
+		return err
+	}
+	// One pending job at a time is enough: it evaluates everything
+	// unevaluated (the concurrency key keeps a second one out).
+	_, _, err = m.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobEvaluate, ConcurrencyKey: JobEvaluate, RunAt: m.now()})
+	return err
+}
+
+// evaluateBatch bounds one subject's transaction.
+const evaluateBatch = 500
+
+// Evaluate evaluates every recorded movement not yet evaluated, subject by
+// subject, oldest first, and returns how many it evaluated. Each subject's
+// movements are evaluated in one transaction under the subject's lock.
+func (m *Monitor) Evaluate(ctx context.Context) (int, error) {
+	rules, err := m.store.Rules(ctx)
+	if err != nil {
+		return 0, err
+	}
+	set := newRuleSet(rules)
+	total := 0
+	for {
+		subjects, err := m.store.PendingSubjects(ctx, 100)
+		if err != nil {
+			return total, err
+		}
+		if len(subjects) == 0 {
+			return total, nil
+		}
+		for _, s := range subjects {
+			n, err := m.evaluateSubject(ctx, set, s)
+			if err != nil {
+				return total, err
+			}
+			total += n
+		}
+	}
+}
+
+func (m *Monitor) evaluateSubject(ctx context.Context, set ruleSet, s Subject) (int, error) {
+	n := 0
+	err := m.tx.InTx(ctx, func(ctx context.Context) error {
+		n = 0
+		if err := m.store.LockSubject(ctx, s); err != nil {
+			return err
+		}
+		mvs, err := m.store.Unevaluated(ctx, s, evaluateBatch)
+		if err != nil || len(mvs) == 0 {
+			return err
+		}
+		profile, err := m.store.Profile(ctx, s)
+		if err != nil {
+			return err
+		}
+		profile.derive()
+		var hits []Hit
+		ids := make([]int64, len(mvs))
+		for i, mv := range mvs {
+			ids[i] = mv.ID
+			found, err := set.evaluate(ctx, m.store, profile, mv)
+			if err != nil {
+				return err
+			}
+			hits = append(hits, found...)
+		}
+		if len(hits) > 0 {
+			if err := m.raise(ctx, mvs[0].PartnerID, s, hits); err != nil {
+				return err
+			}
+		}
+		n = len(mvs)
+		return m.store.MarkEvaluated(ctx, ids, m.now().UTC())
+	})
+	return n, err
+}
+
+// raise adds hits to the subject's open alert, or opens one.
+func (m *Monitor) raise(ctx context.Context, partnerID string, s Subject, hits []Hit) error {
+	now := m.now().UTC()
+	a, open, err := m.store.OpenAlert(ctx, s)
+	if err != nil {
+		return err
+	}
+	if !open {
+		a = Alert{Token: kernel.NewToken(), PartnerID: partnerID, Subject: s, Status: AlertOpen, RaisedAt: now}
+	}
+	a.Hits = append(a.Hits, hits...)
+	a.Score = 0
+	for _, h := range a.Hits {
+		a.Score += h.Score
+	}
+	a.UpdatedAt = now
+	if !open {
+		if err := m.store.InsertAlert(ctx, a); err != nil {
+			return err
+		}
+	} else if err := m.store.UpdateAlert(ctx, a); err != nil {
+		return err
+	}
+	rules := make([]string, len(hits))
+	for i, h := range hits {
+		rules[i] = h.Rule
+	}
+	return m.audit.Record(ctx, emi.AuditEntry{Action: "monitoring.alert", ResourceType: "monitoring_alert", ResourceToken: a.Token,
+		PartnerID: partnerID, Changes: map[string]any{"subject": s.Kind + " " + s.Token, "rules": rules}})
+}
+
+// Alerts lists monitoring alerts, newest first (ViewAlerts).
+func (m *Monitor) Alerts(ctx context.Context, f AlertFilter) ([]Alert, error) {
+	if err := ViewAlerts.Require(ctx); err != nil {
+		return nil, err
+	}
+	return m.store.Alerts(ctx, f)
+}
+
+// SystemAlerts lists monitoring alerts for the operator's command line
+// (`emi monitoring alerts`), after evaluating everything recorded so far.
+func (m *Monitor) SystemAlerts(ctx context.Context, f AlertFilter) ([]Alert, error) {
+	if _, err := m.Evaluate(ctx); err != nil {
+		return nil, err
+	}
+	return m.store.Alerts(ctx, f)
+}
+
+// bandUpper are the declared monthly bands' upper bounds, in EUR.
+var bandUpper = map[string]int64{
+	"Less than 1000 EUR":          1000,
+	"Between 1001 and 5000 EUR":   5000,
+	"Between 5001 and 10000 EUR":  10000,
+	"Between 10001 and 15000 EUR": 15000,
+}
+
+// frequencyUpper are the declared incoming transfer frequencies' upper
+// bounds, per month.
+var frequencyUpper = map[string]int64{
+	"Less than 2 times": 2,
+	"Between 3-5 times": 5,
+}
+
+// derive fills the bounds from the declared bands.
+func (p *Profile) derive() {
+	p.IncomingMonthlyEUR = eur(float64(bandUpper[p.IncomingBand]))
+	p.OutgoingMonthlyEUR = eur(float64(bandUpper[p.OutgoingBand]))
+	p.IncomingPerMonth = frequencyUpper[p.FrequencyBand]
+}
+
+// CounterpartyOf returns the key and country of a transfer's counterparty:
+// its IBAN (country from the IBAN), a UK sort code and account number
+// (GB), or, for a card top-up or a name only, what there is.
+func CounterpartyOf(cp emi.Counterparty) (key, country string) {
+	switch {
+	case cp.IBAN != "":
+		return CounterpartyKey(cp.IBAN), IBANCountry(cp.IBAN)
+	case cp.AccountNumber != "":
+		return CounterpartyKey(cp.SortCode + cp.AccountNumber), "GB"
+	case cp.CardLast4 != "":
+		return CounterpartyKey("card " + cp.CardLast4 + " " + cp.Name), ""
+	}
+	return CounterpartyKey(cp.Name), ""
+}
+
+// Run is the handler of JobEvaluate.
+func (m *Monitor) Run(ctx context.Context, _ emi.Job) error {
+	_, err := m.Evaluate(ctx)
+	return err
+}

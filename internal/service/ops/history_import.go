@@ -1,0 +1,322 @@
+package ops
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"emi/internal/emi"
+	"emi/internal/service/accounts"
+	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
+)
+
+// PartyFinder finds the balance of an account (transfers.TransferStore).
+type PartyFinder interface {
+	FindParty(ctx context.Context, p emi.TransferParty, currency string) (party accounts.Party, found bool, err error)
+}
+
+// HistoryImport books a sandbox partner's history of money movements with
+// their original times (contract §12, `emi sandbox import-history`):
+// through the ledger, as the API books them, and recorded for transaction
+// monitoring as of their time, so compliance can try the rules on
+// realistic data. Production refuses it.
+type HistoryImport struct {
+	tx      kernel.TxRunner
+	ledger  *accounts.Ledger
+	parties PartyFinder
+	monitor *monitoring.Monitor
+	audit   *kernel.Auditor
+	now     kernel.Clock
+	sandbox bool
+}
+
+// HistoryImportDeps is what HistoryImport needs.
+type HistoryImportDeps struct {
+	Tx      kernel.TxRunner
+	Ledger  *accounts.Ledger
+	Parties PartyFinder
+	Monitor *monitoring.Monitor
+	Audit   *kernel.Auditor
+	Now     kernel.Clock
+	Sandbox bool `deps:"optional"`
+}
+
+// NewHistoryImport returns the importer.
+func NewHistoryImport(d HistoryImportDeps) *HistoryImport {
+	kernel.MustHave("HistoryImport", d)
+	return &HistoryImport{tx: d.Tx, ledger: d.Ledger, parties: d.Parties, monitor: d.Monitor, audit: d.Audit, now: d.Now, sandbox: d.Sandbox}
+}
+
+// HistoryLine is one line of an imported history (contract §12).
+type HistoryLine struct {
+	Ref          string `json:"ref"`
+	At           string `json:"at"`
+	Kind         string `json:"kind"`
+	Account      string `json:"account"`
+	ToAccount    string `json:"to_account"`
+	Amount       string `json:"amount"`
+	Currency     string `json:"currency"`
+	Counterparty *struct {
+		IBAN    string `json:"iban"`
+		Name    string `json:"name"`
+		Country string `json:"country"`
+	} `json:"counterparty"`
+	Merchant *struct {
+		Name    string `json:"name"`
+		MCC     string `json:"mcc"`
+		Country string `json:"country"`
+	} `json:"merchant"`
+}
+
+// HistoryRefused is a line the ledger refused, with why.
+type HistoryRefused struct {
+	Ref    string
+	Reason string
+}
+
+// HistoryResult is what an import did.
+type HistoryResult struct {
+	Booked  int
+	Refused []HistoryRefused
+}
+
+// ErrHistoryMalformed is returned, wrapped with every problem, when the
+// file cannot be imported; nothing is booked then.
+var ErrHistoryMalformed = errors.New("the history is malformed")
+
+// maxHistoryLine bounds one line of the file.
+const maxHistoryLine = 64 << 10
+
+// parsedLine is a checked line.
+type parsedLine struct {
+	HistoryLine
+	at      time.Time
+	amount  int64
+	src     accounts.Party
+	dst     accounts.Party
+	no      int
+	country string
+	key     string
+	mcc     string
+}
+
+// Import reads the JSON Lines history r of partnerID, checks every line,
+// then books them in time order, each in its own transaction. A malformed
+// file (bad JSON, a missing or invalid field, a ref used twice, a time in
+// the future, an account that is not the partner's) books nothing and
+// returns ErrHistoryMalformed with the problems; a line the ledger refuses
+// (not enough money, a blocked account) is reported and the rest go on.
+// It then evaluates the rules over everything recorded.
+func (h *HistoryImport) Import(ctx context.Context, partnerID string, r io.Reader) (HistoryResult, error) {
+	if !h.sandbox {
+		return HistoryResult{}, errors.New("import-history books invented money movements: it runs in sandbox mode only (EMI_MODE=sandbox)")
+	}
+	lines, problems := h.parse(ctx, partnerID, r)
+	if len(problems) > 0 {
+		if len(problems) > 20 {
+			problems = append(problems[:20], fmt.Sprintf("… and %d more", len(problems)-20))
+		}
+		return HistoryResult{}, fmt.Errorf("%w:\n  %s", ErrHistoryMalformed, strings.Join(problems, "\n  "))
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].at.Before(lines[j].at) })
+	var res HistoryResult
+	for _, l := range lines {
+		err := h.tx.InTx(ctx, func(ctx context.Context) error { return h.book(ctx, partnerID, l) })
+		if err != nil {
+			e := emi.AsError(err)
+			if e.Kind == emi.KindInternal {
+				return res, err
+			}
+			reason := e.Key
+			if e.Public != "" {
+				reason = e.Public
+			}
+			res.Refused = append(res.Refused, HistoryRefused{Ref: l.Ref, Reason: reason})
+			continue
+		}
+		res.Booked++
+	}
+	if _, err := h.monitor.Evaluate(ctx); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// parse reads and checks every line.
+func (h *HistoryImport) parse(ctx context.Context, partnerID string, r io.Reader) ([]parsedLine, []string) {
+	var out []parsedLine
+	var problems []string
+	refs := map[string]int{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), maxHistoryLine)
+	now := h.now()
+	no := 0
+	for sc.Scan() {
+		no++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		bad := func(format string, args ...any) {
+			problems = append(problems, fmt.Sprintf("line %d: ", no)+fmt.Sprintf(format, args...))
+		}
+		var l parsedLine
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&l.HistoryLine); err != nil {
+			bad("not a history line: %v", err)
+			continue
+		}
+		l.no = no
+		if l.Ref == "" || len(l.Ref) > 200 {
+			bad("ref is required (at most 200 characters)")
+		} else if prev, dup := refs[l.Ref]; dup {
+			bad("ref %q is also on line %d", l.Ref, prev)
+		} else {
+			refs[l.Ref] = no
+		}
+		at, err := time.Parse(time.RFC3339, l.At)
+		if err != nil {
+			bad("at must be an RFC 3339 time")
+		} else if at.After(now) {
+			bad("at is in the future")
+		}
+		l.at = at.UTC()
+		amount, ok := emi.ParseAmount(l.Amount)
+		if !ok || amount <= 0 {
+			bad("amount must be a positive decimal string such as \"12.50\"")
+		}
+		l.amount = amount
+		if !emi.ValidCurrency(l.Currency) {
+			bad("currency must be EUR, BGN or GBP")
+		}
+		switch l.Kind {
+		case monitoring.KindIncoming, monitoring.KindTransferOut:
+			if l.Counterparty == nil {
+				bad("%s needs a counterparty", l.Kind)
+				break
+			}
+			l.key, l.country = monitoring.CounterpartyOf(emi.Counterparty{IBAN: l.Counterparty.IBAN, Name: l.Counterparty.Name})
+			if c := strings.ToUpper(strings.TrimSpace(l.Counterparty.Country)); c != "" {
+				if len(c) != 2 {
+					bad("counterparty.country must be an ISO 3166 alpha-2 code")
+				}
+				l.country = c
+			}
+		case monitoring.KindTransferInternal:
+			if l.ToAccount == "" {
+				bad("transfer_internal needs to_account")
+			}
+		case monitoring.KindCardPayment, monitoring.KindCardWithdrawal:
+			if l.Merchant == nil {
+				bad("%s needs a merchant", l.Kind)
+				break
+			}
+			l.key, l.mcc = monitoring.CounterpartyKey(l.Merchant.Name), strings.TrimSpace(l.Merchant.MCC)
+			l.country = strings.ToUpper(strings.TrimSpace(l.Merchant.Country))
+			if l.mcc != "" && (len(l.mcc) != 4 || strings.Trim(l.mcc, "0123456789") != "") {
+				bad("merchant.mcc must be four digits")
+			}
+			if l.country != "" && len(l.country) != 2 {
+				bad("merchant.country must be an ISO 3166 alpha-2 code")
+			}
+		default:
+			bad("kind must be incoming, transfer_out, transfer_internal, card_payment or card_withdrawal")
+		}
+		if emi.ValidCurrency(l.Currency) {
+			if l.src, err = h.party(ctx, partnerID, l.Account, l.Currency); err != nil {
+				bad("account: %v", err)
+			}
+			if l.Kind == monitoring.KindTransferInternal && l.ToAccount != "" {
+				if l.dst, err = h.party(ctx, partnerID, l.ToAccount, l.Currency); err != nil {
+					bad("to_account: %v", err)
+				} else if l.dst.Balance == l.src.Balance {
+					bad("to_account holds the same balance as account")
+				}
+				l.key, l.country = monitoring.CounterpartyOf(emi.Counterparty{IBAN: l.dst.IBAN, Name: l.dst.Account})
+			}
+		}
+		out = append(out, l)
+	}
+	if err := sc.Err(); err != nil {
+		problems = append(problems, fmt.Sprintf("after line %d: %v", no, err))
+	}
+	if no == 0 && len(problems) == 0 {
+		problems = append(problems, "the file is empty")
+	}
+	return out, problems
+}
+
+// party finds the partner's account's balance in currency.
+func (h *HistoryImport) party(ctx context.Context, partnerID, account, currency string) (accounts.Party, error) {
+	if account == "" {
+		return accounts.Party{}, errors.New("is required")
+	}
+	p, found, err := h.parties.FindParty(ctx, emi.TransferParty{Account: account}, currency)
+	if err != nil && emi.AsError(err).Kind == emi.KindInternal {
+		return accounts.Party{}, err
+	}
+	if err != nil || !found || p.PartnerID != partnerID {
+		return accounts.Party{}, fmt.Errorf("%q is not an account of the partner", account)
+	}
+	if p.Currency != currency {
+		return accounts.Party{}, fmt.Errorf("%q has no %s balance", account, currency)
+	}
+	return p, nil
+}
+
+// book posts one line and records it for monitoring, as of its time.
+func (h *HistoryImport) book(ctx context.Context, partnerID string, l parsedLine) error {
+	sides := []accounts.Side{{Field: "account", Party: l.src}}
+	if l.Kind == monitoring.KindTransferInternal {
+		sides = append(sides, accounts.Side{Field: "to_account", Party: l.dst})
+	}
+	if err := h.ledger.LockUsable(ctx, sides...); err != nil {
+		return err
+	}
+	txn := emi.LedgerTxn{PartnerID: partnerID, Reference: "history " + l.Ref}
+	own := emi.Entry{Balance: l.src.Balance, Account: l.src.Account, Currency: l.Currency}
+	mv := monitoring.Movement{PartnerID: partnerID, Account: l.src.Account, Kind: l.Kind, Amount: l.amount, Currency: l.Currency,
+		CounterpartyKey: l.key, CounterpartyCountry: l.country, MCC: l.mcc, At: l.at, Ref: l.Ref, Direction: monitoring.Out}
+	switch l.Kind {
+	case monitoring.KindIncoming:
+		own.Amount = l.amount
+		txn.Kind, txn.Entries = emi.TxnIncoming, []emi.Entry{{Internal: emi.LedgerIncomingClearing, Currency: l.Currency, Amount: -l.amount}, own}
+		mv.Direction = monitoring.In
+	case monitoring.KindTransferOut:
+		own.Amount = -l.amount
+		txn.Kind, txn.Entries = emi.TxnOutgoing, []emi.Entry{own, {Internal: emi.LedgerOutgoingClearing, Currency: l.Currency, Amount: l.amount}}
+	case monitoring.KindTransferInternal:
+		own.Amount = -l.amount
+		txn.Kind, txn.Entries = emi.TxnTransfer, []emi.Entry{own, {Balance: l.dst.Balance, Account: l.dst.Account, Currency: l.Currency, Amount: l.amount}}
+	default: // card payments and withdrawals, cleared at once
+		own.Amount = -l.amount
+		txn.Kind, txn.Entries = emi.TxnCardClearing, []emi.Entry{own, {Internal: emi.LedgerCardClearing, Currency: l.Currency, Amount: l.amount}}
+	}
+	posted, err := h.ledger.Post(ctx, txn)
+	if err != nil {
+		return err
+	}
+	mv.Source = fmt.Sprintf("ledger:%d", posted.ID)
+	if err := h.monitor.Record(ctx, mv); err != nil {
+		return err
+	}
+	if l.Kind == monitoring.KindTransferInternal {
+		key, country := monitoring.CounterpartyOf(emi.Counterparty{IBAN: l.src.IBAN, Name: l.src.Account})
+		in := mv
+		in.Account, in.Direction, in.CounterpartyKey, in.CounterpartyCountry = l.dst.Account, monitoring.In, key, country
+		if err := h.monitor.Record(ctx, in); err != nil {
+			return err
+		}
+	}
+	return h.audit.Record(ctx, emi.AuditEntry{Action: "sandbox.history_import", ResourceType: "account", ResourceToken: l.src.Account,
+		PartnerID: partnerID, Changes: map[string]any{"ref": l.Ref, "kind": l.Kind, "amount": emi.FormatMinor(l.amount),
+			"currency": l.Currency, "at": l.at.Format(time.RFC3339)}})
+}
