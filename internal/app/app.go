@@ -266,7 +266,9 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	if err == nil {
 		a.SandboxOutcomes = so
 	}
-	a.Alerts = ops.NewAlerts(ops.AlertsDeps{Tx: db, Store: postgres.NewAlertStore(db), AML: a.People, Apps: a.OnboardingStore, Staff: a.StaffStore, Inbox: a.Inbox, Audit: a.Audit, Now: now})
+	a.Monitor = monitoring.NewMonitor(monitoring.Deps{Tx: db, Store: postgres.NewMonitoringStore(db), Jobs: a.Jobs, Audit: a.Audit,
+		Sandbox: cfg.Mode == config.ModeSandbox, Now: now})
+	a.Alerts = ops.NewAlerts(ops.AlertsDeps{Monitor: a.Monitor, Tx: db, Store: postgres.NewAlertStore(db), AML: a.People, Apps: a.OnboardingStore, Staff: a.StaffStore, Inbox: a.Inbox, Audit: a.Audit, Now: now})
 	a.AccountStore = postgres.NewAccountStore(db)
 	a.CardStore = postgres.NewCardStore(db)
 	a.Cards = cards.NewCards(cards.CardsDeps{Tx: db, Store: a.CardStore, Accounts: a.AccountStore, AML: a.AML,
@@ -280,8 +282,6 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		Statements: postgres.NewStatementStore(db), Now: now})
 	a.TransferStore = postgres.NewTransferStore(db)
 	a.IncomingStore = postgres.NewIncomingStore(db)
-	a.Monitor = monitoring.NewMonitor(monitoring.Deps{Tx: db, Store: postgres.NewMonitoringStore(db), Jobs: a.Jobs, Audit: a.Audit,
-		Sandbox: cfg.Mode == config.ModeSandbox, Now: now})
 	// Outgoing payments to emi's own identifiers are refused (they are
 	// internal transfers); settlement is simulated in the sandbox only.
 	own := transfers.OwnBank{UK: ukbank.DefaultScheme,
@@ -419,6 +419,7 @@ func (a *App) Portal() *portal.Portal {
 		Watchlist:   a.Watchlist,
 		Review:      a.Review,
 		Alerts:      a.Alerts,
+		Monitor:     a.Monitor,
 		Inbox:       a.Inbox,
 		Accounts:    a.Accounts,
 		Cards:       a.Cards,

@@ -351,6 +351,9 @@ var (
 	ErrRequestClosed  = def(20071, "portal.requests.closed", KindConflict)
 	ErrRequestLapsed  = def(20072, "portal.requests.lapsed", KindConflict)
 	ErrRequestVoid    = def(20073, "portal.requests.void", KindConflict)
+
+	// Transaction monitoring (service/monitoring).
+	ErrMonitoringAlertNotFound = def(20080, "portal.monitoring.alert_not_found", KindNotFound)
 )
 
 // PortalCatalogue lists the back-office errors, for the portal's messages.
@@ -363,5 +366,6 @@ func PortalCatalogue() []*Error {
 		ErrNotAssignee, ErrReviewStale, ErrFourEyes, ErrSanctionsBlocked, ErrSanctionsUndecided, ErrProgramValidation, ErrProgramStale,
 		ErrSuspenseNotFound, ErrSuspenseResolved, ErrAdjustmentNotFound, ErrAdjustmentDecided,
 		ErrSuspenseAssignmentPending, ErrSuspenseAssignmentNotFound, ErrSuspenseAssignmentDecided, ErrRevealQuota,
-		ErrLastAdministrators, ErrStaffNotSuspended, ErrRequestPending, ErrRequestClosed, ErrRequestLapsed, ErrRequestVoid}
+		ErrLastAdministrators, ErrStaffNotSuspended, ErrRequestPending, ErrRequestClosed, ErrRequestLapsed, ErrRequestVoid,
+		ErrMonitoringAlertNotFound}
 }

@@ -164,6 +164,7 @@ type AlertClaim struct {
 const (
 	AlertAMLCheck    = "aml_check"
 	AlertApplication = "application"
+	AlertMonitoring  = "monitoring_alert"
 )
 
 // Alert is one line of the compliance alert queue: an AML check waiting

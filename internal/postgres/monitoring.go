@@ -315,3 +315,63 @@ func (s *MonitoringStore) CountPending(ctx context.Context) (int64, error) {
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM monitoring_movements WHERE evaluated_at IS NULL`)
 	return n, Translate(err)
 }
+
+// alertViewRow is an alert with its subject's and partner's names.
+type alertViewRow struct {
+	alertRow
+	SubjectName string `db:"subject_name"`
+	PartnerName string `db:"partner_name"`
+}
+
+const alertViewSelect = `SELECT a.token, a.partner_id, a.subject_kind, a.subject_token, a.status, a.score, a.hits, a.raised_at, a.updated_at,
+	coalesce(CASE a.subject_kind WHEN 'user' THEN trim(u.first_name || ' ' || u.last_name) ELSE m.name END, '') AS subject_name,
+	p.name AS partner_name
+	FROM monitoring_alerts a
+	JOIN partners p ON p.id = a.partner_id
+	LEFT JOIN users u ON a.subject_kind = 'user' AND u.token = a.subject_token
+	LEFT JOIN merchants m ON a.subject_kind = 'merchant' AND m.token = a.subject_token`
+
+func (r alertViewRow) view() (monitoring.AlertView, error) {
+	a, err := r.alert()
+	return monitoring.AlertView{Alert: a, SubjectName: r.SubjectName, PartnerName: r.PartnerName}, err
+}
+
+// AlertViews implements monitoring.Store.
+func (s *MonitoringStore) AlertViews(ctx context.Context, limit int) ([]monitoring.AlertView, error) {
+	var rows []alertViewRow
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, alertViewSelect+` WHERE a.status = 'open' ORDER BY a.raised_at, a.token LIMIT $1`, limit)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]monitoring.AlertView, len(rows))
+	for i, r := range rows {
+		if out[i], err = r.view(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// AlertView implements monitoring.Store.
+func (s *MonitoringStore) AlertView(ctx context.Context, token string) (monitoring.AlertView, bool, error) {
+	if !validUUID(token) {
+		return monitoring.AlertView{}, false, nil
+	}
+	var r alertViewRow
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, alertViewSelect+` WHERE a.token = $1`, token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return monitoring.AlertView{}, false, nil
+	}
+	if err != nil {
+		return monitoring.AlertView{}, false, Translate(err)
+	}
+	v, err := r.view()
+	return v, err == nil, err
+}
+
+// CountOpen implements monitoring.Store.
+func (s *MonitoringStore) CountOpen(ctx context.Context) (int64, error) {
+	var n int64
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM monitoring_alerts WHERE status = 'open'`)
+	return n, Translate(err)
+}

@@ -12,6 +12,7 @@ import (
 	"emi/internal/service/accounts"
 	"emi/internal/service/cards"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 	"emi/internal/service/onboarding"
 	"emi/internal/service/ops"
 	"emi/internal/service/partners"
@@ -64,6 +65,8 @@ type Deps struct {
 	// Review is the underwriters' queue: claims, decisions with four-eyes,
 	// notes, hit decisions, saved views and the dashboard's metrics.
 	Review *onboarding.Review
+	// Monitor is transaction monitoring (its alerts' pages and rules).
+	Monitor *monitoring.Monitor
 	// Alerts is the compliance alert queue (every screening hit waiting
 	// for compliance); Inbox each person's mentions and assignments.
 	Alerts *ops.Alerts
@@ -163,7 +166,7 @@ func newPortal(d Deps, unguarded bool) *Portal {
 		cards: cardPages,
 		ops: opsui.New(f, opsui.Deps{Staff: d.Staff, Partners: d.Partners, AML: d.AML, KYC: d.KYC, Onboarding: d.Onboarding,
 			Review: d.Review, Inbox: d.Inbox, JobCounts: d.JobCounts, Jobs: d.Jobs, Audit: d.Audit, Search: d.Search,
-			Alerts: d.Alerts, AccountPages: accountPages, CardPages: cardPages, OnboardingPages: onboardingPages}),
+			Alerts: d.Alerts, Monitor: d.Monitor, AccountPages: accountPages, CardPages: cardPages, OnboardingPages: onboardingPages}),
 	}
 }
 

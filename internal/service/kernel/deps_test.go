@@ -10,6 +10,7 @@ import (
 	"emi/internal/service/accounts"
 	"emi/internal/service/cards"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 	"emi/internal/service/onboarding"
 	"emi/internal/service/ops"
 	"emi/internal/service/staff"
@@ -50,9 +51,9 @@ func TestMissingDependencyIsCaughtAtConstruction(t *testing.T) {
 		{"cards", func() { cards.NewCards(cards.CardsDeps{}) },
 			"cards.NewCards: missing CardsDeps.Tx, Store, Accounts, AML, Users, Vault, SMS, Events, Audit, Validate, Names, Now"},
 		{"transfers", func() { transfers.NewTransfers(transfers.TransfersDeps{}) },
-			"transfers.NewTransfers: missing TransfersDeps.Tx, Store, Ledger, Controls, Events, Audit, Validate, Limits, Suspense, Now"},
+			"transfers.NewTransfers: missing TransfersDeps.Tx, Store, Ledger, Controls, Events, Audit, Validate, Limits, Suspense, Monitor, Now"},
 		{"maintenance", func() { ops.NewMaintenance(ops.MaintenanceDeps{}) },
-			"ops.NewMaintenance: missing MaintenanceDeps.Jobs, Sigs, Idem, Staff, Holds, Now"},
+			"ops.NewMaintenance: missing MaintenanceDeps.Jobs, Sigs, Idem, Staff, Holds, Monitoring, Now"},
 	} {
 		if got := panicOf(c.build); got != c.want {
 			t.Errorf("%s: panicked with %q, want %q", c.name, got, c.want)
@@ -66,7 +67,7 @@ func TestMissingDependencyIsCaughtAtConstruction(t *testing.T) {
 func TestOneMissingDependencyIsNamed(t *testing.T) {
 	db := (*postgres.DB)(nil)
 	deps := ops.MaintenanceDeps{Jobs: postgres.NewJobs(db), Sigs: postgres.NewPartnerStore(db),
-		Idem: &kernel.Idempotency{}, Staff: &staff.Staff{}, Now: time.Now}
+		Idem: &kernel.Idempotency{}, Staff: &staff.Staff{}, Monitoring: &monitoring.Monitor{}, Now: time.Now}
 	got := panicOf(func() { ops.NewMaintenance(deps) })
 	if !strings.HasSuffix(got, "missing MaintenanceDeps.Holds") {
 		t.Fatalf("without Holds: %q", got)

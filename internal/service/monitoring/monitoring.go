@@ -186,6 +186,19 @@ type Store interface {
 	UpdateAlert(ctx context.Context, a Alert) error
 	Alerts(ctx context.Context, f AlertFilter) ([]Alert, error)
 	CountPending(ctx context.Context) (int64, error)
+	// AlertViews returns open alerts with their subject's and partner's
+	// names, oldest first; AlertView one alert (false when none).
+	AlertViews(ctx context.Context, limit int) ([]AlertView, error)
+	AlertView(ctx context.Context, token string) (AlertView, bool, error)
+	CountOpen(ctx context.Context) (int64, error)
+}
+
+// AlertView is an alert as the back office shows it: with the names of its
+// subject (a person's name, a merchant's) and partner.
+type AlertView struct {
+	Alert
+	SubjectName string
+	PartnerName string
 }
 
 // WindowQuery selects a subject's movements: a direction, some kinds, a
@@ -438,4 +451,49 @@ func CounterpartyOf(cp emi.Counterparty) (key, country string) {
 func (m *Monitor) Run(ctx context.Context, _ emi.Job) error {
 	_, err := m.Evaluate(ctx)
 	return err
+}
+
+// OpenAlerts returns the open alerts with their subjects' names, oldest
+// first (ViewAlerts).
+func (m *Monitor) OpenAlerts(ctx context.Context, limit int) ([]AlertView, error) {
+	if err := ViewAlerts.Require(ctx); err != nil {
+		return nil, err
+	}
+	return m.store.AlertViews(ctx, limit)
+}
+
+// CountOpen counts the open alerts (ViewAlerts).
+func (m *Monitor) CountOpen(ctx context.Context) (int64, error) {
+	if err := ViewAlerts.Require(ctx); err != nil {
+		return 0, err
+	}
+	return m.store.CountOpen(ctx)
+}
+
+// AlertByToken returns one alert with its hits (ViewAlerts);
+// emi.ErrAlertNotFound when there is none.
+func (m *Monitor) AlertByToken(ctx context.Context, token string) (AlertView, error) {
+	if err := ViewAlerts.Require(ctx); err != nil {
+		return AlertView{}, err
+	}
+	if !kernel.ValidToken(token) {
+		return AlertView{}, emi.ErrMonitoringAlertNotFound
+	}
+	a, ok, err := m.store.AlertView(ctx, token)
+	if err != nil {
+		return AlertView{}, err
+	}
+	if !ok {
+		return AlertView{}, emi.ErrMonitoringAlertNotFound
+	}
+	return a, nil
+}
+
+// RulesInForce returns every current rule version, by code and program
+// (ViewAlerts).
+func (m *Monitor) RulesInForce(ctx context.Context) ([]Rule, error) {
+	if err := ViewAlerts.Require(ctx); err != nil {
+		return nil, err
+	}
+	return m.store.Rules(ctx)
 }

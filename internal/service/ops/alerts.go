@@ -10,6 +10,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 	"emi/internal/service/onboarding"
 	"emi/internal/service/people"
 	staffsvc "emi/internal/service/staff"
@@ -40,32 +41,36 @@ type AlertStore interface {
 // derived from those rows, so it never disagrees with them; claims and
 // assignments say who works on which alert.
 type Alerts struct {
-	tx    kernel.TxRunner
-	store AlertStore
-	aml   people.AMLStore
-	apps  onboarding.ReviewStore
-	staff onboarding.StaffDirectory
-	inbox *staffsvc.Inbox
-	audit *kernel.Auditor
-	now   kernel.Clock
+	monitor MonitoringAlerts
+	tx      kernel.TxRunner
+	store   AlertStore
+	aml     people.AMLStore
+	apps    onboarding.ReviewStore
+	staff   onboarding.StaffDirectory
+	inbox   *staffsvc.Inbox
+	audit   *kernel.Auditor
+	now     kernel.Clock
 }
 
 // AlertsDeps is what Alerts needs; NewAlerts checks that none is nil.
 type AlertsDeps struct {
-	Tx    kernel.TxRunner
-	Store AlertStore
-	AML   people.AMLStore
-	Apps  onboarding.ReviewStore
-	Staff onboarding.StaffDirectory
-	Inbox *staffsvc.Inbox
-	Audit *kernel.Auditor
-	Now   kernel.Clock
+	// Monitor adds transaction monitoring's open alerts, for those who
+	// may see them (monitoring.ViewAlerts).
+	Monitor MonitoringAlerts
+	Tx      kernel.TxRunner
+	Store   AlertStore
+	AML     people.AMLStore
+	Apps    onboarding.ReviewStore
+	Staff   onboarding.StaffDirectory
+	Inbox   *staffsvc.Inbox
+	Audit   *kernel.Auditor
+	Now     kernel.Clock
 }
 
 // NewAlerts returns the alert queue.
 func NewAlerts(d AlertsDeps) *Alerts {
 	kernel.MustHave("Alerts", d)
-	return &Alerts{tx: d.Tx, store: d.Store, aml: d.AML, apps: d.Apps, staff: d.Staff, inbox: d.Inbox, audit: d.Audit, now: d.Now}
+	return &Alerts{monitor: d.Monitor, tx: d.Tx, store: d.Store, aml: d.AML, apps: d.Apps, staff: d.Staff, inbox: d.Inbox, audit: d.Audit, now: d.Now}
 }
 
 // alertLimit bounds each kind of the queue.
@@ -143,8 +148,30 @@ func (s *Alerts) Queue(ctx context.Context) ([]emi.Alert, error) {
 		}
 		out = append(out, a)
 	}
+	if monitoring.ViewAlerts.Allowed(ctx) {
+		views, err := s.monitor.OpenAlerts(ctx, alertLimit)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range views {
+			a := emi.Alert{Kind: emi.AlertMonitoring, Subject: v.Token, Href: "/backoffice/monitoring/" + v.Token,
+				PartnerID: v.PartnerID, Partner: v.PartnerName, Subjects: v.SubjectName, Source: "monitoring",
+				Hits: len(v.Hits), Open: len(v.Hits), RaisedAt: v.RaisedAt}
+			if cl, ok := claims[a.Kind+"|"+a.Subject]; ok {
+				a.Claim = &cl
+			}
+			out = append(out, a)
+		}
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].RaisedAt.Before(out[j].RaisedAt) })
 	return out, nil
+}
+
+// MonitoringAlerts is what the queue needs of transaction monitoring
+// (monitoring.Monitor).
+type MonitoringAlerts interface {
+	OpenAlerts(ctx context.Context, limit int) ([]monitoring.AlertView, error)
+	CountOpen(ctx context.Context) (int64, error)
 }
 
 // Count is the number of open alerts, for the navigation: two counting
@@ -158,11 +185,20 @@ func (s *Alerts) Count(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	apps, err := s.store.CountApplicationsWithOpenHits(ctx)
-	return int(checks + apps), err
+	if err != nil {
+		return 0, err
+	}
+	var watched int64
+	if monitoring.ViewAlerts.Allowed(ctx) {
+		if watched, err = s.monitor.CountOpen(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return int(checks + apps + watched), nil
 }
 
 func validAlertKind(kind string) bool {
-	return kind == emi.AlertAMLCheck || kind == emi.AlertApplication
+	return kind == emi.AlertAMLCheck || kind == emi.AlertApplication || kind == emi.AlertMonitoring
 }
 
 // Claim takes a free alert for the caller (emi.PermReviewAML); refused

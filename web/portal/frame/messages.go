@@ -24,6 +24,7 @@ var messages = map[string]string{
 	emi.ErrRequestClosed.Key:           "No request for this waits any more (it was approved, rejected, withdrawn, lapsed or voided meanwhile). Nothing was changed.",
 	emi.ErrRequestLapsed.Key:           "The request lapsed: nobody approved it in time. Propose it again if it is still needed. Nothing was changed.",
 	emi.ErrRequestVoid.Key:             "The request is void: what it was about changed after it was proposed. Propose it again if it is still needed. Nothing was changed.",
+	emi.ErrMonitoringAlertNotFound.Key: "There is no such monitoring alert.",
 	emi.ErrPartnerNotFound.Key:         "There is no such partner.",
 	emi.ErrPartnerKeyNotFound.Key:      "There is no such API key, or it is revoked.",
 	emi.ErrPartnerValidation.Key:       "Please correct the marked fields.",

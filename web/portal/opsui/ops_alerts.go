@@ -17,7 +17,8 @@ import (
 // The compliance alert queue (service ops.Alerts) over applications' and
 // AML checks' hits: claim, release, assign.
 
-var alertKindLabels = map[string]string{emi.AlertAMLCheck: "AML check", emi.AlertApplication: "Application"}
+var alertKindLabels = map[string]string{emi.AlertAMLCheck: "AML check", emi.AlertApplication: "Application",
+	emi.AlertMonitoring: "Transaction monitoring"}
 
 // alertQueue (GET /alerts) is the compliance alert queue.
 func (p *Alerts) alertQueue(w http.ResponseWriter, r *http.Request) {
@@ -51,6 +52,9 @@ func (p *Alerts) renderAlerts(w http.ResponseWriter, r *http.Request, status int
 			Merchant: a.Merchant, MerchantHref: a.MerchantHref}
 		if row.Subjects == "" {
 			row.Subjects = a.Subject
+		}
+		if a.Kind == emi.AlertMonitoring {
+			row.TopScore = "—" // a monitoring alert's findings are rules, not name matches
 		}
 		if a.Claim != nil {
 			row.Holder = frame.Who(r, a.Claim.StaffID, a.Claim.StaffName)

@@ -12,6 +12,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 	"emi/internal/service/onboarding"
 	"emi/internal/service/ops"
 	"emi/internal/service/partners"
@@ -43,8 +44,10 @@ type Deps struct {
 	Audit     *kernel.Auditor
 	Search    *kernel.Search
 	// Alerts is the compliance alert queue (every screening hit waiting
-	// for compliance).
-	Alerts *ops.Alerts
+	// for compliance, every open monitoring alert); Monitor shows a
+	// monitoring alert and the rules.
+	Alerts  *ops.Alerts
+	Monitor *monitoring.Monitor
 	// The areas' searches, which the header's search runs beside the
 	// kernel's.
 	AccountPages    *accountsui.Pages
@@ -80,6 +83,12 @@ type Alerts struct {
 	alerts *ops.Alerts
 }
 
+// Monitoring is transaction monitoring's alert page and rules.
+type Monitoring struct {
+	frame   *frame.Frame
+	monitor *monitoring.Monitor
+}
+
 // Records are the audit log and the background jobs.
 type Records struct {
 	frame *frame.Frame
@@ -89,10 +98,11 @@ type Records struct {
 
 // Pages are the screens across the areas.
 type Pages struct {
-	dashboard *Dashboard
-	search    *Search
-	alerts    *Alerts
-	records   *Records
+	dashboard  *Dashboard
+	search     *Search
+	alerts     *Alerts
+	monitoring *Monitoring
+	records    *Records
 }
 
 // New returns the screens across the areas.
@@ -100,9 +110,10 @@ func New(f *frame.Frame, d Deps) *Pages {
 	return &Pages{
 		dashboard: &Dashboard{frame: f, staff: d.Staff, partners: d.Partners, aml: d.AML, kyc: d.KYC,
 			onboarding: d.Onboarding, review: d.Review, inbox: d.Inbox, jobCounts: d.JobCounts},
-		search:  &Search{frame: f, search: d.Search, accounts: d.AccountPages, cards: d.CardPages, companies: d.OnboardingPages},
-		alerts:  &Alerts{frame: f, alerts: d.Alerts},
-		records: &Records{frame: f, audit: d.Audit, jobs: d.Jobs},
+		search:     &Search{frame: f, search: d.Search, accounts: d.AccountPages, cards: d.CardPages, companies: d.OnboardingPages},
+		alerts:     &Alerts{frame: f, alerts: d.Alerts},
+		monitoring: &Monitoring{frame: f, monitor: d.Monitor},
+		records:    &Records{frame: f, audit: d.Audit, jobs: d.Jobs},
 	}
 }
 
@@ -136,6 +147,8 @@ func (p *Pages) Routes(r chi.Router) {
 	r.With(g(ops.WorkAlerts)).Post("/alerts/claim", p.alerts.alertClaim)
 	r.With(g(ops.ReleaseAlerts)).Post("/alerts/release", p.alerts.alertRelease)
 	r.With(g(ops.WorkAlerts)).Post("/alerts/assign", p.alerts.alertAssign)
+	r.With(g(monitoring.ViewAlerts)).Get("/monitoring/rules", p.monitoring.monitoringRules)
+	r.With(g(monitoring.ViewAlerts)).Get("/monitoring/{alert}", p.monitoring.monitoringAlert)
 	r.With(g(kernel.ViewAudit)).Get("/audit", p.records.auditLog)
 	r.With(g(kernel.ViewJobs)).Get("/jobs", p.records.jobsPage)
 }
