@@ -266,7 +266,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	if err == nil {
 		a.SandboxOutcomes = so
 	}
-	a.Monitor = monitoring.NewMonitor(monitoring.Deps{Tx: db, Store: postgres.NewMonitoringStore(db), Jobs: a.Jobs, Audit: a.Audit,
+	a.Monitor = monitoring.NewMonitor(monitoring.Deps{Controls: a.Controls, Tx: db, Store: postgres.NewMonitoringStore(db), Jobs: a.Jobs, Audit: a.Audit,
 		Sandbox: cfg.Mode == config.ModeSandbox, Now: now})
 	a.Alerts = ops.NewAlerts(ops.AlertsDeps{Monitor: a.Monitor, Tx: db, Store: postgres.NewAlertStore(db), AML: a.People, Apps: a.OnboardingStore, Staff: a.StaffStore, Inbox: a.Inbox, Audit: a.Audit, Now: now})
 	a.AccountStore = postgres.NewAccountStore(db)

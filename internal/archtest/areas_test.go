@@ -24,7 +24,7 @@ var areaArrows = map[string][]string{
 	"people":     {"kernel", "staff"},
 	"onboarding": {"kernel", "staff", "partners", "people"},
 	"accounts":   {"kernel", "staff"},
-	"monitoring": {"kernel"},
+	"monitoring": {"kernel", "staff"},
 	"cards":      {"kernel", "people", "accounts", "monitoring"},
 	"transfers":  {"kernel", "staff", "accounts", "monitoring"},
 	"ops":        {"kernel", "staff", "partners", "people", "onboarding", "accounts", "cards", "transfers", "monitoring"},

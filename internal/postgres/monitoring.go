@@ -193,16 +193,7 @@ func (s *MonitoringStore) Profile(ctx context.Context, subj monitoring.Subject) 
 
 // Rules implements monitoring.Store.
 func (s *MonitoringStore) Rules(ctx context.Context) ([]monitoring.Rule, error) {
-	var rows []struct {
-		Code        string `db:"code"`
-		Program     string `db:"program"`
-		Version     int    `db:"version"`
-		Description string `db:"description"`
-		Score       int    `db:"score"`
-		Enabled     bool   `db:"enabled"`
-		Shadow      bool   `db:"shadow"`
-		Params      []byte `db:"params"`
-	}
+	var rows []ruleRow
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT code, program, version, description, score, enabled, shadow, params
 		FROM monitoring_rules WHERE current ORDER BY code, program`)
 	if err != nil {
@@ -210,10 +201,8 @@ func (s *MonitoringStore) Rules(ctx context.Context) ([]monitoring.Rule, error) 
 	}
 	out := make([]monitoring.Rule, len(rows))
 	for i, r := range rows {
-		out[i] = monitoring.Rule{Code: r.Code, Program: r.Program, Version: r.Version, Description: r.Description, Score: r.Score,
-			Enabled: r.Enabled, Shadow: r.Shadow}
-		if err := json.Unmarshal(r.Params, &out[i].Params); err != nil {
-			return nil, emi.ErrInternal.Wrap(err)
+		if out[i], err = r.rule(); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -374,4 +363,185 @@ func (s *MonitoringStore) CountOpen(ctx context.Context) (int64, error) {
 	var n int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM monitoring_alerts WHERE status = 'open'`)
 	return n, Translate(err)
+}
+
+// ruleRow is a monitoring_rules row.
+type ruleRow struct {
+	Code        string `db:"code"`
+	Program     string `db:"program"`
+	Version     int    `db:"version"`
+	Description string `db:"description"`
+	Score       int    `db:"score"`
+	Enabled     bool   `db:"enabled"`
+	Shadow      bool   `db:"shadow"`
+	Params      []byte `db:"params"`
+}
+
+func (r ruleRow) rule() (monitoring.Rule, error) {
+	out := monitoring.Rule{Code: r.Code, Program: r.Program, Version: r.Version, Description: r.Description, Score: r.Score,
+		Enabled: r.Enabled, Shadow: r.Shadow}
+	if err := json.Unmarshal(r.Params, &out.Params); err != nil {
+		return monitoring.Rule{}, emi.ErrInternal.Wrap(err)
+	}
+	return out, nil
+}
+
+// LockRule implements monitoring.Store.
+func (s *MonitoringStore) LockRule(ctx context.Context, code, program string) (monitoring.Rule, bool, error) {
+	var r ruleRow
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT code, program, version, description, score, enabled, shadow, params
+		FROM monitoring_rules WHERE code = $1 AND program = $2 AND current FOR UPDATE`, code, program)
+	if errors.Is(err, sql.ErrNoRows) {
+		return monitoring.Rule{}, false, nil
+	}
+	if err != nil {
+		return monitoring.Rule{}, false, Translate(err)
+	}
+	out, err := r.rule()
+	return out, err == nil, err
+}
+
+// ApplyRule implements monitoring.Store.
+func (s *MonitoringStore) ApplyRule(ctx context.Context, r monitoring.Rule) error {
+	params, err := json.Marshal(r.Params)
+	if err != nil {
+		return emi.ErrInternal.Wrap(err)
+	}
+	ext := s.db.Ext(ctx)
+	if _, err := ext.ExecContext(ctx, `UPDATE monitoring_rules SET current = false WHERE code = $1 AND program = $2 AND current`,
+		r.Code, r.Program); err != nil {
+		return Translate(err)
+	}
+	_, err = ext.ExecContext(ctx, `INSERT INTO monitoring_rules (code, program, version, description, score, enabled, shadow, params, current)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true)`, r.Code, r.Program, r.Version, r.Description, r.Score, r.Enabled, r.Shadow, jsonText(params))
+	return Translate(err)
+}
+
+// ProgramExists implements monitoring.Store.
+func (s *MonitoringStore) ProgramExists(ctx context.Context, code string) (bool, error) {
+	var ok bool
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &ok, `SELECT EXISTS (SELECT 1 FROM programs WHERE code = $1)`, code)
+	return ok, Translate(err)
+}
+
+// InsertRuleChange implements monitoring.Store.
+func (s *MonitoringStore) InsertRuleChange(ctx context.Context, request string, base int, c monitoring.RuleChange, bt monitoring.Backtest) error {
+	params, err := json.Marshal(c.Params)
+	if err != nil {
+		return emi.ErrInternal.Wrap(err)
+	}
+	b, err := json.Marshal(bt)
+	if err != nil {
+		return emi.ErrInternal.Wrap(err)
+	}
+	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO monitoring_rule_changes (request, code, program, base_version, score, enabled,
+		shadow, params, backtest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, request, c.Code, c.Program, base, c.Score, c.Enabled,
+		c.Shadow, jsonText(params), jsonText(b))
+	return Translate(err)
+}
+
+type ruleChangeRow struct {
+	Request     string `db:"request"`
+	Code        string `db:"code"`
+	Program     string `db:"program"`
+	BaseVersion int    `db:"base_version"`
+	Score       int    `db:"score"`
+	Enabled     bool   `db:"enabled"`
+	Shadow      bool   `db:"shadow"`
+	Params      []byte `db:"params"`
+	Backtest    []byte `db:"backtest"`
+}
+
+func (r ruleChangeRow) change() (monitoring.PendingRuleChange, error) {
+	p := monitoring.PendingRuleChange{BaseVersion: r.BaseVersion,
+		Change: monitoring.RuleChange{Code: r.Code, Program: r.Program, Score: r.Score, Enabled: r.Enabled, Shadow: r.Shadow}}
+	p.Request.ID = r.Request
+	if err := json.Unmarshal(r.Params, &p.Change.Params); err != nil {
+		return p, emi.ErrInternal.Wrap(err)
+	}
+	if err := json.Unmarshal(r.Backtest, &p.Backtest); err != nil {
+		return p, emi.ErrInternal.Wrap(err)
+	}
+	return p, nil
+}
+
+const ruleChangeColumns = `c.request, c.code, c.program, c.base_version, c.score, c.enabled, c.shadow, c.params, c.backtest`
+
+// RuleChange implements monitoring.Store.
+func (s *MonitoringStore) RuleChange(ctx context.Context, request string) (monitoring.PendingRuleChange, error) {
+	var r ruleChangeRow
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT `+ruleChangeColumns+` FROM monitoring_rule_changes c WHERE c.request = $1`, request)
+	if err != nil {
+		return monitoring.PendingRuleChange{}, Translate(err)
+	}
+	return r.change()
+}
+
+// RuleChanges implements monitoring.Store.
+func (s *MonitoringStore) RuleChanges(ctx context.Context) ([]monitoring.PendingRuleChange, error) {
+	var rows []ruleChangeRow
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+ruleChangeColumns+` FROM monitoring_rule_changes c
+		JOIN control_requests q ON q.id = c.request WHERE q.status = 'pending' ORDER BY q.proposed_at`)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]monitoring.PendingRuleChange, len(rows))
+	for i, r := range rows {
+		if out[i], err = r.change(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// RecentMovements implements monitoring.Store.
+func (s *MonitoringStore) RecentMovements(ctx context.Context, since time.Time, limit int) ([]monitoring.Movement, bool, error) {
+	var rows []movementRow
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT * FROM (SELECT id, partner_id, subject_kind, subject_token, account,
+		program, kind, direction, amount_minor, currency, eur_minor, counterparty_key, counterparty_country, mcc, declined, at, ref, source
+		FROM monitoring_movements WHERE at > $1 ORDER BY at DESC, id DESC LIMIT $2) m ORDER BY at, id`, since, limit+1)
+	if err != nil {
+		return nil, false, Translate(err)
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[1:] // the oldest one beyond the limit
+	}
+	out := make([]monitoring.Movement, len(rows))
+	for i, r := range rows {
+		out[i] = monitoring.Movement{ID: r.ID, PartnerID: r.PartnerID, Subject: monitoring.Subject{Kind: r.SubjectKind, Token: r.SubjectToken},
+			Account: r.Account, Program: r.Program, Kind: r.Kind, Direction: r.Direction, Amount: r.Amount, Currency: r.Currency,
+			EUR: r.EUR, CounterpartyKey: r.CounterpartyKey, CounterpartyCountry: r.CounterpartyCountry, MCC: r.MCC,
+			Declined: r.Declined, At: r.At.UTC(), Ref: r.Ref, Source: r.Source}
+	}
+	return out, more, nil
+}
+
+// InsertShadowHits implements monitoring.Store.
+func (s *MonitoringStore) InsertShadowHits(ctx context.Context, hits []monitoring.ShadowHit) error {
+	for _, h := range hits {
+		if _, err := s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO monitoring_shadow_hits (code, version, program, subject_kind,
+			subject_token, movement, at) VALUES ($1, $2, $3, $4, $5, $6, $7)`, h.Rule, h.Version, h.Program, h.Subject.Kind,
+			h.Subject.Token, h.Movement, h.At); err != nil {
+			return Translate(err)
+		}
+	}
+	return nil
+}
+
+// ShadowCounts implements monitoring.Store.
+func (s *MonitoringStore) ShadowCounts(ctx context.Context, since time.Time) (map[string]int64, error) {
+	var rows []struct {
+		Code string `db:"code"`
+		N    int64  `db:"n"`
+	}
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT code, count(*) AS n FROM monitoring_shadow_hits WHERE at > $1 GROUP BY code`, since)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Code] = r.N
+	}
+	return out, nil
 }

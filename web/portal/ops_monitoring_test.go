@@ -85,3 +85,43 @@ func TestMonitoringAlertInTheBackOffice(t *testing.T) {
 		t.Errorf("a token that is none: HTTP %d", r.Status)
 	}
 }
+
+// TestMonitoringRuleChangeInTheBackOffice: one officer proposes a lower
+// large-amount threshold from the rules page and reads its backtest; the
+// page offers them no approval and says why; a second officer approves it
+// and the new version is in force.
+func TestMonitoringRuleChangeInTheBackOffice(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{NoSanctions: true})
+	env.SeedStaff(t)
+	newStaff(t, env, "second.officer@rules.test", "Second Officer", emi.RoleCompliance)
+	first, second := env.NewBrowser(), env.NewBrowser()
+	first.SignIn(t, apptest.ComplianceEmail)
+	second.SignIn(t, "second.officer@rules.test")
+
+	bad := first.Post(t, "/backoffice/monitoring/rules/large_amount/propose", url.Values{"program": {""}, "score": {"30"},
+		"state": {"live"}, "param.threshold_eur": {"lots"}, "reason": {"lower it"}})
+	if bad.Status != 422 || !strings.Contains(bad.Body, "threshold_eur: must be a number") {
+		t.Fatalf("a parameter that is no number: HTTP %d", bad.Status)
+	}
+	got := after(t, first, "/backoffice/monitoring/rules/large_amount/propose", url.Values{"program": {""}, "score": {"30"},
+		"state": {"live"}, "param.threshold_eur": {"7500"}, "reason": {"the market's reporting threshold"}})
+	if !strings.Contains(flashes(got), "Proposed") || !strings.Contains(got.Body, `data-testid="rule-proposal"`) ||
+		!strings.Contains(got.Body, "hits now") || strings.Contains(got.Body, `data-testid="rule-approve"`) ||
+		!strings.Contains(got.Body, `data-testid="rule-why-not"`) {
+		t.Fatalf("after the proposal, the proposer's page:\n%s", got.Body)
+	}
+	page := second.Get(t, "/backoffice/monitoring/rules")
+	if !strings.Contains(page.Body, `data-testid="rule-approve"`) || !strings.Contains(page.Body, "the market&#39;s reporting threshold") {
+		t.Fatalf("the second officer's page lacks the approval:\n%s", page.Body)
+	}
+	request := dom(t, page).Find(`[data-testid="rule-proposal"] input[name="request"]`).First().AttrOr("value", "")
+	if r := first.Post(t, "/backoffice/monitoring/rules/large_amount/approve", url.Values{"program": {""}, "request": {request}}); r.Status != 409 {
+		t.Fatalf("the proposer approves by posting the form: HTTP %d", r.Status)
+	}
+	got = after(t, second, "/backoffice/monitoring/rules/large_amount/approve", url.Values{"program": {""}, "request": {request}})
+	if !strings.Contains(flashes(got), "large_amount version 2 is in force") || strings.Contains(got.Body, `data-testid="rule-proposal"`) ||
+		!strings.Contains(got.Body, `{&#34;threshold_eur&#34;:7500}`) {
+		t.Fatalf("after the approval: %s\n%s", flashes(got), got.Body)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
+	"emi/internal/service/staff"
 )
 
 // Kinds of money movement (contract §12's kinds, plus the declined card
@@ -191,6 +192,35 @@ type Store interface {
 	AlertViews(ctx context.Context, limit int) ([]AlertView, error)
 	AlertView(ctx context.Context, token string) (AlertView, bool, error)
 	CountOpen(ctx context.Context) (int64, error)
+
+	// LockRule locks the current version of a rule for a program ("" the
+	// default); false when the program has no override.
+	LockRule(ctx context.Context, code, program string) (Rule, bool, error)
+	// ApplyRule makes r the current version of its rule and program.
+	ApplyRule(ctx context.Context, r Rule) error
+	ProgramExists(ctx context.Context, code string) (bool, error)
+	InsertRuleChange(ctx context.Context, request string, base int, c RuleChange, bt Backtest) error
+	// RuleChange returns the proposal of a request; RuleChanges every
+	// proposal whose request is pending.
+	RuleChange(ctx context.Context, request string) (PendingRuleChange, error)
+	RuleChanges(ctx context.Context) ([]PendingRuleChange, error)
+	// RecentMovements returns up to limit of the newest movements after
+	// since, in (time, id) order, and whether there were more.
+	RecentMovements(ctx context.Context, since time.Time, limit int) ([]Movement, bool, error)
+	// InsertShadowHits records what rules in shadow mode found;
+	// ShadowCounts counts them by rule since a time.
+	InsertShadowHits(ctx context.Context, hits []ShadowHit) error
+	ShadowCounts(ctx context.Context, since time.Time) (map[string]int64, error)
+}
+
+// ShadowHit is a finding of a rule in shadow mode: counted, never raised.
+type ShadowHit struct {
+	Rule     string
+	Version  int
+	Program  string
+	Subject  Subject
+	Movement int64
+	At       time.Time
 }
 
 // AlertView is an alert as the back office shows it: with the names of its
@@ -243,21 +273,24 @@ type Profile struct {
 
 // Monitor records movements and evaluates them.
 type Monitor struct {
-	tx      kernel.TxRunner
-	store   Store
-	jobs    kernel.Enqueuer
-	audit   *kernel.Auditor
-	now     kernel.Clock
-	sandbox bool
+	controls *staff.Controls
+	tx       kernel.TxRunner
+	store    Store
+	jobs     kernel.Enqueuer
+	audit    *kernel.Auditor
+	now      kernel.Clock
+	sandbox  bool
 }
 
 // Deps is what Monitor needs; NewMonitor checks that none is nil.
 type Deps struct {
-	Tx    kernel.TxRunner
-	Store Store
-	Jobs  kernel.Enqueuer
-	Audit *kernel.Auditor
-	Now   kernel.Clock
+	// Controls runs the two-person lifecycle of rule changes.
+	Controls *staff.Controls
+	Tx       kernel.TxRunner
+	Store    Store
+	Jobs     kernel.Enqueuer
+	Audit    *kernel.Auditor
+	Now      kernel.Clock
 	// Sandbox allows importing histories (contract §12).
 	Sandbox bool `deps:"optional"`
 }
@@ -265,7 +298,7 @@ type Deps struct {
 // NewMonitor returns the monitor.
 func NewMonitor(d Deps) *Monitor {
 	kernel.MustHave("Monitor", d)
-	return &Monitor{tx: d.Tx, store: d.Store, jobs: d.Jobs, audit: d.Audit, now: d.Now, sandbox: d.Sandbox}
+	return &Monitor{controls: d.Controls, tx: d.Tx, store: d.Store, jobs: d.Jobs, audit: d.Audit, now: d.Now, sandbox: d.Sandbox}
 }
 
 // JobEvaluate is the background job that evaluates recorded movements.
@@ -342,14 +375,20 @@ func (m *Monitor) evaluateSubject(ctx context.Context, set ruleSet, s Subject) (
 		}
 		profile.derive()
 		var hits []Hit
+		var shadows []ShadowHit
 		ids := make([]int64, len(mvs))
 		for i, mv := range mvs {
 			ids[i] = mv.ID
-			found, err := set.evaluate(ctx, m.store, profile, mv)
+			found, shadow, err := set.evaluate(ctx, m.store, profile, mv)
 			if err != nil {
 				return err
 			}
-			hits = append(hits, found...)
+			hits, shadows = append(hits, found...), append(shadows, shadow...)
+		}
+		if len(shadows) > 0 {
+			if err := m.store.InsertShadowHits(ctx, shadows); err != nil {
+				return err
+			}
 		}
 		if len(hits) > 0 {
 			if err := m.raise(ctx, mvs[0].PartnerID, s, hits); err != nil {
@@ -496,4 +535,13 @@ func (m *Monitor) RulesInForce(ctx context.Context) ([]Rule, error) {
 		return nil, err
 	}
 	return m.store.Rules(ctx)
+}
+
+// ShadowCounts counts, by rule, what rules in shadow mode found over the
+// last days (ViewAlerts).
+func (m *Monitor) ShadowCounts(ctx context.Context, days int) (map[string]int64, error) {
+	if err := ViewAlerts.Require(ctx); err != nil {
+		return nil, err
+	}
+	return m.store.ShadowCounts(ctx, m.now().Add(-time.Duration(days)*24*time.Hour))
 }

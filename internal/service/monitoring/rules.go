@@ -105,10 +105,11 @@ var checks = []struct {
 	{RuleCardTesting, checkCardTesting},
 }
 
-// evaluate runs every rule in force on mv. Shadow rules run too; their
-// hits are dropped here (counting them for tuning is not built yet).
-func (s ruleSet) evaluate(ctx context.Context, q windowReader, p Profile, mv Movement) ([]Hit, error) {
+// evaluate runs every rule in force on mv: the hits of live rules, and
+// apart those of rules in shadow mode (counted for tuning, never raised).
+func (s ruleSet) evaluate(ctx context.Context, q windowReader, p Profile, mv Movement) ([]Hit, []ShadowHit, error) {
 	var hits []Hit
+	var shadows []ShadowHit
 	for _, c := range checks {
 		r, ok := s.rule(c.code, mv.Program)
 		if !ok {
@@ -116,15 +117,20 @@ func (s ruleSet) evaluate(ctx context.Context, q windowReader, p Profile, mv Mov
 		}
 		sentence, err := c.fn(ctx, q, p, r, mv)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if sentence == "" || r.Shadow {
+		if sentence == "" {
+			continue
+		}
+		if r.Shadow {
+			shadows = append(shadows, ShadowHit{Rule: r.Code, Version: r.Version, Program: r.Program, Subject: mv.Subject,
+				Movement: mv.ID, At: mv.At})
 			continue
 		}
 		hits = append(hits, Hit{Rule: r.Code, Version: r.Version, Score: r.Score, Sentence: sentence,
 			Movement: mv.ID, Ref: mv.Ref, At: mv.At})
 	}
-	return hits, nil
+	return hits, shadows, nil
 }
 
 // eur turns a parameter in EUR into minor units.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"emi/internal/service/accounts"
+	"emi/internal/service/monitoring"
 	"emi/internal/service/onboarding"
 	"emi/internal/service/staff"
 	"emi/internal/service/transfers"
@@ -14,7 +15,7 @@ import (
 // declared under its own control.
 func TestEveryTwoPersonFlowIsDeclared(t *testing.T) {
 	for _, f := range []staff.Flow{accounts.TerminationFlow, accounts.ProgramChangeFlow, transfers.ReversalFlow,
-		transfers.AdjustmentFlow, transfers.AssignmentFlow, staff.StaffChangeFlow, onboarding.HitFlow} {
+		transfers.AdjustmentFlow, transfers.AssignmentFlow, staff.StaffChangeFlow, onboarding.HitFlow, monitoring.RuleChangeFlow} {
 		got, ok := staff.DeclaredFlow(f.Control)
 		if !ok || got.Asked != f.Asked || got.Proposed != f.Proposed {
 			t.Errorf("%s: declared %v (%q), want the flow asking %q", f.Control, ok, got.Asked, f.Asked)

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -589,5 +590,130 @@ func TestEveryTypologyHasARule(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(codes, want) {
 		t.Errorf("rules %v, typologies %v", codes, want)
+	}
+}
+
+// officer is a context of a new compliance officer.
+func officer() context.Context {
+	return as(emi.StaffUser{ID: kernel.NewToken(), Roles: []emi.Role{emi.RoleCompliance}})
+}
+
+// largeAmountParams is large_amount's parameters with another threshold.
+func largeAmountParams(threshold float64) map[string]float64 {
+	return map[string]float64{"threshold_eur": threshold}
+}
+
+// TestMonitoringRuleChangeTakesTwoOfficers: a rule change proposed by one
+// compliance officer shows its backtest and is applied only when another
+// approves; the proposer (in any session) cannot, customer service cannot
+// propose, and the next movements are evaluated by the new version.
+func TestMonitoringRuleChangeTakesTwoOfficers(t *testing.T) {
+	m := newMonitoringApp(t)
+	u, a := m.person(t, "", "", "", "")
+	recent := func(d time.Duration) string { return time.Now().UTC().Add(-5*day + d).Format(time.RFC3339) }
+	m.load(t, incoming("six", recent(0), a, "6000.00", iban(1)))
+	m.wantQuiet(t, u, monitoring.RuleLargeAmount)
+
+	first, second := officer(), officer()
+	cs := as(emi.StaffUser{ID: kernel.NewToken(), Roles: []emi.Role{emi.RoleCustomerService}})
+	change := monitoring.RuleChange{Code: monitoring.RuleLargeAmount, Score: 30, Enabled: true, Params: largeAmountParams(5000),
+		Reason: "the regulator's threshold for this market"}
+	if _, err := m.env.App.Monitor.ProposeRuleChange(cs, change); !errors.Is(err, emi.ErrForbidden) {
+		t.Fatalf("customer service proposes: %v, want 403", err)
+	}
+	p, err := m.env.App.Monitor.ProposeRuleChange(first, change)
+	if err != nil {
+		t.Fatalf("propose: %v", err)
+	}
+	if p.BaseVersion != 1 || p.Backtest.Days != monitoring.BacktestDays || p.Backtest.CurrentSubjects != 0 ||
+		p.Backtest.ProposedSubjects < 1 || p.Backtest.NewSubjects < 1 || p.Backtest.ProposedHits <= p.Backtest.CurrentHits {
+		t.Fatalf("backtest %+v: the lower threshold alerts the 6,000 EUR credit", p.Backtest)
+	}
+	if _, err := m.env.App.Monitor.ProposeRuleChange(second, change); !errors.Is(err, emi.ErrRequestPending) {
+		t.Fatalf("a second proposal while one waits: %v", err)
+	}
+	// The proposer, in another session, cannot approve their own change.
+	if _, err := m.env.App.Monitor.ApproveRuleChange(as(emi.StaffUser{ID: staffOf(first), Roles: []emi.Role{emi.RoleCompliance}}),
+		monitoring.RuleLargeAmount, "", p.Request.ID); !errors.Is(err, emi.ErrFourEyes) {
+		t.Fatalf("the proposer approves: %v, want four-eyes", err)
+	}
+	pending, err := m.env.App.Monitor.PendingRuleChanges(second)
+	if err != nil || len(pending) != 1 || !pending[0].Can.Approve {
+		t.Fatalf("pending %+v %v: the second officer may approve", pending, err)
+	}
+	if mine, _ := m.env.App.Monitor.PendingRuleChanges(first); len(mine) != 1 || mine[0].Can.Approve || !mine[0].Can.Withdraw {
+		t.Fatalf("the proposer's view %+v: withdraw, not approve", mine)
+	}
+	r, err := m.env.App.Monitor.ApproveRuleChange(second, monitoring.RuleLargeAmount, "", p.Request.ID)
+	if err != nil || r.Version != 2 || r.Params["threshold_eur"] != 5000 {
+		t.Fatalf("approve: %+v %v", r, err)
+	}
+	m.load(t, incoming("again", recent(time.Hour), a, "6000.00", iban(2)))
+	m.wantRaised(t, u, monitoring.RuleLargeAmount, "5,000.00 EUR or more")
+	if h := m.alertOf(t, u).Hits[0]; h.Version != 2 || h.Ref != "again" {
+		t.Errorf("hit %+v: by version 2, on the new credit", h)
+	}
+	var versions int
+	if err := m.env.App.DB.Get(&versions, `SELECT count(*) FROM monitoring_rules WHERE code = 'large_amount'`); err != nil || versions != 2 {
+		t.Errorf("%d versions kept (%v), want both", versions, err)
+	}
+}
+
+// TestMonitoringRuleChangeChecksAndVoids: a proposal names the rule's own
+// parameters within their ranges, and a rule changed since it was proposed
+// voids it.
+func TestMonitoringRuleChangeChecksAndVoids(t *testing.T) {
+	m := newMonitoringApp(t)
+	first, second := officer(), officer()
+	for name, c := range map[string]monitoring.RuleChange{
+		"unknown rule":      {Code: "nothing", Enabled: true, Params: largeAmountParams(1)},
+		"unknown parameter": {Code: monitoring.RuleLargeAmount, Enabled: true, Params: map[string]float64{"threshold_eur": 1, "x": 2}},
+		"missing parameter": {Code: monitoring.RuleLargeAmount, Enabled: true, Params: map[string]float64{}},
+		"negative":          {Code: monitoring.RuleLargeAmount, Enabled: true, Params: largeAmountParams(-1)},
+		"ratio above one":   {Code: monitoring.RulePassThrough, Enabled: true, Params: map[string]float64{"hours": 48, "ratio": 1.5, "min_in_eur": 1000}},
+		"score":             {Code: monitoring.RuleLargeAmount, Score: 101, Enabled: true, Params: largeAmountParams(1)},
+		"shadow while off":  {Code: monitoring.RuleLargeAmount, Shadow: true, Params: largeAmountParams(1)},
+		"unknown program":   {Code: monitoring.RuleLargeAmount, Program: "nope", Enabled: true, Params: largeAmountParams(1)},
+		"no change":         {Code: monitoring.RuleLargeAmount, Score: 30, Enabled: true, Params: largeAmountParams(10000)},
+	} {
+		c.Reason = "tuning"
+		if _, err := m.env.App.Monitor.ProposeRuleChange(first, c); !errors.Is(err, emi.ErrReviewValidation) {
+			t.Errorf("%s: %v, want a validation error", name, err)
+		}
+	}
+	p, err := m.env.App.Monitor.ProposeRuleChange(first, monitoring.RuleChange{Code: monitoring.RuleLargeAmount, Program: "account_eur",
+		Score: 40, Enabled: true, Shadow: true, Params: largeAmountParams(8000), Reason: "try a lower threshold on EUR accounts"})
+	if err != nil || p.BaseVersion != 0 {
+		t.Fatalf("a program's first override: %+v %v", p, err)
+	}
+	// Another change of the rule lands meanwhile (as a migration would).
+	if _, err := m.env.App.DB.Exec(`INSERT INTO monitoring_rules (code, program, version, description, score, params)
+		VALUES ('large_amount', 'account_eur', 1, 'x', 10, '{"threshold_eur": 9000}')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.env.App.Monitor.ApproveRuleChange(second, monitoring.RuleLargeAmount, "account_eur", p.Request.ID); !errors.Is(err, emi.ErrRequestVoid) {
+		t.Fatalf("approving a proposal about a rule changed since: %v, want void", err)
+	}
+}
+
+// TestMonitoringShadowRuleCountsAndRaisesNothing: a rule in shadow mode
+// is evaluated and counted, and raises no alert.
+func TestMonitoringShadowRuleCountsAndRaisesNothing(t *testing.T) {
+	m := newMonitoringApp(t)
+	first, second := officer(), officer()
+	p, err := m.env.App.Monitor.ProposeRuleChange(first, monitoring.RuleChange{Code: monitoring.RuleLargeAmount, Score: 30,
+		Enabled: true, Shadow: true, Params: largeAmountParams(10000), Reason: "watch it before it alerts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.env.App.Monitor.ApproveRuleChange(second, monitoring.RuleLargeAmount, "", p.Request.ID); err != nil {
+		t.Fatal(err)
+	}
+	u, a := m.person(t, "", "", "", "")
+	m.load(t, incoming("big", m.at(day), a, "20000.00", iban(1)))
+	m.wantQuiet(t, u, monitoring.RuleLargeAmount)
+	counts, err := m.env.App.Monitor.ShadowCounts(first, 365)
+	if err != nil || counts[monitoring.RuleLargeAmount] != 1 {
+		t.Fatalf("shadow counts %v %v, want one large_amount", counts, err)
 	}
 }

@@ -60,6 +60,11 @@ const (
 	// One person decides; the partner-facing reason and the internal note
 	// are kept apart (the note may say what the partner must not see).
 	ControlKYCDecision Control = "kyc.decide"
+	// ControlMonitoringRule: applying a change of a transaction
+	// monitoring rule (a parameter, the score, on, off or shadow) that
+	// another compliance officer proposed: one officer alone could switch
+	// off the rule that watches a customer.
+	ControlMonitoringRule Control = "monitoring.rule_change"
 )
 
 // ControlPolicy is one row of the decision table: who may propose, who may
@@ -105,6 +110,8 @@ var Policies = []ControlPolicy{
 		BoundTo: "the session as submitted (documents and identity data); a decided session cannot change"},
 	{Control: ControlProgramRisk, Propose: emi.PermManagePrograms, Approve: emi.PermManagePrograms, People: 2,
 		BoundTo: "the proposed settings and the program's version when proposed: any other change to the program voids it"},
+	{Control: ControlMonitoringRule, Propose: emi.PermReviewAML, Approve: emi.PermReviewAML, People: 2,
+		BoundTo: "the proposed version and the rule's version in force when proposed: another change of the rule voids it"},
 }
 
 // PolicyOf returns the row of c. It panics on an unknown control: the
