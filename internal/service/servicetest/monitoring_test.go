@@ -185,6 +185,14 @@ func TestMonitoringLargeAmount(t *testing.T) {
 		m.load(t, incoming("small", m.at(day), a, "500.00", iban(1)))
 		m.wantQuiet(t, u, monitoring.RuleLargeAmount)
 	})
+	t.Run("a merchant's account", func(t *testing.T) {
+		a := m.merchantAccount(t)
+		m.load(t, incoming("invoice", m.at(day), a, "25000.00", iban(1)))
+		m.wantRaised(t, m.p.Merchant, monitoring.RuleLargeAmount, "25,000.00 EUR")
+		if k := m.alertOf(t, m.p.Merchant).Subject.Kind; k != monitoring.SubjectMerchant {
+			t.Errorf("subject kind %q, want merchant", k)
+		}
+	})
 	t.Run("boundary", func(t *testing.T) {
 		u, a := m.person(t, "", "", "", "")
 		m.load(t, incoming("under", m.at(day), a, "9999.99", iban(1)))
