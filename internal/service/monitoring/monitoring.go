@@ -309,6 +309,18 @@ const JobEvaluate = "monitoring.evaluate"
 // sees it with every movement committed before). An account the partner
 // does not own records nothing: the booking code checked it already.
 func (m *Monitor) Record(ctx context.Context, mv Movement) error {
+	if err := m.RecordUnqueued(ctx, mv); err != nil {
+		return err
+	}
+	// One pending job at a time is enough: it evaluates everything
+	// unevaluated (the unique key keeps a second one out).
+	_, _, err := m.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobEvaluate, UniqueKey: JobEvaluate})
+	return err
+}
+
+// RecordUnqueued records a movement without queueing its evaluation: for
+// the history import, which evaluates everything once it has booked.
+func (m *Monitor) RecordUnqueued(ctx context.Context, mv Movement) error {
 	subject, program, ok, err := m.store.SubjectOf(ctx, mv.PartnerID, mv.Account)
 	if err != nil || !ok {
 		return err
@@ -318,12 +330,7 @@ func (m *Monitor) Record(ctx context.Context, mv Movement) error {
 		mv.At = m.now().UTC()
 	}
 	mv.EUR = ToEUR(mv.Amount, mv.Currency)
-	if _, err := m.store.InsertMovement(ctx, mv); err != nil {
-		return err
-	}
-	// One pending job at a time is enough: it evaluates everything
-	// unevaluated (the concurrency key keeps a second one out).
-	_, _, err = m.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobEvaluate, ConcurrencyKey: JobEvaluate, RunAt: m.now()})
+	_, err = m.store.InsertMovement(ctx, mv)
 	return err
 }
 

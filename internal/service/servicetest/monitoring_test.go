@@ -35,10 +35,12 @@ type monitoringApp struct {
 	base time.Time
 }
 
-func newMonitoringApp(t *testing.T) *monitoringApp {
+func newMonitoringApp(t testing.TB) *monitoringApp {
 	t.Helper()
 	env := apptest.New(t, apptest.Options{NoSanctions: true})
-	t.Cleanup(func() { ledgerBalanced(t, env) })
+	if tt, ok := t.(*testing.T); ok {
+		t.Cleanup(func() { ledgerBalanced(tt, env) })
+	}
 	now := time.Now().UTC()
 	base := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, -2, 0)
 	return &monitoringApp{env: env, p: env.NewPartner(t, emi.PartnerCreate{Name: "Monitored Partner"}), base: base}
@@ -51,7 +53,7 @@ func (m *monitoringApp) partner() context.Context {
 
 // person creates a person with the declared profile and a EUR account,
 // and returns the person's and the account's tokens.
-func (m *monitoringApp) person(t *testing.T, incoming, outgoing, frequency, risk string) (user, account string) {
+func (m *monitoringApp) person(t testing.TB, incoming, outgoing, frequency, risk string) (user, account string) {
 	t.Helper()
 	id := kernel.NewToken()
 	in := emi.UserCreate{Email: id + "@example.com"}
