@@ -299,7 +299,7 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
 	go func() {
 		defer wg.Done()
 		a.ScheduleSanctionsUpdates(workCtx)
@@ -317,6 +317,10 @@ func cmdServe(ctx context.Context, getenv func(string) string, stdout, stderr io
 	go func() {
 		defer wg.Done()
 		a.ScheduleMaintenance(workCtx, time.Minute)
+	}()
+	go func() {
+		defer wg.Done()
+		a.ScheduleMonitoring(workCtx, 2*time.Second)
 	}()
 
 	serveErr := make(chan error, 1)

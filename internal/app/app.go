@@ -529,6 +529,26 @@ func (a *App) Health(ctx context.Context) error {
 	return nil
 }
 
+// ScheduleMonitoring enqueues the monitoring evaluation job every
+// interval until ctx ends. Each recorded movement queues the job too, but
+// a job already running makes that enqueue a no-op (one pending job per
+// key), and the running job may have looked for work just before the
+// movement committed: the tick bounds how long such a movement waits.
+func (a *App) ScheduleMonitoring(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := a.Monitor.Schedule(ctx); err != nil && ctx.Err() == nil {
+			a.Logger.Warn("schedule monitoring", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // ScheduleMaintenance enqueues the clean-up job every interval until ctx
 // ends.
 func (a *App) ScheduleMaintenance(ctx context.Context, every time.Duration) {

@@ -312,8 +312,15 @@ func (m *Monitor) Record(ctx context.Context, mv Movement) error {
 	if err := m.RecordUnqueued(ctx, mv); err != nil {
 		return err
 	}
-	// One pending job at a time is enough: it evaluates everything
-	// unevaluated (the unique key keeps a second one out).
+	return m.Schedule(ctx)
+}
+
+// Schedule queues the evaluation job unless one is pending or running:
+// one is enough, it evaluates everything unevaluated. A movement that
+// commits after a running job last looked waits for the next job: the
+// next movement's, or `emi serve`'s tick (App.ScheduleMonitoring), or the
+// maintenance sweep.
+func (m *Monitor) Schedule(ctx context.Context) error {
 	_, _, err := m.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobEvaluate, UniqueKey: JobEvaluate})
 	return err
 }

@@ -830,11 +830,13 @@ func TestSignInTakesAboutAsLongForAnUnknownEmailAsForAWrongPassword(t *testing.T
 	// The leak this guards against is an unknown e-mail skipping the
 	// password hash: a difference of the whole hash time (100 %). Under
 	// load every sign-in slows down and so does the noise, so the bound is
-	// relative: a quarter of the faster median, and never below 10 ms. (A
-	// tenth flaked at 11.6 % with a full make test and two builds on the
-	// same two cores; a quarter still fails on any path that skips the
-	// hash, which costs the whole median.)
-	limit := max(10*time.Millisecond, min(mu, mw)/4)
+	// relative: half the faster median, and never below 10 ms. (A tenth
+	// flaked at 11.6 % with a full make test and two builds on the same
+	// two cores; a quarter flaked at 34 % and 35 %, in both directions,
+	// beside the monitoring tests' databases; half still fails on any path
+	// that skips the hash, where the faster median is the hash-less path's
+	// few milliseconds and the difference the whole hash.)
+	limit := max(10*time.Millisecond, min(mu, mw)/2)
 	if diff >= limit {
 		t.Fatalf("median difference %v, want < %v", diff, limit)
 	}
