@@ -44,6 +44,9 @@ type fixture struct {
 	// transfer fills {transfer}: a pending outgoing payment of that
 	// account (funded and paid out in full, so its balance is zero).
 	transfer string
+	// alert fills {alert}: a monitoring alert about the person (a large
+	// credit and its payment out, imported a day ago); {code} is a rule.
+	alert string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -79,6 +82,15 @@ func newFixture(t *testing.T) *fixture {
 	}
 	env.Fund(t, f.account, bal, "EUR", 100)
 	f.transfer = payExternal(t, env, f.partner, f.account, "1.00", "Fixture Payee", "fixture")
+	at := time.Now().UTC().Add(-24 * time.Hour).Format(time.RFC3339)
+	history := `{"ref":"in","at":"` + at + `","kind":"incoming","account":"` + f.account + `","amount":"20000.00","currency":"EUR","counterparty":{"iban":"DE89370400440532013000","name":"Payer"}}` + "\n" +
+		`{"ref":"out","at":"` + at + `","kind":"transfer_out","account":"` + f.account + `","amount":"20000.00","currency":"EUR","counterparty":{"iban":"DE89370400440532013000","name":"Payer"}}` + "\n"
+	if res, err := env.App.HistoryImport.Import(context.Background(), f.partner.ID, strings.NewReader(history)); err != nil || res.Booked != 2 {
+		t.Fatalf("import the fixture's history: %+v %v", res, err)
+	}
+	if err := env.App.DB.Get(&f.alert, `SELECT token FROM monitoring_alerts WHERE subject_token = $1`, f.people.user); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 
@@ -87,7 +99,8 @@ func (f *fixture) path(route string) string {
 	r := strings.NewReplacer("{id}", f.idFor(route), "{key}", f.partner.KeyID, "{ep}", f.endpointID, "{delivery}", f.deliveryID,
 		"{user}", f.people.user, "{doc}", f.people.doc, "{check}", f.people.check, "{session}", f.people.session,
 		"{application}", f.onboarding.application, "{member}", f.onboarding.member, "{entry}", f.onboarding.entry,
-		"{view}", f.view, "{account}", f.account, "{card}", f.card, "{program}", "account_eur", "{transfer}", f.transfer)
+		"{view}", f.view, "{account}", f.account, "{card}", f.card, "{program}", "account_eur", "{transfer}", f.transfer,
+		"{alert}", f.alert, "{code}", "large_amount")
 	return "/backoffice" + r.Replace(route)
 }
 
@@ -643,6 +656,11 @@ func routeRoles() map[string][]string {
 		"GET /alerts":                                      {"*"},
 		"POST /alerts/claim":                               {apptest.ComplianceEmail},
 		"POST /alerts/release":                             {apptest.AdminEmail, apptest.ComplianceEmail},
+		"GET /monitoring/rules":                            {apptest.ComplianceEmail},
+		"GET /monitoring/{alert}":                          {apptest.ComplianceEmail},
+		"POST /monitoring/rules/{code}/propose":            {apptest.ComplianceEmail},
+		"POST /monitoring/rules/{code}/approve":            {apptest.ComplianceEmail},
+		"POST /monitoring/rules/{code}/reject":             {apptest.ComplianceEmail},
 		"POST /alerts/assign":                              {apptest.ComplianceEmail},
 		"GET /inbox":                                       {"*"},
 		"POST /inbox/read":                                 {"*"},
@@ -760,6 +778,8 @@ func TestDecisionRoutesFollowTheTable(t *testing.T) {
 		"POST /programs/{program}":                        {staff.ControlProgramRisk, false},
 		"POST /programs/{program}/change/approve":         {staff.ControlProgramRisk, true},
 		"POST /kyc/{session}/decide":                      {staff.ControlKYCDecision, true},
+		"POST /monitoring/rules/{code}/propose":           {staff.ControlMonitoringRule, false},
+		"POST /monitoring/rules/{code}/approve":           {staff.ControlMonitoringRule, true},
 		"POST /staff/{id}/disable":                        {staff.ControlStaffPrivilegeRemoval, false},
 		"POST /staff/{id}/suspend":                        {staff.ControlStaffSuspension, false},
 		"POST /staff/{id}/suspension/confirm":             {staff.ControlStaffSuspension, true},
