@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -115,7 +116,16 @@ func newEveryPage(t *testing.T) *everyPage {
 	if err := env.App.Accounts.RequestTermination(staffPrincipal(t, env, apptest.CSEmail), spare, "The customer moves abroad"); err != nil {
 		t.Fatal(err)
 	}
+	// A monitoring alert about the card holder: a large credit and its
+	// payment out, imported as of yesterday.
+	at := time.Now().UTC().Add(-24 * time.Hour).Format(time.RFC3339)
+	history := `{"ref":"in","at":"` + at + `","kind":"incoming","account":"` + card.Account + `","amount":"20000.00","currency":"EUR","counterparty":{"iban":"DE89370400440532013000","name":"Payer"}}` + "\n" +
+		`{"ref":"out","at":"` + at + `","kind":"transfer_out","account":"` + card.Account + `","amount":"20000.00","currency":"EUR","counterparty":{"iban":"DE89370400440532013000","name":"Payer"}}` + "\n"
+	if res, err := env.App.HistoryImport.Import(context.Background(), p.ID, strings.NewReader(history)); err != nil || res.Booked != 2 {
+		t.Fatalf("import a history: %+v %v", res, err)
+	}
 	for k, q := range map[string]string{
+		"{alert}":  `SELECT token::text FROM monitoring_alerts WHERE subject_token = '` + card.User + `'`,
 		"{member}": `SELECT token::text FROM company_members WHERE application = '` + app + `'`,
 		"{staff}":  `SELECT id::text FROM staff_users WHERE email = '` + apptest.CSEmail + `'`,
 	} {
