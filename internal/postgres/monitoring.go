@@ -96,6 +96,14 @@ type movementRow struct {
 	Source              string    `db:"source"`
 }
 
+// movement is the row as monitoring reads it.
+func (r movementRow) movement() monitoring.Movement {
+	return monitoring.Movement{ID: r.ID, PartnerID: r.PartnerID, Subject: monitoring.Subject{Kind: r.SubjectKind, Token: r.SubjectToken},
+		Account: r.Account, Program: r.Program, Kind: r.Kind, Direction: r.Direction, Amount: r.Amount, Currency: r.Currency,
+		EUR: r.EUR, CounterpartyKey: r.CounterpartyKey, CounterpartyCountry: r.CounterpartyCountry, MCC: r.MCC,
+		Declined: r.Declined, At: r.At.UTC(), Ref: r.Ref, Source: r.Source}
+}
+
 // Unevaluated implements monitoring.Store.
 func (s *MonitoringStore) Unevaluated(ctx context.Context, subj monitoring.Subject, limit int) ([]monitoring.Movement, error) {
 	var rows []movementRow
@@ -108,10 +116,7 @@ func (s *MonitoringStore) Unevaluated(ctx context.Context, subj monitoring.Subje
 	}
 	out := make([]monitoring.Movement, len(rows))
 	for i, r := range rows {
-		out[i] = monitoring.Movement{ID: r.ID, PartnerID: r.PartnerID, Subject: monitoring.Subject{Kind: r.SubjectKind, Token: r.SubjectToken},
-			Account: r.Account, Program: r.Program, Kind: r.Kind, Direction: r.Direction, Amount: r.Amount, Currency: r.Currency,
-			EUR: r.EUR, CounterpartyKey: r.CounterpartyKey, CounterpartyCountry: r.CounterpartyCountry, MCC: r.MCC,
-			Declined: r.Declined, At: r.At.UTC(), Ref: r.Ref, Source: r.Source}
+		out[i] = r.movement()
 	}
 	return out, nil
 }
@@ -509,10 +514,7 @@ func (s *MonitoringStore) RecentMovements(ctx context.Context, since time.Time, 
 	}
 	out := make([]monitoring.Movement, len(rows))
 	for i, r := range rows {
-		out[i] = monitoring.Movement{ID: r.ID, PartnerID: r.PartnerID, Subject: monitoring.Subject{Kind: r.SubjectKind, Token: r.SubjectToken},
-			Account: r.Account, Program: r.Program, Kind: r.Kind, Direction: r.Direction, Amount: r.Amount, Currency: r.Currency,
-			EUR: r.EUR, CounterpartyKey: r.CounterpartyKey, CounterpartyCountry: r.CounterpartyCountry, MCC: r.MCC,
-			Declined: r.Declined, At: r.At.UTC(), Ref: r.Ref, Source: r.Source}
+		out[i] = r.movement()
 	}
 	return out, more, nil
 }

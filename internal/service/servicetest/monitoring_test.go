@@ -734,3 +734,38 @@ func TestMonitoringShadowRuleCountsAndRaisesNothing(t *testing.T) {
 		t.Fatalf("shadow counts %v %v, want one large_amount", counts, err)
 	}
 }
+
+// TestMonitoringRuleChangeRejectAndWithdraw: another officer's rejection
+// needs a reason and closes the proposal; the proposer withdraws their
+// own; neither changes the rule.
+func TestMonitoringRuleChangeRejectAndWithdraw(t *testing.T) {
+	m := newMonitoringApp(t)
+	first, second := officer(), officer()
+	propose := func() monitoring.PendingRuleChange {
+		t.Helper()
+		p, err := m.env.App.Monitor.ProposeRuleChange(first, monitoring.RuleChange{Code: monitoring.RuleLargeAmount, Score: 30,
+			Enabled: true, Params: largeAmountParams(7000), Reason: "try it"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := propose()
+	if err := m.env.App.Monitor.RejectRuleChange(second, monitoring.RuleLargeAmount, "", p.Request.ID, "not with this backtest"); err != nil {
+		t.Fatalf("reject: %v", err)
+	}
+	if err := m.env.App.Monitor.RejectRuleChange(second, monitoring.RuleLargeAmount, "", p.Request.ID, "again"); err == nil {
+		t.Fatal("a closed proposal rejected twice")
+	}
+	p = propose()
+	if err := m.env.App.Monitor.RejectRuleChange(first, monitoring.RuleLargeAmount, "", p.Request.ID, ""); err != nil {
+		t.Fatalf("withdraw: %v", err)
+	}
+	if pending, err := m.env.App.Monitor.PendingRuleChanges(second); err != nil || len(pending) != 0 {
+		t.Fatalf("pending after reject and withdraw: %v %v", pending, err)
+	}
+	var versions int
+	if err := m.env.App.DB.Get(&versions, `SELECT count(*) FROM monitoring_rules WHERE code = 'large_amount'`); err != nil || versions != 1 {
+		t.Fatalf("%d versions (%v): the rule must be unchanged", versions, err)
+	}
+}
