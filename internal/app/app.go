@@ -148,7 +148,10 @@ type App struct {
 	// Monitor is transaction monitoring: every money movement recorded and
 	// evaluated by the typologies; HistoryImport books a sandbox history
 	// through it (contract §12).
-	Monitor       *monitoring.Monitor
+	Monitor *monitoring.Monitor
+	// Cases are compliance's cases, information requests, compliance
+	// holds and suspicious transaction reports.
+	Cases         *monitoring.Cases
 	HistoryImport *ops.HistoryImport
 	Incoming      *transfers.Incoming
 	Adjustments   *transfers.Adjustments
@@ -268,6 +271,9 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	}
 	a.Monitor = monitoring.NewMonitor(monitoring.Deps{Controls: a.Controls, Tx: db, Store: postgres.NewMonitoringStore(db), Jobs: a.Jobs, Audit: a.Audit,
 		Sandbox: cfg.Mode == config.ModeSandbox, Now: now})
+	a.Cases = monitoring.NewCases(monitoring.CasesDeps{Controls: a.Controls, Tx: db, Store: postgres.NewCaseStore(db), Monitor: a.Monitor,
+		Events: a.Events, Sealer: keys, Audit: a.Audit, Now: now,
+		Report: postgres.NewReportBuilder(db, cfg.Reporting, cfg.Mode == config.ModeSandbox)})
 	a.Alerts = ops.NewAlerts(ops.AlertsDeps{Monitor: a.Monitor, Tx: db, Store: postgres.NewAlertStore(db), AML: a.People, Apps: a.OnboardingStore, Staff: a.StaffStore, Inbox: a.Inbox, Audit: a.Audit, Now: now})
 	a.AccountStore = postgres.NewAccountStore(db)
 	a.CardStore = postgres.NewCardStore(db)
@@ -420,6 +426,7 @@ func (a *App) Portal() *portal.Portal {
 		Review:      a.Review,
 		Alerts:      a.Alerts,
 		Monitor:     a.Monitor,
+		Cases:       a.Cases,
 		Inbox:       a.Inbox,
 		Accounts:    a.Accounts,
 		Cards:       a.Cards,
@@ -441,7 +448,7 @@ func (a *App) API() *api.API {
 	return api.New(api.Deps{
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
-		Cards: a.Cards, Transfers: a.Transfers, Incoming: a.Incoming, Sandbox: a.Config.Mode == config.ModeSandbox, SandboxOutcomes: a.SandboxOutcomes, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
+		Cards: a.Cards, Transfers: a.Transfers, Incoming: a.Incoming, InformationRequests: a.Cases, Sandbox: a.Config.Mode == config.ModeSandbox, SandboxOutcomes: a.SandboxOutcomes, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 		MaxInFlight: cmp.Or(a.Config.MaxInFlight, postgres.MaxOpenConns), QueueWait: a.Config.QueueWait,
 		Authorizations: a.Authorizations, Review: a.Review, Webhooks: a.Webhooks,
 	})

@@ -87,6 +87,13 @@ type Config struct {
 	// texts are refused in production.
 	SMSURL   string
 	SMSToken string
+	// Reporting is the institution as its suspicious transaction reports
+	// name it (goAML): EMI_GOAML_RENTITY_ID (the FIU's id of emi),
+	// EMI_GOAML_BRANCH, EMI_INSTITUTION_NAME, EMI_INSTITUTION_BIC,
+	// EMI_INSTITUTION_CITY, EMI_INSTITUTION_COUNTRY. The sandbox has
+	// placeholders; in production a report cannot be approved until they
+	// are set (the approval says which is missing).
+	Reporting Reporting
 	// DebugAddr, when set, is a loopback address where emi serve exposes
 	// net/http/pprof (CPU profiles for the benchmark); empty: nowhere.
 	DebugAddr string
@@ -376,6 +383,16 @@ func Load(getenv func(string) string, need ...string) (Config, error) {
 			}
 		}
 	}
+	c.Reporting = Reporting{Branch: strings.TrimSpace(getenv("EMI_GOAML_BRANCH")), Name: strings.TrimSpace(getenv("EMI_INSTITUTION_NAME")),
+		BIC: strings.TrimSpace(getenv("EMI_INSTITUTION_BIC")), City: strings.TrimSpace(getenv("EMI_INSTITUTION_CITY")),
+		Country: strings.TrimSpace(getenv("EMI_INSTITUTION_COUNTRY"))}
+	if v := strings.TrimSpace(getenv("EMI_GOAML_RENTITY_ID")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			bad("EMI_GOAML_RENTITY_ID", "must be the FIU's number of the institution (1 or more)")
+		}
+		c.Reporting.RentityID = n
+	}
 	c.CompaniesHouseKey = strings.TrimSpace(getenv("EMI_COMPANIES_HOUSE_KEY"))
 	c.CompaniesHouseURL = "https://api.company-information.service.gov.uk"
 	if v := strings.TrimSpace(getenv("EMI_COMPANIES_HOUSE_URL")); v != "" {
@@ -559,6 +576,48 @@ func databasePorts(v string) []string {
 	}
 	if len(out) == 0 {
 		out = append(out, "5432")
+	}
+	return out
+}
+
+// Reporting is the institution as a goAML report names it.
+type Reporting struct {
+	RentityID int
+	Branch    string
+	Name      string
+	BIC       string
+	City      string
+	Country   string
+}
+
+// Sandbox returns r with a placeholder for every field not set: a sandbox
+// report is for trying the format, never for an FIU.
+func (r Reporting) Sandbox() Reporting {
+	if r.RentityID == 0 {
+		r.RentityID = 1
+	}
+	for _, f := range []struct {
+		v   *string
+		def string
+	}{{&r.Branch, "Head office"}, {&r.Name, "emi sandbox"}, {&r.BIC, "EMISBGS1"}, {&r.City, "Sofia"}, {&r.Country, "BG"}} {
+		if *f.v == "" {
+			*f.v = f.def
+		}
+	}
+	return r
+}
+
+// Missing names the variables a production report needs and lacks.
+func (r Reporting) Missing() []string {
+	var out []string
+	for _, f := range []struct {
+		ok   bool
+		name string
+	}{{r.RentityID > 0, "EMI_GOAML_RENTITY_ID"}, {r.Branch != "", "EMI_GOAML_BRANCH"}, {r.Name != "", "EMI_INSTITUTION_NAME"},
+		{r.BIC != "", "EMI_INSTITUTION_BIC"}, {r.City != "", "EMI_INSTITUTION_CITY"}, {r.Country != "", "EMI_INSTITUTION_COUNTRY"}} {
+		if !f.ok {
+			out = append(out, f.name)
+		}
 	}
 	return out
 }

@@ -52,6 +52,7 @@ const (
 	ReasonCurrencyMismatch  = "13" // amount in another currency than the card's (no currency conversion)
 	ReasonExceedsLimit      = "61" // over the card's per-transaction or daily limit (limits group)
 	ReasonInsufficientFunds = "51" // more than the available balance
+	ReasonDoNotHonour       = "05" // declined by emi's transaction monitoring (no reason is given, as issuers give none)
 )
 
 // authorizationReasons are the reason codes' texts, in decision order.
@@ -70,6 +71,7 @@ var authorizationReasons = []struct{ Code, Text string }{
 	{ReasonCurrencyMismatch, "invalid amount: currency other than the card's"},
 	{ReasonExceedsLimit, "exceeds the card's amount limit"},
 	{ReasonInsufficientFunds, "insufficient funds"},
+	{ReasonDoNotHonour, "do not honour: declined by the issuer"},
 }
 
 // AuthorizationReasonCodes lists the reason codes in decision order.

@@ -227,9 +227,18 @@ var (
 	// sanctions or watch-list hit waiting for a compliance decision, or
 	// confirmed: no money leaves until compliance decides.
 	ErrTransferComplianceHold = def(14030, "service.transfers.compliance_hold", KindConflict)
+	// ErrTransferDeclined: emi's transaction monitoring declined the
+	// transfer before any money moved. The answer gives no reason, as a
+	// bank's decline gives none.
+	ErrTransferDeclined = def(14031, "service.transfers.declined", KindConflict)
 	// ErrAuthorizationNotFound: an unknown card authorization, or one of
 	// another partner's card (sandbox card payments).
 	ErrAuthorizationNotFound = def(14020, "service.authorizations.not_found", KindNotFound)
+	// Information requests: compliance's questions about a customer
+	// (information_requests_*): unknown (or another partner's), or
+	// answered already.
+	ErrInformationRequestNotFound = def(14040, "service.information_requests.not_found", KindNotFound)
+	ErrInformationRequestAnswered = def(14041, "service.information_requests.answered", KindConflict)
 
 	// Sandbox outcomes: the partner drives a staff decision, since a
 	// sandbox has nobody to make it.
@@ -275,7 +284,8 @@ func Catalogue() []*Error {
 		ErrAccountNotFound, ErrProgramNotFound, ErrOwnerNotFound, ErrMainAccountInvalid,
 		ErrAccountInvalidTransition, ErrBalanceNotZero, ErrTransferValidation, ErrTransferNotFound,
 		ErrInsufficientFunds, ErrTransferAccountUnusable, ErrCurrencyMismatch, ErrDestinationNotFound,
-		ErrTransferInvalidTransition, ErrSameBalance, ErrTransferComplianceHold, ErrAuthorizationNotFound, ErrUserHasProducts, ErrKYCAlreadyApproved,
+		ErrTransferInvalidTransition, ErrSameBalance, ErrTransferComplianceHold, ErrTransferDeclined, ErrAuthorizationNotFound,
+		ErrInformationRequestNotFound, ErrInformationRequestAnswered, ErrUserHasProducts, ErrKYCAlreadyApproved,
 		ErrPartnerNotFound, ErrPartnerKeyNotFound, ErrPartnerValidation, ErrRotationInOverlap,
 		ErrNotInReview, ErrAPIAMLNotFound, ErrAMLNothingToReview, ErrNoOpenKYCSession,
 		ErrAPIWebhookValidation, ErrAPIWebhookEndpointNotFound, ErrAPIWebhookDeliveryNotFound, ErrAPIWebhookEndpointDisabled,
@@ -354,6 +364,10 @@ var (
 
 	// Transaction monitoring (service/monitoring).
 	ErrMonitoringAlertNotFound = def(20080, "portal.monitoring.alert_not_found", KindNotFound)
+	ErrCaseNotFound            = def(20081, "portal.monitoring.case_not_found", KindNotFound)
+	// ErrCaseConflict: the case (or its alerts, hold, report) is not in a
+	// state that allows the step; the sentence says why.
+	ErrCaseConflict = def(20082, "portal.monitoring.case_conflict", KindConflict)
 )
 
 // PortalCatalogue lists the back-office errors, for the portal's messages.
@@ -367,5 +381,5 @@ func PortalCatalogue() []*Error {
 		ErrSuspenseNotFound, ErrSuspenseResolved, ErrAdjustmentNotFound, ErrAdjustmentDecided,
 		ErrSuspenseAssignmentPending, ErrSuspenseAssignmentNotFound, ErrSuspenseAssignmentDecided, ErrRevealQuota,
 		ErrLastAdministrators, ErrStaffNotSuspended, ErrRequestPending, ErrRequestClosed, ErrRequestLapsed, ErrRequestVoid,
-		ErrMonitoringAlertNotFound}
+		ErrMonitoringAlertNotFound, ErrCaseNotFound, ErrCaseConflict}
 }

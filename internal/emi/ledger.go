@@ -18,11 +18,15 @@ const (
 	LedgerSuspense         = "suspense"          // received money that could not be credited to a customer
 	LedgerAdjustments      = "adjustments"       // manual corrections approved by two staff members
 	LedgerOpening          = "opening"           // balances that existed before the ledger
+	// LedgerReviewHold is money of transfers held for review by
+	// transaction monitoring, between the transfer and compliance's
+	// decision (released on, or returned to the source).
+	LedgerReviewHold = "review_hold"
 )
 
 // LedgerInternalAccounts lists the institution's accounts.
 var LedgerInternalAccounts = []string{LedgerIncomingClearing, LedgerOutgoingClearing, LedgerCardClearing,
-	LedgerFees, LedgerSuspense, LedgerAdjustments, LedgerOpening}
+	LedgerFees, LedgerSuspense, LedgerAdjustments, LedgerOpening, LedgerReviewHold}
 
 // Ledger transaction kinds.
 const (
@@ -35,6 +39,12 @@ const (
 	TxnAdjustment     = "adjustment"
 	TxnCardClearing   = "card_clearing"
 	TxnReversal       = "reversal"
+	// A transfer held for review: parked (source -> review_hold), then
+	// released (review_hold -> destination or outgoing clearing) or
+	// returned (review_hold -> source).
+	TxnReviewHold    = "review_hold"
+	TxnReviewRelease = "review_release"
+	TxnReviewReturn  = "review_return"
 )
 
 // Entry is one journal entry: it moves a customer balance (Balance, shown
@@ -194,6 +204,11 @@ const (
 	TransferPending   = "pending"
 	TransferCompleted = "completed"
 	TransferReturned  = "returned"
+	// TransferHeldForReview: transaction monitoring held the transfer
+	// before the money reached its destination; compliance releases it
+	// (internal: completed; outgoing: pending) or returns it to the
+	// source (returned).
+	TransferHeldForReview = "held_for_review"
 )
 
 // TransferParty names one side of a transfer in a request: exactly one of
@@ -247,9 +262,12 @@ type Transfer struct {
 	Reference          string       `db:"reference"`
 	Txn                int64        `db:"txn"`
 	ReturnTxn          int64        `db:"return_txn"`
-	ReturnReason       string       `db:"return_reason"`
-	CreatedAt          time.Time    `db:"created_at"`
-	UpdatedAt          time.Time    `db:"updated_at"`
+	// ReleaseTxn moved a held transfer's money on when compliance
+	// released it.
+	ReleaseTxn   int64     `db:"release_txn"`
+	ReturnReason string    `db:"return_reason"`
+	CreatedAt    time.Time `db:"created_at"`
+	UpdatedAt    time.Time `db:"updated_at"`
 	// Filled for responses: the IBANs of the two customer sides (a
 	// virtual account's own IBAN where the side is a virtual account), and
 	// the partners that hold them.
@@ -263,10 +281,16 @@ type Transfer struct {
 // outgoing payment (the sandbox's settlement): only while it is pending.
 func (t Transfer) CanComplete() bool { return t.Status == TransferPending }
 
+// Held tells whether t waits for a compliance decision (released or
+// returned by staff, never by the receiving bank).
+func (t Transfer) Held() bool { return t.Status == TransferHeldForReview }
+
 // CanReturn tells whether the receiving bank may still return t, an
 // outgoing payment (the sandbox's settlement): until it is returned, a
 // completed payment included.
-func (t Transfer) CanReturn() bool { return t.Status != TransferReturned }
+func (t Transfer) CanReturn() bool {
+	return t.Status != TransferReturned && t.Status != TransferHeldForReview
+}
 
 // LedgerReport is the result of a ledger verification.
 type LedgerReport struct {

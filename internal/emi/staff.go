@@ -64,6 +64,10 @@ const (
 	// other; not by administrators, who manage staff and could otherwise
 	// make themselves the second approver.
 	PermManageMoney Permission = "money.manage"
+	// PermFileReports: approve a suspicious transaction report another
+	// compliance officer drafted, and so file it with the FIU (the
+	// reporting role: a second officer of compliance).
+	PermFileReports Permission = "reports.file"
 )
 
 // rolePermissions is the authorization table.
@@ -73,7 +77,7 @@ var rolePermissions = map[Role][]Permission{
 		PermManageSanctions, PermManagePrograms, PermViewMoney},
 	RoleUnderwriter: {PermViewDashboard, PermViewApps, PermDecideApps, PermViewPeople, PermViewPartners},
 	RoleCompliance: {PermViewDashboard, PermViewApps, PermReviewAML, PermReviewKYC, PermViewPeople, PermViewAudit,
-		PermViewMoney, PermManageMoney},
+		PermViewMoney, PermManageMoney, PermFileReports},
 	RoleCustomerService: {PermViewDashboard, PermViewPeople, PermViewAccounts, PermManageAccounts,
 		PermManageCards, PermRevealCardData, PermViewMoney, PermManageMoney},
 	RoleAuditor: {PermViewDashboard, PermViewStaff, PermViewPartners, PermViewAudit, PermViewApps,
@@ -159,7 +163,7 @@ const TemporaryPasswordTTL = 72 * time.Hour
 // nothing, holds none.
 var privilegedPermissions = []Permission{
 	PermManageMoney, PermManageAccounts, PermManageCards,
-	PermDecideApps, PermReviewAML, PermReviewKYC,
+	PermDecideApps, PermReviewAML, PermReviewKYC, PermFileReports,
 	PermRevealCardData,
 	PermManageStaff,
 }

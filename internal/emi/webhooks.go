@@ -25,6 +25,10 @@ const (
 	EventCardReplaced      EventType = "card.replaced"
 	EventTransferCompleted EventType = "transfer.completed"
 	EventTransferReturned  EventType = "transfer.returned"
+	// EventTransferHeldForReview: the transfer waits for a review by emi
+	// before the money moves on; transfer.completed (internal) or
+	// transfer.returned follows. Only the sending partner receives it.
+	EventTransferHeldForReview EventType = "transfer.held_for_review"
 	// Card payments: the decision on an authorization, then its
 	// end: cleared (the money moved), reversed (the merchant cancelled) or
 	// expired (never cleared; the hold is released).
@@ -33,6 +37,10 @@ const (
 	EventAuthorizationReversed EventType = "authorization.reversed"
 	EventAuthorizationExpired  EventType = "authorization.expired"
 	EventWebhookTest           EventType = "webhook.test"
+	// EventInformationRequestCreated: emi asks the partner about a
+	// customer (a routine review's questions); the partner answers with
+	// information_request_answer.
+	EventInformationRequestCreated EventType = "information_request.created"
 )
 
 // EventTypes lists every event type, in documentation order.
@@ -40,7 +48,7 @@ func EventTypes() []EventType {
 	return []EventType{EventApplicationChecksCompleted, EventApplicationInReview, EventApplicationInfoRequested,
 		EventApplicationApproved, EventApplicationRejected, EventUserKYCUpdated, EventAMLCheckReviewed,
 		EventAccountStatusChanged, EventCardStatusChanged, EventCardActivated, EventCardConverted, EventCardReplaced, EventTransferCompleted,
-		EventTransferReturned, EventAuthorizationDecided, EventAuthorizationCleared, EventAuthorizationReversed, EventAuthorizationExpired, EventWebhookTest}
+		EventTransferReturned, EventTransferHeldForReview, EventAuthorizationDecided, EventAuthorizationCleared, EventAuthorizationReversed, EventAuthorizationExpired, EventInformationRequestCreated, EventWebhookTest}
 }
 
 // Event is one event of a partner: `{"id", "type", "created_at", "data"}`

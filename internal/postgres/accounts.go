@@ -585,6 +585,12 @@ func holderOnHold(ctx context.Context, db *DB, account string) (bool, error) {
 		SELECT 1 FROM accounts a
 		JOIN accounts m ON m.token = coalesce(a.main, a.token)
 		JOIN aml_checks c ON c.user_token = m.user_token OR c.merchant_token = m.merchant
-		WHERE a.token = $1 AND c.status IN ('match', 'confirmed'))`, account)
+		WHERE a.token = $1 AND c.status IN ('match', 'confirmed'))
+		OR EXISTS (
+		SELECT 1 FROM accounts a
+		JOIN accounts m ON m.token = coalesce(a.main, a.token)
+		JOIN compliance_holds h ON h.lifted_at IS NULL AND ((h.subject_kind = 'user' AND h.subject_token = m.user_token)
+			OR (h.subject_kind = 'merchant' AND h.subject_token = m.merchant))
+		WHERE a.token = $1)`, account)
 	return held, Translate(err)
 }

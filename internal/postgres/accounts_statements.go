@@ -129,7 +129,7 @@ func (s *StatementStore) lines(ctx context.Context, where string, args []any, li
 				THEN x.destination_account ELSE x.source_account END AS other_account,
 			CASE WHEN p.account = x.source_account AND p.balance = x.source_balance
 				THEN x.destination_balance ELSE x.source_balance END AS other_balance
-		FROM transfers x WHERE x.txn = p.txn OR x.return_txn = p.txn LIMIT 1) t ON true
+		FROM transfers x WHERE x.txn = p.txn OR x.return_txn = p.txn OR x.release_txn = p.txn LIMIT 1) t ON true
 	LEFT JOIN LATERAL (
 		SELECT coalesce((SELECT u.first_name || ' ' || u.last_name FROM users u WHERE u.token = a.user_token),
 				(SELECT m.name FROM merchants m WHERE m.token = a.merchant), '') AS name,

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -52,10 +53,10 @@ func (s *MonitoringStore) SubjectOf(ctx context.Context, partnerID, account stri
 func (s *MonitoringStore) InsertMovement(ctx context.Context, m monitoring.Movement) (int64, error) {
 	var id int64
 	err := s.db.Ext(ctx).QueryRowxContext(ctx, `INSERT INTO monitoring_movements (partner_id, subject_kind, subject_token, account,
-		program, kind, direction, amount_minor, currency, eur_minor, counterparty_key, counterparty_country, mcc, declined, at, ref, source)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING id`,
+		program, kind, direction, amount_minor, currency, eur_minor, counterparty_key, counterparty_country, mcc, declined, at, ref, source,
+		screened) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING id`,
 		m.PartnerID, m.Subject.Kind, m.Subject.Token, m.Account, m.Program, m.Kind, m.Direction, m.Amount, m.Currency, m.EUR,
-		m.CounterpartyKey, m.CounterpartyCountry, m.MCC, m.Declined, m.At, m.Ref, m.Source).Scan(&id)
+		m.CounterpartyKey, m.CounterpartyCountry, m.MCC, m.Declined, m.At, m.Ref, m.Source, m.Screened).Scan(&id)
 	return id, Translate(err)
 }
 
@@ -94,6 +95,7 @@ type movementRow struct {
 	At                  time.Time `db:"at"`
 	Ref                 string    `db:"ref"`
 	Source              string    `db:"source"`
+	Screened            bool      `db:"screened"`
 }
 
 // movement is the row as monitoring reads it.
@@ -101,14 +103,14 @@ func (r movementRow) movement() monitoring.Movement {
 	return monitoring.Movement{ID: r.ID, PartnerID: r.PartnerID, Subject: monitoring.Subject{Kind: r.SubjectKind, Token: r.SubjectToken},
 		Account: r.Account, Program: r.Program, Kind: r.Kind, Direction: r.Direction, Amount: r.Amount, Currency: r.Currency,
 		EUR: r.EUR, CounterpartyKey: r.CounterpartyKey, CounterpartyCountry: r.CounterpartyCountry, MCC: r.MCC,
-		Declined: r.Declined, At: r.At.UTC(), Ref: r.Ref, Source: r.Source}
+		Declined: r.Declined, At: r.At.UTC(), Ref: r.Ref, Source: r.Source, Screened: r.Screened}
 }
 
 // Unevaluated implements monitoring.Store.
 func (s *MonitoringStore) Unevaluated(ctx context.Context, subj monitoring.Subject, limit int) ([]monitoring.Movement, error) {
 	var rows []movementRow
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT id, partner_id, subject_kind, subject_token, account, program, kind,
-		direction, amount_minor, currency, eur_minor, counterparty_key, counterparty_country, mcc, declined, at, ref, source
+		direction, amount_minor, currency, eur_minor, counterparty_key, counterparty_country, mcc, declined, at, ref, source, screened
 		FROM monitoring_movements WHERE subject_kind = $1 AND subject_token = $2 AND evaluated_at IS NULL
 		ORDER BY at, id LIMIT $3 FOR UPDATE`, subj.Kind, subj.Token, limit)
 	if err != nil {
@@ -199,7 +201,7 @@ func (s *MonitoringStore) Profile(ctx context.Context, subj monitoring.Subject) 
 // Rules implements monitoring.Store.
 func (s *MonitoringStore) Rules(ctx context.Context) ([]monitoring.Rule, error) {
 	var rows []ruleRow
-	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT code, program, version, description, score, enabled, shadow, params
+	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT code, program, version, description, score, enabled, shadow, params, outcome
 		FROM monitoring_rules WHERE current ORDER BY code, program`)
 	if err != nil {
 		return nil, Translate(err)
@@ -215,22 +217,23 @@ func (s *MonitoringStore) Rules(ctx context.Context) ([]monitoring.Rule, error) 
 
 // alertRow is a monitoring_alerts row.
 type alertRow struct {
-	Token        string    `db:"token"`
-	PartnerID    string    `db:"partner_id"`
-	SubjectKind  string    `db:"subject_kind"`
-	SubjectToken string    `db:"subject_token"`
-	Status       string    `db:"status"`
-	Score        int       `db:"score"`
-	Hits         []byte    `db:"hits"`
-	RaisedAt     time.Time `db:"raised_at"`
-	UpdatedAt    time.Time `db:"updated_at"`
+	Token        string         `db:"token"`
+	PartnerID    string         `db:"partner_id"`
+	SubjectKind  string         `db:"subject_kind"`
+	SubjectToken string         `db:"subject_token"`
+	Status       string         `db:"status"`
+	Score        int            `db:"score"`
+	Hits         []byte         `db:"hits"`
+	RaisedAt     time.Time      `db:"raised_at"`
+	UpdatedAt    time.Time      `db:"updated_at"`
+	CaseToken    sql.NullString `db:"case_token"`
 }
 
-const alertColumns = `token, partner_id, subject_kind, subject_token, status, score, hits, raised_at, updated_at`
+const alertColumns = `token, partner_id, subject_kind, subject_token, status, score, hits, raised_at, updated_at, case_token`
 
 func (r alertRow) alert() (monitoring.Alert, error) {
 	a := monitoring.Alert{Token: r.Token, PartnerID: r.PartnerID, Subject: monitoring.Subject{Kind: r.SubjectKind, Token: r.SubjectToken},
-		Status: r.Status, Score: r.Score, RaisedAt: r.RaisedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+		Status: r.Status, Score: r.Score, RaisedAt: r.RaisedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Case: r.CaseToken.String}
 	if err := json.Unmarshal(r.Hits, &a.Hits); err != nil {
 		return monitoring.Alert{}, emi.ErrInternal.Wrap(err)
 	}
@@ -318,6 +321,7 @@ type alertViewRow struct {
 }
 
 const alertViewSelect = `SELECT a.token, a.partner_id, a.subject_kind, a.subject_token, a.status, a.score, a.hits, a.raised_at, a.updated_at,
+	a.case_token,
 	coalesce(CASE a.subject_kind WHEN 'user' THEN trim(u.first_name || ' ' || u.last_name) ELSE m.name END, '') AS subject_name,
 	p.name AS partner_name
 	FROM monitoring_alerts a
@@ -380,11 +384,12 @@ type ruleRow struct {
 	Enabled     bool   `db:"enabled"`
 	Shadow      bool   `db:"shadow"`
 	Params      []byte `db:"params"`
+	Outcome     string `db:"outcome"`
 }
 
 func (r ruleRow) rule() (monitoring.Rule, error) {
 	out := monitoring.Rule{Code: r.Code, Program: r.Program, Version: r.Version, Description: r.Description, Score: r.Score,
-		Enabled: r.Enabled, Shadow: r.Shadow}
+		Enabled: r.Enabled, Shadow: r.Shadow, Outcome: r.Outcome}
 	if err := json.Unmarshal(r.Params, &out.Params); err != nil {
 		return monitoring.Rule{}, emi.ErrInternal.Wrap(err)
 	}
@@ -394,7 +399,7 @@ func (r ruleRow) rule() (monitoring.Rule, error) {
 // LockRule implements monitoring.Store.
 func (s *MonitoringStore) LockRule(ctx context.Context, code, program string) (monitoring.Rule, bool, error) {
 	var r ruleRow
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT code, program, version, description, score, enabled, shadow, params
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT code, program, version, description, score, enabled, shadow, params, outcome
 		FROM monitoring_rules WHERE code = $1 AND program = $2 AND current FOR UPDATE`, code, program)
 	if errors.Is(err, sql.ErrNoRows) {
 		return monitoring.Rule{}, false, nil
@@ -417,8 +422,9 @@ func (s *MonitoringStore) ApplyRule(ctx context.Context, r monitoring.Rule) erro
 		r.Code, r.Program); err != nil {
 		return Translate(err)
 	}
-	_, err = ext.ExecContext(ctx, `INSERT INTO monitoring_rules (code, program, version, description, score, enabled, shadow, params, current)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true)`, r.Code, r.Program, r.Version, r.Description, r.Score, r.Enabled, r.Shadow, jsonText(params))
+	_, err = ext.ExecContext(ctx, `INSERT INTO monitoring_rules (code, program, version, description, score, enabled, shadow, params, outcome, current)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, true)`, r.Code, r.Program, r.Version, r.Description, r.Score, r.Enabled, r.Shadow,
+		jsonText(params), r.Outcome)
 	return Translate(err)
 }
 
@@ -440,8 +446,8 @@ func (s *MonitoringStore) InsertRuleChange(ctx context.Context, request string, 
 		return emi.ErrInternal.Wrap(err)
 	}
 	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO monitoring_rule_changes (request, code, program, base_version, score, enabled,
-		shadow, params, backtest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, request, c.Code, c.Program, base, c.Score, c.Enabled,
-		c.Shadow, jsonText(params), jsonText(b))
+		shadow, params, backtest, outcome) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, request, c.Code, c.Program, base, c.Score, c.Enabled,
+		c.Shadow, jsonText(params), jsonText(b), c.Outcome)
 	return Translate(err)
 }
 
@@ -455,11 +461,12 @@ type ruleChangeRow struct {
 	Shadow      bool   `db:"shadow"`
 	Params      []byte `db:"params"`
 	Backtest    []byte `db:"backtest"`
+	Outcome     string `db:"outcome"`
 }
 
 func (r ruleChangeRow) change() (monitoring.PendingRuleChange, error) {
 	p := monitoring.PendingRuleChange{BaseVersion: r.BaseVersion,
-		Change: monitoring.RuleChange{Code: r.Code, Program: r.Program, Score: r.Score, Enabled: r.Enabled, Shadow: r.Shadow}}
+		Change: monitoring.RuleChange{Code: r.Code, Program: r.Program, Score: r.Score, Enabled: r.Enabled, Shadow: r.Shadow, Outcome: r.Outcome}}
 	p.Request.ID = r.Request
 	if err := json.Unmarshal(r.Params, &p.Change.Params); err != nil {
 		return p, emi.ErrInternal.Wrap(err)
@@ -470,7 +477,7 @@ func (r ruleChangeRow) change() (monitoring.PendingRuleChange, error) {
 	return p, nil
 }
 
-const ruleChangeColumns = `c.request, c.code, c.program, c.base_version, c.score, c.enabled, c.shadow, c.params, c.backtest`
+const ruleChangeColumns = `c.request, c.code, c.program, c.base_version, c.score, c.enabled, c.shadow, c.params, c.backtest, c.outcome`
 
 // RuleChange implements monitoring.Store.
 func (s *MonitoringStore) RuleChange(ctx context.Context, request string) (monitoring.PendingRuleChange, error) {
@@ -503,7 +510,7 @@ func (s *MonitoringStore) RuleChanges(ctx context.Context) ([]monitoring.Pending
 func (s *MonitoringStore) RecentMovements(ctx context.Context, since time.Time, limit int) ([]monitoring.Movement, bool, error) {
 	var rows []movementRow
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT * FROM (SELECT id, partner_id, subject_kind, subject_token, account,
-		program, kind, direction, amount_minor, currency, eur_minor, counterparty_key, counterparty_country, mcc, declined, at, ref, source
+		program, kind, direction, amount_minor, currency, eur_minor, counterparty_key, counterparty_country, mcc, declined, at, ref, source, screened
 		FROM monitoring_movements WHERE at > $1 ORDER BY at DESC, id DESC LIMIT $2) m ORDER BY at, id`, since, limit+1)
 	if err != nil {
 		return nil, false, Translate(err)
@@ -546,4 +553,144 @@ func (s *MonitoringStore) ShadowCounts(ctx context.Context, since time.Time) (ma
 		out[r.Code] = r.N
 	}
 	return out, nil
+}
+
+// LockScreen implements monitoring.Store.
+func (s *MonitoringStore) LockScreen(ctx context.Context, subj monitoring.Subject) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('monitoring screen:' || $1 || ':' || $2, 2026))`,
+		subj.Kind, subj.Token)
+	return Translate(err)
+}
+
+// MarkDeclined implements monitoring.Store.
+func (s *MonitoringStore) MarkDeclined(ctx context.Context, id int64) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE monitoring_movements SET declined = true WHERE id = $1`, id)
+	return Translate(err)
+}
+
+// holdRow is a monitoring_holds row.
+type holdRow struct {
+	Transfer     string     `db:"transfer"`
+	PartnerID    string     `db:"partner_id"`
+	SubjectKind  string     `db:"subject_kind"`
+	SubjectToken string     `db:"subject_token"`
+	Alert        *string    `db:"alert"`
+	Movement     *int64     `db:"movement"`
+	Hits         []byte     `db:"hits"`
+	InitiatedBy  string     `db:"initiated_by"`
+	Status       string     `db:"status"`
+	HeldAt       time.Time  `db:"held_at"`
+	DecidedBy    string     `db:"decided_by"`
+	DecidedAt    *time.Time `db:"decided_at"`
+	Reason       string     `db:"reason"`
+}
+
+const holdColumns = `transfer, partner_id, subject_kind, subject_token, alert, movement, hits, initiated_by, status, held_at, decided_by,
+	decided_at, reason`
+
+func (r holdRow) hold() (monitoring.Hold, error) {
+	h := monitoring.Hold{Transfer: r.Transfer, PartnerID: r.PartnerID, Subject: monitoring.Subject{Kind: r.SubjectKind, Token: r.SubjectToken},
+		InitiatedBy: r.InitiatedBy, Status: r.Status, HeldAt: r.HeldAt.UTC(), DecidedBy: r.DecidedBy, DecidedAt: r.DecidedAt, Reason: r.Reason}
+	if r.Alert != nil {
+		h.Alert = *r.Alert
+	}
+	if r.Movement != nil {
+		h.Movement = *r.Movement
+	}
+	if err := json.Unmarshal(r.Hits, &h.Hits); err != nil {
+		return h, emi.ErrInternal.Wrap(err)
+	}
+	return h, nil
+}
+
+// InsertHold implements monitoring.Store.
+func (s *MonitoringStore) InsertHold(ctx context.Context, h monitoring.Hold) error {
+	hits, err := json.Marshal(h.Hits)
+	if err != nil {
+		return emi.ErrInternal.Wrap(err)
+	}
+	var alert *string
+	if h.Alert != "" {
+		alert = &h.Alert
+	}
+	var movement *int64
+	if h.Movement != 0 {
+		movement = &h.Movement
+	}
+	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO monitoring_holds (transfer, partner_id, subject_kind, subject_token, alert,
+		movement, hits, initiated_by, status, held_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, h.Transfer, h.PartnerID,
+		h.Subject.Kind, h.Subject.Token, alert, movement, jsonText(hits), h.InitiatedBy, h.Status, h.HeldAt)
+	return Translate(err)
+}
+
+// LockHold implements monitoring.Store.
+func (s *MonitoringStore) LockHold(ctx context.Context, transfer string) (monitoring.Hold, bool, error) {
+	if !validUUID(transfer) {
+		return monitoring.Hold{}, false, nil
+	}
+	var r holdRow
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &r, `SELECT `+holdColumns+` FROM monitoring_holds WHERE transfer = $1 FOR UPDATE`, transfer)
+	if errors.Is(err, sql.ErrNoRows) {
+		return monitoring.Hold{}, false, nil
+	}
+	if err != nil {
+		return monitoring.Hold{}, false, Translate(err)
+	}
+	h, err := r.hold()
+	return h, err == nil, err
+}
+
+// DecideHold implements monitoring.Store.
+func (s *MonitoringStore) DecideHold(ctx context.Context, transfer, status, by string, at time.Time, reason string) error {
+	_, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE monitoring_holds SET status = $2, decided_by = $3, decided_at = $4, reason = $5
+		WHERE transfer = $1 AND status = 'held'`, transfer, status, by, at, reason)
+	return Translate(err)
+}
+
+// Holds implements monitoring.Store.
+func (s *MonitoringStore) Holds(ctx context.Context, f monitoring.HoldFilter) ([]monitoring.Hold, error) {
+	q := `SELECT ` + holdColumns + ` FROM monitoring_holds WHERE true`
+	var args []any
+	if f.Subject.Token != "" {
+		if !validUUID(f.Subject.Token) {
+			return nil, nil
+		}
+		args = append(args, f.Subject.Kind, f.Subject.Token)
+		q += ` AND subject_kind = $1 AND subject_token = $2`
+	}
+	order := ` ORDER BY held_at DESC, transfer`
+	if f.Status != "" {
+		args = append(args, f.Status)
+		q += ` AND status = $` + strconv.Itoa(len(args))
+		order = ` ORDER BY held_at, transfer`
+	}
+	limit := f.Limit
+	if limit <= 0 || limit > 500 {
+		limit = 500
+	}
+	args = append(args, limit)
+	q += order + ` LIMIT $` + strconv.Itoa(len(args))
+	var rows []holdRow
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, q, args...); err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]monitoring.Hold, len(rows))
+	for i, r := range rows {
+		h, err := r.hold()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// CaseOfAlert implements monitoring.Store.
+func (s *MonitoringStore) CaseOfAlert(ctx context.Context, alert string) (string, error) {
+	return (&CaseStore{db: s.db}).CaseOfAlert(ctx, alert)
+}
+
+// InsertCaseEvent implements monitoring.Store.
+func (s *MonitoringStore) InsertCaseEvent(ctx context.Context, e monitoring.CaseEvent) error {
+	return (&CaseStore{db: s.db}).InsertCaseEvent(ctx, e)
 }

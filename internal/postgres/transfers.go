@@ -112,6 +112,7 @@ type transferRow struct {
 	Reference          string         `db:"reference"`
 	Txn                int64          `db:"txn"`
 	ReturnTxn          sql.NullInt64  `db:"return_txn"`
+	ReleaseTxn         sql.NullInt64  `db:"release_txn"`
 	ReturnReason       string         `db:"return_reason"`
 	CreatedAt          sql.NullTime   `db:"created_at"`
 	UpdatedAt          sql.NullTime   `db:"updated_at"`
@@ -126,7 +127,7 @@ func (r transferRow) transfer() emi.Transfer {
 		SourceAccount: r.SourceAccount.String, SourceBalance: r.SourceBalance.String,
 		DestinationAccount: r.DestinationAccount.String, DestinationBalance: r.DestinationBalance.String,
 		Amount: r.Amount, Currency: r.Currency, Reference: r.Reference, Txn: r.Txn, ReturnTxn: r.ReturnTxn.Int64,
-		ReturnReason: r.ReturnReason, CreatedAt: r.CreatedAt.Time.UTC(), UpdatedAt: r.UpdatedAt.Time.UTC(),
+		ReleaseTxn: r.ReleaseTxn.Int64, ReturnReason: r.ReturnReason, CreatedAt: r.CreatedAt.Time.UTC(), UpdatedAt: r.UpdatedAt.Time.UTC(),
 		SourceIBAN: r.SourceIBAN.String, DestinationIBAN: r.DestinationIBAN.String,
 		SourcePartner: r.SourcePartner.String, DestinationPartner: r.DestinationPartner.String}
 	_ = json.Unmarshal(r.Counterparty, &t.Counterparty)
@@ -136,8 +137,8 @@ func (r transferRow) transfer() emi.Transfer {
 // TransferColumns selects a transfer (alias t) with the IBANs and partners
 // of its two customer sides.
 const TransferColumns = `t.token, t.partner_id, t.type, t.status, t.source_account, t.source_balance, t.destination_account,
-	t.destination_balance, t.counterparty, t.amount, t.currency, t.reference, t.txn, t.return_txn, t.return_reason,
-	t.created_at, t.updated_at,
+	t.destination_balance, t.counterparty, t.amount, t.currency, t.reference, t.txn, t.return_txn, t.release_txn,
+	t.return_reason, t.created_at, t.updated_at,
 	coalesce((SELECT i.iban FROM ibans i WHERE i.account = t.source_account AND i.balance = t.source_balance AND i.virtual LIMIT 1),
 		(SELECT b.iban FROM balances b WHERE b.token = t.source_balance)) AS source_iban,
 	coalesce((SELECT i.iban FROM ibans i WHERE i.account = t.destination_account AND i.balance = t.destination_balance AND i.virtual LIMIT 1),
@@ -174,6 +175,22 @@ func (s *TransferStore) SetTransferReturned(ctx context.Context, token string, r
 		return Translate(err)
 	} else if n == 0 {
 		return emi.ErrTransferInvalidTransition.WithDetail("transfer %s is already returned (or unknown)", token)
+	}
+	return nil
+}
+
+// SetTransferReleased implements transfers.TransferStore: only a held
+// transfer is released, once.
+func (s *TransferStore) SetTransferReleased(ctx context.Context, token string, releaseTxn int64, status string) error {
+	res, err := s.db.Ext(ctx).ExecContext(ctx, `UPDATE transfers SET status = $3, release_txn = $2, updated_at = greatest(now(), updated_at)
+		WHERE token = $1 AND status = 'held_for_review' AND release_txn IS NULL`, token, releaseTxn, status)
+	if err != nil {
+		return Translate(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return Translate(err)
+	} else if n == 0 {
+		return emi.ErrTransferInvalidTransition.WithDetail("transfer %s is not held for review", token)
 	}
 	return nil
 }

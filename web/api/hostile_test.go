@@ -80,7 +80,7 @@ func newTenant(t *testing.T, env *apptest.Env, name string) *tenant {
 		"user": user, "account": c.acc, "card": c.card, "authorization": auth.Data["token"].(string),
 		"transfer": tr.Data["token"].(string), "application": ar.Data["token"].(string),
 		"token": members[0].(map[string]any)["token"].(string), "aml": amlHit(t, env, p),
-		"endpoint": webhookEndpoint(t, env, p),
+		"endpoint": webhookEndpoint(t, env, p), "information_request": informationRequest(t, env, p, user),
 	}}
 }
 
@@ -90,7 +90,7 @@ var notFound = map[string]*emi.Error{
 	"user": emi.ErrUserNotFound, "account": emi.ErrAccountNotFound, "card": emi.ErrCardNotFound,
 	"authorization": emi.ErrAuthorizationNotFound, "transfer": emi.ErrTransferNotFound,
 	"application": emi.ErrApplicationNotFound, "token": emi.ErrMemberNotFound, "aml": emi.ErrAPIAMLNotFound,
-	"endpoint": emi.ErrAPIWebhookEndpointNotFound,
+	"endpoint": emi.ErrAPIWebhookEndpointNotFound, "information_request": emi.ErrInformationRequestNotFound,
 }
 
 // wrongKind names, for each token parameter, a parameter whose token is of
@@ -98,6 +98,7 @@ var notFound = map[string]*emi.Error{
 var wrongKind = map[string]string{
 	"user": "account", "account": "card", "card": "account", "authorization": "transfer",
 	"transfer": "authorization", "application": "user", "token": "user", "aml": "user", "endpoint": "user",
+	"information_request": "user",
 }
 
 // validationByPrefix is each route's validation error (routes.go): the
@@ -113,6 +114,7 @@ var validationByPrefix = []struct {
 	{"/v2/cards", emi.ErrCardValidation}, {"/v2/sandbox/cards/", emi.ErrCardValidation},
 	{"/v2/transfers", emi.ErrTransferValidation}, {"/v2/sandbox/authorizations/", emi.ErrTransferValidation},
 	{"/v2/sandbox/transfers/", emi.ErrTransferValidation}, {"/v2/sandbox/incoming", emi.ErrTransferValidation},
+	{"/v2/information_requests", emi.ErrValidation},
 }
 
 // apiRoute is one routed operation with what openapi.yaml says of it.

@@ -120,3 +120,25 @@ func (a *API) accountTransactions(w http.ResponseWriter, r *http.Request) {
 	}
 	writeData(w, r, http.StatusOK, resp)
 }
+
+// heldTransferDecision is the body of sandbox_transfer_review.
+type heldTransferDecision struct {
+	Decision string `json:"decision"`
+}
+
+// sandboxTransferReview (POST /v2/sandbox/transfers/{transfer}/review): the
+// sandbox's stand-in for compliance releases or returns a transfer held
+// for review.
+func (a *API) sandboxTransferReview(w http.ResponseWriter, r *http.Request) {
+	var in heldTransferDecision
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	t, err := a.d.Transfers.SandboxDecideHeld(r.Context(), chi.URLParam(r, "transfer"), in.Decision)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusOK, newTransferResponse(t))
+}

@@ -16,6 +16,7 @@ import (
 	"emi/internal/service/accounts"
 	"emi/internal/service/cards"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 	"emi/internal/service/onboarding"
 	"emi/internal/service/ops"
 	partnerssvc "emi/internal/service/partners"
@@ -43,6 +44,9 @@ type Deps struct {
 	// Review decides applications (sandbox_application_decide, through
 	// the underwriters' own method).
 	Review *onboarding.Review
+	// InformationRequests are compliance's questions about the
+	// partner's customers (information_requests_*).
+	InformationRequests *monitoring.Cases
 	// Incoming books incoming payments (sandbox_incoming_credit).
 	Incoming *transfers.Incoming
 	// Sandbox enables the sandbox-only operations (simulated incoming
@@ -147,6 +151,10 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, "/v2", http.MethodPost, "/transfers/external", op("transfer_external_create", emi.ErrTransferValidation, SmallBody), a.transferExternalCreate)
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/transfers/{transfer}/complete", op("sandbox_transfer_complete", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferComplete))
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/transfers/{transfer}/return", op("sandbox_transfer_return", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferReturn))
+		a.handle(r, "/v2", http.MethodGet, "/information_requests", op("information_requests_list", emi.ErrValidation, SmallBody), a.informationRequestsList)
+		a.handle(r, "/v2", http.MethodGet, "/information_requests/{information_request}", op("information_request_details", emi.ErrValidation, SmallBody), a.informationRequestDetails)
+		a.handle(r, "/v2", http.MethodPost, "/information_requests/{information_request}/answer", op("information_request_answer", emi.ErrValidation, SmallBody), a.informationRequestAnswer)
+		a.handle(r, "/v2", http.MethodPost, "/sandbox/transfers/{transfer}/review", op("sandbox_transfer_review", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferReview))
 		a.handle(r, "/v2", http.MethodGet, "/accounts/{account}/transactions/{page}/{limit}", op("account_transactions", emi.ErrAccountValidation, SmallBody), a.accountTransactions)
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/incoming", op("sandbox_incoming_credit", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxIncomingCredit))
 	})

@@ -67,6 +67,8 @@ type Deps struct {
 	Review *onboarding.Review
 	// Monitor is transaction monitoring (its alerts' pages and rules).
 	Monitor *monitoring.Monitor
+	// Cases are compliance's cases and reports.
+	Cases *monitoring.Cases
 	// Alerts is the compliance alert queue (every screening hit waiting
 	// for compliance); Inbox each person's mentions and assignments.
 	Alerts *ops.Alerts
@@ -166,7 +168,7 @@ func newPortal(d Deps, unguarded bool) *Portal {
 		cards: cardPages,
 		ops: opsui.New(f, opsui.Deps{Staff: d.Staff, Partners: d.Partners, AML: d.AML, KYC: d.KYC, Onboarding: d.Onboarding,
 			Review: d.Review, Inbox: d.Inbox, JobCounts: d.JobCounts, Jobs: d.Jobs, Audit: d.Audit, Search: d.Search,
-			Alerts: d.Alerts, Monitor: d.Monitor, AccountPages: accountPages, CardPages: cardPages, OnboardingPages: onboardingPages}),
+			Alerts: d.Alerts, Monitor: d.Monitor, Cases: d.Cases, AccountPages: accountPages, CardPages: cardPages, OnboardingPages: onboardingPages}),
 	}
 }
 

@@ -216,8 +216,21 @@ func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, accou
 		return emi.Authorization{}, err
 	}
 	au.ReasonCode = code
+	screened := false
 	if code == emi.ReasonApproved {
-		if _, err := s.ledger.Hold(ctx, party.Balance, au.Amount); errors.Is(err, emi.ErrInsufficientFunds) {
+		// Transaction monitoring's rules that stop money look at the
+		// payment before any money is held; a hold or a decline is
+		// answered as the issuer's generic refusal (05).
+		mv := movementOf(au)
+		mv.Declined = false // being decided: screened as a payment that would go through
+		v, err := s.monitor.Screen(ctx, mv)
+		if err != nil {
+			return emi.Authorization{}, err
+		}
+		screened = true
+		if v.Stops() {
+			au.ReasonCode = emi.ReasonDoNotHonour
+		} else if _, err := s.ledger.Hold(ctx, party.Balance, au.Amount); errors.Is(err, emi.ErrInsufficientFunds) {
 			au.ReasonCode = emi.ReasonInsufficientFunds
 		} else if err != nil {
 			return emi.Authorization{}, err
@@ -225,12 +238,19 @@ func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, accou
 			exp := now.Add(emi.AuthorizationHoldDays * 24 * time.Hour)
 			au.Decision, au.Status, au.HoldAmount, au.ExpiresAt = emi.DecisionApproved, emi.AuthApproved, au.Amount, &exp
 		}
+		if au.Decision != emi.DecisionApproved {
+			if err := s.monitor.Declined(ctx, v); err != nil {
+				return emi.Authorization{}, err
+			}
+		}
 	}
 	if err := s.store.InsertAuthorization(ctx, au); err != nil {
 		return emi.Authorization{}, err
 	}
-	if err := s.monitorAuthorization(ctx, au); err != nil {
-		return emi.Authorization{}, err
+	if !screened {
+		if err := s.monitorAuthorization(ctx, au); err != nil {
+			return emi.Authorization{}, err
+		}
 	}
 	if err := s.audit.Record(ctx, emi.AuditEntry{Action: "card.authorization", ResourceType: "card_authorization",
 		ResourceToken: au.Token, PartnerID: c.PartnerID, Changes: map[string]any{"card": c.Token, "decision": au.Decision,
@@ -572,12 +592,17 @@ func (s *Authorizations) monitorAuthorization(ctx context.Context, au emi.Author
 	if au.Account == "" {
 		return nil
 	}
+	return s.monitor.Record(ctx, movementOf(au))
+}
+
+// movementOf is an authorization as transaction monitoring records it.
+func movementOf(au emi.Authorization) monitoring.Movement {
 	kind := monitoring.KindCardPayment
 	if au.Channel == emi.ChannelATM {
 		kind = monitoring.KindCardWithdrawal
 	}
-	return s.monitor.Record(ctx, monitoring.Movement{PartnerID: au.PartnerID, Account: au.Account, Kind: kind,
+	return monitoring.Movement{PartnerID: au.PartnerID, Account: au.Account, Kind: kind,
 		Direction: monitoring.Out, Amount: au.Amount, Currency: au.Currency, MCC: au.MCC,
 		CounterpartyKey: monitoring.CounterpartyKey(au.MerchantName), CounterpartyCountry: au.MerchantCountry,
-		Declined: au.Decision != emi.DecisionApproved, At: au.CreatedAt, Source: au.Token})
+		Declined: au.Decision != emi.DecisionApproved, At: au.CreatedAt, Source: au.Token}
 }

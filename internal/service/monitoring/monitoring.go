@@ -66,6 +66,9 @@ type Movement struct {
 	// of the transfer or authorization that booked it.
 	Ref    string
 	Source string
+	// Screened: the rules that stop money looked at it before it was
+	// booked (screen.go); the after-the-fact evaluation skips them.
+	Screened bool
 }
 
 // CounterpartyKey returns the key of a counterparty identifier (an IBAN,
@@ -111,12 +114,16 @@ type Alert struct {
 	Hits      []Hit     `json:"hits"`
 	RaisedAt  time.Time `json:"raised_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Case is the case the alert joined ("" none).
+	Case string `json:"-"`
 }
 
 // Alert statuses.
 const (
 	AlertOpen   = "open"
 	AlertClosed = "closed"
+	// AlertInCase: the alert joined a case and left the queue.
+	AlertInCase = "in_case"
 )
 
 // Rules returns the distinct rule codes of the alert's hits, in the order
@@ -211,6 +218,23 @@ type Store interface {
 	// ShadowCounts counts them by rule since a time.
 	InsertShadowHits(ctx context.Context, hits []ShadowHit) error
 	ShadowCounts(ctx context.Context, since time.Time) (map[string]int64, error)
+
+	// LockScreen serialises the screening of one subject's bookings until
+	// the transaction ends (a lock apart from LockSubject's, so a booking
+	// never waits for an after-the-fact evaluation).
+	LockScreen(ctx context.Context, s Subject) error
+	// MarkDeclined marks a movement declined.
+	MarkDeclined(ctx context.Context, id int64) error
+	InsertHold(ctx context.Context, h Hold) error
+	// LockHold returns a transfer's hold, locked.
+	LockHold(ctx context.Context, transfer string) (Hold, bool, error)
+	DecideHold(ctx context.Context, transfer, status, by string, at time.Time, reason string) error
+	Holds(ctx context.Context, f HoldFilter) ([]Hold, error)
+	// CaseOfAlert returns the case an alert joined ("" none), and
+	// InsertCaseEvent adds to a case's timeline (a held transfer decided
+	// from the alert shows in its case).
+	CaseOfAlert(ctx context.Context, alert string) (string, error)
+	InsertCaseEvent(ctx context.Context, e CaseEvent) error
 }
 
 // ShadowHit is a finding of a rule in shadow mode: counted, never raised.
@@ -280,6 +304,7 @@ type Monitor struct {
 	audit    *kernel.Auditor
 	now      kernel.Clock
 	sandbox  bool
+	cache    ruleCache
 }
 
 // Deps is what Monitor needs; NewMonitor checks that none is nil.
@@ -405,7 +430,7 @@ func (m *Monitor) evaluateSubject(ctx context.Context, set ruleSet, s Subject) (
 			}
 		}
 		if len(hits) > 0 {
-			if err := m.raise(ctx, mvs[0].PartnerID, s, hits); err != nil {
+			if _, err := m.raise(ctx, mvs[0].PartnerID, s, hits); err != nil {
 				return err
 			}
 		}
@@ -415,12 +440,13 @@ func (m *Monitor) evaluateSubject(ctx context.Context, set ruleSet, s Subject) (
 	return n, err
 }
 
-// raise adds hits to the subject's open alert, or opens one.
-func (m *Monitor) raise(ctx context.Context, partnerID string, s Subject, hits []Hit) error {
+// raise adds hits to the subject's open alert, or opens one, and returns
+// the alert's token.
+func (m *Monitor) raise(ctx context.Context, partnerID string, s Subject, hits []Hit) (string, error) {
 	now := m.now().UTC()
 	a, open, err := m.store.OpenAlert(ctx, s)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !open {
 		a = Alert{Token: kernel.NewToken(), PartnerID: partnerID, Subject: s, Status: AlertOpen, RaisedAt: now}
@@ -433,16 +459,16 @@ func (m *Monitor) raise(ctx context.Context, partnerID string, s Subject, hits [
 	a.UpdatedAt = now
 	if !open {
 		if err := m.store.InsertAlert(ctx, a); err != nil {
-			return err
+			return "", err
 		}
 	} else if err := m.store.UpdateAlert(ctx, a); err != nil {
-		return err
+		return "", err
 	}
 	rules := make([]string, len(hits))
 	for i, h := range hits {
 		rules[i] = h.Rule
 	}
-	return m.audit.Record(ctx, emi.AuditEntry{Action: "monitoring.alert", ResourceType: "monitoring_alert", ResourceToken: a.Token,
+	return a.Token, m.audit.Record(ctx, emi.AuditEntry{Action: "monitoring.alert", ResourceType: "monitoring_alert", ResourceToken: a.Token,
 		PartnerID: partnerID, Changes: map[string]any{"subject": s.Kind + " " + s.Token, "rules": rules}})
 }
 

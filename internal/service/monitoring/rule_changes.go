@@ -22,7 +22,10 @@ type RuleChange struct {
 	Enabled bool               `json:"enabled"`
 	Shadow  bool               `json:"shadow"`
 	Params  map[string]float64 `json:"params"`
-	Reason  string             `json:"-"`
+	// Outcome is OutcomeAlert, OutcomeHold or OutcomeDecline ("": the
+	// version in force's).
+	Outcome string `json:"outcome"`
+	Reason  string `json:"-"`
 }
 
 // Backtest is what a proposed rule would have changed over the stored
@@ -115,7 +118,7 @@ func (m *Monitor) ProposeRuleChange(ctx context.Context, c RuleChange) (PendingR
 		req, err := m.controls.ProposeRequest(ctx, RuleChangeFlow, staff.Proposal{Subject: ruleSubject(c.Code, c.Program),
 			ResourceType: "monitoring_rule", ResourceToken: c.Code, Reason: c.Reason, Revision: strconv.Itoa(base),
 			Changes: map[string]any{"code": c.Code, "program": c.Program, "score": c.Score, "enabled": c.Enabled,
-				"shadow": c.Shadow, "params": c.Params, "backtest": bt}})
+				"shadow": c.Shadow, "params": c.Params, "outcome": c.Outcome, "backtest": bt}})
 		if err != nil {
 			return err
 		}
@@ -141,6 +144,15 @@ func (m *Monitor) checkChange(ctx context.Context, set ruleSet, c *RuleChange) e
 		if !exists {
 			bad.Add("program", "is not a program")
 		}
+	}
+	if c.Outcome == "" {
+		c.Outcome = def.Outcome
+		if cur, ok := set[c.Code][c.Program]; ok {
+			c.Outcome = cur.Outcome
+		}
+	}
+	if !slices.Contains(Outcomes(), c.Outcome) {
+		bad.Add("outcome", "must be alert, hold or decline")
 	}
 	if c.Score < 0 || c.Score > 100 {
 		bad.Add("score", "must be between 0 and 100")
@@ -172,7 +184,7 @@ func (m *Monitor) checkChange(ctx context.Context, set ruleSet, c *RuleChange) e
 		return emi.ErrReviewValidation.WithFields(bad...)
 	}
 	if cur, ok := set[c.Code][c.Program]; ok && cur.Score == c.Score && cur.Enabled == c.Enabled && cur.Shadow == c.Shadow &&
-		equalParams(cur.Params, c.Params) {
+		cur.Outcome == c.Outcome && equalParams(cur.Params, c.Params) {
 		return emi.ErrReviewValidation.Field("params", "the proposal is the version in force: change something")
 	}
 	return nil
@@ -323,12 +335,14 @@ func (m *Monitor) ApproveRuleChange(ctx context.Context, code, program, seen str
 			}
 			def := newRuleSet(rules)[code][""]
 			out = Rule{Code: code, Program: program, Version: p.BaseVersion + 1, Description: def.Description,
-				Score: p.Change.Score, Enabled: p.Change.Enabled, Shadow: p.Change.Shadow, Params: p.Change.Params}
+				Score: p.Change.Score, Enabled: p.Change.Enabled, Shadow: p.Change.Shadow, Params: p.Change.Params,
+				Outcome: p.Change.Outcome}
 			if err := m.store.ApplyRule(ctx, out); err != nil {
 				return nil, err
 			}
+			m.forgetRules()
 			return map[string]any{"code": code, "program": program, "version": out.Version, "params": out.Params,
-				"score": out.Score, "enabled": out.Enabled, "shadow": out.Shadow}, nil
+				"score": out.Score, "enabled": out.Enabled, "shadow": out.Shadow, "outcome": out.Outcome}, nil
 		},
 	})
 	return out, err

@@ -25,7 +25,31 @@ type Rule struct {
 	Enabled     bool               `json:"enabled"`
 	Shadow      bool               `json:"shadow"`
 	Params      map[string]float64 `json:"params"`
+	// Outcome is what a hit does: OutcomeAlert after the fact only;
+	// OutcomeHold and OutcomeDecline also before the money moves
+	// (screen.go).
+	Outcome string `json:"outcome"`
 }
+
+// Rule outcomes.
+const (
+	// OutcomeAlert: evaluated after the fact; a hit joins the subject's
+	// alert.
+	OutcomeAlert = "alert"
+	// OutcomeHold: also evaluated before the money moves: a transfer is
+	// held for review, a card authorization declined (a payment cannot
+	// wait); the alert is raised at once.
+	OutcomeHold = "hold"
+	// OutcomeDecline: also evaluated before the money moves: the transfer
+	// or authorization is refused; the alert is raised at once.
+	OutcomeDecline = "decline"
+)
+
+// Outcomes lists the outcomes, mildest first.
+func Outcomes() []string { return []string{OutcomeAlert, OutcomeHold, OutcomeDecline} }
+
+// stops reports whether the rule runs before the money moves.
+func (r Rule) stops() bool { return r.Outcome == OutcomeHold || r.Outcome == OutcomeDecline }
 
 // param returns a parameter, or def when the rule does not set it.
 func (r Rule) param(name string, def float64) float64 {
@@ -44,12 +68,15 @@ const (
 	RuleStructuring      = "structuring"
 	RulePassThrough      = "pass_through"
 	RuleHighRiskCountry  = "high_risk_country"
-	RuleDormant          = "dormant_reactivated"
-	RuleFanIn            = "fan_in"
-	RuleFanOut           = "fan_out"
-	RuleCardCash         = "card_cash"
-	RuleCardHighRiskMCC  = "card_high_risk_mcc"
-	RuleCardTesting      = "card_testing"
+	// RuleHighRiskCountryHold holds, before they leave, payments to the
+	// strictest tiers (FATF call for action, EU list).
+	RuleHighRiskCountryHold = "high_risk_country_hold"
+	RuleDormant             = "dormant_reactivated"
+	RuleFanIn               = "fan_in"
+	RuleFanOut              = "fan_out"
+	RuleCardCash            = "card_cash"
+	RuleCardHighRiskMCC     = "card_high_risk_mcc"
+	RuleCardTesting         = "card_testing"
 )
 
 // ruleSet is the rules in force: by code, the default and the programs'
@@ -97,6 +124,7 @@ var checks = []struct {
 	{RuleProfileFrequency, checkProfileFrequency},
 	{RulePassThrough, checkPassThrough},
 	{RuleHighRiskCountry, checkHighRiskCountry},
+	{RuleHighRiskCountryHold, checkHighRiskCountryHold},
 	{RuleDormant, checkDormant},
 	{RuleFanIn, checkFan(In)},
 	{RuleFanOut, checkFan(Out)},
@@ -105,14 +133,25 @@ var checks = []struct {
 	{RuleCardTesting, checkCardTesting},
 }
 
-// evaluate runs every rule in force on mv: the hits of live rules, and
-// apart those of rules in shadow mode (counted for tuning, never raised).
+// noWindow are the typologies that read only the movement itself: run
+// before the money moves, they need no lock and no query.
+var noWindow = map[string]bool{RuleLargeAmount: true, RuleHighRiskCountry: true, RuleHighRiskCountryHold: true, RuleCardHighRiskMCC: true}
+
+// evaluate runs every rule in force on mv after the fact: the hits of live
+// rules, and apart those of rules in shadow mode (counted for tuning,
+// never raised). A movement screened before it was booked is not
+// evaluated again by the rules that stop money: they ran then.
 func (s ruleSet) evaluate(ctx context.Context, q windowReader, p Profile, mv Movement) ([]Hit, []ShadowHit, error) {
+	return s.run(ctx, q, p, mv, func(r Rule) bool { return !(mv.Screened && r.stops()) })
+}
+
+// run evaluates the rules in force for mv's program that want says.
+func (s ruleSet) run(ctx context.Context, q windowReader, p Profile, mv Movement, want func(Rule) bool) ([]Hit, []ShadowHit, error) {
 	var hits []Hit
 	var shadows []ShadowHit
 	for _, c := range checks {
 		r, ok := s.rule(c.code, mv.Program)
-		if !ok {
+		if !ok || !want(r) {
 			continue
 		}
 		sentence, err := c.fn(ctx, q, p, r, mv)
@@ -294,6 +333,21 @@ func checkHighRiskCountry(_ context.Context, _ windowReader, _ Profile, r Rule, 
 	}
 	return fmt.Sprintf("%s %s of %s with a %s in %s (%s, %s)", describe(mv), directionWord(mv.Direction), fmtEUR(mv.EUR),
 		who, c.Name, c.Code, tierWord(c.Tier)), nil
+}
+
+// checkHighRiskCountryHold: a payment leaving to, or a card payment at a
+// merchant in, a jurisdiction of the strictest tiers (FATF call for
+// action, EU list), of min_eur or more.
+func checkHighRiskCountryHold(_ context.Context, _ windowReader, _ Profile, r Rule, mv Movement) (string, error) {
+	c, ok := HighRiskCountries()[mv.CounterpartyCountry]
+	if !ok || mv.Declined || mv.Direction != Out || c.Tier == TierIncreasedMonitoring || mv.EUR < eur(r.param("min_eur", 0)) {
+		return "", nil
+	}
+	who := "a counterparty"
+	if mv.MCC != "" {
+		who = "a card merchant"
+	}
+	return fmt.Sprintf("%s of %s to %s in %s (%s, %s)", describe(mv), fmtEUR(mv.EUR), who, c.Name, c.Code, tierWord(c.Tier)), nil
 }
 
 // checkDormant: a movement of min_eur or more after days without any.

@@ -9,6 +9,7 @@ import (
 
 	"emi/internal/service/cards"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 	"emi/internal/service/partners"
 	"emi/internal/service/people"
 	"emi/internal/service/staff"
@@ -84,6 +85,13 @@ func SealedTables() []SealedTable {
 		}},
 		{Name: "documents", Key: "token", MaxBatch: 8, Columns: []SealedColumn{
 			{Name: "content_enc", Context: people.DocumentContext},
+		}},
+		// Compliance's case documents and approved reports.
+		{Name: "monitoring_case_documents", Key: "token", MaxBatch: 8, Columns: []SealedColumn{
+			{Name: "content_enc", Context: monitoring.CaseDocumentContext},
+		}},
+		{Name: "monitoring_reports", Key: "token", Columns: []SealedColumn{
+			{Name: "xml_enc", Context: monitoring.ReportContext},
 		}},
 		// Stored idempotent responses (they may hold personal data); rows
 		// stored before migration 00054 have a clear body instead and are

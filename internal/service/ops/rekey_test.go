@@ -30,18 +30,19 @@ import (
 // notSealed are the bytea columns that hold no sealed value, with why.
 // Every other bytea column must be listed by service.SealedTables.
 var notSealed = map[string]string{
-	"api_signatures.hash":            "SHA-256 of a request signature (replay guard)",
-	"idempotency_keys.fingerprint":   "SHA-256 of a request",
-	"idempotency_keys.body":          "legacy clear answer stored before migration 00054 (pruned after 24 h; new answers are sealed in body_enc)",
-	"revoked_sessions.token_hash":    "SHA-256 of a signed-out session token",
-	"staff_recovery_codes.code_hash": "hash of a recovery code",
-	"sessions.token_hash":            "SHA-256 of a session token",
-	"sessions.data":                  "scs session data",
-	"events.body":                    "event body as sent (P1 searches it)",
-	"documents.sha256":               "digest of the document content",
-	"aml_checks.person_key":          "digest of a normalised name and birthday",
-	"aml_false_positives.person_key": "digest of a normalised name and birthday",
-	"kyc_sessions.secret_hash":       "SHA-256 of the session's URL secret",
+	"api_signatures.hash":              "SHA-256 of a request signature (replay guard)",
+	"idempotency_keys.fingerprint":     "SHA-256 of a request",
+	"idempotency_keys.body":            "legacy clear answer stored before migration 00054 (pruned after 24 h; new answers are sealed in body_enc)",
+	"revoked_sessions.token_hash":      "SHA-256 of a signed-out session token",
+	"staff_recovery_codes.code_hash":   "hash of a recovery code",
+	"sessions.token_hash":              "SHA-256 of a session token",
+	"sessions.data":                    "scs session data",
+	"events.body":                      "event body as sent (P1 searches it)",
+	"documents.sha256":                 "digest of the document content",
+	"monitoring_case_documents.sha256": "digest of the document content",
+	"aml_checks.person_key":            "digest of a normalised name and birthday",
+	"aml_false_positives.person_key":   "digest of a normalised name and birthday",
+	"kyc_sessions.secret_hash":         "SHA-256 of the session's URL secret",
 }
 
 // TestSealedTablesCoverEveryByteaColumn fails when a migration adds a

@@ -65,6 +65,13 @@ const (
 	// another compliance officer proposed: one officer alone could switch
 	// off the rule that watches a customer.
 	ControlMonitoringRule Control = "monitoring.rule_change"
+	// ControlHeldTransfer: releasing or returning a transfer that
+	// transaction monitoring held for review. One compliance officer
+	// decides, never the transfer's initiator nor anyone linked to them.
+	ControlHeldTransfer Control = "monitoring.held_transfer"
+	// ControlReport: approving (and so filing) a suspicious transaction
+	// report another compliance officer drafted from a case.
+	ControlReport Control = "monitoring.report"
 )
 
 // ControlPolicy is one row of the decision table: who may propose, who may
@@ -112,6 +119,10 @@ var Policies = []ControlPolicy{
 		BoundTo: "the proposed settings and the program's version when proposed: any other change to the program voids it"},
 	{Control: ControlMonitoringRule, Propose: emi.PermReviewAML, Approve: emi.PermReviewAML, People: 2,
 		BoundTo: "the proposed version and the rule's version in force when proposed: another change of the rule voids it"},
+	{Control: ControlHeldTransfer, Propose: emi.PermReviewAML, Approve: emi.PermReviewAML, People: 1,
+		BoundTo: "the held transfer and the hits that held it; the decider is never its initiator"},
+	{Control: ControlReport, Propose: emi.PermReviewAML, Approve: emi.PermFileReports, People: 2,
+		BoundTo: "the draft (narrative, action, transactions) as submitted: an edit of the draft voids it"},
 }
 
 // PolicyOf returns the row of c. It panics on an unknown control: the

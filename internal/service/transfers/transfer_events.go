@@ -15,7 +15,13 @@ import (
 // outgoing payments.
 func emitTransfer(ctx context.Context, events *kernel.Events, t emi.Transfer, typ emi.EventType) error {
 	seen := map[string]bool{}
-	for _, partner := range []string{t.PartnerID, t.SourcePartner, t.DestinationPartner} {
+	partners := []string{t.PartnerID, t.SourcePartner, t.DestinationPartner}
+	if typ == emi.EventTransferHeldForReview {
+		// Held money has not reached the destination: only the sender
+		// hears of it.
+		partners = []string{t.PartnerID}
+	}
+	for _, partner := range partners {
 		if partner == "" || seen[partner] {
 			continue
 		}

@@ -36,6 +36,10 @@ type TransferStore interface {
 	// it is already returned (its return_txn is set once).
 	SetTransferReturned(ctx context.Context, token string, returnTxn int64, reason string) error
 	SetTransferStatus(ctx context.Context, token, status string) error
+	// SetTransferReleased marks a held transfer released by the ledger
+	// transaction releaseTxn, in status (completed or pending). Returns
+	// emi.ErrTransferInvalidTransition when it is not held.
+	SetTransferReleased(ctx context.Context, token string, releaseTxn int64, status string) error
 	// TxnEntries returns the journal entries of the ledger transactions
 	// ids, in posting order.
 	TxnEntries(ctx context.Context, ids []int64) ([]emi.LedgerEntryView, error)
@@ -146,9 +150,10 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 		}
 	}
 	var out emi.Transfer
+	var verdict monitoring.Verdict
 	miss := false
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
-		miss = false
+		miss, verdict = false, monitoring.Verdict{}
 		src, found, err := s.store.FindParty(ctx, in.Source, in.Currency)
 		if err != nil {
 			return err
@@ -224,34 +229,50 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 			}
 			return emi.ErrTransferAccountUnusable.Field(unusable.Field, what+" is "+unusable.Status)
 		}
-		posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnTransfer, PartnerID: p.PartnerID, Reference: in.Reference,
-			Entries: []emi.Entry{
-				{Balance: src.Balance, Account: src.Account, Currency: in.Currency, Amount: -amount},
-				{Balance: dst.Balance, Account: dst.Account, Currency: in.Currency, Amount: amount},
-			}})
+		now := s.now().UTC()
+		t := emi.Transfer{Token: kernel.NewToken(), PartnerID: p.PartnerID, Type: emi.TransferInternal, Status: emi.TransferCompleted,
+			SourceAccount: src.Account, SourceBalance: src.Balance, DestinationAccount: dst.Account, DestinationBalance: dst.Balance,
+			Amount: amount, Currency: in.Currency, Reference: in.Reference, CreatedAt: now, UpdatedAt: now,
+			SourceIBAN: src.IBAN, DestinationIBAN: dst.IBAN, SourcePartner: src.PartnerID, DestinationPartner: dst.PartnerID}
+		if verdict, err = s.screenInternal(ctx, t); err != nil {
+			return err
+		}
+		if verdict.Outcome == monitoring.OutcomeDecline {
+			return errDeclined
+		}
+		held := verdict.Outcome == monitoring.OutcomeHold
+		kind, credit := emi.TxnTransfer, emi.Entry{Balance: dst.Balance, Account: dst.Account, Currency: in.Currency, Amount: amount}
+		if held {
+			kind, credit = emi.TxnReviewHold, emi.Entry{Internal: emi.LedgerReviewHold, Currency: in.Currency, Amount: amount}
+			t.Status = emi.TransferHeldForReview
+		}
+		posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: kind, PartnerID: p.PartnerID, Reference: in.Reference,
+			Entries: []emi.Entry{{Balance: src.Balance, Account: src.Account, Currency: in.Currency, Amount: -amount}, credit}})
 		if errors.Is(err, emi.ErrInsufficientFunds) {
 			return emi.ErrInsufficientFunds.Field("amount", "is more than the source's available balance")
 		}
 		if err != nil {
 			return err
 		}
-		now := s.now().UTC()
-		t := emi.Transfer{Token: kernel.NewToken(), PartnerID: p.PartnerID, Type: emi.TransferInternal, Status: emi.TransferCompleted,
-			SourceAccount: src.Account, SourceBalance: src.Balance, DestinationAccount: dst.Account, DestinationBalance: dst.Balance,
-			Amount: amount, Currency: in.Currency, Reference: in.Reference, Txn: posted.ID, CreatedAt: now, UpdatedAt: now,
-			SourceIBAN: src.IBAN, DestinationIBAN: dst.IBAN, SourcePartner: src.PartnerID, DestinationPartner: dst.PartnerID}
+		t.Txn = posted.ID
 		if err := s.store.InsertTransfer(ctx, t); err != nil {
 			return err
 		}
-		if err := s.monitorInternal(ctx, t); err != nil {
+		event := emi.EventTransferCompleted
+		if held {
+			event = emi.EventTransferHeldForReview
+			if err := s.monitor.Held(ctx, verdict, t.Token); err != nil {
+				return err
+			}
+		} else if err := s.monitorReceived(ctx, t); err != nil {
 			return err
 		}
 		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "transfer.create", ResourceType: "transfer", ResourceToken: t.Token,
 			PartnerID: p.PartnerID, Changes: map[string]any{"amount": emi.FormatMinor(amount), "currency": in.Currency,
-				"source_account": src.Account, "destination_account": dst.Account}}); err != nil {
+				"source_account": src.Account, "destination_account": dst.Account, "status": t.Status}}); err != nil {
 			return err
 		}
-		if err := emitTransfer(ctx, s.events, t, emi.EventTransferCompleted); err != nil {
+		if err := emitTransfer(ctx, s.events, t, event); err != nil {
 			return err
 		}
 		out, err = PartnerView(t, p.PartnerID)
@@ -260,7 +281,24 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 	if miss {
 		return emi.Transfer{}, s.destinationMiss(ctx, p)
 	}
+	if errors.Is(err, errDeclined) {
+		return emi.Transfer{}, s.declined(ctx, verdict)
+	}
 	return out, err
+}
+
+// errDeclined ends a booking's transaction when transaction monitoring
+// declined it; the caller answers declined.
+var errDeclined = errors.New("declined by transaction monitoring")
+
+// declined records a declined transfer's attempt for monitoring (its
+// booking was rolled back) and answers emi.ErrTransferDeclined, which
+// gives no reason.
+func (s *Transfers) declined(ctx context.Context, v monitoring.Verdict) error {
+	if err := s.monitor.RecordDeclined(ctx, v); err != nil {
+		return err
+	}
+	return emi.ErrTransferDeclined
 }
 
 // errDestinationMiss ends Create's transaction when the destination is
@@ -405,18 +443,22 @@ func (s *Transfers) complianceHold(ctx context.Context, src accounts.Party) erro
 	return nil
 }
 
-// monitorInternal records an internal transfer for transaction
-// monitoring: outgoing for the source's owner, incoming for the
-// destination's (each side under its own partner), each with the other
-// side as counterparty.
-func (s *Transfers) monitorInternal(ctx context.Context, t emi.Transfer) error {
-	srcKey, srcCountry := monitoring.CounterpartyOf(emi.Counterparty{IBAN: t.SourceIBAN, Name: t.SourceAccount})
+// screenInternal records an internal transfer's paying side for
+// transaction monitoring (outgoing for the source's owner, the
+// destination as counterparty) and runs the rules that stop money on it.
+func (s *Transfers) screenInternal(ctx context.Context, t emi.Transfer) (monitoring.Verdict, error) {
 	dstKey, dstCountry := monitoring.CounterpartyOf(emi.Counterparty{IBAN: t.DestinationIBAN, Name: t.DestinationAccount})
-	if err := s.monitor.Record(ctx, monitoring.Movement{PartnerID: t.SourcePartner, Account: t.SourceAccount,
+	return s.monitor.Screen(ctx, monitoring.Movement{PartnerID: t.SourcePartner, Account: t.SourceAccount,
 		Kind: monitoring.KindTransferInternal, Direction: monitoring.Out, Amount: t.Amount, Currency: t.Currency,
-		CounterpartyKey: dstKey, CounterpartyCountry: dstCountry, Source: t.Token}); err != nil {
-		return err
-	}
+		CounterpartyKey: dstKey, CounterpartyCountry: dstCountry, Source: t.Token})
+}
+
+// monitorReceived records an internal transfer's receiving side for
+// transaction monitoring when the money reaches it: incoming for the
+// destination's owner (under its own partner), the source as
+// counterparty.
+func (s *Transfers) monitorReceived(ctx context.Context, t emi.Transfer) error {
+	srcKey, srcCountry := monitoring.CounterpartyOf(emi.Counterparty{IBAN: t.SourceIBAN, Name: t.SourceAccount})
 	return s.monitor.Record(ctx, monitoring.Movement{PartnerID: t.DestinationPartner, Account: t.DestinationAccount,
 		Kind: monitoring.KindTransferInternal, Direction: monitoring.In, Amount: t.Amount, Currency: t.Currency,
 		CounterpartyKey: srcKey, CounterpartyCountry: srcCountry, Source: t.Token})

@@ -125,7 +125,9 @@ func (s *Transfers) CreateExternal(ctx context.Context, in emi.TransferExternalC
 	}
 	amount := int64(in.Amount)
 	var out emi.Transfer
+	var verdict monitoring.Verdict
 	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		verdict = monitoring.Verdict{}
 		src, found, err := s.store.FindParty(ctx, in.Source, in.Currency)
 		if err != nil {
 			return err
@@ -142,29 +144,45 @@ func (s *Transfers) CreateExternal(ctx context.Context, in emi.TransferExternalC
 		if err := s.complianceHold(ctx, src); err != nil {
 			return err
 		}
-		posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: emi.TxnOutgoing, PartnerID: p.PartnerID, Reference: in.Reference,
-			Entries: []emi.Entry{
-				{Balance: src.Balance, Account: src.Account, Currency: in.Currency, Amount: -amount},
-				{Internal: emi.LedgerOutgoingClearing, Currency: in.Currency, Amount: amount},
-			}})
+		now := s.now().UTC()
+		t := emi.Transfer{Token: kernel.NewToken(), PartnerID: p.PartnerID, Type: emi.TransferOutgoing, Status: emi.TransferPending,
+			SourceAccount: src.Account, SourceBalance: src.Balance, Counterparty: cp, Amount: amount, Currency: in.Currency,
+			Reference: in.Reference, CreatedAt: now, UpdatedAt: now, SourceIBAN: src.IBAN, SourcePartner: src.PartnerID}
+		key, country := monitoring.CounterpartyOf(cp)
+		verdict, err = s.monitor.Screen(ctx, monitoring.Movement{PartnerID: p.PartnerID, Account: src.Account,
+			Kind: monitoring.KindTransferOut, Direction: monitoring.Out, Amount: amount, Currency: in.Currency,
+			CounterpartyKey: key, CounterpartyCountry: country, Source: t.Token})
+		if err != nil {
+			return err
+		}
+		if verdict.Outcome == monitoring.OutcomeDecline {
+			return errDeclined
+		}
+		held := verdict.Outcome == monitoring.OutcomeHold
+		kind, credit := emi.TxnOutgoing, emi.Entry{Internal: emi.LedgerOutgoingClearing, Currency: in.Currency, Amount: amount}
+		if held {
+			kind, credit = emi.TxnReviewHold, emi.Entry{Internal: emi.LedgerReviewHold, Currency: in.Currency, Amount: amount}
+			t.Status = emi.TransferHeldForReview
+		}
+		posted, err := s.ledger.Post(ctx, emi.LedgerTxn{Kind: kind, PartnerID: p.PartnerID, Reference: in.Reference,
+			Entries: []emi.Entry{{Balance: src.Balance, Account: src.Account, Currency: in.Currency, Amount: -amount}, credit}})
 		if errors.Is(err, emi.ErrInsufficientFunds) {
 			return emi.ErrInsufficientFunds.Field("amount", "is more than the source's available balance")
 		}
 		if err != nil {
 			return err
 		}
-		now := s.now().UTC()
-		t := emi.Transfer{Token: kernel.NewToken(), PartnerID: p.PartnerID, Type: emi.TransferOutgoing, Status: emi.TransferPending,
-			SourceAccount: src.Account, SourceBalance: src.Balance, Counterparty: cp, Amount: amount, Currency: in.Currency,
-			Reference: in.Reference, Txn: posted.ID, CreatedAt: now, UpdatedAt: now, SourceIBAN: src.IBAN, SourcePartner: src.PartnerID}
+		t.Txn = posted.ID
 		if err := s.store.InsertTransfer(ctx, t); err != nil {
 			return err
 		}
-		key, country := monitoring.CounterpartyOf(cp)
-		if err := s.monitor.Record(ctx, monitoring.Movement{PartnerID: p.PartnerID, Account: src.Account,
-			Kind: monitoring.KindTransferOut, Direction: monitoring.Out, Amount: amount, Currency: in.Currency,
-			CounterpartyKey: key, CounterpartyCountry: country, Source: t.Token}); err != nil {
-			return err
+		if held {
+			if err := s.monitor.Held(ctx, verdict, t.Token); err != nil {
+				return err
+			}
+			if err := emitTransfer(ctx, s.events, t, emi.EventTransferHeldForReview); err != nil {
+				return err
+			}
 		}
 		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "transfer.create_outgoing", ResourceType: "transfer", ResourceToken: t.Token,
 			PartnerID: p.PartnerID, Changes: map[string]any{"amount": emi.FormatMinor(amount), "currency": in.Currency,
@@ -174,6 +192,9 @@ func (s *Transfers) CreateExternal(ctx context.Context, in emi.TransferExternalC
 		out, err = PartnerView(t, p.PartnerID)
 		return err
 	})
+	if errors.Is(err, errDeclined) {
+		return emi.Transfer{}, s.declined(ctx, verdict)
+	}
 	return out, err
 }
 

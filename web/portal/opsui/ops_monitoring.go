@@ -41,6 +41,7 @@ func (p *Monitoring) monitoringAlert(w http.ResponseWriter, r *http.Request) {
 		{Label: "Raised (UTC)", Value: frame.FmtTime(a.RaisedAt)},
 		{Label: "Last finding (UTC)", Value: frame.FmtTime(a.UpdatedAt)},
 	}}
+	v.Case, v.CanOpenCase = a.Case, a.Status == monitoring.AlertOpen && frame.CanDo(r, monitoring.WorkCases)
 	for _, h := range a.Hits {
 		v.Hits = append(v.Hits, opsview.MonitoringHit{Rule: h.Rule, Version: strconv.Itoa(h.Version), Score: strconv.Itoa(h.Score),
 			Sentence: h.Sentence, At: frame.FmtTime(h.At), Ref: h.Ref})
@@ -71,6 +72,19 @@ func (p *Monitoring) renderRules(w http.ResponseWriter, r *http.Request, status 
 		p.frame.RenderError(w, r, err)
 		return
 	}
+	stats, err := p.cases.RuleStats(ctx)
+	if err != nil {
+		p.frame.RenderError(w, r, err)
+		return
+	}
+	record := map[string]string{}
+	for _, st := range stats {
+		prec := "precision: no case ended yet"
+		if v, ok := st.Precision(); ok {
+			prec = fmt.Sprintf("precision %.0f %% (%d reported, %d closed without suspicion)", 100*v, st.Reported, st.ClosedNoSuspicion)
+		}
+		record[st.Rule] = fmt.Sprintf("%d alerts, %d cases; %s", st.Alerts, st.Cases, prec)
+	}
 	order := map[string]int{}
 	for i, c := range monitoring.Codes() {
 		order[c] = i
@@ -87,7 +101,8 @@ func (p *Monitoring) renderRules(w http.ResponseWriter, r *http.Request, status 
 		params, _ := json.Marshal(ru.Params)
 		row := opsview.MonitoringRule{Code: ru.Code, Program: programLabel(ru.Program), ProgramCode: ru.Program,
 			Version: strconv.Itoa(ru.Version), Score: strconv.Itoa(ru.Score), State: ruleState(ru.Enabled, ru.Shadow),
-			Description: ru.Description, Params: string(params), ShadowHits: strconv.FormatInt(shadow[ru.Code], 10), CanPropose: canPropose}
+			Description: ru.Description, Params: string(params), ShadowHits: strconv.FormatInt(shadow[ru.Code], 10), CanPropose: canPropose,
+			Outcome: ru.Outcome, Record: cmpOr(record[ru.Code], "no alert yet")}
 		names := make([]string, 0, len(ru.Params))
 		for name := range ru.Params {
 			names = append(names, name)
@@ -138,7 +153,7 @@ func ruleState(enabled, shadow bool) string {
 // next version.
 func (p *Monitoring) ruleProposal(w http.ResponseWriter, r *http.Request) {
 	c := monitoring.RuleChange{Code: frame.Param(r, "code"), Program: r.PostFormValue("program"), Reason: r.PostFormValue("reason"),
-		Params: map[string]float64{}}
+		Outcome: r.PostFormValue("outcome"), Params: map[string]float64{}}
 	var bad []string
 	score, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("score")))
 	if err != nil {

@@ -48,6 +48,8 @@ type Deps struct {
 	// monitoring alert and the rules.
 	Alerts  *ops.Alerts
 	Monitor *monitoring.Monitor
+	// Cases are compliance's cases and reports.
+	Cases *monitoring.Cases
 	// The areas' searches, which the header's search runs beside the
 	// kernel's.
 	AccountPages    *accountsui.Pages
@@ -87,6 +89,7 @@ type Alerts struct {
 type Monitoring struct {
 	frame   *frame.Frame
 	monitor *monitoring.Monitor
+	cases   *monitoring.Cases
 }
 
 // Records are the audit log and the background jobs.
@@ -112,7 +115,7 @@ func New(f *frame.Frame, d Deps) *Pages {
 			onboarding: d.Onboarding, review: d.Review, inbox: d.Inbox, jobCounts: d.JobCounts},
 		search:     &Search{frame: f, search: d.Search, accounts: d.AccountPages, cards: d.CardPages, companies: d.OnboardingPages},
 		alerts:     &Alerts{frame: f, alerts: d.Alerts},
-		monitoring: &Monitoring{frame: f, monitor: d.Monitor},
+		monitoring: &Monitoring{frame: f, monitor: d.Monitor, cases: d.Cases},
 		records:    &Records{frame: f, audit: d.Audit, jobs: d.Jobs},
 	}
 }
@@ -151,7 +154,23 @@ func (p *Pages) Routes(r chi.Router) {
 	r.With(g(staff.ProposeOp(staff.ControlMonitoringRule))).Post("/monitoring/rules/{code}/propose", p.monitoring.ruleProposal)
 	r.With(g(staff.ApproveOp(staff.ControlMonitoringRule))).Post("/monitoring/rules/{code}/approve", p.monitoring.ruleApprove)
 	r.With(g(staff.ProposeOp(staff.ControlMonitoringRule))).Post("/monitoring/rules/{code}/reject", p.monitoring.ruleReject)
+	r.With(g(monitoring.ViewAlerts)).Get("/monitoring/cases", p.monitoring.caseList)
+	r.With(g(monitoring.ViewAlerts)).Get("/monitoring/cases/{case}", p.monitoring.casePage)
+	r.With(g(monitoring.WorkCases)).Get("/monitoring/cases/{case}/documents/{document}", p.monitoring.caseDocument)
+	r.With(g(monitoring.WorkCases)).Get("/monitoring/cases/{case}/report.xml", p.monitoring.caseReportFile)
+	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/note", p.monitoring.caseNote())
+	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/assign", p.monitoring.caseAssign())
+	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/investigate", p.monitoring.caseInvestigate())
+	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/close", p.monitoring.caseClose())
+	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/request", p.monitoring.caseRequest())
+	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/hold", p.monitoring.caseHold())
+	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/lift", p.monitoring.caseLift())
+	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/documents", p.monitoring.caseUpload())
+	r.With(g(staff.ProposeOp(staff.ControlReport))).Post("/monitoring/cases/{case}/report", p.monitoring.caseReport())
+	r.With(g(staff.ApproveOp(staff.ControlReport))).Post("/monitoring/cases/{case}/report/approve", p.monitoring.caseReportApprove())
+	r.With(g(staff.ProposeOp(staff.ControlReport))).Post("/monitoring/cases/{case}/report/reject", p.monitoring.caseReportReject())
 	r.With(g(monitoring.ViewAlerts)).Get("/monitoring/{alert}", p.monitoring.monitoringAlert)
+	r.With(g(monitoring.WorkCases)).Post("/monitoring/{alert}/case", p.monitoring.caseOpen)
 	r.With(g(kernel.ViewAudit)).Get("/audit", p.records.auditLog)
 	r.With(g(kernel.ViewJobs)).Get("/jobs", p.records.jobsPage)
 }

@@ -64,6 +64,7 @@ func (p *Pages) Routes(r chi.Router) {
 	g := p.frame.Guard
 	r.With(g(accounts.View)).Get("/transfers/{transfer}", p.transferDetail)
 	r.With(g(staff.ProposeOp(staff.ControlTransferReversal))).Post("/transfers/{transfer}/reversal", p.transferReversalRequest)
+	r.With(g(staff.ProposeOp(staff.ControlHeldTransfer))).Post("/transfers/{transfer}/held", p.transferHeld)
 	r.With(g(staff.ApproveOp(staff.ControlTransferReversal))).Post("/transfers/{transfer}/reversal/approve", p.transferReversalDecide(true))
 	r.With(g(staff.ProposeOp(staff.ControlTransferReversal))).Post("/transfers/{transfer}/reversal/reject", p.transferReversalDecide(false))
 	if p.sandbox {

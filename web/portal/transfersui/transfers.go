@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"emi/web/portal/frame"
 
@@ -261,4 +262,30 @@ func (p *Pages) transferReversalDecide(approve bool) http.HandlerFunc {
 		}
 		frame.Redirect(w, r, frame.TransferHref(token))
 	}
+}
+
+// transferHeld (POST /transfers/{transfer}/held) releases or returns a
+// transfer transaction monitoring held for review: one compliance
+// officer, never its initiator (transfers.DecideHeld). back is the page
+// the decision came from (a case), else the transfer's.
+func (p *Pages) transferHeld(w http.ResponseWriter, r *http.Request) {
+	token := p.transferToken(w, r)
+	if token == "" {
+		return
+	}
+	back := frame.TransferHref(token)
+	if b := r.PostFormValue("back"); strings.HasPrefix(b, "/backoffice/monitoring/cases/") && frame.LooksLikeToken(strings.TrimPrefix(b, "/backoffice/monitoring/cases/")) {
+		back = b
+	}
+	decision := r.PostFormValue("decision")
+	if _, err := p.transfers.DecideHeld(r.Context(), token, decision, r.PostFormValue("reason")); err != nil {
+		p.frame.FlashError(w, r, err, back)
+		return
+	}
+	done := "Released: the money moved on."
+	if decision == transfers.HeldReturn {
+		done = "Returned: the money is back with the sender."
+	}
+	p.frame.Flash(r.Context(), "ok", done)
+	frame.Redirect(w, r, back)
 }
