@@ -229,7 +229,9 @@ type alertRow struct {
 	CaseToken    sql.NullString `db:"case_token"`
 }
 
-const alertColumns = `token, partner_id, subject_kind, subject_token, status, score, hits, raised_at, updated_at, case_token`
+const alertInsertColumns = `token, partner_id, subject_kind, subject_token, status, score, hits, raised_at, updated_at`
+
+const alertColumns = alertInsertColumns + `, case_token`
 
 func (r alertRow) alert() (monitoring.Alert, error) {
 	a := monitoring.Alert{Token: r.Token, PartnerID: r.PartnerID, Subject: monitoring.Subject{Kind: r.SubjectKind, Token: r.SubjectToken},
@@ -261,7 +263,7 @@ func (s *MonitoringStore) InsertAlert(ctx context.Context, a monitoring.Alert) e
 	if err != nil {
 		return emi.ErrInternal.Wrap(err)
 	}
-	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO monitoring_alerts (`+alertColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	_, err = s.db.Ext(ctx).ExecContext(ctx, `INSERT INTO monitoring_alerts (`+alertInsertColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		a.Token, a.PartnerID, a.Subject.Kind, a.Subject.Token, a.Status, a.Score, jsonText(hits), a.RaisedAt, a.UpdatedAt)
 	return Translate(err)
 }

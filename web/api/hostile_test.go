@@ -130,7 +130,7 @@ type apiRoute struct {
 	limit               int64
 }
 
-var pathParamName = regexp.MustCompile(`\{([a-z]+)\}`)
+var pathParamName = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 // documentBodyOps are the operations with the 20 MiB limit (contract §1).
 var documentBodyOps = map[string]bool{"user_create": true, "application_create": true, "company_add_document": true,

@@ -181,7 +181,7 @@ func TestInformationRequestsThroughTheAPI(t *testing.T) {
 		}
 	}
 	apptest.Expect(t, "an empty answer", call(t, env, p, http.MethodPost, "/v2/information_requests/"+tok+"/answer",
-		"information_request_answer", map[string]any{"answer": " "}), 10001, http.StatusBadRequest)
+		"information_request_answer", map[string]any{"answer": " "}), 11001, http.StatusBadRequest)
 	a := call(t, env, p, http.MethodPost, "/v2/information_requests/"+tok+"/answer", "information_request_answer",
 		map[string]any{"answer": "Salary from Acme Ltd; payslips available."})
 	apptest.Expect(t, "answer", a, 0, http.StatusOK)

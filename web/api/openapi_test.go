@@ -153,7 +153,7 @@ func documentedOperations(t *testing.T, m *v3.Document) []documentedOperation {
 	return out
 }
 
-var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
+var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 // samplePath fills a path template: pages and limits with 1, tokens with a
 // fresh token.

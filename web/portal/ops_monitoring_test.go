@@ -9,6 +9,7 @@ import (
 
 	"emi/internal/app/apptest"
 	"emi/internal/emi"
+	"emi/internal/service/monitoring"
 )
 
 // A transaction monitoring alert in the back office: the compliance
@@ -67,7 +68,7 @@ func TestMonitoringAlertInTheBackOffice(t *testing.T) {
 		t.Fatalf("claim: %s", flashes(got))
 	}
 	rules := officer.Get(t, "/backoffice/monitoring/rules")
-	if rules.Status != 200 || strings.Count(rules.Body, `data-testid="monitoring-rule"`) != 13 || !strings.Contains(rules.Body, "structuring") {
+	if rules.Status != 200 || strings.Count(rules.Body, `data-testid="monitoring-rule"`) != len(monitoring.Codes()) || !strings.Contains(rules.Body, "structuring") {
 		t.Fatalf("rules page: HTTP %d", rules.Status)
 	}
 
@@ -123,5 +124,68 @@ func TestMonitoringRuleChangeInTheBackOffice(t *testing.T) {
 	if !strings.Contains(flashes(got), "large_amount version 2 is in force") || strings.Contains(got.Body, `data-testid="rule-proposal"`) ||
 		!strings.Contains(got.Body, `{&#34;threshold_eur&#34;:7500}`) {
 		t.Fatalf("after the approval: %s\n%s", flashes(got), got.Body)
+	}
+}
+
+// A case in the back office: opened from the alert's page, a question to
+// the partner that could tip the customer off is refused with the text
+// kept (422), a routine one is sent; customer service cannot open the
+// case's page.
+func TestMonitoringCaseInTheBackOffice(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{NoSanctions: true})
+	env.SeedStaff(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Watched Partner"})
+	ctx := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorPartnerKey, ActorID: p.KeyID, PartnerID: p.ID,
+		MasterMerchant: p.Merchant})
+	in := emi.UserCreate{Email: "case@watched.test"}
+	in.FirstName, in.LastName = "Casey", "Holt"
+	u, err := env.App.Users.Create(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := env.App.Accounts.Create(ctx, emi.AccountCreate{Program: "account_eur", User: u.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC().AddDate(0, 0, -3).Format(time.RFC3339)
+	if res, err := env.App.HistoryImport.Import(context.Background(), p.ID, strings.NewReader(
+		`{"ref":"w","at":"`+at+`","kind":"incoming","account":"`+acc.Token+`","amount":"14200.00","currency":"EUR","counterparty":{"iban":"DE89370400440532013000","name":"Trading Co"}}`+"\n")); err != nil || res.Booked != 1 {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+	var alert string
+	if err := env.App.DB.Get(&alert, `SELECT token FROM monitoring_alerts WHERE subject_token = $1`, u.Token); err != nil {
+		t.Fatal(err)
+	}
+	officer, cs := env.NewBrowser(), env.NewBrowser()
+	officer.SignIn(t, apptest.ComplianceEmail)
+	cs.SignIn(t, apptest.CSEmail)
+	page := officer.Get(t, "/backoffice/monitoring/"+alert)
+	if !strings.Contains(page.Body, `data-testid="case-open"`) {
+		t.Fatalf("the alert's page offers no case:\n%s", page.Body)
+	}
+	opened := officer.Post(t, "/backoffice/monitoring/"+alert+"/case", url.Values{"note": {"first look"}})
+	if !strings.HasPrefix(opened.Location, "/backoffice/monitoring/cases/") {
+		t.Fatalf("open a case: HTTP %d to %q", opened.Status, opened.Location)
+	}
+	casePath := opened.Location
+	tipOff := "Our monitoring raised a suspicion about this customer"
+	refused := officer.Post(t, casePath+"/request", url.Values{"topic": {"source_of_funds"}, "question": {tipOff}})
+	if refused.Status != 422 || !strings.Contains(refused.Body, `data-testid="case-refused"`) || !strings.Contains(refused.Body, tipOff) {
+		t.Fatalf("a tipping-off question: HTTP %d, want 422 with the text kept:\n%s", refused.Status, refused.Body)
+	}
+	sent := officer.Post(t, casePath+"/request", url.Values{"topic": {"source_of_funds"}, "question": {"Where does the 14,200 EUR come from?"}})
+	if sent.Status != 303 {
+		t.Fatalf("a routine question: HTTP %d", sent.Status)
+	}
+	view := officer.Get(t, casePath)
+	if !strings.Contains(view.Body, "Where does the 14,200 EUR come from?") || !strings.Contains(view.Body, "investigating") {
+		t.Fatalf("the case page lacks the request:\n%s", view.Body)
+	}
+	if got := cs.Get(t, casePath); got.Status != 403 {
+		t.Fatalf("customer service opens the case: HTTP %d", got.Status)
+	}
+	if list := officer.Get(t, "/backoffice/monitoring/cases"); !strings.Contains(list.Body, "Casey Holt") {
+		t.Fatalf("the case list lacks the case:\n%s", list.Body)
 	}
 }

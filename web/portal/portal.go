@@ -178,7 +178,7 @@ func nav(d Deps) []frame.NavEntry {
 	dashboard, alerts, records := opsui.Nav(d.Alerts)
 	inbox, staffList := staffui.Nav(d.Inbox)
 	peopleLink, reviews := peopleui.Nav(d.AML, d.KYC)
-	out := []frame.NavEntry{dashboard, inbox, alerts}
+	out := []frame.NavEntry{dashboard, inbox, alerts, opsui.CasesNav(d.Cases)}
 	out = append(out, onboardingui.Nav(d.Onboarding)...)
 	out = append(out, peopleLink)
 	out = append(out, accountsui.Nav()...)

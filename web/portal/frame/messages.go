@@ -25,6 +25,8 @@ var messages = map[string]string{
 	emi.ErrRequestLapsed.Key:           "The request lapsed: nobody approved it in time. Propose it again if it is still needed. Nothing was changed.",
 	emi.ErrRequestVoid.Key:             "The request is void: what it was about changed after it was proposed. Propose it again if it is still needed. Nothing was changed.",
 	emi.ErrMonitoringAlertNotFound.Key: "There is no such monitoring alert.",
+	emi.ErrCaseNotFound.Key:            "There is no such case, or it has no approved report yet.",
+	emi.ErrCaseConflict.Key:            "The case does not allow this now (perhaps a colleague just changed it), so nothing was changed.",
 	emi.ErrPartnerNotFound.Key:         "There is no such partner.",
 	emi.ErrPartnerKeyNotFound.Key:      "There is no such API key, or it is revoked.",
 	emi.ErrPartnerValidation.Key:       "Please correct the marked fields.",

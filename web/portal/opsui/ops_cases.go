@@ -14,6 +14,7 @@ import (
 	"emi/internal/service/staff"
 	"emi/views/components"
 	"emi/views/opsview"
+	"emi/web/httpx"
 	"emi/web/portal/frame"
 )
 
@@ -46,6 +47,12 @@ func subjectName(name string, s monitoring.Subject) string {
 
 // casePage (GET /monitoring/cases/{case}) shows a case.
 func (p *Monitoring) casePage(w http.ResponseWriter, r *http.Request) {
+	p.renderCase(w, r, http.StatusOK, "", nil)
+}
+
+// renderCase renders a case's page; a refused form comes back with why
+// and what was typed.
+func (p *Monitoring) renderCase(w http.ResponseWriter, r *http.Request, status int, problem string, typed map[string]string) {
 	v, err := p.cases.View(r.Context(), frame.Param(r, "case"))
 	if err != nil {
 		p.frame.RenderError(w, r, err)
@@ -56,6 +63,7 @@ func (p *Monitoring) casePage(w http.ResponseWriter, r *http.Request) {
 		subject.Href = "/backoffice/users/" + v.Subject.Token
 	}
 	pv := opsview.CasePageView{Token: v.Token, Status: v.Status, Ended: v.Ended(), CanWork: frame.CanDo(r, monitoring.WorkCases),
+		Problem: problem, Typed: typed,
 		Details: []components.KV{subject,
 			{Label: "Partner", Value: v.PartnerName, Href: "/backoffice/partners/" + v.PartnerID},
 			{Label: "Status", Value: v.Status, Tone: map[bool]string{true: "neutral", false: "warn"}[v.Ended()]},
@@ -132,7 +140,10 @@ func (p *Monitoring) casePage(w http.ResponseWriter, r *http.Request) {
 	for _, t := range topics {
 		pv.Topics = append(pv.Topics, components.Option{Value: t, Label: strings.ReplaceAll(t, "_", " ") + ": " + monitoring.InformationTopics[t]})
 	}
-	p.frame.RenderPrivate(w, r, http.StatusOK, "Case", opsview.CasePage(pv))
+	if typed["narrative"] != "" {
+		pv.Report.Narrative, pv.Report.Action = typed["narrative"], typed["action"]
+	}
+	p.frame.RenderPrivate(w, r, status, "Case", opsview.CasePage(pv))
 }
 
 func cmpOr(a, b string) string {
@@ -154,12 +165,30 @@ func (p *Monitoring) caseOpen(w http.ResponseWriter, r *http.Request) {
 }
 
 // caseAction answers a case form: the service call, then back to the case
-// with what happened (or why not).
+// with what happened. A refusal for what was typed (a rule or a state)
+// answers the case's page again (422 or 409) with why and the typed text
+// kept; others flash or show their error page.
 func (p *Monitoring) caseAction(done string, fn func(r *http.Request, token string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token := frame.Param(r, "case")
 		back := "/backoffice/monitoring/cases/" + token
 		if err := fn(r, token); err != nil {
+			e := emi.AsError(err)
+			if e.Kind == emi.KindInvalid || e.Kind == emi.KindConflict {
+				msg := frame.Message(e)
+				for _, f := range e.Fields {
+					msg += " " + f.Field + ": " + f.Message + "."
+				}
+				typed := map[string]string{}
+				for _, k := range []string{"question", "note", "narrative", "action"} {
+					typed[k] = r.PostFormValue(k)
+				}
+				if strings.HasSuffix(r.URL.Path, "/close") {
+					typed["close_reason"] = r.PostFormValue("reason")
+				}
+				p.renderCase(w, r, httpx.Status(e.Kind), "Nothing was changed: "+msg, typed)
+				return
+			}
 			p.caseRefused(w, r, back, err)
 			return
 		}

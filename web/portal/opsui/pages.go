@@ -140,6 +140,16 @@ func Nav(queue *ops.Alerts) (dashboard, alerts frame.NavEntry, records []frame.N
 	}
 }
 
+// CasesNav is the link to compliance's cases, with the number in
+// progress.
+func CasesNav(cases *monitoring.Cases) frame.NavEntry {
+	e := frame.NavEntry{Href: "/backoffice/monitoring/cases", Label: "Cases", Op: monitoring.ViewAlerts}
+	if cases != nil {
+		e.Count = func(r *http.Request) (int64, error) { return cases.CountActive(r.Context()) }
+	}
+	return e
+}
+
 // Routes maps the screens across the areas.
 func (p *Pages) Routes(r chi.Router) {
 	g := p.dashboard.frame.Guard
@@ -168,7 +178,7 @@ func (p *Pages) Routes(r chi.Router) {
 	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/documents", p.monitoring.caseUpload())
 	r.With(g(staff.ProposeOp(staff.ControlReport))).Post("/monitoring/cases/{case}/report", p.monitoring.caseReport())
 	r.With(g(staff.ApproveOp(staff.ControlReport))).Post("/monitoring/cases/{case}/report/approve", p.monitoring.caseReportApprove())
-	r.With(g(staff.ProposeOp(staff.ControlReport))).Post("/monitoring/cases/{case}/report/reject", p.monitoring.caseReportReject())
+	r.With(g(staff.ApproveOp(staff.ControlReport))).Post("/monitoring/cases/{case}/report/reject", p.monitoring.caseReportReject())
 	r.With(g(monitoring.ViewAlerts)).Get("/monitoring/{alert}", p.monitoring.monitoringAlert)
 	r.With(g(monitoring.WorkCases)).Post("/monitoring/{alert}/case", p.monitoring.caseOpen)
 	r.With(g(kernel.ViewAudit)).Get("/audit", p.records.auditLog)
