@@ -14,7 +14,6 @@ import (
 	"emi/internal/service/staff"
 	"emi/views/components"
 	"emi/views/opsview"
-	"emi/web/httpx"
 	"emi/web/portal/frame"
 )
 
@@ -186,7 +185,11 @@ func (p *Monitoring) caseAction(done string, fn func(r *http.Request, token stri
 				if strings.HasSuffix(r.URL.Path, "/close") {
 					typed["close_reason"] = r.PostFormValue("reason")
 				}
-				p.renderCase(w, r, httpx.Status(e.Kind), "Nothing was changed: "+msg, typed)
+				status := http.StatusUnprocessableEntity
+				if e.Kind == emi.KindConflict {
+					status = http.StatusConflict
+				}
+				p.renderCase(w, r, status, "Nothing was changed: "+msg, typed)
 				return
 			}
 			p.caseRefused(w, r, back, err)
