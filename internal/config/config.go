@@ -66,6 +66,12 @@ type Config struct {
 	// leaves it false, and only the HTTP-level test fixtures (apptest) set
 	// it in code, because they create and sign in thousands of staff users.
 	TestFixturePasswords bool
+	// BenchMonitoringOff switches transaction monitoring off
+	// (monitoring.Deps.Off) for the benchmarks that measure what it costs
+	// by comparing with it. No variable sets it: Load always leaves it
+	// false, and only the test fixtures (apptest.Options.MonitoringOff)
+	// set it in code. Production cannot run without monitoring.
+	BenchMonitoringOff bool
 	// SanctionsRefresh is how often emi serve downloads the official lists
 	// from SanctionsURLs (0: never; the lists of SanctionsDir are used).
 	SanctionsRefresh time.Duration

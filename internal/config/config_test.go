@@ -24,6 +24,9 @@ func TestLoadDefaults(t *testing.T) {
 	if c.TestFixturePasswords {
 		t.Fatal("Load set TestFixturePasswords: only test fixtures may, in code")
 	}
+	if c.BenchMonitoringOff {
+		t.Fatal("Load set BenchMonitoringOff: only test fixtures may, in code")
+	}
 }
 
 func TestLoadReportsEveryBadVariableWithoutItsValue(t *testing.T) {

@@ -98,6 +98,10 @@ type Options struct {
 	// cluster with a standby, say); "" for a fresh one of the shared
 	// cluster. New migrates it.
 	DatabaseURL string
+	// MonitoringOff runs the app with transaction monitoring switched off
+	// (config.Config.BenchMonitoringOff), for the benchmarks that compare
+	// with it.
+	MonitoringOff bool
 }
 
 var (
@@ -194,6 +198,7 @@ func New(t testing.TB, opts Options) *Env {
 	// thousands of staff users (a third of web/portal's CPU at the
 	// standard cost). servicetest checks the standard cost itself.
 	cfg.TestFixturePasswords = true
+	cfg.BenchMonitoringOff = opts.MonitoringOff
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}

@@ -304,6 +304,7 @@ type Monitor struct {
 	audit    *kernel.Auditor
 	now      kernel.Clock
 	sandbox  bool
+	off      bool
 	cache    ruleCache
 }
 
@@ -318,12 +319,18 @@ type Deps struct {
 	Now      kernel.Clock
 	// Sandbox allows importing histories (contract §12).
 	Sandbox bool `deps:"optional"`
+	// Off switches monitoring off: Record, RecordUnqueued, Screen (a
+	// zero Verdict), Declined, RecordDeclined, Held and Schedule do
+	// nothing. Benchmarks compare with it (config.Config.BenchMonitoringOff,
+	// set in code by apptest); no configuration sets it.
+	Off bool `deps:"optional"`
 }
 
 // NewMonitor returns the monitor.
 func NewMonitor(d Deps) *Monitor {
 	kernel.MustHave("Monitor", d)
-	return &Monitor{controls: d.Controls, tx: d.Tx, store: d.Store, jobs: d.Jobs, audit: d.Audit, now: d.Now, sandbox: d.Sandbox}
+	return &Monitor{controls: d.Controls, tx: d.Tx, store: d.Store, jobs: d.Jobs, audit: d.Audit, now: d.Now, sandbox: d.Sandbox,
+		off: d.Off}
 }
 
 // JobEvaluate is the background job that evaluates recorded movements.
@@ -346,6 +353,9 @@ func (m *Monitor) Record(ctx context.Context, mv Movement) error {
 // next movement's, or `emi serve`'s tick (App.ScheduleMonitoring), or the
 // maintenance sweep.
 func (m *Monitor) Schedule(ctx context.Context) error {
+	if m.off {
+		return nil
+	}
 	_, _, err := m.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobEvaluate, UniqueKey: JobEvaluate})
 	return err
 }
@@ -353,6 +363,9 @@ func (m *Monitor) Schedule(ctx context.Context) error {
 // RecordUnqueued records a movement without queueing its evaluation: for
 // the history import, which evaluates everything once it has booked.
 func (m *Monitor) RecordUnqueued(ctx context.Context, mv Movement) error {
+	if m.off {
+		return nil
+	}
 	subject, program, ok, err := m.store.SubjectOf(ctx, mv.PartnerID, mv.Account)
 	if err != nil || !ok {
 		return err
