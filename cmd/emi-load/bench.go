@@ -78,6 +78,8 @@ var goBenchCmds = []goBenchCmd{
 	{"./internal/app/", "WebhookDeliveryThroughput", "2000x"},
 	{"./internal/app/", "WebhookDeliveryDelay", "1x"},
 	{"./internal/service/", "Rekey", ""},
+	// Issue 32 item 7: transaction monitoring on against off, in one run.
+	{"./internal/service/servicetest/", "MonitoringOverhead", "1x"},
 	{"./internal/screening/", "Screen", "20000x"},
 	{"./internal/screening/", "Load", "3x"},
 	{"./internal/seal/", ".", ""},
