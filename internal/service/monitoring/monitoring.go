@@ -306,6 +306,7 @@ type Monitor struct {
 	sandbox  bool
 	off      bool
 	cache    ruleCache
+	subjects subjectCache
 }
 
 // Deps is what Monitor needs; NewMonitor checks that none is nil.
@@ -366,7 +367,7 @@ func (m *Monitor) RecordUnqueued(ctx context.Context, mv Movement) error {
 	if m.off {
 		return nil
 	}
-	subject, program, ok, err := m.store.SubjectOf(ctx, mv.PartnerID, mv.Account)
+	subject, program, ok, err := m.subjectOf(ctx, mv.PartnerID, mv.Account)
 	if err != nil || !ok {
 		return err
 	}

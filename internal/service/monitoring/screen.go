@@ -87,7 +87,7 @@ func (m *Monitor) Screen(ctx context.Context, mv Movement) (Verdict, error) {
 	if m.off {
 		return Verdict{}, nil
 	}
-	subject, program, ok, err := m.store.SubjectOf(ctx, mv.PartnerID, mv.Account)
+	subject, program, ok, err := m.subjectOf(ctx, mv.PartnerID, mv.Account)
 	if err != nil || !ok {
 		return Verdict{}, err
 	}

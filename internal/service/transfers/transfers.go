@@ -264,7 +264,7 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 			if err := s.monitor.Held(ctx, verdict, t.Token); err != nil {
 				return err
 			}
-		} else if err := s.monitorReceived(ctx, t); err != nil {
+		} else if err := s.monitorReceived(ctx, t, verdict.Movement != 0); err != nil {
 			return err
 		}
 		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "transfer.create", ResourceType: "transfer", ResourceToken: t.Token,
@@ -456,10 +456,16 @@ func (s *Transfers) screenInternal(ctx context.Context, t emi.Transfer) (monitor
 // monitorReceived records an internal transfer's receiving side for
 // transaction monitoring when the money reaches it: incoming for the
 // destination's owner (under its own partner), the source as
-// counterparty.
-func (s *Transfers) monitorReceived(ctx context.Context, t emi.Transfer) error {
+// counterparty. queued: the transaction queued the evaluation already
+// (the paying side's Screen recorded a movement), which one job
+// evaluates with this one.
+func (s *Transfers) monitorReceived(ctx context.Context, t emi.Transfer, queued bool) error {
 	srcKey, srcCountry := monitoring.CounterpartyOf(emi.Counterparty{IBAN: t.SourceIBAN, Name: t.SourceAccount})
-	return s.monitor.Record(ctx, monitoring.Movement{PartnerID: t.DestinationPartner, Account: t.DestinationAccount,
+	mv := monitoring.Movement{PartnerID: t.DestinationPartner, Account: t.DestinationAccount,
 		Kind: monitoring.KindTransferInternal, Direction: monitoring.In, Amount: t.Amount, Currency: t.Currency,
-		CounterpartyKey: srcKey, CounterpartyCountry: srcCountry, Source: t.Token})
+		CounterpartyKey: srcKey, CounterpartyCountry: srcCountry, Source: t.Token}
+	if queued {
+		return s.monitor.RecordUnqueued(ctx, mv)
+	}
+	return s.monitor.Record(ctx, mv)
 }

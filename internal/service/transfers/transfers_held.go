@@ -175,7 +175,7 @@ func (s *Transfers) releaseHeld(ctx context.Context, t emi.Transfer) (emi.EventT
 	}
 	// The money reaches the destination now: its owner's monitoring sees
 	// it arrive.
-	return emi.EventTransferCompleted, s.monitorReceived(ctx, t)
+	return emi.EventTransferCompleted, s.monitorReceived(ctx, t, false)
 }
 
 // returnHeld gives a held transfer's money back to the source (suspense
