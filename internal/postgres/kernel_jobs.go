@@ -109,42 +109,46 @@ func (s *Jobs) Enqueue(ctx context.Context, spec emi.JobSpec) (id int64, created
 		runAt = spec.RunAt
 	}
 	ext := s.db.Ext(ctx)
-	// The insert and the look-up of the job it collided with are two
-	// statements: the collision may be with a job that finishes before the
-	// look-up sees it, in which case the insert is simply tried again.
+	// One statement inserts the job or, when it collides with a pending
+	// one, returns that job's id: the collision is the common case of a
+	// job queued on every booking (monitoring's evaluation), which a
+	// look-up of its own cost a round trip each time. The look-up sees
+	// the statement's snapshot: a colliding job committed after it began,
+	// or one that finished meanwhile, is not in it, and the statement is
+	// simply tried again.
 	for range 3 {
-		err = sqlx.GetContext(ctx, ext, &id, `
-			INSERT INTO jobs (kind, payload, max_attempts, run_at, unique_key, concurrency_key)
-			VALUES ($1, $2::jsonb, $3, COALESCE($4::timestamptz, now()), NULLIF($5, ''), NULLIF($6, ''))
-			ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running')
-			DO NOTHING
-			RETURNING id`,
-			spec.Kind, string(payload), maxAttempts, runAt, spec.UniqueKey, spec.ConcurrencyKey)
-		if err == nil {
-			// Wake the workers of every process. PostgreSQL delivers a
-			// NOTIFY only when the transaction commits, so nobody is woken
-			// for a job that was rolled back. A job that runs later is found
-			// by the poll.
-			if spec.RunAt.IsZero() || !spec.RunAt.After(time.Now()) {
-				if _, err := ext.ExecContext(ctx, `SELECT pg_notify($1, $2)`, JobsChannel, spec.Kind); err != nil {
-					return 0, false, Translate(fmt.Errorf("enqueue job %s: notify: %w", spec.Kind, err))
-				}
-			}
-			return id, true, nil
+		var created bool
+		err = ext.QueryRowxContext(ctx, `
+			WITH added AS (
+				INSERT INTO jobs (kind, payload, max_attempts, run_at, unique_key, concurrency_key)
+				VALUES ($1, $2::jsonb, $3, COALESCE($4::timestamptz, now()), NULLIF($5, ''), NULLIF($6, ''))
+				ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running')
+				DO NOTHING
+				RETURNING id)
+			SELECT id, true FROM added
+			UNION ALL
+			SELECT id, false FROM jobs
+			WHERE unique_key = NULLIF($5, '') AND state IN ('available', 'running') AND NOT EXISTS (SELECT FROM added)
+			LIMIT 1`,
+			spec.Kind, string(payload), maxAttempts, runAt, spec.UniqueKey, spec.ConcurrencyKey).Scan(&id, &created)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		if err != nil {
 			return 0, false, Translate(fmt.Errorf("enqueue job %s: %w", spec.Kind, err))
 		}
-		err = sqlx.GetContext(ctx, ext, &id, `
-			SELECT id FROM jobs
-			WHERE unique_key = $1 AND state IN ('available', 'running')`,
-			spec.UniqueKey)
-		if err == nil {
+		if !created {
 			return id, false, nil
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return 0, false, Translate(fmt.Errorf("enqueue job %s: find pending job with key %q: %w", spec.Kind, spec.UniqueKey, err))
+		// Wake the workers of every process. PostgreSQL delivers a NOTIFY
+		// only when the transaction commits, so nobody is woken for a job
+		// that was rolled back. A job that runs later is found by the poll.
+		if spec.RunAt.IsZero() || !spec.RunAt.After(time.Now()) {
+			if _, err := ext.ExecContext(ctx, `SELECT pg_notify($1, $2)`, JobsChannel, spec.Kind); err != nil {
+				return 0, false, Translate(fmt.Errorf("enqueue job %s: notify: %w", spec.Kind, err))
+			}
 		}
+		return id, true, nil
 	}
 	return 0, false, emi.Internal(fmt.Errorf("enqueue job %s: unique key %q kept colliding with jobs that finished", spec.Kind, spec.UniqueKey))
 }
