@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -162,6 +163,122 @@ func (s *LedgerStore) InsertLedgerTxn(ctx context.Context, t emi.LedgerTxn, entr
 		return 0, nil, Translate(err)
 	}
 	return id, ids, nil
+}
+
+// InsertLedgerTxns implements accounts.LedgerStore: the transactions in
+// one statement, then all their entries in another, as InsertLedgerTxn
+// writes them (unnest keeps the entries' order, so their ids follow the
+// order of the transactions and of each one's entries).
+func (s *LedgerStore) InsertLedgerTxns(ctx context.Context, ts []emi.LedgerTxn, entries [][]emi.PostedEntry, at []time.Time) ([]int64, [][]int64, error) {
+	if len(ts) != len(entries) || len(ts) != len(at) {
+		return nil, nil, emi.Internal(fmt.Errorf("%d transactions, %d entry lists, %d times", len(ts), len(entries), len(at)))
+	}
+	if len(ts) == 0 {
+		return nil, nil, nil
+	}
+	n := len(ts)
+	tokens, kinds, refs, ats := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	reverses, partners := make([]sql.NullInt64, n), make([]sql.NullString, n)
+	for i, t := range ts {
+		tokens[i], kinds[i], refs[i], ats[i] = t.Token, t.Kind, t.Reference, at[i].UTC().Format(time.RFC3339Nano)
+		reverses[i], partners[i] = nullInt(t.Reverses), nullString(t.PartnerID)
+	}
+	var rows []struct {
+		ID    int64  `db:"id"`
+		Token string `db:"token"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `INSERT INTO ledger_transactions (token, kind, reverses, partner_id, reference, created_at)
+		SELECT t::uuid, k, r, p::uuid, f, c::timestamptz
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(t, k, r, p, f, c, n)
+		ORDER BY n RETURNING id, token::text AS token`,
+		pq.StringArray(tokens), pq.StringArray(kinds), nullIntArray(reverses), nullArray(partners), pq.StringArray(refs),
+		pq.StringArray(ats)); err != nil {
+		if UniqueViolation(err, "ledger_transactions_reverses_key") {
+			return nil, nil, emi.ErrTransferInvalidTransition.WithDetail("a transaction of the batch is already reversed")
+		}
+		return nil, nil, Translate(err)
+	}
+	byToken := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		byToken[r.Token] = r.ID
+	}
+	ids := make([]int64, n)
+	var txnOf []int64
+	var balances, accounts, internals []sql.NullString
+	var currencies, created []string
+	var amounts []int64
+	var afters []sql.NullInt64
+	for i, t := range ts {
+		id, ok := byToken[strings.ToLower(t.Token)]
+		if !ok {
+			return nil, nil, emi.Internal(fmt.Errorf("ledger transaction %s was not written", t.Token))
+		}
+		ids[i] = id
+		for _, e := range entries[i] {
+			txnOf = append(txnOf, id)
+			balances = append(balances, sql.NullString{String: e.Balance, Valid: e.Balance != ""})
+			accounts = append(accounts, sql.NullString{String: e.Account, Valid: e.Balance != ""})
+			internals = append(internals, sql.NullString{String: e.Internal, Valid: e.Internal != ""})
+			currencies, amounts = append(currencies, e.Currency), append(amounts, e.Amount)
+			afters = append(afters, sql.NullInt64{Int64: e.BalanceAfter, Valid: e.Balance != ""})
+			created = append(created, ats[i])
+		}
+	}
+	var entryIDs []int64
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &entryIDs, `INSERT INTO ledger_entries (txn, balance, account, internal, currency, amount, balance_after, created_at)
+		SELECT x, b::uuid, a::uuid, i, c, m, f, w::timestamptz
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::text[])
+		  WITH ORDINALITY AS e(x, b, a, i, c, m, f, w, n)
+		ORDER BY n RETURNING id`,
+		pq.Int64Array(txnOf), nullArray(balances), nullArray(accounts), nullArray(internals), pq.StringArray(currencies),
+		pq.Int64Array(amounts), nullIntArray(afters), pq.StringArray(created)); err != nil {
+		return nil, nil, Translate(err)
+	}
+	if len(entryIDs) != len(txnOf) {
+		return nil, nil, emi.Internal(fmt.Errorf("%d ledger entries written of %d", len(entryIDs), len(txnOf)))
+	}
+	out := make([][]int64, n)
+	k := 0
+	for i := range entries {
+		out[i] = entryIDs[k : k+len(entries[i]) : k+len(entries[i])]
+		k += len(entries[i])
+	}
+	return ids, out, nil
+}
+
+// MoveBalances implements accounts.LedgerStore with one guarded UPDATE of
+// all the balances (MoveBalance's guard per balance); each balance is
+// named once (an UPDATE moves a row once however many rows it joins).
+func (s *LedgerStore) MoveBalances(ctx context.Context, moves []accounts.BalanceMove) (map[string]emi.BalanceState, error) {
+	out := map[string]emi.BalanceState{}
+	var tokens []string
+	var posted, held []int64
+	seen := map[string]bool{}
+	for _, m := range moves {
+		if seen[m.Balance] {
+			return nil, emi.Internal(fmt.Errorf("balance %s moved twice in one statement", m.Balance))
+		}
+		seen[m.Balance] = true
+		if validUUID(m.Balance) {
+			tokens, posted, held = append(tokens, m.Balance), append(posted, m.Posted), append(held, m.Held)
+		}
+	}
+	if len(tokens) == 0 {
+		return out, nil
+	}
+	var rows []emi.BalanceState
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `UPDATE balances b
+		SET posted = b.posted + m.p, held = b.held + m.h, available = b.available + m.p - m.h
+		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS m(t, p, h)
+		WHERE b.token = m.t AND (b.overdraft OR m.p - m.h >= 0 OR b.available + m.p - m.h >= 0)
+		RETURNING b.token, b.account, b.currency, b.posted, b.held, b.available, b.overdraft, '' AS account_status`,
+		pq.StringArray(tokens), pq.Int64Array(posted), pq.Int64Array(held)); err != nil {
+		return nil, Translate(err)
+	}
+	for _, r := range rows {
+		out[r.Token] = r
+	}
+	return out, nil
 }
 
 // nullArray is a text[] parameter with NULL elements.

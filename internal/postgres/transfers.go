@@ -82,6 +82,48 @@ func (s *TransferStore) FindParty(ctx context.Context, p emi.TransferParty, curr
 		PartnerID: r.PartnerID, IBAN: r.IBAN.String}, true, nil
 }
 
+// FindAccountParties resolves many accounts at once, each in a currency,
+// as FindParty resolves one named by its account token: the balance in
+// the currency, else the account's first one (a mismatch for the
+// caller). found[i] is false when accounts[i] is not an account. For
+// ops.HistoryImport, which resolves every account of a history file with
+// one query.
+func (s *TransferStore) FindAccountParties(ctx context.Context, accts, currencies []string) ([]accounts.Party, []bool, error) {
+	if len(accts) != len(currencies) {
+		return nil, nil, emi.Internal(fmt.Errorf("%d accounts, %d currencies", len(accts), len(currencies)))
+	}
+	parties, found := make([]accounts.Party, len(accts)), make([]bool, len(accts))
+	var qa, qc []string
+	var at []int
+	for i, a := range accts {
+		if validUUID(a) {
+			qa, qc, at = append(qa, a), append(qc, currencies[i]), append(at, i)
+		}
+	}
+	if len(qa) == 0 {
+		return parties, found, nil
+	}
+	var rows []struct {
+		partyRow
+		N int `db:"n"`
+	}
+	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, partySelect+`, q.n
+		FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS q(account, currency, n)
+		JOIN accounts a ON a.token = q.account
+		CROSS JOIN LATERAL (SELECT * FROM balances b WHERE b.account = coalesce(a.main, a.token)
+			ORDER BY (b.currency = q.currency) DESC, b.position LIMIT 1) b`,
+		pq.StringArray(qa), pq.StringArray(qc)); err != nil {
+		return nil, nil, Translate(err)
+	}
+	for _, r := range rows {
+		i := at[r.N-1]
+		parties[i] = accounts.Party{Account: r.Account, Main: r.Main, Virtual: r.Virtual, Balance: r.Balance, Currency: r.Currency,
+			PartnerID: r.PartnerID, IBAN: r.IBAN.String}
+		found[i] = true
+	}
+	return parties, found, nil
+}
+
 // InsertTransfer implements transfers.TransferStore.
 func (s *TransferStore) InsertTransfer(ctx context.Context, t emi.Transfer) error {
 	cp, err := json.Marshal(t.Counterparty)

@@ -3,7 +3,9 @@ package accounts
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"emi/internal/emi"
@@ -27,6 +29,17 @@ type LedgerStore interface {
 	// InsertLedgerTxn writes a transaction and its entries; it returns the
 	// transaction's id and the entries' ids, in order.
 	InsertLedgerTxn(ctx context.Context, t emi.LedgerTxn, entries []emi.PostedEntry, at time.Time) (id int64, entryIDs []int64, err error)
+	// InsertLedgerTxns writes transactions and their entries as
+	// InsertLedgerTxn writes each, in order, in a constant number of
+	// statements (Ledger.PostBatch): entries[i] and at[i] are those of
+	// ts[i], and the entries' ids follow the order of ts then of each
+	// transaction's entries.
+	InsertLedgerTxns(ctx context.Context, ts []emi.LedgerTxn, entries [][]emi.PostedEntry, at []time.Time) (ids []int64, entryIDs [][]int64, err error)
+	// MoveBalances applies each move as MoveBalance does (the same guard,
+	// under the row locks) in one statement, and returns the figures
+	// after, by balance; a move the guard refuses, or of an unknown
+	// balance, changes nothing and is missing from the map.
+	MoveBalances(ctx context.Context, moves []BalanceMove) (map[string]emi.BalanceState, error)
 	// AccountStatuses returns the status of each account (read now).
 	AccountStatuses(ctx context.Context, accounts []string) (map[string]string, error)
 	// LedgerTxn returns a posted transaction with its entries.
@@ -39,7 +52,8 @@ type LedgerStore interface {
 // Ledger posts double-entry transactions. It is the only code that changes
 // a balance's figures: every movement of money (transfers, incoming and
 // outgoing payments, card clearing, adjustments, reversals) goes through
-// Post, and card holds through Hold and Release.
+// Post (or, for imports of many movements, PostBatch, which books the same
+// rows), and card holds through Hold and Release.
 //
 // Post runs in the caller's transaction, so the movement commits with the
 // business record that causes it (a transfer, a returned payment) or not
@@ -98,6 +112,11 @@ func (l *Ledger) LockUsable(ctx context.Context, sides ...Side) error {
 	if err != nil || u == nil {
 		return err
 	}
+	return u.refusal()
+}
+
+// refusal is LockUsable's error for u.
+func (u *Unusable) refusal() error {
 	what := "account"
 	if u.Main {
 		what = "main account"
@@ -138,6 +157,12 @@ func (l *Ledger) LockStatus(ctx context.Context, sides ...Side) (map[string]emi.
 	if err != nil {
 		return nil, nil, err
 	}
+	return locked, firstUnusable(st, sides), nil
+}
+
+// firstUnusable is LockStatus's choice of the account to refuse, from the
+// statuses of the sides' accounts (nil when every one is active).
+func firstUnusable(st map[string]string, sides []Side) *Unusable {
 	var first *Unusable
 	for _, sd := range sides {
 		for _, a := range []string{sd.Party.Account, sd.Party.Main} {
@@ -148,7 +173,7 @@ func (l *Ledger) LockStatus(ctx context.Context, sides ...Side) (map[string]emi.
 			first = &Unusable{Field: sd.Field, Account: a, Main: a != sd.Party.Account, Status: status}
 		}
 	}
-	return locked, first, nil
+	return first
 }
 
 // Post writes t and moves the balances it names, in the transaction of ctx
@@ -173,47 +198,22 @@ func (l *Ledger) Post(ctx context.Context, t emi.LedgerTxn) (emi.PostedTxn, erro
 	var out emi.PostedTxn
 	err := l.tx.InTx(ctx, func(ctx context.Context) error {
 		// Net movement per balance, moved in token order.
-		type move struct{ posted, held int64 }
-		moves := map[string]*move{}
-		var order []string
-		for _, e := range t.Entries {
-			if e.Balance == "" {
-				continue
-			}
-			m := moves[e.Balance]
-			if m == nil {
-				m = &move{}
-				moves[e.Balance] = m
-				order = append(order, e.Balance)
-			}
-			m.posted += e.Amount
-			m.held -= e.Release
-		}
-		slices.Sort(order)
-		after := map[string]int64{} // posted figure before the first entry, then running
-		for _, b := range order {
-			st, ok, err := l.store.MoveBalance(ctx, b, moves[b].posted, moves[b].held)
+		moves := netMoves(t)
+		before := map[string]int64{} // posted figure before the first entry
+		for _, m := range moves {
+			st, ok, err := l.store.MoveBalance(ctx, m.Balance, m.Posted, m.Held)
 			if err != nil {
 				return err
 			}
 			if !ok {
 				return emi.ErrInsufficientFunds
 			}
-			after[b] = st.Posted - moves[b].posted
-			for _, e := range t.Entries {
-				if e.Balance == b && e.Currency != st.Currency {
-					return emi.ErrCurrencyMismatch.WithDetail("entry in %s on a %s balance", e.Currency, st.Currency)
-				}
+			before[m.Balance] = st.Posted - m.Posted
+			if err := currencyOf(t, m.Balance, st.Currency); err != nil {
+				return err
 			}
 		}
-		entries := make([]emi.PostedEntry, len(t.Entries))
-		for i, e := range t.Entries {
-			entries[i] = emi.PostedEntry{Entry: e}
-			if e.Balance != "" {
-				after[e.Balance] += e.Amount
-				entries[i].BalanceAfter = after[e.Balance]
-			}
-		}
+		entries := postedEntries(t, before)
 		at := l.now().UTC()
 		id, ids, err := l.store.InsertLedgerTxn(ctx, t, entries, at)
 		if err != nil {
@@ -226,6 +226,61 @@ func (l *Ledger) Post(ctx context.Context, t emi.LedgerTxn) (emi.PostedTxn, erro
 		return nil
 	})
 	return out, err
+}
+
+// BalanceMove is the net change a transaction makes to a customer
+// balance's figures: posted by Posted, held by Held (available by Posted -
+// Held).
+type BalanceMove struct {
+	Balance      string
+	Posted, Held int64
+}
+
+// netMoves returns t's net move per customer balance, in token order (the
+// order Post moves them in).
+func netMoves(t emi.LedgerTxn) []BalanceMove {
+	var out []BalanceMove
+	for _, e := range t.Entries {
+		if e.Balance == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(m BalanceMove) bool { return m.Balance == e.Balance })
+		if i < 0 {
+			out = append(out, BalanceMove{Balance: e.Balance})
+			i = len(out) - 1
+		}
+		out[i].Posted += e.Amount
+		out[i].Held -= e.Release
+	}
+	slices.SortFunc(out, func(a, b BalanceMove) int { return strings.Compare(a.Balance, b.Balance) })
+	return out
+}
+
+// currencyOf refuses t when one of its entries on balance is not in the
+// balance's currency.
+func currencyOf(t emi.LedgerTxn, balance, currency string) error {
+	for _, e := range t.Entries {
+		if e.Balance == balance && e.Currency != currency {
+			return emi.ErrCurrencyMismatch.WithDetail("entry in %s on a %s balance", e.Currency, currency)
+		}
+	}
+	return nil
+}
+
+// postedEntries returns t's entries with each customer balance's running
+// posted figure, from before (the figure before t, by balance).
+func postedEntries(t emi.LedgerTxn, before map[string]int64) []emi.PostedEntry {
+	after := make(map[string]int64, len(before))
+	maps.Copy(after, before)
+	entries := make([]emi.PostedEntry, len(t.Entries))
+	for i, e := range t.Entries {
+		entries[i] = emi.PostedEntry{Entry: e}
+		if e.Balance != "" {
+			after[e.Balance] += e.Amount
+			entries[i].BalanceAfter = after[e.Balance]
+		}
+	}
+	return entries
 }
 
 // Verify checks the ledger's invariants over the whole database, in one

@@ -235,6 +235,19 @@ type Store interface {
 	// from the alert shows in its case).
 	CaseOfAlert(ctx context.Context, alert string) (string, error)
 	InsertCaseEvent(ctx context.Context, e CaseEvent) error
+	// SubjectsOf is SubjectOf for many accounts at once: the subject and
+	// program of each account the partner owns, by account
+	// (RecordUnqueuedBatch).
+	SubjectsOf(ctx context.Context, partnerID string, accounts []string) (map[string]AccountSubject, error)
+	// InsertMovements inserts movements as InsertMovement inserts each, in
+	// one statement.
+	InsertMovements(ctx context.Context, ms []Movement) error
+	// SubjectMovements returns up to limit of the subject's movements
+	// whose time is after `after`, up to the movement (to, toID) in the
+	// order of (time, id), in that order, with the fields a window reads
+	// (ID, Subject, Kind, Direction, EUR, CounterpartyKey, Declined, At),
+	// for subjectWindows.
+	SubjectMovements(ctx context.Context, s Subject, after, to time.Time, toID int64, limit int) ([]Movement, error)
 }
 
 // ShadowHit is a finding of a rule in shadow mode: counted, never raised.
@@ -430,9 +443,10 @@ func (m *Monitor) evaluateSubject(ctx context.Context, set ruleSet, s Subject) (
 		var hits []Hit
 		var shadows []ShadowHit
 		ids := make([]int64, len(mvs))
+		windows := windowsFor(m.store, s, mvs) // large batches read the windows once
 		for i, mv := range mvs {
 			ids[i] = mv.ID
-			found, shadow, err := set.evaluate(ctx, m.store, profile, mv)
+			found, shadow, err := set.evaluate(ctx, windows, profile, mv)
 			if err != nil {
 				return err
 			}

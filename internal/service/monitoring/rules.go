@@ -265,7 +265,7 @@ func checkProfileVolume(direction string) check {
 			return "", nil
 		}
 		limit := int64(math.Round(float64(upper) * riskFactor(r, p.Risk)))
-		st, err := q.Window(ctx, mv.Subject, WindowQuery{Direction: direction, Kinds: kindsOf(direction), From: monthStart(mv.At).Add(-time.Nanosecond), To: mv.At, ToID: mv.ID})
+		st, err := q.Window(ctx, mv.Subject, WindowQuery{Direction: direction, Kinds: kindsOf(direction), From: monthStart(mv.At).Add(-time.Microsecond), To: mv.At, ToID: mv.ID})
 		if err != nil || st.SumEUR <= limit || st.SumEUR-mv.EUR > limit {
 			// Raised once, by the movement that crosses the limit.
 			return "", err
@@ -282,7 +282,7 @@ func checkProfileFrequency(ctx context.Context, q windowReader, p Profile, r Rul
 		return "", nil
 	}
 	limit := int64(math.Ceil(float64(p.IncomingPerMonth) * riskFactor(r, p.Risk)))
-	st, err := q.Window(ctx, mv.Subject, WindowQuery{Direction: In, Kinds: allIn, From: monthStart(mv.At).Add(-time.Nanosecond), To: mv.At, ToID: mv.ID})
+	st, err := q.Window(ctx, mv.Subject, WindowQuery{Direction: In, Kinds: allIn, From: monthStart(mv.At).Add(-time.Microsecond), To: mv.At, ToID: mv.ID})
 	if err != nil || st.Count != limit+1 {
 		return "", err
 	}
@@ -413,7 +413,7 @@ func checkCardCash(ctx context.Context, q windowReader, p Profile, r Rule, mv Mo
 		limit = int64(math.Round(float64(p.OutgoingMonthlyEUR) * share * riskFactor(r, p.Risk)))
 		basis = fmt.Sprintf("declared outgoing band %s: alert above %s", p.OutgoingBand, fmtEUR(limit))
 	}
-	st, err := q.Window(ctx, mv.Subject, WindowQuery{Direction: Out, Kinds: []string{KindCardWithdrawal}, From: monthStart(mv.At).Add(-time.Nanosecond), To: mv.At, ToID: mv.ID})
+	st, err := q.Window(ctx, mv.Subject, WindowQuery{Direction: Out, Kinds: []string{KindCardWithdrawal}, From: monthStart(mv.At).Add(-time.Microsecond), To: mv.At, ToID: mv.ID})
 	if err != nil || st.SumEUR <= limit || st.SumEUR-mv.EUR > limit {
 		return "", err
 	}
