@@ -1225,6 +1225,8 @@ func TestCardKeyRotation(t *testing.T) {
 		Roles: []emi.Role{emi.RoleCustomerService}}); err != nil || out.Change.Status != emi.StaffChangePending {
 		t.Fatalf("a pending privileged staff change: %+v %v", out.Change, err)
 	}
+	// A compliance case's document and approved report.
+	sealedCase(t, env, p, user)
 	counts := secCount(t, env.App.DB)
 	before := secSealedValues(t, env.App.DB)
 	k1, err := seal.NewKeyring(key1)

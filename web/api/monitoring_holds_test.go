@@ -10,6 +10,7 @@ import (
 	"emi/internal/config"
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
+	"emi/internal/service/monitoring"
 )
 
 // lebanonIBAN is a valid Lebanese IBAN: Lebanon is on the EU's list of
@@ -190,4 +191,30 @@ func TestInformationRequestsThroughTheAPI(t *testing.T) {
 	}
 	apptest.Expect(t, "a second answer", call(t, env, p, http.MethodPost, "/v2/information_requests/"+tok+"/answer",
 		"information_request_answer", map[string]any{"answer": "again"}), 14041, http.StatusConflict)
+}
+
+// sealedCase opens a case about user with a document and an approved
+// report, so that every sealed table of compliance's holds a value (the
+// key rotation test re-seals them).
+func sealedCase(t *testing.T, env *apptest.Env, p *apptest.Partner, user string) {
+	t.Helper()
+	informationRequest(t, env, p, user)
+	var caseToken, officer string
+	if err := env.App.DB.QueryRow(`SELECT token::text, opened_by::text FROM monitoring_cases WHERE subject_token = $1`, user).Scan(&caseToken, &officer); err != nil {
+		t.Fatal(err)
+	}
+	ctx := emi.WithPrincipal(context.Background(), emi.Principal{Type: emi.ActorStaff, ActorID: officer,
+		StaffRoles: []string{string(emi.RoleCompliance)}})
+	if _, err := env.App.Cases.AttachDocument(ctx, caseToken, "notes.txt", []byte("call notes")); err != nil {
+		t.Fatal(err)
+	}
+	rep := kernel.NewToken()
+	enc, err := env.App.Keys.Seal([]byte(`<?xml version="1.0" encoding="UTF-8"?><report/>`), monitoring.ReportContext(rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.App.DB.Exec(`INSERT INTO monitoring_reports (token, case_token, status, narrative, drafted_by, drafted_at,
+		approved_by, approved_at, xml_enc) VALUES ($1, $2, 'approved', 'fixture', $3, now(), $3, now(), $4)`, rep, caseToken, officer, enc); err != nil {
+		t.Fatal(err)
+	}
 }
