@@ -559,10 +559,16 @@ func (s *MonitoringStore) ShadowCounts(ctx context.Context, since time.Time) (ma
 }
 
 // LockScreen implements monitoring.Store.
-func (s *MonitoringStore) LockScreen(ctx context.Context, subj monitoring.Subject) error {
-	_, err := s.db.Ext(ctx).ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('monitoring screen:' || $1 || ':' || $2, 2026))`,
+func (s *MonitoringStore) LockScreen(ctx context.Context, subj monitoring.Subject) (time.Time, error) {
+	ext := s.db.Ext(ctx)
+	if _, err := ext.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('monitoring screen:' || $1 || ':' || $2, 2026))`,
+		subj.Kind, subj.Token); err != nil {
+		return time.Time{}, Translate(err)
+	}
+	var last sql.NullTime
+	err := sqlx.GetContext(ctx, ext, &last, `SELECT max(at) FROM monitoring_movements WHERE subject_kind = $1 AND subject_token = $2`,
 		subj.Kind, subj.Token)
-	return Translate(err)
+	return last.Time.UTC(), Translate(err)
 }
 
 // MarkDeclined implements monitoring.Store.

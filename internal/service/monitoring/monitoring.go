@@ -221,8 +221,9 @@ type Store interface {
 
 	// LockScreen serialises the screening of one subject's bookings until
 	// the transaction ends (a lock apart from LockSubject's, so a booking
-	// never waits for an after-the-fact evaluation).
-	LockScreen(ctx context.Context, s Subject) error
+	// never waits for an after-the-fact evaluation), and returns the time
+	// of the subject's latest movement (zero when none).
+	LockScreen(ctx context.Context, s Subject) (time.Time, error)
 	// MarkDeclined marks a movement declined.
 	MarkDeclined(ctx context.Context, id int64) error
 	InsertHold(ctx context.Context, h Hold) error

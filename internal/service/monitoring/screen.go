@@ -92,7 +92,8 @@ func (m *Monitor) Screen(ctx context.Context, mv Movement) (Verdict, error) {
 		return Verdict{}, err
 	}
 	mv.Subject, mv.Program = subject, program
-	if mv.At.IsZero() {
+	stamp := mv.At.IsZero()
+	if stamp {
 		mv.At = m.now().UTC()
 	}
 	mv.EUR = ToEUR(mv.Amount, mv.Currency)
@@ -109,8 +110,20 @@ func (m *Monitor) Screen(ctx context.Context, mv Movement) (Verdict, error) {
 	}
 	mv.Screened = stopping
 	if windows {
-		if err := m.store.LockScreen(ctx, subject); err != nil {
+		last, err := m.store.LockScreen(ctx, subject)
+		if err != nil {
 			return Verdict{}, err
+		}
+		// Under the lock this movement comes after every one recorded
+		// before it, also in (time, id) order, which the windows follow:
+		// its time is read now (a booking that waited for the lock took
+		// its first reading before the one it waited for), and never
+		// before the subject's latest (clocks of other processes).
+		if stamp {
+			mv.At = m.now().UTC()
+			if last.After(mv.At) {
+				mv.At = last
+			}
 		}
 	}
 	if mv.ID, err = m.store.InsertMovement(ctx, mv); err != nil {

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"emi/internal/emi"
@@ -356,4 +357,67 @@ func newStaffBy(t *testing.T, m *monitoringApp, by context.Context, roles ...emi
 		}
 	}
 	return as(out.User)
+}
+
+// TestHoldRuleRaceAtAWindowThreshold: with the outgoing-volume rule
+// switched to hold (two officers), two transfers racing past the declared
+// band are both counted: exactly one of them (the one that crosses the
+// band) is held, whatever their order. Without the subject's screening
+// lock each would see only itself and neither would be held.
+func TestHoldRuleRaceAtAWindowThreshold(t *testing.T) {
+	m := newMonitoringApp(t)
+	first, second := officer(), officer()
+	params := map[string]float64{"factor_low": 1.5, "factor_medium": 1.25, "factor_high": 1}
+	p, err := m.env.App.Monitor.ProposeRuleChange(first, monitoring.RuleChange{Code: monitoring.RuleProfileOutgoing, Score: 40,
+		Enabled: true, Params: params, Outcome: monitoring.OutcomeHold, Reason: "hold what leaves beyond the band"})
+	if err != nil {
+		t.Fatalf("propose: %v", err)
+	}
+	if _, err := m.env.App.Monitor.ApproveRuleChange(second, monitoring.RuleProfileOutgoing, "", p.Request.ID); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	for round := range 8 {
+		// Two accounts of one person paying two people: the transfers lock
+		// different balances, so only the subject's screening lock orders
+		// them.
+		u, src1 := m.person(t, "", "Less than 1000 EUR", "", "High")
+		a2, err := m.env.App.Accounts.Create(m.partner(), emi.AccountCreate{Program: "account_eur", User: u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, dst1 := m.person(t, "", "", "", "")
+		_, dst2 := m.person(t, "", "", "", "")
+		sources, dests := []string{src1, a2.Token}, []string{dst1, dst2}
+		for _, src := range sources {
+			var bal string
+			if err := m.env.App.DB.Get(&bal, `SELECT token FROM balances WHERE account = $1`, src); err != nil {
+				t.Fatal(err)
+			}
+			m.env.Fund(t, src, bal, "EUR", 500_000)
+		}
+		statuses := make(chan string, 2)
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Go(func() {
+				tr, err := m.env.App.Transfers.Create(m.partner(), emi.TransferCreate{Amount: 60_000, Currency: "EUR",
+					Source: emi.TransferParty{Account: sources[i]}, Destination: emi.TransferParty{Account: dests[i]}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				statuses <- tr.Status
+			})
+		}
+		wg.Wait()
+		close(statuses)
+		held := 0
+		for s := range statuses {
+			if s == emi.TransferHeldForReview {
+				held++
+			}
+		}
+		if held != 1 {
+			t.Fatalf("round %d: %d of the two racing transfers held, want exactly one", round, held)
+		}
+	}
 }
