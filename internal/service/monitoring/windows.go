@@ -92,9 +92,9 @@ func after(at time.Time, id int64, at2 time.Time, id2 int64) bool {
 
 // pgTime is t as PostgreSQL stores it from lib/pq's text parameter (all
 // nine digits of nanoseconds): rounded to microseconds by rint(fraction
-// × 10⁶) of the fraction read as a double. A window's start, such as the
-// instant before a month (monthStart - 1 ns), is therefore the month's
-// first microsecond in the store's query.
+// × 10⁶) of the fraction read as a double, so a window's start is read
+// here as the store's query reads it (the instant before a month is
+// monthStart - 1 µs, exact in both).
 func pgTime(t time.Time) time.Time {
 	ns := t.Nanosecond()
 	us := math.RoundToEven(float64(ns) / 1e9 * 1e6)
