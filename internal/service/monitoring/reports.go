@@ -2,6 +2,7 @@ package monitoring
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,7 +114,7 @@ func (c *Cases) SubmitReport(ctx context.Context, token, narrative, action strin
 		r.Transactions = nil
 		for _, a := range alerts {
 			for _, h := range a.Hits {
-				if h.Movement != 0 && !containsID(r.Transactions, h.Movement) {
+				if h.Movement != 0 && !slices.Contains(r.Transactions, h.Movement) {
 					r.Transactions = append(r.Transactions, h.Movement)
 				}
 			}
@@ -144,15 +145,6 @@ func (c *Cases) SubmitReport(ctx context.Context, token, narrative, action strin
 		return narrative, map[string]any{"report": r.Token}, nil
 	})
 	return out, err
-}
-
-func containsID(ids []int64, id int64) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // revision binds an approval to the draft's text.

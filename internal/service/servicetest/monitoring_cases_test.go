@@ -421,3 +421,57 @@ func TestHoldRuleRaceAtAWindowThreshold(t *testing.T) {
 		}
 	}
 }
+
+// TestMonitoringCaseRefusals: what a case refuses changes nothing: a file
+// that is not a document, a document read through another case, lifting a
+// hold that is not there, and a rejected report leaves the case open to
+// close (the rejection needs the reporting permission, never the
+// drafter's own).
+func TestMonitoringCaseRefusals(t *testing.T) {
+	m := newMonitoringApp(t)
+	_, _, alert := m.alertedPerson(t)
+	drafter, reviewer := m.complianceOfficer(t), m.complianceOfficer(t)
+	cases := m.env.App.Cases
+	c, err := cases.OpenCase(drafter, []string{alert}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string][]byte{"an executable": []byte("MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff"), "empty": nil} {
+		if _, err := cases.AttachDocument(drafter, c.Token, "x.bin", content); !errors.Is(err, emi.ErrReviewValidation) {
+			t.Errorf("%s file: %v, want refused", name, err)
+		}
+	}
+	d, err := cases.AttachDocument(drafter, c.Token, "notes.txt", []byte("call notes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cases.Document(drafter, kernel.NewToken(), d.Token); !errors.Is(err, emi.ErrDocumentNotFound) {
+		t.Fatalf("a document read through another case: %v", err)
+	}
+	if _, body, err := cases.Document(drafter, c.Token, d.Token); err != nil || string(body) != "call notes" {
+		t.Fatalf("the document: %q %v", body, err)
+	}
+	if _, err := cases.LiftHold(drafter, c.Token, "nothing to lift"); !errors.Is(err, emi.ErrCaseConflict) {
+		t.Fatalf("lifting no hold: %v", err)
+	}
+	if _, err := cases.SubmitReport(drafter, c.Token, "A narrative worth a second look.", ""); err != nil {
+		t.Fatal(err)
+	}
+	v, err := cases.View(reviewer, c.Token)
+	if err != nil || v.ReportRequest == nil {
+		t.Fatalf("view: %v", err)
+	}
+	if _, err := cases.Close(drafter, c.Token, "no suspicion after all"); !errors.Is(err, emi.ErrCaseConflict) {
+		t.Fatalf("closing while a report waits: %v", err)
+	}
+	if err := cases.RejectReport(reviewer, c.Token, v.ReportRequest.ID, "the narrative does not support a suspicion"); err != nil {
+		t.Fatalf("reject: %v", err)
+	}
+	if _, err := cases.Close(drafter, c.Token, "no suspicion after all"); err != nil {
+		t.Fatalf("close after the rejection: %v", err)
+	}
+	var n int
+	if err := m.env.App.DB.Get(&n, `SELECT count(*) FROM monitoring_reports WHERE case_token = $1 AND status = 'approved'`, c.Token); err != nil || n != 0 {
+		t.Fatalf("%d approved reports (%v)", n, err)
+	}
+}

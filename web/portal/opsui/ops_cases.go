@@ -1,6 +1,7 @@
 package opsui
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"mime"
@@ -113,7 +114,7 @@ func (p *Monitoring) renderCase(w http.ResponseWriter, r *http.Request, status i
 			Uploaded: frame.FmtTime(d.UploadedAt)})
 	}
 	for _, e := range v.Events {
-		pv.Steps = append(pv.Steps, opsview.CaseStep{At: frame.FmtTime(e.At), Who: cmpOr(e.ActorName, "the partner"),
+		pv.Steps = append(pv.Steps, opsview.CaseStep{At: frame.FmtTime(e.At), Who: cmp.Or(e.ActorName, "the partner"),
 			Kind: strings.ReplaceAll(e.Kind, "_", " "), Body: e.Body})
 	}
 	if v.Report != nil {
@@ -143,13 +144,6 @@ func (p *Monitoring) renderCase(w http.ResponseWriter, r *http.Request, status i
 		pv.Report.Narrative, pv.Report.Action = typed["narrative"], typed["action"]
 	}
 	p.frame.RenderPrivate(w, r, status, "Case", opsview.CasePage(pv))
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // caseOpen (POST /monitoring/{alert}/case) opens a case from an alert.

@@ -1,6 +1,7 @@
 package opsui
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -102,7 +103,7 @@ func (p *Monitoring) renderRules(w http.ResponseWriter, r *http.Request, status 
 		row := opsview.MonitoringRule{Code: ru.Code, Program: programLabel(ru.Program), ProgramCode: ru.Program,
 			Version: strconv.Itoa(ru.Version), Score: strconv.Itoa(ru.Score), State: ruleState(ru.Enabled, ru.Shadow),
 			Description: ru.Description, Params: string(params), ShadowHits: strconv.FormatInt(shadow[ru.Code], 10), CanPropose: canPropose,
-			Outcome: ru.Outcome, Record: cmpOr(record[ru.Code], "no alert yet")}
+			Outcome: ru.Outcome, Record: cmp.Or(record[ru.Code], "no alert yet")}
 		names := make([]string, 0, len(ru.Params))
 		for name := range ru.Params {
 			names = append(names, name)

@@ -140,6 +140,17 @@ func Nav(queue *ops.Alerts) (dashboard, alerts frame.NavEntry, records []frame.N
 	}
 }
 
+// limitBody caps a request's body: an upload beyond it is refused while
+// it is read, before it fills memory or disk.
+func limitBody(n int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, n)
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
 // CasesNav is the link to compliance's cases, with the number in
 // progress.
 func CasesNav(cases *monitoring.Cases) frame.NavEntry {
@@ -175,7 +186,7 @@ func (p *Pages) Routes(r chi.Router) {
 	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/request", p.monitoring.caseRequest())
 	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/hold", p.monitoring.caseHold())
 	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/lift", p.monitoring.caseLift())
-	r.With(g(monitoring.WorkCases)).Post("/monitoring/cases/{case}/documents", p.monitoring.caseUpload())
+	r.With(g(monitoring.WorkCases)).With(limitBody(monitoring.MaxCaseDocument+1<<20)).Post("/monitoring/cases/{case}/documents", p.monitoring.caseUpload())
 	r.With(g(staff.ProposeOp(staff.ControlReport))).Post("/monitoring/cases/{case}/report", p.monitoring.caseReport())
 	r.With(g(staff.ApproveOp(staff.ControlReport))).Post("/monitoring/cases/{case}/report/approve", p.monitoring.caseReportApprove())
 	r.With(g(staff.ApproveOp(staff.ControlReport))).Post("/monitoring/cases/{case}/report/reject", p.monitoring.caseReportReject())
