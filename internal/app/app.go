@@ -269,7 +269,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	if err == nil {
 		a.SandboxOutcomes = so
 	}
-	a.Monitor = monitoring.NewMonitor(monitoring.Deps{Controls: a.Controls, Tx: db, Store: postgres.NewMonitoringStore(db), Jobs: a.Jobs, Audit: a.Audit,
+	a.Monitor = monitoring.NewMonitor(monitoring.Deps{Controls: a.Controls, Tx: db, Committed: db, Store: postgres.NewMonitoringStore(db), Jobs: a.Jobs, Audit: a.Audit,
 		Sandbox: cfg.Mode == config.ModeSandbox, Off: cfg.BenchMonitoringOff, Now: now})
 	a.Cases = monitoring.NewCases(monitoring.CasesDeps{Controls: a.Controls, Tx: db, Store: postgres.NewCaseStore(db), Monitor: a.Monitor,
 		Events: a.Events, Sealer: keys, Audit: a.Audit, Now: now,

@@ -379,6 +379,43 @@ type ambientTx struct {
 	// savepoint (see savepoint): the whole transaction must run again,
 	// whatever the code between turned that error into.
 	escalated atomic.Pointer[error]
+	// committed are what AfterCommit registered, run once COMMIT
+	// succeeded (a savepoint rolled back drops its own).
+	mu        sync.Mutex
+	committed []func()
+}
+
+// AfterCommit runs fn once the transaction of ctx has committed, or at once
+// when ctx carries none. fn runs on the goroutine that committed, after
+// COMMIT returned: it must be quick and must not fail the request (queue
+// work, wake a worker). A transaction that rolls back, or a savepoint of it
+// that rolls back, never runs what was registered in it; an attempt that
+// InTx runs again starts with none.
+func (db *DB) AfterCommit(ctx context.Context, fn func()) {
+	a := ambient(ctx)
+	if a == nil {
+		fn()
+		return
+	}
+	a.mu.Lock()
+	a.committed = append(a.committed, fn)
+	a.mu.Unlock()
+}
+
+// hooks returns how many functions are registered, for a savepoint to drop
+// its own when it rolls back.
+func (a *ambientTx) hooks() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.committed)
+}
+
+// dropHooks forgets the functions registered after the first n.
+func (a *ambientTx) dropHooks(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.committed[n:])
+	a.committed = a.committed[:n]
 }
 
 // Ext returns what a store method should run its statements on: the ambient
@@ -492,6 +529,9 @@ func (db *DB) runTx(ctx context.Context, fn func(ctx context.Context) error) (er
 	if err = tx.Commit(); err != nil {
 		return commitError(ctx, err)
 	}
+	for _, fn := range a.committed {
+		fn()
+	}
 	return nil
 }
 
@@ -545,6 +585,7 @@ func (a *ambientTx) savepointOnce(ctx context.Context, fn func(ctx context.Conte
 	if _, err := a.tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
 		return Translate(err)
 	}
+	hooks := a.hooks()
 	defer func() {
 		if p := recover(); p != nil {
 			_, _ = a.tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+name)
@@ -552,6 +593,7 @@ func (a *ambientTx) savepointOnce(ctx context.Context, fn func(ctx context.Conte
 		}
 	}()
 	if err = fn(ctx); err != nil {
+		a.dropHooks(hooks)
 		if _, rerr := a.tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
 			return errors.Join(err, Translate(rerr))
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -51,14 +52,45 @@ func (s *MonitoringStore) SubjectOf(ctx context.Context, partnerID, account stri
 }
 
 // InsertMovement implements monitoring.Store.
-func (s *MonitoringStore) InsertMovement(ctx context.Context, m monitoring.Movement) (int64, error) {
-	var id int64
-	err := s.db.Ext(ctx).QueryRowxContext(ctx, `INSERT INTO monitoring_movements (partner_id, subject_kind, subject_token, account,
-		program, kind, direction, amount_minor, currency, eur_minor, counterparty_key, counterparty_country, mcc, declined, at, ref, source,
-		screened) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING id`,
-		m.PartnerID, m.Subject.Kind, m.Subject.Token, m.Account, m.Program, m.Kind, m.Direction, m.Amount, m.Currency, m.EUR,
-		m.CounterpartyKey, m.CounterpartyCountry, m.MCC, m.Declined, m.At, m.Ref, m.Source, m.Screened).Scan(&id)
-	return id, Translate(err)
+func (s *MonitoringStore) InsertMovement(ctx context.Context, m monitoring.Movement, also ...monitoring.Movement) (int64, error) {
+	const cols = 18
+	var q strings.Builder
+	q.WriteString(`INSERT INTO monitoring_movements (partner_id, subject_kind, subject_token, account, program, kind, direction,
+		amount_minor, currency, eur_minor, counterparty_key, counterparty_country, mcc, declined, at, ref, source, screened) VALUES `)
+	args := make([]any, 0, cols*(1+len(also)))
+	for i, m := range append([]monitoring.Movement{m}, also...) {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				q.WriteString(", ")
+			}
+			fmt.Fprintf(&q, "$%d", i*cols+c+1)
+		}
+		q.WriteByte(')')
+		args = append(args, m.PartnerID, m.Subject.Kind, m.Subject.Token, m.Account, m.Program, m.Kind, m.Direction, m.Amount,
+			m.Currency, m.EUR, m.CounterpartyKey, m.CounterpartyCountry, m.MCC, m.Declined, m.At, m.Ref, m.Source, m.Screened)
+	}
+	// The rows take their ids in the order of VALUES: m's is the least.
+	q.WriteString(" RETURNING id")
+	rows, err := s.db.Ext(ctx).QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return 0, Translate(err)
+	}
+	defer rows.Close()
+	var first int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return 0, Translate(err)
+		}
+		if first == 0 || id < first {
+			first = id
+		}
+	}
+	return first, Translate(rows.Err())
 }
 
 // PendingSubjects implements monitoring.Store.

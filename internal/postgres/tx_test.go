@@ -5,9 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,5 +247,75 @@ func TestConnectionLostAtCommitIsOutcomeUnknown(t *testing.T) {
 	}
 	if err := direct.GetContext(ctx, &n, `SELECT count(*) FROM commit_t WHERE id = 2`); err != nil || n != 0 {
 		t.Fatalf("row count %d (%v): nothing should be committed", n, err)
+	}
+}
+
+// AfterCommit runs what a transaction registered once it committed, after
+// COMMIT returned, and never what a rolled-back transaction, a rolled-back
+// savepoint or an attempt that ran again registered; without a transaction
+// it runs at once.
+func TestAfterCommit(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t)
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE ac_t (id int PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	var ran []string
+	seen := func(name string) func() {
+		return func() {
+			// Registered work runs after COMMIT: another connection sees
+			// the row.
+			var n int
+			if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM ac_t WHERE id = 1`).Scan(&n); err != nil {
+				t.Error(err)
+			}
+			ran = append(ran, fmt.Sprintf("%s:%d", name, n))
+		}
+	}
+	db.AfterCommit(ctx, seen("outside"))
+	if want := []string{"outside:0"}; !slices.Equal(ran, want) {
+		t.Fatalf("without a transaction: ran %v, want %v", ran, want)
+	}
+	ran = nil
+	attempts := 0
+	err := db.InTx(ctx, func(ctx context.Context) error {
+		attempts++
+		db.AfterCommit(ctx, seen(fmt.Sprintf("attempt %d", attempts)))
+		if attempts == 1 {
+			// A deadlock: InTx runs the transaction again.
+			return &pq.Error{Code: "40P01", Message: "deadlock detected"}
+		}
+		if _, err := db.Ext(ctx).ExecContext(ctx, `INSERT INTO ac_t VALUES (1)`); err != nil {
+			return err
+		}
+		_ = db.InTx(ctx, func(ctx context.Context) error {
+			db.AfterCommit(ctx, seen("rolled-back savepoint"))
+			return errors.New("refused")
+		})
+		if err := db.InTx(ctx, func(ctx context.Context) error {
+			db.AfterCommit(ctx, seen("savepoint"))
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(ran) != 0 {
+			t.Errorf("ran %v before the commit", ran)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"attempt 2:1", "savepoint:1"}; !slices.Equal(ran, want) {
+		t.Errorf("after the commit: ran %v, want %v", ran, want)
+	}
+	ran = nil
+	_ = db.InTx(ctx, func(ctx context.Context) error {
+		db.AfterCommit(ctx, seen("rolled back"))
+		return errors.New("refused")
+	})
+	if len(ran) != 0 {
+		t.Errorf("a rolled-back transaction ran %v", ran)
 	}
 }

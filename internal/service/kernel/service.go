@@ -15,6 +15,12 @@ type TxRunner interface {
 	InTx(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
+// Committer runs fn once the transaction of ctx has committed, or at once
+// when ctx carries none; never when it rolls back (postgres.DB.AfterCommit).
+type Committer interface {
+	AfterCommit(ctx context.Context, fn func())
+}
+
 // InTxRead runs write in one transaction and then read in the same
 // transaction, and returns what read found: the answer to a write is built
 // from the transaction's own rows. Reading it back after the commit, on

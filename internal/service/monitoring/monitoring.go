@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"emi/internal/emi"
@@ -167,7 +168,9 @@ type Store interface {
 	// SubjectOf returns the owner and program of an account of the
 	// partner (false when the partner has no such account).
 	SubjectOf(ctx context.Context, partnerID, account string) (Subject, string, bool, error)
-	InsertMovement(ctx context.Context, m Movement) (int64, error)
+	// InsertMovement records m, and also in the same statement, and
+	// returns m's id.
+	InsertMovement(ctx context.Context, m Movement, also ...Movement) (int64, error)
 	// PendingSubjects returns up to limit subjects with movements not yet
 	// evaluated.
 	PendingSubjects(ctx context.Context, limit int) ([]Subject, error)
@@ -321,6 +324,11 @@ type Monitor struct {
 	off      bool
 	cache    ruleCache
 	subjects subjectCache
+	// committed runs the evaluation's queueing after a booking commits
+	// (queueAfterCommit); nudges and nudging are its coalescing.
+	committed kernel.Committer
+	nudges    chan struct{}
+	nudging   atomic.Bool
 }
 
 // Deps is what Monitor needs; NewMonitor checks that none is nil.
@@ -328,10 +336,12 @@ type Deps struct {
 	// Controls runs the two-person lifecycle of rule changes.
 	Controls *staff.Controls
 	Tx       kernel.TxRunner
-	Store    Store
-	Jobs     kernel.Enqueuer
-	Audit    *kernel.Auditor
-	Now      kernel.Clock
+	// Committed runs the evaluation's queueing once a booking committed.
+	Committed kernel.Committer
+	Store     Store
+	Jobs      kernel.Enqueuer
+	Audit     *kernel.Auditor
+	Now       kernel.Clock
 	// Sandbox allows importing histories (contract §12).
 	Sandbox bool `deps:"optional"`
 	// Off switches monitoring off: Record, RecordUnqueued, Screen (a
@@ -344,22 +354,24 @@ type Deps struct {
 // NewMonitor returns the monitor.
 func NewMonitor(d Deps) *Monitor {
 	kernel.MustHave("Monitor", d)
-	return &Monitor{controls: d.Controls, tx: d.Tx, store: d.Store, jobs: d.Jobs, audit: d.Audit, now: d.Now, sandbox: d.Sandbox,
-		off: d.Off}
+	return &Monitor{controls: d.Controls, tx: d.Tx, committed: d.Committed, store: d.Store, jobs: d.Jobs, audit: d.Audit, now: d.Now,
+		sandbox: d.Sandbox, off: d.Off, nudges: make(chan struct{}, 1)}
 }
 
 // JobEvaluate is the background job that evaluates recorded movements.
 const JobEvaluate = "monitoring.evaluate"
 
 // Record records a movement of the partner's account in the transaction
-// of ctx, and queues its evaluation (after commit, so that the evaluation
-// sees it with every movement committed before). An account the partner
-// does not own records nothing: the booking code checked it already.
+// of ctx, and queues its evaluation once that transaction commits (so that
+// the evaluation sees it with every movement committed before). An account
+// the partner does not own records nothing: the booking code checked it
+// already.
 func (m *Monitor) Record(ctx context.Context, mv Movement) error {
 	if err := m.RecordUnqueued(ctx, mv); err != nil {
 		return err
 	}
-	return m.Schedule(ctx)
+	m.queueAfterCommit(ctx)
+	return nil
 }
 
 // Schedule queues the evaluation job unless one is pending or running:
@@ -373,6 +385,59 @@ func (m *Monitor) Schedule(ctx context.Context) error {
 	}
 	_, _, err := m.jobs.Enqueue(ctx, emi.JobSpec{Kind: JobEvaluate, UniqueKey: JobEvaluate})
 	return err
+}
+
+// queueAfterCommit queues the evaluation (Schedule) once the booking
+// transaction of ctx commits, off the booking's path: a statement in every
+// booking transaction cost the payment a round trip, and the evaluation
+// is after the fact anyway. Bookings committing together queue it once:
+// a nudge waiting to run covers every booking committed before it runs.
+// A nudge lost to a failed queueing (the database away) or to a process
+// that stopped leaves the movement to the next booking's nudge, `emi
+// serve`'s tick (App.ScheduleMonitoring) or the maintenance sweep, as a
+// job that was running when the movement committed does.
+func (m *Monitor) queueAfterCommit(ctx context.Context) {
+	if m.off {
+		return
+	}
+	m.committed.AfterCommit(ctx, func() {
+		select {
+		case m.nudges <- struct{}{}:
+		default: // one is waiting, and runs after this commit
+			return
+		}
+		if m.nudging.CompareAndSwap(false, true) {
+			go m.runNudges()
+		}
+	})
+}
+
+// nudgeIdle is how long the goroutine queueing the evaluation waits for
+// the next nudge before it ends (the next nudge starts another).
+const nudgeIdle = time.Second
+
+// runNudges queues the evaluation for each nudge until none came for
+// nudgeIdle.
+func (m *Monitor) runNudges() {
+	idle := time.NewTimer(nudgeIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case <-m.nudges:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = m.Schedule(ctx) // a failure waits for the tick (see queueAfterCommit)
+			cancel()
+			idle.Reset(nudgeIdle)
+		case <-idle.C:
+			m.nudging.Store(false)
+			// A nudge sent before the flag dropped found it set and
+			// started nothing: take it (unless a new goroutine did).
+			if len(m.nudges) == 0 || !m.nudging.CompareAndSwap(false, true) {
+				return
+			}
+			idle.Reset(nudgeIdle)
+		}
+	}
 }
 
 // RecordUnqueued records a movement without queueing its evaluation: for

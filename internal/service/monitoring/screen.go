@@ -36,6 +36,9 @@ type Verdict struct {
 	Alert    string
 	Movement int64
 	Subject  Subject
+	// Received reports that the receiving side given to Screen was
+	// recorded with the movement.
+	Received bool
 	// recorded is the movement as recorded, for RecordDeclined.
 	recorded Movement
 }
@@ -79,11 +82,17 @@ func (m *Monitor) forgetRules() {
 
 // Screen records a movement about to be booked, in the transaction of ctx,
 // and runs on it the rules that stop money. It replaces Record for that
-// movement; the evaluation job is queued as Record queues it. A hold or
+// movement; the evaluation is queued as Record queues it. A hold or
 // decline raises the subject's alert at once, in the same transaction.
 // An account the partner does not own records nothing and lets the
 // movement through (the booking code checked it already).
-func (m *Monitor) Screen(ctx context.Context, mv Movement) (Verdict, error) {
+//
+// received, when given, is the receiving side of an internal transfer
+// (incoming for the destination's owner): it is recorded as Record records
+// it when the verdict lets the money through (Verdict.Received), in the
+// same statement as mv when no rule that stops money reads a window. A
+// held transfer's receiving side is recorded when it is released.
+func (m *Monitor) Screen(ctx context.Context, mv Movement, received ...Movement) (Verdict, error) {
 	if m.off {
 		return Verdict{}, nil
 	}
@@ -126,26 +135,33 @@ func (m *Monitor) Screen(ctx context.Context, mv Movement) (Verdict, error) {
 			}
 		}
 	}
-	if mv.ID, err = m.store.InsertMovement(ctx, mv); err != nil {
-		return Verdict{}, err
-	}
-	v := Verdict{Movement: mv.ID, Subject: subject, recorded: mv}
-	if stopping {
-		var profile Profile
-		if windows {
-			if profile, err = m.store.Profile(ctx, subject); err != nil {
-				return Verdict{}, err
-			}
-			profile.derive()
-		}
-		hits, shadows, err := set.run(ctx, m.store, profile, mv, Rule.stops)
+	var also []Movement
+	for _, r := range received {
+		subj, prog, ok, err := m.subjectOf(ctx, r.PartnerID, r.Account)
 		if err != nil {
 			return Verdict{}, err
 		}
-		if len(shadows) > 0 {
-			if err := m.store.InsertShadowHits(ctx, shadows); err != nil {
-				return Verdict{}, err
+		if ok {
+			r.Subject, r.Program, r.At, r.EUR = subj, prog, mv.At, ToEUR(r.Amount, r.Currency)
+			also = append(also, r)
+		}
+	}
+	v := Verdict{Subject: subject}
+	var shadows []ShadowHit
+	run := func() error {
+		if !stopping {
+			return nil
+		}
+		var profile Profile
+		if windows {
+			if profile, err = m.store.Profile(ctx, subject); err != nil {
+				return err
 			}
+			profile.derive()
+		}
+		hits, sh, err := set.run(ctx, m.store, profile, mv, Rule.stops)
+		if err != nil {
+			return err
 		}
 		for _, h := range hits {
 			r, _ := set.rule(h.Rule, program)
@@ -153,14 +169,57 @@ func (m *Monitor) Screen(ctx context.Context, mv Movement) (Verdict, error) {
 				v.Outcome = r.Outcome
 			}
 		}
-		v.Hits = hits
+		v.Hits, shadows = hits, sh
+		return nil
+	}
+	if windows {
+		// The windows count the movement itself: record it first, and
+		// the receiving side once the verdict lets the money through.
+		if mv.ID, err = m.store.InsertMovement(ctx, mv); err != nil {
+			return Verdict{}, err
+		}
+		if err := run(); err != nil {
+			return Verdict{}, err
+		}
+		if len(also) > 0 && !v.Stops() {
+			if err := m.store.InsertMovements(ctx, also); err != nil {
+				return Verdict{}, err
+			}
+			v.Received = true
+		}
+	} else {
+		// The rules read the movement alone: the verdict is known before
+		// recording, and both sides are recorded in one statement.
+		if err := run(); err != nil {
+			return Verdict{}, err
+		}
+		if v.Stops() {
+			also = nil
+		}
+		if mv.ID, err = m.store.InsertMovement(ctx, mv, also...); err != nil {
+			return Verdict{}, err
+		}
+		v.Received = len(also) > 0
+		for i := range v.Hits {
+			v.Hits[i].Movement = mv.ID
+		}
+		for i := range shadows {
+			shadows[i].Movement = mv.ID
+		}
+	}
+	v.Movement, v.recorded = mv.ID, mv
+	if len(shadows) > 0 {
+		if err := m.store.InsertShadowHits(ctx, shadows); err != nil {
+			return Verdict{}, err
+		}
 	}
 	if v.Stops() {
 		if v.Alert, err = m.raise(ctx, mv.PartnerID, subject, v.Hits); err != nil {
 			return Verdict{}, err
 		}
 	}
-	return v, m.Schedule(ctx)
+	m.queueAfterCommit(ctx)
+	return v, nil
 }
 
 // Declined marks a screened movement declined in the transaction of ctx

@@ -200,7 +200,9 @@ func TestRekeyReportsValuesThatDoNotOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, _ := stranger.Seal([]byte("123"), "cards.cvv:"+e.cards[2])
+	// The plaintext has letters no token, key id or hex carries, so that
+	// finding it in a failure means the failure names the value.
+	foreign, _ := stranger.Seal([]byte("zqv"), "cards.cvv:"+e.cards[2])
 	if _, err := db.Exec(`UPDATE cards SET cvv_sealed = $2 WHERE token = $1`, e.cards[2], foreign); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +227,7 @@ func TestRekeyReportsValuesThatDoNotOpen(t *testing.T) {
 	var got []string
 	for _, f := range rep.Failures {
 		got = append(got, f.Table+"."+f.Column+":"+f.Row+" "+kind(f.Err))
-		if strings.Contains(f.String(), "123") && !strings.Contains(f.Row, "123") {
+		if strings.Contains(f.String(), "zqv") {
 			t.Errorf("a failure names the value: %s", f)
 		}
 	}

@@ -395,7 +395,7 @@ func TestHoldRuleRaceAtAWindowThreshold(t *testing.T) {
 			}
 			m.env.Fund(t, src, bal, "EUR", 500_000)
 		}
-		statuses := make(chan string, 2)
+		transfers := make(chan emi.Transfer, 2)
 		var wg sync.WaitGroup
 		for i := range 2 {
 			wg.Go(func() {
@@ -405,15 +405,29 @@ func TestHoldRuleRaceAtAWindowThreshold(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				statuses <- tr.Status
+				transfers <- tr
 			})
 		}
 		wg.Wait()
-		close(statuses)
+		close(transfers)
 		held := 0
-		for s := range statuses {
-			if s == emi.TransferHeldForReview {
+		for tr := range transfers {
+			// The paying side is recorded either way; the receiving side
+			// only when the money reached it.
+			wantIn := 1
+			if tr.Status == emi.TransferHeldForReview {
 				held++
+				wantIn = 0
+			}
+			for dir, want := range map[string]int{"out": 1, "in": wantIn} {
+				var n int
+				if err := m.env.App.DB.Get(&n, `SELECT count(*) FROM monitoring_movements WHERE source = $1 AND direction = $2`,
+					tr.Token, dir); err != nil {
+					t.Fatal(err)
+				}
+				if n != want {
+					t.Errorf("round %d: transfer %s (%s): %d %q movements recorded, want %d", round, tr.Token, tr.Status, n, dir, want)
+				}
 			}
 		}
 		if held != 1 {

@@ -123,7 +123,7 @@ const (
 	overheadWorkers = 8
 	overheadRounds  = 8
 	overheadRound   = 750 * time.Millisecond
-	overheadPaired  = 5 * time.Second
+	overheadPaired  = 15 * time.Second
 	// overheadPIN is the cards' PIN, which a POS payment needs.
 	overheadPIN = "739264"
 )

@@ -522,11 +522,20 @@ func TestMonitoringRecordsTheAPIsMovements(t *testing.T) {
 	evaluated(1)
 	// After the first job ended: the transfer's own enqueue queues the next
 	// (one that lands while a job runs waits for emi serve's tick).
-	if _, err := m.env.App.Transfers.Create(ctx, emi.TransferCreate{Amount: 1200000, Currency: "EUR",
-		Source: emi.TransferParty{Account: a1}, Destination: emi.TransferParty{Account: a2}, Reference: "rent"}); err != nil {
+	tr, err := m.env.App.Transfers.Create(ctx, emi.TransferCreate{Amount: 1200000, Currency: "EUR",
+		Source: emi.TransferParty{Account: a1}, Destination: emi.TransferParty{Account: a2}, Reference: "rent"})
+	if err != nil {
 		t.Fatalf("transfer: %v", err)
 	}
 	evaluated(3) // the credit and both sides of the transfer
+	var sides []string
+	if err := m.env.App.DB.Select(&sides, `SELECT direction || ' ' || subject_token FROM monitoring_movements
+		WHERE source = $1 ORDER BY direction`, tr.Token); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"in " + u2, "out " + u1}; !slices.Equal(sides, want) {
+		t.Errorf("the transfer's sides %v, want %v (each under its own subject, once)", sides, want)
+	}
 	m.wantRaised(t, u1, monitoring.RuleLargeAmount, "incoming payment of 15,000.00 EUR")
 	m.wantRaised(t, u1, monitoring.RuleHighRiskCountry, "Lebanon")
 	m.wantRaised(t, u2, monitoring.RuleLargeAmount, "internal transfer of 12,000.00 EUR")

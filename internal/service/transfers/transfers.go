@@ -264,8 +264,10 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 			if err := s.monitor.Held(ctx, verdict, t.Token); err != nil {
 				return err
 			}
-		} else if err := s.monitorReceived(ctx, t, verdict.Movement != 0); err != nil {
-			return err
+		} else if !verdict.Received { // else recorded with the paying side
+			if err := s.monitorReceived(ctx, t, verdict.Movement != 0); err != nil {
+				return err
+			}
 		}
 		if err := s.audit.Record(ctx, emi.AuditEntry{Action: "transfer.create", ResourceType: "transfer", ResourceToken: t.Token,
 			PartnerID: p.PartnerID, Changes: map[string]any{"amount": emi.FormatMinor(amount), "currency": in.Currency,
@@ -445,25 +447,32 @@ func (s *Transfers) complianceHold(ctx context.Context, src accounts.Party) erro
 
 // screenInternal records an internal transfer's paying side for
 // transaction monitoring (outgoing for the source's owner, the
-// destination as counterparty) and runs the rules that stop money on it.
+// destination as counterparty) and runs the rules that stop money on it;
+// the receiving side is recorded with it unless the verdict stops the
+// money (Verdict.Received).
 func (s *Transfers) screenInternal(ctx context.Context, t emi.Transfer) (monitoring.Verdict, error) {
 	dstKey, dstCountry := monitoring.CounterpartyOf(emi.Counterparty{IBAN: t.DestinationIBAN, Name: t.DestinationAccount})
 	return s.monitor.Screen(ctx, monitoring.Movement{PartnerID: t.SourcePartner, Account: t.SourceAccount,
 		Kind: monitoring.KindTransferInternal, Direction: monitoring.Out, Amount: t.Amount, Currency: t.Currency,
-		CounterpartyKey: dstKey, CounterpartyCountry: dstCountry, Source: t.Token})
+		CounterpartyKey: dstKey, CounterpartyCountry: dstCountry, Source: t.Token}, receivedSide(t))
 }
 
-// monitorReceived records an internal transfer's receiving side for
-// transaction monitoring when the money reaches it: incoming for the
-// destination's owner (under its own partner), the source as
-// counterparty. queued: the transaction queued the evaluation already
-// (the paying side's Screen recorded a movement), which one job
-// evaluates with this one.
-func (s *Transfers) monitorReceived(ctx context.Context, t emi.Transfer, queued bool) error {
+// receivedSide is an internal transfer's receiving side for transaction
+// monitoring: incoming for the destination's owner (under its own
+// partner), the source as counterparty.
+func receivedSide(t emi.Transfer) monitoring.Movement {
 	srcKey, srcCountry := monitoring.CounterpartyOf(emi.Counterparty{IBAN: t.SourceIBAN, Name: t.SourceAccount})
-	mv := monitoring.Movement{PartnerID: t.DestinationPartner, Account: t.DestinationAccount,
+	return monitoring.Movement{PartnerID: t.DestinationPartner, Account: t.DestinationAccount,
 		Kind: monitoring.KindTransferInternal, Direction: monitoring.In, Amount: t.Amount, Currency: t.Currency,
 		CounterpartyKey: srcKey, CounterpartyCountry: srcCountry, Source: t.Token}
+}
+
+// monitorReceived records an internal transfer's receiving side when the
+// money reaches it and the screening did not (a released hold). queued:
+// the transaction queued the evaluation already (the paying side's Screen
+// recorded a movement), which one job evaluates with this one.
+func (s *Transfers) monitorReceived(ctx context.Context, t emi.Transfer, queued bool) error {
+	mv := receivedSide(t)
 	if queued {
 		return s.monitor.RecordUnqueued(ctx, mv)
 	}
