@@ -21,7 +21,9 @@ func TestMonitoringCleanCustomersRaiseNothing(t *testing.T) {
 		u, a := m.person(t, "Between 1001 and 5000 EUR", "Between 1001 and 5000 EUR", "Between 3-5 times", []string{"Low", "Medium", "High"}[c%3])
 		people = append(people, person{u, a})
 		for month := range 3 {
-			start := m.base.AddDate(0, month, 0)
+			// Three whole past months: the current month's days may
+			// be in the future, which the import refuses.
+			start := m.base.AddDate(0, month-1, 0)
 			at := func(day int, hour int) string {
 				return start.Add(time.Duration(day-1)*24*time.Hour + time.Duration(hour)*time.Hour).Format(time.RFC3339)
 			}
