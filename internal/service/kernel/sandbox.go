@@ -69,3 +69,17 @@ const (
 	SandboxReviewerID       = "00000000-0000-7000-8000-5a2db0000001"
 	SandboxSecondReviewerID = "00000000-0000-7000-8000-5a2db0000002"
 )
+
+// SandboxPlayed reports whether a decision was taken by a reviewer the
+// sandbox plays. Such a decision answers the partner's test and is never
+// remembered beyond it: the false-positive memory does not learn from it,
+// so a documented test value (the docs' listed name) answers a match on
+// every call, whatever a test run decided before (issue 34, D1).
+func SandboxPlayed(actorIDs ...string) bool {
+	for _, id := range actorIDs {
+		if id == SandboxReviewerID || id == SandboxSecondReviewerID {
+			return true
+		}
+	}
+	return false
+}

@@ -630,6 +630,11 @@ func (r *Review) DecideHit(ctx context.Context, token, key, decision, reason str
 					if err := r.store.ConfirmHitDecision(ctx, a.Token, key, p.ActorID, now); err != nil {
 						return nil, err
 					}
+					if kernel.SandboxPlayed(prev.StaffID, p.ActorID) {
+						// The sandbox's played reviewers answer this
+						// application only (kernel.SandboxPlayed).
+						return map[string]any{"hit": key, "decision": decision, "confirmation": reason}, nil
+					}
 					pk, _ := hit["person_key"].(string)
 					raw, _ := hexDecode(pk)
 					if err := r.store.InsertApplicationFalsePositive(ctx, a.PartnerID, raw, fmt.Sprint(hit["list"]), fmt.Sprint(hit["entry_id"]),

@@ -330,8 +330,12 @@ func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.
 				return err
 			}
 			h.ConfirmedBy, h.ConfirmedAt = staff.ActorID, &now
-			if err := a.store.InsertFalsePositive(ctx, c.PartnerID, c.PersonKey, *h, c.Token, h.Reason, h.DecidedBy, staff.ActorID, now); err != nil {
-				return err
+			// The sandbox's played reviewers answer this check only
+			// (kernel.SandboxPlayed).
+			if !kernel.SandboxPlayed(h.DecidedBy, staff.ActorID) {
+				if err := a.store.InsertFalsePositive(ctx, c.PartnerID, c.PersonKey, *h, c.Token, h.Reason, h.DecidedBy, staff.ActorID, now); err != nil {
+					return err
+				}
 			}
 			action, changes["proposed_by"] = "aml_check.hit_false_positive_confirmed", h.DecidedBy
 		case h.Pending():
@@ -343,9 +347,10 @@ func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.
 			switch {
 			case d.Decision == emi.HitFalsePositive && h.NeedsSecondPerson():
 				action = "aml_check.hit_false_positive_proposed"
-			case d.Decision == emi.HitFalsePositive:
+			case d.Decision == emi.HitFalsePositive && !kernel.SandboxPlayed(staff.ActorID):
 				// One person decides a hit under 0.9; the memory says so,
-				// and answers only later hits that take one person.
+				// and answers only later hits that take one person (not
+				// the sandbox's played reviewers: kernel.SandboxPlayed).
 				if err := a.store.InsertFalsePositive(ctx, c.PartnerID, c.PersonKey, *h, c.Token, d.Reason, staff.ActorID, "", now); err != nil {
 					return err
 				}
