@@ -22,12 +22,25 @@ type CompanyQuery struct {
 // Company scoring parameters. See ScreenCompany for the formula.
 const (
 	weightCore       = 1.0
-	weightDescriptor = 0.2 // Trading, Group, Holding, International...
+	weightDescriptor = 0.15 // Trading, Group, Holding, International...
 	weightLegalForm  = 0.1 // LLC, OOO, GmbH... when both names have one
 
-	companyExtraCore = 0.15 // per query word the listed name lacks
+	// A query word the listed name lacks costs 0.25: a name with a word
+	// of its own is another company ("Beirut Bay Trading" is not BEIRUT
+	// TRADE), so it never reaches MinNameScore; a descriptor or legal form
+	// the list lacks costs 0.03 or nothing ("X Trading FZE" for a listed
+	// X).
+	companyExtraCore = 0.25
 	companyExtraDesc = 0.03 // per query descriptor the listed name lacks
 	companyMaxExtra  = 0.30
+	// approxPartial multiplies the name score of a listed name found
+	// inside a longer query name when one of its words is matched only
+	// approximately (a partial and approximate name: "Kaida Logistics"
+	// is not AL QA'IDA).
+	approxPartial = 0.90
+	// companyNoAnchor multiplies the name score when no core word agrees
+	// exactly or phonetically.
+	companyNoAnchor = 0.85
 
 	// A listed name whose only matching words have three letters or
 	// fewer (a published acronym such as MYC, HUM, or a short word such as
@@ -36,6 +49,11 @@ const (
 	// the company's country must agree to reach the threshold (and a
 	// different country vetoes it).
 	shortNameScore = 0.82
+	// shortAcronymScore: a listed alias, weak a.k.a. or bracketed acronym
+	// of exactly three letters that the query gives exactly (the list
+	// says the entity is known by it) reaches the threshold without the
+	// country, and a different country still vetoes it.
+	shortAcronymScore = 0.88
 	// An acronym the engine generated from the initials of a listed name
 	// (ISLAMIC REVOLUTIONARY GUARD CORPS -> IRGC) scores
 	// acronymScore4 for four letters or more and acronymScore3 for three:
@@ -106,6 +124,11 @@ func (ix *Index) buildCompanies() {
 		add := func(text string, src uint8) {
 			main, extra := splitEntityName(text)
 			ix.addCompanyName(int32(i), main, text, src, seen, cpost) // #nosec G115 -- an entry index
+			if main != text {
+				// the words in brackets may be part of the name
+				// (NOOR ENERGY (MALAYSIA) LTD.)
+				ix.addCompanyName(int32(i), text, text, src, seen, cpost) // #nosec G115 -- an entry index
+			}
 			for _, x := range extra {
 				ix.addCompanyName(int32(i), x, text, srcBracket, seen, cpost) // #nosec G115 -- an entry index
 			}
@@ -295,7 +318,10 @@ type calign struct {
 	acronym   bool // matched as a generated acronym
 	short     bool // only short words (≤ 3 letters) matched
 	noAnchor  bool
-	extraCore int // query words the listed name lacks
+	// approxPartial: the listed name inside a longer query name, with a
+	// word matched only approximately
+	approxPartial bool
+	extraCore     int // query words the listed name lacks
 	extraDesc int // query descriptors the listed name lacks
 	missing   int // listed words (full weight) the query lacks
 }
@@ -304,11 +330,17 @@ type calign struct {
 // descriptor tokens greedily by decreasing similarity and scores it:
 //
 //	S         = Σ w·s over matched listed tokens / Σ w over listed tokens
-//	            (w: 1 core word, 0.2 descriptor, 0 stop word; legal forms
+//	            (w: 1 core word, 0.15 descriptor, 0 stop word; legal forms
 //	            add 0.1·legalFormSim when both names have one)
-//	nameScore = S · (1 − min(0.15·extra query words + 0.03·extra query
-//	            descriptors, 0.30)), · 0.9 without an exact or phonetic
-//	            core pair.
+//	nameScore = S · (1 − min(0.25·extra query words + 0.03·extra query
+//	            descriptors, 0.30)); · 0.9 when there are extra words and a
+//	            listed word is matched only approximately; · 0.85 without
+//	            an exact or phonetic core pair (and no hit at all when the
+//	            listed name has one word).
+//
+// A weak a.k.a. matches only without extra words. When the matched listed
+// words are one word of three letters or fewer, the query may have no
+// other word and the score is capped (shortNameScore, shortAcronymScore).
 func (ix *Index) alignCompany(sc *scratch, p *cq, rec *compName) calign {
 	var a calign
 	for i := range a.qe {
@@ -327,9 +359,13 @@ func (ix *Index) alignCompany(sc *scratch, p *cq, rec *compName) calign {
 			case qc.class == clsDescriptor && t.class == clsDescriptor && qc.form == t.form:
 				s = 1
 			case len(qc.text) <= shortWord || len(ix.toks[t.id].text) <= shortWord:
-				// short words (acronyms) agree only when equal
-				if qc.text == ix.toks[t.id].text {
+				// short words (acronyms) agree when equal or
+				// phonetically equal (new / nev); a short name alone must
+				// be equal (see below)
+				if ti := &ix.toks[t.id]; qc.text == ti.text {
 					s = 1
+				} else if p.qt[i].phon == ti.phon && p.qt[i].ascii && ti.ascii {
+					s = phoneticSim
 				}
 			default:
 				s = ix.cell(sc, p.qt, t.id, i)
@@ -366,17 +402,14 @@ func (ix *Index) alignCompany(sc *scratch, p *cq, rec *compName) calign {
 
 	var w, m float64
 	a.noAnchor = true
-	longMatch := false
+	longMatch, matched, approx := false, 0, false
 	for j, t := range rec.toks {
 		if t.class == clsStop || t.class == clsLegalForm {
 			continue
 		}
 		w += float64(t.w)
-		if usedE&(1<<j) == 0 {
-			if t.w == weightCore {
-				a.missing++
-			}
-			continue
+		if usedE&(1<<j) == 0 && t.w == weightCore {
+			a.missing++
 		}
 	}
 	for i := range p.qt {
@@ -390,15 +423,17 @@ func (ix *Index) alignCompany(sc *scratch, p *cq, rec *compName) calign {
 			continue
 		}
 		t := &rec.toks[j]
+		ti := &ix.toks[t.id]
 		m += float64(t.w) * float64(a.qs[i])
-		if t.w == weightCore && p.w[i] == weightCore {
-			ti := &ix.toks[t.id]
-			if a.qs[i] >= anchorSim && sameForm(&p.qt[i], ti) {
-				a.noAnchor = false
-			}
-			if len(ti.text) > shortWord {
-				longMatch = true
-			}
+		matched++
+		if len(ti.text) > shortWord {
+			longMatch = true
+		}
+		if p.qt[i].text != ti.text && (t.class != clsDescriptor || p.toks[p.col[i]].form != t.form) {
+			approx = true
+		}
+		if t.w == weightCore && p.w[i] == weightCore && a.qs[i] >= anchorSim && sameForm(&p.qt[i], ti) {
+			a.noAnchor = false
 		}
 	}
 	// legal forms: compared only when both names have one
@@ -419,16 +454,35 @@ func (ix *Index) alignCompany(sc *scratch, p *cq, rec *compName) calign {
 	if w > 0 {
 		a.nameScore = m / w
 	}
+	extra := a.extraCore > 0 || a.extraDesc > 0
 	a.nameScore *= 1 - min(companyExtraCore*float64(a.extraCore)+companyExtraDesc*float64(a.extraDesc), companyMaxExtra)
-	if a.noAnchor {
-		a.nameScore *= noAnchorFactor
+	if extra && approx {
+		a.approxPartial = true
+		a.nameScore *= approxPartial
 	}
-	if !longMatch && usedE != 0 {
-		a.short = true
-		if a.extraCore > 0 || a.extraDesc > 0 {
-			a.nameScore = 0
+	if a.noAnchor {
+		a.nameScore *= companyNoAnchor
+		if rec.ncore == 1 {
+			// one listed word, and not even it agrees exactly or
+			// phonetically: too little to go on
+			a.nameScore = min(a.nameScore, MinNameScore-0.01)
 		}
-		a.nameScore = min(a.nameScore, shortNameScore)
+	}
+	if extra && rec.src == srcWeak {
+		// OFAC's weak a.k.a.s are broad or generic: only the alias
+		// itself (with a legal form) matches
+		a.nameScore = 0
+	}
+	if !longMatch && matched < 2 && usedE != 0 {
+		a.short = true
+		if extra || approx {
+			a.nameScore = 0 // no longer name around a short word, and the word itself
+		}
+		cap := shortNameScore
+		if rec.src != srcName && rec.ncore == 1 && len(rec.toks) == 1 && len(ix.toks[rec.toks[0].id].text) == shortWord {
+			cap = shortAcronymScore
+		}
+		a.nameScore = min(a.nameScore, cap)
 	}
 	return a
 }
@@ -547,7 +601,7 @@ func (ix *Index) ScreenCompany(q CompanyQuery) []Hit {
 		e := &ix.entries[ei]
 		var bd Breakdown
 		bd.NameScore = round3(c.a.nameScore)
-		strong := c.a.nameScore >= strongName && !c.a.acronym && !c.a.short
+		strong := c.a.nameScore >= strongName && !c.a.acronym && !c.a.short && c.a.extraCore+c.a.extraDesc == 0
 		bd.Nationality, bd.NationalityAdjust = countryEvidence(e, countries, strong)
 		bd.Birthday = "unknown"
 		score := round3(min(max(c.a.nameScore+bd.NationalityAdjust, 0), 1))
@@ -759,7 +813,10 @@ func (ix *Index) companyNotes(p *cq, rec *compName, a *calign, h *Hit, countries
 			strconv.Itoa(a.extraDesc)+" descriptor(s) of the query not in the listed name")
 	}
 	if a.noAnchor && !a.acronym {
-		n = append(n, "no word agrees exactly or phonetically (−10%)")
+		n = append(n, "no word agrees exactly or phonetically (−15%)")
+	}
+	if a.approxPartial {
+		n = append(n, "the listed name inside a longer name with a word spelt differently: partial and approximate (−10%)")
 	}
 	e := &ix.entries[ix.byKey[entryKey(h.List, h.EntryID)]]
 	listed := strings.Join(append(slices.Clone(e.Countries), e.Nationalities...), ", ")

@@ -83,7 +83,7 @@ var legalForms = []legalForm{
 	{code: "S.L.", family: lfPrivate, phrases: []string{"sl", "slu", "sociedad limitada"}, edge: true},
 	{code: "Ltda", family: lfPrivate, phrases: []string{"ltda", "limitada"}},
 	{code: "B.V.", family: lfPrivate, phrases: []string{"bv", "besloten vennootschap"}, edge: true},
-	{code: "Sp. z o.o.", family: lfPrivate, phrases: []string{"sp zoo", "spolka z ograniczona odpowiedzialnoscia"}},
+	{code: "Sp. z o.o.", family: lfPrivate, phrases: []string{"sp zoo", "sp z oo", "spolka z ograniczona odpowiedzialnoscia"}},
 	{code: "s.r.o.", family: lfPrivate, phrases: []string{"sro", "spol sro", "spolecnost s rucenim omezenym"}},
 	{code: "d.o.o.", family: lfPrivate, phrases: []string{"doo", "drustvo s ogranicenom odgovornoscu"}},
 	{code: "OOD", family: lfPrivate, phrases: []string{"ood", "eood"}},
@@ -134,6 +134,7 @@ var legalForms = []legalForm{
 	{code: "LP", family: lfPartnership, phrases: []string{"lp", "limited partnership"}, edge: true},
 	{code: "GmbH & Co. KG", family: lfPartnership, phrases: []string{"gmbh co kg", "gmbh und co kg", "gmbh and co kg"}},
 	{code: "KG", family: lfPartnership, phrases: []string{"kg", "kommanditgesellschaft"}, edge: true},
+	{code: "S. en C.", family: lfPartnership, phrases: []string{"s en c", "s en cs", "s en c s", "sociedad en comandita"}},
 	{code: "C.V.", family: lfPartnership, phrases: []string{"cv", "commanditaire vennootschap"}, edge: true},
 	// UAE free zones.
 	{code: "FZE", family: lfFreeZone, phrases: []string{"fze", "free zone establishment", "fz e"}},
@@ -183,6 +184,18 @@ var descriptorRows = [][]string{
 	{"engineering"},
 	{"resources"},
 	{"dis"}, // Turkish dış (foreign), in "Dış Ticaret"
+	{"shipping", "shipping lines", "shipping line"},
+	{"marine", "maritime"},
+	{"contracting", "contractors", "contracting company"},
+	{"electronics", "electronic"},
+	{"energy", "energia", "enerji"},
+	{"technical"},
+	{"supplies", "supply"},
+	{"distribution", "distributors", "distributor", "distribuidora"},
+	{"agency", "agencies"},
+	{"construction", "constructions", "construcciones", "insaat"},
+	{"transport", "transportation", "transports", "transportes"},
+	{"commodities"},
 }
 
 // Stop words of company names weigh nothing: conjunctions, articles and
@@ -268,31 +281,45 @@ type ctoken struct {
 }
 
 // companyTokens normalizes a company name and classifies its words:
-// runs of one-letter words (dotted letters: "S.A.", "L.L.C.", "I.R.G.C.")
-// are joined into one word, legal-form phrases (longest first) become one
+// dotted letters ("S.A.", "L.L.C.", "I.R.G.C.") are joined into one word, legal-form phrases (longest first) become one
 // legal-form token, descriptor words and stop words are marked. A comma is
 // a separator (no "SURNAME, Given" reordering).
 func companyTokens(name string, lang translitLang) []ctoken {
-	raw := normTokens(name, lang)
-	if len(raw) == 0 {
-		return nil
-	}
-	// join runs of single letters
-	words := make([]string, 0, len(raw))
-	for i := 0; i < len(raw); {
-		if len(raw[i]) == 1 && i+1 < len(raw) && len(raw[i+1]) == 1 {
-			j := i
-			var b strings.Builder
-			for j < len(raw) && len(raw[j]) == 1 {
-				b.WriteString(raw[j])
-				j++
-			}
-			words = append(words, b.String())
-			i = j
+	// Dotted letters are joined into one word: within a word of the
+	// name ("T.G.A." reads tga, "D.O.O." doo), and across words that are
+	// one letter each ("S. A. de C. V." reads sa de cv).
+	var words []string
+	run := -1 // index in words of a word built of one-letter words, -1 none
+	for _, chunk := range strings.Fields(name) {
+		toks := normTokens(chunk, lang)
+		if len(toks) == 0 {
 			continue
 		}
-		words = append(words, raw[i])
-		i++
+		if len(toks) == 1 && isLetter1(toks[0]) {
+			if run >= 0 {
+				words[run] += toks[0]
+			} else {
+				run = len(words)
+				words = append(words, toks[0])
+			}
+			continue
+		}
+		run = -1
+		for k := 0; k < len(toks); k++ {
+			if !isLetter1(toks[k]) || k+1 == len(toks) || !isLetter1(toks[k+1]) {
+				words = append(words, toks[k])
+				continue
+			}
+			j := k
+			for j < len(toks) && isLetter1(toks[j]) {
+				j++
+			}
+			words = append(words, strings.Join(toks[k:j], "")) // S.A.DE reads sa de
+			k = j - 1
+		}
+	}
+	if len(words) == 0 {
+		return nil
 	}
 	phon := make([]string, len(words))
 	for i, w := range words {
@@ -344,6 +371,9 @@ func companyTokens(name string, lang translitLang) []ctoken {
 	}
 	return out
 }
+
+// isLetter1 reports whether w is one Latin letter.
+func isLetter1(w string) bool { return len(w) == 1 && w[0] >= 'a' && w[0] <= 'z' }
 
 // legalFormSim is the similarity of two legal forms (table rows): 1 for
 // the same form (in any language or script), 0.8 for comparable forms
