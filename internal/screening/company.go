@@ -23,7 +23,7 @@ type CompanyQuery struct {
 const (
 	weightCore       = 1.0
 	weightDescriptor = 0.15 // Trading, Group, Holding, International...
-	weightLegalForm  = 0.1 // LLC, OOO, GmbH... when both names have one
+	weightLegalForm  = 0.1  // LLC, OOO, GmbH... when both names have one
 
 	// A query word the listed name lacks costs 0.25: a name with a word
 	// of its own is another company ("Beirut Bay Trading" is not BEIRUT
@@ -277,6 +277,9 @@ func prepareCompany(q CompanyQuery) cq {
 	}
 	var p cq
 	p.toks = companyTokens(q.Name, lang)
+	if len(p.toks) == 1 && isLegalFormWord(p.toks[0].text) {
+		p.toks = nil // a legal form alone ("LLC") names no company
+	}
 	core := 0
 	for _, t := range p.toks {
 		if t.class == clsCore {
@@ -322,8 +325,8 @@ type calign struct {
 	// word matched only approximately
 	approxPartial bool
 	extraCore     int // query words the listed name lacks
-	extraDesc int // query descriptors the listed name lacks
-	missing   int // listed words (full weight) the query lacks
+	extraDesc     int // query descriptors the listed name lacks
+	missing       int // listed words (full weight) the query lacks
 }
 
 // alignCompany aligns the query columns with the listed name's core and

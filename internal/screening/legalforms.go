@@ -88,6 +88,7 @@ var legalForms = []legalForm{
 	{code: "d.o.o.", family: lfPrivate, phrases: []string{"doo", "drustvo s ogranicenom odgovornoscu"}},
 	{code: "OOD", family: lfPrivate, phrases: []string{"ood", "eood"}},
 	{code: "Kft.", family: lfPrivate, phrases: []string{"kft"}},
+	{code: "OÜ", family: lfPrivate, phrases: []string{"ou", "osauhing"}, edge: true},
 	{code: "WLL", family: lfPrivate, phrases: []string{"wll", "with limited liability"}},
 	{code: "SPC", family: lfPrivate, phrases: []string{"spc", "single person company"}},
 	{code: "PT", family: lfPrivate, phrases: []string{"pt", "perseroan terbatas"}, edge: true},
@@ -210,7 +211,8 @@ var companyStop = map[string]bool{
 
 // lfPhrase is one phrase of the table, as phonetic forms.
 type lfPhrase struct {
-	words []string
+	words []string // phonetic forms
+	raw   []string // as written in the table
 	form  int16
 }
 
@@ -226,8 +228,8 @@ func init() {
 	lfByFirst = make(map[string][]lfPhrase)
 	for i, f := range legalForms {
 		for _, p := range f.phrases {
-			ph := lfPhrase{form: int16(i)} // #nosec G115 -- a table row
-			for _, w := range strings.Fields(p) {
+			ph := lfPhrase{form: int16(i), raw: strings.Fields(p)} // #nosec G115 -- a table row
+			for _, w := range ph.raw {
 				ph.words = append(ph.words, phonetic(w))
 			}
 			lfByFirst[ph.words[0]] = append(lfByFirst[ph.words[0]], ph)
@@ -246,7 +248,7 @@ func init() {
 				descByPhon[phonetic(p)] = int16(i) // #nosec G115 -- a table row
 				continue
 			}
-			ph := lfPhrase{form: int16(i)} // #nosec G115 -- a table row
+			ph := lfPhrase{form: int16(i), raw: ws} // #nosec G115 -- a table row
 			for _, w := range ws {
 				ph.words = append(ph.words, phonetic(w))
 			}
@@ -331,9 +333,11 @@ func companyTokens(name string, lang translitLang) []ctoken {
 			if i+len(p.words) > len(words) {
 				continue
 			}
+			// phonetic forms, but words of three letters or fewer as
+			// written (SSL is not S.L.)
 			ok := true
-			for k, w := range p.words[1:] {
-				if phon[i+1+k] != w {
+			for k, w := range p.words {
+				if phon[i+k] != w || len(p.raw[k]) <= shortWord && words[i+k] != p.raw[k] {
 					ok = false
 					break
 				}
@@ -370,6 +374,16 @@ func companyTokens(name string, lang translitLang) []ctoken {
 		i++
 	}
 	return out
+}
+
+// isLegalFormWord reports whether w (normalized) is a one-word legal form.
+func isLegalFormWord(w string) bool {
+	for _, p := range lfByFirst[phonetic(w)] {
+		if len(p.words) == 1 && (p.raw[0] == w || len(w) > shortWord) {
+			return true
+		}
+	}
+	return false
 }
 
 // isLetter1 reports whether w is one Latin letter.
