@@ -324,9 +324,13 @@ type calign struct {
 	// approxPartial: the listed name inside a longer query name, with a
 	// word matched only approximately
 	approxPartial bool
-	extraCore     int // query words the listed name lacks
-	extraDesc     int // query descriptors the listed name lacks
-	missing       int // listed words (full weight) the query lacks
+	// otherDesc: descriptors on both sides that do not match
+	otherDesc bool
+	// complete: every listed word found, exactly or phonetically
+	complete  bool
+	extraCore int // query words the listed name lacks
+	extraDesc int // query descriptors the listed name lacks
+	missing   int // listed words (full weight) the query lacks
 }
 
 // alignCompany aligns the query columns with the listed name's core and
@@ -405,14 +409,18 @@ func (ix *Index) alignCompany(sc *scratch, p *cq, rec *compName) calign {
 
 	var w, m float64
 	a.noAnchor = true
-	longMatch, matched, approx := false, 0, false
+	longMatch, matched, approx, missingDesc := false, 0, false, 0
 	for j, t := range rec.toks {
 		if t.class == clsStop || t.class == clsLegalForm {
 			continue
 		}
 		w += float64(t.w)
-		if usedE&(1<<j) == 0 && t.w == weightCore {
-			a.missing++
+		if usedE&(1<<j) == 0 {
+			if t.w == weightCore {
+				a.missing++
+			} else {
+				missingDesc++
+			}
 		}
 	}
 	for i := range p.qt {
@@ -463,6 +471,13 @@ func (ix *Index) alignCompany(sc *scratch, p *cq, rec *compName) calign {
 		a.approxPartial = true
 		a.nameScore *= approxPartial
 	}
+	if a.extraDesc > 0 && missingDesc > 0 {
+		// other descriptors on each side (ATLAS TRADING / ATLAS
+		// SHIPPING): only the distinctive word is shared
+		a.otherDesc = true
+		a.nameScore *= approxPartial
+	}
+	a.complete = a.missing == 0 && !approx
 	if a.noAnchor {
 		a.nameScore *= companyNoAnchor
 		if rec.ncore == 1 {
@@ -514,11 +529,15 @@ type ccand struct {
 //     (four letters or more) or 0.82 (three).
 //  3. Country (Breakdown.Nationality, NationalityAdjust): one of the
 //     company's countries among the entry's countries (registration and
-//     identification numbers, addresses) +0.05; none of them −0.10 for a
-//     strong full-name match (NameScore ≥ 0.95, not an acronym: such a
-//     name in another country goes to review), −0.35 otherwise (a
-//     namesake: an acronym, a partial or approximate name in another
-//     country is not the listed company); unknown 0.
+//     identification numbers, addresses) +0.05; none of them −0.10 when
+//     the query is the listed name, every word of it exactly or
+//     phonetically and nothing more than a legal form (a namesake abroad
+//     goes to review), −0.35 otherwise: an acronym, a short name, a
+//     partial or approximate name, or the listed name inside a longer
+//     one, in another country, is a namesake and not the listed company
+//     (a front abroad whose parent is listed is found through the parent,
+//     screened as a corporate member); unknown (no country on either
+//     side) 0.
 //  4. A hit needs Score ≥ Threshold and NameScore ≥ MinNameScore.
 func (ix *Index) ScreenCompany(q CompanyQuery) []Hit {
 	p := prepareCompany(q)
@@ -604,7 +623,7 @@ func (ix *Index) ScreenCompany(q CompanyQuery) []Hit {
 		e := &ix.entries[ei]
 		var bd Breakdown
 		bd.NameScore = round3(c.a.nameScore)
-		strong := c.a.nameScore >= strongName && !c.a.acronym && !c.a.short && c.a.extraCore+c.a.extraDesc == 0
+		strong := c.a.complete && !c.a.acronym && !c.a.short && c.a.extraCore+c.a.extraDesc == 0
 		bd.Nationality, bd.NationalityAdjust = countryEvidence(e, countries, strong)
 		bd.Birthday = "unknown"
 		score := round3(min(max(c.a.nameScore+bd.NationalityAdjust, 0), 1))
@@ -818,6 +837,9 @@ func (ix *Index) companyNotes(p *cq, rec *compName, a *calign, h *Hit, countries
 	if a.noAnchor && !a.acronym {
 		n = append(n, "no word agrees exactly or phonetically (−15%)")
 	}
+	if a.otherDesc {
+		n = append(n, "other descriptors on each side: only the distinctive words are shared (−10%)")
+	}
 	if a.approxPartial {
 		n = append(n, "the listed name inside a longer name with a word spelt differently: partial and approximate (−10%)")
 	}
@@ -829,10 +851,10 @@ func (ix *Index) companyNotes(p *cq, rec *compName, a *calign, h *Hit, countries
 	case "mismatch":
 		if h.Breakdown.NationalityAdjust == adjCountryMiss {
 			n = append(n, "country differs: the company's "+strings.Join(countries, ", ")+", listed "+listed+
-				"; the full name matches closely, so −0.10 (for review)")
+				"; the same name, every word of it, so −0.10 (for review)")
 		} else {
 			n = append(n, "country differs: the company's "+strings.Join(countries, ", ")+", listed "+listed+
-				"; an acronym, partial or approximate name in another country: probably a namesake (−0.35)")
+				"; an acronym, a short, partial or approximate name, or the listed name inside a longer one, in another country: probably a namesake (−0.35)")
 		}
 	}
 	return n

@@ -174,9 +174,16 @@ func TestCompanyCountryEvidence(t *testing.T) {
 	if other[j].Breakdown.NationalityAdjust != adjCountryMiss || other[j].Score >= same[i].Score {
 		t.Errorf("exact name in another country: %+v", other[j].Breakdown)
 	}
-	// the listed name inside a longer name, in another country: vetoed
+	// the listed name inside a longer name, or an approximate one, in
+	// another country: vetoed
 	if found(ix.ScreenCompany(CompanyQuery{Name: "Polyus Service Trading GmbH", Countries: []string{"DE"}}), ListOFAC, "43100") >= 0 {
 		t.Error("partial name in another country not vetoed")
+	}
+	if found(ix.ScreenCompany(CompanyQuery{Name: "Polyus Servise Trading GmbH", Countries: []string{"DE"}}), ListOFAC, "43100") >= 0 {
+		t.Error("approximate name in another country not vetoed")
+	}
+	if found(ix.ScreenCompany(CompanyQuery{Name: "Polyus Servise Trading GmbH", Countries: []string{"RU"}}), ListOFAC, "43100") < 0 {
+		t.Error("approximate name in the listed country not found")
 	}
 	if found(ix.ScreenCompany(CompanyQuery{Name: "Polyus Service Trading LLC", Countries: []string{"RU"}}), ListOFAC, "43100") < 0 {
 		t.Error("partial name in the listed country not found")
