@@ -165,7 +165,8 @@ type TokenMatch struct {
 	Weight float64
 	// Kind is how the pair matched: KindExact, KindPhonetic, KindFuzzy,
 	// KindFold, KindEquivalent, KindInitial, KindJoined, KindSplit, or
-	// KindMiddle / KindUnmatched for a token without partner.
+	// KindMiddle / KindUnmatched for a token without partner; for a
+	// company also KindLegalForm, KindDescriptor, KindStop, KindAcronym.
 	Kind string
 	// Note says it in words for the reviewer ("initial C. ↔ CARLOS,
 	// weight 0.5").
@@ -184,7 +185,9 @@ type Breakdown struct {
 	// the entry's range), "mismatch" or "unknown".
 	Birthday       string
 	BirthdayAdjust float64
-	// Nationality is "match", "mismatch" or "unknown".
+	// Nationality is "match", "mismatch" or "unknown": the person's
+	// nationality, or for a company (ScreenCompany) its countries against
+	// the entity's countries.
 	Nationality       string
 	NationalityAdjust float64
 	// TypeAdjust is negative for entities, vessels and aircraft when the
