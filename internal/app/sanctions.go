@@ -31,7 +31,12 @@ func (a sanctions) Screen(q emi.AMLQuery) (string, []emi.AMLHit, error) {
 	if ix == nil {
 		return "", nil, emi.ErrInvalidProcessor.WithDetail("no sanctions list loaded")
 	}
-	hits := ix.Screen(screening.Query{FirstName: q.FirstName, LastName: q.LastName, Birthday: q.Birthday, Nationality: q.Nationality})
+	var hits []screening.Hit
+	if q.Entity {
+		hits = ix.ScreenCompany(screening.CompanyQuery{Name: q.LastName, Countries: q.Countries})
+	} else {
+		hits = ix.Screen(screening.Query{FirstName: q.FirstName, LastName: q.LastName, Birthday: q.Birthday, Nationality: q.Nationality})
+	}
 	out := make([]emi.AMLHit, 0, len(hits))
 	for _, h := range hits {
 		b := h.Breakdown

@@ -1,6 +1,10 @@
 package emi
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // AMLStatus is where an AML check stands (contract §6): clear (no hit),
 // match (hits waiting for compliance), cleared (every hit a false positive)
@@ -27,6 +31,27 @@ type AMLQuery struct {
 	LastName    string `json:"last_name" validate:"required,max=1000,name"`
 	Nationality string `json:"nationality" validate:"omitempty,country"`
 	Birthday    string `json:"birthday" validate:"omitempty,pastdate"`
+	// Entity marks a company or another legal entity (onboarding's
+	// company and corporate members, merchant re-screening): LastName
+	// holds its legal or trade name, and it is screened as a company
+	// (legal forms, descriptors, acronyms, its countries) against the
+	// listed entities only. Not part of aml_check, which screens persons.
+	Entity bool `json:"-"`
+	// Countries are an entity's ISO alpha-2 countries: registration and,
+	// where known, address.
+	Countries []string `json:"-"`
+}
+
+// CompanyAMLQuery is the query that screens a company or another legal
+// entity named name with its countries (empty ones are dropped).
+func CompanyAMLQuery(name string, countries ...string) AMLQuery {
+	q := AMLQuery{LastName: name, Entity: true}
+	for _, c := range countries {
+		if c = strings.ToUpper(strings.TrimSpace(c)); c != "" && !slices.Contains(q.Countries, c) {
+			q.Countries = append(q.Countries, c)
+		}
+	}
+	return q
 }
 
 // AMLTokenMatch is one aligned token pair of a name comparison. Weight,

@@ -63,6 +63,14 @@ type Entry struct {
 	// nationalities and citizenships (OFAC "nationality"/"citizen" remarks,
 	// UN NATIONALITY); names that do not map (see CountryCode) are dropped.
 	Nationalities []string
+	// Countries are ISO 3166-1 alpha-2 codes of the countries an entity
+	// (vessel, aircraft) is tied to: for OFAC the countries named after its
+	// registration, tax and other identification numbers ("Tax ID No.
+	// 7708129854 (Russia)") and its "Registration Country" or "Nationality
+	// of Registration"; for the UN the countries of its addresses. Company
+	// screening compares them with the company's countries as person
+	// screening compares nationalities. Empty for individuals.
+	Countries []string
 	// Programs are the OFAC sanctions programs ("SDGT", "BELARUS") or the
 	// UN list type ("DPRK", "Al-Qaida").
 	Programs []string
@@ -73,7 +81,9 @@ type Entry struct {
 }
 
 // fingerprint hashes the canonical content of e: type, primary name, the
-// sorted aliases, sorted birthdates and sorted nationalities, separated by
+// sorted aliases, sorted birthdates and sorted nationalities (and, for an
+// entity, vessel or aircraft that has them, its sorted weak aliases and
+// countries), separated by
 // control characters that cannot occur in the data.
 func fingerprint(e *Entry) string {
 	h := sha256.New()
@@ -94,6 +104,13 @@ func fingerprint(e *Entry) string {
 	list(e.Aliases)
 	list(e.Birthdates)
 	list(e.Nationalities)
+	// Company screening reads an entity's weak a.k.a.s and countries: a
+	// change to them is a change to what is screened. Individuals (and
+	// entities with neither) keep the fingerprint they had before.
+	if e.Type != TypeIndividual && len(e.WeakAliases)+len(e.Countries) > 0 {
+		list(e.WeakAliases)
+		list(e.Countries)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -148,7 +165,8 @@ type TokenMatch struct {
 	Weight float64
 	// Kind is how the pair matched: KindExact, KindPhonetic, KindFuzzy,
 	// KindFold, KindEquivalent, KindInitial, KindJoined, KindSplit, or
-	// KindMiddle / KindUnmatched for a token without partner.
+	// KindMiddle / KindUnmatched for a token without partner; for a
+	// company also KindLegalForm, KindDescriptor, KindStop, KindAcronym.
 	Kind string
 	// Note says it in words for the reviewer ("initial C. ↔ CARLOS,
 	// weight 0.5").
@@ -167,7 +185,9 @@ type Breakdown struct {
 	// the entry's range), "mismatch" or "unknown".
 	Birthday       string
 	BirthdayAdjust float64
-	// Nationality is "match", "mismatch" or "unknown".
+	// Nationality is "match", "mismatch" or "unknown": the person's
+	// nationality, or for a company (ScreenCompany) its countries against
+	// the entity's countries.
 	Nationality       string
 	NationalityAdjust float64
 	// TypeAdjust is negative for entities, vessels and aircraft when the

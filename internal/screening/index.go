@@ -52,6 +52,13 @@ type Index struct {
 	// those parts.
 	joined map[string][]int32
 
+	// Company screening (company.go): the names of the listed entities,
+	// classified; core token id -> those names; generated acronym ->
+	// those names.
+	cnames []compName
+	cpost  map[int32][]int32
+	cacro  map[string][]int32
+
 	lists     []ListInfo
 	version   string
 	threshold float64
@@ -346,6 +353,7 @@ func (ix *Index) build() {
 			ix.addName(int32(i), e, a, true, seen) // #nosec G115 -- an entry index, far below 2^31
 		}
 	}
+	ix.buildCompanies()
 	ix.post = make([][]int32, len(ix.toks))
 	for n := range ix.names {
 		rec := &ix.names[n]
@@ -571,6 +579,7 @@ func cloneEntry(e *Entry) Entry {
 	c.WeakAliases = append([]string(nil), e.WeakAliases...)
 	c.Birthdates = append([]string(nil), e.Birthdates...)
 	c.Nationalities = append([]string(nil), e.Nationalities...)
+	c.Countries = append([]string(nil), e.Countries...)
 	c.Programs = append([]string(nil), e.Programs...)
 	return c
 }

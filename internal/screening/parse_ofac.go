@@ -117,8 +117,8 @@ func ofacPrograms(s string) []string {
 	return out
 }
 
-// parseOFACRemarks extracts DOBs, nationalities/citizenships and weak
-// a.k.a.s from the free-text remarks ("DOB 30 Aug 1954; alt. DOB 31 Aug
+// parseOFACRemarks extracts DOBs, nationalities/citizenships, weak
+// a.k.a.s and (for entities, vessels and aircraft) countries from the free-text remarks ("DOB 30 Aug 1954; alt. DOB 31 Aug
 // 1954; POB Kopys, Vitebsk oblast, Belarus; nationality Belarus; ...").
 // It returns the number of nationality/citizenship values that did not map
 // to a country code.
@@ -143,6 +143,21 @@ func parseOFACRemarks(e *Entry, remarks string) (unmapped int) {
 			} else {
 				unmapped++
 			}
+		case strings.HasPrefix(item, "Registration Country "), strings.HasPrefix(item, "Nationality of Registration "):
+			c := strings.TrimPrefix(strings.TrimPrefix(item, "Registration Country "), "Nationality of Registration ")
+			if cc, ok := CountryCode(strings.TrimSuffix(strings.TrimSpace(c), ".")); ok {
+				e.Countries = append(e.Countries, cc)
+			}
+		case strings.HasSuffix(strings.TrimSuffix(item, "."), ")") && !strings.HasPrefix(item, "Linked To") &&
+			!strings.Contains(item, "Executive Order"):
+			// "Tax ID No. 7708129854 (Russia)": the country of an
+			// identification number.
+			s := strings.TrimSuffix(strings.TrimSuffix(item, "."), ")")
+			if k := strings.LastIndexByte(s, '('); k >= 0 {
+				if cc, ok := CountryCode(s[k+1:]); ok {
+					e.Countries = append(e.Countries, cc)
+				}
+			}
 		case strings.HasPrefix(item, "a.k.a. "), strings.HasPrefix(item, "f.k.a. "), strings.HasPrefix(item, "n.k.a. "):
 			a := strings.TrimSpace(item[7:])
 			a = strings.TrimSuffix(a, ".")
@@ -155,6 +170,10 @@ func parseOFACRemarks(e *Entry, remarks string) (unmapped int) {
 	e.Birthdates = uniqueStrings(e.Birthdates)
 	e.Nationalities = uniqueStrings(e.Nationalities)
 	e.WeakAliases = uniqueStrings(e.WeakAliases)
+	if e.Type == TypeIndividual {
+		e.Countries = nil // persons are screened on nationality
+	}
+	e.Countries = uniqueStrings(e.Countries)
 	return unmapped
 }
 

@@ -36,6 +36,9 @@ type unEntity struct {
 	ListType string    `xml:"UN_LIST_TYPE"`
 	Ref      string    `xml:"REFERENCE_NUMBER"`
 	Aliases  []unAlias `xml:"ENTITY_ALIAS"`
+	Address  []struct {
+		Country string `xml:"COUNTRY"`
+	} `xml:"ENTITY_ADDRESS"`
 }
 
 type unAlias struct {
@@ -172,6 +175,12 @@ func parseUN(data []byte) (entries []Entry, published string, unmapped int, err 
 		for _, a := range en.Aliases {
 			e.Aliases = append(e.Aliases, splitUNAlias(a.Name)...)
 		}
+		for _, a := range en.Address {
+			if cc, ok := CountryCode(strings.TrimSpace(a.Country)); ok {
+				e.Countries = append(e.Countries, cc)
+			}
+		}
+		e.Countries = uniqueStrings(e.Countries)
 		if err := add(e); err != nil {
 			return nil, "", 0, err
 		}

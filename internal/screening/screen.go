@@ -137,6 +137,10 @@ type scratch struct {
 	buf      []byte
 	pairs    []pair
 	best     map[int32]cand
+	// company screening
+	cmask    []uint16 // per company name: query columns with a similar token in it
+	ctouched []int32
+	cbest    map[int32]ccand
 }
 
 type pair struct {
@@ -159,6 +163,8 @@ func (ix *Index) newScratch() *scratch {
 		mask:     make([]uint16, len(ix.names)),
 		jmask:    make([]uint16, len(ix.names)),
 		best:     make(map[int32]cand),
+		cmask:    make([]uint16, len(ix.cnames)),
+		cbest:    make(map[int32]ccand),
 	}
 }
 

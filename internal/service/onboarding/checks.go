@@ -485,7 +485,7 @@ func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFun
 		declared = append(declared, "the company is declared as appearing on a sanctions list (is_sie)")
 	}
 	for _, n := range kernel.UniqueNonEmpty(co.LegalName, co.TradeName) {
-		if err := add("company", "", emi.AMLQuery{LastName: n}); err != nil {
+		if err := add("company", "", emi.CompanyAMLQuery(n, co.Country)); err != nil {
 			return screeningError(res, err)
 		}
 	}
@@ -495,7 +495,7 @@ func (c *Checks) sanctions(ctx context.Context, a emi.Application, res resultFun
 		}
 		q := emi.AMLQuery{FirstName: m.FirstName, LastName: m.LastName, Birthday: m.Birthday, Nationality: m.Nationality}
 		if m.IsLegalEntity() || (m.FirstName == "" && m.LastName == "") {
-			q = emi.AMLQuery{LastName: m.LegalName}
+			q = emi.CompanyAMLQuery(m.LegalName, m.Country, m.CountryOfResidence)
 		}
 		if q.LastName == "" {
 			continue

@@ -149,14 +149,14 @@ func merchantSubjects(a emi.Application) []merchantSubject {
 	var out []merchantSubject
 	if a.Company != nil {
 		for _, n := range kernel.UniqueNonEmpty(a.Company.LegalName, a.Company.TradeName) {
-			out = append(out, merchantSubject{query: emi.AMLQuery{LastName: n}})
+			out = append(out, merchantSubject{query: emi.CompanyAMLQuery(n, a.Company.Country)})
 		}
 	}
 	for _, m := range a.ActiveMembers() {
 		sub := merchantSubject{member: m.Token, person: true,
 			query: emi.AMLQuery{FirstName: m.FirstName, LastName: m.LastName, Birthday: m.Birthday, Nationality: m.Nationality}}
 		if m.IsLegalEntity() || (m.FirstName == "" && m.LastName == "") {
-			sub.query, sub.person = emi.AMLQuery{LastName: m.LegalName}, false
+			sub.query, sub.person = emi.CompanyAMLQuery(m.LegalName, m.Country, m.CountryOfResidence), false
 		}
 		if sub.query.LastName != "" {
 			out = append(out, sub)
