@@ -265,7 +265,7 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 		Views: a.OnboardingStore, Metrics: a.OnboardingStore, Now: now})
 	// The sandbox's decisions exist in a sandbox only (nil otherwise).
 	so, err := ops.NewSandboxOutcomes(ops.SandboxOutcomesDeps{Sandbox: cfg.Mode == config.ModeSandbox,
-		KYC: a.KYC, AML: a.AML, Review: a.Review})
+		KYC: a.KYC, AML: a.AML, Review: a.Review, Tx: db, Reset: postgres.NewSandboxResetStore(db), Audit: a.Audit, Now: now})
 	if err == nil {
 		a.SandboxOutcomes = so
 	}

@@ -1,5 +1,7 @@
 package emi
 
+import "time"
+
 // SandboxKYCDecision is the request of sandbox_kyc_decide: the outcome a
 // compliance officer would give the user's open identification session,
 // and the reason sent to the partner in user.kyc_updated.
@@ -35,4 +37,11 @@ type WebhookEndpointCreate struct {
 // delivery to the endpoint is attempted again.
 type WebhookReplay struct {
 	Event string `json:"event"`
+}
+
+// SandboxReset is what sandbox_reset did: when, and how many rows of each
+// kind left the partner's sandbox (by table; kinds with none are absent).
+type SandboxReset struct {
+	ResetAt time.Time        `json:"reset_at"`
+	Moved   map[string]int64 `json:"moved"`
 }

@@ -114,7 +114,7 @@ var validationByPrefix = []struct {
 	{"/v2/cards", emi.ErrCardValidation}, {"/v2/sandbox/cards/", emi.ErrCardValidation},
 	{"/v2/transfers", emi.ErrTransferValidation}, {"/v2/sandbox/authorizations/", emi.ErrTransferValidation},
 	{"/v2/sandbox/transfers/", emi.ErrTransferValidation}, {"/v2/sandbox/incoming", emi.ErrTransferValidation},
-	{"/v2/information_requests", emi.ErrValidation},
+	{"/v2/information_requests", emi.ErrValidation}, {"/v2/sandbox/reset", emi.ErrValidation},
 }
 
 // apiRoute is one routed operation with what openapi.yaml says of it.

@@ -157,6 +157,7 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/transfers/{transfer}/review", op("sandbox_transfer_review", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferReview))
 		a.handle(r, "/v2", http.MethodGet, "/accounts/{account}/transactions/{page}/{limit}", op("account_transactions", emi.ErrAccountValidation, SmallBody), a.accountTransactions)
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/incoming", op("sandbox_incoming_credit", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxIncomingCredit))
+		a.handle(r, "/v2", http.MethodPost, "/sandbox/reset", op("sandbox_reset", emi.ErrValidation, SmallBody), a.sandboxOnly(a.sandboxReset))
 	})
 	r.Route("/v3", func(r chi.Router) {
 		r.Use(a.methodGuard)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -63,4 +64,26 @@ func (a *API) sandboxApplicationDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeData(w, r, http.StatusOK, newApplicationResponse(app))
+}
+
+type sandboxResetResponse struct {
+	ResetAt time.Time        `json:"reset_at"`
+	Moved   map[string]int64 `json:"moved"`
+}
+
+// sandboxReset (POST /v2/sandbox/reset): the calling partner's sandbox
+// objects leave its sight (ops.SandboxOutcomes.Reset). The body is an
+// empty object.
+func (a *API) sandboxReset(w http.ResponseWriter, r *http.Request) {
+	var in struct{}
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	res, err := a.d.SandboxOutcomes.Reset(r.Context())
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusOK, sandboxResetResponse{ResetAt: res.ResetAt.Truncate(time.Microsecond), Moved: res.Moved})
 }

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"time"
 
 	"emi/internal/emi"
 	"emi/internal/service/kernel"
@@ -28,6 +29,16 @@ type SandboxOutcomes struct {
 	kyc    *people.KYC
 	aml    *people.AML
 	review *onboarding.Review
+	tx     kernel.TxRunner
+	reset  SandboxResetter
+	audit  *kernel.Auditor
+	now    kernel.Clock
+}
+
+// SandboxResetter moves a partner's sandbox objects to a new archive
+// partner, in the transaction of ctx (postgres.SandboxResetStore).
+type SandboxResetter interface {
+	Reset(ctx context.Context, partnerID string, at time.Time) (archive string, moved map[string]int64, err error)
 }
 
 // SandboxOutcomesDeps is what NewSandboxOutcomes needs; Sandbox is the
@@ -37,6 +48,10 @@ type SandboxOutcomesDeps struct {
 	KYC     *people.KYC
 	AML     *people.AML
 	Review  *onboarding.Review
+	Tx      kernel.TxRunner
+	Reset   SandboxResetter
+	Audit   *kernel.Auditor
+	Now     kernel.Clock
 }
 
 // ErrNotSandbox is NewSandboxOutcomes' refusal outside a sandbox.
@@ -49,7 +64,7 @@ func NewSandboxOutcomes(d SandboxOutcomesDeps) (*SandboxOutcomes, error) {
 		return nil, ErrNotSandbox
 	}
 	kernel.MustHave("SandboxOutcomes", d)
-	return &SandboxOutcomes{kyc: d.KYC, aml: d.AML, review: d.Review}, nil
+	return &SandboxOutcomes{kyc: d.KYC, aml: d.AML, review: d.Review, tx: d.Tx, reset: d.Reset, audit: d.Audit, now: d.Now}, nil
 }
 
 // KYCDecide decides the calling partner's user's open identification
@@ -68,4 +83,42 @@ func (s *SandboxOutcomes) AMLReview(ctx context.Context, token string, in emi.Sa
 // (sandbox_application_decide; see Review.SandboxDecide).
 func (s *SandboxOutcomes) ApplicationDecide(ctx context.Context, token string, in emi.SandboxApplicationDecision) (emi.Application, error) {
 	return s.review.SandboxDecide(ctx, token, in)
+}
+
+// Reset clears the calling partner's sandbox (sandbox_reset): every object
+// it created (users, companies and applications, accounts, cards,
+// transfers, AML checks and the false positives remembered for its
+// people, KYC sessions, documents, events, idempotency keys, monitoring
+// records) moves to a new archive partner that has no key, so the
+// partner's next run starts from an empty sandbox: e-mails and
+// idempotency keys are free again and lists are empty. Its API keys,
+// webhook endpoints, master merchant and the replay guard stay; pending
+// deliveries of the moved events are canceled.
+//
+// Nothing is deleted: the ledger and the audit log are append-only, and
+// the archive keeps every moved object for the back office (a partner
+// named "<name> (sandbox reset <time>)"). The reset waits for the
+// partner's writes in flight and holds off new ones until it commits. It
+// is audited as sandbox.reset with what moved.
+func (s *SandboxOutcomes) Reset(ctx context.Context) (emi.SandboxReset, error) {
+	p, err := kernel.SandboxPartner(ctx, emi.ErrRouteNotFound)
+	if err != nil {
+		return emi.SandboxReset{}, err
+	}
+	at := s.now().UTC()
+	var out emi.SandboxReset
+	err = s.tx.InTx(ctx, func(ctx context.Context) error {
+		archive, moved, err := s.reset.Reset(ctx, p.PartnerID, at)
+		if err != nil {
+			return err
+		}
+		out = emi.SandboxReset{ResetAt: at, Moved: moved}
+		changes := map[string]any{"archive_partner": archive}
+		for k, v := range moved {
+			changes[k] = v
+		}
+		return s.audit.Record(ctx, emi.AuditEntry{Action: "sandbox.reset", ResourceType: "partner", ResourceToken: p.PartnerID,
+			PartnerID: p.PartnerID, Changes: changes})
+	})
+	return out, err
 }

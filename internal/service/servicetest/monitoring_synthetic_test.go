@@ -475,4 +475,3 @@ var syntheticPatterns = []syntheticPattern{
 		}
 	}},
 }
-
