@@ -617,7 +617,7 @@ func TestCompanyRecallByVariation(t *testing.T) {
 	fpr := float64(fp) / float64(len(clean))
 	fmt.Fprintf(&b, "| false positives on clean merchant names (%d names, %d countries) | %d/%d = **%.4f** | %d/%d = %.4f |\n",
 		len(clean), len(countries), fp, len(clean), fpr, oldFP, len(clean), float64(oldFP)/float64(len(clean)))
-	for _, sec := range []string{"generated", "hard"} {
+	for _, sec := range []string{"generated", "hard", "acronyms"} {
 		if s := bySection[sec]; s != nil {
 			fmt.Fprintf(&b, "| … of which %s | %d/%d | %d/%d |\n", sec, s.ok, s.n, s.old, s.n)
 		}
