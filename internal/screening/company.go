@@ -343,6 +343,15 @@ func prepareCompany(q CompanyQuery) cq {
 	if len(p.toks) == 1 && isLegalFormWord(p.toks[0].text) {
 		p.toks = nil // a legal form alone ("LLC") names no company
 	}
+	if !slices.ContainsFunc(p.toks, func(t ctoken) bool { return t.class == clsCore || t.class == clsDescriptor }) {
+		// nothing but stop words (and legal forms): a stop word written
+		// as an acronym is the name ("FOR LLC", "A.N.D. Ltd")
+		for k := range p.toks {
+			if t := &p.toks[k]; t.class == clsStop && len(t.text) >= minAcronym && !writtenAsWord(q.Name, t.text) {
+				t.class = clsCore
+			}
+		}
+	}
 	core := 0
 	for _, t := range p.toks {
 		if t.class == clsCore {
@@ -381,8 +390,9 @@ type calign struct {
 	lfQ, lfE  int // legal forms paired (query token index, listed token index), -1 none
 	lfSim     float64
 	nameScore float64
-	acronym   bool // matched as a generated acronym
-	short     bool // only short words (≤ 3 letters) matched
+	acronym   bool    // matched as a generated acronym
+	short     bool    // only short words (≤ 3 letters) matched
+	shortCap  float64 // then the cap of the name score
 	noAnchor  bool
 	// approxPartial: the listed name inside a longer query name, with a
 	// word matched only approximately
@@ -429,12 +439,13 @@ func (ix *Index) alignCompany(sc *scratch, p *cq, rec *compName) calign {
 			case qc.class == clsDescriptor && t.class == clsDescriptor && qc.form == t.form:
 				s = 1
 			case len(qc.text) <= shortWord || len(ix.toks[t.id].text) <= shortWord:
-				// short words (acronyms) agree when equal or
-				// phonetically equal (new / nev); a short name alone must
-				// be equal (see below)
+				// short words (acronyms) agree when equal or, both
+				// short, phonetically equal (new / nev): the letters of an
+				// acronym are not sounds (ACB is not AQKB); a short name
+				// alone must be equal (see below)
 				if ti := &ix.toks[t.id]; qc.text == ti.text {
 					s = 1
-				} else if p.qt[i].phon == ti.phon && p.qt[i].ascii && ti.ascii {
+				} else if p.qt[i].phon == ti.phon && p.qt[i].ascii && ti.ascii && len(qc.text) <= shortWord && len(ti.text) <= shortWord {
 					s = phoneticSim
 				}
 			default:
@@ -564,6 +575,7 @@ func (ix *Index) alignCompany(sc *scratch, p *cq, rec *compName) calign {
 			cap = shortAcronymScore
 		}
 		a.nameScore = min(a.nameScore, cap)
+		a.shortCap = cap
 	}
 	return a
 }
@@ -906,7 +918,11 @@ func (ix *Index) companyNotes(p *cq, rec *compName, a *calign, h *Hit, countries
 			": an acronym; the company's country decides between namesakes")
 	}
 	if a.short && !a.acronym {
-		n = append(n, "only words of three letters or fewer agree: name score at most "+strconv.FormatFloat(shortNameScore, 'f', -1, 64))
+		why := ""
+		if a.shortCap == shortAcronymScore {
+			why = " (an acronym the list publishes)"
+		}
+		n = append(n, "only words of three letters or fewer agree: name score at most "+strconv.FormatFloat(a.shortCap, 'f', -1, 64)+why)
 	}
 	if a.missing > 0 {
 		var miss []string
