@@ -673,8 +673,8 @@ func (ix *Index) ScreenCompany(q CompanyQuery) []Hit {
 	if p.ncore == 1 {
 		i := slices.Index(p.w, weightCore)
 		t := p.qt[i].text
-		if len(t) >= minAcronym && len(t) <= maxAcronym && isLetters(t) && !writtenAsWord(q.Name, t) {
-			for _, nm := range ix.cacro[t] {
+		if acr := ix.cacro[t]; len(acr) > 0 && len(t) >= minAcronym && len(t) <= maxAcronym && isLetters(t) && !writtenAsWord(q.Name, t) {
+			for _, nm := range acr {
 				rec := &ix.cnames[nm]
 				a := calign{acronym: true, lfQ: -1, lfE: -1, extraDesc: len(p.qt) - 1}
 				for x := range a.qe {
@@ -762,11 +762,18 @@ func writtenAsWord(name, t string) bool {
 	for _, w := range strings.FieldsFunc(name, func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' && r != '\''
 	}) {
-		w = strings.NewReplacer(".", "", "'", "").Replace(w)
-		if w == "" || Normalize(w) != t {
-			continue
+		if strings.IndexFunc(w, unicode.IsLower) < 0 {
+			continue // capitals: an acronym, whatever it reads
 		}
-		if strings.IndexFunc(w, unicode.IsLower) >= 0 {
+		if strings.ContainsAny(w, ".'") {
+			w = strings.Map(func(r rune) rune {
+				if r == '.' || r == '\'' {
+					return -1
+				}
+				return r
+			}, w)
+		}
+		if Normalize(w) == t {
 			return true
 		}
 	}
