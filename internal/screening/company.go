@@ -597,11 +597,15 @@ type ccand struct {
 //  1. Candidates: listed names sharing a similar core word with the query
 //     (equal, phonetic, one typo, close spelling: the person engine's
 //     token similarity); and, for a query of one core word of three to
-//     eight letters, the listed names whose initials it is.
+//     eight letters written as an acronym (in capitals or dotted, or in a
+//     name typed all in lower case: "Bio LLC" is a word), the listed names
+//     whose initials it is.
 //  2. NameScore: see alignCompany. A listed name whose matching words are
 //     all three letters or shorter (a published acronym) matches only the
-//     acronym alone, at most at 0.90; a generated acronym scores 0.88
-//     (four letters or more) or 0.82 (three).
+//     acronym alone (with a legal form), at most at 0.88 (published
+//     three-letter alias or acronym) or 0.82 (a short word of a primary
+//     name); a generated acronym scores 0.88 (four letters or more) or 0.85
+//     (three: the review threshold), less 3% per descriptor beside it.
 //  3. Country (Breakdown.Nationality, NationalityAdjust): one of the
 //     company's countries among the entry's countries (registration and
 //     identification numbers, addresses) +0.05; none of them −0.10 when
@@ -612,7 +616,9 @@ type ccand struct {
 //     one, in another country, is a namesake and not the listed company
 //     (a front abroad whose parent is listed is found through the parent,
 //     screened as a corporate member); unknown (no country on either
-//     side) 0.
+//     side) 0. For a generated acronym of an entity the lists give no
+//     country, the countries of its programmes or names (impliedCountries)
+//     take their place when the company has a country.
 //  4. A hit needs Score ≥ Threshold and NameScore ≥ MinNameScore.
 func (ix *Index) ScreenCompany(q CompanyQuery) []Hit {
 	p := prepareCompany(q)
