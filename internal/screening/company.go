@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // CompanyQuery is a company (or any legal entity: a corporate member of
@@ -55,12 +56,15 @@ const (
 	// country, and a different country still vetoes it.
 	shortAcronymScore = 0.88
 	// An acronym the engine generated from the initials of a listed name
-	// (ISLAMIC REVOLUTIONARY GUARD CORPS -> IRGC) scores
-	// acronymScore4 for four letters or more and acronymScore3 for three:
-	// a three-letter one needs the country to agree to reach the
-	// threshold. Two-letter acronyms are never generated.
+	// (ISLAMIC REVOLUTIONARY GUARD CORPS -> IRGC) scores acronymScore4 for
+	// four letters or more and acronymScore3 for three: a three-letter one
+	// reaches the (default) threshold exactly, for review, when no country
+	// can decide (the company's or the entity's unknown), is raised when
+	// they agree and vetoed when they differ; for an entity the lists give
+	// no country, the countries its programmes or names point to decide
+	// (impliedCountries). Two-letter acronyms are never generated.
 	acronymScore4 = 0.88
-	acronymScore3 = 0.82
+	acronymScore3 = 0.85
 	minAcronym    = 3
 	maxAcronym    = 8
 
@@ -114,6 +118,7 @@ type compName struct {
 // It must run before the posting lists are sized (it adds tokens).
 func (ix *Index) buildCompanies() {
 	ix.cacro = make(map[string][]int32, 1<<13)
+	ix.cimplied = make(map[int32][]string, 1<<11)
 	var cpost = make(map[int32][]int32, 1<<14)
 	for i := range ix.entries {
 		e := &ix.entries[i]
@@ -140,9 +145,67 @@ func (ix *Index) buildCompanies() {
 		for _, a := range e.WeakAliases {
 			add(a, srcWeak)
 		}
+		if len(e.Countries)+len(e.Nationalities) == 0 {
+			if cs := impliedCountries(e); len(cs) > 0 {
+				ix.cimplied[int32(i)] = cs // #nosec G115 -- an entry index
+			}
+		}
 	}
 	ix.cpost = cpost
 }
+
+// programCountries: sanctions programmes (OFAC program codes and UN list
+// types, compared case-insensitively by prefix) aimed at one country's
+// government, economy or conflict, and that country. Programmes aimed at
+// conduct anywhere (SDGT, NPWMD, SDNTK, CYBER, GLOMAG, TCO, Al-Qaida...)
+// point to no country.
+var programCountries = []struct {
+	prefix string
+	cc     []string
+}{
+	{"IRAN", []string{"IR"}}, {"IFSR", []string{"IR"}}, {"IRGC", []string{"IR"}}, {"IFCA", []string{"IR"}},
+	{"ISA", []string{"IR"}}, {"HRIT-IR", []string{"IR"}}, {"CAATSA - IRAN", []string{"IR"}},
+	{"SYRIA", []string{"SY"}}, {"HRIT-SY", []string{"SY"}},
+	{"DPRK", []string{"KP"}}, {"CUBA", []string{"CU"}},
+	{"RUSSIA", []string{"RU"}}, {"CAATSA - RUSSIA", []string{"RU"}}, {"MAGNIT", []string{"RU"}},
+	{"UKRAINE-", []string{"RU", "UA"}}, {"BELARUS", []string{"BY"}},
+	{"VENEZUELA", []string{"VE"}}, {"NICARAGUA", []string{"NI"}}, {"BURMA", []string{"MM"}},
+	{"IRAQ", []string{"IQ"}}, {"LIBYA", []string{"LY"}}, {"LEBANON", []string{"LB"}}, {"YEMEN", []string{"YE"}},
+	{"SOUTH SUDAN", []string{"SS"}}, {"SUDAN", []string{"SD"}}, {"DARFUR", []string{"SD"}},
+	{"DRC", []string{"CD"}}, {"DRCONGO", []string{"CD"}}, {"CAR", []string{"CF"}}, {"SOMALIA", []string{"SO"}}, {"ETHIOPIA", []string{"ET", "ER"}},
+	{"ZIMBABWE", []string{"ZW"}}, {"MALI", []string{"ML"}}, {"HAITI", []string{"HT"}}, {"TALIBAN", []string{"AF"}},
+	{"GUINEA-BISSAU", []string{"GW"}}, {"WEST-BANK", []string{"PS", "IL"}},
+	{"BALKANS", []string{"RS", "BA", "ME", "MK", "XK", "HR", "AL"}},
+}
+
+// impliedCountries are the countries an entity without a listed country
+// is tied to by its sanctions programmes (programCountries) or by a
+// country named in its names (MINISTRY OF DEFENSE OF BURMA).
+func impliedCountries(e *Entry) []string {
+	var out []string
+	for _, p := range e.Programs {
+		p = strings.ToUpper(p)
+		for _, pc := range programCountries {
+			if strings.HasPrefix(p, pc.prefix) && (p == pc.prefix || strings.HasSuffix(pc.prefix, "-") || !isLetter(p[len(pc.prefix)])) {
+				out = append(out, pc.cc...)
+				break
+			}
+		}
+	}
+	for _, n := range append([]string{e.Name}, e.Aliases...) {
+		w := strings.Fields(Normalize(n))
+		for i := range w {
+			for k := i + 1; k <= min(i+3, len(w)); k++ {
+				if cc, ok := CountryCode(strings.Join(w[i:k], " ")); ok {
+					out = append(out, cc)
+				}
+			}
+		}
+	}
+	return uniqueStrings(out)
+}
+
+func isLetter(b byte) bool { return b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' }
 
 // splitEntityName removes bracketed parts and a " / " alternative from a
 // listed entity name; the removed parts that are one word (an acronym:
@@ -280,6 +343,15 @@ func prepareCompany(q CompanyQuery) cq {
 	if len(p.toks) == 1 && isLegalFormWord(p.toks[0].text) {
 		p.toks = nil // a legal form alone ("LLC") names no company
 	}
+	if !slices.ContainsFunc(p.toks, func(t ctoken) bool { return t.class == clsCore || t.class == clsDescriptor }) {
+		// nothing but stop words (and legal forms): a stop word written
+		// as an acronym is the name ("FOR LLC", "A.N.D. Ltd")
+		for k := range p.toks {
+			if t := &p.toks[k]; t.class == clsStop && len(t.text) >= minAcronym && !writtenAsWord(q.Name, t.text) {
+				t.class = clsCore
+			}
+		}
+	}
 	core := 0
 	for _, t := range p.toks {
 		if t.class == clsCore {
@@ -318,8 +390,9 @@ type calign struct {
 	lfQ, lfE  int // legal forms paired (query token index, listed token index), -1 none
 	lfSim     float64
 	nameScore float64
-	acronym   bool // matched as a generated acronym
-	short     bool // only short words (≤ 3 letters) matched
+	acronym   bool    // matched as a generated acronym
+	short     bool    // only short words (≤ 3 letters) matched
+	shortCap  float64 // then the cap of the name score
 	noAnchor  bool
 	// approxPartial: the listed name inside a longer query name, with a
 	// word matched only approximately
@@ -366,12 +439,13 @@ func (ix *Index) alignCompany(sc *scratch, p *cq, rec *compName) calign {
 			case qc.class == clsDescriptor && t.class == clsDescriptor && qc.form == t.form:
 				s = 1
 			case len(qc.text) <= shortWord || len(ix.toks[t.id].text) <= shortWord:
-				// short words (acronyms) agree when equal or
-				// phonetically equal (new / nev); a short name alone must
-				// be equal (see below)
+				// short words (acronyms) agree when equal or, both
+				// short, phonetically equal (new / nev): the letters of an
+				// acronym are not sounds (ACB is not AQKB); a short name
+				// alone must be equal (see below)
 				if ti := &ix.toks[t.id]; qc.text == ti.text {
 					s = 1
-				} else if p.qt[i].phon == ti.phon && p.qt[i].ascii && ti.ascii {
+				} else if p.qt[i].phon == ti.phon && p.qt[i].ascii && ti.ascii && len(qc.text) <= shortWord && len(ti.text) <= shortWord {
 					s = phoneticSim
 				}
 			default:
@@ -501,6 +575,7 @@ func (ix *Index) alignCompany(sc *scratch, p *cq, rec *compName) calign {
 			cap = shortAcronymScore
 		}
 		a.nameScore = min(a.nameScore, cap)
+		a.shortCap = cap
 	}
 	return a
 }
@@ -522,11 +597,15 @@ type ccand struct {
 //  1. Candidates: listed names sharing a similar core word with the query
 //     (equal, phonetic, one typo, close spelling: the person engine's
 //     token similarity); and, for a query of one core word of three to
-//     eight letters, the listed names whose initials it is.
+//     eight letters written as an acronym (in capitals or dotted, or in a
+//     name typed all in lower case: "Bio LLC" is a word), the listed names
+//     whose initials it is.
 //  2. NameScore: see alignCompany. A listed name whose matching words are
 //     all three letters or shorter (a published acronym) matches only the
-//     acronym alone, at most at 0.90; a generated acronym scores 0.88
-//     (four letters or more) or 0.82 (three).
+//     acronym alone (with a legal form), at most at 0.88 (published
+//     three-letter alias or acronym) or 0.82 (a short word of a primary
+//     name); a generated acronym scores 0.88 (four letters or more) or 0.85
+//     (three: the review threshold), less 3% per descriptor beside it.
 //  3. Country (Breakdown.Nationality, NationalityAdjust): one of the
 //     company's countries among the entry's countries (registration and
 //     identification numbers, addresses) +0.05; none of them −0.10 when
@@ -537,7 +616,9 @@ type ccand struct {
 //     one, in another country, is a namesake and not the listed company
 //     (a front abroad whose parent is listed is found through the parent,
 //     screened as a corporate member); unknown (no country on either
-//     side) 0.
+//     side) 0. For a generated acronym of an entity the lists give no
+//     country, the countries of its programmes or names (impliedCountries)
+//     take their place when the company has a country.
 //  4. A hit needs Score ≥ Threshold and NameScore ≥ MinNameScore.
 func (ix *Index) ScreenCompany(q CompanyQuery) []Hit {
 	p := prepareCompany(q)
@@ -598,8 +679,8 @@ func (ix *Index) ScreenCompany(q CompanyQuery) []Hit {
 	if p.ncore == 1 {
 		i := slices.Index(p.w, weightCore)
 		t := p.qt[i].text
-		if len(t) >= minAcronym && len(t) <= maxAcronym && isLetters(t) {
-			for _, nm := range ix.cacro[t] {
+		if acr := ix.cacro[t]; len(acr) > 0 && len(t) >= minAcronym && len(t) <= maxAcronym && isLetters(t) && !writtenAsWord(q.Name, t) {
+			for _, nm := range acr {
 				rec := &ix.cnames[nm]
 				a := calign{acronym: true, lfQ: -1, lfE: -1, extraDesc: len(p.qt) - 1}
 				for x := range a.qe {
@@ -625,6 +706,14 @@ func (ix *Index) ScreenCompany(q CompanyQuery) []Hit {
 		bd.NameScore = round3(c.a.nameScore)
 		strong := c.a.complete && !c.a.acronym && !c.a.short && c.a.extraCore+c.a.extraDesc == 0
 		bd.Nationality, bd.NationalityAdjust = countryEvidence(e, countries, strong)
+		if implied := ix.cimplied[ei]; c.a.acronym && bd.Nationality == "unknown" && len(countries) > 0 && len(implied) > 0 {
+			// an entity the lists give no country for: its programmes
+			// or names decide between namesakes of a generated acronym
+			bd.Nationality, bd.NationalityAdjust = "mismatch", adjCountryVeto
+			if slices.ContainsFunc(countries, func(c string) bool { return slices.Contains(implied, c) }) {
+				bd.Nationality, bd.NationalityAdjust = "match", adjCountryMatch
+			}
+		}
 		bd.Birthday = "unknown"
 		score := round3(min(max(c.a.nameScore+bd.NationalityAdjust, 0), 1))
 		if score < ix.threshold {
@@ -665,6 +754,36 @@ func (ix *Index) ScreenCompany(q CompanyQuery) []Hit {
 		h.Breakdown.Notes = ix.companyNotes(&p, rec, &c.a, h, countries)
 	}
 	return hits
+}
+
+// writtenAsWord reports whether the query writes its word t as a word
+// and not as an acronym: in lower case ("Bio", "bio") in a name that has
+// capitals elsewhere ("Bio LLC"). An acronym is written in capitals
+// ("BIO", "B.I.O.") or in a name typed all in lower case.
+func writtenAsWord(name, t string) bool {
+	hasUpper := strings.IndexFunc(name, unicode.IsUpper) >= 0
+	if !hasUpper {
+		return false
+	}
+	for _, w := range strings.FieldsFunc(name, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' && r != '\''
+	}) {
+		if strings.IndexFunc(w, unicode.IsLower) < 0 {
+			continue // capitals: an acronym, whatever it reads
+		}
+		if strings.ContainsAny(w, ".'") {
+			w = strings.Map(func(r rune) rune {
+				if r == '.' || r == '\'' {
+					return -1
+				}
+				return r
+			}, w)
+		}
+		if Normalize(w) == t {
+			return true
+		}
+	}
+	return false
 }
 
 // companyBound reports whether a listed name of which k full-weight words
@@ -812,7 +931,11 @@ func (ix *Index) companyNotes(p *cq, rec *compName, a *calign, h *Hit, countries
 			": an acronym; the company's country decides between namesakes")
 	}
 	if a.short && !a.acronym {
-		n = append(n, "only words of three letters or fewer agree: name score at most "+strconv.FormatFloat(shortNameScore, 'f', -1, 64))
+		why := ""
+		if a.shortCap == shortAcronymScore {
+			why = " (an acronym the list publishes)"
+		}
+		n = append(n, "only words of three letters or fewer agree: name score at most "+strconv.FormatFloat(a.shortCap, 'f', -1, 64)+why)
 	}
 	if a.missing > 0 {
 		var miss []string

@@ -31,14 +31,13 @@ const (
 	companySeed      = 33017
 	companyPerClass  = 100
 	goalCompanyAll   = 0.95
-	goalCompanyClass = 0.90
-	// goalCompanyAcronym: a three-letter acronym the engine generated
-	// from initials needs the company's country to agree (see
-	// acronymScore3); entities the lists give no country for are then not
-	// found by it, by design (0.75 to 0.85 over the seeds tried; the
-	// company's legal name, screened too, finds them).
-	goalCompanyAcronym = 0.70
-	goalCompanyFPR     = 0.01
+	goalCompanyClass = 0.95 // every class, acronyms included (issue 33)
+	goalCompanyFPR   = 0.01
+	// goalAcronymFPR bounds the false positives among the short
+	// acronym-style merchant names alone (section "acronyms"): a
+	// three-letter generated acronym hits at the review threshold when no
+	// country decides, so some of them meet a listed entity's initials.
+	goalAcronymFPR = 0.05
 )
 
 var companyClasses = []string{
@@ -192,7 +191,7 @@ func generateCompanyVariations(ix *Index, seed uint64) []companyRecord {
 				if used[e.List+e.ID] {
 					continue
 				}
-				if q, ok := makeCompanyVariation(rng, class, e); ok {
+				if q, ok := makeCompanyVariation(rng, seed, class, e); ok {
 					used[e.List+e.ID] = true
 					out = append(out, companyRecord{class: class, q: q, list: e.List, id: e.ID})
 					break
@@ -208,7 +207,7 @@ func entityCountries(e *Entry) []string {
 	return append(slices.Clone(e.Countries), e.Nationalities...)
 }
 
-func makeCompanyVariation(rng *rand.Rand, class string, e *Entry) (CompanyQuery, bool) {
+func makeCompanyVariation(rng *rand.Rand, seed uint64, class string, e *Entry) (CompanyQuery, bool) {
 	name := e.Name
 	if e.List == ListUN {
 		name, _ = splitEntityName(name)
@@ -314,8 +313,23 @@ func makeCompanyVariation(rng *rand.Rand, class string, e *Entry) (CompanyQuery,
 			return q, false
 		}
 		q.Name = pick(rng, acr)
+		// how the applicant writes it (a generator of its own, so that
+		// the sample of every class stays the one drawn before these
+		// writings were added): plain, dotted (A.B.C.), with the
+		// entity's own legal form or another one
+		how := rand.New(rand.NewPCG(seed, uint64(len(e.ID))<<32|uint64(len(q.Name))))
+		if how.IntN(5) == 0 {
+			var b strings.Builder
+			for _, r := range q.Name {
+				b.WriteRune(r)
+				b.WriteByte('.')
+			}
+			q.Name = b.String()
+		}
 		if rng.IntN(4) == 0 {
 			q.Name += " " + pick(rng, []string{"LLC", "Ltd", "JSC", "Co."})
+		} else if ws, ok := lfWritings[form]; ok && how.IntN(3) == 0 {
+			q.Name += " " + pick(how, ws)
 		}
 	case "inside":
 		if coreWords(name) < 1 {
@@ -576,12 +590,8 @@ func TestCompanyRecallByVariation(t *testing.T) {
 		}
 		r := float64(s.ok) / float64(s.n)
 		fmt.Fprintf(&b, "| %s | %d/%d = %.3f | %.3f |\n", c, s.ok, s.n, r, float64(s.old)/float64(s.n))
-		goal := goalCompanyClass
-		if c == "acronym" {
-			goal = goalCompanyAcronym
-		}
-		if r < goal {
-			t.Errorf("recall for %s %.3f below %.2f", c, r, goal)
+		if r < goalCompanyClass {
+			t.Errorf("recall for %s %.3f below %.2f", c, r, goalCompanyClass)
 		}
 	}
 	recall := float64(total.ok) / float64(total.n)
@@ -617,7 +627,7 @@ func TestCompanyRecallByVariation(t *testing.T) {
 	fpr := float64(fp) / float64(len(clean))
 	fmt.Fprintf(&b, "| false positives on clean merchant names (%d names, %d countries) | %d/%d = **%.4f** | %d/%d = %.4f |\n",
 		len(clean), len(countries), fp, len(clean), fpr, oldFP, len(clean), float64(oldFP)/float64(len(clean)))
-	for _, sec := range []string{"generated", "hard"} {
+	for _, sec := range []string{"generated", "hard", "acronyms"} {
 		if s := bySection[sec]; s != nil {
 			fmt.Fprintf(&b, "| … of which %s | %d/%d | %d/%d |\n", sec, s.ok, s.n, s.old, s.n)
 		}
@@ -631,6 +641,11 @@ func TestCompanyRecallByVariation(t *testing.T) {
 	}
 	if fpr > goalCompanyFPR {
 		t.Errorf("false-positive rate %.4f above %.3f", fpr, goalCompanyFPR)
+	}
+	if s := bySection["acronyms"]; s == nil || s.n < 300 {
+		t.Error("fewer than 300 acronym-style clean names")
+	} else if r := float64(s.ok) / float64(s.n); r > goalAcronymFPR {
+		t.Errorf("false-positive rate on acronym-style names %.4f above %.2f", r, goalAcronymFPR)
 	}
 	if len(clean) < 1500 {
 		t.Errorf("only %d clean merchant names", len(clean))

@@ -76,7 +76,9 @@
 // dotted letters are one word; nothing is a title or an initial. Entity
 // names are indexed with their aliases, OFAC weak a.k.a.s, the acronyms UN
 // names carry in brackets, and the initials of every name of two words or
-// more. The score is the weighted share of the listed name found in the
+// more (a three-letter one hits at the review threshold when no country
+// decides, is vetoed by another country; an entity without a listed
+// country is tied to its programmes' or names' countries). The score is the weighted share of the listed name found in the
 // query, less 0.25 per query word the listed name lacks and 0.03 per
 // descriptor; a listed name inside a longer name of descriptors and legal
 // forms is found. Entity countries (Entry.Countries: the countries of
@@ -85,8 +87,8 @@
 // in another country, a veto (−0.35) for anything weaker (acronyms, short,
 // partial or approximate names). Every hit explains each word (legal form
 // ООО ↔ LLC, weight 0.1). TestCompanyRecallByVariation measures it on a
-// seeded set of entity variations and 2,810 invented merchant names
-// (testdata/clean_companies.txt); BenchmarkScreenCompany its speed.
+// seeded set of entity variations and 3,265 invented merchant names
+// (testdata/clean_companies.txt, 455 of them short acronym-style names); BenchmarkScreenCompany its speed.
 //
 // # Accuracy and speed
 //

@@ -58,6 +58,10 @@ type Index struct {
 	cnames []compName
 	cpost  map[int32][]int32
 	cacro  map[string][]int32
+	// cimplied: for an entity the lists give no country, the countries
+	// its sanctions programmes or its names point to (impliedCountries);
+	// they decide only generated acronyms.
+	cimplied map[int32][]string
 
 	lists     []ListInfo
 	version   string

@@ -333,11 +333,11 @@ func companyTokens(name string, lang translitLang) []ctoken {
 			if i+len(p.words) > len(words) {
 				continue
 			}
-			// phonetic forms, but words of three letters or fewer as
-			// written (SSL is not S.L.)
+			// phonetic forms, but words of three letters or fewer, on
+			// either side, as written (SSL is not S.L., DMC is not DMCC)
 			ok := true
 			for k, w := range p.words {
-				if phon[i+k] != w || len(p.raw[k]) <= shortWord && words[i+k] != p.raw[k] {
+				if phon[i+k] != w || min(len(p.raw[k]), len(words[i+k])) <= shortWord && words[i+k] != p.raw[k] {
 					ok = false
 					break
 				}
