@@ -204,7 +204,8 @@ func OpenDB(ctx context.Context, cfg config.Config) (*postgres.DB, error) {
 	return db, nil
 }
 
-func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.Keyring, now kernel.Clock) *App {
+func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.Keyring, clock kernel.Clock) *App {
+	now := microseconds(clock)
 	a := &App{Config: cfg, Logger: logger, DB: db, Keys: keys, Now: now}
 	a.PartnerStore = postgres.NewPartnerStore(db)
 	a.Jobs = postgres.NewJobs(db)
@@ -613,4 +614,12 @@ func passwordCost(cfg config.Config) staff.PasswordCost {
 		return staff.PasswordCostTestFixture
 	}
 	return staff.PasswordCostStandard
+}
+
+// microseconds is clock read to the microsecond, the precision PostgreSQL
+// keeps: a time the services stamp is the time they store, so an object's
+// answer to its create and to every later read carry the same instant
+// (creates used to answer nanoseconds, reads microseconds).
+func microseconds(clock kernel.Clock) kernel.Clock {
+	return func() time.Time { return clock().Truncate(time.Microsecond) }
 }
