@@ -114,6 +114,7 @@ var validationByPrefix = []struct {
 	{"/v2/cards", emi.ErrCardValidation}, {"/v2/sandbox/cards/", emi.ErrCardValidation},
 	{"/v2/transfers", emi.ErrTransferValidation}, {"/v2/sandbox/authorizations/", emi.ErrTransferValidation},
 	{"/v2/sandbox/transfers/", emi.ErrTransferValidation}, {"/v2/sandbox/incoming", emi.ErrTransferValidation},
+	{"/v2/sandbox/events", emi.ErrAPIWebhookValidation},
 	{"/v2/information_requests", emi.ErrValidation},
 }
 
