@@ -109,12 +109,12 @@ var validationByPrefix = []struct {
 }{
 	{"/v1/", emi.ErrValidation}, {"/v3/", emi.ErrValidation},
 	{"/v2/partner", emi.ErrValidation}, {"/v2/events/", emi.ErrValidation}, {"/v2/webhooks", emi.ErrAPIWebhookValidation},
+	{"/v2/sandbox/events", emi.ErrAPIWebhookValidation},
 	{"/v2/users", emi.ErrUserValidation},
 	{"/v2/accounts", emi.ErrAccountValidation},
 	{"/v2/cards", emi.ErrCardValidation}, {"/v2/sandbox/cards/", emi.ErrCardValidation},
 	{"/v2/transfers", emi.ErrTransferValidation}, {"/v2/sandbox/authorizations/", emi.ErrTransferValidation},
 	{"/v2/sandbox/transfers/", emi.ErrTransferValidation}, {"/v2/sandbox/incoming", emi.ErrTransferValidation},
-	{"/v2/sandbox/events", emi.ErrAPIWebhookValidation},
 	{"/v2/information_requests", emi.ErrValidation},
 }
 
