@@ -33,6 +33,22 @@ type WebhookEndpointCreate struct {
 	EventTypes  []EventType `json:"event_types"`
 }
 
+// WebhookEndpointUpdate is the request of webhook_endpoint_update: the
+// fields sent are changed, a field left out keeps its value (as
+// card_groups and user_update); null is refused by the decoder. An empty
+// event_types list means every event type, as at creation.
+type WebhookEndpointUpdate struct {
+	URL         *string      `json:"url"`
+	Description *string      `json:"description"`
+	EventTypes  *[]EventType `json:"event_types"`
+}
+
+// SandboxEventTrigger is the request of sandbox_event_trigger: the type of
+// the sample event the sandbox emits to the partner's endpoints.
+type SandboxEventTrigger struct {
+	Type EventType `json:"type"`
+}
+
 // WebhookReplay is the request of webhook_delivery_replay: the event whose
 // delivery to the endpoint is attempted again.
 type WebhookReplay struct {

@@ -109,6 +109,7 @@ var validationByPrefix = []struct {
 }{
 	{"/v1/", emi.ErrValidation}, {"/v3/", emi.ErrValidation},
 	{"/v2/partner", emi.ErrValidation}, {"/v2/events/", emi.ErrValidation}, {"/v2/webhooks", emi.ErrAPIWebhookValidation},
+	{"/v2/sandbox/events", emi.ErrAPIWebhookValidation},
 	{"/v2/users", emi.ErrUserValidation},
 	{"/v2/accounts", emi.ErrAccountValidation},
 	{"/v2/cards", emi.ErrCardValidation}, {"/v2/sandbox/cards/", emi.ErrCardValidation},

@@ -111,6 +111,14 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, "/v2", http.MethodGet, "/events/{page}/{limit}", op("events_list", emi.ErrValidation, SmallBody), a.eventsList)
 		a.handle(r, "/v2", http.MethodGet, "/webhooks", op("webhook_endpoints_list", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointsList)
 		a.handle(r, "/v2", http.MethodPost, "/webhooks", op("webhook_endpoint_create", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointCreate)
+		// webhook_endpoint_update is a PUT, as every update of the API
+		// is: version 1 signs the body of POST and PUT only (contract
+		// §2), so a PATCH would carry an unsigned URL. Its fields are
+		// each optional (a field left out keeps its value).
+		a.handle(r, "/v2", http.MethodPut, "/webhooks/{endpoint}", op("webhook_endpoint_update", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointUpdate)
+		a.handle(r, "/v2", http.MethodDelete, "/webhooks/{endpoint}", op("webhook_endpoint_delete", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointDelete)
+		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/disable", op("webhook_endpoint_disable", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointDisable)
+		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/enable", op("webhook_endpoint_enable", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointEnable)
 		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/rotate", op("webhook_endpoint_rotate_secret", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointRotateSecret)
 		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/test", op("webhook_endpoint_test", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointTest)
 		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/delete", op("webhook_endpoint_delete", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointDelete)
@@ -156,6 +164,7 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, "/v2", http.MethodPost, "/information_requests/{information_request}/answer", op("information_request_answer", emi.ErrValidation, SmallBody), a.informationRequestAnswer)
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/transfers/{transfer}/review", op("sandbox_transfer_review", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxTransferReview))
 		a.handle(r, "/v2", http.MethodGet, "/accounts/{account}/transactions/{page}/{limit}", op("account_transactions", emi.ErrAccountValidation, SmallBody), a.accountTransactions)
+		a.handle(r, "/v2", http.MethodPost, "/sandbox/events", op("sandbox_event_trigger", emi.ErrAPIWebhookValidation, SmallBody), a.sandboxOnly(a.sandboxEventTrigger))
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/incoming", op("sandbox_incoming_credit", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxIncomingCredit))
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/reset", op("sandbox_reset", emi.ErrValidation, SmallBody), a.sandboxOnly(a.sandboxReset))
 	})

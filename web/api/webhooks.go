@@ -13,6 +13,11 @@ import (
 // them: the back office's operations, signed like every other.
 
 type webhookEndpointResponse struct {
+	// Token is the endpoint's token, as every other resource of the API
+	// names its own; ID is the same value under the name this resource
+	// had first, kept for the life of /v2 (deprecated, see the
+	// WebhookEndpoint schema).
+	Token          string          `json:"token"`
 	ID             string          `json:"id"`
 	URL            string          `json:"url"`
 	Description    string          `json:"description"`
@@ -30,7 +35,7 @@ func newWebhookEndpointResponse(ep emi.WebhookEndpoint) webhookEndpointResponse 
 	if types == nil {
 		types = []emi.EventType{}
 	}
-	return webhookEndpointResponse{ID: ep.ID, URL: ep.URL, Description: ep.Description, EventTypes: types, Enabled: ep.Enabled,
+	return webhookEndpointResponse{Token: ep.ID, ID: ep.ID, URL: ep.URL, Description: ep.Description, EventTypes: types, Enabled: ep.Enabled,
 		DisabledReason: ep.DisabledReason, FailingSince: ep.FailingSince, CreatedAt: ep.CreatedAt}
 }
 
@@ -120,7 +125,70 @@ func (a *API) webhookEndpointDelete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeData(w, r, http.StatusOK, map[string]any{"id": id, "deleted": true})
+	writeData(w, r, http.StatusOK, webhookEndpointDeleted{Token: id, ID: id, Deleted: true})
+}
+
+// webhookEndpointDeleted is the answer of webhook_endpoint_delete.
+type webhookEndpointDeleted struct {
+	Token string `json:"token"`
+	// ID is Token under its deprecated name.
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+// webhookEndpointUpdate (PUT /v2/webhooks/{endpoint}).
+func (a *API) webhookEndpointUpdate(w http.ResponseWriter, r *http.Request) {
+	var in emi.WebhookEndpointUpdate
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ep, err := a.d.Webhooks.PartnerUpdateEndpoint(r.Context(), chi.URLParam(r, "endpoint"), in)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusOK, newWebhookEndpointResponse(ep))
+}
+
+// webhookEndpointDisable (POST /v2/webhooks/{endpoint}/disable).
+func (a *API) webhookEndpointDisable(w http.ResponseWriter, r *http.Request) {
+	a.webhookEndpointSetEnabled(w, r, false)
+}
+
+// webhookEndpointEnable (POST /v2/webhooks/{endpoint}/enable).
+func (a *API) webhookEndpointEnable(w http.ResponseWriter, r *http.Request) {
+	a.webhookEndpointSetEnabled(w, r, true)
+}
+
+func (a *API) webhookEndpointSetEnabled(w http.ResponseWriter, r *http.Request, enabled bool) {
+	var in struct{}
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ep, err := a.d.Webhooks.PartnerSetEndpointEnabled(r.Context(), chi.URLParam(r, "endpoint"), enabled)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusOK, newWebhookEndpointResponse(ep))
+}
+
+// sandboxEventTrigger (POST /v2/sandbox/events): a sample event of the
+// type asked for, to the caller's endpoints (sandbox only).
+func (a *API) sandboxEventTrigger(w http.ResponseWriter, r *http.Request) {
+	var in emi.SandboxEventTrigger
+	if err := decode(r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ev, err := a.d.Webhooks.PartnerTriggerEvent(r.Context(), in)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusCreated, map[string]string{"event": ev.ID, "type": string(ev.Type)})
 }
 
 // webhookDeliveryReplay (POST /v2/webhooks/{endpoint}/replay).

@@ -205,38 +205,71 @@ type endpointInput struct {
 // checkEndpoint trims and checks an endpoint's fields. Returns
 // emi.ErrWebhookValidation naming url, description or event_types[i].
 func (s *Webhooks) checkEndpoint(ctx context.Context, rawURL, description string, types []emi.EventType) (endpointInput, error) {
-	in := endpointInput{url: strings.TrimSpace(rawURL), description: strings.TrimSpace(description), types: []emi.EventType{}}
+	var in endpointInput
 	var fields []emi.FieldError
-	switch {
-	case in.url == "":
-		fields = append(fields, emi.FieldError{Field: "url", Message: "is required"})
-	case len(in.url) > maxEndpointURL:
-		fields = append(fields, emi.FieldError{Field: "url", Message: fmt.Sprintf("must be at most %d characters", maxEndpointURL)})
-	default:
-		if err := s.urls.CheckURL(ctx, in.url); err != nil {
-			if ctx.Err() != nil {
-				return in, err
-			}
-			fields = append(fields, emi.FieldError{Field: "url", Message: err.Error()})
-		}
+	var err error
+	if in.url, fields, err = s.checkEndpointURL(ctx, rawURL, fields); err != nil {
+		return in, err
 	}
-	if utf8.RuneCountInString(in.description) > maxEndpointDescription || !utf8.ValidString(in.description) {
-		fields = append(fields, emi.FieldError{Field: "description", Message: fmt.Sprintf("must be at most %d characters of text", maxEndpointDescription)})
-	}
-	for i, t := range types {
-		t = emi.EventType(strings.TrimSpace(string(t)))
-		switch {
-		case t == emi.EventWebhookTest || !emi.ValidEventType(t):
-			names := slices.DeleteFunc(emi.EventTypeNames(), func(n string) bool { return n == string(emi.EventWebhookTest) })
-			fields = append(fields, emi.FieldError{Field: fmt.Sprintf("event_types[%d]", i), Message: "must be one of: " + strings.Join(names, ", ")})
-		case !slices.Contains(in.types, t):
-			in.types = append(in.types, t)
-		}
-	}
+	in.description, fields = checkEndpointDescription(description, fields)
+	in.types, fields = checkEndpointTypes(types, fields)
 	if len(fields) > 0 {
 		return in, emi.ErrWebhookValidation.WithFields(fields...)
 	}
 	return in, nil
+}
+
+// checkEndpointURL trims and checks an endpoint's URL (the URL checker
+// decides: https to a public address, the sandbox's loopback rule),
+// appending a problem on url to fields. err is only a cancelled ctx.
+func (s *Webhooks) checkEndpointURL(ctx context.Context, raw string, fields []emi.FieldError) (string, []emi.FieldError, error) {
+	u := strings.TrimSpace(raw)
+	switch {
+	case u == "":
+		fields = append(fields, emi.FieldError{Field: "url", Message: "is required"})
+	case len(u) > maxEndpointURL:
+		fields = append(fields, emi.FieldError{Field: "url", Message: fmt.Sprintf("must be at most %d characters", maxEndpointURL)})
+	default:
+		if err := s.urls.CheckURL(ctx, u); err != nil {
+			if ctx.Err() != nil {
+				return u, fields, err
+			}
+			fields = append(fields, emi.FieldError{Field: "url", Message: err.Error()})
+		}
+	}
+	return u, fields, nil
+}
+
+// checkEndpointDescription trims and checks an endpoint's description.
+func checkEndpointDescription(raw string, fields []emi.FieldError) (string, []emi.FieldError) {
+	d := strings.TrimSpace(raw)
+	if utf8.RuneCountInString(d) > maxEndpointDescription || !utf8.ValidString(d) {
+		fields = append(fields, emi.FieldError{Field: "description", Message: fmt.Sprintf("must be at most %d characters of text", maxEndpointDescription)})
+	}
+	return d, fields
+}
+
+// checkEndpointTypes checks an event-type filter and returns it trimmed
+// and without repeats (never nil: empty is every type). webhook.test
+// cannot be listed: webhook_endpoint_test always sends it.
+func checkEndpointTypes(types []emi.EventType, fields []emi.FieldError) ([]emi.EventType, []emi.FieldError) {
+	out := []emi.EventType{}
+	for i, t := range types {
+		t = emi.EventType(strings.TrimSpace(string(t)))
+		switch {
+		case t == emi.EventWebhookTest || !emi.ValidEventType(t):
+			fields = append(fields, emi.FieldError{Field: fmt.Sprintf("event_types[%d]", i), Message: "must be one of: " + strings.Join(deliverableEventTypeNames(), ", ")})
+		case !slices.Contains(out, t):
+			out = append(out, t)
+		}
+	}
+	return out, fields
+}
+
+// deliverableEventTypeNames are the catalogue's types but webhook.test: what
+// a filter may list and what the sandbox can trigger.
+func deliverableEventTypeNames() []string {
+	return slices.DeleteFunc(emi.EventTypeNames(), func(n string) bool { return n == string(emi.EventWebhookTest) })
 }
 
 // endpointHost is the host name a limit counts endpoints by: the URL's
@@ -346,36 +379,74 @@ func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description 
 // emi.ErrWebhookValidation, emi.ErrWebhookHostLimit and
 // emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
 func (s *Webhooks) UpdateEndpoint(ctx context.Context, partnerID, endpointID, url, description string, types []emi.EventType) (emi.WebhookEndpoint, error) {
+	return s.updateEndpoint(ctx, partnerID, endpointID, emi.WebhookEndpointUpdate{URL: &url, Description: &description, EventTypes: &types})
+}
+
+// updateEndpoint changes the fields in (a nil one keeps its value) of the
+// partner's endpoint, each checked as AddEndpoint checks it, every
+// problem reported at once and nothing changed then. The checks run
+// before the endpoint's row is locked (the URL check may resolve the host
+// name); the fields are then set on the locked row, so two updates of
+// different fields both land. A move to another host of an enabled
+// endpoint counts against the limit per host (checkLimits). An update that
+// changes nothing saves and audits nothing.
+func (s *Webhooks) updateEndpoint(ctx context.Context, partnerID, endpointID string, in emi.WebhookEndpointUpdate) (emi.WebhookEndpoint, error) {
 	if err := ManageWebhooks.Require(ctx); err != nil {
 		return emi.WebhookEndpoint{}, err
 	}
-	in, err := s.checkEndpoint(ctx, url, description, types)
-	if err != nil {
-		return emi.WebhookEndpoint{}, err
+	var fields []emi.FieldError
+	var url, description string
+	var types []emi.EventType
+	if in.URL != nil {
+		var err error
+		if url, fields, err = s.checkEndpointURL(ctx, *in.URL, fields); err != nil {
+			return emi.WebhookEndpoint{}, err
+		}
+	}
+	if in.Description != nil {
+		description, fields = checkEndpointDescription(*in.Description, fields)
+	}
+	if in.EventTypes != nil {
+		types, fields = checkEndpointTypes(*in.EventTypes, fields)
+	}
+	if len(fields) > 0 {
+		return emi.WebhookEndpoint{}, emi.ErrWebhookValidation.WithFields(fields...)
 	}
 	var out emi.WebhookEndpoint
-	err = s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
+	err := s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
 		changes := map[string]any{}
-		if ep.URL != in.url {
-			changes["url"] = map[string]any{"from": ep.URL, "to": in.url}
-		}
-		if ep.Description != in.description {
-			changes["description"] = map[string]any{"from": ep.Description, "to": in.description}
-		}
-		if !slices.Equal(ep.EventTypes, in.types) {
-			changes["event_types"] = map[string]any{"from": ep.EventTypes, "to": in.types}
-		}
-		if ep.Enabled && endpointHost(ep.URL) != endpointHost(in.url) {
-			if err := s.checkLimits(ctx, ep.PartnerID, in.url, ep.ID); err != nil {
-				return "", nil, err
+		if in.URL != nil && ep.URL != url {
+			changes["url"] = map[string]any{"from": ep.URL, "to": url}
+			if ep.Enabled && endpointHost(ep.URL) != endpointHost(url) {
+				if err := s.checkLimits(ctx, ep.PartnerID, url, ep.ID); err != nil {
+					return "", nil, err
+				}
 			}
+			ep.URL = url
 		}
-		ep.URL, ep.Description, ep.EventTypes = in.url, in.description, in.types
+		if in.Description != nil && ep.Description != description {
+			changes["description"] = map[string]any{"from": ep.Description, "to": description}
+			ep.Description = description
+		}
+		if in.EventTypes != nil && !slices.Equal(ep.EventTypes, types) {
+			changes["event_types"] = map[string]any{"from": ep.EventTypes, "to": types}
+			ep.EventTypes = types
+		}
 		out = ep.WebhookEndpoint
+		if len(changes) == 0 {
+			return "", nil, nil
+		}
 		return "webhook_endpoint.update", changes, nil
 	})
 	return out, err
 }
+
+// Who disables an endpoint by hand: the reason the endpoint shows and its
+// canceled deliveries carry.
+const (
+	disabledByStaff   = "disabled by staff"
+	disabledByPartner = "disabled by the partner through the API"
+)
 
 // SetEndpointEnabled enables or disables the partner's endpoint
 // (emi.PermManageWebhooks). Disabling cancels its pending deliveries;
@@ -385,10 +456,22 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, partnerID, endpointID, ur
 // would be one too many (checkLimits). Returns
 // emi.ErrWebhookEndpointNotFound (also for another partner's endpoint).
 func (s *Webhooks) SetEndpointEnabled(ctx context.Context, partnerID, endpointID string, enabled bool) error {
+	_, err := s.setEndpointEnabled(ctx, partnerID, endpointID, enabled, disabledByStaff)
+	return err
+}
+
+// setEndpointEnabled is SetEndpointEnabled, with the reason a disabling
+// records, and returns the endpoint as it is afterwards. Enabling does not
+// deliver again what was canceled or not sent while the endpoint was
+// disabled: webhook_delivery_replay (or the back office's replay) does,
+// one event at a time, and events_list lists what was missed.
+func (s *Webhooks) setEndpointEnabled(ctx context.Context, partnerID, endpointID string, enabled bool, reason string) (emi.WebhookEndpoint, error) {
 	if err := ManageWebhooks.Require(ctx); err != nil {
-		return err
+		return emi.WebhookEndpoint{}, err
 	}
-	return s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
+	var out emi.WebhookEndpoint
+	err := s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
+		out = ep.WebhookEndpoint
 		if ep.Enabled == enabled {
 			return "", nil, nil
 		}
@@ -398,12 +481,15 @@ func (s *Webhooks) SetEndpointEnabled(ctx context.Context, partnerID, endpointID
 			}
 			changes := map[string]any{"previous_reason": ep.DisabledReason}
 			ep.Enabled, ep.DisabledReason, ep.FailingSince = true, "", nil
+			out = ep.WebhookEndpoint
 			return "webhook_endpoint.enable", changes, nil
 		}
-		ep.Enabled, ep.DisabledReason = false, "disabled by staff"
-		n, err := s.store.CancelPendingDeliveries(ctx, ep.ID, "", "endpoint disabled by staff", s.now().UTC())
-		return "webhook_endpoint.disable", map[string]any{"canceled_deliveries": n}, err
+		ep.Enabled, ep.DisabledReason = false, reason
+		out = ep.WebhookEndpoint
+		n, err := s.store.CancelPendingDeliveries(ctx, ep.ID, "", "endpoint "+reason, s.now().UTC())
+		return "webhook_endpoint.disable", map[string]any{"reason": reason, "canceled_deliveries": n}, err
 	})
+	return out, err
 }
 
 // RotateEndpointSecret gives the partner's endpoint a new signing secret and returns
@@ -545,6 +631,19 @@ func (s *Webhooks) Endpoint(ctx context.Context, endpointID string) (emi.Webhook
 // failure streak. Returns the event, or emi.ErrWebhookEndpointNotFound
 // (also for another partner's endpoint).
 func (s *Webhooks) SendTest(ctx context.Context, partnerID, endpointID string) (emi.Event, error) {
+	return s.sendTest(ctx, partnerID, endpointID, TestFromBackOffice, "A test event sent from the emi back office by emi staff.")
+}
+
+// Where a webhook.test event was asked for: its data's source.
+const (
+	TestFromBackOffice = "back_office"
+	TestFromAPI        = "api"
+)
+
+// sendTest is SendTest with the event's wording: source (TestFromAPI or
+// TestFromBackOffice) and the message for a person reading the receiver's
+// log, both in data beside the endpoint.
+func (s *Webhooks) sendTest(ctx context.Context, partnerID, endpointID, source, message string) (emi.Event, error) {
 	if err := ManageWebhooks.Require(ctx); err != nil {
 		return emi.Event{}, err
 	}
@@ -558,12 +657,12 @@ func (s *Webhooks) SendTest(ctx context.Context, partnerID, endpointID string) (
 			return emi.ErrWebhookEndpointNotFound
 		}
 		ev, err = s.events.Emit(ctx, ep.PartnerID, emi.EventWebhookTest, emi.EventWebhookTest.Resource(), ep.ID,
-			map[string]any{"message": "A test event sent from the emi back office."})
+			map[string]any{"message": message, "source": source})
 		if err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "webhook_endpoint.send_test", ResourceType: "webhook_endpoint",
-			ResourceToken: ep.ID, PartnerID: ep.PartnerID, Changes: map[string]any{"event": ev.ID}})
+			ResourceToken: ep.ID, PartnerID: ep.PartnerID, Changes: map[string]any{"event": ev.ID, "source": source}})
 	})
 	return ev, err
 }

@@ -106,13 +106,53 @@ func (s *Webhooks) PartnerDeleteEndpoint(ctx context.Context, endpointID string)
 	return partnerWebhookError(s.DeleteEndpoint(asPartnerSystem(ctx, p), p.PartnerID, endpointID))
 }
 
-// PartnerSendTest sends a webhook.test event to the caller's endpoint.
+// PartnerUpdateEndpoint changes the fields of the caller's endpoint that
+// in carries (url, description, event_types; the others keep their
+// values), each checked as webhook_endpoint_create checks it, and returns
+// the endpoint. The secret does not change (rotate does that). Deliveries
+// still pending stay pending: their next attempt goes to the new URL (an
+// attempt reads the endpoint when it is made), while a narrower filter
+// applies to events emitted after the update. The ownership check
+// comes first, so another partner's endpoint is 15002 whatever the body.
+// Returns emi.ErrAPIWebhookValidation, emi.ErrAPIWebhookHostLimit and
+// emi.ErrAPIWebhookEndpointNotFound.
+func (s *Webhooks) PartnerUpdateEndpoint(ctx context.Context, endpointID string, in emi.WebhookEndpointUpdate) (emi.WebhookEndpoint, error) {
+	p, err := s.partnerEndpoint(ctx, endpointID)
+	if err != nil {
+		return emi.WebhookEndpoint{}, err
+	}
+	ep, err := s.updateEndpoint(asPartnerSystem(ctx, p), p.PartnerID, endpointID, in)
+	return ep, partnerWebhookError(err)
+}
+
+// PartnerSetEndpointEnabled disables or enables the caller's endpoint and
+// returns it. A disabled endpoint gets nothing: its pending deliveries
+// (those waiting for a retry included) are canceled, and events emitted
+// while it is disabled get no delivery to it. Enabling sends nothing of
+// what was missed (webhook_delivery_replay does, one event at a time;
+// events_list lists them), and is refused with 15005 or 15006 when the
+// endpoint would be one too many. Disabling a disabled endpoint, or
+// enabling an enabled one, changes nothing. Returns
+// emi.ErrAPIWebhookEndpointNotFound too.
+func (s *Webhooks) PartnerSetEndpointEnabled(ctx context.Context, endpointID string, enabled bool) (emi.WebhookEndpoint, error) {
+	p, err := s.partnerEndpoint(ctx, endpointID)
+	if err != nil {
+		return emi.WebhookEndpoint{}, err
+	}
+	ep, err := s.setEndpointEnabled(asPartnerSystem(ctx, p), p.PartnerID, endpointID, enabled, disabledByPartner)
+	return ep, partnerWebhookError(err)
+}
+
+// PartnerSendTest sends a webhook.test event to the caller's endpoint,
+// worded for the API: its data says it was asked for through the API, with
+// which key.
 func (s *Webhooks) PartnerSendTest(ctx context.Context, endpointID string) (emi.Event, error) {
 	p, err := s.partnerEndpoint(ctx, endpointID)
 	if err != nil {
 		return emi.Event{}, err
 	}
-	ev, err := s.SendTest(asPartnerSystem(ctx, p), p.PartnerID, endpointID)
+	ev, err := s.sendTest(asPartnerSystem(ctx, p), p.PartnerID, endpointID, TestFromAPI,
+		"A test event sent through the emi API (webhook_endpoint_test) by API key id "+p.ActorID+".")
 	return ev, partnerWebhookError(err)
 }
 
