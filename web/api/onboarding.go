@@ -59,9 +59,18 @@ type applicationResponse struct {
 	DecidedAt         *time.Time `json:"decided_at,omitempty"`
 	CreatedAt         time.Time  `json:"created_at"`
 	UpdatedAt         time.Time  `json:"updated_at"`
-	// WaitingFor is what an undecided application still waits for
-	// (application_details only), so a partner knows what to send next.
+	// WaitingFor is what an undecided application still waits for, so a
+	// partner knows what to send next: in every answer that carries the
+	// application (create, details, company update, sandbox decision).
 	WaitingFor []string `json:"waiting_for,omitempty"`
+}
+
+// applicationAnswer is the application as every operation answers it,
+// with what it still waits for.
+func (a *API) applicationAnswer(app emi.Application) applicationResponse {
+	resp := newApplicationResponse(app)
+	resp.WaitingFor = a.d.Onboarding.WaitingFor(app)
+	return resp
 }
 
 func newApplicationResponse(a emi.Application) applicationResponse {
@@ -113,7 +122,7 @@ func (a *API) applicationCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeData(w, r, http.StatusCreated, newApplicationResponse(app))
+	writeData(w, r, http.StatusCreated, a.applicationAnswer(app))
 }
 
 // applicationDetails (GET /v3/applications/{application}).
@@ -123,9 +132,7 @@ func (a *API) applicationDetails(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	resp := newApplicationResponse(app)
-	resp.WaitingFor = a.d.Onboarding.WaitingFor(app)
-	writeData(w, r, http.StatusOK, resp)
+	writeData(w, r, http.StatusOK, a.applicationAnswer(app))
 }
 
 // companyUpdate (PUT /v3/applications/{application}/companies): the fields
@@ -142,7 +149,7 @@ func (a *API) companyUpdate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeData(w, r, http.StatusOK, newApplicationResponse(app))
+	writeData(w, r, http.StatusOK, a.applicationAnswer(app))
 }
 
 // companyAddDocument (POST /v3/applications/{application}/companies/documents).

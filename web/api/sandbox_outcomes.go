@@ -63,7 +63,7 @@ func (a *API) sandboxApplicationDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeData(w, r, http.StatusOK, newApplicationResponse(app))
+	writeData(w, r, http.StatusOK, a.applicationAnswer(app))
 }
 
 type sandboxResetResponse struct {

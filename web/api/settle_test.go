@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -59,6 +60,11 @@ func TestAutomaticDecisionWaitsForTheSettlePeriod(t *testing.T) {
 		map[string]any{"products": []string{"account-opening", "card-issuing"}, "due_diligence": "CDD"})
 	apptest.Expect(t, "application_create", r, 0, http.StatusCreated)
 	app := r.Data["token"].(string)
+	// The create's answer says what the application waits for, as
+	// application_details does.
+	if w, _ := r.Data["waiting_for"].([]any); !strings.Contains(fmt.Sprint(w), "company") || !strings.Contains(fmt.Sprint(w), "ubo") {
+		t.Fatalf("application_create's waiting_for: %v", r.Data["waiting_for"])
+	}
 	env.WaitJobsIdle(t) // the first checks ran
 	if st, w := waitingFor(t, env, p, app); st != "checking" || !strings.Contains(strings.Join(w, "|"), "company") ||
 		!strings.Contains(strings.Join(w, "|"), "ubo") {
