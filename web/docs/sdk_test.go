@@ -22,6 +22,7 @@ import (
 	"emi/internal/postgres/pgtest"
 	"emi/internal/webhook"
 	"emi/web/api"
+	"emi/web/docs"
 	sdk "emi/web/docs/sdk/go/emi"
 )
 
@@ -60,7 +61,8 @@ func (d signedDelivery) env() []string {
 // getting-started journey with each SDK of /docs/sdk against a live server
 // (a real listener), each with a partner of its own: the Go SDK here, the
 // Python and Node SDKs through their journey scripts, which assert every
-// step themselves and exit non-zero on the first failure. A missing
+// step themselves and exit non-zero on the first failure; then the
+// example of each language on /docs/sdk. A missing
 // interpreter skips its SDK, except under CI (CI=true), where .ci/run
 // installs python3 and nodejs.
 func TestSDKsRunTheGettingStartedJourneyAgainstALiveServer(t *testing.T) {
@@ -99,6 +101,11 @@ func TestSDKsRunTheGettingStartedJourneyAgainstALiveServer(t *testing.T) {
 			}
 			t.Logf("%s", out)
 		})
+	}
+	// The example of each language on /docs/sdk, as a partner would save
+	// it beside the downloaded SDK.
+	for _, lang := range []string{"go", "python", "js"} {
+		t.Run("page-"+lang, func(t *testing.T) { runSDKPageExample(t, env, lang) })
 	}
 }
 
@@ -344,5 +351,134 @@ func compareRoutes(t *testing.T, name string, got, want []string) {
 		if !slices.Contains(want, g) {
 			t.Errorf("%s has %q, which openapi.yaml does not", name, g)
 		}
+	}
+}
+
+// TestSDKPagesAndFilesAreServed: /docs/sdk, /docs/changelog and
+// /docs/versioning are pages of the navigation, with the server's own
+// address where they show one and links that answer; each SDK is served
+// byte for byte as the repository has it (the file TestSDKsRun… tests),
+// as text; their tests are not served.
+func TestSDKPagesAndFilesAreServed(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{NoSanctions: true})
+	base := env.Server.URL
+	root := pgtest.RepoRoot(t)
+	for _, name := range []string{"sdk", "changelog", "versioning"} {
+		status, h, page := get(t, base+"/docs/"+name)
+		if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/html") {
+			t.Fatalf("/docs/%s: HTTP %d %s", name, status, h.Get("Content-Type"))
+		}
+		if !strings.Contains(page, `<a href="/docs/`+name+`" aria-current="page">`) {
+			t.Errorf("/docs/%s is not the current page of the navigation", name)
+		}
+		if strings.Contains(page, docs.BasePlaceholder) || strings.Contains(page, "<script") || strings.Contains(page, "style=") {
+			t.Errorf("/docs/%s shows %s, a script or an inline style", name, docs.BasePlaceholder)
+		}
+		if strings.Contains(page, ":8080") {
+			t.Errorf("/docs/%s names port 8080 rather than the server's address", name)
+		}
+		for _, m := range regexp.MustCompile(`href="(/[^"#]*)`).FindAllStringSubmatch(page, -1) {
+			if status, _, _ := get(t, base+m[1]); status != http.StatusOK {
+				t.Errorf("/docs/%s links %s, which answers HTTP %d", name, m[1], status)
+			}
+		}
+		if name == "sdk" && !strings.Contains(page, "curl -O "+env.Config.PublicURL+"/docs/sdk/python/emi.py") {
+			t.Errorf("/docs/sdk does not download from this server (%s)", env.Config.PublicURL)
+		}
+	}
+	for served, file := range docs.SDKFiles {
+		want, err := os.ReadFile(filepath.Join(root, "web", "docs", file)) // #nosec G304 -- the repository's own files
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, h, got := get(t, base+"/docs/"+served)
+		if status != http.StatusOK || got != string(want) || h.Get("Content-Type") != "text/plain; charset=utf-8" ||
+			h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("/docs/%s: HTTP %d %s, %d bytes (want %d)", served, status, h.Get("Content-Type"), len(got), len(want))
+		}
+	}
+	for _, p := range []string{"/docs/sdk/go/emi_test.go", "/docs/sdk/python/test_journey.py", "/docs/sdk/node/test_journey.js", "/docs/sdk/go/emi/emi.go"} {
+		if status, _, _ := get(t, base+p); status != http.StatusNotFound {
+			t.Errorf("%s: HTTP %d, want 404", p, status)
+		}
+	}
+}
+
+// sdkPageExamples are the fenced programs of pages/sdk.md by language.
+func sdkPageExamples(t *testing.T) map[string]string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(pgtest.RepoRoot(t), "web", "docs", "pages", "sdk.md")) // #nosec G304 -- the repository's own page
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile("(?s)```(go|python|js)\n(.*?)```").FindAllStringSubmatch(string(src), -1) {
+		out[m[1]] = m[2]
+	}
+	if len(out) != 3 {
+		t.Fatalf("pages/sdk.md has %d of the 3 examples", len(out))
+	}
+	return out
+}
+
+// runSDKPageExample runs the /docs/sdk example of lang, as the page tells
+// a partner to lay it out, against env's server.
+func runSDKPageExample(t *testing.T, env *apptest.Env, lang string) {
+	t.Helper()
+	tool := map[string]string{"go": "go", "python": "python3", "js": "node"}[lang]
+	if _, err := exec.LookPath(tool); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing (.ci/run installs it)", tool)
+		}
+		t.Skipf("%s is missing", tool)
+	}
+	root := pgtest.RepoRoot(t)
+	dir := t.TempDir()
+	write := func(name string, b []byte) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sdkFile := map[string]string{"go": "sdk/go/emi/emi.go", "python": "sdk/python/emi.py", "js": "sdk/node/emi.js"}[lang]
+	b, err := os.ReadFile(filepath.Join(root, "web", "docs", sdkFile)) // #nosec G304 -- the repository's own SDK
+	if err != nil {
+		t.Fatal(err)
+	}
+	program := sdkPageExamples(t)[lang]
+	var args []string
+	switch lang {
+	case "go":
+		write("go.mod", []byte("module example.com/yourapp\n\ngo 1.23\n"))
+		write("emi/emi.go", b)
+		write("main.go", []byte(program))
+		args = []string{"go", "run", "."}
+	case "python":
+		write("emi.py", b)
+		write("main.py", []byte(program))
+		args = []string{"python3", "main.py"}
+	case "js":
+		write("emi.js", b)
+		write("main.js", []byte(program))
+		args = []string{"node", "main.js"}
+	}
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "SDK page " + lang})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...) // #nosec G204 -- the page's own programs
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "EMI_URL="+env.Server.URL, "EMI_API_KEY="+p.APIKey, "EMI_API_SECRET="+p.APISecret,
+		"GOFLAGS=-mod=mod", "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if !regexp.MustCompile(`(?m)^AML match, check [0-9a-f-]{36}$`).Match(out) ||
+		!regexp.MustCompile(`(?m)^card [0-9a-f-]{36} \d{6}\*+\d{4}$`).Match(out) {
+		t.Errorf("%s printed:\n%s", strings.Join(args, " "), out)
 	}
 }
