@@ -387,6 +387,12 @@ func TestSDKPagesAndFilesAreServed(t *testing.T) {
 			t.Errorf("/docs/sdk does not download from this server (%s)", env.Config.PublicURL)
 		}
 	}
+	// The getting-started programs show this server's address, and link
+	// the SDKs.
+	if _, _, gs := get(t, base+"/docs/getting-started"); strings.Contains(gs, docs.BasePlaceholder) || strings.Contains(gs, ":8080") ||
+		!strings.Contains(gs, "EMI_URL="+env.Config.PublicURL+" ") || !strings.Contains(gs, `<a href="/docs/sdk">`) {
+		t.Errorf("/docs/getting-started does not show EMI_URL=%s or the SDKs' link", env.Config.PublicURL)
+	}
 	for served, file := range docs.SDKFiles {
 		want, err := os.ReadFile(filepath.Join(root, "web", "docs", file)) // #nosec G304 -- the repository's own files
 		if err != nil {
