@@ -283,7 +283,9 @@ type result struct {
 const exampleMark = "@@emi-example-end"
 
 // runSession runs examples in order in one bash session in dir, with
-// makeRunAddr replaced by base's address, and splits what each did.
+// makeRunAddr replaced by base's address and the guides' placeholder for
+// the server's address, {base_url} (which /docs shows as EMI_PUBLIC_URL),
+// by base, and splits what each did.
 func runSession(t *testing.T, dir, base string, examples []example) []result {
 	t.Helper()
 	addr := strings.TrimPrefix(base, "http://")
@@ -291,7 +293,7 @@ func runSession(t *testing.T, dir, base string, examples []example) []result {
 	for i, ex := range examples {
 		// A second of its own.
 		b.WriteString("__emi_s=$(date +%s); while [ \"$(date +%s)\" = \"$__emi_s\" ]; do sleep 0.05; done\n")
-		b.WriteString(strings.ReplaceAll(ex.script, makeRunAddr, addr))
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(ex.script, makeRunAddr, addr), "{base_url}", base))
 		fmt.Fprintf(&b, "__emi_rc=$?; printf '\\n%s %d %%d\\n' \"$__emi_rc\"; printf '\\n%s %d\\n' >&2\n", exampleMark, i, exampleMark, i)
 	}
 	script := filepath.Join(t.TempDir(), "session.sh")

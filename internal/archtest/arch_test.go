@@ -40,6 +40,7 @@ const (
 	whyServiceStore = "the service declares the store interfaces it needs; internal/postgres implements them and only the composition root (internal/app) wires it in"
 	whyDomain       = "internal/emi is the centre that everything imports: it may use only the standard library"
 	whyConfig       = "internal/config reads an injected getenv and may use only the standard library"
+	whySDK          = "the Go SDK is one file partners copy into their own module: it may use only the standard library"
 	whyViews        = "templ views render view models shaped like the screen: the portal handler calls the service and hands the result over"
 	whyAPIViews     = "the partner API answers JSON only; HTML belongs to web/portal and views"
 	whyNoStore      = "handlers reach data only through the service layer, where validation and partner scoping live"
@@ -61,6 +62,7 @@ var rules = []rule{
 
 	{pkg: "emi/internal/emi/...", forbid: nonStd, reason: whyDomain},
 	{pkg: "emi/internal/config/...", forbid: nonStd, reason: whyConfig},
+	{pkg: "emi/web/docs/sdk/...", forbid: nonStd, reason: whySDK},
 	{pkg: "emi/migrations/...", forbid: nonStd, reason: whyMigrations},
 
 	{pkg: "emi/views/...", forbid: "emi/internal/service/...", reason: whyViews},

@@ -1743,14 +1743,14 @@ func gettingStarted(g GettingStarted) templ.Component {
 			templ_7745c5c3_Var65 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 132, "<h1>Getting started</h1><p>Your API key and secret come from <code>emi partner create --json</code> (or the back office's partner page); in the sandbox, <code>make run</code> prints them. Each request carries <code>x-api-key</code>, <code>x-timestamp</code> (UNIX seconds) and <code>x-hash</code>: the lowercase hex HMAC-SHA256, keyed with the secret, of <code>api_key + timestamp + operation + body</code>, where <code>operation</code> is the route's signed operation name (<code>x-emi-operation</code> in <a href=\"/openapi.yaml\">openapi.yaml</a>) and <code>body</code> is the body of a POST or PUT with every space, tab, CR and LF byte removed (signature version 1). Signature version 2, which also binds the method and the path, is described in the <a href=\"/docs#tag-partner\">reference</a>.</p><p>Each program below calls <code>partner_details</code> (a GET, no body signed) and <code>aml_check</code> (a POST) against <code>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 132, "<h1>Getting started</h1><p>The quickest start is an <a href=\"/docs/sdk\">SDK</a> (Go, Python, Node.js): one file each, which signs, retries and pages on your behalf. The programs below sign by hand. Your API key and secret come from <code>emi partner create --json</code> (or the back office's partner page); in the sandbox, <code>make run</code> prints them. Each request carries <code>x-api-key</code>, <code>x-timestamp</code> (UNIX seconds), <code>x-signature-version: 2</code>, <code>x-nonce</code> (a fresh random value) and <code>x-hash</code>: the lowercase hex HMAC-SHA256, keyed with the secret, of <code>api_key + timestamp + operation + METHOD + path + nonce + body</code>, where <code>operation</code> is the route's signed operation name (<code>x-emi-operation</code> in <a href=\"/openapi.yaml\">openapi.yaml</a>), <code>path</code> includes the query when there is one and <code>body</code> is the body exactly as sent (signature version 2). Version 1, the seed's scheme, which refuses two identical requests in the same second, is described in the <a href=\"/docs/guides/partners\">partners guide</a>.</p><p>Each program below calls <code>partner_details</code> (a GET, no body) and <code>aml_check</code> (a POST) against <code>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var66 string
 		templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(g.Base)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/docs/docs.templ`, Line: 464, Col: 140}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/docs/docs.templ`, Line: 464, Col: 133}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var66))
 		if templ_7745c5c3_Err != nil {

@@ -2,18 +2,24 @@
 // rendered on the server with templ (no script, no CDN), the error
 // catalogue every error's doc_url points into, the getting-started page
 // whose signing programs are the files under examples/, which a test runs
-// against a live server, and the guides (guides/*.md) at /docs/guides.
+// against a live server, the guides (guides/*.md) at /docs/guides, the
+// SDKs (sdk/) at /docs/sdk with the page that lists them, the changelog and
+// the versioning policy (pages/*.md). "{base_url}" in a guide, a page or an
+// example reads as the server's public address (EMI_PUBLIC_URL).
 package docs
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/pb33f/libopenapi"
@@ -29,6 +35,26 @@ import (
 //
 //go:embed examples/go/main.go examples/python/sign.py examples/node/sign.mjs examples/curl/sign.sh
 var Examples embed.FS
+
+// SDKs are the clients partners download from /docs/sdk/{lang}/{file}:
+// one file each, with no dependency. Their tests (the Go package's own, and
+// TestSDKsRunTheGettingStartedJourneyAgainstALiveServer for all three) are
+// not served.
+//
+//go:embed sdk/go/emi/emi.go sdk/python/emi.py sdk/node/emi.js
+var SDKs embed.FS
+
+// SDKFiles are the served SDK files: the path under /docs/ and the file
+// in SDKs.
+var SDKFiles = map[string]string{
+	"sdk/go/emi.go":     "sdk/go/emi/emi.go",
+	"sdk/python/emi.py": "sdk/python/emi.py",
+	"sdk/node/emi.js":   "sdk/node/emi.js",
+}
+
+// BasePlaceholder in a guide, a page or an example is replaced by the
+// server's public address when it is shown.
+const BasePlaceholder = "{base_url}"
 
 // Samples lists the getting-started programs: file, language, title and
 // how to run it from its directory.
@@ -59,18 +85,22 @@ func Handler(d Deps) (http.Handler, error) {
 	for _, e := range emi.Catalogue() {
 		rows = append(rows, view.ErrorRow{Code: e.Code, Key: e.Key, Status: httpx.Status(e.Kind), Description: e.Description()})
 	}
-	gs := view.GettingStarted{Base: d.PublicURL}
+	base := strings.TrimRight(d.PublicURL, "/")
+	gs := view.GettingStarted{Base: base}
 	for _, s := range Samples {
 		b, err := Examples.ReadFile(s.File)
 		if err != nil {
 			return nil, err
 		}
-		gs.Samples = append(gs.Samples, view.Sample{ID: s.Lang, Lang: s.Lang, Title: s.Title, Run: s.Run, Code: string(b)})
+		gs.Samples = append(gs.Samples, view.Sample{ID: s.Lang, Lang: s.Lang, Title: s.Title, Run: s.Run,
+			Code: strings.ReplaceAll(string(b), BasePlaceholder, base)})
 	}
 	nav := func(active string) view.Frame {
 		f := view.Frame{Title: "emi partner API"}
 		for _, l := range []view.Link{{Href: "/docs", Label: "Reference"}, {Href: "/docs/getting-started", Label: "Getting started"},
-			{Href: "/docs/errors", Label: "Errors"}, {Href: "/docs/guides", Label: "Guides"}, {Href: "/openapi.yaml", Label: "openapi.yaml"}} {
+			{Href: "/docs/sdk", Label: "SDKs"}, {Href: "/docs/errors", Label: "Errors"}, {Href: "/docs/guides", Label: "Guides"},
+			{Href: "/docs/changelog", Label: "Changelog"}, {Href: "/docs/versioning", Label: "Versioning"},
+			{Href: "/openapi.yaml", Label: "openapi.yaml"}} {
 			l.Active = l.Href == active
 			if l.Active {
 				f.Title = l.Label + " · emi partner API"
@@ -112,9 +142,38 @@ func Handler(d Deps) (http.Handler, error) {
 		}
 		f := nav("/docs/guides")
 		f.Title = g.title + " · emi"
-		page(view.GuidePage(f, g.page)).ServeHTTP(w, r)
+		page(view.GuidePage(f, withBase(g.page, base))).ServeHTTP(w, r)
 	}))
+	for _, name := range pageNames {
+		mux.Handle("GET /docs/"+name, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			g := pageNamed(name)
+			f := nav("/docs/" + name)
+			f.Title = g.title + " · emi partner API"
+			page(view.GuidePage(f, withBase(g.page, base))).ServeHTTP(w, r)
+		}))
+	}
+	for served, file := range SDKFiles {
+		b, err := SDKs.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("GET /docs/"+served, sdkFile(path.Base(served), b))
+	}
 	return mux, nil
+}
+
+// sdkFile serves an SDK as text, shown in the browser and saved by curl
+// -O under its name.
+func sdkFile(name string, b []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Type", "text/plain; charset=utf-8")
+		hd.Set("Content-Disposition", `inline; filename="`+name+`"`)
+		hd.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Cache-Control", "public, max-age=300")
+		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
+	})
 }
 
 // page serves a component with the headers of a public page: no script

@@ -123,3 +123,86 @@ func slug(s string) string {
 	}
 	return b.String()
 }
+
+// pageFiles are the pages of /docs that are not guides: the SDKs, the
+// changelog and the versioning and deprecation policy, written in Markdown
+// like the guides and served at /docs/{name}.
+//
+//go:embed pages/*.md
+var pageFiles embed.FS
+
+// pageNames are the pages of pageFiles, in the navigation's order.
+var pageNames = []string{"sdk", "changelog", "versioning"}
+
+// pages are the parsed pageFiles, by name, parsed once on first use.
+var pages = sync.OnceValue(func() map[string]*guide {
+	out := map[string]*guide{}
+	for _, name := range pageNames {
+		b, err := pageFiles.ReadFile("pages/" + name + ".md")
+		if err != nil {
+			panic("docs: pages/" + name + ".md is not embedded") // a build mistake, caught by the tests
+		}
+		out[name] = parseGuide(name, string(b))
+	}
+	return out
+})
+
+func pageNamed(name string) *guide { return pages()[name] }
+
+// withBase returns g with BasePlaceholder replaced by base in every text
+// and code block (g itself, shared by every request, is unchanged). Links
+// are left alone: a page links to this server with a path ("/docs/sdk").
+func withBase(g view.Guide, base string) view.Guide {
+	g.Body = blocksWithBase(g.Body, base)
+	return g
+}
+
+func blocksWithBase(bs []view.Block, base string) []view.Block {
+	if bs == nil {
+		return nil
+	}
+	out := make([]view.Block, len(bs))
+	for i, b := range bs {
+		b.Text = strings.ReplaceAll(b.Text, BasePlaceholder, base)
+		b.Spans = spansWithBase(b.Spans, base)
+		b.Blocks = blocksWithBase(b.Blocks, base)
+		if b.Items != nil {
+			items := make([]view.Item, len(b.Items))
+			for j, it := range b.Items {
+				items[j] = view.Item{Spans: spansWithBase(it.Spans, base), Blocks: blocksWithBase(it.Blocks, base)}
+			}
+			b.Items = items
+		}
+		if b.Header != nil {
+			h := make([][]view.Span, len(b.Header))
+			for j, c := range b.Header {
+				h[j] = spansWithBase(c, base)
+			}
+			b.Header = h
+		}
+		if b.Rows != nil {
+			rows := make([][][]view.Span, len(b.Rows))
+			for j, row := range b.Rows {
+				rows[j] = make([][]view.Span, len(row))
+				for k, c := range row {
+					rows[j][k] = spansWithBase(c, base)
+				}
+			}
+			b.Rows = rows
+		}
+		out[i] = b
+	}
+	return out
+}
+
+func spansWithBase(ss []view.Span, base string) []view.Span {
+	if ss == nil {
+		return nil
+	}
+	out := make([]view.Span, len(ss))
+	for i, s := range ss {
+		s.Text = strings.ReplaceAll(s.Text, BasePlaceholder, base)
+		out[i] = s
+	}
+	return out
+}

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// A partner signs a request like this (contract §2). The same code is in the
-// partners' guide (web/docs/guides/partners.md). The expected hash was computed independently:
+// A partner signs a request like this (contract §2). The partners' guide
+// (web/docs/guides/partners.md) shows this worked example, and the SDKs'
+// signing (web/docs/sdk) is tested against the same hash. It was computed independently:
 //
 //	printf '%s' 'ak_test1700000000aml_check{"first_name":"Elin","last_name":"Sandqvist"}' \
 //	  | openssl dgst -sha256 -hmac secret

@@ -1,12 +1,13 @@
-// Command sign calls the emi partner API with signature version 1, using
+// Command sign calls the emi partner API with signature version 2, using
 // only Go's standard library: partner_details (GET) and aml_check (POST).
 //
-//	EMI_URL=http://127.0.0.1:8080 EMI_API_KEY=... EMI_API_SECRET=... go run .
+//	EMI_URL={base_url} EMI_API_KEY=... EMI_API_SECRET=... go run .
 package main
 
 import (
 	"bytes"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -18,21 +19,22 @@ import (
 )
 
 // sign returns x-hash: HMAC-SHA256 over api_key + timestamp + operation +
-// body, the body without space, tab, CR and LF bytes (POST and PUT only).
-func sign(secret, key, ts, operation string, body []byte) string {
+// METHOD + path (with its query) + nonce + the body exactly as sent.
+func sign(secret, key, ts, operation, method, target, nonce string, body []byte) string {
 	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(key + ts + operation))
-	for _, c := range body {
-		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
-			mac.Write([]byte{c})
-		}
-	}
+	mac.Write([]byte(key + ts + operation + method + target + nonce))
+	mac.Write(body)
 	return hex.EncodeToString(mac.Sum(nil))
 }
 
 func call(method, path, operation string, body []byte) error {
 	key, secret := os.Getenv("EMI_API_KEY"), os.Getenv("EMI_API_SECRET")
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	n := make([]byte, 8)
+	if _, err := rand.Read(n); err != nil {
+		return err
+	}
+	nonce := hex.EncodeToString(n)
 	req, err := http.NewRequest(method, os.Getenv("EMI_URL")+path, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -42,7 +44,9 @@ func call(method, path, operation string, body []byte) error {
 	}
 	req.Header.Set("x-api-key", key)
 	req.Header.Set("x-timestamp", ts)
-	req.Header.Set("x-hash", sign(secret, key, ts, operation, body))
+	req.Header.Set("x-signature-version", "2")
+	req.Header.Set("x-nonce", nonce)
+	req.Header.Set("x-hash", sign(secret, key, ts, operation, method, req.URL.RequestURI(), nonce, body))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

@@ -1,20 +1,21 @@
-// Call the emi partner API with signature version 1, Node 18+ only
+// Call the emi partner API with signature version 2, Node 18+ only
 // (node:crypto and the built-in fetch).
 //
-//   EMI_URL=http://127.0.0.1:8080 EMI_API_KEY=... EMI_API_SECRET=... node sign.mjs
-import { createHmac } from "node:crypto";
+//   EMI_URL={base_url} EMI_API_KEY=... EMI_API_SECRET=... node sign.mjs
+import { createHmac, randomBytes } from "node:crypto";
 
-// x-hash: HMAC-SHA256 over api_key + timestamp + operation + body, the body
-// without space, tab, CR and LF bytes (POST and PUT only).
-function sign(secret, key, ts, operation, body) {
-  const stripped = Buffer.from(body).filter((c) => c !== 0x20 && c !== 0x09 && c !== 0x0d && c !== 0x0a);
-  return createHmac("sha256", secret).update(key + ts + operation).update(stripped).digest("hex");
+// x-hash: HMAC-SHA256 over api_key + timestamp + operation + METHOD + path
+// (with its query) + nonce + the body exactly as sent.
+function sign(secret, key, ts, operation, method, target, nonce, body) {
+  return createHmac("sha256", secret).update(key + ts + operation + method + target + nonce).update(body).digest("hex");
 }
 
 async function call(method, path, operation, body = "") {
   const key = process.env.EMI_API_KEY;
   const ts = String(Math.floor(Date.now() / 1000));
-  const headers = { "x-api-key": key, "x-timestamp": ts, "x-hash": sign(process.env.EMI_API_SECRET, key, ts, operation, body) };
+  const nonce = randomBytes(8).toString("hex");
+  const headers = { "x-api-key": key, "x-timestamp": ts, "x-signature-version": "2", "x-nonce": nonce,
+    "x-hash": sign(process.env.EMI_API_SECRET, key, ts, operation, method, path, nonce, body) };
   if (body) headers["Content-Type"] = "application/json";
   const res = await fetch(process.env.EMI_URL + path, { method, headers, body: body || undefined });
   process.stdout.write(`${method} ${path}: HTTP ${res.status} ${await res.text()}`);

@@ -1,27 +1,28 @@
-"""Call the emi partner API with signature version 1, standard library only.
+"""Call the emi partner API with signature version 2, standard library only.
 
-    EMI_URL=http://127.0.0.1:8080 EMI_API_KEY=... EMI_API_SECRET=... python3 sign.py
+    EMI_URL={base_url} EMI_API_KEY=... EMI_API_SECRET=... python3 sign.py
 """
 import hashlib
 import hmac
 import os
+import secrets
 import time
 import urllib.error
 import urllib.request
 
 
-def sign(secret, key, ts, operation, body):
-    """x-hash: HMAC-SHA256 over api_key + timestamp + operation + body,
-    the body without space, tab, CR and LF bytes (POST and PUT only)."""
-    stripped = bytes(c for c in body if c not in b" \t\r\n")
-    message = (key + ts + operation).encode() + stripped
+def sign(secret, key, ts, operation, method, target, nonce, body):
+    """x-hash: HMAC-SHA256 over api_key + timestamp + operation + METHOD +
+    path (with its query) + nonce + the body exactly as sent."""
+    message = (key + ts + operation + method + target + nonce).encode() + body
     return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
 
 
 def call(method, path, operation, body=b""):
     key, secret = os.environ["EMI_API_KEY"], os.environ["EMI_API_SECRET"]
-    ts = str(int(time.time()))
-    headers = {"x-api-key": key, "x-timestamp": ts, "x-hash": sign(secret, key, ts, operation, body)}
+    ts, nonce = str(int(time.time())), secrets.token_hex(8)
+    headers = {"x-api-key": key, "x-timestamp": ts, "x-signature-version": "2", "x-nonce": nonce,
+               "x-hash": sign(secret, key, ts, operation, method, path, nonce, body)}
     if body:
         headers["Content-Type"] = "application/json"
     req = urllib.request.Request(os.environ["EMI_URL"] + path, data=body or None, headers=headers, method=method)
