@@ -43,9 +43,22 @@ var guides = sync.OnceValue(func() []*guide {
 		}
 		out = append(out, parseGuide(strings.TrimSuffix(e.Name(), ".md"), string(b)))
 	}
-	slices.SortFunc(out, func(a, b *guide) int { return strings.Compare(a.name, b.name) })
+	// The partners' guide comes first: /docs is for partners, and the
+	// others (back office, contributors, operators) are for staff.
+	slices.SortFunc(out, func(a, b *guide) int {
+		if (a.name == partnerGuide) != (b.name == partnerGuide) {
+			if a.name == partnerGuide {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
 	return out
 })
+
+// partnerGuide is the guide written for partners, listed first.
+const partnerGuide = "partners"
 
 func guideNamed(name string) *guide {
 	for _, g := range guides() {

@@ -24,8 +24,8 @@ import (
 var internalReference = regexp.MustCompile(`contract §|§\s*\d|contract\.md|shared/spec|seed-api|(?i:\bseed\b)|\(added\)|(?i:added operation)|(?i:added by emi)|:8080\b|localhost|\binternal/|\bkernel\.|\bpostgres\.|\bTest[A-Z]\w*|migrations/|\bweb/(?:api|docs)/|\.templ\b`)
 
 // partnerPages are the pages a partner reads under /docs; the staff guides
-// (operators, contributors, backoffice) are listed at /docs/guides but not
-// checked here.
+// (operators, contributors, backoffice) are listed at /docs/guides, after
+// the partners' guide, but not checked here.
 var partnerPages = []string{"/docs", "/docs/getting-started", "/docs/errors", "/docs/sdk", "/docs/changelog",
 	"/docs/versioning", "/docs/guides", "/docs/guides/partners"}
 
@@ -72,6 +72,13 @@ func TestPartnerDocsHaveNoInternalReferences(t *testing.T) {
 			continue
 		}
 		check(p, html.UnescapeString(tag.ReplaceAllString(string(body), "")))
+		// The staff guides are listed too, after the partners' guide.
+		if p == "/docs/guides" {
+			first := regexp.MustCompile(`data-testid="guide">\s*<a href="([^"]+)"`).FindStringSubmatch(string(body))
+			if first == nil || first[1] != "/docs/guides/partners" {
+				t.Errorf("/docs/guides lists %v first, want the partners' guide", first)
+			}
+		}
 	}
 	check("/openapi.yaml", string(served))
 }
