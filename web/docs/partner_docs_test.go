@@ -1,6 +1,7 @@
 package docs_test
 
 import (
+	"bytes"
 	"html"
 	"io"
 	"net/http"
@@ -81,6 +82,12 @@ func TestPartnerDocsHaveNoInternalReferences(t *testing.T) {
 		}
 	}
 	check("/openapi.yaml", string(served))
+	// The file itself names no host: its servers entry and contact URL say
+	// {base_url}, which ServedOpenAPI replaces.
+	check("openapi.yaml", string(api.OpenAPI))
+	if bytes.Contains(served, []byte(`url: "`+docs.BasePlaceholder)) || !bytes.Contains(served, []byte(`url: "`+public+`"`)) {
+		t.Errorf("/openapi.yaml does not name %s in place of %s", public, docs.BasePlaceholder)
+	}
 }
 
 // TestOpenAPIExamplesAreTitledAndSignedNamesShownOnce: every example of
