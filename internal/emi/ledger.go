@@ -314,3 +314,24 @@ type LedgerPosition struct {
 	Customers   int64  `db:"customers"`
 	Institution int64  `db:"institution"`
 }
+
+// TransferStatuses are the transfer statuses a list may filter on.
+var TransferStatuses = []string{TransferPending, TransferCompleted, TransferReturned, TransferHeldForReview}
+
+// TransferList is a transfers_list query: the partner's transfers (either
+// side its own), newest first, optionally of one account, in one status,
+// created in [From, To); StartingAfter is the last transfer of the
+// previous page (a cursor).
+type TransferList struct {
+	Account, Status string
+	From, To        time.Time
+	Limit           int
+	StartingAfter   string
+}
+
+// TransferPage is one page of transfers_list.
+type TransferPage struct {
+	Items   []Transfer
+	Limit   int
+	HasMore bool
+}
