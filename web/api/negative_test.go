@@ -197,8 +197,11 @@ func stringOnly(s *base.Schema) bool {
 		!slices.Contains(s.Type, "integer") && len(s.OneOf) == 0 && len(s.AnyOf) == 0
 }
 
+// emptyFormats are the formats that "" does not satisfy.
+var emptyFormats = map[string]bool{"date": true, "date-time": true, "email": true, "uri": true, "ipv4": true, "ipv6": true, "uuid": true}
+
 // emptyRefused returns why "" breaks the string schema s (its enum, its
-// pattern or its minLength), or "" when the schema allows "".
+// pattern, its format or its minLength), or "" when the schema allows "".
 func emptyRefused(s *base.Schema) string {
 	if s == nil || !slices.Contains(s.Type, "string") || len(s.OneOf) > 0 || len(s.AnyOf) > 0 {
 		return ""
@@ -213,6 +216,9 @@ func emptyRefused(s *base.Schema) string {
 	}
 	if s.Pattern != "" && !regexp.MustCompile(s.Pattern).MatchString("") {
 		return "against its pattern " + s.Pattern
+	}
+	if emptyFormats[s.Format] {
+		return "not a " + s.Format
 	}
 	if s.MinLength != nil && *s.MinLength > 0 {
 		return "shorter than minLength"

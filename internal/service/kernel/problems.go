@@ -27,14 +27,7 @@ func (p *Problems) AddErr(prefix string, err error) error {
 		return err
 	}
 	for _, f := range e.Fields {
-		field := f.Field
-		if prefix != "" {
-			field = prefix + "." + field
-			if f.Field == "" {
-				field = prefix
-			}
-		}
-		*p = append(*p, emi.FieldError{Field: field, Message: f.Message})
+		*p = append(*p, emi.FieldError{Field: emi.JoinField(prefix, f.Field), Message: f.Message})
 	}
 	return nil
 }
