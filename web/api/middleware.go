@@ -279,7 +279,7 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 		}
 		k := strings.TrimSpace(strings.Join(key, ","))
 		if k == "" || len(k) > kernel.MaxIdempotencyKeyLen {
-			writeError(w, r, emi.ErrBadRequest.WithDetail("Idempotency-Key must be 1 to 255 characters"))
+			writeError(w, r, emi.ErrBadRequest.Field("idempotency-key", "must be 1 to 255 characters").WithDetail("Idempotency-Key must be 1 to 255 characters"))
 			return
 		}
 		fp := a.idem.Fingerprints(r.Method, r.URL.Path, body(r))

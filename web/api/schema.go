@@ -13,6 +13,7 @@ import (
 	yaml "github.com/pb33f/go-yaml"
 
 	"emi/internal/emi"
+	"emi/internal/validate"
 	"emi/web/httpx"
 )
 
@@ -268,6 +269,24 @@ func anySlice(v any) []any {
 var emptyFormats = map[string]string{
 	"date": "a date YYYY-MM-DD", "date-time": "an RFC 3339 date and time", "email": "an e-mail address",
 	"uri": "an absolute URI", "ipv4": "an IPv4 address", "ipv6": "an IPv6 address", "uuid": "a UUID",
+}
+
+// ruleCheck applies the inputs' validation tags, with the rules the
+// services register (validate.New registers them all), for
+// schemaNode.Rules.
+var ruleCheck = validate.New()
+
+// Rules implements httpx.Schema: the problems of the validation tags of
+// dst, so that a body refused for "" still hears of its other problems in
+// the same answer. The service checks the same tags again once the body
+// is accepted; its own checks beyond the tags (an IBAN's owner, a group of
+// the program) run only then.
+func (n *schemaNode) Rules(dst any) []emi.FieldError {
+	err := ruleCheck.Struct(dst, emi.ErrValidation)
+	if e := emi.AsError(err); err != nil && e.Kind == emi.KindInvalid {
+		return e.Fields
+	}
+	return nil
 }
 
 // Problems implements httpx.Schema: v is the decoded body (UseNumber).

@@ -38,7 +38,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		if errors.As(err, &mbe) {
 			return nil, emi.ErrTooLarge.WithDetail("body over %d bytes", limit)
 		}
-		return nil, emi.ErrBadRequest.WithDetail("read body: %v", err)
+		return nil, emi.ErrBadRequest.Field(BodyField, "could not be read to its end").WithDetail("read body: %v", err)
 	}
 	return b, nil
 }
@@ -85,6 +85,12 @@ func CheckJSONContentType(r *http.Request, body []byte) error {
 // schema refuses, with its JSON path.
 type Schema interface {
 	Problems(v any) []emi.FieldError
+	// Rules returns the problems of the decoded input's own rules (the
+	// service's validation tags), or none. It is asked only when the
+	// schema refused a value of a body that is otherwise well typed, so
+	// that the answer still lists every problem at once (contract §3),
+	// not only the schema's.
+	Rules(dst any) []emi.FieldError
 }
 
 // DecodeJSON is DecodeJSONWith without a schema.
@@ -161,14 +167,27 @@ func DecodeJSONWith(body []byte, dst any, validation *emi.Error, schema Schema) 
 	fields := dups
 	check(obj, rv.Elem().Type(), "", &fields)
 	if schema != nil {
+		wellTyped := len(fields) == 0
 		named := map[string]bool{}
+		add := func(fs []emi.FieldError) {
+			for _, f := range fs {
+				if !named[f.Field] {
+					named[f.Field] = true
+					fields = append(fields, f)
+				}
+			}
+		}
 		for _, f := range fields {
 			named[f.Field] = true
 		}
-		for _, f := range schema.Problems(obj) {
-			if !named[f.Field] {
-				named[f.Field] = true
-				fields = append(fields, f)
+		refused := schema.Problems(obj)
+		add(refused)
+		if wellTyped && len(refused) > 0 {
+			// The input's own rules too, read from a copy: dst stays
+			// untouched by a refused body.
+			cp := reflect.New(rv.Elem().Type())
+			if json.Unmarshal(body, cp.Interface()) == nil {
+				add(schema.Rules(cp.Interface()))
 			}
 		}
 	}
