@@ -345,7 +345,7 @@ func TestEveryDocumentedConstraintIsEnforced(t *testing.T) {
 		docs[o.method+" "+o.path] = o
 	}
 	run := newHostileRun(t, env, a.p)
-	total, dups, causes := 0, 0, 0
+	total, dups, causes, numbers, empties := 0, 0, 0, 0, 0
 	for _, rt := range routes {
 		o := docs[rt.method+" "+rt.pattern]
 		path := fill(rt.pattern, a.tok, "", "")
@@ -399,6 +399,12 @@ func TestEveryDocumentedConstraintIsEnforced(t *testing.T) {
 			}
 		}
 		for _, v := range vs {
+			switch {
+			case strings.Contains(v.what, "as a JSON number"):
+				numbers++
+			case strings.Contains(v.what, `"" (`):
+				empties++
+			}
 			c := sent{what: v.what, path: v.path, body: v.body, status: http.StatusBadRequest, code: rt.invalid.Code, field: v.field}
 			if rt.body && v.body == nil {
 				c.body = validBody(rt)
@@ -430,8 +436,8 @@ func TestEveryDocumentedConstraintIsEnforced(t *testing.T) {
 		}
 		env.Clock.Advance(time.Second)
 	}
-	t.Logf("spec-driven negative test: %d routes, %d violations sent (%d duplicate keys, %d causes of 10005), %d wrong answers",
-		len(routes), total, dups, causes, run.fails)
+	t.Logf("spec-driven negative test: %d routes, %d violations sent (%d JSON numbers for strings, %d \"\" refused, %d duplicate keys, %d causes of 10005), %d wrong answers",
+		len(routes), total, numbers, empties, dups, causes, run.fails)
 	if total < 200 {
 		t.Errorf("only %d violations: the walk of openapi.yaml is broken", total)
 	}

@@ -1,11 +1,12 @@
 package kernel
 
 import (
-	"emi/internal/emi"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"emi/internal/emi"
 )
 
 // problems collects field errors under a path prefix.
