@@ -12,9 +12,14 @@ import (
 // problems collects field errors under a path prefix.
 type Problems []emi.FieldError
 
-// Add records a problem with field.
+// Add records a problem with field, once: the same problem found by two
+// checks (a list's rules and each element's, application_create members)
+// is one errors entry.
 func (p *Problems) Add(field, msg string) {
-	*p = append(*p, emi.FieldError{Field: field, Message: msg})
+	fe := emi.FieldError{Field: field, Message: msg}
+	if !slices.Contains(*p, fe) {
+		*p = append(*p, fe)
+	}
 }
 
 // AddErr records the field errors of err (a validation error) under
@@ -28,7 +33,7 @@ func (p *Problems) AddErr(prefix string, err error) error {
 		return err
 	}
 	for _, f := range e.Fields {
-		*p = append(*p, emi.FieldError{Field: emi.JoinField(prefix, f.Field), Message: f.Message})
+		p.Add(emi.JoinField(prefix, f.Field), f.Message)
 	}
 	return nil
 }
