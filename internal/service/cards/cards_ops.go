@@ -1007,5 +1007,7 @@ func prefixFields(err error, prefix string) error {
 	}
 	var bad kernel.Problems
 	_ = bad.AddErr(prefix, err)
-	return e.WithFields(bad...)
+	c := *e
+	c.Fields = bad // in place of the unprefixed ones, not beside them
+	return &c
 }
