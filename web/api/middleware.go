@@ -124,6 +124,7 @@ func partner(r *http.Request) emi.Principal {
 func (a *API) chain(op Operation, h http.HandlerFunc) http.Handler {
 	var next http.Handler = h
 	next = a.idempotent(next)
+	next = a.queryGuard(op, next)
 	if a.limiter != nil {
 		next = a.rateLimit(next)
 	}
