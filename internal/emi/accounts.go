@@ -126,6 +126,9 @@ type AccountFilter struct {
 	Q         string
 	Page      int
 	Limit     int
+	// StartingAfter is an account of the partner: the page counts from
+	// the account after it, newest first (a cursor).
+	StartingAfter string
 	// Sort is another order than the newest first (program, status,
 	// created).
 	Sort SortOrder

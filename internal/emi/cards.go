@@ -215,6 +215,9 @@ type CardFilter struct {
 	Program   string
 	Page      int
 	Limit     int
+	// StartingAfter is a card of the partner: the page counts from the
+	// card after it, newest first (a cursor).
+	StartingAfter string
 }
 
 // CardChange is one entry of a card's history.

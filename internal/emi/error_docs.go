@@ -20,7 +20,7 @@ var errorDescriptions = map[string]string{
 	"services.auth.invalid":                    "The request could not be authenticated: errors names the header that is missing or wrong and, for a signature mismatch, what the server signed.",
 	"services.auth.expired":                    "x-timestamp is more than 15 seconds away from the server clock. Sync your clock (NTP) and sign again.",
 	"services.auth.replayed":                   "This exact request was already accepted in this second. Sign again in the next second, use signature version 2 with a new x-nonce, or retry a POST with its Idempotency-Key.",
-	"services.general.bad_request":             "The request is not well-formed: malformed JSON, not a JSON object, a wrong content type or charset, or a malformed header (named in errors).",
+	"services.general.bad_request":             "The request is not well-formed: malformed JSON, data after the JSON value, not a JSON object, a byte order mark, invalid UTF-8, nesting deeper than 32, a wrong content type or charset, or a malformed header; errors names the body (field body), content-type or the header, and the cause.",
 	"services.general.route_not_found":         "No operation has this path (sandbox-only operations do not exist in production). Check the path against the reference.",
 	"services.general.method_not_allowed":      "The path exists, but not with this HTTP method; the Allow header lists the methods it takes.",
 	"services.general.too_large":               "The body is over the limit: 20 MiB for requests carrying documents, 1 MiB for the others.",

@@ -54,6 +54,22 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// JoinField is the JSON path of member name of the value at path:
+// ("company", "legal_name") is company.legal_name, ("members[0]",
+// "first_name") is members[0].first_name, and ("", "iban") is iban: a
+// path never starts with a dot. name "" names the value at path itself.
+// Every path of a FieldError is built with it (or with [i] for an array
+// element).
+func JoinField(path, name string) string {
+	switch {
+	case path == "":
+		return name
+	case name == "":
+		return path
+	}
+	return path + "." + name
+}
+
 // Error is the one error type that crosses layers. Code and Key are public
 // (they reach clients); Kind decides the status; Fields lists validation
 // problems; the wrapped cause and Detail are for logs only and never reach a

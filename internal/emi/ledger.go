@@ -162,16 +162,17 @@ func ParseTypedAmount(s string) (int64, bool) {
 	return ParseAmount(s)
 }
 
-// UnmarshalJSON reads "12.50" or 12.50 exactly.
+// UnmarshalJSON reads a JSON string holding a decimal amount ("12.50")
+// exactly. A JSON number is refused: the API declares amounts as strings
+// (openapi.yaml, Amount), and 12345 read as 12,345.00 would credit what
+// a client that meant minor units never asked for (issue 34).
 func (a *Amount) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
-	s := string(b)
-	if len(b) > 0 && b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
+	if len(b) == 0 || b[0] != '"' {
+		return amountError{}
 	}
-	if len(b) > 0 && b[0] != '"' && (b[0] < '0' || b[0] > '9') && b[0] != '-' {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
 		return amountError{}
 	}
 	v, ok := ParseAmount(s)
@@ -313,4 +314,25 @@ type LedgerPosition struct {
 	Currency    string `db:"currency"`
 	Customers   int64  `db:"customers"`
 	Institution int64  `db:"institution"`
+}
+
+// TransferStatuses are the transfer statuses a list may filter on.
+var TransferStatuses = []string{TransferPending, TransferCompleted, TransferReturned, TransferHeldForReview}
+
+// TransferList is a transfers_list query: the partner's transfers (either
+// side its own), newest first, optionally of one account, in one status,
+// created in [From, To); StartingAfter is the last transfer of the
+// previous page (a cursor).
+type TransferList struct {
+	Account, Status string
+	From, To        time.Time
+	Limit           int
+	StartingAfter   string
+}
+
+// TransferPage is one page of transfers_list.
+type TransferPage struct {
+	Items   []Transfer
+	Limit   int
+	HasMore bool
 }

@@ -40,13 +40,15 @@ func TestParseTypedAmount(t *testing.T) {
 }
 
 func TestAmountJSON(t *testing.T) {
-	for in, want := range map[string]int64{`"12.50"`: 1250, `12.5`: 1250, `0.1`: 10, `"7"`: 700} {
+	for in, want := range map[string]int64{`"12.50"`: 1250, `"0.1"`: 10, `"7"`: 700, `"-3.00"`: -300} {
 		var a emi.Amount
 		if err := json.Unmarshal([]byte(in), &a); err != nil || int64(a) != want {
 			t.Errorf("%s: %d, %v", in, a, err)
 		}
 	}
-	for _, in := range []string{`"1.005"`, `1e2`, `true`, `null`, `"ten"`, `[1]`, `{"v":1}`, `0.1e1`} {
+	for _, in := range []string{`"1.005"`, `1e2`, `true`, `null`, `"ten"`, `[1]`, `{"v":1}`, `0.1e1`,
+		// a JSON number is not an amount, however exact (issue 34)
+		`12345`, `12.5`, `0.1`, `-1`, `"12.5e0"`, `" 12.50"`, `""`} {
 		var a emi.Amount
 		if err := json.Unmarshal([]byte(in), &a); err == nil {
 			t.Errorf("%s accepted as %d", in, a)

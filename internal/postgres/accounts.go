@@ -476,6 +476,16 @@ func (s *AccountStore) Accounts(ctx context.Context, f emi.AccountFilter) ([]emi
 	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &total, `SELECT count(*) FROM accounts a`+w, args...); err != nil {
 		return nil, 0, Translate(err)
 	}
+	if f.StartingAfter != "" {
+		// The cursor: an account of the partner (checked by the
+		// service); the page counts from the one after it, newest first.
+		cursor := "(a.created_at, a.token) < (SELECT x.created_at, x.token FROM accounts x WHERE x.token = " + arg(f.StartingAfter) + ")"
+		if w == "" {
+			w = " WHERE " + cursor
+		} else {
+			w += " AND " + cursor
+		}
+	}
 	limit := max(f.Limit, 1)
 	page := max(f.Page, 1)
 	order := " ORDER BY a.created_at DESC, a.token DESC"

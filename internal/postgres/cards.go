@@ -375,6 +375,16 @@ func (s *CardStore) Cards(ctx context.Context, f emi.CardFilter) ([]emi.Card, in
 	if err := sqlx.GetContext(ctx, s.db.Ext(ctx), &total, `SELECT count(*) FROM cards c`+w, args...); err != nil {
 		return nil, 0, Translate(err)
 	}
+	if f.StartingAfter != "" {
+		// The cursor: a card of the partner (checked by the service);
+		// the page counts from the one after it.
+		cursor := "(c.created_at, c.token) < (SELECT x.created_at, x.token FROM cards x WHERE x.token = " + arg(f.StartingAfter) + ")"
+		if w == "" {
+			w = " WHERE " + cursor
+		} else {
+			w += " AND " + cursor
+		}
+	}
 	limit, page := max(f.Limit, 1), max(f.Page, 1)
 	return s.list(ctx, total, `SELECT `+cardColumns+` FROM cards c`+w+` ORDER BY c.created_at DESC, c.token DESC LIMIT `+
 		arg(limit)+` OFFSET `+arg((page-1)*limit), args...)

@@ -278,3 +278,61 @@ func (s *TransferStore) SetTransferStatus(ctx context.Context, token, status str
 func (s *TransferStore) HolderOnHold(ctx context.Context, account string) (bool, error) {
 	return holderOnHold(ctx, s.db, account)
 }
+
+// ListTransfers implements transfers.TransferStore. Each of the three ways
+// a transfer is the partner's (made by it, paid from or to one of its
+// accounts) is read newest first through its own index and cut at the
+// page, and the union is cut again: a page costs three bounded index
+// scans, not the partner's whole history.
+func (s *TransferStore) ListTransfers(ctx context.Context, partnerID string, q emi.TransferList) ([]emi.Transfer, error) {
+	ext := s.db.Ext(ctx)
+	var account, status, after any
+	if q.Account != "" {
+		var owned bool
+		if err := sqlx.GetContext(ctx, ext, &owned, `SELECT EXISTS (SELECT FROM accounts WHERE token = $1 AND partner_id = $2)`,
+			q.Account, partnerID); err != nil {
+			return nil, Translate(err)
+		}
+		if !owned {
+			return nil, emi.ErrTransferValidation.Field("account", "is not one of your accounts")
+		}
+		account = q.Account
+	}
+	if q.Status != "" {
+		status = q.Status
+	}
+	if q.StartingAfter != "" {
+		after = q.StartingAfter
+	}
+	var from, to any
+	if !q.From.IsZero() {
+		from = q.From
+	}
+	if !q.To.IsZero() {
+		to = q.To
+	}
+	const common = `($2::uuid IS NULL OR t.source_account = $2 OR t.destination_account = $2)
+		AND ($3::text IS NULL OR t.status = $3) AND ($4::timestamptz IS NULL OR t.created_at >= $4)
+		AND ($5::timestamptz IS NULL OR t.created_at < $5)
+		AND ($6::uuid IS NULL OR (t.created_at, t.token) < (SELECT c.created_at, c.token FROM transfers c WHERE c.token = $6))
+		ORDER BY t.created_at DESC, t.token DESC LIMIT $7`
+	var rows []transferRow
+	err := sqlx.SelectContext(ctx, ext, &rows, `WITH mine AS (
+			(SELECT t.token, t.created_at FROM transfers t WHERE t.partner_id = $1 AND `+common+`)
+			UNION
+			(SELECT t.token, t.created_at FROM transfers t JOIN accounts a ON a.token = t.source_account WHERE a.partner_id = $1 AND `+common+`)
+			UNION
+			(SELECT t.token, t.created_at FROM transfers t JOIN accounts a ON a.token = t.destination_account WHERE a.partner_id = $1 AND `+common+`))
+		SELECT `+TransferColumns+` FROM transfers t JOIN (SELECT token, created_at FROM mine ORDER BY created_at DESC, token DESC LIMIT $7) m
+			ON m.token = t.token
+		ORDER BY t.created_at DESC, t.token DESC`,
+		partnerID, account, status, from, to, after, q.Limit+1)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]emi.Transfer, len(rows))
+	for i, r := range rows {
+		out[i] = r.transfer()
+	}
+	return out, nil
+}

@@ -129,7 +129,7 @@ type accountsListResponse struct {
 }
 
 // accountsListFilters are the query parameters accounts_list accepts.
-var accountsListFilters = []string{"merchant", "user", "program"}
+var accountsListFilters = []string{"merchant", "user", "program", "starting_after"}
 
 // accountsList (GET /v2/accounts/{page}/{limit}).
 func (a *API) accountsList(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +138,8 @@ func (a *API) accountsList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	f := emi.AccountFilter{Page: pathInt(r, "page"), Limit: pathInt(r, "limit"), Merchant: q.Get("merchant"), User: q.Get("user"), Program: q.Get("program")}
+	f := emi.AccountFilter{Page: pathInt(r, "page"), Limit: pathInt(r, "limit"), Merchant: q.Get("merchant"), User: q.Get("user"), Program: q.Get("program"),
+		StartingAfter: q.Get("starting_after")}
 	items, total, err := a.d.Accounts.List(r.Context(), f)
 	if err != nil {
 		writeError(w, r, err)

@@ -321,7 +321,7 @@ type cardsListResponse struct {
 	Total int64          `json:"total"`
 }
 
-var cardsListFilters = []string{"merchant", "user", "account", "program"}
+var cardsListFilters = []string{"merchant", "user", "account", "program", "starting_after"}
 
 // cardsList (GET /v2/cards/{page}/{limit}).
 func (a *API) cardsList(w http.ResponseWriter, r *http.Request) {
@@ -331,7 +331,7 @@ func (a *API) cardsList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := emi.CardFilter{Page: pathInt(r, "page"), Limit: pathInt(r, "limit"), Merchant: q.Get("merchant"), User: q.Get("user"),
-		Account: q.Get("account"), Program: q.Get("program")}
+		Account: q.Get("account"), Program: q.Get("program"), StartingAfter: q.Get("starting_after")}
 	items, total, err := a.d.Cards.List(r.Context(), f)
 	if err != nil {
 		writeError(w, r, err)

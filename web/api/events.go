@@ -20,7 +20,7 @@ type eventsListResponse struct {
 }
 
 // eventsListFilters are the query parameters events_list accepts.
-var eventsListFilters = []string{"type", "after"}
+var eventsListFilters = []string{"type", "starting_after", "after"}
 
 // eventsList (GET /v2/events/{page}/{limit}) returns the caller's events, so
 // a partner can reconcile the webhooks it missed. Filters: type, after.
@@ -30,12 +30,32 @@ func (a *API) eventsList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	// starting_after is the cursor's name on every list; after, its
+	// former name here, stays for /v2.
+	after := q.Get("starting_after")
+	if q.Has("after") {
+		if after != "" {
+			writeError(w, r, emi.ErrValidation.Field("after", "is the former name of starting_after: send one of them"))
+			return
+		}
+		after = q.Get("after")
+	}
 	page, err := a.events.List(r.Context(), emi.EventList{
 		Page:  pathInt(r, "page"),
 		Limit: pathInt(r, "limit"),
 		Type:  emi.EventType(q.Get("type")),
-		After: q.Get("after"),
+		After: after,
 	})
+	if err != nil && !q.Has("after") {
+		// The service names the cursor by its former name.
+		if e := emi.AsError(err); e != nil {
+			for i := range e.Fields {
+				if e.Fields[i].Field == "after" {
+					e.Fields[i].Field = "starting_after"
+				}
+			}
+		}
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return

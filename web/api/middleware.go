@@ -50,10 +50,13 @@ func fromContext(ctx context.Context) *request {
 func body(r *http.Request) []byte { return fromContext(r.Context()).body }
 
 // decode strictly decodes the request body into dst with the endpoint's
-// validation error.
+// validation error, holding it to the operation's request schema in
+// openapi.yaml where the Go type cannot (schema.go): it is the one decoder
+// of every request body (decodeAll runs it too). See httpx.DecodeJSONWith
+// for the answers.
 func decode(r *http.Request, dst any) error {
 	rq := fromContext(r.Context())
-	return httpx.DecodeJSON(rq.body, dst, rq.op.Invalid)
+	return httpx.DecodeJSONWith(rq.body, dst, rq.op.Invalid, requestSchema(rq.op.Name))
 }
 
 // decodeAll decodes the body into dst as decode does, except that fields of
@@ -121,6 +124,7 @@ func partner(r *http.Request) emi.Principal {
 func (a *API) chain(op Operation, h http.HandlerFunc) http.Handler {
 	var next http.Handler = h
 	next = a.idempotent(next)
+	next = a.queryGuard(op, next)
 	if a.limiter != nil {
 		next = a.rateLimit(next)
 	}
@@ -276,7 +280,7 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 		}
 		k := strings.TrimSpace(strings.Join(key, ","))
 		if k == "" || len(k) > kernel.MaxIdempotencyKeyLen {
-			writeError(w, r, emi.ErrBadRequest.WithDetail("Idempotency-Key must be 1 to 255 characters"))
+			writeError(w, r, emi.ErrBadRequest.Field("idempotency-key", "must be 1 to 255 characters").WithDetail("Idempotency-Key must be 1 to 255 characters"))
 			return
 		}
 		fp := a.idem.Fingerprints(r.Method, r.URL.Path, body(r))

@@ -1,9 +1,12 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -14,6 +17,7 @@ import (
 	"github.com/pb33f/libopenapi/datamodel/high/base"
 
 	"emi/internal/app/apptest"
+	"emi/internal/emi"
 )
 
 // The spec-driven negative test: for every operation, one request per
@@ -114,6 +118,26 @@ func objectViolations(s *base.Schema, obj map[string]any, path string, set func(
 		if len(ps.Enum) > 0 && (slices.Contains(ps.Type, "string") || len(ps.Type) == 0) {
 			put(f+" not in its enum", "zz-not-in-enum")
 		}
+		// The strict decoding classes (issue 34): a JSON number where only
+		// a string is declared is refused, never read as the string, and
+		// "" is held to the field's enum, pattern and minLength like any
+		// other value (an optional field left out is absent; sent as "" it
+		// is a value).
+		if stringOnly(ps) {
+			put(f+" as a JSON number (declared a string)", 12345)
+		}
+		if why := emptyRefused(ps); why != "" {
+			put(f+` "" (`+why+`)`, "")
+		}
+		if ps.Items != nil && ps.Items.IsA() && (slices.Contains(ps.Type, "array") || len(ps.Type) == 0) {
+			is := ps.Items.A.Schema()
+			if stringOnly(is) {
+				put(f+"[0] as a JSON number (items declared strings)", []any{12345})
+			}
+			if why := emptyRefused(is); why != "" {
+				put(f+`[0] "" (`+why+`)`, []any{""})
+			}
+		}
 		if ps.MinLength != nil && *ps.MinLength > 0 {
 			put(fmt.Sprintf("%s shorter than minLength %d", f, *ps.MinLength), strings.Repeat("1", int(*ps.MinLength-1)))
 		}
@@ -166,6 +190,142 @@ func objectViolations(s *base.Schema, obj map[string]any, path string, set func(
 	}
 }
 
+// stringOnly reports whether s declares a string and no number: a JSON
+// number there must be refused.
+func stringOnly(s *base.Schema) bool {
+	return s != nil && slices.Contains(s.Type, "string") && !slices.Contains(s.Type, "number") &&
+		!slices.Contains(s.Type, "integer") && len(s.OneOf) == 0 && len(s.AnyOf) == 0
+}
+
+// emptyFormats are the formats that "" does not satisfy.
+var emptyFormats = map[string]bool{"date": true, "date-time": true, "email": true, "uri": true, "ipv4": true, "ipv6": true, "uuid": true}
+
+// emptyRefused returns why "" breaks the string schema s (its enum, its
+// pattern, its format or its minLength), or "" when the schema allows "".
+func emptyRefused(s *base.Schema) string {
+	if s == nil || !slices.Contains(s.Type, "string") || len(s.OneOf) > 0 || len(s.AnyOf) > 0 {
+		return ""
+	}
+	if len(s.Enum) > 0 {
+		for _, e := range s.Enum {
+			if e.Value == "" && e.Tag == "!!str" {
+				return ""
+			}
+		}
+		return "not in its enum"
+	}
+	if s.Pattern != "" && !regexp.MustCompile(s.Pattern).MatchString("") {
+		return "against its pattern " + s.Pattern
+	}
+	if emptyFormats[s.Format] {
+		return "not a " + s.Format
+	}
+	if s.MinLength != nil && *s.MinLength > 0 {
+		return "shorter than minLength"
+	}
+	return ""
+}
+
+// duplicateKeyBodies returns, for every object of the example v (the body,
+// nested objects, the first element of arrays of objects), the example
+// written with that object's first key twice, the same value both times,
+// and the JSON path of that key: the body is otherwise the valid example,
+// so a refusal is the duplicate's.
+func duplicateKeyBodies(v any) (bodies [][]byte, fields []string) {
+	var paths []string
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch t := v.(type) {
+		case map[string]any:
+			if len(t) > 0 {
+				paths = append(paths, path)
+			}
+			for _, k := range slices.Sorted(maps.Keys(t)) {
+				walk(t[k], joinPath(path, k))
+			}
+		case []any:
+			if len(t) > 0 {
+				walk(t[0], path+"[0]")
+			}
+		}
+	}
+	walk(v, "")
+	for _, target := range paths {
+		var b bytes.Buffer
+		var dup string
+		var write func(v any, path string)
+		write = func(v any, path string) {
+			switch t := v.(type) {
+			case map[string]any:
+				b.WriteByte('{')
+				keys := slices.Sorted(maps.Keys(t))
+				if path == target {
+					keys = append([]string{keys[0]}, keys...)
+					dup = joinPath(path, keys[0])
+				}
+				for i, k := range keys {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					b.Write(jsonOf(k))
+					b.WriteByte(':')
+					write(t[k], joinPath(path, k))
+				}
+				b.WriteByte('}')
+			case []any:
+				b.WriteByte('[')
+				for i, e := range t {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					write(e, path+"["+strconv.Itoa(i)+"]")
+				}
+				b.WriteByte(']')
+			default:
+				b.Write(jsonOf(t))
+			}
+		}
+		write(v, "")
+		bodies = append(bodies, b.Bytes())
+		fields = append(fields, dup)
+	}
+	return bodies, fields
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// bodyCauses are the causes of 10005 for a body: each must be named in
+// errors (field and the start of the message), so that a client sees what
+// to fix.
+func bodyCauses(example []byte) []struct {
+	what, ctype  string
+	body         []byte
+	field, words string
+} {
+	if len(example) == 0 {
+		example = []byte(`{}`)
+	}
+	return []struct {
+		what, ctype  string
+		body         []byte
+		field, words string
+	}{
+		{"content type text/plain", "text/plain", example, "content-type", "must be application/json"},
+		{"charset latin-1", "application/json; charset=iso-8859-1", example, "content-type", "charset must be utf-8"},
+		{"byte order mark", "", append([]byte("\xef\xbb\xbf"), example...), "body", "starts with a byte order mark"},
+		{"malformed JSON", "", example[:len(example)-1], "body", "is malformed JSON"},
+		{"trailing data", "", append(slices.Clone(example), " {}"...), "body", "has data after the JSON value"},
+		{"array body", "", append(append([]byte("["), example...), ']'), "body", "must be a JSON object, not an array"},
+		{"invalid UTF-8", "", []byte("{\"a\":\"\xff\"}"), "body", "is not valid UTF-8"},
+		{"nested 40 deep", "", deep(40), "body", "is nested deeper than"},
+	}
+}
+
 func deepCopy(v any) any {
 	b, _ := json.Marshal(v)
 	var out any
@@ -185,7 +345,7 @@ func TestEveryDocumentedConstraintIsEnforced(t *testing.T) {
 		docs[o.method+" "+o.path] = o
 	}
 	run := newHostileRun(t, env, a.p)
-	total := 0
+	total, dups, causes, numbers, empties := 0, 0, 0, 0, 0
 	for _, rt := range routes {
 		o := docs[rt.method+" "+rt.pattern]
 		path := fill(rt.pattern, a.tok, "", "")
@@ -239,6 +399,12 @@ func TestEveryDocumentedConstraintIsEnforced(t *testing.T) {
 			}
 		}
 		for _, v := range vs {
+			switch {
+			case strings.Contains(v.what, "as a JSON number"):
+				numbers++
+			case strings.Contains(v.what, `"" (`):
+				empties++
+			}
 			c := sent{what: v.what, path: v.path, body: v.body, status: http.StatusBadRequest, code: rt.invalid.Code, field: v.field}
 			if rt.body && v.body == nil {
 				c.body = validBody(rt)
@@ -246,9 +412,32 @@ func TestEveryDocumentedConstraintIsEnforced(t *testing.T) {
 			run.do(rt, c)
 			total++
 		}
+		if rt.body && rt.example != nil {
+			var example any
+			_ = json.Unmarshal(rt.example, &example)
+			bodies, fields := duplicateKeyBodies(example)
+			for i, b := range bodies {
+				run.do(rt, sent{what: "duplicate key " + fields[i], path: path, body: b, status: http.StatusBadRequest,
+					code: rt.invalid.Code, field: fields[i], words: "appears more than once"})
+				total++
+				dups++
+			}
+		}
+		if rt.body {
+			for _, c := range bodyCauses(rt.example) {
+				run.do(rt, sent{what: "10005: " + c.what, path: path, body: c.body, ctype: c.ctype, status: http.StatusBadRequest,
+					code: emi.ErrBadRequest.Code, field: c.field, words: c.words})
+				total++
+				causes++
+			}
+			if rt.props["body"] != nil {
+				t.Errorf("%s has a top-level field named body: the 10005 errors entry \"body\" would be ambiguous", rt.op)
+			}
+		}
 		env.Clock.Advance(time.Second)
 	}
-	t.Logf("spec-driven negative test: %d routes, %d violations sent, %d wrong answers", len(routes), total, run.fails)
+	t.Logf("spec-driven negative test: %d routes, %d violations sent (%d JSON numbers for strings, %d \"\" refused, %d duplicate keys, %d causes of 10005), %d wrong answers",
+		len(routes), total, numbers, empties, dups, causes, run.fails)
 	if total < 200 {
 		t.Errorf("only %d violations: the walk of openapi.yaml is broken", total)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -638,4 +639,54 @@ func TestConcurrentChangesGiveOneDecision(t *testing.T) {
 	if merchants != 1 {
 		t.Fatalf("%d merchants for one application", merchants)
 	}
+}
+
+// TestBodyLevelErrorPathsHaveNoLeadingDot is the regression test of a
+// partner's report (issue 34): the checks that company_add_member and
+// company_add_document run on the body itself named ".first_name" and
+// ".file_type". A field of the body is named as the body has it, a
+// member of a list with its index, and card_convert's delivery problems
+// only under delivery_details.
+func TestBodyLevelErrorPathsHaveNoLeadingDot(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "P"})
+	other := env.NewPartner(t, emi.PartnerCreate{Name: "Other"})
+	app := createApplication(t, env, p, map[string]any{"products": []string{"account-opening"}, "due_diligence": "SDD"})
+	exact := func(what string, r apptest.Response, code int, want ...string) {
+		t.Helper()
+		apptest.Expect(t, what, r, code, http.StatusBadRequest)
+		var got []string
+		for _, f := range r.Errors {
+			got = append(got, f.Field)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: errors name %q, want %q (%+v)", what, got, want, r.Errors)
+		}
+	}
+
+	m := cleanUBO()
+	delete(m, "first_name")  // required by the partner's validator configuration
+	delete(m, "nationality") // likewise
+	m["user"] = createUser(t, env, other, validUser(other))
+	m["documents"] = []map[string]any{{"file": b64(pdfBytes), "file_type": "png", "document_type": "passport"}}
+	exact("member", call(t, env, p, http.MethodPost, "/v3/applications/"+app+"/companies/members", "company_add_member", m),
+		emi.ErrValidation.Code, "first_name", "nationality", "user", "documents[0].file")
+
+	exact("document", call(t, env, p, http.MethodPost, "/v3/applications/"+app+"/companies/documents", "company_add_document",
+		map[string]any{"file": b64(pdfBytes), "file_type": "exe", "document_type": "passport"}), emi.ErrValidation.Code, "file_type")
+
+	mem := cleanUBO()
+	mem["first_name"] = "4"
+	exact("application member", call(t, env, p, http.MethodPost, "/v3/applications", "application_create",
+		map[string]any{"products": []string{"account-opening"}, "due_diligence": "SDD", "members": []any{cleanUBO(), mem}}),
+		emi.ErrValidation.Code, "members[1].first_name")
+
+	c := newPayCard(t, env, p, "account_eur", 0, nil)
+	bad := delivery()
+	bad["phone"], bad["country"] = "x", "bg"
+	exact("convert", call(t, env, p, http.MethodPut, "/v2/cards/"+c.card+"/convert", "card_convert", map[string]any{"delivery_details": bad}),
+		emi.ErrCardValidation.Code, "delivery_details.phone", "delivery_details.country")
 }

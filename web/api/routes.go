@@ -151,6 +151,7 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, "/v2", http.MethodPost, "/cards/{card}/wallets", op("card_wallet_provision", emi.ErrCardValidation, SmallBody), a.cardWalletProvision)
 		a.handle(r, "/v2", http.MethodGet, "/cards/{page}/{limit}", op("cards_list", emi.ErrCardValidation, SmallBody), a.cardsList)
 		a.handle(r, "/v2", http.MethodPost, "/transfers", op("transfer_create", emi.ErrTransferValidation, SmallBody), a.transferCreate)
+		a.handle(r, "/v2", http.MethodGet, "/transfers", op("transfers_list", emi.ErrTransferValidation, SmallBody), a.transfersList)
 		a.handle(r, "/v2", http.MethodGet, "/transfers/{transfer}", op("transfer_details", emi.ErrTransferValidation, SmallBody), a.transferDetails)
 		a.handle(r, "/v2", http.MethodGet, "/cards/{card}/authorizations/{page}/{limit}", op("card_authorizations", emi.ErrCardValidation, SmallBody), a.cardAuthorizations)
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/cards/{card}/authorizations", op("sandbox_card_authorize", emi.ErrCardValidation, SmallBody), a.sandboxOnly(a.sandboxCardAuthorize))

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -82,4 +83,58 @@ func (a *API) transferDetails(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeData(w, r, http.StatusOK, newTransferResponse(t))
+}
+
+// transfersListFilters are the query parameters transfers_list accepts.
+var transfersListFilters = []string{"account", "status", "from", "to", "limit", "starting_after"}
+
+type transfersListResponse struct {
+	Items   []transferResponse `json:"items"`
+	Limit   int                `json:"limit"`
+	HasMore bool               `json:"has_more"`
+}
+
+// transfersList (GET /v2/transfers): the partner's transfers, newest
+// first, by cursor (starting_after: the last token of the previous page).
+func (a *API) transfersList(w http.ResponseWriter, r *http.Request) {
+	q, err := listQuery(r, transfersListFilters, emi.ErrTransferValidation)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	in := emi.TransferList{Account: q.Get("account"), Status: q.Get("status"), StartingAfter: q.Get("starting_after")}
+	var bad []emi.FieldError
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			bad = append(bad, emi.FieldError{Field: "limit", Message: "must be a whole number from 1 to 100"})
+		}
+		in.Limit = n
+	}
+	for _, f := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &in.From}, {"to", &in.To}} {
+		if v := q.Get(f.name); v != "" {
+			at, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				bad = append(bad, emi.FieldError{Field: f.name, Message: "must be an RFC 3339 time, such as 2026-11-01T00:00:00Z"})
+			}
+			*f.dst = at
+		}
+	}
+	if len(bad) > 0 {
+		writeError(w, r, emi.ErrTransferValidation.WithFields(bad...))
+		return
+	}
+	page, err := a.d.Transfers.List(r.Context(), in)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	resp := transfersListResponse{Items: make([]transferResponse, len(page.Items)), Limit: page.Limit, HasMore: page.HasMore}
+	for i, t := range page.Items {
+		resp.Items[i] = newTransferResponse(t)
+	}
+	writeData(w, r, http.StatusOK, resp)
 }

@@ -153,10 +153,17 @@ func TestTransferRules(t *testing.T) {
 			t.Fatalf("source after refusals: %s", got)
 		}
 	})
-	t.Run("a JSON number amount is read exactly", func(t *testing.T) {
-		apptest.Expect(t, "number", send(transferBody(src, dst, 0.1, "EUR")), 0, http.StatusCreated)
-		if got := available(t, env, p, dstAcc); got != "0.10" {
-			t.Fatalf("destination: %s", got)
+	t.Run("a JSON number amount is refused, never read", func(t *testing.T) {
+		// The schema says string (issue 34): 12345 is not 12,345.00, nor
+		// 123.45 (minor units), nor anything else.
+		before := available(t, env, p, dstAcc)
+		for _, n := range []any{0.1, 12345, 12.5} {
+			r := send(transferBody(src, dst, n, "EUR"))
+			apptest.Expect(t, "number", r, emi.ErrTransferValidation.Code, http.StatusBadRequest)
+			apptest.ExpectField(t, "number", r, "amount")
+		}
+		if got := available(t, env, p, dstAcc); got != before {
+			t.Fatalf("destination after refused numbers: %s, was %s", got, before)
 		}
 	})
 	t.Run("source and destination lookups", func(t *testing.T) {

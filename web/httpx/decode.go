@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"mime"
@@ -37,42 +38,104 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		if errors.As(err, &mbe) {
 			return nil, emi.ErrTooLarge.WithDetail("body over %d bytes", limit)
 		}
-		return nil, emi.ErrBadRequest.WithDetail("read body: %v", err)
+		return nil, emi.ErrBadRequest.Field(BodyField, "could not be read to its end").WithDetail("read body: %v", err)
 	}
 	return b, nil
 }
 
+// ContentTypeField and BodyField name what is wrong in the errors entry
+// of a 10005 answer: the Content-Type header (header names are written in
+// lower case, as CheckHeaders does), or the body as a whole. No request
+// schema has a top-level field named "body" (the negative test checks it),
+// so the name is never ambiguous.
+const (
+	ContentTypeField = "content-type"
+	BodyField        = "body"
+)
+
+// badBody is 10005 with one errors entry naming the body and the cause.
+func badBody(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	return emi.ErrBadRequest.WithFields(emi.FieldError{Field: BodyField, Message: msg}).WithDetail("body %s", msg)
+}
+
 // CheckJSONContentType returns emi.ErrBadRequest unless a non-empty body is
-// declared as application/json (any charset parameter must be utf-8).
+// declared as application/json (any charset parameter must be utf-8); its
+// errors entry names content-type.
 func CheckJSONContentType(r *http.Request, body []byte) error {
 	if len(body) == 0 {
 		return nil
 	}
+	bad := func(msg string) error {
+		return emi.ErrBadRequest.WithFields(emi.FieldError{Field: ContentTypeField, Message: msg}).WithDetail("%s", msg)
+	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		return emi.ErrBadRequest.WithDetail("content type must be application/json")
+		return bad("content type must be application/json")
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return emi.ErrBadRequest.WithDetail("charset must be utf-8")
+		return bad("charset must be utf-8")
 	}
 	return nil
 }
 
-// DecodeJSON decodes body into dst, which must point to a struct, strictly:
-//   - the body must be one JSON object, valid UTF-8, nested at most MaxDepth
-//     deep, with nothing after it; otherwise emi.ErrBadRequest (10005);
-//   - every key must be a field of dst at that place (exact, case-sensitive
-//     match), and every value of the field's JSON type; otherwise
-//     validation (the endpoint's validation error) listing every such field
-//     with its JSON path, e.g. payout_details[0].iban.
-//
-// An empty body decodes as {}. null is refused (validation, "must not be
-// null") except for a field tagged `nullable:"true"` (where openapi.yaml
-// allows null, and null leaves it unset) and inside free-form values: Go
-// would silently keep the zero value, so a client's null would mean
-// something the schema does not say. Unknown fields include create-only
-// fields sent to an update, since update inputs do not declare them.
+// Schema is what the documentation (openapi.yaml) declares of a request
+// body beyond what the Go type of dst can tell: DecodeJSONWith applies it
+// to the decoded value. Problems returns one FieldError per value the
+// schema refuses, with its JSON path.
+type Schema interface {
+	Problems(v any) []emi.FieldError
+	// Rules returns the problems of the decoded input's own rules (the
+	// service's validation tags), or none. It is asked only when the
+	// schema refused a value of a body that is otherwise well typed, so
+	// that the answer still lists every problem at once (contract §3),
+	// not only the schema's.
+	Rules(dst any) []emi.FieldError
+}
+
+// DecodeJSON is DecodeJSONWith without a schema.
 func DecodeJSON(body []byte, dst any, validation *emi.Error) error {
+	return DecodeJSONWith(body, dst, validation, nil)
+}
+
+// DecodeJSONWith decodes body into dst, which must point to a struct,
+// strictly. It is the one decoder of every request body of the partner
+// API (web/api's decode and decodeAll).
+//
+// The body must be one JSON object; otherwise emi.ErrBadRequest (10005)
+// with one errors entry, field "body", naming the cause:
+//   - "starts with a byte order mark (U+FEFF): send UTF-8 without one";
+//   - "is not valid UTF-8 (offset N)";
+//   - "is malformed JSON at offset N: <what the parser met>";
+//   - "has data after the JSON value (offset N)";
+//   - "must be a JSON object, not an array" (or a string, a number, ...);
+//   - "is nested deeper than 32 levels" (MaxDepth).
+//
+// Then the endpoint's validation error (validation), listing every problem
+// with its JSON path (payout_details[0].iban, company.legal_name; never a
+// leading dot):
+//   - a key written twice in one object, at any depth: "appears more than
+//     once" (encoding/json would keep the last one silently, so that
+//     {"last_name":"Doe","last_name":"Smith"} screened one name and stored
+//     another);
+//   - a key that is not a field of dst at that place (exact,
+//     case-sensitive match): "is not a known field";
+//   - a value not of the field's JSON type (a JSON number for a string
+//     field included: "must be a string"; an amount must be a string too);
+//   - null, "must not be null", except for a field tagged
+//     `nullable:"true"` (where openapi.yaml allows null, and null leaves it
+//     unset) and inside free-form values: Go would silently keep the zero
+//     value, so a client's null would mean something the schema does not
+//     say;
+//   - what schema refuses (web/api: "" where the documented enum, pattern
+//     or minLength refuses it, a JSON number where only a string is
+//     declared).
+//
+// An empty body decodes as {}. Unknown fields include create-only fields
+// sent to an update, since update inputs do not declare them. Nothing is
+// decoded into dst unless every check passes. The work is linear in the
+// size of the body, which the caller has already bounded.
+func DecodeJSONWith(body []byte, dst any, validation *emi.Error, schema Schema) error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
 		return emi.Internal(errors.New("DecodeJSON: dst must point to a struct"))
@@ -80,54 +143,179 @@ func DecodeJSON(body []byte, dst any, validation *emi.Error) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
+	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) || bytes.HasPrefix(body, []byte("\xfe\xff")) || bytes.HasPrefix(body, []byte("\xff\xfe")) {
+		return badBody("starts with a byte order mark (U+FEFF): send UTF-8 without one")
+	}
 	if !utf8.Valid(body) {
-		return emi.ErrBadRequest.WithDetail("body is not valid UTF-8")
+		return badBody("is not valid UTF-8 (offset %d)", invalidUTF8At(body))
+	}
+	dups, err := scan(body)
+	if err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return emi.ErrBadRequest.WithDetail("malformed JSON")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return emi.ErrBadRequest.WithDetail("data after the JSON value")
+		// scan has checked the syntax: not reached
+		return badBody("is malformed JSON")
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return emi.ErrBadRequest.WithDetail("body must be a JSON object")
+		return badBody("must be a JSON object") // scan has checked it: not reached
 	}
-	if depth(v) > MaxDepth {
-		return emi.ErrBadRequest.WithDetail("JSON nested too deep")
-	}
-	var fields []emi.FieldError
+	fields := dups
 	check(obj, rv.Elem().Type(), "", &fields)
+	if schema != nil {
+		wellTyped := len(fields) == 0
+		named := map[string]bool{}
+		add := func(fs []emi.FieldError) {
+			for _, f := range fs {
+				if !named[f.Field] {
+					named[f.Field] = true
+					fields = append(fields, f)
+				}
+			}
+		}
+		for _, f := range fields {
+			named[f.Field] = true
+		}
+		refused := schema.Problems(obj)
+		add(refused)
+		if wellTyped && len(refused) > 0 {
+			// The input's own rules too, read from a copy: dst stays
+			// untouched by a refused body.
+			cp := reflect.New(rv.Elem().Type())
+			if json.Unmarshal(body, cp.Interface()) == nil {
+				add(schema.Rules(cp.Interface()))
+			}
+		}
+	}
 	if len(fields) > 0 {
 		return validation.WithFields(fields...)
 	}
 	if err := json.Unmarshal(body, dst); err != nil {
 		// check() mirrors encoding/json's rules, so this is only reached
 		// through a custom UnmarshalJSON that check could not run alone.
-		return validation.Field("", "is invalid")
+		return validation.Field(BodyField, "is invalid")
 	}
 	return nil
 }
 
-func depth(v any) int {
-	switch t := v.(type) {
-	case map[string]any:
-		d := 0
-		for _, e := range t {
-			d = max(d, depth(e))
+// invalidUTF8At returns the offset of the first byte of b that is not
+// part of valid UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
 		}
-		return d + 1
-	case []any:
-		d := 0
-		for _, e := range t {
-			d = max(d, depth(e))
-		}
-		return d + 1
+		i += n
 	}
-	return 0
+	return len(b)
+}
+
+// duplicateMessage is the answer for a key written twice in one object.
+const duplicateMessage = "appears more than once"
+
+// frame is an object or array that scan is inside.
+type frame struct {
+	path   string
+	object bool
+	keys   map[string]struct{}
+	// In an object: the last key read, and whether a key comes next. In
+	// an array: the index of the next element.
+	key       string
+	expectKey bool
+	index     int
+}
+
+// scan reads body (valid UTF-8) once, token by token, and returns the
+// keys written twice in one object, each named by its JSON path, or the
+// 10005 of the first reason the body is not one JSON object nested at most
+// MaxDepth deep. It stops at the first such reason, so a deep or hostile
+// body costs no more than its length.
+func scan(body []byte) ([]emi.FieldError, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var stack []*frame
+	var dups []emi.FieldError
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				return nil, badBody("is malformed JSON at offset %d: %s", se.Offset, se.Error())
+			}
+			return nil, badBody("is malformed JSON at offset %d: it ends before the value is complete", dec.InputOffset())
+		}
+		delim, _ := tok.(json.Delim)
+		if len(stack) == 0 && delim != '{' {
+			return nil, badBody("must be a JSON object, not %s", jsonKind(tok))
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch {
+		case top != nil && top.expectKey && delim == '}':
+			stack = stack[:len(stack)-1]
+		case top != nil && top.expectKey:
+			k, _ := tok.(string) // the parser allows nothing else here
+			if _, seen := top.keys[k]; seen {
+				dups = append(dups, emi.FieldError{Field: join(top.path, k), Message: duplicateMessage})
+			}
+			top.keys[k] = struct{}{}
+			top.key, top.expectKey = k, false
+			continue
+		case delim == ']':
+			stack = stack[:len(stack)-1]
+		default: // a value starts
+			path := ""
+			if top != nil && top.object {
+				path = join(top.path, top.key)
+			} else if top != nil {
+				path = top.path + "[" + strconv.Itoa(top.index) + "]"
+				top.index++
+			}
+			if delim == '{' || delim == '[' {
+				if len(stack) >= MaxDepth {
+					return nil, badBody("is nested deeper than %d levels", MaxDepth)
+				}
+				stack = append(stack, &frame{path: path, object: delim == '{', keys: map[string]struct{}{}, expectKey: delim == '{'})
+				continue
+			}
+		}
+		// A value is complete.
+		if len(stack) == 0 {
+			off := dec.InputOffset()
+			if _, err := dec.Token(); err != io.EOF {
+				return nil, badBody("has data after the JSON value (offset %d)", off)
+			}
+			return dups, nil
+		}
+		if t := stack[len(stack)-1]; t.object {
+			t.expectKey = true
+		}
+	}
+}
+
+// jsonKind names the JSON value a token starts.
+func jsonKind(tok any) string {
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '[' {
+			return "an array"
+		}
+		return "an object"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "true or false"
+	}
+	return "null"
 }
 
 var (
@@ -135,12 +323,7 @@ var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
+func join(path, key string) string { return emi.JoinField(path, key) }
 
 // check walks v (a value decoded with UseNumber) against type t and appends a
 // FieldError for every unknown key and every value of the wrong JSON type.

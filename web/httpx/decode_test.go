@@ -183,3 +183,89 @@ func TestStorableText(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeJSONDuplicateKeys: a key written twice in one object is
+// refused at any depth, named by its path, whatever the two values (the
+// decoder would otherwise keep the last one silently); the same key in two
+// objects is not a duplicate.
+func TestDecodeJSONDuplicateKeys(t *testing.T) {
+	bad := map[string][]string{
+		`{"name":"a","name":"a"}`:                                   {"name"},
+		`{"name":"a","count":1,"name":"b"}`:                         {"name"},
+		`{"name":"a","name":"b","name":"c"}`:                        {"name", "name"},
+		`{"payout_details":[{"iban":"X"},{"iban":"Y","iban":"Z"}]}`: {"payout_details[1].iban"},
+		`{"meta":{"k":"v","k":"w"}}`:                                {"meta.k"},
+		`{"any":{"x":[{"y":1},[{"z":1,"z":2}]]}}`:                   {"any.x[1][0].z"},
+		`{"any":[[],{},{"a":{"b":1,"b":1}}]}`:                       {"any[2].a.b"},
+		`{"zz":1,"zz":2}`:                                           {"zz", "zz"}, // unknown, and twice
+	}
+	for body, fields := range bad {
+		var s sample
+		err := DecodeJSON([]byte(body), &s, emi.ErrCardValidation)
+		var e *emi.Error
+		if !errors.As(err, &e) || e.Code != emi.ErrCardValidation.Code {
+			t.Errorf("%s: want the endpoint's validation error, got %v", body, err)
+			continue
+		}
+		var dups []string
+		for _, f := range e.Fields {
+			if f.Message == duplicateMessage {
+				dups = append(dups, f.Field)
+			}
+		}
+		if body == `{"zz":1,"zz":2}` {
+			dups = append(dups, "zz") // and "is not a known field"
+		}
+		if strings.Join(dups, " ") != strings.Join(fields, " ") {
+			t.Errorf("%s: duplicates named %v, want %v (%+v)", body, dups, fields, e.Fields)
+		}
+		if s.Name != "" || s.Payout != nil || s.Meta != nil || s.Any != nil {
+			t.Errorf("%s: refused body decoded into %+v", body, s)
+		}
+	}
+	for _, body := range []string{`{"payout_details":[{"iban":"X"},{"iban":"Y"}]}`, `{"meta":{"name":"x"},"name":"y"}`, `{"any":[{"a":1},{"a":1}]}`} {
+		var s sample
+		if err := DecodeJSON([]byte(body), &s, emi.ErrValidation); err != nil {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+}
+
+// TestDecodeJSONBadRequestCauses: every 10005 of the decoder names the body
+// and says what is wrong with it, with the offset where there is one.
+func TestDecodeJSONBadRequestCauses(t *testing.T) {
+	for body, want := range map[string]string{
+		"\xef\xbb\xbf{}":                   "starts with a byte order mark",
+		"\xff\xfe{\x00}\x00":               "starts with a byte order mark",
+		"{\"a\":\"\xff\"}":                 "is not valid UTF-8 (offset 6)",
+		`{"a":1,}`:                         "is malformed JSON at offset 7: invalid character '}'",
+		`{"a":`:                            "is malformed JSON at offset 5: it ends before the value is complete",
+		`{"a" 1}`:                          "is malformed JSON at offset 5: invalid character '1'",
+		`{"a":1} x`:                        "has data after the JSON value (offset 7)",
+		`{}{}`:                             "has data after the JSON value (offset 2)",
+		`[{"a":1}]`:                        "must be a JSON object, not an array",
+		`"x"`:                              "must be a JSON object, not a string",
+		`12`:                               "must be a JSON object, not a number",
+		`null`:                             "must be a JSON object, not null",
+		`true`:                             "must be a JSON object, not true or false",
+		string(deepBody(MaxDepth + 1)):     "is nested deeper than 32 levels",
+		string(deepBody(10000)):            "is nested deeper than 32 levels",
+		`{"a":[` + strings.Repeat(`[`, 31): "is nested deeper than 32 levels",
+	} {
+		var s sample
+		err := DecodeJSON([]byte(body), &s, emi.ErrValidation)
+		e := emi.AsError(err)
+		if e.Code != emi.ErrBadRequest.Code || len(e.Fields) != 1 || e.Fields[0].Field != BodyField || !strings.HasPrefix(e.Fields[0].Message, want) {
+			t.Errorf("%.40q: got %v %+v, want 10005 {body: %s...}", body, err, e.Fields, want)
+		}
+	}
+	var s sample
+	if err := DecodeJSON(deepBody(MaxDepth), &s, emi.ErrValidation); err == nil || emi.AsError(err).Code == emi.ErrBadRequest.Code {
+		t.Errorf("32 levels: %v, want the validation error of an unknown field", err)
+	}
+}
+
+// deepBody is an object n levels deep.
+func deepBody(n int) []byte {
+	return []byte(strings.Repeat(`{"a":`, n-1) + `{}` + strings.Repeat(`}`, n-1))
+}

@@ -358,6 +358,13 @@ func (s *Accounts) List(ctx context.Context, f emi.AccountFilter) ([]emi.Account
 	}
 	var bad kernel.Problems
 	bad.CheckPage(f.Page, f.Limit, 10)
+	if f.StartingAfter != "" {
+		if _, err := s.store.Account(ctx, p.PartnerID, f.StartingAfter, false); errors.Is(err, emi.ErrAccountNotFound) {
+			bad.Add("starting_after", "is not one of your accounts")
+		} else if err != nil {
+			return nil, 0, err
+		}
+	}
 	if len(bad) > 0 {
 		return nil, 0, emi.ErrAccountValidation.WithFields(bad...)
 	}

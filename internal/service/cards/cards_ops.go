@@ -101,6 +101,13 @@ func (s *Cards) List(ctx context.Context, f emi.CardFilter) ([]emi.Card, int64, 
 	if f.Limit < 1 || f.Limit > 100 {
 		bad.Add("limit", "must be from 1 to 100")
 	}
+	if f.StartingAfter != "" {
+		if _, err := s.store.Card(ctx, p.PartnerID, f.StartingAfter, false); errors.Is(err, emi.ErrCardNotFound) {
+			bad.Add("starting_after", "is not one of your cards")
+		} else if err != nil {
+			return nil, 0, err
+		}
+	}
 	if len(bad) > 0 {
 		return nil, 0, emi.ErrCardValidation.WithFields(bad...)
 	}
@@ -1007,5 +1014,7 @@ func prefixFields(err error, prefix string) error {
 	}
 	var bad kernel.Problems
 	_ = bad.AddErr(prefix, err)
-	return e.WithFields(bad...)
+	c := *e
+	c.Fields = bad // in place of the unprefixed ones, not beside them
+	return &c
 }

@@ -1,19 +1,25 @@
 package kernel
 
 import (
-	"emi/internal/emi"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"emi/internal/emi"
 )
 
 // problems collects field errors under a path prefix.
 type Problems []emi.FieldError
 
-// Add records a problem with field.
+// Add records a problem with field, once: the same problem found by two
+// checks (a list's rules and each element's, application_create members)
+// is one errors entry.
 func (p *Problems) Add(field, msg string) {
-	*p = append(*p, emi.FieldError{Field: field, Message: msg})
+	fe := emi.FieldError{Field: field, Message: msg}
+	if !slices.Contains(*p, fe) {
+		*p = append(*p, fe)
+	}
 }
 
 // AddErr records the field errors of err (a validation error) under
@@ -27,14 +33,7 @@ func (p *Problems) AddErr(prefix string, err error) error {
 		return err
 	}
 	for _, f := range e.Fields {
-		field := f.Field
-		if prefix != "" {
-			field = prefix + "." + field
-			if f.Field == "" {
-				field = prefix
-			}
-		}
-		*p = append(*p, emi.FieldError{Field: field, Message: f.Message})
+		p.Add(emi.JoinField(prefix, f.Field), f.Message)
 	}
 	return nil
 }

@@ -225,9 +225,9 @@ func (o *Onboarding) checkMember(ctx context.Context, p *kernel.Problems, path, 
 		return err
 	}
 	checkOwnership(p, path, m.Type, m.MemberFields)
-	if m.User != "" && !p.Has(path+".user") {
+	if m.User != "" && !p.Has(join(path, "user")) {
 		if _, err := o.users.User(ctx, partnerID, m.User); errors.Is(err, emi.ErrUserNotFound) {
-			p.Add(path+".user", "is not a user of yours")
+			p.Add(join(path, "user"), "is not a user of yours")
 		} else if err != nil {
 			return err
 		}
@@ -238,8 +238,8 @@ func (o *Onboarding) checkMember(ctx context.Context, p *kernel.Problems, path, 
 			client = emi.ClientLegalEntity
 		}
 		for _, f := range cfg.Members[client] {
-			if !jsonFieldSet(m, f) && !p.Has(path+"."+f) {
-				p.Add(path+"."+f, "is required by your validator configuration for "+strings.ReplaceAll(client, "_", " ")+" members")
+			if !jsonFieldSet(m, f) && !p.Has(join(path, f)) {
+				p.Add(join(path, f), "is required by your validator configuration for "+strings.ReplaceAll(client, "_", " ")+" members")
 			}
 		}
 	}
@@ -259,12 +259,10 @@ func checkOwnership(p *kernel.Problems, path string, types []string, f emi.Membe
 	}
 }
 
-func join(prefix, field string) string {
-	if prefix == "" {
-		return field
-	}
-	return prefix + "." + field
-}
+// join is emi.JoinField: the path of field in the value at prefix, with
+// no leading dot when prefix is "" (company_add_member checks the body
+// itself, application_create members[i]).
+func join(prefix, field string) string { return emi.JoinField(prefix, field) }
 
 // checkCompany applies the company rules and the configuration's
 // mandatory fields (by the application's products).

@@ -207,7 +207,6 @@ func (o *Onboarding) checkDocument(d emi.Document) (people.DecodedDocument, erro
 		if fe == nil {
 			return doc, nil
 		}
-		fe.Field = strings.TrimPrefix(fe.Field, ".")
 		bad = append(bad, *fe)
 	}
 	return people.DecodedDocument{}, emi.ErrValidation.WithFields(bad...)

@@ -75,7 +75,7 @@ func DecodeDocuments(prefix string, docs []emi.Document) ([]DecodedDocument, []e
 // type) at path and returns it decoded, or the field error.
 func DecodeDocument(path string, d emi.Document) (DecodedDocument, *emi.FieldError) {
 	fail := func(field, msg string) (DecodedDocument, *emi.FieldError) {
-		return DecodedDocument{}, &emi.FieldError{Field: path + "." + field, Message: msg}
+		return DecodedDocument{}, &emi.FieldError{Field: emi.JoinField(path, field), Message: msg}
 	}
 	want, ok := fileTypeMIME[d.FileType]
 	if !ok {

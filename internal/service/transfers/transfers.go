@@ -3,6 +3,8 @@ package transfers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -31,6 +33,11 @@ type TransferStore interface {
 	// Transfer returns a transfer with the IBANs and partners of its sides;
 	// forUpdate locks it. Returns emi.ErrTransferNotFound.
 	Transfer(ctx context.Context, token string, forUpdate bool) (emi.Transfer, error)
+	// ListTransfers returns up to q.Limit+1 of the partner's transfers
+	// (made by it, or either side an account of its), newest first (by
+	// creation time, then token), after q.StartingAfter when set; a
+	// q.Account that is not the partner's is emi.ErrTransferValidation.
+	ListTransfers(ctx context.Context, partnerID string, q emi.TransferList) ([]emi.Transfer, error)
 	// SetTransferReturned marks a transfer returned by the ledger
 	// transaction returnTxn. Returns emi.ErrTransferInvalidTransition when
 	// it is already returned (its return_txn is set once).
@@ -364,6 +371,67 @@ func (s *Transfers) Details(ctx context.Context, token string) (emi.Transfer, er
 		return emi.Transfer{}, err
 	}
 	return PartnerView(t, p.PartnerID)
+}
+
+// ListDefault and ListMax bound transfers_list's page.
+const (
+	ListDefault = 20
+	ListMax     = 100
+)
+
+// List returns a page of the calling partner's transfers (transfers_list),
+// newest first, each as PartnerView shows it. A cursor (StartingAfter) is
+// a transfer the partner sees; the next page starts after it, whatever was
+// created since, so paging never repeats or skips a transfer.
+func (s *Transfers) List(ctx context.Context, q emi.TransferList) (emi.TransferPage, error) {
+	p, err := kernel.PartnerCtx(ctx, emi.ErrTransferNotFound)
+	if err != nil {
+		return emi.TransferPage{}, err
+	}
+	var bad kernel.Problems
+	if q.Limit == 0 {
+		q.Limit = ListDefault
+	}
+	if q.Limit < 1 || q.Limit > ListMax {
+		bad.Add("limit", fmt.Sprintf("must be a whole number from 1 to %d", ListMax))
+	}
+	if q.Status != "" && !slices.Contains(emi.TransferStatuses, q.Status) {
+		bad.Add("status", "must be one of "+strings.Join(emi.TransferStatuses, ", "))
+	}
+	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
+		bad.Add("to", "must be after from")
+	}
+	if q.Account != "" && !kernel.ValidToken(q.Account) {
+		bad.Add("account", "is not one of your accounts")
+	}
+	if q.StartingAfter != "" {
+		t, err := s.store.Transfer(ctx, q.StartingAfter, false)
+		if err == nil {
+			_, err = PartnerView(t, p.PartnerID)
+		}
+		switch {
+		case errors.Is(err, emi.ErrTransferNotFound):
+			bad.Add("starting_after", "is not one of your transfers")
+		case err != nil:
+			return emi.TransferPage{}, err
+		}
+	}
+	if len(bad) > 0 {
+		return emi.TransferPage{}, emi.ErrTransferValidation.WithFields(bad...)
+	}
+	rows, err := s.store.ListTransfers(ctx, p.PartnerID, q)
+	if err != nil {
+		return emi.TransferPage{}, err
+	}
+	page := emi.TransferPage{Limit: q.Limit, HasMore: len(rows) > q.Limit, Items: make([]emi.Transfer, 0, min(len(rows), q.Limit))}
+	for _, t := range rows[:min(len(rows), q.Limit)] {
+		v, err := PartnerView(t, p.PartnerID)
+		if err != nil {
+			return emi.TransferPage{}, err
+		}
+		page.Items = append(page.Items, v)
+	}
+	return page, nil
 }
 
 // PartnerView is t as partnerID may see it: emi.ErrTransferNotFound when
