@@ -12,13 +12,13 @@ import (
 	"emi/internal/postgres"
 )
 
-// TestSandboxReset: a partner's reset leaves it an empty sandbox (its
+// TestSandboxResetWithRacingWrites: a partner's reset leaves it an empty sandbox (its
 // objects unknown, lists empty, the same e-mail and idempotency key free
 // again, pending deliveries canceled) with its keys and webhook endpoints
 // working; another partner is untouched; nothing is deleted (the archive
 // partner holds every moved row, the ledger still balances); production
 // has no reset.
-func TestSandboxReset(t *testing.T) {
+func TestSandboxResetWithRacingWrites(t *testing.T) {
 	t.Parallel()
 	env := onboardingEnv(t)
 	a, b := newTenant(t, env, "Reset A"), newTenant(t, env, "Reset B")

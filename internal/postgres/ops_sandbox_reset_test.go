@@ -25,7 +25,7 @@ func TestSandboxResetCoversEveryPartnerTable(t *testing.T) {
 	for _, table := range tables {
 		_, k := kept[table]
 		if m := slices.Contains(moved, table); m == k {
-			t.Errorf("table %s: moved %v, kept %v: say what a sandbox reset does with it (sandbox_reset.go)", table, m, k)
+			t.Errorf("table %s: moved %v, kept %v: say what a sandbox reset does with it (ops_sandbox_reset.go)", table, m, k)
 		}
 	}
 	for _, table := range append(moved, func() (out []string) {
@@ -35,7 +35,7 @@ func TestSandboxResetCoversEveryPartnerTable(t *testing.T) {
 		return out
 	}()...) {
 		if !slices.Contains(tables, table) {
-			t.Errorf("sandbox_reset.go names %s, which has no partner_id", table)
+			t.Errorf("ops_sandbox_reset.go names %s, which has no partner_id", table)
 		}
 	}
 }
