@@ -56,7 +56,7 @@ func newPartnerClient(base, partnerFile string, getenv func(string) string) (*pa
 	c := &partnerClient{base: strings.TrimRight(base, "/"), key: getenv("EMI_API_KEY"), secret: getenv("EMI_API_SECRET"),
 		http: &http.Client{Timeout: 30 * time.Second}}
 	if c.key == "" && c.secret == "" && partnerFile != "" {
-		b, err := os.ReadFile(partnerFile)
+		b, err := os.ReadFile(partnerFile) // #nosec G304 -- the developer names the credentials file (default .dev/partner.json)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}

@@ -291,6 +291,6 @@ func forwardEvent(ctx context.Context, c *http.Client, target string, body []byt
 		return http.StatusBadGateway, "forwarding failed: " + err.Error()
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
-	res.Body.Close()
+	_ = res.Body.Close()
 	return res.StatusCode, fmt.Sprintf("forwarded to %s: HTTP %d", target, res.StatusCode)
 }

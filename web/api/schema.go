@@ -146,7 +146,7 @@ func (b *schemaBuilder) node(v any) (*schemaNode, error) {
 		}
 		var other []any
 		for _, a := range alts {
-			if m, _ := a.(map[string]any); m != nil && len(m) == 1 && m["type"] == "null" {
+			if m, _ := a.(map[string]any); len(m) == 1 && m["type"] == "null" {
 				continue
 			}
 			other = append(other, a)
