@@ -115,6 +115,7 @@ func (a *API) Routes(r chi.Router) {
 		// is: version 1 signs the body of POST and PUT only (contract
 		// §2), so a PATCH would carry an unsigned URL. Its fields are
 		// each optional (a field left out keeps its value).
+		a.handle(r, "/v2", http.MethodGet, "/webhooks/{endpoint}", op("webhook_endpoint_details", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointDetails)
 		a.handle(r, "/v2", http.MethodPut, "/webhooks/{endpoint}", op("webhook_endpoint_update", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointUpdate)
 		a.handle(r, "/v2", http.MethodDelete, "/webhooks/{endpoint}", op("webhook_endpoint_delete", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointDelete)
 		a.handle(r, "/v2", http.MethodPost, "/webhooks/{endpoint}/disable", op("webhook_endpoint_disable", emi.ErrAPIWebhookValidation, SmallBody), a.webhookEndpointDisable)

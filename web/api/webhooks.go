@@ -61,6 +61,17 @@ func (a *API) webhookEndpointsList(w http.ResponseWriter, r *http.Request) {
 	writeData(w, r, http.StatusOK, resp)
 }
 
+// webhookEndpointDetails (GET /v2/webhooks/{endpoint}): one endpoint as
+// the list shows it.
+func (a *API) webhookEndpointDetails(w http.ResponseWriter, r *http.Request) {
+	ep, err := a.d.Webhooks.PartnerEndpoint(r.Context(), chi.URLParam(r, "endpoint"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeData(w, r, http.StatusOK, newWebhookEndpointResponse(ep))
+}
+
 // webhookEndpointCreate (POST /v2/webhooks).
 func (a *API) webhookEndpointCreate(w http.ResponseWriter, r *http.Request) {
 	var in emi.WebhookEndpointCreate

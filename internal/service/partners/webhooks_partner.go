@@ -72,6 +72,29 @@ func (s *Webhooks) PartnerEndpoints(ctx context.Context) ([]emi.WebhookEndpoint,
 	return eps, partnerWebhookError(err)
 }
 
+// PartnerEndpoint returns one of the caller's endpoints with its health
+// (webhook_endpoint_details), as PartnerEndpoints lists it. Another
+// partner's endpoint, a deleted one or an unknown id is
+// emi.ErrAPIWebhookEndpointNotFound.
+func (s *Webhooks) PartnerEndpoint(ctx context.Context, endpointID string) (emi.WebhookEndpoint, error) {
+	if endpointID == "" {
+		return emi.WebhookEndpoint{}, emi.ErrAPIWebhookEndpointNotFound
+	}
+	if _, err := s.partnerEndpoint(ctx, endpointID); err != nil {
+		return emi.WebhookEndpoint{}, err
+	}
+	eps, err := s.PartnerEndpoints(ctx)
+	if err != nil {
+		return emi.WebhookEndpoint{}, err
+	}
+	for _, ep := range eps {
+		if ep.ID == endpointID {
+			return ep, nil
+		}
+	}
+	return emi.WebhookEndpoint{}, emi.ErrAPIWebhookEndpointNotFound
+}
+
 // PartnerAddEndpoint registers an endpoint for the caller and returns it
 // with its signing secret, shown this once.
 func (s *Webhooks) PartnerAddEndpoint(ctx context.Context, in emi.WebhookEndpointCreate) (emi.WebhookEndpoint, string, error) {

@@ -479,6 +479,7 @@ var Routes = []struct{ Method, Path, Operation string }{
 	{"POST", "/v2/sandbox/transfers/{transfer}/return", "sandbox_transfer_return"},
 	{"POST", "/v2/sandbox/transfers/{transfer}/review", "sandbox_transfer_review"},
 	{"POST", "/v2/sandbox/incoming", "sandbox_incoming_credit"},
+	{"GET", "/v2/webhooks/{endpoint}", "webhook_endpoint_details"},
 	{"GET", "/v2/transfers", "transfers_list"},
 	{"POST", "/v2/sandbox/events", "sandbox_event_trigger"},
 	{"POST", "/v2/sandbox/reset", "sandbox_reset"},
