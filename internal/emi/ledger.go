@@ -326,7 +326,7 @@ var TransferStatuses = []string{TransferPending, TransferCompleted, TransferRetu
 type TransferList struct {
 	Account, Status string
 	From, To        time.Time
-	Limit           int
+	Limit           int // 1 to transfers.ListMax; the API sends ListDefault when none is asked
 	StartingAfter   string
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
+	"emi/internal/service/transfers"
 )
 
 // transferSide is one side of a transfer as a partner sees it: its own
@@ -102,12 +104,14 @@ func (a *API) transfersList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	in := emi.TransferList{Account: q.Get("account"), Status: q.Get("status"), StartingAfter: q.Get("starting_after")}
+	in := emi.TransferList{Account: q.Get("account"), Status: q.Get("status"), StartingAfter: q.Get("starting_after"),
+		Limit: transfers.ListDefault}
 	var bad []emi.FieldError
 	if v := q.Get("limit"); v != "" {
+		// The range is the service's rule; here only the reading.
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			bad = append(bad, emi.FieldError{Field: "limit", Message: "must be a whole number from 1 to 100"})
+		if err != nil {
+			bad = append(bad, emi.FieldError{Field: "limit", Message: fmt.Sprintf("must be a whole number from 1 to %d", transfers.ListMax)})
 		}
 		in.Limit = n
 	}

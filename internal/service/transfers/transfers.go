@@ -389,9 +389,6 @@ func (s *Transfers) List(ctx context.Context, q emi.TransferList) (emi.TransferP
 		return emi.TransferPage{}, err
 	}
 	var bad kernel.Problems
-	if q.Limit == 0 {
-		q.Limit = ListDefault
-	}
 	if q.Limit < 1 || q.Limit > ListMax {
 		bad.Add("limit", fmt.Sprintf("must be a whole number from 1 to %d", ListMax))
 	}
