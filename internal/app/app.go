@@ -100,6 +100,11 @@ type App struct {
 	// SandboxOutcomes makes the sandbox's human decisions; nil outside
 	// EMI_MODE=sandbox (service.NewSandboxOutcomes refuses to build it).
 	SandboxOutcomes *ops.SandboxOutcomes
+	// TestClocks runs the sandbox partners' test clocks; nil outside
+	// EMI_MODE=sandbox (ops.NewTestClocks refuses to build it), and so is
+	// clockReader, so nothing in production reads a test clock.
+	TestClocks  *ops.TestClocks
+	clockReader kernel.ClockReader
 	// MerchantScreening re-screens onboarded merchants' companies and
 	// people when the lists or the watch list change.
 	MerchantScreening *people.MerchantScreening
@@ -237,9 +242,13 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.WebhookStore = postgres.NewWebhookStore(db)
 	a.Events = kernel.NewEvents(kernel.EventsDeps{Tx: db, Store: a.WebhookStore, Jobs: a.Jobs, Now: now})
 	a.WebhookClient = webhook.NewClient(guard, "emi-webhooks/1", webhook.WithClock(now))
+	clockStore := postgres.NewTestClockStore(db)
+	if cfg.Mode == config.ModeSandbox {
+		a.clockReader = clockStore
+	}
 	a.Webhooks = partners.NewWebhooks(partners.WebhooksDeps{Tx: db, Store: a.WebhookStore, Events: a.Events, Jobs: a.Jobs, Sealer: keys, Audit: a.Audit, Deliverer: a.WebhookClient, URLs: guard, Retry: func(res emi.WebhookResult, failed int, elapsed time.Duration) (time.Duration, bool) {
 		return webhook.DelayAfter(res, failed, elapsed, nil)
-	}, Config: partners.WebhooksConfig{MaxEndpoints: cfg.WebhookEndpoints, MaxEndpointsPerHost: cfg.WebhookEndpointsPerHost}, Now: now})
+	}, Config: partners.WebhooksConfig{MaxEndpoints: cfg.WebhookEndpoints, MaxEndpointsPerHost: cfg.WebhookEndpointsPerHost}, Clocks: a.clockReader, Now: now})
 	a.Partners = partners.NewPartners(partners.PartnersDeps{Tx: db, Store: a.keyCache, Sealer: keys, Audit: a.Audit, Validate: v, Config: partners.PartnersConfig{SecretOverlap: cfg.SecretOverlap, Endpoints: a.Webhooks}, Now: now})
 	a.People = postgres.NewPeopleStore(db)
 	a.Screener = screening.NewScreener()
@@ -299,7 +308,11 @@ func build(cfg config.Config, logger *slog.Logger, db *postgres.DB, keys *seal.K
 	a.AuthorizationStore = postgres.NewAuthorizationStore(db)
 	a.Authorizations = cards.NewAuthorizations(cards.AuthorizationsDeps{Tx: db, Store: a.AuthorizationStore, Cards: a.Cards, Ledger: a.Ledger, Events: a.Events, Audit: a.Audit, Monitor: a.Monitor, Now: now})
 	a.Maintenance = ops.NewMaintenance(ops.MaintenanceDeps{Jobs: a.Jobs, Sigs: a.PartnerStore, Idem: a.Idempotency,
-		Staff: a.Staff, Holds: a.Authorizations, Monitoring: a.Monitor, Now: now})
+		Staff: a.Staff, Holds: a.Authorizations, KYC: a.KYC, Monitoring: a.Monitor, Now: now})
+	if tc, err := ops.NewTestClocks(ops.TestClocksDeps{Sandbox: cfg.Mode == config.ModeSandbox, Tx: db, Store: clockStore,
+		Holds: a.Authorizations, KYC: a.KYC, Webhooks: a.Webhooks, Audit: a.Audit, Now: now}); err == nil {
+		a.TestClocks = tc
+	}
 	a.HistoryImport = ops.NewHistoryImport(ops.HistoryImportDeps{Tx: db, Ledger: a.Ledger, Parties: a.TransferStore, Monitor: a.Monitor,
 		Audit: a.Audit, Sandbox: cfg.Mode == config.ModeSandbox, Now: now})
 	a.Incoming = transfers.NewIncoming(transfers.IncomingDeps{Tx: db, Store: a.IncomingStore, Transfers: a.TransferStore, Ledger: a.Ledger, Controls: a.Controls, Events: a.Events, Audit: a.Audit, Validate: v, Config: transfers.IncomingConfig{
@@ -449,7 +462,7 @@ func (a *App) API() *api.API {
 	return api.New(api.Deps{
 		Auth: a.Auth, Idempotency: a.Idempotency, Partners: a.Partners, Events: a.Events,
 		Users: a.Users, AML: a.AML, KYC: a.KYC, Onboarding: a.Onboarding, Accounts: a.Accounts,
-		Cards: a.Cards, Transfers: a.Transfers, Incoming: a.Incoming, InformationRequests: a.Cases, Sandbox: a.Config.Mode == config.ModeSandbox, SandboxOutcomes: a.SandboxOutcomes, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
+		Cards: a.Cards, Transfers: a.Transfers, Incoming: a.Incoming, InformationRequests: a.Cases, Sandbox: a.Config.Mode == config.ModeSandbox, SandboxOutcomes: a.SandboxOutcomes, TestClocks: a.TestClocks, RateLimit: a.Config.RateLimit, RateWindow: a.Config.RateWindow,
 		MaxInFlight: cmp.Or(a.Config.MaxInFlight, postgres.MaxOpenConns), QueueWait: a.Config.QueueWait,
 		Authorizations: a.Authorizations, Review: a.Review, Webhooks: a.Webhooks,
 	})

@@ -275,6 +275,13 @@ var (
 	ErrAPIWebhookEndpointLimit = def(15005, "service.webhooks.endpoint_limit", KindConflict)
 	ErrAPIWebhookHostLimit     = def(15006, "service.webhooks.host_limit", KindConflict)
 
+	// Test clocks (sandbox only): a request the clock cannot take, no
+	// clock, a second clock, an advance while one runs.
+	ErrTestClockValidation = def(16001, "service.test_clocks.validation", KindInvalid)
+	ErrTestClockNotFound   = def(16002, "service.test_clocks.not_found", KindNotFound)
+	ErrTestClockExists     = def(16003, "service.test_clocks.exists", KindConflict)
+	ErrTestClockAdvancing  = def(16004, "service.test_clocks.advancing", KindConflict)
+
 	ErrUserHasProducts    = def(-4, "service.users.has_products", KindConflict)
 	ErrKYCAlreadyApproved = def(19001, "service.kyc.already_approved", KindConflict)
 	ErrPartnerNotFound    = def(10404, "service.partners.not_found", KindNotFound)
@@ -306,6 +313,7 @@ func Catalogue() []*Error {
 		ErrNotInReview, ErrAPIAMLNotFound, ErrAMLNothingToReview, ErrNoOpenKYCSession,
 		ErrAPIWebhookValidation, ErrAPIWebhookEndpointNotFound, ErrAPIWebhookDeliveryNotFound, ErrAPIWebhookEndpointDisabled,
 		ErrAPIWebhookEndpointLimit, ErrAPIWebhookHostLimit,
+		ErrTestClockValidation, ErrTestClockNotFound, ErrTestClockExists, ErrTestClockAdvancing,
 		ErrUnavailable, ErrOutcomeUnknown,
 	}
 }

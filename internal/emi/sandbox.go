@@ -61,3 +61,44 @@ type SandboxReset struct {
 	ResetAt time.Time        `json:"reset_at"`
 	Moved   map[string]int64 `json:"moved"`
 }
+
+// TestClock is a sandbox partner's test clock (sandbox_test_clock_*): the
+// time every request and every piece of work of the partner reads while
+// the clock exists. Status is ready, or advancing while an advance runs
+// what became due (AdvancingTo is then where it goes).
+type TestClock struct {
+	Token       string     `json:"token"`
+	Name        string     `json:"name"`
+	FrozenTime  time.Time  `json:"frozen_time"`
+	Status      string     `json:"status"`
+	AdvancingTo *time.Time `json:"advancing_to"`
+	CreatedAt   time.Time  `json:"created_at"`
+}
+
+// Test clock states.
+const (
+	TestClockReady     = "ready"
+	TestClockAdvancing = "advancing"
+)
+
+// TestClockCreate is the request of sandbox_test_clock_create: the time
+// the clock starts at (now when left out) and a name for the partner's own
+// use.
+type TestClockCreate struct {
+	FrozenTime *time.Time `json:"frozen_time"`
+	Name       string     `json:"name"`
+}
+
+// TestClockAdvance is the request of sandbox_test_clock_advance: the time
+// the clock moves to, later than its own.
+type TestClockAdvance struct {
+	FrozenTime time.Time `json:"frozen_time"`
+}
+
+// TestClockAdvanced is what an advance did: the clock afterwards, and how
+// much of each kind of work became due and ran, in time order (kinds with
+// none are absent): hold_expired, kyc_session_expired, webhook_attempt.
+type TestClockAdvanced struct {
+	Clock TestClock      `json:"clock"`
+	Ran   map[string]int `json:"ran"`
+}

@@ -123,9 +123,28 @@ func (s *AuthorizationStore) CardAuthorizations(ctx context.Context, card string
 }
 
 // ExpiredHolds implements cards.AuthorizationStore: the oldest first.
-func (s *AuthorizationStore) ExpiredHolds(ctx context.Context, now time.Time, limit int) ([]string, error) {
+func (s *AuthorizationStore) ExpiredHolds(ctx context.Context, partnerID string, now time.Time, limit int) ([]string, error) {
 	var out []string
-	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT token::text FROM card_authorizations
-		WHERE status = 'approved' AND expires_at <= $1 ORDER BY expires_at, token LIMIT $2`, now, limit)
+	var err error
+	if partnerID == "" {
+		err = sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT a.token::text FROM card_authorizations a
+			WHERE a.status = 'approved' AND a.expires_at <= $1 AND NOT `+onClock("a.partner_id")+`
+			ORDER BY a.expires_at, a.token LIMIT $2`, now, limit)
+	} else {
+		err = sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT token::text FROM card_authorizations
+			WHERE partner_id = $3 AND status = 'approved' AND expires_at <= $1 ORDER BY expires_at, token LIMIT $2`, now, limit, partnerID)
+	}
 	return out, Translate(err)
+}
+
+// NextHoldExpiry returns the earliest deadline, at or before until, of
+// partnerID's approved holds.
+func (s *AuthorizationStore) NextHoldExpiry(ctx context.Context, partnerID string, until time.Time) (time.Time, bool, error) {
+	var t sql.NullTime
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &t, `SELECT min(expires_at) FROM card_authorizations
+		WHERE partner_id = $1 AND status = 'approved' AND expires_at <= $2`, partnerID, until)
+	if err != nil {
+		return time.Time{}, false, Translate(err)
+	}
+	return t.Time.UTC(), t.Valid, nil
 }

@@ -40,6 +40,7 @@ var sandboxResetKept = map[string]string{
 	"ledger_transactions": "append-only: a transaction names the partner that booked it; its entries follow the archived accounts",
 	"merchants":           "moved apart: the master merchant stays, merchants onboarded through applications move",
 	"control_requests":    "moved apart: requests about moved objects move, those about the partner's configuration stay",
+	"sandbox_test_clocks": "removed: the partner starts again on the wall clock (its clock's objects moved)",
 }
 
 // controlResourcesMoved are the control requests' resource types that are
@@ -124,6 +125,9 @@ func (s *SandboxResetStore) Reset(ctx context.Context, partnerID string, at time
 	}
 	if err := exec("webhook_deliveries canceled", `UPDATE webhook_deliveries d SET state = 'canceled', next_attempt_at = NULL, updated_at = $2
 		FROM events e WHERE e.id = d.event_id AND e.partner_id = $1 AND d.state = 'pending'`, archive, at); err != nil {
+		return "", nil, err
+	}
+	if err := exec("sandbox_test_clocks removed", `DELETE FROM sandbox_test_clocks WHERE partner_id = $1`, partnerID); err != nil {
 		return "", nil, err
 	}
 	return archive, moved, nil

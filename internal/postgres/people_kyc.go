@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -158,4 +160,40 @@ func (s *PeopleStore) CountKYCSessions(ctx context.Context, st emi.KYCStatus) (i
 	var n int64
 	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &n, `SELECT count(*) FROM kyc_sessions WHERE status = $1`, st)
 	return n, Translate(err)
+}
+
+// ExpiredKYCSessions implements people.KYCStore: pending sessions whose
+// link expired at now, the oldest first: partnerID's, or ("") those of
+// every partner not on a test clock.
+func (s *PeopleStore) ExpiredKYCSessions(ctx context.Context, partnerID string, now time.Time, limit int) ([]emi.KYCSession, error) {
+	var rows []kycRow
+	var err error
+	if partnerID == "" {
+		err = sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+kycColumns+kycFrom+`
+			WHERE k.status = 'pending' AND k.expires_at <= $1 AND NOT `+onClock("k.partner_id")+`
+			ORDER BY k.expires_at, k.token LIMIT $2`, now, limit)
+	} else {
+		err = sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+kycColumns+kycFrom+`
+			WHERE k.partner_id = $3 AND k.status = 'pending' AND k.expires_at <= $1
+			ORDER BY k.expires_at, k.token LIMIT $2`, now, limit, partnerID)
+	}
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out := make([]emi.KYCSession, len(rows))
+	for i, r := range rows {
+		out[i] = r.session()
+	}
+	return out, nil
+}
+
+// NextKYCExpiry implements people.KYCStore.
+func (s *PeopleStore) NextKYCExpiry(ctx context.Context, partnerID string, until time.Time) (time.Time, bool, error) {
+	var t sql.NullTime
+	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &t, `SELECT min(expires_at) FROM kyc_sessions
+		WHERE partner_id = $1 AND status = 'pending' AND expires_at <= $2`, partnerID, until)
+	if err != nil {
+		return time.Time{}, false, Translate(err)
+	}
+	return t.Time.UTC(), t.Valid, nil
 }

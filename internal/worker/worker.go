@@ -637,3 +637,10 @@ type panicError struct {
 }
 
 func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
+
+// IsRetryAfter reports whether err asks for its job to run again after a
+// delay (RetryAfter).
+func IsRetryAfter(err error) bool {
+	var re *retryAfterError
+	return errors.As(err, &re)
+}

@@ -116,6 +116,7 @@ var validationByPrefix = []struct {
 	{"/v2/transfers", emi.ErrTransferValidation}, {"/v2/sandbox/authorizations/", emi.ErrTransferValidation},
 	{"/v2/sandbox/transfers/", emi.ErrTransferValidation}, {"/v2/sandbox/incoming", emi.ErrTransferValidation},
 	{"/v2/information_requests", emi.ErrValidation}, {"/v2/sandbox/reset", emi.ErrValidation},
+	{"/v2/sandbox/test_clock", emi.ErrTestClockValidation},
 }
 
 // apiRoute is one routed operation with what openapi.yaml says of it.

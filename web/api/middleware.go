@@ -123,6 +123,9 @@ func partner(r *http.Request) emi.Principal {
 // signature (replay guard) with Idempotency-Key handling.
 func (a *API) chain(op Operation, h http.HandlerFunc) http.Handler {
 	var next http.Handler = h
+	if a.d.TestClocks != nil {
+		next = a.testClock(next)
+	}
 	next = a.idempotent(next)
 	next = a.queryGuard(op, next)
 	if a.limiter != nil {
@@ -245,6 +248,21 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		}
 		httpx.Fields(r.Context()).SetPartner(p.PartnerID)
 		next.ServeHTTP(w, r.WithContext(emi.WithPrincipal(r.Context(), p)))
+	})
+}
+
+// testClock runs the request of a sandbox partner on a test clock at the
+// clock's time (kernel.WithFrozenTime; ops.TestClocks). It runs after the
+// signature and its replay guard, which stay on the wall clock.
+func (a *API) testClock(next http.Handler) http.Handler {
+	reader := a.d.TestClocks.Reader()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, err := kernel.OnPartnerClock(r.Context(), reader, partner(r).PartnerID)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

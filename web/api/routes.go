@@ -56,6 +56,9 @@ type Deps struct {
 	// SandboxOutcomes makes the sandbox's human decisions (KYC, AML,
 	// application); nil outside a sandbox, where its routes answer 404.
 	SandboxOutcomes *ops.SandboxOutcomes
+	// TestClocks runs the sandbox partners' test clocks; nil outside a
+	// sandbox, where its routes answer 404 and no request reads a clock.
+	TestClocks *ops.TestClocks
 	// RateLimit requests per RateWindow per API key; 0 disables limiting.
 	RateLimit  int
 	RateWindow time.Duration
@@ -169,6 +172,10 @@ func (a *API) Routes(r chi.Router) {
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/events", op("sandbox_event_trigger", emi.ErrAPIWebhookValidation, SmallBody), a.sandboxOnly(a.sandboxEventTrigger))
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/incoming", op("sandbox_incoming_credit", emi.ErrTransferValidation, SmallBody), a.sandboxOnly(a.sandboxIncomingCredit))
 		a.handle(r, "/v2", http.MethodPost, "/sandbox/reset", op("sandbox_reset", emi.ErrValidation, SmallBody), a.sandboxOnly(a.sandboxReset))
+		a.handle(r, "/v2", http.MethodPost, "/sandbox/test_clock", op("sandbox_test_clock_create", emi.ErrTestClockValidation, SmallBody), a.clockOnly(a.sandboxTestClockCreate))
+		a.handle(r, "/v2", http.MethodGet, "/sandbox/test_clock", op("sandbox_test_clock_details", emi.ErrTestClockValidation, SmallBody), a.clockOnly(a.sandboxTestClockDetails))
+		a.handle(r, "/v2", http.MethodDelete, "/sandbox/test_clock", op("sandbox_test_clock_delete", emi.ErrTestClockValidation, SmallBody), a.clockOnly(a.sandboxTestClockDelete))
+		a.handle(r, "/v2", http.MethodPost, "/sandbox/test_clock/advance", op("sandbox_test_clock_advance", emi.ErrTestClockValidation, SmallBody), a.clockOnly(a.sandboxTestClockAdvance))
 	})
 	r.Route("/v3", func(r chi.Router) {
 		r.Use(a.methodGuard)
@@ -192,10 +199,23 @@ func (a *API) sandboxOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !a.d.Sandbox {
 			writeError(w, r, emi.ErrRouteNotFound)
+
 			return
 		}
 		h(w, r)
 	}
+}
+
+// clockOnly guards the test clock's operations: 404 / 10004 where the
+// instance has no test clocks (production).
+func (a *API) clockOnly(h http.HandlerFunc) http.HandlerFunc {
+	return a.sandboxOnly(func(w http.ResponseWriter, r *http.Request) {
+		if a.d.TestClocks == nil {
+			writeError(w, r, emi.ErrRouteNotFound)
+			return
+		}
+		h(w, r)
+	})
 }
 
 func op(name string, invalid *emi.Error, limit int64) Operation {

@@ -184,7 +184,7 @@ func (s *Accounts) Create(ctx context.Context, in emi.AccountCreate) (emi.Accoun
 			return emi.Account{}, emi.ErrOwnerNotFound
 		}
 	}
-	now := s.now().UTC()
+	now := s.now.At(ctx).UTC()
 	a := emi.Account{Token: kernel.NewToken(), PartnerID: p.PartnerID, Program: prog.Code, Merchant: in.Merchant, User: in.User,
 		Main: in.Main, Virtual: in.Main != "", Alias: in.Alias, Status: emi.AccountActive, CreatedAt: now, UpdatedAt: now}
 	return kernel.InTxRead(ctx, s.tx, func(ctx context.Context) error {
@@ -452,7 +452,7 @@ func (s *Accounts) apply(ctx context.Context, a emi.Account, status, reason, act
 		}
 	}
 	if err := s.store.InsertStatusChange(ctx, a.Token, emi.AccountStatusChange{From: a.Status, To: status, Reason: reason,
-		Actor: actor, At: s.now().UTC()}); err != nil {
+		Actor: actor, At: s.now.At(ctx).UTC()}); err != nil {
 		return err
 	}
 	if _, err := s.events.Emit(ctx, a.PartnerID, emi.EventAccountStatusChanged, "account", a.Token,

@@ -214,7 +214,7 @@ func (l *Ledger) Post(ctx context.Context, t emi.LedgerTxn) (emi.PostedTxn, erro
 			}
 		}
 		entries := postedEntries(t, before)
-		at := l.now().UTC()
+		at := l.now.At(ctx).UTC()
 		id, ids, err := l.store.InsertLedgerTxn(ctx, t, entries, at)
 		if err != nil {
 			return err

@@ -114,7 +114,7 @@ func (l *Ledger) PostBatch(ctx context.Context, lines []BatchLine) ([]BatchResul
 			booked = append(booked, i)
 			txns = append(txns, t)
 			entries = append(entries, es)
-			ats = append(ats, l.now().UTC())
+			ats = append(ats, l.now.At(ctx).UTC())
 		}
 		if len(booked) == 0 {
 			return nil

@@ -35,8 +35,12 @@ type AuthorizationStore interface {
 	// CardAuthorizations lists a card's authorizations, newest first.
 	CardAuthorizations(ctx context.Context, card string, page, limit int) ([]emi.Authorization, int64, error)
 	// ExpiredHolds returns up to limit approved authorizations whose hold
-	// expired at now.
-	ExpiredHolds(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// expired at now: partnerID's, or ("") those of every partner that
+	// does not run on a test clock.
+	ExpiredHolds(ctx context.Context, partnerID string, now time.Time, limit int) ([]string, error)
+	// NextHoldExpiry returns the earliest deadline, at or before until, of
+	// partnerID's approved holds (false when none).
+	NextHoldExpiry(ctx context.Context, partnerID string, until time.Time) (time.Time, bool, error)
 	// HolderOnHold reports whether the account's holder (user or
 	// onboarded merchant) has an AML check waiting for compliance or
 	// confirmed: the compliance hold (TransferStore.HolderOnHold).
@@ -200,7 +204,7 @@ func (s *Authorizations) authorize(ctx context.Context, a cardActor, card, accou
 	if c.Account != account {
 		return emi.Authorization{}, errCardMoved
 	}
-	now := s.now().UTC()
+	now := s.now.At(ctx).UTC()
 	au := emi.Authorization{Token: kernel.NewToken(), Card: c.Token, PartnerID: c.PartnerID, Account: c.Account, Channel: in.Channel,
 		Amount: int64(in.Amount), Currency: in.Currency, MCC: in.MCC, MerchantName: in.MerchantName,
 		MerchantCountry: in.MerchantCountry, PINEntered: in.PIN != "", Status: emi.AuthDeclined, Decision: emi.DecisionDeclined,
@@ -505,7 +509,7 @@ func (s *Authorizations) settle(ctx context.Context, a cardActor, token, status 
 		if err != nil {
 			return err
 		}
-		now := s.now().UTC()
+		now := s.now.At(ctx).UTC()
 		if err := s.store.SettleAuthorization(ctx, au.Token, status, cleared, txn, now); err != nil {
 			return err
 		}
@@ -533,16 +537,34 @@ func notOpen(au emi.Authorization) error {
 // by their deadline (status expired), oldest first, one transaction each.
 // It is idempotent: an authorization cleared or reversed meanwhile is
 // left alone, and running it twice releases nothing twice. It returns how
-// many holds it released. The maintenance job runs it.
+// many holds it released. The maintenance job runs it for every partner
+// but those on a test clock, whose holds expire as their clock advances
+// (ExpirePartnerHolds).
 func (s *Authorizations) ExpireHolds(ctx context.Context) (int, error) {
+	return s.expireHolds(ctx, "")
+}
+
+// ExpirePartnerHolds is ExpireHolds for partnerID's holds alone, at the
+// time of ctx (a test clock's advance).
+func (s *Authorizations) ExpirePartnerHolds(ctx context.Context, partnerID string) (int, error) {
+	return s.expireHolds(ctx, partnerID)
+}
+
+// NextHoldExpiry returns the earliest deadline, at or before until, of
+// partnerID's approved holds.
+func (s *Authorizations) NextHoldExpiry(ctx context.Context, partnerID string, until time.Time) (time.Time, bool, error) {
+	return s.store.NextHoldExpiry(ctx, partnerID, until)
+}
+
+func (s *Authorizations) expireHolds(ctx context.Context, partnerID string) (int, error) {
 	if _, ok := emi.PrincipalFrom(ctx); !ok {
 		ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("card-hold-expiry"))
 	}
 	sys := cardActor{actorID: "card-hold-expiry"}
 	n := 0
 	for {
-		now := s.now().UTC()
-		tokens, err := s.store.ExpiredHolds(ctx, now, 100)
+		now := s.now.At(ctx).UTC()
+		tokens, err := s.store.ExpiredHolds(ctx, partnerID, now, 100)
 		if err != nil || len(tokens) == 0 {
 			return n, err
 		}

@@ -68,7 +68,7 @@ func (s *Cards) Capabilities(ctx context.Context, v CardView) CardCapabilities {
 	p, _ := emi.PrincipalFrom(ctx)
 	out := CardCapabilities{Final: emi.CardFinal(v.Card), Manages: p.Can(emi.PermManageCards),
 		Actions: map[emi.CardAction]Capability{}}
-	now := s.now().UTC()
+	now := s.now.At(ctx).UTC()
 	for _, act := range emi.CardActions {
 		if act == emi.CardPay {
 			continue

@@ -245,7 +245,7 @@ func (s *Cards) Create(ctx context.Context, in emi.CardCreate) (emi.Card, error)
 	if in.Type == emi.CardPlastic && in.Delivery == nil {
 		return emi.Card{}, emi.ErrDeliveryRequired.WithDetail("a plastic card needs delivery_details")
 	}
-	now := s.now().UTC()
+	now := s.now.At(ctx).UTC()
 	c := emi.Card{Token: kernel.NewToken(), PartnerID: p.PartnerID, Type: in.Type, Status: emi.CardActive,
 		Activated:  in.Type == emi.CardVirtual || (in.Active != nil && *in.Active),
 		EmbossName: in.EmbossName, EmbossNameLine4: in.EmbossNameLine4, Fulfil1: in.Fulfil1, Fulfil2: in.Fulfil2,

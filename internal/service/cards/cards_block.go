@@ -124,7 +124,7 @@ func (s *Cards) Replace(ctx context.Context, token, aml, reason string) (emi.Car
 		}
 		// Staff read these refusals: cards are named by their masked
 		// number, as on the back office's pages.
-		if v := emi.CardRules(old, emi.CardReplace, emi.ByStaff, s.now().UTC()); !v.Allowed {
+		if v := emi.CardRules(old, emi.CardReplace, emi.ByStaff, s.now.At(ctx).UTC()); !v.Allowed {
 			if old.ReplacedBy == "" {
 				return emi.ErrCardInvalidTransition.WithDetail("%s", v.Refusal)
 			}
@@ -166,7 +166,7 @@ func (s *Cards) Replace(ctx context.Context, token, aml, reason string) (emi.Car
 				return err
 			}
 		}
-		now := s.now().UTC()
+		now := s.now.At(ctx).UTC()
 		c := emi.Card{Token: kernel.NewToken(), PartnerID: old.PartnerID, Program: prog.Code, Account: acc.Token, Merchant: acc.Merchant,
 			User: acc.User, Type: old.Type, Status: emi.CardActive, Activated: old.Type == emi.CardVirtual, AML: link,
 			EmbossName: old.EmbossName, EmbossNameLine4: old.EmbossNameLine4, Fulfil1: old.Fulfil1, Fulfil2: old.Fulfil2,

@@ -60,8 +60,8 @@ func (a cardActor) party() emi.CardParty {
 
 // allows refuses (12005, with the table's reason) what the card state
 // table does not allow a to do to c now.
-func (s *Cards) allows(c emi.Card, act emi.CardAction, a cardActor) error {
-	if v := emi.CardRules(c, act, a.party(), s.now().UTC()); !v.Allowed {
+func (s *Cards) allows(ctx context.Context, c emi.Card, act emi.CardAction, a cardActor) error {
+	if v := emi.CardRules(c, act, a.party(), s.now.At(ctx).UTC()); !v.Allowed {
 		return emi.ErrCardInvalidTransition.WithDetail("%s", v.Refusal)
 	}
 	return nil
@@ -126,13 +126,13 @@ func (s *Cards) change(ctx context.Context, a cardActor, token string, act emi.C
 		if err != nil {
 			return err
 		}
-		if err := s.allows(c, act, a); err != nil {
+		if err := s.allows(ctx, c, act, a); err != nil {
 			return err
 		}
 		if err := fn(ctx, &c); err != nil {
 			return err
 		}
-		c.UpdatedAt = s.now().UTC()
+		c.UpdatedAt = s.now.At(ctx).UTC()
 		if err := s.store.UpdateCard(ctx, c); err != nil {
 			return err
 		}
@@ -152,7 +152,7 @@ func (s *Cards) history(ctx context.Context, a cardActor, c emi.Card, change, fr
 // puts it in the event's fields.
 func (s *Cards) historyCode(ctx context.Context, a cardActor, c emi.Card, change, from, to, code, reason string, event emi.EventType, fields map[string]any) error {
 	if err := s.store.InsertCardChange(ctx, c.Token, emi.CardChange{Change: change, From: from, To: to, Reason: reason,
-		ReasonCode: code, Actor: a.actorID, At: s.now().UTC()}); err != nil {
+		ReasonCode: code, Actor: a.actorID, At: s.now.At(ctx).UTC()}); err != nil {
 		return err
 	}
 	if event != "" {
@@ -244,7 +244,7 @@ func (s *Cards) Terminate(ctx context.Context, token, reason string) (emi.Card, 
 // or stolen) or none.
 func (s *Cards) terminate(ctx context.Context, a cardActor, c *emi.Card, code, reason string) error {
 	from := c.Status
-	now := s.now().UTC()
+	now := s.now.At(ctx).UTC()
 	c.Status, c.TerminatedAt, c.StatusReason = emi.CardTerminated, &now, code
 	fields := map[string]any{"status": emi.CardTerminated, "previous_status": from}
 	if code != "" {
@@ -265,7 +265,7 @@ func (s *Cards) TerminateForAccount(ctx context.Context, account, reason string)
 	if err := s.terminate(ctx, a, &c, "", reason); err != nil {
 		return err
 	}
-	c.UpdatedAt = s.now().UTC()
+	c.UpdatedAt = s.now.At(ctx).UTC()
 	return s.store.UpdateCard(ctx, c)
 }
 
@@ -302,7 +302,7 @@ func (s *Cards) Activate(ctx context.Context, token, aml, reason string) (emi.Ca
 			}
 			c.AML = link
 		}
-		now := s.now().UTC()
+		now := s.now.At(ctx).UTC()
 		c.Activated, c.ActivatedAt = true, &now
 		return s.history(ctx, a, *c, "activated", "false", "true", reason, emi.EventCardActivated, map[string]any{"status": c.Status})
 	})
@@ -336,7 +336,7 @@ func (s *Cards) Convert(ctx context.Context, token string, d *emi.Delivery, reas
 			return emi.ErrCardProgramMismatch.WithDetail("%s", why)
 		}
 		c.Type = emi.CardPlastic
-		c.ExpiryMonth, c.ExpiryYear = expiryFrom(s.now().UTC(), prog.CardValidityMonths)
+		c.ExpiryMonth, c.ExpiryYear = expiryFrom(s.now.At(ctx).UTC(), prog.CardValidityMonths)
 		cvv, err := s.vault.Seal([]byte(secretDigits(3)), CVVContext(c.Token))
 		if err != nil {
 			return emi.Internal(err)
@@ -453,7 +453,7 @@ func (s *Cards) SetGroups(ctx context.Context, token string, g emi.CardGroups, r
 		if len(changes) == 0 {
 			return nil
 		}
-		if err := s.store.InsertCardChange(ctx, c.Token, emi.CardChange{Change: "groups", Reason: reason, Actor: a.actorID, At: s.now().UTC()}); err != nil {
+		if err := s.store.InsertCardChange(ctx, c.Token, emi.CardChange{Change: "groups", Reason: reason, Actor: a.actorID, At: s.now.At(ctx).UTC()}); err != nil {
 			return err
 		}
 		if reason != "" {
@@ -630,7 +630,7 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 	if err != nil {
 		return emi.SMSMessage{}, err
 	}
-	if err := s.allows(c, emi.CardSendPIN, a); err != nil {
+	if err := s.allows(ctx, c, emi.CardSendPIN, a); err != nil {
 		return emi.SMSMessage{}, err
 	}
 	prog, err := s.accounts.Program(ctx, c.Program)
@@ -640,7 +640,7 @@ func (s *Cards) SendPIN(ctx context.Context, token, reason string) (emi.SMSMessa
 	if why := programRefuses(prog, emi.CardSendPIN); why != "" {
 		return emi.SMSMessage{}, emi.ErrCardProgramMismatch.WithDetail("%s", why)
 	}
-	now := s.now().UTC()
+	now := s.now.At(ctx).UTC()
 	to, err := s.pinMobile(ctx, c, now)
 	if err != nil {
 		return emi.SMSMessage{}, err
@@ -778,7 +778,7 @@ func (s *Cards) denyReveal(ctx context.Context, token string, fields []string, w
 }
 
 func (s *Cards) reveal(ctx context.Context, c emi.Card, fields []string, reason string) (Revealed, error) {
-	if v := emi.CardRules(c, emi.CardReveal, emi.ByPartner, s.now().UTC()); !v.Allowed {
+	if v := emi.CardRules(c, emi.CardReveal, emi.ByPartner, s.now.At(ctx).UTC()); !v.Allowed {
 		s.denyReveal(ctx, c.Token, fields, v.Refusal)
 		return Revealed{}, emi.ErrCardInvalidTransition.WithDetail("%s", v.Refusal)
 	}
@@ -880,7 +880,7 @@ func (s *Cards) takeReveal(ctx context.Context, staffID, token string, fields []
 	if s.cfg.Limits == nil {
 		return emi.Internal(errors.New("card reveals need a rate limiter"))
 	}
-	ok, retry, err := s.cfg.Limits.Take(ctx, revealScope, staffID, s.cfg.RevealQuota, s.cfg.RevealWindow, s.now().UTC())
+	ok, retry, err := s.cfg.Limits.Take(ctx, revealScope, staffID, s.cfg.RevealQuota, s.cfg.RevealWindow, s.now.At(ctx).UTC())
 	if err != nil {
 		return err
 	}
@@ -973,7 +973,7 @@ func (s *Cards) ProvisionWallet(ctx context.Context, token, wallet, device strin
 		if why := programRefuses(prog, emi.CardProvision); why != "" {
 			return emi.ErrCardProgramMismatch.WithDetail("%s", why)
 		}
-		w := emi.WalletToken{Token: kernel.NewToken(), Card: c.Token, Wallet: wallet, DeviceName: strings.TrimSpace(device), CreatedAt: s.now().UTC()}
+		w := emi.WalletToken{Token: kernel.NewToken(), Card: c.Token, Wallet: wallet, DeviceName: strings.TrimSpace(device), CreatedAt: s.now.At(ctx).UTC()}
 		if err := s.store.InsertWalletToken(ctx, w); err != nil {
 			return err
 		}

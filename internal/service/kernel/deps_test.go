@@ -13,6 +13,7 @@ import (
 	"emi/internal/service/monitoring"
 	"emi/internal/service/onboarding"
 	"emi/internal/service/ops"
+	"emi/internal/service/people"
 	"emi/internal/service/staff"
 	"emi/internal/service/transfers"
 )
@@ -53,7 +54,7 @@ func TestMissingDependencyIsCaughtAtConstruction(t *testing.T) {
 		{"transfers", func() { transfers.NewTransfers(transfers.TransfersDeps{}) },
 			"transfers.NewTransfers: missing TransfersDeps.Tx, Store, Ledger, Controls, Events, Audit, Validate, Limits, Suspense, Monitor, Now"},
 		{"maintenance", func() { ops.NewMaintenance(ops.MaintenanceDeps{}) },
-			"ops.NewMaintenance: missing MaintenanceDeps.Jobs, Sigs, Idem, Staff, Holds, Monitoring, Now"},
+			"ops.NewMaintenance: missing MaintenanceDeps.Jobs, Sigs, Idem, Staff, Holds, KYC, Monitoring, Now"},
 	} {
 		if got := panicOf(c.build); got != c.want {
 			t.Errorf("%s: panicked with %q, want %q", c.name, got, c.want)
@@ -67,7 +68,7 @@ func TestMissingDependencyIsCaughtAtConstruction(t *testing.T) {
 func TestOneMissingDependencyIsNamed(t *testing.T) {
 	db := (*postgres.DB)(nil)
 	deps := ops.MaintenanceDeps{Jobs: postgres.NewJobs(db), Sigs: postgres.NewPartnerStore(db),
-		Idem: &kernel.Idempotency{}, Staff: &staff.Staff{}, Monitoring: &monitoring.Monitor{}, Now: time.Now}
+		Idem: &kernel.Idempotency{}, Staff: &staff.Staff{}, KYC: &people.KYC{}, Monitoring: &monitoring.Monitor{}, Now: time.Now}
 	got := panicOf(func() { ops.NewMaintenance(deps) })
 	if !strings.HasSuffix(got, "missing MaintenanceDeps.Holds") {
 		t.Fatalf("without Holds: %q", got)

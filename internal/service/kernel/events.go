@@ -167,7 +167,7 @@ func (e *Events) Emit(ctx context.Context, partnerID string, typ emi.EventType, 
 		data = map[string]any{}
 	}
 	data[resourceName] = resourceToken
-	ev := emi.Event{ID: NewToken(), PartnerID: partnerID, Type: typ, CreatedAt: e.now().UTC().Truncate(time.Millisecond), Data: data}
+	ev := emi.Event{ID: NewToken(), PartnerID: partnerID, Type: typ, CreatedAt: e.now.At(ctx).UTC().Truncate(time.Millisecond), Data: data}
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return emi.Event{}, emi.Internal(fmt.Errorf("emit %s: marshal: %w", typ, err))
@@ -200,7 +200,7 @@ func (e *Events) Emit(ctx context.Context, partnerID string, typ emi.EventType, 
 		if _, err := e.store.InsertEvent(ctx, stored); err != nil {
 			return err
 		}
-		now := e.now().UTC()
+		now := e.now.At(ctx).UTC()
 		for _, epID := range targets {
 			d := StoredDelivery{WebhookDelivery: emi.WebhookDelivery{ID: NewToken(), EventID: ev.ID, EndpointID: epID,
 				State: emi.DeliveryPending, NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now}}

@@ -43,7 +43,7 @@ func (m *Monitor) RecordUnqueuedBatch(ctx context.Context, mvs []Movement) error
 		}
 		mv.Subject, mv.Program = s.Subject, s.Program
 		if mv.At.IsZero() {
-			mv.At = m.now().UTC()
+			mv.At = m.now.At(ctx).UTC()
 		}
 		mv.EUR = ToEUR(mv.Amount, mv.Currency)
 		out = append(out, mv)

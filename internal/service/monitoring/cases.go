@@ -330,7 +330,7 @@ func (c *Cases) OpenCase(ctx context.Context, alerts []string, note string) (Cas
 				return emi.ErrCaseConflict.WithPublic("An alert is already in a case or closed: reload the queue.")
 			}
 		}
-		now := c.now().UTC()
+		now := c.now.At(ctx).UTC()
 		out = Case{Token: kernel.NewToken(), PartnerID: locked[0].PartnerID, Subject: subject, Status: CaseOpen, Assignee: me,
 			OpenedBy: me, OpenedAt: now, UpdatedAt: now}
 		if err := c.store.InsertCase(ctx, out); err != nil {
@@ -354,7 +354,7 @@ func (c *Cases) log(ctx context.Context, caseToken, kind, body string, data map[
 	if data == nil {
 		data = map[string]any{}
 	}
-	return c.store.InsertCaseEvent(ctx, CaseEvent{Case: caseToken, At: c.now().UTC(), Actor: kernel.StaffOf(ctx).ActorID,
+	return c.store.InsertCaseEvent(ctx, CaseEvent{Case: caseToken, At: c.now.At(ctx).UTC(), Actor: kernel.StaffOf(ctx).ActorID,
 		Kind: kind, Body: body, Data: data})
 }
 
@@ -383,7 +383,7 @@ func (c *Cases) act(ctx context.Context, token, action string, fn func(ctx conte
 		if err != nil {
 			return err
 		}
-		cs.UpdatedAt = c.now().UTC()
+		cs.UpdatedAt = c.now.At(ctx).UTC()
 		if err := c.store.UpdateCase(ctx, cs); err != nil {
 			return err
 		}
@@ -480,7 +480,7 @@ func (c *Cases) Close(ctx context.Context, token, reason string) (Case, error) {
 		} else if pending {
 			return "", nil, emi.ErrCaseConflict.WithPublic("A report of this case waits for approval: withdraw or reject it first.")
 		}
-		now := c.now().UTC()
+		now := c.now.At(ctx).UTC()
 		cs.Status, cs.ClosedReason, cs.EndedAt = CaseClosed, reason, &now
 		return reason, nil, nil
 	})
@@ -517,7 +517,7 @@ func (c *Cases) AttachDocument(ctx context.Context, token, filename string, cont
 	}
 	sum := sha256.Sum256(content)
 	doc := CaseDocument{Token: kernel.NewToken(), Case: token, Filename: filename, ContentType: ct, Size: len(content),
-		SHA256: hex.EncodeToString(sum[:]), UploadedBy: kernel.StaffOf(ctx).ActorID, UploadedAt: c.now().UTC()}
+		SHA256: hex.EncodeToString(sum[:]), UploadedBy: kernel.StaffOf(ctx).ActorID, UploadedAt: c.now.At(ctx).UTC()}
 	_, err := c.act(ctx, token, "document", func(ctx context.Context, cs *Case) (string, map[string]any, error) {
 		enc, err := c.sealer.Seal(content, CaseDocumentContext(doc.Token))
 		if err != nil {
@@ -585,7 +585,7 @@ func (c *Cases) RequestInformation(ctx context.Context, token, topic, question s
 	}
 	var out InformationRequest
 	_, err = c.act(ctx, token, "information_requested", func(ctx context.Context, cs *Case) (string, map[string]any, error) {
-		now := c.now().UTC()
+		now := c.now.At(ctx).UTC()
 		out = InformationRequest{Token: kernel.NewToken(), PartnerID: cs.PartnerID, Case: cs.Token, Subject: cs.Subject, Topic: topic,
 			Question: question, Status: RequestOpen, RequestedBy: kernel.StaffOf(ctx).ActorID, RequestedAt: now, DueAt: now.Add(InformationDue)}
 		if err := c.store.InsertInformationRequest(ctx, out); err != nil {
@@ -674,7 +674,7 @@ func (c *Cases) AnswerInformationRequest(ctx context.Context, token, answer stri
 		if r.Status != RequestOpen {
 			return emi.ErrInformationRequestAnswered
 		}
-		now := c.now().UTC()
+		now := c.now.At(ctx).UTC()
 		if err := c.store.AnswerInformationRequest(ctx, token, answer, now); err != nil {
 			return err
 		}
@@ -704,7 +704,7 @@ func (c *Cases) PlaceHold(ctx context.Context, token, reason string) (Case, erro
 			return "", nil, emi.ErrCaseConflict.WithPublic("A compliance hold is in force on this customer already.")
 		}
 		if err := c.store.InsertComplianceHold(ctx, ComplianceHold{Subject: cs.Subject, Case: cs.Token,
-			PlacedBy: kernel.StaffOf(ctx).ActorID, PlacedAt: c.now().UTC(), Reason: reason}); err != nil {
+			PlacedBy: kernel.StaffOf(ctx).ActorID, PlacedAt: c.now.At(ctx).UTC(), Reason: reason}); err != nil {
 			return "", nil, err
 		}
 		return reason, nil, nil
@@ -725,7 +725,7 @@ func (c *Cases) LiftHold(ctx context.Context, token, reason string) (Case, error
 		if !held {
 			return "", nil, emi.ErrCaseConflict.WithPublic("No compliance hold is in force on this customer.")
 		}
-		if err := c.store.LiftComplianceHold(ctx, h.ID, kernel.StaffOf(ctx).ActorID, c.now().UTC()); err != nil {
+		if err := c.store.LiftComplianceHold(ctx, h.ID, kernel.StaffOf(ctx).ActorID, c.now.At(ctx).UTC()); err != nil {
 			return "", nil, err
 		}
 		return reason, map[string]any{"hold": h.ID}, nil

@@ -452,7 +452,7 @@ func (m *Monitor) RecordUnqueued(ctx context.Context, mv Movement) error {
 	}
 	mv.Subject, mv.Program = subject, program
 	if mv.At.IsZero() {
-		mv.At = m.now().UTC()
+		mv.At = m.now.At(ctx).UTC()
 	}
 	mv.EUR = ToEUR(mv.Amount, mv.Currency)
 	_, err = m.store.InsertMovement(ctx, mv)
@@ -529,7 +529,7 @@ func (m *Monitor) evaluateSubject(ctx context.Context, set ruleSet, s Subject) (
 			}
 		}
 		n = len(mvs)
-		return m.store.MarkEvaluated(ctx, ids, m.now().UTC())
+		return m.store.MarkEvaluated(ctx, ids, m.now.At(ctx).UTC())
 	})
 	return n, err
 }
@@ -537,7 +537,7 @@ func (m *Monitor) evaluateSubject(ctx context.Context, set ruleSet, s Subject) (
 // raise adds hits to the subject's open alert, or opens one, and returns
 // the alert's token.
 func (m *Monitor) raise(ctx context.Context, partnerID string, s Subject, hits []Hit) (string, error) {
-	now := m.now().UTC()
+	now := m.now.At(ctx).UTC()
 	a, open, err := m.store.OpenAlert(ctx, s)
 	if err != nil {
 		return "", err
@@ -677,5 +677,5 @@ func (m *Monitor) ShadowCounts(ctx context.Context, days int) (map[string]int64,
 	if err := ViewAlerts.Require(ctx); err != nil {
 		return nil, err
 	}
-	return m.store.ShadowCounts(ctx, m.now().Add(-time.Duration(days)*24*time.Hour))
+	return m.store.ShadowCounts(ctx, m.now.At(ctx).Add(-time.Duration(days)*24*time.Hour))
 }

@@ -103,7 +103,7 @@ func (c *Cases) SubmitReport(ctx context.Context, token, narrative, action strin
 		if err != nil {
 			return "", nil, err
 		}
-		now := c.now().UTC()
+		now := c.now.At(ctx).UTC()
 		if !found {
 			r = Report{Token: kernel.NewToken(), Case: cs.Token, Status: ReportDraft}
 		}
@@ -183,7 +183,7 @@ func (c *Cases) ApproveReport(ctx context.Context, token, seen string) (Report, 
 			if err != nil {
 				return nil, err
 			}
-			base.EntityReference, base.ReportDate = r.Token, c.now().UTC()
+			base.EntityReference, base.ReportDate = r.Token, c.now.At(ctx).UTC()
 			base.Reason, base.Action = r.Narrative, r.Action
 			doc, err := c.report.Build(ctx, base, cs.Subject, r.Transactions, kernel.StaffOf(ctx).ActorID)
 			if err != nil {
@@ -197,7 +197,7 @@ func (c *Cases) ApproveReport(ctx context.Context, token, seen string) (Report, 
 			if err != nil {
 				return nil, err
 			}
-			now := c.now().UTC()
+			now := c.now.At(ctx).UTC()
 			if err := c.store.ApproveReport(ctx, r.Token, kernel.StaffOf(ctx).ActorID, now, enc); err != nil {
 				return nil, err
 			}

@@ -206,7 +206,7 @@ func equalParams(a, b map[string]float64) bool {
 // stored movements of the last BacktestDays days, each as of its own time.
 func (m *Monitor) backtest(ctx context.Context, set ruleSet, c RuleChange) (Backtest, error) {
 	bt := Backtest{Days: BacktestDays}
-	mvs, truncated, err := m.store.RecentMovements(ctx, m.now().Add(-BacktestDays*24*time.Hour), BacktestLimit)
+	mvs, truncated, err := m.store.RecentMovements(ctx, m.now.At(ctx).Add(-BacktestDays*24*time.Hour), BacktestLimit)
 	if err != nil {
 		return bt, err
 	}

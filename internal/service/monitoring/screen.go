@@ -103,7 +103,7 @@ func (m *Monitor) Screen(ctx context.Context, mv Movement, received ...Movement)
 	mv.Subject, mv.Program = subject, program
 	stamp := mv.At.IsZero()
 	if stamp {
-		mv.At = m.now().UTC()
+		mv.At = m.now.At(ctx).UTC()
 	}
 	mv.EUR = ToEUR(mv.Amount, mv.Currency)
 	set, err := m.screenRules(ctx)
@@ -129,7 +129,7 @@ func (m *Monitor) Screen(ctx context.Context, mv Movement, received ...Movement)
 		// its first reading before the one it waited for), and never
 		// before the subject's latest (clocks of other processes).
 		if stamp {
-			mv.At = m.now().UTC()
+			mv.At = m.now.At(ctx).UTC()
 			if last.After(mv.At) {
 				mv.At = last
 			}
@@ -291,7 +291,7 @@ func (m *Monitor) Held(ctx context.Context, v Verdict, transfer string) error {
 		return nil
 	}
 	return m.store.InsertHold(ctx, Hold{Transfer: transfer, PartnerID: v.recorded.PartnerID, Subject: v.Subject, Alert: v.Alert,
-		Movement: v.Movement, Hits: v.Hits, InitiatedBy: ActorOf(ctx), Status: HoldHeld, HeldAt: m.now().UTC()})
+		Movement: v.Movement, Hits: v.Hits, InitiatedBy: ActorOf(ctx), Status: HoldHeld, HeldAt: m.now.At(ctx).UTC()})
 }
 
 // LockHold returns a transfer's hold, locked (false when it was never
@@ -310,7 +310,7 @@ func (m *Monitor) DecideHold(ctx context.Context, h Hold, status, reason string)
 			return err
 		}
 	}
-	if err := m.store.DecideHold(ctx, h.Transfer, status, ActorOf(ctx), m.now().UTC(), reason); err != nil {
+	if err := m.store.DecideHold(ctx, h.Transfer, status, ActorOf(ctx), m.now.At(ctx).UTC(), reason); err != nil {
 		return err
 	}
 	caseToken, err := m.store.CaseOfAlert(ctx, h.Alert)
@@ -321,7 +321,7 @@ func (m *Monitor) DecideHold(ctx context.Context, h Hold, status, reason string)
 	if p, ok := emi.PrincipalFrom(ctx); ok && p.Type == emi.ActorStaff {
 		actor = p.ActorID
 	}
-	return m.store.InsertCaseEvent(ctx, CaseEvent{Case: caseToken, At: m.now().UTC(), Actor: actor, Kind: "transfer_" + status,
+	return m.store.InsertCaseEvent(ctx, CaseEvent{Case: caseToken, At: m.now.At(ctx).UTC(), Actor: actor, Kind: "transfer_" + status,
 		Body: reason, Data: map[string]any{"transfer": h.Transfer}})
 }
 

@@ -23,16 +23,25 @@ type HoldExpirer interface {
 	ExpireHolds(ctx context.Context) (int, error)
 }
 
+// KYCExpirer marks expired the identification sessions whose link lapsed
+// (people.KYC.ExpireSessions; "" partnerID: every partner not on a test
+// clock).
+type KYCExpirer interface {
+	ExpireSessions(ctx context.Context, partnerID string) (int, error)
+}
+
 // Maintenance keeps the foundation tables bounded: expired replay-guard rows,
 // Idempotency-Key responses older than 24 h, expired back-office sessions
 // and old sign-in attempts, and it closes the two-person requests past
-// their lapse time (Staff.Prune). It also releases expired card holds.
+// their lapse time (Staff.Prune). It also releases expired card holds and
+// expires the identification sessions whose link lapsed.
 type Maintenance struct {
 	jobs       kernel.Enqueuer
 	sigs       SignaturePruner
 	idem       *kernel.Idempotency
 	staff      *staffsvc.Staff
 	holds      HoldExpirer
+	kyc        KYCExpirer
 	monitoring MovementEvaluator
 	now        kernel.Clock
 }
@@ -45,6 +54,8 @@ type MaintenanceDeps struct {
 	Staff *staffsvc.Staff
 	// Holds releases expired card holds (*Authorizations, built first).
 	Holds HoldExpirer
+	// KYC expires lapsed identification links (*people.KYC).
+	KYC KYCExpirer
 	// Monitoring evaluates money movements left unevaluated (a sweep
 	// behind the evaluation job each movement queues).
 	Monitoring MovementEvaluator
@@ -60,7 +71,7 @@ type MovementEvaluator interface {
 // NewMaintenance returns the maintenance service.
 func NewMaintenance(d MaintenanceDeps) *Maintenance {
 	kernel.MustHave("Maintenance", d)
-	return &Maintenance{jobs: d.Jobs, sigs: d.Sigs, idem: d.Idem, staff: d.Staff, holds: d.Holds, monitoring: d.Monitoring, now: d.Now}
+	return &Maintenance{jobs: d.Jobs, sigs: d.Sigs, idem: d.Idem, staff: d.Staff, holds: d.Holds, kyc: d.KYC, monitoring: d.Monitoring, now: d.Now}
 }
 
 // Schedule enqueues the clean-up job unless one is already pending (the
@@ -70,7 +81,8 @@ func (m *Maintenance) Schedule(ctx context.Context) error {
 	return err
 }
 
-// Run deletes what has expired, releases expired card holds and evaluates
+// Run deletes what has expired, releases expired card holds, expires lapsed
+// identification links and evaluates
 // any money movement left unevaluated. It is the
 // handler of JobMaintenance (scheduled every minute by emi serve).
 func (m *Maintenance) Run(ctx context.Context, _ emi.Job) error {
@@ -84,6 +96,9 @@ func (m *Maintenance) Run(ctx context.Context, _ emi.Job) error {
 		return err
 	}
 	if _, err := m.holds.ExpireHolds(ctx); err != nil {
+		return err
+	}
+	if _, err := m.kyc.ExpireSessions(ctx, ""); err != nil {
 		return err
 	}
 	_, err := m.monitoring.Evaluate(ctx)

@@ -83,6 +83,10 @@ type WebhookStore interface {
 	InsertAttempt(ctx context.Context, endpointID string, a emi.WebhookAttempt) error
 	// HurryJob makes the waiting job with the unique key due now.
 	HurryJob(ctx context.Context, uniqueKey string) error
+	// ClockRetries returns up to limit pending deliveries to partnerID's
+	// endpoints that wait for a retry (an attempt failed) due at or
+	// before until, the earliest first (a test clock's advance).
+	ClockRetries(ctx context.Context, partnerID string, until time.Time, limit int) ([]kernel.StoredDelivery, error)
 	// EventLog returns a page of events, newest first, with their
 	// deliveries and attempts.
 	EventLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error)
@@ -158,6 +162,7 @@ type Webhooks struct {
 	urls      URLChecker
 	retry     RetryPolicy
 	cfg       WebhooksConfig
+	clocks    kernel.ClockReader
 	now       kernel.Clock
 }
 
@@ -173,7 +178,10 @@ type WebhooksDeps struct {
 	URLs      URLChecker
 	Retry     RetryPolicy
 	Config    WebhooksConfig
-	Now       kernel.Clock
+	// Clocks tells which partners run on a test clock (sandbox); nil: none
+	// does.
+	Clocks kernel.ClockReader `deps:"optional"`
+	Now    kernel.Clock
 }
 
 // NewWebhooks returns the webhooks service. Zero durations in cfg take the
@@ -193,7 +201,7 @@ func NewWebhooks(d WebhooksDeps) *Webhooks {
 		d.Config.MaxEndpointsPerHost = DefaultMaxEndpointsPerHost
 	}
 	return &Webhooks{tx: d.Tx, store: d.Store, events: d.Events, jobs: d.Jobs, sealer: d.Sealer, audit: d.Audit,
-		deliverer: d.Deliverer, urls: d.URLs, retry: d.Retry, cfg: d.Config, now: d.Now}
+		deliverer: d.Deliverer, urls: d.URLs, retry: d.Retry, cfg: d.Config, clocks: d.Clocks, now: d.Now}
 }
 
 // endpointInput is a checked endpoint form.
@@ -349,7 +357,7 @@ func (s *Webhooks) AddEndpoint(ctx context.Context, partnerID, url, description 
 	if err != nil {
 		return emi.WebhookEndpoint{}, "", err
 	}
-	now := s.now().UTC()
+	now := s.now.At(ctx).UTC()
 	ep := kernel.StoredEndpoint{WebhookEndpoint: emi.WebhookEndpoint{ID: kernel.NewToken(), PartnerID: partnerID, URL: in.url,
 		Description: in.description, EventTypes: in.types, Enabled: true, CreatedAt: now, UpdatedAt: now}}
 	whsec, raw := newWebhookSecret()
@@ -486,7 +494,7 @@ func (s *Webhooks) setEndpointEnabled(ctx context.Context, partnerID, endpointID
 		}
 		ep.Enabled, ep.DisabledReason = false, reason
 		out = ep.WebhookEndpoint
-		n, err := s.store.CancelPendingDeliveries(ctx, ep.ID, "", "endpoint "+reason, s.now().UTC())
+		n, err := s.store.CancelPendingDeliveries(ctx, ep.ID, "", "endpoint "+reason, s.now.At(ctx).UTC())
 		return "webhook_endpoint.disable", map[string]any{"reason": reason, "canceled_deliveries": n}, err
 	})
 	return out, err
@@ -512,7 +520,7 @@ func (s *Webhooks) RotateEndpointSecret(ctx context.Context, partnerID, endpoint
 		if err != nil {
 			return "", nil, emi.Internal(err)
 		}
-		now := s.now().UTC()
+		now := s.now.At(ctx).UTC()
 		if ep.PreviousSecretEnc != nil && ep.PreviousValidUntil != nil && now.Before(*ep.PreviousValidUntil) {
 			// A second rotation inside the overlap: the previous secret
 			// is the one the partner's receiver still verifies with (a
@@ -552,7 +560,7 @@ func (s *Webhooks) DeleteEndpoint(ctx context.Context, partnerID, endpointID str
 	}
 	return s.changeEndpoint(ctx, partnerID, endpointID, func(ctx context.Context, ep *kernel.StoredEndpoint) (string, map[string]any, error) {
 		ep.Deleted, ep.Enabled, ep.DisabledReason = true, false, "deleted"
-		n, err := s.store.CancelPendingDeliveries(ctx, ep.ID, "", "endpoint deleted", s.now().UTC())
+		n, err := s.store.CancelPendingDeliveries(ctx, ep.ID, "", "endpoint deleted", s.now.At(ctx).UTC())
 		return "webhook_endpoint.delete", map[string]any{"url": ep.URL, "canceled_deliveries": n}, err
 	})
 }
@@ -576,7 +584,7 @@ func (s *Webhooks) changeEndpoint(ctx context.Context, partnerID, id string, cha
 		if err != nil || action == "" {
 			return err
 		}
-		ep.UpdatedAt = s.now().UTC()
+		ep.UpdatedAt = s.now.At(ctx).UTC()
 		if err := s.store.UpdateEndpoint(ctx, ep); err != nil {
 			return err
 		}
@@ -599,7 +607,7 @@ func (s *Webhooks) Endpoints(ctx context.Context, partnerID string) ([]emi.Webho
 	if !ok {
 		return nil, emi.ErrPartnerNotFound
 	}
-	return s.store.Endpoints(ctx, partnerID, s.now().UTC().Add(-24*time.Hour))
+	return s.store.Endpoints(ctx, partnerID, s.now.At(ctx).UTC().Add(-24*time.Hour))
 }
 
 // Endpoint returns one endpoint with its health (emi.PermViewWebhooks).
@@ -612,7 +620,7 @@ func (s *Webhooks) Endpoint(ctx context.Context, endpointID string) (emi.Webhook
 	if err != nil {
 		return emi.WebhookEndpoint{}, err
 	}
-	all, err := s.store.Endpoints(ctx, ep.PartnerID, s.now().UTC().Add(-24*time.Hour))
+	all, err := s.store.Endpoints(ctx, ep.PartnerID, s.now.At(ctx).UTC().Add(-24*time.Hour))
 	if err != nil {
 		return emi.WebhookEndpoint{}, err
 	}
@@ -709,7 +717,7 @@ func (s *Webhooks) Replay(ctx context.Context, partnerID, deliveryID string) err
 // partnerID and makes its job due now.
 func (s *Webhooks) requestReplay(ctx context.Context, partnerID string, d kernel.StoredDelivery) error {
 	p, _ := emi.PrincipalFrom(ctx)
-	now := s.now().UTC()
+	now := s.now.At(ctx).UTC()
 	d.ReplayRequestedAt, d.ReplayRequestedBy, d.UpdatedAt = &now, p.ActorID, now
 	if err := s.store.SaveDelivery(ctx, d); err != nil {
 		return err
@@ -854,10 +862,21 @@ func (s *Webhooks) Deliver(ctx context.Context, job emi.Job) error {
 	if err := json.Unmarshal(job.Payload, &p); err != nil || p.Delivery == "" {
 		return worker.Permanent(fmt.Errorf("webhook delivery job %d: bad payload %s", job.ID, job.Payload))
 	}
-	w, err := s.store.DeliveryWork(ctx, p.Delivery)
+	err := s.deliver(ctx, p.Delivery)
 	if errors.Is(err, emi.ErrWebhookDeliveryNotFound) {
 		return worker.Permanent(fmt.Errorf("webhook delivery job %d: %w", job.ID, err))
 	}
+	return err
+}
+
+// deliver makes one attempt of the delivery (Deliver), at the time of the
+// partner's test clock when it runs on one: the attempt's time and the
+// retry schedule are the clock's, and a failed attempt's retry waits for
+// the clock to reach it (RetryDue) instead of the job queue. The signature
+// carries the wall-clock time, which is what the receiver checks its
+// tolerance against.
+func (s *Webhooks) deliver(ctx context.Context, id string) error {
+	w, err := s.store.DeliveryWork(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -870,15 +889,65 @@ func (s *Webhooks) Deliver(ctx context.Context, job emi.Job) error {
 	case !w.Endpoint.Enabled && w.Event.Type != emi.EventWebhookTest:
 		return s.cancel(ctx, w.Delivery.ID, "endpoint disabled: "+w.Endpoint.DisabledReason)
 	}
-	start := s.now().UTC()
-	secrets, err := s.secrets(w.Endpoint, start)
+	if ctx, err = kernel.OnPartnerClock(ctx, s.clocks, w.Endpoint.PartnerID); err != nil {
+		return err
+	}
+	start := s.now.At(ctx).UTC()
+	signed := s.now().UTC()
+	secrets, err := s.secrets(w.Endpoint, signed)
 	if err != nil {
 		return err
 	}
-	res := s.deliverer.Deliver(ctx, emi.WebhookMessage{ID: w.Event.ID, Timestamp: start, URL: w.Endpoint.URL,
+	res := s.deliverer.Deliver(ctx, emi.WebhookMessage{ID: w.Event.ID, Timestamp: signed, URL: w.Endpoint.URL,
 		Body: w.Event.Body, Secrets: secrets})
 	interrupted := ctx.Err() != nil && !res.OK()
 	return s.record(context.WithoutCancel(ctx), w, start, res, interrupted)
+}
+
+// NextRetry returns when the earliest retry of partnerID's deliveries is
+// due, at or before until (a test clock's advance).
+func (s *Webhooks) NextRetry(ctx context.Context, partnerID string, until time.Time) (time.Time, bool, error) {
+	ds, err := s.store.ClockRetries(ctx, partnerID, until, 1)
+	if err != nil || len(ds) == 0 {
+		return time.Time{}, false, err
+	}
+	return ds[0].NextAttemptAt.UTC(), true, nil
+}
+
+// RetryDue makes the retries of partnerID's deliveries due at the time of
+// ctx (its test clock), the earliest first, one attempt each, and returns
+// how many it made. A failed one is scheduled again by the clock's time.
+func (s *Webhooks) RetryDue(ctx context.Context, partnerID string) (int, error) {
+	ds, err := s.store.ClockRetries(ctx, partnerID, s.now.At(ctx).UTC(), 100)
+	if err != nil {
+		return 0, err
+	}
+	for i, d := range ds {
+		if err := s.deliver(ctx, d.ID); err != nil && !worker.IsRetryAfter(err) {
+			return i, err
+		}
+	}
+	return len(ds), nil
+}
+
+// ResumeRetries hands the retries of partnerID's deliveries back to the
+// job queue when its test clock goes: each waits what it had left to wait
+// by the clock (frozen is the clock's last time).
+func (s *Webhooks) ResumeRetries(ctx context.Context, partnerID string, frozen time.Time) (int, error) {
+	far := frozen.Add(10 * 365 * 24 * time.Hour)
+	ds, err := s.store.ClockRetries(ctx, partnerID, far, 10000)
+	if err != nil {
+		return 0, err
+	}
+	now := s.now().UTC()
+	for _, d := range ds {
+		spec := kernel.DeliveryJobSpec(d.ID, partnerID)
+		spec.RunAt = now.Add(max(d.NextAttemptAt.Sub(frozen), 0))
+		if _, _, err := s.jobs.Enqueue(ctx, spec); err != nil {
+			return 0, err
+		}
+	}
+	return len(ds), nil
 }
 
 // secrets opens the endpoint's signing keys: the current one, and the
@@ -907,7 +976,7 @@ func (s *Webhooks) cancel(ctx context.Context, id, reason string) error {
 		if err != nil {
 			return err
 		}
-		now := s.now().UTC()
+		now := s.now.At(ctx).UTC()
 		if d.State == emi.DeliveryPending {
 			d.State, d.NextAttemptAt, d.LastError = emi.DeliveryCanceled, nil, cleanText(reason, maxAttemptError)
 		}
@@ -922,10 +991,11 @@ func (s *Webhooks) cancel(ctx context.Context, id, reason string) error {
 func (s *Webhooks) record(ctx context.Context, w DeliveryWork, start time.Time, res emi.WebhookResult, interrupted bool) error {
 	test := w.Event.Type == emi.EventWebhookTest
 	replay := w.Delivery.ReplayRequestedAt != nil
+	_, onClock := kernel.FrozenTime(ctx)
 	var outcome error
 	err := s.tx.InTx(ctx, func(ctx context.Context) error {
 		outcome = nil
-		now := s.now().UTC()
+		now := s.now.At(ctx).UTC()
 		// The endpoint row before the delivery row: the order every path
 		// takes, so two transactions never wait for each other in a circle.
 		disabled := ""
@@ -985,7 +1055,9 @@ func (s *Webhooks) record(ctx context.Context, w DeliveryWork, start time.Time, 
 			if d.NextAttemptAt != nil {
 				delay = max(d.NextAttemptAt.Sub(now), 0)
 			}
-			outcome = worker.RetryAfter(delay, fmt.Errorf("webhook delivery %s: replay failed: %s", d.ID, d.LastError))
+			if !onClock {
+				outcome = worker.RetryAfter(delay, fmt.Errorf("webhook delivery %s: replay failed: %s", d.ID, d.LastError))
+			}
 		default:
 			delay, giveUp := s.retry(res, d.ScheduleStep, now.Sub(*d.FirstAttemptAt))
 			if giveUp {
@@ -995,7 +1067,11 @@ func (s *Webhooks) record(ctx context.Context, w DeliveryWork, start time.Time, 
 			}
 			next := now.Add(delay)
 			d.NextAttemptAt = &next
-			outcome = worker.RetryAfter(delay, fmt.Errorf("webhook delivery %s: attempt %d failed: %s", d.ID, d.ScheduleStep, d.LastError))
+			// A partner on a test clock gets the retry when its clock
+			// reaches next (RetryDue), not from the job queue.
+			if !onClock {
+				outcome = worker.RetryAfter(delay, fmt.Errorf("webhook delivery %s: attempt %d failed: %s", d.ID, d.ScheduleStep, d.LastError))
+			}
 		}
 		if d.ReplayRequestedAt != nil {
 			outcome = worker.RetryAfter(0, fmt.Errorf("webhook delivery %s: a replay was asked for during an attempt", d.ID))

@@ -153,7 +153,7 @@ func (a *AML) record(ctx context.Context, q emi.AMLQuery, c emi.AMLCheck, action
 		return emi.AMLCheck{}, err
 	}
 	c.Token, c.FirstName, c.LastName, c.Nationality, c.Birthday = kernel.NewToken(), q.FirstName, q.LastName, q.Nationality, q.Birthday
-	c.PersonKey, c.ListVersion, c.CreatedAt = a.personKey(q.FirstName, q.LastName, q.Birthday), version, a.now().UTC()
+	c.PersonKey, c.ListVersion, c.CreatedAt = a.personKey(q.FirstName, q.LastName, q.Birthday), version, a.now.At(ctx).UTC()
 	err = a.tx.InTx(ctx, func(ctx context.Context) error {
 		fps, err := a.store.FalsePositives(ctx, c.PartnerID, c.PersonKey)
 		if err != nil {
@@ -319,7 +319,7 @@ func (a *AML) Decide(ctx context.Context, token string, d emi.HitDecision) (emi.
 		if !h.Open() {
 			return emi.ErrReviewClosed.WithDetail("hit %d already decided", d.N)
 		}
-		now := a.now().UTC()
+		now := a.now.At(ctx).UTC()
 		action := "aml_check.hit_decided"
 		changes := map[string]any{"hit": d.N, "list": h.List, "entry_id": h.EntryID, "decision": d.Decision, "reason": d.Reason}
 		switch {
@@ -584,7 +584,7 @@ func (a *AML) raiseForUser(ctx context.Context, u emi.User, source, version stri
 		}
 		c := emi.AMLCheck{Token: kernel.NewToken(), PartnerID: u.PartnerID, Source: source, UserToken: u.Token,
 			FirstName: u.FirstName, LastName: u.LastName, Nationality: u.Nationality, Birthday: u.Birthday,
-			PersonKey: key, ListVersion: version, CreatedAt: a.now().UTC()}
+			PersonKey: key, ListVersion: version, CreatedAt: a.now.At(ctx).UTC()}
 		c.Hits, c.Status = markSuppressed(open, nil)
 		if err := a.store.InsertAMLCheck(ctx, c); err != nil {
 			return err

@@ -298,7 +298,7 @@ func (s *MerchantScreening) raise(ctx context.Context, m ScreenedMerchant, sub m
 		}
 		c := emi.AMLCheck{Token: kernel.NewToken(), PartnerID: m.PartnerID, Source: source, MerchantToken: m.Token, MemberToken: sub.member,
 			FirstName: q.FirstName, LastName: q.LastName, Nationality: q.Nationality, Birthday: q.Birthday,
-			PersonKey: key, ListVersion: version, CreatedAt: s.now().UTC()}
+			PersonKey: key, ListVersion: version, CreatedAt: s.now.At(ctx).UTC()}
 		c.Hits, c.Status = markSuppressed(open, nil)
 		if err := s.store.InsertAMLCheck(ctx, c); err != nil {
 			return err

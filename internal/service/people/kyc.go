@@ -27,6 +27,13 @@ type KYCStore interface {
 	UpdateKYCSession(ctx context.Context, s emi.KYCSession) error
 	KYCSessions(ctx context.Context, f emi.KYCFilter) ([]emi.KYCSession, error)
 	CountKYCSessions(ctx context.Context, st emi.KYCStatus) (int64, error)
+	// ExpiredKYCSessions returns up to limit pending sessions whose link
+	// expired at now: partnerID's, or ("") those of every partner not on a
+	// test clock.
+	ExpiredKYCSessions(ctx context.Context, partnerID string, now time.Time, limit int) ([]emi.KYCSession, error)
+	// NextKYCExpiry returns the earliest expiry, at or before until, of
+	// partnerID's pending sessions (false when none).
+	NextKYCExpiry(ctx context.Context, partnerID string, until time.Time) (time.Time, bool, error)
 }
 
 // KYCProvider is where a person identifies. The hosted page is the built-in
@@ -109,7 +116,7 @@ func (k *KYC) Init(ctx context.Context, userToken string) (out emi.KYCSession, c
 		if u.KYCStatus == emi.KYCApproved {
 			return emi.ErrKYCAlreadyApproved
 		}
-		now := k.now().UTC()
+		now := k.now.At(ctx).UTC()
 		s, enc, err := k.store.OpenKYCSession(ctx, u.Token)
 		switch {
 		case err == nil && (s.Status == emi.KYCSubmitted || now.Before(s.ExpiresAt)):
@@ -190,7 +197,7 @@ func (k *KYC) Page(ctx context.Context, secret string) (emi.KYCSession, error) {
 		if err != nil {
 			return err
 		}
-		now := k.now().UTC()
+		now := k.now.At(ctx).UTC()
 		if s.Status == emi.KYCPending && !now.Before(s.ExpiresAt) {
 			if err := k.setStatus(ctx, &s, emi.KYCExpired, now); err != nil {
 				return err
@@ -286,7 +293,7 @@ func (k *KYC) Submit(ctx context.Context, secret string, up emi.KYCUpload) (emi.
 		if _, err := StoreDocuments(ctx, k.docs, k.sealer, s.PartnerID, "kyc_session", s.Token, docs, k.now); err != nil {
 			return err
 		}
-		now := k.now().UTC()
+		now := k.now.At(ctx).UTC()
 		s.DocumentKind, s.ConsentAt, s.SubmittedAt = up.Kind, &now, &now
 		if err := k.setStatus(ctx, &s, emi.KYCSubmitted, now); err != nil {
 			return err
@@ -377,7 +384,7 @@ func (k *KYC) Decide(ctx context.Context, token string, d emi.KYCDecision) (emi.
 		if s.Status != emi.KYCSubmitted {
 			return emi.ErrReviewClosed.WithDetail("session is %s", s.Status)
 		}
-		now := k.now().UTC()
+		now := k.now.At(ctx).UTC()
 		st := emi.KYCRejected
 		if d.Approve {
 			st = emi.KYCApproved
@@ -392,4 +399,64 @@ func (k *KYC) Decide(ctx context.Context, token string, d emi.KYCDecision) (emi.
 				"internal_note": note}})
 	})
 	return out, err
+}
+
+// ExpireSessions marks expired the pending sessions whose link lapsed
+// (KYCSessionTTL) and tells the partner (user.kyc_updated, kyc_status
+// expired), so it can start a new one with kyc_init instead of finding out
+// when the person's link fails. The maintenance job runs it for every
+// partner not on a test clock; a test clock's advance runs it for its
+// partner (partnerID), at the clock's time. kyc_init and the hosted page
+// still expire a lapsed session they meet first. Returns how many it
+// expired.
+func (k *KYC) ExpireSessions(ctx context.Context, partnerID string) (int, error) {
+	ctx = emi.WithPrincipal(ctx, emi.SystemPrincipal("kyc-expiry"))
+	n := 0
+	for {
+		now := k.now.At(ctx).UTC()
+		due, err := k.store.ExpiredKYCSessions(ctx, partnerID, now, 100)
+		if err != nil || len(due) == 0 {
+			return n, err
+		}
+		progress := false
+		for _, d := range due {
+			expired := false
+			err := k.tx.InTx(ctx, func(ctx context.Context) error {
+				expired = false
+				// The user's row first, as kyc_init takes it.
+				if _, err := k.users.UserForUpdate(ctx, d.PartnerID, d.UserToken); err != nil {
+					return err
+				}
+				s, err := k.store.KYCSession(ctx, d.Token, true)
+				if err != nil {
+					return err
+				}
+				if s.Status != emi.KYCPending || now.Before(s.ExpiresAt) {
+					return nil // submitted or replaced meanwhile
+				}
+				if err := k.setStatus(ctx, &s, emi.KYCExpired, now); err != nil {
+					return err
+				}
+				expired = true
+				return k.audit.Record(ctx, emi.AuditEntry{Action: "kyc.expired", ResourceType: "kyc_session", ResourceToken: s.Token,
+					Changes: map[string]any{"user": s.UserToken, "expires_at": s.ExpiresAt}})
+			})
+			if err != nil {
+				return n, err
+			}
+			if expired {
+				n++
+				progress = true
+			}
+		}
+		if !progress {
+			return n, nil
+		}
+	}
+}
+
+// NextExpiry returns the earliest link expiry, at or before until, of
+// partnerID's pending sessions.
+func (k *KYC) NextExpiry(ctx context.Context, partnerID string, until time.Time) (time.Time, bool, error) {
+	return k.store.NextKYCExpiry(ctx, partnerID, until)
 }

@@ -43,7 +43,7 @@ func (k *KYC) SandboxDecide(ctx context.Context, userToken string, in emi.Sandbo
 			return err
 		}
 		if s.Status == emi.KYCPending {
-			if err := k.setStatus(ctx, &s, emi.KYCSubmitted, k.now().UTC()); err != nil {
+			if err := k.setStatus(ctx, &s, emi.KYCSubmitted, k.now.At(ctx).UTC()); err != nil {
 				return err
 			}
 		}

@@ -139,7 +139,7 @@ func (s *Users) Create(ctx context.Context, in emi.UserCreate) (emi.User, error)
 	if in.Type == "" {
 		in.Type = "default"
 	}
-	now := s.now().UTC()
+	now := s.now.At(ctx).UTC()
 	u := emi.User{
 		UserFields: in.UserFields, Token: kernel.NewToken(), PartnerID: p.PartnerID, MasterMerchant: partner,
 		Email: in.Email, AML: in.AML, RegistrationIP: in.RegistrationIP, Type: in.Type, Company: in.Company,
@@ -301,7 +301,7 @@ func (s *Users) Update(ctx context.Context, token string, patch emi.UserPatch) (
 		if len(changed) == 0 {
 			return nil
 		}
-		u.UpdatedAt = s.now().UTC()
+		u.UpdatedAt = s.now.At(ctx).UTC()
 		out = u
 		if err := s.store.UpdateUser(ctx, u); err != nil {
 			return err
@@ -339,7 +339,7 @@ func (s *Users) Remove(ctx context.Context, token string) error {
 		if has {
 			return emi.ErrUserHasProducts
 		}
-		now := s.now().UTC()
+		now := s.now.At(ctx).UTC()
 		u.Status, u.RemovedAt, u.UpdatedAt = emi.UserRemoved, &now, now
 		if err := s.store.RemoveUser(ctx, u); err != nil {
 			return err

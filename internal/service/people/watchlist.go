@@ -145,7 +145,7 @@ func (w *Watchlist) Add(ctx context.Context, e emi.WatchlistEntry) (emi.Watchlis
 		return e, emi.ErrReviewValidation.Field("source", "must be a web address starting with https:// or http:// (anything else goes in the note)")
 	}
 	p, _ := emi.PrincipalFrom(ctx)
-	e.ID, e.CreatedAt = kernel.NewToken(), w.now().UTC()
+	e.ID, e.CreatedAt = kernel.NewToken(), w.now.At(ctx).UTC()
 	if p.Type == emi.ActorStaff {
 		e.CreatedBy = p.ActorID // a staff id; commands and workers leave it empty
 	}

@@ -388,7 +388,7 @@ func (s *Incoming) creditParty(ctx context.Context, party accounts.Party, amount
 	if err != nil {
 		return emi.Transfer{}, err
 	}
-	now := s.now().UTC()
+	now := s.now.At(ctx).UTC()
 	t := emi.Transfer{Token: kernel.NewToken(), Type: emi.TransferIncoming, Status: emi.TransferCompleted,
 		DestinationAccount: party.Account, DestinationBalance: party.Balance, Counterparty: payer,
 		Amount: minor, Currency: currency, Reference: reference, Txn: posted.ID, CreatedAt: now, UpdatedAt: now,
@@ -717,7 +717,7 @@ func (s *Incoming) DecideSuspenseAssignment(ctx context.Context, request string,
 			}
 			if err := s.store.ResolveSuspenseItem(ctx, it.Token, emi.SuspenseResolution{Status: emi.SuspenseAssigned,
 				By: kernel.StaffOf(ctx).ActorID, Reason: r.Reason, Txn: t.Txn, Transfer: t.Token, AssignedAccount: party.Account,
-				At: s.now().UTC()}); err != nil {
+				At: s.now.At(ctx).UTC()}); err != nil {
 				return nil, err
 			}
 			if err := s.store.SetSuspenseAssignmentTransfer(ctx, a.Token, t.Token); err != nil {
@@ -780,7 +780,7 @@ func (s *Incoming) ReturnSuspense(ctx context.Context, token, reason string) err
 			return err
 		}
 		if err := s.store.ResolveSuspenseItem(ctx, it.Token, emi.SuspenseResolution{Status: emi.SuspenseReturned, By: me,
-			Reason: reason, Txn: posted.ID, At: s.now().UTC()}); err != nil {
+			Reason: reason, Txn: posted.ID, At: s.now.At(ctx).UTC()}); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, emi.AuditEntry{Action: "suspense.return", ResourceType: "suspense_item", ResourceToken: it.Token,

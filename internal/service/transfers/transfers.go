@@ -236,7 +236,7 @@ func (s *Transfers) Create(ctx context.Context, in emi.TransferCreate) (emi.Tran
 			}
 			return emi.ErrTransferAccountUnusable.Field(unusable.Field, what+" is "+unusable.Status)
 		}
-		now := s.now().UTC()
+		now := s.now.At(ctx).UTC()
 		t := emi.Transfer{Token: kernel.NewToken(), PartnerID: p.PartnerID, Type: emi.TransferInternal, Status: emi.TransferCompleted,
 			SourceAccount: src.Account, SourceBalance: src.Balance, DestinationAccount: dst.Account, DestinationBalance: dst.Balance,
 			Amount: amount, Currency: in.Currency, Reference: in.Reference, CreatedAt: now, UpdatedAt: now,
@@ -331,7 +331,7 @@ func (s *Transfers) missBudget(ctx context.Context, p emi.Principal) error {
 	if s.limits == nil {
 		return nil
 	}
-	over, retry, err := s.limits.Over(ctx, destinationMissScope, p.ActorID, DestinationMissLimit, DestinationMissWindow, s.now().UTC())
+	over, retry, err := s.limits.Over(ctx, destinationMissScope, p.ActorID, DestinationMissLimit, DestinationMissWindow, s.now.At(ctx).UTC())
 	if err != nil {
 		return err
 	}
@@ -349,7 +349,7 @@ func (s *Transfers) destinationMiss(ctx context.Context, p emi.Principal) error 
 	if s.limits == nil {
 		return notFound
 	}
-	ok, retry, err := s.limits.Take(ctx, destinationMissScope, p.ActorID, DestinationMissLimit, DestinationMissWindow, s.now().UTC())
+	ok, retry, err := s.limits.Take(ctx, destinationMissScope, p.ActorID, DestinationMissLimit, DestinationMissWindow, s.now.At(ctx).UTC())
 	if err != nil {
 		return err
 	}

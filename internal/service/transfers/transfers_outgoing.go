@@ -144,7 +144,7 @@ func (s *Transfers) CreateExternal(ctx context.Context, in emi.TransferExternalC
 		if err := s.complianceHold(ctx, src); err != nil {
 			return err
 		}
-		now := s.now().UTC()
+		now := s.now.At(ctx).UTC()
 		t := emi.Transfer{Token: kernel.NewToken(), PartnerID: p.PartnerID, Type: emi.TransferOutgoing, Status: emi.TransferPending,
 			SourceAccount: src.Account, SourceBalance: src.Balance, Counterparty: cp, Amount: amount, Currency: in.Currency,
 			Reference: in.Reference, CreatedAt: now, UpdatedAt: now, SourceIBAN: src.IBAN, SourcePartner: src.PartnerID}
