@@ -324,6 +324,23 @@ func TestTestClockAdvancesRacing(t *testing.T) {
 	c.wantFigures(t, "released once", 50_00, 0, 50_00)
 	checkLedgerInvariants(t, env)
 
+	// A card's expiry follows the clock too: advanced past the card's
+	// expiry month (400 days at most per advance), a payment is declined
+	// 54 (card expired).
+	var month, year int
+	if err := env.App.DB.QueryRow(`SELECT expiry_month, expiry_year FROM cards WHERE token = $1`, c.card).Scan(&month, &year); err != nil {
+		t.Fatal(err)
+	}
+	pastExpiry := time.Date(year, time.Month(month)+1, 1, 12, 0, 0, 0, time.UTC)
+	for now := t0.Add(8*24*time.Hour + time.Second); now.Before(pastExpiry); {
+		if now = now.Add(400 * 24 * time.Hour); now.After(pastExpiry) {
+			now = pastExpiry
+		}
+		apptest.Expect(t, "advance to "+now.Format(time.RFC3339), call(t, env, p, http.MethodPost, "/v2/sandbox/test_clock/advance",
+			"sandbox_test_clock_advance", map[string]any{"frozen_time": now.Format(time.RFC3339)}), 0, http.StatusOK)
+	}
+	c.decide(t, "a payment after the card's expiry month", pos("1.00"), emi.ReasonCardExpired)
+
 	// A retry waiting for the clock goes back to the job queue when the
 	// clock goes, with what it had left to wait by the clock.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))

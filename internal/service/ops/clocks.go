@@ -30,7 +30,8 @@ import (
 //
 // Windows that are read from the stored times of the partner's money
 // (monitoring's month to date, 24-48 h, dormancy, card spending limits)
-// follow the clock because those times are the clock's. What is not the
+// follow the clock because those times are the clock's, and so does a
+// card's expiry month, which a payment is checked against at its time. What is not the
 // partner's business stays on the wall clock: request signatures,
 // idempotency keys, the audit log and staff sessions. So do company
 // applications (v3): their settle period waits for the partner's calls to
