@@ -399,3 +399,31 @@ func TestTestClockAdvancesRacing(t *testing.T) {
 		t.Fatal("a production instance built test clocks")
 	}
 }
+
+// TestTestClockMovesMonitoringWindows: monitoring reads the times the
+// clock gave the partner's money, so half a year on the clock is half a
+// year to the rules: a credit after 200 days without any movement raises
+// the dormant-account rule, with the clock's idle days in its sentence.
+func TestTestClockMovesMonitoringWindows(t *testing.T) {
+	t.Parallel()
+	env := onboardingEnv(t)
+	p := env.NewPartner(t, emi.PartnerCreate{Name: "Dormant"})
+	t0 := env.Clock.Now().UTC().Truncate(time.Hour)
+	apptest.Expect(t, "create", call(t, env, p, http.MethodPost, "/v2/sandbox/test_clock", "sandbox_test_clock_create",
+		map[string]any{"frozen_time": t0.Format(time.RFC3339)}), 0, http.StatusCreated)
+	user := createUser(t, env, p, validUser(p))
+	r := createAccount(t, env, p, map[string]any{"program": "account_eur", "user": user})
+	iban := balancesOf(r)[0]["iban"].(string)
+	apptest.Expect(t, "a first credit", incoming(t, env, p, sepaCredit("2000.00", iban)), 0, http.StatusCreated)
+	apptest.Expect(t, "200 days", call(t, env, p, http.MethodPost, "/v2/sandbox/test_clock/advance", "sandbox_test_clock_advance",
+		map[string]any{"frozen_time": t0.Add(200 * 24 * time.Hour).Format(time.RFC3339)}), 0, http.StatusOK)
+	apptest.Expect(t, "a credit after 200 days", incoming(t, env, p, sepaCredit("1500.00", iban)), 0, http.StatusCreated)
+	var hits string
+	testwait.Until(t, "the dormant-account alert", func() bool {
+		err := env.App.DB.Get(&hits, `SELECT hits::text FROM monitoring_alerts WHERE subject_token = $1 AND position('dormant' in hits::text) > 0`, user)
+		return err == nil
+	})
+	if !strings.Contains(hits, "after 200 days without any movement") {
+		t.Fatalf("the dormant hit does not count the clock's days: %s", hits)
+	}
+}
