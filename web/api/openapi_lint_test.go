@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -221,6 +224,46 @@ func TestServedOpenAPINamesThePublicURL(t *testing.T) {
 	}
 	if problems, err := lintOpenAPI(doc); err != nil || len(problems) > 0 {
 		t.Errorf("served document: %v %q", err, problems)
+	}
+	if v := m.Model.Servers[0].Variables; v != nil && v.Len() > 0 {
+		t.Errorf("the served servers entry keeps the template's variables: %+v", m.Model.Servers[0])
+	}
+}
+
+// TestOpenAPIServersAreStandard: the file's servers entry is standard
+// OpenAPI (it was "{base_url}", a placeholder no tool knows): every
+// {name} of its URL is a server variable with a default (one of its enum
+// when it has one), so a tool that reads the file fills the URL in, and a
+// generated client's base URL is a URL.
+func TestOpenAPIServersAreStandard(t *testing.T) {
+	t.Parallel()
+	m := openAPIModel(t)
+	if len(m.Servers) != 1 {
+		t.Fatalf("servers: %+v", m.Servers)
+	}
+	s := m.Servers[0]
+	url := s.URL
+	for _, name := range regexp.MustCompile(`\{([^}]*)\}`).FindAllStringSubmatch(s.URL, -1) {
+		v := s.Variables.GetOrZero(name[1])
+		if v == nil || v.Default == "" {
+			t.Errorf("%s: {%s} is not a server variable with a default", s.URL, name[1])
+			continue
+		}
+		if len(v.Enum) > 0 && !slices.Contains(v.Enum, v.Default) {
+			t.Errorf("%s: {%s}'s default %q is not one of %q", s.URL, name[1], v.Default, v.Enum)
+		}
+		url = strings.ReplaceAll(url, name[0], v.Default)
+	}
+	if u, err := neturl.Parse(url); err != nil || u.Scheme != "https" || u.Host == "" || u.Path != "" {
+		t.Errorf("%s with its defaults is %q, not an https URL of a host", s.URL, url)
+	}
+	for name := range s.Variables.KeysFromOldest() {
+		if !strings.Contains(s.URL, "{"+name+"}") {
+			t.Errorf("%s: variable %s is not in the URL", s.URL, name)
+		}
+	}
+	if c := m.Info.Contact; c == nil || c.URL != url+"/docs" {
+		t.Errorf("contact %+v, want the /docs of %s", c, url)
 	}
 }
 
