@@ -77,7 +77,7 @@ var errorDescriptions = map[string]string{
 	"service.webhooks.endpoint_disabled":       "The endpoint is disabled (by the back office, after a 410 Gone, or after 5 days of failures): nothing is sent to it until it is enabled again.",
 	"service.webhooks.endpoint_limit":          "You have as many enabled webhook endpoints as a partner may have (10 unless agreed otherwise; errors says the limit). Delete one you no longer use (webhook_endpoint_delete), or have it disabled, then create the new one. One endpoint receives every event type its filter lets through.",
 	"service.webhooks.host_limit":              "You have as many enabled webhook endpoints on this host name as allowed (3 unless agreed otherwise, whatever the port or path; errors says the limit). Send the event types to one endpoint there (leave its filter empty), or delete one you no longer use (webhook_endpoint_delete).",
-	"service.test_clocks.validation":           "The test clock request is invalid: errors names the field (a time too far from now, an advance that does not go forward or goes more than 400 days).",
+	"service.test_clocks.validation":           "The test clock request is invalid: errors names the field (a start outside the years 2000 to 2099, an advance that does not go forward or goes more than 400 days).",
 	"service.test_clocks.not_found":            "Your sandbox runs on the real time: there is no test clock to read, advance or delete. Create one with sandbox_test_clock_create.",
 	"service.test_clocks.exists":               "Your sandbox runs on a test clock already: advance it, or delete it (or reset the sandbox) before you create another.",
 	"service.test_clocks.advancing":            "Your test clock is advancing: wait for the advance to answer, then try again.",

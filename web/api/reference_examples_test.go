@@ -374,9 +374,8 @@ func TestEveryReferenceRequestExampleRunsAsWritten(t *testing.T) {
 	// The test clock changes its partner's times, so its examples run for
 	// a partner of their own, and the clock is deleted after each. The
 	// advance ("a week and a day later") follows the clock that starts at
-	// a fixed time, a week and a day before it. A clock starts at most
-	// 365 days from now either way: the fixed example (2027-01-04) runs
-	// until 2028-01-04, and its date and the advance's move on before.
+	// a fixed time, a week and a day before it (a clock may start at any
+	// time in the years 2000 to 2099, so the fixed dates never expire).
 	c := env.NewPartner(t, emi.PartnerCreate{Name: "Clock Partner"})
 	deleteClock := func() {
 		t.Helper()

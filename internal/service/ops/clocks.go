@@ -48,10 +48,16 @@ import (
 // A sandbox reset removes the clock too. Production has no clock:
 // NewTestClocks refuses to build one outside a sandbox.
 
+// A clock starts between ClockEarliest and ClockLatest: any time a test
+// may want (a fixed date in a test keeps working year after year), and
+// times PostgreSQL and every client library read alike.
+var (
+	ClockEarliest = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	ClockLatest   = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 // Test clock limits.
 const (
-	// MaxClockOffset is how far from the wall clock a new clock may start.
-	MaxClockOffset = 365 * 24 * time.Hour
 	// MaxClockAdvance is the longest single advance: enough for a webhook
 	// retry schedule, a 7-day hold, a KYC link and a month's windows many
 	// times over, and bounded so that one call cannot spin a year of work
@@ -141,7 +147,7 @@ func NewTestClocks(d TestClocksDeps) (*TestClocks, error) {
 func (c *TestClocks) Reader() kernel.ClockReader { return c.store }
 
 // Create starts the calling partner's clock at in.FrozenTime (the wall
-// clock's time when nil), within MaxClockOffset of the wall clock. A
+// clock's time when nil), between ClockEarliest and ClockLatest. A
 // partner has one clock at most (16003). Audited as sandbox.test_clock.created.
 func (c *TestClocks) Create(ctx context.Context, in emi.TestClockCreate) (emi.TestClock, error) {
 	p, err := kernel.SandboxPartner(ctx, emi.ErrRouteNotFound)
@@ -153,8 +159,8 @@ func (c *TestClocks) Create(ctx context.Context, in emi.TestClockCreate) (emi.Te
 	var bad kernel.Problems
 	if in.FrozenTime != nil {
 		at = in.FrozenTime.UTC().Truncate(time.Microsecond)
-		if d := at.Sub(now); d > MaxClockOffset || d < -MaxClockOffset {
-			bad.Add("frozen_time", fmt.Sprintf("must be within %d days of the current time", int(MaxClockOffset/(24*time.Hour))))
+		if at.Before(ClockEarliest) || !at.Before(ClockLatest) {
+			bad.Add("frozen_time", "must be in the years 2000 to 2099")
 		}
 	}
 	name := strings.TrimSpace(in.Name)
