@@ -144,6 +144,14 @@ type Authorization struct {
 	SettledAt     *time.Time `db:"settled_at"`
 }
 
+// AuthorizationFilter selects a page of a card's authorizations, newest
+// first: Page from 1 and Limit per page, counted from the authorization
+// after StartingAfter when it is set (a cursor: one of the card's).
+type AuthorizationFilter struct {
+	Page, Limit   int
+	StartingAfter string
+}
+
 // Reason is the text of the authorization's reason code.
 func (a Authorization) Reason() string { return AuthorizationReason(a.ReasonCode) }
 

@@ -40,6 +40,10 @@ type TransferReturn struct {
 type StatementFilter struct {
 	From, To    time.Time
 	Page, Limit int
+	// StartingAfter is a ledger transaction's token (a line's
+	// transaction) on the statement: the page counts from the line after
+	// it, newest first (a cursor).
+	StartingAfter string
 }
 
 // StatementLine is one ledger entry shown on an account's statement.

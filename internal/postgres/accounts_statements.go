@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 
@@ -40,6 +41,41 @@ func statementWhere(accounts []string, from, to time.Time) (string, []any) {
 	return where, args
 }
 
+// statementAfter narrows where (args its arguments) to the entries after
+// a line's position, newest first: a range of the same index.
+func statementAfter(where string, args []any, after accounts.LinePosition) (string, []any) {
+	args = append(args, after.At.UTC(), after.EntryID)
+	n := len(args)
+	return where + ` AND (e.created_at, e.id) < ($` + strconv.Itoa(n-1) + `::timestamptz, $` + strconv.Itoa(n) + `::bigint)`, args
+}
+
+// TransactionLine implements accounts.StatementStore: the transaction by
+// its token (unique), its entries through ledger_entries_txn; should it
+// show as more than one line, the oldest, so the cursor is after all of
+// them.
+func (s *StatementStore) TransactionLine(ctx context.Context, statementAccounts []string, txn string) (accounts.LinePosition, bool, error) {
+	var valid []string
+	for _, a := range statementAccounts {
+		if validUUID(a) {
+			valid = append(valid, a)
+		}
+	}
+	var pos accounts.LinePosition
+	if len(valid) == 0 || !validUUID(txn) {
+		return pos, false, nil
+	}
+	err := s.db.Ext(ctx).QueryRowxContext(ctx, `SELECT e.created_at, e.id FROM ledger_transactions t
+		JOIN ledger_entries e ON e.txn = t.id
+		WHERE t.token = $1 AND e.account = ANY($2::uuid[]) ORDER BY e.created_at, e.id LIMIT 1`, txn, pq.StringArray(valid)).Scan(&pos.At, &pos.EntryID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return pos, false, nil
+	}
+	if err != nil {
+		return pos, false, Translate(err)
+	}
+	return pos, true, nil
+}
+
 type statementRow struct {
 	ID           int64          `db:"id"`
 	TxnToken     string         `db:"txn_token"`
@@ -69,7 +105,7 @@ type statementRow struct {
 // and balance) names its destination and any other line its source, so a
 // reversal's lines, whose signs are flipped, still name the other side. An external side comes from the
 // transfer's counterparty.
-func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, from, to time.Time, limit, offset int) ([]emi.StatementLine, int64, error) {
+func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, from, to time.Time, after *accounts.LinePosition, limit, offset int) ([]emi.StatementLine, int64, error) {
 	var valid []string
 	for _, a := range accounts {
 		if validUUID(a) {
@@ -86,6 +122,10 @@ func (s *StatementStore) StatementLines(ctx context.Context, accounts []string, 
 	}
 	if total == 0 || int64(offset) >= total {
 		return []emi.StatementLine{}, total, nil
+	}
+	if after != nil {
+		// The cursor applies to the page only: total is the range's.
+		where, args = statementAfter(where, args, *after)
 	}
 	out, err := s.lines(ctx, where, args, limit, offset)
 	return out, total, err

@@ -107,14 +107,24 @@ func (s *AuthorizationStore) SpentSince(ctx context.Context, card string, t time
 	return r.All, r.ATM, Translate(err)
 }
 
-// CardAuthorizations implements cards.AuthorizationStore: newest first.
-func (s *AuthorizationStore) CardAuthorizations(ctx context.Context, card string, page, limit int) ([]emi.Authorization, int64, error) {
+// CardAuthorizations implements cards.AuthorizationStore: newest first,
+// through card_authorizations_card_order (card, created_at, token). The
+// cursor (an authorization of the card, checked by the service) applies
+// to the page only: total counts every authorization of the card.
+func (s *AuthorizationStore) CardAuthorizations(ctx context.Context, card string, f emi.AuthorizationFilter) ([]emi.Authorization, int64, error) {
 	out := []emi.Authorization{}
 	if !validUUID(card) {
 		return out, 0, nil
 	}
+	limit, page := max(f.Limit, 1), max(f.Page, 1)
+	args := []any{card, limit, (page - 1) * limit}
+	cursor := ""
+	if f.StartingAfter != "" {
+		args = append(args, f.StartingAfter)
+		cursor = ` AND (created_at, token) < (SELECT x.created_at, x.token FROM card_authorizations x WHERE x.token = $4)`
+	}
 	if err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &out, `SELECT `+authorizationColumns+` FROM card_authorizations
-		WHERE card = $1 ORDER BY created_at DESC, token DESC LIMIT $2 OFFSET $3`, card, limit, (page-1)*limit); err != nil {
+		WHERE card = $1`+cursor+` ORDER BY created_at DESC, token DESC LIMIT $2 OFFSET $3`, args...); err != nil {
 		return nil, 0, Translate(err)
 	}
 	var total int64

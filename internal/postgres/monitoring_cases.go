@@ -389,8 +389,17 @@ func (s *CaseStore) InformationRequests(ctx context.Context, f monitoring.Reques
 	if f.Token != "" {
 		add("token", f.Token)
 	}
+	if f.StartingAfter != "" {
+		// The cursor: the partner's request (checked by the service);
+		// for a partner's requests, one range of
+		// information_requests_partner_order.
+		args = append(args, f.StartingAfter)
+		q += ` AND (requested_at, token) < (SELECT x.requested_at, x.token FROM information_requests x WHERE x.token = $` +
+			strconv.Itoa(len(args)) + `)`
+	}
+	// 100, or the 101 a page of 100 reads to tell whether more follow.
 	limit := f.Limit
-	if limit <= 0 || limit > 100 {
+	if limit <= 0 || limit > 101 {
 		limit = 100
 	}
 	args = append(args, limit)

@@ -243,11 +243,25 @@ func (s *WebhookStore) ClearEndpointFailing(ctx context.Context, id string, at t
 }
 
 // Endpoints returns the partner's endpoints that are not deleted, oldest
-// first, with their health: attempts and successes since since, the newest
-// attempt, and the pending deliveries.
-func (s *WebhookStore) Endpoints(ctx context.Context, partnerID string, since time.Time) ([]emi.WebhookEndpoint, error) {
+// first (a page of them), with their health: attempts and successes since
+// since, the newest attempt, and the pending deliveries.
+func (s *WebhookStore) Endpoints(ctx context.Context, partnerID string, since time.Time, page partners.EndpointPage) ([]emi.WebhookEndpoint, error) {
 	if !validUUID(partnerID) {
 		return nil, nil
+	}
+	// The page comes first, one range of webhook_endpoints_partner_order
+	// (after the cursor, an endpoint of the partner checked by the
+	// service), and only its endpoints' health is counted.
+	args := []any{partnerID, since}
+	where := `p.partner_id = $1 AND p.deleted_at IS NULL`
+	if page.After != "" {
+		args = append(args, page.After)
+		where += ` AND (p.created_at, p.id) > (SELECT x.created_at, x.id FROM webhook_endpoints x WHERE x.id = $` + strconv.Itoa(len(args)) + `)`
+	}
+	limit := ""
+	if page.Limit > 0 {
+		args = append(args, page.Limit)
+		limit = ` LIMIT $` + strconv.Itoa(len(args))
 	}
 	var rows []struct {
 		endpointRow
@@ -263,7 +277,7 @@ func (s *WebhookStore) Endpoints(ctx context.Context, partnerID string, since ti
 		       h.attempts AS h_attempts, h.succeeded AS h_succeeded,
 		       la.started_at AS last_at, la.status AS last_status, la.error AS last_error,
 		       (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') AS pending
-		FROM webhook_endpoints e
+		FROM (SELECT p.* FROM webhook_endpoints p WHERE `+where+` ORDER BY p.created_at, p.id`+limit+`) e
 		CROSS JOIN LATERAL (
 			SELECT count(*) AS attempts,
 			       count(*) FILTER (WHERE a.status BETWEEN 200 AND 299 AND a.error = '') AS succeeded
@@ -271,8 +285,7 @@ func (s *WebhookStore) Endpoints(ctx context.Context, partnerID string, since ti
 		LEFT JOIN LATERAL (
 			SELECT a.started_at, a.status, a.error FROM webhook_attempts a
 			WHERE a.endpoint_id = e.id ORDER BY a.started_at DESC, a.id DESC LIMIT 1) la ON true
-		WHERE e.partner_id = $1 AND e.deleted_at IS NULL
-		ORDER BY e.created_at, e.id`, partnerID, since)
+		ORDER BY e.created_at, e.id`, args...)
 	if err != nil {
 		return nil, Translate(fmt.Errorf("list webhook endpoints: %w", err))
 	}

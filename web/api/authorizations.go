@@ -105,19 +105,24 @@ type authorizationListResponse struct {
 	Total int64                   `json:"total"`
 }
 
+// cardAuthorizationsFilters are the query parameters card_authorizations
+// accepts.
+var cardAuthorizationsFilters = []string{"starting_after"}
+
 // cardAuthorizations (GET /v2/cards/{card}/authorizations/{page}/{limit}).
 func (a *API) cardAuthorizations(w http.ResponseWriter, r *http.Request) {
-	if _, err := listQuery(r, nil, emi.ErrCardValidation); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	page, limit := pathInt(r, "page"), pathInt(r, "limit")
-	items, total, err := a.d.Authorizations.ForCard(r.Context(), card(r), page, limit)
+	q, err := listQuery(r, cardAuthorizationsFilters, emi.ErrCardValidation)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	resp := authorizationListResponse{Items: []authorizationResponse{}, Page: page, Limit: limit, Total: total}
+	f := emi.AuthorizationFilter{Page: pathInt(r, "page"), Limit: pathInt(r, "limit"), StartingAfter: q.Get("starting_after")}
+	items, total, err := a.d.Authorizations.ForCard(r.Context(), card(r), f)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	resp := authorizationListResponse{Items: []authorizationResponse{}, Page: f.Page, Limit: f.Limit, Total: total}
 	for _, au := range items {
 		resp.Items = append(resp.Items, newAuthorizationResponse(au))
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -42,24 +43,45 @@ func newInformationRequestResponse(r monitoring.InformationRequest) informationR
 	return out
 }
 
-// informationRequestsList (GET /v2/information_requests): the newest 100,
-// optionally of one status.
+// informationRequestsListFilters are the query parameters
+// information_requests_list accepts.
+var informationRequestsListFilters = []string{"status", "limit", "starting_after"}
+
+type informationRequestsListResponse struct {
+	Items   []informationRequestResponse `json:"items"`
+	HasMore bool                         `json:"has_more"`
+}
+
+// informationRequestsList (GET /v2/information_requests): the newest 100
+// (or limit), optionally of one status, after a cursor (starting_after:
+// the last token of the previous page).
 func (a *API) informationRequestsList(w http.ResponseWriter, r *http.Request) {
-	q, err := listQuery(r, []string{"status"}, emi.ErrValidation)
+	q, err := listQuery(r, informationRequestsListFilters, emi.ErrValidation)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	list, err := a.d.InformationRequests.PartnerInformationRequests(r.Context(), q.Get("status"), 100)
+	in := monitoring.RequestList{Status: q.Get("status"), StartingAfter: q.Get("starting_after"), Limit: monitoring.MaxRequestList}
+	if v := q.Get("limit"); v != "" {
+		// The range is the service's rule; here only the reading: what
+		// is not a whole number is out of range, refused with the other
+		// problems.
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			n = 0
+		}
+		in.Limit = n
+	}
+	list, more, err := a.d.InformationRequests.PartnerInformationRequests(r.Context(), in)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	items := make([]informationRequestResponse, 0, len(list))
+	resp := informationRequestsListResponse{Items: make([]informationRequestResponse, 0, len(list)), HasMore: more}
 	for _, ir := range list {
-		items = append(items, newInformationRequestResponse(ir))
+		resp.Items = append(resp.Items, newInformationRequestResponse(ir))
 	}
-	writeData(w, r, http.StatusOK, map[string]any{"items": items})
+	writeData(w, r, http.StatusOK, resp)
 }
 
 // informationRequestDetails (GET /v2/information_requests/{information_request}).

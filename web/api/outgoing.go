@@ -90,7 +90,7 @@ type statementResponse struct {
 
 // accountTransactionsFilters are the query parameters account_transactions
 // accepts.
-var accountTransactionsFilters = []string{"from", "to"}
+var accountTransactionsFilters = []string{"from", "to", "starting_after"}
 
 // accountTransactions (GET /v2/accounts/{account}/transactions/{page}/{limit}).
 func (a *API) accountTransactions(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +99,8 @@ func (a *API) accountTransactions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	sq := accounts.StatementQuery{From: q.Get("from"), To: q.Get("to"), Page: pathInt(r, "page"), Limit: pathInt(r, "limit")}
+	sq := accounts.StatementQuery{From: q.Get("from"), To: q.Get("to"), Page: pathInt(r, "page"), Limit: pathInt(r, "limit"),
+		StartingAfter: q.Get("starting_after")}
 	st, err := a.d.Accounts.Statement(r.Context(), chi.URLParam(r, "account"), sq)
 	if err != nil {
 		writeError(w, r, err)

@@ -2,11 +2,13 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"emi/internal/emi"
+	"emi/internal/service/partners"
 )
 
 // A partner's webhook endpoints, so a partner need not ask staff to change
@@ -40,21 +42,40 @@ func newWebhookEndpointResponse(ep emi.WebhookEndpoint) webhookEndpointResponse 
 }
 
 type webhookEndpointsResponse struct {
-	Items []webhookEndpointResponse `json:"items"`
+	Items   []webhookEndpointResponse `json:"items"`
+	HasMore bool                      `json:"has_more"`
 }
 
-// webhookEndpointsList (GET /v2/webhooks).
+// webhookEndpointsListFilters are the query parameters
+// webhook_endpoints_list accepts.
+var webhookEndpointsListFilters = []string{"limit", "starting_after"}
+
+// webhookEndpointsList (GET /v2/webhooks): every endpoint, or a page of
+// limit, after a cursor (starting_after: the last token of the previous
+// page).
 func (a *API) webhookEndpointsList(w http.ResponseWriter, r *http.Request) {
-	if _, err := listQuery(r, nil, emi.ErrAPIWebhookValidation); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	eps, err := a.d.Webhooks.PartnerEndpoints(r.Context())
+	q, err := listQuery(r, webhookEndpointsListFilters, emi.ErrAPIWebhookValidation)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	resp := webhookEndpointsResponse{Items: []webhookEndpointResponse{}}
+	in := partners.EndpointList{StartingAfter: q.Get("starting_after")}
+	if v := q.Get("limit"); v != "" {
+		// The range is the service's rule; here only the reading: what
+		// is not a whole number is out of range, refused with the other
+		// problems.
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			n = 0
+		}
+		in.Limit = &n
+	}
+	eps, more, err := a.d.Webhooks.PartnerEndpoints(r.Context(), in)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	resp := webhookEndpointsResponse{Items: []webhookEndpointResponse{}, HasMore: more}
 	for _, ep := range eps {
 		resp.Items = append(resp.Items, newWebhookEndpointResponse(ep))
 	}

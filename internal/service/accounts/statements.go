@@ -38,15 +38,27 @@ import (
 type StatementStore interface {
 	// StatementLines returns the entries posted on accounts within
 	// [from, to) (a zero time leaves that end open), newest first (by
-	// time, then posting order), limit from offset, with the number of
-	// all that match.
-	StatementLines(ctx context.Context, accounts []string, from, to time.Time, limit, offset int) ([]emi.StatementLine, int64, error)
+	// time, then posting order), after the position after when it is not
+	// nil, limit from offset, with the number of all that match (after
+	// left out).
+	StatementLines(ctx context.Context, accounts []string, from, to time.Time, after *LinePosition, limit, offset int) ([]emi.StatementLine, int64, error)
+	// TransactionLine returns the position of the line the ledger
+	// transaction txn (its token) shows as on accounts' statement (false
+	// when it shows on none of them).
+	TransactionLine(ctx context.Context, accounts []string, txn string) (LinePosition, bool, error)
 	// StatementExportLines is StatementLines' first limit lines, without
 	// the count.
 	StatementExportLines(ctx context.Context, accounts []string, from, to time.Time, limit int) ([]emi.StatementLine, error)
 	// PostedBefore returns each balance's posted figure just before t: the
 	// running figure of its last entry before t, 0 when it has none.
 	PostedBefore(ctx context.Context, balances []string, t time.Time) (map[string]int64, error)
+}
+
+// LinePosition is a line's place in a statement's order (newest first):
+// its entry's time, then its posting order.
+type LinePosition struct {
+	At      time.Time
+	EntryID int64
 }
 
 // MaxStatementLimit bounds a page of account_transactions.
@@ -57,16 +69,19 @@ const MaxStatementLimit = 100
 var MaxStatementExport = 100_000
 
 // StatementQuery is what a caller asks of a statement: from and to as
-// YYYY-MM-DD ("" leaves an end open), a page from 1 and a limit.
+// YYYY-MM-DD ("" leaves an end open), a page from 1 and a limit, and a
+// cursor: the transaction of the previous page's last line, the page
+// counting from the line after it.
 type StatementQuery struct {
-	From, To    string
-	Page, Limit int
+	From, To      string
+	Page, Limit   int
+	StartingAfter string
 }
 
 // parse checks q (13001 with every problem at once).
 func (q StatementQuery) parse(maxLimit int) (emi.StatementFilter, error) {
 	var bad kernel.Problems
-	f := emi.StatementFilter{Page: q.Page, Limit: q.Limit}
+	f := emi.StatementFilter{Page: q.Page, Limit: q.Limit, StartingAfter: q.StartingAfter}
 	day := func(field, v string) time.Time {
 		v = strings.TrimSpace(v)
 		if v == "" {
@@ -91,8 +106,9 @@ func (q StatementQuery) parse(maxLimit int) (emi.StatementFilter, error) {
 }
 
 // Statement returns a page of the statement of one of the caller's
-// accounts (account_transactions). 13001 for a bad query, 13002 for an
-// account that is not the caller's.
+// accounts (account_transactions). 13001 for a bad query (a cursor that
+// is not a transaction on the statement included, once the account is
+// found), 13002 for an account that is not the caller's.
 func (s *Accounts) Statement(ctx context.Context, token string, q StatementQuery) (emi.Statement, error) {
 	p, err := kernel.PartnerCtx(ctx, emi.ErrAccountNotFound)
 	if err != nil {
@@ -228,7 +244,24 @@ func (s *Accounts) statement(ctx context.Context, a emi.Account, f emi.Statement
 // virtual accounts) and the figures of a's balances.
 func (s *Accounts) statementOn(ctx context.Context, a emi.Account, accounts []string, f emi.StatementFilter) (emi.Statement, error) {
 	end := dayAfter(f.To)
-	lines, total, err := s.statements.StatementLines(ctx, accounts, f.From, end, f.Limit, (f.Page-1)*f.Limit)
+	var after *LinePosition
+	if f.StartingAfter != "" {
+		// The cursor: a transaction with a line on the statement; the
+		// page counts from the line after it. A transaction shows as one
+		// line: every posting has one entry on a customer's balance, or
+		// two on different balances, and the statement's accounts share
+		// one balance per currency (a transaction between a main account
+		// and its virtual account nets to nothing there and is refused).
+		pos, found, err := s.statements.TransactionLine(ctx, accounts, f.StartingAfter)
+		if err != nil {
+			return emi.Statement{}, err
+		}
+		if !found {
+			return emi.Statement{}, emi.ErrAccountValidation.Field("starting_after", "is not a transaction on this account's statement")
+		}
+		after = &pos
+	}
+	lines, total, err := s.statements.StatementLines(ctx, accounts, f.From, end, after, f.Limit, (f.Page-1)*f.Limit)
 	if err != nil {
 		return emi.Statement{}, err
 	}

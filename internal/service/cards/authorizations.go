@@ -32,8 +32,9 @@ type AuthorizationStore interface {
 	// SpentSince sums what the card's authorizations since t spent: every
 	// channel, and ATM withdrawals alone.
 	SpentSince(ctx context.Context, card string, t time.Time) (all, atm int64, err error)
-	// CardAuthorizations lists a card's authorizations, newest first.
-	CardAuthorizations(ctx context.Context, card string, page, limit int) ([]emi.Authorization, int64, error)
+	// CardAuthorizations lists a card's authorizations, newest first (a
+	// page of f, after its cursor), with the number of all of them.
+	CardAuthorizations(ctx context.Context, card string, f emi.AuthorizationFilter) ([]emi.Authorization, int64, error)
 	// ExpiredHolds returns up to limit approved authorizations whose hold
 	// expired at now: partnerID's, or ("") those of every partner that
 	// does not run on a test clock.
@@ -588,14 +589,27 @@ func (s *Authorizations) expireHolds(ctx context.Context, partnerID string) (int
 
 // ForCard lists a card's authorizations (card_authorizations, and the
 // card's page in the back office, emi.PermViewAccounts): page from 1,
-// limit 1..100, newest first. Another partner's card is 12002.
-func (s *Authorizations) ForCard(ctx context.Context, card string, page, limit int) ([]emi.Authorization, int64, error) {
+// limit 1..100, newest first; a cursor (f.StartingAfter, one of the card's
+// authorizations) starts the pages after it. Another partner's card is
+// 12002; a cursor that is not one of the card's authorizations is 12001
+// naming starting_after.
+func (s *Authorizations) ForCard(ctx context.Context, card string, f emi.AuthorizationFilter) ([]emi.Authorization, int64, error) {
 	a, err := s.cards.actor(ctx, emi.PermViewAccounts)
 	if err != nil {
 		return nil, 0, err
 	}
+	const notTheCards = "is not one of this card's payments"
 	var bad kernel.Problems
-	bad.CheckPage(page, limit, 100)
+	bad.CheckPage(f.Page, f.Limit, 100)
+	var after emi.Authorization
+	if f.StartingAfter != "" {
+		after, err = s.store.Authorization(ctx, a.partnerID, f.StartingAfter, false)
+		if errors.Is(err, emi.ErrAuthorizationNotFound) {
+			bad.Add("starting_after", notTheCards)
+		} else if err != nil {
+			return nil, 0, err
+		}
+	}
 	if len(bad) > 0 {
 		return nil, 0, emi.ErrCardValidation.WithFields(bad...)
 	}
@@ -603,7 +617,10 @@ func (s *Authorizations) ForCard(ctx context.Context, card string, page, limit i
 	if err != nil {
 		return nil, 0, err
 	}
-	return s.store.CardAuthorizations(ctx, c.Token, page, limit)
+	if f.StartingAfter != "" && after.Card != c.Token {
+		return nil, 0, emi.ErrCardValidation.Field("starting_after", notTheCards)
+	}
+	return s.store.CardAuthorizations(ctx, c.Token, f)
 }
 
 // monitorAuthorization records an authorization on an account for

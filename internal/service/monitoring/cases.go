@@ -244,14 +244,29 @@ type CaseStore interface {
 	RuleStats(ctx context.Context) ([]RuleStat, error)
 }
 
-// RequestFilter selects information requests.
+// RequestFilter selects information requests, newest first.
 type RequestFilter struct {
 	PartnerID string
 	Case      string
 	Status    string
 	Token     string
-	Limit     int
+	// StartingAfter is a request: only those after it, newest first (a
+	// cursor).
+	StartingAfter string
+	Limit         int
 }
+
+// RequestList is what information_requests_list asks: a status ("" all),
+// a cursor (the last request of the previous page; "" the first page) and
+// a page size, 1 to MaxRequestList.
+type RequestList struct {
+	Status, StartingAfter string
+	Limit                 int
+}
+
+// MaxRequestList bounds a page of information_requests_list; it is also
+// the page size when none is asked.
+const MaxRequestList = 100
 
 // Cases works compliance cases (monitoring.view to read, the case
 // operations below to act).
@@ -615,17 +630,49 @@ func InformationRequestFields(r InformationRequest) map[string]any {
 	return f
 }
 
-// PartnerInformationRequests lists the calling partner's requests, newest
-// first (status "" all).
-func (c *Cases) PartnerInformationRequests(ctx context.Context, status string, limit int) ([]InformationRequest, error) {
+// PartnerInformationRequests lists a page of the calling partner's
+// requests, newest first (q.Status "" all), after q.StartingAfter when it
+// is set, and whether more follow the page. 11001 for a bad query, every
+// problem at once (a cursor that is not one of the partner's requests
+// included).
+func (c *Cases) PartnerInformationRequests(ctx context.Context, q RequestList) ([]InformationRequest, bool, error) {
 	p, err := kernel.PartnerCtx(ctx, emi.ErrForbidden)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if status != "" && status != RequestOpen && status != RequestAnswered {
-		return nil, emi.ErrValidation.Field("status", "must be open or answered")
+	var bad kernel.Problems
+	if q.Status != "" && q.Status != RequestOpen && q.Status != RequestAnswered {
+		bad.Add("status", "must be open or answered")
 	}
-	return c.store.InformationRequests(ctx, RequestFilter{PartnerID: p.PartnerID, Status: status, Limit: limit})
+	if q.Limit < 1 || q.Limit > MaxRequestList {
+		bad.Add("limit", "must be a whole number from 1 to "+strconv.Itoa(MaxRequestList))
+	}
+	if q.StartingAfter != "" {
+		found := false
+		if kernel.ValidToken(q.StartingAfter) {
+			list, err := c.store.InformationRequests(ctx, RequestFilter{PartnerID: p.PartnerID, Token: q.StartingAfter, Limit: 1})
+			if err != nil {
+				return nil, false, err
+			}
+			found = len(list) == 1
+		}
+		if !found {
+			bad.Add("starting_after", "is not one of your information requests")
+		}
+	}
+	if len(bad) > 0 {
+		return nil, false, emi.ErrValidation.WithFields(bad...)
+	}
+	// One more than the page tells whether more follow.
+	list, err := c.store.InformationRequests(ctx, RequestFilter{PartnerID: p.PartnerID, Status: q.Status,
+		StartingAfter: q.StartingAfter, Limit: q.Limit + 1})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(list) > q.Limit {
+		return list[:q.Limit], true, nil
+	}
+	return list, false, nil
 }
 
 // PartnerInformationRequest returns one of the calling partner's requests;

@@ -63,8 +63,8 @@ type WebhookStore interface {
 	// lock when it is not).
 	ClearEndpointFailing(ctx context.Context, id string, at time.Time) error
 	// Endpoints returns the partner's endpoints that are not deleted, oldest
-	// first, with their health counted from since.
-	Endpoints(ctx context.Context, partnerID string, since time.Time) ([]emi.WebhookEndpoint, error)
+	// first (a page of them), with their health counted from since.
+	Endpoints(ctx context.Context, partnerID string, since time.Time, page EndpointPage) ([]emi.WebhookEndpoint, error)
 	// CancelPendingDeliveries cancels the endpoint's pending deliveries but
 	// except ("" for none) and returns how many.
 	CancelPendingDeliveries(ctx context.Context, endpointID, except, reason string, at time.Time) (int64, error)
@@ -593,10 +593,22 @@ func (s *Webhooks) changeEndpoint(ctx context.Context, partnerID, id string, cha
 	})
 }
 
+// EndpointPage is a page of a partner's endpoints, oldest first: those
+// after the endpoint After ("" from the first), at most Limit (0: all).
+type EndpointPage struct {
+	After string
+	Limit int
+}
+
 // Endpoints returns the partner's endpoints (not the deleted ones), oldest
 // first, each with its health over the last 24 hours
 // (emi.PermViewWebhooks). Returns emi.ErrPartnerNotFound.
 func (s *Webhooks) Endpoints(ctx context.Context, partnerID string) ([]emi.WebhookEndpoint, error) {
+	return s.endpoints(ctx, partnerID, EndpointPage{})
+}
+
+// endpoints is Endpoints, a page of them.
+func (s *Webhooks) endpoints(ctx context.Context, partnerID string, page EndpointPage) ([]emi.WebhookEndpoint, error) {
 	if err := ViewWebhooks.Require(ctx); err != nil {
 		return nil, err
 	}
@@ -607,7 +619,7 @@ func (s *Webhooks) Endpoints(ctx context.Context, partnerID string) ([]emi.Webho
 	if !ok {
 		return nil, emi.ErrPartnerNotFound
 	}
-	return s.store.Endpoints(ctx, partnerID, s.now.At(ctx).UTC().Add(-24*time.Hour))
+	return s.store.Endpoints(ctx, partnerID, s.now.At(ctx).UTC().Add(-24*time.Hour), page)
 }
 
 // Endpoint returns one endpoint with its health (emi.PermViewWebhooks).
@@ -620,7 +632,7 @@ func (s *Webhooks) Endpoint(ctx context.Context, endpointID string) (emi.Webhook
 	if err != nil {
 		return emi.WebhookEndpoint{}, err
 	}
-	all, err := s.store.Endpoints(ctx, ep.PartnerID, s.now.At(ctx).UTC().Add(-24*time.Hour))
+	all, err := s.store.Endpoints(ctx, ep.PartnerID, s.now.At(ctx).UTC().Add(-24*time.Hour), EndpointPage{})
 	if err != nil {
 		return emi.WebhookEndpoint{}, err
 	}

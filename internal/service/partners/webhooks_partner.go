@@ -3,6 +3,7 @@ package partners
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"emi/internal/emi"
@@ -62,14 +63,57 @@ func partnerWebhookError(err error) error {
 	return err
 }
 
-// PartnerEndpoints lists the caller's endpoints with their health.
-func (s *Webhooks) PartnerEndpoints(ctx context.Context) ([]emi.WebhookEndpoint, error) {
+// MaxEndpointsPage bounds a page of webhook_endpoints_list.
+const MaxEndpointsPage = 100
+
+// EndpointList is what webhook_endpoints_list asks: a cursor (the last
+// endpoint of the previous page; "" from the first) and a page size, 1 to
+// MaxEndpointsPage, or nil for every endpoint (the list's answer before it
+// took a cursor).
+type EndpointList struct {
+	StartingAfter string
+	Limit         *int
+}
+
+// PartnerEndpoints lists the caller's endpoints with their health
+// (webhook_endpoints_list), oldest first: after q.StartingAfter when it is
+// set (one of the caller's endpoints, a deleted one too: a walk goes on
+// when the last endpoint it read was deleted since), at most *q.Limit,
+// and whether more follow. 15001 for a bad query, every problem at once.
+func (s *Webhooks) PartnerEndpoints(ctx context.Context, q EndpointList) ([]emi.WebhookEndpoint, bool, error) {
 	p, err := s.partnerEndpoint(ctx, "")
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	eps, err := s.Endpoints(asPartnerSystem(ctx, p), p.PartnerID)
-	return eps, partnerWebhookError(err)
+	var bad kernel.Problems
+	page := EndpointPage{After: q.StartingAfter}
+	if q.Limit != nil {
+		if *q.Limit < 1 || *q.Limit > MaxEndpointsPage {
+			bad.Add("limit", fmt.Sprintf("must be a whole number from 1 to %d", MaxEndpointsPage))
+		}
+		// One more than the page tells whether more follow.
+		page.Limit = *q.Limit + 1
+	}
+	if q.StartingAfter != "" {
+		ep, err := s.store.Endpoint(ctx, q.StartingAfter)
+		switch {
+		case errors.Is(err, emi.ErrWebhookEndpointNotFound) || err == nil && ep.PartnerID != p.PartnerID:
+			bad.Add("starting_after", "is not one of your webhook endpoints")
+		case err != nil:
+			return nil, false, err
+		}
+	}
+	if len(bad) > 0 {
+		return nil, false, emi.ErrAPIWebhookValidation.WithFields(bad...)
+	}
+	eps, err := s.endpoints(asPartnerSystem(ctx, p), p.PartnerID, page)
+	if err != nil {
+		return nil, false, partnerWebhookError(err)
+	}
+	if q.Limit != nil && len(eps) > *q.Limit {
+		return eps[:*q.Limit], true, nil
+	}
+	return eps, false, nil
 }
 
 // PartnerEndpoint returns one of the caller's endpoints with its health
@@ -80,12 +124,13 @@ func (s *Webhooks) PartnerEndpoint(ctx context.Context, endpointID string) (emi.
 	if endpointID == "" {
 		return emi.WebhookEndpoint{}, emi.ErrAPIWebhookEndpointNotFound
 	}
-	if _, err := s.partnerEndpoint(ctx, endpointID); err != nil {
-		return emi.WebhookEndpoint{}, err
-	}
-	eps, err := s.PartnerEndpoints(ctx)
+	p, err := s.partnerEndpoint(ctx, endpointID)
 	if err != nil {
 		return emi.WebhookEndpoint{}, err
+	}
+	eps, err := s.Endpoints(asPartnerSystem(ctx, p), p.PartnerID)
+	if err != nil {
+		return emi.WebhookEndpoint{}, partnerWebhookError(err)
 	}
 	for _, ep := range eps {
 		if ep.ID == endpointID {

@@ -123,7 +123,7 @@ func TestMonitoringCaseToReport(t *testing.T) {
 		}
 	}
 	partner := m.partner()
-	list, err := cases.PartnerInformationRequests(partner, "open", 10)
+	list, _, err := cases.PartnerInformationRequests(partner, monitoring.RequestList{Status: "open", Limit: 10})
 	if err != nil || len(list) != 1 || list[0].Token != ir.Token {
 		t.Fatalf("the partner's open requests: %+v %v", list, err)
 	}

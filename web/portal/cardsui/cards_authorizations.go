@@ -1,7 +1,6 @@
 package cardsui
 
 import (
-	"emi/web/portal/frame"
 	"net/http"
 	"strings"
 
@@ -9,6 +8,7 @@ import (
 	"emi/internal/service/cards"
 	"emi/views/cardsview"
 	"emi/views/components"
+	"emi/web/portal/frame"
 )
 
 // The card's payments on its page: every authorization decision with its
@@ -48,7 +48,7 @@ func (p *Pages) cardPayments(r *http.Request, card emi.Card, currency string, f 
 	if p.auths == nil {
 		return nil, nil
 	}
-	list, total, err := p.auths.ForCard(r.Context(), card.Token, 1, paymentsShown)
+	list, total, err := p.auths.ForCard(r.Context(), card.Token, emi.AuthorizationFilter{Page: 1, Limit: paymentsShown})
 	if err != nil {
 		return nil, err
 	}
