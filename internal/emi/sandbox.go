@@ -73,6 +73,9 @@ type TestClock struct {
 	Status      string     `json:"status"`
 	AdvancingTo *time.Time `json:"advancing_to"`
 	CreatedAt   time.Time  `json:"created_at"`
+	// AdvancingSince is when the running advance started (not answered:
+	// an advance older than a few minutes is taken as crashed).
+	AdvancingSince *time.Time `json:"-"`
 }
 
 // Test clock states.

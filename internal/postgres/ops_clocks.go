@@ -40,6 +40,8 @@ func (r clockRow) clock() emi.TestClock {
 	c := emi.TestClock{Token: r.Token, Name: r.Name, FrozenTime: r.FrozenTime.UTC(), Status: emi.TestClockReady, CreatedAt: r.CreatedAt.UTC()}
 	if r.AdvancingSince.Valid {
 		c.Status = emi.TestClockAdvancing
+		since := r.AdvancingSince.Time.UTC()
+		c.AdvancingSince = &since
 		if r.AdvancingTo.Valid {
 			t := r.AdvancingTo.Time.UTC()
 			c.AdvancingTo = &t

@@ -381,6 +381,24 @@ func TestTestClockAdvancesRacing(t *testing.T) {
 	if waiting != 0 {
 		t.Fatalf("%d retry jobs wait on the real time for a partner on a clock", waiting)
 	}
+	// An advance under way holds the clock; one whose process died ten
+	// minutes ago does not.
+	setAdvancing := func(ago time.Duration) {
+		t.Helper()
+		since := env.Clock.Now().Add(-ago)
+		if _, err := env.App.DB.Exec(`UPDATE sandbox_test_clocks SET advancing_since = $2, advancing_to = $3 WHERE partner_id = $1`,
+			p.ID, since, since.Add(365*24*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setAdvancing(time.Minute)
+	apptest.Expect(t, "delete while an advance runs", call(t, env, p, http.MethodDelete, "/v2/sandbox/test_clock", "sandbox_test_clock_delete", nil),
+		emi.ErrTestClockAdvancing.Code, http.StatusConflict)
+	g := call(t, env, p, http.MethodGet, "/v2/sandbox/test_clock", "sandbox_test_clock_details", nil)
+	if g.Data["status"] != "advancing" || g.Data["advancing_to"] == nil {
+		t.Fatalf("the clock while advancing: %s", g)
+	}
+	setAdvancing(11 * time.Minute)
 	apptest.Expect(t, "delete", call(t, env, p, http.MethodDelete, "/v2/sandbox/test_clock", "sandbox_test_clock_delete", nil), 0, http.StatusOK)
 	testwait.Until(t, "the retry back in the queue, then made", func() bool {
 		var n int

@@ -331,7 +331,8 @@ func (c *TestClocks) nextDue(ctx context.Context, partnerID string, until time.T
 
 // Delete removes the calling partner's clock: the partner is back on the
 // wall clock, and its pending webhook retries go back to the job queue
-// with what they had left to wait. Not while an advance runs (16004).
+// with what they had left to wait. Not while an advance runs (16004); an
+// advance that started more than clockAdvanceStale ago is taken as crashed.
 // Audited as sandbox.test_clock.deleted.
 func (c *TestClocks) Delete(ctx context.Context) (emi.TestClock, error) {
 	p, err := kernel.SandboxPartner(ctx, emi.ErrRouteNotFound)
@@ -344,7 +345,7 @@ func (c *TestClocks) Delete(ctx context.Context) (emi.TestClock, error) {
 		if err != nil {
 			return err
 		}
-		if cl.Status == emi.TestClockAdvancing {
+		if cl.Status == emi.TestClockAdvancing && cl.AdvancingSince.After(c.now().UTC().Add(-clockAdvanceStale)) {
 			return emi.ErrTestClockAdvancing.WithDetail("the clock is advancing to %s", cl.AdvancingTo.Format(time.RFC3339Nano))
 		}
 		resumed, err := c.webhooks.ResumeRetries(ctx, p.PartnerID, cl.FrozenTime)
