@@ -150,11 +150,6 @@ func (s *AuthorizationStore) ExpiredHolds(ctx context.Context, partnerID string,
 // NextHoldExpiry returns the earliest deadline, at or before until, of
 // partnerID's approved holds.
 func (s *AuthorizationStore) NextHoldExpiry(ctx context.Context, partnerID string, until time.Time) (time.Time, bool, error) {
-	var t sql.NullTime
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &t, `SELECT min(expires_at) FROM card_authorizations
+	return earliest(ctx, s.db.Ext(ctx), `SELECT min(expires_at) FROM card_authorizations
 		WHERE partner_id = $1 AND status = 'approved' AND expires_at <= $2`, partnerID, until)
-	if err != nil {
-		return time.Time{}, false, Translate(err)
-	}
-	return t.Time.UTC(), t.Valid, nil
 }

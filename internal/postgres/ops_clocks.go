@@ -25,6 +25,16 @@ func onClock(partnerColumn string) string {
 	return `EXISTS (SELECT 1 FROM sandbox_test_clocks tc WHERE tc.partner_id = ` + partnerColumn + `)`
 }
 
+// earliest runs query, a SELECT min(time) of the work a test clock's
+// advance finds due, and returns the time and whether there was any.
+func earliest(ctx context.Context, ext sqlx.ExtContext, query string, args ...any) (time.Time, bool, error) {
+	var t sql.NullTime
+	if err := sqlx.GetContext(ctx, ext, &t, query, args...); err != nil {
+		return time.Time{}, false, Translate(err)
+	}
+	return t.Time.UTC(), t.Valid, nil
+}
+
 type clockRow struct {
 	Token          string       `db:"token"`
 	Name           string       `db:"name"`

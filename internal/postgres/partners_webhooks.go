@@ -704,14 +704,20 @@ func (s *WebhookStore) deliveriesWithAttempts(ctx context.Context, cond string, 
 // ClockRetries implements partners.WebhookStore: pending deliveries to
 // partnerID's endpoints whose last attempt failed (schedule_step > 0) and
 // whose retry is due at or before until, with no replay asked for (a
-// replay goes through the job queue at once).
-func (s *WebhookStore) ClockRetries(ctx context.Context, partnerID string, until time.Time, limit int) ([]kernel.StoredDelivery, error) {
+// replay goes through the job queue at once), in (next_attempt_at, id)
+// order after the one given (nil: from the first).
+func (s *WebhookStore) ClockRetries(ctx context.Context, partnerID string, until time.Time, after *kernel.StoredDelivery, limit int) ([]kernel.StoredDelivery, error) {
+	afterAt, afterID := time.Time{}, ""
+	if after != nil && after.NextAttemptAt != nil {
+		afterAt, afterID = *after.NextAttemptAt, after.ID
+	}
 	var rows []deliveryRow
 	err := sqlx.SelectContext(ctx, s.db.Ext(ctx), &rows, `SELECT `+deliveryColumns+`
 		FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
 		WHERE e.partner_id = $1 AND d.state = 'pending' AND d.schedule_step > 0
 		  AND d.replay_requested_at IS NULL AND d.next_attempt_at <= $2
-		ORDER BY d.next_attempt_at, d.id LIMIT $3`, partnerID, until, limit)
+		  AND ($4 = '' OR (d.next_attempt_at, d.id) > ($5, $4::uuid))
+		ORDER BY d.next_attempt_at, d.id LIMIT $3`, partnerID, until, limit, afterID, afterAt)
 	if err != nil {
 		return nil, Translate(err)
 	}

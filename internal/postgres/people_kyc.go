@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"time"
 
@@ -189,11 +188,6 @@ func (s *PeopleStore) ExpiredKYCSessions(ctx context.Context, partnerID string, 
 
 // NextKYCExpiry implements people.KYCStore.
 func (s *PeopleStore) NextKYCExpiry(ctx context.Context, partnerID string, until time.Time) (time.Time, bool, error) {
-	var t sql.NullTime
-	err := sqlx.GetContext(ctx, s.db.Ext(ctx), &t, `SELECT min(expires_at) FROM kyc_sessions
+	return earliest(ctx, s.db.Ext(ctx), `SELECT min(expires_at) FROM kyc_sessions
 		WHERE partner_id = $1 AND status = 'pending' AND expires_at <= $2`, partnerID, until)
-	if err != nil {
-		return time.Time{}, false, Translate(err)
-	}
-	return t.Time.UTC(), t.Valid, nil
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -62,14 +61,7 @@ func (a *API) informationRequestsList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := monitoring.RequestList{Status: q.Get("status"), StartingAfter: q.Get("starting_after"), Limit: monitoring.MaxRequestList}
-	if v := q.Get("limit"); v != "" {
-		// The range is the service's rule; here only the reading: what
-		// is not a whole number is out of range, refused with the other
-		// problems.
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			n = 0
-		}
+	if n, given := queryLimit(q); given {
 		in.Limit = n
 	}
 	list, more, err := a.d.InformationRequests.PartnerInformationRequests(r.Context(), in)

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"emi/internal/emi"
@@ -52,4 +53,21 @@ func unknownFilterMessage(filters []string) string {
 		return "unknown filter: the filter is " + filters[0]
 	}
 	return "unknown filter: the filters are " + strings.Join(filters[:len(filters)-1], ", ") + " and " + filters[len(filters)-1]
+}
+
+// queryLimit reads a list's limit query parameter: given is false when it
+// is absent. The range is the service's rule, so the reading has none:
+// what is not a whole number reads as 0, which every service refuses with
+// its range ("must be a whole number from 1 to N") beside the other
+// problems of the request.
+func queryLimit(q url.Values) (n int, given bool) {
+	v := q.Get("limit")
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, true
+	}
+	return n, true
 }

@@ -1,9 +1,7 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -107,12 +105,7 @@ func (a *API) transfersList(w http.ResponseWriter, r *http.Request) {
 	in := emi.TransferList{Account: q.Get("account"), Status: q.Get("status"), StartingAfter: q.Get("starting_after"),
 		Limit: transfers.ListDefault}
 	var bad []emi.FieldError
-	if v := q.Get("limit"); v != "" {
-		// The range is the service's rule; here only the reading.
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			bad = append(bad, emi.FieldError{Field: "limit", Message: fmt.Sprintf("must be a whole number from 1 to %d", transfers.ListMax)})
-		}
+	if n, given := queryLimit(q); given {
 		in.Limit = n
 	}
 	for _, f := range []struct {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -60,14 +59,7 @@ func (a *API) webhookEndpointsList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := partners.EndpointList{StartingAfter: q.Get("starting_after")}
-	if v := q.Get("limit"); v != "" {
-		// The range is the service's rule; here only the reading: what
-		// is not a whole number is out of range, refused with the other
-		// problems.
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			n = 0
-		}
+	if n, given := queryLimit(q); given {
 		in.Limit = &n
 	}
 	eps, more, err := a.d.Webhooks.PartnerEndpoints(r.Context(), in)

@@ -85,8 +85,9 @@ type WebhookStore interface {
 	HurryJob(ctx context.Context, uniqueKey string) error
 	// ClockRetries returns up to limit pending deliveries to partnerID's
 	// endpoints that wait for a retry (an attempt failed) due at or
-	// before until, the earliest first (a test clock's advance).
-	ClockRetries(ctx context.Context, partnerID string, until time.Time, limit int) ([]kernel.StoredDelivery, error)
+	// before until, the earliest first, after the one given (nil: from
+	// the first; a test clock's advance).
+	ClockRetries(ctx context.Context, partnerID string, until time.Time, after *kernel.StoredDelivery, limit int) ([]kernel.StoredDelivery, error)
 	// EventLog returns a page of events, newest first, with their
 	// deliveries and attempts.
 	EventLog(ctx context.Context, f emi.EventLogFilter) (emi.EventLog, error)
@@ -919,7 +920,7 @@ func (s *Webhooks) deliver(ctx context.Context, id string) error {
 // NextRetry returns when the earliest retry of partnerID's deliveries is
 // due, at or before until (a test clock's advance).
 func (s *Webhooks) NextRetry(ctx context.Context, partnerID string, until time.Time) (time.Time, bool, error) {
-	ds, err := s.store.ClockRetries(ctx, partnerID, until, 1)
+	ds, err := s.store.ClockRetries(ctx, partnerID, until, nil, 1)
 	if err != nil || len(ds) == 0 {
 		return time.Time{}, false, err
 	}
@@ -930,7 +931,7 @@ func (s *Webhooks) NextRetry(ctx context.Context, partnerID string, until time.T
 // ctx (its test clock), the earliest first, one attempt each, and returns
 // how many it made. A failed one is scheduled again by the clock's time.
 func (s *Webhooks) RetryDue(ctx context.Context, partnerID string) (int, error) {
-	ds, err := s.store.ClockRetries(ctx, partnerID, s.now.At(ctx).UTC(), 100)
+	ds, err := s.store.ClockRetries(ctx, partnerID, s.now.At(ctx).UTC(), nil, 100)
 	if err != nil {
 		return 0, err
 	}
@@ -946,20 +947,31 @@ func (s *Webhooks) RetryDue(ctx context.Context, partnerID string) (int, error) 
 // job queue when its test clock goes: each waits what it had left to wait
 // by the clock (frozen is the clock's last time).
 func (s *Webhooks) ResumeRetries(ctx context.Context, partnerID string, frozen time.Time) (int, error) {
-	far := frozen.Add(10 * 365 * 24 * time.Hour)
-	ds, err := s.store.ClockRetries(ctx, partnerID, far, 10000)
-	if err != nil {
-		return 0, err
-	}
+	// Every retry, however far ahead of the clock (the schedule ends 3
+	// days after the first attempt; a clock is never past 2099).
+	const page = 500
+	until := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := s.now().UTC()
-	for _, d := range ds {
-		spec := kernel.DeliveryJobSpec(d.ID, partnerID)
-		spec.RunAt = now.Add(max(d.NextAttemptAt.Sub(frozen), 0))
-		if _, _, err := s.jobs.Enqueue(ctx, spec); err != nil {
-			return 0, err
+	n := 0
+	var after *kernel.StoredDelivery
+	for {
+		ds, err := s.store.ClockRetries(ctx, partnerID, until, after, page)
+		if err != nil {
+			return n, err
 		}
+		for _, d := range ds {
+			spec := kernel.DeliveryJobSpec(d.ID, partnerID)
+			spec.RunAt = now.Add(max(d.NextAttemptAt.Sub(frozen), 0))
+			if _, _, err := s.jobs.Enqueue(ctx, spec); err != nil {
+				return n, err
+			}
+		}
+		n += len(ds)
+		if len(ds) < page {
+			return n, nil
+		}
+		after = &ds[len(ds)-1]
 	}
-	return len(ds), nil
 }
 
 // secrets opens the endpoint's signing keys: the current one, and the
