@@ -81,13 +81,17 @@ func TestTestClockRunsHoldsKYCLinksAndWebhookRetriesInTimeOrder(t *testing.T) {
 		map[string]any{"url": srv.URL + "/hooks", "event_types": []string{"user.kyc_updated"}})
 	apptest.Expect(t, "endpoint", ep, 0, http.StatusCreated)
 
-	for what, bad := range map[string]map[string]any{
-		"frozen_time": {"frozen_time": "1999-12-31T23:59:59Z"},
-		"name":        {"name": strings.Repeat("n", 101)},
+	for _, c := range []struct {
+		field string
+		body  map[string]any
+	}{
+		{"frozen_time", map[string]any{"frozen_time": "1999-12-31T23:59:59Z"}},
+		{"name", map[string]any{"name": strings.Repeat("n", 101)}},
+		{"name", map[string]any{"name": "nightly\u0007run"}},
 	} {
-		r := call(t, env, other, http.MethodPost, "/v2/sandbox/test_clock", "sandbox_test_clock_create", bad)
-		apptest.Expect(t, "a clock with a bad "+what, r, emi.ErrTestClockValidation.Code, http.StatusBadRequest)
-		apptest.ExpectField(t, "a clock with a bad "+what, r, what)
+		r := call(t, env, other, http.MethodPost, "/v2/sandbox/test_clock", "sandbox_test_clock_create", c.body)
+		apptest.Expect(t, "a clock with a bad "+c.field, r, emi.ErrTestClockValidation.Code, http.StatusBadRequest)
+		apptest.ExpectField(t, "a clock with a bad "+c.field, r, c.field)
 	}
 	apptest.Expect(t, "no clock yet", call(t, env, p, http.MethodGet, "/v2/sandbox/test_clock", "sandbox_test_clock_details", nil),
 		emi.ErrTestClockNotFound.Code, http.StatusNotFound)

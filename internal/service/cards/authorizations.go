@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
@@ -400,12 +399,7 @@ func (s *Authorizations) checkRequest(in *emi.AuthorizationRequest) error {
 	default:
 		bad.Add("channel", "must be one of: "+strings.Join(emi.AuthorizationChannels, ", "))
 	}
-	for _, r := range in.MerchantName {
-		if !unicode.IsPrint(r) {
-			bad.Add("merchant_name", "must be printable text without control characters")
-			break
-		}
-	}
+	bad.CheckPrintable("merchant_name", in.MerchantName)
 	if len(bad) > 0 {
 		return emi.ErrCardValidation.WithFields(bad...)
 	}

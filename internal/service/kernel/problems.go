@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"emi/internal/emi"
 )
@@ -94,4 +95,16 @@ func UniqueNonEmpty(ss ...string) []string {
 		}
 	}
 	return out
+}
+
+// CheckPrintable adds a problem for field unless s is printable text
+// (names, references and reasons reach statements, other banks, events
+// and CSV exports). The one copy of this rule.
+func (p *Problems) CheckPrintable(field, s string) {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			p.Add(field, "must be printable text without control characters")
+			return
+		}
+	}
 }

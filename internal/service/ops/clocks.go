@@ -164,9 +164,10 @@ func (c *TestClocks) Create(ctx context.Context, in emi.TestClockCreate) (emi.Te
 		}
 	}
 	name := strings.TrimSpace(in.Name)
-	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 100 || strings.ContainsFunc(name, isControl) {
-		bad.Add("name", "must be at most 100 characters, without control characters")
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 100 {
+		bad.Add("name", "must be at most 100 characters")
 	}
+	bad.CheckPrintable("name", name)
 	if len(bad) > 0 {
 		return emi.TestClock{}, emi.ErrTestClockValidation.WithFields(bad...)
 	}
@@ -361,5 +362,3 @@ func (c *TestClocks) Delete(ctx context.Context) (emi.TestClock, error) {
 	})
 	return out, err
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

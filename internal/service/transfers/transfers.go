@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"emi/internal/emi"
 	"emi/internal/service/accounts"
@@ -452,17 +451,8 @@ func PartnerView(t emi.Transfer, partnerID string) (emi.Transfer, error) {
 // banks and CSV exports).
 func checkReference(bad *kernel.Problems, ref string) { checkPrintable(bad, "reference", ref) }
 
-// checkPrintable adds a problem for field unless s is printable text
-// (names, references and reasons reach statements, other banks, events
-// and CSV exports). The one copy of this rule.
-func checkPrintable(bad *kernel.Problems, field, s string) {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			bad.Add(field, "must be printable text without control characters")
-			return
-		}
-	}
-}
+// checkPrintable is kernel.Problems.CheckPrintable.
+func checkPrintable(bad *kernel.Problems, field, s string) { bad.CheckPrintable(field, s) }
 
 // checkParty requires exactly one way of naming a side.
 // namedByToken reports whether a party is named by an account or balance
